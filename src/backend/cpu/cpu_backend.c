@@ -1,0 +1,78 @@
+/* The CPU backend: host buffers and in-order execution of the reference ops. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "graph/backend.h"
+
+static void cpu_destroy(vkf_backend *be) { free(be); }
+
+static vkf_status cpu_buffer_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usage,
+                                   vkf_buffer **out) {
+    vkf_buffer *b = calloc(1, sizeof *b);
+    size_t rounded = (size + 63) / 64 * 64;
+    if (b) b->data = aligned_alloc(64, rounded ? rounded : 64);
+    if (!b || !b->data) {
+        free(b);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "cpu: cannot allocate %zu bytes", size);
+    }
+    memset(b->data, 0, rounded ? rounded : 64);
+    b->size = size;
+    *out = b;
+    return VKF_OK;
+}
+
+static void cpu_buffer_free(vkf_backend *be, vkf_buffer *b) {
+    if (!b) return;
+    free(b->data);
+    free(b);
+}
+
+static vkf_status cpu_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src,
+                                   size_t n) {
+    if (off > b->size || n > b->size - off)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "cpu: write of %zu bytes at %zu past a %zu-byte buffer", n, off, b->size);
+    memcpy((char *)b->data + off, src, n);
+    return VKF_OK;
+}
+
+static vkf_status cpu_buffer_read(vkf_backend *be, vkf_buffer *b, size_t off, void *dst, size_t n) {
+    if (off > b->size || n > b->size - off)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "cpu: read of %zu bytes at %zu past a %zu-byte buffer", n, off, b->size);
+    memcpy(dst, (char *)b->data + off, n);
+    return VKF_OK;
+}
+
+static vkf_status cpu_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        vkf_status s = vkf_cpu_op(&g->nodes[i], n_past);
+        if (s != VKF_OK)
+            return vkf_error_prefix(s, "graph %s, node %d (%s -> %s)", g->name, i,
+                                    vkf_op_name(g->nodes[i].op), g->nodes[i].dst->name);
+    }
+    return VKF_OK;
+}
+
+static void cpu_graph_release(vkf_backend *be, vkf_graph *g) { g->exec = NULL; }
+
+static const vkf_backend_i cpu_iface = {
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .buffer_alloc = cpu_buffer_alloc,
+    .buffer_free = cpu_buffer_free,
+    .buffer_write = cpu_buffer_write,
+    .buffer_read = cpu_buffer_read,
+    .graph_compute = cpu_graph_compute,
+    .graph_release = cpu_graph_release,
+};
+
+vkf_status vkf_backend_cpu_create(vkf_backend **out) {
+    vkf_backend *be = calloc(1, sizeof *be);
+    if (!be) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "cpu backend: out of host memory");
+    be->i = &cpu_iface;
+    strcpy(be->device_name, "cpu");
+    *out = be;
+    return VKF_OK;
+}

@@ -1,0 +1,332 @@
+/* CPU reference ops. Plain loops that read like the math: this file is the specification the
+ * Vulkan kernels are tested against. Accumulation is in f32 unless noted. */
+#include "backend/cpu/cpu_ops.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+/* ------------------------------------------------------------------ access */
+
+static void *ptr(const vkf_tensor *t) { return (char *)t->buf->data + t->offset; }
+
+/* Row r of an f32 or i32 tensor. */
+static float *row_f32(const vkf_tensor *t, int64_t r) { return (float *)ptr(t) + r * t->row_stride; }
+static int32_t *row_i32(const vkf_tensor *t, int64_t r) { return (int32_t *)ptr(t) + r * t->row_stride; }
+/* Row r of a tensor of any storage type, dequantized into out[cols]. */
+static void row_deq(const vkf_tensor *t, int64_t r, float *out) {
+    vkf_dequantize_row(t->dtype, (const char *)ptr(t) + vkf_tensor_row_offset(t, r), out, t->cols);
+}
+
+/* ------------------------------------------------------------------ linear algebra */
+
+/* y[m, n] = sum_k x[m, k] * w[n, k] + b[n] */
+static vkf_status op_matmul(const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0], *w = nd->src[1], *b = nd->src[2], *y = nd->dst;
+    int64_t M = x->rows, N = w->rows, K = x->cols;
+    float *wrow = malloc((size_t)K * sizeof *wrow);
+    if (!wrow) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "matmul: out of host memory");
+    for (int64_t n = 0; n < N; n++) {
+        row_deq(w, n, wrow); /* the weight row, dequantized once for every m */
+        float bias = b ? row_f32(b, 0)[n] : 0.0f;
+        for (int64_t m = 0; m < M; m++) {
+            const float *xr = row_f32(x, m);
+            float acc = 0.0f;
+            for (int64_t k = 0; k < K; k++) acc += xr[k] * wrow[k];
+            row_f32(y, m)[n] = acc + bias;
+        }
+    }
+    free(wrow);
+    return VKF_OK;
+}
+
+/* y[i, :] = table[ids[i], :] * scale */
+static vkf_status op_embed(const vkf_node *nd) {
+    const vkf_tensor *table = nd->src[0], *ids = nd->src[1], *y = nd->dst;
+    for (int64_t i = 0; i < ids->cols; i++) {
+        int32_t id = row_i32(ids, 0)[i];
+        if (id < 0 || id >= table->rows)
+            return vkf_error(VKF_ERROR_TOKEN, "embed %s: token id %d at position %lld is outside [0, %lld)",
+                             table->name, id, (long long)i, (long long)table->rows);
+        float *out = row_f32(y, i);
+        row_deq(table, id, out);
+        for (int64_t j = 0; j < table->cols; j++) out[j] *= nd->p.embed.scale;
+    }
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ positions */
+
+static vkf_status op_add_pos(const vkf_node *nd, int32_t n_past) {
+    const vkf_tensor *x = nd->src[0], *table = nd->src[1], *y = nd->dst;
+    for (int64_t r = 0; r < x->rows; r++) {
+        int64_t pos = nd->p.pos.pos0 + (nd->p.pos.dyn ? n_past : 0) + r % nd->p.pos.seq_len;
+        if (pos < 0 || pos >= table->rows)
+            return vkf_error(VKF_ERROR_CONTEXT_FULL, "position %lld is outside the position table %s (%lld rows)",
+                             (long long)pos, table->name, (long long)table->rows);
+        const float *xr = row_f32(x, r), *pr = row_f32(table, pos);
+        float *yr = row_f32(y, r);
+        for (int64_t j = 0; j < x->cols; j++) yr[j] = xr[j] + pr[j];
+    }
+    return VKF_OK;
+}
+
+static vkf_status op_rope(const vkf_node *nd, int32_t n_past) {
+    const vkf_tensor *x = nd->src[0], *table = nd->src[1], *y = nd->dst;
+    int hd = nd->p.rope.head_dim, n_rot = nd->p.rope.n_rot, half = n_rot / 2;
+    for (int64_t r = 0; r < x->rows; r++) {
+        int64_t pos = nd->p.rope.pos0 + (nd->p.rope.dyn ? n_past : 0) + r % nd->p.rope.seq_len;
+        if (pos < 0 || pos >= table->rows)
+            return vkf_error(VKF_ERROR_CONTEXT_FULL, "position %lld is outside the rope table %s (%lld rows)",
+                             (long long)pos, table->name, (long long)table->rows);
+        const float *xr = row_f32(x, r), *cs = row_f32(table, pos);
+        float *yr = row_f32(y, r);
+        float tmp[VKF_MAX_HEAD_DIM]; /* one head at a time, so y may alias x */
+        for (int h = 0; h < nd->p.rope.n_head; h++) {
+            const float *xh = xr + h * hd;
+            memcpy(tmp, xh, (size_t)hd * sizeof *tmp);
+            for (int i = 0; i < half; i++) {
+                float c = cs[2 * i], s = cs[2 * i + 1];
+                int i0 = nd->p.rope.mode == VKF_ROPE_NEOX ? i : 2 * i;
+                int i1 = nd->p.rope.mode == VKF_ROPE_NEOX ? i + half : 2 * i + 1;
+                tmp[i0] = xh[i0] * c - xh[i1] * s;
+                tmp[i1] = xh[i0] * s + xh[i1] * c;
+            }
+            memcpy(yr + h * hd, tmp, (size_t)hd * sizeof *tmp);
+        }
+    }
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+static float unary(int act, float x) {
+    switch (act) {
+    case VKF_UNARY_RELU: return x > 0 ? x : 0;
+    case VKF_UNARY_GELU_ERF: return 0.5f * x * (1.0f + erff(x * (float)M_SQRT1_2));
+    case VKF_UNARY_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    case VKF_UNARY_SILU: return x / (1.0f + expf(-x));
+    }
+    return NAN;
+}
+
+static vkf_status op_elementwise(const vkf_node *nd) {
+    const vkf_tensor *a = nd->src[0], *b = nd->src[1], *y = nd->dst;
+    for (int64_t r = 0; r < a->rows; r++) {
+        const float *ar = row_f32(a, r);
+        const float *br = b ? row_f32(b, b->rows == 1 ? 0 : r) : NULL;
+        float *yr = row_f32(y, r);
+        for (int64_t j = 0; j < a->cols; j++) {
+            switch (nd->op) {
+            case VKF_OP_ADD: yr[j] = ar[j] + br[j]; break;
+            case VKF_OP_MUL: yr[j] = ar[j] * br[j]; break;
+            case VKF_OP_SCALE: yr[j] = ar[j] * nd->p.scale.scale; break;
+            case VKF_OP_UNARY: yr[j] = unary(nd->p.unary.act, ar[j]); break;
+            case VKF_OP_SWIGLU: yr[j] = unary(VKF_UNARY_SILU, ar[j]) * br[j]; break;
+            default: return vkf_error(VKF_ERROR_INTERNAL, "elementwise: op %s", vkf_op_name(nd->op));
+            }
+        }
+    }
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ normalization */
+
+static vkf_status op_norm(const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0], *w = nd->src[1], *b = nd->src[2], *y = nd->dst;
+    int64_t n = x->cols;
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *xr = row_f32(x, r);
+        float *yr = row_f32(y, r);
+        float mean = 0.0f, var = 0.0f;
+        if (nd->op == VKF_OP_LAYERNORM) {
+            for (int64_t j = 0; j < n; j++) mean += xr[j];
+            mean /= (float)n;
+        }
+        for (int64_t j = 0; j < n; j++) var += (xr[j] - mean) * (xr[j] - mean);
+        var /= (float)n; /* biased variance (LayerNorm); mean of squares (RMSNorm, mean = 0) */
+        float inv = 1.0f / sqrtf(var + nd->p.norm.eps);
+        for (int64_t j = 0; j < n; j++) {
+            float v = (xr[j] - mean) * inv;
+            if (w) v *= row_f32(w, 0)[j];
+            if (b) v += row_f32(b, 0)[j];
+            yr[j] = v;
+        }
+    }
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ softmax */
+
+static vkf_status op_softmax(const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0], *mask = nd->src[1], *y = nd->dst;
+    float scale = nd->p.scale.scale != 0.0f ? nd->p.scale.scale : 1.0f;
+    int64_t n = x->cols;
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *xr = row_f32(x, r);
+        const float *mr = mask ? row_f32(mask, r) : NULL;
+        float *yr = row_f32(y, r);
+        float max = -INFINITY;
+        for (int64_t j = 0; j < n; j++) {
+            yr[j] = xr[j] * scale + (mr ? mr[j] : 0.0f);
+            if (yr[j] > max) max = yr[j];
+        }
+        if (max == -INFINITY) { /* every entry masked: no distribution, output zeros */
+            memset(yr, 0, (size_t)n * sizeof *yr);
+            continue;
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j < n; j++) {
+            yr[j] = expf(yr[j] - max); /* subtract the max: exp() overflows above 88 */
+            sum += yr[j];
+        }
+        for (int64_t j = 0; j < n; j++) yr[j] /= sum;
+    }
+    return VKF_OK;
+}
+
+static vkf_status op_log_softmax(const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0], *y = nd->dst;
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *xr = row_f32(x, r);
+        float *yr = row_f32(y, r);
+        float max = -INFINITY;
+        for (int64_t j = 0; j < x->cols; j++) max = fmaxf(max, xr[j]);
+        double sum = 0.0; /* the log of the sum: double keeps log-probs exact to f32 */
+        for (int64_t j = 0; j < x->cols; j++) sum += exp((double)xr[j] - max);
+        float lse = max + (float)log(sum);
+        for (int64_t j = 0; j < x->cols; j++) yr[j] = xr[j] - lse;
+    }
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ attention */
+
+/* For each sequence b, head h and query i:
+ *   out = sum_j softmax_j(scale * q·k_j) v_j over the keys j that query i may see:
+ *   j < n_keys, j < key_len[b], and j <= q_pos(i) when causal. */
+static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
+    const vkf_attn_params *p = &nd->p.attn;
+    const vkf_tensor *q = nd->src[0], *k = nd->src[1], *v = nd->src[2], *lens = nd->src[3];
+    int hd = p->head_dim, group = p->n_head / p->n_kv_head;
+    int64_t n_keys = p->kv_dyn ? (int64_t)n_past + p->n_q : p->n_kv;
+    if (n_keys > p->n_kv)
+        return vkf_error(VKF_ERROR_CONTEXT_FULL, "attention: %lld keys exceed the cache of %d",
+                         (long long)n_keys, p->n_kv);
+    float *score = malloc((size_t)(n_keys > 0 ? n_keys : 1) * sizeof *score);
+    if (!score) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "attention: out of host memory");
+    for (int b = 0; b < p->batch; b++) {
+        int64_t klen = n_keys;
+        if (lens && row_i32(lens, 0)[b] < klen) klen = row_i32(lens, 0)[b];
+        for (int i = 0; i < p->n_q; i++) {
+            int64_t qpos = p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
+            int64_t jmax = klen;
+            if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
+            for (int h = 0; h < p->n_head; h++) {
+                int kvh = h / group;
+                const float *qr = row_f32(q, (int64_t)b * p->n_q + i) + h * hd;
+                float *out = row_f32(nd->dst, (int64_t)b * p->n_q + i) + h * hd;
+                float max = -INFINITY;
+                for (int64_t j = 0; j < jmax; j++) {
+                    const float *kr = row_f32(k, (int64_t)b * p->kv_stride + j) + kvh * hd;
+                    float dot = 0.0f;
+                    for (int d = 0; d < hd; d++) dot += qr[d] * kr[d];
+                    score[j] = dot * p->scale;
+                    if (score[j] > max) max = score[j];
+                }
+                float sum = 0.0f;
+                for (int64_t j = 0; j < jmax; j++) {
+                    score[j] = expf(score[j] - max);
+                    sum += score[j];
+                }
+                for (int d = 0; d < hd; d++) out[d] = 0.0f;
+                for (int64_t j = 0; j < jmax; j++) { /* jmax == 0: no visible key, zeros */
+                    const float *vr = row_f32(v, (int64_t)b * p->kv_stride + j) + kvh * hd;
+                    float w = score[j] / sum;
+                    for (int d = 0; d < hd; d++) out[d] += w * vr[d];
+                }
+            }
+        }
+    }
+    free(score);
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ data movement, selection */
+
+static vkf_status op_copy_rows(const vkf_node *nd, int32_t n_past) {
+    const vkf_tensor *x = nd->src[0], *y = nd->dst;
+    int64_t r0 = nd->p.copy.dst_row0 + (nd->p.copy.dyn ? n_past : 0);
+    if (r0 < 0 || r0 + x->rows > y->rows)
+        return vkf_error(VKF_ERROR_CONTEXT_FULL, "copy into %s: rows %lld..%lld exceed its %lld rows",
+                         y->name, (long long)r0, (long long)(r0 + x->rows), (long long)y->rows);
+    for (int64_t r = 0; r < x->rows; r++)
+        memcpy(row_f32(y, r0 + r), row_f32(x, r), (size_t)x->cols * sizeof(float));
+    return VKF_OK;
+}
+
+static vkf_status op_argmax(const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0];
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *xr = row_f32(x, r);
+        int64_t best = 0;
+        for (int64_t j = 1; j < x->cols; j++)
+            if (xr[j] > xr[best]) best = j; /* strict: ties keep the lowest index */
+        row_i32(nd->dst, r)[0] = (int32_t)best;
+    }
+    return VKF_OK;
+}
+
+static vkf_status op_topk(const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0];
+    int k = nd->p.topk.k, n = 0;
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *xr = row_f32(x, r);
+        int32_t *out = row_i32(nd->dst, r);
+        n = 0;
+        /* insertion into a sorted list of the best k so far; an element goes after every kept
+         * element that is >= it, so ties keep the lower index first */
+        for (int64_t j = 0; j < x->cols; j++) {
+            if (n == k && !(xr[j] > xr[out[k - 1]])) continue;
+            int pos = n < k ? n : k - 1;
+            while (pos > 0 && xr[out[pos - 1]] < xr[j]) {
+                out[pos] = out[pos - 1];
+                pos--;
+            }
+            out[pos] = (int32_t)j;
+            if (n < k) n++;
+        }
+    }
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ dispatch */
+
+vkf_status vkf_cpu_op(const vkf_node *n, int32_t n_past) {
+    switch (n->op) {
+    case VKF_OP_MATMUL: return op_matmul(n);
+    case VKF_OP_EMBED: return op_embed(n);
+    case VKF_OP_ADD_POS: return op_add_pos(n, n_past);
+    case VKF_OP_ROPE: return op_rope(n, n_past);
+    case VKF_OP_ADD:
+    case VKF_OP_MUL:
+    case VKF_OP_SCALE:
+    case VKF_OP_UNARY:
+    case VKF_OP_SWIGLU: return op_elementwise(n);
+    case VKF_OP_LAYERNORM:
+    case VKF_OP_RMSNORM: return op_norm(n);
+    case VKF_OP_SOFTMAX: return op_softmax(n);
+    case VKF_OP_LOG_SOFTMAX: return op_log_softmax(n);
+    case VKF_OP_ATTENTION: return op_attention(n, n_past);
+    case VKF_OP_COPY_ROWS: return op_copy_rows(n, n_past);
+    case VKF_OP_ARGMAX: return op_argmax(n);
+    case VKF_OP_TOPK: return op_topk(n);
+    default: break;
+    }
+    return vkf_error(VKF_ERROR_INTERNAL, "cpu: unknown op %d", (int)n->op);
+}

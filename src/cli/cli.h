@@ -1,0 +1,23 @@
+/* The vkformer CLI: one function per subcommand, each returning the process exit code. The CLI
+ * is the only layer that prints for users and exits. */
+#ifndef VKF_CLI_H
+#define VKF_CLI_H
+
+#include "vkformer.h"
+
+typedef struct vkf_cli_cmd {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    const char *help;                  /* one line */
+} vkf_cli_cmd;
+
+int vkf_cmd_devices(int argc, char **argv);
+int vkf_cmd_selftest(int argc, char **argv);
+
+/* Shared option parsing: --device N|NAME, --cpu, --validate. Returns 1 if argv[*i] was one of
+ * them (advancing *i past its value), 0 if not, -1 on a missing value. */
+int vkf_cli_backend_opt(int argc, char **argv, int *i, vkf_context_params *cp);
+/* Prints "vkformer: <what>: <vkf_last_error()>" to stderr and returns 1. */
+int vkf_cli_fail(const char *what);
+
+#endif

@@ -1,0 +1,52 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const vkf_cli_cmd commands[] = {
+    {"devices", vkf_cmd_devices, "list Vulkan devices and their capabilities [--json]"},
+    {"selftest", vkf_cmd_selftest, "run every op on a device against the CPU reference [--quick] [--device N]"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: vkformer <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\ncommon options: --device N|NAME (or env VKF_DEVICE), --cpu, --validate (or env VKF_VALIDATE=1)\n");
+}
+
+int vkf_cli_backend_opt(int argc, char **argv, int *i, vkf_context_params *cp) {
+    const char *a = argv[*i];
+    if (strcmp(a, "--cpu") == 0) {
+        cp->backend = VKF_BACKEND_CPU;
+        return 1;
+    }
+    if (strcmp(a, "--validate") == 0) {
+        cp->validate = 1;
+        return 1;
+    }
+    if (strcmp(a, "--device") == 0 || strcmp(a, "-d") == 0) {
+        if (*i + 1 >= argc) return -1;
+        cp->device = argv[++*i];
+        cp->backend = VKF_BACKEND_VULKAN;
+        return 1;
+    }
+    return 0;
+}
+
+int vkf_cli_fail(const char *what) {
+    fprintf(stderr, "vkformer: %s: %s\n", what, vkf_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "vkformer: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,50 @@
+/* The backend interface: a backend owns buffers and executes graphs. Two implementations:
+ * src/backend/cpu (the reference) and src/backend/vulkan. */
+#ifndef VKF_GRAPH_BACKEND_H
+#define VKF_GRAPH_BACKEND_H
+
+#include "graph/graph.h"
+
+typedef enum vkf_buffer_usage {
+    VKF_BUFFER_WEIGHTS = 0, /* written once, read by kernels */
+    VKF_BUFFER_ACTIVATIONS, /* read and written by kernels */
+    VKF_BUFFER_IO,          /* written/read by the host often (inputs, logits) */
+} vkf_buffer_usage;
+
+typedef struct vkf_backend_i {
+    const char *name; /* "cpu" or "vulkan" */
+    void (*destroy)(vkf_backend *be);
+    vkf_status (*buffer_alloc)(vkf_backend *be, size_t size, vkf_buffer_usage usage,
+                               vkf_buffer **out);
+    void (*buffer_free)(vkf_backend *be, vkf_buffer *b);
+    /* Host <-> buffer copies; offsets in bytes. Complete when the call returns. */
+    vkf_status (*buffer_write)(vkf_backend *be, vkf_buffer *b, size_t off, const void *src,
+                               size_t n);
+    vkf_status (*buffer_read)(vkf_backend *be, vkf_buffer *b, size_t off, void *dst, size_t n);
+    /* Runs every node of g in order with the given n_past; returns when results are visible to
+     * buffer_read. The Vulkan backend records g once (g->exec) and replays it afterwards. */
+    vkf_status (*graph_compute)(vkf_backend *be, vkf_graph *g, int32_t n_past);
+    /* Releases g->exec. */
+    void (*graph_release)(vkf_backend *be, vkf_graph *g);
+} vkf_backend_i;
+
+struct vkf_backend {
+    const vkf_backend_i *i;
+    char device_name[256];
+};
+
+vkf_status vkf_backend_cpu_create(vkf_backend **out);
+
+static inline void vkf_backend_free(vkf_backend *be) {
+    if (be) be->i->destroy(be);
+}
+
+/* Convenience: allocate a buffer for t (contiguous) and write data (may be NULL). */
+vkf_status vkf_tensor_alloc(vkf_backend *be, vkf_tensor *t, vkf_buffer_usage usage,
+                            const void *data);
+vkf_status vkf_tensor_write(vkf_backend *be, vkf_tensor *t, const void *data);
+vkf_status vkf_tensor_read(vkf_backend *be, const vkf_tensor *t, void *data);
+/* Reads t as f32 rows (dequantizing), contiguous rows*cols floats. */
+vkf_status vkf_tensor_read_f32(vkf_backend *be, const vkf_tensor *t, float *data);
+
+#endif

@@ -1,0 +1,507 @@
+/* The op harness. Inputs have realistic magnitudes (not only [0,1)): offsets and spreads that
+ * expose a naive variance, an exp() overflow or a missing max subtraction; padding columns of
+ * strided inputs hold garbage that a kernel must not read; destinations start filled with a
+ * sentinel so an element a kernel forgets to write shows up as a difference. */
+#include "graph/op_harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+/* ------------------------------------------------------------------ thresholds and reasons */
+
+/* Why each threshold is what it is. A wrong index, a missing term or a transposed operand
+ * gives NMSE of order 1e-2..1, so every threshold leaves four or more orders of margin. */
+#define THR_EXACT 1e-12  /* one IEEE op per element: results should be bitwise equal */
+#define WHY_EXACT "one IEEE op per element, bitwise equal expected"
+#define THR_SUM 1e-9     /* f32 sums in another order: relative error ~sqrt(K)*6e-8 */
+#define WHY_SUM "f32 accumulation in a different order (tree vs serial)"
+#define THR_TRANS 1e-9   /* exp/tanh/erf implementations differ by a few ulp */
+#define WHY_TRANS "transcendental functions differ by a few ulp between libm and the GPU"
+#define THR_ATTN 1e-8    /* online softmax rescaling + exp + dot-product order */
+#define WHY_ATTN "online softmax (running max, rescaled sums) vs two-pass, f32 dots in another order"
+#define WHY_INDEX "indices must match exactly (ties: lowest index first)"
+
+/* ------------------------------------------------------------------ the table */
+
+static int push(vkf_harness_case **v, int *n, int *cap, vkf_harness_case c) {
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 128;
+        vkf_harness_case *nv = realloc(*v, (size_t)*cap * sizeof *nv);
+        if (!nv) return -1;
+        *v = nv;
+    }
+    (*v)[(*n)++] = c;
+    return 0;
+}
+
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        vkf_harness_case c_ = {__VA_ARGS__};                                                       \
+        if (push(&v, &n, &cap, c_)) goto oom;                                                      \
+    } while (0)
+
+static vkf_op_params attn(int b, int nq, int nkv, int stride, int h, int hkv, int hd, int causal,
+                          int dyn) {
+    vkf_op_params p;
+    memset(&p, 0, sizeof p);
+    p.attn = (vkf_attn_params){b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd)};
+    return p;
+}
+
+int vkf_harness_cases(int quick, vkf_harness_case **out) {
+    vkf_harness_case *v = NULL;
+    int n = 0, cap = 0;
+    static const int64_t ragged[] = {1, 3, 7, 17, 33, 65, 127, 255, 1000, 4097};
+    const int n_ragged = quick ? 5 : 10;
+    const vkf_dtype wtypes[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_BF16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
+    vkf_op_params p;
+
+    /* matmul: decode shapes (M <= 8), prefill shapes, ragged N and K, bias, strided x */
+    static const int64_t mm[][3] = {{1, 1, 32},   {1, 7, 64},    {2, 17, 96},   {3, 33, 128},
+                                    {7, 65, 256}, {8, 255, 64},  {9, 127, 160}, {17, 1000, 64},
+                                    {33, 65, 512}, {65, 33, 96}, {127, 17, 32}, {255, 64, 256},
+                                    {1, 4097, 64}, {4, 64, 4096}, {128, 128, 128}};
+    const int n_mm = quick ? 6 : (int)(sizeof mm / sizeof mm[0]);
+    for (int w = 0; w < 5; w++)
+        for (int i = 0; i < n_mm; i++) {
+            memset(&p, 0, sizeof p);
+            int flags = (i % 2 ? VKF_HC_BIAS : 0) | (i % 3 == 1 ? VKF_HC_STRIDED : 0);
+            ADD(VKF_OP_MATMUL, wtypes[w], mm[i][0], mm[i][1], mm[i][2], flags, 0, p, THR_SUM, WHY_SUM);
+        }
+    if (!quick) /* K not a multiple of 32 for the plain types */
+        for (int w = 0; w < 3; w++) {
+            static const int64_t mk[][3] = {{1, 3, 1}, {3, 7, 17}, {5, 9, 1000}, {2, 65, 4097}, {33, 17, 7}};
+            for (int i = 0; i < 5; i++)
+                ADD(VKF_OP_MATMUL, wtypes[w], mk[i][0], mk[i][1], mk[i][2], i % 2 ? VKF_HC_BIAS : 0, 0,
+                    p, THR_SUM, WHY_SUM);
+        }
+
+    /* embedding lookup, every table type */
+    for (int w = 0; w < 5; w++) {
+        memset(&p, 0, sizeof p);
+        p.embed.scale = w % 2 ? 8.0f : 1.0f;
+        ADD(VKF_OP_EMBED, wtypes[w], 1, 7, 32, 0, 0, p, THR_EXACT, WHY_EXACT);
+        ADD(VKF_OP_EMBED, wtypes[w], 17, 1000, 64, 0, 0, p, THR_EXACT, WHY_EXACT);
+        if (!quick) ADD(VKF_OP_EMBED, wtypes[w], 5, 3, 4096, 0, 0, p, THR_EXACT, WHY_EXACT);
+    }
+    if (!quick)
+        for (int i = 0; i < 3; i++) {
+            memset(&p, 0, sizeof p);
+            p.embed.scale = 1.5f;
+            ADD(VKF_OP_EMBED, VKF_DTYPE_F32, ragged[i + 2], 33, ragged[i], 0, 0, p, THR_EXACT, WHY_EXACT);
+        }
+
+    /* positions: additive table (learned or sinusoidal), static and dynamic offsets */
+    memset(&p, 0, sizeof p);
+    p.pos.seq_len = 7;
+    ADD(VKF_OP_ADD_POS, 0, 14, 64, 128, 0, 0, p, THR_EXACT, WHY_EXACT);
+    p.pos.seq_len = 1, p.pos.dyn = 1;
+    ADD(VKF_OP_ADD_POS, 0, 1, 17, 256, 0, 200, p, THR_EXACT, WHY_EXACT);
+    p.pos.seq_len = 33, p.pos.pos0 = 5, p.pos.dyn = 1;
+    ADD(VKF_OP_ADD_POS, 0, 66, 1000, 512, 0, 40, p, THR_EXACT, WHY_EXACT);
+
+    /* rope: both conventions, 1..16 heads, head_dim 32/64/80/128, partial rotation */
+    static const int rope_cfg[][5] = {/* heads, head_dim, n_rot, rows(seq), n_past */
+                                      {1, 32, 32, 1, 0},  {4, 64, 64, 7, 3},   {8, 80, 80, 17, 100},
+                                      {16, 128, 128, 5, 1000}, {2, 64, 32, 33, 0}, {3, 128, 64, 2, 500}};
+    const int n_rope = quick ? 3 : 6;
+    for (int mode = 0; mode < 2; mode++)
+        for (int i = 0; i < n_rope; i++) {
+            memset(&p, 0, sizeof p);
+            p.rope.seq_len = rope_cfg[i][3];
+            p.rope.dyn = rope_cfg[i][4] > 0;
+            p.rope.n_head = rope_cfg[i][0];
+            p.rope.head_dim = rope_cfg[i][1];
+            p.rope.n_rot = rope_cfg[i][2];
+            p.rope.mode = mode;
+            ADD(VKF_OP_ROPE, 0, rope_cfg[i][3] * (i % 2 ? 2 : 1), 0, 1100, i == 4 ? VKF_HC_STRIDED : 0,
+                rope_cfg[i][4], p, THR_EXACT * 100, "products of the same f32 cos/sin table: within 1 ulp");
+        }
+
+    /* elementwise and row ops over ragged widths */
+    for (int i = 0; i < n_ragged; i++) {
+        int64_t cols = ragged[i], rows = (i % 3 == 0) ? 1 : (i % 3 == 1 ? 3 : 8);
+        memset(&p, 0, sizeof p);
+        ADD(VKF_OP_ADD, 0, rows, cols, 0, i % 2 ? VKF_HC_BCAST : 0, 0, p, THR_EXACT, WHY_EXACT);
+        ADD(VKF_OP_MUL, 0, rows, cols, 0, i % 2 ? 0 : VKF_HC_BCAST, 0, p, THR_EXACT, WHY_EXACT);
+        p.scale.scale = 0.125f * (float)(i + 1);
+        ADD(VKF_OP_SCALE, 0, rows, cols, 0, i == 4 ? VKF_HC_STRIDED : 0, 0, p, THR_EXACT, WHY_EXACT);
+        for (int a = 0; a < VKF_UNARY_COUNT; a++) {
+            memset(&p, 0, sizeof p);
+            p.unary.act = a;
+            ADD(VKF_OP_UNARY, 0, rows, cols, 0, 0, 0, p, a == VKF_UNARY_RELU ? THR_EXACT : THR_TRANS,
+                a == VKF_UNARY_RELU ? WHY_EXACT : WHY_TRANS);
+        }
+        memset(&p, 0, sizeof p);
+        ADD(VKF_OP_SWIGLU, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        p.norm.eps = i % 2 ? 1e-5f : 1e-6f;
+        ADD(VKF_OP_LAYERNORM, 0, rows, cols, 0, i == 5 ? VKF_HC_NOAFFINE : 0, 0, p, THR_SUM, WHY_SUM);
+        ADD(VKF_OP_RMSNORM, 0, rows, cols, 0, i == 6 ? VKF_HC_NOAFFINE : 0, 0, p, THR_SUM, WHY_SUM);
+        memset(&p, 0, sizeof p);
+        p.scale.scale = i % 2 ? 0.25f : 0.0f;
+        ADD(VKF_OP_SOFTMAX, 0, rows + 4, cols, 0, i % 2 ? VKF_HC_MASK : 0, 0, p, THR_TRANS, WHY_TRANS);
+        ADD(VKF_OP_LOG_SOFTMAX, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        memset(&p, 0, sizeof p);
+        ADD(VKF_OP_ARGMAX, 0, rows, cols, 0, i % 2 ? VKF_HC_TIES : 0, 0, p, 0, WHY_INDEX);
+        p.topk.k = cols < 40 ? (int)cols : 40;
+        ADD(VKF_OP_TOPK, 0, rows, cols, 0, i % 2 ? 0 : VKF_HC_TIES, 0, p, 0, WHY_INDEX);
+    }
+    if (!quick) { /* the vocabulary: softmax, argmax and top-k over 50257 */
+        memset(&p, 0, sizeof p);
+        ADD(VKF_OP_SOFTMAX, 0, 2, 50257, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        ADD(VKF_OP_LOG_SOFTMAX, 0, 2, 50257, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        ADD(VKF_OP_ARGMAX, 0, 2, 50257, 0, 0, 0, p, 0, WHY_INDEX);
+        p.topk.k = 64;
+        ADD(VKF_OP_TOPK, 0, 2, 50257, 0, 0, 0, p, 0, WHY_INDEX);
+    }
+
+    /* attention: MHA, GQA, causal, key padding, cross (n_q != n_kv), cache offsets, long */
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 1, 1, 1, 1, 1, 32, 1, 0), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 7, 7, 7, 4, 4, 64, 1, 0), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(3, 5, 17, 20, 8, 2, 80, 0, 0), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 1000, attn(1, 1, 1024, 1024, 16, 4, 128, 1, 1), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_STRIDED, 200, attn(1, 33, 512, 512, 8, 8, 64, 1, 1), THR_ATTN, WHY_ATTN);
+    if (!quick) {
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 65, 65, 65, 2, 1, 128, 1, 0), THR_ATTN, WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 1024, 1024, 1024, 1, 1, 32, 1, 0), THR_ATTN, WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(4, 3, 255, 300, 16, 16, 32, 0, 0), THR_ATTN, WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 127, 1000, 1000, 4, 2, 64, 1, 0), THR_ATTN, WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 17, attn(2, 4, 64, 64, 6, 3, 80, 1, 1), THR_ATTN, WHY_ATTN);
+    }
+
+    /* KV-cache writes */
+    memset(&p, 0, sizeof p);
+    p.copy.dst_row0 = 3;
+    ADD(VKF_OP_COPY_ROWS, 0, 5, 64, 16, 0, 0, p, THR_EXACT, WHY_EXACT);
+    p.copy.dst_row0 = 0, p.copy.dyn = 1;
+    ADD(VKF_OP_COPY_ROWS, 0, 1, 1000, 300, VKF_HC_STRIDED, 250, p, THR_EXACT, WHY_EXACT);
+
+    *out = v;
+    return n;
+oom:
+    free(v);
+    *out = NULL;
+    return -1;
+}
+
+void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
+    const vkf_op_params *p = &c->p;
+    int k = 0;
+    switch (c->op) {
+    case VKF_OP_MATMUL:
+        k = snprintf(buf, n, "matmul %s M=%lld N=%lld K=%lld", vkf_dtype_name(c->wtype),
+                     (long long)c->m, (long long)c->n, (long long)c->k);
+        break;
+    case VKF_OP_EMBED:
+        k = snprintf(buf, n, "embed %s ids=%lld vocab=%lld dim=%lld", vkf_dtype_name(c->wtype),
+                     (long long)c->m, (long long)c->n, (long long)c->k);
+        break;
+    case VKF_OP_ROPE:
+        k = snprintf(buf, n, "rope %s rows=%lld heads=%d head_dim=%d n_rot=%d n_past=%d",
+                     p->rope.mode ? "neox" : "normal", (long long)c->m, p->rope.n_head,
+                     p->rope.head_dim, p->rope.n_rot, c->n_past);
+        break;
+    case VKF_OP_ATTENTION:
+        k = snprintf(buf, n, "attention B=%d n_q=%d n_kv=%d heads=%d/%d head_dim=%d%s%s n_past=%d",
+                     p->attn.batch, p->attn.n_q, p->attn.n_kv, p->attn.n_head, p->attn.n_kv_head,
+                     p->attn.head_dim, p->attn.causal ? " causal" : "", p->attn.kv_dyn ? " cache" : "",
+                     c->n_past);
+        break;
+    case VKF_OP_UNARY:
+        k = snprintf(buf, n, "unary %s %lldx%lld", vkf_unary_name(p->unary.act), (long long)c->m,
+                     (long long)c->n);
+        break;
+    default:
+        k = snprintf(buf, n, "%s %lldx%lld", vkf_op_name(c->op), (long long)c->m, (long long)c->n);
+        break;
+    }
+    if (k < 0 || (size_t)k >= n) return;
+    snprintf(buf + k, n - (size_t)k, "%s%s%s%s%s%s", c->flags & VKF_HC_BIAS ? " bias" : "",
+             c->flags & VKF_HC_STRIDED ? " strided" : "", c->flags & VKF_HC_MASK ? " mask" : "",
+             c->flags & VKF_HC_BCAST ? " bcast" : "", c->flags & VKF_HC_LENS ? " keylens" : "",
+             c->flags & VKF_HC_TIES ? " ties" : "");
+}
+
+/* ------------------------------------------------------------------ inputs */
+
+typedef struct rng { uint64_t s; } rng;
+
+static uint32_t rng_u32(rng *r) {
+    r->s ^= r->s << 13;
+    r->s ^= r->s >> 7;
+    r->s ^= r->s << 17;
+    return (uint32_t)(r->s >> 11);
+}
+static float rng_unif(rng *r) { return (rng_u32(r) >> 8) * (1.0f / 16777216.0f); }
+static float rng_normal(rng *r) {
+    float u = rng_unif(r) + 1e-7f, v = rng_unif(r);
+    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
+}
+
+/* One operand: its description and host contents (row_stride elements per row, storage type). */
+typedef struct operand {
+    vkf_tensor t;
+    void *host;
+} operand;
+
+static vkf_status operand_make(operand *o, vkf_dtype dt, int64_t rows, int64_t cols, int strided,
+                               const char *name) {
+    o->t = vkf_tensor_make(dt, rows, cols, name);
+    if (strided && vkf_dtype_block_elems(dt) == 1) o->t.row_stride = cols + 5;
+    size_t bytes = vkf_dtype_row_bytes(dt, rows * o->t.row_stride);
+    o->host = calloc(1, bytes ? bytes : 4);
+    return o->host ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "harness: out of memory");
+}
+
+/* Fills every element (padding included) with mean + sd * N(0,1), stored as dtype. */
+static void fill_normal(operand *o, rng *r, float mean, float sd) {
+    int64_t n = o->t.rows * o->t.row_stride;
+    float *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!tmp) return;
+    for (int64_t i = 0; i < n; i++) tmp[i] = mean + sd * rng_normal(r);
+    if (o->t.dtype == VKF_DTYPE_I32)
+        for (int64_t i = 0; i < n; i++) ((int32_t *)o->host)[i] = (int32_t)tmp[i];
+    else
+        vkf_quantize_row(o->t.dtype, tmp, o->host, n);
+    free(tmp);
+}
+
+/* ------------------------------------------------------------------ run and compare */
+
+typedef struct setup {
+    operand src[VKF_MAX_SRC];
+    int n_src;
+    operand dst;
+} setup;
+
+static vkf_status build(const vkf_harness_case *c, setup *s) {
+    rng r = {0x9E3779B97F4A7C15ull ^ (uint64_t)(c->op * 7919 + c->m * 104729 + c->n * 1299709 + c->k * 15485863 + c->wtype)};
+    const vkf_op_params *p = &c->p;
+    int st = (c->flags & VKF_HC_STRIDED) != 0;
+    operand *a = &s->src[0], *b = &s->src[1], *cc = &s->src[2], *d = &s->src[3];
+    memset(s, 0, sizeof *s);
+    switch (c->op) {
+    case VKF_OP_MATMUL:
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->k, st, "x"));
+        VKF_TRY(operand_make(b, c->wtype, c->n, c->k, 0, "w"));
+        fill_normal(a, &r, 0.0f, 1.0f);
+        fill_normal(b, &r, 0.0f, 3.0f / sqrtf((float)c->k));
+        s->n_src = 2;
+        if (c->flags & VKF_HC_BIAS) {
+            VKF_TRY(operand_make(cc, VKF_DTYPE_F32, 1, c->n, 0, "bias"));
+            fill_normal(cc, &r, 0.0f, 1.0f);
+            s->n_src = 3;
+        }
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "y");
+    case VKF_OP_EMBED:
+        VKF_TRY(operand_make(a, c->wtype, c->n, c->k, 0, "table"));
+        VKF_TRY(operand_make(b, VKF_DTYPE_I32, 1, c->m, 0, "ids"));
+        fill_normal(a, &r, 0.0f, 1.0f);
+        for (int64_t i = 0; i < c->m; i++) ((int32_t *)b->host)[i] = (int32_t)(rng_u32(&r) % (uint32_t)c->n);
+        if (c->m > 1) ((int32_t *)b->host)[c->m - 1] = (int32_t)c->n - 1; /* the last row */
+        s->n_src = 2;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->k, 0, "y");
+    case VKF_OP_ADD_POS:
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, st, "x"));
+        VKF_TRY(operand_make(b, VKF_DTYPE_F32, c->k, c->n, 0, "pos_table"));
+        fill_normal(a, &r, 0.0f, 1.0f);
+        fill_normal(b, &r, 0.0f, 1.0f);
+        s->n_src = 2;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "y");
+    case VKF_OP_ROPE: {
+        int64_t cols = (int64_t)p->rope.n_head * p->rope.head_dim;
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, cols, st, "x"));
+        VKF_TRY(operand_make(b, VKF_DTYPE_F32, c->k, p->rope.n_rot, 0, "rope_table"));
+        fill_normal(a, &r, 0.0f, 2.0f);
+        vkf_rope_table(b->host, (int)c->k, p->rope.n_rot, 10000.0);
+        s->n_src = 2;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, cols, 0, "y");
+    }
+    case VKF_OP_ADD:
+    case VKF_OP_MUL:
+    case VKF_OP_SWIGLU:
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, st, "a"));
+        VKF_TRY(operand_make(b, VKF_DTYPE_F32, (c->flags & VKF_HC_BCAST) ? 1 : c->m, c->n, 0, "b"));
+        fill_normal(a, &r, 0.5f, 3.0f);
+        fill_normal(b, &r, -0.5f, 3.0f);
+        s->n_src = 2;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "y");
+    case VKF_OP_SCALE:
+    case VKF_OP_UNARY:
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, st, "x"));
+        fill_normal(a, &r, 0.0f, 4.0f); /* tails to |x| ~ 16: tanh/exp saturation */
+        if (c->n > 2) ((float *)a->host)[1] = 30.0f, ((float *)a->host)[2] = -30.0f;
+        s->n_src = 1;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "y");
+    case VKF_OP_LAYERNORM:
+    case VKF_OP_RMSNORM:
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, st, "x"));
+        fill_normal(a, &r, 5.0f, 3.0f); /* an offset: exposes E[x²]-E[x]² cancellation */
+        s->n_src = 1;
+        if (!(c->flags & VKF_HC_NOAFFINE)) {
+            VKF_TRY(operand_make(b, VKF_DTYPE_F32, 1, c->n, 0, "gamma"));
+            fill_normal(b, &r, 1.0f, 0.1f);
+            s->n_src = 2;
+            if (c->op == VKF_OP_LAYERNORM) {
+                VKF_TRY(operand_make(cc, VKF_DTYPE_F32, 1, c->n, 0, "beta"));
+                fill_normal(cc, &r, 0.0f, 0.1f);
+                s->n_src = 3;
+            }
+        }
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "y");
+    case VKF_OP_SOFTMAX:
+    case VKF_OP_LOG_SOFTMAX:
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, 0, "x"));
+        fill_normal(a, &r, 20.0f, 6.0f); /* logits around 20: exp() without max subtraction overflows at 88 */
+        s->n_src = 1;
+        if (c->flags & VKF_HC_MASK) {
+            VKF_TRY(operand_make(b, VKF_DTYPE_F32, c->m, c->n, 0, "mask"));
+            float *m = b->host;
+            for (int64_t i = 0; i < c->m; i++)
+                for (int64_t j = 0; j < c->n; j++)
+                    m[i * c->n + j] = (i % 5 == 4 || rng_unif(&r) < 0.3f) ? -INFINITY : rng_normal(&r);
+            s->n_src = 2;
+        }
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "y");
+    case VKF_OP_ATTENTION: {
+        const vkf_attn_params *ap = &p->attn;
+        int64_t qc = (int64_t)ap->n_head * ap->head_dim, kc = (int64_t)ap->n_kv_head * ap->head_dim;
+        int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, (int64_t)ap->batch * ap->n_q, qc, st, "q"));
+        VKF_TRY(operand_make(b, VKF_DTYPE_F32, kv_rows, kc, st, "k"));
+        VKF_TRY(operand_make(cc, VKF_DTYPE_F32, kv_rows, kc, st, "v"));
+        fill_normal(a, &r, 0.0f, 1.5f); /* scores of spread ~2: neither uniform nor one-hot */
+        fill_normal(b, &r, 0.0f, 1.5f);
+        fill_normal(cc, &r, 0.3f, 1.0f);
+        s->n_src = 3;
+        if (c->flags & VKF_HC_LENS) {
+            int64_t keys = ap->kv_dyn ? c->n_past + ap->n_q : ap->n_kv;
+            VKF_TRY(operand_make(d, VKF_DTYPE_I32, 1, ap->batch, 0, "key_lengths"));
+            for (int i = 0; i < ap->batch; i++)
+                ((int32_t *)d->host)[i] = 1 + (int32_t)(rng_u32(&r) % (uint32_t)keys);
+            ((int32_t *)d->host)[0] = (int32_t)keys; /* one full row */
+            s->n_src = 4;
+        }
+        return operand_make(&s->dst, VKF_DTYPE_F32, (int64_t)ap->batch * ap->n_q, qc, 0, "out");
+    }
+    case VKF_OP_COPY_ROWS:
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, st, "x"));
+        fill_normal(a, &r, 0.0f, 1.0f);
+        s->n_src = 1;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->k, c->n, 0, "cache");
+    case VKF_OP_ARGMAX:
+    case VKF_OP_TOPK:
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, 0, "x"));
+        if (c->flags & VKF_HC_TIES)
+            for (int64_t i = 0; i < c->m * c->n; i++) ((float *)a->host)[i] = (float)(rng_u32(&r) % 5);
+        else
+            fill_normal(a, &r, 0.0f, 3.0f);
+        s->n_src = 1;
+        return operand_make(&s->dst, VKF_DTYPE_I32, c->m, c->op == VKF_OP_ARGMAX ? 1 : p->topk.k, 0, "idx");
+    default: break;
+    }
+    return vkf_error(VKF_ERROR_INTERNAL, "harness: no inputs for op %s", vkf_op_name(c->op));
+}
+
+static void setup_free(setup *s) {
+    for (int i = 0; i < VKF_MAX_SRC; i++) free(s->src[i].host);
+    free(s->dst.host);
+}
+
+/* Runs the case's node on be; out receives dst (rows*cols elements, 4 bytes each). */
+static vkf_status run_on(vkf_backend *be, const vkf_harness_case *c, setup *s, void *out) {
+    vkf_tensor src[VKF_MAX_SRC], dst = s->dst.t;
+    vkf_graph *g = NULL;
+    vkf_status st = VKF_OK;
+    int n_alloc = 0;
+    for (int i = 0; i < s->n_src; i++) {
+        src[i] = s->src[i].t;
+        st = vkf_tensor_alloc(be, &src[i], VKF_BUFFER_WEIGHTS, NULL);
+        if (st != VKF_OK) goto done;
+        n_alloc++;
+        st = be->i->buffer_write(be, src[i].buf, 0, s->src[i].host, vkf_tensor_nbytes(&src[i]));
+        if (st != VKF_OK) goto done;
+    }
+    st = vkf_tensor_alloc(be, &dst, VKF_BUFFER_ACTIVATIONS, NULL);
+    if (st != VKF_OK) goto done;
+    { /* sentinel: an element the kernel never writes stays visible */
+        size_t n = (size_t)(dst.rows * dst.cols);
+        uint32_t *fill = malloc(n * 4);
+        if (!fill) {
+            st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "harness: out of memory");
+            goto done;
+        }
+        for (size_t i = 0; i < n; i++) fill[i] = dst.dtype == VKF_DTYPE_I32 ? 0xFFFFFF85u : 0x4640E400u; /* -123 / 12345.0f */
+        st = vkf_tensor_write(be, &dst, fill);
+        free(fill);
+        if (st != VKF_OK) goto done;
+    }
+    st = vkf_graph_create(be, "harness", &g);
+    if (st != VKF_OK) goto done;
+    st = vkf_graph_add(g, c->op, &dst, s->n_src > 0 ? &src[0] : NULL, s->n_src > 1 ? &src[1] : NULL,
+                       s->n_src > 2 ? &src[2] : NULL, s->n_src > 3 ? &src[3] : NULL, &c->p);
+    if (st == VKF_OK) st = vkf_graph_plan(g);
+    if (st == VKF_OK) st = be->i->graph_compute(be, g, c->n_past);
+    if (st == VKF_OK) st = vkf_tensor_read(be, &dst, out);
+done:
+    vkf_graph_free(g);
+    if (dst.buf) be->i->buffer_free(be, dst.buf);
+    for (int i = 0; i < n_alloc; i++) be->i->buffer_free(be, src[i].buf);
+    return st;
+}
+
+vkf_status vkf_harness_run(vkf_backend *ref, vkf_backend *be, const vkf_harness_case *c,
+                           vkf_harness_result *r) {
+    setup s;
+    memset(r, 0, sizeof *r);
+    vkf_status st = build(c, &s);
+    if (st != VKF_OK) {
+        setup_free(&s);
+        return st;
+    }
+    size_t n = (size_t)(s.dst.t.rows * s.dst.t.cols);
+    void *want = malloc(n * 4), *got = malloc(n * 4);
+    if (!want || !got) st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "harness: out of memory");
+    if (st == VKF_OK) st = run_on(ref, c, &s, want);
+    if (st == VKF_OK) st = run_on(be, c, &s, got);
+    if (st == VKF_OK) {
+        if (s.dst.t.dtype == VKF_DTYPE_I32) {
+            for (size_t i = 0; i < n; i++)
+                if (((int32_t *)want)[i] != ((int32_t *)got)[i]) {
+                    if (!r->index_mismatch) r->worst = (int64_t)i;
+                    r->index_mismatch++;
+                }
+            r->pass = r->index_mismatch == 0;
+        } else {
+            const float *w = want, *g = got;
+            double num = 0, den = 0;
+            for (size_t i = 0; i < n; i++) {
+                int fw = isfinite(w[i]), fg = isfinite(g[i]);
+                if (fw != fg || (!fw && !(isnan(w[i]) && isnan(g[i])) && w[i] != g[i])) {
+                    r->nonfinite++;
+                    r->worst = (int64_t)i;
+                    continue;
+                }
+                if (!fw) continue;
+                double diff = (double)g[i] - (double)w[i];
+                num += diff * diff;
+                den += (double)w[i] * w[i];
+                if (fabs(diff) > r->max_abs) {
+                    r->max_abs = fabs(diff);
+                    if (!r->nonfinite) r->worst = (int64_t)i;
+                }
+            }
+            r->nmse = den > 0 ? num / den : num;
+            r->pass = !r->nonfinite && r->nmse <= c->thr;
+        }
+    }
+    free(want);
+    free(got);
+    setup_free(&s);
+    return st;
+}

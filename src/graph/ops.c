@@ -1,0 +1,36 @@
+#include "graph/ops.h"
+
+#include <math.h>
+
+const char *vkf_op_name(vkf_op op) {
+    static const char *names[VKF_OP_COUNT] = {
+        "matmul", "embed",       "add_pos",   "rope",      "add",    "mul",    "scale",
+        "layernorm", "rmsnorm",  "unary",     "swiglu",    "softmax", "log_softmax",
+        "attention", "copy_rows", "argmax",   "topk",
+    };
+    return (unsigned)op < VKF_OP_COUNT ? names[op] : "?";
+}
+
+const char *vkf_unary_name(vkf_unary a) {
+    static const char *names[VKF_UNARY_COUNT] = {"relu", "gelu_erf", "gelu_tanh", "silu"};
+    return (unsigned)a < VKF_UNARY_COUNT ? names[a] : "?";
+}
+
+void vkf_sinusoidal_table(float *table, int n_pos, int d) {
+    for (int pos = 0; pos < n_pos; pos++)
+        for (int i = 0; 2 * i < d; i++) {
+            /* double angle: float32 angles drift by ~2e-5 at position 300 */
+            double angle = pos / pow(10000.0, (2.0 * i) / d);
+            table[(size_t)pos * d + 2 * i] = (float)sin(angle);
+            if (2 * i + 1 < d) table[(size_t)pos * d + 2 * i + 1] = (float)cos(angle);
+        }
+}
+
+void vkf_rope_table(float *table, int n_pos, int n_rot, double freq_base) {
+    for (int pos = 0; pos < n_pos; pos++)
+        for (int i = 0; i < n_rot / 2; i++) {
+            double theta = pos * pow(freq_base, -2.0 * i / n_rot);
+            table[(size_t)pos * n_rot + 2 * i] = (float)cos(theta);
+            table[(size_t)pos * n_rot + 2 * i + 1] = (float)sin(theta);
+        }
+}

@@ -1,0 +1,131 @@
+/* The op set: one list, two backends (DESIGN decision 1).
+ *
+ * Each node has a destination, up to four sources, and a parameter block. Shapes below use
+ * the tensors' (rows, cols). "n_past" is the one per-step dynamic value: the number of
+ * positions already in the KV cache. It is read at execution time (a small buffer on Vulkan),
+ * so a recorded command buffer replays for every decoding step without re-recording. */
+#ifndef VKF_GRAPH_OPS_H
+#define VKF_GRAPH_OPS_H
+
+#include <stdint.h>
+
+#include "graph/tensor.h"
+
+typedef enum vkf_op {
+    /* dst[M,N] = src0[M,K] · src1[N,K]ᵀ (+ src2[1,N] bias, optional).
+     * src0 F32; src1 (the weight) F32, F16, BF16, Q8_0 or Q4_0; accumulation in f32. */
+    VKF_OP_MATMUL = 0,
+    /* dst[n,d] = src0[ids[i], :] * scale, ids = src1 (I32 [1,n]); src0 any weight dtype.
+     * Ids are validated on the host before execution (VKF_ERROR_TOKEN), kernels clamp. */
+    VKF_OP_EMBED,
+    /* dst[r,:] = src0[r,:] + src1[pos(r), :] with pos(r) = pos0 + n_past + r % seq_len.
+     * src1 is a position table: learned, or sinusoidal built in double (vkf_sinusoidal_table). */
+    VKF_OP_ADD_POS,
+    /* Rotary embedding of each head of src0 [rows, n_head*head_dim] at pos(r) as ADD_POS.
+     * Pairs (x[2i], x[2i+1]) (NORMAL, GGUF "normal") or (x[i], x[i+n_rot/2]) (NEOX), for
+     * i < n_rot/2, rotated by theta = pos * freq_base^(-2i/n_rot). Dimensions >= n_rot pass
+     * through. src1 is the rotation table from vkf_rope_table: [n_pos, n_rot] holding
+     * (cos theta_i, sin theta_i) pairs, computed in double on the host (GPU sin/cos lose
+     * precision at large angles). */
+    VKF_OP_ROPE,
+    /* dst = src0 + src1 (same shape); src1 may have one row, broadcast to all rows. */
+    VKF_OP_ADD,
+    /* dst = src0 * src1 (same shape, or src1 one row broadcast). */
+    VKF_OP_MUL,
+    /* dst = src0 * scale. */
+    VKF_OP_SCALE,
+    /* dst[r] = (x - mean) / sqrt(var + eps) * src1 + src2, var biased; src1/src2 [1,cols],
+     * either may be absent (then 1 and 0). */
+    VKF_OP_LAYERNORM,
+    /* dst[r] = x / sqrt(mean(x²) + eps) * src1 (src1 [1,cols], optional). */
+    VKF_OP_RMSNORM,
+    /* dst = act(src0), act = params.act. */
+    VKF_OP_UNARY,
+    /* dst[r, j] = silu(src0[r, j]) * src1[r, j]. */
+    VKF_OP_SWIGLU,
+    /* dst[r] = softmax(src0[r] * scale + mask[r]) over cols; src1 optional additive mask of the
+     * same shape (-INFINITY entries allowed; a fully masked row gives zeros). */
+    VKF_OP_SOFTMAX,
+    /* dst[r] = log_softmax(src0[r]) over cols. */
+    VKF_OP_LOG_SOFTMAX,
+    /* Fused scaled-dot-product attention, see vkf_attn_params. src0 = Q, src1 = K, src2 = V,
+     * src3 = key lengths (I32 [1, batch], optional). */
+    VKF_OP_ATTENTION,
+    /* dst rows [dst_row0 + n_past(if dyn) + i] = src0 rows i, for i < src0.rows (KV write). */
+    VKF_OP_COPY_ROWS,
+    /* dst (I32 [rows, 1]) = argmax of each row of src0 (ties: lowest index). */
+    VKF_OP_ARGMAX,
+    /* dst (I32 [rows, k]) = indices of the k largest of each row, descending (ties: lowest
+     * index first). */
+    VKF_OP_TOPK,
+    VKF_OP_COUNT
+} vkf_op;
+
+#define VKF_MAX_HEAD_DIM 1024
+
+typedef enum vkf_unary {
+    VKF_UNARY_RELU = 0,
+    VKF_UNARY_GELU_ERF,  /* 0.5 x (1 + erf(x / sqrt 2)) */
+    VKF_UNARY_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))) */
+    VKF_UNARY_SILU,      /* x / (1 + exp(-x)) */
+    VKF_UNARY_COUNT
+} vkf_unary;
+
+typedef enum vkf_rope_mode { VKF_ROPE_NORMAL = 0, VKF_ROPE_NEOX = 1 } vkf_rope_mode;
+
+typedef struct vkf_attn_params {
+    int32_t batch;      /* B sequences */
+    int32_t n_q;        /* queries per sequence; Q rows = B * n_q, row b*n_q + i */
+    int32_t n_kv;       /* keys per sequence when !kv_dyn; max keys (cache rows) otherwise */
+    int32_t kv_stride;  /* rows between sequences in K and V (>= n_kv) */
+    int32_t n_head;     /* query heads; Q cols = n_head * head_dim */
+    int32_t n_kv_head;  /* K/V heads, divides n_head; query head h uses KV head h / (n_head/n_kv_head) */
+    int32_t head_dim;
+    int32_t causal;     /* query i (position q_pos(i)) sees keys j <= q_pos(i) */
+    int32_t kv_dyn;     /* keys per sequence = n_past + n_q (decoding with a cache) */
+    float scale;        /* usually 1/sqrt(head_dim) */
+} /* query position q_pos(i) = n_past + i when kv_dyn, else i + (n_kv - n_q) if causal */
+vkf_attn_params;
+
+typedef union vkf_op_params {
+    struct {
+        float scale;
+    } embed; /* EMBED */
+    struct {
+        int32_t seq_len; /* rows per sequence (batch folding) */
+        int32_t pos0;    /* static position offset */
+        int32_t dyn;     /* 1: add n_past */
+    } pos;               /* ADD_POS, ROPE */
+    struct {
+        int32_t seq_len, pos0, dyn;
+        int32_t n_head, head_dim, n_rot, mode;
+    } rope;
+    struct {
+        float scale;
+    } scale; /* SCALE, SOFTMAX (scale on logits; 0 means 1) */
+    struct {
+        float eps;
+    } norm; /* LAYERNORM, RMSNORM */
+    struct {
+        int32_t act; /* vkf_unary */
+    } unary;
+    vkf_attn_params attn;
+    struct {
+        int32_t dst_row0; /* static row offset in dst */
+        int32_t dyn;      /* 1: add n_past */
+    } copy;
+    struct {
+        int32_t k;
+    } topk;
+} vkf_op_params;
+
+const char *vkf_op_name(vkf_op op);
+const char *vkf_unary_name(vkf_unary a);
+
+/* The sinusoidal table of "Attention Is All You Need", computed in double and rounded:
+ * table[pos*d + 2i] = sin(pos / 10000^(2i/d)), table[pos*d + 2i+1] = cos(same). */
+void vkf_sinusoidal_table(float *table, int n_pos, int d);
+/* The RoPE rotation table: table[pos*n_rot + 2i] = cos(pos * base^(-2i/n_rot)), [.. + 2i+1] = sin. */
+void vkf_rope_table(float *table, int n_pos, int n_rot, double freq_base);
+
+#endif

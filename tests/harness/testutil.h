@@ -1,0 +1,34 @@
+/* Minimal test helpers: checks count and report; main() ends with vkt_finish(). */
+#ifndef VKF_TESTUTIL_H
+#define VKF_TESTUTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+extern int vkt_passed, vkt_failed;
+
+#define VKT_CHECK(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            vkt_passed++;                                                                          \
+        } else {                                                                                   \
+            vkt_failed++;                                                                          \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, "\n");                                                                 \
+        }                                                                                          \
+    } while (0)
+
+/* Checks that a vkf_status call returned VKF_OK, printing vkf_last_error() otherwise. */
+#define VKT_OK(call) VKT_CHECK((call) == VKF_OK, "%s", vkf_last_error())
+
+/* Path of a shared fixture: VKF_FIXTURES env, else the build-time default. Static buffer. */
+const char *vkt_fixture(const char *rel);
+/* 1 if the shared fixtures directory exists. */
+int vkt_have_fixtures(void);
+/* Reads a whole file; NULL on failure. *n gets the size. Caller frees. */
+void *vkt_read_file(const char *path, size_t *n);
+/* Prints "N passed, N failed" and returns the process exit code. */
+int vkt_finish(void);
+
+#endif
