@@ -22,7 +22,7 @@ int main(void) {
     VKT_CHECK(n > 200, "harness table has %d cases", n);
     int per_op[VKF_OP_COUNT] = {0};
     double worst_ratio = 0;
-    char worst[256] = "";
+    char worst[512] = "";
     for (int i = 0; i < n; i++) {
         vkf_harness_result r;
         char desc[256];

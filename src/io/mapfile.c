@@ -1,0 +1,51 @@
+#include "io/mapfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+vkf_status vkf_mapfile_open(const char *path, vkf_mapfile *out) {
+    out->data = NULL;
+    out->size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return vkf_error(VKF_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return vkf_error(VKF_ERROR_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return vkf_error(VKF_ERROR_IO, "%s: not a regular file", path);
+    }
+    if (sb.st_size == 0) { /* mmap of length 0 is EINVAL; an empty file is a valid (empty) map */
+        close(fd);
+        return VKF_OK;
+    }
+    if ((uint64_t)sb.st_size > (uint64_t)SIZE_MAX) {
+        close(fd);
+        return vkf_error(VKF_ERROR_IO, "%s: file too large to map (%lld bytes)", path,
+                         (long long)sb.st_size);
+    }
+    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd); /* the mapping keeps its own reference to the file */
+    if (p == MAP_FAILED)
+        return vkf_error(VKF_ERROR_IO, "%s: mmap of %lld bytes failed: %s", path,
+                         (long long)sb.st_size, strerror(e));
+    out->data = p;
+    out->size = (size_t)sb.st_size;
+    return VKF_OK;
+}
+
+void vkf_mapfile_close(vkf_mapfile *m) {
+    if (m->data) munmap((void *)m->data, m->size);
+    m->data = NULL;
+    m->size = 0;
+}

@@ -1,0 +1,131 @@
+/* Tokenizers behind one interface: GPT-2 byte-level BPE (vocab.json + merges.txt, or a GGUF with
+ * tokenizer.ggml.model = "gpt2"), SentencePiece-style BPE (a GGUF with tokenizer.ggml.model =
+ * "llama") and a character-level vocabulary (char_vocab.json).
+ *
+ * Usage:
+ *     vkf_tokenizer *tok;
+ *     VKF_TRY(vkf_tokenizer_from_gguf(g, &tok));          // g may be closed afterwards
+ *     int32_t *ids; size_t n;
+ *     VKF_TRY(vkf_tokenizer_encode(tok, text, strlen(text), 1, &ids, &n));  // BOS if add_bos
+ *     char *out; size_t len;
+ *     VKF_TRY(vkf_tokenizer_decode(tok, ids, n, &out, &len));  // == text for plain text
+ *     free(ids); free(out);
+ *     vkf_tokenizer_free(tok);
+ *
+ * Encoding follows llama.cpp's llama_tokenize(add_special, parse_special):
+ * - Special tokens are cut out of the text first, longest first: control, unknown and
+ *   user-defined tokens of a GGUF vocabulary, "<|endoftext|>" for vocab.json files, the named
+ *   specials of a char vocabulary. With parse_special = 0 only user-defined tokens are matched
+ *   (control text such as "<s>" is then tokenized as ordinary text).
+ * - add_special adds BOS in front when the tokenizer's add_bos is set (llama: default true,
+ *   gpt2: default false, GGUF keys tokenizer.ggml.add_bos_token / add_eos_token override) and EOS
+ *   at the end when add_eos is set.
+ * - GPT-2: each text piece is split with the GPT-2 regex
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ *   then byte-level BPE merges by rank (lowest rank first, leftmost on ties).
+ * - llama: spaces become U+2581 and one U+2581 is prepended to each text piece at the start of
+ *   the text or after a special token (tokenizer.ggml.add_space_prefix, default true); adjacent
+ *   symbols merge by the highest score of the merged piece, leftmost on ties; a symbol with no
+ *   piece becomes byte tokens <0xNN>.
+ * - char: one token per UTF-8 character.
+ *
+ * Invalid UTF-8 in the input is never an error and is never dropped:
+ * - GPT-2 byte-level BPE: the bytes pass through as bytes (each invalid byte is a character of
+ *   class [^\s\p{L}\p{N}] for the regex, then byte-level BPE as usual), and decode gives back
+ *   the exact input bytes;
+ * - llama: each invalid byte is its own symbol and becomes the byte token <0xNN> (unk when the
+ *   vocabulary has no byte tokens); decode gives back the exact bytes;
+ * - char: each invalid byte maps to unk (VKF_ERROR_TOKEN if the vocabulary has no unk).
+ *
+ * Decoding renders ordinary tokens as text (GPT-2: byte-level decode; llama: U+2581 -> space,
+ * <0xNN> -> the byte, and the space that encode prepended is dropped at the start and after
+ * each special token). Control tokens (BOS, EOS, <|endoftext|>, ...) are skipped and the unknown
+ * token renders as U+FFFD, unless VKF_DECODE_SPECIAL is given, which renders their text.
+ *
+ * A tokenizer keeps a cache of pre-token results, so encode is not thread-safe on one
+ * tokenizer; use one per thread. */
+#ifndef VKF_IO_TOKENIZER_H
+#define VKF_IO_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/gguf.h"
+#include "vkformer.h"
+
+typedef struct vkf_tokenizer vkf_tokenizer;
+
+/* Token types, numbered as llama.cpp's tokenizer.ggml.token_type. */
+typedef enum vkf_token_type {
+    VKF_TOKEN_NORMAL = 1,
+    VKF_TOKEN_UNKNOWN = 2,
+    VKF_TOKEN_CONTROL = 3,
+    VKF_TOKEN_USER_DEFINED = 4,
+    VKF_TOKEN_UNUSED = 5,
+    VKF_TOKEN_BYTE = 6,
+} vkf_token_type;
+
+/* Decode flags. */
+enum {
+    VKF_DECODE_SPECIAL = 1,  /* render control and unknown tokens as their text */
+    VKF_DECODE_NO_STRIP = 2, /* llama: keep the leading space (decoding a continuation) */
+};
+
+/* ------------------------------------------------------------------ constructors */
+
+/* GPT-2 byte-level BPE from Hugging Face files: vocab.json ({"token": id}, ids dense 0..n-1)
+ * and merges.txt (optional "#version" line, then "left right" per line, rank = line order).
+ * "<|endoftext|>", when present, is the control token and bos = eos = unk; add_bos = 0. */
+vkf_status vkf_tokenizer_from_gpt2_files(const char *vocab_json_path, const char *merges_txt_path,
+                                         vkf_tokenizer **out);
+/* From GGUF metadata: tokenizer.ggml.model "gpt2" (tokens, merges, token_type) or "llama"
+ * (tokens, scores, token_type); bos/eos/unk/pad ids from tokenizer.ggml.*_token_id. Everything
+ * is copied: g may be closed afterwards. Other models are VKF_ERROR_UNSUPPORTED. */
+vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out);
+/* Character-level vocabulary from a JSON file:
+ *   {"type": "char", "tokens": ["<pad>", "<bos>", "<eos>", "<unk>", "a", ...],
+ *    "bos": 1, "eos": 2, "pad": 0, "unk": 3, "add_bos": false, "add_eos": false}
+ * id = index in tokens; the named specials are control tokens (bos/eos/pad/unk and the add_*
+ * flags are optional: -1 / false when absent); every other token is exactly one UTF-8
+ * character, without duplicates. */
+vkf_status vkf_tokenizer_char_from_file(const char *path, vkf_tokenizer **out);
+void vkf_tokenizer_free(vkf_tokenizer *tok);
+
+/* ------------------------------------------------------------------ encode / decode */
+
+/* Tokenizes text[0..len) with special-token parsing on (like the fixtures). *ids is malloc'ed
+ * (never NULL on success, even when *n == 0); the caller frees it. */
+vkf_status vkf_tokenizer_encode(vkf_tokenizer *tok, const char *text, size_t len, int add_special,
+                                int32_t **ids, size_t *n);
+/* Same, choosing whether control-token text in the input is parsed as the token. */
+vkf_status vkf_tokenizer_encode_ex(vkf_tokenizer *tok, const char *text, size_t len,
+                                   int add_special, int parse_special, int32_t **ids, size_t *n);
+/* Detokenizes ids[0..n) into a malloc'ed NUL-terminated string of *len bytes (the caller frees
+ * it). An id outside [0, n_vocab) is VKF_ERROR_TOKEN. */
+vkf_status vkf_tokenizer_decode(const vkf_tokenizer *tok, const int32_t *ids, size_t n, char **text,
+                                size_t *len);
+vkf_status vkf_tokenizer_decode_ex(const vkf_tokenizer *tok, const int32_t *ids, size_t n,
+                                   int flags, char **text, size_t *len);
+
+/* ------------------------------------------------------------------ vocabulary */
+
+int32_t vkf_tokenizer_n_vocab(const vkf_tokenizer *tok);
+/* The token's vocabulary string as stored ("Ġthe", "▁the", "<0x0A>", "<s>"), NUL-terminated;
+ * NULL if id is out of range. */
+const char *vkf_tokenizer_token_text(const vkf_tokenizer *tok, int32_t id);
+/* VKF_TOKEN_*; 0 if id is out of range. */
+int vkf_tokenizer_token_type(const vkf_tokenizer *tok, int32_t id);
+/* The id of the exact vocabulary string text[0..len), -1 if none. */
+int32_t vkf_tokenizer_find(const vkf_tokenizer *tok, const char *text, size_t len);
+/* Special ids, -1 if none. */
+int32_t vkf_tokenizer_bos(const vkf_tokenizer *tok);
+int32_t vkf_tokenizer_eos(const vkf_tokenizer *tok);
+int32_t vkf_tokenizer_unk(const vkf_tokenizer *tok);
+int32_t vkf_tokenizer_pad(const vkf_tokenizer *tok);
+/* Whether encode(add_special = 1) adds BOS / EOS. */
+int vkf_tokenizer_add_bos(const vkf_tokenizer *tok);
+int vkf_tokenizer_add_eos(const vkf_tokenizer *tok);
+/* "gpt2", "llama" or "char". */
+const char *vkf_tokenizer_kind(const vkf_tokenizer *tok);
+
+#endif

@@ -1,0 +1,122 @@
+/* Internal layout of vkf_tokenizer, shared by tokenizer.c (common parts: vocabulary, special
+ * tokens, encode/decode driver) and tok_gpt2.c, tok_llama.c, tok_char.c (one algorithm each). */
+#ifndef VKF_IO_TOKENIZER_IMPL_H
+#define VKF_IO_TOKENIZER_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/hashmap.h"
+#include "io/tokenizer.h"
+
+typedef enum vkf_tok_kind { VKF_TOK_GPT2, VKF_TOK_LLAMA, VKF_TOK_CHAR } vkf_tok_kind;
+
+/* Growable id list. */
+typedef struct vkf_ids {
+    int32_t *v;
+    size_t n, cap;
+} vkf_ids;
+
+/* A candidate merge of symbols left and right. Popped smallest key first, leftmost on ties:
+ * gpt2 uses key = merge rank, llama key = -score of the merged piece. */
+typedef struct vkf_bigram {
+    double key;
+    int32_t left, right;
+    int32_t a, b; /* gpt2: the two token ids (staleness check); llama: a = merged byte size */
+} vkf_bigram;
+
+typedef struct vkf_bigram_heap {
+    vkf_bigram *v;
+    size_t n, cap;
+} vkf_bigram_heap;
+
+/* One symbol of the text being merged; symbols form a doubly linked list. */
+typedef struct vkf_symbol {
+    int32_t prev, next; /* -1 at the ends */
+    int32_t id;         /* gpt2: current token id (-1: byte without a token) */
+    uint32_t start, n;  /* llama: byte range in the work buffer; n == 0 once merged away */
+} vkf_symbol;
+
+/* Cache of GPT-2 pre-token -> ids. Keys and ids live in fixed chunks so map keys stay valid. */
+typedef struct vkf_bpe_cache {
+    vkf_strmap map;    /* pre-token bytes -> entry index */
+    uint32_t *ids_off; /* per entry: offset into ids */
+    uint32_t *ids_n;
+    size_t n_entries, cap_entries;
+    int32_t *ids;
+    size_t ids_used, ids_cap;
+    char **key_chunks; /* allocated chunks of key bytes */
+    size_t n_chunks, cur_chunk, chunk_used;
+} vkf_bpe_cache;
+
+struct vkf_tokenizer {
+    vkf_tok_kind kind;
+    char *name; /* source file, for messages */
+    int32_t n_vocab;
+    char *pool;          /* every token string, NUL-terminated */
+    uint32_t *off, *len; /* [n_vocab]: token i = pool + off[i], len[i] bytes */
+    uint8_t *type;       /* [n_vocab] vkf_token_type */
+    float *score;        /* [n_vocab] llama piece scores (NULL for others) */
+    vkf_strmap vocab;    /* token string -> id */
+    int32_t bos, eos, unk, pad;
+    int add_bos, add_eos, add_space_prefix;
+    int32_t *special; /* ids cut out of the text before tokenizing, longest first */
+    size_t n_special;
+    int32_t byte_token[256]; /* gpt2: token of the byte's stand-in character; llama: <0xNN> */
+
+    /* gpt2 */
+    vkf_u64map merges;         /* (left << 32 | right) -> (rank << 32 | merged id) */
+    int16_t unicode_byte[324]; /* stand-in code point -> byte, -1 if none */
+    vkf_bpe_cache cache;
+
+    /* scratch reused across encode calls */
+    vkf_symbol *sym;
+    size_t sym_cap;
+    vkf_bigram_heap heap;
+    char *work;
+    size_t work_cap;
+    uint32_t *cps; /* gpt2 pre-tokenizer: code points, byte offsets and classes */
+    uint32_t *cp_off;
+    uint8_t *cp_cls;
+    size_t cps_cap;
+};
+
+/* ------------------------------------------------------------------ shared helpers */
+
+int vkf_ids_push(vkf_ids *a, int32_t id);
+int vkf_bigram_push(vkf_bigram_heap *h, vkf_bigram b);
+int vkf_bigram_pop(vkf_bigram_heap *h, vkf_bigram *out); /* 0 when empty */
+/* Grows t->sym to hold n symbols; 0 on allocation failure. */
+int vkf_tok_reserve_symbols(vkf_tokenizer *t, size_t n);
+int vkf_tok_reserve_work(vkf_tokenizer *t, size_t n);
+
+/* Allocates a tokenizer of the given kind with n tokens and pool_bytes of string storage
+ * (the lengths of all token strings, without NULs). Every token starts NORMAL, ids at -1. */
+vkf_status vkf_tok_create(vkf_tok_kind kind, const char *name, int64_t n, size_t pool_bytes,
+                          vkf_tokenizer **out);
+/* Sets token id's string; tokens must be set in increasing id order. */
+void vkf_tok_set(vkf_tokenizer *t, int32_t id, const char *s, size_t len, int type);
+/* After all tokens are set: builds the string map, the special-token list and byte tokens,
+ * and checks the special ids. */
+vkf_status vkf_tok_finish(vkf_tokenizer *t);
+static inline const char *vkf_tok_str(const vkf_tokenizer *t, int32_t id) {
+    return t->pool + t->off[id];
+}
+
+/* The GPT-2 byte <-> stand-in code point map (bytes that are printable keep their code point;
+ * the others map to 256 + n in order). */
+uint32_t vkf_gpt2_byte_to_unicode(uint8_t b);
+
+/* Per-kind text encoders: append the ids of one text fragment (no special tokens inside).
+ * prev_special: the fragment starts the text or follows a special token. */
+vkf_status vkf_gpt2_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out);
+vkf_status vkf_llama_encode_text(vkf_tokenizer *t, const char *s, size_t n, int prev_special,
+                                 vkf_ids *out);
+vkf_status vkf_char_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out);
+/* GPT-2 setup after the vocabulary: byte tables and merges (from "left right" strings). */
+vkf_status vkf_gpt2_init_bytes(vkf_tokenizer *t);
+vkf_status vkf_gpt2_add_merge(vkf_tokenizer *t, const char *line, size_t len, uint32_t rank,
+                              const char *where);
+void vkf_bpe_cache_free(vkf_bpe_cache *c);
+
+#endif
