@@ -1,0 +1,155 @@
+/* Push-constant blocks shared by the C host code and the GLSL kernels: defined once, here.
+ *
+ * Every field is a 4-byte scalar, so the C layout and GLSL's std430 push-constant layout agree
+ * by construction; the C side checks the sizes with _Static_assert. Offsets named *_off are in
+ * elements from the start of the bound window (the window starts at an offset aligned to
+ * minStorageBufferOffsetAlignment), except weight offsets/strides (*_boff, *_bstride) which are
+ * in bytes because quantized rows are byte-addressed. Strides are between row starts.
+ * Bindings: 0 = the dyn buffer (n_past), then the tensors in the order each kernel lists. */
+#ifndef VKF_ABI_H
+#define VKF_ABI_H
+
+#ifdef VKF_GLSL
+#define VKF_U32 uint
+#define VKF_I32 int
+#define VKF_F32 float
+#define VKF_PC(name) struct name
+#else
+#include <stdint.h>
+#define VKF_U32 uint32_t
+#define VKF_I32 int32_t
+#define VKF_F32 float
+#define VKF_PC(name)                                                                               \
+    typedef struct name name;                                                                      \
+    struct name
+#endif
+
+/* Weight dtypes as kernels see them (WTYPE define). */
+#define VKF_W_F32 0
+#define VKF_W_F16 1
+#define VKF_W_BF16 2
+#define VKF_W_Q8_0 3
+#define VKF_W_Q4_0 4
+
+/* Element-wise ops: scale, add, mul, unary, swiglu. dst[r,c] = f(a[r,c], b[r or 0, c]). */
+VKF_PC(vkf_pc_eltwise) {
+    VKF_U32 rows, cols;
+    VKF_U32 d_off, d_stride;
+    VKF_U32 a_off, a_stride;
+    VKF_U32 b_off, b_stride; /* b_stride 0: one row broadcast */
+    VKF_F32 scale;
+    VKF_I32 act;             /* vkf_unary */
+};
+
+/* layernorm / rmsnorm: one workgroup per row. */
+VKF_PC(vkf_pc_norm) {
+    VKF_U32 rows, cols;
+    VKF_U32 d_off, d_stride;
+    VKF_U32 x_off, x_stride;
+    VKF_U32 w_off, b_off;
+    VKF_U32 has_w, has_b;
+    VKF_F32 eps;
+};
+
+/* softmax / log_softmax: one workgroup per row. */
+VKF_PC(vkf_pc_softmax) {
+    VKF_U32 rows, cols;
+    VKF_U32 d_off, d_stride;
+    VKF_U32 x_off, x_stride;
+    VKF_U32 m_off, m_stride;
+    VKF_U32 has_mask;
+    VKF_F32 scale;
+};
+
+/* matmul: dst[M,N] = a[M,K] . w[N,K]^T (+ bias[N]). */
+VKF_PC(vkf_pc_matmul) {
+    VKF_U32 M, N, K;
+    VKF_U32 a_off, a_stride;
+    VKF_U32 w_boff, w_bstride; /* bytes */
+    VKF_U32 b_off, has_bias;
+    VKF_U32 d_off, d_stride;
+};
+
+/* embed: dst[i,:] = table[clamp(ids[i])] * scale, for ids inside this window's table rows. */
+VKF_PC(vkf_pc_embed) {
+    VKF_U32 n, cols;
+    VKF_U32 ids_off;
+    VKF_U32 w_boff, w_bstride; /* bytes, window of table rows [row0, row0 + nrows) */
+    VKF_U32 row0, nrows, vocab;
+    VKF_U32 d_off, d_stride;
+    VKF_F32 scale;
+};
+
+/* add_pos: dst[r,:] = x[r,:] + table[pos(r),:] for pos(r) inside this window's table rows. */
+VKF_PC(vkf_pc_addpos) {
+    VKF_U32 rows, cols;
+    VKF_U32 d_off, d_stride;
+    VKF_U32 x_off, x_stride;
+    VKF_U32 t_off, t_stride;
+    VKF_U32 row0, nrows, t_rows; /* window [row0, row0 + nrows) of a t_rows table */
+    VKF_I32 seq_len, pos0, dyn;
+    VKF_U32 r0;                  /* global index of this dispatch's first row (pos uses r % seq_len) */
+};
+
+/* rope: rotation table [n_pos, n_rot] of (cos, sin) pairs. */
+VKF_PC(vkf_pc_rope) {
+    VKF_U32 rows;
+    VKF_U32 n_head, head_dim, n_rot, mode;
+    VKF_U32 d_off, d_stride;
+    VKF_U32 x_off, x_stride;
+    VKF_U32 t_off, t_stride;
+    VKF_U32 row0, nrows, t_rows;
+    VKF_I32 seq_len, pos0, dyn;
+    VKF_U32 r0;
+};
+
+/* copy_rows: dst[dst_row0 + (dyn ? n_past : 0) + i] = src[i], for target rows in this window. */
+VKF_PC(vkf_pc_copy) {
+    VKF_U32 rows, cols;
+    VKF_U32 s_off, s_stride;
+    VKF_U32 d_off, d_stride;
+    VKF_I32 dst_row0, dyn;
+    VKF_U32 row0, nrows; /* window of dst rows */
+    VKF_U32 d_rows;      /* all rows of dst (targets beyond are dropped) */
+};
+
+/* argmax / topk: one workgroup per row. */
+VKF_PC(vkf_pc_select) {
+    VKF_U32 rows, cols, k;
+    VKF_U32 x_off, x_stride;
+    VKF_U32 d_off, d_stride;
+};
+
+/* attention: one workgroup per (query row, head). */
+VKF_PC(vkf_pc_attn) {
+    VKF_U32 batch, n_q, n_kv, kv_stride;
+    VKF_U32 n_head, n_kv_head, head_dim;
+    VKF_U32 causal, kv_dyn;
+    VKF_F32 scale;
+    VKF_U32 q_off, q_stride;
+    VKF_U32 k_off, k_stride;
+    VKF_U32 v_off, v_stride;
+    VKF_U32 d_off, d_stride;
+    VKF_U32 has_len, len_off;
+    VKF_U32 b0;     /* global index of this dispatch's first sequence */
+    VKF_U32 j0, jn; /* keys [j0, j0 + jn) of each sequence are bound (K/V row 0 = key j0) */
+    VKF_U32 carry;  /* bit 0: continue from the state of the previous key chunk (dst + state),
+                       bit 1: save the state for the next key chunk */
+    VKF_U32 s_off;  /* element offset of the (max, sum) state, 2 floats per (query row, head) */
+    VKF_U32 q0, qn; /* queries [q0, q0 + qn) of each sequence are bound (Q/dst row 0 = query q0) */
+};
+
+#ifndef VKF_GLSL
+_Static_assert(sizeof(vkf_pc_eltwise) == 40, "vkf_pc_eltwise layout");
+_Static_assert(sizeof(vkf_pc_norm) == 44, "vkf_pc_norm layout");
+_Static_assert(sizeof(vkf_pc_softmax) == 40, "vkf_pc_softmax layout");
+_Static_assert(sizeof(vkf_pc_matmul) == 44, "vkf_pc_matmul layout");
+_Static_assert(sizeof(vkf_pc_embed) == 44, "vkf_pc_embed layout");
+_Static_assert(sizeof(vkf_pc_addpos) == 60, "vkf_pc_addpos layout");
+_Static_assert(sizeof(vkf_pc_rope) == 72, "vkf_pc_rope layout");
+_Static_assert(sizeof(vkf_pc_copy) == 44, "vkf_pc_copy layout");
+_Static_assert(sizeof(vkf_pc_select) == 28, "vkf_pc_select layout");
+_Static_assert(sizeof(vkf_pc_attn) == 108, "vkf_pc_attn layout");
+#endif
+
+#endif

@@ -1,0 +1,69 @@
+/* The Vulkan vkf_backend: create/destroy and the interface table. The work lives in
+ * vk_device.c (device), vk_memory.c (buffers), vk_shader.c (pipelines), vk_record.c
+ * (command buffers) and vk_ops.c (one encoder per op). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_internal.h"
+
+static void vkf_vk_destroy(vkf_backend *be) {
+    vkf_vk_backend *vb = vkf_vk(be);
+    if (!vb) return;
+    if (vb->device) vb->vk.vkDeviceWaitIdle(vb->device);
+    vkf_vk_shaders_destroy(vb);
+    vkf_vk_memory_destroy(vb);
+    vkf_vk_device_destroy(vb);
+    pthread_mutex_destroy(&vb->msg_lock);
+    free(vb->msgs);
+    free(vb);
+}
+
+static const vkf_backend_i k_vulkan_i = {
+    .name = "vulkan",
+    .destroy = vkf_vk_destroy,
+    .buffer_alloc = vkf_vk_buffer_alloc,
+    .buffer_free = vkf_vk_buffer_free,
+    .buffer_write = vkf_vk_buffer_write,
+    .buffer_read = vkf_vk_buffer_read,
+    .graph_compute = vkf_vk_graph_compute,
+    .graph_release = vkf_vk_graph_release,
+};
+
+vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backend **out) {
+    if (!out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vkf_backend_vulkan_create: out is NULL");
+    *out = NULL;
+    VKF_TRY(vkf_vk_load());
+    vkf_vk_backend *vb = calloc(1, sizeof *vb);
+    if (!vb) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "vulkan backend");
+    vb->base.i = &k_vulkan_i;
+    pthread_mutex_init(&vb->msg_lock, NULL);
+    int val = validate || vkf_vk_env_flag("VKF_VALIDATE");
+    vkf_status st = vkf_vk_device_init(vb, device, val);
+    if (st == VKF_OK) st = vkf_vk_memory_init(vb);
+    if (st == VKF_OK) st = vkf_vk_shaders_init(vb);
+    /* messages during device creation count too */
+    if (st == VKF_OK) st = vkf_vk_check_messages(vb);
+    if (st != VKF_OK) {
+        vkf_vk_destroy(&vb->base);
+        return st;
+    }
+    *out = &vb->base;
+    return VKF_OK;
+}
+
+int vkf_backend_is_vulkan(const vkf_backend *be) { return be && be->i == &k_vulkan_i; }
+
+const vkf_vk_caps *vkf_backend_vulkan_caps(const vkf_backend *be) {
+    return vkf_backend_is_vulkan(be) ? &((const vkf_vk_backend *)be)->caps : NULL;
+}
+
+vkf_vk_stats vkf_backend_vulkan_stats(const vkf_backend *be) {
+    vkf_vk_stats s;
+    memset(&s, 0, sizeof s);
+    if (vkf_backend_is_vulkan(be)) s = ((const vkf_vk_backend *)be)->stats;
+    return s;
+}
+
+const char *vkf_backend_vulkan_cache_dir(const vkf_backend *be) {
+    return vkf_backend_is_vulkan(be) ? ((const vkf_vk_backend *)be)->cache_dir : "";
+}

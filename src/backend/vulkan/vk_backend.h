@@ -1,0 +1,111 @@
+/* The Vulkan backend: one vkf_backend per VkDevice (DESIGN decisions 2-4).
+ *
+ * Usage:
+ *     vkf_backend *be;
+ *     if (vkf_backend_vulkan_create(NULL, 0, &be) != VKF_OK) fprintf(stderr, "%s\n", vkf_last_error());
+ *     ... vkf_tensor_alloc(be, ...), be->i->graph_compute(be, g, n_past) ...
+ *     vkf_backend_free(be);
+ *
+ * Device selection: `device` is an index ("1") or a case-insensitive name substring; NULL or ""
+ * falls back to env VKF_DEVICE, then the first discrete GPU, integrated GPU, then any device.
+ * Validation: validate != 0 or env VKF_VALIDATE=1 turns on VK_LAYER_KHRONOS_validation with
+ * synchronization validation; any warning or error it reports makes the next graph_compute or
+ * buffer_read fail with VKF_ERROR_VALIDATION carrying the layer's text.
+ *
+ * Environment overrides that cap the capabilities (to exercise small-device paths on a large one):
+ *     VKF_MAX_STORAGE_BUFFER_RANGE=bytes  VKF_MAX_ALLOC=bytes  VKF_MAX_SHARED_MEMORY=bytes
+ *     VKF_NO_FP16=1  VKF_NO_SUBGROUP=1  VKF_FORCE_STAGING=1 (upload/download through a staging
+ *     buffer even on unified-memory devices)
+ * Off switches for kernel fast paths (DESIGN 6): VKF_NO_VEC4=1 (16-byte loads in element-wise
+ * ops and attention), VKF_NO_FAST_MATVEC=1 (16-byte / whole-block weight loads in matmul),
+ * VKF_NO_ROWLANE=1 (the one-row-per-lane matmul used on CPU devices such as lavapipe).
+ * Shader cache: VKF_CACHE_DIR, else $XDG_CACHE_HOME/vkformer, else ~/.cache/vkformer. */
+#ifndef VKF_BACKEND_VULKAN_H
+#define VKF_BACKEND_VULKAN_H
+
+#include <stdint.h>
+
+#include "graph/backend.h"
+
+#define VKF_VK_MAX_HEAPS 16
+#define VKF_VK_MAX_MEM_TYPES 32
+#define VKF_VK_MAX_COOPMAT 64
+
+typedef struct vkf_vk_coopmat_shape {
+    uint32_t m, n, k;                            /* MSize, NSize, KSize */
+    int32_t a_type, b_type, c_type, result_type; /* VkComponentTypeKHR */
+    int32_t saturating;                          /* saturatingAccumulation */
+    int32_t scope;                               /* VkScopeKHR */
+} vkf_vk_coopmat_shape;
+
+/* Capabilities of one physical device, read once; env overrides already applied. */
+typedef struct vkf_vk_caps {
+    char name[256];
+    uint32_t vendor_id, device_id;
+    const char *vendor;         /* "NVIDIA", "AMD", "Intel", "Mesa", ... (static string) */
+    char driver_name[256];      /* VkPhysicalDeviceDriverProperties::driverName */
+    char driver_info[256];      /* driverInfo, e.g. "Mesa 22.3.6 (LLVM 15.0.6)" */
+    uint32_t driver_version;    /* raw driverVersion */
+    int32_t type;               /* VkPhysicalDeviceType */
+    const char *type_name;      /* "discrete", "integrated", "virtual", "cpu", "other" */
+    uint32_t api_version;       /* VK_MAKE_API_VERSION encoded */
+    uint32_t subgroup_size;     /* default subgroup size */
+    uint32_t subgroup_min, subgroup_max; /* size control range (== subgroup_size without it) */
+    int32_t subgroup_size_control;       /* a pipeline may require a subgroup size */
+    uint32_t subgroup_stages;   /* VkShaderStageFlags */
+    uint32_t subgroup_ops;      /* VkSubgroupFeatureFlags */
+    int32_t has_subgroup;       /* basic+arithmetic+ballot+shuffle in compute; VKF_NO_SUBGROUP clears */
+    uint32_t max_shared;        /* bytes of shared memory per workgroup */
+    uint32_t max_wg_size[3];
+    uint32_t max_wg_invocations;
+    uint32_t max_wg_count[3];
+    uint32_t max_push_constants; /* bytes */
+    uint64_t max_storage_range;  /* maxStorageBufferRange, bytes */
+    uint64_t max_alloc;          /* maxMemoryAllocationSize, bytes */
+    uint64_t min_storage_align;  /* minStorageBufferOffsetAlignment, bytes */
+    uint32_t n_heaps;
+    uint64_t heap_size[VKF_VK_MAX_HEAPS];
+    uint32_t heap_flags[VKF_VK_MAX_HEAPS]; /* VkMemoryHeapFlags */
+    uint32_t n_mem_types;
+    uint32_t mem_type_flags[VKF_VK_MAX_MEM_TYPES]; /* VkMemoryPropertyFlags */
+    uint32_t mem_type_heap[VKF_VK_MAX_MEM_TYPES];
+    int32_t unified;            /* every device-local heap has a host-visible memory type */
+    int32_t storage16;          /* storageBuffer16BitAccess */
+    int32_t storage8;           /* storageBuffer8BitAccess */
+    int32_t fp16;               /* shaderFloat16; VKF_NO_FP16 clears */
+    int32_t int8;               /* shaderInt8 */
+    int32_t coopmat;            /* VK_KHR_cooperative_matrix present */
+    uint32_t n_coopmat;
+    vkf_vk_coopmat_shape coopmat_shapes[VKF_VK_MAX_COOPMAT];
+    uint8_t pipeline_cache_uuid[16];
+    char overrides[256];        /* env overrides that were applied, "" if none */
+} vkf_vk_caps;
+
+/* Counters, for tests and benchmarks (cumulative since create). */
+typedef struct vkf_vk_stats {
+    uint64_t shader_compiles;     /* GLSL -> SPIR-V compilations by glslang */
+    uint64_t spirv_cache_hits;    /* SPIR-V served from the disk cache */
+    uint64_t spirv_cache_rejects; /* cache files found corrupt or stale (then rebuilt) */
+    uint64_t pipelines;           /* VkPipelines created */
+    uint64_t recordings;          /* graphs recorded into command buffers */
+    uint64_t submits;             /* queue submissions by graph_compute */
+    uint64_t dispatches;          /* dispatches recorded */
+    uint64_t barriers;            /* hazard barriers recorded */
+    uint64_t validation_messages; /* messages from the validation layer */
+    double compile_ms;            /* time spent in glslang */
+    double pipeline_ms;           /* time spent in vkCreateComputePipelines */
+} vkf_vk_stats;
+
+/* Creates a Vulkan backend on the selected device. VKF_ERROR_NO_VULKAN without a loader,
+ * VKF_ERROR_NO_DEVICE when nothing matches `device` (the message lists the devices). */
+vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backend **out);
+/* 1 if be is a Vulkan backend. */
+int vkf_backend_is_vulkan(const vkf_backend *be);
+/* The device capabilities of a Vulkan backend (NULL for other backends). */
+const vkf_vk_caps *vkf_backend_vulkan_caps(const vkf_backend *be);
+/* Counters of a Vulkan backend; zeros for other backends. */
+vkf_vk_stats vkf_backend_vulkan_stats(const vkf_backend *be);
+/* The SPIR-V cache directory in use ("" when caching is off). */
+const char *vkf_backend_vulkan_cache_dir(const vkf_backend *be);
+
+#endif

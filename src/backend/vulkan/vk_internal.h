@@ -1,0 +1,245 @@
+/* Vulkan backend internals shared by the files of src/backend/vulkan: the per-device context,
+ * buffers and memory blocks, pipelines, and the recording state. Not an API for other layers. */
+#ifndef VKF_VK_INTERNAL_H
+#define VKF_VK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <volk.h>
+
+#include "backend/vulkan/vk_backend.h"
+#include "core/error.h"
+#include "graph/backend.h"
+
+/* ---------------------------------------------------------------- VK_KHR_cooperative_matrix */
+/* The Debian 1.3.239 headers predate the KHR extension: declare the few pieces we query. */
+#ifndef VK_KHR_cooperative_matrix
+#define VK_KHR_cooperative_matrix 1
+#define VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME "VK_KHR_cooperative_matrix"
+#define VKF_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR ((VkStructureType)1000506001)
+typedef struct VkCooperativeMatrixPropertiesKHR {
+    VkStructureType sType;
+    void *pNext;
+    uint32_t MSize, NSize, KSize;
+    int32_t AType, BType, CType, ResultType; /* VkComponentTypeKHR */
+    VkBool32 saturatingAccumulation;
+    int32_t scope; /* VkScopeKHR */
+} VkCooperativeMatrixPropertiesKHR;
+typedef VkResult(VKAPI_PTR *PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(
+    VkPhysicalDevice, uint32_t *, VkCooperativeMatrixPropertiesKHR *);
+#else
+#define VKF_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR                                       \
+    VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR
+#endif
+
+/* ---------------------------------------------------------------- checks */
+
+/* Records "call failed: VK_ERROR_x (file:line)" as VKF_ERROR_VULKAN. */
+vkf_status vkf_vk_fail(VkResult r, const char *call, const char *file, int line);
+const char *vkf_vk_result_name(VkResult r);
+
+/* Every Vulkan call that returns a VkResult goes through one of these. */
+#define VKF_VK_CHECK(call)                                                                         \
+    do {                                                                                           \
+        VkResult vkf_vk_r_ = (call);                                                               \
+        if (vkf_vk_r_ != VK_SUCCESS) return vkf_vk_fail(vkf_vk_r_, #call, __FILE__, __LINE__);     \
+    } while (0)
+/* Variant for functions with cleanup: sets `st` and jumps to `label`. */
+#define VKF_VK_CHECK_GOTO(call, st, label)                                                         \
+    do {                                                                                           \
+        VkResult vkf_vk_r_ = (call);                                                               \
+        if (vkf_vk_r_ != VK_SUCCESS) {                                                             \
+            st = vkf_vk_fail(vkf_vk_r_, #call, __FILE__, __LINE__);                                \
+            goto label;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* ---------------------------------------------------------------- memory */
+
+typedef struct vkf_vk_range {
+    VkDeviceSize off, size;
+} vkf_vk_range;
+
+/* One VkDeviceMemory with one VkBuffer spanning it, sub-allocated first-fit. */
+typedef struct vkf_vk_block {
+    VkDeviceMemory mem;
+    VkBuffer buf;
+    VkDeviceSize size;
+    void *map;           /* persistent mapping on unified memory, else NULL */
+    int dedicated;       /* one buffer owns the whole block */
+    vkf_vk_range *free;  /* sorted, coalesced free ranges */
+    int n_free, cap_free;
+    int n_live;          /* live sub-allocations */
+} vkf_vk_block;
+
+struct vkf_buffer {
+    vkf_vk_block *block;
+    VkDeviceSize offset; /* bytes from the start of block->buf */
+    VkDeviceSize size;   /* requested bytes */
+    VkDeviceSize alloc;  /* bytes reserved in the block */
+    vkf_buffer_usage usage;
+};
+
+/* ---------------------------------------------------------------- pipelines */
+
+#define VKF_VK_MAX_BINDINGS 8 /* binding 0 is the dyn buffer, then up to 7 tensors */
+#define VKF_VK_PC_BYTES 128   /* push-constant range of every layout (the guaranteed minimum) */
+#define VKF_VK_MAX_SPEC 8
+
+typedef struct vkf_vk_pipeline {
+    char *key;        /* "shader|defines|spec" */
+    uint64_t hash;
+    int n_bindings;   /* including binding 0 (dyn) */
+    VkPipeline pipeline;
+    VkPipelineLayout layout; /* borrowed from the backend */
+} vkf_vk_pipeline;
+
+/* ---------------------------------------------------------------- the backend */
+
+typedef struct vkf_vk_backend {
+    vkf_backend base; /* first: the vkf_backend handed out */
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger;
+    VkPhysicalDevice phys;
+    VkDevice device;
+    struct VolkDeviceTable vk; /* per-device function table: no global device state */
+    VkQueue queue;
+    uint32_t queue_family;
+    VkCommandPool cmd_pool;
+    VkCommandBuffer xfer_cmd; /* one-shot uploads/downloads */
+    VkFence fence;
+    vkf_vk_caps caps;
+    uint32_t target_vulkan; /* 12 or 11: glslang target environment */
+    int validate;
+
+    /* validation messages since the last report */
+    pthread_mutex_t msg_lock;
+    char *msgs;
+    size_t msgs_len;
+    int n_msgs;
+
+    /* memory */
+    vkf_vk_block **blocks;
+    int n_blocks, cap_blocks;
+    VkDeviceSize block_size;   /* size of shared blocks */
+    VkDeviceSize sub_align;    /* alignment of sub-allocations */
+    int direct_map;            /* unified memory: host reads/writes buffers through mappings */
+    uint32_t mem_type_local;   /* device-local (host-visible too when direct_map) */
+    uint32_t mem_type_host;    /* host-visible coherent, for staging and the dyn buffer */
+    VkBuffer staging;
+    VkDeviceMemory staging_mem;
+    void *staging_map;
+    VkDeviceSize staging_size;
+    VkBuffer dyn_buf; /* int32 n_past, read by kernels (binding 0) */
+    VkDeviceMemory dyn_mem;
+    int32_t *dyn_map;
+
+    /* shaders and pipelines */
+    char cache_dir[1024]; /* "" when disk caching is off */
+    VkPipelineCache pipeline_cache;
+    char pipeline_cache_path[1200];
+    VkDescriptorSetLayout set_layout[VKF_VK_MAX_BINDINGS + 1]; /* by binding count */
+    VkPipelineLayout pipe_layout[VKF_VK_MAX_BINDINGS + 1];
+    vkf_vk_pipeline **pipelines;
+    int n_pipelines, cap_pipelines;
+    char device_defines[256]; /* "VKF_FP16=1;..." derived from caps */
+
+    vkf_vk_stats stats;
+} vkf_vk_backend;
+
+static inline vkf_vk_backend *vkf_vk(vkf_backend *be) { return (vkf_vk_backend *)be; }
+
+/* ---------------------------------------------------------------- vk_device.c */
+
+/* Loads the Vulkan loader once per process (volk). */
+vkf_status vkf_vk_load(void);
+/* Instance, device selection, caps, logical device, queue, pools. */
+vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int validate);
+void vkf_vk_device_destroy(vkf_vk_backend *vb);
+/* VKF_ERROR_VALIDATION with the recorded texts if the layer reported anything; clears them. */
+vkf_status vkf_vk_check_messages(vkf_vk_backend *vb);
+/* Reads caps of a physical device and applies env overrides. */
+void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c);
+
+/* ---------------------------------------------------------------- vk_memory.c */
+
+vkf_status vkf_vk_memory_init(vkf_vk_backend *vb);
+void vkf_vk_memory_destroy(vkf_vk_backend *vb);
+vkf_status vkf_vk_buffer_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usage,
+                               vkf_buffer **out);
+void vkf_vk_buffer_free(vkf_backend *be, vkf_buffer *b);
+vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src,
+                               size_t n);
+vkf_status vkf_vk_buffer_read(vkf_backend *be, vkf_buffer *b, size_t off, void *dst, size_t n);
+/* Submits cmd and waits for it on the backend fence. */
+vkf_status vkf_vk_submit_wait(vkf_vk_backend *vb, VkCommandBuffer cmd);
+/* A full memory barrier between everything before and everything after (start of a submission). */
+void vkf_vk_cmd_full_barrier(vkf_vk_backend *vb, VkCommandBuffer cmd);
+
+/* ---------------------------------------------------------------- vk_shader.c */
+
+vkf_status vkf_vk_shaders_init(vkf_vk_backend *vb);
+void vkf_vk_shaders_destroy(vkf_vk_backend *vb);
+/* The pipeline of shaders/<shader>.comp with defines "A=1;B=2" (device defines are added) and
+ * specialization constants spec[0..n_spec) (ids 0..n_spec-1), created on first use. */
+vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const char *defines,
+                               int n_bindings, const uint32_t *spec, int n_spec,
+                               vkf_vk_pipeline **out);
+/* GLSL -> SPIR-V through the disk cache; *words malloc'ed. For tests via the backend. */
+vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *defines,
+                            uint32_t **words, size_t *n_words);
+
+/* ---------------------------------------------------------------- vk_record.c */
+
+/* A storage-buffer window bound for one dispatch. */
+typedef struct vkf_vk_win {
+    VkBuffer buf;
+    VkDeviceSize off, range; /* descriptor offset/range (offset aligned) */
+    VkDeviceSize delta;      /* bytes from the window start to the requested first byte */
+    int write;
+} vkf_vk_win;
+
+typedef struct vkf_vk_access {
+    VkBuffer buf;
+    VkDeviceSize lo, hi;
+} vkf_vk_access;
+
+typedef struct vkf_vk_exec vkf_vk_exec;
+
+typedef struct vkf_vk_rec {
+    vkf_vk_backend *vb;
+    vkf_vk_exec *ex;
+    VkCommandBuffer cmd;
+    vkf_vk_access *reads, *writes; /* since the last barrier */
+    int n_reads, n_writes, cap_reads, cap_writes;
+} vkf_vk_rec;
+
+/* Bytes a dispatch may bind from one buffer: maxStorageBufferRange less alignment slack. */
+uint64_t vkf_vk_window_budget(const vkf_vk_backend *vb);
+/* A window over bytes [lo, hi) of b (relative to b's start). */
+vkf_status vkf_vk_window(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64_t hi, int write,
+                         vkf_vk_win *w);
+/* Records one dispatch: a barrier first if it reads what was written since the last barrier or
+ * writes what was read or written; then binds dyn + wins[0..n) at bindings 0..n. */
+vkf_status vkf_vk_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *p, const vkf_vk_win *wins, int n,
+                           const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy,
+                           uint32_t gz);
+/* A device buffer that lives as long as the recording being made (kernel scratch). */
+vkf_status vkf_vk_scratch(vkf_vk_rec *r, size_t bytes, vkf_buffer **out);
+vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past);
+void vkf_vk_graph_release(vkf_backend *be, vkf_graph *g);
+
+/* ---------------------------------------------------------------- vk_ops.c */
+
+/* Records node n. */
+vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n);
+
+/* ---------------------------------------------------------------- small helpers */
+
+double vkf_vk_now_ms(void);
+/* Reads env var name as an unsigned byte count (accepts K/M/G suffixes); 0 if unset/invalid. */
+uint64_t vkf_vk_env_u64(const char *name);
+int vkf_vk_env_flag(const char *name);
+
+#endif

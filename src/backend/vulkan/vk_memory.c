@@ -1,0 +1,390 @@
+/* Vulkan memory: device-local blocks sub-allocated first-fit (DESIGN decision 4), staging
+ * uploads/downloads, direct mapping on unified-memory devices, and the dyn (n_past) buffer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_internal.h"
+
+#define VKF_VK_BLOCK_MAX ((VkDeviceSize)256 << 20) /* largest shared block */
+#define VKF_VK_BLOCK_MIN ((VkDeviceSize)16 << 20)  /* first block: small models stay small */
+#define VKF_VK_STAGING_MAX ((VkDeviceSize)64 << 20)
+
+static VkDeviceSize vkf_vk_round_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
+
+/* ---------------------------------------------------------------- memory types */
+
+static uint32_t vkf_vk_mem_type(const vkf_vk_caps *c, uint32_t bits, uint32_t required,
+                                uint32_t preferred) {
+    uint32_t best = UINT32_MAX;
+    for (uint32_t t = 0; t < c->n_mem_types; t++) {
+        if (!(bits & (1u << t)) || (c->mem_type_flags[t] & required) != required) continue;
+        if ((c->mem_type_flags[t] & preferred) == preferred) return t;
+        if (best == UINT32_MAX) best = t;
+    }
+    return best;
+}
+
+static vkf_status vkf_vk_raw_buffer(vkf_vk_backend *vb, VkDeviceSize size, uint32_t mem_type,
+                                    int map, VkBuffer *buf, VkDeviceMemory *mem, void **mapped) {
+    vkf_status st = VKF_OK;
+    *buf = VK_NULL_HANDLE;
+    *mem = VK_NULL_HANDLE;
+    if (mapped) *mapped = NULL;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bci.size = size;
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    VKF_VK_CHECK(vb->vk.vkCreateBuffer(vb->device, &bci, NULL, buf));
+    VkMemoryRequirements req;
+    vb->vk.vkGetBufferMemoryRequirements(vb->device, *buf, &req);
+    if (!(req.memoryTypeBits & (1u << mem_type))) {
+        st = vkf_error(VKF_ERROR_VULKAN, "memory type %u not allowed for a storage buffer on %s",
+                       mem_type, vb->caps.name);
+        goto fail;
+    }
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    mai.allocationSize = req.size;
+    mai.memoryTypeIndex = mem_type;
+    VkResult r = vb->vk.vkAllocateMemory(vb->device, &mai, NULL, mem);
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
+        st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "vkAllocateMemory of %llu bytes failed: %s on %s",
+                       (unsigned long long)req.size, vkf_vk_result_name(r), vb->caps.name);
+        goto fail;
+    }
+    VKF_VK_CHECK_GOTO(r, st, fail);
+    VKF_VK_CHECK_GOTO(vb->vk.vkBindBufferMemory(vb->device, *buf, *mem, 0), st, fail);
+    if (map) VKF_VK_CHECK_GOTO(vb->vk.vkMapMemory(vb->device, *mem, 0, VK_WHOLE_SIZE, 0, mapped), st, fail);
+    return VKF_OK;
+fail:
+    if (*buf) vb->vk.vkDestroyBuffer(vb->device, *buf, NULL);
+    if (*mem) vb->vk.vkFreeMemory(vb->device, *mem, NULL);
+    *buf = VK_NULL_HANDLE;
+    *mem = VK_NULL_HANDLE;
+    return st;
+}
+
+vkf_status vkf_vk_memory_init(vkf_vk_backend *vb) {
+    const vkf_vk_caps *c = &vb->caps;
+    vb->sub_align = c->min_storage_align > 64 ? c->min_storage_align : 64;
+    vb->direct_map = c->unified && c->type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU &&
+                     !vkf_vk_env_flag("VKF_FORCE_STAGING");
+    /* the memory types a storage buffer may use */
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bci.size = 4096;
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    VkBuffer probe;
+    VKF_VK_CHECK(vb->vk.vkCreateBuffer(vb->device, &bci, NULL, &probe));
+    VkMemoryRequirements req;
+    vb->vk.vkGetBufferMemoryRequirements(vb->device, probe, &req);
+    vb->vk.vkDestroyBuffer(vb->device, probe, NULL);
+    if (req.alignment > vb->sub_align) vb->sub_align = req.alignment;
+
+    const uint32_t hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    if (vb->direct_map) {
+        vb->mem_type_local = vkf_vk_mem_type(c, req.memoryTypeBits,
+                                             VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | hv,
+                                             VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+        if (vb->mem_type_local == UINT32_MAX) vb->direct_map = 0;
+    }
+    if (!vb->direct_map)
+        vb->mem_type_local = vkf_vk_mem_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+    if (vb->mem_type_local == UINT32_MAX)
+        vb->mem_type_local = vkf_vk_mem_type(c, req.memoryTypeBits, 0, 0);
+    vb->mem_type_host = vkf_vk_mem_type(c, req.memoryTypeBits, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    if (vb->mem_type_local == UINT32_MAX || vb->mem_type_host == UINT32_MAX)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "device %s has no usable memory type for storage "
+                         "buffers (device-local %s, host-visible %s)", c->name,
+                         vb->mem_type_local == UINT32_MAX ? "missing" : "ok",
+                         vb->mem_type_host == UINT32_MAX ? "missing" : "ok");
+    vb->block_size = VKF_VK_BLOCK_MAX < c->max_alloc ? VKF_VK_BLOCK_MAX : c->max_alloc;
+    vb->block_size = vb->block_size / vb->sub_align * vb->sub_align;
+    if (vb->block_size < vb->sub_align) vb->block_size = vb->sub_align;
+
+    void *m = NULL;
+    VKF_TRY(vkf_vk_raw_buffer(vb, 256, vb->mem_type_host, 1, &vb->dyn_buf, &vb->dyn_mem, &m));
+    vb->dyn_map = m;
+    memset(vb->dyn_map, 0, 256);
+    return VKF_OK;
+}
+
+static void vkf_vk_block_destroy(vkf_vk_backend *vb, vkf_vk_block *blk) {
+    if (!blk) return;
+    if (blk->buf) vb->vk.vkDestroyBuffer(vb->device, blk->buf, NULL);
+    if (blk->mem) vb->vk.vkFreeMemory(vb->device, blk->mem, NULL);
+    free(blk->free);
+    free(blk);
+}
+
+void vkf_vk_memory_destroy(vkf_vk_backend *vb) {
+    if (!vb->device) return;
+    for (int i = 0; i < vb->n_blocks; i++) vkf_vk_block_destroy(vb, vb->blocks[i]);
+    free(vb->blocks);
+    vb->blocks = NULL;
+    vb->n_blocks = 0;
+    if (vb->staging) vb->vk.vkDestroyBuffer(vb->device, vb->staging, NULL);
+    if (vb->staging_mem) vb->vk.vkFreeMemory(vb->device, vb->staging_mem, NULL);
+    if (vb->dyn_buf) vb->vk.vkDestroyBuffer(vb->device, vb->dyn_buf, NULL);
+    if (vb->dyn_mem) vb->vk.vkFreeMemory(vb->device, vb->dyn_mem, NULL);
+    vb->staging = VK_NULL_HANDLE;
+    vb->dyn_buf = VK_NULL_HANDLE;
+}
+
+/* ---------------------------------------------------------------- blocks */
+
+static vkf_status vkf_vk_block_create(vkf_vk_backend *vb, VkDeviceSize size, int dedicated,
+                                      vkf_vk_block **out) {
+    vkf_vk_block *blk = calloc(1, sizeof *blk);
+    if (!blk) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "block descriptor");
+    vkf_status st = vkf_vk_raw_buffer(vb, size, vb->mem_type_local, vb->direct_map, &blk->buf,
+                                      &blk->mem, &blk->map);
+    if (st != VKF_OK) {
+        free(blk);
+        return st;
+    }
+    blk->size = size;
+    blk->dedicated = dedicated;
+    blk->cap_free = 8;
+    blk->free = malloc(sizeof *blk->free * (size_t)blk->cap_free);
+    if (!blk->free) {
+        vkf_vk_block_destroy(vb, blk);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "block free list");
+    }
+    blk->free[0] = (vkf_vk_range){0, size};
+    blk->n_free = 1;
+    if (vb->n_blocks == vb->cap_blocks) {
+        int cap = vb->cap_blocks ? vb->cap_blocks * 2 : 8;
+        vkf_vk_block **nb = realloc(vb->blocks, sizeof *nb * (size_t)cap);
+        if (!nb) {
+            vkf_vk_block_destroy(vb, blk);
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "block list");
+        }
+        vb->blocks = nb;
+        vb->cap_blocks = cap;
+    }
+    vb->blocks[vb->n_blocks++] = blk;
+    *out = blk;
+    return VKF_OK;
+}
+
+static int vkf_vk_block_take(vkf_vk_block *blk, VkDeviceSize size, VkDeviceSize *off) {
+    for (int i = 0; i < blk->n_free; i++) {
+        if (blk->free[i].size < size) continue;
+        *off = blk->free[i].off;
+        blk->free[i].off += size;
+        blk->free[i].size -= size;
+        if (blk->free[i].size == 0) {
+            memmove(&blk->free[i], &blk->free[i + 1], sizeof *blk->free * (size_t)(blk->n_free - i - 1));
+            blk->n_free--;
+        }
+        blk->n_live++;
+        return 1;
+    }
+    return 0;
+}
+
+static vkf_status vkf_vk_block_give(vkf_vk_block *blk, VkDeviceSize off, VkDeviceSize size) {
+    int i = 0;
+    while (i < blk->n_free && blk->free[i].off < off) i++;
+    int merge_prev = i > 0 && blk->free[i - 1].off + blk->free[i - 1].size == off;
+    int merge_next = i < blk->n_free && off + size == blk->free[i].off;
+    if (merge_prev && merge_next) {
+        blk->free[i - 1].size += size + blk->free[i].size;
+        memmove(&blk->free[i], &blk->free[i + 1], sizeof *blk->free * (size_t)(blk->n_free - i - 1));
+        blk->n_free--;
+    } else if (merge_prev) {
+        blk->free[i - 1].size += size;
+    } else if (merge_next) {
+        blk->free[i].off = off;
+        blk->free[i].size += size;
+    } else {
+        if (blk->n_free == blk->cap_free) {
+            int cap = blk->cap_free * 2;
+            vkf_vk_range *nf = realloc(blk->free, sizeof *nf * (size_t)cap);
+            if (!nf) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "block free list");
+            blk->free = nf;
+            blk->cap_free = cap;
+        }
+        memmove(&blk->free[i + 1], &blk->free[i], sizeof *blk->free * (size_t)(blk->n_free - i));
+        blk->free[i] = (vkf_vk_range){off, size};
+        blk->n_free++;
+    }
+    blk->n_live--;
+    return VKF_OK;
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+vkf_status vkf_vk_buffer_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usage, vkf_buffer **out) {
+    vkf_vk_backend *vb = vkf_vk(be);
+    *out = NULL;
+    VkDeviceSize asize = vkf_vk_round_up(size ? size : 1, vb->sub_align);
+    if (asize > vb->caps.max_alloc)
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY,
+                         "buffer of %zu bytes exceeds maxMemoryAllocationSize %llu of %s%s; split it "
+                         "into buffers of at most that size", size,
+                         (unsigned long long)vb->caps.max_alloc, vb->caps.name,
+                         strstr(vb->caps.overrides, "VKF_MAX_ALLOC") ? " (capped by VKF_MAX_ALLOC)" : "");
+    vkf_buffer *b = calloc(1, sizeof *b);
+    if (!b) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "buffer descriptor");
+    b->size = size;
+    b->alloc = asize;
+    b->usage = usage;
+    if (asize > vb->block_size / 2) { /* big tensors get their own allocation */
+        vkf_status st = vkf_vk_block_create(vb, asize, 1, &b->block);
+        if (st != VKF_OK) {
+            free(b);
+            return st;
+        }
+        vkf_vk_block_take(b->block, asize, &b->offset);
+        *out = b;
+        return VKF_OK;
+    }
+    for (int i = 0; i < vb->n_blocks; i++) {
+        vkf_vk_block *blk = vb->blocks[i];
+        if (!blk->dedicated && vkf_vk_block_take(blk, asize, &b->offset)) {
+            b->block = blk;
+            *out = b;
+            return VKF_OK;
+        }
+    }
+    /* a new shared block, growing with what is already allocated */
+    VkDeviceSize total = 0;
+    for (int i = 0; i < vb->n_blocks; i++)
+        if (!vb->blocks[i]->dedicated) total += vb->blocks[i]->size;
+    VkDeviceSize bs = VKF_VK_BLOCK_MIN;
+    while (bs < total && bs < vb->block_size) bs *= 2;
+    if (bs > vb->block_size) bs = vb->block_size;
+    while (bs < asize) bs *= 2;
+    if (bs > vb->caps.max_alloc) bs = asize;
+    vkf_vk_block *blk;
+    vkf_status st = vkf_vk_block_create(vb, bs, 0, &blk);
+    if (st != VKF_OK) {
+        free(b);
+        return st;
+    }
+    vkf_vk_block_take(blk, asize, &b->offset);
+    b->block = blk;
+    *out = b;
+    return VKF_OK;
+}
+
+void vkf_vk_buffer_free(vkf_backend *be, vkf_buffer *b) {
+    if (!b) return;
+    vkf_vk_backend *vb = vkf_vk(be);
+    vkf_vk_block *blk = b->block;
+    vkf_vk_block_give(blk, b->offset, b->alloc);
+    free(b);
+    if (blk->n_live == 0) {
+        vb->vk.vkDeviceWaitIdle(vb->device);
+        for (int i = 0; i < vb->n_blocks; i++)
+            if (vb->blocks[i] == blk) {
+                vb->blocks[i] = vb->blocks[--vb->n_blocks];
+                break;
+            }
+        vkf_vk_block_destroy(vb, blk);
+    }
+}
+
+/* ---------------------------------------------------------------- transfers */
+
+void vkf_vk_cmd_full_barrier(vkf_vk_backend *vb, VkCommandBuffer cmd) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                       VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                       VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                       VK_ACCESS_HOST_READ_BIT;
+    vb->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                                VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                                &mb, 0, NULL, 0, NULL);
+}
+
+vkf_status vkf_vk_submit_wait(vkf_vk_backend *vb, VkCommandBuffer cmd) {
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd;
+    VKF_VK_CHECK(vb->vk.vkQueueSubmit(vb->queue, 1, &si, vb->fence));
+    VkResult r = vb->vk.vkWaitForFences(vb->device, 1, &vb->fence, VK_TRUE, UINT64_MAX);
+    VkResult r2 = vb->vk.vkResetFences(vb->device, 1, &vb->fence);
+    if (r != VK_SUCCESS) return vkf_vk_fail(r, "vkWaitForFences", __FILE__, __LINE__);
+    VKF_VK_CHECK(r2);
+    return VKF_OK;
+}
+
+static vkf_status vkf_vk_staging_ensure(vkf_vk_backend *vb) {
+    if (vb->staging) return VKF_OK;
+    VkDeviceSize size = VKF_VK_STAGING_MAX < vb->caps.max_alloc ? VKF_VK_STAGING_MAX : vb->caps.max_alloc;
+    void *m = NULL;
+    VKF_TRY(vkf_vk_raw_buffer(vb, size, vb->mem_type_host, 1, &vb->staging, &vb->staging_mem, &m));
+    vb->staging_map = m;
+    vb->staging_size = size;
+    return VKF_OK;
+}
+
+/* One staged copy: to_device ? staging -> b : b -> staging. */
+static vkf_status vkf_vk_staged_copy(vkf_vk_backend *vb, vkf_buffer *b, size_t off, size_t n,
+                                     int to_device) {
+    VKF_VK_CHECK(vb->vk.vkResetCommandBuffer(vb->xfer_cmd, 0));
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    VKF_VK_CHECK(vb->vk.vkBeginCommandBuffer(vb->xfer_cmd, &bi));
+    vkf_vk_cmd_full_barrier(vb, vb->xfer_cmd);
+    VkBufferCopy region;
+    if (to_device) {
+        region = (VkBufferCopy){0, b->offset + off, n};
+        vb->vk.vkCmdCopyBuffer(vb->xfer_cmd, vb->staging, b->block->buf, 1, &region);
+    } else {
+        region = (VkBufferCopy){b->offset + off, 0, n};
+        vb->vk.vkCmdCopyBuffer(vb->xfer_cmd, b->block->buf, vb->staging, 1, &region);
+    }
+    vkf_vk_cmd_full_barrier(vb, vb->xfer_cmd);
+    VKF_VK_CHECK(vb->vk.vkEndCommandBuffer(vb->xfer_cmd));
+    return vkf_vk_submit_wait(vb, vb->xfer_cmd);
+}
+
+static vkf_status vkf_vk_check_range(const vkf_buffer *b, size_t off, size_t n, const char *what) {
+    if (!b) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "%s: buffer is NULL", what);
+    if (off > b->size || n > b->size - off)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "%s: bytes [%zu, %zu) outside a buffer of %llu bytes",
+                         what, off, off + n, (unsigned long long)b->size);
+    return VKF_OK;
+}
+
+vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src, size_t n) {
+    vkf_vk_backend *vb = vkf_vk(be);
+    VKF_TRY(vkf_vk_check_range(b, off, n, "vulkan buffer_write"));
+    if (n == 0) return VKF_OK;
+    if (b->block->map) {
+        memcpy((char *)b->block->map + b->offset + off, src, n);
+        return VKF_OK;
+    }
+    VKF_TRY(vkf_vk_staging_ensure(vb));
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < vb->staging_size ? n - done : (size_t)vb->staging_size;
+        memcpy(vb->staging_map, (const char *)src + done, k);
+        VKF_TRY(vkf_vk_staged_copy(vb, b, off + done, k, 1));
+        done += k;
+    }
+    return VKF_OK;
+}
+
+vkf_status vkf_vk_buffer_read(vkf_backend *be, vkf_buffer *b, size_t off, void *dst, size_t n) {
+    vkf_vk_backend *vb = vkf_vk(be);
+    VKF_TRY(vkf_vk_check_messages(vb));
+    VKF_TRY(vkf_vk_check_range(b, off, n, "vulkan buffer_read"));
+    if (n == 0) return VKF_OK;
+    if (b->block->map) {
+        memcpy(dst, (const char *)b->block->map + b->offset + off, n);
+        return vkf_vk_check_messages(vb);
+    }
+    VKF_TRY(vkf_vk_staging_ensure(vb));
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < vb->staging_size ? n - done : (size_t)vb->staging_size;
+        VKF_TRY(vkf_vk_staged_copy(vb, b, off + done, k, 0));
+        memcpy((char *)dst + done, vb->staging_map, k);
+        done += k;
+    }
+    return vkf_vk_check_messages(vb);
+}

@@ -1,0 +1,781 @@
+/* Op encoders: one function per op family turns a node into dispatches of shaders/<op>.comp.
+ *
+ * Each encoder binds windows of at most maxStorageBufferRange bytes (vk_record.c aligns their
+ * start) and passes element offsets and row strides as push constants (shaders/vkf_abi.h).
+ * A tensor larger than one window is processed in chunks: element-wise ops and norms split by
+ * rows, matmul splits the weight by output rows (and the activations by rows), embed and the
+ * position tables split the table by rows (each chunk writes only the rows whose id/position
+ * falls in its window). */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_internal.h"
+#include "core/dtype.h"
+#include "vkf_abi.h"
+
+/* ---------------------------------------------------------------- tensor geometry */
+
+static int vkf_vk_is_quant(vkf_dtype t) { return t == VKF_DTYPE_Q8_0 || t == VKF_DTYPE_Q4_0; }
+
+static uint64_t vkf_vk_elem_size(vkf_dtype t) { return vkf_dtype_block_bytes(t); }
+
+/* bytes of one row's data */
+static uint64_t vkf_vk_row_bytes(const vkf_tensor *t) { return vkf_dtype_row_bytes(t->dtype, t->cols); }
+
+/* bytes between row starts */
+static uint64_t vkf_vk_stride_bytes(const vkf_tensor *t) {
+    return vkf_vk_is_quant(t->dtype) ? vkf_vk_row_bytes(t) : (uint64_t)t->row_stride * vkf_vk_elem_size(t->dtype);
+}
+
+/* rows of t that fit one window, at least 1 unless a single row is too long (then 0) */
+static int64_t vkf_vk_rows_fit(const vkf_tensor *t, uint64_t budget) {
+    uint64_t rb = vkf_vk_row_bytes(t), sb = vkf_vk_stride_bytes(t);
+    if (rb > budget) return 0;
+    if (sb == 0) return t->rows;
+    uint64_t n = (budget - rb) / sb + 1;
+    return n > (uint64_t)t->rows ? t->rows : (int64_t)n;
+}
+
+static vkf_status vkf_vk_fit_error(vkf_vk_rec *r, const vkf_tensor *t) {
+    return vkf_error(VKF_ERROR_UNSUPPORTED, "tensor %s: one row of %llu bytes exceeds the storage "
+                     "window of %llu bytes (maxStorageBufferRange %llu)", t->name,
+                     (unsigned long long)vkf_vk_row_bytes(t), (unsigned long long)vkf_vk_window_budget(r->vb),
+                     (unsigned long long)r->vb->caps.max_storage_range);
+}
+
+/* the window over rows [r0, r0+n) of t */
+static vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, int write,
+                                  vkf_vk_win *w) {
+    if (!t->buf) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tensor %s has no buffer", t->name);
+    if (n <= 0) n = 1;
+    uint64_t sb = vkf_vk_stride_bytes(t);
+    uint64_t lo = t->offset + (uint64_t)r0 * sb;
+    uint64_t hi = lo + (uint64_t)(n - 1) * sb + vkf_vk_row_bytes(t);
+    return vkf_vk_window(r, t->buf, lo, hi, write, w);
+}
+
+/* element offset of the window's first requested byte, for plain dtypes */
+static vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *out) {
+    uint64_t es = vkf_vk_elem_size(t->dtype);
+    if (w->delta % es)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tensor %s: byte offset %zu is not a multiple of "
+                         "its element size %llu", t->name, t->offset, (unsigned long long)es);
+    *out = (uint32_t)(w->delta / es);
+    return VKF_OK;
+}
+
+static int64_t vkf_vk_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static uint32_t vkf_vk_groups(uint64_t items, uint64_t per_group, uint32_t cap) {
+    uint64_t g = (items + per_group - 1) / per_group;
+    if (g < 1) g = 1;
+    return g > cap ? cap : (uint32_t)g;
+}
+
+static vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *defines, int n_tensors,
+                              const uint32_t *spec, int n_spec, vkf_vk_pipeline **p) {
+    return vkf_vk_pipeline_get(r->vb, shader, defines, n_tensors + 1, spec, n_spec, p);
+}
+
+/* ---------------------------------------------------------------- element-wise */
+
+#define VKF_VK_ELT_WG 256
+#define VKF_VK_ELT_PER_THREAD 16
+
+static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *a = n->src[0];
+    const vkf_tensor *b = (n->op == VKF_OP_ADD || n->op == VKF_OP_MUL || n->op == VKF_OP_SWIGLU) ? n->src[1] : NULL;
+    const char *shader = NULL;
+    char defs[64] = "";
+    switch (n->op) {
+    case VKF_OP_SCALE: shader = "scale"; break;
+    case VKF_OP_ADD: shader = "binary"; break;
+    case VKF_OP_MUL: shader = "binary"; snprintf(defs, sizeof defs, "OP_MUL=1"); break;
+    case VKF_OP_UNARY: shader = "unary"; snprintf(defs, sizeof defs, "ACT=%d", n->p.unary.act); break;
+    case VKF_OP_SWIGLU: shader = "swiglu"; break;
+    default: return vkf_error(VKF_ERROR_INTERNAL, "eltwise: op %d", (int)n->op);
+    }
+    if (b && !b->buf) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "operand b missing");
+    int bcast = b && b->rows == 1 && a->rows != 1;
+    uint64_t budget = vkf_vk_window_budget(r->vb);
+    int64_t per = vkf_vk_min64(vkf_vk_rows_fit(d, budget), vkf_vk_rows_fit(a, budget));
+    if (b && !bcast) per = vkf_vk_min64(per, vkf_vk_rows_fit(b, budget));
+    if (per == 0)
+        return vkf_vk_fit_error(r, vkf_vk_rows_fit(d, budget) == 0 ? d : vkf_vk_rows_fit(a, budget) == 0 ? a : b);
+    if (bcast && vkf_vk_rows_fit(b, budget) == 0) return vkf_vk_fit_error(r, b);
+    /* rows*cols must fit the 32-bit element index of a chunk */
+    int64_t by_index = (int64_t)(0xffffffffu / (uint64_t)(a->cols ? a->cols : 1));
+    per = vkf_vk_min64(per, by_index);
+
+    uint32_t spec[1] = {VKF_VK_ELT_WG};
+    vkf_vk_pipeline *pl;
+    /* contiguous operands: one long row (more parallel columns, fewer row iterations) */
+    int flat = d->row_stride == d->cols && a->row_stride == a->cols && (!b || (!bcast && b->row_stride == b->cols));
+    for (int64_t r0 = 0; r0 < a->rows; r0 += per) {
+        int64_t nr = vkf_vk_min64(per, a->rows - r0);
+        vkf_vk_win w[3];
+        vkf_pc_eltwise pc;
+        memset(&pc, 0, sizeof pc);
+        VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &w[0]));
+        VKF_TRY(vkf_vk_rows_win(r, a, r0, nr, 0, &w[1]));
+        VKF_TRY(vkf_vk_elem_off(&w[0], d, &pc.d_off));
+        VKF_TRY(vkf_vk_elem_off(&w[1], a, &pc.a_off));
+        if (b) {
+            VKF_TRY(vkf_vk_rows_win(r, b, bcast ? 0 : r0, bcast ? 1 : nr, 0, &w[2]));
+            VKF_TRY(vkf_vk_elem_off(&w[2], b, &pc.b_off));
+            pc.b_stride = bcast ? 0 : (uint32_t)b->row_stride;
+        }
+        pc.rows = flat ? 1 : (uint32_t)nr;
+        pc.cols = flat ? (uint32_t)(nr * a->cols) : (uint32_t)a->cols;
+        pc.d_stride = (uint32_t)d->row_stride;
+        pc.a_stride = (uint32_t)a->row_stride;
+        pc.scale = n->p.scale.scale;
+        pc.act = n->p.unary.act;
+        const vkf_vk_caps *c = &r->vb->caps;
+        /* 16-byte accesses when every offset, stride and the row length allow */
+        int v4 = pc.cols % 4 == 0 && pc.d_off % 4 == 0 && pc.a_off % 4 == 0 && pc.b_off % 4 == 0 &&
+                 (pc.rows == 1 || (pc.d_stride % 4 == 0 && pc.a_stride % 4 == 0 && pc.b_stride % 4 == 0)) &&
+                 !vkf_vk_env_flag("VKF_NO_VEC4");
+        char vdefs[80];
+        snprintf(vdefs, sizeof vdefs, "%s%sVEC4=%d", defs, defs[0] ? ";" : "", v4);
+        VKF_TRY(vkf_vk_pipe(r, shader, vdefs, b ? 3 : 2, spec, 1, &pl));
+        uint32_t gx = vkf_vk_groups(pc.cols / (v4 ? 4 : 1), VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD, c->max_wg_count[0]);
+        uint32_t gy = (uint32_t)vkf_vk_min64(pc.rows, c->max_wg_count[1]);
+        VKF_TRY(vkf_vk_dispatch(r, pl, w, b ? 3 : 2, &pc, sizeof pc, gx, gy, 1));
+    }
+    return VKF_OK;
+}
+
+/* ---------------------------------------------------------------- row-wise reductions */
+
+#define VKF_VK_ROW_WG 256
+
+/* Largest row count n <= limit such that rows [r0, r0 + n) of t fit a window. */
+static int64_t vkf_vk_fit_all(vkf_vk_rec *r, const vkf_tensor *const *ts, int nt, int64_t rows) {
+    uint64_t budget = vkf_vk_window_budget(r->vb);
+    int64_t per = rows;
+    for (int i = 0; i < nt; i++)
+        if (ts[i]) per = vkf_vk_min64(per, vkf_vk_rows_fit(ts[i], budget));
+    return per;
+}
+
+static vkf_status vkf_vk_first_unfit(vkf_vk_rec *r, const vkf_tensor *const *ts, int nt) {
+    uint64_t budget = vkf_vk_window_budget(r->vb);
+    for (int i = 0; i < nt; i++)
+        if (ts[i] && vkf_vk_rows_fit(ts[i], budget) == 0) return vkf_vk_fit_error(r, ts[i]);
+    return vkf_error(VKF_ERROR_INTERNAL, "no rows fit a window");
+}
+
+/* layernorm, rmsnorm: bindings dst, x, weight, bias */
+static vkf_status vkf_vk_op_norm(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *x = n->src[0], *w = n->src[1], *b = n->src[2];
+    const vkf_tensor *rowwise[] = {d, x};
+    int64_t per = vkf_vk_fit_all(r, rowwise, 2, x->rows);
+    if (per == 0) return vkf_vk_first_unfit(r, rowwise, 2);
+    uint32_t spec[1] = {VKF_VK_ROW_WG};
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, "norm", n->op == VKF_OP_RMSNORM ? "RMS=1" : "", 4, spec, 1, &pl));
+    for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
+        int64_t nr = vkf_vk_min64(per, x->rows - r0);
+        vkf_vk_win win[4];
+        vkf_pc_norm pc;
+        memset(&pc, 0, sizeof pc);
+        VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &win[0]));
+        VKF_TRY(vkf_vk_rows_win(r, x, r0, nr, 0, &win[1]));
+        VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+        VKF_TRY(vkf_vk_elem_off(&win[1], x, &pc.x_off));
+        win[2] = win[3] = win[1];
+        if (w) {
+            VKF_TRY(vkf_vk_rows_win(r, w, 0, 1, 0, &win[2]));
+            VKF_TRY(vkf_vk_elem_off(&win[2], w, &pc.w_off));
+            pc.has_w = 1;
+        }
+        if (b) {
+            VKF_TRY(vkf_vk_rows_win(r, b, 0, 1, 0, &win[3]));
+            VKF_TRY(vkf_vk_elem_off(&win[3], b, &pc.b_off));
+            pc.has_b = 1;
+        }
+        pc.rows = (uint32_t)nr;
+        pc.cols = (uint32_t)x->cols;
+        pc.d_stride = (uint32_t)d->row_stride;
+        pc.x_stride = (uint32_t)x->row_stride;
+        pc.eps = n->p.norm.eps;
+        uint32_t g = (uint32_t)vkf_vk_min64(nr, r->vb->caps.max_wg_count[0]);
+        VKF_TRY(vkf_vk_dispatch(r, pl, win, 4, &pc, sizeof pc, g, 1, 1));
+    }
+    return VKF_OK;
+}
+
+/* softmax, log_softmax: bindings dst, x, mask */
+static vkf_status vkf_vk_op_softmax(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *x = n->src[0];
+    const vkf_tensor *m = n->op == VKF_OP_SOFTMAX ? n->src[1] : NULL;
+    const vkf_tensor *rowwise[] = {d, x, m};
+    int64_t per = vkf_vk_fit_all(r, rowwise, 3, x->rows);
+    if (per == 0) return vkf_vk_first_unfit(r, rowwise, 3);
+    uint32_t spec[1] = {VKF_VK_ROW_WG};
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, "softmax", n->op == VKF_OP_LOG_SOFTMAX ? "LOG=1" : "", 3, spec, 1, &pl));
+    for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
+        int64_t nr = vkf_vk_min64(per, x->rows - r0);
+        vkf_vk_win win[3];
+        vkf_pc_softmax pc;
+        memset(&pc, 0, sizeof pc);
+        VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &win[0]));
+        VKF_TRY(vkf_vk_rows_win(r, x, r0, nr, 0, &win[1]));
+        VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+        VKF_TRY(vkf_vk_elem_off(&win[1], x, &pc.x_off));
+        win[2] = win[1];
+        if (m) {
+            VKF_TRY(vkf_vk_rows_win(r, m, r0, nr, 0, &win[2]));
+            VKF_TRY(vkf_vk_elem_off(&win[2], m, &pc.m_off));
+            pc.m_stride = (uint32_t)m->row_stride;
+            pc.has_mask = 1;
+        }
+        pc.rows = (uint32_t)nr;
+        pc.cols = (uint32_t)x->cols;
+        pc.d_stride = (uint32_t)d->row_stride;
+        pc.x_stride = (uint32_t)x->row_stride;
+        pc.scale = n->op == VKF_OP_SOFTMAX && n->p.scale.scale != 0.0f ? n->p.scale.scale : 1.0f;
+        uint32_t g = (uint32_t)vkf_vk_min64(nr, r->vb->caps.max_wg_count[0]);
+        VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
+    }
+    return VKF_OK;
+}
+
+/* argmax, topk: bindings dst, x */
+static vkf_status vkf_vk_op_select(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *x = n->src[0];
+    const vkf_tensor *rowwise[] = {d, x};
+    int64_t per = vkf_vk_fit_all(r, rowwise, 2, x->rows);
+    if (per == 0) return vkf_vk_first_unfit(r, rowwise, 2);
+    uint32_t spec[1] = {VKF_VK_ROW_WG};
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, n->op == VKF_OP_ARGMAX ? "argmax" : "topk", "", 2, spec, 1, &pl));
+    for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
+        int64_t nr = vkf_vk_min64(per, x->rows - r0);
+        vkf_vk_win win[2];
+        vkf_pc_select pc;
+        memset(&pc, 0, sizeof pc);
+        VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &win[0]));
+        VKF_TRY(vkf_vk_rows_win(r, x, r0, nr, 0, &win[1]));
+        VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+        VKF_TRY(vkf_vk_elem_off(&win[1], x, &pc.x_off));
+        pc.rows = (uint32_t)nr;
+        pc.cols = (uint32_t)x->cols;
+        pc.k = n->op == VKF_OP_TOPK ? (uint32_t)n->p.topk.k : 1;
+        pc.d_stride = (uint32_t)d->row_stride;
+        pc.x_stride = (uint32_t)x->row_stride;
+        uint32_t g = (uint32_t)vkf_vk_min64(nr, r->vb->caps.max_wg_count[0]);
+        VKF_TRY(vkf_vk_dispatch(r, pl, win, 2, &pc, sizeof pc, g, 1, 1));
+    }
+    return VKF_OK;
+}
+
+/* ---------------------------------------------------------------- weights */
+
+static int vkf_vk_wtype(vkf_dtype t) {
+    switch (t) {
+    case VKF_DTYPE_F16: return VKF_W_F16;
+    case VKF_DTYPE_BF16: return VKF_W_BF16;
+    case VKF_DTYPE_Q8_0: return VKF_W_Q8_0;
+    case VKF_DTYPE_Q4_0: return VKF_W_Q4_0;
+    default: return VKF_W_F32;
+    }
+}
+
+/* byte offset of a weight window; rows must start 4-byte (F32) or 2-byte (others) aligned */
+static vkf_status vkf_vk_weight_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *boff) {
+    uint64_t need = t->dtype == VKF_DTYPE_F32 ? 4 : 2;
+    if (w->delta % need || vkf_vk_stride_bytes(t) % need)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "weight %s (%s): offset %zu / row stride must be a "
+                         "multiple of %llu bytes", t->name, vkf_dtype_name(t->dtype), t->offset,
+                         (unsigned long long)need);
+    *boff = (uint32_t)w->delta;
+    return VKF_OK;
+}
+
+static int vkf_vk_weight_ok(vkf_dtype t) {
+    return t == VKF_DTYPE_F32 || t == VKF_DTYPE_F16 || t == VKF_DTYPE_BF16 || t == VKF_DTYPE_Q8_0 ||
+           t == VKF_DTYPE_Q4_0;
+}
+
+/* ---------------------------------------------------------------- matmul */
+
+#define VKF_VK_MV_MAXM 8
+#define VKF_VK_MV_WG 64
+#define VKF_VK_MV_NOUT 4
+#define VKF_VK_RL_WG 32 /* rows per workgroup of the ROWLANE matvec */
+
+/* a [M,K] F32, w [N,K] any weight type, optional bias [1,N]; dst [M,N].
+ * Variants (DESIGN 6, each with an env off switch):
+ *   FAST (VKF_NO_FAST_MATVEC=1 turns off): 16-byte loads, whole quant blocks, when aligned;
+ *   ROWLANE on CPU devices (VKF_NO_ROWLANE=1): one weight row per SIMD lane, any M;
+ *   else split-K matrix-vector for M <= 8 and the shared-memory tiled kernel for M > 8. */
+static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *a = n->src[0], *w = n->src[1], *bias = n->src[2];
+    if (!vkf_vk_weight_ok(w->dtype))
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "matmul: weight %s has dtype %s", w->name, vkf_dtype_name(w->dtype));
+    int64_t M = a->rows, N = w->rows, K = a->cols;
+    const vkf_vk_caps *c = &r->vb->caps;
+    uint64_t budget = vkf_vk_window_budget(r->vb);
+    int wt = vkf_vk_wtype(w->dtype);
+    int matvec = M <= VKF_VK_MV_MAXM;
+    int mv_m = (int)(M < VKF_VK_MV_MAXM ? M : VKF_VK_MV_MAXM);
+    int quant = vkf_vk_is_quant(w->dtype);
+    int64_t unit = w->dtype == VKF_DTYPE_F32 ? 4 : quant ? 32 : 8;
+    int fast_ok = K % unit == 0 && (M == 1 || a->row_stride % 4 == 0) && !vkf_vk_env_flag("VKF_NO_FAST_MATVEC");
+    int rowlane = fast_ok && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_NO_ROWLANE");
+    if (!matvec && !rowlane) fast_ok = 0;
+
+    /* the general pipeline (any alignment) */
+    char defs[96];
+    uint32_t spec[4];
+    int n_spec;
+    uint32_t bm = 64, bn = 64, bk = 16;
+    if (matvec) {
+        snprintf(defs, sizeof defs, "WTYPE=%d;MATVEC=1;MV_M=%d;NOUT=%du", wt, mv_m, VKF_VK_MV_NOUT);
+        spec[0] = VKF_VK_MV_WG;
+        n_spec = 1;
+    } else {
+        snprintf(defs, sizeof defs, "WTYPE=%d", wt);
+        /* 2*BK*(BM+BN) floats of shared memory, plus slack */
+        if (c->max_shared < 2 * bk * (bm + bn) * 4 + 1024 || c->max_wg_invocations < 256) bm = bn = 32;
+        spec[0] = (bm / 4) * (bn / 4);
+        spec[1] = bm;
+        spec[2] = bn;
+        spec[3] = bk;
+        n_spec = 4;
+    }
+    vkf_vk_pipeline *pl, *pl_fast = NULL;
+    VKF_TRY(vkf_vk_pipe(r, "matmul", defs, 4, spec, n_spec, &pl));
+    uint32_t fast_wg = rowlane ? VKF_VK_RL_WG : VKF_VK_MV_WG;
+    if (fast_ok) {
+        char fdefs[128];
+        snprintf(fdefs, sizeof fdefs, "WTYPE=%d;MATVEC=1;MV_M=%d;NOUT=%du;FAST=1%s", wt, mv_m, VKF_VK_MV_NOUT,
+                 rowlane ? ";ROWLANE=1" : "");
+        VKF_TRY(vkf_vk_pipe(r, "matmul", fdefs, 4, &fast_wg, 1, &pl_fast));
+    }
+
+    /* M chunks bound a and dst; N chunks bound w, bias and dst columns */
+    int64_t mper = vkf_vk_min64(vkf_vk_rows_fit(a, budget), vkf_vk_rows_fit(d, budget));
+    int64_t nper = vkf_vk_rows_fit(w, budget);
+    if (mper == 0) return vkf_vk_fit_error(r, vkf_vk_rows_fit(a, budget) == 0 ? a : d);
+    if (nper == 0) return vkf_vk_fit_error(r, w);
+    nper = vkf_vk_min64(nper, (int64_t)c->max_wg_count[0] * c->max_wg_count[1] * VKF_VK_MV_NOUT);
+    mper = vkf_vk_min64(mper, (int64_t)c->max_wg_count[2] * VKF_VK_MV_MAXM);
+    for (int64_t m0 = 0; m0 < M; m0 += mper) {
+        int64_t mc = vkf_vk_min64(mper, M - m0);
+        for (int64_t n0 = 0; n0 < N; n0 += nper) {
+            int64_t nc = vkf_vk_min64(nper, N - n0);
+            vkf_vk_win win[4];
+            vkf_pc_matmul pc;
+            memset(&pc, 0, sizeof pc);
+            /* dst: rows m0.., columns n0..n0+nc */
+            uint64_t dsb = vkf_vk_stride_bytes(d);
+            uint64_t dlo = d->offset + (uint64_t)m0 * dsb + (uint64_t)n0 * 4;
+            uint64_t dhi = d->offset + (uint64_t)(m0 + mc - 1) * dsb + (uint64_t)(n0 + nc) * 4;
+            VKF_TRY(vkf_vk_window(r, d->buf, dlo, dhi, 1, &win[0]));
+            VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+            VKF_TRY(vkf_vk_rows_win(r, a, m0, mc, 0, &win[1]));
+            VKF_TRY(vkf_vk_elem_off(&win[1], a, &pc.a_off));
+            VKF_TRY(vkf_vk_rows_win(r, w, n0, nc, 0, &win[2]));
+            VKF_TRY(vkf_vk_weight_off(&win[2], w, &pc.w_boff));
+            win[3] = win[1];
+            if (bias) {
+                uint64_t blo = bias->offset + (uint64_t)n0 * 4, bhi = blo + (uint64_t)nc * 4;
+                VKF_TRY(vkf_vk_window(r, bias->buf, blo, bhi, 0, &win[3]));
+                VKF_TRY(vkf_vk_elem_off(&win[3], bias, &pc.b_off));
+                pc.has_bias = 1;
+            }
+            pc.M = (uint32_t)mc;
+            pc.N = (uint32_t)nc;
+            pc.K = (uint32_t)K;
+            pc.a_stride = (uint32_t)a->row_stride;
+            pc.w_bstride = (uint32_t)vkf_vk_stride_bytes(w);
+            pc.d_stride = (uint32_t)d->row_stride;
+            int fast = pl_fast && pc.a_off % 4 == 0 &&
+                       (quant ? pc.w_boff % 2 == 0 : pc.w_boff % 16 == 0 && pc.w_bstride % 16 == 0);
+            uint32_t gx, gy, gz = 1;
+            if (fast || matvec) {
+                uint64_t per_group = fast && rowlane ? VKF_VK_RL_WG : VKF_VK_MV_NOUT;
+                uint64_t groups = ((uint64_t)nc + per_group - 1) / per_group;
+                gx = (uint32_t)(groups < c->max_wg_count[0] ? groups : c->max_wg_count[0]);
+                gy = (uint32_t)((groups + gx - 1) / gx);
+                if (fast && rowlane) gz = (uint32_t)((mc + VKF_VK_MV_MAXM - 1) / VKF_VK_MV_MAXM);
+            } else {
+                gx = (uint32_t)((nc + bn - 1) / bn);
+                gy = (uint32_t)((mc + bm - 1) / bm);
+                if (gy > c->max_wg_count[1] || gx > c->max_wg_count[0])
+                    return vkf_error(VKF_ERROR_UNSUPPORTED, "matmul %s: %lld x %lld output tiles exceed "
+                                     "the workgroup count limit", d->name, (long long)gy, (long long)gx);
+            }
+            VKF_TRY(vkf_vk_dispatch(r, fast ? pl_fast : pl, win, 4, &pc, sizeof pc, gx, gy, gz));
+        }
+    }
+    return VKF_OK;
+}
+
+/* ---------------------------------------------------------------- embed */
+
+/* table [vocab, d] any weight type, ids I32 [1, n]; dst [n, d] */
+static vkf_status vkf_vk_op_embed(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *tab = n->src[0], *ids = n->src[1];
+    if (!vkf_vk_weight_ok(tab->dtype))
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "embed: table %s has dtype %s", tab->name, vkf_dtype_name(tab->dtype));
+    uint64_t budget = vkf_vk_window_budget(r->vb);
+    int64_t nid = ids->cols;
+    int64_t iper = vkf_vk_rows_fit(d, budget), tper = vkf_vk_rows_fit(tab, budget);
+    if (iper == 0) return vkf_vk_fit_error(r, d);
+    if (tper == 0) return vkf_vk_fit_error(r, tab);
+    char defs[32];
+    snprintf(defs, sizeof defs, "WTYPE=%d", vkf_vk_wtype(tab->dtype));
+    uint32_t spec[1] = {VKF_VK_ELT_WG};
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, "embed", defs, 3, spec, 1, &pl));
+    for (int64_t i0 = 0; i0 < nid; i0 += iper) {
+        int64_t ni = vkf_vk_min64(iper, nid - i0);
+        for (int64_t t0 = 0; t0 < tab->rows; t0 += tper) {
+            int64_t nt = vkf_vk_min64(tper, tab->rows - t0);
+            vkf_vk_win win[3];
+            vkf_pc_embed pc;
+            memset(&pc, 0, sizeof pc);
+            VKF_TRY(vkf_vk_rows_win(r, d, i0, ni, 1, &win[0]));
+            VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+            uint64_t ilo = ids->offset + (uint64_t)i0 * 4;
+            VKF_TRY(vkf_vk_window(r, ids->buf, ilo, ilo + (uint64_t)ni * 4, 0, &win[1]));
+            VKF_TRY(vkf_vk_elem_off(&win[1], ids, &pc.ids_off));
+            VKF_TRY(vkf_vk_rows_win(r, tab, t0, nt, 0, &win[2]));
+            VKF_TRY(vkf_vk_weight_off(&win[2], tab, &pc.w_boff));
+            pc.n = (uint32_t)ni;
+            pc.cols = (uint32_t)tab->cols;
+            pc.w_bstride = (uint32_t)vkf_vk_stride_bytes(tab);
+            pc.row0 = (uint32_t)t0;
+            pc.nrows = (uint32_t)nt;
+            pc.vocab = (uint32_t)tab->rows;
+            pc.d_stride = (uint32_t)d->row_stride;
+            pc.scale = n->p.embed.scale;
+            uint32_t g = vkf_vk_groups((uint64_t)ni * (uint64_t)tab->cols, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
+                                       r->vb->caps.max_wg_count[0]);
+            VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
+        }
+    }
+    return VKF_OK;
+}
+
+/* ---------------------------------------------------------------- positions */
+
+/* add_pos (table [n_pos, cols]) and rope (table [n_pos, n_rot]): x/dst split by rows, the
+ * table split by rows; each dispatch handles the positions inside its table window */
+static vkf_status vkf_vk_op_pos(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *x = n->src[0], *tab = n->src[1];
+    int rope = n->op == VKF_OP_ROPE;
+    uint64_t budget = vkf_vk_window_budget(r->vb);
+    const vkf_tensor *rowwise[] = {d, x};
+    int64_t per = vkf_vk_fit_all(r, rowwise, 2, x->rows);
+    if (per == 0) return vkf_vk_first_unfit(r, rowwise, 2);
+    int64_t tper = vkf_vk_rows_fit(tab, budget);
+    if (tper == 0) return vkf_vk_fit_error(r, tab);
+    int32_t seq_len = rope ? n->p.rope.seq_len : n->p.pos.seq_len;
+    if (seq_len <= 0) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "seq_len %d <= 0", seq_len);
+    if (rope && (n->p.rope.n_rot <= 0 || n->p.rope.n_rot % 2 || n->p.rope.n_rot > n->p.rope.head_dim ||
+                 (int64_t)n->p.rope.n_head * n->p.rope.head_dim > x->cols))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "rope: n_rot %d, head_dim %d, n_head %d for %lld cols",
+                         n->p.rope.n_rot, n->p.rope.head_dim, n->p.rope.n_head, (long long)x->cols);
+    uint32_t spec[1] = {VKF_VK_ELT_WG};
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, rope ? "rope" : "add_pos", "", 3, spec, 1, &pl));
+    for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
+        int64_t nr = vkf_vk_min64(per, x->rows - r0);
+        for (int64_t t0 = 0; t0 < tab->rows; t0 += tper) {
+            int64_t nt = vkf_vk_min64(tper, tab->rows - t0);
+            vkf_vk_win win[3];
+            uint32_t d_off = 0, x_off = 0, t_off = 0;
+            VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &win[0]));
+            VKF_TRY(vkf_vk_rows_win(r, x, r0, nr, 0, &win[1]));
+            VKF_TRY(vkf_vk_rows_win(r, tab, t0, nt, 0, &win[2]));
+            VKF_TRY(vkf_vk_elem_off(&win[0], d, &d_off));
+            VKF_TRY(vkf_vk_elem_off(&win[1], x, &x_off));
+            VKF_TRY(vkf_vk_elem_off(&win[2], tab, &t_off));
+            if (rope) {
+                vkf_pc_rope pc;
+                memset(&pc, 0, sizeof pc);
+                pc.rows = (uint32_t)nr;
+                pc.n_head = (uint32_t)n->p.rope.n_head;
+                pc.head_dim = (uint32_t)n->p.rope.head_dim;
+                pc.n_rot = (uint32_t)n->p.rope.n_rot;
+                pc.mode = (uint32_t)n->p.rope.mode;
+                pc.d_off = d_off;
+                pc.d_stride = (uint32_t)d->row_stride;
+                pc.x_off = x_off;
+                pc.x_stride = (uint32_t)x->row_stride;
+                pc.t_off = t_off;
+                pc.t_stride = (uint32_t)tab->row_stride;
+                pc.row0 = (uint32_t)t0;
+                pc.nrows = (uint32_t)nt;
+                pc.t_rows = (uint32_t)tab->rows;
+                pc.seq_len = seq_len;
+                pc.pos0 = n->p.rope.pos0;
+                pc.dyn = n->p.rope.dyn;
+                pc.r0 = (uint32_t)r0;
+                uint64_t items = (uint64_t)nr * (uint64_t)pc.n_head * (pc.n_rot / 2 + pc.head_dim - pc.n_rot);
+                uint32_t g = vkf_vk_groups(items, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD, r->vb->caps.max_wg_count[0]);
+                VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
+            } else {
+                vkf_pc_addpos pc;
+                memset(&pc, 0, sizeof pc);
+                pc.rows = (uint32_t)nr;
+                pc.cols = (uint32_t)x->cols;
+                pc.d_off = d_off;
+                pc.d_stride = (uint32_t)d->row_stride;
+                pc.x_off = x_off;
+                pc.x_stride = (uint32_t)x->row_stride;
+                pc.t_off = t_off;
+                pc.t_stride = (uint32_t)tab->row_stride;
+                pc.row0 = (uint32_t)t0;
+                pc.nrows = (uint32_t)nt;
+                pc.t_rows = (uint32_t)tab->rows;
+                pc.seq_len = seq_len;
+                pc.pos0 = n->p.pos.pos0;
+                pc.dyn = n->p.pos.dyn;
+                pc.r0 = (uint32_t)r0;
+                uint32_t g = vkf_vk_groups((uint64_t)nr * (uint64_t)x->cols, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
+                                           r->vb->caps.max_wg_count[0]);
+                VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
+            }
+        }
+    }
+    return VKF_OK;
+}
+
+/* ---------------------------------------------------------------- copy_rows */
+
+static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *s = n->src[0];
+    uint64_t budget = vkf_vk_window_budget(r->vb);
+    int64_t sper = vkf_vk_rows_fit(s, budget), dper = vkf_vk_rows_fit(d, budget);
+    if (sper == 0) return vkf_vk_fit_error(r, s);
+    if (dper == 0) return vkf_vk_fit_error(r, d);
+    /* static targets: only the rows written; dynamic ones (n_past): all of dst */
+    int64_t lo = 0, hi = d->rows;
+    if (!n->p.copy.dyn) {
+        lo = n->p.copy.dst_row0 < 0 ? 0 : n->p.copy.dst_row0;
+        hi = vkf_vk_min64(d->rows, (int64_t)n->p.copy.dst_row0 + s->rows);
+        if (hi <= lo) return VKF_OK;
+    }
+    uint32_t spec[1] = {VKF_VK_ELT_WG};
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, "copy_rows", "", 2, spec, 1, &pl));
+    for (int64_t s0 = 0; s0 < s->rows; s0 += sper) {
+        int64_t ns = vkf_vk_min64(sper, s->rows - s0);
+        for (int64_t t0 = lo; t0 < hi; t0 += dper) {
+            int64_t nt = vkf_vk_min64(dper, hi - t0);
+            vkf_vk_win win[2];
+            vkf_pc_copy pc;
+            memset(&pc, 0, sizeof pc);
+            VKF_TRY(vkf_vk_rows_win(r, d, t0, nt, 1, &win[0]));
+            VKF_TRY(vkf_vk_rows_win(r, s, s0, ns, 0, &win[1]));
+            VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+            VKF_TRY(vkf_vk_elem_off(&win[1], s, &pc.s_off));
+            pc.rows = (uint32_t)ns;
+            pc.cols = (uint32_t)s->cols;
+            pc.s_stride = (uint32_t)s->row_stride;
+            pc.d_stride = (uint32_t)d->row_stride;
+            pc.dst_row0 = n->p.copy.dst_row0 + (int32_t)s0;
+            pc.dyn = n->p.copy.dyn;
+            pc.row0 = (uint32_t)t0;
+            pc.nrows = (uint32_t)nt;
+            pc.d_rows = (uint32_t)d->rows;
+            uint32_t g = vkf_vk_groups((uint64_t)ns * (uint64_t)s->cols, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
+                                       r->vb->caps.max_wg_count[0]);
+            VKF_TRY(vkf_vk_dispatch(r, pl, win, 2, &pc, sizeof pc, g, 1, 1));
+        }
+    }
+    return VKF_OK;
+}
+
+/* ---------------------------------------------------------------- attention */
+
+#define VKF_VK_ATTN_WG 128
+
+/* rows spanned by nb sequences of kv_stride rows with n_kv used rows each */
+static int vkf_vk_kv_fits(const vkf_tensor *t, int64_t nb, int64_t kv_stride, int64_t n_kv, uint64_t budget) {
+    uint64_t rows = (uint64_t)(nb - 1) * (uint64_t)kv_stride + (uint64_t)n_kv;
+    return (rows - 1) * vkf_vk_stride_bytes(t) + vkf_vk_row_bytes(t) <= budget;
+}
+
+/* the attention pipeline: CHUNKED for key-chunked sequences, VEC4 when every q/k/v/dst offset
+ * and stride and head_dim are multiples of 4 (VKF_NO_VEC4=1 turns it off) */
+static vkf_status vkf_vk_attn_pipe(vkf_vk_rec *r, const vkf_pc_attn *pc, int chunked, vkf_vk_pipeline **pl) {
+    int v4 = pc->head_dim % 4 == 0 && pc->q_off % 4 == 0 && pc->k_off % 4 == 0 && pc->v_off % 4 == 0 &&
+             pc->d_off % 4 == 0 && pc->q_stride % 4 == 0 && pc->k_stride % 4 == 0 && pc->v_stride % 4 == 0 &&
+             pc->d_stride % 4 == 0 && !vkf_vk_env_flag("VKF_NO_VEC4");
+    char defs[32];
+    snprintf(defs, sizeof defs, "CHUNKED=%d;VEC4=%d", chunked, v4);
+    uint32_t spec[1] = {VKF_VK_ATTN_WG};
+    return vkf_vk_pipe(r, "attention", defs, chunked ? 6 : 5, spec, 1, pl);
+}
+
+static void vkf_vk_attn_pc(const vkf_node *n, vkf_pc_attn *pc) {
+    const vkf_attn_params *ap = &n->p.attn;
+    pc->n_q = (uint32_t)ap->n_q;
+    pc->n_kv = (uint32_t)ap->n_kv;
+    pc->kv_stride = (uint32_t)ap->kv_stride;
+    pc->n_head = (uint32_t)ap->n_head;
+    pc->n_kv_head = (uint32_t)ap->n_kv_head;
+    pc->head_dim = (uint32_t)ap->head_dim;
+    pc->causal = ap->causal ? 1u : 0u;
+    pc->kv_dyn = ap->kv_dyn ? 1u : 0u;
+    pc->scale = ap->scale;
+    pc->q_stride = (uint32_t)n->src[0]->row_stride;
+    pc->k_stride = (uint32_t)n->src[1]->row_stride;
+    pc->v_stride = (uint32_t)n->src[2]->row_stride;
+    pc->d_stride = (uint32_t)n->dst->row_stride;
+}
+
+/* One sequence exceeds a window: per sequence and query chunk, key chunks in order, each
+ * resuming from the (max, sum) state and normalized output the previous chunk left (scratch +
+ * dst). */
+static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_attn_params *ap = &n->p.attn;
+    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
+    uint64_t budget = vkf_vk_window_budget(r->vb);
+    const vkf_vk_caps *c = &r->vb->caps;
+    int64_t qc = vkf_vk_min64(vkf_vk_min64(vkf_vk_rows_fit(q, budget), vkf_vk_rows_fit(d, budget)), ap->n_q);
+    int64_t kc = vkf_vk_min64(vkf_vk_min64(vkf_vk_rows_fit(k, budget), vkf_vk_rows_fit(v, budget)), ap->n_kv);
+    if (qc == 0 || kc == 0)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "attention %s: one query or key row does not fit the "
+                         "storage window of %llu bytes", d->name, (unsigned long long)budget);
+    uint64_t st_bytes = (uint64_t)ap->batch * (uint64_t)ap->n_q * (uint64_t)ap->n_head * 8;
+    if (st_bytes > budget)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "attention %s: chunk state of %llu bytes exceeds the "
+                         "storage window", d->name, (unsigned long long)st_bytes);
+    vkf_buffer *state;
+    VKF_TRY(vkf_vk_scratch(r, st_bytes, &state));
+    vkf_vk_pipeline *pl;
+    for (int64_t b = 0; b < ap->batch; b++) {
+        for (int64_t q0 = 0; q0 < ap->n_q; q0 += qc) {
+        int64_t qn = vkf_vk_min64(qc, ap->n_q - q0);
+        for (int64_t j0 = 0; j0 < ap->n_kv; j0 += kc) {
+            int64_t jn = vkf_vk_min64(kc, ap->n_kv - j0);
+            vkf_vk_win win[6];
+            vkf_pc_attn pc;
+            memset(&pc, 0, sizeof pc);
+            vkf_vk_attn_pc(n, &pc);
+            VKF_TRY(vkf_vk_rows_win(r, d, b * ap->n_q + q0, qn, 1, &win[0]));
+            VKF_TRY(vkf_vk_rows_win(r, q, b * ap->n_q + q0, qn, 0, &win[1]));
+            VKF_TRY(vkf_vk_rows_win(r, k, b * ap->kv_stride + j0, jn, 0, &win[2]));
+            VKF_TRY(vkf_vk_rows_win(r, v, b * ap->kv_stride + j0, jn, 0, &win[3]));
+            VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+            VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc.q_off));
+            VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc.k_off));
+            VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc.v_off));
+            win[4] = win[1];
+            if (lens) {
+                VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
+                VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
+                pc.has_len = 1;
+            }
+            VKF_TRY(vkf_vk_window(r, state, 0, st_bytes, 1, &win[5]));
+            pc.s_off = (uint32_t)(win[5].delta / 4);
+            pc.batch = 1;
+            pc.b0 = (uint32_t)b;
+            pc.j0 = (uint32_t)j0;
+            pc.jn = (uint32_t)jn;
+            pc.carry = (j0 > 0 ? 1u : 0u) | (j0 + jn < ap->n_kv ? 2u : 0u);
+            pc.q0 = (uint32_t)q0;
+            pc.qn = (uint32_t)qn;
+            uint32_t gy = (uint32_t)vkf_vk_min64(qn, c->max_wg_count[1]);
+            VKF_TRY(vkf_vk_attn_pipe(r, &pc, 1, &pl));
+            VKF_TRY(vkf_vk_dispatch(r, pl, win, 6, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
+        }
+        }
+    }
+    return VKF_OK;
+}
+
+static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_attn_params *ap = &n->p.attn;
+    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
+    if (ap->batch <= 0 || ap->n_q <= 0 || ap->n_kv <= 0 || ap->n_head <= 0 || ap->n_kv_head <= 0 ||
+        ap->head_dim <= 0 || ap->head_dim > 1024 || ap->n_head % ap->n_kv_head || ap->kv_stride < ap->n_kv)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "attention: bad parameters batch %d n_q %d n_kv %d "
+                         "kv_stride %d heads %d/%d head_dim %d", ap->batch, ap->n_q, ap->n_kv,
+                         ap->kv_stride, ap->n_head, ap->n_kv_head, ap->head_dim);
+    uint64_t budget = vkf_vk_window_budget(r->vb);
+    const vkf_vk_caps *c = &r->vb->caps;
+    /* sequences per dispatch: Q/dst rows nb*n_q, K/V rows (nb-1)*kv_stride + n_kv */
+    int64_t nb = ap->batch;
+    int64_t qfit = vkf_vk_min64(vkf_vk_rows_fit(q, budget), vkf_vk_rows_fit(d, budget));
+    nb = vkf_vk_min64(nb, qfit / ap->n_q);
+    while (nb > 0 && !(vkf_vk_kv_fits(k, nb, ap->kv_stride, ap->n_kv, budget) &&
+                       vkf_vk_kv_fits(v, nb, ap->kv_stride, ap->n_kv, budget)))
+        nb--;
+    if ((uint32_t)ap->n_head > c->max_wg_count[0])
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "attention: %d heads exceed the workgroup count limit", ap->n_head);
+    if (nb == 0) return vkf_vk_attention_chunked(r, n);
+    vkf_vk_pipeline *pl;
+    for (int64_t b0 = 0; b0 < ap->batch; b0 += nb) {
+        int64_t bc = vkf_vk_min64(nb, ap->batch - b0);
+        vkf_vk_win win[5];
+        vkf_pc_attn pc;
+        memset(&pc, 0, sizeof pc);
+        int64_t kv_rows = (bc - 1) * ap->kv_stride + ap->n_kv;
+        VKF_TRY(vkf_vk_rows_win(r, d, b0 * ap->n_q, bc * ap->n_q, 1, &win[0]));
+        VKF_TRY(vkf_vk_rows_win(r, q, b0 * ap->n_q, bc * ap->n_q, 0, &win[1]));
+        VKF_TRY(vkf_vk_rows_win(r, k, b0 * ap->kv_stride, kv_rows, 0, &win[2]));
+        VKF_TRY(vkf_vk_rows_win(r, v, b0 * ap->kv_stride, kv_rows, 0, &win[3]));
+        VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+        VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc.q_off));
+        VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc.k_off));
+        VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc.v_off));
+        win[4] = win[1];
+        if (lens) {
+            VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
+            VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
+            pc.has_len = 1;
+        }
+        vkf_vk_attn_pc(n, &pc);
+        pc.batch = (uint32_t)bc;
+        pc.b0 = (uint32_t)b0;
+        pc.j0 = 0;
+        pc.jn = (uint32_t)ap->n_kv;
+        pc.q0 = 0;
+        pc.qn = (uint32_t)ap->n_q;
+        uint32_t gy = (uint32_t)vkf_vk_min64(bc * ap->n_q, c->max_wg_count[1]);
+        VKF_TRY(vkf_vk_attn_pipe(r, &pc, 0, &pl));
+        VKF_TRY(vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
+    }
+    return VKF_OK;
+}
+
+/* ---------------------------------------------------------------- dispatch by op */
+
+vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n) {
+    if (!n->dst || !n->src[0]) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "node without dst or src0");
+    for (int i = -1; i < VKF_MAX_SRC; i++) {
+        const vkf_tensor *t = i < 0 ? n->dst : n->src[i];
+        if (t && !t->buf) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tensor %s has no buffer", t->name);
+    }
+    switch (n->op) {
+    case VKF_OP_ADD:
+    case VKF_OP_MUL:
+    case VKF_OP_SCALE:
+    case VKF_OP_UNARY:
+    case VKF_OP_SWIGLU: return vkf_vk_op_eltwise(r, n);
+    case VKF_OP_LAYERNORM:
+    case VKF_OP_RMSNORM: return vkf_vk_op_norm(r, n);
+    case VKF_OP_SOFTMAX:
+    case VKF_OP_LOG_SOFTMAX: return vkf_vk_op_softmax(r, n);
+    case VKF_OP_ARGMAX:
+    case VKF_OP_TOPK: return vkf_vk_op_select(r, n);
+    case VKF_OP_MATMUL: return vkf_vk_op_matmul(r, n);
+    case VKF_OP_EMBED: return vkf_vk_op_embed(r, n);
+    case VKF_OP_ADD_POS:
+    case VKF_OP_ROPE: return vkf_vk_op_pos(r, n);
+    case VKF_OP_COPY_ROWS: return vkf_vk_op_copy_rows(r, n);
+    case VKF_OP_ATTENTION: return vkf_vk_op_attention(r, n);
+    default: break;
+    }
+    return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vulkan: unknown op %d", (int)n->op);
+}
