@@ -9,6 +9,6 @@ cmake -S "$src/examples/hello" -B "$tmp/hello" -DCMAKE_PREFIX_PATH="$tmp/prefix"
 cmake --build "$tmp/hello" >/dev/null
 LD_LIBRARY_PATH="$tmp/prefix/lib:$tmp/prefix/lib/x86_64-linux-gnu" "$tmp/hello/hello"
 pcdir=$(dirname "$(find "$tmp/prefix" -name vkformer.pc)")
-cc -o "$tmp/hello_pc" "$src/examples/hello/main.c" $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs vkformer)
+cc -o "$tmp/hello_pc" "$src/examples/hello/main.c" $(PKG_CONFIG_PATH="$pcdir" pkg-config --define-variable=prefix="$tmp/prefix" --cflags --libs vkformer)
 LD_LIBRARY_PATH="$(dirname "$pcdir")" "$tmp/hello_pc" | grep -q "context on cpu"
 echo "installed package: find_package and pkg-config builds run"
