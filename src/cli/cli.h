@@ -13,6 +13,10 @@ typedef struct vkf_cli_cmd {
 
 int vkf_cmd_devices(int argc, char **argv);
 int vkf_cmd_selftest(int argc, char **argv);
+int vkf_cmd_generate(int argc, char **argv);
+int vkf_cmd_translate(int argc, char **argv);
+int vkf_cmd_info(int argc, char **argv);
+int vkf_cmd_verify(int argc, char **argv);
 
 /* Shared option parsing: --device N|NAME, --cpu, --validate. Returns 1 if argv[*i] was one of
  * them (advancing *i past its value), 0 if not, -1 on a missing value. */

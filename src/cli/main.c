@@ -6,6 +6,10 @@
 static const vkf_cli_cmd commands[] = {
     {"devices", vkf_cmd_devices, "list Vulkan devices and their capabilities [--json]"},
     {"selftest", vkf_cmd_selftest, "run every op on a device against the CPU reference [--quick] [--device N]"},
+    {"generate", vkf_cmd_generate, "generate text: -m MODEL -p PROMPT [-n N --temp T --top-k K --top-p P --seed S]"},
+    {"translate", vkf_cmd_translate, "encoder-decoder models: -m MODEL -s SOURCE [--beam N]"},
+    {"info", vkf_cmd_info, "describe a model: -m MODEL [--json]"},
+    {"verify", vkf_cmd_verify, "run a fixture directory against the engine: FIXTURE_DIR [--cpu | --device N]"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,149 @@
+/* vkformer translate -m PATH -s "source text" [--beam N]: encoder-decoder models. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+
+static const char *usage_text =
+    "usage: vkformer translate -m PATH (-s TEXT | --ids \"ID ID ...\") [--beam N] [--max-len N] [--tokenizer PATH]\n"
+    "                          [--device N | --cpu]\n"
+    "  -s, --source TEXT  source text, tokenized with the model's source tokenizer\n"
+    "  --ids LIST         source token ids instead of text (models without a tokenizer)\n"
+    "  --beam N           beam width (default 1: greedy)\n"
+    "  --max-len N        most target tokens (default: the model's maximum length)\n"
+    "  --length-penalty A beam ranking by log-prob / length^A (default 0)\n";
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* "3 17 2" or "3,17,2" into ids; returns the count, -1 on a bad entry. */
+static int parse_ids(const char *s, int32_t *ids, int cap) {
+    int n = 0;
+    while (*s) {
+        if (*s == ' ' || *s == ',') {
+            s++;
+            continue;
+        }
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || n == cap) return -1;
+        ids[n++] = (int32_t)v;
+        s = end;
+    }
+    return n;
+}
+
+int vkf_cmd_translate(int argc, char **argv) {
+    vkf_context_params cp = {0};
+    vkf_model_params mp = {0};
+    vkf_translate_params tp = {.beam = 1};
+    const char *source = NULL, *ids = NULL;
+    for (int i = 1; i < argc; i++) {
+        int r = vkf_cli_backend_opt(argc, argv, &i, &cp);
+        if (r < 0) {
+            fprintf(stderr, "vkformer translate: %s needs a value\n", argv[i]);
+            return 2;
+        }
+        if (r) continue;
+        const char *a = argv[i];
+        if (i + 1 >= argc) {
+            fprintf(stderr, "vkformer translate: bad or incomplete option '%s'\n%s", a, usage_text);
+            return 2;
+        }
+        if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0) {
+            mp.path = argv[++i];
+        } else if (strcmp(a, "-s") == 0 || strcmp(a, "--source") == 0) {
+            source = argv[++i];
+        } else if (strcmp(a, "--ids") == 0) {
+            ids = argv[++i];
+        } else if (strcmp(a, "--tokenizer") == 0) {
+            mp.tokenizer = argv[++i];
+        } else if (strcmp(a, "--beam") == 0) {
+            tp.beam = atoi(argv[++i]);
+        } else if (strcmp(a, "--max-len") == 0) {
+            tp.max_len = atoi(argv[++i]);
+        } else if (strcmp(a, "--length-penalty") == 0) {
+            tp.length_penalty = (float)atof(argv[++i]);
+        } else {
+            fprintf(stderr, "vkformer translate: unknown option '%s'\n%s", a, usage_text);
+            return 2;
+        }
+    }
+    if (!mp.path || (!source == !ids) || tp.beam < 0 || tp.max_len < 0) {
+        fputs(usage_text, stderr);
+        return 2;
+    }
+    vkf_context *ctx;
+    if (vkf_context_create(&cp, &ctx) != VKF_OK) return vkf_cli_fail("translate");
+    vkf_model *m = NULL;
+    vkf_session *s = NULL;
+    int32_t *src = NULL, *out = NULL;
+    char *text = NULL;
+    int rc = 1;
+    vkf_model_desc md;
+    if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
+        vkf_cli_fail("translate: loading the model");
+        goto done;
+    }
+    vkf_model_describe(m, &md);
+    if (!md.encoder_decoder) {
+        fprintf(stderr, "vkformer translate: %s is a decoder-only model; use `vkformer generate`\n", mp.path);
+        goto done;
+    }
+    int32_t cap = (int32_t)strlen(source ? source : ids) + 8, n = 0;
+    src = malloc((size_t)cap * sizeof *src);
+    out = malloc((size_t)md.n_ctx * sizeof *out);
+    if (!src || !out) {
+        fprintf(stderr, "vkformer translate: out of memory\n");
+        goto done;
+    }
+    if (ids) {
+        n = parse_ids(ids, src, cap);
+        if (n <= 0) {
+            fprintf(stderr, "vkformer translate: --ids expects token ids separated by spaces or commas\n");
+            goto done;
+        }
+    } else if (vkf_model_tokenize(m, source, VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL, src, cap, &n) != VKF_OK) {
+        vkf_cli_fail("translate: tokenizing the source");
+        goto done;
+    }
+    vkf_session_params sesp = {.n_batch = tp.beam > 1 ? tp.beam : 1};
+    if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
+        vkf_cli_fail("translate");
+        goto done;
+    }
+    int32_t n_out = 0;
+    float score = 0;
+    double t0 = now_ms();
+    if (vkf_translate(s, src, n, &tp, out, md.n_ctx, &n_out, &score) != VKF_OK) {
+        vkf_cli_fail("translate");
+        goto done;
+    }
+    double ms = now_ms() - t0;
+    if (md.has_tokenizer) {
+        if (vkf_model_detokenize(m, out, n_out, 0, &text) != VKF_OK) {
+            vkf_cli_fail("translate: detokenizing");
+            goto done;
+        }
+        printf("%s\n", text);
+    } else { /* no target tokenizer: print the ids */
+        for (int32_t i = 0; i < n_out; i++) printf("%s%d", i ? " " : "", out[i]);
+        printf("\n");
+    }
+    fprintf(stderr, "translate: %d source tokens -> %d target tokens (beam %d, log-prob %.4f) in %.1f ms, %.1f tokens/s\n", n, n_out,
+            tp.beam > 1 ? tp.beam : 1, (double)score, ms, ms > 0 ? n_out / (ms / 1e3) : 0.0);
+    rc = 0;
+done:
+    free(text);
+    free(src);
+    free(out);
+    vkf_session_free(s);
+    vkf_model_free(m);
+    vkf_context_free(ctx);
+    return rc;
+}

@@ -1,0 +1,385 @@
+/* Sampling, decoder-only generation and encoder-decoder translation (greedy and beam search).
+ *
+ * The sampler is deterministic for a given seed: a splitmix64 generator, candidates ordered by
+ * (logit descending, id ascending), probabilities in double. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "io/tokenizer.h"
+#include "model/model.h"
+
+/* ------------------------------------------------------------------ sampler */
+
+typedef struct cand {
+    float logit;
+    int32_t id;
+} cand;
+
+struct vkf_sampler {
+    vkf_sampler_params p;
+    uint64_t state; /* splitmix64 */
+    cand *c;        /* [cap] candidates */
+    double *prob;   /* [cap] */
+    int32_t cap;
+};
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [0, 1) with 53 random bits */
+static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+vkf_status vkf_sampler_create(const vkf_sampler_params *p, vkf_sampler **out) {
+    vkf_sampler_params def = {0};
+    if (!p) p = &def;
+    if (p->top_k < 0 || p->top_p < 0 || isnan(p->temp) || isnan(p->top_p))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "sampler: top_k %d and top_p %g must be >= 0", p->top_k, (double)p->top_p);
+    vkf_sampler *s = calloc(1, sizeof *s);
+    if (!s) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "sampler: out of host memory");
+    s->p = *p;
+    s->state = p->seed;
+    *out = s;
+    return VKF_OK;
+}
+
+void vkf_sampler_free(vkf_sampler *s) {
+    if (!s) return;
+    free(s->c);
+    free(s->prob);
+    free(s);
+}
+
+/* a ranks before b: higher logit, then lower id */
+static int cand_before(const cand *a, const cand *b) { return a->logit > b->logit || (a->logit == b->logit && a->id < b->id); }
+
+static int cand_cmp(const void *x, const void *y) {
+    const cand *a = x, *b = y;
+    return cand_before(a, b) ? -1 : cand_before(b, a) ? 1 : 0;
+}
+
+/* The k best of v[0..n) into c[0..k), best first: a min-heap (worst at the root) of k. */
+static void select_top_k(const float *v, int32_t n, int32_t k, cand *c) {
+    int32_t size = 0;
+    for (int32_t i = 0; i < n; i++) {
+        cand x = {v[i], i};
+        if (size == k) {
+            if (!cand_before(&x, &c[0])) continue;
+            c[0] = x; /* replace the worst, sift down */
+            int32_t j = 0;
+            for (;;) {
+                int32_t l = 2 * j + 1, r = l + 1, w = j;
+                if (l < size && cand_before(&c[w], &c[l])) w = l;
+                if (r < size && cand_before(&c[w], &c[r])) w = r;
+                if (w == j) break;
+                cand t = c[j];
+                c[j] = c[w];
+                c[w] = t;
+                j = w;
+            }
+        } else { /* push, sift up */
+            int32_t j = size++;
+            c[j] = x;
+            while (j > 0 && cand_before(&c[(j - 1) / 2], &c[j])) {
+                cand t = c[j];
+                c[j] = c[(j - 1) / 2];
+                c[(j - 1) / 2] = t;
+                j = (j - 1) / 2;
+            }
+        }
+    }
+    qsort(c, (size_t)size, sizeof *c, cand_cmp);
+}
+
+static int32_t argmax_f32(const float *v, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i; /* strict: ties keep the lowest id */
+    return best;
+}
+
+vkf_status vkf_sampler_sample(vkf_sampler *s, const float *logits, int32_t n_vocab, int32_t *token) {
+    if (n_vocab < 1) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "sampler: empty vocabulary");
+    if (!(s->p.temp > 0)) {
+        *token = argmax_f32(logits, n_vocab);
+        return VKF_OK;
+    }
+    if (s->cap < n_vocab) {
+        cand *c = realloc(s->c, (size_t)n_vocab * sizeof *c);
+        if (c) s->c = c;
+        double *pr = realloc(s->prob, (size_t)n_vocab * sizeof *pr);
+        if (pr) s->prob = pr;
+        if (!c || !pr) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "sampler: out of host memory");
+        s->cap = n_vocab;
+    }
+    int32_t k = s->p.top_k > 0 && s->p.top_k < n_vocab ? s->p.top_k : n_vocab;
+    select_top_k(logits, n_vocab, k, s->c);
+    /* softmax over the candidates at temperature temp (max subtracted: exp overflows) */
+    double sum = 0.0, inv_t = 1.0 / (double)s->p.temp;
+    for (int32_t i = 0; i < k; i++) {
+        s->prob[i] = exp(((double)s->c[i].logit - (double)s->c[0].logit) * inv_t);
+        sum += s->prob[i];
+    }
+    if (s->p.top_p > 0 && s->p.top_p < 1) { /* nucleus: the shortest prefix reaching top_p */
+        double acc = 0.0;
+        int32_t keep = k;
+        for (int32_t i = 0; i < k; i++) {
+            acc += s->prob[i] / sum;
+            if (acc >= s->p.top_p) {
+                keep = i + 1;
+                break;
+            }
+        }
+        k = keep;
+        sum = 0.0;
+        for (int32_t i = 0; i < k; i++) sum += s->prob[i];
+    }
+    double u = rng_uniform(&s->state) * sum, acc = 0.0;
+    *token = s->c[k - 1].id;
+    for (int32_t i = 0; i < k; i++) {
+        acc += s->prob[i];
+        if (u < acc) {
+            *token = s->c[i].id;
+            break;
+        }
+    }
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ generation */
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
+                        const vkf_sampler_params *sp, vkf_token_callback cb, void *user, vkf_generate_stats *stats) {
+    vkf_generate_stats st;
+    memset(&st, 0, sizeof st);
+    if (stats) *stats = st;
+    vkf_model *m = s->m;
+    if (m->arch == VKF_ARCH_TRANSFORMER)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "generate: %s is an encoder-decoder model: use vkf_translate", m->path);
+    if (n_prompt < 1 || !prompt)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "generate: the prompt is empty (it needs at least one token, e.g. BOS)");
+    if (n_predict < 0) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "generate: n_predict %d < 0", n_predict);
+    if ((int64_t)s->n_past + n_prompt > s->n_ctx)
+        return vkf_error(VKF_ERROR_CONTEXT_FULL, "context full: the prompt has %d tokens but the context holds %d (%d already used)",
+                         n_prompt, s->n_ctx, s->n_past);
+    VKF_TRY(vkf_check_tokens(prompt, n_prompt, m->hp.n_vocab, "prompt"));
+    vkf_sampler *smp;
+    VKF_TRY(vkf_sampler_create(sp, &smp));
+    float *logits = malloc((size_t)m->hp.n_vocab * sizeof *logits);
+    if (!logits) {
+        vkf_sampler_free(smp);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "generate: out of host memory");
+    }
+    double t0 = now_ms();
+    vkf_status rc = vkf_session_eval_last(s, prompt, n_prompt, logits);
+    double t1 = now_ms();
+    st.n_prompt = n_prompt;
+    st.prompt_ms = t1 - t0;
+    st.stop = VKF_STOP_LENGTH;
+    for (int32_t i = 0; rc == VKF_OK && i < n_predict; i++) {
+        int32_t tok;
+        rc = vkf_sampler_sample(smp, logits, m->hp.n_vocab, &tok);
+        if (rc != VKF_OK) break;
+        if (tok == m->hp.eos_id) {
+            st.stop = VKF_STOP_EOS;
+            break;
+        }
+        st.n_generated++;
+        if (cb) {
+            char *piece = NULL;
+            size_t len = 0;
+            /* NO_STRIP: a continuation keeps the leading space a SentencePiece token carries */
+            if (m->tok) rc = vkf_tokenizer_decode_ex(m->tok, &tok, 1, VKF_DECODE_NO_STRIP, &piece, &len);
+            int stop = rc == VKF_OK ? cb(user, tok, piece ? piece : "", len) : 0;
+            free(piece);
+            if (rc != VKF_OK) break;
+            if (stop) {
+                st.stop = VKF_STOP_CALLBACK;
+                break;
+            }
+        }
+        if (i + 1 == n_predict) break; /* the last token needs no forward pass */
+        if (s->n_past >= s->n_ctx) {
+            st.stop = VKF_STOP_CONTEXT_FULL;
+            rc = vkf_error(VKF_ERROR_CONTEXT_FULL, "context full: generation stopped after %d tokens; the context holds %d tokens",
+                           st.n_generated, s->n_ctx);
+            break;
+        }
+        rc = vkf_session_eval_last(s, &tok, 1, logits);
+    }
+    double t2 = now_ms();
+    st.gen_ms = t2 - t1;
+    st.prompt_tps = st.prompt_ms > 0 ? st.n_prompt / (st.prompt_ms / 1e3) : 0;
+    st.gen_tps = st.gen_ms > 0 ? st.n_generated / (st.gen_ms / 1e3) : 0;
+    if (rc != VKF_OK && st.stop != VKF_STOP_CONTEXT_FULL) st.stop = VKF_STOP_NONE;
+    if (stats) *stats = st;
+    free(logits);
+    vkf_sampler_free(smp);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ translation */
+
+static vkf_status translate_greedy(vkf_session *s, int32_t max_len, int32_t *out, int32_t *n_out, float *score) {
+    vkf_model *m = s->m;
+    float *lp = malloc((size_t)m->hp.n_vocab * sizeof *lp);
+    if (!lp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "translate: out of host memory");
+    int32_t tok = m->hp.bos_id, n = 0;
+    double sum = 0.0;
+    vkf_status rc = VKF_OK;
+    while (n < max_len) {
+        rc = vkf_session_step(s, 1, 1, &tok, NULL, 1, lp);
+        if (rc != VKF_OK) break;
+        tok = argmax_f32(lp, m->hp.n_vocab); /* over the whole vocabulary: nothing suppressed */
+        sum += lp[tok];
+        out[n++] = tok;
+        if (tok == m->hp.eos_id) break;
+    }
+    free(lp);
+    *n_out = n;
+    if (score) *score = (float)sum;
+    return rc;
+}
+
+typedef struct beam_cand {
+    double score;
+    int32_t from; /* live slot it extends */
+    int32_t tok;
+} beam_cand;
+
+static int beam_cand_cmp(const void *x, const void *y) {
+    const beam_cand *a = x, *b = y;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    if (a->from != b->from) return a->from < b->from ? -1 : 1;
+    return a->tok < b->tok ? -1 : a->tok > b->tok;
+}
+
+static double beam_norm(double score, int32_t len, float penalty) {
+    return penalty != 0 ? score / pow((double)len, (double)penalty) : score;
+}
+
+/* Beam search over `beam` slots of the session, lock-step: each step decodes every live slot's
+ * last token, extends each by its 2*beam best tokens, keeps the beam best non-EOS extensions as
+ * the new slots (the KV caches follow their parents) and sets EOS extensions aside as finished.
+ * Stops when beam hypotheses have finished or after max_len tokens. */
+static vkf_status translate_beam(vkf_session *s, int32_t beam, int32_t max_len, float penalty, int32_t *out, int32_t *n_out,
+                                 float *score) {
+    vkf_model *m = s->m;
+    int32_t V = m->hp.n_vocab, kc = 2 * beam < V ? 2 * beam : V;
+    size_t nb = (size_t)beam;
+    float *lp = malloc(nb * (size_t)V * sizeof *lp);
+    int32_t *toks = calloc(nb * (size_t)max_len, sizeof *toks), *ntoks = calloc(nb * (size_t)max_len, sizeof *ntoks);
+    double *sc = malloc(nb * sizeof *sc), *nsc = malloc(nb * sizeof *nsc);
+    int32_t *feed = malloc(nb * sizeof *feed), *from = malloc(nb * sizeof *from);
+    beam_cand *cands = malloc(nb * (size_t)kc * sizeof *cands);
+    cand *top = malloc((size_t)kc * sizeof *top);
+    int32_t *best = malloc((size_t)max_len * sizeof *best);
+    vkf_status rc = VKF_OK;
+    if (!lp || !toks || !ntoks || !sc || !nsc || !feed || !from || !cands || !top || !best) {
+        rc = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "translate: out of host memory");
+        goto done;
+    }
+    for (int32_t b = 0; b < beam; b++) sc[b] = b == 0 ? 0.0 : -INFINITY; /* one hypothesis: BOS */
+    int32_t n_fin = 0, best_len = 0;
+    double best_norm = -INFINITY, best_raw = -INFINITY;
+    for (int32_t t = 0; t < max_len; t++) {
+        for (int32_t b = 0; b < beam; b++) feed[b] = t == 0 || !isfinite(sc[b]) ? m->hp.bos_id : toks[(size_t)b * max_len + t - 1];
+        rc = vkf_session_step(s, beam, 1, feed, NULL, 1, lp);
+        if (rc != VKF_OK) break;
+        int32_t nc = 0;
+        for (int32_t b = 0; b < beam; b++) {
+            if (!isfinite(sc[b])) continue;
+            select_top_k(lp + (size_t)b * V, V, kc, top);
+            for (int32_t i = 0; i < kc; i++) cands[nc++] = (beam_cand){sc[b] + top[i].logit, b, top[i].id};
+        }
+        qsort(cands, (size_t)nc, sizeof *cands, beam_cand_cmp);
+        int32_t live = 0;
+        for (int32_t i = 0; i < nc && live < beam; i++) {
+            const beam_cand *c = &cands[i];
+            int final = c->tok == m->hp.eos_id || t + 1 == max_len;
+            if (final) { /* finished: EOS, or out of length */
+                if (c->tok == m->hp.eos_id && n_fin >= beam) continue;
+                double nrm = beam_norm(c->score, t + 1, penalty);
+                if (nrm > best_norm) {
+                    best_norm = nrm;
+                    best_raw = c->score;
+                    best_len = t + 1;
+                    memcpy(best, toks + (size_t)c->from * max_len, (size_t)t * sizeof *best);
+                    best[t] = c->tok;
+                }
+                n_fin++;
+                if (c->tok == m->hp.eos_id) continue;
+            }
+            memcpy(ntoks + (size_t)live * max_len, toks + (size_t)c->from * max_len, (size_t)t * sizeof *toks);
+            ntoks[(size_t)live * max_len + t] = c->tok;
+            nsc[live] = c->score;
+            from[live] = c->from;
+            live++;
+        }
+        if (n_fin >= beam || live == 0 || t + 1 == max_len) break;
+        for (int32_t b = live; b < beam; b++) { /* fewer candidates than slots: keep them dead */
+            nsc[b] = -INFINITY;
+            from[b] = b;
+        }
+        rc = vkf_session_reorder(s, beam, from);
+        if (rc != VKF_OK) break;
+        int32_t *tt = toks;
+        toks = ntoks;
+        ntoks = tt;
+        double *ts = sc;
+        sc = nsc;
+        nsc = ts;
+    }
+    if (rc == VKF_OK) {
+        memcpy(out, best, (size_t)best_len * sizeof *out);
+        *n_out = best_len;
+        if (score) *score = (float)best_raw;
+    }
+done:
+    free(lp);
+    free(toks);
+    free(ntoks);
+    free(sc);
+    free(nsc);
+    free(feed);
+    free(from);
+    free(cands);
+    free(top);
+    free(best);
+    return rc;
+}
+
+vkf_status vkf_translate(vkf_session *s, const int32_t *src, int32_t n_src, const vkf_translate_params *p, int32_t *out,
+                         int32_t cap, int32_t *n_out, float *score) {
+    vkf_translate_params def = {0};
+    if (!p) p = &def;
+    vkf_model *m = s->m;
+    *n_out = 0;
+    if (m->arch != VKF_ARCH_TRANSFORMER)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "translate: %s is decoder-only: use vkf_generate", m->path);
+    if (n_src < 1) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "translate: empty source");
+    int32_t beam = p->beam > 1 ? p->beam : 1;
+    int32_t max_len = p->max_len > 0 ? p->max_len : s->n_ctx;
+    if (max_len > s->n_ctx)
+        return vkf_error(VKF_ERROR_CONTEXT_FULL, "translate: max_len %d exceeds the session's context of %d tokens", max_len, s->n_ctx);
+    if (cap < max_len)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "translate: the output buffer holds %d tokens, max_len is %d", cap, max_len);
+    if (beam > s->n_batch)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "translate: beam %d needs a session with n_batch >= %d (it has %d)", beam, beam,
+                         s->n_batch);
+    VKF_TRY(vkf_session_encode_batch(s, 1, n_src, src, &n_src, beam, NULL));
+    if (beam == 1) return translate_greedy(s, max_len, out, n_out, score);
+    return translate_beam(s, beam, max_len, p->length_penalty, out, n_out, score);
+}

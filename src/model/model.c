@@ -1,0 +1,340 @@
+/* vkf_model: format detection, load / free, description, info report, tokenization. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "io/gguf.h"
+#include "io/json_config.h"
+#include "io/tokenizer.h"
+#include "model/model.h"
+
+const char *vkf_arch_name(vkf_arch a) {
+    switch (a) {
+    case VKF_ARCH_TRANSFORMER: return "transformer";
+    case VKF_ARCH_GPT2: return "gpt2";
+    case VKF_ARCH_LLAMA: return "llama";
+    }
+    return "?";
+}
+
+/* ------------------------------------------------------------------ paths */
+
+static int path_is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int path_exists(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* ------------------------------------------------------------------ tokenizers */
+
+vkf_status vkf_model_tokenizer_load(const char *path, vkf_tokenizer **out) {
+    char a[1200], b[1200];
+    if (path_is_dir(path)) {
+        snprintf(a, sizeof a, "%s/vocab.json", path);
+        snprintf(b, sizeof b, "%s/merges.txt", path);
+        if (path_exists(a) && path_exists(b)) return vkf_tokenizer_from_gpt2_files(a, b, out);
+        snprintf(a, sizeof a, "%s/char_vocab.json", path);
+        if (path_exists(a)) return vkf_tokenizer_char_from_file(a, out);
+        return vkf_error(VKF_ERROR_IO, "%s: no tokenizer found (expected vocab.json + merges.txt or char_vocab.json)", path);
+    }
+    if (ends_with(path, ".gguf")) {
+        vkf_gguf *g;
+        VKF_TRY(vkf_gguf_open(path, &g));
+        vkf_status s = vkf_tokenizer_from_gguf(g, out);
+        vkf_gguf_close(g);
+        return s;
+    }
+    if (ends_with(path, "vocab.json") && !ends_with(path, "char_vocab.json") && !ends_with(path, "src_vocab.json") &&
+        !ends_with(path, "tgt_vocab.json")) {
+        /* a GPT-2 vocab.json wants its merges.txt beside it */
+        snprintf(b, sizeof b, "%.*smerges.txt", (int)(strlen(path) - strlen("vocab.json")), path);
+        if (path_exists(b)) return vkf_tokenizer_from_gpt2_files(path, b, out);
+    }
+    return vkf_tokenizer_char_from_file(path, out);
+}
+
+/* ------------------------------------------------------------------ load / free */
+
+/* A directory: config.json decides the architecture. */
+static vkf_status model_load_dir(vkf_model *m, const char *dir) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    vkf_json_config *c;
+    VKF_TRY(vkf_json_config_load(path, &c));
+    const char *arch = NULL, *type = NULL;
+    vkf_status s = vkf_json_config_get_str(c, "architecture", NULL, &arch);
+    if (s == VKF_OK) s = vkf_json_config_get_str(c, "model_type", NULL, &type);
+    char found[128];
+    snprintf(found, sizeof found, "%s", arch ? arch : type ? type : "");
+    int is_tf = arch && strcmp(arch, "transformer") == 0;
+    int is_gpt2 = !arch && type && strcmp(type, "gpt2") == 0;
+    vkf_json_config_free(c);
+    VKF_TRY(s);
+    if (is_tf) return vkf_load_transformer(m, dir);
+    if (is_gpt2) return vkf_load_gpt2_hf(m, dir);
+    if (!found[0])
+        return vkf_error(VKF_ERROR_FORMAT, "%s: neither \"architecture\" nor \"model_type\" is set", path);
+    return vkf_error(VKF_ERROR_UNSUPPORTED,
+                     "%s: architecture \"%s\" is not supported (directories: \"transformer\", model_type \"gpt2\"; "
+                     "GGUF: llama, gpt2)",
+                     path, found);
+}
+
+vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model **out) {
+    if (!ctx || !p || !p->path || !out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: NULL context, params, path or output");
+    vkf_model *m = calloc(1, sizeof *m);
+    if (!m) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_load: out of host memory");
+    m->ctx = ctx;
+    m->be = ctx->be;
+    snprintf(m->path, sizeof m->path, "%s", p->path);
+    vkf_status s;
+    if (path_is_dir(p->path))
+        s = model_load_dir(m, p->path);
+    else if (path_exists(p->path))
+        s = vkf_load_gguf(m, p->path);
+    else
+        s = vkf_error(VKF_ERROR_IO, "%s: no such file or directory", p->path);
+    if (s == VKF_OK && p->tokenizer && m->arch == VKF_ARCH_TRANSFORMER && path_is_dir(p->tokenizer)) {
+        /* an encoder-decoder's tokenizer directory: src_vocab.json and tgt_vocab.json */
+        char a[1200];
+        vkf_tokenizer *t = NULL;
+        snprintf(a, sizeof a, "%s/src_vocab.json", p->tokenizer);
+        if (path_exists(a)) s = vkf_model_tokenizer_load(a, &t);
+        if (t) {
+            vkf_tokenizer_free(m->src_tok);
+            m->src_tok = t;
+            t = NULL;
+        }
+        snprintf(a, sizeof a, "%s/tgt_vocab.json", p->tokenizer);
+        if (s == VKF_OK && !path_exists(a))
+            s = vkf_error(VKF_ERROR_IO, "%s: expected src_vocab.json and tgt_vocab.json", p->tokenizer);
+        if (s == VKF_OK) s = vkf_model_tokenizer_load(a, &t);
+        if (t) {
+            vkf_tokenizer_free(m->tok);
+            m->tok = t;
+        }
+    } else if (s == VKF_OK && p->tokenizer) {
+        vkf_tokenizer *t;
+        s = vkf_model_tokenizer_load(p->tokenizer, &t);
+        if (s == VKF_OK) {
+            vkf_tokenizer_free(m->tok);
+            m->tok = t;
+        }
+    }
+    if (s == VKF_OK && m->tok && vkf_tokenizer_n_vocab(m->tok) > m->hp.n_vocab)
+        s = vkf_error(VKF_ERROR_FORMAT, "%s: the tokenizer has %d tokens but the model's vocabulary only %d",
+                      p->tokenizer ? p->tokenizer : p->path, vkf_tokenizer_n_vocab(m->tok), m->hp.n_vocab);
+    if (s == VKF_OK && m->tok && m->arch != VKF_ARCH_TRANSFORMER) {
+        /* the tokenizer knows the special ids when the config does not */
+        if (m->hp.eos_id < 0) m->hp.eos_id = vkf_tokenizer_eos(m->tok);
+        if (m->hp.bos_id < 0) m->hp.bos_id = vkf_tokenizer_bos(m->tok);
+        if (m->hp.add_bos < 0) m->hp.add_bos = vkf_tokenizer_add_bos(m->tok);
+    }
+    if (m->hp.add_bos < 0) m->hp.add_bos = 0;
+    if (s != VKF_OK) {
+        vkf_model_free(m);
+        return s;
+    }
+    *out = m;
+    return VKF_OK;
+}
+
+void vkf_model_free(vkf_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_bufs; i++) m->be->i->buffer_free(m->be, m->bufs[i]);
+    free(m->bufs);
+    free(m->w.enc);
+    free(m->w.dec);
+    vkf_tokenizer_free(m->tok);
+    vkf_tokenizer_free(m->src_tok);
+    free(m);
+}
+
+/* ------------------------------------------------------------------ description */
+
+void vkf_model_describe(const vkf_model *m, vkf_model_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->architecture = vkf_arch_name(m->arch);
+    d->format = m->format;
+    d->encoder_decoder = m->arch == VKF_ARCH_TRANSFORMER;
+    d->n_vocab = m->hp.n_vocab;
+    d->n_src_vocab = m->hp.n_src_vocab;
+    d->n_ctx = m->hp.n_ctx;
+    d->d_model = m->hp.d_model;
+    d->n_layer = m->hp.n_layer;
+    d->n_enc_layer = m->hp.n_enc_layer;
+    d->n_head = m->hp.n_head;
+    d->n_kv_head = m->hp.n_kv_head;
+    d->n_ff = m->hp.n_ff;
+    d->bos_id = m->hp.bos_id;
+    d->eos_id = m->hp.eos_id;
+    d->pad_id = m->hp.pad_id;
+    d->has_tokenizer = m->tok != NULL;
+    d->has_src_tokenizer = m->src_tok != NULL;
+    d->n_params = m->n_params;
+    d->wtype = m->wtype;
+    d->weight_bytes = m->weight_bytes;
+}
+
+/* KV cache bytes per sequence at the model's full context (self-attention; plus the
+ * cross-attention memory for the encoder-decoder). */
+static size_t model_kv_bytes(const vkf_model *m) {
+    const vkf_hparams *hp = &m->hp;
+    size_t per_tok = 2 * (size_t)hp->n_layer * (size_t)hp->n_kv_head * (size_t)hp->head_dim * sizeof(float);
+    size_t b = per_tok * (size_t)hp->n_ctx;
+    if (m->arch == VKF_ARCH_TRANSFORMER) b += 2 * (size_t)hp->n_layer * (size_t)hp->d_model * sizeof(float) * (size_t)hp->n_ctx;
+    return b;
+}
+
+static const char *act_name(const vkf_model *m) {
+    if (m->arch == VKF_ARCH_LLAMA) return "swiglu";
+    return vkf_unary_name((vkf_unary)m->hp.act);
+}
+
+vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
+    const vkf_hparams *hp = &m->hp;
+    char dtypes[256] = "";
+    size_t dl = 0;
+    for (int t = 0; t < VKF_DTYPE_COUNT; t++)
+        if (m->n_by_dtype[t])
+            dl += (size_t)snprintf(dtypes + dl, sizeof dtypes - dl, "%s%s x %d", dl ? ", " : "", vkf_dtype_name((vkf_dtype)t),
+                                   m->n_by_dtype[t]);
+    const char *tok = m->tok ? vkf_tokenizer_kind(m->tok) : "none";
+    size_t kv = model_kv_bytes(m);
+    if (!json) {
+        char buf[4096];
+        size_t n = 0;
+#define P(...) n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__)
+        P("architecture   %s (%s)\n", vkf_arch_name(m->arch), m->arch == VKF_ARCH_TRANSFORMER ? "encoder-decoder" : "decoder-only");
+        P("file           %s (%s)\n", m->path, m->format);
+        if (m->arch == VKF_ARCH_TRANSFORMER) {
+            P("vocabulary     source %d, target %d tokens (tokenizers: source %s, target %s)\n", hp->n_src_vocab, hp->n_vocab,
+              m->src_tok ? vkf_tokenizer_kind(m->src_tok) : "none", tok);
+            P("layers         %d encoder + %d decoder (%s)\n", hp->n_enc_layer, hp->n_layer, hp->norm_first ? "pre-LN" : "post-LN");
+        } else {
+            P("vocabulary     %d tokens (tokenizer: %s)\n", hp->n_vocab, tok);
+            P("layers         %d\n", hp->n_layer);
+        }
+        P("context        %d tokens\n", hp->n_ctx);
+        P("d_model        %d\n", hp->d_model);
+        P("heads          %d query, %d key/value, head_dim %d\n", hp->n_head, hp->n_kv_head, hp->head_dim);
+        P("feed-forward   %d (%s)\n", hp->n_ff, act_name(m));
+        P("norm           %s, eps %g\n", m->arch == VKF_ARCH_LLAMA ? "RMSNorm" : "LayerNorm", (double)hp->eps);
+        if (m->arch == VKF_ARCH_LLAMA) P("rope           %d dims, base %g\n", hp->n_rot, hp->rope_base);
+        P("special ids    bos %d, eos %d, pad %d\n", hp->bos_id, hp->eos_id, hp->pad_id);
+        P("parameters     %lld (%.2f M)\n", (long long)m->n_params, (double)m->n_params / 1e6);
+        P("weight dtypes  %s (matrices %s)\n", dtypes, vkf_dtype_name(m->wtype));
+        P("memory         weights %.2f MiB; KV cache %.2f MiB per sequence at %d tokens\n", (double)m->weight_bytes / 1048576.0,
+          (double)kv / 1048576.0, hp->n_ctx);
+#undef P
+        *out = strdup(buf);
+        return *out ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_info: out of host memory");
+    }
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_info: out of host memory");
+    cJSON_AddStringToObject(j, "architecture", vkf_arch_name(m->arch));
+    cJSON_AddBoolToObject(j, "encoder_decoder", m->arch == VKF_ARCH_TRANSFORMER);
+    cJSON_AddStringToObject(j, "path", m->path);
+    cJSON_AddStringToObject(j, "format", m->format);
+    cJSON_AddNumberToObject(j, "n_vocab", hp->n_vocab);
+    if (m->arch == VKF_ARCH_TRANSFORMER) {
+        cJSON_AddNumberToObject(j, "n_src_vocab", hp->n_src_vocab);
+        cJSON_AddNumberToObject(j, "n_enc_layer", hp->n_enc_layer);
+        cJSON_AddBoolToObject(j, "norm_first", hp->norm_first);
+        cJSON_AddNumberToObject(j, "embedding_scale", hp->emb_scale);
+        cJSON_AddStringToObject(j, "src_tokenizer", m->src_tok ? vkf_tokenizer_kind(m->src_tok) : "none");
+    }
+    cJSON_AddStringToObject(j, "tokenizer", tok);
+    cJSON_AddNumberToObject(j, "n_ctx", hp->n_ctx);
+    cJSON_AddNumberToObject(j, "n_layer", hp->n_layer);
+    cJSON_AddNumberToObject(j, "d_model", hp->d_model);
+    cJSON_AddNumberToObject(j, "n_head", hp->n_head);
+    cJSON_AddNumberToObject(j, "n_kv_head", hp->n_kv_head);
+    cJSON_AddNumberToObject(j, "head_dim", hp->head_dim);
+    cJSON_AddNumberToObject(j, "n_ff", hp->n_ff);
+    cJSON_AddStringToObject(j, "activation", act_name(m));
+    cJSON_AddStringToObject(j, "norm", m->arch == VKF_ARCH_LLAMA ? "rmsnorm" : "layernorm");
+    cJSON_AddNumberToObject(j, "norm_eps", hp->eps);
+    if (m->arch == VKF_ARCH_LLAMA) {
+        cJSON_AddNumberToObject(j, "rope_dims", hp->n_rot);
+        cJSON_AddNumberToObject(j, "rope_freq_base", hp->rope_base);
+    }
+    cJSON_AddNumberToObject(j, "bos_id", hp->bos_id);
+    cJSON_AddNumberToObject(j, "eos_id", hp->eos_id);
+    cJSON_AddNumberToObject(j, "pad_id", hp->pad_id);
+    cJSON_AddNumberToObject(j, "n_params", (double)m->n_params);
+    cJSON_AddStringToObject(j, "matrix_dtype", vkf_dtype_name(m->wtype));
+    cJSON *dt = cJSON_AddObjectToObject(j, "weight_dtypes");
+    for (int t = 0; t < VKF_DTYPE_COUNT; t++)
+        if (m->n_by_dtype[t] && dt) cJSON_AddNumberToObject(dt, vkf_dtype_name((vkf_dtype)t), m->n_by_dtype[t]);
+    cJSON_AddNumberToObject(j, "weight_bytes", (double)m->weight_bytes);
+    cJSON_AddNumberToObject(j, "kv_bytes_per_sequence", (double)kv);
+    *out = cJSON_Print(j);
+    cJSON_Delete(j);
+    return *out ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_info: out of host memory");
+}
+
+/* ------------------------------------------------------------------ tokenization */
+
+static vkf_tokenizer *model_tok(const vkf_model *m, int flags, const char *what) {
+    vkf_tokenizer *t = (flags & VKF_TOKENIZE_SOURCE) && m->arch == VKF_ARCH_TRANSFORMER ? m->src_tok : m->tok;
+    if (!t)
+        vkf_error(VKF_ERROR_UNSUPPORTED, "%s: %s has no %stokenizer (pass one with --tokenizer / vkf_model_params.tokenizer)", what,
+                  m->path, (flags & VKF_TOKENIZE_SOURCE) ? "source " : "");
+    return t;
+}
+
+vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t *tokens, int32_t cap, int32_t *n) {
+    vkf_tokenizer *t = model_tok(m, flags, "tokenize");
+    if (!t) return VKF_ERROR_UNSUPPORTED;
+    int add_special = (flags & VKF_TOKENIZE_ADD_SPECIAL) != 0;
+    int32_t *ids;
+    size_t count;
+    VKF_TRY(vkf_tokenizer_encode(t, text, strlen(text), add_special, &ids, &count));
+    /* the model's conventions on top of the tokenizer's own: an encoder-decoder's sources end
+     * with EOS and its targets start with BOS (the seed-transformer / dates-transformer layout);
+     * a decoder-only model whose config asks for BOS (HF add_bos_token) gets it in front */
+    int32_t bos = m->hp.bos_id, eos = m->hp.eos_id;
+    int prepend = 0, append = 0;
+    if (add_special && m->arch == VKF_ARCH_TRANSFORMER) {
+        if (flags & VKF_TOKENIZE_SOURCE)
+            append = eos >= 0 && (count == 0 || ids[count - 1] != eos);
+        else
+            prepend = bos >= 0 && (count == 0 || ids[0] != bos);
+    } else if (add_special && m->hp.add_bos && bos >= 0) {
+        prepend = count == 0 || ids[0] != bos;
+    }
+    size_t total = count + (size_t)prepend + (size_t)append;
+    *n = (int32_t)total;
+    if (total > (size_t)(cap > 0 ? cap : 0)) {
+        free(ids);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tokenize: %zu tokens do not fit a buffer of %d", total, cap);
+    }
+    if (prepend) tokens[0] = bos;
+    memcpy(tokens + prepend, ids, count * sizeof *ids);
+    if (append) tokens[total - 1] = eos;
+    free(ids);
+    return VKF_OK;
+}
+
+vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags, char **out) {
+    vkf_tokenizer *t = model_tok(m, flags, "detokenize");
+    if (!t) return VKF_ERROR_UNSUPPORTED;
+    size_t len;
+    return vkf_tokenizer_decode_ex(t, tokens, (size_t)(n > 0 ? n : 0), (flags & VKF_DETOKENIZE_SPECIAL) ? VKF_DECODE_SPECIAL : 0,
+                                   out, &len);
+}

@@ -1,0 +1,217 @@
+/* Models and sessions: the internal structures behind vkf_model / vkf_session (vkformer.h).
+ *
+ * A model is its hyperparameters, its weights (uploaded once to the context's backend) and its
+ * tokenizer(s). A session owns the per-sequence state (KV caches, encoder memory) and a small
+ * cache of graphs: one graph per (kind, tokens per step, batch, flags), built on first use and
+ * replayed for every later step with a new n_past (DESIGN decision 3).
+ *
+ * Architectures:
+ *   transformer  encoder-decoder of "Attention Is All You Need" (post-LN or pre-LN, sinusoidal
+ *                positions, relu/gelu FFN), the seed-transformer layout (safetensors)
+ *   gpt2         pre-LN decoder, learned positions, fused QKV, gelu (HF safetensors or GGUF)
+ *   llama        pre-RMSNorm decoder, RoPE, SwiGLU, grouped-query attention (GGUF) */
+#ifndef VKF_MODEL_MODEL_H
+#define VKF_MODEL_MODEL_H
+
+#include <stdint.h>
+
+#include "graph/backend.h"
+#include "model/context.h"
+
+typedef enum vkf_arch {
+    VKF_ARCH_TRANSFORMER = 0,
+    VKF_ARCH_GPT2,
+    VKF_ARCH_LLAMA,
+} vkf_arch;
+
+const char *vkf_arch_name(vkf_arch a);
+
+/* ------------------------------------------------------------------ hyperparameters */
+
+typedef struct vkf_hparams {
+    int32_t n_vocab;     /* output (decoder / target) vocabulary, tokens */
+    int32_t n_src_vocab; /* encoder-decoder: source vocabulary; decoder-only: = n_vocab */
+    int32_t n_ctx;       /* longest sequence the model supports (position table rows), tokens */
+    int32_t d_model;     /* residual width */
+    int32_t n_head;      /* query heads */
+    int32_t n_kv_head;   /* key/value heads (GQA), divides n_head */
+    int32_t head_dim;    /* d_model / n_head */
+    int32_t n_layer;     /* decoder layers (decoder-only: all layers) */
+    int32_t n_enc_layer; /* encoder layers (encoder-decoder only) */
+    int32_t n_ff;        /* FFN inner width */
+    float eps;           /* LayerNorm / RMSNorm epsilon */
+    int32_t act;         /* vkf_unary of the FFN (gpt2, transformer) */
+    int32_t norm_first;  /* transformer: 1 = pre-LN (nn.Transformer norm_first=True) */
+    float emb_scale;     /* transformer: embeddings are multiplied by this */
+    float attn_scale;    /* softmax scale, usually 1/sqrt(head_dim) */
+    int32_t attn_scale_by_layer; /* gpt2 scale_attn_by_inverse_layer_idx: scale / (layer + 1) */
+    int32_t n_rot;       /* llama: RoPE dimensions (<= head_dim) */
+    double rope_base;    /* llama: RoPE frequency base */
+    int32_t bos_id, eos_id, pad_id; /* -1 when the model has none */
+    int32_t add_bos;     /* tokenizing a prompt prepends BOS by default */
+} vkf_hparams;
+
+/* ------------------------------------------------------------------ weights */
+
+/* Matrix weights keep their stored dtype ([out, in] rows: row i is output feature i); vectors
+ * (norms, biases) are F32 [1, n]. A tensor with buf == NULL is absent (no bias, no norm). */
+typedef struct vkf_attn_w {
+    vkf_tensor wqkv, bqkv; /* fused [(n_head + 2 n_kv_head) * head_dim, d] and [1, same], or absent */
+    vkf_tensor wq, bq;     /* [n_head*head_dim, d], [1, n_head*head_dim] (views of wqkv when fused) */
+    vkf_tensor wk, bk;     /* [n_kv_head*head_dim, d] */
+    vkf_tensor wv, bv;     /* [n_kv_head*head_dim, d] */
+    vkf_tensor wkv, bkv;   /* transformer cross-attention: rows [d, 3d) of in_proj, [2d, d] */
+    vkf_tensor wo, bo;     /* [d, n_head*head_dim], [1, d] */
+} vkf_attn_w;
+
+typedef struct vkf_layer_w {
+    vkf_attn_w self;        /* self-attention */
+    vkf_attn_w cross;       /* transformer decoder: cross-attention (multihead_attn) */
+    vkf_tensor norm1_w, norm1_b; /* [1, d]: gpt2 ln_1, llama attn_norm, transformer norm1 */
+    vkf_tensor norm2_w, norm2_b; /* [1, d]: gpt2 ln_2, llama ffn_norm, transformer norm2 */
+    vkf_tensor norm3_w, norm3_b; /* [1, d]: transformer decoder norm3 */
+    vkf_tensor w_up, b_up;       /* [n_ff, d], [1, n_ff]: gpt2 c_fc, llama ffn_up, linear1 */
+    vkf_tensor w_gate;           /* [n_ff, d]: llama ffn_gate */
+    vkf_tensor w_down, b_down;   /* [d, n_ff], [1, d]: gpt2 mlp.c_proj, llama ffn_down, linear2 */
+} vkf_layer_w;
+
+typedef struct vkf_model_w {
+    vkf_tensor tok_embd;         /* [n_vocab, d] (transformer: tgt_embed) */
+    vkf_tensor src_embd;         /* transformer: [n_src_vocab, d] */
+    vkf_tensor pos_embd;         /* gpt2: learned [n_ctx, d]; transformer: sinusoidal table [n_ctx, d] F32 */
+    vkf_tensor rope;             /* llama: rotation table [n_ctx, n_rot] F32 */
+    vkf_tensor enc_norm_w, enc_norm_b; /* transformer: final encoder LayerNorm [1, d] */
+    vkf_tensor out_norm_w, out_norm_b; /* final norm [1, d] (transformer: decoder norm) */
+    vkf_tensor output, output_b; /* LM head [n_vocab, d] (may be tok_embd: tied), bias [1, n_vocab] */
+    vkf_layer_w *enc;            /* [n_enc_layer] */
+    vkf_layer_w *dec;            /* [n_layer] */
+} vkf_model_w;
+
+/* ------------------------------------------------------------------ tokenizers */
+
+typedef struct vkf_tokenizer vkf_tokenizer; /* io/tokenizer.h */
+
+/* Loads a tokenizer from a file or directory: vocab.json (+ merges.txt beside it), a character
+ * vocabulary (char_vocab.json or any other .json in that format), a .gguf, or a directory
+ * holding vocab.json + merges.txt or char_vocab.json. */
+vkf_status vkf_model_tokenizer_load(const char *path, vkf_tokenizer **out);
+
+/* ------------------------------------------------------------------ model */
+
+#define VKF_MODEL_MAX_BUFS_INIT 64
+
+struct vkf_model {
+    vkf_context *ctx;
+    vkf_backend *be;
+    vkf_arch arch;
+    char path[1024];   /* as given to vkf_model_load */
+    char format[16];   /* "safetensors" or "gguf" */
+    vkf_hparams hp;
+    vkf_model_w w;
+    vkf_dtype wtype;   /* dtype of the attention/FFN matrices (verify tolerances, info) */
+    int64_t n_params;  /* elements of every distinct weight tensor */
+    size_t weight_bytes; /* bytes uploaded to the backend for weights and tables */
+    int n_by_dtype[VKF_DTYPE_COUNT]; /* weight tensors per stored dtype */
+    vkf_buffer **bufs; /* every buffer this model allocated (freed by vkf_model_free) */
+    int n_bufs, cap_bufs;
+    vkf_tokenizer *tok;     /* decoder/target tokenizer, or NULL */
+    vkf_tokenizer *src_tok; /* encoder-decoder source tokenizer, or NULL */
+};
+
+/* Loaders (model/load_*.c); each fills m->hp, m->w, m->tok. */
+vkf_status vkf_load_transformer(vkf_model *m, const char *dir);
+vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir);
+vkf_status vkf_load_gguf(vkf_model *m, const char *path);
+
+/* ------------------------------------------------------------------ weight upload (model/weights.c) */
+
+/* How a stored tensor becomes a backend tensor. */
+typedef enum vkf_wkind {
+    VKF_W_MATRIX = 0, /* 2-D [out, in] (or an embedding [n, d]) kept in its stored dtype */
+    VKF_W_VECTOR,     /* 1-D [n], converted to F32 [1, n] */
+    VKF_W_CONV1D,     /* HF Conv1D [in, out]: transposed on the host to [out, in], dtype kept */
+} vkf_wkind;
+
+/* Uploads rows x cols elements of dtype src_dtype from data, as described by kind. The stored
+ * shape has already been checked by the caller. name goes into the tensor (error messages). */
+vkf_status vkf_model_upload(vkf_model *m, vkf_tensor *t, const char *name, vkf_wkind kind,
+                            vkf_dtype dtype, int64_t rows, int64_t cols, const void *data);
+/* Uploads host F32 data [rows, cols] (tables the engine computes). Not counted as parameters. */
+vkf_status vkf_model_upload_table(vkf_model *m, vkf_tensor *t, const char *name, int64_t rows,
+                                  int64_t cols, const float *data);
+/* Counts an aliased tensor (a tied LM head) once: nothing to do but mark it. */
+int vkf_tensor_present(const vkf_tensor *t);
+
+/* ------------------------------------------------------------------ sessions */
+
+typedef enum vkf_sgraph_kind {
+    VKF_SG_DECODER = 0, /* decoder-only forward, or the transformer decoder */
+    VKF_SG_ENCODER,     /* transformer encoder + cross K/V for every decoder layer */
+} vkf_sgraph_kind;
+
+#define VKF_SG_LAST_ONLY 1 /* decoder graph: the LM head runs on each sequence's last row only */
+
+typedef struct vkf_sgraph {
+    vkf_sgraph_kind kind;
+    int32_t n;        /* tokens per sequence in one step */
+    int32_t batch;    /* sequences (decoder) or source sequences (encoder) */
+    int32_t rep;      /* encoder: copies of each source's cross K/V (beam search), else 1 */
+    int32_t flags;    /* VKF_SG_* */
+    vkf_graph *g;
+    vkf_tensor ids;   /* I32 [1, batch*n]: input tokens, rewritten before each compute */
+    vkf_tensor lens;  /* I32 [1, batch]: key lengths of the (self-)attention, rewritten per compute */
+    vkf_tensor out;   /* F32: logits / log-probs [rows, n_vocab], or encoder memory [batch*n, d] */
+    uint64_t last_use;
+} vkf_sgraph;
+
+#define VKF_SESSION_MAX_GRAPHS 8
+/* Prompts longer than this are evaluated in chunks, so one submission stays bounded (GPU
+ * watchdogs end long submissions; DESIGN "lessons"). */
+#define VKF_SESSION_MAX_CHUNK 512
+
+struct vkf_session {
+    vkf_model *m;
+    int32_t n_ctx;    /* tokens per sequence in the KV cache */
+    int32_t n_batch;  /* sequences */
+    int32_t n_past;   /* tokens already in the cache (every sequence advances together) */
+    int32_t max_chunk; /* longest step per graph compute, VKF_SESSION_MAX_CHUNK (tests lower it) */
+    vkf_tensor *kc, *vc; /* [n_layer]: [n_batch*n_ctx, n_kv_head*head_dim] F32 self-attention caches */
+    /* encoder-decoder */
+    vkf_tensor *xk, *xv; /* [n_layer]: [n_batch*n_src_max, d] cross-attention K/V of the memory */
+    int32_t n_src_max;   /* rows per sequence in xk/xv: the model's n_ctx */
+    vkf_tensor src_lens; /* I32 [1, n_batch]: valid source length per sequence */
+    int32_t enc_slots;   /* sequences holding encoder memory (0: nothing encoded) */
+    int32_t *host_lens;  /* [n_batch] scratch */
+    vkf_sgraph graphs[VKF_SESSION_MAX_GRAPHS];
+    int n_graphs;
+    uint64_t clock;
+};
+
+/* Graph builders (model/graph_*.c): fill sg->g, sg->ids, sg->lens, sg->out. */
+vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg);
+vkf_status vkf_build_encdec_decoder_graph(vkf_session *s, vkf_sgraph *sg);
+vkf_status vkf_build_encoder_graph(vkf_session *s, vkf_sgraph *sg);
+
+/* Batched internals (used by verify, translate and the public single-sequence calls). */
+
+/* Decoder-only or transformer decoder: appends n tokens to each of `batch` sequences
+ * (tokens[b*n + i]). key_lens: per sequence, the number of valid keys after this step (NULL:
+ * n_past + n for all; teacher forcing with right padding passes the real lengths). out: NULL,
+ * or rows*n_vocab floats (logits, or log-probs for the transformer), rows = batch*n, or batch
+ * when last_only. */
+vkf_status vkf_session_step(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens,
+                            const int32_t *key_lens, int last_only, float *out);
+/* Transformer encoder over `batch` right-padded sources of n tokens (src[b*n + j], valid
+ * lengths src_lens[b]); stores rep copies of each source's cross K/V (slots b*rep .. b*rep+rep-1)
+ * and resets the decoder (n_past = 0). mem_out: NULL or [batch, n, d] floats (after the final
+ * encoder norm). */
+vkf_status vkf_session_encode_batch(vkf_session *s, int32_t batch, int32_t n, const int32_t *src,
+                                    const int32_t *src_lens, int32_t rep, float *mem_out);
+/* Copies the self-attention caches of sequence from[j] to sequence j, for j < batch (beam
+ * search reordering); rows [0, n_past). */
+vkf_status vkf_session_reorder(vkf_session *s, int32_t batch, const int32_t *from);
+
+/* Checks token ids against a vocabulary: VKF_ERROR_TOKEN naming the first bad one. */
+vkf_status vkf_check_tokens(const int32_t *tokens, int64_t n, int32_t n_vocab, const char *what);
+
+#endif

@@ -1,0 +1,306 @@
+/* Sessions: KV caches, encoder memory and the per-shape graph cache.
+ *
+ * Every sequence of a session advances together (one n_past); a graph is built the first time
+ * a (kind, n, batch, flags) shape is needed and replayed afterwards with the current n_past,
+ * after rewriting its input tensors (token ids, key lengths). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/model.h"
+
+/* ------------------------------------------------------------------ graph cache */
+
+static void sg_release(vkf_session *s, vkf_sgraph *sg) {
+    vkf_backend *be = s->m->be;
+    vkf_graph_free(sg->g);
+    if (sg->ids.buf) be->i->buffer_free(be, sg->ids.buf);
+    if (sg->lens.buf) be->i->buffer_free(be, sg->lens.buf);
+    if (sg->out.buf) be->i->buffer_free(be, sg->out.buf);
+    memset(sg, 0, sizeof *sg);
+}
+
+static vkf_status sg_get(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_t batch, int32_t rep, int32_t flags,
+                         vkf_sgraph **out) {
+    s->clock++;
+    for (int i = 0; i < s->n_graphs; i++) {
+        vkf_sgraph *g = &s->graphs[i];
+        if (g->kind == kind && g->n == n && g->batch == batch && g->rep == rep && g->flags == flags) {
+            g->last_use = s->clock;
+            *out = g;
+            return VKF_OK;
+        }
+    }
+    int slot = s->n_graphs;
+    if (slot == VKF_SESSION_MAX_GRAPHS) { /* evict the least recently used shape */
+        slot = 0;
+        for (int i = 1; i < s->n_graphs; i++)
+            if (s->graphs[i].last_use < s->graphs[slot].last_use) slot = i;
+        sg_release(s, &s->graphs[slot]);
+    } else {
+        s->n_graphs++;
+    }
+    vkf_sgraph *g = &s->graphs[slot];
+    memset(g, 0, sizeof *g);
+    g->kind = kind;
+    g->n = n;
+    g->batch = batch;
+    g->rep = rep;
+    g->flags = flags;
+    vkf_status st;
+    if (kind == VKF_SG_ENCODER)
+        st = vkf_build_encoder_graph(s, g);
+    else if (s->m->arch == VKF_ARCH_TRANSFORMER)
+        st = vkf_build_encdec_decoder_graph(s, g);
+    else
+        st = vkf_build_decoder_graph(s, g);
+    if (st != VKF_OK) {
+        sg_release(s, g);
+        /* keep the slot list dense */
+        s->graphs[slot] = s->graphs[s->n_graphs - 1];
+        memset(&s->graphs[s->n_graphs - 1], 0, sizeof s->graphs[0]);
+        s->n_graphs--;
+        return st;
+    }
+    g->last_use = s->clock;
+    *out = g;
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ create / free */
+
+static vkf_status session_alloc_caches(vkf_session *s) {
+    vkf_model *m = s->m;
+    const vkf_hparams *hp = &m->hp;
+    int64_t kvd = (int64_t)hp->n_kv_head * hp->head_dim;
+    s->kc = calloc((size_t)hp->n_layer, sizeof *s->kc);
+    s->vc = calloc((size_t)hp->n_layer, sizeof *s->vc);
+    s->host_lens = calloc((size_t)s->n_batch, sizeof *s->host_lens);
+    if (!s->kc || !s->vc || !s->host_lens) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
+    for (int l = 0; l < hp->n_layer; l++) {
+        s->kc[l] = vkf_tensor_make(VKF_DTYPE_F32, (int64_t)s->n_batch * s->n_ctx, kvd, "k_cache");
+        s->vc[l] = vkf_tensor_make(VKF_DTYPE_F32, (int64_t)s->n_batch * s->n_ctx, kvd, "v_cache");
+        VKF_TRY(vkf_tensor_alloc(m->be, &s->kc[l], VKF_BUFFER_ACTIVATIONS, NULL));
+        VKF_TRY(vkf_tensor_alloc(m->be, &s->vc[l], VKF_BUFFER_ACTIVATIONS, NULL));
+    }
+    if (m->arch != VKF_ARCH_TRANSFORMER) return VKF_OK;
+    s->n_src_max = hp->n_ctx;
+    s->xk = calloc((size_t)hp->n_layer, sizeof *s->xk);
+    s->xv = calloc((size_t)hp->n_layer, sizeof *s->xv);
+    if (!s->xk || !s->xv) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
+    for (int l = 0; l < hp->n_layer; l++) {
+        s->xk[l] = vkf_tensor_make(VKF_DTYPE_F32, (int64_t)s->n_batch * s->n_src_max, hp->d_model, "cross_k");
+        s->xv[l] = vkf_tensor_make(VKF_DTYPE_F32, (int64_t)s->n_batch * s->n_src_max, hp->d_model, "cross_v");
+        VKF_TRY(vkf_tensor_alloc(m->be, &s->xk[l], VKF_BUFFER_ACTIVATIONS, NULL));
+        VKF_TRY(vkf_tensor_alloc(m->be, &s->xv[l], VKF_BUFFER_ACTIVATIONS, NULL));
+    }
+    s->src_lens = vkf_tensor_make(VKF_DTYPE_I32, 1, s->n_batch, "src_lens");
+    return vkf_tensor_alloc(m->be, &s->src_lens, VKF_BUFFER_IO, NULL);
+}
+
+vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_session **out) {
+    vkf_session_params def = {0};
+    if (!p) p = &def;
+    if (!m || !out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: NULL model or output");
+    if (p->n_ctx < 0 || p->n_ctx > m->hp.n_ctx)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: n_ctx %d outside [1, %d] (the model's context; 0 means all of it)",
+                         p->n_ctx, m->hp.n_ctx);
+    if (p->n_batch < 0 || p->n_batch > 4096)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: n_batch %d outside [1, 4096]", p->n_batch);
+    vkf_session *s = calloc(1, sizeof *s);
+    if (!s) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
+    s->m = m;
+    s->n_ctx = p->n_ctx ? p->n_ctx : m->hp.n_ctx;
+    s->n_batch = p->n_batch ? p->n_batch : 1;
+    s->max_chunk = VKF_SESSION_MAX_CHUNK;
+    vkf_status st = session_alloc_caches(s);
+    if (st != VKF_OK) {
+        vkf_session_free(s);
+        return st;
+    }
+    *out = s;
+    return VKF_OK;
+}
+
+static void free_tensors(vkf_backend *be, vkf_tensor *t, int n) {
+    if (!t) return;
+    for (int i = 0; i < n; i++)
+        if (t[i].buf) be->i->buffer_free(be, t[i].buf);
+    free(t);
+}
+
+void vkf_session_free(vkf_session *s) {
+    if (!s) return;
+    vkf_backend *be = s->m->be;
+    for (int i = 0; i < s->n_graphs; i++) sg_release(s, &s->graphs[i]);
+    free_tensors(be, s->kc, s->m->hp.n_layer);
+    free_tensors(be, s->vc, s->m->hp.n_layer);
+    free_tensors(be, s->xk, s->m->hp.n_layer);
+    free_tensors(be, s->xv, s->m->hp.n_layer);
+    if (s->src_lens.buf) be->i->buffer_free(be, s->src_lens.buf);
+    free(s->host_lens);
+    free(s);
+}
+
+void vkf_session_reset(vkf_session *s) {
+    s->n_past = 0;
+    s->enc_slots = 0;
+}
+
+int32_t vkf_session_n_past(const vkf_session *s) { return s->n_past; }
+int32_t vkf_session_n_ctx(const vkf_session *s) { return s->n_ctx; }
+int32_t vkf_session_n_batch(const vkf_session *s) { return s->n_batch; }
+
+/* ------------------------------------------------------------------ stepping */
+
+static vkf_status step_chunk(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens, const int32_t *key_lens,
+                             int last_only, float *out) {
+    vkf_backend *be = s->m->be;
+    vkf_sgraph *sg;
+    VKF_TRY(sg_get(s, VKF_SG_DECODER, n, batch, 1, last_only ? VKF_SG_LAST_ONLY : 0, &sg));
+    for (int32_t b = 0; b < batch; b++) {
+        int32_t len = s->n_past + n;
+        if (key_lens && key_lens[b] < len) len = key_lens[b];
+        s->host_lens[b] = len;
+    }
+    VKF_TRY(vkf_tensor_write(be, &sg->ids, tokens));
+    VKF_TRY(vkf_tensor_write(be, &sg->lens, s->host_lens));
+    VKF_TRY(be->i->graph_compute(be, sg->g, s->n_past));
+    if (out) VKF_TRY(vkf_tensor_read(be, &sg->out, out));
+    s->n_past += n;
+    return VKF_OK;
+}
+
+vkf_status vkf_session_step(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens, const int32_t *key_lens,
+                            int last_only, float *out) {
+    vkf_model *m = s->m;
+    if (batch < 1 || batch > s->n_batch || n < 1)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session: %d sequences of %d tokens (the session holds %d sequences)",
+                         batch, n, s->n_batch);
+    if (m->arch == VKF_ARCH_TRANSFORMER && s->enc_slots != batch)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "decode: %d sequences, but %d source sequences are encoded (call vkf_session_encode first)", batch,
+                         s->enc_slots);
+    VKF_TRY(vkf_check_tokens(tokens, (int64_t)batch * n, m->hp.n_vocab, "decode"));
+    if ((int64_t)s->n_past + n > s->n_ctx)
+        return vkf_error(VKF_ERROR_CONTEXT_FULL, "context full: %d tokens in the cache + %d new exceed the context of %d tokens",
+                         s->n_past, n, s->n_ctx);
+    if (n <= s->max_chunk) return step_chunk(s, batch, n, tokens, key_lens, last_only, out);
+
+    /* long inputs: chunks of at most max_chunk tokens per sequence */
+    int64_t V = m->hp.n_vocab;
+    int32_t *ct = malloc((size_t)batch * s->max_chunk * sizeof *ct);
+    float *co = out ? malloc((size_t)batch * s->max_chunk * (size_t)V * sizeof *co) : NULL;
+    if (!ct || (out && !co)) {
+        free(ct);
+        free(co);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
+    }
+    vkf_status st = VKF_OK;
+    for (int32_t c0 = 0; c0 < n && st == VKF_OK; c0 += s->max_chunk) {
+        int32_t cn = n - c0 < s->max_chunk ? n - c0 : s->max_chunk;
+        int final = c0 + cn == n;
+        for (int32_t b = 0; b < batch; b++) memcpy(ct + (size_t)b * cn, tokens + (size_t)b * n + c0, (size_t)cn * sizeof *ct);
+        int lo = last_only || !out;
+        st = step_chunk(s, batch, cn, ct, key_lens, lo, out && (final || !last_only) ? co : NULL);
+        if (st != VKF_OK || !out) continue;
+        if (last_only) {
+            if (final) memcpy(out, co, (size_t)batch * (size_t)V * sizeof *co);
+        } else {
+            for (int32_t b = 0; b < batch; b++)
+                memcpy(out + ((size_t)b * n + c0) * V, co + (size_t)b * cn * V, (size_t)cn * V * sizeof *co);
+        }
+    }
+    free(ct);
+    free(co);
+    return st;
+}
+
+vkf_status vkf_session_encode_batch(vkf_session *s, int32_t batch, int32_t n, const int32_t *src, const int32_t *src_lens,
+                                    int32_t rep, float *mem_out) {
+    vkf_model *m = s->m;
+    vkf_backend *be = m->be;
+    if (m->arch != VKF_ARCH_TRANSFORMER)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: %s is a decoder-only model", vkf_arch_name(m->arch));
+    if (batch < 1 || rep < 1 || (int64_t)batch * rep > s->n_batch || n < 1)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: %d sources x %d copies do not fit a session of %d sequences",
+                         batch, rep, s->n_batch);
+    if (n > s->n_src_max)
+        return vkf_error(VKF_ERROR_CONTEXT_FULL, "encode: a source of %d tokens exceeds the model's maximum length of %d", n,
+                         s->n_src_max);
+    for (int32_t b = 0; b < batch; b++)
+        if (src_lens[b] < 1 || src_lens[b] > n)
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: source %d has length %d, outside [1, %d]", b, src_lens[b], n);
+    VKF_TRY(vkf_check_tokens(src, (int64_t)batch * n, m->hp.n_src_vocab, "encode"));
+    vkf_sgraph *sg;
+    VKF_TRY(sg_get(s, VKF_SG_ENCODER, n, batch, rep, 0, &sg));
+    VKF_TRY(vkf_tensor_write(be, &sg->ids, src));
+    VKF_TRY(vkf_tensor_write(be, &sg->lens, src_lens));
+    /* the decoder's cross-attention masks: one entry per slot */
+    for (int32_t b = 0; b < batch; b++)
+        for (int32_t r = 0; r < rep; r++) s->host_lens[b * rep + r] = src_lens[b];
+    vkf_tensor sl = vkf_tensor_view(&s->src_lens, 0, 1, 0, (int64_t)batch * rep);
+    VKF_TRY(vkf_tensor_write(be, &sl, s->host_lens));
+    s->enc_slots = 0;
+    VKF_TRY(be->i->graph_compute(be, sg->g, 0));
+    if (mem_out) VKF_TRY(vkf_tensor_read(be, &sg->out, mem_out));
+    s->enc_slots = batch * rep;
+    s->n_past = 0;
+    return VKF_OK;
+}
+
+vkf_status vkf_session_reorder(vkf_session *s, int32_t batch, const int32_t *from) {
+    vkf_backend *be = s->m->be;
+    int32_t np = s->n_past;
+    if (np == 0 || batch <= 1) return VKF_OK;
+    int64_t kvd = s->kc[0].cols;
+    float *tmp = malloc((size_t)batch * (size_t)np * (size_t)kvd * sizeof *tmp);
+    if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session reorder: out of host memory");
+    vkf_status st = VKF_OK;
+    for (int l = 0; l < s->m->hp.n_layer && st == VKF_OK; l++) {
+        vkf_tensor *caches[2] = {&s->kc[l], &s->vc[l]};
+        for (int c = 0; c < 2 && st == VKF_OK; c++) {
+            for (int32_t b = 0; b < batch && st == VKF_OK; b++) {
+                vkf_tensor v = vkf_tensor_view(caches[c], (int64_t)b * s->n_ctx, np, 0, kvd);
+                st = vkf_tensor_read(be, &v, tmp + (size_t)b * np * kvd);
+            }
+            for (int32_t b = 0; b < batch && st == VKF_OK; b++) {
+                if (from[b] == b) continue;
+                vkf_tensor v = vkf_tensor_view(caches[c], (int64_t)b * s->n_ctx, np, 0, kvd);
+                st = vkf_tensor_write(be, &v, tmp + (size_t)from[b] * np * kvd);
+            }
+        }
+    }
+    free(tmp);
+    return st;
+}
+
+/* ------------------------------------------------------------------ public single-sequence calls */
+
+static vkf_status require_decoder_only(const vkf_session *s, const char *what) {
+    if (s->m->arch == VKF_ARCH_TRANSFORMER)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is an encoder-decoder model: use vkf_session_encode and vkf_session_decode_step",
+                         what, s->m->path);
+    return VKF_OK;
+}
+
+vkf_status vkf_session_eval(vkf_session *s, const int32_t *tokens, int32_t n, float *logits) {
+    VKF_TRY(require_decoder_only(s, "eval"));
+    return vkf_session_step(s, 1, n, tokens, NULL, logits == NULL, logits);
+}
+
+vkf_status vkf_session_eval_last(vkf_session *s, const int32_t *tokens, int32_t n, float *logits) {
+    VKF_TRY(require_decoder_only(s, "eval"));
+    return vkf_session_step(s, 1, n, tokens, NULL, 1, logits);
+}
+
+vkf_status vkf_session_encode(vkf_session *s, const int32_t *src, int32_t n) {
+    if (n < 1) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: empty source");
+    return vkf_session_encode_batch(s, 1, n, src, &n, 1, NULL);
+}
+
+vkf_status vkf_session_decode_step(vkf_session *s, int32_t token, float *logprobs) {
+    if (s->m->arch != VKF_ARCH_TRANSFORMER)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "decode_step: %s is decoder-only: use vkf_session_eval", s->m->path);
+    return vkf_session_step(s, 1, 1, &token, NULL, 1, logprobs);
+}

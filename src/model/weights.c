@@ -1,0 +1,98 @@
+/* Weight upload: stored tensors (mapped file) -> backend tensors, once per model.
+ *
+ * Matrices keep their stored dtype (the kernels dequantize inside; no dequantized copy is
+ * kept). Vectors become F32 (norm and bias kernels read F32). HF Conv1D weights are stored
+ * [in, out] and are transposed on the host into [out, in] through a temporary copy. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "model/model.h"
+
+/* ------------------------------------------------------------------ buffer bookkeeping */
+
+static vkf_status model_track(vkf_model *m, vkf_buffer *b) {
+    if (m->n_bufs == m->cap_bufs) {
+        int cap = m->cap_bufs ? 2 * m->cap_bufs : VKF_MODEL_MAX_BUFS_INIT;
+        vkf_buffer **nb = realloc(m->bufs, (size_t)cap * sizeof *nb);
+        if (!nb) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model: out of host memory");
+        m->bufs = nb;
+        m->cap_bufs = cap;
+    }
+    m->bufs[m->n_bufs++] = b;
+    return VKF_OK;
+}
+
+static vkf_status model_alloc(vkf_model *m, vkf_tensor *t, const void *data) {
+    vkf_status s = vkf_tensor_alloc(m->be, t, VKF_BUFFER_WEIGHTS, data);
+    if (s != VKF_OK) return vkf_error_prefix(s, "%s: uploading %s", m->path, t->name);
+    s = model_track(m, t->buf);
+    if (s != VKF_OK) {
+        m->be->i->buffer_free(m->be, t->buf);
+        t->buf = NULL;
+        return s;
+    }
+    m->weight_bytes += vkf_tensor_nbytes(t);
+    return VKF_OK;
+}
+
+int vkf_tensor_present(const vkf_tensor *t) { return t->buf != NULL; }
+
+/* ------------------------------------------------------------------ uploads */
+
+vkf_status vkf_model_upload(vkf_model *m, vkf_tensor *t, const char *name, vkf_wkind kind,
+                            vkf_dtype dtype, int64_t rows, int64_t cols, const void *data) {
+    size_t esz = vkf_dtype_block_bytes(dtype);
+    if (dtype >= VKF_DTYPE_I32 || esz == 0)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: tensor %s has dtype %s; weights must be F32, F16, BF16, Q8_0 or Q4_0",
+                         m->path, name, vkf_dtype_name(dtype));
+    int quant = vkf_dtype_block_elems(dtype) > 1;
+    void *tmp = NULL;
+    if (kind == VKF_W_VECTOR) {
+        int64_t n = rows * cols;
+        *t = vkf_tensor_make(VKF_DTYPE_F32, 1, n, name);
+        if (dtype != VKF_DTYPE_F32) { /* norms and biases are read as F32 by every kernel */
+            tmp = malloc((size_t)n * sizeof(float) + 1);
+            if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", m->path, name);
+            vkf_dequantize_row(dtype, data, tmp, n);
+            data = tmp;
+        }
+    } else if (kind == VKF_W_CONV1D) {
+        if (quant) return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: Conv1D tensor %s cannot be %s", m->path, name, vkf_dtype_name(dtype));
+        /* stored [in = rows, out = cols]; kernels want [out, in] */
+        *t = vkf_tensor_make(dtype, cols, rows, name);
+        tmp = malloc((size_t)(rows * cols) * esz + 1);
+        if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", m->path, name);
+        const char *src = data;
+        char *dst = tmp;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t o = 0; o < cols; o++)
+                memcpy(dst + (size_t)(o * rows + i) * esz, src + (size_t)(i * cols + o) * esz, esz);
+        data = tmp;
+    } else {
+        *t = vkf_tensor_make(dtype, rows, cols, name);
+    }
+    vkf_status s = model_alloc(m, t, data);
+    free(tmp);
+    if (s != VKF_OK) return s;
+    m->n_params += rows * cols;
+    m->n_by_dtype[dtype]++;
+    return VKF_OK;
+}
+
+vkf_status vkf_model_upload_table(vkf_model *m, vkf_tensor *t, const char *name, int64_t rows,
+                                  int64_t cols, const float *data) {
+    *t = vkf_tensor_make(VKF_DTYPE_F32, rows, cols, name);
+    return model_alloc(m, t, data);
+}
+
+/* ------------------------------------------------------------------ token checks */
+
+vkf_status vkf_check_tokens(const int32_t *tokens, int64_t n, int32_t n_vocab, const char *what) {
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            return vkf_error(VKF_ERROR_TOKEN, "%s: token id %d at position %lld is outside the vocabulary [0, %d)",
+                             what, tokens[i], (long long)i, n_vocab);
+    return VKF_OK;
+}

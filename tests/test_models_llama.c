@@ -1,0 +1,223 @@
+/* llama against the llama.cpp fixtures (llama-tiny f32, f16, q8_0, q4_0) on the CPU and on
+ * Vulkan through vkf_verify; GGUF load errors on corrupted copies; token range checks. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <math.h>
+
+#include <cjson/cJSON.h>
+
+#include "model/model.h" /* vkf_session_step: batched, right-padded teacher forcing */
+#include "testutil.h"
+#include "vkformer.h"
+
+/* Per weight type, the bound the test insists on (fixtures/README.md, "Tolerance guidance"):
+ * f32: f32 rounding only; f16: llama.cpp's f16 activations; q8_0/q4_0: its q8_0 activations. */
+static void bounds(const char *name, double *max_abs, double *rms, int *greedy) {
+    *rms = 0;
+    *greedy = 1;
+    if (strstr(name, "-f32/")) {
+        *max_abs = 1e-4;
+    } else if (strstr(name, "-f16/")) {
+        *max_abs = 5e-3;
+    } else {
+        *max_abs = 0.15;
+        *rms = 0.03;
+        *greedy = 0; /* quantization noise exceeds some greedy margins: teacher forcing only */
+    }
+}
+
+static int n_seen[2];
+
+static void check_case(void *user, const vkf_verify_case *c) {
+    const char *backend = user;
+    double max_abs, rms;
+    int greedy;
+    bounds(c->name, &max_abs, &rms, &greedy);
+    n_seen[strcmp(backend, "cpu") != 0]++;
+    printf("  %s %-24s max|d| %.3e rms %.2e tokens %d argmax %d/%d greedy %s %.2fs\n", backend, c->name, c->max_abs, c->rms,
+           c->tokens_match, c->argmax_checked - c->argmax_mismatch, c->argmax_checked, c->greedy_match ? "match" : "differs",
+           c->seconds);
+    VKT_CHECK(c->pass, "%s %s failed", backend, c->name);
+    VKT_CHECK(c->max_abs <= max_abs, "%s %s: max|d| %.3e > %.0e", backend, c->name, c->max_abs, max_abs);
+    if (rms > 0) VKT_CHECK(c->rms <= rms, "%s %s: rms %.3e > %.2g", backend, c->name, c->rms, rms);
+    VKT_CHECK(c->tokens_match == 1, "%s %s: tokenization differs from the fixture", backend, c->name);
+    VKT_CHECK(c->argmax_checked > 0 && c->argmax_mismatch == 0, "%s %s: argmax %d/%d", backend, c->name,
+              c->argmax_checked - c->argmax_mismatch, c->argmax_checked);
+    if (greedy) VKT_CHECK(c->greedy_required && c->greedy_match, "%s %s: free-running greedy differs", backend, c->name);
+}
+
+/* ------------------------------------------------------------------ corrupted GGUF files */
+
+static int write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    int ok = fwrite(data, 1, n, f) == n;
+    return fclose(f) == 0 && ok;
+}
+
+/* A copy of llama-tiny-f32.gguf with the first len bytes equal to `from` replaced by `to`. */
+static int corrupt_copy(const char *path, const char *from, const char *to, size_t len) {
+    size_t n;
+    char *g = vkt_read_file(vkt_fixture("llama-tiny/llama-tiny-f32.gguf"), &n);
+    int ok = g != NULL;
+    char *hit = NULL;
+    for (size_t i = 0; ok && i + len <= n && i < (1u << 20); i++)
+        if (memcmp(g + i, from, len) == 0) {
+            hit = g + i;
+            break;
+        }
+    ok = ok && hit;
+    if (ok) memcpy(hit, to, len);
+    ok = ok && write_file(path, g, n);
+    free(g);
+    return ok;
+}
+
+static void expect_error(vkf_context *ctx, const char *path, vkf_status want, const char *what, const char *must) {
+    vkf_model_params mp = {.path = path};
+    vkf_model *m = NULL;
+    vkf_status s = vkf_model_load(ctx, &mp, &m);
+    const char *msg = vkf_last_error();
+    printf("  %s: %s: %s\n", what, vkf_status_name(s), msg);
+    VKT_CHECK(s == want, "%s: expected %s, got %s (%s)", what, vkf_status_name(want), vkf_status_name(s), msg);
+    VKT_CHECK(strstr(msg, must) != NULL, "%s: the message does not name \"%s\": %s", what, must, msg);
+    if (s == VKF_OK) vkf_model_free(m);
+}
+
+static void test_errors(vkf_context *ctx) {
+    char path[] = "/tmp/vkf_llama_XXXXXX.gguf";
+    int fd = mkstemps(path, 5);
+    VKT_CHECK(fd >= 0, "mkstemps failed");
+    if (fd >= 0) close(fd);
+    /* a missing tensor: the name is stored as length + bytes; same length keeps the layout */
+    VKT_CHECK(corrupt_copy(path, "blk.1.ffn_up.weight", "blk.1.ffn_uq.weight", 19), "copy failed");
+    expect_error(ctx, path, VKF_ERROR_FORMAT, "missing tensor", "blk.1.ffn_up.weight");
+    /* an unknown architecture in general.architecture (the value follows the key) */
+    static const char arch_from[] = "architecture\x08\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00llama";
+    static const char arch_to[] = "architecture\x08\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00llamb";
+    VKT_CHECK(corrupt_copy(path, arch_from, arch_to, sizeof arch_from - 1), "copy failed");
+    expect_error(ctx, path, VKF_ERROR_UNSUPPORTED, "unknown architecture", "llamb");
+    unlink(path);
+
+    /* token ids outside the vocabulary, and a prompt longer than the context */
+    vkf_model_params mp = {.path = vkt_fixture("llama-tiny/llama-tiny-f32.gguf")};
+    vkf_model *m;
+    VKT_OK(vkf_model_load(ctx, &mp, &m));
+    vkf_session_params sp = {.n_ctx = 16};
+    vkf_session *s;
+    VKT_OK(vkf_session_create(m, &sp, &s));
+    int32_t bad[3] = {1, 512, 5};
+    float *lg = malloc(512 * 32 * sizeof *lg);
+    vkf_status st = vkf_session_eval(s, bad, 3, lg);
+    printf("  token 512: %s: %s\n", vkf_status_name(st), vkf_last_error());
+    VKT_CHECK(st == VKF_ERROR_TOKEN && strstr(vkf_last_error(), "512"), "token 512 gave %s", vkf_status_name(st));
+    int32_t neg = -1;
+    VKT_CHECK(vkf_session_eval(s, &neg, 1, lg) == VKF_ERROR_TOKEN, "token -1 accepted");
+    VKT_CHECK(vkf_session_n_past(s) == 0, "a rejected eval advanced the session");
+    int32_t many[17];
+    for (int i = 0; i < 17; i++) many[i] = 10 + i;
+    st = vkf_session_eval(s, many, 17, lg);
+    printf("  17 tokens into 16: %s: %s\n", vkf_status_name(st), vkf_last_error());
+    VKT_CHECK(st == VKF_ERROR_CONTEXT_FULL && strstr(vkf_last_error(), "context"), "17 tokens in 16 gave %s",
+              vkf_status_name(st));
+    VKT_OK(vkf_session_eval(s, many, 16, lg));
+    VKT_CHECK(vkf_session_eval(s, many, 1, lg) == VKF_ERROR_CONTEXT_FULL, "a 17th token was accepted");
+    vkf_session_params too_big = {.n_ctx = 4096};
+    vkf_session *s2 = NULL;
+    VKT_CHECK(vkf_session_create(m, &too_big, &s2) == VKF_ERROR_INVALID_ARGUMENT, "n_ctx 4096 > 512 accepted");
+    free(lg);
+    vkf_session_free(s);
+    vkf_model_free(m);
+}
+
+/* ------------------------------------------------------------------ batches */
+
+/* The three f32 prompts (different lengths) in one forward pass, right-padded with key
+ * lengths: every valid row must match the fixture's prompt logits. */
+static void test_batch(vkf_context *ctx, const char *backend) {
+    char *text = vkt_read_file(vkt_fixture("llama-tiny/cases.json"), NULL);
+    cJSON *cases = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    vkf_model_params mp = {.path = vkt_fixture("llama-tiny/llama-tiny-f32.gguf")};
+    vkf_model *m = NULL;
+    VKT_CHECK(cases != NULL, "cases.json unreadable");
+    if (!cases || vkf_model_load(ctx, &mp, &m) != VKF_OK) {
+        VKT_CHECK(m != NULL, "load: %s", vkf_last_error());
+        cJSON_Delete(cases);
+        return;
+    }
+    enum { B = 3, V = 512 };
+    int32_t lens[B], T = 0, toks[B][64];
+    float *ref[B];
+    for (int b = 0; b < B; b++) { /* cases 0..2 are the f32 model's */
+        const cJSON *c = cJSON_GetArrayItem(cases, b), *e;
+        lens[b] = 0;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "tokens")) toks[b][lens[b]++] = (int32_t)e->valuedouble;
+        if (lens[b] > T) T = lens[b];
+        char p[256];
+        snprintf(p, sizeof p, "llama-tiny/%s", cJSON_GetObjectItem(c, "prompt_logits")->valuestring);
+        ref[b] = vkt_read_file(vkt_fixture(p), NULL);
+    }
+    int32_t *flat = calloc((size_t)B * T, sizeof *flat);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T; i++) flat[b * T + i] = i < lens[b] ? toks[b][i] : 0; /* pad with <unk> */
+    float *out = malloc((size_t)B * T * V * sizeof *out);
+    vkf_session_params sp = {.n_batch = B};
+    vkf_session *s;
+    VKT_OK(vkf_session_create(m, &sp, &s));
+    VKT_OK(vkf_session_step(s, B, T, flat, lens, 0, out));
+    double md = 0;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; ref[b] && i < lens[b]; i++)
+            for (int v = 0; v < V; v++) md = fmax(md, fabs((double)out[((size_t)b * T + i) * V + v] - ref[b][(size_t)i * V + v]));
+    printf("  %s batch of 3 padded prompts (%d, %d, %d tokens): max|d| %.3e\n", backend, lens[0], lens[1], lens[2], md);
+    VKT_CHECK(ref[0] && ref[1] && ref[2] && md <= 1e-4, "%s: batched prompt logits differ by %.3e", backend, md);
+    vkf_session_free(s);
+    for (int b = 0; b < B; b++) free(ref[b]);
+    free(flat);
+    free(out);
+    vkf_model_free(m);
+    cJSON_Delete(cases);
+}
+
+/* ------------------------------------------------------------------ main */
+
+static void run_backend(vkf_context *ctx, const char *backend) {
+    vkf_verify_summary sum;
+    VKT_OK(vkf_verify(ctx, vkt_fixture("llama-tiny"), NULL, check_case, (void *)backend, &sum));
+    VKT_CHECK(sum.n_cases == 12 && sum.n_failed == 0, "%s: %d cases, %d failed", backend, sum.n_cases, sum.n_failed);
+    test_batch(ctx, backend);
+}
+
+int main(void) {
+    if (!vkt_have_fixtures()) {
+        printf("SKIP: no fixtures at %s\n", vkt_fixture(""));
+        return vkt_finish();
+    }
+    vkf_context *ctx;
+    vkf_context_params cpu = {.backend = VKF_BACKEND_CPU};
+    VKT_OK(vkf_context_create(&cpu, &ctx));
+    printf("cpu:\n");
+    run_backend(ctx, "cpu");
+    test_errors(ctx);
+    vkf_context_free(ctx);
+
+    vkf_context_params vk = {.backend = VKF_BACKEND_VULKAN};
+    vkf_status s = vkf_context_create(&vk, &ctx);
+    if (s == VKF_ERROR_NO_VULKAN || s == VKF_ERROR_NO_DEVICE) {
+        printf("SKIP vulkan: %s\n", vkf_last_error());
+    } else {
+        VKT_OK(s);
+        if (s == VKF_OK) {
+            printf("vulkan (%s):\n", vkf_context_device_name(ctx));
+            run_backend(ctx, "vulkan");
+            vkf_context_free(ctx);
+        }
+    }
+    VKT_CHECK(n_seen[0] == 12, "cpu ran %d cases", n_seen[0]);
+    return vkt_finish();
+}
