@@ -10,6 +10,8 @@ static const vkf_cli_cmd commands[] = {
     {"translate", vkf_cmd_translate, "encoder-decoder models: -m MODEL -s SOURCE [--beam N]"},
     {"info", vkf_cmd_info, "describe a model: -m MODEL [--json]"},
     {"verify", vkf_cmd_verify, "run a fixture directory against the engine: FIXTURE_DIR [--cpu | --device N]"},
+    {"tokenize", vkf_cmd_tokenize, "print token ids: -m MODEL (-p TEXT | -f FILE) [--json] [--no-special] [--tokenizer PATH]"},
+    {"detokenize", vkf_cmd_detokenize, "print the text of ids: -m MODEL --ids 1,2,3 [--special] [--tokenizer PATH]"},
 };
 
 static void usage(FILE *f) {

@@ -29,6 +29,7 @@ typedef struct arena_chunk {
 struct vkf_gguf {
     char *path;
     vkf_mapfile map;
+    int borrowed; /* map points at the caller's memory (open_memory): not unmapped */
     uint32_t version, alignment;
     uint64_t data_offset;
     vkf_gguf_kv *kvs;
@@ -512,9 +513,31 @@ vkf_status vkf_gguf_open(const char *path, vkf_gguf **out) {
     return VKF_OK;
 }
 
+vkf_status vkf_gguf_open_memory(const void *data, size_t size, const char *name, vkf_gguf **out) {
+    *out = NULL;
+    if (!name) name = "(memory)";
+    vkf_gguf *g = calloc(1, sizeof *g);
+    if (!g) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+    g->path = strdup(name);
+    if (!g->path) {
+        free(g);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+    }
+    g->borrowed = 1;
+    g->map.data = size ? data : NULL;
+    g->map.size = size;
+    vkf_status s = gguf_parse(g);
+    if (s != VKF_OK) {
+        vkf_gguf_close(g);
+        return s;
+    }
+    *out = g;
+    return VKF_OK;
+}
+
 void vkf_gguf_close(vkf_gguf *g) {
     if (!g) return;
-    vkf_mapfile_close(&g->map);
+    if (!g->borrowed) vkf_mapfile_close(&g->map);
     while (g->arena) {
         arena_chunk *c = g->arena;
         g->arena = c->next;

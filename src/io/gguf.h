@@ -91,6 +91,9 @@ typedef struct vkf_gguf vkf_gguf;
  * the message names the key or tensor), VKF_ERROR_UNSUPPORTED (version 1 or > 3, big-endian,
  * an unsupported tensor type). */
 vkf_status vkf_gguf_open(const char *path, vkf_gguf **out);
+/* The same over size bytes in memory (fuzzing, embedded models): data is not copied and must
+ * outlive the handle; name is used in messages (NULL: "(memory)"). */
+vkf_status vkf_gguf_open_memory(const void *data, size_t size, const char *name, vkf_gguf **out);
 void vkf_gguf_close(vkf_gguf *g);
 
 const char *vkf_gguf_path(const vkf_gguf *g);     /* as given to open(), for messages */

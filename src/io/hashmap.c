@@ -156,3 +156,93 @@ int vkf_u64map_get(const vkf_u64map *m, uint64_t key, uint64_t *val) {
     *val = m->vals[i];
     return 1;
 }
+
+/* ------------------------------------------------------------------ trie */
+
+int vkf_trie_init(vkf_trie *t, size_t expected_bytes) {
+    memset(t, 0, sizeof *t);
+    t->cap = 64;
+    t->val = malloc(t->cap * sizeof *t->val);
+    if (!t->val || !vkf_u64map_init(&t->edges, expected_bytes)) {
+        vkf_trie_free(t);
+        return 0;
+    }
+    t->val[0] = -1;
+    t->n_nodes = 1;
+    return 1;
+}
+
+void vkf_trie_free(vkf_trie *t) {
+    vkf_u64map_free(&t->edges);
+    free(t->val);
+    free(t->first);
+    free(t->byte);
+    free(t->child);
+    memset(t, 0, sizeof *t);
+}
+
+int vkf_trie_insert(vkf_trie *t, const char *key, size_t len, int32_t val) {
+    int32_t node = 0;
+    for (size_t i = 0; i < len; i++) {
+        int32_t child = vkf_trie_step(t, node, (uint8_t)key[i]);
+        if (child < 0) {
+            if (t->n_nodes == t->cap) {
+                int32_t *v = realloc(t->val, 2 * t->cap * sizeof *v);
+                if (!v) return 0;
+                t->val = v;
+                t->cap *= 2;
+            }
+            child = (int32_t)t->n_nodes++;
+            t->val[child] = -1;
+            if (!vkf_u64map_put_first(&t->edges, (uint64_t)node << 8 | (uint8_t)key[i],
+                                      (uint64_t)child))
+                return 0;
+        }
+        node = child;
+    }
+    t->val[node] = val;
+    return 1;
+}
+
+int vkf_trie_freeze(vkf_trie *t) {
+    if (t->frozen) return 1;
+    size_t ne = t->edges.n;
+    uint32_t *first = calloc(t->n_nodes + 1, sizeof *first);
+    uint8_t *byte = malloc(ne ? ne : 1);
+    int32_t *child = malloc((ne ? ne : 1) * sizeof *child);
+    uint32_t *fill = calloc(t->n_nodes + 1, sizeof *fill);
+    if (!first || !byte || !child || !fill) {
+        free(first);
+        free(byte);
+        free(child);
+        free(fill);
+        return 0;
+    }
+    for (size_t i = 0; i < t->edges.cap; i++) /* count edges per node */
+        if (t->edges.keys[i] != UINT64_MAX) first[(t->edges.keys[i] >> 8) + 1]++;
+    for (size_t i = 0; i < t->n_nodes; i++)
+        first[i + 1] += first[i];
+    for (size_t i = 0; i < t->edges.cap; i++) {
+        uint64_t k = t->edges.keys[i];
+        if (k == UINT64_MAX) continue;
+        size_t node = (size_t)(k >> 8);
+        uint32_t j = first[node] + fill[node]++;
+        while (j > first[node] && byte[j - 1] > (uint8_t)k) { /* insertion sort by byte */
+            byte[j] = byte[j - 1];
+            child[j] = child[j - 1];
+            j--;
+        }
+        byte[j] = (uint8_t)k;
+        child[j] = (int32_t)t->edges.vals[i];
+    }
+    free(fill);
+    for (int b = 0; b < 256; b++)
+        t->root[b] = -1;
+    for (uint32_t j = first[0]; j < first[1]; j++)
+        t->root[byte[j]] = child[j];
+    t->first = first;
+    t->byte = byte;
+    t->child = child;
+    t->frozen = 1;
+    return 1;
+}

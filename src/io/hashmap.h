@@ -1,5 +1,5 @@
-/* Open-addressing hash maps for the tokenizers: byte strings -> int32 (vocabularies, caches) and
- * uint64 -> uint64 (BPE merge pairs). */
+/* Open-addressing hash maps for the tokenizers: byte strings -> int32 (vocabularies, caches),
+ * uint64 -> uint64 (BPE merge pairs), and a byte trie over them (Unigram prefix search). */
 #ifndef VKF_IO_HASHMAP_H
 #define VKF_IO_HASHMAP_H
 
@@ -35,5 +35,46 @@ void vkf_u64map_free(vkf_u64map *m);
 int vkf_u64map_put_first(vkf_u64map *m, uint64_t key, uint64_t val);
 /* 1 and *val if present, else 0. */
 int vkf_u64map_get(const vkf_u64map *m, uint64_t key, uint64_t *val);
+
+/* A byte trie: node 0 is the root; each edge (node, byte) -> child lives in a u64map, each node
+ * holds a value (-1: no string ends here). Used to enumerate every vocabulary piece that is a
+ * prefix of the text at a position, shortest first. */
+typedef struct vkf_trie {
+    vkf_u64map edges; /* node << 8 | byte -> child node (while building) */
+    int32_t *val;     /* [n_nodes] */
+    size_t n_nodes, cap;
+    /* after vkf_trie_freeze: each node's edges sorted by byte, the root's as a direct table */
+    uint32_t *first;  /* [n_nodes + 1] edge range of each node */
+    uint8_t *byte;    /* [n_edges] */
+    int32_t *child;   /* [n_edges] */
+    int32_t root[256];
+    int frozen;
+} vkf_trie;
+
+/* 0 on allocation failure. */
+int vkf_trie_init(vkf_trie *t, size_t expected_bytes);
+void vkf_trie_free(vkf_trie *t);
+/* Sets the value of key (replacing an earlier one); 0 on allocation failure. */
+int vkf_trie_insert(vkf_trie *t, const char *key, size_t len, int32_t val);
+/* Packs the trie into sorted arrays for fast lookups (no inserts afterwards); 0 on allocation
+ * failure (the trie still works, unpacked). */
+int vkf_trie_freeze(vkf_trie *t);
+/* The child of node for byte b, -1 if none. */
+static inline int32_t vkf_trie_step(const vkf_trie *t, int32_t node, uint8_t b) {
+    if (t->frozen) {
+        if (node == 0) return t->root[b];
+        uint32_t lo = t->first[node], hi = t->first[node + 1];
+        while (lo < hi) { /* nodes have few children: a short search */
+            uint32_t mid = (lo + hi) >> 1;
+            if (t->byte[mid] < b)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        return lo < t->first[node + 1] && t->byte[lo] == b ? t->child[lo] : -1;
+    }
+    uint64_t v;
+    return vkf_u64map_get(&t->edges, (uint64_t)node << 8 | b, &v) ? (int32_t)v : -1;
+}
 
 #endif

@@ -21,6 +21,7 @@ typedef struct vkf_st_meta {
 struct vkf_safetensors {
     char *path;
     vkf_mapfile map;
+    int borrowed; /* map points at the caller's memory (open_memory): not unmapped */
     vkf_st_tensor *tensors; /* header order */
     size_t n_tensors;
     size_t *by_name; /* indices sorted by name, for bsearch */
@@ -323,9 +324,32 @@ vkf_status vkf_safetensors_open(const char *path, vkf_safetensors **out) {
     return VKF_OK;
 }
 
+vkf_status vkf_safetensors_open_memory(const void *data, size_t size, const char *name,
+                                       vkf_safetensors **out) {
+    *out = NULL;
+    if (!name) name = "(memory)";
+    vkf_safetensors *st = calloc(1, sizeof *st);
+    if (!st) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+    st->path = strdup(name);
+    if (!st->path) {
+        free(st);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+    }
+    st->borrowed = 1;
+    st->map.data = size ? data : NULL;
+    st->map.size = size;
+    vkf_status s = st_parse(st);
+    if (s != VKF_OK) {
+        vkf_safetensors_close(st);
+        return s;
+    }
+    *out = st;
+    return VKF_OK;
+}
+
 void vkf_safetensors_close(vkf_safetensors *st) {
     if (!st) return;
-    vkf_mapfile_close(&st->map);
+    if (!st->borrowed) vkf_mapfile_close(&st->map);
     for (size_t i = 0; i < st->n_meta; i++) {
         free(st->meta[i].key);
         free(st->meta[i].value);

@@ -48,6 +48,10 @@ typedef struct vkf_safetensors vkf_safetensors;
 /* Maps and validates path. Errors: VKF_ERROR_IO (open/mmap), VKF_ERROR_FORMAT (any header or
  * layout problem; the message names the file and the tensor). */
 vkf_status vkf_safetensors_open(const char *path, vkf_safetensors **out);
+/* The same over size bytes in memory (fuzzing, embedded weights): data is not copied and must
+ * outlive the handle; name is used in messages (NULL: "(memory)"). */
+vkf_status vkf_safetensors_open_memory(const void *data, size_t size, const char *name,
+                                       vkf_safetensors **out);
 void vkf_safetensors_close(vkf_safetensors *st);
 
 /* The path given to open(), for messages. */

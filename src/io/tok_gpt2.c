@@ -86,7 +86,7 @@ void vkf_bpe_cache_free(vkf_bpe_cache *c) {
     memset(c, 0, sizeof *c);
 }
 
-static int cache_get(const vkf_bpe_cache *c, const char *key, size_t len, vkf_ids *out) {
+int vkf_bpe_cache_get(const vkf_bpe_cache *c, const char *key, size_t len, vkf_ids *out) {
     if (!c->map.cap) return 0;
     int32_t e = vkf_strmap_get(&c->map, key, len);
     if (e < 0) return 0;
@@ -102,7 +102,7 @@ static void cache_reset(vkf_bpe_cache *c) {
 }
 
 /* Best effort: a failed allocation only means the entry is not cached. */
-static void cache_put(vkf_bpe_cache *c, const char *key, size_t len, const int32_t *ids, size_t n) {
+void vkf_bpe_cache_put(vkf_bpe_cache *c, const char *key, size_t len, const int32_t *ids, size_t n) {
     if (len > BPE_CACHE_MAX_KEY) return;
     if (!c->map.cap && !vkf_strmap_init(&c->map, 4096)) return;
     if (c->n_entries >= BPE_CACHE_MAX_ENTRIES) cache_reset(c);
@@ -140,7 +140,7 @@ static void cache_put(vkf_bpe_cache *c, const char *key, size_t len, const int32
     memcpy(k, key, len);
     if (!vkf_strmap_put(&c->map, k, len, (int32_t)c->n_entries)) return;
     c->chunk_used += len;
-    memcpy(c->ids + c->ids_used, ids, n * sizeof *ids);
+    if (n) memcpy(c->ids + c->ids_used, ids, n * sizeof *ids);
     c->ids_off[c->n_entries] = (uint32_t)c->ids_used;
     c->ids_n[c->n_entries] = (uint32_t)n;
     c->ids_used += n;
@@ -160,7 +160,7 @@ static int try_pair(vkf_tokenizer *t, int32_t l, int32_t r) {
 }
 
 static vkf_status bpe_piece(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out) {
-    int hit = cache_get(&t->cache, s, n, out);
+    int hit = vkf_bpe_cache_get(&t->cache, s, n, out);
     if (hit < 0) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "out of memory while tokenizing");
     if (hit) return VKF_OK;
     if (n > INT32_MAX || !vkf_tok_reserve_symbols(t, n))
@@ -202,7 +202,7 @@ static vkf_status bpe_piece(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *
         }
         if (!vkf_ids_push(out, id)) goto oom;
     }
-    cache_put(&t->cache, s, n, out->v + first, out->n - first);
+    vkf_bpe_cache_put(&t->cache, s, n, out->v + first, out->n - first);
     return VKF_OK;
 oom:
     return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing", t->name);
@@ -213,7 +213,7 @@ oom:
 /* End (exclusive, in code points) of the GPT-2 regex match that starts at i:
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  * Alternatives are tried in order, as the regex engine does. */
-static size_t gpt2_match(const uint32_t *cp, const uint8_t *cls, size_t n, size_t i) {
+size_t vkf_gpt2_match(const uint32_t *cp, const uint8_t *cls, size_t n, size_t i) {
     if (cp[i] == '\'' && i + 1 < n) {
         uint32_t c1 = cp[i + 1];
         if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return i + 2;
@@ -268,7 +268,7 @@ vkf_status vkf_gpt2_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_i
     }
     t->cp_off[m] = (uint32_t)n;
     for (size_t i = 0; i < m;) {
-        size_t e = gpt2_match(t->cps, t->cp_cls, m, i);
+        size_t e = vkf_gpt2_match(t->cps, t->cp_cls, m, i);
         VKF_TRY(bpe_piece(t, s + t->cp_off[i], t->cp_off[e] - t->cp_off[i], out));
         i = e;
     }

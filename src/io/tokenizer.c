@@ -4,7 +4,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "io/tokenizer_impl.h"
@@ -192,6 +194,8 @@ void vkf_tokenizer_free(vkf_tokenizer *t) {
     free(t->cps);
     free(t->cp_off);
     free(t->cp_cls);
+    vkf_hf_free(t->hf);
+    vkf_spm_free(t->spm);
     free(t);
 }
 
@@ -270,6 +274,15 @@ vkf_status vkf_tokenizer_encode_ex(vkf_tokenizer *t, const char *text, size_t le
     vkf_ids out = {0};
     fragments fr = {0};
     vkf_status s = VKF_OK;
+    if (t->kind == VKF_TOK_HF || t->kind == VKF_TOK_SPM) {
+        s = t->kind == VKF_TOK_HF ? vkf_hf_encode(t, text ? text : "", len, add_special, parse_special, &out)
+                                  : vkf_spm_encode(t, text ? text : "", len, add_special, parse_special, &out);
+        if (s != VKF_OK) goto fail;
+        if (!out.v && !(out.v = malloc(sizeof *out.v))) goto oom;
+        *ids = out.v;
+        *n = out.n;
+        return VKF_OK;
+    }
     if (add_special && t->add_bos && t->bos >= 0 && !vkf_ids_push(&out, t->bos)) goto oom;
     if ((s = split_specials(t, text, len, parse_special, &fr)) != VKF_OK) goto fail;
     int prev_special = 1;
@@ -286,6 +299,7 @@ vkf_status vkf_tokenizer_encode_ex(vkf_tokenizer *t, const char *text, size_t le
             s = vkf_llama_encode_text(t, text + f->off, f->len, prev_special, &out);
             break;
         case VKF_TOK_CHAR: s = vkf_char_encode_text(t, text + f->off, f->len, &out); break;
+        default: s = vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tokenize: bad tokenizer kind"); break;
         }
         if (s != VKF_OK) goto fail;
         prev_special = 0;
@@ -311,26 +325,8 @@ vkf_status vkf_tokenizer_encode(vkf_tokenizer *t, const char *text, size_t len, 
 
 /* ------------------------------------------------------------------ decode */
 
-typedef struct strbuf {
-    char *p;
-    size_t n, cap;
-} strbuf;
-
-static int sb_put(strbuf *b, const void *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) return 0;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-    return 1;
-}
+typedef vkf_sbuf strbuf;
+#define sb_put vkf_sbuf_put
 
 static int hexval(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -384,15 +380,27 @@ vkf_status vkf_tokenizer_decode_ex(const vkf_tokenizer *t, const int32_t *ids, s
     strbuf b = {0};
     if (!sb_put(&b, "", 0)) goto oom;
     int prev_special = !(flags & VKF_DECODE_NO_STRIP);
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = ids[i];
-        if (id < 0 || id >= t->n_vocab) {
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= t->n_vocab) {
             free(b.p);
             return vkf_error(VKF_ERROR_TOKEN,
                              "%s: decode: token id %d at position %zu is out of "
                              "range [0, %d)",
-                             t->name, id, i, t->n_vocab);
+                             t->name, ids[i], i, t->n_vocab);
         }
+    if (t->kind == VKF_TOK_HF || t->kind == VKF_TOK_SPM) {
+        vkf_status s = t->kind == VKF_TOK_HF ? vkf_hf_decode(t, ids, n, flags, &b)
+                                             : vkf_spm_decode(t, ids, n, flags, &b);
+        if (s != VKF_OK) {
+            free(b.p);
+            return s;
+        }
+        *text = b.p;
+        *len = b.n;
+        return VKF_OK;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = ids[i];
         const char *s = vkf_tok_str(t, id);
         size_t sl = t->len[id];
         int ty = t->type[id];
@@ -462,6 +470,8 @@ const char *vkf_tokenizer_kind(const vkf_tokenizer *t) {
     case VKF_TOK_GPT2: return "gpt2";
     case VKF_TOK_LLAMA: return "llama";
     case VKF_TOK_CHAR: return "char";
+    case VKF_TOK_HF: return vkf_hf_model_name(t->hf);
+    case VKF_TOK_SPM: return vkf_spm_model_name(t->spm);
     }
     return "?";
 }
@@ -606,5 +616,105 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
     return VKF_OK;
 fail:
     vkf_tokenizer_free(t);
+    return s;
+}
+
+/* ------------------------------------------------------------------ open_auto */
+
+static int is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static vkf_status open_gguf_tokenizer(const char *path, vkf_tokenizer **out) {
+    vkf_gguf *g;
+    VKF_TRY(vkf_gguf_open(path, &g));
+    vkf_status s = vkf_tokenizer_from_gguf(g, out);
+    vkf_gguf_close(g);
+    return s;
+}
+
+/* A file: by its name, else by its first bytes. */
+static vkf_status open_file(const char *path, vkf_tokenizer **out) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (ends_with(base, ".gguf")) return open_gguf_tokenizer(path, out);
+    if (ends_with(base, ".model")) return vkf_tokenizer_from_spm_file(path, out);
+    if (strcmp(base, "char_vocab.json") == 0) return vkf_tokenizer_char_from_file(path, out);
+    if (strcmp(base, "vocab.json") == 0 || strcmp(base, "merges.txt") == 0) {
+        char v[4096], m[4096];
+        size_t dir = (size_t)(base - path);
+        snprintf(v, sizeof v, "%.*svocab.json", (int)dir, path);
+        snprintf(m, sizeof m, "%.*smerges.txt", (int)dir, path);
+        return vkf_tokenizer_from_gpt2_files(v, m, out);
+    }
+    if (ends_with(base, ".json")) return vkf_tokenizer_from_hf_json(path, out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return vkf_error(VKF_ERROR_IO, "%s: cannot open", path);
+    char head[4] = {0};
+    size_t got = fread(head, 1, 4, f);
+    fclose(f);
+    if (got == 4 && memcmp(head, "GGUF", 4) == 0) return open_gguf_tokenizer(path, out);
+    if (got && head[0] == '{') return vkf_tokenizer_from_hf_json(path, out);
+    return vkf_tokenizer_from_spm_file(path, out);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+vkf_status vkf_tokenizer_open_auto(const char *path, vkf_tokenizer **out) {
+    *out = NULL;
+    struct stat st;
+    if (!path || stat(path, &st) != 0)
+        return vkf_error(VKF_ERROR_IO, "%s: no such file or directory", path ? path : "(null)");
+    if (!S_ISDIR(st.st_mode)) return open_file(path, out);
+    char a[4200], b[4200];
+    snprintf(a, sizeof a, "%s/tokenizer.json", path);
+    if (is_file(a)) return vkf_tokenizer_from_hf_json(a, out);
+    snprintf(a, sizeof a, "%s/tokenizer.model", path);
+    if (is_file(a)) return vkf_tokenizer_from_spm_file(a, out);
+    snprintf(a, sizeof a, "%s/vocab.json", path);
+    snprintf(b, sizeof b, "%s/merges.txt", path);
+    if (is_file(a) && is_file(b)) return vkf_tokenizer_from_gpt2_files(a, b, out);
+    snprintf(a, sizeof a, "%s/char_vocab.json", path);
+    if (is_file(a)) return vkf_tokenizer_char_from_file(a, out);
+    /* the first GGUF file by name */
+    DIR *d = opendir(path);
+    if (!d) return vkf_error(VKF_ERROR_IO, "%s: cannot read the directory", path);
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!ends_with(e->d_name, ".gguf")) continue;
+        char **v = realloc(names, (n + 1) * sizeof *v);
+        if (!v || !(v[n] = strdup(e->d_name))) {
+            free(v ? v : names);
+            closedir(d);
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+        }
+        names = v;
+        n++;
+    }
+    closedir(d);
+    vkf_status s;
+    if (n) {
+        qsort(names, n, sizeof *names, cmp_str);
+        snprintf(a, sizeof a, "%s/%s", path, names[0]);
+        s = open_gguf_tokenizer(a, out);
+    } else {
+        s = vkf_error(VKF_ERROR_IO,
+                      "%s: no tokenizer found (looked for tokenizer.json, tokenizer.model, "
+                      "vocab.json + merges.txt, char_vocab.json, *.gguf)",
+                      path);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
     return s;
 }

@@ -1,6 +1,13 @@
 /* Tokenizers behind one interface: GPT-2 byte-level BPE (vocab.json + merges.txt, or a GGUF with
  * tokenizer.ggml.model = "gpt2"), SentencePiece-style BPE (a GGUF with tokenizer.ggml.model =
- * "llama") and a character-level vocabulary (char_vocab.json).
+ * "llama"), a character-level vocabulary (char_vocab.json), Hugging Face tokenizer.json files
+ * (BPE, WordPiece, Unigram, WordLevel models with their normalizers, pre-tokenizers,
+ * post-processors and decoders: see tok_hf.c) and SentencePiece .model files (BPE, Unigram:
+ * see tok_spm.c). vkf_tokenizer_open_auto() picks one from a model directory or file.
+ *
+ * The gpt2 / llama / char kinds follow llama.cpp as described below; tokenizer.json kinds follow
+ * the Hugging Face `tokenizers` library and .model kinds the sentencepiece library, id for id
+ * (tests/test_tokenizer_ref.c checks every id of a corpus against both libraries).
  *
  * Usage:
  *     vkf_tokenizer *tok;
@@ -42,8 +49,18 @@
  * each special token). Control tokens (BOS, EOS, <|endoftext|>, ...) are skipped and the unknown
  * token renders as U+FFFD, unless VKF_DECODE_SPECIAL is given, which renders their text.
  *
- * A tokenizer keeps a cache of pre-token results, so encode is not thread-safe on one
- * tokenizer; use one per thread. */
+ * tokenizer.json: added tokens are cut out first (special ones only with parse_special); for
+ * add_special the post-processor's tokens are added ([CLS] ... [SEP], <s> ...); decode skips
+ * special added tokens unless VKF_DECODE_SPECIAL. Invalid UTF-8: each invalid byte is a
+ * character of its own; byte-level and byte-fallback models encode it as its byte and decode
+ * gives it back; other models map it like any unknown character (usually to unk, or drop it
+ * where the normalizer drops control characters, as BertNormalizer does).
+ * SentencePiece .model: as the sentencepiece library: each invalid byte becomes U+FFFD while
+ * normalizing; control tokens in the text are plain text whatever parse_special says;
+ * add_special adds bos (trainer_spec.bos_id).
+ *
+ * A tokenizer keeps a cache of pre-token results and scratch buffers, so encode is not
+ * thread-safe on one tokenizer (use one per thread); decode and the accessors are. */
 #ifndef VKF_IO_TOKENIZER_H
 #define VKF_IO_TOKENIZER_H
 
@@ -89,6 +106,22 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out);
  * flags are optional: -1 / false when absent); every other token is exactly one UTF-8
  * character, without duplicates. */
 vkf_status vkf_tokenizer_char_from_file(const char *path, vkf_tokenizer **out);
+/* Hugging Face tokenizer.json. tokenizer_config.json / special_tokens_map.json beside it, when
+ * present, name the bos/eos/unk/pad tokens (bos_token or cls_token, eos_token or sep_token);
+ * else the post-processor's first and last tokens, else common names (<s>, </s>, ...). */
+vkf_status vkf_tokenizer_from_hf_json(const char *path, vkf_tokenizer **out);
+/* The same from a tokenizer.json held in memory (no config files); name is for messages. */
+vkf_status vkf_tokenizer_from_hf_json_memory(const char *json, size_t len, const char *name,
+                                             vkf_tokenizer **out);
+/* SentencePiece model (the ModelProto protobuf the sentencepiece library writes). */
+vkf_status vkf_tokenizer_from_spm_file(const char *path, vkf_tokenizer **out);
+vkf_status vkf_tokenizer_from_spm_memory(const void *data, size_t size, const char *name,
+                                         vkf_tokenizer **out);
+/* Opens the tokenizer of a model directory or file. A directory: the first of tokenizer.json,
+ * tokenizer.model, vocab.json + merges.txt, char_vocab.json, then the metadata of the first
+ * *.gguf (by name). A file: by name (*.gguf, *.model, char_vocab.json, vocab.json with
+ * merges.txt beside it, other *.json as tokenizer.json), else by content. */
+vkf_status vkf_tokenizer_open_auto(const char *path, vkf_tokenizer **out);
 void vkf_tokenizer_free(vkf_tokenizer *tok);
 
 /* ------------------------------------------------------------------ encode / decode */
@@ -125,7 +158,8 @@ int32_t vkf_tokenizer_pad(const vkf_tokenizer *tok);
 /* Whether encode(add_special = 1) adds BOS / EOS. */
 int vkf_tokenizer_add_bos(const vkf_tokenizer *tok);
 int vkf_tokenizer_add_eos(const vkf_tokenizer *tok);
-/* "gpt2", "llama" or "char". */
+/* "gpt2", "llama", "char", "hf-bpe", "hf-wordpiece", "hf-unigram", "hf-wordlevel", "spm-bpe",
+ * "spm-unigram", "spm-char" or "spm-word". */
 const char *vkf_tokenizer_kind(const vkf_tokenizer *tok);
 
 #endif

@@ -1,5 +1,6 @@
 /* Internal layout of vkf_tokenizer, shared by tokenizer.c (common parts: vocabulary, special
- * tokens, encode/decode driver) and tok_gpt2.c, tok_llama.c, tok_char.c (one algorithm each). */
+ * tokens, encode/decode driver, open_auto) and tok_gpt2.c, tok_llama.c, tok_char.c (one
+ * algorithm each), tok_hf.c (tokenizer.json pipelines) and tok_spm.c (SentencePiece .model). */
 #ifndef VKF_IO_TOKENIZER_IMPL_H
 #define VKF_IO_TOKENIZER_IMPL_H
 
@@ -9,7 +10,25 @@
 #include "io/hashmap.h"
 #include "io/tokenizer.h"
 
-typedef enum vkf_tok_kind { VKF_TOK_GPT2, VKF_TOK_LLAMA, VKF_TOK_CHAR } vkf_tok_kind;
+typedef enum vkf_tok_kind {
+    VKF_TOK_GPT2,  /* vocab.json + merges.txt, GGUF "gpt2" */
+    VKF_TOK_LLAMA, /* GGUF "llama" (llama.cpp's SPM-style BPE) */
+    VKF_TOK_CHAR,  /* char_vocab.json */
+    VKF_TOK_HF,    /* tokenizer.json: normalizer, pre-tokenizer, model, post-processor, decoder */
+    VKF_TOK_SPM,   /* SentencePiece .model (BPE or Unigram) */
+} vkf_tok_kind;
+
+struct vkf_hf;
+struct vkf_spm;
+
+/* Growable byte string, always NUL-terminated once non-empty. */
+typedef struct vkf_sbuf {
+    char *p;
+    size_t n, cap;
+} vkf_sbuf;
+
+int vkf_sbuf_put(vkf_sbuf *b, const void *s, size_t n); /* 0 on allocation failure */
+int vkf_sbuf_reserve(vkf_sbuf *b, size_t n);
 
 /* Growable id list. */
 typedef struct vkf_ids {
@@ -79,6 +98,9 @@ struct vkf_tokenizer {
     uint32_t *cp_off;
     uint8_t *cp_cls;
     size_t cps_cap;
+
+    struct vkf_hf *hf;   /* VKF_TOK_HF */
+    struct vkf_spm *spm; /* VKF_TOK_SPM */
 };
 
 /* ------------------------------------------------------------------ shared helpers */
@@ -118,5 +140,26 @@ vkf_status vkf_gpt2_init_bytes(vkf_tokenizer *t);
 vkf_status vkf_gpt2_add_merge(vkf_tokenizer *t, const char *line, size_t len, uint32_t rank,
                               const char *where);
 void vkf_bpe_cache_free(vkf_bpe_cache *c);
+/* Pre-token cache: appends the cached ids of key to out and returns 1, 0 if absent, -1 on
+ * allocation failure; put is best effort (long keys are not cached). */
+int vkf_bpe_cache_get(const vkf_bpe_cache *c, const char *key, size_t len, vkf_ids *out);
+void vkf_bpe_cache_put(vkf_bpe_cache *c, const char *key, size_t len, const int32_t *ids, size_t n);
+/* The GPT-2 pre-tokenizer: end (exclusive, in code points) of the regex match at i. */
+size_t vkf_gpt2_match(const uint32_t *cp, const uint8_t *cls, size_t n, size_t i);
+
+/* tokenizer.json and SentencePiece: whole-text encode (special tokens, normalization,
+ * post-processing included) and decode (flags: VKF_DECODE_*), and destructors. */
+vkf_status vkf_hf_encode(vkf_tokenizer *t, const char *text, size_t len, int add_special,
+                         int parse_special, vkf_ids *out);
+vkf_status vkf_hf_decode(const vkf_tokenizer *t, const int32_t *ids, size_t n, int flags,
+                         vkf_sbuf *out);
+void vkf_hf_free(struct vkf_hf *hf);
+vkf_status vkf_spm_encode(vkf_tokenizer *t, const char *text, size_t len, int add_special,
+                          int parse_special, vkf_ids *out);
+vkf_status vkf_spm_decode(const vkf_tokenizer *t, const int32_t *ids, size_t n, int flags,
+                          vkf_sbuf *out);
+void vkf_spm_free(struct vkf_spm *spm);
+const char *vkf_hf_model_name(const struct vkf_hf *hf);   /* "hf-bpe", ... */
+const char *vkf_spm_model_name(const struct vkf_spm *spm); /* "spm-bpe", ... */
 
 #endif

@@ -12,10 +12,36 @@ typedef struct vkf_unicode_range {
 #define VKF_UNICODE_N_LETTER 648
 #define VKF_UNICODE_N_NUMBER 134
 #define VKF_UNICODE_N_SPACE 10
+#define VKF_UNICODE_N_CAT_RUNS 3968
+#define VKF_UNICODE_N_CCC_RUNS 571
+#define VKF_UNICODE_N_DECOMP 5795
+#define VKF_UNICODE_N_DECOMP_POOL 8601
+#define VKF_UNICODE_N_COMPOSE 941
+#define VKF_UNICODE_N_LOWER 1432
 
 /* Sorted, disjoint, non-adjacent ranges. */
 extern const vkf_unicode_range vkf_unicode_letter[VKF_UNICODE_N_LETTER]; /* \p{L} */
 extern const vkf_unicode_range vkf_unicode_number[VKF_UNICODE_N_NUMBER]; /* \p{N} */
 extern const vkf_unicode_range vkf_unicode_space[VKF_UNICODE_N_SPACE];   /* White_Space */
+
+/* start << 8 | value, sorted: the value holds from start up to the next run's start. The
+ * category is an index into VKF_GC_* (unicode.h). */
+extern const uint32_t vkf_unicode_cat_runs[VKF_UNICODE_N_CAT_RUNS];
+extern const uint32_t vkf_unicode_ccc_runs[VKF_UNICODE_N_CCC_RUNS];
+
+/* One decomposition level per code point that has one, sorted by cp. */
+typedef struct vkf_unicode_decomp {
+    uint32_t cp;
+    uint32_t info; /* offset into vkf_unicode_decomp_pool << 6 | compat << 5 | length */
+} vkf_unicode_decomp;
+extern const vkf_unicode_decomp vkf_unicode_decomps[VKF_UNICODE_N_DECOMP];
+extern const uint32_t vkf_unicode_decomp_pool[VKF_UNICODE_N_DECOMP_POOL];
+
+/* Canonical composition: key = first << 21 | second (sorted), value = the composite. */
+extern const uint64_t vkf_unicode_compose_keys[VKF_UNICODE_N_COMPOSE];
+extern const uint32_t vkf_unicode_compose_vals[VKF_UNICODE_N_COMPOSE];
+
+/* Single-character lowercase mappings, sorted by the first code point. */
+extern const uint32_t vkf_unicode_lower_map[VKF_UNICODE_N_LOWER][2];
 
 #endif

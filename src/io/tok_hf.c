@@ -1,0 +1,2259 @@
+/* Hugging Face tokenizer.json: the pipeline of the `tokenizers` library, step by step.
+ *
+ *   added tokens (non-normalized ones cut from the raw text, leftmost-longest)
+ *   -> normalizer (on every remaining piece) -> added tokens that are matched normalized
+ *   -> pre-tokenizer (splits each piece into words, may rewrite them: ByteLevel, Metaspace)
+ *   -> model (BPE, WordPiece, Unigram, WordLevel: each word -> ids, with a cache)
+ *   -> post-processor (TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel)
+ *
+ * and decode: ids -> token strings (special added tokens skipped unless VKF_DECODE_SPECIAL)
+ * -> decoder chain (ByteLevel, Metaspace, WordPiece, BPEDecoder, ByteFallback, Fuse, Strip,
+ * Replace, Sequence) -> concatenation; with no decoder the tokens are joined with " ".
+ *
+ * Where this differs from the library on purpose:
+ * - invalid UTF-8 (the library takes strings, so it never sees any): each invalid byte is a
+ *   character of its own with no category; byte-level BPE and byte-fallback models encode it
+ *   as its byte, and decoding those tokens gives the bytes back exactly (the library's
+ *   decoders would put U+FFFD for bytes that do not form UTF-8);
+ * - BPE dropout is ignored (the library samples; vkformer is deterministic);
+ * - Replace normalizers/decoders and Split pre-tokenizers take literal patterns; of regular
+ *   expressions only the GPT-2 pattern (and patterns without metacharacters) are understood,
+ *   any other one is VKF_ERROR_UNSUPPORTED at load time;
+ * - Precompiled (SentencePiece charsmap) normalizers apply the charsmap as SentencePiece does
+ *   (longest match at each position), not grapheme by grapheme as the library does; the two
+ *   agree except for graphemes that the charsmap maps as a whole.
+ * Offsets, type ids, attention masks, padding and truncation are not produced. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "io/mapfile.h"
+#include "io/tok_charsmap.h"
+#include "io/tokenizer_impl.h"
+#include "io/unicode.h"
+
+/* ------------------------------------------------------------------ types */
+
+typedef enum { SPLIT_REMOVED, SPLIT_ISOLATED, SPLIT_MERGED_PREV, SPLIT_MERGED_NEXT, SPLIT_CONTIGUOUS } split_behavior;
+
+typedef enum {
+    NORM_NFD, NORM_NFKD, NORM_NFC, NORM_NFKC, NORM_LOWERCASE, NORM_STRIP_ACCENTS, NORM_STRIP,
+    NORM_REPLACE, NORM_PREPEND, NORM_BERT, NORM_NMT, NORM_PRECOMPILED,
+} norm_type;
+
+typedef struct hf_norm {
+    norm_type type;
+    int a, b, c, d;         /* Strip: left, right; Bert: clean, chinese, strip_accents, lower */
+    uint32_t *pat, *rep;    /* Replace: pattern and content; Prepend: rep */
+    size_t n_pat, n_rep;
+    vkf_charsmap charsmap;  /* Precompiled */
+} hf_norm;
+
+typedef enum {
+    PRE_BYTELEVEL, PRE_METASPACE, PRE_BERT, PRE_WHITESPACE, PRE_WHITESPACE_SPLIT,
+    PRE_PUNCTUATION, PRE_DIGITS, PRE_SPLIT, PRE_CHAR_DELIMITER,
+} pre_type;
+
+typedef enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER } prepend_scheme;
+
+typedef struct hf_pre {
+    pre_type type;
+    int add_prefix_space, use_regex;  /* ByteLevel */
+    char rep[8];                      /* Metaspace replacement (UTF-8) */
+    size_t rep_len;
+    uint32_t rep_cp;
+    prepend_scheme prepend;           /* Metaspace */
+    int split;                        /* Metaspace: split on the replacement */
+    split_behavior behavior;          /* Punctuation, Split */
+    int individual_digits;            /* Digits */
+    int invert;                       /* Split */
+    int gpt2_regex;                   /* Split: the pattern is the GPT-2 regex */
+    char *pat;                        /* Split: literal pattern */
+    size_t pat_len;
+    uint32_t delim;                   /* CharDelimiterSplit */
+} hf_pre;
+
+typedef enum { MODEL_BPE, MODEL_WORDPIECE, MODEL_UNIGRAM, MODEL_WORDLEVEL } model_type;
+
+typedef enum {
+    DEC_BYTELEVEL, DEC_METASPACE, DEC_WORDPIECE, DEC_BPE, DEC_BYTEFALLBACK, DEC_FUSE, DEC_STRIP,
+    DEC_REPLACE,
+} dec_type;
+
+typedef struct hf_dec {
+    dec_type type;
+    char *a, *b; /* WordPiece prefix; BPE suffix; Replace pattern, content */
+    size_t na, nb;
+    uint32_t cp;  /* Metaspace replacement, Strip content */
+    int x, y;     /* WordPiece cleanup; Metaspace prepend != never; Strip start, stop */
+} hf_dec;
+
+typedef struct added_token {
+    int32_t id;
+    char *content; /* as matched: normalized when normalized is set */
+    size_t len;
+    int single_word, lstrip, rstrip, normalized, special;
+} added_token;
+
+/* One post-processor step for a single sequence: ids before and after it. */
+typedef struct hf_post {
+    int32_t *pre, *post;
+    size_t n_pre, n_post;
+} hf_post;
+
+struct vkf_hf {
+    hf_norm *norm;
+    size_t n_norm;
+    hf_pre *pre;
+    size_t n_pre;
+    hf_dec *dec;
+    size_t n_dec;
+    int has_decoder;
+    hf_post post;
+
+    added_token *added;
+    size_t n_added;
+    uint8_t added_first[256]; /* bytes that start some added token */
+    uint8_t *is_special; /* [n_vocab] special added tokens (skipped when decoding) */
+
+    model_type model;
+    vkf_strmap mvocab; /* model vocabulary: string -> id (keys in mkeys) */
+    char *mkeys;
+    int32_t unk;       /* model unk id, -1 if none */
+    /* BPE */
+    char *prefix, *suffix; /* continuing_subword_prefix, end_of_word_suffix (NULL: none) */
+    size_t n_prefix, n_suffix;
+    int fuse_unk, byte_fallback, ignore_merges;
+    int ws_split; /* words may be cut before each U+2581 (see model_word) */
+    int32_t byte_id[256]; /* <0xNN> ids for byte fallback */
+    /* WordPiece */
+    int max_chars;
+    /* Unigram */
+    vkf_trie trie;
+    double *uscore; /* [n_vocab] */
+    double min_score;
+
+    /* scratch */
+    vkf_cpbuf cp_a, cp_b;
+    vkf_sbuf s_a, s_b, s_c;
+};
+
+/* ------------------------------------------------------------------ small helpers */
+
+int vkf_sbuf_reserve(vkf_sbuf *b, size_t n) {
+    if (n + 1 <= b->cap) return 1;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < n + 1)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) return 0;
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+
+int vkf_sbuf_put(vkf_sbuf *b, const void *s, size_t n) {
+    if (!vkf_sbuf_reserve(b, b->n + n)) return 0;
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 1;
+}
+
+static int cps_to_utf8(const uint32_t *v, size_t n, vkf_sbuf *out) {
+    out->n = 0;
+    if (!vkf_sbuf_reserve(out, 4 * n)) return 0;
+    for (size_t i = 0; i < n; i++)
+        out->n += vkf_utf8_encode(v[i], out->p + out->n);
+    out->p[out->n] = 0;
+    return 1;
+}
+
+/* Decodes one character at s[0..n): its code point (VKF_CP_RAW for an invalid byte). */
+static size_t next_cp(const char *s, size_t n, uint32_t *cp) {
+    size_t l = vkf_utf8_decode(s, n, cp);
+    if (*cp == VKF_UTF8_INVALID) *cp = VKF_CP_RAW(s[0]);
+    return l;
+}
+
+static char *dup_n(const char *s, size_t n) {
+    char *p = malloc(n + 1);
+    if (!p) return NULL;
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+static uint32_t *utf8_dup_cps(const char *s, size_t n, size_t *out_n) {
+    vkf_cpbuf b = {0};
+    if (!vkf_utf8_to_cps(s, n, &b) || !vkf_cpbuf_reserve(&b, b.n + 1)) {
+        free(b.v);
+        return NULL;
+    }
+    *out_n = b.n;
+    return b.v;
+}
+
+/* BERT's whitespace: \t \n \r and White_Space. */
+static int bert_is_space(uint32_t c) { return vkf_unicode_is_space(c); }
+/* BERT's control: the C* categories but \t \n \r (invalid bytes count as unassigned). */
+static int bert_is_control(uint32_t c) {
+    if (c == '\t' || c == '\n' || c == '\r') return 0;
+    return vkf_gc_is_other(vkf_unicode_gc(c));
+}
+/* ASCII punctuation or a P* category (BertPreTokenizer, Punctuation). */
+static int is_punc(uint32_t c) {
+    if (c < 0x80)
+        return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
+               (c >= 123 && c <= 126);
+    return vkf_gc_is_punct(vkf_unicode_gc(c));
+}
+static int is_chinese(uint32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
+           (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
+           (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+static int is_alnum(uint32_t c) {
+    vkf_gc g = vkf_unicode_gc(c);
+    return vkf_gc_is_letter(g) || vkf_gc_is_number(g);
+}
+
+/* ------------------------------------------------------------------ normalizers */
+
+/* Applies one normalizer to the code points in a (result in a or b; returns the result). */
+static vkf_cpbuf *norm_apply(struct vkf_hf *h, const hf_norm *op, vkf_cpbuf *a, vkf_cpbuf *b,
+                             int *ok) {
+    *ok = 1;
+    b->n = 0;
+    switch (op->type) {
+    case NORM_NFD:
+    case NORM_NFKD:
+    case NORM_NFC:
+    case NORM_NFKC: {
+        size_t i = 0;
+        while (i < a->n && a->v[i] < 0x80) /* ASCII is in every normal form */
+            i++;
+        if (i == a->n) return a;
+        vkf_nf f = op->type == NORM_NFD    ? VKF_NF_NFD
+                   : op->type == NORM_NFKD ? VKF_NF_NFKD
+                   : op->type == NORM_NFC  ? VKF_NF_NFC
+                                           : VKF_NF_NFKC;
+        *ok = vkf_unicode_normalize(f, a->v, a->n, b);
+        return b;
+    }
+    case NORM_LOWERCASE:
+        if (!vkf_cpbuf_reserve(b, 2 * a->n)) break;
+        for (size_t i = 0; i < a->n; i++) {
+            uint32_t l[3];
+            size_t k = vkf_unicode_lower(a->v[i], l);
+            for (size_t j = 0; j < k; j++)
+                b->v[b->n++] = l[j];
+        }
+        return b;
+    case NORM_STRIP_ACCENTS: /* drops every mark (General_Category M) */
+        if (!vkf_cpbuf_reserve(b, a->n)) break;
+        for (size_t i = 0; i < a->n; i++)
+            if (!vkf_gc_is_mark(vkf_unicode_gc(a->v[i]))) b->v[b->n++] = a->v[i];
+        return b;
+    case NORM_STRIP: {
+        size_t s = 0, e = a->n;
+        if (op->a)
+            while (s < e && vkf_unicode_is_space(a->v[s]))
+                s++;
+        if (op->b)
+            while (e > s && vkf_unicode_is_space(a->v[e - 1]))
+                e--;
+        if (!vkf_cpbuf_reserve(b, e - s)) break;
+        memcpy(b->v, a->v + s, (e - s) * sizeof *b->v);
+        b->n = e - s;
+        return b;
+    }
+    case NORM_REPLACE:
+        if (!op->n_pat) return a;
+        if (op->a) { /* regex "X{n,}" / "X+": runs of at least a copies of X */
+            for (size_t i = 0; i < a->n;) {
+                size_t j = i;
+                while (j < a->n && a->v[j] == op->pat[0])
+                    j++;
+                if (j - i >= (size_t)op->a) {
+                    for (size_t k = 0; k < op->n_rep; k++)
+                        if (!vkf_cpbuf_push(b, op->rep[k])) goto oom;
+                    i = j;
+                } else if (j > i) {
+                    while (i < j)
+                        if (!vkf_cpbuf_push(b, a->v[i++])) goto oom;
+                } else if (!vkf_cpbuf_push(b, a->v[i++])) {
+                    goto oom;
+                }
+            }
+            return b;
+        }
+        for (size_t i = 0; i < a->n;) {
+            if (i + op->n_pat <= a->n && memcmp(a->v + i, op->pat, op->n_pat * 4) == 0) {
+                for (size_t j = 0; j < op->n_rep; j++)
+                    if (!vkf_cpbuf_push(b, op->rep[j])) goto oom;
+                i += op->n_pat;
+            } else if (!vkf_cpbuf_push(b, a->v[i++])) {
+                goto oom;
+            }
+        }
+        return b;
+    case NORM_PREPEND:
+        if (!a->n) return a;
+        if (!vkf_cpbuf_reserve(b, a->n + op->n_rep)) break;
+        memcpy(b->v, op->rep, op->n_rep * sizeof *b->v);
+        memcpy(b->v + op->n_rep, a->v, a->n * sizeof *b->v);
+        b->n = a->n + op->n_rep;
+        return b;
+    case NORM_NMT: /* the NMT normalizer: drop some controls, map odd spaces to ' ' */
+        if (!vkf_cpbuf_reserve(b, a->n)) break;
+        for (size_t i = 0; i < a->n; i++) {
+            uint32_t c = a->v[i];
+            if ((c >= 1 && c <= 8) || c == 0xB || (c >= 0xE && c <= 0x1F) || c == 0x7F ||
+                c == 0x8F || c == 0x9F)
+                continue;
+            if (c == 9 || c == 0xA || c == 0xC || c == 0xD || c == 0x1680 ||
+                (c >= 0x200B && c <= 0x200F) || c == 0x2028 || c == 0x2029 || c == 0x2581 ||
+                c == 0xFEFF || c == 0xFFFD)
+                c = ' ';
+            b->v[b->n++] = c;
+        }
+        return b;
+    case NORM_BERT: {
+        vkf_cpbuf *cur = a, *nxt = b;
+        if (op->a) { /* clean text */
+            if (!vkf_cpbuf_reserve(nxt, cur->n)) break;
+            nxt->n = 0;
+            for (size_t i = 0; i < cur->n; i++) {
+                uint32_t c = cur->v[i];
+                if (c == 0 || c == 0xFFFD || bert_is_control(c)) continue;
+                nxt->v[nxt->n++] = bert_is_space(c) ? ' ' : c;
+            }
+            vkf_cpbuf *t = cur;
+            cur = nxt, nxt = t;
+        }
+        if (op->b) { /* Chinese characters become words of their own */
+            if (!vkf_cpbuf_reserve(nxt, 3 * cur->n)) break;
+            nxt->n = 0;
+            for (size_t i = 0; i < cur->n; i++) {
+                uint32_t c = cur->v[i];
+                if (is_chinese(c)) {
+                    nxt->v[nxt->n++] = ' ';
+                    nxt->v[nxt->n++] = c;
+                    nxt->v[nxt->n++] = ' ';
+                } else {
+                    nxt->v[nxt->n++] = c;
+                }
+            }
+            vkf_cpbuf *t = cur;
+            cur = nxt, nxt = t;
+        }
+        if (op->c) { /* strip accents: NFD, then drop nonspacing marks (Mn) */
+            if (!vkf_unicode_normalize(VKF_NF_NFD, cur->v, cur->n, nxt)) break;
+            size_t w = 0;
+            for (size_t i = 0; i < nxt->n; i++)
+                if (vkf_unicode_gc(nxt->v[i]) != VKF_GC_MN) nxt->v[w++] = nxt->v[i];
+            nxt->n = w;
+            vkf_cpbuf *t = cur;
+            cur = nxt, nxt = t;
+        }
+        if (op->d) {
+            if (!vkf_cpbuf_reserve(nxt, 2 * cur->n)) break;
+            nxt->n = 0;
+            for (size_t i = 0; i < cur->n; i++) {
+                uint32_t l[3];
+                size_t k = vkf_unicode_lower(cur->v[i], l);
+                for (size_t j = 0; j < k; j++)
+                    nxt->v[nxt->n++] = l[j];
+            }
+            cur = nxt;
+        }
+        return cur;
+    }
+    case NORM_PRECOMPILED: {
+        if (!cps_to_utf8(a->v, a->n, &h->s_c)) break;
+        vkf_sbuf tmp = {0};
+        int r = vkf_charsmap_normalize(&op->charsmap, h->s_c.p ? h->s_c.p : "", h->s_c.n, &tmp);
+        if (r && !vkf_utf8_to_cps(tmp.p ? tmp.p : "", tmp.n, b)) r = 0;
+        free(tmp.p);
+        if (!r) break;
+        return b;
+    }
+    }
+oom:
+    *ok = 0;
+    return a;
+}
+
+/* Normalizes UTF-8 s[0..n) into out. */
+static int hf_normalize(struct vkf_hf *h, const char *s, size_t n, vkf_sbuf *out) {
+    out->n = 0;
+    if (!h->n_norm) return vkf_sbuf_put(out, s, n);
+    vkf_cpbuf *a = &h->cp_a, *b = &h->cp_b;
+    a->n = 0;
+    if (!vkf_utf8_to_cps(s, n, a)) return 0;
+    for (size_t k = 0; k < h->n_norm; k++) {
+        int ok;
+        vkf_cpbuf *r = norm_apply(h, &h->norm[k], a, b, &ok);
+        if (!ok) return 0;
+        if (r == b) { /* keep the result in a */
+            vkf_cpbuf t = *a;
+            *a = *b;
+            *b = t;
+        } else if (r != a) {
+            return 0;
+        }
+    }
+    return cps_to_utf8(a->v, a->n, out);
+}
+
+/* ------------------------------------------------------------------ pieces */
+
+/* A word being pre-tokenized: bytes in a pool; first: it starts the text (Metaspace "first"). */
+typedef struct piece {
+    size_t off, len;
+    int first;
+} piece;
+
+typedef struct pieces {
+    piece *v;
+    size_t n, cap;
+    vkf_sbuf pool;
+} pieces;
+
+static int pieces_add(pieces *p, const char *s, size_t n, int first) {
+    if (!n) return 1; /* empty splits are dropped, as the library does */
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        piece *v = realloc(p->v, cap * sizeof *v);
+        if (!v) return 0;
+        p->v = v;
+        p->cap = cap;
+    }
+    size_t off = p->pool.n;
+    if (!vkf_sbuf_put(&p->pool, s, n)) return 0;
+    p->v[p->n++] = (piece){off, n, first};
+    return 1;
+}
+
+static void pieces_free(pieces *p) {
+    free(p->v);
+    free(p->pool.p);
+}
+
+/* One match event of a split: bytes [s, e) and whether they matched the pattern. */
+typedef struct span {
+    size_t s, e;
+    int match;
+} span;
+
+typedef struct spans {
+    span *v;
+    size_t n, cap;
+} spans;
+
+static int spans_add(spans *sp, size_t s, size_t e, int match) {
+    if (sp->n == sp->cap) {
+        size_t cap = sp->cap ? 2 * sp->cap : 64;
+        span *v = realloc(sp->v, cap * sizeof *v);
+        if (!v) return 0;
+        sp->v = v;
+        sp->cap = cap;
+    }
+    sp->v[sp->n++] = (span){s, e, match};
+    return 1;
+}
+
+/* Applies a split behavior to the spans of a piece and adds the resulting words to out (the
+ * library's NormalizedString::split). */
+static int split_apply(const char *s, const spans *sp, split_behavior beh, int first,
+                       pieces *out) {
+    size_t n = sp->n;
+    if (!n) return 1;
+    /* merge spans per the behavior into (start, end, keep) words */
+    span *w = malloc(n * sizeof *w);
+    if (!w) return 0;
+    size_t m = 0;
+    switch (beh) {
+    case SPLIT_REMOVED:
+        for (size_t i = 0; i < n; i++)
+            if (!sp->v[i].match) w[m++] = sp->v[i];
+        break;
+    case SPLIT_ISOLATED:
+        for (size_t i = 0; i < n; i++)
+            w[m++] = sp->v[i];
+        break;
+    case SPLIT_MERGED_PREV: {
+        int prev = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (sp->v[i].match && !prev && m)
+                w[m - 1].e = sp->v[i].e;
+            else
+                w[m++] = sp->v[i];
+            prev = sp->v[i].match;
+        }
+        break;
+    }
+    case SPLIT_MERGED_NEXT: { /* mirrored: walk backwards */
+        int prev = 0;
+        for (size_t i = n; i-- > 0;) {
+            if (sp->v[i].match && !prev && m)
+                w[m - 1].s = sp->v[i].s;
+            else
+                w[m++] = sp->v[i];
+            prev = sp->v[i].match;
+        }
+        for (size_t i = 0; i < m / 2; i++) {
+            span t = w[i];
+            w[i] = w[m - 1 - i];
+            w[m - 1 - i] = t;
+        }
+        break;
+    }
+    case SPLIT_CONTIGUOUS: {
+        int prev = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (sp->v[i].match == prev && m)
+                w[m - 1].e = sp->v[i].e;
+            else
+                w[m++] = sp->v[i];
+            prev = sp->v[i].match;
+        }
+        break;
+    }
+    }
+    int ok = 1;
+    for (size_t i = 0; i < m && ok; i++)
+        ok = pieces_add(out, s + w[i].s, w[i].e - w[i].s, first && w[i].s == 0);
+    free(w);
+    return ok;
+}
+
+/* Spans of a per-character predicate: every matching character is a match of its own. */
+typedef int (*char_pred)(uint32_t c, const void *ctx);
+
+static int char_spans(const char *s, size_t n, char_pred f, const void *ctx, spans *sp) {
+    sp->n = 0;
+    size_t last = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t c;
+        size_t l = next_cp(s + i, n - i, &c);
+        if (f(c, ctx)) {
+            if (last < i && !spans_add(sp, last, i, 0)) return 0;
+            if (!spans_add(sp, i, i + l, 1)) return 0;
+            last = i + l;
+        }
+        i += l;
+    }
+    if (last < n && !spans_add(sp, last, n, 0)) return 0;
+    return 1;
+}
+
+static int pred_space(uint32_t c, const void *ctx) { return (void)ctx, vkf_unicode_is_space(c); }
+static int pred_punc(uint32_t c, const void *ctx) { return (void)ctx, is_punc(c); }
+static int pred_digit(uint32_t c, const void *ctx) {
+    return (void)ctx, vkf_gc_is_number(vkf_unicode_gc(c));
+}
+static int pred_cp(uint32_t c, const void *ctx) { return c == *(const uint32_t *)ctx; }
+
+/* Spans of the GPT-2 regex over s: every character belongs to a match. */
+static int gpt2_spans(struct vkf_hf *h, const char *s, size_t n, spans *sp) {
+    sp->n = 0;
+    vkf_cpbuf *cp = &h->cp_a;
+    cp->n = 0;
+    if (!vkf_cpbuf_reserve(cp, 2 * n + 2)) return 0;
+    /* code points in v[0..m), byte offsets after them, classes packed into a byte array */
+    uint32_t *off = malloc((n + 1) * sizeof *off);
+    uint8_t *cls = malloc(n + 1);
+    if (!off || !cls) {
+        free(off);
+        free(cls);
+        return 0;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t c;
+        size_t l = vkf_utf8_decode(s + i, n - i, &c);
+        cp->v[m] = c;
+        off[m] = (uint32_t)i;
+        cls[m] = (uint8_t)vkf_unicode_category(c);
+        m++;
+        i += l;
+    }
+    off[m] = (uint32_t)n;
+    int ok = 1;
+    for (size_t i = 0; i < m && ok;) {
+        size_t e = vkf_gpt2_match(cp->v, cls, m, i);
+        ok = spans_add(sp, off[i], off[e], 1);
+        i = e;
+    }
+    free(off);
+    free(cls);
+    return ok;
+}
+
+/* Spans of a literal pattern (every occurrence, left to right). */
+static int literal_spans(const char *s, size_t n, const char *pat, size_t pl, spans *sp) {
+    sp->n = 0;
+    size_t last = 0, i = 0;
+    if (!pl) return spans_add(sp, 0, n, 0);
+    while (i + pl <= n) {
+        const char *hit = memmem(s + i, n - i, pat, pl);
+        if (!hit) break;
+        size_t hpos = (size_t)(hit - s);
+        if (last < hpos && !spans_add(sp, last, hpos, 0)) return 0;
+        if (!spans_add(sp, hpos, hpos + pl, 1)) return 0;
+        last = i = hpos + pl;
+    }
+    if (last < n && !spans_add(sp, last, n, 0)) return 0;
+    return 1;
+}
+
+/* The Whitespace pre-tokenizer's regex \w+|[^\w\s]+: runs of word characters and runs of
+ * other non-space characters; spaces are dropped. */
+static int whitespace_words(const char *s, size_t n, int first, pieces *out) {
+    size_t i = 0;
+    while (i < n) {
+        uint32_t c;
+        size_t l = next_cp(s + i, n - i, &c);
+        if (vkf_unicode_is_space(c)) {
+            i += l;
+            continue;
+        }
+        int word = vkf_unicode_is_word(c);
+        size_t j = i + l;
+        while (j < n) {
+            size_t l2 = next_cp(s + j, n - j, &c);
+            if (vkf_unicode_is_space(c) || vkf_unicode_is_word(c) != word) break;
+            j += l2;
+        }
+        if (!pieces_add(out, s + i, j - i, first && i == 0)) return 0;
+        i = j;
+    }
+    return 1;
+}
+
+static const char *k_byte_char[256]; /* GPT-2 byte -> its stand-in character, UTF-8 */
+static char k_byte_char_buf[256][4];
+static uint8_t k_byte_char_len[256];
+static int16_t k_unicode_byte[324]; /* stand-in code point -> byte, -1 if none */
+
+/* Fills the tables above once (at load time; later calls only read them). */
+static void byte_chars_init(void) {
+    if (k_byte_char[255]) return;
+    for (int c = 0; c < 324; c++)
+        k_unicode_byte[c] = -1;
+    for (int b = 0; b < 256; b++) {
+        k_unicode_byte[vkf_gpt2_byte_to_unicode((uint8_t)b)] = (int16_t)b;
+        k_byte_char_len[b] = (uint8_t)vkf_utf8_encode(vkf_gpt2_byte_to_unicode((uint8_t)b),
+                                                      k_byte_char_buf[b]);
+        k_byte_char[b] = k_byte_char_buf[b];
+    }
+}
+
+/* Runs one pre-tokenizer over every piece of in, into out. */
+static int pre_apply(struct vkf_hf *h, const hf_pre *op, const pieces *in, pieces *out,
+                     spans *sp) {
+    out->n = 0;
+    out->pool.n = 0;
+    vkf_sbuf *tmp = &h->s_c;
+    for (size_t k = 0; k < in->n; k++) {
+        const char *s = in->pool.p + in->v[k].off;
+        size_t n = in->v[k].len;
+        int first = in->v[k].first;
+        switch (op->type) {
+        case PRE_BYTELEVEL: {
+            tmp->n = 0;
+            if (op->add_prefix_space && s[0] != ' ' && !vkf_sbuf_put(tmp, " ", 1)) return 0;
+            if (!vkf_sbuf_put(tmp, s, n)) return 0;
+            /* split on a copy: tmp is reused by the byte mapping below */
+            char *src = dup_n(tmp->p, tmp->n);
+            if (!src) return 0;
+            size_t sn = tmp->n;
+            int ok = op->use_regex ? gpt2_spans(h, src, sn, sp)
+                                   : (sp->n = 0, spans_add(sp, 0, sn, 1));
+            for (size_t i = 0; ok && i < sp->n; i++) {
+                tmp->n = 0;
+                for (size_t j = sp->v[i].s; ok && j < sp->v[i].e; j++) {
+                    uint8_t b = (uint8_t)src[j];
+                    ok = vkf_sbuf_put(tmp, k_byte_char[b], k_byte_char_len[b]);
+                }
+                ok = ok && pieces_add(out, tmp->p, tmp->n, first && sp->v[i].s == 0);
+            }
+            free(src);
+            if (!ok) return 0;
+            break;
+        }
+        case PRE_METASPACE: {
+            tmp->n = 0;
+            int starts_rep = n >= op->rep_len && memcmp(s, op->rep, op->rep_len) == 0;
+            if (s[0] == ' ') starts_rep = 1; /* the space becomes the replacement */
+            if ((op->prepend == PREPEND_ALWAYS || (op->prepend == PREPEND_FIRST && first)) &&
+                !starts_rep && !vkf_sbuf_put(tmp, op->rep, op->rep_len))
+                return 0;
+            for (size_t i = 0; i < n; i++) {
+                if (s[i] == ' ') {
+                    if (!vkf_sbuf_put(tmp, op->rep, op->rep_len)) return 0;
+                } else if (!vkf_sbuf_put(tmp, s + i, 1)) {
+                    return 0;
+                }
+            }
+            if (!op->split) {
+                if (!pieces_add(out, tmp->p, tmp->n, first)) return 0;
+                break;
+            }
+            char *src = dup_n(tmp->p, tmp->n);
+            if (!src) return 0;
+            int ok = literal_spans(src, tmp->n, op->rep, op->rep_len, sp) &&
+                     split_apply(src, sp, SPLIT_MERGED_NEXT, first, out);
+            free(src);
+            if (!ok) return 0;
+            break;
+        }
+        case PRE_BERT: {
+            /* split on whitespace (removed), then on punctuation (isolated) */
+            pieces words = {0};
+            int ok = char_spans(s, n, pred_space, NULL, sp) &&
+                     split_apply(s, sp, SPLIT_REMOVED, first, &words);
+            for (size_t i = 0; ok && i < words.n; i++) {
+                const char *ws = words.pool.p + words.v[i].off;
+                ok = char_spans(ws, words.v[i].len, pred_punc, NULL, sp) &&
+                     split_apply(ws, sp, SPLIT_ISOLATED, words.v[i].first, out);
+            }
+            pieces_free(&words);
+            if (!ok) return 0;
+            break;
+        }
+        case PRE_WHITESPACE:
+            if (!whitespace_words(s, n, first, out)) return 0;
+            break;
+        case PRE_WHITESPACE_SPLIT:
+            if (!char_spans(s, n, pred_space, NULL, sp) ||
+                !split_apply(s, sp, SPLIT_REMOVED, first, out))
+                return 0;
+            break;
+        case PRE_PUNCTUATION:
+            if (!char_spans(s, n, pred_punc, NULL, sp) ||
+                !split_apply(s, sp, op->behavior, first, out))
+                return 0;
+            break;
+        case PRE_DIGITS:
+            if (!char_spans(s, n, pred_digit, NULL, sp) ||
+                !split_apply(s, sp, op->individual_digits ? SPLIT_ISOLATED : SPLIT_CONTIGUOUS,
+                             first, out))
+                return 0;
+            break;
+        case PRE_CHAR_DELIMITER:
+            if (!char_spans(s, n, pred_cp, &op->delim, sp) ||
+                !split_apply(s, sp, SPLIT_REMOVED, first, out))
+                return 0;
+            break;
+        case PRE_SPLIT: {
+            int ok = op->gpt2_regex ? gpt2_spans(h, s, n, sp)
+                                    : literal_spans(s, n, op->pat, op->pat_len, sp);
+            if (!ok) return 0;
+            if (op->invert)
+                for (size_t i = 0; i < sp->n; i++)
+                    sp->v[i].match = !sp->v[i].match;
+            if (!split_apply(s, sp, op->behavior, first, out)) return 0;
+            break;
+        }
+        }
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ models */
+
+static int32_t mvocab_get(const struct vkf_hf *h, const char *s, size_t n) {
+    return vkf_strmap_get(&h->mvocab, s, n);
+}
+
+/* Queues the merge of symbols l and r (HF: by rank, then leftmost). */
+static int bpe_try_pair(vkf_tokenizer *t, int32_t l, int32_t r) {
+    if (l < 0 || r < 0) return 1;
+    uint64_t v;
+    if (!vkf_u64map_get(&t->merges, (uint64_t)(uint32_t)t->sym[l].id << 32 | (uint32_t)t->sym[r].id,
+                        &v))
+        return 1;
+    vkf_bigram bg = {.key = (double)(v >> 32), .left = l, .right = r, .a = (int32_t)(uint32_t)v};
+    return vkf_bigram_push(&t->heap, bg);
+}
+
+static int bpe_add_symbol(vkf_tokenizer *t, int32_t *ns, int32_t id, uint32_t len) {
+    if (!vkf_tok_reserve_symbols(t, (size_t)*ns + 1)) return 0;
+    t->sym[*ns] = (vkf_symbol){.prev = *ns - 1, .next = -1, .id = id, .start = 0, .n = len};
+    if (*ns > 0) t->sym[*ns - 1].next = *ns;
+    (*ns)++;
+    return 1;
+}
+
+/* The library's BPE::merge_word + Word::merge_all for one word. */
+static vkf_status bpe_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out) {
+    struct vkf_hf *h = t->hf;
+    if (h->ignore_merges) {
+        int32_t id = mvocab_get(h, w, n);
+        if (id >= 0) return vkf_ids_push(out, id) ? VKF_OK : VKF_ERROR_OUT_OF_MEMORY;
+    }
+    int32_t ns = 0, unk_id = -1;
+    uint32_t unk_len = 0;
+    vkf_sbuf *s = &h->s_c;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t l = next_cp(w + i, n - i, &cp);
+        int is_first = i == 0, is_last = i + l == n;
+        const char *str = w + i;
+        size_t sl = l;
+        if ((!is_first && h->prefix) || (is_last && h->suffix)) {
+            s->n = 0;
+            if ((!is_first && h->prefix && !vkf_sbuf_put(s, h->prefix, h->n_prefix)) ||
+                !vkf_sbuf_put(s, w + i, l) ||
+                (is_last && h->suffix && !vkf_sbuf_put(s, h->suffix, h->n_suffix)))
+                goto oom;
+            str = s->p, sl = s->n;
+        }
+        int32_t id = mvocab_get(h, str, sl);
+        if (id >= 0) {
+            if (unk_id >= 0 && !bpe_add_symbol(t, &ns, unk_id, unk_len)) goto oom;
+            unk_id = -1;
+            if (!bpe_add_symbol(t, &ns, id, (uint32_t)l)) goto oom;
+        } else {
+            int done = 0;
+            if (h->byte_fallback) {
+                size_t k = 0;
+                while (k < sl && h->byte_id[(uint8_t)str[k]] >= 0)
+                    k++;
+                if (k == sl) { /* every byte has a token (a pending unk stays pending) */
+                    for (k = 0; k < sl; k++)
+                        if (!bpe_add_symbol(t, &ns, h->byte_id[(uint8_t)str[k]], 1)) goto oom;
+                    done = 1;
+                }
+            }
+            if (!done && h->unk >= 0) {
+                if (unk_id >= 0 && h->fuse_unk) {
+                    unk_len += (uint32_t)l;
+                } else {
+                    if (unk_id >= 0 && !bpe_add_symbol(t, &ns, unk_id, unk_len)) goto oom;
+                    unk_id = h->unk;
+                    unk_len = (uint32_t)l;
+                }
+            }
+        }
+        i += l;
+    }
+    if (unk_id >= 0 && !bpe_add_symbol(t, &ns, unk_id, unk_len)) goto oom;
+    t->heap.n = 0;
+    for (int32_t i = 1; i < ns; i++)
+        if (!bpe_try_pair(t, i - 1, i)) goto oom;
+    vkf_symbol *sym = t->sym;
+    vkf_bigram bg;
+    while (vkf_bigram_pop(&t->heap, &bg)) {
+        vkf_symbol *l = &sym[bg.left];
+        if (!l->n || l->next < 0) continue;
+        int32_t next = l->next;
+        uint64_t v;
+        /* stale unless the pair at this position still merges into the same token */
+        if (!vkf_u64map_get(&t->merges, (uint64_t)(uint32_t)l->id << 32 | (uint32_t)sym[next].id,
+                            &v) ||
+            (int32_t)(uint32_t)v != bg.a)
+            continue;
+        l->id = bg.a;
+        l->n += sym[next].n;
+        sym[next].n = 0;
+        l->next = sym[next].next;
+        if (l->next >= 0) sym[l->next].prev = bg.left;
+        if (!bpe_try_pair(t, l->prev, bg.left) || !bpe_try_pair(t, bg.left, l->next)) goto oom;
+    }
+    for (int32_t i = ns ? 0 : -1; i >= 0; i = sym[i].next)
+        if (!vkf_ids_push(out, sym[i].id)) goto oom;
+    return VKF_OK;
+oom:
+    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing", t->name);
+}
+
+/* WordPiece: greedy longest-match-first, "##" on continuations, the whole word becomes unk
+ * when it is too long or some part has no piece. */
+static vkf_status wordpiece_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out) {
+    struct vkf_hf *h = t->hf;
+    size_t chars = 0;
+    for (size_t i = 0; i < n; chars++) {
+        uint32_t cp;
+        i += next_cp(w + i, n - i, &cp);
+    }
+    size_t first = out->n;
+    if ((int64_t)chars > (int64_t)h->max_chars) goto unk;
+    vkf_sbuf *s = &h->s_c;
+    for (size_t start = 0; start < n;) {
+        size_t end = n;
+        int32_t found = -1;
+        while (start < end) {
+            s->n = 0;
+            if ((start > 0 && !vkf_sbuf_put(s, h->prefix ? h->prefix : "", h->n_prefix)) ||
+                !vkf_sbuf_put(s, w + start, end - start))
+                goto oom;
+            found = mvocab_get(h, s->p, s->n);
+            if (found >= 0) break;
+            /* drop the last character */
+            size_t e = end - 1;
+            while (e > start && ((uint8_t)w[e] & 0xC0) == 0x80)
+                e--;
+            uint32_t cp;
+            if (next_cp(w + e, end - e, &cp) != end - e) e = end - 1; /* invalid byte */
+            end = e;
+        }
+        if (found < 0) goto unk;
+        if (!vkf_ids_push(out, found)) goto oom;
+        start = end;
+    }
+    return VKF_OK;
+unk:
+    out->n = first;
+    if (h->unk < 0)
+        return vkf_error(VKF_ERROR_TOKEN, "%s: word \"%.*s\" has no pieces and there is no unk",
+                         t->name, (int)(n > 64 ? 64 : n), w);
+    return vkf_ids_push(out, h->unk) ? VKF_OK : VKF_ERROR_OUT_OF_MEMORY;
+oom:
+    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing", t->name);
+}
+
+static vkf_status wordlevel_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out) {
+    struct vkf_hf *h = t->hf;
+    int32_t id = mvocab_get(h, w, n);
+    if (id < 0) id = h->unk;
+    if (id < 0)
+        return vkf_error(VKF_ERROR_TOKEN, "%s: word \"%.*s\" is not in the vocabulary and there "
+                         "is no unk token", t->name, (int)(n > 64 ? 64 : n), w);
+    return vkf_ids_push(out, id) ? VKF_OK : VKF_ERROR_OUT_OF_MEMORY;
+}
+
+/* Unigram: best-scoring segmentation (the library's encode_optimized), unknown characters
+ * fused, then byte fallback or unk for pieces outside the vocabulary. */
+typedef struct best_node {
+    double score;
+    int64_t start; /* -1: unreached */
+    int32_t id;
+} best_node;
+
+static vkf_status unigram_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out) {
+    struct vkf_hf *h = t->hf;
+    if (!n) return VKF_OK;
+    best_node *best = malloc((n + 1) * sizeof *best);
+    if (!best) goto oom;
+    for (size_t i = 0; i <= n; i++)
+        best[i] = (best_node){0.0, -1, -1};
+    double unk_score = h->min_score - 10.0;
+    for (size_t st = 0; st < n;) {
+        uint32_t cp;
+        size_t mblen = next_cp(w + st, n - st, &cp);
+        double here = best[st].score;
+        int single = 0;
+        int32_t node = 0;
+        for (size_t k = st; k < n; k++) {
+            node = vkf_trie_step(&h->trie, node, (uint8_t)w[k]);
+            if (node < 0) break;
+            int32_t id = h->trie.val[node];
+            if (id < 0) continue;
+            size_t end = k + 1;
+            double cand = h->uscore[id] + here;
+            if (best[end].start < 0 || cand > best[end].score)
+                best[end] = (best_node){cand, (int64_t)st, id};
+            if (end - st == mblen) single = 1;
+        }
+        if (!single) {
+            if (h->unk < 0) {
+                free(best);
+                return vkf_error(VKF_ERROR_TOKEN,
+                                 "%s: character at byte %zu has no piece and there is no unk",
+                                 t->name, st);
+            }
+            double cand = unk_score + here;
+            if (best[st + mblen].start < 0 || cand > best[st + mblen].score)
+                best[st + mblen] = (best_node){cand, (int64_t)st, h->unk};
+        }
+        st += mblen;
+    }
+    /* backtrack into (start, end, id) pieces, fusing runs of unk */
+    size_t cnt = 0;
+    for (size_t e = n; e > 0; e = (size_t)best[e].start)
+        cnt++;
+    size_t *starts = malloc((cnt + 1) * sizeof *starts);
+    if (!starts) {
+        free(best);
+        goto oom;
+    }
+    size_t k = cnt;
+    for (size_t e = n; e > 0; e = (size_t)best[e].start)
+        starts[--k] = (size_t)best[e].start;
+    starts[cnt] = n;
+    vkf_status st_ = VKF_OK;
+    for (size_t i = 0; i < cnt && st_ == VKF_OK;) {
+        size_t s0 = starts[i], e0 = starts[i + 1];
+        int32_t id = best[e0].id;
+        size_t j = i + 1;
+        if (id == h->unk) /* fuse consecutive unknowns into one piece */
+            while (j < cnt && best[starts[j + 1]].id == h->unk)
+                j++;
+        e0 = starts[j];
+        int32_t pid = mvocab_get(h, w + s0, e0 - s0);
+        if (pid < 0 && h->byte_fallback) {
+            size_t b = s0;
+            while (b < e0 && h->byte_id[(uint8_t)w[b]] >= 0)
+                b++;
+            if (b == e0) {
+                for (b = s0; b < e0; b++)
+                    if (!vkf_ids_push(out, h->byte_id[(uint8_t)w[b]])) st_ = VKF_ERROR_OUT_OF_MEMORY;
+                i = j;
+                continue;
+            }
+        }
+        if (pid < 0) pid = h->unk;
+        if (!vkf_ids_push(out, pid)) st_ = VKF_ERROR_OUT_OF_MEMORY;
+        i = j;
+    }
+    free(starts);
+    free(best);
+    if (st_ != VKF_OK) goto oom;
+    return VKF_OK;
+oom:
+    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing", t->name);
+}
+
+static vkf_status model_chunk(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out);
+
+/* One word through the model. Files without a pre-tokenizer (llama 2 style: the whole text is
+ * one word) are cut before each U+2581 that follows another character when every token is
+ * "U+2581* then no U+2581" (ws_split): no merge can cross such a cut, so the ids are the same,
+ * and the pieces hit the cache. */
+static vkf_status model_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out) {
+    if (!t->hf->ws_split) return model_chunk(t, w, n, out);
+    size_t start = 0;
+    int prev_ws = 0;
+    for (size_t i = 0; i < n;) {
+        int ws = i + 3 <= n && memcmp(w + i, "\xe2\x96\x81", 3) == 0;
+        if (ws && !prev_ws && i > start) {
+            VKF_TRY(model_chunk(t, w + start, i - start, out));
+            start = i;
+        }
+        prev_ws = ws;
+        i += ws ? 3 : 1;
+    }
+    return model_chunk(t, w + start, n - start, out);
+}
+
+static vkf_status model_chunk(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out) {
+    if (!n) return VKF_OK;
+    int hit = vkf_bpe_cache_get(&t->cache, w, n, out);
+    if (hit < 0) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "out of memory while tokenizing");
+    if (hit) return VKF_OK;
+    size_t first = out->n;
+    vkf_status s = VKF_OK;
+    switch (t->hf->model) {
+    case MODEL_BPE: s = bpe_word(t, w, n, out); break;
+    case MODEL_WORDPIECE: s = wordpiece_word(t, w, n, out); break;
+    case MODEL_UNIGRAM: s = unigram_word(t, w, n, out); break;
+    case MODEL_WORDLEVEL: s = wordlevel_word(t, w, n, out); break;
+    }
+    if (s == VKF_ERROR_OUT_OF_MEMORY)
+        return vkf_error(s, "%s: out of memory while tokenizing", t->name);
+    if (s != VKF_OK) return s;
+    /* a word may give no ids (BPE without unk drops unknown characters): out->v may be NULL */
+    vkf_bpe_cache_put(&t->cache, w, n, out->n > first ? out->v + first : NULL, out->n - first);
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ added tokens */
+
+typedef struct segment {
+    int32_t id; /* added token id, or -1 for text */
+    size_t off, len;
+} segment;
+
+typedef struct segments {
+    segment *v;
+    size_t n, cap;
+} segments;
+
+static int seg_add(segments *g, int32_t id, size_t off, size_t len) {
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 16;
+        segment *v = realloc(g->v, cap * sizeof *v);
+        if (!v) return 0;
+        g->v = v;
+        g->cap = cap;
+    }
+    g->v[g->n++] = (segment){id, off, len};
+    return 1;
+}
+
+static int ends_with_word(const char *s, size_t n) {
+    if (!n) return 0;
+    size_t i = n - 1;
+    while (i > 0 && ((uint8_t)s[i] & 0xC0) == 0x80)
+        i--;
+    uint32_t c;
+    next_cp(s + i, n - i, &c);
+    return is_alnum(c);
+}
+
+static int starts_with_word(const char *s, size_t n) {
+    if (!n) return 0;
+    uint32_t c;
+    next_cp(s, n, &c);
+    return is_alnum(c);
+}
+
+/* Cuts the added tokens with normalized == want_norm out of s[0..n) (leftmost-longest, like the
+ * library's Aho-Corasick matcher), appending segments with offsets relative to base. */
+static int split_added(const struct vkf_hf *h, const char *s, size_t n, size_t base,
+                       int want_norm, int parse_special, segments *out) {
+    size_t last = 0, i = 0;
+    while (i < n) {
+        if (!h->added_first[(uint8_t)s[i]]) { /* most bytes start no added token */
+            i++;
+            continue;
+        }
+        const added_token *best = NULL;
+        for (size_t k = 0; k < h->n_added; k++) {
+            const added_token *a = &h->added[k];
+            if (a->normalized != want_norm || !a->len || a->len > n - i ||
+                (a->special && !parse_special))
+                continue;
+            if ((best && a->len <= best->len) || memcmp(s + i, a->content, a->len) != 0) continue;
+            best = a;
+        }
+        if (!best) {
+            i++;
+            continue;
+        }
+        size_t start = i, stop = i + best->len;
+        i = stop; /* the matcher goes on after this match even when it is discarded */
+        if (best->single_word &&
+            ((start > 0 && ends_with_word(s, start)) || (stop < n && starts_with_word(s + stop, n - stop))))
+            continue;
+        if (best->lstrip) {
+            size_t ns = start;
+            while (ns > last) {
+                size_t p = ns - 1;
+                while (p > last && ((uint8_t)s[p] & 0xC0) == 0x80)
+                    p--;
+                uint32_t c;
+                next_cp(s + p, ns - p, &c);
+                if (!vkf_unicode_is_space(c)) break;
+                ns = p;
+            }
+            start = ns;
+        }
+        if (best->rstrip) {
+            while (stop < n) {
+                uint32_t c;
+                size_t l = next_cp(s + stop, n - stop, &c);
+                if (!vkf_unicode_is_space(c)) break;
+                stop += l;
+            }
+            i = stop > i ? stop : i;
+        }
+        if (last < start && !seg_add(out, -1, base + last, start - last)) return 0;
+        if (!seg_add(out, best->id, base + start, stop - start)) return 0;
+        last = stop;
+    }
+    if (last < n && !seg_add(out, -1, base + last, n - last)) return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ encode */
+
+vkf_status vkf_hf_encode(vkf_tokenizer *t, const char *text, size_t len, int add_special,
+                         int parse_special, vkf_ids *out) {
+    struct vkf_hf *h = t->hf;
+    segments raw = {0}, norm = {0};
+    pieces pa = {0}, pb = {0};
+    spans sp = {0};
+    vkf_sbuf ntext = {0}; /* every normalized segment, concatenated */
+    vkf_status s = VKF_OK;
+    if (add_special)
+        for (size_t i = 0; i < h->post.n_pre; i++)
+            if (!vkf_ids_push(out, h->post.pre[i])) goto oom;
+    if (!split_added(h, text, len, 0, 0, parse_special, &raw)) goto oom;
+    for (size_t g = 0; g < raw.n; g++) {
+        if (raw.v[g].id >= 0) {
+            if (!vkf_ids_push(out, raw.v[g].id)) goto oom;
+            continue;
+        }
+        /* normalize, then cut the normalized added tokens */
+        if (!hf_normalize(h, text + raw.v[g].off, raw.v[g].len, &h->s_a)) goto oom;
+        size_t base = ntext.n;
+        if (!vkf_sbuf_put(&ntext, h->s_a.p ? h->s_a.p : "", h->s_a.n)) goto oom;
+        norm.n = 0;
+        if (!split_added(h, ntext.p + base, ntext.n - base, base, 1, parse_special, &norm))
+            goto oom;
+        for (size_t q = 0; q < norm.n; q++) {
+            if (norm.v[q].id >= 0) {
+                if (!vkf_ids_push(out, norm.v[q].id)) goto oom;
+                continue;
+            }
+            /* the piece starts the text if it starts the raw segment at offset 0 */
+            int first = raw.v[g].off == 0 && norm.v[q].off == base;
+            pa.n = 0;
+            pa.pool.n = 0;
+            if (!pieces_add(&pa, ntext.p + norm.v[q].off, norm.v[q].len, first)) goto oom;
+            pieces *cur = &pa, *nxt = &pb;
+            for (size_t k = 0; k < h->n_pre; k++) {
+                if (!pre_apply(h, &h->pre[k], cur, nxt, &sp)) goto oom;
+                pieces *tmp = cur;
+                cur = nxt, nxt = tmp;
+            }
+            for (size_t k = 0; k < cur->n; k++)
+                if ((s = model_word(t, cur->pool.p + cur->v[k].off, cur->v[k].len, out)) !=
+                    VKF_OK)
+                    goto fail;
+        }
+    }
+    if (add_special)
+        for (size_t i = 0; i < h->post.n_post; i++)
+            if (!vkf_ids_push(out, h->post.post[i])) goto oom;
+    goto done;
+oom:
+    s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing", t->name);
+fail:
+done:
+    free(raw.v);
+    free(norm.v);
+    pieces_free(&pa);
+    pieces_free(&pb);
+    free(sp.v);
+    free(ntext.p);
+    return s;
+}
+
+/* ------------------------------------------------------------------ decode */
+
+typedef struct toklist {
+    vkf_sbuf *v;
+    size_t n, cap;
+} toklist;
+
+static vkf_sbuf *tl_add(toklist *l) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        vkf_sbuf *v = realloc(l->v, cap * sizeof *v);
+        if (!v) return NULL;
+        memset(v + l->cap, 0, (cap - l->cap) * sizeof *v);
+        l->v = v;
+        l->cap = cap;
+    }
+    vkf_sbuf *b = &l->v[l->n++];
+    b->n = 0;
+    if (!vkf_sbuf_reserve(b, 0)) return NULL;
+    b->p[0] = 0;
+    return b;
+}
+
+static void tl_free(toklist *l) {
+    for (size_t i = 0; i < l->cap; i++)
+        free(l->v[i].p);
+    free(l->v);
+}
+
+static int hexv(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+static int byte_token(const char *s, size_t n) {
+    if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>' || hexv(s[3]) < 0 || hexv(s[4]) < 0)
+        return -1;
+    return hexv(s[3]) * 16 + hexv(s[4]);
+}
+
+/* Replaces every occurrence of pat with rep in b (in place through a temporary). */
+static int sbuf_replace(vkf_sbuf *b, const char *pat, size_t pl, const char *rep, size_t rl,
+                        vkf_sbuf *tmp) {
+    if (!pl || b->n < pl || !memmem(b->p, b->n, pat, pl)) return 1;
+    tmp->n = 0;
+    for (size_t i = 0; i < b->n;) {
+        if (i + pl <= b->n && memcmp(b->p + i, pat, pl) == 0) {
+            if (!vkf_sbuf_put(tmp, rep, rl)) return 0;
+            i += pl;
+        } else {
+            if (!vkf_sbuf_put(tmp, b->p + i, 1)) return 0;
+            i++;
+        }
+    }
+    vkf_sbuf t = *b;
+    *b = *tmp;
+    *tmp = t;
+    return 1;
+}
+
+static int wordpiece_cleanup(vkf_sbuf *b, vkf_sbuf *tmp) {
+    static const char *const pairs[][2] = {
+        {" .", "."},     {" ?", "?"},      {" !", "!"},           {" ,", ","},
+        {" ' ", "'"},    {" n't", "n't"},  {" 'm", "'m"},         {" do not", " don't"},
+        {" 's", "'s"},   {" 've", "'ve"},  {" 're", "'re"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        if (!sbuf_replace(b, pairs[i][0], strlen(pairs[i][0]), pairs[i][1], strlen(pairs[i][1]),
+                          tmp))
+            return 0;
+    return 1;
+}
+
+/* Runs one decoder over the token list (in place, possibly changing its length); tmp is
+ * scratch (decode keeps nothing in the tokenizer: it may run on several threads). */
+static int dec_apply(const hf_dec *d, toklist *l, vkf_sbuf *tmp) {
+    switch (d->type) {
+    case DEC_BYTELEVEL: {
+        /* every token whose characters are all byte stand-ins becomes those bytes; the rest
+         * stay as they are; then everything is one string */
+        toklist o = {0};
+        vkf_sbuf *r = tl_add(&o);
+        if (!r) return 0;
+        for (size_t i = 0; i < l->n; i++) {
+            const vkf_sbuf *b = &l->v[i];
+            size_t start = r->n;
+            int all = 1;
+            for (size_t j = 0; j < b->n && all;) {
+                uint32_t cp;
+                size_t k = next_cp(b->p + j, b->n - j, &cp);
+                int byte = cp < 324 ? k_unicode_byte[cp] : -1;
+                if (byte < 0) {
+                    all = 0;
+                    break;
+                }
+                char c = (char)byte;
+                if (!vkf_sbuf_put(r, &c, 1)) return tl_free(&o), 0;
+                j += k;
+            }
+            if (!all) {
+                r->n = start;
+                if (!vkf_sbuf_put(r, b->p, b->n)) return tl_free(&o), 0;
+            }
+        }
+        tl_free(l);
+        *l = o;
+        return 1;
+    }
+    case DEC_METASPACE:
+        for (size_t i = 0; i < l->n; i++) {
+            vkf_sbuf *b = &l->v[i];
+            char u[4];
+            size_t ul = vkf_utf8_encode(d->cp, u);
+            if (!sbuf_replace(b, u, ul, i == 0 && d->y ? "" : " ", i == 0 && d->y ? 0 : 1, tmp))
+                return 0;
+        }
+        return 1;
+    case DEC_WORDPIECE:
+        for (size_t i = 0; i < l->n; i++) {
+            vkf_sbuf *b = &l->v[i];
+            if (i != 0) {
+                if (b->n >= d->na && memcmp(b->p, d->a, d->na) == 0) {
+                    memmove(b->p, b->p + d->na, b->n - d->na + 1);
+                    b->n -= d->na;
+                } else {
+                    tmp->n = 0;
+                    if (!vkf_sbuf_put(tmp, " ", 1) || !vkf_sbuf_put(tmp, b->p, b->n)) return 0;
+                    vkf_sbuf t = *b;
+                    *b = *tmp;
+                    *tmp = t;
+                }
+            }
+            if (d->x && !wordpiece_cleanup(b, tmp)) return 0;
+        }
+        return 1;
+    case DEC_BPE:
+        for (size_t i = 0; i < l->n; i++)
+            if (!sbuf_replace(&l->v[i], d->a, d->na, i + 1 == l->n ? "" : " ",
+                              i + 1 == l->n ? 0 : 1, tmp))
+                return 0;
+        return 1;
+    case DEC_BYTEFALLBACK: {
+        toklist o = {0};
+        for (size_t i = 0; i < l->n;) {
+            int b = byte_token(l->v[i].p, l->v[i].n);
+            vkf_sbuf *r = tl_add(&o);
+            if (!r) return tl_free(&o), 0;
+            if (b < 0) {
+                if (!vkf_sbuf_put(r, l->v[i].p, l->v[i].n)) return tl_free(&o), 0;
+                i++;
+                continue;
+            }
+            /* a run of byte tokens becomes one string of those bytes */
+            while (i < l->n && (b = byte_token(l->v[i].p, l->v[i].n)) >= 0) {
+                char c = (char)b;
+                if (!vkf_sbuf_put(r, &c, 1)) return tl_free(&o), 0;
+                i++;
+            }
+        }
+        tl_free(l);
+        *l = o;
+        return 1;
+    }
+    case DEC_FUSE: {
+        if (l->n < 2) return 1;
+        for (size_t i = 1; i < l->n; i++)
+            if (!vkf_sbuf_put(&l->v[0], l->v[i].p, l->v[i].n)) return 0;
+        for (size_t i = 1; i < l->n; i++)
+            l->v[i].n = 0;
+        l->n = 1;
+        return 1;
+    }
+    case DEC_STRIP: {
+        char u[4];
+        size_t ul = vkf_utf8_encode(d->cp, u);
+        for (size_t i = 0; i < l->n; i++) {
+            vkf_sbuf *b = &l->v[i];
+            size_t s = 0, e = b->n;
+            for (int k = 0; k < d->x && e - s >= ul && memcmp(b->p + s, u, ul) == 0; k++)
+                s += ul;
+            for (int k = 0; k < d->y && e - s >= ul && memcmp(b->p + e - ul, u, ul) == 0; k++)
+                e -= ul;
+            memmove(b->p, b->p + s, e - s);
+            b->n = e - s;
+            b->p[b->n] = 0;
+        }
+        return 1;
+    }
+    case DEC_REPLACE:
+        for (size_t i = 0; i < l->n; i++)
+            if (!sbuf_replace(&l->v[i], d->a, d->na, d->b, d->nb, tmp)) return 0;
+        return 1;
+    }
+    return 1;
+}
+
+vkf_status vkf_hf_decode(const vkf_tokenizer *t, const int32_t *ids, size_t n, int flags,
+                         vkf_sbuf *out) {
+    const struct vkf_hf *h = t->hf;
+    toklist l = {0};
+    vkf_sbuf tmp = {0};
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        if (h->is_special[id] && !(flags & VKF_DECODE_SPECIAL)) continue;
+        if (!t->len[id] && t->type[id] == VKF_TOKEN_UNUSED) continue; /* a hole in the ids */
+        vkf_sbuf *b = tl_add(&l);
+        if (!b || !vkf_sbuf_put(b, vkf_tok_str(t, id), t->len[id])) goto oom;
+    }
+    if (h->has_decoder) {
+        for (size_t k = 0; k < h->n_dec; k++)
+            if (!dec_apply(&h->dec[k], &l, &tmp)) goto oom;
+        for (size_t i = 0; i < l.n; i++)
+            if (!vkf_sbuf_put(out, l.v[i].p, l.v[i].n)) goto oom;
+    } else {
+        for (size_t i = 0; i < l.n; i++)
+            if ((i && !vkf_sbuf_put(out, " ", 1)) || !vkf_sbuf_put(out, l.v[i].p, l.v[i].n))
+                goto oom;
+    }
+    tl_free(&l);
+    free(tmp.p);
+    return VKF_OK;
+oom:
+    tl_free(&l);
+    free(tmp.p);
+    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while decoding", t->name);
+}
+
+/* ------------------------------------------------------------------ free */
+
+void vkf_hf_free(struct vkf_hf *h) {
+    if (!h) return;
+    for (size_t i = 0; i < h->n_norm; i++) {
+        free(h->norm[i].pat);
+        free(h->norm[i].rep);
+        vkf_charsmap_free(&h->norm[i].charsmap);
+    }
+    free(h->norm);
+    for (size_t i = 0; i < h->n_pre; i++)
+        free(h->pre[i].pat);
+    free(h->pre);
+    for (size_t i = 0; i < h->n_dec; i++) {
+        free(h->dec[i].a);
+        free(h->dec[i].b);
+    }
+    free(h->dec);
+    free(h->post.pre);
+    free(h->post.post);
+    for (size_t i = 0; i < h->n_added; i++)
+        free(h->added[i].content);
+    free(h->added);
+    free(h->is_special);
+    vkf_strmap_free(&h->mvocab);
+    free(h->mkeys);
+    free(h->prefix);
+    free(h->suffix);
+    vkf_trie_free(&h->trie);
+    free(h->uscore);
+    free(h->cp_a.v);
+    free(h->cp_b.v);
+    free(h->s_a.p);
+    free(h->s_b.p);
+    free(h->s_c.p);
+    free(h);
+}
+
+/* ------------------------------------------------------------------ loading */
+
+typedef struct loader {
+    const char *path;
+    vkf_status st;
+} loader;
+
+static vkf_status lerr(const char *path, const char *where, const char *msg) {
+    return vkf_error(VKF_ERROR_FORMAT, "%s: %s: %s", path, where, msg);
+}
+
+static const cJSON *jget(const cJSON *o, const char *k) {
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static const char *jstr(const cJSON *o, const char *k) {
+    const cJSON *v = jget(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int jbool(const cJSON *o, const char *k, int def) {
+    const cJSON *v = jget(o, k);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+}
+
+static double jnum(const cJSON *o, const char *k, double def) {
+    const cJSON *v = jget(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+static split_behavior parse_behavior(const char *s, int *ok) {
+    *ok = 1;
+    if (!s) return SPLIT_ISOLATED;
+    if (!strcmp(s, "Removed")) return SPLIT_REMOVED;
+    if (!strcmp(s, "Isolated")) return SPLIT_ISOLATED;
+    if (!strcmp(s, "MergedWithPrevious")) return SPLIT_MERGED_PREV;
+    if (!strcmp(s, "MergedWithNext")) return SPLIT_MERGED_NEXT;
+    if (!strcmp(s, "Contiguous")) return SPLIT_CONTIGUOUS;
+    *ok = 0;
+    return SPLIT_ISOLATED;
+}
+
+static const char k_gpt2_pattern[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+/* A {"String": s} or {"Regex": r} pattern as a literal; gpt2 is set for the GPT-2 regex. */
+static vkf_status parse_pattern(const char *path, const char *where, const cJSON *p,
+                                const char **lit, int *gpt2) {
+    *gpt2 = 0;
+    const char *s = jstr(p, "String");
+    if (s) {
+        *lit = s;
+        return VKF_OK;
+    }
+    const char *r = jstr(p, "Regex");
+    if (!r) return lerr(path, where, "expected a pattern {\"String\": ...} or {\"Regex\": ...}");
+    if (!strcmp(r, k_gpt2_pattern)) {
+        *gpt2 = 1;
+        *lit = "";
+        return VKF_OK;
+    }
+    if (strpbrk(r, "\\^$.|?*+()[]{}"))
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: %s: regular expression \"%.80s\" is not supported (literal patterns "
+                         "and the GPT-2 pattern are)",
+                         path, where, r);
+    *lit = r;
+    return VKF_OK;
+}
+
+static vkf_status add_norm(struct vkf_hf *h, const char *path, const cJSON *j) {
+    if (!j || cJSON_IsNull(j)) return VKF_OK;
+    const char *type = jstr(j, "type");
+    if (!type) return lerr(path, "normalizer", "expected an object with a \"type\"");
+    if (!strcmp(type, "Sequence")) {
+        const cJSON *a = jget(j, "normalizers");
+        if (!cJSON_IsArray(a)) return lerr(path, "normalizer Sequence", "expected \"normalizers\": [...]");
+        for (const cJSON *e = a->child; e; e = e->next)
+            VKF_TRY(add_norm(h, path, e));
+        return VKF_OK;
+    }
+    hf_norm op;
+    memset(&op, 0, sizeof op);
+    if (!strcmp(type, "NFD")) op.type = NORM_NFD;
+    else if (!strcmp(type, "NFKD")) op.type = NORM_NFKD;
+    else if (!strcmp(type, "NFC")) op.type = NORM_NFC;
+    else if (!strcmp(type, "NFKC")) op.type = NORM_NFKC;
+    else if (!strcmp(type, "Lowercase")) op.type = NORM_LOWERCASE;
+    else if (!strcmp(type, "StripAccents")) op.type = NORM_STRIP_ACCENTS;
+    else if (!strcmp(type, "Nmt")) op.type = NORM_NMT;
+    else if (!strcmp(type, "Strip")) {
+        op.type = NORM_STRIP;
+        op.a = jbool(j, "strip_left", 1);
+        op.b = jbool(j, "strip_right", 1);
+    } else if (!strcmp(type, "BertNormalizer")) {
+        op.type = NORM_BERT;
+        op.a = jbool(j, "clean_text", 1);
+        op.b = jbool(j, "handle_chinese_chars", 1);
+        op.d = jbool(j, "lowercase", 1);
+        op.c = jbool(j, "strip_accents", op.d); /* null: follows lowercase */
+    } else if (!strcmp(type, "Replace")) {
+        const char *lit;
+        int gpt2;
+        op.type = NORM_REPLACE;
+        /* the one regular-expression form real files use here: a character repeated, " {2,}" */
+        const char *rx = jstr(jget(j, "pattern"), "Regex");
+        char run_ch[8];
+        int min_run = 0;
+        if (rx) {
+            uint32_t c;
+            size_t l = strlen(rx), cl = l ? vkf_utf8_decode(rx, l, &c) : 0;
+            unsigned m = 0;
+            char tail;
+            if (cl && c != VKF_UTF8_INVALID && (c >= 0x80 || !strchr("\\^$.|?*+()[]{}", (int)c)) &&
+                cl < sizeof run_ch) {
+                if (!strcmp(rx + cl, "+")) min_run = 1;
+                else if (sscanf(rx + cl, "{%u,%c", &m, &tail) == 2 && tail == '}' && m >= 1 &&
+                         m < 1000 && rx[l - 1] == '}' && strchr(rx + cl, ',') + 2 == rx + l)
+                    min_run = (int)m;
+            }
+            if (min_run) {
+                memcpy(run_ch, rx, cl);
+                run_ch[cl] = 0;
+            }
+        }
+        if (min_run) {
+            lit = run_ch;
+            gpt2 = 0;
+            op.a = min_run;
+        } else {
+            VKF_TRY(parse_pattern(path, "normalizer Replace", jget(j, "pattern"), &lit, &gpt2));
+        }
+        const char *content = jstr(j, "content");
+        if (gpt2 || !content) return lerr(path, "normalizer Replace", "expected a literal pattern and a \"content\"");
+        op.pat = utf8_dup_cps(lit, strlen(lit), &op.n_pat);
+        op.rep = utf8_dup_cps(content, strlen(content), &op.n_rep);
+        if (!op.pat || !op.rep) goto oom;
+    } else if (!strcmp(type, "Prepend")) {
+        const char *p = jstr(j, "prepend");
+        if (!p) return lerr(path, "normalizer Prepend", "expected \"prepend\": string");
+        op.type = NORM_PREPEND;
+        if (!(op.rep = utf8_dup_cps(p, strlen(p), &op.n_rep))) goto oom;
+    } else if (!strcmp(type, "Precompiled")) {
+        const char *b64 = jstr(j, "precompiled_charsmap");
+        op.type = NORM_PRECOMPILED;
+        if (!b64) return lerr(path, "normalizer Precompiled", "expected \"precompiled_charsmap\": base64 string");
+        VKF_TRY(vkf_charsmap_from_base64(b64, strlen(b64), path, &op.charsmap));
+    } else {
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: normalizer \"%s\" is not supported", path, type);
+    }
+    hf_norm *v = realloc(h->norm, (h->n_norm + 1) * sizeof *v);
+    if (!v) goto oom;
+    h->norm = v;
+    h->norm[h->n_norm++] = op;
+    return VKF_OK;
+oom:
+    free(op.pat);
+    free(op.rep);
+    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+}
+
+static vkf_status metaspace_fields(const char *path, const cJSON *j, const char *where,
+                                   uint32_t *cp, char *rep, size_t *rep_len, prepend_scheme *ps,
+                                   int *split) {
+    const char *r = jstr(j, "replacement");
+    if (!r) r = "\xe2\x96\x81";
+    uint32_t c;
+    size_t l = strlen(r);
+    if (!l || vkf_utf8_decode(r, l, &c) != l || c == VKF_UTF8_INVALID)
+        return lerr(path, where, "expected \"replacement\": one character");
+    *cp = c;
+    if (rep) {
+        memcpy(rep, r, l);
+        *rep_len = l;
+    }
+    const char *scheme = jstr(j, "prepend_scheme");
+    if (scheme) {
+        if (!strcmp(scheme, "always")) *ps = PREPEND_ALWAYS;
+        else if (!strcmp(scheme, "first")) *ps = PREPEND_FIRST;
+        else if (!strcmp(scheme, "never")) *ps = PREPEND_NEVER;
+        else return lerr(path, where, "prepend_scheme must be always, first or never");
+    } else { /* older files: add_prefix_space */
+        *ps = jbool(j, "add_prefix_space", 1) ? PREPEND_ALWAYS : PREPEND_NEVER;
+    }
+    if (split) *split = jbool(j, "split", 1);
+    return VKF_OK;
+}
+
+static vkf_status add_pre(struct vkf_hf *h, const char *path, const cJSON *j) {
+    if (!j || cJSON_IsNull(j)) return VKF_OK;
+    const char *type = jstr(j, "type");
+    if (!type) return lerr(path, "pre_tokenizer", "expected an object with a \"type\"");
+    if (!strcmp(type, "Sequence")) {
+        const cJSON *a = jget(j, "pretokenizers");
+        if (!cJSON_IsArray(a)) return lerr(path, "pre_tokenizer Sequence", "expected \"pretokenizers\": [...]");
+        for (const cJSON *e = a->child; e; e = e->next)
+            VKF_TRY(add_pre(h, path, e));
+        return VKF_OK;
+    }
+    hf_pre op;
+    memset(&op, 0, sizeof op);
+    int ok = 1;
+    if (!strcmp(type, "ByteLevel")) {
+        op.type = PRE_BYTELEVEL;
+        op.add_prefix_space = jbool(j, "add_prefix_space", 1);
+        op.use_regex = jbool(j, "use_regex", 1);
+    } else if (!strcmp(type, "Metaspace")) {
+        op.type = PRE_METASPACE;
+        VKF_TRY(metaspace_fields(path, j, "pre_tokenizer Metaspace", &op.rep_cp, op.rep,
+                                 &op.rep_len, &op.prepend, &op.split));
+    } else if (!strcmp(type, "BertPreTokenizer")) {
+        op.type = PRE_BERT;
+    } else if (!strcmp(type, "Whitespace")) {
+        op.type = PRE_WHITESPACE;
+    } else if (!strcmp(type, "WhitespaceSplit")) {
+        op.type = PRE_WHITESPACE_SPLIT;
+    } else if (!strcmp(type, "Punctuation")) {
+        op.type = PRE_PUNCTUATION;
+        op.behavior = parse_behavior(jstr(j, "behavior"), &ok);
+    } else if (!strcmp(type, "Digits")) {
+        op.type = PRE_DIGITS;
+        op.individual_digits = jbool(j, "individual_digits", 0);
+    } else if (!strcmp(type, "CharDelimiterSplit")) {
+        const char *d = jstr(j, "delimiter");
+        uint32_t c;
+        if (!d || !*d || vkf_utf8_decode(d, strlen(d), &c) != strlen(d))
+            return lerr(path, "pre_tokenizer CharDelimiterSplit", "expected \"delimiter\": one character");
+        op.type = PRE_CHAR_DELIMITER;
+        op.delim = c;
+    } else if (!strcmp(type, "Split")) {
+        const char *lit;
+        op.type = PRE_SPLIT;
+        VKF_TRY(parse_pattern(path, "pre_tokenizer Split", jget(j, "pattern"), &lit, &op.gpt2_regex));
+        op.behavior = parse_behavior(jstr(j, "behavior"), &ok);
+        op.invert = jbool(j, "invert", 0);
+        op.pat_len = strlen(lit);
+        if (!(op.pat = dup_n(lit, op.pat_len)))
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+    } else {
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: pre-tokenizer \"%s\" is not supported", path, type);
+    }
+    if (!ok) {
+        free(op.pat);
+        return lerr(path, "pre_tokenizer", "unknown split behavior");
+    }
+    hf_pre *v = realloc(h->pre, (h->n_pre + 1) * sizeof *v);
+    if (!v) {
+        free(op.pat);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    h->pre = v;
+    h->pre[h->n_pre++] = op;
+    return VKF_OK;
+}
+
+static vkf_status add_dec(struct vkf_hf *h, const char *path, const cJSON *j) {
+    const char *type = jstr(j, "type");
+    if (!type) return lerr(path, "decoder", "expected an object with a \"type\"");
+    if (!strcmp(type, "Sequence")) {
+        const cJSON *a = jget(j, "decoders");
+        if (!cJSON_IsArray(a)) return lerr(path, "decoder Sequence", "expected \"decoders\": [...]");
+        for (const cJSON *e = a->child; e; e = e->next)
+            VKF_TRY(add_dec(h, path, e));
+        return VKF_OK;
+    }
+    hf_dec d;
+    memset(&d, 0, sizeof d);
+    const char *a = NULL, *b = NULL;
+    if (!strcmp(type, "ByteLevel")) {
+        d.type = DEC_BYTELEVEL;
+    } else if (!strcmp(type, "Metaspace")) {
+        prepend_scheme ps;
+        d.type = DEC_METASPACE;
+        VKF_TRY(metaspace_fields(path, j, "decoder Metaspace", &d.cp, NULL, NULL, &ps, NULL));
+        d.y = ps != PREPEND_NEVER;
+    } else if (!strcmp(type, "WordPiece")) {
+        d.type = DEC_WORDPIECE;
+        a = jstr(j, "prefix");
+        if (!a) a = "##";
+        d.x = jbool(j, "cleanup", 1);
+    } else if (!strcmp(type, "BPEDecoder")) {
+        d.type = DEC_BPE;
+        a = jstr(j, "suffix");
+        if (!a) a = "</w>";
+    } else if (!strcmp(type, "ByteFallback")) {
+        d.type = DEC_BYTEFALLBACK;
+    } else if (!strcmp(type, "Fuse")) {
+        d.type = DEC_FUSE;
+    } else if (!strcmp(type, "Strip")) {
+        const char *c = jstr(j, "content");
+        uint32_t cp;
+        if (!c || !*c || vkf_utf8_decode(c, strlen(c), &cp) != strlen(c))
+            return lerr(path, "decoder Strip", "expected \"content\": one character");
+        d.type = DEC_STRIP;
+        d.cp = cp;
+        d.x = (int)jnum(j, "start", 0);
+        d.y = (int)jnum(j, "stop", 0);
+    } else if (!strcmp(type, "Replace")) {
+        int gpt2;
+        d.type = DEC_REPLACE;
+        VKF_TRY(parse_pattern(path, "decoder Replace", jget(j, "pattern"), &a, &gpt2));
+        b = jstr(j, "content");
+        if (gpt2 || !b) return lerr(path, "decoder Replace", "expected a literal pattern and a \"content\"");
+    } else {
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: decoder \"%s\" is not supported", path, type);
+    }
+    if (a) {
+        d.na = strlen(a);
+        if (!(d.a = dup_n(a, d.na))) goto oom;
+    }
+    if (b) {
+        d.nb = strlen(b);
+        if (!(d.b = dup_n(b, d.nb))) goto oom;
+    }
+    hf_dec *v = realloc(h->dec, (h->n_dec + 1) * sizeof *v);
+    if (!v) goto oom;
+    h->dec = v;
+    h->dec[h->n_dec++] = d;
+    return VKF_OK;
+oom:
+    free(d.a);
+    free(d.b);
+    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+}
+
+/* Token string -> id over the whole vocabulary (model and added tokens). */
+static int32_t vocab_id(const vkf_tokenizer *t, const char *s) {
+    return s ? vkf_strmap_get(&t->vocab, s, strlen(s)) : -1;
+}
+
+static int ids_append(int32_t **v, size_t *n, int32_t id) {
+    int32_t *p = realloc(*v, (*n + 1) * sizeof *p);
+    if (!p) return 0;
+    p[(*n)++] = id;
+    *v = p;
+    return 1;
+}
+
+/* A post-processor's ids around a single sequence. */
+static vkf_status add_post(vkf_tokenizer *t, const char *path, const cJSON *j) {
+    struct vkf_hf *h = t->hf;
+    if (!j || cJSON_IsNull(j)) return VKF_OK;
+    const char *type = jstr(j, "type");
+    if (!type) return lerr(path, "post_processor", "expected an object with a \"type\"");
+    if (!strcmp(type, "Sequence")) {
+        const cJSON *a = jget(j, "processors");
+        if (!cJSON_IsArray(a)) return lerr(path, "post_processor Sequence", "expected \"processors\": [...]");
+        for (const cJSON *e = a->child; e; e = e->next)
+            VKF_TRY(add_post(t, path, e));
+        return VKF_OK;
+    }
+    if (!strcmp(type, "ByteLevel")) return VKF_OK; /* offsets only */
+    if (!strcmp(type, "BertProcessing") || !strcmp(type, "RobertaProcessing")) {
+        const cJSON *cls = jget(j, "cls"), *sep = jget(j, "sep");
+        const cJSON *ci = cJSON_GetArrayItem(cls, 1), *si = cJSON_GetArrayItem(sep, 1);
+        if (!cJSON_IsNumber(ci) || !cJSON_IsNumber(si) || ci->valuedouble < 0 ||
+            ci->valuedouble >= t->n_vocab || si->valuedouble < 0 || si->valuedouble >= t->n_vocab)
+            return lerr(path, type, "expected \"cls\" and \"sep\": [token, id] with ids in the vocabulary");
+        h->post.n_pre = h->post.n_post = 0;
+        if (!ids_append(&h->post.pre, &h->post.n_pre, (int32_t)ci->valuedouble) ||
+            !ids_append(&h->post.post, &h->post.n_post, (int32_t)si->valuedouble))
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+        return VKF_OK;
+    }
+    if (!strcmp(type, "TemplateProcessing")) {
+        const cJSON *single = jget(j, "single"), *sp = jget(j, "special_tokens");
+        if (!cJSON_IsArray(single)) return lerr(path, "TemplateProcessing", "expected \"single\": [...]");
+        h->post.n_pre = h->post.n_post = 0;
+        int seen_a = 0;
+        for (const cJSON *e = single->child; e; e = e->next) {
+            const cJSON *st = jget(e, "SpecialToken");
+            if (jget(e, "Sequence")) {
+                seen_a = 1;
+                continue;
+            }
+            const char *name = jstr(st, "id");
+            const cJSON *spec = jget(sp, name ? name : "");
+            const cJSON *ids = jget(spec, "ids");
+            if (!name || !cJSON_IsArray(ids))
+                return lerr(path, "TemplateProcessing", "a special token of \"single\" is not in \"special_tokens\"");
+            for (const cJSON *x = ids->child; x; x = x->next) {
+                if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= t->n_vocab)
+                    return lerr(path, "TemplateProcessing", "special token id out of the vocabulary");
+                int ok = seen_a ? ids_append(&h->post.post, &h->post.n_post, (int32_t)x->valuedouble)
+                                : ids_append(&h->post.pre, &h->post.n_pre, (int32_t)x->valuedouble);
+                if (!ok) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+            }
+        }
+        return VKF_OK;
+    }
+    return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: post-processor \"%s\" is not supported", path, type);
+}
+
+/* Reads a special token name from a config object: "tok" or {"content": "tok"}. */
+static const char *config_token(const cJSON *cfg, const char *key) {
+    const cJSON *v = jget(cfg, key);
+    if (cJSON_IsString(v)) return v->valuestring;
+    return jstr(v, "content");
+}
+
+static cJSON *load_json_file(const char *path) {
+    vkf_mapfile m = {0};
+    if (vkf_mapfile_open(path, &m) != VKF_OK) return NULL;
+    cJSON *j = cJSON_ParseWithLength(m.data ? (const char *)m.data : "", m.size);
+    vkf_mapfile_close(&m);
+    return j;
+}
+
+/* One vocabulary entry being collected: id, string, and where it comes from. */
+typedef struct ventry {
+    const char *s;
+    size_t len;
+    int type;
+    int set;
+} ventry;
+
+static vkf_status build(const char *path, const cJSON *root, const cJSON *cfg,
+                        const cJSON *stmap, vkf_tokenizer **out) {
+    *out = NULL;
+    const cJSON *model = jget(root, "model");
+    const char *mtype = jstr(model, "type");
+    if (!model) return lerr(path, "model", "expected an object");
+    const cJSON *vocab = jget(model, "vocab");
+    if (!mtype) { /* older files leave the type out: guess it from the fields */
+        if (jget(model, "merges")) mtype = "BPE";
+        else if (cJSON_IsArray(vocab)) mtype = "Unigram";
+        else if (jget(model, "max_input_chars_per_word")) mtype = "WordPiece";
+        else mtype = "WordLevel";
+    }
+    model_type mt;
+    byte_chars_init();
+    if (!strcmp(mtype, "BPE")) mt = MODEL_BPE;
+    else if (!strcmp(mtype, "WordPiece")) mt = MODEL_WORDPIECE;
+    else if (!strcmp(mtype, "Unigram")) mt = MODEL_UNIGRAM;
+    else if (!strcmp(mtype, "WordLevel")) mt = MODEL_WORDLEVEL;
+    else return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: model \"%s\" is not supported", path, mtype);
+    if (mt == MODEL_UNIGRAM ? !cJSON_IsArray(vocab) : !cJSON_IsObject(vocab))
+        return lerr(path, "model.vocab", mt == MODEL_UNIGRAM ? "expected [[piece, score], ...]"
+                                                             : "expected {\"token\": id, ...}");
+    /* ids: model vocabulary, then added tokens */
+    const cJSON *added = jget(root, "added_tokens");
+    int64_t n = 0;
+    int idx = 0;
+    for (const cJSON *e = vocab->child; e; e = e->next, idx++) {
+        int64_t id;
+        if (mt == MODEL_UNIGRAM) {
+            if (!cJSON_IsString(cJSON_GetArrayItem(e, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(e, 1)))
+                return lerr(path, "model.vocab", "expected [piece, score] entries");
+            id = idx;
+        } else {
+            if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > INT32_MAX - 1 ||
+                e->valuedouble != (double)(int64_t)e->valuedouble)
+                return lerr(path, "model.vocab", "expected non-negative integer ids");
+            id = (int64_t)e->valuedouble;
+        }
+        if (id + 1 > n) n = id + 1;
+    }
+    for (const cJSON *e = cJSON_IsArray(added) ? added->child : NULL; e; e = e->next) {
+        double id = jnum(e, "id", -1);
+        if (!jstr(e, "content") || id < 0 || id > INT32_MAX - 1 || id != (double)(int64_t)id)
+            return lerr(path, "added_tokens", "expected {\"id\": n, \"content\": s, ...} entries");
+        if ((int64_t)id + 1 > n) n = (int64_t)id + 1;
+    }
+    if (n <= 0) return lerr(path, "model.vocab", "the vocabulary is empty");
+    /* ids are dense in real files; bounding the holes bounds the memory by the file's size
+     * (the fuzzer found a 4 KB file asking for 60M ids) */
+    int64_t n_entries = cJSON_GetArraySize(vocab) + cJSON_GetArraySize(added);
+    if (n > (int64_t)64 << 20 || n > 2 * n_entries + 65536) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "ids up to %lld for %lld entries: too sparse (or over 2^26)",
+                 (long long)n - 1, (long long)n_entries);
+        return lerr(path, "model.vocab", msg);
+    }
+    ventry *ve = calloc((size_t)n, sizeof *ve);
+    if (!ve) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+    vkf_tokenizer *t = NULL;
+    struct vkf_hf *h = NULL;
+    vkf_status s = VKF_OK;
+    idx = 0;
+    for (const cJSON *e = vocab->child; e; e = e->next, idx++) {
+        const char *str = mt == MODEL_UNIGRAM ? cJSON_GetArrayItem(e, 0)->valuestring : e->string;
+        int64_t id = mt == MODEL_UNIGRAM ? idx : (int64_t)e->valuedouble;
+        ve[id] = (ventry){str, strlen(str), VKF_TOKEN_NORMAL, 1};
+    }
+    for (const cJSON *e = cJSON_IsArray(added) ? added->child : NULL; e; e = e->next) {
+        int64_t id = (int64_t)jnum(e, "id", -1);
+        const char *str = jstr(e, "content");
+        ve[id] = (ventry){str, strlen(str),
+                          jbool(e, "special", 0) ? VKF_TOKEN_CONTROL : VKF_TOKEN_USER_DEFINED, 1};
+    }
+    size_t pool = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!ve[i].set) ve[i] = (ventry){"", 0, VKF_TOKEN_UNUSED, 1}; /* a hole in the ids */
+        pool += ve[i].len;
+    }
+    if ((s = vkf_tok_create(VKF_TOK_HF, path, n, pool, &t)) != VKF_OK) goto fail;
+    if (!(h = calloc(1, sizeof *h))) goto oom;
+    t->hf = h;
+    h->model = mt;
+    h->unk = -1;
+    for (int b = 0; b < 256; b++)
+        h->byte_id[b] = -1;
+    for (int64_t i = 0; i < n; i++)
+        vkf_tok_set(t, (int32_t)i, ve[i].s, ve[i].len, ve[i].type);
+    if (!(h->is_special = calloc((size_t)n, 1))) goto oom;
+
+    /* the model vocabulary map (its own key copies: an added token may reuse an id) */
+    {
+        size_t mk = 0;
+        for (const cJSON *e = vocab->child; e; e = e->next)
+            mk += strlen(mt == MODEL_UNIGRAM ? cJSON_GetArrayItem(e, 0)->valuestring : e->string) + 1;
+        if (!(h->mkeys = malloc(mk + 1)) || !vkf_strmap_init(&h->mvocab, (size_t)n)) goto oom;
+        size_t off = 0;
+        idx = 0;
+        for (const cJSON *e = vocab->child; e; e = e->next, idx++) {
+            const char *str = mt == MODEL_UNIGRAM ? cJSON_GetArrayItem(e, 0)->valuestring : e->string;
+            size_t l = strlen(str);
+            memcpy(h->mkeys + off, str, l + 1);
+            int32_t id = mt == MODEL_UNIGRAM ? idx : (int32_t)e->valuedouble;
+            if (!vkf_strmap_put(&h->mvocab, h->mkeys + off, l, id)) goto oom;
+            off += l + 1;
+        }
+    }
+
+    /* model parameters */
+    if (mt == MODEL_BPE) {
+        const char *unk = jstr(model, "unk_token");
+        const char *pre = jstr(model, "continuing_subword_prefix");
+        const char *suf = jstr(model, "end_of_word_suffix");
+        h->unk = unk ? mvocab_get(h, unk, strlen(unk)) : -1;
+        h->fuse_unk = jbool(model, "fuse_unk", 0);
+        h->byte_fallback = jbool(model, "byte_fallback", 0);
+        h->ignore_merges = jbool(model, "ignore_merges", 0);
+        if (pre && *pre && !(h->prefix = dup_n(pre, h->n_prefix = strlen(pre)))) goto oom;
+        if (suf && *suf && !(h->suffix = dup_n(suf, h->n_suffix = strlen(suf)))) goto oom;
+        const cJSON *merges = jget(model, "merges");
+        if (!cJSON_IsArray(merges)) {
+            s = lerr(path, "model.merges", "expected an array");
+            goto fail;
+        }
+        if (!vkf_u64map_init(&t->merges, (size_t)cJSON_GetArraySize(merges))) goto oom;
+        vkf_sbuf tmp = {0};
+        uint32_t rank = 0;
+        for (const cJSON *e = merges->child; e; e = e->next, rank++) {
+            const char *a, *b;
+            size_t al, bl;
+            if (cJSON_IsString(e)) { /* "left right" */
+                const char *str = e->valuestring, *sp = strchr(str, ' ');
+                if (!sp) {
+                    free(tmp.p);
+                    s = lerr(path, "model.merges", "expected \"left right\" entries");
+                    goto fail;
+                }
+                a = str, al = (size_t)(sp - str), b = sp + 1, bl = strlen(sp + 1);
+            } else if (cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
+                       cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
+                a = cJSON_GetArrayItem(e, 0)->valuestring, al = strlen(a);
+                b = cJSON_GetArrayItem(e, 1)->valuestring, bl = strlen(b);
+            } else {
+                free(tmp.p);
+                s = lerr(path, "model.merges", "expected \"left right\" or [left, right] entries");
+                goto fail;
+            }
+            int32_t ia = mvocab_get(h, a, al), ib = mvocab_get(h, b, bl);
+            size_t skip = h->n_prefix <= bl ? h->n_prefix : bl; /* the library drops the
+                                                                    prefix length from b */
+            tmp.n = 0;
+            if (!vkf_sbuf_put(&tmp, a, al) || !vkf_sbuf_put(&tmp, b + skip, bl - skip)) {
+                free(tmp.p);
+                goto oom;
+            }
+            int32_t im = mvocab_get(h, tmp.p, tmp.n);
+            if (ia < 0 || ib < 0 || im < 0) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "merge %u (\"%.40s\" \"%.40s\"): a token is not in the vocabulary",
+                         rank, a, b);
+                free(tmp.p);
+                s = lerr(path, "model.merges", msg);
+                goto fail;
+            }
+            if (!vkf_u64map_put_first(&t->merges, (uint64_t)(uint32_t)ia << 32 | (uint32_t)ib,
+                                      (uint64_t)rank << 32 | (uint32_t)im)) {
+                free(tmp.p);
+                goto oom;
+            }
+        }
+        free(tmp.p);
+    } else if (mt == MODEL_WORDPIECE) {
+        const char *unk = jstr(model, "unk_token");
+        const char *pre = jstr(model, "continuing_subword_prefix");
+        h->unk = unk ? mvocab_get(h, unk, strlen(unk)) : -1;
+        if (!pre) pre = "##";
+        if (!(h->prefix = dup_n(pre, h->n_prefix = strlen(pre)))) goto oom;
+        h->max_chars = (int)jnum(model, "max_input_chars_per_word", 100);
+    } else if (mt == MODEL_WORDLEVEL) {
+        const char *unk = jstr(model, "unk_token");
+        h->unk = unk ? mvocab_get(h, unk, strlen(unk)) : -1;
+    } else {
+        const cJSON *u = jget(model, "unk_id");
+        h->unk = cJSON_IsNumber(u) && u->valuedouble >= 0 && u->valuedouble < n ? (int32_t)u->valuedouble : -1;
+        h->byte_fallback = jbool(model, "byte_fallback", 0);
+        size_t nv = (size_t)cJSON_GetArraySize(vocab);
+        if (!(h->uscore = malloc((nv ? nv : 1) * sizeof *h->uscore)) ||
+            !vkf_trie_init(&h->trie, 4 * nv))
+            goto oom;
+        h->min_score = INFINITY;
+        idx = 0;
+        for (const cJSON *e = vocab->child; e; e = e->next, idx++) {
+            const char *str = cJSON_GetArrayItem(e, 0)->valuestring;
+            double sc = cJSON_GetArrayItem(e, 1)->valuedouble;
+            h->uscore[idx] = sc;
+            if (sc < h->min_score) h->min_score = sc;
+            /* the trie maps a string to the id the vocabulary map gives it (the last one) */
+            if (!vkf_trie_insert(&h->trie, str, strlen(str), mvocab_get(h, str, strlen(str))))
+                goto oom;
+        }
+        if (!vkf_trie_freeze(&h->trie)) goto oom;
+    }
+    if (mt == MODEL_BPE && !h->ignore_merges && !h->prefix && !h->suffix &&
+        mvocab_get(h, "\xe2\x96\x81", 3) >= 0) {
+        h->ws_split = 1; /* unless a token has U+2581 after some other character */
+        for (const cJSON *e = vocab->child; e && h->ws_split; e = e->next) {
+            const char *str = e->string;
+            while (!strncmp(str, "\xe2\x96\x81", 3))
+                str += 3;
+            if (strstr(str, "\xe2\x96\x81")) h->ws_split = 0;
+        }
+    }
+    if (h->unk >= 0 && t->type[h->unk] == VKF_TOKEN_NORMAL) t->type[h->unk] = VKF_TOKEN_UNKNOWN;
+    if (h->byte_fallback)
+        for (int b = 0; b < 256; b++) {
+            char buf[8];
+            snprintf(buf, sizeof buf, "<0x%02X>", b);
+            h->byte_id[b] = mvocab_get(h, buf, 6);
+            if (h->byte_id[b] >= 0 && t->type[h->byte_id[b]] == VKF_TOKEN_NORMAL)
+                t->type[h->byte_id[b]] = VKF_TOKEN_BYTE;
+        }
+
+    /* pipeline */
+    if ((s = add_norm(h, path, jget(root, "normalizer"))) != VKF_OK ||
+        (s = add_pre(h, path, jget(root, "pre_tokenizer"))) != VKF_OK)
+        goto fail;
+    const cJSON *dec = jget(root, "decoder");
+    if (dec && !cJSON_IsNull(dec)) {
+        h->has_decoder = 1;
+        if ((s = add_dec(h, path, dec)) != VKF_OK) goto fail;
+    }
+    if ((s = vkf_tok_finish(t)) != VKF_OK) goto fail;
+    if ((s = add_post(t, path, jget(root, "post_processor"))) != VKF_OK) goto fail;
+
+    /* added tokens: normalized ones are matched in their normalized form */
+    size_t na = cJSON_IsArray(added) ? (size_t)cJSON_GetArraySize(added) : 0;
+    if (na) {
+        if (!(h->added = calloc(na, sizeof *h->added))) goto oom;
+        for (const cJSON *e = added->child; e; e = e->next) {
+            added_token *a = &h->added[h->n_added];
+            const char *str = jstr(e, "content");
+            a->id = (int32_t)jnum(e, "id", 0);
+            a->single_word = jbool(e, "single_word", 0);
+            a->lstrip = jbool(e, "lstrip", 0);
+            a->rstrip = jbool(e, "rstrip", 0);
+            a->special = jbool(e, "special", 0);
+            a->normalized = jbool(e, "normalized", !a->special);
+            if (a->special) h->is_special[a->id] = 1;
+            if (a->normalized) {
+                if (!hf_normalize(h, str, strlen(str), &h->s_a)) goto oom;
+                a->len = h->s_a.n;
+                if (!(a->content = dup_n(h->s_a.p ? h->s_a.p : "", a->len))) goto oom;
+            } else {
+                a->len = strlen(str);
+                if (!(a->content = dup_n(str, a->len))) goto oom;
+            }
+            if (a->len) h->added_first[(uint8_t)a->content[0]] = 1;
+            h->n_added++;
+        }
+    }
+
+    /* special ids: the config files, else the post-processor, else common names */
+    const char *names[4][2] = {{"bos_token", "cls_token"}, {"eos_token", "sep_token"},
+                               {"unk_token", NULL}, {"pad_token", NULL}};
+    int32_t *dst[4] = {&t->bos, &t->eos, &t->unk, &t->pad};
+    for (int k = 0; k < 4; k++)
+        for (int q = 0; q < 2 && *dst[k] < 0; q++) {
+            if (!names[k][q]) continue;
+            int32_t id = vocab_id(t, config_token(cfg, names[k][q]));
+            if (id < 0) id = vocab_id(t, config_token(stmap, names[k][q]));
+            *dst[k] = id;
+        }
+    if (t->bos < 0 && h->post.n_pre) t->bos = h->post.pre[0];
+    if (t->eos < 0 && h->post.n_post) t->eos = h->post.post[h->post.n_post - 1];
+    static const char *const bos_names[] = {"<s>", "<|begin_of_text|>", "<|endoftext|>", "[CLS]", "<bos>"};
+    static const char *const eos_names[] = {"</s>", "<|end_of_text|>", "<|endoftext|>", "[SEP]", "<eos>"};
+    for (size_t k = 0; k < 5 && t->bos < 0; k++)
+        t->bos = vocab_id(t, bos_names[k]);
+    for (size_t k = 0; k < 5 && t->eos < 0; k++)
+        t->eos = vocab_id(t, eos_names[k]);
+    if (t->unk < 0) t->unk = h->unk;
+    t->add_bos = h->post.n_pre > 0;
+    t->add_eos = h->post.n_post > 0;
+    free(ve);
+    *out = t;
+    return VKF_OK;
+oom:
+    s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+fail:
+    free(ve);
+    vkf_tokenizer_free(t);
+    return s;
+}
+
+vkf_status vkf_tokenizer_from_hf_json_memory(const char *json, size_t len, const char *name,
+                                             vkf_tokenizer **out) {
+    *out = NULL;
+    cJSON *root = cJSON_ParseWithLength(json ? json : "", len);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return vkf_error(VKF_ERROR_FORMAT, "%s: not a JSON object (tokenizer.json)", name);
+    }
+    vkf_status s = build(name, root, NULL, NULL, out);
+    cJSON_Delete(root);
+    return s;
+}
+
+vkf_status vkf_tokenizer_from_hf_json(const char *path, vkf_tokenizer **out) {
+    *out = NULL;
+    vkf_mapfile m = {0};
+    VKF_TRY(vkf_mapfile_open(path, &m));
+    cJSON *root = cJSON_ParseWithLength(m.data ? (const char *)m.data : "", m.size);
+    vkf_mapfile_close(&m);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return vkf_error(VKF_ERROR_FORMAT, "%s: not a JSON object (expected a tokenizer.json)", path);
+    }
+    /* tokenizer_config.json / special_tokens_map.json beside it name the special tokens */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[1] = 0;
+    else
+        dir[0] = 0;
+    char cfgp[4200], stp[4200];
+    snprintf(cfgp, sizeof cfgp, "%stokenizer_config.json", dir);
+    snprintf(stp, sizeof stp, "%sspecial_tokens_map.json", dir);
+    cJSON *cfg = load_json_file(cfgp), *st = load_json_file(stp);
+    vkf_status s = build(path, root, cfg, st, out);
+    cJSON_Delete(cfg);
+    cJSON_Delete(st);
+    cJSON_Delete(root);
+    return s;
+}
+
+const char *vkf_hf_model_name(const struct vkf_hf *h) {
+    switch (h->model) {
+    case MODEL_BPE: return "hf-bpe";
+    case MODEL_WORDPIECE: return "hf-wordpiece";
+    case MODEL_UNIGRAM: return "hf-unigram";
+    case MODEL_WORDLEVEL: return "hf-wordlevel";
+    }
+    return "hf";
+}

@@ -1,0 +1,77 @@
+/* libFuzzer entry: the input is text for every tokenizer kind of tests/data/tokenizers (loaded
+ * once). Each kind encodes it (special-token parsing on or off from the first byte) and decodes
+ * the ids; the byte-level and byte-fallback kinds must give the input back exactly (see
+ * src/io/tokenizer.h); the input read as int32 ids must decode or fail cleanly.
+ *
+ * Build: cmake -DVKF_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ ...
+ * Run:   ./fuzz_tokenizers -max_total_time=180 CORPUS_DIR */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "io/tokenizer.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define N_KINDS 11
+static const char *const k_dirs[N_KINDS] = {
+    "gpt2_files", "bpe_bytelevel", "bpe_llama", "bpe_metaspace", "wordpiece", "wordpiece_cased",
+    "unigram",    "wordlevel",     "spm_bpe",   "spm_unigram",   "char"};
+/* decode(encode(x)) == x for every byte string x (parse_special off; bpe_bytelevel adds a
+ * leading space when x does not start with one) */
+static const int k_exact[N_KINDS] = {1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static vkf_tokenizer *g_tok[N_KINDS];
+
+static void load(void) {
+    if (g_tok[0]) return;
+    for (int k = 0; k < N_KINDS; k++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/tests/data/tokenizers/%s", VKF_SOURCE_DIR, k_dirs[k]);
+        if (vkf_tokenizer_open_auto(p, &g_tok[k]) != VKF_OK) {
+            fprintf(stderr, "fuzz_tokenizers: %s\n", vkf_last_error());
+            abort();
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    load();
+    const char *text = (const char *)data;
+    int parse = size && (data[0] & 1);
+    for (int k = 0; k < N_KINDS; k++) {
+        vkf_tokenizer *t = g_tok[k];
+        int32_t *ids = NULL;
+        size_t n = 0;
+        if (vkf_tokenizer_encode_ex(t, text, size, 1, parse, &ids, &n) != VKF_OK) abort();
+        for (size_t i = 0; i < n; i++)
+            if (ids[i] < 0 || ids[i] >= vkf_tokenizer_n_vocab(t)) abort();
+        char *out = NULL;
+        size_t len = 0;
+        if (vkf_tokenizer_decode(t, ids, n, &out, &len) != VKF_OK) abort();
+        free(out);
+        free(ids);
+        if (k_exact[k]) {
+            if (vkf_tokenizer_encode_ex(t, text, size, 0, 0, &ids, &n) != VKF_OK) abort();
+            if (vkf_tokenizer_decode(t, ids, n, &out, &len) != VKF_OK) abort();
+            size_t skip = k_exact[k] == 2 && size && data[0] != ' ';
+            if (len != size + skip || memcmp(out + skip, data, size) != 0) abort();
+            free(out);
+            free(ids);
+        }
+        /* the bytes as ids: in range -> decodes, out of range -> VKF_ERROR_TOKEN */
+        size_t m = size / 4;
+        int32_t *raw = malloc((m ? m : 1) * sizeof *raw);
+        if (!raw) abort();
+        memcpy(raw, data, m * 4);
+        int in_range = 1;
+        for (size_t i = 0; i < m; i++)
+            in_range &= raw[i] >= 0 && raw[i] < vkf_tokenizer_n_vocab(t);
+        vkf_status s = vkf_tokenizer_decode_ex(t, raw, m, size & 2 ? VKF_DECODE_SPECIAL : 0, &out, &len);
+        if (in_range ? s != VKF_OK : s != VKF_ERROR_TOKEN) abort();
+        if (s == VKF_OK) free(out);
+        free(raw);
+    }
+    return 0;
+}
