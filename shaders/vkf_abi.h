@@ -139,7 +139,55 @@ VKF_PC(vkf_pc_attn) {
     VKF_U32 q0, qn; /* queries [q0, q0 + qn) of each sequence are bound (Q/dst row 0 = query q0) */
 };
 
+/* matmul_texel: dst[M,N] = a[M,K] . w[N,K]^T (+ bias) (+ residual), a and w read as 16-byte
+ * texels. a_off/a_stride in floats (multiples of 4), w_boff/w_bstride in bytes of the weight
+ * view, d_* and r_* in floats of their (storage-buffer) windows. Fused groups (vk_fuse.c):
+ * up to three weight matrices sharing a (n_mats; their rows, weight offsets and outputs in
+ * N1/N2, w_boff1/2, d_off1/2, d_stride1/2, all inside the same bound windows), an RMSNorm of
+ * the rows of a folded in (NORM=1 pipelines: g_off in floats of the norm-weight texels, eps),
+ * and silu(gate) * up of matrices 0 and 1 (SWIGLU=1 pipelines: one output). */
+VKF_PC(vkf_pc_mm) {
+    VKF_U32 M, N, K;
+    VKF_U32 a_off, a_stride;
+    VKF_U32 w_boff, w_bstride;
+    VKF_U32 d_off, d_stride;
+    VKF_U32 flags;           /* VKF_MM_BIAS | VKF_MM_RESIDUAL */
+    VKF_U32 b_off;
+    VKF_U32 r_off, r_stride; /* residual: dst = r + a.w^T */
+    VKF_U32 n_mats, N1, N2;
+    VKF_U32 w_boff1, w_boff2;
+    VKF_U32 d_off1, d_off2, d_stride1, d_stride2;
+    VKF_U32 g_off;
+    VKF_F32 eps;
+};
+#define VKF_MM_BIAS 1u
+#define VKF_MM_RESIDUAL 2u
+
+/* kv_store: the RoPE of q and k and the KV-cache write of k and v of one layer in one dispatch
+ * (vk_fuse.c). Offsets/strides in floats of their windows: q, qr, k, kr, v in the activation
+ * window, kc / vc in the caches, t in the rotation table. Row r of sequence r / seq goes to
+ * cache row c_row0 + (r / seq) * c_seq + n_past + r % seq. */
+VKF_PC(vkf_pc_kvstore) {
+    VKF_U32 rows, seq, n_rot, mode, head_dim, qh, kh, flags;
+    VKF_I32 pos0;
+    VKF_U32 q_off, q_stride, qr_off, qr_stride, k_off, k_stride, kr_off, kr_stride, v_off, v_stride;
+    VKF_U32 kc_off, kc_stride, vc_off, vc_stride, c_seq, c_row0, c_rows;
+    VKF_U32 t_off, t_stride, t_rows;
+};
+#define VKF_KV_ROPE_K 1u   /* rotate k before storing it */
+#define VKF_KV_WRITE_KR 2u /* also write the rotated k (kr), when something else reads it */
+#define VKF_KV_ROPE_DYN 4u /* rope positions add n_past */
+
+/* peak probes (probe.comp): n elements (vec4 units for memory modes), iters per invocation */
+VKF_PC(vkf_pc_probe) {
+    VKF_U32 n, iters, span;
+    VKF_F32 a, b;
+};
+
 #ifndef VKF_GLSL
+_Static_assert(sizeof(vkf_pc_probe) == 20, "vkf_pc_probe layout");
+_Static_assert(sizeof(vkf_pc_mm) == 96, "vkf_pc_mm layout");
+_Static_assert(sizeof(vkf_pc_kvstore) == 116, "vkf_pc_kvstore layout");
 _Static_assert(sizeof(vkf_pc_eltwise) == 40, "vkf_pc_eltwise layout");
 _Static_assert(sizeof(vkf_pc_norm) == 44, "vkf_pc_norm layout");
 _Static_assert(sizeof(vkf_pc_softmax) == 40, "vkf_pc_softmax layout");

@@ -17,6 +17,8 @@ int vkf_cmd_generate(int argc, char **argv);
 int vkf_cmd_translate(int argc, char **argv);
 int vkf_cmd_info(int argc, char **argv);
 int vkf_cmd_verify(int argc, char **argv);
+int vkf_cmd_bench(int argc, char **argv);
+int vkf_cmd_tune(int argc, char **argv);
 int vkf_cmd_tokenize(int argc, char **argv);
 int vkf_cmd_detokenize(int argc, char **argv);
 

@@ -9,6 +9,8 @@ static const vkf_cli_cmd commands[] = {
     {"generate", vkf_cmd_generate, "generate text: -m MODEL -p PROMPT [-n N --temp T --top-k K --top-p P --seed S]"},
     {"translate", vkf_cmd_translate, "encoder-decoder models: -m MODEL -s SOURCE [--beam N]"},
     {"info", vkf_cmd_info, "describe a model: -m MODEL [--json]"},
+    {"bench", vkf_cmd_bench, "benchmarks: -m MODEL [-p 512 -n 128 -r 5 -o md|json|csv], --kernels, --startup, --plot DIR, --tokenizer"},
+    {"tune", vkf_cmd_tune, "time kernel variants on this device and cache the fastest [--device N] [--quick]"},
     {"verify", vkf_cmd_verify, "run a fixture directory against the engine: FIXTURE_DIR [--cpu | --device N]"},
     {"tokenize", vkf_cmd_tokenize, "print token ids: -m MODEL (-p TEXT | -f FILE) [--json] [--no-special] [--tokenizer PATH]"},
     {"detokenize", vkf_cmd_detokenize, "print the text of ids: -m MODEL --ids 1,2,3 [--special] [--tokenizer PATH]"},

@@ -11,6 +11,7 @@ static void vkf_vk_destroy(vkf_backend *be) {
     if (!vb) return;
     if (vb->device) vb->vk.vkDeviceWaitIdle(vb->device);
     vkf_vk_shaders_destroy(vb);
+    vkf_vk_tune_destroy(vb);
     vkf_vk_memory_destroy(vb);
     vkf_vk_device_destroy(vb);
     pthread_mutex_destroy(&vb->msg_lock);
@@ -41,6 +42,7 @@ vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backe
     vkf_status st = vkf_vk_device_init(vb, device, val);
     if (st == VKF_OK) st = vkf_vk_memory_init(vb);
     if (st == VKF_OK) st = vkf_vk_shaders_init(vb);
+    if (st == VKF_OK && vkf_vk_env_flag("VKF_PROFILE") && vb->ts_bits) vb->profile = 1;
     /* messages during device creation count too */
     if (st == VKF_OK) st = vkf_vk_check_messages(vb);
     if (st != VKF_OK) {

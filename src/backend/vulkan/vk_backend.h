@@ -18,7 +18,12 @@
  *     buffer even on unified-memory devices)
  * Off switches for kernel fast paths (DESIGN 6): VKF_NO_VEC4=1 (16-byte loads in element-wise
  * ops and attention), VKF_NO_FAST_MATVEC=1 (16-byte / whole-block weight loads in matmul),
- * VKF_NO_ROWLANE=1 (the one-row-per-lane matmul used on CPU devices such as lavapipe).
+ * VKF_NO_ROWLANE=1 (the one-row-per-lane matmul used on CPU devices such as lavapipe),
+ * VKF_NO_TEXEL=1 (every kernel that reads through 16-byte texel buffers: matmul, attention and
+ * norms; finer: VKF_NO_TEXEL_MATMUL, VKF_NO_TEXEL_ATTENTION, VKF_NO_TEXEL_NORM), VKF_NO_FUSE=1
+ * (record-time fusion, vk_fuse.c), VKF_NO_COOPMAT=1 (the cooperative-matrix matmul; VKF_COOPMAT=1
+ * skips its allow-list), VKF_NO_TUNE=1 (ignore `vkformer tune` results: the tuning table only).
+ * Profiling: VKF_PROFILE=1 (or vkf_backend_vulkan_profile) times every dispatch.
  * Shader cache: VKF_CACHE_DIR, else $XDG_CACHE_HOME/vkformer, else ~/.cache/vkformer. */
 #ifndef VKF_BACKEND_VULKAN_H
 #define VKF_BACKEND_VULKAN_H
@@ -60,9 +65,16 @@ typedef struct vkf_vk_caps {
     uint32_t max_wg_invocations;
     uint32_t max_wg_count[3];
     uint32_t max_push_constants; /* bytes */
+    uint32_t max_storage_buffers_per_stage; /* maxPerStageDescriptorStorageBuffers */
+    uint32_t max_storage_images_per_stage;  /* maxPerStageDescriptorStorageImages (texel buffers) */
     uint64_t max_storage_range;  /* maxStorageBufferRange, bytes */
     uint64_t max_alloc;          /* maxMemoryAllocationSize, bytes */
     uint64_t min_storage_align;  /* minStorageBufferOffsetAlignment, bytes */
+    int32_t texel;               /* R32G32B32A32_UINT storage texel buffers usable; VKF_NO_TEXEL clears */
+    uint64_t max_texel_elements; /* maxTexelBufferElements */
+    uint64_t min_texel_align;    /* minTexelBufferOffsetAlignment, bytes */
+    float timestamp_period;      /* nanoseconds per timestamp tick */
+    int32_t timestamps;          /* timestampComputeAndGraphics (compute queues count time) */
     uint32_t n_heaps;
     uint64_t heap_size[VKF_VK_MAX_HEAPS];
     uint32_t heap_flags[VKF_VK_MAX_HEAPS]; /* VkMemoryHeapFlags */
@@ -75,6 +87,12 @@ typedef struct vkf_vk_caps {
     int32_t fp16;               /* shaderFloat16; VKF_NO_FP16 clears */
     int32_t int8;               /* shaderInt8 */
     int32_t coopmat;            /* VK_KHR_cooperative_matrix present */
+    int32_t coopmat_use;        /* the coopmat matmul may run: allow-listed vendor and driver (or
+                                   VKF_COOPMAT=1), an f16 x f16 -> f32 subgroup shape, the
+                                   memory model, and a glslang that knows GL_KHR_cooperative_matrix;
+                                   VKF_NO_COOPMAT=1 clears */
+    uint32_t coopmat_m, coopmat_n, coopmat_k; /* the shape it uses */
+    int32_t vulkan_memory_model; /* vulkanMemoryModel feature */
     uint32_t n_coopmat;
     vkf_vk_coopmat_shape coopmat_shapes[VKF_VK_MAX_COOPMAT];
     uint8_t pipeline_cache_uuid[16];
@@ -94,6 +112,12 @@ typedef struct vkf_vk_stats {
     uint64_t validation_messages; /* messages from the validation layer */
     double compile_ms;            /* time spent in glslang */
     double pipeline_ms;           /* time spent in vkCreateComputePipelines */
+    /* per-op device time while profiling (vkf_backend_vulkan_profile or env VKF_PROFILE=1):
+     * timestamps around every dispatch, summed by the op of the node that recorded it */
+    double prof_ms[VKF_OP_COUNT];
+    uint64_t prof_dispatches[VKF_OP_COUNT];
+    double prof_submit_ms; /* wall time of the profiled submissions (submit to fence) */
+    uint64_t prof_submits;
 } vkf_vk_stats;
 
 /* Creates a Vulkan backend on the selected device. VKF_ERROR_NO_VULKAN without a loader,
@@ -107,5 +131,38 @@ const vkf_vk_caps *vkf_backend_vulkan_caps(const vkf_backend *be);
 vkf_vk_stats vkf_backend_vulkan_stats(const vkf_backend *be);
 /* The SPIR-V cache directory in use ("" when caching is off). */
 const char *vkf_backend_vulkan_cache_dir(const vkf_backend *be);
+/* Turns per-dispatch timestamps on or off (graphs are re-recorded when this changes) and clears
+ * the prof_* counters. VKF_ERROR_UNSUPPORTED when the queue has no timestamps. */
+vkf_status vkf_backend_vulkan_profile(vkf_backend *be, int on);
+#define VKF_VK_MAX_READ_PROBES 8
+
+/* Peaks measured on the device by vkf_backend_vulkan_peaks (vk_probe.c). */
+typedef struct vkf_vk_peaks {
+    double fma_f32_gflops;      /* fp32 FMA throughput */
+    double fma_f16_gflops;      /* fp16 FMA throughput (0 without shaderFloat16) */
+    double copy_gbs;            /* buffer copy in a kernel, bytes read + written per second */
+    double read_gbs[VKF_VK_MAX_READ_PROBES]; /* read-only bandwidth by access pattern */
+    const char *read_names[VKF_VK_MAX_READ_PROBES];
+    int n_read;
+    double read_best_gbs;       /* the best of read_gbs: the denominator of weight-bound kernels */
+    double dispatch_us;         /* one more 1-workgroup dispatch without a barrier */
+    double dispatch_barrier_us; /* the same, each behind a hazard barrier */
+    double dispatch_64wg_us;    /* a dispatch of 64 trivial workgroups */
+    double submit_us;           /* one submission of one trivial dispatch, submit to fence */
+} vkf_vk_peaks;
+
+/* Runs the peak probes (quick: smaller and fewer repetitions). */
+vkf_status vkf_backend_vulkan_peaks(vkf_backend *be, int quick, vkf_vk_peaks *out);
+
+/* Autotuner (`vkformer tune`): times the matmul variants (texel split-K shapes, shared-memory
+ * tiles) for each shape class (decode, small batch, prefill) and weight type on this device,
+ * keeps the fastest, and writes them to the cache directory (path_out gets the file), where
+ * later backends on the same device and driver read them instead of the tuning table. log (may
+ * be NULL) gets one line per choice. quick: smaller shapes and fewer candidates. */
+vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick, void (*log)(void *user, const char *line), void *user,
+                                   char *path_out, size_t path_n);
+
+/* Clears every counter of vkf_vk_stats. */
+void vkf_backend_vulkan_stats_reset(vkf_backend *be);
 
 #endif

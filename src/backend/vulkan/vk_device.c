@@ -214,6 +214,39 @@ static void vkf_vk_cap_override(vkf_vk_caps *c, const char *env, uint64_t *field
     }
 }
 
+/* The cooperative-matrix matmul runs only where it is known to be worth it (DESIGN, lessons
+ * from the field: drivers advertise VK_KHR_cooperative_matrix without fast hardware): an
+ * allow-list by vendor and driver, an f16 x f16 -> f32 shape at subgroup scope, the Vulkan
+ * memory model and shaderFloat16 (the GLSL extension needs them), and a glslang new enough to
+ * compile GL_KHR_cooperative_matrix (13.1+; Debian 12 ships 12.0, where the path is off).
+ * VKF_COOPMAT=1 skips the allow-list (to try a device), VKF_NO_COOPMAT=1 turns it off. */
+static void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
+    c->coopmat_use = 0;
+    if (!c->coopmat || !c->fp16 || !c->vulkan_memory_model || !vkf_vk_glslang_has_coopmat()) return;
+    const vkf_vk_coopmat_shape *best = NULL;
+    for (uint32_t i = 0; i < c->n_coopmat; i++) {
+        const vkf_vk_coopmat_shape *s = &c->coopmat_shapes[i];
+        /* VkComponentTypeKHR: 0 FLOAT16, 1 FLOAT32; VkScopeKHR 3: subgroup */
+        if (s->a_type != 0 || s->b_type != 0 || s->c_type != 1 || s->result_type != 1 || s->scope != 3) continue;
+        if (s->m > 32 || s->n > 32 || s->k > 32) continue;
+        if (!best || (s->m == 16 && s->n == 16 && s->k == 16)) best = s;
+    }
+    if (!best) return;
+    /* NVIDIA proprietary (tensor cores since Volta), AMD RADV / AMDVLK / proprietary (WMMA on
+     * RDNA3), Intel ANV on discrete Arc (XMX); 4 = NVIDIA_PROPRIETARY, 1 AMD_PROPRIETARY,
+     * 2 AMD_OPEN_SOURCE, 3 MESA_RADV, 6 INTEL_OPEN_SOURCE_MESA (VkDriverId) */
+    int allowed = (c->vendor_id == 0x10de && driver_id == 4) ||
+                  (c->vendor_id == 0x1002 && (driver_id == 1 || driver_id == 2 || driver_id == 3)) ||
+                  (c->vendor_id == 0x8086 && driver_id == 6 && c->type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
+    if (vkf_vk_env_flag("VKF_COOPMAT")) allowed = 1;
+    if (vkf_vk_env_flag("VKF_NO_COOPMAT")) allowed = 0;
+    if (!allowed) return;
+    c->coopmat_use = 1;
+    c->coopmat_m = best->m;
+    c->coopmat_n = best->n;
+    c->coopmat_k = best->k;
+}
+
 void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     memset(c, 0, sizeof *c);
     VkPhysicalDeviceProperties props;
@@ -239,8 +272,22 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     }
     c->max_wg_invocations = props.limits.maxComputeWorkGroupInvocations;
     c->max_push_constants = props.limits.maxPushConstantsSize;
+    c->max_storage_buffers_per_stage = props.limits.maxPerStageDescriptorStorageBuffers;
+    c->max_storage_images_per_stage = props.limits.maxPerStageDescriptorStorageImages;
     c->max_storage_range = props.limits.maxStorageBufferRange;
     c->min_storage_align = props.limits.minStorageBufferOffsetAlignment;
+    c->timestamp_period = props.limits.timestampPeriod;
+    c->max_texel_elements = props.limits.maxTexelBufferElements;
+    c->min_texel_align = props.limits.minTexelBufferOffsetAlignment;
+    {
+        VkFormatProperties fp;
+        vkGetPhysicalDeviceFormatProperties(pd, VK_FORMAT_R32G32B32A32_UINT, &fp);
+        /* 16-byte texel loads: on CPU drivers (lavapipe) the image path is vectorized where
+         * storage-buffer loads are not (bench/RESULTS.md) */
+        c->texel = (fp.bufferFeatures & VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) != 0 &&
+                   c->max_texel_elements >= 65536 && props.limits.maxPerStageDescriptorStorageImages >= 4;
+    }
+    c->timestamps = props.limits.timestampComputeAndGraphics ? 1 : 0;
     c->max_alloc = (uint64_t)1 << 30; /* the Vulkan 1.0 guarantee when maintenance3 is absent */
     memcpy(c->pipeline_cache_uuid, props.pipelineCacheUUID, 16);
 
@@ -286,6 +333,7 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceSubgroupSizeControlFeatures sgcf = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+    VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     int has_s16 = v11 || vkf_vk_has_ext(ext, n_ext, VK_KHR_16BIT_STORAGE_EXTENSION_NAME);
     int has_s8 = v12 || vkf_vk_has_ext(ext, n_ext, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
@@ -295,7 +343,9 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     if (has_s8) { *next = &s8; next = &s8.pNext; }
     if (has_f16) { *next = &f16; next = &f16.pNext; }
     if (has_sgc) { *next = &sgcf; next = &sgcf.pNext; }
+    if (v12) { *next = &vmm; next = &vmm.pNext; }
     vkGetPhysicalDeviceFeatures2(pd, &f2);
+    c->vulkan_memory_model = v12 && vmm.vulkanMemoryModel;
     c->storage16 = has_s16 && s16.storageBuffer16BitAccess;
     c->storage8 = has_s8 && s8.storageBuffer8BitAccess;
     c->fp16 = has_f16 && f16.shaderFloat16;
@@ -365,15 +415,33 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
         }
     }
     free(ext);
+    vkf_vk_coopmat_choose(c, has_drv ? (int32_t)drv.driverID : 0);
 
+    /* VKF_DEVICE_PROFILE=mobile: a small mobile GPU (128 MiB storage range, 256 MiB allocations,
+     * 16 KiB shared memory, no fp16, int8, 16/8-bit storage or subgroup ops); the single caps
+     * below may lower it further */
+    const char *prof = getenv("VKF_DEVICE_PROFILE");
+    if (prof && strcmp(prof, "mobile") == 0) {
+        if (c->max_storage_range > (128u << 20)) c->max_storage_range = 128u << 20;
+        if (c->max_alloc > (256u << 20)) c->max_alloc = 256u << 20;
+        if (c->max_shared > (16u << 10)) c->max_shared = 16u << 10;
+        c->fp16 = c->int8 = c->storage16 = c->storage8 = c->has_subgroup = 0;
+        snprintf(c->overrides, sizeof c->overrides, "VKF_DEVICE_PROFILE=mobile");
+    }
     /* env caps, to exercise the small-device paths on a big device */
     vkf_vk_cap_override(c, "VKF_MAX_STORAGE_BUFFER_RANGE", &c->max_storage_range);
     vkf_vk_cap_override(c, "VKF_MAX_ALLOC", &c->max_alloc);
     uint64_t sh = c->max_shared;
     vkf_vk_cap_override(c, "VKF_MAX_SHARED_MEMORY", &sh);
     c->max_shared = (uint32_t)sh;
+    if (vkf_vk_env_flag("VKF_NO_TEXEL") && c->texel) {
+        c->texel = 0;
+        size_t l = strlen(c->overrides);
+        snprintf(c->overrides + l, sizeof c->overrides - l, "%sVKF_NO_TEXEL=1", l ? " " : "");
+    }
     if (vkf_vk_env_flag("VKF_NO_FP16") && c->fp16) {
         c->fp16 = 0;
+        c->coopmat_use = 0;
         size_t l = strlen(c->overrides);
         snprintf(c->overrides + l, sizeof c->overrides - l, "%sVKF_NO_FP16=1", l ? " " : "");
     }
@@ -522,7 +590,9 @@ static vkf_status vkf_vk_instance_create(vkf_vk_backend *vb, int validate, VkIns
     ici.ppEnabledLayerNames = layers;
     ici.enabledExtensionCount = n_exts;
     ici.ppEnabledExtensionNames = exts;
-    VKF_VK_CHECK(vkCreateInstance(&ici, NULL, out));
+    r = vkCreateInstance(&ici, NULL, out); /* no ICD at all: INCOMPATIBLE_DRIVER, i.e. no device */
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER) return vkf_error(VKF_ERROR_NO_DEVICE, "no Vulkan driver: vkCreateInstance failed: VK_ERROR_INCOMPATIBLE_DRIVER");
+    VKF_VK_CHECK(r);
     /* instance-level pointers: the loader's trampolines, valid for every instance */
     volkLoadInstanceOnly(*out);
 
@@ -664,6 +734,7 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
         if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) qfi = (int)i;
     if (qfi < 0) return vkf_error(VKF_ERROR_UNSUPPORTED, "device %s has no compute queue", c->name);
     vb->queue_family = (uint32_t)qfi;
+    vb->ts_bits = qf[qfi].timestampValidBits;
 
     /* extensions and features we use (when the device has them) */
     uint32_t n_ext = 0;
@@ -703,6 +774,19 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
         sgcf.subgroupSizeControl = c->subgroup_size_control ? VK_TRUE : VK_FALSE;
         sgcf.computeFullSubgroups = c->subgroup_size_control ? VK_TRUE : VK_FALSE;
         *next = &sgcf; next = &sgcf.pNext;
+    }
+    /* cooperative matrix (only where it will be used) and the memory model its GLSL needs */
+    struct {
+        VkStructureType sType;
+        void *pNext;
+        VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+    } cmf = {(VkStructureType)1000506000 /* COOPERATIVE_MATRIX_FEATURES_KHR */, NULL, VK_TRUE, VK_FALSE};
+    VkPhysicalDeviceVulkanMemoryModelFeatures vmmf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    if (c->coopmat_use && n_exts < 8) {
+        exts[n_exts++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
+        *next = &cmf; next = &cmf.pNext;
+        vmmf.vulkanMemoryModel = VK_TRUE;
+        *next = &vmmf; next = &vmmf.pNext;
     }
 
     float prio = 1.0f;

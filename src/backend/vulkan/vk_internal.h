@@ -87,12 +87,24 @@ struct vkf_buffer {
 #define VKF_VK_MAX_SPEC 8
 
 typedef struct vkf_vk_pipeline {
-    char *key;        /* "shader|defines|spec" */
+    char *key;        /* "shader|defines|bindings|texel mask|spec" */
     uint64_t hash;
     int n_bindings;   /* including binding 0 (dyn) */
+    uint32_t texel_mask; /* bit i: binding i is a storage texel buffer (R32G32B32A32_UINT) */
     VkPipeline pipeline;
-    VkPipelineLayout layout; /* borrowed from the backend */
+    VkPipelineLayout layout;        /* borrowed from the backend */
+    VkDescriptorSetLayout set_layout; /* borrowed from the backend */
 } vkf_vk_pipeline;
+
+/* One descriptor-set layout and pipeline layout per (binding count, texel mask). */
+typedef struct vkf_vk_layout {
+    int n_bindings;
+    uint32_t texel_mask;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipe_layout;
+} vkf_vk_layout;
+
+#define VKF_VK_MAX_LAYOUTS 64
 
 /* ---------------------------------------------------------------- the backend */
 
@@ -106,6 +118,8 @@ typedef struct vkf_vk_backend {
     struct VolkDeviceTable vk; /* per-device function table: no global device state */
     VkQueue queue;
     uint32_t queue_family;
+    uint32_t ts_bits; /* timestampValidBits of the queue family (0: no timestamps) */
+    int profile;      /* per-dispatch timestamps in recorded graphs */
     VkCommandPool cmd_pool;
     VkCommandBuffer xfer_cmd; /* one-shot uploads/downloads */
     VkFence fence;
@@ -139,11 +153,17 @@ typedef struct vkf_vk_backend {
     char cache_dir[1024]; /* "" when disk caching is off */
     VkPipelineCache pipeline_cache;
     char pipeline_cache_path[1200];
-    VkDescriptorSetLayout set_layout[VKF_VK_MAX_BINDINGS + 1]; /* by binding count */
-    VkPipelineLayout pipe_layout[VKF_VK_MAX_BINDINGS + 1];
+    vkf_vk_layout layouts[VKF_VK_MAX_LAYOUTS];
+    int n_layouts;
     vkf_vk_pipeline **pipelines;
     int n_pipelines, cap_pipelines;
     char device_defines[256]; /* "VKF_FP16=1;..." derived from caps */
+
+    /* tuning (vk_tune.c): choices cached by `vkformer tune`, per shape class and weight dtype */
+    int tune_loaded;
+    int tune_have[3][VKF_DTYPE_COUNT];
+    struct vkf_vk_mm_cfg *tune_cfg; /* [3][VKF_DTYPE_COUNT] */
+    const struct vkf_vk_mm_cfg *tune_force; /* while timing a candidate */
 
     vkf_vk_stats stats;
 } vkf_vk_backend;
@@ -182,10 +202,18 @@ void vkf_vk_cmd_full_barrier(vkf_vk_backend *vb, VkCommandBuffer cmd);
 vkf_status vkf_vk_shaders_init(vkf_vk_backend *vb);
 void vkf_vk_shaders_destroy(vkf_vk_backend *vb);
 /* The pipeline of shaders/<shader>.comp with defines "A=1;B=2" (device defines are added) and
- * specialization constants spec[0..n_spec) (ids 0..n_spec-1), created on first use. */
+ * specialization constants spec[0..n_spec) (ids 0..n_spec-1), created on first use. Every
+ * binding is a storage buffer. */
 vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const char *defines,
                                int n_bindings, const uint32_t *spec, int n_spec,
                                vkf_vk_pipeline **out);
+/* The same with texel_mask: bit i makes binding i a storage texel buffer of 16-byte
+ * R32G32B32A32_UINT texels (GLSL `uimageBuffer` with layout rgba32ui). */
+vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, const char *defines,
+                                     int n_bindings, uint32_t texel_mask, const uint32_t *spec, int n_spec,
+                                     vkf_vk_pipeline **out);
+/* 1 if the glslang linked in compiles GL_KHR_cooperative_matrix (13.1 and later). */
+int vkf_vk_glslang_has_coopmat(void);
 /* GLSL -> SPIR-V through the disk cache; *words malloc'ed. For tests via the backend. */
 vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *defines,
                             uint32_t **words, size_t *n_words);
@@ -198,6 +226,7 @@ typedef struct vkf_vk_win {
     VkDeviceSize off, range; /* descriptor offset/range (offset aligned) */
     VkDeviceSize delta;      /* bytes from the window start to the requested first byte */
     int write;
+    int texel;               /* bound as a storage texel buffer: range a multiple of 16 bytes */
 } vkf_vk_win;
 
 typedef struct vkf_vk_access {
@@ -213,6 +242,7 @@ typedef struct vkf_vk_rec {
     VkCommandBuffer cmd;
     vkf_vk_access *reads, *writes; /* since the last barrier */
     int n_reads, n_writes, cap_reads, cap_writes;
+    int op; /* vkf_op of the node being recorded: profiles attribute dispatches to it */
 } vkf_vk_rec;
 
 /* Bytes a dispatch may bind from one buffer: maxStorageBufferRange less alignment slack. */
@@ -220,6 +250,16 @@ uint64_t vkf_vk_window_budget(const vkf_vk_backend *vb);
 /* A window over bytes [lo, hi) of b (relative to b's start). */
 vkf_status vkf_vk_window(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64_t hi, int write,
                          vkf_vk_win *w);
+/* The same as a texel window (caps.texel): the start aligned for texel views, the range whole
+ * 16-byte texels within the block; w->delta is then the byte offset of lo inside the view. */
+vkf_status vkf_vk_window_texel(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64_t hi, int write,
+                               vkf_vk_win *w);
+/* A window over absolute bytes [abs_lo, abs_hi) of a block (several tensors of one block:
+ * fused dispatches); texel: as vkf_vk_window_texel, else as vkf_vk_window. */
+vkf_status vkf_vk_window_block(vkf_vk_rec *r, const vkf_vk_block *blk, uint64_t abs_lo, uint64_t abs_hi, int write,
+                               int texel, vkf_vk_win *w);
+/* Bytes a texel window may span (maxTexelBufferElements and maxStorageBufferRange). */
+uint64_t vkf_vk_texel_budget(const vkf_vk_backend *vb);
 /* Records one dispatch: a barrier first if it reads what was written since the last barrier or
  * writes what was read or written; then binds dyn + wins[0..n) at bindings 0..n. */
 vkf_status vkf_vk_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *p, const vkf_vk_win *wins, int n,
@@ -228,12 +268,66 @@ vkf_status vkf_vk_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *p, const vkf_vk_win *
 /* A device buffer that lives as long as the recording being made (kernel scratch). */
 vkf_status vkf_vk_scratch(vkf_vk_rec *r, size_t bytes, vkf_buffer **out);
 vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past);
+/* Records the dispatches of fn (called once) into a command buffer and submits it reps times,
+ * each submission timed on the host (submit to fence); ms[0..reps) gets the times (may be
+ * NULL). For peak probes and micro-benchmarks outside any graph. */
+vkf_status vkf_vk_run_recorded(vkf_vk_backend *vb, vkf_status (*fn)(vkf_vk_rec *r, void *user), void *user,
+                               int reps, double *ms);
 void vkf_vk_graph_release(vkf_backend *be, vkf_graph *g);
 
 /* ---------------------------------------------------------------- vk_ops.c */
 
 /* Records node n. */
 vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n);
+
+/* One dispatch of matmul_texel.comp: a plain matmul, or a fused group built by vk_fuse.c. */
+typedef struct vkf_vk_mm_group {
+    const vkf_tensor *a;        /* [M, K] activations (the RMSNorm input when norm_w is set) */
+    const vkf_tensor *w[3];     /* [N_i, K] weights, one dtype, all in one memory block */
+    const vkf_tensor *d[3];     /* [M, N_i] outputs, all in one memory block (swiglu: d[0] only) */
+    int n_mats;                 /* 1..3 (swiglu: 2, gate then up) */
+    const vkf_tensor *bias;     /* [1, N_0], single matrix only */
+    const vkf_tensor *res;      /* [M, N_0] residual added to the product, single matrix only */
+    const vkf_tensor *norm_w;   /* [1, K] RMSNorm weight folded in (NULL: none) */
+    float eps;
+    int swiglu;                 /* d[0] = silu(a.w0^T) * (a.w1^T) */
+    int act;                    /* 1 + vkf_unary applied after the bias (0: none) */
+} vkf_vk_mm_group;
+
+/* Whether the group can run as one matmul_texel dispatch on this device (texels, alignment,
+ * shared blocks, windows); *why (may be NULL) gets the reason when not. */
+int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why);
+/* Records the group (vkf_vk_mm_group_ok must hold). */
+vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g);
+
+/* ---------------------------------------------------------------- vk_fuse.c */
+
+/* Tries the fusion patterns that start at node i of g; records the fused dispatch and returns
+ * the number of nodes it replaced in *used (0: none matched, record node i alone).
+ * VKF_NO_FUSE=1 turns fusion off. */
+vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *used);
+
+/* ---------------------------------------------------------------- vk_tune.c */
+
+typedef enum vkf_vk_mm_kind {
+    VKF_VK_MM_TEXEL = 0, /* matmul_texel.comp: subgroup split-K on 16-byte texels, any M */
+    VKF_VK_MM_TILED,     /* matmul.comp tiled (M > 8) / split-K matvec (M <= 8): storage buffers */
+} vkf_vk_mm_kind;
+
+struct vkf_vk_mm_cfg {
+    vkf_vk_mm_kind kind;
+    uint32_t wg;         /* workgroup size */
+    uint32_t r, tm;      /* texel: weight rows per subgroup, activation rows per workgroup */
+    uint32_t bm, bn, bk; /* tiled: output tile and K slice */
+};
+typedef struct vkf_vk_mm_cfg vkf_vk_mm_cfg;
+
+/* The matmul variant for this shape: the autotuner's cached choice for the device and shape
+ * class when there is one (`vkformer tune`), else the tuning table for the device. Env
+ * VKF_NO_TUNE=1 ignores the cached choices. */
+vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t K, vkf_dtype wtype,
+                              vkf_vk_mm_cfg *out);
+void vkf_vk_tune_destroy(vkf_vk_backend *vb);
 
 /* ---------------------------------------------------------------- small helpers */
 

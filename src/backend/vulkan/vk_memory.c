@@ -32,7 +32,8 @@ static vkf_status vkf_vk_raw_buffer(vkf_vk_backend *vb, VkDeviceSize size, uint3
     if (mapped) *mapped = NULL;
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bci.size = size;
-    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT |
+                VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                 VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     VKF_VK_CHECK(vb->vk.vkCreateBuffer(vb->device, &bci, NULL, buf));
@@ -46,7 +47,11 @@ static vkf_status vkf_vk_raw_buffer(vkf_vk_backend *vb, VkDeviceSize size, uint3
     VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     mai.allocationSize = req.size;
     mai.memoryTypeIndex = mem_type;
-    VkResult r = vb->vk.vkAllocateMemory(vb->device, &mai, NULL, mem);
+    /* VKF_MAX_DEVICE_MEMORY=bytes simulates a small device: an allocation that would take the
+     * blocks past it fails as the driver's would */
+    VkDeviceSize used = req.size, cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY");
+    for (int i = 0; cap && i < vb->n_blocks; i++) used += vb->blocks[i]->size;
+    VkResult r = cap && used > cap ? VK_ERROR_OUT_OF_DEVICE_MEMORY : vb->vk.vkAllocateMemory(vb->device, &mai, NULL, mem);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
         st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "vkAllocateMemory of %llu bytes failed: %s on %s",
                        (unsigned long long)req.size, vkf_vk_result_name(r), vb->caps.name);
@@ -72,7 +77,8 @@ vkf_status vkf_vk_memory_init(vkf_vk_backend *vb) {
     /* the memory types a storage buffer may use */
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bci.size = 4096;
-    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT |
+                VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                 VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     VkBuffer probe;
     VKF_VK_CHECK(vb->vk.vkCreateBuffer(vb->device, &bci, NULL, &probe));

@@ -65,6 +65,7 @@ static vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint
 }
 
 static int64_t vkf_vk_min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, vkf_vk_win *w);
 
 static uint32_t vkf_vk_groups(uint64_t items, uint64_t per_group, uint32_t cap) {
     uint64_t g = (items + per_group - 1) / per_group;
@@ -166,9 +167,64 @@ static vkf_status vkf_vk_first_unfit(vkf_vk_rec *r, const vkf_tensor *const *ts,
     return vkf_error(VKF_ERROR_INTERNAL, "no rows fit a window");
 }
 
+#define VKF_VK_NORM_TEXEL_WG 64
+
+/* norm_texel.comp: one subgroup per row on texels (see the shader) */
+static int vkf_vk_norm_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
+    const vkf_tensor *d = n->dst, *x = n->src[0], *w = n->src[1], *b = n->src[2];
+    const vkf_vk_caps *c = &r->vb->caps;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_NORM")) return 0;
+    if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4) return 0;
+    if ((w && w->offset % 16) || (b && b->offset % 16)) return 0;
+    if (vkf_vk_rows_fit(x, vkf_vk_texel_budget(r->vb) - 32) < x->rows ||
+        vkf_vk_rows_fit(d, vkf_vk_texel_budget(r->vb) - 32) < x->rows)
+        return 0;
+    uint32_t rows_per_group = VKF_VK_NORM_TEXEL_WG / c->subgroup_min;
+    /* with larger subgroups a workgroup holds fewer rows: size the grid for the smallest */
+    uint64_t groups = ((uint64_t)x->rows + rows_per_group - 1) / rows_per_group;
+    if (c->subgroup_max > c->subgroup_min) groups = ((uint64_t)x->rows * c->subgroup_max + VKF_VK_NORM_TEXEL_WG - 1) / VKF_VK_NORM_TEXEL_WG;
+    if (groups > c->max_wg_count[0]) return 0;
+    uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
+    vkf_vk_pipeline *pl;
+    *st = vkf_vk_pipeline_get_texel(r->vb, "norm_texel", n->op == VKF_OP_RMSNORM ? "RMS=1" : "", 5,
+                                    (1u << 2) | (1u << 3) | (1u << 4), spec, 1, &pl);
+    if (*st != VKF_OK) return 1;
+    vkf_vk_win win[4];
+    vkf_pc_norm pc;
+    memset(&pc, 0, sizeof pc);
+    if ((*st = vkf_vk_rows_win(r, d, 0, x->rows, 1, &win[0])) != VKF_OK) return 1;
+    if ((*st = vkf_vk_elem_off(&win[0], d, &pc.d_off)) != VKF_OK) return 1;
+    if ((*st = vkf_vk_rows_texwin(r, x, 0, x->rows, &win[1])) != VKF_OK) return 1;
+    pc.x_off = (uint32_t)(win[1].delta / 4);
+    win[2] = win[3] = win[1];
+    if (w) {
+        if ((*st = vkf_vk_rows_texwin(r, w, 0, 1, &win[2])) != VKF_OK) return 1;
+        pc.w_off = (uint32_t)(win[2].delta / 4);
+        pc.has_w = 1;
+    }
+    if (b) {
+        if ((*st = vkf_vk_rows_texwin(r, b, 0, 1, &win[3])) != VKF_OK) return 1;
+        pc.b_off = (uint32_t)(win[3].delta / 4);
+        pc.has_b = 1;
+    }
+    if (win[0].delta % 16 || win[1].delta % 16 || win[2].delta % 16 || win[3].delta % 16) {
+        *st = vkf_error(VKF_ERROR_INTERNAL, "norm %s: windows not texel aligned", d->name);
+        return 1;
+    }
+    pc.rows = (uint32_t)x->rows;
+    pc.cols = (uint32_t)x->cols;
+    pc.d_stride = (uint32_t)d->row_stride;
+    pc.x_stride = (uint32_t)x->row_stride;
+    pc.eps = n->p.norm.eps;
+    *st = vkf_vk_dispatch(r, pl, win, 4, &pc, sizeof pc, (uint32_t)groups, 1, 1);
+    return 1;
+}
+
 /* layernorm, rmsnorm: bindings dst, x, weight, bias */
 static vkf_status vkf_vk_op_norm(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *x = n->src[0], *w = n->src[1], *b = n->src[2];
+    vkf_status tst;
+    if (vkf_vk_norm_texel(r, n, &tst)) return tst;
     const vkf_tensor *rowwise[] = {d, x};
     int64_t per = vkf_vk_fit_all(r, rowwise, 2, x->rows);
     if (per == 0) return vkf_vk_first_unfit(r, rowwise, 2);
@@ -206,10 +262,59 @@ static vkf_status vkf_vk_op_norm(vkf_vk_rec *r, const vkf_node *n) {
     return VKF_OK;
 }
 
+/* softmax_texel.comp: one subgroup per row on texels (see the shader) */
+static int vkf_vk_softmax_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
+    const vkf_tensor *d = n->dst, *x = n->src[0];
+    const vkf_tensor *m = n->op == VKF_OP_SOFTMAX ? n->src[1] : NULL;
+    const vkf_vk_caps *c = &r->vb->caps;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_SOFTMAX")) return 0;
+    if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4) return 0;
+    if (m && (m->offset % 16 || m->row_stride % 4)) return 0;
+    uint64_t tb = vkf_vk_texel_budget(r->vb) - 32;
+    if (vkf_vk_rows_fit(x, tb) < x->rows || vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) < x->rows ||
+        (m && vkf_vk_rows_fit(m, tb) < x->rows))
+        return 0;
+    uint32_t smax = c->subgroup_max ? c->subgroup_max : c->subgroup_min;
+    uint64_t groups = ((uint64_t)x->rows * smax + VKF_VK_NORM_TEXEL_WG - 1) / VKF_VK_NORM_TEXEL_WG;
+    if (groups > c->max_wg_count[0]) return 0;
+    uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
+    vkf_vk_pipeline *pl;
+    *st = vkf_vk_pipeline_get_texel(r->vb, "softmax_texel", n->op == VKF_OP_LOG_SOFTMAX ? "LOG=1" : "", 4,
+                                    (1u << 2) | (1u << 3), spec, 1, &pl);
+    if (*st != VKF_OK) return 1;
+    vkf_vk_win win[3];
+    vkf_pc_softmax pc;
+    memset(&pc, 0, sizeof pc);
+    if ((*st = vkf_vk_rows_win(r, d, 0, x->rows, 1, &win[0])) != VKF_OK) return 1;
+    if ((*st = vkf_vk_elem_off(&win[0], d, &pc.d_off)) != VKF_OK) return 1;
+    if ((*st = vkf_vk_rows_texwin(r, x, 0, x->rows, &win[1])) != VKF_OK) return 1;
+    pc.x_off = (uint32_t)(win[1].delta / 4);
+    win[2] = win[1];
+    if (m) {
+        if ((*st = vkf_vk_rows_texwin(r, m, 0, x->rows, &win[2])) != VKF_OK) return 1;
+        pc.m_off = (uint32_t)(win[2].delta / 4);
+        pc.m_stride = (uint32_t)m->row_stride;
+        pc.has_mask = 1;
+    }
+    if (win[0].delta % 16 || win[1].delta % 16 || win[2].delta % 16) {
+        *st = vkf_error(VKF_ERROR_INTERNAL, "softmax %s: windows not texel aligned", d->name);
+        return 1;
+    }
+    pc.rows = (uint32_t)x->rows;
+    pc.cols = (uint32_t)x->cols;
+    pc.d_stride = (uint32_t)d->row_stride;
+    pc.x_stride = (uint32_t)x->row_stride;
+    pc.scale = n->op == VKF_OP_SOFTMAX && n->p.scale.scale != 0.0f ? n->p.scale.scale : 1.0f;
+    *st = vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, (uint32_t)groups, 1, 1);
+    return 1;
+}
+
 /* softmax, log_softmax: bindings dst, x, mask */
 static vkf_status vkf_vk_op_softmax(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *x = n->src[0];
     const vkf_tensor *m = n->op == VKF_OP_SOFTMAX ? n->src[1] : NULL;
+    vkf_status tst;
+    if (vkf_vk_softmax_texel(r, n, &tst)) return tst;
     const vkf_tensor *rowwise[] = {d, x, m};
     int64_t per = vkf_vk_fit_all(r, rowwise, 3, x->rows);
     if (per == 0) return vkf_vk_first_unfit(r, rowwise, 3);
@@ -300,12 +405,258 @@ static int vkf_vk_weight_ok(vkf_dtype t) {
            t == VKF_DTYPE_Q4_0;
 }
 
+/* ---------------------------------------------------------------- matmul on texels */
+
+/* the texel window over rows [r0, r0+n) of t */
+static vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, vkf_vk_win *w) {
+    if (n <= 0) n = 1;
+    uint64_t sb = vkf_vk_stride_bytes(t);
+    uint64_t lo = t->offset + (uint64_t)r0 * sb;
+    uint64_t hi = lo + (uint64_t)(n - 1) * sb + vkf_vk_row_bytes(t);
+    return vkf_vk_window_texel(r, t->buf, lo, hi, 0, w);
+}
+
+/* rows of t that fit one texel window */
+static int64_t vkf_vk_rows_fit_texel(const vkf_vk_backend *vb, const vkf_tensor *t) {
+    return vkf_vk_rows_fit(t, vkf_vk_texel_budget(vb) - 32);
+}
+
+/* rows of t span one texel window / storage window */
+static int vkf_vk_texel_fits(const vkf_vk_backend *vb, const vkf_tensor *t) {
+    return vkf_vk_rows_fit_texel(vb, t) >= t->rows;
+}
+
+/* t can be read as whole 16-byte texels of f32 (rows start 16-byte aligned, cols % 4 == 0) */
+static int vkf_vk_f32_texel_ok(const vkf_tensor *t) {
+    return t->dtype == VKF_DTYPE_F32 && t->offset % 16 == 0 && t->row_stride % 4 == 0 && t->cols % 4 == 0;
+}
+
+int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why) {
+    const vkf_vk_backend *vb = r->vb;
+    const char *dummy;
+    if (!why) why = &dummy;
+    *why = NULL;
+    if (!vb->caps.texel || !vb->caps.has_subgroup || vkf_vk_env_flag("VKF_NO_TEXEL_MATMUL")) {
+        *why = "no texels or subgroups";
+        return 0;
+    }
+    const vkf_tensor *a = g->a, *w0 = g->w[0];
+    int64_t K = a->cols;
+    int quant = vkf_vk_is_quant(w0->dtype);
+    int64_t unit = w0->dtype == VKF_DTYPE_F32 ? 4 : quant ? 32 : 8;
+    if (!vkf_vk_weight_ok(w0->dtype) || K % unit || a->offset % 16 || a->row_stride % 4) {
+        *why = "alignment";
+        return 0;
+    }
+    int n_out = g->swiglu ? 1 : g->n_mats;
+    for (int i = 0; i < g->n_mats; i++) {
+        const vkf_tensor *w = g->w[i];
+        if (w->dtype != w0->dtype || w->cols != K || !w->buf || w->buf->block != w0->buf->block ||
+            vkf_vk_stride_bytes(w) != vkf_vk_stride_bytes(w0)) {
+            *why = "weights differ";
+            return 0;
+        }
+        if (quant ? w->offset % 2 : (w->offset % 16 || vkf_vk_stride_bytes(w) % 16)) {
+            *why = "weight alignment";
+            return 0;
+        }
+    }
+    for (int i = 0; i < n_out; i++)
+        if (!g->d[i]->buf || g->d[i]->buf->block != g->d[0]->buf->block || g->d[i]->rows != a->rows) {
+            *why = "outputs differ";
+            return 0;
+        }
+    if (g->norm_w && !vkf_vk_f32_texel_ok(g->norm_w)) {
+        *why = "norm weight alignment";
+        return 0;
+    }
+    if (g->n_mats == 1 && !g->swiglu && !g->norm_w) return 1; /* plain: chunked as needed */
+    /* fused groups bind each operand set as one window */
+    uint64_t tb = vkf_vk_texel_budget(vb) - 32, sb = vkf_vk_window_budget(vb);
+    uint64_t wlo = UINT64_MAX, whi = 0, dlo = UINT64_MAX, dhi = 0;
+    for (int i = 0; i < g->n_mats; i++) {
+        uint64_t lo = g->w[i]->buf->offset + g->w[i]->offset, hi = lo + vkf_tensor_nbytes(g->w[i]);
+        if (lo < wlo) wlo = lo;
+        if (hi > whi) whi = hi;
+    }
+    for (int i = 0; i < n_out; i++) {
+        uint64_t lo = g->d[i]->buf->offset + g->d[i]->offset, hi = lo + vkf_tensor_nbytes(g->d[i]);
+        if (lo < dlo) dlo = lo;
+        if (hi > dhi) dhi = hi;
+    }
+    if (whi - wlo > tb || dhi - dlo > sb || !vkf_vk_texel_fits(vb, a) ||
+        (g->res && vkf_vk_rows_fit(g->res, sb) < g->res->rows)) {
+        *why = "windows";
+        return 0;
+    }
+    const vkf_vk_caps *c = &vb->caps;
+    if (a->rows > (int64_t)c->max_wg_count[2]) {
+        *why = "rows";
+        return 0;
+    }
+    return 1;
+}
+
+/* the dispatch grid for `rows` padded output rows of R per subgroup */
+static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, uint32_t R, uint64_t rows, uint32_t *gx,
+                           uint32_t *gy) {
+    /* size for the fewest subgroups a workgroup may have (the largest subgroup size): extra
+     * subgroups find no rows and return */
+    uint32_t smax = c->subgroup_max ? c->subgroup_max : 64;
+    uint32_t nsg = cfg->wg / smax ? cfg->wg / smax : 1;
+    uint64_t per = (uint64_t)R * nsg;
+    uint64_t groups = (rows + per - 1) / per;
+    *gx = (uint32_t)(groups < c->max_wg_count[0] ? groups : c->max_wg_count[0]);
+    *gy = (uint32_t)((groups + *gx - 1) / *gx);
+}
+
+vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
+    const vkf_tensor *a = g->a, *w0 = g->w[0], *d0 = g->d[0];
+    const vkf_vk_caps *c = &r->vb->caps;
+    int64_t M = a->rows, K = a->cols;
+    int64_t Ntot = 0;
+    for (int i = 0; i < g->n_mats; i++) Ntot += g->w[i]->rows;
+    vkf_vk_mm_cfg cfg;
+    VKF_TRY(vkf_vk_tune_matmul(r->vb, M, Ntot, K, w0->dtype, &cfg));
+    uint32_t R = cfg.r;
+    if (g->swiglu && R > 1) R /= 2; /* two accumulator sets */
+    uint32_t tm = cfg.tm < (uint32_t)M ? cfg.tm : (uint32_t)M;
+    uint32_t spec[3] = {cfg.wg, R, tm};
+    char defs[64];
+    snprintf(defs, sizeof defs, "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d", vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0,
+             g->swiglu, g->act - 1);
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7, (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
+    int plain = g->n_mats == 1 && !g->swiglu && !g->norm_w;
+    uint64_t budget = vkf_vk_window_budget(r->vb);
+    int64_t mper = M, nper = w0->rows;
+    if (plain) {
+        mper = vkf_vk_min64(vkf_vk_rows_fit_texel(r->vb, a), vkf_vk_rows_fit(d0, budget));
+        nper = vkf_vk_rows_fit_texel(r->vb, w0);
+        if (mper == 0) return vkf_vk_fit_error(r, vkf_vk_rows_fit(d0, budget) == 0 ? d0 : a);
+        if (nper == 0) return vkf_vk_fit_error(r, w0);
+        nper = vkf_vk_min64(nper, (int64_t)c->max_wg_count[0] * c->max_wg_count[1] * R);
+        if (g->res) mper = vkf_vk_min64(mper, vkf_vk_rows_fit(g->res, budget));
+    }
+    mper = vkf_vk_min64(mper, (int64_t)c->max_wg_count[2] * tm);
+    if (mper > (int64_t)tm) mper = mper / tm * tm;
+    int n_out = g->swiglu ? 1 : g->n_mats;
+    for (int64_t m0 = 0; m0 < M; m0 += mper) {
+        int64_t mc = vkf_vk_min64(mper, M - m0);
+        for (int64_t n0 = 0; n0 < w0->rows; n0 += nper) {
+            int64_t nc = vkf_vk_min64(nper, w0->rows - n0);
+            vkf_vk_win win[6];
+            vkf_pc_mm pc;
+            memset(&pc, 0, sizeof pc);
+            /* outputs: one storage window over rows m0.. of every output (columns n0.. when plain) */
+            uint64_t dlo = UINT64_MAX, dhi = 0;
+            for (int i = 0; i < n_out; i++) {
+                const vkf_tensor *d = g->d[i];
+                uint64_t sb = vkf_vk_stride_bytes(d), base = d->buf->offset + d->offset;
+                uint64_t lo = base + (uint64_t)m0 * sb + (plain ? (uint64_t)n0 * 4 : 0);
+                uint64_t hi = base + (uint64_t)(m0 + mc - 1) * sb + (plain ? (uint64_t)(n0 + nc) : (uint64_t)d->cols) * 4;
+                if (lo < dlo) dlo = lo;
+                if (hi > dhi) dhi = hi;
+            }
+            VKF_TRY(vkf_vk_window_block(r, d0->buf->block, dlo, dhi, 1, 0, &win[0]));
+            /* element offsets of each output inside the window (rows m0.., column 0 of the chunk) */
+            uint32_t doff[3] = {0, 0, 0};
+            for (int i = 0; i < n_out; i++) {
+                const vkf_tensor *d = g->d[i];
+                uint64_t at = d->buf->offset + d->offset + (uint64_t)m0 * vkf_vk_stride_bytes(d) + (plain ? (uint64_t)n0 * 4 : 0);
+                uint64_t rel = at - win[0].off;
+                if (rel % 4) return vkf_error(VKF_ERROR_INTERNAL, "matmul %s: output offset not a float", d->name);
+                doff[i] = (uint32_t)(rel / 4);
+            }
+            VKF_TRY(vkf_vk_rows_texwin(r, a, m0, mc, &win[1]));
+            if (win[1].delta % 16)
+                return vkf_error(VKF_ERROR_INTERNAL, "matmul %s: activation window not texel aligned", d0->name);
+            pc.a_off = (uint32_t)(win[1].delta / 4);
+            /* weights: one texel window over rows n0.. of every matrix */
+            uint64_t wlo = UINT64_MAX, whi = 0;
+            for (int i = 0; i < g->n_mats; i++) {
+                const vkf_tensor *w = g->w[i];
+                uint64_t sb = vkf_vk_stride_bytes(w), base = w->buf->offset + w->offset;
+                uint64_t lo = base + (plain ? (uint64_t)n0 * sb : 0);
+                uint64_t hi = base + (uint64_t)((plain ? n0 + nc : w->rows) - 1) * sb + vkf_vk_row_bytes(w);
+                if (lo < wlo) wlo = lo;
+                if (hi > whi) whi = hi;
+            }
+            VKF_TRY(vkf_vk_window_block(r, w0->buf->block, wlo, whi, 0, 1, &win[2]));
+            uint32_t wboff[3] = {0, 0, 0};
+            for (int i = 0; i < g->n_mats; i++) {
+                const vkf_tensor *w = g->w[i];
+                wboff[i] = (uint32_t)(w->buf->offset + w->offset + (plain ? (uint64_t)n0 * vkf_vk_stride_bytes(w) : 0) -
+                                      win[2].off);
+            }
+            win[3] = win[4] = win[0];
+            win[3].write = win[4].write = 0;
+            win[5] = win[1];
+            if (g->bias) {
+                uint64_t blo = g->bias->offset + (uint64_t)n0 * 4, bhi = blo + (uint64_t)nc * 4;
+                VKF_TRY(vkf_vk_window(r, g->bias->buf, blo, bhi, 0, &win[3]));
+                VKF_TRY(vkf_vk_elem_off(&win[3], g->bias, &pc.b_off));
+                pc.flags |= VKF_MM_BIAS;
+            }
+            if (g->res) {
+                const vkf_tensor *res = g->res;
+                uint64_t rsb = vkf_vk_stride_bytes(res);
+                uint64_t rlo = res->offset + (uint64_t)m0 * rsb + (uint64_t)n0 * 4;
+                uint64_t rhi = res->offset + (uint64_t)(m0 + mc - 1) * rsb + (uint64_t)(n0 + nc) * 4;
+                VKF_TRY(vkf_vk_window(r, res->buf, rlo, rhi, 0, &win[4]));
+                VKF_TRY(vkf_vk_elem_off(&win[4], res, &pc.r_off));
+                pc.r_stride = (uint32_t)res->row_stride;
+                pc.flags |= VKF_MM_RESIDUAL;
+            }
+            if (g->norm_w) {
+                VKF_TRY(vkf_vk_rows_texwin(r, g->norm_w, 0, 1, &win[5]));
+                pc.g_off = (uint32_t)(win[5].delta / 4);
+                pc.eps = g->eps;
+            }
+            pc.M = (uint32_t)mc;
+            pc.N = (uint32_t)nc;
+            pc.K = (uint32_t)K;
+            pc.a_stride = (uint32_t)a->row_stride;
+            pc.w_boff = wboff[0];
+            pc.w_bstride = (uint32_t)vkf_vk_stride_bytes(w0);
+            pc.d_off = doff[0];
+            pc.d_stride = (uint32_t)d0->row_stride;
+            pc.n_mats = (uint32_t)g->n_mats;
+            uint64_t rows = ((uint64_t)nc + R - 1) / R * R;
+            if (g->n_mats > 1) {
+                pc.N1 = (uint32_t)g->w[1]->rows;
+                pc.w_boff1 = wboff[1];
+                if (!g->swiglu) {
+                    pc.d_off1 = doff[1];
+                    pc.d_stride1 = (uint32_t)g->d[1]->row_stride;
+                    rows += ((uint64_t)pc.N1 + R - 1) / R * R;
+                }
+            }
+            if (g->n_mats > 2) {
+                pc.N2 = (uint32_t)g->w[2]->rows;
+                pc.w_boff2 = wboff[2];
+                pc.d_off2 = doff[2];
+                pc.d_stride2 = (uint32_t)g->d[2]->row_stride;
+                rows += ((uint64_t)pc.N2 + R - 1) / R * R;
+            }
+            uint32_t gx, gy;
+            vkf_vk_mm_grid(c, &cfg, R, rows, &gx, &gy);
+            uint32_t gz = (uint32_t)(((uint64_t)mc + tm - 1) / tm);
+            VKF_TRY(vkf_vk_dispatch(r, pl, win, 6, &pc, sizeof pc, gx, gy, gz));
+        }
+    }
+    return VKF_OK;
+}
+
 /* ---------------------------------------------------------------- matmul */
 
 #define VKF_VK_MV_MAXM 8
 #define VKF_VK_MV_WG 64
 #define VKF_VK_MV_NOUT 4
 #define VKF_VK_RL_WG 32 /* rows per workgroup of the ROWLANE matvec */
+
+/* the tuner is timing a tiled variant: run it even where ROWLANE would stand in */
+static int vb_tiled_forced(const vkf_vk_backend *vb) { return vb->tune_force != NULL; }
 
 /* a [M,K] F32, w [N,K] any weight type, optional bias [1,N]; dst [M,N].
  * Variants (DESIGN 6, each with an env off switch):
@@ -317,6 +668,12 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     if (!vkf_vk_weight_ok(w->dtype))
         return vkf_error(VKF_ERROR_UNSUPPORTED, "matmul: weight %s has dtype %s", w->name, vkf_dtype_name(w->dtype));
     int64_t M = a->rows, N = w->rows, K = a->cols;
+    vkf_vk_mm_cfg cfg;
+    VKF_TRY(vkf_vk_tune_matmul(r->vb, M, N, K, w->dtype, &cfg));
+    if (cfg.kind == VKF_VK_MM_TEXEL) {
+        vkf_vk_mm_group grp = {.a = a, .w = {w}, .d = {d}, .n_mats = 1, .bias = bias};
+        if (vkf_vk_mm_group_ok(r, &grp, NULL)) return vkf_vk_mm_group_record(r, &grp);
+    }
     const vkf_vk_caps *c = &r->vb->caps;
     uint64_t budget = vkf_vk_window_budget(r->vb);
     int wt = vkf_vk_wtype(w->dtype);
@@ -325,14 +682,17 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     int quant = vkf_vk_is_quant(w->dtype);
     int64_t unit = w->dtype == VKF_DTYPE_F32 ? 4 : quant ? 32 : 8;
     int fast_ok = K % unit == 0 && (M == 1 || a->row_stride % 4 == 0) && !vkf_vk_env_flag("VKF_NO_FAST_MATVEC");
-    int rowlane = fast_ok && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_NO_ROWLANE");
+    /* ROWLANE stands in for the texel kernel on CPU devices when that cannot run; a tiled
+     * kernel chosen explicitly (tuning) is used as chosen */
+    int rowlane = fast_ok && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_NO_ROWLANE") &&
+                  !(cfg.kind == VKF_VK_MM_TILED && !matvec && vb_tiled_forced(r->vb));
     if (!matvec && !rowlane) fast_ok = 0;
 
     /* the general pipeline (any alignment) */
     char defs[96];
     uint32_t spec[4];
     int n_spec;
-    uint32_t bm = 64, bn = 64, bk = 16;
+    uint32_t bm = cfg.bm ? cfg.bm : 64, bn = cfg.bn ? cfg.bn : 64, bk = cfg.bk ? cfg.bk : 16;
     if (matvec) {
         snprintf(defs, sizeof defs, "WTYPE=%d;MATVEC=1;MV_M=%d;NOUT=%du", wt, mv_m, VKF_VK_MV_NOUT);
         spec[0] = VKF_VK_MV_WG;
@@ -348,7 +708,21 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
         n_spec = 4;
     }
     vkf_vk_pipeline *pl, *pl_fast = NULL;
-    VKF_TRY(vkf_vk_pipe(r, "matmul", defs, 4, spec, n_spec, &pl));
+    /* cooperative matrices for prefill with F16 weights on allow-listed devices (untested: no
+     * such device here; see shaders/matmul_coopmat.comp) */
+    int coop = !matvec && w->dtype == VKF_DTYPE_F16 && c->coopmat_use && c->subgroup_size &&
+               !vkf_vk_env_flag("VKF_NO_COOPMAT") && !vb_tiled_forced(r->vb) &&
+               2 * 2 * c->coopmat_k * 2 * (c->coopmat_m + c->coopmat_n) + 4 * 4 * c->coopmat_m * c->coopmat_n + 64 <=
+                   c->max_shared;
+    if (coop) {
+        snprintf(defs, sizeof defs, "CM_M=%u;CM_N=%u;CM_K=%u", c->coopmat_m, c->coopmat_n, c->coopmat_k);
+        spec[0] = 4 * c->subgroup_size;
+        n_spec = 1;
+        bm = 2 * c->coopmat_m;
+        bn = 2 * c->coopmat_n;
+        fast_ok = rowlane = 0;
+    }
+    VKF_TRY(vkf_vk_pipe(r, coop ? "matmul_coopmat" : "matmul", defs, 4, spec, n_spec, &pl));
     uint32_t fast_wg = rowlane ? VKF_VK_RL_WG : VKF_VK_MV_WG;
     if (fast_ok) {
         char fdefs[128];
@@ -694,6 +1068,82 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
     return VKF_OK;
 }
 
+#define VKF_VK_ATTN_TEXEL_WG 64
+
+/* attention_texel.comp when the device has texels and subgroups, head_dim and every offset and
+ * stride are multiples of 4 and one dispatch binds everything (else 0: the general kernel). */
+static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_attn_params *ap = &n->p.attn;
+    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
+    const vkf_vk_caps *c = &r->vb->caps;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION")) return 0;
+    if (ap->head_dim % 4 || d->row_stride % 4 || q->row_stride % 4 || k->row_stride % 4 || v->row_stride % 4) return 0;
+    if (d->offset % 16 || q->offset % 16 || k->offset % 16 || v->offset % 16) return 0;
+    if ((uint32_t)ap->n_head > c->max_wg_count[0] || (int64_t)ap->batch * ap->n_q > (int64_t)c->max_wg_count[1]) return 0;
+    uint64_t budget = vkf_vk_texel_budget(r->vb) - 32;
+    int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
+    int64_t q_rows = (int64_t)ap->batch * ap->n_q;
+    return vkf_vk_rows_fit(q, budget) >= q_rows && vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) >= q_rows &&
+           vkf_vk_rows_fit(k, budget) >= kv_rows && vkf_vk_rows_fit(v, budget) >= kv_rows;
+}
+
+static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_attn_params *ap = &n->p.attn;
+    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
+    const vkf_vk_caps *c = &r->vb->caps;
+    uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
+    uint32_t maxt = (hw + S - 1) / S;
+    /* queries per workgroup: K/V rows are loaded once for all of them (prefill); registers
+     * bound it (2 * TQ * MAXT vec4 per lane) */
+    /* query heads per workgroup sharing a KV head (GQA: each K/V row loaded once for all of
+     * them). Measured slower on lavapipe (its register arrays), so 1 unless VKF_ATTN_HG asks */
+    uint32_t hg = 1;
+    uint64_t hge = vkf_vk_env_u64("VKF_ATTN_HG");
+    if (hge > 1 && hge <= 8 && (uint64_t)ap->n_head % hge == 0 && (uint64_t)(ap->n_head / ap->n_kv_head) % hge == 0)
+        hg = (uint32_t)hge;
+    char defs[64];
+    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu", maxt, hw, hg);
+    /* decode (one query per sequence): subgroups split the keys (split-K over the cache);
+     * prefill: the queries give the parallelism, one subgroup per workgroup needs no merge */
+    uint32_t wg = ap->n_q > 1 ? S : VKF_VK_ATTN_TEXEL_WG;
+    uint64_t wge = vkf_vk_env_u64("VKF_ATTN_WG");
+    if (wge >= 1 && wge <= c->max_wg_invocations) wg = (uint32_t)wge;
+    uint32_t spec[1] = {wg};
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "attention_texel", defs, 6, (1u << 2) | (1u << 3) | (1u << 4), spec, 1,
+                                      &pl));
+    int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
+    int64_t q_rows = (int64_t)ap->batch * ap->n_q;
+    vkf_vk_win win[5];
+    vkf_pc_attn pc;
+    memset(&pc, 0, sizeof pc);
+    VKF_TRY(vkf_vk_rows_win(r, d, 0, q_rows, 1, &win[0]));
+    VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+    VKF_TRY(vkf_vk_rows_texwin(r, q, 0, q_rows, &win[1]));
+    VKF_TRY(vkf_vk_rows_texwin(r, k, 0, kv_rows, &win[2]));
+    VKF_TRY(vkf_vk_rows_texwin(r, v, 0, kv_rows, &win[3]));
+    if (win[0].delta % 16 || win[1].delta % 16 || win[2].delta % 16 || win[3].delta % 16)
+        return vkf_error(VKF_ERROR_INTERNAL, "attention %s: windows not texel aligned", d->name);
+    pc.q_off = (uint32_t)(win[1].delta / 4);
+    pc.k_off = (uint32_t)(win[2].delta / 4);
+    pc.v_off = (uint32_t)(win[3].delta / 4);
+    win[4] = win[0];
+    win[4].write = 0;
+    if (lens) {
+        VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
+        VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
+        pc.has_len = 1;
+    }
+    vkf_vk_attn_pc(n, &pc);
+    pc.batch = (uint32_t)ap->batch;
+    pc.b0 = 0;
+    pc.j0 = 0;
+    pc.jn = (uint32_t)ap->n_kv;
+    pc.q0 = 0;
+    pc.qn = (uint32_t)ap->n_q;
+    return vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head / hg, (uint32_t)q_rows, 1);
+}
+
 static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_attn_params *ap = &n->p.attn;
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
@@ -702,6 +1152,7 @@ static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "attention: bad parameters batch %d n_q %d n_kv %d "
                          "kv_stride %d heads %d/%d head_dim %d", ap->batch, ap->n_q, ap->n_kv,
                          ap->kv_stride, ap->n_head, ap->n_kv_head, ap->head_dim);
+    if (vkf_vk_attn_texel_ok(r, n)) return vkf_vk_attention_texel(r, n);
     uint64_t budget = vkf_vk_window_budget(r->vb);
     const vkf_vk_caps *c = &r->vb->caps;
     /* sequences per dispatch: Q/dst rows nb*n_q, K/V rows (nb-1)*kv_stride + n_kv */

@@ -59,6 +59,14 @@ static uint64_t vkf_mixhash(uint64_t h, const void *p, size_t n) {
     return h ^ (h >> 32);
 }
 
+int vkf_vk_glslang_has_coopmat(void) {
+#if GLSLANG_VERSION_MAJOR > 13 || (GLSLANG_VERSION_MAJOR == 13 && GLSLANG_VERSION_MINOR >= 1)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 /* ---------------------------------------------------------------- growable string */
 
 typedef struct vkf_str {
@@ -472,46 +480,69 @@ void vkf_vk_shaders_destroy(vkf_vk_backend *vb) {
     free(vb->pipelines);
     vb->pipelines = NULL;
     vb->n_pipelines = 0;
-    for (int i = 0; i <= VKF_VK_MAX_BINDINGS; i++) {
-        if (vb->pipe_layout[i]) vb->vk.vkDestroyPipelineLayout(vb->device, vb->pipe_layout[i], NULL);
-        if (vb->set_layout[i]) vb->vk.vkDestroyDescriptorSetLayout(vb->device, vb->set_layout[i], NULL);
-        vb->pipe_layout[i] = VK_NULL_HANDLE;
-        vb->set_layout[i] = VK_NULL_HANDLE;
+    for (int i = 0; i < vb->n_layouts; i++) {
+        vkf_vk_layout *L = &vb->layouts[i];
+        if (L->pipe_layout) vb->vk.vkDestroyPipelineLayout(vb->device, L->pipe_layout, NULL);
+        if (L->set_layout) vb->vk.vkDestroyDescriptorSetLayout(vb->device, L->set_layout, NULL);
     }
+    vb->n_layouts = 0;
     if (vb->pipeline_cache) vb->vk.vkDestroyPipelineCache(vb->device, vb->pipeline_cache, NULL);
     vb->pipeline_cache = VK_NULL_HANDLE;
 }
 
 /* ---------------------------------------------------------------- pipelines */
 
-static vkf_status vkf_vk_layout(vkf_vk_backend *vb, int n_bindings) {
-    if (vb->pipe_layout[n_bindings]) return VKF_OK;
+static vkf_status vkf_vk_layout_get(vkf_vk_backend *vb, int n_bindings, uint32_t texel_mask, vkf_vk_layout **out) {
+    for (int i = 0; i < vb->n_layouts; i++)
+        if (vb->layouts[i].n_bindings == n_bindings && vb->layouts[i].texel_mask == texel_mask) {
+            *out = &vb->layouts[i];
+            return VKF_OK;
+        }
+    if (vb->n_layouts == VKF_VK_MAX_LAYOUTS)
+        return vkf_error(VKF_ERROR_INTERNAL, "more than %d descriptor layouts", VKF_VK_MAX_LAYOUTS);
+    vkf_vk_layout *L = &vb->layouts[vb->n_layouts];
+    memset(L, 0, sizeof *L);
     VkDescriptorSetLayoutBinding b[VKF_VK_MAX_BINDINGS];
     for (int i = 0; i < n_bindings; i++) {
-        b[i] = (VkDescriptorSetLayoutBinding){(uint32_t)i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
-                                              VK_SHADER_STAGE_COMPUTE_BIT, NULL};
+        VkDescriptorType t = (texel_mask >> i) & 1u ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER
+                                                    : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        b[i] = (VkDescriptorSetLayoutBinding){(uint32_t)i, t, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
     }
     VkDescriptorSetLayoutCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     dci.bindingCount = (uint32_t)n_bindings;
     dci.pBindings = b;
-    VKF_VK_CHECK(vb->vk.vkCreateDescriptorSetLayout(vb->device, &dci, NULL, &vb->set_layout[n_bindings]));
+    VKF_VK_CHECK(vb->vk.vkCreateDescriptorSetLayout(vb->device, &dci, NULL, &L->set_layout));
     VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, VKF_VK_PC_BYTES};
     VkPipelineLayoutCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     pci.setLayoutCount = 1;
-    pci.pSetLayouts = &vb->set_layout[n_bindings];
+    pci.pSetLayouts = &L->set_layout;
     pci.pushConstantRangeCount = 1;
     pci.pPushConstantRanges = &pcr;
-    VKF_VK_CHECK(vb->vk.vkCreatePipelineLayout(vb->device, &pci, NULL, &vb->pipe_layout[n_bindings]));
+    VkResult r = vb->vk.vkCreatePipelineLayout(vb->device, &pci, NULL, &L->pipe_layout);
+    if (r != VK_SUCCESS) {
+        vb->vk.vkDestroyDescriptorSetLayout(vb->device, L->set_layout, NULL);
+        return vkf_vk_fail(r, "vkCreatePipelineLayout", __FILE__, __LINE__);
+    }
+    L->n_bindings = n_bindings;
+    L->texel_mask = texel_mask;
+    vb->n_layouts++;
+    *out = L;
     return VKF_OK;
 }
 
 vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const char *defines,
                                int n_bindings, const uint32_t *spec, int n_spec, vkf_vk_pipeline **out) {
+    return vkf_vk_pipeline_get_texel(vb, shader, defines, n_bindings, 0, spec, n_spec, out);
+}
+
+vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, const char *defines,
+                                     int n_bindings, uint32_t texel_mask, const uint32_t *spec, int n_spec,
+                                     vkf_vk_pipeline **out) {
     if (n_bindings < 1 || n_bindings > VKF_VK_MAX_BINDINGS || n_spec < 0 || n_spec > VKF_VK_MAX_SPEC)
         return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: %d bindings, %d spec constants", shader,
                          n_bindings, n_spec);
     char key[512];
-    int l = snprintf(key, sizeof key, "%s|%s|%d|", shader, defines ? defines : "", n_bindings);
+    int l = snprintf(key, sizeof key, "%s|%s|%d|%x|", shader, defines ? defines : "", n_bindings, texel_mask);
     for (int i = 0; i < n_spec && l < (int)sizeof key; i++)
         l += snprintf(key + l, sizeof key - (size_t)l, "%u,", spec[i]);
     if (l >= (int)sizeof key) return vkf_error(VKF_ERROR_INTERNAL, "pipeline key too long: %s", shader);
@@ -522,7 +553,10 @@ vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const cha
             return VKF_OK;
         }
 
-    VKF_TRY(vkf_vk_layout(vb, n_bindings));
+    if (texel_mask && !vb->caps.texel)
+        return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: texel bindings on a device without them", shader);
+    vkf_vk_layout *lay = NULL;
+    VKF_TRY(vkf_vk_layout_get(vb, n_bindings, texel_mask, &lay));
     uint32_t *words = NULL;
     size_t n_words = 0;
     VKF_TRY(vkf_vk_spirv_get(vb, shader, defines, &words, &n_words));
@@ -544,7 +578,7 @@ vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const cha
     cpci.stage.module = mod;
     cpci.stage.pName = "main";
     cpci.stage.pSpecializationInfo = n_spec ? &si : NULL;
-    cpci.layout = vb->pipe_layout[n_bindings];
+    cpci.layout = lay->pipe_layout;
     VkPipeline pipe;
     r = vb->vk.vkCreateComputePipelines(vb->device, vb->pipeline_cache, 1, &cpci, NULL, &pipe);
     vb->vk.vkDestroyShaderModule(vb->device, mod, NULL);
@@ -573,7 +607,9 @@ vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const cha
     p->hash = h;
     p->n_bindings = n_bindings;
     p->pipeline = pipe;
-    p->layout = vb->pipe_layout[n_bindings];
+    p->layout = lay->pipe_layout;
+    p->set_layout = lay->set_layout;
+    p->texel_mask = texel_mask;
     vb->pipelines[vb->n_pipelines++] = p;
     *out = p;
     return VKF_OK;

@@ -1,0 +1,481 @@
+/* End-to-end benchmark with llama-bench's flags and fields, through the public API only
+ * (vkf_context_create, vkf_model_load, vkf_session_*):
+ *
+ *   pp N: one vkf_session_eval_last of N prompt tokens (logits of the last position only),
+ *         tokens/s = N / time;
+ *   tg N: N single-token vkf_session_eval_last calls, each reading back the logits (as a
+ *         generation loop must), tokens/s = N / time.
+ *
+ * Both start after D tokens of context (--depth, default 0) that are evaluated untimed after a
+ * session reset. Every test runs once untimed (warm-up: pipelines, graph recording) and then
+ * -r times; the report gives the mean and sample standard deviation of the per-repetition
+ * tokens/s, like llama-bench's avg_ts / stddev_ts. Prompt tokens are pseudo-random ids drawn
+ * from a fixed seed (the speed does not depend on them; llama-bench does the same).
+ *
+ * --profile (Vulkan only) adds the device time per op from timestamps around each dispatch;
+ * that part reads the backend behind the context (model/context.h), nothing else does. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "backend/vulkan/vk_backend.h"
+#include "bench.h"
+#include "core/error.h"
+#include "model/context.h"
+#include "vkformer.h"
+
+#define VKF_BENCH_MAX_LIST 16
+#define VKF_BENCH_MAX_MODELS 8
+
+typedef struct vkf_bench_result {
+    char model[512];       /* file as given */
+    char model_type[96];   /* "llama F32" */
+    double model_size;     /* bytes of weights on the backend */
+    double model_n_params;
+    char backend[16];      /* "Vulkan" or "CPU" */
+    char device[256];
+    char driver[256];
+    char wtype[16];
+    int n_prompt, n_gen, n_depth;
+    int reps;
+    double samples_ns[64];
+    double samples_ts[64];
+    double avg_ns, stddev_ns, avg_ts, stddev_ts;
+    double cpu_ms_per_token; /* process CPU time per token (mean over the repetitions) */
+    char test_time[32];
+} vkf_bench_result;
+
+typedef struct vkf_bench_opts {
+    const char *models[VKF_BENCH_MAX_MODELS];
+    int n_models;
+    int pp[VKF_BENCH_MAX_LIST], n_pp;
+    int tg[VKF_BENCH_MAX_LIST], n_tg;
+    int depth[VKF_BENCH_MAX_LIST], n_depth;
+    int reps;
+    int fmt;
+    vkf_backend_kind backends[4];
+    int n_backends;
+    const char *device;
+    int profile;
+    int warmup;
+    int quiet; /* no progress lines on stderr */
+} vkf_bench_opts;
+
+/* ---------------------------------------------------------------- one test */
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static int32_t vkf_bench_rand_token(int32_t n_vocab) {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (int32_t)(g_rng % (uint64_t)n_vocab);
+}
+
+/* Fills the session with `depth` untimed tokens after a reset. */
+static vkf_status vkf_bench_fill_depth(vkf_session *s, const int32_t *toks, int depth, float *logits) {
+    vkf_session_reset(s);
+    if (depth <= 0) return VKF_OK;
+    return vkf_session_eval_last(s, toks, depth, logits);
+}
+
+/* One timed run of pp N or tg N; *ms gets its wall time. */
+static vkf_status vkf_bench_run_once(vkf_session *s, const int32_t *toks, int depth, int n_prompt, int n_gen,
+                                     int32_t n_vocab, float *logits, double *ms, double *cpu) {
+    VKF_TRY(vkf_bench_fill_depth(s, toks, depth, logits));
+    const int32_t *t = toks + depth;
+    double c0 = vkf_bench_cpu_ms();
+    double t0 = vkf_bench_now_ms();
+    if (n_prompt > 0) {
+        VKF_TRY(vkf_session_eval_last(s, t, n_prompt, logits));
+    } else {
+        int32_t tok = t[0];
+        for (int i = 0; i < n_gen; i++) {
+            VKF_TRY(vkf_session_eval_last(s, &tok, 1, logits));
+            tok = vkf_bench_rand_token(n_vocab);
+        }
+    }
+    *ms = vkf_bench_now_ms() - t0;
+    if (cpu) *cpu = vkf_bench_cpu_ms() - c0;
+    return VKF_OK;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static const char *vkf_bench_test_name(const vkf_bench_result *r, char *buf, size_t n) {
+    if (r->n_prompt > 0) snprintf(buf, n, "pp%d", r->n_prompt);
+    else snprintf(buf, n, "tg%d", r->n_gen);
+    if (r->n_depth > 0) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, " @ d%d", r->n_depth);
+    }
+    return buf;
+}
+
+static void vkf_bench_print_md(const vkf_bench_result *res, int n) {
+    printf("| model | size | params | backend | device | test | t/s |\n");
+    printf("| ----- | ---: | -----: | ------- | ------ | ---: | --: |\n");
+    for (int i = 0; i < n; i++) {
+        const vkf_bench_result *r = &res[i];
+        char sz[32], np[32], tn[48];
+        vkf_bench_fmt_bytes(r->model_size, sz, sizeof sz);
+        vkf_bench_fmt_count(r->model_n_params, np, sizeof np);
+        printf("| %s | %s | %s | %s | %s | %s | %.2f ± %.2f |\n", r->model_type, sz, np, r->backend, r->device,
+               vkf_bench_test_name(r, tn, sizeof tn), r->avg_ts, r->stddev_ts);
+    }
+}
+
+static void vkf_bench_print_csv(const vkf_bench_result *res, int n) {
+    printf("model,model_type,model_size,model_n_params,backend,device,driver,weight_type,n_prompt,n_gen,n_depth,"
+           "test_time,avg_ns,stddev_ns,avg_ts,stddev_ts\n");
+    for (int i = 0; i < n; i++) {
+        const vkf_bench_result *r = &res[i];
+        printf("\"%s\",\"%s\",%.0f,%.0f,\"%s\",\"%s\",\"%s\",%s,%d,%d,%d,%s,%.0f,%.0f,%.6f,%.6f\n", r->model,
+               r->model_type, r->model_size, r->model_n_params, r->backend, r->device, r->driver, r->wtype,
+               r->n_prompt, r->n_gen, r->n_depth, r->test_time, r->avg_ns, r->stddev_ns, r->avg_ts, r->stddev_ts);
+    }
+}
+
+static void vkf_bench_print_json(const vkf_bench_result *res, int n) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        const vkf_bench_result *r = &res[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "model", r->model);
+        cJSON_AddStringToObject(o, "model_type", r->model_type);
+        cJSON_AddNumberToObject(o, "model_size", r->model_size);
+        cJSON_AddNumberToObject(o, "model_n_params", r->model_n_params);
+        cJSON_AddStringToObject(o, "backend", r->backend);
+        cJSON_AddStringToObject(o, "device", r->device);
+        cJSON_AddStringToObject(o, "driver", r->driver);
+        cJSON_AddStringToObject(o, "weight_type", r->wtype);
+        cJSON_AddNumberToObject(o, "n_prompt", r->n_prompt);
+        cJSON_AddNumberToObject(o, "n_gen", r->n_gen);
+        cJSON_AddNumberToObject(o, "n_depth", r->n_depth);
+        cJSON_AddStringToObject(o, "test_time", r->test_time);
+        cJSON_AddNumberToObject(o, "avg_ns", r->avg_ns);
+        cJSON_AddNumberToObject(o, "stddev_ns", r->stddev_ns);
+        cJSON_AddNumberToObject(o, "avg_ts", r->avg_ts);
+        cJSON_AddNumberToObject(o, "stddev_ts", r->stddev_ts);
+        cJSON_AddNumberToObject(o, "cpu_ms_per_token", r->cpu_ms_per_token);
+        cJSON_AddItemToObject(o, "samples_ns", cJSON_CreateDoubleArray(r->samples_ns, r->reps));
+        cJSON_AddItemToObject(o, "samples_ts", cJSON_CreateDoubleArray(r->samples_ts, r->reps));
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *txt = cJSON_Print(arr);
+    if (txt) printf("%s\n", txt);
+    free(txt);
+    cJSON_Delete(arr);
+}
+
+/* ---------------------------------------------------------------- profile */
+
+static void vkf_bench_profile_print(vkf_backend *be, const char *what, int tokens) {
+    vkf_vk_stats st = vkf_backend_vulkan_stats(be);
+    double total = 0;
+    uint64_t nd = 0;
+    for (int o = 0; o < VKF_OP_COUNT; o++) {
+        total += st.prof_ms[o];
+        nd += st.prof_dispatches[o];
+    }
+    if (st.prof_submits == 0) return;
+    fprintf(stderr, "profile %s: %llu submissions, %.3f ms wall per submission, %.3f ms of dispatches, "
+            "%.1f dispatches per submission\n", what, (unsigned long long)st.prof_submits,
+            st.prof_submit_ms / (double)st.prof_submits, total / (double)st.prof_submits,
+            (double)nd / (double)st.prof_submits);
+    for (int o = 0; o < VKF_OP_COUNT; o++) {
+        if (!st.prof_dispatches[o]) continue;
+        fprintf(stderr, "  %-12s %6.1f%%  %8.3f ms/submission  %6.1f dispatches  %7.1f us/dispatch\n",
+                vkf_op_name((vkf_op)o), total > 0 ? 100 * st.prof_ms[o] / total : 0,
+                st.prof_ms[o] / (double)st.prof_submits, (double)st.prof_dispatches[o] / (double)st.prof_submits,
+                1e3 * st.prof_ms[o] / (double)st.prof_dispatches[o]);
+    }
+    (void)tokens;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static const char *vkf_bench_backend_label(vkf_backend_kind k) { return k == VKF_BACKEND_CPU ? "CPU" : "Vulkan"; }
+
+static void vkf_bench_usage(FILE *f) {
+    fprintf(f,
+            "usage: vkformer bench -m MODEL [options]            end-to-end prompt / generation speed\n"
+            "       vkformer bench --kernels [--quick]          kernel sweeps against measured peaks\n"
+            "       vkformer bench --startup -m MODEL [-r N]    cold / warm time to the first token\n"
+            "       vkformer bench --plot DIR -m MODEL          SVG charts: t/s vs context, matmul roofline\n"
+            "       vkformer bench --tokenizer ...              tokenizer throughput\n"
+            "\nend-to-end options (llama-bench's):\n"
+            "  -m, --model FILE      model (repeatable, or a comma list)\n"
+            "  -p, --n-prompt N,..   prompt lengths (default 512; 0 = none)\n"
+            "  -n, --n-gen N,..      generation lengths (default 128; 0 = none)\n"
+            "  -d, --depth D,..      context already in the cache before the test (default 0)\n"
+            "  -r, --repetitions N   timed runs per test (default 5)\n"
+            "  -o, --output FMT      md (default), json or csv\n"
+            "  --backends LIST       cpu,vulkan (default: vulkan if a device is present, else cpu)\n"
+            "  --device N|NAME       Vulkan device\n"
+            "  --no-warmup           skip the untimed warm-up run\n"
+            "  --profile             per-op device time (Vulkan timestamps) on stderr\n");
+}
+
+static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->pp[0] = 512;
+    o->n_pp = 1;
+    o->tg[0] = 128;
+    o->n_tg = 1;
+    o->n_depth = 1;
+    o->reps = 5;
+    o->warmup = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED()                                                                                     \
+    do {                                                                                           \
+        if (!v) {                                                                                  \
+            fprintf(stderr, "vkformer bench: %s needs a value\n", a);                              \
+            return 2;                                                                              \
+        }                                                                                          \
+        i++;                                                                                       \
+    } while (0)
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            NEED();
+            char *dup = strdup(v); /* kept for the process lifetime: the list points into it */
+            for (char *tok = strtok(dup, ","); tok && o->n_models < VKF_BENCH_MAX_MODELS; tok = strtok(NULL, ","))
+                o->models[o->n_models++] = tok;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) {
+            NEED();
+            if ((o->n_pp = vkf_bench_parse_ints(v, o->pp, VKF_BENCH_MAX_LIST)) < 0) goto bad;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
+            NEED();
+            if ((o->n_tg = vkf_bench_parse_ints(v, o->tg, VKF_BENCH_MAX_LIST)) < 0) goto bad;
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--depth") || !strcmp(a, "--n-depth")) {
+            NEED();
+            if ((o->n_depth = vkf_bench_parse_ints(v, o->depth, VKF_BENCH_MAX_LIST)) < 1) goto bad;
+        } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
+            NEED();
+            o->reps = atoi(v);
+            if (o->reps < 1 || o->reps > 64) goto bad;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            NEED();
+            if ((o->fmt = vkf_bench_parse_fmt(v)) < 0) goto bad;
+        } else if (!strcmp(a, "--backends") || !strcmp(a, "--backend")) {
+            NEED();
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", v);
+            o->n_backends = 0;
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                if (o->n_backends == 4) goto bad;
+                if (!strcmp(tok, "cpu")) o->backends[o->n_backends++] = VKF_BACKEND_CPU;
+                else if (!strcmp(tok, "vulkan") || !strcmp(tok, "vk")) o->backends[o->n_backends++] = VKF_BACKEND_VULKAN;
+                else goto bad;
+            }
+        } else if (!strcmp(a, "--device") || !strcmp(a, "-dev")) {
+            NEED();
+            o->device = v;
+        } else if (!strcmp(a, "--cpu")) {
+            o->backends[0] = VKF_BACKEND_CPU;
+            o->n_backends = 1;
+        } else if (!strcmp(a, "--no-warmup")) {
+            o->warmup = 0;
+        } else if (!strcmp(a, "--profile")) {
+            o->profile = 1;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            o->quiet = 1;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            vkf_bench_usage(stdout);
+            return 1;
+        } else {
+            fprintf(stderr, "vkformer bench: unknown option '%s'\n\n", a);
+            vkf_bench_usage(stderr);
+            return 2;
+        }
+        continue;
+    bad:
+        fprintf(stderr, "vkformer bench: bad value for %s: '%s'\n", a, v ? v : "");
+        return 2;
+#undef NEED
+    }
+    if (o->n_models == 0) {
+        fprintf(stderr, "vkformer bench: -m MODEL is required\n\n");
+        vkf_bench_usage(stderr);
+        return 2;
+    }
+    if (o->n_depth == 1 && o->depth[0] == 0) o->depth[0] = 0;
+    if (o->n_backends == 0) {
+        o->backends[0] = VKF_BACKEND_AUTO;
+        o->n_backends = 1;
+    }
+    return 0;
+}
+
+/* Runs every test of one model on one backend, appending to res. */
+static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char *path, vkf_bench_result *res,
+                           int *n_res, int cap) {
+    vkf_model_params mp = {.path = path};
+    vkf_model *m = NULL;
+    if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
+        fprintf(stderr, "vkformer bench: loading %s: %s\n", path, vkf_last_error());
+        return 1;
+    }
+    vkf_model_desc md;
+    vkf_model_describe(m, &md);
+    if (md.encoder_decoder) {
+        fprintf(stderr, "vkformer bench: %s is an encoder-decoder model; the benchmark runs decoder-only models\n",
+                path);
+        vkf_model_free(m);
+        return 1;
+    }
+    int max_need = 0;
+    for (int d = 0; d < o->n_depth; d++) {
+        for (int i = 0; i < o->n_pp; i++)
+            if (o->depth[d] + o->pp[i] > max_need) max_need = o->depth[d] + o->pp[i];
+        for (int i = 0; i < o->n_tg; i++)
+            if (o->depth[d] + o->tg[i] > max_need) max_need = o->depth[d] + o->tg[i];
+    }
+    int n_ctx = max_need < md.n_ctx ? max_need : md.n_ctx;
+    if (n_ctx < 1) n_ctx = 1;
+    vkf_session_params sp = {.n_ctx = n_ctx, .n_batch = 1};
+    vkf_session *s = NULL;
+    if (vkf_session_create(m, &sp, &s) != VKF_OK) {
+        fprintf(stderr, "vkformer bench: session: %s\n", vkf_last_error());
+        vkf_model_free(m);
+        return 1;
+    }
+    int32_t *toks = malloc(sizeof *toks * (size_t)(max_need + 1));
+    float *logits = malloc(sizeof *logits * (size_t)md.n_vocab);
+    if (!toks || !logits) {
+        fprintf(stderr, "vkformer bench: out of memory\n");
+        free(toks);
+        free(logits);
+        vkf_session_free(s);
+        vkf_model_free(m);
+        return 1;
+    }
+    for (int i = 0; i <= max_need; i++) toks[i] = vkf_bench_rand_token(md.n_vocab);
+
+    vkf_backend_kind kind = vkf_context_backend(ctx);
+    const char *dev = vkf_context_device_name(ctx);
+    char driver[256] = "";
+    if (kind == VKF_BACKEND_VULKAN) vkf_bench_driver_of(dev, driver, sizeof driver);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!o->quiet)
+        fprintf(stderr, "model %s: %s %s, %d layers, d_model %d, context %d; backend %s; device %s%s%s\n", base,
+                md.architecture, vkf_dtype_name(md.wtype), md.n_layer, md.d_model, md.n_ctx,
+                vkf_bench_backend_label(kind), dev, driver[0] ? "; driver " : "", driver);
+
+    int rc = 0;
+    for (int d = 0; d < o->n_depth && !rc; d++) {
+        for (int kindi = 0; kindi < 2 && !rc; kindi++) {
+            int nl = kindi == 0 ? o->n_pp : o->n_tg;
+            for (int li = 0; li < nl && !rc; li++) {
+                int n_prompt = kindi == 0 ? o->pp[li] : 0, n_gen = kindi == 1 ? o->tg[li] : 0;
+                if (n_prompt + n_gen == 0) continue;
+                int depth = o->depth[d];
+                if (depth + n_prompt + n_gen > md.n_ctx) {
+                    fprintf(stderr, "vkformer bench: skipping %s%d at depth %d: exceeds the model's context of %d\n",
+                            n_prompt ? "pp" : "tg", n_prompt ? n_prompt : n_gen, depth, md.n_ctx);
+                    continue;
+                }
+                if (*n_res == cap) break;
+                vkf_bench_result *r = &res[(*n_res)];
+                memset(r, 0, sizeof *r);
+                snprintf(r->model, sizeof r->model, "%s", path);
+                snprintf(r->model_type, sizeof r->model_type, "%s %s", md.architecture, vkf_dtype_name(md.wtype));
+                r->model_size = (double)md.weight_bytes;
+                r->model_n_params = (double)md.n_params;
+                snprintf(r->backend, sizeof r->backend, "%s", vkf_bench_backend_label(kind));
+                snprintf(r->device, sizeof r->device, "%s", dev);
+                snprintf(r->driver, sizeof r->driver, "%s", driver);
+                snprintf(r->wtype, sizeof r->wtype, "%s", vkf_dtype_name(md.wtype));
+                r->n_prompt = n_prompt;
+                r->n_gen = n_gen;
+                r->n_depth = depth;
+                r->reps = o->reps;
+                vkf_bench_iso_time(r->test_time, sizeof r->test_time);
+                double ms;
+                double cpu = 0, cpu_sum = 0;
+                if (o->warmup && vkf_bench_run_once(s, toks, depth, n_prompt, n_gen, md.n_vocab, logits, &ms, NULL) != VKF_OK) {
+                    fprintf(stderr, "vkformer bench: %s\n", vkf_last_error());
+                    rc = 1;
+                    break;
+                }
+                if (o->profile && kind == VKF_BACKEND_VULKAN) vkf_backend_vulkan_profile(ctx->be, 1);
+                for (int rep = 0; rep < o->reps; rep++) {
+                    if (o->profile && kind == VKF_BACKEND_VULKAN && depth > 0) {
+                        /* profile only the timed part: fill the context with profiling off */
+                        vkf_backend_vulkan_profile(ctx->be, 0);
+                        if (vkf_bench_fill_depth(s, toks, depth, logits) != VKF_OK) break;
+                    }
+                    vkf_status st = vkf_bench_run_once(s, toks, depth, n_prompt, n_gen, md.n_vocab, logits, &ms, &cpu);
+                    cpu_sum += cpu;
+                    if (st != VKF_OK) {
+                        fprintf(stderr, "vkformer bench: %s\n", vkf_last_error());
+                        rc = 1;
+                        break;
+                    }
+                    r->samples_ns[rep] = ms * 1e6;
+                    r->samples_ts[rep] = (n_prompt + n_gen) / (ms * 1e-3);
+                }
+                if (rc) break;
+                r->cpu_ms_per_token = cpu_sum / r->reps / (n_prompt + n_gen);
+                vkf_bench_stats(r->samples_ns, r->reps, &r->avg_ns, &r->stddev_ns);
+                vkf_bench_stats(r->samples_ts, r->reps, &r->avg_ts, &r->stddev_ts);
+                if (o->profile && kind == VKF_BACKEND_VULKAN) {
+                    char tn[48];
+                    vkf_bench_profile_print(ctx->be, vkf_bench_test_name(r, tn, sizeof tn), n_prompt + n_gen);
+                    vkf_backend_vulkan_profile(ctx->be, 0);
+                }
+                if (!o->quiet) {
+                    char tn[48];
+                    fprintf(stderr, "  %-12s %10.2f ± %.2f t/s  (%.3f ms CPU per token)\n", vkf_bench_test_name(r, tn, sizeof tn),
+                            r->avg_ts, r->stddev_ts, r->cpu_ms_per_token);
+                }
+                (*n_res)++;
+            }
+        }
+    }
+    free(toks);
+    free(logits);
+    vkf_session_free(s);
+    vkf_model_free(m);
+    return rc;
+}
+
+int vkf_bench_e2e(int argc, char **argv) {
+    vkf_bench_opts o;
+    int prc = vkf_bench_parse(argc, argv, &o);
+    if (prc) return prc == 1 ? 0 : prc;
+    int cap = o.n_models * o.n_backends * o.n_depth * (o.n_pp + o.n_tg);
+    vkf_bench_result *res = calloc((size_t)(cap ? cap : 1), sizeof *res);
+    if (!res) {
+        fprintf(stderr, "vkformer bench: out of memory\n");
+        return 1;
+    }
+    double load;
+    int ncpu;
+    vkf_bench_load(&load, &ncpu);
+    if (!o.quiet) fprintf(stderr, "machine: %d CPUs online, load average %.2f\n", ncpu, load);
+    int n_res = 0, rc = 0;
+    for (int b = 0; b < o.n_backends && !rc; b++) {
+        vkf_context_params cp = {.backend = o.backends[b], .device = o.device};
+        vkf_context *ctx = NULL;
+        if (vkf_context_create(&cp, &ctx) != VKF_OK) {
+            fprintf(stderr, "vkformer bench: backend %s: %s\n", o.backends[b] == VKF_BACKEND_CPU ? "cpu" : "vulkan",
+                    vkf_last_error());
+            rc = 1;
+            break;
+        }
+        for (int mi = 0; mi < o.n_models && !rc; mi++) rc = vkf_bench_model(&o, ctx, o.models[mi], res, &n_res, cap);
+        vkf_context_free(ctx);
+    }
+    if (o.fmt == VKF_BENCH_JSON) vkf_bench_print_json(res, n_res);
+    else if (o.fmt == VKF_BENCH_CSV) vkf_bench_print_csv(res, n_res);
+    else vkf_bench_print_md(res, n_res);
+    vkf_bench_load(&load, &ncpu);
+    if (!o.quiet) fprintf(stderr, "load average after the run: %.2f\n", load);
+    free(res);
+    return rc;
+}

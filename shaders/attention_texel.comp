@@ -1,0 +1,140 @@
+#version 450
+/* ATTENTION on 16-byte texels: the same semantics as attention.comp (see there and
+ * graph/ops.h), laid out for devices where per-lane memory access is the cost and barriers are
+ * expensive (CPU drivers), and fine on GPUs.
+ *
+ * One workgroup per (HG query heads that share a KV head, query row). Its G = WG / S
+ * subgroups split the keys (split-K over the KV cache: subgroup g takes keys g, g + G, ...),
+ * and inside a subgroup the S lanes split the head dimension (lane l holds texels l, l + S, ...
+ * of q and of its output), so a key row is read as consecutive texels by consecutive lanes.
+ * Per key: the partial dot products are summed with one subgroupAdd, and an online softmax
+ * (running max m, sum l, acc = acc * exp(m_old - m_new) + p v) keeps the scores in registers.
+ * With G > 1 (decode: the host uses 8 subgroups) the partial states are merged through shared
+ * memory behind one barrier; with G = 1 (prefill: the query rows give the parallelism) there is
+ * no merge at all. Flash-style: scores never leave the workgroup and K/V are streamed once per
+ * (query, head group) from texels; K/V tiles are not staged in shared memory, which on CPU
+ * drivers is no faster than the texel loads and costs barriers. HG > 1 (VKF_ATTN_HG) reads each
+ * K/V row once for several query heads; it is off by default (slower on lavapipe).
+ *
+ * Requires head_dim, every offset and stride multiples of 4 (host-checked) and head_dim <=
+ * 4 * S * MAXT. Bindings: 1 dst (f32 buffer), 2 q, 3 k, 4 v (texels of f32), 5 key lengths
+ * (i32 buffer; bound to dst and ignored when absent). */
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+#ifndef MAXT
+#define MAXT 1u /* texels of a head per lane: ceil(head_dim / 4 / S) */
+#endif
+#ifndef HG
+#define HG 1u /* query heads per workgroup, all of one KV head (GQA): K/V rows read once for them */
+#endif
+#ifndef HWMAX
+#define HWMAX 8u /* texels per head (head_dim / 4) */
+#endif
+
+layout(push_constant) uniform PC {
+    vkf_pc_attn p;
+};
+
+layout(set = 0, binding = 1) writeonly buffer D { vec4 d[]; };
+layout(set = 0, binding = 2, rgba32ui) uniform readonly uimageBuffer Qt;
+layout(set = 0, binding = 3, rgba32ui) uniform readonly uimageBuffer Kt;
+layout(set = 0, binding = 4, rgba32ui) uniform readonly uimageBuffer Vt;
+layout(set = 0, binding = 5) readonly buffer L { int lens[]; };
+
+shared float m_s[WG / VKF_SUBGROUP_MIN], l_s[WG / VKF_SUBGROUP_MIN];
+shared vec4 acc_s[(WG / VKF_SUBGROUP_MIN) * HWMAX]; /* [subgroup][texel of the head] */
+
+void main() {
+    uint S = gl_SubgroupSize, l = gl_SubgroupInvocationID, g = gl_SubgroupID, G = gl_NumSubgroups;
+    uint h0 = gl_WorkGroupID.x * HG; /* this workgroup's query heads h0 .. h0 + HG - 1 share one KV head */
+    uint qr = gl_WorkGroupID.y, b = qr / p.qn, i = p.q0 + qr % p.qn;
+    uint hw = p.head_dim / 4u; /* texels per head */
+    uint kvh = h0 / (p.n_head / p.n_kv_head);
+    int n_past = vkf_dyn.n_past;
+    int klen = min(p.kv_dyn != 0u ? n_past + int(p.n_q) : int(p.n_kv), int(p.n_kv));
+    if (p.has_len != 0u) klen = min(klen, lens[p.len_off + p.b0 + b]);
+    int qpos = p.kv_dyn != 0u ? n_past + int(i) : (p.causal != 0u ? int(i) + int(p.n_kv) - int(p.n_q) : int(i));
+    int jend = p.causal != 0u ? min(klen, qpos + 1) : klen;
+    uint ko = (p.k_off + b * p.kv_stride * p.k_stride + kvh * p.head_dim) >> 2;
+    uint vo = (p.v_off + b * p.kv_stride * p.v_stride + kvh * p.head_dim) >> 2;
+    uint ks = p.k_stride >> 2, vs = p.v_stride >> 2;
+
+    vec4 q[HG][MAXT], acc[HG][MAXT];
+    float m[HG], sum[HG];
+    for (uint hh = 0; hh < HG; hh++) {
+        uint qo = (p.q_off + qr * p.q_stride + (h0 + hh) * p.head_dim) >> 2;
+        for (uint t = 0; t < MAXT; t++) {
+            uint e = l + t * S;
+            q[hh][t] = e < hw ? uintBitsToFloat(imageLoad(Qt, int(qo + e))) * p.scale : vec4(0.0);
+            acc[hh][t] = vec4(0.0);
+        }
+        m[hh] = VKF_NEG_INF;
+        sum[hh] = 0.0;
+    }
+    for (int j = int(g); j < jend; j += int(G)) {
+        uint kr = ko + uint(j) * ks, vr = vo + uint(j) * vs;
+        vec4 kt[MAXT], vt[MAXT];
+        for (uint t = 0; t < MAXT; t++) {
+            uint e = l + t * S;
+            kt[t] = e < hw ? uintBitsToFloat(imageLoad(Kt, int(kr + e))) : vec4(0.0);
+            vt[t] = e < hw ? uintBitsToFloat(imageLoad(Vt, int(vr + e))) : vec4(0.0);
+        }
+        for (uint hh = 0; hh < HG; hh++) {
+            float part = 0.0;
+            for (uint t = 0; t < MAXT; t++) part += dot(q[hh][t], kt[t]);
+            float s = subgroupAdd(part);
+            float mn = max(m[hh], s);
+            float alpha = exp(m[hh] - mn); /* 0 on the first key (m = -inf) */
+            float pj = exp(s - mn);
+            sum[hh] = sum[hh] * alpha + pj;
+            m[hh] = mn;
+            for (uint t = 0; t < MAXT; t++) acc[hh][t] = acc[hh][t] * alpha + pj * vt[t];
+        }
+    }
+
+    if (G == 1u) { /* one subgroup per workgroup (prefill): no merge, no barrier */
+        for (uint hh = 0; hh < HG; hh++) {
+            float inv = sum[hh] > 0.0 ? 1.0 / sum[hh] : 0.0;
+            uint dof = (p.d_off + qr * p.d_stride + (h0 + hh) * p.head_dim) >> 2;
+            for (uint t = 0; t < MAXT; t++) {
+                uint e = l + t * S;
+                if (e < hw) d[dof + e] = acc[hh][t] * inv;
+            }
+        }
+        return;
+    }
+    /* merge the subgroups' states, one head at a time */
+    for (uint hh = 0; hh < HG; hh++) {
+        if (l == 0u) {
+            m_s[g] = m[hh];
+            l_s[g] = sum[hh];
+        }
+        for (uint t = 0; t < MAXT; t++) {
+            uint e = l + t * S;
+            if (e < hw) acc_s[g * hw + e] = acc[hh][t];
+        }
+        barrier();
+        if (g == 0u) {
+            float M = VKF_NEG_INF;
+            for (uint k = 0; k < G; k++) M = max(M, m_s[k]);
+            float tot = 0.0;
+            for (uint k = 0; k < G; k++) tot += m_s[k] == VKF_NEG_INF ? 0.0 : l_s[k] * exp(m_s[k] - M);
+            float inv = tot > 0.0 ? 1.0 / tot : 0.0;
+            uint dof = (p.d_off + qr * p.d_stride + (h0 + hh) * p.head_dim) >> 2;
+            for (uint t = 0; t < MAXT; t++) {
+                uint e = l + t * S;
+                if (e >= hw) continue;
+                vec4 o = vec4(0.0);
+                for (uint k = 0; k < G; k++)
+                    if (m_s[k] != VKF_NEG_INF) o += acc_s[k * hw + e] * exp(m_s[k] - M);
+                d[dof + e] = o * inv;
+            }
+        }
+        barrier(); /* m_s / acc_s are rewritten for the next head */
+    }
+}

@@ -1,0 +1,260 @@
+#version 450
+/* MATMUL on 16-byte texels: dst[M,N] = a[M,K] . w[N,K]^T (+ bias[N]) (+ residual[M,N]), the
+ * weight in any storage type (WTYPE) dequantized here, accumulation in f32.
+ *
+ * Why texels: on CPU drivers (lavapipe) a storage-buffer load is a per-lane loop with a bounds
+ * check per component, while an image load of a 16-byte texel is one vectorized gather (bench
+ * --kernels measures both). Reading a and w through R32G32B32A32_UINT texel buffers is several
+ * times faster there, and is an ordinary access path on GPUs.
+ *
+ * Decomposition (no shared memory, no barriers): a workgroup is WG / S subgroups; each
+ * subgroup owns R consecutive weight rows and the workgroup's TM activation rows (workgroup z).
+ * The S lanes of a subgroup split K: lane l takes the units l, l + S, l + 2S, ... of a row (a
+ * unit is one f32 texel, one f16/bf16 texel of 8 values, or one 32-value quant block), so
+ * each step loads TM activation units and R weight units and does R * TM dot products from
+ * registers. At the end each of the R * TM partial sums is reduced across the subgroup
+ * (subgroupAdd) and one lane stores it. R and TM are specialization constants (the tuning
+ * table and `vkformer tune` pick them); TM is at most the dispatch's M.
+ *
+ * Fusions (vk_fuse.c picks them; each saves a dispatch and a pass over memory):
+ *   n_mats 2..3: several weight matrices that share a (q, k, v) in one dispatch; subgroups are
+ *     assigned to row blocks of matrix 0, then 1, then 2;
+ *   NORM=1: a is the input of an RMSNorm with weight g: each lane also sums a^2 and multiplies
+ *     a by g as it loads them, and the dot products are scaled by 1/sqrt(mean(a^2) + eps) at
+ *     the end (the normalized rows are never written);
+ *   SWIGLU=1: matrices 0 (gate) and 1 (up) with the same rows; the output is silu(gate) * up;
+ *   VKF_MM_RESIDUAL: dst = residual + a . w^T (the add after an output projection);
+ *   ACT >= 0: dst = act(a . w^T + bias), act a vkf_unary (the bias + activation of an MLP).
+ *
+ * Bindings: 1 dst (f32 buffer), 2 a (texels of f32), 3 w (texels), 4 bias (f32 buffer; bound
+ * to dst and ignored without VKF_MM_BIAS), 5 residual (f32 buffer; likewise), 6 norm weight g
+ * (texels; bound to a and ignored without NORM). */
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common.glsl"
+#include "math.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint R = 8;  /* weight rows per subgroup */
+layout(constant_id = 2) const uint TM = 1; /* activation rows per workgroup */
+
+#ifndef WTYPE
+#define WTYPE VKF_W_F32
+#endif
+#ifndef NORM
+#define NORM 0
+#endif
+#ifndef SWIGLU
+#define SWIGLU 0
+#endif
+#ifndef ACT
+#define ACT -1 /* vkf_unary applied after the bias; -1: none */
+#endif
+#if SWIGLU
+#define NW 2u /* weight row sets per subgroup step: gate and up */
+#else
+#define NW 1u
+#endif
+
+layout(push_constant) uniform PC {
+    vkf_pc_mm p;
+};
+
+layout(set = 0, binding = 1) writeonly buffer D { float d[]; };
+layout(set = 0, binding = 2, rgba32ui) uniform readonly uimageBuffer At;
+layout(set = 0, binding = 3, rgba32ui) uniform readonly uimageBuffer Wt;
+layout(set = 0, binding = 4) readonly buffer Bias { float bias[]; };
+layout(set = 0, binding = 5) readonly buffer Res { float res[]; };
+layout(set = 0, binding = 6, rgba32ui) uniform readonly uimageBuffer Gt;
+
+vec4 a_tex(uint i) { return uintBitsToFloat(imageLoad(At, int(i))); }
+uvec4 w_tex(uint i) { return imageLoad(Wt, int(i)); }
+
+#if WTYPE == VKF_W_F32
+#define UNIT_K 4u  /* values per unit */
+#define A_TEX 1u   /* activation texels per unit */
+#elif WTYPE == VKF_W_F16 || WTYPE == VKF_W_BF16
+#define UNIT_K 8u
+#define A_TEX 2u
+#else
+#define UNIT_K 32u
+#define A_TEX 8u
+#endif
+
+#if WTYPE == VKF_W_Q8_0 || WTYPE == VKF_W_Q4_0
+/* The block at byte `bb` of the weight view: scale and 32-bit words of quants, whatever its
+ * (even) offset inside a texel. Words are realigned with selects, not a dynamic array index,
+ * which CPU drivers would turn into per-lane memory accesses. */
+#if WTYPE == VKF_W_Q8_0
+#define NQW 8u  /* quant words */
+#define NTW 12u /* words in the texels read */
+#else
+#define NQW 4u
+#define NTW 8u
+#endif
+float w_block(uint bb, out uint qw[NQW]) {
+    uint t = bb >> 4, o = bb & 15u;
+    uint W[NTW];
+    uvec4 t0 = w_tex(t), t1 = w_tex(t + 1u);
+    W[0] = t0.x; W[1] = t0.y; W[2] = t0.z; W[3] = t0.w;
+    W[4] = t1.x; W[5] = t1.y; W[6] = t1.z; W[7] = t1.w;
+#if WTYPE == VKF_W_Q8_0
+    uvec4 t2 = w_tex(t + 2u);
+    W[8] = t2.x; W[9] = t2.y; W[10] = t2.z; W[11] = t2.w;
+#endif
+    uint o4 = o >> 2;
+    bool oh = (o & 2u) != 0u;
+    uint X[NQW + 1u];
+    for (uint j = 0; j <= NQW; j++)
+        X[j] = o4 == 0u ? W[j] : o4 == 1u ? W[j + 1u] : o4 == 2u ? W[j + 2u] : W[j + 3u];
+    for (uint i = 0; i < NQW; i++) qw[i] = oh ? X[i + 1u] : (X[i] >> 16) | (X[i + 1u] << 16);
+    return unpackHalf2x16(oh ? X[0] >> 16 : X[0] & 0xffffu).x;
+}
+#endif
+
+/* the dot products of unit u of weight row `rowb` (bytes) with the TM activation units */
+void w_dots(uint rowb, uint u, vec4 a[TM][A_TEX], inout float acc[TM]) {
+#if WTYPE == VKF_W_F32
+    vec4 w = uintBitsToFloat(w_tex((rowb >> 4) + u));
+    for (uint m = 0; m < TM; m++) acc[m] += dot(w, a[m][0]);
+#elif WTYPE == VKF_W_F16
+    uvec4 q = w_tex((rowb >> 4) + u);
+    vec4 w0 = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
+    vec4 w1 = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
+    for (uint m = 0; m < TM; m++) acc[m] += dot(w0, a[m][0]) + dot(w1, a[m][1]);
+#elif WTYPE == VKF_W_BF16
+    uvec4 q = w_tex((rowb >> 4) + u);
+    vec4 w0 = uintBitsToFloat(uvec4(q.x << 16, q.x & 0xffff0000u, q.y << 16, q.y & 0xffff0000u));
+    vec4 w1 = uintBitsToFloat(uvec4(q.z << 16, q.z & 0xffff0000u, q.w << 16, q.w & 0xffff0000u));
+    for (uint m = 0; m < TM; m++) acc[m] += dot(w0, a[m][0]) + dot(w1, a[m][1]);
+#elif WTYPE == VKF_W_Q8_0
+    uint qw[NQW];
+    float sc = w_block(rowb + u * 34u, qw);
+    vec4 wv[8];
+    for (uint i = 0; i < 8u; i++) {
+        uint q = qw[i];
+        wv[i] = vec4(int(q << 24) >> 24, int(q << 16) >> 24, int(q << 8) >> 24, int(q) >> 24);
+    }
+    for (uint m = 0; m < TM; m++) {
+        float s = 0.0;
+        for (uint i = 0; i < 8u; i++) s += dot(wv[i], a[m][i]);
+        acc[m] += sc * s;
+    }
+#else /* Q4_0: byte j holds element j (low nibble) and j + 16 (high nibble) */
+    uint qw[NQW];
+    float sc = w_block(rowb + u * 18u, qw);
+    vec4 lo[4], hi[4];
+    for (uint i = 0; i < 4u; i++) {
+        uint q = qw[i];
+        lo[i] = vec4(q & 15u, (q >> 8) & 15u, (q >> 16) & 15u, (q >> 24) & 15u) - 8.0;
+        hi[i] = vec4((q >> 4) & 15u, (q >> 12) & 15u, (q >> 20) & 15u, q >> 28) - 8.0;
+    }
+    for (uint m = 0; m < TM; m++) {
+        float s = 0.0;
+        for (uint i = 0; i < 4u; i++) s += dot(lo[i], a[m][i]) + dot(hi[i], a[m][4u + i]);
+        acc[m] += sc * s;
+    }
+#endif
+}
+
+void main() {
+    uint S = gl_SubgroupSize, l = gl_SubgroupInvocationID;
+    uint blk = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    uint n0 = (blk * gl_NumSubgroups + gl_SubgroupID) * R;
+    /* which matrix this subgroup's rows belong to: row blocks are padded to R per matrix */
+    uint N = p.N, wb = p.w_boff, doff = p.d_off, dstr = p.d_stride;
+    uint P0 = (p.N + R - 1u) / R * R, P1 = (p.N1 + R - 1u) / R * R;
+#if !SWIGLU
+    if (p.n_mats > 1u && n0 >= P0) {
+        if (p.n_mats > 2u && n0 >= P0 + P1) {
+            n0 -= P0 + P1;
+            N = p.N2;
+            wb = p.w_boff2;
+            doff = p.d_off2;
+            dstr = p.d_stride2;
+        } else {
+            n0 -= P0;
+            N = p.N1;
+            wb = p.w_boff1;
+            doff = p.d_off1;
+            dstr = p.d_stride1;
+        }
+    }
+#endif
+    if (n0 >= N) return; /* the whole subgroup: no barriers follow */
+    uint m0 = gl_WorkGroupID.z * TM;
+    uint arow[TM];
+    for (uint m = 0; m < TM; m++) arow[m] = (p.a_off + min(m0 + m, p.M - 1u) * p.a_stride) >> 2;
+    uint wrow[NW][R];
+    for (uint r = 0; r < R; r++) {
+        wrow[0][r] = wb + min(n0 + r, N - 1u) * p.w_bstride;
+#if SWIGLU
+        wrow[1][r] = p.w_boff1 + min(n0 + r, N - 1u) * p.w_bstride;
+#endif
+    }
+    float acc[NW][R][TM];
+    for (uint v = 0; v < NW; v++)
+        for (uint r = 0; r < R; r++)
+            for (uint m = 0; m < TM; m++) acc[v][r][m] = 0.0;
+#if NORM
+    float ss[TM];
+    for (uint m = 0; m < TM; m++) ss[m] = 0.0;
+#endif
+
+    uint units = p.K / UNIT_K;
+    for (uint u = l; u < units; u += S) {
+        vec4 a[TM][A_TEX];
+        for (uint m = 0; m < TM; m++)
+            for (uint j = 0; j < A_TEX; j++) a[m][j] = a_tex(arow[m] + u * A_TEX + j);
+#if NORM
+        for (uint j = 0; j < A_TEX; j++) {
+            vec4 g = uintBitsToFloat(imageLoad(Gt, int((p.g_off >> 2) + u * A_TEX + j)));
+            for (uint m = 0; m < TM; m++) {
+                ss[m] += dot(a[m][j], a[m][j]);
+                a[m][j] *= g;
+            }
+        }
+#endif
+        for (uint v = 0; v < NW; v++)
+            for (uint r = 0; r < R; r++) w_dots(wrow[v][r], u, a, acc[v][r]);
+    }
+
+#if NORM
+    float inv[TM];
+    for (uint m = 0; m < TM; m++) inv[m] = 1.0 / sqrt(subgroupAdd(ss[m]) / float(p.K) + p.eps);
+#endif
+    /* reduce each partial sum across the subgroup; lane (r*TM + m) % S stores it */
+    uint mc = min(TM, p.M - m0);
+    for (uint r = 0; r < R; r++) {
+        uint n = n0 + r;
+        for (uint m = 0; m < TM; m++) {
+            float s = subgroupAdd(acc[0][r][m]);
+#if NORM
+            s *= inv[m];
+#endif
+#if SWIGLU
+            float up = subgroupAdd(acc[1][r][m]);
+#if NORM
+            up *= inv[m];
+#endif
+            s = vkf_silu(s) * up;
+#endif
+            if (l == (r * TM + m) % S && n < N && m < mc) {
+                if ((p.flags & VKF_MM_BIAS) != 0u) s += bias[p.b_off + n];
+#if ACT == 0
+                s = max(s, 0.0);
+#elif ACT == 1
+                s = vkf_gelu_erf(s);
+#elif ACT == 2
+                s = vkf_gelu_tanh(s);
+#elif ACT == 3
+                s = vkf_silu(s);
+#endif
+                if ((p.flags & VKF_MM_RESIDUAL) != 0u) s += res[p.r_off + (m0 + m) * p.r_stride + n];
+                d[doff + (m0 + m) * dstr + n] = s;
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+#version 450
+/* LAYERNORM / RMSNORM (RMS=1) on 16-byte texels: the semantics of norm.comp, one subgroup per
+ * row (WG / S rows per workgroup), lanes splitting the row in texels, statistics reduced with
+ * subgroupAdd: no shared memory and no barriers, which CPU drivers run as costly context
+ * switches. cols, offsets and strides are multiples of 4 (host-checked).
+ * Bindings: 1 dst (f32 buffer), 2 x, 3 weight, 4 bias (texels; absent ones bound to x). */
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+
+#ifndef RMS
+#define RMS 0
+#endif
+
+layout(push_constant) uniform PC {
+    vkf_pc_norm p;
+};
+
+layout(set = 0, binding = 1) writeonly buffer D { vec4 d[]; };
+layout(set = 0, binding = 2, rgba32ui) uniform readonly uimageBuffer Xt;
+layout(set = 0, binding = 3, rgba32ui) uniform readonly uimageBuffer Wt;
+layout(set = 0, binding = 4, rgba32ui) uniform readonly uimageBuffer Bt;
+
+vec4 ld(uint i) { return uintBitsToFloat(imageLoad(Xt, int(i))); }
+
+void main() {
+    uint S = gl_SubgroupSize, l = gl_SubgroupInvocationID;
+    uint row = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
+    if (row >= p.rows) return;
+    uint c4 = p.cols / 4u;
+    uint xo = (p.x_off + row * p.x_stride) >> 2, dof = (p.d_off + row * p.d_stride) >> 2;
+    float mean = 0.0;
+#if !RMS
+    vec4 s4 = vec4(0.0);
+    for (uint c = l; c < c4; c += S) s4 += ld(xo + c);
+    mean = subgroupAdd(s4.x + s4.y + s4.z + s4.w) / float(p.cols);
+#endif
+    vec4 v4 = vec4(0.0);
+    for (uint c = l; c < c4; c += S) {
+        vec4 e = ld(xo + c) - mean;
+        v4 += e * e;
+    }
+    float var = subgroupAdd(v4.x + v4.y + v4.z + v4.w) / float(p.cols);
+    float inv = 1.0 / sqrt(var + p.eps);
+    for (uint c = l; c < c4; c += S) {
+        vec4 y = (ld(xo + c) - mean) * inv;
+        if (p.has_w != 0u) y *= uintBitsToFloat(imageLoad(Wt, int((p.w_off >> 2) + c)));
+        if (p.has_b != 0u) y += uintBitsToFloat(imageLoad(Bt, int((p.b_off >> 2) + c)));
+        d[dof + c] = y;
+    }
+}

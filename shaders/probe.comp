@@ -1,0 +1,110 @@
+#version 450
+/* Peak probes: every benchmark figure is divided by a peak measured on the same device in the
+ * same run (bench --kernels). MODE selects the probe:
+ *   1 FMA fp32: 8 independent vec4 fma chains per invocation, `iters` steps (64 flop/step);
+ *   2 FMA fp16: the same in f16vec4 (VKF_FP16 devices only);
+ *   3 copy: dst[i] = src[i] in vec4, grid-stride (bytes moved = 2 x 16 n);
+ *   4 read float, consecutive lanes;  5 read vec4, consecutive lanes;
+ *   6 read vec4, each invocation a contiguous span of `span` vec4 (lane-strided);
+ *   7 read vec4, every lane the same address (a loop counter: not provably uniform);
+ *   8 read 16-byte texels (R32G32B32A32_UINT texel buffer at binding 2): each subgroup a
+ *     contiguous chunk, consecutive lanes on consecutive texels (needs subgroups);
+ *   9 copy texel to texel (binding 1 a texel buffer too).
+ * Read modes sum what they read and write one value per invocation (kept live).
+ * Bindings: 1 dst, 2 src. */
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#ifndef MODE
+#define MODE 1
+#endif
+#if MODE == 2
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+#if MODE == 8
+#extension GL_KHR_shader_subgroup_basic : require
+#endif
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;
+
+layout(push_constant) uniform PC {
+    vkf_pc_probe p;
+};
+
+#if MODE == 9
+layout(set = 0, binding = 1, rgba32ui) uniform writeonly uimageBuffer Dt;
+#else
+layout(set = 0, binding = 1) buffer D { vec4 d[]; };
+#endif
+#if MODE >= 8
+layout(set = 0, binding = 2, rgba32ui) uniform readonly uimageBuffer St;
+#else
+layout(set = 0, binding = 2) readonly buffer S { vec4 s[]; };
+layout(set = 0, binding = 2) readonly buffer S1 { float s1[]; };
+#endif
+
+void main() {
+    uint gid = gl_GlobalInvocationID.x;
+    uint nthreads = gl_NumWorkGroups.x * WG;
+#if MODE == 1
+    vec4 acc[8];
+    for (uint j = 0; j < 8u; j++) acc[j] = vec4(float(gid) * 1e-7 + float(j));
+    vec4 m = vec4(p.a), c = vec4(p.b);
+    for (uint i = 0; i < p.iters; i++) {
+        for (uint j = 0; j < 8u; j++) acc[j] = fma(acc[j], m, c);
+    }
+    vec4 t = vec4(0.0);
+    for (uint j = 0; j < 8u; j++) t += acc[j];
+    d[gid] = t;
+#elif MODE == 2
+    f16vec4 acc[8];
+    for (uint j = 0; j < 8u; j++) acc[j] = f16vec4(float16_t(j));
+    f16vec4 m = f16vec4(float16_t(p.a)), c = f16vec4(float16_t(p.b));
+    for (uint i = 0; i < p.iters; i++) {
+        for (uint j = 0; j < 8u; j++) acc[j] = fma(acc[j], m, c);
+    }
+    f16vec4 t = f16vec4(0.0);
+    for (uint j = 0; j < 8u; j++) t += acc[j];
+    d[gid] = vec4(t);
+#elif MODE == 3
+    for (uint i = gid; i < p.n; i += nthreads) d[i] = s[i];
+#elif MODE == 4
+    float acc = 0.0;
+    for (uint i = gid; i < p.n * 4u; i += nthreads) acc += s1[i];
+    d[gid] = vec4(acc);
+#elif MODE == 5
+    vec4 acc = vec4(0.0);
+    for (uint i = gid; i < p.n; i += nthreads) acc += s[i];
+    d[gid] = acc;
+#elif MODE == 6
+    vec4 acc = vec4(0.0);
+    for (uint b = gid * p.span; b < p.n; b += nthreads * p.span)
+        for (uint j = 0; j < p.span; j++) acc += s[b + j];
+    d[gid] = acc;
+#elif MODE == 8
+    /* each subgroup streams its own contiguous chunk (as the rows of a matrix-vector kernel),
+     * its lanes on consecutive texels, four loads in flight */
+    uint S = gl_SubgroupSize, nsg = gl_NumWorkGroups.x * gl_NumSubgroups;
+    uint sgi = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
+    uint chunk = (p.n + nsg - 1u) / nsg;
+    uint lo = sgi * chunk, hi = min(lo + chunk, p.n);
+    uvec4 a0 = uvec4(0u), a1 = uvec4(0u), a2 = uvec4(0u), a3 = uvec4(0u);
+    uint i = lo + gl_SubgroupInvocationID;
+    for (; i + 3u * S < hi; i += 4u * S) {
+        a0 += imageLoad(St, int(i));
+        a1 += imageLoad(St, int(i + S));
+        a2 += imageLoad(St, int(i + 2u * S));
+        a3 += imageLoad(St, int(i + 3u * S));
+    }
+    for (; i < hi; i += S) a0 += imageLoad(St, int(i));
+    d[gid] = vec4(a0 + a1 + a2 + a3);
+#elif MODE == 9
+    for (uint i = gid; i < p.n; i += nthreads) imageStore(Dt, int(i), imageLoad(St, int(i)));
+#else
+    vec4 acc = vec4(0.0);
+    uint per = p.n / nthreads;
+    uint base = (gid / WG) * WG * per;
+    for (uint i = 0; i < WG * per; i++) acc += s[base + i];
+    d[gid] = acc;
+#endif
+}

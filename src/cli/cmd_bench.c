@@ -1,0 +1,18 @@
+/* `vkformer bench`: picks the benchmark by its first flag and hands over to bench/ (bench.h):
+ * --kernels, --startup, --plot, --tokenizer, --first-token (internal, used by --startup), else
+ * the end-to-end benchmark (llama-bench's flags). */
+#include <string.h>
+
+#include "../../bench/bench.h"
+#include "cli/cli.h"
+
+int vkf_cmd_bench(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--kernels") == 0) return vkf_bench_kernels(argc, argv);
+        if (strcmp(argv[i], "--startup") == 0) return vkf_bench_startup(argc, argv);
+        if (strcmp(argv[i], "--plot") == 0) return vkf_bench_plot(argc, argv);
+        if (strcmp(argv[i], "--tokenizer") == 0) return vkf_bench_tokenizer(argc, argv);
+        if (strcmp(argv[i], "--first-token") == 0) return vkf_bench_first_token(argc, argv);
+    }
+    return vkf_bench_e2e(argc, argv);
+}

@@ -1,0 +1,288 @@
+/* The Vulkan backend's record-time fusions (src/backend/vulkan/vk_fuse.c) against the CPU
+ * reference: graphs shaped like a decoder layer (RMSNorm -> q/k/v, RoPE + KV-cache stores,
+ * output projection + residual, RMSNorm -> gate/up -> SWIGLU, MLP bias + activation), for
+ * several weight types, compared output by output by NMSE. Each graph also runs with
+ * VKF_NO_FUSE=1 and with an extra reader of an intermediate (which must stop its fusion), so
+ * the fused and unfused paths are both checked. Dispatch counts show that fusion happened. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_backend.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "graph/backend.h"
+#include "graph/graph.h"
+#include "testutil.h"
+
+/* ---------------------------------------------------------------- data */
+
+static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
+static float rnd(void) {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (float)((g_rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+/* host copies of every external tensor, so both backends get the same bytes */
+typedef struct ext {
+    vkf_tensor t;
+    void *data; /* NULL: zero-filled output */
+    size_t bytes;
+} ext;
+
+static void ext_make(ext *e, vkf_dtype dt, int64_t rows, int64_t cols, float scale, const char *name, int zero) {
+    e->t = vkf_tensor_make(dt, rows, cols, name);
+    e->bytes = vkf_dtype_row_bytes(dt, cols) * (size_t)rows;
+    e->data = calloc(1, e->bytes);
+    if (zero) return;
+    float *row = malloc(sizeof *row * (size_t)cols);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < cols; c++) row[c] = rnd() * scale;
+        if (dt == VKF_DTYPE_F32) memcpy((char *)e->data + (size_t)r * cols * 4, row, (size_t)cols * 4);
+        else vkf_quantize_row(dt, row, (char *)e->data + vkf_dtype_row_bytes(dt, cols) * (size_t)r, cols);
+    }
+    free(row);
+}
+
+/* ---------------------------------------------------------------- the layer graph */
+
+enum { N_EXT = 16 };
+
+typedef struct layer {
+    ext e[N_EXT];
+    int n_ext;
+    int64_t rows, d, kvd, ff, seq, batch, n_ctx, head_dim, n_head, n_kv_head;
+    vkf_dtype wt;
+    int extra_reader; /* also read the normalized rows after the matmuls (blocks that fusion) */
+    int gelu;         /* MLP as up(+bias) -> GELU -> down instead of SWIGLU */
+} layer;
+
+enum { E_X, E_NORM1, E_WQ, E_WK, E_WV, E_WO, E_NORM2, E_WG, E_WU, E_WD, E_KC, E_VC, E_ROPE, E_BU, E_OUT, E_OUT2 };
+
+static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu) {
+    memset(L, 0, sizeof *L);
+    L->wt = wt;
+    L->extra_reader = extra_reader;
+    L->gelu = gelu;
+    L->batch = 2;
+    L->seq = 3;
+    L->rows = L->batch * L->seq;
+    L->head_dim = 16;
+    L->n_head = 4;
+    L->n_kv_head = 2;
+    L->d = L->n_head * L->head_dim; /* 64 */
+    L->kvd = L->n_kv_head * L->head_dim;
+    L->ff = 96;
+    L->n_ctx = 8;
+    ext_make(&L->e[E_X], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "x", 0);
+    ext_make(&L->e[E_NORM1], VKF_DTYPE_F32, 1, L->d, 1.0f, "norm1", 0);
+    ext_make(&L->e[E_WQ], wt, L->d, L->d, 0.2f, "wq", 0);
+    ext_make(&L->e[E_WK], wt, L->kvd, L->d, 0.2f, "wk", 0);
+    ext_make(&L->e[E_WV], wt, L->kvd, L->d, 0.2f, "wv", 0);
+    ext_make(&L->e[E_WO], wt, L->d, L->d, 0.2f, "wo", 0);
+    ext_make(&L->e[E_NORM2], VKF_DTYPE_F32, 1, L->d, 1.0f, "norm2", 0);
+    ext_make(&L->e[E_WG], wt, L->ff, L->d, 0.2f, "wg", 0);
+    ext_make(&L->e[E_WU], wt, L->ff, L->d, 0.2f, "wu", 0);
+    ext_make(&L->e[E_WD], wt, L->d, L->ff, 0.2f, "wd", 0);
+    ext_make(&L->e[E_KC], VKF_DTYPE_F32, L->batch * L->n_ctx, L->kvd, 1.0f, "k_cache", 1);
+    ext_make(&L->e[E_VC], VKF_DTYPE_F32, L->batch * L->n_ctx, L->kvd, 1.0f, "v_cache", 1);
+    ext_make(&L->e[E_ROPE], VKF_DTYPE_F32, L->n_ctx, L->head_dim, 1.0f, "rope", 1);
+    vkf_rope_table((float *)L->e[E_ROPE].data, (int)L->n_ctx, (int)L->head_dim, 10000.0);
+    ext_make(&L->e[E_BU], VKF_DTYPE_F32, 1, L->ff, 0.5f, "b_up", 0);
+    ext_make(&L->e[E_OUT], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "out", 1);
+    ext_make(&L->e[E_OUT2], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "out2", 1);
+    L->n_ext = N_EXT;
+}
+
+static void layer_free(layer *L) {
+    for (int i = 0; i < L->n_ext; i++) free(L->e[i].data);
+}
+
+/* Allocates copies of the externals on be (into ts) and builds the layer graph. */
+static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_graph **out) {
+    for (int i = 0; i < L->n_ext; i++) {
+        ts[i] = L->e[i].t;
+        VKF_TRY(vkf_tensor_alloc(be, &ts[i], i == E_KC || i == E_VC || i >= E_OUT ? VKF_BUFFER_ACTIVATIONS
+                                                                                   : VKF_BUFFER_WEIGHTS,
+                                 L->e[i].data));
+    }
+    vkf_graph *g;
+    VKF_TRY(vkf_graph_create(be, "fusion", &g));
+    vkf_op_params p;
+    int64_t R = L->rows;
+#define T(r, c, n) vkf_graph_tensor(g, VKF_DTYPE_F32, r, c, n)
+#define ADD(op, dst, a, b, c, d)                                                                   \
+    do {                                                                                           \
+        vkf_status s_ = vkf_graph_add(g, op, dst, a, b, c, d, &p);                                 \
+        if (s_ != VKF_OK) {                                                                        \
+            vkf_graph_free(g);                                                                     \
+            return s_;                                                                             \
+        }                                                                                          \
+    } while (0)
+    memset(&p, 0, sizeof p);
+    p.norm.eps = 1e-5f;
+    vkf_tensor *h = T(R, L->d, "h");
+    ADD(VKF_OP_RMSNORM, h, &ts[E_X], &ts[E_NORM1], NULL, NULL);
+    memset(&p, 0, sizeof p);
+    vkf_tensor *q = T(R, L->d, "q"), *k = T(R, L->kvd, "k"), *v = T(R, L->kvd, "v");
+    ADD(VKF_OP_MATMUL, q, h, &ts[E_WQ], NULL, NULL);
+    ADD(VKF_OP_MATMUL, k, h, &ts[E_WK], NULL, NULL);
+    ADD(VKF_OP_MATMUL, v, h, &ts[E_WV], NULL, NULL);
+    memset(&p, 0, sizeof p);
+    p.rope.seq_len = (int32_t)L->seq;
+    p.rope.dyn = 1;
+    p.rope.head_dim = (int32_t)L->head_dim;
+    p.rope.n_rot = (int32_t)L->head_dim;
+    p.rope.mode = VKF_ROPE_NORMAL;
+    p.rope.n_head = (int32_t)L->n_head;
+    vkf_tensor *qr = T(R, L->d, "q_rope"), *kr = T(R, L->kvd, "k_rope");
+    ADD(VKF_OP_ROPE, qr, q, &ts[E_ROPE], NULL, NULL);
+    p.rope.n_head = (int32_t)L->n_kv_head;
+    ADD(VKF_OP_ROPE, kr, k, &ts[E_ROPE], NULL, NULL);
+    for (int64_t b = 0; b < L->batch; b++) {
+        memset(&p, 0, sizeof p);
+        p.copy.dst_row0 = (int32_t)(b * L->n_ctx);
+        p.copy.dyn = 1;
+        ADD(VKF_OP_COPY_ROWS, &ts[E_KC], vkf_graph_view(g, kr, b * L->seq, L->seq, 0, L->kvd, "kv"), NULL, NULL, NULL);
+        ADD(VKF_OP_COPY_ROWS, &ts[E_VC], vkf_graph_view(g, v, b * L->seq, L->seq, 0, L->kvd, "vv"), NULL, NULL, NULL);
+    }
+    memset(&p, 0, sizeof p);
+    p.attn = (vkf_attn_params){.batch = (int32_t)L->batch, .n_q = (int32_t)L->seq, .n_kv = (int32_t)L->n_ctx,
+                               .kv_stride = (int32_t)L->n_ctx, .n_head = (int32_t)L->n_head,
+                               .n_kv_head = (int32_t)L->n_kv_head, .head_dim = (int32_t)L->head_dim, .causal = 1,
+                               .kv_dyn = 1, .scale = 0.25f};
+    vkf_tensor *a = T(R, L->d, "attn");
+    ADD(VKF_OP_ATTENTION, a, qr, &ts[E_KC], &ts[E_VC], NULL);
+    memset(&p, 0, sizeof p);
+    vkf_tensor *o = T(R, L->d, "o"), *x1 = T(R, L->d, "res1");
+    ADD(VKF_OP_MATMUL, o, a, &ts[E_WO], NULL, NULL);
+    ADD(VKF_OP_ADD, x1, &ts[E_X], o, NULL, NULL);
+    p.norm.eps = 1e-5f;
+    vkf_tensor *h2 = T(R, L->d, "h2");
+    ADD(VKF_OP_RMSNORM, h2, x1, &ts[E_NORM2], NULL, NULL);
+    memset(&p, 0, sizeof p);
+    vkf_tensor *f = T(R, L->ff, "f");
+    if (L->gelu) {
+        vkf_tensor *u = T(R, L->ff, "up");
+        ADD(VKF_OP_MATMUL, u, h2, &ts[E_WU], &ts[E_BU], NULL);
+        p.unary.act = VKF_UNARY_GELU_ERF;
+        ADD(VKF_OP_UNARY, f, u, NULL, NULL, NULL);
+        memset(&p, 0, sizeof p);
+    } else {
+        vkf_tensor *gt = T(R, L->ff, "gate"), *u = T(R, L->ff, "up");
+        ADD(VKF_OP_MATMUL, gt, h2, &ts[E_WG], NULL, NULL);
+        ADD(VKF_OP_MATMUL, u, h2, &ts[E_WU], NULL, NULL);
+        ADD(VKF_OP_SWIGLU, f, gt, u, NULL, NULL);
+    }
+    vkf_tensor *dn = T(R, L->d, "down");
+    ADD(VKF_OP_MATMUL, dn, f, &ts[E_WD], NULL, NULL);
+    ADD(VKF_OP_ADD, &ts[E_OUT], x1, dn, NULL, NULL);
+    if (L->extra_reader) { /* reads the normalized rows and the attention output late */
+        p.scale.scale = 0.5f;
+        vkf_tensor *hs = T(R, L->d, "h_scaled");
+        ADD(VKF_OP_SCALE, hs, h, NULL, NULL, NULL);
+        ADD(VKF_OP_ADD, &ts[E_OUT2], hs, o, NULL, NULL);
+    }
+#undef T
+#undef ADD
+    vkf_status st = vkf_graph_plan(g);
+    if (st != VKF_OK) {
+        vkf_graph_free(g);
+        return st;
+    }
+    *out = g;
+    return VKF_OK;
+}
+
+static double nmse(const float *a, const float *ref, size_t n, int *nonfinite) {
+    double num = 0, den = 0;
+    *nonfinite = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]) || !isfinite(ref[i])) (*nonfinite)++;
+        double d = (double)a[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+/* Runs the layer on both backends for two steps (n_past 0 then seq) and compares the outputs
+ * and the caches. */
+static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int extra_reader, int gelu, int no_fuse,
+                        uint64_t *dispatches) {
+    layer L;
+    layer_init(&L, wt, extra_reader, gelu);
+    vkf_tensor tc[N_EXT], tv[N_EXT];
+    vkf_graph *gc = NULL, *gv = NULL;
+    char what[128];
+    snprintf(what, sizeof what, "%s%s%s%s", vkf_dtype_name(wt), extra_reader ? " +reader" : "", gelu ? " gelu" : " swiglu",
+             no_fuse ? " VKF_NO_FUSE" : "");
+    if (no_fuse) setenv("VKF_NO_FUSE", "1", 1);
+    else unsetenv("VKF_NO_FUSE");
+    VKT_OK(layer_build(&L, cpu, tc, &gc));
+    VKT_OK(layer_build(&L, vk, tv, &gv));
+    vkf_vk_stats s0 = vkf_backend_vulkan_stats(vk);
+    for (int step = 0; gc && gv && step < 2; step++) {
+        int32_t n_past = (int32_t)(step * L.seq);
+        VKT_OK(cpu->i->graph_compute(cpu, gc, n_past));
+        VKT_OK(vk->i->graph_compute(vk, gv, n_past));
+        const int outs[] = {E_OUT, E_OUT2, E_KC, E_VC};
+        for (int k = 0; k < 4; k++) {
+            int e = outs[k];
+            size_t n = (size_t)tc[e].rows * (size_t)tc[e].cols;
+            float *a = malloc(n * 4), *b = malloc(n * 4);
+            VKT_OK(vkf_tensor_read(vk, &tv[e], a));
+            VKT_OK(vkf_tensor_read(cpu, &tc[e], b));
+            int nf;
+            double err = nmse(a, b, n, &nf);
+            double thr = wt == VKF_DTYPE_F32 ? 1e-10 : 1e-8;
+            VKT_CHECK(err <= thr && nf == 0, "%s step %d %s: nmse %.3e (threshold %.0e), nonfinite %d", what, step,
+                      tc[e].name, err, thr, nf);
+            free(a);
+            free(b);
+        }
+    }
+    vkf_vk_stats s1 = vkf_backend_vulkan_stats(vk);
+    *dispatches = (s1.dispatches - s0.dispatches);
+    printf("%-36s %llu dispatches recorded\n", what, (unsigned long long)*dispatches);
+    vkf_graph_free(gc);
+    vkf_graph_free(gv);
+    for (int i = 0; i < N_EXT; i++) {
+        if (tc[i].buf) cpu->i->buffer_free(cpu, tc[i].buf);
+        if (tv[i].buf) vk->i->buffer_free(vk, tv[i].buf);
+    }
+    layer_free(&L);
+    unsetenv("VKF_NO_FUSE");
+}
+
+int main(void) {
+    vkf_backend *cpu = NULL, *vk = NULL;
+    VKT_OK(vkf_backend_cpu_create(&cpu));
+    vkf_status st = vkf_backend_vulkan_create(NULL, 1, &vk);
+    if (st != VKF_OK) {
+        printf("no Vulkan device: %s\n", vkf_last_error());
+        vkf_backend_free(cpu);
+        return vkt_finish();
+    }
+    printf("device: %s\n", vk->device_name);
+    const vkf_vk_caps *caps = vkf_backend_vulkan_caps(vk);
+    static const vkf_dtype wts[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
+    for (int w = 0; w < 4; w++) {
+        for (int gelu = 0; gelu < 2; gelu++) {
+            uint64_t fused = 0, unfused = 0, blocked = 0;
+            check_layer(cpu, vk, wts[w], 0, gelu, 0, &fused);
+            check_layer(cpu, vk, wts[w], 0, gelu, 1, &unfused);
+            check_layer(cpu, vk, wts[w], 1, gelu, 0, &blocked);
+            /* with texels and subgroups the fusions must have removed dispatches */
+            if (caps->texel && caps->has_subgroup)
+                VKT_CHECK(fused < unfused, "%s: %llu dispatches fused vs %llu unfused", vkf_dtype_name(wts[w]),
+                          (unsigned long long)fused, (unsigned long long)unfused);
+        }
+    }
+    vkf_backend_free(vk);
+    vkf_backend_free(cpu);
+    return vkt_finish();
+}
