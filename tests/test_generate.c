@@ -475,23 +475,10 @@ static void run_backend(vkf_context *ctx, const char *backend) {
     timed("verify dates-transformer", backend, test_verify_dates, ctx);
 }
 
+static void per_backend(vkf_context *ctx, const char *backend, void *user) { run_backend(ctx, backend); }
+
 int main(void) {
     test_sampler();
-    vkf_context *ctx;
-    vkf_context_params cpu = {.backend = VKF_BACKEND_CPU};
-    VKT_OK(vkf_context_create(&cpu, &ctx));
-    run_backend(ctx, "cpu");
-    vkf_context_free(ctx);
-    vkf_context_params vk = {.backend = VKF_BACKEND_VULKAN};
-    vkf_status s = vkf_context_create(&vk, &ctx);
-    if (s == VKF_ERROR_NO_VULKAN || s == VKF_ERROR_NO_DEVICE) {
-        printf("SKIP vulkan: %s\n", vkf_last_error());
-    } else {
-        VKT_OK(s);
-        if (s == VKF_OK) {
-            run_backend(ctx, "vulkan");
-            vkf_context_free(ctx);
-        }
-    }
+    vkt_for_each_backend(per_backend, NULL);
     return vkt_finish();
 }

@@ -193,31 +193,17 @@ static void run_backend(vkf_context *ctx, const char *backend) {
     test_batch(ctx, backend);
 }
 
+static void per_backend(vkf_context *ctx, const char *backend, void *user) {
+    run_backend(ctx, backend);
+    if (strcmp(backend, "cpu") == 0) test_errors(ctx);
+}
+
 int main(void) {
     if (!vkt_have_fixtures()) {
         printf("SKIP: no fixtures at %s\n", vkt_fixture(""));
         return vkt_finish();
     }
-    vkf_context *ctx;
-    vkf_context_params cpu = {.backend = VKF_BACKEND_CPU};
-    VKT_OK(vkf_context_create(&cpu, &ctx));
-    printf("cpu:\n");
-    run_backend(ctx, "cpu");
-    test_errors(ctx);
-    vkf_context_free(ctx);
-
-    vkf_context_params vk = {.backend = VKF_BACKEND_VULKAN};
-    vkf_status s = vkf_context_create(&vk, &ctx);
-    if (s == VKF_ERROR_NO_VULKAN || s == VKF_ERROR_NO_DEVICE) {
-        printf("SKIP vulkan: %s\n", vkf_last_error());
-    } else {
-        VKT_OK(s);
-        if (s == VKF_OK) {
-            printf("vulkan (%s):\n", vkf_context_device_name(ctx));
-            run_backend(ctx, "vulkan");
-            vkf_context_free(ctx);
-        }
-    }
+    vkt_for_each_backend(per_backend, NULL);
     VKT_CHECK(n_seen[0] == 12, "cpu ran %d cases", n_seen[0]);
     return vkt_finish();
 }

@@ -37,6 +37,31 @@ void *vkt_read_file(const char *path, size_t *n) {
     return p;
 }
 
+void vkt_for_each_backend(void (*fn)(vkf_context *ctx, const char *backend, void *user), void *user) {
+    vkf_context *ctx;
+    vkf_context_params cpu = {.backend = VKF_BACKEND_CPU};
+    vkf_status s = vkf_context_create(&cpu, &ctx);
+    VKT_CHECK(s == VKF_OK, "cpu context: %s", vkf_last_error());
+    if (s == VKF_OK) {
+        printf("cpu:\n");
+        fn(ctx, "cpu", user);
+        vkf_context_free(ctx);
+    }
+    vkf_context_params vk = {.backend = VKF_BACKEND_VULKAN};
+    s = vkf_context_create(&vk, &ctx);
+    const char *allow = getenv("VKF_TEST_NO_VULKAN");
+    if (s != VKF_OK && allow && strcmp(allow, "1") == 0) {
+        printf("SKIP vulkan (VKF_TEST_NO_VULKAN=1): %s\n", vkf_last_error());
+        return;
+    }
+    VKT_CHECK(s == VKF_OK, "no Vulkan context (set VKF_TEST_NO_VULKAN=1 on a machine without one): %s",
+              vkf_last_error());
+    if (s != VKF_OK) return;
+    printf("vulkan (%s):\n", vkf_context_device_name(ctx));
+    fn(ctx, "vulkan", user);
+    vkf_context_free(ctx);
+}
+
 int vkt_finish(void) {
     printf("%d passed, %d failed\n", vkt_passed, vkt_failed);
     return vkt_failed ? 1 : 0;

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "vkformer.h"
+
 extern int vkt_passed, vkt_failed;
 
 #define VKT_CHECK(cond, ...)                                                                       \
@@ -28,6 +30,10 @@ const char *vkt_fixture(const char *rel);
 int vkt_have_fixtures(void);
 /* Reads a whole file; NULL on failure. *n gets the size. Caller frees. */
 void *vkt_read_file(const char *path, size_t *n);
+/* Runs fn on a CPU context, then on a Vulkan context (lavapipe in CI). A machine without a
+ * Vulkan device fails the test, unless VKF_TEST_NO_VULKAN=1 says so on purpose: a suite that
+ * silently skips its Vulkan half would pass with the backend missing. */
+void vkt_for_each_backend(void (*fn)(vkf_context *ctx, const char *backend, void *user), void *user);
 /* Prints "N passed, N failed" and returns the process exit code. */
 int vkt_finish(void);
 
