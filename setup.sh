@@ -3,7 +3,16 @@
 # then runs one of:
 #   ./setup.sh run    the main job: generate text with the model shipped in models/ on the
 #                     default device (first discrete GPU, else integrated, else lavapipe)
-#   ./setup.sh test   the test suite (op harness on Vulkan vs CPU, models vs fixtures, ...)
+#   ./setup.sh test   the test suite (op harness on Vulkan vs CPU, models vs fixtures, ...) in
+#                     BUILD_DIR, including the small-device profile (label mobile) and valgrind
+#                     on the CPU path (label valgrind); then the same suite under ASan+UBSan in
+#                     a second tree (ASAN_BUILD_DIR, default build-asan; the CMake preset "asan";
+#                     lavapipe's own leaks are suppressed by tests/robust/lsan.supp; the
+#                     20,000-token run, label long, is left out there); then every libFuzzer
+#                     target of tests/fuzz for VKF_FUZZ_SECONDS (20) on its seed corpus (a
+#                     third tree, FUZZ_BUILD_DIR, default build-fuzz, built with clang).
+#                     Extra arguments go to the first ctest. VKF_TEST_SANITIZE=0 and
+#                     VKF_FUZZ_SECONDS=0 skip the second and third parts.
 #   ./setup.sh build  set up and build only
 # Environment: BUILD_DIR (default build), VKF_WERROR=ON|OFF (default ON for test).
 set -euo pipefail
@@ -13,6 +22,9 @@ shift || true
 
 packages=(cmake make gcc g++ pkg-config libvulkan-dev libvulkan-volk-dev glslang-dev glslang-tools
           spirv-tools mesa-vulkan-drivers vulkan-validationlayers libcjson-dev)
+if [ "$mode" = test ]; then # valgrind memcheck, and clang with its sanitizer/libFuzzer runtime
+    packages+=(valgrind clang libclang-rt-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -46,7 +58,33 @@ run)
     fi
     ;;
 test)
-    exec ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
+    status=0
+    ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" || status=1
+    if [ "${VKF_TEST_SANITIZE:-1}" != 0 ]; then
+        asan="${ASAN_BUILD_DIR:-build-asan}"
+        echo "setup: the suite under ASan+UBSan in $asan" >&2
+        cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" -DVKF_SANITIZE=ON >/dev/null
+        cmake --build "$asan" -j"$(nproc)" >&2
+        # keep_loaded: dlclose does nothing, so lavapipe's frames stay nameable for lsan.supp
+        LD_PRELOAD="$(cd "$asan" && pwd)/tests/libvkt_keep_loaded.so" \
+        ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:detect_odr_violation=0:verify_asan_link_order=0" \
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+        LSAN_OPTIONS="suppressions=$PWD/tests/robust/lsan.supp:print_suppressions=0" \
+            ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE "long|valgrind|mobile" \
+                -E "^install_example$" || status=1
+    fi
+    fuzz_secs="${VKF_FUZZ_SECONDS:-20}"
+    if [ "$fuzz_secs" != 0 ] && command -v clang >/dev/null && command -v clang++ >/dev/null; then
+        fuzz="${FUZZ_BUILD_DIR:-build-fuzz}"
+        echo "setup: libFuzzer targets, ${fuzz_secs}s each, in $fuzz" >&2
+        cmake -S . -B "$fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+            -DVKF_FUZZ=ON >/dev/null
+        targets=()
+        for f in tests/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c)"); done
+        cmake --build "$fuzz" -j"$(nproc)" --target "${targets[@]}" >&2
+        tests/robust/run_fuzz.sh "$fuzz" "$fuzz_secs" || status=1
+    fi
+    exit $status
     ;;
 *)
     echo "usage: ./setup.sh [run|test|build]" >&2

@@ -11,8 +11,19 @@
  * message for vkf_last_error() (thread-local). The library never prints and never exits.
  * Objects come in create/free pairs; whoever creates frees.
  *
- * Thread safety: vkf_last_error() is per thread. A vkf_context may be used from one thread
- * at a time; distinct contexts may be used concurrently from different threads.
+ * Thread safety: vkf_last_error() is per thread. Distinct contexts may be used concurrently
+ * from different threads. Within one context:
+ * - models and sessions may be created, used and freed from several threads at once: the
+ *   calls that touch the device (vkf_model_load/free, vkf_session_create/free/eval/eval_last/
+ *   encode/decode_step, vkf_generate, vkf_translate) take the context's lock on a Vulkan
+ *   context, so they run one at a time there and give exactly the results they give one after
+ *   the other; on a CPU context they run in parallel (the CPU backend shares no mutable state);
+ * - one loaded model may serve any number of sessions in any number of threads;
+ *   vkf_model_tokenize serializes on the model (the tokenizer keeps a cache), detokenize,
+ *   describe and info only read;
+ * - a vkf_session and a vkf_sampler are used by one thread at a time (each thread its own);
+ * - vkf_selftest and vkf_verify run one at a time per context like the calls above, but
+ *   vkf_context_free and vkf_model_free must not race with calls on the same object.
  */
 #ifndef VKFORMER_H
 #define VKFORMER_H
@@ -129,7 +140,14 @@ vkf_status vkf_selftest(vkf_context *ctx, int quick, void (*log)(void *user, con
  *
  * Every sequence position counts from 0 at the start of a session (or after reset); a session
  * holds n_ctx tokens per sequence and refuses more with VKF_ERROR_CONTEXT_FULL. Token ids
- * outside the vocabulary are VKF_ERROR_TOKEN. */
+ * outside the vocabulary are VKF_ERROR_TOKEN. A call refused for its input (bad ids, no room in
+ * the context, bad sizes) leaves the session as it was (n_past unchanged). After a device failure
+ * (VKF_ERROR_VULKAN, e.g. VK_ERROR_DEVICE_LOST, named in the message with the graph that was
+ * running) the device's state is lost:
+ * free the session, model and context, and go on with a new context (the CPU always works).
+ *
+ * Threads: several sessions of one model may run in different threads at once (see the top of
+ * this file); one session belongs to one thread at a time. */
 
 typedef struct vkf_model vkf_model;
 typedef struct vkf_session vkf_session;

@@ -25,6 +25,8 @@ int vkf_cmd_detokenize(int argc, char **argv);
 /* Shared option parsing: --device N|NAME, --cpu, --validate. Returns 1 if argv[*i] was one of
  * them (advancing *i past its value), 0 if not, -1 on a missing value. */
 int vkf_cli_backend_opt(int argc, char **argv, int *i, vkf_context_params *cp);
+/* vkf_context_create, plus a one-line notice on stderr when AUTO fell back to the CPU. */
+vkf_status vkf_cli_context(const vkf_context_params *cp, vkf_context **out);
 /* Prints "vkformer: <what>: <vkf_last_error()>" to stderr and returns 1. */
 int vkf_cli_fail(const char *what);
 

@@ -89,7 +89,7 @@ int vkf_cmd_generate(int argc, char **argv) {
         return 2;
     }
     vkf_context *ctx;
-    if (vkf_context_create(&cp, &ctx) != VKF_OK) return vkf_cli_fail("generate");
+    if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("generate");
     vkf_model *m = NULL;
     vkf_session *s = NULL;
     int32_t *toks = NULL;

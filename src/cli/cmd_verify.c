@@ -42,7 +42,7 @@ int vkf_cmd_verify(int argc, char **argv) {
         return 2;
     }
     vkf_context *ctx;
-    if (vkf_context_create(&cp, &ctx) != VKF_OK) return vkf_cli_fail("verify");
+    if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("verify");
     printf("verify %s on %s\n", dir, vkf_context_device_name(ctx));
     vkf_verify_summary sum;
     vkf_status s = vkf_verify(ctx, dir, only, print_case, NULL, &sum);

@@ -42,6 +42,13 @@ int vkf_cli_backend_opt(int argc, char **argv, int *i, vkf_context_params *cp) {
     return 0;
 }
 
+vkf_status vkf_cli_context(const vkf_context_params *cp, vkf_context **out) {
+    vkf_status s = vkf_context_create(cp, out);
+    if (s == VKF_OK && cp->backend == VKF_BACKEND_AUTO && vkf_context_backend(*out) == VKF_BACKEND_CPU)
+        fprintf(stderr, "vkformer: %s\n", vkf_last_error()); /* says why Vulkan was not used */
+    return s;
+}
+
 int vkf_cli_fail(const char *what) {
     fprintf(stderr, "vkformer: %s: %s\n", what, vkf_last_error());
     return 1;

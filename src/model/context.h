@@ -2,11 +2,24 @@
 #ifndef VKF_MODEL_CONTEXT_H
 #define VKF_MODEL_CONTEXT_H
 
+#include <pthread.h>
+
 #include "graph/backend.h"
 
 struct vkf_context {
     vkf_backend *be;      /* the backend everything in this context runs on */
     vkf_backend_kind kind;
+    /* Serializes the backend calls of models and sessions that share this context (a Vulkan
+     * device has one queue, one fence, one staging buffer and a recording state); recursive,
+     * since public calls nest (vkf_translate -> vkf_session_step). Not taken for the CPU
+     * backend, which keeps no shared mutable state: its sessions run in parallel. */
+    pthread_mutex_t lock;
+    int serialize;        /* 1: take `lock` around backend work */
+    char fallback[512];   /* AUTO fell back to the CPU: why ("" otherwise) */
 };
+
+/* Taken around every backend call made on behalf of a model or session of ctx. */
+void vkf_context_lock(vkf_context *ctx);
+void vkf_context_unlock(vkf_context *ctx);
 
 #endif

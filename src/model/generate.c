@@ -154,6 +154,18 @@ vkf_status vkf_sampler_sample(vkf_sampler *s, const float *logits, int32_t n_voc
 
 /* ------------------------------------------------------------------ generation */
 
+/* A NaN or +Inf logit is never a model's answer (a -Inf log-prob can be): it means a numerical
+ * failure in a kernel or the driver, and sampling from it would silently pick garbage. */
+static vkf_status check_finite(const vkf_session *s, const float *v, int32_t n_vocab, int32_t pos, const char *what) {
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (isnan(v[i]) || v[i] == INFINITY)
+            return vkf_error(VKF_ERROR_INTERNAL,
+                             "%s: the %s after position %d are not finite (%s at token id %d) on %s: a numerical failure in "
+                             "the backend; try the CPU (--cpu) or the VKF_NO_* fast-path switches",
+                             s->m->path, what, pos, isnan(v[i]) ? "NaN" : "+Inf", i, s->m->be->device_name);
+    return VKF_OK;
+}
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -190,6 +202,8 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
     st.stop = VKF_STOP_LENGTH;
     for (int32_t i = 0; rc == VKF_OK && i < n_predict; i++) {
         int32_t tok;
+        rc = check_finite(s, logits, m->hp.n_vocab, s->n_past - 1, "logits");
+        if (rc != VKF_OK) break;
         rc = vkf_sampler_sample(smp, logits, m->hp.n_vocab, &tok);
         if (rc != VKF_OK) break;
         if (tok == m->hp.eos_id) {
@@ -241,6 +255,7 @@ static vkf_status translate_greedy(vkf_session *s, int32_t max_len, int32_t *out
     vkf_status rc = VKF_OK;
     while (n < max_len) {
         rc = vkf_session_step(s, 1, 1, &tok, NULL, 1, lp);
+        if (rc == VKF_OK) rc = check_finite(s, lp, m->hp.n_vocab, n, "log-probabilities");
         if (rc != VKF_OK) break;
         tok = argmax_f32(lp, m->hp.n_vocab); /* over the whole vocabulary: nothing suppressed */
         sum += lp[tok];
@@ -297,6 +312,8 @@ static vkf_status translate_beam(vkf_session *s, int32_t beam, int32_t max_len, 
     for (int32_t t = 0; t < max_len; t++) {
         for (int32_t b = 0; b < beam; b++) feed[b] = t == 0 || !isfinite(sc[b]) ? m->hp.bos_id : toks[(size_t)b * max_len + t - 1];
         rc = vkf_session_step(s, beam, 1, feed, NULL, 1, lp);
+        for (int32_t b = 0; rc == VKF_OK && b < beam; b++)
+            if (isfinite(sc[b])) rc = check_finite(s, lp + (size_t)b * V, V, t, "log-probabilities");
         if (rc != VKF_OK) break;
         int32_t nc = 0;
         for (int32_t b = 0; b < beam; b++) {

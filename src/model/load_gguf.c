@@ -72,6 +72,13 @@ static vkf_status gg_hparams(gg_ctx *c) {
     if (hp->d_model % hp->n_head || hp->n_head % hp->n_kv_head)
         return vkf_error(VKF_ERROR_FORMAT, "%s: %d heads / %d KV heads do not divide embedding_length %d", path,
                          hp->n_head, hp->n_kv_head, hp->d_model);
+    /* every layer has several tensors: a corrupt count would size the layer table first */
+    if ((size_t)hp->n_layer > vkf_gguf_tensor_count(c->g))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: block_count %d exceeds the %zu tensors in the file", path, hp->n_layer,
+                         vkf_gguf_tensor_count(c->g));
+    if (hp->n_ctx > VKF_MODEL_MAX_CTX)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: context_length %d exceeds the %d tokens this engine supports", path,
+                         hp->n_ctx, VKF_MODEL_MAX_CTX);
     hp->head_dim = hp->d_model / hp->n_head;
     VKF_TRY(gg_key_u32(c, "attention.key_length", hp->head_dim, &hp->head_dim));
     if (hp->head_dim <= 0 || hp->head_dim > VKF_MAX_HEAD_DIM)
@@ -220,6 +227,10 @@ vkf_status vkf_load_gguf(vkf_model *m, const char *path) {
     snprintf(m->format, sizeof m->format, "gguf");
     if (s == VKF_OK) s = gg_hparams(&c);
     if (s == VKF_OK) s = gg_weights(&c);
+    /* a special id past the embedding rows would fail every prompt that uses it: reject the file */
+    if (s == VKF_OK && (m->hp.bos_id >= m->hp.n_vocab || m->hp.eos_id >= m->hp.n_vocab))
+        s = vkf_error(VKF_ERROR_FORMAT, "%s: tokenizer.ggml.bos_token_id %d / eos_token_id %d outside the vocabulary [0, %d)", path,
+                      m->hp.bos_id, m->hp.eos_id, m->hp.n_vocab);
     if (s == VKF_OK && vkf_gguf_find(g, "tokenizer.ggml.tokens")) s = vkf_tokenizer_from_gguf(g, &m->tok);
     if (s == VKF_OK && m->tok && vkf_tokenizer_n_vocab(m->tok) > m->hp.n_vocab)
         s = vkf_error(VKF_ERROR_FORMAT, "%s: the tokenizer has %d tokens, token_embd.weight only %d rows", path,

@@ -82,11 +82,17 @@ static vkf_status g2_config(vkf_model *m, const vkf_json_config *c, int *tied) {
         return vkf_error(VKF_ERROR_FORMAT, "%s: n_embd, n_head, n_layer, vocab_size, n_positions and n_inner must be > 0", path);
     if (hp->d_model % hp->n_head)
         return vkf_error(VKF_ERROR_FORMAT, "%s: n_head %d does not divide n_embd %d", path, hp->n_head, hp->d_model);
+    if (hp->n_ctx > VKF_MODEL_MAX_CTX)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: n_positions %d exceeds the %d tokens this engine supports", path, hp->n_ctx,
+                         VKF_MODEL_MAX_CTX);
+    if (hp->d_model / hp->n_head > VKF_MAX_HEAD_DIM)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head dimension %d exceeds %d", path, hp->d_model / hp->n_head, VKF_MAX_HEAD_DIM);
     hp->n_src_vocab = hp->n_vocab;
     hp->n_kv_head = hp->n_head;
     hp->head_dim = hp->d_model / hp->n_head;
     double eps;
     VKF_TRY(vkf_json_config_get_float(c, "layer_norm_epsilon", 1e-5, &eps));
+    if (!(eps > 0) || !((float)eps > 0)) return vkf_error(VKF_ERROR_FORMAT, "%s: layer_norm_epsilon %g must be > 0", path, eps);
     hp->eps = (float)eps;
     const char *act;
     VKF_TRY(vkf_json_config_get_str(c, "activation_function", "gelu_new", &act));
@@ -162,6 +168,8 @@ static vkf_status g2_weights(g2_ctx *c, int tied) {
     VKF_TRY(g2_get(c, &m->w.out_norm_b, "ln_f.bias", VKF_W_VECTOR, d, 0));
     /* lm_head.weight is outside the "transformer." prefix in GPT2LMHeadModel */
     const vkf_st_tensor *head = vkf_safetensors_find(c->st, "lm_head.weight");
+    if (!head && !tied)
+        return vkf_error(VKF_ERROR_FORMAT, "%s: tie_word_embeddings is false but lm_head.weight is missing", vkf_safetensors_path(c->st));
     if (head && !tied) {
         int64_t dims[2] = {hp->n_vocab, d};
         VKF_TRY(vkf_safetensors_get(c->st, "lm_head.weight", -1, 2, dims, &head));
@@ -196,6 +204,12 @@ vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir) {
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     vkf_safetensors *st;
     VKF_TRY(vkf_safetensors_open(path, &st));
+    size_t n_tensors = vkf_safetensors_count(st);
+    if ((size_t)m->hp.n_layer > n_tensors) { /* a corrupt count would size the layer table first */
+        vkf_safetensors_close(st);
+        return vkf_error(VKF_ERROR_FORMAT, "%s/config.json: n_layer %d exceeds the %zu tensors of %s", dir, m->hp.n_layer,
+                         n_tensors, path);
+    }
     g2_ctx c = {m, st, ""};
     if (!vkf_safetensors_find(st, "wte.weight") && vkf_safetensors_find(st, "transformer.wte.weight"))
         c.prefix = "transformer.";

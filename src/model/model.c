@@ -96,11 +96,17 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
 
 vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model **out) {
     if (!ctx || !p || !p->path || !out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: NULL context, params, path or output");
+    *out = NULL;
     vkf_model *m = calloc(1, sizeof *m);
     if (!m) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_load: out of host memory");
+    if (pthread_mutex_init(&m->tok_lock, NULL) != 0) {
+        free(m);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_load: cannot create a mutex");
+    }
     m->ctx = ctx;
     m->be = ctx->be;
     snprintf(m->path, sizeof m->path, "%s", p->path);
+    vkf_context_lock(ctx); /* uploads go through the shared backend */
     vkf_status s;
     if (path_is_dir(p->path))
         s = model_load_dir(m, p->path);
@@ -147,20 +153,25 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     if (m->hp.add_bos < 0) m->hp.add_bos = 0;
     if (s != VKF_OK) {
         vkf_model_free(m);
+        vkf_context_unlock(ctx);
         return s;
     }
+    vkf_context_unlock(ctx);
     *out = m;
     return VKF_OK;
 }
 
 void vkf_model_free(vkf_model *m) {
     if (!m) return;
+    vkf_context_lock(m->ctx);
     for (int i = 0; i < m->n_bufs; i++) m->be->i->buffer_free(m->be, m->bufs[i]);
+    vkf_context_unlock(m->ctx);
     free(m->bufs);
     free(m->w.enc);
     free(m->w.dec);
     vkf_tokenizer_free(m->tok);
     vkf_tokenizer_free(m->src_tok);
+    pthread_mutex_destroy(&m->tok_lock);
     free(m);
 }
 
@@ -301,10 +312,15 @@ static vkf_tokenizer *model_tok(const vkf_model *m, int flags, const char *what)
 vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t *tokens, int32_t cap, int32_t *n) {
     vkf_tokenizer *t = model_tok(m, flags, "tokenize");
     if (!t) return VKF_ERROR_UNSUPPORTED;
+    if (!text || !n || (cap > 0 && !tokens))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tokenize: NULL text, output buffer or count");
     int add_special = (flags & VKF_TOKENIZE_ADD_SPECIAL) != 0;
     int32_t *ids;
     size_t count;
-    VKF_TRY(vkf_tokenizer_encode(t, text, strlen(text), add_special, &ids, &count));
+    pthread_mutex_lock(&m->tok_lock);
+    vkf_status es = vkf_tokenizer_encode(t, text, strlen(text), add_special, &ids, &count);
+    pthread_mutex_unlock(&m->tok_lock);
+    VKF_TRY(es);
     /* the model's conventions on top of the tokenizer's own: an encoder-decoder's sources end
      * with EOS and its targets start with BOS (the seed-transformer / dates-transformer layout);
      * a decoder-only model whose config asks for BOS (HF add_bos_token) gets it in front */

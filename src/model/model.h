@@ -13,6 +13,7 @@
 #ifndef VKF_MODEL_MODEL_H
 #define VKF_MODEL_MODEL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "graph/backend.h"
@@ -99,6 +100,9 @@ vkf_status vkf_model_tokenizer_load(const char *path, vkf_tokenizer **out);
 /* ------------------------------------------------------------------ model */
 
 #define VKF_MODEL_MAX_BUFS_INIT 64
+/* Longest context a model file may declare (tokens): a corrupt length would otherwise size the
+ * position tables and the default KV cache. */
+#define VKF_MODEL_MAX_CTX (1 << 24)
 
 struct vkf_model {
     vkf_context *ctx;
@@ -116,6 +120,9 @@ struct vkf_model {
     int n_bufs, cap_bufs;
     vkf_tokenizer *tok;     /* decoder/target tokenizer, or NULL */
     vkf_tokenizer *src_tok; /* encoder-decoder source tokenizer, or NULL */
+    /* encode keeps a pre-token cache and scratch buffers in the tokenizer (io/tokenizer.h): one
+     * encode at a time per model; decode only reads and needs no lock */
+    pthread_mutex_t tok_lock;
 };
 
 /* Loaders (model/load_*.c); each fills m->hp, m->w, m->tok. */

@@ -18,7 +18,9 @@ vkf_status vkf_selftest(vkf_context *ctx, int quick, void (*log)(void *user, con
         vkf_harness_result r;
         char desc[256], line[512];
         vkf_harness_describe(&cases[i], desc, sizeof desc);
+        vkf_context_lock(ctx);
         s = vkf_harness_run(ref, ctx->be, &cases[i], &r);
+        vkf_context_unlock(ctx);
         if (s != VKF_OK) {
             vkf_error_prefix(s, "selftest case %s", desc);
             break;

@@ -67,6 +67,21 @@ static vkf_status sg_get(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_
     return VKF_OK;
 }
 
+/* Runs a cached graph. A failure names the graph, its ops and the device: the whole graph is
+ * one submission on Vulkan, so a device loss or timeout cannot be narrowed to one op there
+ * (the backend names the node itself when recording fails). */
+static vkf_status sg_compute(vkf_session *s, vkf_sgraph *sg, int32_t n_past) {
+    vkf_backend *be = s->m->be;
+    vkf_status st = be->i->graph_compute(be, sg->g, n_past);
+    if (st == VKF_OK) return VKF_OK;
+    const vkf_graph *g = sg->g;
+    const char *first = g->n_nodes ? vkf_op_name(g->nodes[0].op) : "-";
+    const char *last = g->n_nodes ? vkf_op_name(g->nodes[g->n_nodes - 1].op) : "-";
+    const char *last_dst = g->n_nodes && g->nodes[g->n_nodes - 1].dst ? g->nodes[g->n_nodes - 1].dst->name : "?";
+    return vkf_error_prefix(st, "%s: graph \"%s\" (%d ops, %s .. %s -> %s) at position %d on %s", s->m->path, g->name,
+                            g->n_nodes, first, last, last_dst, n_past, be->device_name);
+}
+
 /* ------------------------------------------------------------------ create / free */
 
 static vkf_status session_alloc_caches(vkf_session *s) {
@@ -113,7 +128,9 @@ vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_ses
     s->n_ctx = p->n_ctx ? p->n_ctx : m->hp.n_ctx;
     s->n_batch = p->n_batch ? p->n_batch : 1;
     s->max_chunk = VKF_SESSION_MAX_CHUNK;
+    vkf_context_lock(m->ctx);
     vkf_status st = session_alloc_caches(s);
+    vkf_context_unlock(m->ctx);
     if (st != VKF_OK) {
         vkf_session_free(s);
         return st;
@@ -132,12 +149,14 @@ static void free_tensors(vkf_backend *be, vkf_tensor *t, int n) {
 void vkf_session_free(vkf_session *s) {
     if (!s) return;
     vkf_backend *be = s->m->be;
+    vkf_context_lock(s->m->ctx);
     for (int i = 0; i < s->n_graphs; i++) sg_release(s, &s->graphs[i]);
     free_tensors(be, s->kc, s->m->hp.n_layer);
     free_tensors(be, s->vc, s->m->hp.n_layer);
     free_tensors(be, s->xk, s->m->hp.n_layer);
     free_tensors(be, s->xv, s->m->hp.n_layer);
     if (s->src_lens.buf) be->i->buffer_free(be, s->src_lens.buf);
+    vkf_context_unlock(s->m->ctx);
     free(s->host_lens);
     free(s);
 }
@@ -165,14 +184,14 @@ static vkf_status step_chunk(vkf_session *s, int32_t batch, int32_t n, const int
     }
     VKF_TRY(vkf_tensor_write(be, &sg->ids, tokens));
     VKF_TRY(vkf_tensor_write(be, &sg->lens, s->host_lens));
-    VKF_TRY(be->i->graph_compute(be, sg->g, s->n_past));
+    VKF_TRY(sg_compute(s, sg, s->n_past));
     if (out) VKF_TRY(vkf_tensor_read(be, &sg->out, out));
     s->n_past += n;
     return VKF_OK;
 }
 
-vkf_status vkf_session_step(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens, const int32_t *key_lens,
-                            int last_only, float *out) {
+static vkf_status session_step(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens, const int32_t *key_lens,
+                               int last_only, float *out) {
     vkf_model *m = s->m;
     if (batch < 1 || batch > s->n_batch || n < 1)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session: %d sequences of %d tokens (the session holds %d sequences)",
@@ -216,8 +235,18 @@ vkf_status vkf_session_step(vkf_session *s, int32_t batch, int32_t n, const int3
     return st;
 }
 
-vkf_status vkf_session_encode_batch(vkf_session *s, int32_t batch, int32_t n, const int32_t *src, const int32_t *src_lens,
-                                    int32_t rep, float *mem_out) {
+vkf_status vkf_session_step(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens, const int32_t *key_lens,
+                            int last_only, float *out) {
+    if (!s || (n > 0 && batch > 0 && !tokens))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session: NULL session or tokens");
+    vkf_context_lock(s->m->ctx);
+    vkf_status st = session_step(s, batch, n, tokens, key_lens, last_only, out);
+    vkf_context_unlock(s->m->ctx);
+    return st;
+}
+
+static vkf_status session_encode_batch(vkf_session *s, int32_t batch, int32_t n, const int32_t *src, const int32_t *src_lens,
+                                       int32_t rep, float *mem_out) {
     vkf_model *m = s->m;
     vkf_backend *be = m->be;
     if (m->arch != VKF_ARCH_TRANSFORMER)
@@ -242,14 +271,24 @@ vkf_status vkf_session_encode_batch(vkf_session *s, int32_t batch, int32_t n, co
     vkf_tensor sl = vkf_tensor_view(&s->src_lens, 0, 1, 0, (int64_t)batch * rep);
     VKF_TRY(vkf_tensor_write(be, &sl, s->host_lens));
     s->enc_slots = 0;
-    VKF_TRY(be->i->graph_compute(be, sg->g, 0));
+    VKF_TRY(sg_compute(s, sg, 0));
     if (mem_out) VKF_TRY(vkf_tensor_read(be, &sg->out, mem_out));
     s->enc_slots = batch * rep;
     s->n_past = 0;
     return VKF_OK;
 }
 
-vkf_status vkf_session_reorder(vkf_session *s, int32_t batch, const int32_t *from) {
+vkf_status vkf_session_encode_batch(vkf_session *s, int32_t batch, int32_t n, const int32_t *src, const int32_t *src_lens,
+                                    int32_t rep, float *mem_out) {
+    if (!s || (n > 0 && batch > 0 && (!src || !src_lens)))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: NULL session, source or lengths");
+    vkf_context_lock(s->m->ctx);
+    vkf_status st = session_encode_batch(s, batch, n, src, src_lens, rep, mem_out);
+    vkf_context_unlock(s->m->ctx);
+    return st;
+}
+
+static vkf_status session_reorder(vkf_session *s, int32_t batch, const int32_t *from) {
     vkf_backend *be = s->m->be;
     int32_t np = s->n_past;
     if (np == 0 || batch <= 1) return VKF_OK;
@@ -272,6 +311,17 @@ vkf_status vkf_session_reorder(vkf_session *s, int32_t batch, const int32_t *fro
         }
     }
     free(tmp);
+    return st;
+}
+
+vkf_status vkf_session_reorder(vkf_session *s, int32_t batch, const int32_t *from) {
+    if (batch > s->n_batch) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "reorder: %d sequences, the session holds %d", batch, s->n_batch);
+    for (int32_t b = 0; b < batch; b++)
+        if (from[b] < 0 || from[b] >= batch)
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "reorder: sequence %d would come from %d, outside [0, %d)", b, from[b], batch);
+    vkf_context_lock(s->m->ctx);
+    vkf_status st = session_reorder(s, batch, from);
+    vkf_context_unlock(s->m->ctx);
     return st;
 }
 
