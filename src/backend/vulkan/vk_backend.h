@@ -14,6 +14,10 @@
  *
  * Environment overrides that cap the capabilities (to exercise small-device paths on a large one):
  *     VKF_MAX_STORAGE_BUFFER_RANGE=bytes  VKF_MAX_ALLOC=bytes  VKF_MAX_SHARED_MEMORY=bytes
+ *     VKF_DEVICE_PROFILE=mobile (128 MiB storage range, 256 MiB allocations, 16 KiB shared
+ *     memory, no fp16/int8/16-bit storage/subgroups)  VKF_MAX_DEVICE_MEMORY=bytes (total cap)
+ *     VKF_GPU_TIMEOUT_MS=ms (longest wait for one submission, default 120000; after a timeout
+ *     or a lost device the backend refuses every call)  VKF_SIMULATE_DEVICE_LOST=N (tests)
  *     VKF_NO_FP16=1  VKF_NO_SUBGROUP=1  VKF_FORCE_STAGING=1 (upload/download through a staging
  *     buffer even on unified-memory devices)
  * Off switches for kernel fast paths (DESIGN 6): VKF_NO_VEC4=1 (16-byte loads in element-wise

@@ -123,6 +123,8 @@ typedef struct vkf_vk_backend {
     VkCommandPool cmd_pool;
     VkCommandBuffer xfer_cmd; /* one-shot uploads/downloads */
     VkFence fence;
+    uint64_t timeout_ns; /* longest wait for one submission (VKF_GPU_TIMEOUT_MS, default 120 s) */
+    int unusable;        /* a submission timed out or the device was lost: every later call fails */
     vkf_vk_caps caps;
     uint32_t target_vulkan; /* 12 or 11: glslang target environment */
     int validate;
@@ -193,6 +195,8 @@ vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const
                                size_t n);
 vkf_status vkf_vk_buffer_read(vkf_backend *be, vkf_buffer *b, size_t off, void *dst, size_t n);
 /* Submits cmd and waits for it on the backend fence. */
+/* VKF_ERROR_VULKAN once a submission timed out or the device was lost. */
+vkf_status vkf_vk_check_usable(const vkf_vk_backend *vb);
 vkf_status vkf_vk_submit_wait(vkf_vk_backend *vb, VkCommandBuffer cmd);
 /* A full memory barrier between everything before and everything after (start of a submission). */
 void vkf_vk_cmd_full_barrier(vkf_vk_backend *vb, VkCommandBuffer cmd);

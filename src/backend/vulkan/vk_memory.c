@@ -307,15 +307,40 @@ void vkf_vk_cmd_full_barrier(vkf_vk_backend *vb, VkCommandBuffer cmd) {
                                 &mb, 0, NULL, 0, NULL);
 }
 
+/* Submits cmd and waits at most timeout_ns. A wait that times out leaves the work pending on
+ * the queue (the fence may not be reset then), and a lost device loses everything: both make
+ * the backend unusable, and every later call says so, so the caller moves to another context
+ * (the CPU) instead of reading half-written results. */
+vkf_status vkf_vk_check_usable(const vkf_vk_backend *vb) {
+    if (vb->unusable)
+        return vkf_error(VKF_ERROR_VULKAN, "%s is unusable after an earlier GPU timeout or device loss", vb->caps.name);
+    return VKF_OK;
+}
+
 vkf_status vkf_vk_submit_wait(vkf_vk_backend *vb, VkCommandBuffer cmd) {
+    VKF_TRY(vkf_vk_check_usable(vb));
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cmd;
-    VKF_VK_CHECK(vb->vk.vkQueueSubmit(vb->queue, 1, &si, vb->fence));
-    VkResult r = vb->vk.vkWaitForFences(vb->device, 1, &vb->fence, VK_TRUE, UINT64_MAX);
-    VkResult r2 = vb->vk.vkResetFences(vb->device, 1, &vb->fence);
-    if (r != VK_SUCCESS) return vkf_vk_fail(r, "vkWaitForFences", __FILE__, __LINE__);
-    VKF_VK_CHECK(r2);
+    VkResult r = vb->vk.vkQueueSubmit(vb->queue, 1, &si, vb->fence);
+    if (r == VK_ERROR_DEVICE_LOST) vb->unusable = 1;
+    if (r != VK_SUCCESS) return vkf_vk_fail(r, "vkQueueSubmit", __FILE__, __LINE__);
+    if (!vb->timeout_ns) {
+        uint64_t ms = vkf_vk_env_u64("VKF_GPU_TIMEOUT_MS");
+        vb->timeout_ns = (getenv("VKF_GPU_TIMEOUT_MS") ? ms : 120000) * 1000000ull;
+        if (!vb->timeout_ns) vb->timeout_ns = 1; /* 0 ms: the shortest wait there is (tests) */
+    }
+    r = vb->vk.vkWaitForFences(vb->device, 1, &vb->fence, VK_TRUE, vb->timeout_ns);
+    if (r == VK_TIMEOUT) {
+        vb->unusable = 1;
+        return vkf_error(VKF_ERROR_VULKAN, "%s: the GPU did not finish within %.0f ms (VK_TIMEOUT; VKF_GPU_TIMEOUT_MS sets the limit)",
+                         vb->caps.name, (double)vb->timeout_ns / 1e6);
+    }
+    if (r != VK_SUCCESS) {
+        if (r == VK_ERROR_DEVICE_LOST) vb->unusable = 1;
+        return vkf_vk_fail(r, "vkWaitForFences", __FILE__, __LINE__);
+    }
+    VKF_VK_CHECK(vb->vk.vkResetFences(vb->device, 1, &vb->fence));
     return VKF_OK;
 }
 
@@ -360,6 +385,7 @@ static vkf_status vkf_vk_check_range(const vkf_buffer *b, size_t off, size_t n, 
 
 vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src, size_t n) {
     vkf_vk_backend *vb = vkf_vk(be);
+    VKF_TRY(vkf_vk_check_usable(vb));
     VKF_TRY(vkf_vk_check_range(b, off, n, "vulkan buffer_write"));
     if (n == 0) return VKF_OK;
     if (b->block->map) {
@@ -378,6 +404,7 @@ vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const
 
 vkf_status vkf_vk_buffer_read(vkf_backend *be, vkf_buffer *b, size_t off, void *dst, size_t n) {
     vkf_vk_backend *vb = vkf_vk(be);
+    VKF_TRY(vkf_vk_check_usable(vb)); /* mapped memory of a pending or lost submission is garbage */
     VKF_TRY(vkf_vk_check_messages(vb));
     VKF_TRY(vkf_vk_check_range(b, off, n, "vulkan buffer_read"));
     if (n == 0) return VKF_OK;

@@ -466,6 +466,7 @@ vkf_status vkf_vk_run_recorded(vkf_vk_backend *vb, vkf_status (*fn)(vkf_vk_rec *
 
 vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past) {
     vkf_vk_backend *vb = vkf_vk(be);
+    VKF_TRY(vkf_vk_check_usable(vb));
     VKF_TRY(vkf_vk_check_messages(vb));
     if (!g) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vulkan graph_compute: graph is NULL");
     if (n_past < 0) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "graph %s: n_past %d < 0", g->name, n_past);
@@ -482,7 +483,7 @@ vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past) {
     vb->dyn_map[0] = n_past;
     /* tests: VKF_SIMULATE_DEVICE_LOST=N fails the Nth graph submission and every later one */
     uint64_t lost_at = vkf_vk_env_u64("VKF_SIMULATE_DEVICE_LOST");
-    if (lost_at && vb->stats.submits + 1 >= lost_at)
+    if (lost_at && vb->stats.submits + 1 >= lost_at && (vb->unusable = 1))
         return vkf_vk_fail(VK_ERROR_DEVICE_LOST, "vkQueueSubmit (simulated by VKF_SIMULATE_DEVICE_LOST)", __FILE__, __LINE__);
     VKF_TRY(vkf_vk_exec_submit(vb, ex, NULL));
     vb->stats.submits++;
