@@ -11,7 +11,12 @@ vkf_status vkf_tensor_alloc(vkf_backend *be, vkf_tensor *t, vkf_buffer_usage usa
     size_t n = vkf_tensor_nbytes(t);
     VKF_TRY(be->i->buffer_alloc(be, n ? n : 4, usage, &t->buf));
     t->offset = 0;
-    return data ? be->i->buffer_write(be, t->buf, 0, data, n) : VKF_OK;
+    vkf_status s = data ? be->i->buffer_write(be, t->buf, 0, data, n) : VKF_OK;
+    if (s != VKF_OK) { /* a failed call leaves nothing allocated */
+        be->i->buffer_free(be, t->buf);
+        t->buf = NULL;
+    }
+    return s;
 }
 
 vkf_status vkf_tensor_write(vkf_backend *be, vkf_tensor *t, const void *data) {
