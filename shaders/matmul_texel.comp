@@ -16,6 +16,14 @@
  * (subgroupAdd) and one lane stores it. R and TM are specialization constants (the tuning
  * table and `vkformer tune` pick them); TM is at most the dispatch's M.
  *
+ * LANES=1 (prefill on CPU drivers): every invocation owns R consecutive weight rows and walks
+ * all of K itself, so there is no split-K and nothing to reduce: each lane stores its own
+ * R * TM results. The activation loads are then the same address in every lane and the
+ * weight loads are one row per lane. On lavapipe the split-K epilogue (R * TM subgroup adds
+ * and single-lane stores, each a loop over the lanes) cost as much as the K loop for K = 256;
+ * this variant runs those shapes 2-3x faster and reaches ~58 GFLOP/s at 512x4096x4096
+ * (bench/RESULTS.md). Decode keeps split-K: with M = 1 there are too few rows per lane.
+ *
  * Fusions (vk_fuse.c picks them; each saves a dispatch and a pass over memory):
  *   n_mats 2..3: several weight matrices that share a (q, k, v) in one dispatch; subgroups are
  *     assigned to row blocks of matrix 0, then 1, then 2;
@@ -48,6 +56,9 @@ layout(constant_id = 2) const uint TM = 1; /* activation rows per workgroup */
 #endif
 #ifndef SWIGLU
 #define SWIGLU 0
+#endif
+#ifndef LANES
+#define LANES 0 /* 1: each lane owns R weight rows and walks all of K (see below) */
 #endif
 #ifndef ACT
 #define ACT -1 /* vkf_unary applied after the bias; -1: none */
@@ -159,10 +170,22 @@ void w_dots(uint rowb, uint u, vec4 a[TM][A_TEX], inout float acc[TM]) {
 #endif
 }
 
+#if LANES
+/* every lane walks all of K for its own rows: nothing to reduce across lanes */
+#define RED(x) (x)
+#else
+#define RED(x) subgroupAdd(x)
+#endif
+
 void main() {
-    uint S = gl_SubgroupSize, l = gl_SubgroupInvocationID;
     uint blk = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+#if LANES
+    uint S = 1u, l = 0u;
+    uint n0 = (blk * WG + gl_LocalInvocationIndex) * R;
+#else
+    uint S = gl_SubgroupSize, l = gl_SubgroupInvocationID;
     uint n0 = (blk * gl_NumSubgroups + gl_SubgroupID) * R;
+#endif
     /* which matrix this subgroup's rows belong to: row blocks are padded to R per matrix */
     uint N = p.N, wb = p.w_boff, doff = p.d_off, dstr = p.d_stride;
     uint P0 = (p.N + R - 1u) / R * R, P1 = (p.N1 + R - 1u) / R * R;
@@ -223,19 +246,19 @@ void main() {
 
 #if NORM
     float inv[TM];
-    for (uint m = 0; m < TM; m++) inv[m] = 1.0 / sqrt(subgroupAdd(ss[m]) / float(p.K) + p.eps);
+    for (uint m = 0; m < TM; m++) inv[m] = 1.0 / sqrt(RED(ss[m]) / float(p.K) + p.eps);
 #endif
     /* reduce each partial sum across the subgroup; lane (r*TM + m) % S stores it */
     uint mc = min(TM, p.M - m0);
     for (uint r = 0; r < R; r++) {
         uint n = n0 + r;
         for (uint m = 0; m < TM; m++) {
-            float s = subgroupAdd(acc[0][r][m]);
+            float s = RED(acc[0][r][m]);
 #if NORM
             s *= inv[m];
 #endif
 #if SWIGLU
-            float up = subgroupAdd(acc[1][r][m]);
+            float up = RED(acc[1][r][m]);
 #if NORM
             up *= inv[m];
 #endif

@@ -321,7 +321,8 @@ typedef enum vkf_vk_mm_kind {
 struct vkf_vk_mm_cfg {
     vkf_vk_mm_kind kind;
     uint32_t wg;         /* workgroup size */
-    uint32_t r, tm;      /* texel: weight rows per subgroup, activation rows per workgroup */
+    uint32_t r, tm;      /* texel: weight rows per subgroup (per lane with lanes), activation rows */
+    uint32_t lanes;      /* texel: 1 = each lane owns r weight rows and walks all of K (no split-K) */
     uint32_t bm, bn, bk; /* tiled: output tile and K slice */
 };
 typedef struct vkf_vk_mm_cfg vkf_vk_mm_cfg;

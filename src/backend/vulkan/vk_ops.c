@@ -501,10 +501,10 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
 static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, uint32_t R, uint64_t rows, uint32_t *gx,
                            uint32_t *gy) {
     /* size for the fewest subgroups a workgroup may have (the largest subgroup size): extra
-     * subgroups find no rows and return */
+     * subgroups find no rows and return; with lanes every invocation owns R rows */
     uint32_t smax = c->subgroup_max ? c->subgroup_max : 64;
     uint32_t nsg = cfg->wg / smax ? cfg->wg / smax : 1;
-    uint64_t per = (uint64_t)R * nsg;
+    uint64_t per = (uint64_t)R * (cfg->lanes ? cfg->wg : nsg);
     uint64_t groups = (rows + per - 1) / per;
     *gx = (uint32_t)(groups < c->max_wg_count[0] ? groups : c->max_wg_count[0]);
     *gy = (uint32_t)((groups + *gx - 1) / *gx);
@@ -520,11 +520,17 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     VKF_TRY(vkf_vk_tune_matmul(r->vb, M, Ntot, K, w0->dtype, &cfg));
     uint32_t R = cfg.r;
     if (g->swiglu && R > 1) R /= 2; /* two accumulator sets */
-    uint32_t tm = cfg.tm < (uint32_t)M ? cfg.tm : (uint32_t)M;
+    /* activation rows per workgroup: the configured count, or the next power of two >= M when M
+     * is smaller (a few pipelines per variant, not one per prompt length: each costs a compile) */
+    uint32_t tm = cfg.tm;
+    if ((int64_t)tm > M) {
+        for (tm = 1; (int64_t)tm < M;) tm *= 2;
+        if (tm > cfg.tm) tm = cfg.tm;
+    }
     uint32_t spec[3] = {cfg.wg, R, tm};
     char defs[64];
-    snprintf(defs, sizeof defs, "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d", vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0,
-             g->swiglu, g->act - 1);
+    snprintf(defs, sizeof defs, "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d", vkf_vk_wtype(w0->dtype),
+             g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0);
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7, (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
     int plain = g->n_mats == 1 && !g->swiglu && !g->norm_w;

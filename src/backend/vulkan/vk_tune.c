@@ -21,13 +21,14 @@
 static int vkf_vk_mclass(int64_t M) { return M <= 1 ? 0 : M <= 8 ? 1 : 2; }
 static const char *const k_mclass_names[3] = {"decode (M = 1)", "batch (M 2..8)", "prefill (M > 8)"};
 
-/* Defaults by device kind. CPU drivers (lavapipe, SwiftShader): the texel kernel for every M
- * with 8 weight rows per subgroup and 8 activation rows per workgroup (measured on lavapipe,
- * bench/RESULTS.md). GPUs: the texel split-K kernel for M <= 8 (a bandwidth-bound
+/* Defaults by device kind. CPU drivers (lavapipe, SwiftShader): the texel kernel for every M;
+ * split-K with 8 weight rows per subgroup and 8 activation rows for M <= 8, and for prefill
+ * 8 weight rows per lane with 32 activation rows and no split-K (`lanes`: nothing to reduce
+ * across lanes, measured 2-3x faster on lavapipe, bench/RESULTS.md). GPUs: the texel split-K kernel for M <= 8 (a bandwidth-bound
  * matrix-vector product reduced with subgroup adds) and the shared-memory tiled kernel for
  * prefill, with smaller tiles where shared memory or invocations are scarce and on vendors
  * whose GPUs favour small workgroups. */
-static void vkf_vk_table(const vkf_vk_caps *c, int mclass, vkf_vk_mm_cfg *o) {
+static void vkf_vk_table(const vkf_vk_caps *c, int mclass, vkf_dtype wt, vkf_vk_mm_cfg *o) {
     memset(o, 0, sizeof *o);
     o->bm = o->bn = 64;
     o->bk = 16;
@@ -37,6 +38,13 @@ static void vkf_vk_table(const vkf_vk_caps *c, int mclass, vkf_vk_mm_cfg *o) {
         o->wg = sg * 8 < 64 ? 64 : sg * 8;
         o->r = 8;
         o->tm = 8;
+        if (mclass == 2) {
+            /* fewer activation rows for the wider dequantizing kernels: as fast there, and
+             * LLVM compiles a 32-row quant kernel for seconds */
+            o->lanes = 1;
+            o->tm = wt == VKF_DTYPE_F32 ? 32 : wt == VKF_DTYPE_F16 || wt == VKF_DTYPE_BF16 ? 16 : 8;
+            o->wg = sg * 4 < 32 ? 32 : sg * 4;
+        }
         return;
     }
     if (mclass < 2) {
@@ -107,6 +115,7 @@ static void vkf_vk_tune_load(vkf_vk_backend *vb) {
         c.wg = U(wg);
         c.r = U(r);
         c.tm = U(tm);
+        c.lanes = U(lanes) ? 1 : 0;
         c.bm = U(bm);
         c.bn = U(bn);
         c.bk = U(bk);
@@ -139,14 +148,15 @@ vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t 
         return VKF_OK;
     }
     int mc = vkf_vk_mclass(M);
-    vkf_vk_table(&vb->caps, mc, out);
+    vkf_vk_table(&vb->caps, mc, wtype, out);
     if (!vb->tune_loaded) vkf_vk_tune_load(vb);
     if ((unsigned)wtype < VKF_DTYPE_COUNT && vb->tune_have[mc][wtype]) *out = vb->tune_cfg[mc * VKF_DTYPE_COUNT + wtype];
     /* experiments: VKF_MM_R / VKF_MM_TM / VKF_MM_WG override the texel kernel's shape */
     uint64_t v;
     if ((v = vkf_vk_env_u64("VKF_MM_R")) > 0 && v <= 32) out->r = (uint32_t)v;
-    if ((v = vkf_vk_env_u64("VKF_MM_TM")) > 0 && v <= 32) out->tm = (uint32_t)v;
+    if ((v = vkf_vk_env_u64("VKF_MM_TM")) > 0 && v <= 64) out->tm = (uint32_t)v;
     if ((v = vkf_vk_env_u64("VKF_MM_WG")) > 0 && v <= vb->caps.max_wg_invocations) out->wg = (uint32_t)v;
+    if ((v = vkf_vk_env_u64("VKF_MM_LANES")) > 0) out->lanes = v == 1;
     if (vkf_vk_env_flag("VKF_NO_TEXEL_MATMUL") && out->kind == VKF_VK_MM_TEXEL) out->kind = VKF_VK_MM_TILED;
     return VKF_OK;
 }
@@ -231,9 +241,10 @@ static vkf_status vkf_vk_tune_time(vkf_vk_backend *vb, vkf_vk_tune_bench *b, con
 }
 
 /* The candidates of one shape class (table choice first). */
-static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, int64_t M, int quick, vkf_vk_mm_cfg *out, int cap) {
+static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt, int64_t M, int quick, vkf_vk_mm_cfg *out,
+                                  int cap) {
     int n = 0;
-    vkf_vk_table(c, mclass, &out[n++]);
+    vkf_vk_table(c, mclass, wt, &out[n++]);
     uint32_t sg = c->subgroup_size ? c->subgroup_size : 32;
     static const uint32_t rs[] = {2, 4, 8, 16};
     static const uint32_t tms[] = {4, 8, 16};
@@ -256,6 +267,23 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, int64_t M, i
             }
         }
     }
+    if (mclass == 2 && c->texel && c->has_subgroup) { /* rows per lane, no split-K */
+        static const uint32_t lrs[] = {4, 8, 16}, ltms[] = {8, 16, 32}, lwgs[] = {32, 64};
+        for (size_t wi = 0; wi < 2; wi++)
+            for (size_t ri = 0; ri < 3; ri++)
+                for (size_t ti = 0; ti < 3; ti++) {
+                    if (n == cap || lwgs[wi] > c->max_wg_invocations) continue;
+                    if (quick && (lrs[ri] == 16 || ltms[ti] == 8)) continue;
+                    vkf_vk_mm_cfg k;
+                    memset(&k, 0, sizeof k);
+                    k.kind = VKF_VK_MM_TEXEL;
+                    k.lanes = 1;
+                    k.wg = lwgs[wi];
+                    k.r = lrs[ri];
+                    k.tm = ltms[ti];
+                    out[n++] = k;
+                }
+    }
     if (mclass == 2) {
         static const uint32_t tiles[][3] = {{64, 64, 16}, {32, 32, 16}, {64, 32, 8}};
         for (size_t i = 0; i < (quick ? 1 : sizeof tiles / sizeof tiles[0]) && n < cap; i++) {
@@ -275,7 +303,8 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, int64_t M, i
 
 static void vkf_vk_cfg_str(const vkf_vk_mm_cfg *k, int64_t M, char *buf, size_t n) {
     if (k->kind == VKF_VK_MM_TEXEL)
-        snprintf(buf, n, "texel wg %u, %u rows/subgroup, %u act rows", k->wg, k->r, k->tm < M ? k->tm : (uint32_t)M);
+        snprintf(buf, n, "texel wg %u, %u rows/%s, %u act rows", k->wg, k->r, k->lanes ? "lane" : "subgroup",
+                 k->tm < M ? k->tm : (uint32_t)M);
     else snprintf(buf, n, "tiled %ux%u, k %u", k->bm, k->bn, k->bk);
 }
 
@@ -303,7 +332,7 @@ vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick, void (*log)(void 
             st = vkf_vk_tune_bench_make(be, M, N, K, wts[wi], per_graph, &b);
             if (st != VKF_OK) break;
             vkf_vk_mm_cfg cand[64];
-            int nc = vkf_vk_tune_candidates(&vb->caps, mc, M, quick, cand, 64);
+            int nc = vkf_vk_tune_candidates(&vb->caps, mc, wts[wi], M, quick, cand, 64);
             int best = -1;
             double best_ms = 1e30, table_ms = 0;
             for (int i = 0; i < nc && st == VKF_OK; i++) {
@@ -333,6 +362,7 @@ vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick, void (*log)(void 
             cJSON_AddNumberToObject(o, "wg", cand[best].wg);
             cJSON_AddNumberToObject(o, "r", cand[best].r);
             cJSON_AddNumberToObject(o, "tm", cand[best].tm);
+            cJSON_AddNumberToObject(o, "lanes", cand[best].lanes);
             cJSON_AddNumberToObject(o, "bm", cand[best].bm);
             cJSON_AddNumberToObject(o, "bn", cand[best].bn);
             cJSON_AddNumberToObject(o, "bk", cand[best].bk);
