@@ -313,6 +313,13 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
 /* Runs every test of one model on one backend, appending to res. */
 static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char *path, vkf_bench_result *res,
                            int *n_res, int cap) {
+    int max_need = 0;
+    for (int d = 0; d < o->n_depth; d++) {
+        for (int i = 0; i < o->n_pp; i++)
+            if (o->depth[d] + o->pp[i] > max_need) max_need = o->depth[d] + o->pp[i];
+        for (int i = 0; i < o->n_tg; i++)
+            if (o->depth[d] + o->tg[i] > max_need) max_need = o->depth[d] + o->tg[i];
+    }
     vkf_model_params mp = {.path = path};
     vkf_model *m = NULL;
     if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
@@ -327,12 +334,20 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
         vkf_model_free(m);
         return 1;
     }
-    int max_need = 0;
-    for (int d = 0; d < o->n_depth; d++) {
-        for (int i = 0; i < o->n_pp; i++)
-            if (o->depth[d] + o->pp[i] > max_need) max_need = o->depth[d] + o->pp[i];
-        for (int i = 0; i < o->n_tg; i++)
-            if (o->depth[d] + o->tg[i] > max_need) max_need = o->depth[d] + o->tg[i];
+    if (max_need > md.n_ctx && md.ctx_extendable) {
+        /* as llama-bench: the context the tests need, past the training context (RoPE) */
+        vkf_model_free(m);
+        m = NULL;
+        mp.n_ctx = max_need;
+        if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
+            fprintf(stderr, "vkformer bench: loading %s with a %d-token context: %s\n", path, max_need,
+                    vkf_last_error());
+            return 1;
+        }
+        vkf_model_describe(m, &md);
+        if (!o->quiet)
+            fprintf(stderr, "note: context %d tokens, past the %d the model was trained on (positions are computed)\n",
+                    md.n_ctx, md.n_ctx_train);
     }
     int n_ctx = max_need < md.n_ctx ? max_need : md.n_ctx;
     if (n_ctx < 1) n_ctx = 1;

@@ -159,6 +159,11 @@ typedef struct vkf_model_params {
                               (vocab.json + merges.txt, a char vocabulary .json, a .gguf) that
                               replaces it; for an encoder-decoder a file replaces the target
                               side and a directory gives src_vocab.json + tgt_vocab.json */
+    int32_t n_ctx;         /* positions to prepare, tokens; 0 = the model's training context.
+                              More than that works for computed positions (llama's RoPE, the
+                              transformer's sinusoids; what the model makes of positions past
+                              its training length is its own affair, as with llama.cpp's -c)
+                              and is VKF_ERROR_UNSUPPORTED for learned positions (gpt2) */
 } vkf_model_params;
 
 /* Loads the weights onto ctx's backend (uploaded once). Errors name the file and tensor:
@@ -175,6 +180,9 @@ typedef struct vkf_model_desc {
     int32_t n_vocab;          /* output (target) vocabulary, tokens */
     int32_t n_src_vocab;      /* source vocabulary (encoder-decoder), else n_vocab, tokens */
     int32_t n_ctx;            /* longest sequence the model supports, tokens */
+    int32_t n_ctx_train;      /* the training context from the file (n_ctx may be larger) */
+    int ctx_extendable;       /* 1: positions are computed, so vkf_model_params.n_ctx may
+                                 exceed n_ctx_train */
     int32_t d_model;          /* residual width */
     int32_t n_layer;          /* decoder layers (all layers of a decoder-only model) */
     int32_t n_enc_layer;      /* encoder layers (0 for decoder-only) */

@@ -184,6 +184,87 @@ static void test_batch(vkf_context *ctx, const char *backend) {
     cJSON_Delete(cases);
 }
 
+/* A context past the training length (vkf_model_params.n_ctx, RoPE): the first positions equal
+ * llama.cpp's logits, positions past 512 agree between the CPU reference and Vulkan, and a
+ * model with learned positions refuses the extension. */
+enum { EXT_CTX = 1024, EXT_FILL = 900 };
+static float ext_ref[512]; /* the CPU's logits at position EXT_FILL (Vulkan compares) */
+static int ext_have_ref;
+
+static void test_extended_ctx(vkf_context *ctx, const char *backend) {
+    vkf_model_params mp = {.path = vkt_fixture("llama-tiny/llama-tiny-f32.gguf"), .n_ctx = EXT_CTX};
+    vkf_model *m = NULL;
+    if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
+        VKT_CHECK(0, "%s: load with n_ctx %d: %s", backend, EXT_CTX, vkf_last_error());
+        return;
+    }
+    vkf_model_desc md;
+    vkf_model_describe(m, &md);
+    VKT_CHECK(md.n_ctx == EXT_CTX && md.n_ctx_train == 512 && md.ctx_extendable, "%s: n_ctx %d, trained %d, extendable %d",
+              backend, md.n_ctx, md.n_ctx_train, md.ctx_extendable);
+    vkf_session *s = NULL;
+    VKT_OK(vkf_session_create(m, NULL, &s));
+    VKT_CHECK(s && vkf_session_n_ctx(s) == EXT_CTX, "%s: session n_ctx %d", backend, s ? vkf_session_n_ctx(s) : -1);
+    /* case 0 (f32 genesis) from position 0: llama.cpp's logits */
+    char *text = vkt_read_file(vkt_fixture("llama-tiny/cases.json"), NULL);
+    cJSON *cases = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *c = cJSON_GetArrayItem(cases, 0), *e;
+    int32_t toks[EXT_FILL + 1];
+    int n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "tokens")) toks[n++] = (int32_t)e->valuedouble;
+    char p[256];
+    snprintf(p, sizeof p, "llama-tiny/%s", cJSON_GetObjectItem(c, "prompt_logits")->valuestring);
+    float *ref = vkt_read_file(vkt_fixture(p), NULL);
+    float *out = malloc((size_t)n * 512 * sizeof *out);
+    double md0 = 0;
+    if (s && ref && out && vkf_session_eval(s, toks, n, out) == VKF_OK)
+        for (size_t i = 0; i < (size_t)n * 512; i++) md0 = fmax(md0, fabs((double)out[i] - ref[i]));
+    else md0 = INFINITY;
+    printf("  %s n_ctx %d (trained 512): first %d positions vs llama.cpp max|d| %.3e\n", backend, EXT_CTX, n, md0);
+    VKT_CHECK(md0 <= 1e-4, "%s: extended-context logits differ from llama.cpp by %.3e", backend, md0);
+    /* fill to EXT_FILL and take the logits there: CPU and Vulkan must agree past position 512 */
+    uint32_t x = 7;
+    for (int i = 0; i <= EXT_FILL; i++) {
+        x = x * 1664525u + 1013904223u;
+        toks[i] = 3 + (int32_t)((x >> 8) % 500);
+    }
+    float last[512];
+    vkf_status st = s ? vkf_session_eval_last(s, toks, EXT_FILL - n, last) : VKF_ERROR_INTERNAL;
+    if (st == VKF_OK) st = vkf_session_eval_last(s, toks + EXT_FILL - n, 1, last);
+    VKT_CHECK(st == VKF_OK && vkf_session_n_past(s) == EXT_FILL + 1, "%s: filling to %d: %s", backend, EXT_FILL,
+              vkf_last_error());
+    if (st == VKF_OK && strcmp(backend, "cpu") == 0) {
+        memcpy(ext_ref, last, sizeof last);
+        ext_have_ref = 1;
+    } else if (st == VKF_OK && ext_have_ref) {
+        double d = 0, mag = 0;
+        for (int v = 0; v < 512; v++) {
+            d = fmax(d, fabs((double)last[v] - ext_ref[v]));
+            mag = fmax(mag, fabs((double)ext_ref[v]));
+        }
+        printf("  %s logits at position %d vs the CPU reference: max|d| %.3e (max|logit| %.2f)\n", backend, EXT_FILL, d, mag);
+        VKT_CHECK(d <= 1e-4 && mag > 0.1, "%s: position %d differs from the CPU by %.3e", backend, EXT_FILL, d);
+    }
+    free(out);
+    free(ref);
+    cJSON_Delete(cases);
+    vkf_session_free(s);
+    vkf_model_free(m);
+    /* learned positions cannot be extended */
+    vkf_model_params gp = {.path = vkt_fixture("gpt2-tiny/gpt2-tiny-f32.gguf"), .n_ctx = 1 << 20};
+    vkf_model *g = NULL;
+    st = vkf_model_load(ctx, &gp, &g);
+    VKT_CHECK(st == VKF_ERROR_UNSUPPORTED && strstr(vkf_last_error(), "learned position") &&
+                  strstr(vkf_last_error(), "gpt2-tiny-f32.gguf"),
+              "%s: gpt2 with n_ctx 2^20: %s (%s)", backend, vkf_status_name(st), vkf_last_error());
+    if (g) vkf_model_free(g);
+    gp.n_ctx = -1;
+    st = vkf_model_load(ctx, &gp, &g);
+    VKT_CHECK(st == VKF_ERROR_INVALID_ARGUMENT, "%s: n_ctx -1: %s", backend, vkf_status_name(st));
+    if (st == VKF_OK) vkf_model_free(g);
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void run_backend(vkf_context *ctx, const char *backend) {
@@ -191,6 +272,7 @@ static void run_backend(vkf_context *ctx, const char *backend) {
     VKT_OK(vkf_verify(ctx, vkt_fixture("llama-tiny"), NULL, check_case, (void *)backend, &sum));
     VKT_CHECK(sum.n_cases == 12 && sum.n_failed == 0, "%s: %d cases, %d failed", backend, sum.n_cases, sum.n_failed);
     test_batch(ctx, backend);
+    test_extended_ctx(ctx, backend);
 }
 
 static void per_backend(vkf_context *ctx, const char *backend, void *user) {

@@ -17,7 +17,8 @@ static const char *usage_text =
     "  --top-k K          sample among the K most likely tokens, 0 = all (default 40)\n"
     "  --top-p P          nucleus sampling threshold, 1 = off (default 0.95)\n"
     "  --seed S           random seed (default: from the clock, printed on stderr)\n"
-    "  -c, --ctx-size N   context length in tokens (default: the model's)\n";
+    "  -c, --ctx-size N   context length in tokens (default: the model's); past the training\n"
+    "                     context for models with computed positions (RoPE, sinusoidal)\n";
 
 static int on_token(void *user, int32_t token, const char *piece, size_t len) {
     (void)user;
@@ -84,10 +85,11 @@ int vkf_cmd_generate(int argc, char **argv) {
             return 2;
         }
     }
-    if (!mp.path || n_predict < 0) {
+    if (!mp.path || n_predict < 0 || n_ctx < 0 || n_ctx > (1 << 24)) {
         fputs(usage_text, stderr);
         return 2;
     }
+    mp.n_ctx = (int32_t)n_ctx;
     vkf_context *ctx;
     if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("generate");
     vkf_model *m = NULL;
@@ -104,6 +106,9 @@ int vkf_cmd_generate(int argc, char **argv) {
         fprintf(stderr, "vkformer generate: %s is an encoder-decoder model; use `vkformer translate`\n", mp.path);
         goto done;
     }
+    if (md.n_ctx > md.n_ctx_train)
+        fprintf(stderr, "vkformer generate: context %d tokens, past the %d the model was trained on\n", md.n_ctx,
+                md.n_ctx_train);
     vkf_session_params sesp = {.n_ctx = (int32_t)n_ctx};
     if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
         vkf_cli_fail("generate");

@@ -200,7 +200,8 @@ static vkf_status gg_weights(gg_ctx *c) {
     else
         m->w.output = m->w.tok_embd; /* tied embeddings */
 
-    if (m->arch == VKF_ARCH_LLAMA) { /* the rotation table, in double on the host */
+    if (m->arch == VKF_ARCH_LLAMA) { /* the rotation table, in double on the host, for every position asked for */
+        vkf_model_extend_ctx(m);
         float *rt = malloc((size_t)hp->n_ctx * (size_t)hp->n_rot * sizeof *rt);
         if (!rt) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
         vkf_rope_table(rt, hp->n_ctx, hp->n_rot, hp->rope_base);

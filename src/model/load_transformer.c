@@ -210,7 +210,9 @@ static vkf_status tf_weights(vkf_model *m, const vkf_safetensors *st) {
     VKF_TRY(tf_get(m, st, &m->w.output, "generator.weight", VKF_W_MATRIX, hp->n_vocab, d));
     VKF_TRY(tf_get(m, st, &m->w.output_b, "generator.bias", VKF_W_VECTOR, hp->n_vocab, 0));
 
-    /* the sinusoidal table, computed in double (float32 angles drift by 2e-5 at position 300) */
+    /* the sinusoidal table, computed in double (float32 angles drift by 2e-5 at position 300),
+     * for every position asked for */
+    vkf_model_extend_ctx(m);
     float *pe = malloc((size_t)hp->n_ctx * (size_t)d * sizeof *pe);
     if (!pe) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
     vkf_sinusoidal_table(pe, hp->n_ctx, (int)d);

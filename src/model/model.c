@@ -94,9 +94,17 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
                      path, found);
 }
 
+void vkf_model_extend_ctx(vkf_model *m) {
+    m->ctx_ext = 1;
+    m->hp.n_ctx_train = m->hp.n_ctx;
+    if (m->ctx_req > m->hp.n_ctx) m->hp.n_ctx = m->ctx_req;
+}
+
 vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model **out) {
     if (!ctx || !p || !p->path || !out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: NULL context, params, path or output");
     *out = NULL;
+    if (p->n_ctx < 0 || p->n_ctx > VKF_MODEL_MAX_CTX)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: n_ctx %d outside [0, %d]", p->n_ctx, VKF_MODEL_MAX_CTX);
     vkf_model *m = calloc(1, sizeof *m);
     if (!m) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_load: out of host memory");
     if (pthread_mutex_init(&m->tok_lock, NULL) != 0) {
@@ -105,6 +113,7 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     }
     m->ctx = ctx;
     m->be = ctx->be;
+    m->ctx_req = p->n_ctx;
     snprintf(m->path, sizeof m->path, "%s", p->path);
     vkf_context_lock(ctx); /* uploads go through the shared backend */
     vkf_status s;
@@ -114,6 +123,12 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
         s = vkf_load_gguf(m, p->path);
     else
         s = vkf_error(VKF_ERROR_IO, "%s: no such file or directory", p->path);
+    if (s == VKF_OK && !m->ctx_ext) m->hp.n_ctx_train = m->hp.n_ctx;
+    if (s == VKF_OK && m->ctx_req > m->hp.n_ctx)
+        s = vkf_error(VKF_ERROR_UNSUPPORTED,
+                      "%s: n_ctx %d exceeds the %d positions of its learned position table (%s); only models with "
+                      "computed positions (RoPE, sinusoidal) run past their training context",
+                      p->path, m->ctx_req, m->hp.n_ctx, vkf_arch_name(m->arch));
     if (s == VKF_OK && p->tokenizer && m->arch == VKF_ARCH_TRANSFORMER && path_is_dir(p->tokenizer)) {
         /* an encoder-decoder's tokenizer directory: src_vocab.json and tgt_vocab.json */
         char a[1200];
@@ -185,6 +200,8 @@ void vkf_model_describe(const vkf_model *m, vkf_model_desc *d) {
     d->n_vocab = m->hp.n_vocab;
     d->n_src_vocab = m->hp.n_src_vocab;
     d->n_ctx = m->hp.n_ctx;
+    d->n_ctx_train = m->hp.n_ctx_train;
+    d->ctx_extendable = m->ctx_ext;
     d->d_model = m->hp.d_model;
     d->n_layer = m->hp.n_layer;
     d->n_enc_layer = m->hp.n_enc_layer;
@@ -240,7 +257,10 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
             P("vocabulary     %d tokens (tokenizer: %s)\n", hp->n_vocab, tok);
             P("layers         %d\n", hp->n_layer);
         }
-        P("context        %d tokens\n", hp->n_ctx);
+        if (hp->n_ctx != hp->n_ctx_train)
+            P("context        %d tokens (extended; trained on %d)\n", hp->n_ctx, hp->n_ctx_train);
+        else
+            P("context        %d tokens\n", hp->n_ctx);
         P("d_model        %d\n", hp->d_model);
         P("heads          %d query, %d key/value, head_dim %d\n", hp->n_head, hp->n_kv_head, hp->head_dim);
         P("feed-forward   %d (%s)\n", hp->n_ff, act_name(m));
@@ -271,6 +291,7 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     }
     cJSON_AddStringToObject(j, "tokenizer", tok);
     cJSON_AddNumberToObject(j, "n_ctx", hp->n_ctx);
+    cJSON_AddNumberToObject(j, "n_ctx_train", hp->n_ctx_train);
     cJSON_AddNumberToObject(j, "n_layer", hp->n_layer);
     cJSON_AddNumberToObject(j, "d_model", hp->d_model);
     cJSON_AddNumberToObject(j, "n_head", hp->n_head);

@@ -33,6 +33,7 @@ typedef struct vkf_hparams {
     int32_t n_vocab;     /* output (decoder / target) vocabulary, tokens */
     int32_t n_src_vocab; /* encoder-decoder: source vocabulary; decoder-only: = n_vocab */
     int32_t n_ctx;       /* longest sequence the model supports (position table rows), tokens */
+    int32_t n_ctx_train; /* the training context from the file (n_ctx is larger when extended) */
     int32_t d_model;     /* residual width */
     int32_t n_head;      /* query heads */
     int32_t n_kv_head;   /* key/value heads (GQA), divides n_head */
@@ -111,6 +112,8 @@ struct vkf_model {
     char path[1024];   /* as given to vkf_model_load */
     char format[16];   /* "safetensors" or "gguf" */
     vkf_hparams hp;
+    int32_t ctx_req;   /* vkf_model_params.n_ctx: positions asked for (0: the training context) */
+    int ctx_ext;       /* positions are computed: the loader called vkf_model_extend_ctx */
     vkf_model_w w;
     vkf_dtype wtype;   /* dtype of the attention/FFN matrices (verify tolerances, info) */
     int64_t n_params;  /* elements of every distinct weight tensor */
@@ -125,7 +128,9 @@ struct vkf_model {
     pthread_mutex_t tok_lock;
 };
 
-/* Loaders (model/load_*.c); each fills m->hp, m->w, m->tok. */
+/* Loaders (model/load_*.c); each fills m->hp, m->w, m->tok. A loader whose positions are
+ * computed calls vkf_model_extend_ctx before it builds its position table. */
+void vkf_model_extend_ctx(vkf_model *m);
 vkf_status vkf_load_transformer(vkf_model *m, const char *dir);
 vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir);
 vkf_status vkf_load_gguf(vkf_model *m, const char *path);
