@@ -130,12 +130,21 @@ static int vkf_plot_measure(const char *model, const char *device, int cpu, cons
     int rc = 1;
     if (vkf_context_create(&cp, &ctx) != VKF_OK) goto done;
     snprintf(devname, dn, "%s", vkf_context_device_name(ctx));
-    vkf_model_params mp = {.path = model};
-    if (vkf_model_load(ctx, &mp, &m) != VKF_OK) goto done;
-    vkf_model_desc md;
-    vkf_model_describe(m, &md);
     int maxd = 0;
     for (int i = 0; i < nd; i++) maxd = depths[i] > maxd ? depths[i] : maxd;
+    /* past the training context where positions are computed (RoPE), as bench -d does */
+    vkf_model_params mp = {.path = model, .n_ctx = maxd + n_gen};
+    if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
+        mp.n_ctx = 0;
+        if (vkf_model_load(ctx, &mp, &m) != VKF_OK) goto done;
+    }
+    vkf_model_desc md;
+    vkf_model_describe(m, &md);
+    if (maxd + n_gen > md.n_ctx) {
+        fprintf(stderr, "vkformer bench --plot: depth %d + %d tokens exceed %s's context of %d (learned positions)\n",
+                maxd, n_gen, model, md.n_ctx);
+        goto done;
+    }
     vkf_session_params sp = {.n_ctx = maxd + n_gen <= md.n_ctx ? maxd + n_gen : md.n_ctx, .n_batch = 1};
     if (vkf_session_create(m, &sp, &s) != VKF_OK) goto done;
     toks = malloc(sizeof *toks * (size_t)(maxd + 1));
@@ -312,6 +321,8 @@ int vkf_bench_plot(int argc, char **argv) {
             vkf_model_desc md;
             vkf_model_describe(m, &md);
             n_ctx = md.n_ctx;
+            /* the depth range (to 1024) where positions are computed */
+            if (md.ctx_extendable && n_ctx < 1024 + n_gen) n_ctx = 1024 + n_gen;
         }
         vkf_model_free(m);
         vkf_context_free(ctx);

@@ -35,6 +35,9 @@ layout(constant_id = 0) const uint WG = 64;
 #ifndef HWMAX
 #define HWMAX 8u /* texels per head (head_dim / 4) */
 #endif
+#ifndef KEYLANES
+#define KEYLANES 0 /* 1: lanes take whole keys (decode on CPU drivers, see main) */
+#endif
 
 layout(push_constant) uniform PC {
     vkf_pc_attn p;
@@ -63,6 +66,71 @@ void main() {
     uint ko = (p.k_off + b * p.kv_stride * p.k_stride + kvh * p.head_dim) >> 2;
     uint vo = (p.v_off + b * p.kv_stride * p.v_stride + kvh * p.head_dim) >> 2;
     uint ks = p.k_stride >> 2, vs = p.v_stride >> 2;
+
+#if KEYLANES
+    /* decode on CPU drivers (host: one query row, HG = 1, head_dim <= 64, one subgroup per
+     * workgroup): every lane takes whole keys (lane li of the workgroup: keys li, li + WG, ...)
+     * and the whole head, so a score needs no cross-lane sum; the lanes' softmax states are
+     * merged once at the end. On lavapipe the per-key subgroupAdd of the layout below is a
+     * scalar loop over the lanes: this runs decode attention 35-50% faster (bench/RESULTS.md). */
+    {
+        uint li = gl_LocalInvocationIndex;
+        uint qo = (p.q_off + qr * p.q_stride + h0 * p.head_dim) >> 2;
+        vec4 qv[HWMAX], av[HWMAX];
+        for (uint e = 0; e < HWMAX; e++) {
+            qv[e] = uintBitsToFloat(imageLoad(Qt, int(qo + e))) * p.scale;
+            av[e] = vec4(0.0);
+        }
+        float mk = VKF_NEG_INF, sk = 0.0;
+        for (int j = int(li); j < jend; j += int(WG)) {
+            uint kr = ko + uint(j) * ks, vr = vo + uint(j) * vs;
+            float sc = 0.0;
+            for (uint e = 0; e < HWMAX; e++) sc += dot(qv[e], uintBitsToFloat(imageLoad(Kt, int(kr + e))));
+            float mn = max(mk, sc);
+            float alpha = exp(mk - mn); /* 0 on this lane's first key (mk = -inf) */
+            float pj = exp(sc - mn);
+            sk = sk * alpha + pj;
+            mk = mn;
+            for (uint e = 0; e < HWMAX; e++) av[e] = av[e] * alpha + pj * uintBitsToFloat(imageLoad(Vt, int(vr + e)));
+        }
+        /* the subgroup's state: max, rescaled sums; lane e % S keeps texel e for the merge */
+        float Mg = subgroupMax(mk);
+        float f = mk == VKF_NEG_INF ? 0.0 : exp(mk - Mg);
+        float tg = subgroupAdd(sk * f);
+        if (G == 1u) { /* one subgroup per workgroup (the host's choice): no shared merge */
+            float inv = tg > 0.0 ? 1.0 / tg : 0.0;
+            uint dof = (p.d_off + qr * p.d_stride + h0 * p.head_dim) >> 2;
+            for (uint e = 0; e < HWMAX; e++) {
+                vec4 a = subgroupAdd(av[e] * f);
+                if (e % S == l) d[dof + e] = a * inv;
+            }
+            return;
+        }
+        if (l == 0u) {
+            m_s[g] = Mg;
+            l_s[g] = tg;
+        }
+        for (uint e = 0; e < HWMAX; e++) {
+            vec4 a = subgroupAdd(av[e] * f);
+            if (e % S == l) acc_s[g * hw + e] = a;
+        }
+        barrier();
+        if (g != 0u) return;
+        float M = VKF_NEG_INF;
+        for (uint k = 0; k < G; k++) M = max(M, m_s[k]);
+        float tot = 0.0;
+        for (uint k = 0; k < G; k++) tot += m_s[k] == VKF_NEG_INF ? 0.0 : l_s[k] * exp(m_s[k] - M);
+        float inv = tot > 0.0 ? 1.0 / tot : 0.0;
+        uint dof = (p.d_off + qr * p.d_stride + h0 * p.head_dim) >> 2;
+        for (uint e = l; e < hw; e += S) {
+            vec4 o = vec4(0.0);
+            for (uint k = 0; k < G; k++)
+                if (m_s[k] != VKF_NEG_INF) o += acc_s[k * hw + e] * exp(m_s[k] - M);
+            d[dof + e] = o * inv;
+        }
+        return;
+    }
+#endif
 
     vec4 q[HG][MAXT], acc[HG][MAXT];
     float m[HG], sum[HG];

@@ -166,7 +166,13 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(3, 5, 17, 20, 8, 2, 80, 0, 0), THR_ATTN, WHY_ATTN);
     ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 1000, attn(1, 1, 1024, 1024, 16, 4, 128, 1, 1), THR_ATTN, WHY_ATTN);
     ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_STRIDED, 200, attn(1, 33, 512, 512, 8, 8, 64, 1, 1), THR_ATTN, WHY_ATTN);
+    /* decode (one query row): the key-per-lane layout on CPU drivers; head_dim below, at and
+     * above the subgroup's texel count, padding lengths, GQA, a deep cache */
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 900, attn(1, 1, 1024, 1024, 8, 4, 32, 1, 1), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 1, 300, 320, 8, 2, 64, 1, 0), THR_ATTN, WHY_ATTN);
     if (!quick) {
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_STRIDED, 0, attn(1, 1, 77, 77, 4, 4, 48, 0, 0), THR_ATTN, WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 3, attn(3, 1, 5, 8, 2, 1, 16, 1, 1), THR_ATTN, WHY_ATTN);
         ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 65, 65, 65, 2, 1, 128, 1, 0), THR_ATTN, WHY_ATTN);
         ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 1024, 1024, 1024, 1, 1, 32, 1, 0), THR_ATTN, WHY_ATTN);
         ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(4, 3, 255, 300, 16, 16, 32, 0, 0), THR_ATTN, WHY_ATTN);

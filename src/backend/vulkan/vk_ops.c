@@ -1107,11 +1107,15 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     uint64_t hge = vkf_vk_env_u64("VKF_ATTN_HG");
     if (hge > 1 && hge <= 8 && (uint64_t)ap->n_head % hge == 0 && (uint64_t)(ap->n_head / ap->n_kv_head) % hge == 0)
         hg = (uint32_t)hge;
-    char defs[64];
-    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu", maxt, hw, hg);
+    /* decode on CPU drivers: lanes take whole keys (no subgroupAdd per key); head_dim <= 64
+     * keeps q and the accumulator (2 * head_dim floats per lane) within reason */
+    int keylanes = ap->n_q == 1 && hg == 1 && hw <= 16 && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU &&
+                   !vkf_vk_env_flag("VKF_NO_KEYLANES");
+    char defs[80];
+    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d", maxt, hw, hg, keylanes);
     /* decode (one query per sequence): subgroups split the keys (split-K over the cache);
      * prefill: the queries give the parallelism, one subgroup per workgroup needs no merge */
-    uint32_t wg = ap->n_q > 1 ? S : VKF_VK_ATTN_TEXEL_WG;
+    uint32_t wg = ap->n_q > 1 || keylanes ? S : VKF_VK_ATTN_TEXEL_WG;
     uint64_t wge = vkf_vk_env_u64("VKF_ATTN_WG");
     if (wge >= 1 && wge <= c->max_wg_invocations) wg = (uint32_t)wge;
     uint32_t spec[1] = {wg};
