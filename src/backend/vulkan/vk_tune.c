@@ -267,6 +267,21 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt
             }
         }
     }
+    if (mclass < 2 && c->texel && c->has_subgroup) { /* rows per lane for decode / small batches */
+        static const uint32_t drs[] = {1, 2, 4}, dwgs[] = {32, 64};
+        for (size_t wi = 0; wi < 2; wi++)
+            for (size_t ri = 0; ri < 3; ri++) {
+                if (n == cap || dwgs[wi] > c->max_wg_invocations || (quick && drs[ri] == 1)) continue;
+                vkf_vk_mm_cfg k;
+                memset(&k, 0, sizeof k);
+                k.kind = VKF_VK_MM_TEXEL;
+                k.lanes = 1;
+                k.wg = dwgs[wi];
+                k.r = drs[ri];
+                k.tm = (uint32_t)M;
+                out[n++] = k;
+            }
+    }
     if (mclass == 2 && c->texel && c->has_subgroup) { /* rows per lane, no split-K */
         static const uint32_t lrs[] = {4, 8, 16}, ltms[] = {8, 16, 32}, lwgs[] = {32, 64};
         for (size_t wi = 0; wi < 2; wi++)
