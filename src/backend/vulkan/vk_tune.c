@@ -22,9 +22,10 @@ static int vkf_vk_mclass(int64_t M) { return M <= 1 ? 0 : M <= 8 ? 1 : 2; }
 static const char *const k_mclass_names[3] = {"decode (M = 1)", "batch (M 2..8)", "prefill (M > 8)"};
 
 /* Defaults by device kind. CPU drivers (lavapipe, SwiftShader): the texel kernel for every M;
- * split-K with 8 weight rows per subgroup and 8 activation rows for M <= 8, and for prefill
- * 8 weight rows per lane with 32 activation rows and no split-K (`lanes`: nothing to reduce
- * across lanes, measured 2-3x faster on lavapipe, bench/RESULTS.md). GPUs: the texel split-K kernel for M <= 8 (a bandwidth-bound
+ * split-K with 8 weight rows per subgroup and 8 activation rows for M <= 8, and for prefill 8
+ * weight rows per lane and no split-K (`lanes`: nothing to reduce across lanes, 2-3x faster on
+ * lavapipe) with 32 activation rows for F32, 16 for F16/BF16, 8 for the quant types
+ * (bench/RESULTS.md). GPUs: the texel split-K kernel for M <= 8 (a bandwidth-bound
  * matrix-vector product reduced with subgroup adds) and the shared-memory tiled kernel for
  * prefill, with smaller tiles where shared memory or invocations are scarce and on vendors
  * whose GPUs favour small workgroups. */
@@ -267,35 +268,22 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt
             }
         }
     }
-    if (mclass < 2 && c->texel && c->has_subgroup) { /* rows per lane for decode / small batches */
-        static const uint32_t drs[] = {1, 2, 4}, dwgs[] = {32, 64};
-        for (size_t wi = 0; wi < 2; wi++)
-            for (size_t ri = 0; ri < 3; ri++) {
-                if (n == cap || dwgs[wi] > c->max_wg_invocations || (quick && drs[ri] == 1)) continue;
-                vkf_vk_mm_cfg k;
-                memset(&k, 0, sizeof k);
-                k.kind = VKF_VK_MM_TEXEL;
-                k.lanes = 1;
-                k.wg = dwgs[wi];
-                k.r = drs[ri];
-                k.tm = (uint32_t)M;
-                out[n++] = k;
-            }
-    }
-    if (mclass == 2 && c->texel && c->has_subgroup) { /* rows per lane, no split-K */
-        static const uint32_t lrs[] = {4, 8, 16}, ltms[] = {8, 16, 32}, lwgs[] = {32, 64};
+    if (c->texel && c->has_subgroup) { /* rows per lane, no split-K */
+        static const uint32_t rs_small[] = {1, 2, 4}, rs_prefill[] = {4, 8, 16}, ltms[] = {8, 16, 32}, lwgs[] = {32, 64};
+        const uint32_t *lrs = mclass == 2 ? rs_prefill : rs_small;
+        size_t ntm = mclass == 2 ? 3 : 1;
         for (size_t wi = 0; wi < 2; wi++)
             for (size_t ri = 0; ri < 3; ri++)
-                for (size_t ti = 0; ti < 3; ti++) {
+                for (size_t ti = 0; ti < ntm; ti++) {
                     if (n == cap || lwgs[wi] > c->max_wg_invocations) continue;
-                    if (quick && (lrs[ri] == 16 || ltms[ti] == 8)) continue;
+                    if (quick && (mclass == 2 ? lrs[ri] == 16 || ltms[ti] == 8 : lrs[ri] == 1)) continue;
                     vkf_vk_mm_cfg k;
                     memset(&k, 0, sizeof k);
                     k.kind = VKF_VK_MM_TEXEL;
                     k.lanes = 1;
                     k.wg = lwgs[wi];
                     k.r = lrs[ri];
-                    k.tm = ltms[ti];
+                    k.tm = mclass == 2 ? ltms[ti] : (uint32_t)M;
                     out[n++] = k;
                 }
     }
