@@ -269,7 +269,8 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt
         }
     }
     if (c->texel && c->has_subgroup) { /* rows per lane, no split-K */
-        static const uint32_t rs_small[] = {1, 2, 4}, rs_prefill[] = {4, 8, 16}, ltms[] = {8, 16, 32}, lwgs[] = {32, 64};
+        static const uint32_t rs_small[] = {1, 2, 4}, rs_prefill[] = {4, 8, 16};
+        static const uint32_t ltms[] = {8, 16, 32}, lwgs[] = {32, 64};
         const uint32_t *lrs = mclass == 2 ? rs_prefill : rs_small;
         size_t ntm = mclass == 2 ? 3 : 1;
         for (size_t wi = 0; wi < 2; wi++)
