@@ -14,7 +14,8 @@
  * each step loads TM activation units and R weight units and does R * TM dot products from
  * registers. At the end each of the R * TM partial sums is reduced across the subgroup
  * (subgroupAdd) and one lane stores it. R and TM are specialization constants (the tuning
- * table and `vkformer tune` pick them); TM is at most the dispatch's M.
+ * table and `vkformer tune` pick them); TM may exceed the dispatch's M (the host rounds it to a
+ * power of two): rows past M read row M - 1 and store nothing.
  *
  * LANES=1 (prefill on CPU drivers): every invocation owns R consecutive weight rows and walks
  * all of K itself, so there is no split-K and nothing to reduce: each lane stores its own
