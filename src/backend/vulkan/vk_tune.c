@@ -22,14 +22,14 @@ static int vkf_vk_mclass(int64_t M) { return M <= 1 ? 0 : M <= 8 ? 1 : 2; }
 static const char *const k_mclass_names[3] = {"decode (M = 1)", "batch (M 2..8)", "prefill (M > 8)"};
 
 /* Defaults by device kind. CPU drivers (lavapipe, SwiftShader): the texel kernel for every M;
- * split-K with 8 weight rows per subgroup and 8 activation rows for M <= 8, and for prefill 8
- * weight rows per lane and no split-K (`lanes`: nothing to reduce across lanes, 2-3x faster on
- * lavapipe) with 32 activation rows for F32, 16 for F16/BF16, 8 for the quant types
- * (bench/RESULTS.md). GPUs: the texel split-K kernel for M <= 8 (a bandwidth-bound
- * matrix-vector product reduced with subgroup adds) and the shared-memory tiled kernel for
- * prefill, with smaller tiles where shared memory or invocations are scarce and on vendors
- * whose GPUs favour small workgroups. */
-static void vkf_vk_table(const vkf_vk_caps *c, int mclass, vkf_dtype wt, vkf_vk_mm_cfg *o) {
+ * split-K with 8 weight rows per subgroup and 8 activation rows for M <= 8; for prefill, weight
+ * rows per lane and no split-K (`lanes`: nothing to reduce across lanes, 2-3x faster on
+ * lavapipe): 4 rows per lane x 16 activation rows (8 x 8 for the quant types), 8 x 16 from
+ * M = 48 and 8 x 32 for F32 from M = 256 (bench/RESULTS.md). GPUs: the texel split-K kernel for M <= 8 (a
+ * bandwidth-bound matrix-vector product reduced with subgroup adds) and the shared-memory
+ * tiled kernel for prefill, with smaller tiles where shared memory or invocations are scarce
+ * and on vendors whose GPUs favour small workgroups. */
+static void vkf_vk_table(const vkf_vk_caps *c, int mclass, int64_t M, vkf_dtype wt, vkf_vk_mm_cfg *o) {
     memset(o, 0, sizeof *o);
     o->bm = o->bn = 64;
     o->bk = 16;
@@ -40,10 +40,14 @@ static void vkf_vk_table(const vkf_vk_caps *c, int mclass, vkf_dtype wt, vkf_vk_
         o->r = 8;
         o->tm = 8;
         if (mclass == 2) {
-            /* fewer activation rows for the wider dequantizing kernels: as fast there, and
-             * LLVM compiles a 32-row quant kernel for seconds */
+            /* LLVM's compile time grows with the R x TM accumulators (cold cache, llama-tiny F32,
+             * 20-token prompt: R 8 x TM 32 15.5 s, 8 x 16 6.0 s, 4 x 16 2.9 s, 8 x 8 2.8 s) while
+             * short prompts run about as fast with 64 of them, so more only where the prompt is
+             * long enough to pay (512x4096x4096 F32: 57.8 GFLOP/s at 8 x 32, 40.8 at 8 x 16) */
+            int quant = wt == VKF_DTYPE_Q8_0 || wt == VKF_DTYPE_Q4_0;
             o->lanes = 1;
-            o->tm = wt == VKF_DTYPE_F32 ? 32 : wt == VKF_DTYPE_F16 || wt == VKF_DTYPE_BF16 ? 16 : 8;
+            o->r = M >= 48 || quant ? 8 : 4;
+            o->tm = quant ? 8 : M >= 256 && wt == VKF_DTYPE_F32 ? 32 : 16;
             o->wg = sg * 4 < 32 ? 32 : sg * 4;
         }
         return;
@@ -149,7 +153,7 @@ vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t 
         return VKF_OK;
     }
     int mc = vkf_vk_mclass(M);
-    vkf_vk_table(&vb->caps, mc, wtype, out);
+    vkf_vk_table(&vb->caps, mc, M, wtype, out);
     if (!vb->tune_loaded) vkf_vk_tune_load(vb);
     if ((unsigned)wtype < VKF_DTYPE_COUNT && vb->tune_have[mc][wtype]) *out = vb->tune_cfg[mc * VKF_DTYPE_COUNT + wtype];
     /* experiments: VKF_MM_R / VKF_MM_TM / VKF_MM_WG override the texel kernel's shape */
@@ -245,7 +249,7 @@ static vkf_status vkf_vk_tune_time(vkf_vk_backend *vb, vkf_vk_tune_bench *b, con
 static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt, int64_t M, int quick, vkf_vk_mm_cfg *out,
                                   int cap) {
     int n = 0;
-    vkf_vk_table(c, mclass, wt, &out[n++]);
+    vkf_vk_table(c, mclass, M, wt, &out[n++]);
     uint32_t sg = c->subgroup_size ? c->subgroup_size : 32;
     static const uint32_t rs[] = {2, 4, 8, 16};
     static const uint32_t tms[] = {4, 8, 16};
