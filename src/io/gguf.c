@@ -494,17 +494,20 @@ static vkf_status gguf_parse(vkf_gguf *g) {
 
 /* ------------------------------------------------------------------ public: file */
 
-vkf_status vkf_gguf_open(const char *path, vkf_gguf **out) {
-    *out = NULL;
+/* The handle over map, named `name` in errors; borrowed maps (open_memory) are not unmapped
+ * at close. On failure map is released as close would. */
+static vkf_status gguf_from_map(const char *name, vkf_mapfile map, int borrowed, vkf_gguf **out) {
     vkf_gguf *g = calloc(1, sizeof *g);
-    if (!g) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
-    g->path = strdup(path);
-    if (!g->path) {
+    char *path = g ? strdup(name) : NULL;
+    if (!path) {
         free(g);
-        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+        if (!borrowed) vkf_mapfile_close(&map);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
     }
-    vkf_status s = vkf_mapfile_open(path, &g->map);
-    if (s == VKF_OK) s = gguf_parse(g);
+    g->path = path;
+    g->map = map;
+    g->borrowed = borrowed;
+    vkf_status s = gguf_parse(g);
     if (s != VKF_OK) {
         vkf_gguf_close(g);
         return s;
@@ -513,26 +516,17 @@ vkf_status vkf_gguf_open(const char *path, vkf_gguf **out) {
     return VKF_OK;
 }
 
+vkf_status vkf_gguf_open(const char *path, vkf_gguf **out) {
+    *out = NULL;
+    vkf_mapfile map;
+    VKF_TRY(vkf_mapfile_open(path, &map));
+    return gguf_from_map(path, map, 0, out);
+}
+
 vkf_status vkf_gguf_open_memory(const void *data, size_t size, const char *name, vkf_gguf **out) {
     *out = NULL;
-    if (!name) name = "(memory)";
-    vkf_gguf *g = calloc(1, sizeof *g);
-    if (!g) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
-    g->path = strdup(name);
-    if (!g->path) {
-        free(g);
-        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
-    }
-    g->borrowed = 1;
-    g->map.data = size ? data : NULL;
-    g->map.size = size;
-    vkf_status s = gguf_parse(g);
-    if (s != VKF_OK) {
-        vkf_gguf_close(g);
-        return s;
-    }
-    *out = g;
-    return VKF_OK;
+    vkf_mapfile map = {size ? data : NULL, size};
+    return gguf_from_map(name ? name : "(memory)", map, 1, out);
 }
 
 void vkf_gguf_close(vkf_gguf *g) {

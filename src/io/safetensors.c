@@ -305,17 +305,20 @@ done:
 
 /* ------------------------------------------------------------------ public API */
 
-vkf_status vkf_safetensors_open(const char *path, vkf_safetensors **out) {
-    *out = NULL;
+/* The handle over map, named `name` in errors; borrowed maps (open_memory) are not unmapped
+ * at close. On failure map is released as close would. */
+static vkf_status safetensors_from_map(const char *name, vkf_mapfile map, int borrowed, vkf_safetensors **out) {
     vkf_safetensors *st = calloc(1, sizeof *st);
-    if (!st) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
-    st->path = strdup(path);
-    if (!st->path) {
+    char *path = st ? strdup(name) : NULL;
+    if (!path) {
         free(st);
-        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+        if (!borrowed) vkf_mapfile_close(&map);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
     }
-    vkf_status s = vkf_mapfile_open(path, &st->map);
-    if (s == VKF_OK) s = st_parse(st);
+    st->path = path;
+    st->map = map;
+    st->borrowed = borrowed;
+    vkf_status s = st_parse(st);
     if (s != VKF_OK) {
         vkf_safetensors_close(st);
         return s;
@@ -324,27 +327,17 @@ vkf_status vkf_safetensors_open(const char *path, vkf_safetensors **out) {
     return VKF_OK;
 }
 
-vkf_status vkf_safetensors_open_memory(const void *data, size_t size, const char *name,
-                                       vkf_safetensors **out) {
+vkf_status vkf_safetensors_open(const char *path, vkf_safetensors **out) {
     *out = NULL;
-    if (!name) name = "(memory)";
-    vkf_safetensors *st = calloc(1, sizeof *st);
-    if (!st) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
-    st->path = strdup(name);
-    if (!st->path) {
-        free(st);
-        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
-    }
-    st->borrowed = 1;
-    st->map.data = size ? data : NULL;
-    st->map.size = size;
-    vkf_status s = st_parse(st);
-    if (s != VKF_OK) {
-        vkf_safetensors_close(st);
-        return s;
-    }
-    *out = st;
-    return VKF_OK;
+    vkf_mapfile map;
+    VKF_TRY(vkf_mapfile_open(path, &map));
+    return safetensors_from_map(path, map, 0, out);
+}
+
+vkf_status vkf_safetensors_open_memory(const void *data, size_t size, const char *name, vkf_safetensors **out) {
+    *out = NULL;
+    vkf_mapfile map = {size ? data : NULL, size};
+    return safetensors_from_map(name ? name : "(memory)", map, 1, out);
 }
 
 void vkf_safetensors_close(vkf_safetensors *st) {
