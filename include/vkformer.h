@@ -72,6 +72,17 @@ typedef enum vkf_dtype {
     VKF_DTYPE_Q8_0, /* ggml block: f16 scale d, 32 x int8; x = d * q */
     VKF_DTYPE_Q4_0, /* ggml block: f16 scale d, 16 bytes of nibbles; x = d * (q - 8) */
     VKF_DTYPE_I32,
+    /* ggml's other block types (layouts in src/core/blocks.h; x = dequantized value) */
+    VKF_DTYPE_Q4_1,   /* 32 elems: f16 d, f16 m, 16 B nibbles; x = d * q + m */
+    VKF_DTYPE_Q5_0,   /* 32 elems: f16 d, 4 B high bits, 16 B nibbles; x = d * (q - 16) */
+    VKF_DTYPE_Q5_1,   /* 32 elems: f16 d, f16 m, 4 B high bits, 16 B nibbles; x = d * q + m */
+    VKF_DTYPE_Q2_K,   /* 256 elems: 16 x 4-bit scale|min, 2-bit quants, f16 d, dmin */
+    VKF_DTYPE_Q3_K,   /* 256 elems: high-bit mask, 2-bit quants, 16 x 6-bit scales, f16 d */
+    VKF_DTYPE_Q4_K,   /* 256 elems: f16 d, dmin, 8 x 6-bit scale|min, 4-bit quants */
+    VKF_DTYPE_Q5_K,   /* 256 elems: f16 d, dmin, 8 x 6-bit scale|min, high bits, 4-bit quants */
+    VKF_DTYPE_Q6_K,   /* 256 elems: 4-bit low, 2-bit high quants, 16 x int8 scales, f16 d */
+    VKF_DTYPE_IQ4_NL, /* 32 elems: f16 d, 16 B nibbles indexing a non-linear 16-value table */
+    VKF_DTYPE_IQ4_XS, /* 256 elems: f16 d, 8 x 6-bit scales, nibbles indexing the IQ4_NL table */
     VKF_DTYPE_COUNT
 } vkf_dtype;
 

@@ -1,4 +1,5 @@
 #include "core/dtype.h"
+#include "core/blocks.h"
 
 #include <math.h>
 
@@ -180,3 +181,6 @@ void vkf_quantize_row(vkf_dtype t, const float *src, void *dst, int64_t n) {
     default: break;
     }
 }
+
+const int8_t vkf_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                     1,    13,   25,  38,  53,  69,  89,  113};
