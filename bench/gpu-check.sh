@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The GPU checklist, in one call on a lent GPU machine (see bench/gpu-pack.sh, which prepares
+# the .gpu/ folder this reads; carry it):
+#
+#   bench/gpu-check.sh [all|tests|bench]     (default all; each part fits one 10-minute call)
+#
+#   tests: devices, selftest (every op vs the CPU reference) with the validation layer, the same
+#          in the small-device profile, verify on every packed fixture on the GPU with
+#          validation, and once on the CPU reference
+#   bench: bench --kernels (probes, matmul, matvec per weight type), then vkformer bench on
+#          random-weight TinyLlama-1.1B-shaped models (F16, Q8_0, Q4_0; generated here with
+#          tools/make_bench_model.py) at -p 64,512 -n 16,128 and a depth sweep
+#
+# Everything goes under $OUT (the device tool's folder that comes back; /tmp/gpu-check when
+# unset): summary.txt (one line per step with its exit status), gpu-check.log (every step's
+# output), and the device/driver report. The exit status is non-zero if any step failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+part="${1:-all}"
+OUT="${OUT:-/tmp/gpu-check}"
+mkdir -p "$OUT"
+summary="$OUT/summary.txt"
+log="$OUT/gpu-check.log"
+V="$PWD/.gpu/bin/vkformer"
+[ -x "$V" ] || { echo "gpu-check: $V missing: run bench/gpu-pack.sh here and carry .gpu" >&2; exit 2; }
+
+# ---- the loader, libcjson and the validation layer from the packed .debs
+for f in .gpu/debs/libvulkan1_*.deb .gpu/debs/libcjson1_*.deb; do dpkg -x "$f" / 2>/dev/null; done
+ldconfig 2>/dev/null || true
+mkdir -p /tmp/vkf-root
+dpkg -x .gpu/debs/vulkan-validationlayers_*.deb /tmp/vkf-root
+export LD_LIBRARY_PATH="/tmp/vkf-root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export VK_LAYER_PATH=/tmp/vkf-root/usr/share/vulkan/explicit_layer.d
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] &&
+    ! ls /usr/share/vulkan/icd.d/*nvidia* /etc/vulkan/icd.d/*nvidia* >/dev/null 2>&1; then
+    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+fi
+export VKF_CACHE_DIR=/tmp/vkf-cache
+
+failed=0
+step() { # step NAME COMMAND...: runs it, appends its output to the log and one line to the summary
+    local name="$1"; shift
+    local t0=$SECONDS
+    { echo; echo "===== $name: $*"; } >>"$log"
+    "$@" >>"$log" 2>&1
+    local rc=$?
+    printf '%-28s rc %-3d %4ds  %s\n' "$name" "$rc" $((SECONDS - t0)) "$*" | tee -a "$summary"
+    [ $rc -eq 0 ] || failed=1
+    return 0
+}
+
+{
+    echo "gpu-check $part at $(date -u +%FT%TZ)"
+    cat .gpu/MANIFEST 2>/dev/null | head -1
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>/dev/null
+} | tee -a "$summary"
+step devices "$V" devices
+
+if [ "$part" = all ] || [ "$part" = tests ]; then
+    step selftest "$V" selftest --validate
+    step selftest_mobile env VKF_DEVICE_PROFILE=mobile "$V" selftest --validate
+    for d in .gpu/fixtures/*/; do
+        step "verify_$(basename "$d")" "$V" verify "$d" --validate
+    done
+    step verify_cpu_llama-tiny "$V" verify .gpu/fixtures/llama-tiny --cpu
+fi
+
+if [ "$part" = all ] || [ "$part" = bench ]; then
+    step bench_kernels "$V" bench --kernels
+    for t in f16 q8_0 q4_0; do
+        m="/tmp/vkf-bench-tinyllama-$t.gguf"
+        [ -f "$m" ] || step "make_model_$t" python3 tools/make_bench_model.py --shape tinyllama-1.1b --type "$t" -o "$m"
+        step "bench_tinyllama_$t" "$V" bench -m "$m" -p 64,512 -n 16,128 -r 3
+    done
+    step bench_depth_q4_0 "$V" bench -m /tmp/vkf-bench-tinyllama-q4_0.gguf -p 0 -n 32 -d 128,512,2048 -r 2
+fi
+
+(cd "$OUT" && tar czf logs.tar.gz gpu-check.log summary.txt 2>/dev/null)
+echo "gpu-check: $([ $failed = 0 ] && echo all steps passed || echo SOME STEPS FAILED); see $summary" | tee -a "$summary"
+exit $failed

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Prepares .gpu/ (git-ignored) for bench/gpu-check.sh on a lent GPU machine, which is bare and
+# offline: no Vulkan loader, no glslang, no package registry, and ../shared does not travel.
+#
+#   bench/gpu-pack.sh            # here, on the development machine (Debian, network to apt)
+#   then, with the device tool:  run  command="bench/gpu-check.sh all"  carry=[".gpu"]
+#
+# .gpu/ holds:
+#   bin/vkformer   the CLI built here (Release; glslang, SPIRV-Tools and volk are linked in
+#                  statically, so it needs only libc, libstdc++, libcjson and the Vulkan loader)
+#   debs/          libcjson1, libvulkan1 (the loader) and vulkan-validationlayers, as .debs that
+#                  gpu-check.sh unpacks there (dpkg -x)
+#   fixtures/      a subset of ../shared/fixtures that fits the device tool's 64 MiB (working
+#                  tree included); each cases.json is filtered to the models that were packed
+#   MANIFEST       what was packed, with sizes and the git revision
+# The 1.1B benchmark models are not packed: gpu-check.sh generates them there with
+# tools/make_bench_model.py (NumPy is on the lent machines).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=.gpu
+fixtures="${VKF_FIXTURES:-../shared/fixtures}"
+budget_mb="${VKF_GPU_PACK_MB:-60}" # the device tool carries 64 MiB, tree included
+
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/debs" "$out/fixtures"
+
+# ---- the binary
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DVKF_BUILD_TESTS=OFF >/dev/null
+cmake --build build-gpu -j"$(nproc)" --target vkformer_cli >&2
+strip -o "$out/bin/vkformer" build-gpu/vkformer
+
+# ---- the shared libraries it needs there, as Debian packages
+(cd "$out/debs" && apt-get download libcjson1 libvulkan1 vulkan-validationlayers >/dev/null)
+
+# ---- fixtures: smallest models first, until the budget is spent
+tree_kb=$(git ls-files -z | xargs -0 du -ck 2>/dev/null | tail -1 | cut -f1)
+used_kb=$(( tree_kb + $(du -sk "$out" | cut -f1) ))
+/usr/bin/python3 - "$fixtures" "$out/fixtures" "$(( budget_mb * 1024 - used_kb ))" <<'PY'
+import json, os, shutil, sys
+src, dst, budget_kb = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# (directory, models in order of preference); the f32 files are the largest, so they come last
+wanted = ["seed-transformer-tiny", "llama-tiny", "arch", "llama-kq"]
+def size(path): return os.path.getsize(path) // 1024 + 1
+for d in wanted:
+    sd = os.path.join(src, d)
+    if not os.path.isdir(sd):
+        print("gpu-pack: %s missing, skipped" % sd, file=sys.stderr); continue
+    cases = json.load(open(os.path.join(sd, "cases.json")))
+    if not isinstance(cases, list) or not cases or "model" not in cases[0]:
+        # seed-transformer layout: the whole directory is one model
+        need = sum(size(os.path.join(sd, f)) for f in os.listdir(sd))
+        if need <= budget_kb:
+            shutil.copytree(sd, os.path.join(dst, d)); budget_kb -= need
+        continue
+    models = sorted({c["model"] for c in cases}, key=lambda m: os.path.getsize(os.path.join(sd, m)))
+    keep = []
+    for m in models:
+        files = [m] + [c[k] for c in cases if c["model"] == m for k in ("prompt_logits", "greedy_logits")]
+        need = sum(size(os.path.join(sd, f)) for f in files)
+        if need > budget_kb: continue
+        os.makedirs(os.path.join(dst, d), exist_ok=True)
+        for f in files: shutil.copy2(os.path.join(sd, f), os.path.join(dst, d, f))
+        budget_kb -= need; keep.append(m)
+    if keep:
+        json.dump([c for c in cases if c["model"] in keep], open(os.path.join(dst, d, "cases.json"), "w"), indent=1)
+        for extra in ("README.md",):
+            if os.path.exists(os.path.join(sd, extra)): shutil.copy2(os.path.join(sd, extra), os.path.join(dst, d))
+    print("gpu-pack: %s: %d of %d models" % (d, len(keep), len(models)), file=sys.stderr)
+PY
+
+{
+    echo "packed $(date -u +%FT%TZ) at $(git rev-parse --short HEAD)$(git diff --quiet || echo '+dirty')"
+    echo "tree (tracked files): ${tree_kb} KiB"
+    du -sk "$out"/* | sed 's/^/  /'
+    (cd "$out" && find fixtures -name '*.gguf' -o -name 'model.safetensors' | sort | sed 's/^/  /')
+} > "$out/MANIFEST"
+cat "$out/MANIFEST" >&2
+total=$(( tree_kb + $(du -sk "$out" | cut -f1) ))
+echo "gpu-pack: .gpu + tree = $(( total / 1024 )) MiB of the 64 MiB the device tool carries" >&2
