@@ -337,12 +337,15 @@ static cJSON *vkf_kb_json(const char *device, const char *driver, const vkf_vk_p
     cJSON_AddNumberToObject(p, "fma_f32_gflops", pk->fma_f32_gflops);
     cJSON_AddNumberToObject(p, "fma_f16_gflops", pk->fma_f16_gflops);
     cJSON_AddNumberToObject(p, "copy_gbs", pk->copy_gbs);
+    cJSON_AddNumberToObject(p, "copy_median_gbs", pk->copy_median_gbs);
+    cJSON_AddNumberToObject(p, "probe_bytes", (double)pk->probe_bytes);
     cJSON_AddNumberToObject(p, "read_best_gbs", pk->read_best_gbs);
     cJSON *rd = cJSON_AddArrayToObject(p, "read");
     for (int i = 0; i < pk->n_read; i++) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "pattern", pk->read_names[i]);
         cJSON_AddNumberToObject(o, "gbs", pk->read_gbs[i]);
+        cJSON_AddNumberToObject(o, "gbs_median", pk->read_median_gbs[i]);
         cJSON_AddItemToArray(rd, o);
     }
     cJSON_AddNumberToObject(p, "dispatch_us", pk->dispatch_us);
@@ -449,8 +452,11 @@ int vkf_bench_kernels(int argc, char **argv) {
         printf("| probe | result |\n| --- | ---: |\n");
         printf("| FMA fp32 | %.2f GFLOP/s |\n", pk.fma_f32_gflops);
         if (pk.fma_f16_gflops > 0) printf("| FMA fp16 | %.2f GFLOP/s |\n", pk.fma_f16_gflops);
-        printf("| copy (read + write) | %.2f GB/s |\n", pk.copy_gbs);
-        for (int i = 0; i < pk.n_read; i++) printf("| read: %s | %.2f GB/s |\n", pk.read_names[i], pk.read_gbs[i]);
+        printf("| copy (read + write), best (median) of the repetitions | %.2f (%.2f) GB/s |\n", pk.copy_gbs,
+               pk.copy_median_gbs);
+        for (int i = 0; i < pk.n_read; i++)
+            printf("| read: %s | %.2f (%.2f) GB/s |\n", pk.read_names[i], pk.read_gbs[i], pk.read_median_gbs[i]);
+        printf("| bandwidth probe buffers | %.0f MiB |\n", (double)pk.probe_bytes / (1 << 20));
         printf("| one dispatch (1 workgroup) | %.1f us |\n", pk.dispatch_us);
         printf("| one dispatch behind a barrier | %.1f us |\n", pk.dispatch_barrier_us);
         printf("| one dispatch of 64 workgroups | %.1f us |\n", pk.dispatch_64wg_us);

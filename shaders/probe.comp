@@ -9,7 +9,10 @@
  *   7 read vec4, every lane the same address (a loop counter: not provably uniform);
  *   8 read 16-byte texels (R32G32B32A32_UINT texel buffer at binding 2): each subgroup a
  *     contiguous chunk, consecutive lanes on consecutive texels (needs subgroups);
- *   9 copy texel to texel (binding 1 a texel buffer too).
+ *   9 copy texel to texel (binding 1 a texel buffer too);
+ *  10 FMA fp32 like 1, but CHAINS independent vec4 chains as separate variables (an array
+ *     indexed in a loop may live in memory on some compilers, llvmpipe's among them), and
+ *     the workgroup count chosen by the host: the best of 1 and 10 is the FMA peak.
  * Read modes sum what they read and write one value per invocation (kept live).
  * Bindings: 1 dst, 2 src. */
 #extension GL_GOOGLE_include_directive : require
@@ -55,6 +58,30 @@ void main() {
     }
     vec4 t = vec4(0.0);
     for (uint j = 0; j < 8u; j++) t += acc[j];
+    d[gid] = t;
+#elif MODE == 10
+#ifndef CHAINS
+#define CHAINS 16
+#endif
+    vec4 m = vec4(p.a), c = vec4(p.b), g = vec4(float(gid) * 1e-7);
+    vec4 a0 = g, a1 = g + 1.0, a2 = g + 2.0, a3 = g + 3.0, a4 = g + 4.0, a5 = g + 5.0, a6 = g + 6.0,
+         a7 = g + 7.0;
+#if CHAINS > 8
+    vec4 a8 = g + 8.0, a9 = g + 9.0, a10 = g + 10.0, a11 = g + 11.0, a12 = g + 12.0, a13 = g + 13.0,
+         a14 = g + 14.0, a15 = g + 15.0;
+#endif
+    for (uint i = 0; i < p.iters; i++) {
+        a0 = fma(a0, m, c); a1 = fma(a1, m, c); a2 = fma(a2, m, c); a3 = fma(a3, m, c);
+        a4 = fma(a4, m, c); a5 = fma(a5, m, c); a6 = fma(a6, m, c); a7 = fma(a7, m, c);
+#if CHAINS > 8
+        a8 = fma(a8, m, c); a9 = fma(a9, m, c); a10 = fma(a10, m, c); a11 = fma(a11, m, c);
+        a12 = fma(a12, m, c); a13 = fma(a13, m, c); a14 = fma(a14, m, c); a15 = fma(a15, m, c);
+#endif
+    }
+    vec4 t = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+#if CHAINS > 8
+    t += a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15;
+#endif
     d[gid] = t;
 #elif MODE == 2
     f16vec4 acc[8];

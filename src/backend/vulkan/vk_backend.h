@@ -144,8 +144,12 @@ vkf_status vkf_backend_vulkan_profile(vkf_backend *be, int on);
 typedef struct vkf_vk_peaks {
     double fma_f32_gflops;      /* fp32 FMA throughput */
     double fma_f16_gflops;      /* fp16 FMA throughput (0 without shaderFloat16) */
-    double copy_gbs;            /* buffer copy in a kernel, bytes read + written per second */
-    double read_gbs[VKF_VK_MAX_READ_PROBES]; /* read-only bandwidth by access pattern */
+    double copy_gbs;            /* buffer copy in a kernel, bytes read + written per second
+                                   (best repetition) */
+    double copy_median_gbs;     /* the same, median repetition */
+    double read_gbs[VKF_VK_MAX_READ_PROBES]; /* read-only bandwidth by access pattern (best) */
+    double read_median_gbs[VKF_VK_MAX_READ_PROBES]; /* the same, median repetition */
+    uint64_t probe_bytes;       /* bytes per probe buffer (512 MiB unless the device holds less) */
     const char *read_names[VKF_VK_MAX_READ_PROBES];
     int n_read;
     double read_best_gbs;       /* the best of read_gbs: the denominator of weight-bound kernels */

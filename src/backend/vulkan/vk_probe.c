@@ -61,24 +61,32 @@ static vkf_status vkf_probe_time(vkf_vk_backend *vb, vkf_probe_job *j, int reps,
     return VKF_OK;
 }
 
-static vkf_status vkf_probe_pipe(vkf_vk_backend *vb, int mode, uint32_t wg, vkf_vk_pipeline **pl) {
-    char defs[32];
-    snprintf(defs, sizeof defs, "MODE=%d", mode);
+static vkf_status vkf_probe_pipe_chains(vkf_vk_backend *vb, int mode, int chains, uint32_t wg, vkf_vk_pipeline **pl) {
+    char defs[48];
+    if (chains) snprintf(defs, sizeof defs, "MODE=%d;CHAINS=%d", mode, chains);
+    else snprintf(defs, sizeof defs, "MODE=%d", mode);
     uint32_t mask = mode == 8 ? 4u : mode == 9 ? 6u : 0u;
     return vkf_vk_pipeline_get_texel(vb, "probe", defs, 3, mask, &wg, 1, pl);
+}
+
+static vkf_status vkf_probe_pipe(vkf_vk_backend *vb, int mode, uint32_t wg, vkf_vk_pipeline **pl) {
+    return vkf_probe_pipe_chains(vb, mode, 0, wg, pl);
 }
 
 /* ---------------------------------------------------------------- the probes */
 
 #define VKF_PROBE_WG 64
 
-static vkf_status vkf_probe_fma(vkf_vk_backend *vb, vkf_buffer *dst, int mode, int quick, double *gflops) {
+/* One FMA variant: mode 1 (8 chains in an array) or 10 (`chains` separate variables), `groups`
+ * workgroups of VKF_PROBE_WG. */
+static vkf_status vkf_probe_fma_variant(vkf_vk_backend *vb, vkf_buffer *dst, int mode, int chains, uint32_t groups,
+                                        int quick, double *gflops) {
     vkf_probe_job j;
     memset(&j, 0, sizeof j);
-    VKF_TRY(vkf_probe_pipe(vb, mode, VKF_PROBE_WG, &j.pl));
+    VKF_TRY(vkf_probe_pipe_chains(vb, mode, mode == 10 ? chains : 0, VKF_PROBE_WG, &j.pl));
     j.dst = dst;
     j.src = dst;
-    j.groups = 256;
+    j.groups = groups;
     j.dst_bytes = (uint64_t)j.groups * VKF_PROBE_WG * 16;
     j.src_bytes = 16;
     j.pc.a = 0.999f;
@@ -95,13 +103,35 @@ static vkf_status vkf_probe_fma(vkf_vk_backend *vb, vkf_buffer *dst, int mode, i
         iters = (uint32_t)((double)iters * (f > 64 ? 64 : f));
     }
     VKF_TRY(vkf_probe_time(vb, &j, quick ? 3 : 7, &best, NULL));
-    double flop = (double)j.groups * VKF_PROBE_WG * (double)j.pc.iters * 64.0;
+    double flop_per_step = mode == 10 ? 8.0 * chains : 64.0; /* chains x vec4 x (mul + add) */
+    double flop = (double)j.groups * VKF_PROBE_WG * (double)j.pc.iters * flop_per_step;
     *gflops = flop / (best * 1e-3) * 1e-9;
     return VKF_OK;
 }
 
+/* The FMA peak: the best of several variants (chains in an array or in separate variables, 8 or
+ * 16 of them, fewer or more workgroups). A peak must be the best the device does: the array form
+ * alone read 30 GFLOP/s on llvmpipe in a run where a 4096^3 matmul reached 46.6 ("155% of peak"),
+ * and compilers differ in which form they keep in registers. fp16 keeps its single variant. */
+static vkf_status vkf_probe_fma(vkf_vk_backend *vb, vkf_buffer *dst, int mode, int quick, double *gflops) {
+    if (mode != 1) return vkf_probe_fma_variant(vb, dst, mode, 0, 256, quick, gflops);
+    static const struct {
+        int mode, chains;
+        uint32_t groups;
+    } v[] = {{1, 0, 256}, {10, 8, 256}, {10, 16, 256}, {10, 16, 1024}};
+    *gflops = 0;
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        double g = 0;
+        VKF_TRY(vkf_probe_fma_variant(vb, dst, v[i].mode, v[i].chains, v[i].groups, quick, &g));
+        if (g > *gflops) *gflops = g;
+    }
+    return VKF_OK;
+}
+
+/* Bandwidth of one access pattern: *gbs from the best repetition, *gbs_median from the median
+ * (their spread says how much the machine moved while it was measured). */
 static vkf_status vkf_probe_mem(vkf_vk_backend *vb, vkf_buffer *dst, vkf_buffer *src, uint64_t src_bytes, int mode,
-                                uint32_t span, int quick, double *gbs) {
+                                uint32_t span, int quick, double *gbs, double *gbs_median) {
     vkf_probe_job j;
     memset(&j, 0, sizeof j);
     VKF_TRY(vkf_probe_pipe(vb, mode, VKF_PROBE_WG, &j.pl));
@@ -114,10 +144,11 @@ static vkf_status vkf_probe_mem(vkf_vk_backend *vb, vkf_buffer *dst, vkf_buffer 
     j.dst_bytes = copy ? src_bytes : (uint64_t)j.groups * VKF_PROBE_WG * 16;
     j.src_bytes = src_bytes;
     j.repeat = 1;
-    double best;
-    VKF_TRY(vkf_probe_time(vb, &j, quick ? 3 : 7, &best, NULL));
+    double best, median;
+    VKF_TRY(vkf_probe_time(vb, &j, quick ? 3 : 7, &best, &median));
     double bytes = (double)src_bytes * (copy ? 2.0 : 1.0);
     *gbs = bytes / (best * 1e-3) * 1e-9;
+    if (gbs_median) *gbs_median = bytes / (median * 1e-3) * 1e-9;
     return VKF_OK;
 }
 
@@ -148,9 +179,17 @@ vkf_status vkf_backend_vulkan_peaks(vkf_backend *be, int quick, vkf_vk_peaks *ou
     if (!vkf_backend_is_vulkan(be)) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "peaks: not a Vulkan backend");
     vkf_vk_backend *vb = vkf_vk(be);
     memset(out, 0, sizeof *out);
-    uint64_t bytes = (quick ? 32ull : 64ull) << 20;
+    /* Bandwidth must be memory's, not the last-level cache's: up to 512 MiB per buffer (64 MiB
+     * quick), within what one binding (maxStorageBufferRange: 128 MiB on lavapipe, still 4x its
+     * host's L3) and one allocation can hold; out->probe_bytes says how much. One binding, one
+     * dispatch: lavapipe completed four dispatches over four such windows in the time of one,
+     * so a multi-window probe would not measure memory (see bench/RESULTS.md). */
+    uint64_t bytes = (quick ? 64ull : 512ull) << 20;
     uint64_t budget = vkf_vk_window_budget(vb);
     if (bytes > budget) bytes = budget / 16 * 16;
+    if (bytes > vb->caps.max_alloc) bytes = vb->caps.max_alloc / 16 * 16;
+    if (bytes > (1ull << 32) - 16) bytes = (1ull << 32) - 16; /* pc.n counts vec4 in 32 bits */
+    out->probe_bytes = bytes;
     vkf_buffer *src = NULL, *dst = NULL;
     vkf_status st = vkf_vk_buffer_alloc(be, bytes, VKF_BUFFER_ACTIVATIONS, &src);
     if (st == VKF_OK) st = vkf_vk_buffer_alloc(be, bytes, VKF_BUFFER_ACTIVATIONS, &dst);
@@ -167,12 +206,15 @@ vkf_status vkf_backend_vulkan_peaks(vkf_backend *be, int quick, vkf_vk_peaks *ou
     }
     if (st == VKF_OK) st = vkf_probe_fma(vb, dst, 1, quick, &out->fma_f32_gflops);
     if (st == VKF_OK && vb->caps.fp16) st = vkf_probe_fma(vb, dst, 2, quick, &out->fma_f16_gflops);
-    if (st == VKF_OK) st = vkf_probe_mem(vb, dst, src, bytes, 3, 0, quick, &out->copy_gbs);
+    if (st == VKF_OK) st = vkf_probe_mem(vb, dst, src, bytes, 3, 0, quick, &out->copy_gbs, &out->copy_median_gbs);
     int texel = vb->caps.texel && vb->caps.has_subgroup;
     if (st == VKF_OK && texel) {
-        double g = 0;
-        st = vkf_probe_mem(vb, dst, src, bytes, 9, 0, quick, &g);
-        if (g > out->copy_gbs) out->copy_gbs = g;
+        double g = 0, gm = 0;
+        st = vkf_probe_mem(vb, dst, src, bytes, 9, 0, quick, &g, &gm);
+        if (g > out->copy_gbs) {
+            out->copy_gbs = g;
+            out->copy_median_gbs = gm;
+        }
     }
     static const struct { int mode; uint32_t span; const char *name; } reads[] = {
         {4, 0, "buffer float, consecutive lanes"},
@@ -185,7 +227,8 @@ vkf_status vkf_backend_vulkan_peaks(vkf_backend *be, int quick, vkf_vk_peaks *ou
          i++) {
         if (reads[i].mode == 8 && !texel) continue;
         int k = out->n_read;
-        st = vkf_probe_mem(vb, dst, src, bytes, reads[i].mode, reads[i].span, quick, &out->read_gbs[k]);
+        st = vkf_probe_mem(vb, dst, src, bytes, reads[i].mode, reads[i].span, quick, &out->read_gbs[k],
+                           &out->read_median_gbs[k]);
         out->read_names[k] = reads[i].name;
         out->n_read = k + 1;
         if (out->read_gbs[k] > out->read_best_gbs) out->read_best_gbs = out->read_gbs[k];
