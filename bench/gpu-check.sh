@@ -2,7 +2,9 @@
 # The GPU checklist, in one call on a lent GPU machine (see bench/gpu-pack.sh, which prepares
 # the .gpu/ folder this reads; carry it):
 #
-#   bench/gpu-check.sh [all|tests|bench]     (default all; each part fits one 10-minute call)
+#   bench/gpu-check.sh [all|tests|bench|quick] (default all; tests and bench each fit one
+#                                              10-minute call; quick: selftest, llama-tiny,
+#                                              kernels and one 1.1B Q4_0 bench)
 #
 #   tests: devices, selftest (every op vs the CPU reference) with the validation layer, the same
 #          in the small-device profile, verify on every packed fixture on the GPU with
@@ -25,15 +27,18 @@ V="$PWD/.gpu/bin/vkformer"
 [ -x "$V" ] || { echo "gpu-check: $V missing: run bench/gpu-pack.sh here and carry .gpu" >&2; exit 2; }
 
 # ---- the loader, libcjson and the validation layer from the packed .debs
-for f in .gpu/debs/libvulkan1_*.deb .gpu/debs/libcjson1_*.deb; do dpkg -x "$f" / 2>/dev/null; done
+# (the NVIDIA driver's ICD links glvnd's libGLX/libGLdispatch, which a bare machine lacks)
+for f in .gpu/debs/*.deb; do
+    case "$f" in *vulkan-validationlayers*) ;; *) dpkg -x "$f" / 2>/dev/null ;; esac
+done
 ldconfig 2>/dev/null || true
 mkdir -p /tmp/vkf-root
 dpkg -x .gpu/debs/vulkan-validationlayers_*.deb /tmp/vkf-root
 export LD_LIBRARY_PATH="/tmp/vkf-root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VK_LAYER_PATH=/tmp/vkf-root/usr/share/vulkan/explicit_layer.d
-if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] &&
-    ! ls /usr/share/vulkan/icd.d/*nvidia* /etc/vulkan/icd.d/*nvidia* >/dev/null 2>&1; then
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
     export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+    export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 fi
 export VKF_CACHE_DIR=/tmp/vkf-cache
 
@@ -55,6 +60,11 @@ step() { # step NAME COMMAND...: runs it, appends its output to the log and one 
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>/dev/null
 } | tee -a "$summary"
 step devices "$V" devices
+# Without a Vulkan device every later step would fall back to the CPU and crawl: stop here.
+if ! "$V" devices 2>/dev/null | grep -q .; then
+    echo "gpu-check: no Vulkan device (see devices in $log)" | tee -a "$summary"
+    exit 1
+fi
 
 if [ "$part" = all ] || [ "$part" = tests ]; then
     step selftest "$V" selftest --validate
@@ -65,14 +75,23 @@ if [ "$part" = all ] || [ "$part" = tests ]; then
     step verify_cpu_llama-tiny "$V" verify .gpu/fixtures/llama-tiny --cpu
 fi
 
+if [ "$part" = quick ]; then # the checklist's core in one short call
+    step selftest "$V" selftest --validate
+    step verify_llama-tiny "$V" verify .gpu/fixtures/llama-tiny --validate
+    step bench_kernels "$V" bench --kernels
+    m=/tmp/vkf-bench-tinyllama-q4_0.gguf
+    [ -f "$m" ] || step make_model_q4_0 python3 tools/make_bench_model.py --shape tinyllama-1.1b --type q4_0 -o "$m"
+    step bench_tinyllama_q4_0 "$V" bench -m "$m" -p 512 -n 128 -r 2 --backends vulkan
+fi
+
 if [ "$part" = all ] || [ "$part" = bench ]; then
     step bench_kernels "$V" bench --kernels
     for t in f16 q8_0 q4_0; do
         m="/tmp/vkf-bench-tinyllama-$t.gguf"
         [ -f "$m" ] || step "make_model_$t" python3 tools/make_bench_model.py --shape tinyllama-1.1b --type "$t" -o "$m"
-        step "bench_tinyllama_$t" "$V" bench -m "$m" -p 64,512 -n 16,128 -r 3
+        step "bench_tinyllama_$t" "$V" bench -m "$m" -p 64,512 -n 16,128 -r 3 --backends vulkan
     done
-    step bench_depth_q4_0 "$V" bench -m /tmp/vkf-bench-tinyllama-q4_0.gguf -p 0 -n 32 -d 128,512,2048 -r 2
+    step bench_depth_q4_0 "$V" bench -m /tmp/vkf-bench-tinyllama-q4_0.gguf -p 0 -n 32 -d 128,512,2048 -r 2 --backends vulkan
 fi
 
 (cd "$OUT" && tar czf logs.tar.gz gpu-check.log summary.txt 2>/dev/null)

@@ -30,7 +30,8 @@ cmake --build build-gpu -j"$(nproc)" --target vkformer_cli >&2
 strip -o "$out/bin/vkformer" build-gpu/vkformer
 
 # ---- the shared libraries it needs there, as Debian packages
-(cd "$out/debs" && apt-get download libcjson1 libvulkan1 vulkan-validationlayers >/dev/null)
+(cd "$out/debs" && apt-get download libcjson1 libvulkan1 vulkan-validationlayers \
+    libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 >/dev/null) # the NVIDIA ICD needs glvnd
 
 # ---- fixtures: smallest models first, until the budget is spent
 tree_kb=$(git ls-files -z | xargs -0 du -ck 2>/dev/null | tail -1 | cut -f1)

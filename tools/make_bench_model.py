@@ -320,8 +320,9 @@ def main():
             b = encode(x.astype(np.float32), ttype(kind))
             f.write(b)
             f.write(b"\0" * ((-len(b)) % ALIGN))
-            sys.stderr.write("\r%s: %d/%d tensors, %.0f%%" % (a.output, i + 1, len(tensors),
-                                                               100.0 * (f.tell() - data_start) / total))
+            if sys.stderr.isatty():
+                sys.stderr.write("\r%s: %d/%d tensors, %.0f%%" % (a.output, i + 1, len(tensors),
+                                 100.0 * (f.tell() - data_start) / total))
     n_params = sum(int(np.prod(s)) for _, s, _ in tensors)
     sys.stderr.write("\n%s: %s %s, %.3f B parameters, %.2f GB\n" % (a.output, a.shape, a.type, n_params / 1e9,
                                                                    (data_start + total) / 1e9))

@@ -448,6 +448,16 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
         *why = "alignment";
         return 0;
     }
+    /* the group kernel is the texel one: where the table or the tuner picks the tiled kernel
+     * for this shape (GPU prefill), the ops run unfused on it (its config has no R/TM) */
+    int64_t Ntot = 0;
+    for (int i = 0; i < g->n_mats; i++) Ntot += g->w[i]->rows;
+    vkf_vk_mm_cfg cfg;
+    if (vkf_vk_tune_matmul(r->vb, a->rows, Ntot, K, w0->dtype, &cfg) != VKF_OK || cfg.kind != VKF_VK_MM_TEXEL ||
+        !cfg.r || !cfg.tm || !cfg.wg) {
+        *why = "the tiled kernel serves this shape";
+        return 0;
+    }
     int n_out = g->swiglu ? 1 : g->n_mats;
     for (int i = 0; i < g->n_mats; i++) {
         const vkf_tensor *w = g->w[i];

@@ -34,7 +34,8 @@ static void vkf_vk_table(const vkf_vk_caps *c, int mclass, int64_t M, vkf_dtype 
     o->bm = o->bn = 64;
     o->bk = 16;
     uint32_t sg = c->subgroup_size ? c->subgroup_size : 32;
-    if (c->type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    /* VKF_GPU_TABLE=1: a CPU driver takes the GPUs' choices, so lavapipe exercises them */
+    if (c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_GPU_TABLE")) {
         o->kind = VKF_VK_MM_TEXEL;
         o->wg = sg * 8 < 64 ? 64 : sg * 8;
         o->r = 8;
