@@ -22,8 +22,8 @@ typedef struct vkf_probe_job {
     uint64_t dst_bytes, src_bytes;
     vkf_pc_probe pc;
     uint32_t groups;
-    int repeat;        /* dispatches recorded */
-    int distinct_dst;  /* each dispatch writes its own 16 bytes of dst (no hazard) */
+    int repeat;       /* dispatches recorded */
+    int distinct_dst; /* each dispatch writes its own 16 bytes of dst (no hazard) */
 } vkf_probe_job;
 
 static vkf_status vkf_probe_record(vkf_vk_rec *r, void *user) {
@@ -32,17 +32,22 @@ static vkf_status vkf_probe_record(vkf_vk_rec *r, void *user) {
         vkf_vk_win w[2];
         uint64_t dlo = j->distinct_dst ? (uint64_t)i * 256 : 0;
         uint64_t dhi = j->distinct_dst ? dlo + 256 : j->dst_bytes;
-        if (j->pl->texel_mask & 2u) VKF_TRY(vkf_vk_window_texel(r, j->dst, dlo, dhi, 1, &w[0]));
-        else VKF_TRY(vkf_vk_window(r, j->dst, dlo, dhi, 1, &w[0]));
-        if (j->pl->texel_mask & 4u) VKF_TRY(vkf_vk_window_texel(r, j->src, 0, j->src_bytes, 0, &w[1]));
-        else VKF_TRY(vkf_vk_window(r, j->src, 0, j->src_bytes, 0, &w[1]));
+        if (j->pl->texel_mask & 2u)
+            VKF_TRY(vkf_vk_window_texel(r, j->dst, dlo, dhi, 1, &w[0]));
+        else
+            VKF_TRY(vkf_vk_window(r, j->dst, dlo, dhi, 1, &w[0]));
+        if (j->pl->texel_mask & 4u)
+            VKF_TRY(vkf_vk_window_texel(r, j->src, 0, j->src_bytes, 0, &w[1]));
+        else
+            VKF_TRY(vkf_vk_window(r, j->src, 0, j->src_bytes, 0, &w[1]));
         VKF_TRY(vkf_vk_dispatch(r, j->pl, w, 2, &j->pc, sizeof j->pc, j->groups, 1, 1));
     }
     return VKF_OK;
 }
 
 /* Best and median time of `reps` submissions of the job, ms. */
-static vkf_status vkf_probe_time(vkf_vk_backend *vb, vkf_probe_job *j, int reps, double *best, double *median) {
+static vkf_status vkf_probe_time(vkf_vk_backend *vb, vkf_probe_job *j, int reps, double *best,
+                                 double *median) {
     double ms[32];
     if (reps > 32) reps = 32;
     VKF_TRY(vkf_vk_run_recorded(vb, vkf_probe_record, j, reps, ms));
@@ -61,10 +66,13 @@ static vkf_status vkf_probe_time(vkf_vk_backend *vb, vkf_probe_job *j, int reps,
     return VKF_OK;
 }
 
-static vkf_status vkf_probe_pipe_chains(vkf_vk_backend *vb, int mode, int chains, uint32_t wg, vkf_vk_pipeline **pl) {
+static vkf_status vkf_probe_pipe_chains(vkf_vk_backend *vb, int mode, int chains, uint32_t wg,
+                                        vkf_vk_pipeline **pl) {
     char defs[48];
-    if (chains) snprintf(defs, sizeof defs, "MODE=%d;CHAINS=%d", mode, chains);
-    else snprintf(defs, sizeof defs, "MODE=%d", mode);
+    if (chains)
+        snprintf(defs, sizeof defs, "MODE=%d;CHAINS=%d", mode, chains);
+    else
+        snprintf(defs, sizeof defs, "MODE=%d", mode);
     uint32_t mask = mode == 8 ? 4u : mode == 9 ? 6u : 0u;
     return vkf_vk_pipeline_get_texel(vb, "probe", defs, 3, mask, &wg, 1, pl);
 }
@@ -79,8 +87,8 @@ static vkf_status vkf_probe_pipe(vkf_vk_backend *vb, int mode, uint32_t wg, vkf_
 
 /* One FMA variant: mode 1 (8 chains in an array) or 10 (`chains` separate variables), `groups`
  * workgroups of VKF_PROBE_WG. */
-static vkf_status vkf_probe_fma_variant(vkf_vk_backend *vb, vkf_buffer *dst, int mode, int chains, uint32_t groups,
-                                        int quick, double *gflops) {
+static vkf_status vkf_probe_fma_variant(vkf_vk_backend *vb, vkf_buffer *dst, int mode, int chains,
+                                        uint32_t groups, int quick, double *gflops) {
     vkf_probe_job j;
     memset(&j, 0, sizeof j);
     VKF_TRY(vkf_probe_pipe_chains(vb, mode, mode == 10 ? chains : 0, VKF_PROBE_WG, &j.pl));
@@ -113,7 +121,8 @@ static vkf_status vkf_probe_fma_variant(vkf_vk_backend *vb, vkf_buffer *dst, int
  * 16 of them, fewer or more workgroups). A peak must be the best the device does: the array form
  * alone read 30 GFLOP/s on llvmpipe in a run where a 4096^3 matmul reached 46.6 ("155% of peak"),
  * and compilers differ in which form they keep in registers. fp16 keeps its single variant. */
-static vkf_status vkf_probe_fma(vkf_vk_backend *vb, vkf_buffer *dst, int mode, int quick, double *gflops) {
+static vkf_status vkf_probe_fma(vkf_vk_backend *vb, vkf_buffer *dst, int mode, int quick,
+                                double *gflops) {
     if (mode != 1) return vkf_probe_fma_variant(vb, dst, mode, 0, 256, quick, gflops);
     static const struct {
         int mode, chains;
@@ -129,32 +138,54 @@ static vkf_status vkf_probe_fma(vkf_vk_backend *vb, vkf_buffer *dst, int mode, i
 }
 
 /* Bandwidth of one access pattern: *gbs from the best repetition, *gbs_median from the median
- * (their spread says how much the machine moved while it was measured). */
-static vkf_status vkf_probe_mem(vkf_vk_backend *vb, vkf_buffer *dst, vkf_buffer *src, uint64_t src_bytes, int mode,
-                                uint32_t span, int quick, double *gbs, double *gbs_median) {
-    vkf_probe_job j;
-    memset(&j, 0, sizeof j);
-    VKF_TRY(vkf_probe_pipe(vb, mode, VKF_PROBE_WG, &j.pl));
-    j.dst = dst;
-    j.src = src;
+ * (their spread says how much the machine moved while it was measured). A peak must be the
+ * best the device does, so each pattern runs with a few workgroup counts and the best counts:
+ * 128 read workgroups (8,192 invocations) are plenty for a CPU driver but leave a large GPU
+ * idle (the H200 read 87-800 GB/s with them while copying at 2.6 TB/s). */
+static vkf_status vkf_probe_mem(vkf_vk_backend *vb, vkf_buffer *dst, vkf_buffer *src,
+                                uint64_t src_bytes, int mode, uint32_t span, int quick, double *gbs,
+                                double *gbs_median) {
     int copy = mode == 3 || mode == 9;
-    j.groups = copy ? 1024 : 128;
-    j.pc.n = (uint32_t)(src_bytes / 16);
-    j.pc.span = span;
-    j.dst_bytes = copy ? src_bytes : (uint64_t)j.groups * VKF_PROBE_WG * 16;
-    j.src_bytes = src_bytes;
-    j.repeat = 1;
-    double best, median;
-    VKF_TRY(vkf_probe_time(vb, &j, quick ? 3 : 7, &best, &median));
-    double bytes = (double)src_bytes * (copy ? 2.0 : 1.0);
-    *gbs = bytes / (best * 1e-3) * 1e-9;
-    if (gbs_median) *gbs_median = bytes / (median * 1e-3) * 1e-9;
+    const uint32_t read_groups[] = {128, 4096, 32768}, copy_groups[] = {1024, 32768};
+    const uint32_t *groups = copy ? copy_groups : read_groups;
+    int n_groups = copy ? 2 : 3;
+    if (vb->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+        n_groups = 1; /* its threads are few and busy already */
+    *gbs = 0;
+    if (gbs_median) *gbs_median = 0;
+    for (int g = 0; g < n_groups; g++) {
+        uint64_t threads = (uint64_t)groups[g] * VKF_PROBE_WG;
+        /* more invocations than vec4s (or span chunks) would leave lanes idle */
+        if (g > 0 &&
+            (groups[g] > vb->caps.max_wg_count[0] || threads * (span ? span : 1) > src_bytes / 16))
+            break;
+        vkf_probe_job j;
+        memset(&j, 0, sizeof j);
+        VKF_TRY(vkf_probe_pipe(vb, mode, VKF_PROBE_WG, &j.pl));
+        j.dst = dst;
+        j.src = src;
+        j.groups = groups[g];
+        j.pc.n = (uint32_t)(src_bytes / 16);
+        j.pc.span = span;
+        j.dst_bytes = copy ? src_bytes : threads * 16;
+        if (j.dst_bytes > src_bytes) break; /* dst is as large as src */
+        j.src_bytes = src_bytes;
+        j.repeat = 1;
+        double best, median;
+        VKF_TRY(vkf_probe_time(vb, &j, quick ? 3 : 7, &best, &median));
+        double bytes = (double)src_bytes * (copy ? 2.0 : 1.0);
+        double b = bytes / (best * 1e-3) * 1e-9;
+        if (b > *gbs) {
+            *gbs = b;
+            if (gbs_median) *gbs_median = bytes / (median * 1e-3) * 1e-9;
+        }
+    }
     return VKF_OK;
 }
 
 /* Per-dispatch cost: (time of R dispatches - time of one) / (R - 1). */
-static vkf_status vkf_probe_dispatch(vkf_vk_backend *vb, vkf_buffer *dst, vkf_buffer *src, int distinct,
-                                     uint32_t groups, int quick, double *us) {
+static vkf_status vkf_probe_dispatch(vkf_vk_backend *vb, vkf_buffer *dst, vkf_buffer *src,
+                                     int distinct, uint32_t groups, int quick, double *us) {
     vkf_probe_job j;
     memset(&j, 0, sizeof j);
     VKF_TRY(vkf_probe_pipe(vb, 3, VKF_PROBE_WG, &j.pl));
@@ -176,7 +207,8 @@ static vkf_status vkf_probe_dispatch(vkf_vk_backend *vb, vkf_buffer *dst, vkf_bu
 }
 
 vkf_status vkf_backend_vulkan_peaks(vkf_backend *be, int quick, vkf_vk_peaks *out) {
-    if (!vkf_backend_is_vulkan(be)) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "peaks: not a Vulkan backend");
+    if (!vkf_backend_is_vulkan(be))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "peaks: not a Vulkan backend");
     vkf_vk_backend *vb = vkf_vk(be);
     memset(out, 0, sizeof *out);
     /* Bandwidth must be memory's, not the last-level cache's: up to 512 MiB per buffer (64 MiB
@@ -197,7 +229,8 @@ vkf_status vkf_backend_vulkan_peaks(vkf_backend *be, int quick, vkf_vk_peaks *ou
         /* defined contents (small values: the read sums stay finite) */
         float *tmp = malloc(1 << 20);
         if (!tmp) st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "probe staging");
-        for (size_t i = 0; tmp && i < (1u << 18); i++) tmp[i] = (float)(i % 7) * 0.125f;
+        for (size_t i = 0; tmp && i < (1u << 18); i++)
+            tmp[i] = (float)(i % 7) * 0.125f;
         for (uint64_t off = 0; st == VKF_OK && off < bytes; off += 1 << 20) {
             uint64_t n = bytes - off < (1u << 20) ? bytes - off : (1u << 20);
             st = vkf_vk_buffer_write(be, src, off, tmp, n);
@@ -206,7 +239,8 @@ vkf_status vkf_backend_vulkan_peaks(vkf_backend *be, int quick, vkf_vk_peaks *ou
     }
     if (st == VKF_OK) st = vkf_probe_fma(vb, dst, 1, quick, &out->fma_f32_gflops);
     if (st == VKF_OK && vb->caps.fp16) st = vkf_probe_fma(vb, dst, 2, quick, &out->fma_f16_gflops);
-    if (st == VKF_OK) st = vkf_probe_mem(vb, dst, src, bytes, 3, 0, quick, &out->copy_gbs, &out->copy_median_gbs);
+    if (st == VKF_OK)
+        st = vkf_probe_mem(vb, dst, src, bytes, 3, 0, quick, &out->copy_gbs, &out->copy_median_gbs);
     int texel = vb->caps.texel && vb->caps.has_subgroup;
     if (st == VKF_OK && texel) {
         double g = 0, gm = 0;
@@ -216,19 +250,24 @@ vkf_status vkf_backend_vulkan_peaks(vkf_backend *be, int quick, vkf_vk_peaks *ou
             out->copy_median_gbs = gm;
         }
     }
-    static const struct { int mode; uint32_t span; const char *name; } reads[] = {
+    static const struct {
+        int mode;
+        uint32_t span;
+        const char *name;
+    } reads[] = {
         {4, 0, "buffer float, consecutive lanes"},
         {5, 0, "buffer vec4, consecutive lanes"},
         {6, 16, "buffer vec4, 16 per lane contiguous"},
         {7, 0, "buffer vec4, same address in every lane"},
         {8, 0, "texel 16 B, consecutive lanes"},
     };
-    for (int i = 0; st == VKF_OK && i < (int)(sizeof reads / sizeof reads[0]) && out->n_read < VKF_VK_MAX_READ_PROBES;
+    for (int i = 0; st == VKF_OK && i < (int)(sizeof reads / sizeof reads[0]) &&
+                    out->n_read < VKF_VK_MAX_READ_PROBES;
          i++) {
         if (reads[i].mode == 8 && !texel) continue;
         int k = out->n_read;
-        st = vkf_probe_mem(vb, dst, src, bytes, reads[i].mode, reads[i].span, quick, &out->read_gbs[k],
-                           &out->read_median_gbs[k]);
+        st = vkf_probe_mem(vb, dst, src, bytes, reads[i].mode, reads[i].span, quick,
+                           &out->read_gbs[k], &out->read_median_gbs[k]);
         out->read_names[k] = reads[i].name;
         out->n_read = k + 1;
         if (out->read_gbs[k] > out->read_best_gbs) out->read_best_gbs = out->read_gbs[k];
