@@ -176,7 +176,7 @@ vkf_status vkf_chat_model_files(const char *path, char **tmpl, char **bos, char 
 /* llama.cpp's default when a model has no template (llama_chat_apply_template's "chatml"):
  * "<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message, then "<|im_start|>assistant\n". A
  * content that is not a string is written as its JSON text. */
-static vkf_status chatml_render(const char *messages_json, int add_generation_prompt, char **out) {
+vkf_status vkf_chat_chatml(const char *messages_json, int add_generation_prompt, char **out) {
     cJSON *msgs;
     VKF_TRY(parse_json("messages", messages_json, cJSON_Array, &msgs));
     size_t cap = 0, n = 0;
@@ -247,7 +247,7 @@ vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add
     if (!m || !messages_json || !out)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "chat_apply: NULL model, messages or output");
     if (used_default) *used_default = m->chat_template == NULL;
-    if (!m->chat_template) return chatml_render(messages_json, add_generation_prompt, out);
+    if (!m->chat_template) return vkf_chat_chatml(messages_json, add_generation_prompt, out);
     return vkf_chat_template_render(m->chat_template, messages_json, NULL, NULL, m->chat_bos,
                                     m->chat_eos, add_generation_prompt, out);
 }
