@@ -214,8 +214,51 @@ static void check_errors(void) {
     free(out);
 }
 
+/* tests/data/jinja/cases.json: features beyond the fixtures, rendered by jinja2 3.1.6 with
+ * transformers' settings (tools/make_jinja_cases.py). */
+static void feature_cases(void) {
+    size_t n;
+    char *text = vkt_read_file(VKF_SOURCE_DIR "/tests/data/jinja/cases.json", &n);
+    VKT_CHECK(text != NULL, "cannot read tests/data/jinja/cases.json");
+    if (!text) return;
+    char *z = realloc(text, n + 1);
+    z[n] = 0;
+    cJSON *root = cJSON_Parse(z);
+    free(z);
+    const cJSON *c;
+    int total = 0, ok_n = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
+        const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
+        const char *tmpl = cJSON_GetObjectItem(c, "template")->valuestring;
+        char *ctx = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "context"));
+        char *out = NULL;
+        vkf_status s = vkf_chat_template_render(tmpl, "[]", NULL, ctx, "<s>", "</s>", 1, &out);
+        int ok;
+        total++;
+        if (cJSON_IsTrue(cJSON_GetObjectItem(c, "error"))) {
+            const char *type = cJSON_GetObjectItem(c, "error_type")->valuestring;
+            const char *msg = cJSON_GetObjectItem(c, "error_message")->valuestring;
+            ok = s == VKF_ERROR_FORMAT &&
+                 (strcmp(type, "TemplateError") != 0 || strcmp(vkf_last_error(), msg) == 0);
+            VKT_CHECK(ok, "jinja %s: expected %s '%s', got %s '%s' (output '%s')", name, type, msg,
+                      vkf_status_name(s), s == VKF_OK ? "" : vkf_last_error(), out ? out : "");
+        } else {
+            const char *exp = cJSON_GetObjectItem(c, "expected")->valuestring;
+            ok = s == VKF_OK && strcmp(out, exp) == 0;
+            VKT_CHECK(ok, "jinja %s: got '%s' (%s), expected '%s'", name, out ? out : "",
+                      s == VKF_OK ? "ok" : vkf_last_error(), exp);
+        }
+        ok_n += ok;
+        free(out);
+        free(ctx);
+    }
+    cJSON_Delete(root);
+    printf("jinja feature cases: %d/%d match jinja2\n", ok_n, total);
+}
+
 int main(void) {
     check_errors();
+    feature_cases();
     if (!vkt_have_fixtures()) {
         fprintf(stderr, "no shared fixtures: chat-template cases skipped\n");
         return vkt_finish();

@@ -1,6 +1,7 @@
 /* Jinja built-ins: filters, tests, the methods of str / dict / list, and the globals
  * (range, namespace, dict, raise_exception, strftime_now). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -645,9 +646,16 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
         double x = jj_num(v), s = pow(10, (double)prec);
         if (!jj_is_number(v)) jj_fail(c, line, col, "round: needs a number");
         const char *meth = m && m->t == JJ_STR ? m->u.str.s : "common";
-        double r = !strcmp(meth, "floor")  ? floor(x * s) / s
-                   : !strcmp(meth, "ceil") ? ceil(x * s) / s
-                                           : round(x * s) / s;
+        double r;
+        if (!strcmp(meth, "floor"))
+            r = floor(x * s) / s;
+        else if (!strcmp(meth, "ceil"))
+            r = ceil(x * s) / s;
+        else { /* Python's round(): the exact value rounded half to even, as printf does */
+            char tmp[512];
+            snprintf(tmp, sizeof tmp, "%.*f", (int)(prec < 0 ? 0 : prec > 300 ? 300 : prec), x);
+            r = strtod(tmp, NULL);
+        }
         return jj_float(c, r);
     }
     if (!strcmp(name, "sum")) {
