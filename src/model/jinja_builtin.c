@@ -296,7 +296,7 @@ int jj_test(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int 
     if (!strcmp(name, "callable")) return v->t == JJ_FUNC || v->t == JJ_MACRO;
     if (!strcmp(name, "filter") || !strcmp(name, "test")) {
         if (!v || v->t != JJ_STR) return 0;
-        return !strcmp(name, "test") ? jj_is_test_name(v->u.str.s) : 1;
+        return !strcmp(name, "test") ? jj_is_test_name(v->u.str.s) : jj_is_filter_name(v->u.str.s);
     }
     if (!strcmp(name, "lower") || !strcmp(name, "upper")) {
         if (v->t != JJ_STR) return 0;
@@ -350,6 +350,33 @@ int jj_test(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int 
 }
 
 /* ------------------------------------------------------------------ filters */
+
+/* jinja2's built-in filters; those marked 0 are not implemented here (a clear error when run) */
+static const struct {
+    const char *name;
+    int have;
+} filter_names[] = {
+    {"abs", 1},       {"attr", 1},       {"batch", 0},       {"capitalize", 1},
+    {"center", 0},    {"count", 1},      {"d", 1},           {"default", 1},
+    {"dictsort", 0},  {"e", 1},          {"escape", 1},      {"filesizeformat", 0},
+    {"first", 1},     {"float", 1},      {"forceescape", 1}, {"format", 0},
+    {"groupby", 0},   {"indent", 1},     {"int", 1},         {"join", 1},
+    {"last", 1},      {"length", 1},     {"list", 1},        {"lower", 1},
+    {"items", 1},     {"map", 1},        {"min", 1},         {"max", 1},
+    {"pprint", 0},    {"random", 0},     {"reject", 1},      {"rejectattr", 1},
+    {"replace", 1},   {"reverse", 1},    {"round", 1},       {"safe", 1},
+    {"select", 1},    {"selectattr", 1}, {"slice", 0},       {"sort", 1},
+    {"string", 1},    {"striptags", 0},  {"sum", 1},         {"title", 1},
+    {"trim", 1},      {"truncate", 0},   {"unique", 1},      {"upper", 1},
+    {"urlencode", 0}, {"urlize", 0},     {"wordcount", 1},   {"wordwrap", 0},
+    {"xmlattr", 0},   {"tojson", 1},     {NULL, 0},
+};
+
+int jj_is_filter_name(const char *name) {
+    for (int i = 0; filter_names[i].name; i++)
+        if (strcmp(filter_names[i].name, name) == 0) return 1;
+    return 0;
+}
 
 static jj_value *gen(jj_ctx *c) {
     jj_value *l = jj_list(c);
@@ -421,21 +448,42 @@ static jj_value *do_indent(jj_ctx *c, jj_value *s, jj_args *a, int line, int col
     return jj_str_ref(c, b.p ? b.p : "", b.n);
 }
 
-static int
-    sort_cs; /* sort comparator state (case sensitivity); renders are single-threaded per ctx */
-static jj_ctx *sort_c;
-static jj_value *sort_attr;
-static int sort_cmp(const void *x, const void *y) {
-    jj_value *a = *(jj_value *const *)x, *b = *(jj_value *const *)y;
-    if (sort_attr) {
-        a = attr_path(sort_c, a, sort_attr, NULL, 0, 0);
-        b = attr_path(sort_c, b, sort_attr, NULL, 0, 0);
+/* sort keys: the attribute (if any), lowercased strings unless case-sensitive */
+static jj_value *sort_key(jj_ctx *c, jj_value *v, jj_value *attr, int cs, int line, int col) {
+    if (attr) v = attr_path(c, v, attr, NULL, line, col);
+    if (!cs && v->t == JJ_STR) v = str_case(c, v, 0);
+    return v;
+}
+
+/* Stable merge sort (Python's sorted is stable) by precomputed keys; ti/tk: scratch of n. */
+static void merge_sort(jj_ctx *c, jj_value **items, jj_value **keys, size_t n, jj_value **ti,
+                       jj_value **tk, int line, int col) {
+    if (n < 2) return;
+    size_t h = n / 2;
+    merge_sort(c, items, keys, h, ti, tk, line, col);
+    merge_sort(c, items + h, keys + h, n - h, ti, tk, line, col);
+    size_t i = 0, j = h, k = 0;
+    while (i < h || j < n) {
+        int take_right = i >= h || (j < n && jj_compare(c, keys[j], keys[i], line, col) < 0);
+        size_t from = take_right ? j++ : i++;
+        ti[k] = items[from];
+        tk[k++] = keys[from];
     }
-    if (!sort_cs && a->t == JJ_STR && b->t == JJ_STR) {
-        a = str_case(sort_c, a, 0);
-        b = str_case(sort_c, b, 0);
+    memcpy(items, ti, n * sizeof *items);
+    memcpy(keys, tk, n * sizeof *keys);
+}
+
+static void reverse_pairs(jj_value **x, jj_value **y, size_t n) {
+    for (size_t i = 0, j = n; i + 1 < j--; i++) {
+        jj_value *t = x[i];
+        x[i] = x[j];
+        x[j] = t;
+        if (y) {
+            t = y[i];
+            y[i] = y[j];
+            y[j] = t;
+        }
     }
-    return jj_compare(sort_c, a, b, 0, 0);
 }
 
 jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
@@ -593,18 +641,19 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
         jj_value *items = jj_iterate(c, v, line, col), *r = jj_list(c);
         for (size_t i = 0; i < items->u.list.n; i++)
             jj_list_push(c, r, items->u.list.items[i]);
-        jj_value *rev = arg(a, 0, "reverse"), *cs = arg(a, 1, "case_sensitive");
-        sort_c = c;
-        sort_cs = cs && jj_truthy(cs);
-        sort_attr = arg(a, 2, "attribute");
-        if (r->u.list.n > 1) qsort(r->u.list.items, r->u.list.n, sizeof *r->u.list.items, sort_cmp);
-        sort_attr = NULL;
-        if (rev && jj_truthy(rev))
-            for (size_t i = 0, j = r->u.list.n; i + 1 < j--; i++) {
-                jj_value *t = r->u.list.items[i];
-                r->u.list.items[i] = r->u.list.items[j];
-                r->u.list.items[j] = t;
-            }
+        jj_value *rev = arg(a, 0, "reverse"), *cs = arg(a, 1, "case_sensitive"),
+                 *attr = arg(a, 2, "attribute");
+        size_t n = r->u.list.n;
+        jj_value **keys = jj_alloc(c, (n + 1) * sizeof *keys),
+                 **ti = jj_alloc(c, (n + 1) * sizeof *ti);
+        jj_value **tk = jj_alloc(c, (n + 1) * sizeof *tk);
+        for (size_t i = 0; i < n; i++)
+            keys[i] = sort_key(c, r->u.list.items[i], attr, cs && jj_truthy(cs), line, col);
+        /* reverse=True is a stable descending sort: reverse, sort ascending, reverse back */
+        int desc = rev && jj_truthy(rev);
+        if (desc) reverse_pairs(r->u.list.items, keys, n);
+        merge_sort(c, r->u.list.items, keys, n, ti, tk, line, col);
+        if (desc) reverse_pairs(r->u.list.items, keys, n);
         return r;
     }
     if (!strcmp(name, "abs")) {
@@ -734,6 +783,8 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
         }
         return jj_int(c, k);
     }
+    if (jj_is_filter_name(name))
+        jj_fail(c, line, col, "filter '%s' is not supported by this interpreter", name);
     jj_fail(c, line, col, "no filter named '%s'", name);
 }
 

@@ -250,5 +250,6 @@ int jj_test(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int 
 jj_value *jj_method_get(jj_ctx *c, jj_value *v, const char *name);
 jj_value *jj_call_func(jj_ctx *c, jj_value *f, jj_args *a, int line, int col);
 int jj_is_test_name(const char *name);
+int jj_is_filter_name(const char *name); /* jinja2 has a filter of that name */
 
 #endif

@@ -167,6 +167,8 @@ static jj_node *parse_filter(jj_parser *P, jj_node *operand) {
     jj_node *n = node(P, JN_FILTER, at);
     n->a = operand;
     n->s = dotted_name(P);
+    /* jinja2 checks filter and test names when it compiles the template */
+    if (!jj_is_filter_name(n->s)) jj_fail(P->c, at->line, at->col, "no filter named '%s'", n->s);
     if (is_op(cur(P), "(")) parse_call_args(P, n);
     return n;
 }
@@ -179,7 +181,9 @@ static jj_node *parse_test(jj_parser *P, jj_node *operand) {
         n->neg = 1;
         advance(P);
     }
+    jj_token *nt = cur(P);
     n->s = dotted_name(P);
+    if (!jj_is_test_name(n->s)) jj_fail(P->c, nt->line, nt->col, "no test named '%s'", n->s);
     jj_token *k = cur(P);
     if (is_op(k, "(")) {
         parse_call_args(P, n);

@@ -294,7 +294,15 @@ double jj_num(const jj_value *v) {
                              : 0;
 }
 
-int jj_equal(const jj_value *a, const jj_value *b) {
+/* nested lists deeper than this compare unequal (a template can build any depth; the C stack
+ * cannot recurse that far) */
+#define JJ_MAX_EQ_DEPTH 1000
+static int equal_d(const jj_value *a, const jj_value *b, int depth);
+
+int jj_equal(const jj_value *a, const jj_value *b) { return equal_d(a, b, 0); }
+
+static int equal_d(const jj_value *a, const jj_value *b, int depth) {
+    if (depth > JJ_MAX_EQ_DEPTH) return 0;
     if (jj_is_number(a) && jj_is_number(b)) {
         if (a->t != JJ_FLOAT && b->t != JJ_FLOAT) {
             int64_t x = a->t == JJ_INT ? a->u.i : a->u.b, y = b->t == JJ_INT ? b->u.i : b->u.b;
@@ -311,13 +319,13 @@ int jj_equal(const jj_value *a, const jj_value *b) {
         if (a->u.list.is_gen || b->u.list.is_gen) return a == b;
         if (a->u.list.is_tuple != b->u.list.is_tuple || a->u.list.n != b->u.list.n) return 0;
         for (size_t i = 0; i < a->u.list.n; i++)
-            if (!jj_equal(a->u.list.items[i], b->u.list.items[i])) return 0;
+            if (!equal_d(a->u.list.items[i], b->u.list.items[i], depth + 1)) return 0;
         return 1;
     case JJ_DICT:
         if (a->u.dict.n != b->u.dict.n) return 0;
         for (size_t i = 0; i < a->u.dict.n; i++) {
             jj_value *o = jj_dict_get(b, a->u.dict.kv[i].key, a->u.dict.kv[i].klen);
-            if (!o || !jj_equal(a->u.dict.kv[i].val, o)) return 0;
+            if (!o || !equal_d(a->u.dict.kv[i].val, o, depth + 1)) return 0;
         }
         return 1;
     case JJ_FUNC:
@@ -341,7 +349,10 @@ int jj_compare(jj_ctx *c, const jj_value *a, const jj_value *b, int line, int co
     if (a->t == JJ_LIST && b->t == JJ_LIST && !a->u.list.is_gen && !b->u.list.is_gen) {
         for (size_t i = 0; i < a->u.list.n && i < b->u.list.n; i++) {
             if (jj_equal(a->u.list.items[i], b->u.list.items[i])) continue;
-            return jj_compare(c, a->u.list.items[i], b->u.list.items[i], line, col);
+            jj_enter(c, line, col);
+            int r = jj_compare(c, a->u.list.items[i], b->u.list.items[i], line, col);
+            jj_leave(c);
+            return r;
         }
         return a->u.list.n < b->u.list.n ? -1 : a->u.list.n > b->u.list.n;
     }
@@ -452,7 +463,15 @@ static void str_repr(jj_ctx *c, jj_buf *b, const char *s, size_t n) {
     jj_buf_put(c, b, &q, 1);
 }
 
+static void repr_rec(jj_ctx *c, jj_buf *b, const jj_value *v);
+
 void jj_repr(jj_ctx *c, jj_buf *b, const jj_value *v) {
+    jj_enter(c, 0, 0);
+    repr_rec(c, b, v);
+    jj_leave(c);
+}
+
+static void repr_rec(jj_ctx *c, jj_buf *b, const jj_value *v) {
     switch (v->t) {
     case JJ_STR: str_repr(c, b, v->u.str.s, v->u.str.n); return;
     case JJ_LIST:
