@@ -1,5 +1,6 @@
 /* vkformer template: renders a chat template (a model's or a file) with messages from a JSON
  * file and prints exactly the result: no newline is added. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,18 @@ int vkf_cmd_template(int argc, char **argv) {
             rc = 1;
             goto done;
         }
+    for (int i = 0; i < 3; i++) { /* name the file of a JSON error */
+        if (!*texts[i]) continue;
+        const char *end = NULL;
+        cJSON *j = cJSON_ParseWithOpts(*texts[i], &end, 0);
+        if (!j) {
+            fprintf(stderr, "vkformer: %s: not valid JSON (at byte %zu)\n", files[i],
+                    end ? (size_t)(end - *texts[i]) : 0);
+            rc = 1;
+            goto done;
+        }
+        cJSON_Delete(j);
+    }
     vkf_status s;
     if (!tmpl) {
         fprintf(stderr, "vkformer: %s has no chat template: using ChatML, llama.cpp's default\n",

@@ -16,8 +16,11 @@
 /* ------------------------------------------------------------------ rendering */
 
 static vkf_status parse_json(const char *what, const char *text, int want, cJSON **out) {
-    *out = cJSON_Parse(text);
-    if (!*out) return vkf_error(VKF_ERROR_FORMAT, "chat template: %s is not valid JSON", what);
+    const char *end = NULL;
+    *out = cJSON_ParseWithOpts(text, &end, 0);
+    if (!*out)
+        return vkf_error(VKF_ERROR_FORMAT, "chat template: %s is not valid JSON (at byte %zu)",
+                         what, end ? (size_t)(end - text) : 0);
     if ((want == cJSON_Array && !cJSON_IsArray(*out)) ||
         (want == cJSON_Object && !cJSON_IsObject(*out))) {
         cJSON_Delete(*out);

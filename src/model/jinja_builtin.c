@@ -230,7 +230,7 @@ static jj_value *attr_path(jj_ctx *c, jj_value *v, jj_value *attr, jj_value *def
     if (attr->t == JJ_INT) {
         if (v->t == JJ_LIST && attr->u.i >= 0 && (size_t)attr->u.i < v->u.list.n)
             return v->u.list.items[attr->u.i];
-        return def ? def : jj_undef(c, "an attribute");
+        return def ? def : jj_undef(c, "an attribute is undefined");
     }
     size_t n;
     const char *p = str_arg(c, attr, "attribute", &n, line, col);
@@ -241,7 +241,7 @@ static jj_value *attr_path(jj_ctx *c, jj_value *v, jj_value *attr, jj_value *def
         size_t pn = i - st;
         st = i + 1;
         if (v->t == JJ_UNDEF)
-            jj_fail(c, line, col, "%s is undefined", v->hint ? v->hint : "a value");
+            jj_fail(c, line, col, "%s", v->hint ? v->hint : "a value is undefined");
         jj_value *next = NULL;
         int digits = pn > 0;
         for (size_t k = 0; k < pn; k++)
@@ -253,7 +253,7 @@ static jj_value *attr_path(jj_ctx *c, jj_value *v, jj_value *attr, jj_value *def
             next = jj_dict_get(v, part, pn);
         }
         if (!next) next = jj_method_get(c, v, jj_strdup(c, part, pn));
-        v = next ? next : jj_undef(c, "an attribute");
+        v = next ? next : jj_undef(c, "an attribute is undefined");
     }
     if (v->t == JJ_UNDEF && def) return def;
     return v;
@@ -557,14 +557,14 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
     if (!strcmp(name, "first")) {
         jj_value *items = jj_iterate(c, v, line, col);
         return items->u.list.n ? items->u.list.items[0]
-                               : jj_undef(c, "'first' of an empty sequence");
+                               : jj_undef(c, "'first' of an empty sequence is undefined");
     }
     if (!strcmp(name, "last")) {
         if (v->t == JJ_LIST && v->u.list.is_gen)
             jj_fail(c, line, col, "'generator' object is not reversible");
         jj_value *items = jj_iterate(c, v, line, col);
         return items->u.list.n ? items->u.list.items[items->u.list.n - 1]
-                               : jj_undef(c, "'last' of an empty sequence");
+                               : jj_undef(c, "'last' of an empty sequence is undefined");
     }
     if (!strcmp(name, "reverse")) {
         if (v->t == JJ_STR) {
@@ -741,7 +741,7 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
             int r = jj_compare(c, kx, kb, line, col);
             if (name[1] == 'i' ? r < 0 : r > 0) best = x;
         }
-        return best ? best : jj_undef(c, "min/max of an empty sequence");
+        return best ? best : jj_undef(c, "min/max of an empty sequence is undefined");
     }
     if (!strcmp(name, "escape") || !strcmp(name, "e")) {
         jj_value *s = sstr(c, v);
@@ -769,7 +769,7 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
             if (r) return r;
         }
         jj_value *m = jj_method_get(c, v, jj_strdup(c, an, n));
-        return m ? m : jj_undef(c, "an attribute");
+        return m ? m : jj_undef(c, "an attribute is undefined");
     }
     if (!strcmp(name, "wordcount")) {
         jj_value *s = sstr(c, v);

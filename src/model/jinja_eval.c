@@ -45,13 +45,13 @@ static jj_value *lookup(jj_eval *E, jj_frame *f, const char *name) {
             g->u.func.name = globals[i];
             return g;
         }
-    char *hint = jj_alloc(E->c, n + 16);
-    sprintf(hint, "'%s'", name);
+    char *hint = jj_alloc(E->c, n + 32);
+    sprintf(hint, "'%s' is undefined", name);
     return jj_undef(E->c, hint);
 }
 
 _Noreturn static void undefined_error(jj_ctx *c, const jj_node *n, const jj_value *v) {
-    jj_fail(c, n->line, n->col, "%s is undefined", v->hint ? v->hint : "a value");
+    jj_fail(c, n->line, n->col, "%s", v->hint ? v->hint : "a value is undefined");
 }
 
 /* ------------------------------------------------------------------ attributes and items */
@@ -110,7 +110,7 @@ static jj_value *get_item(jj_eval *E, const jj_node *n, jj_value *obj, jj_value 
         if (m) return m;
         return missing(c, obj, name);
     }
-    return jj_undef(c, "an index out of range");
+    return jj_undef(c, "an index out of range is undefined");
 }
 
 static int64_t slice_bound(jj_eval *E, jj_frame *f, const jj_node *n, int64_t def, int64_t len,
@@ -360,7 +360,9 @@ static jj_value *call_macro(jj_eval *E, const jj_node *at, jj_value *m, jj_args 
                             def->kwn[i]);
                 v = a->kwv[k];
             }
-        if (!v) v = def->kwv[i] ? eval(E, f, def->kwv[i]) : jj_undef(c, "a macro argument");
+        if (!v)
+            v = def->kwv[i] ? eval(E, f, def->kwv[i])
+                            : jj_undef(c, "a macro argument is undefined");
         frame_set(c, f, def->kwn[i], v);
     }
     for (int k = 0; k < a->nkw; k++) {
@@ -468,7 +470,7 @@ static jj_value *eval(jj_eval *E, jj_frame *f, const jj_node *n) {
             r = eval(E, f, n->b);
         else
             r = n->c ? eval(E, f, n->c)
-                     : jj_undef(c, "the else branch of a conditional expression");
+                     : jj_undef(c, "the else branch of a conditional expression is undefined");
         break;
     case JN_LIST:
     case JN_TUPLE:
@@ -544,9 +546,10 @@ static void exec_for(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
         jj_dict_set(c, loop, "depth", 5, jj_int(c, 1));
         jj_dict_set(c, loop, "depth0", 6, jj_int(c, 0));
         jj_dict_set(c, loop, "previtem", 8,
-                    i > 0 ? seq->u.list.items[i - 1] : jj_undef(c, "'loop.previtem'"));
+                    i > 0 ? seq->u.list.items[i - 1] : jj_undef(c, "'loop.previtem' is undefined"));
         jj_dict_set(c, loop, "nextitem", 8,
-                    i + 1 < len ? seq->u.list.items[i + 1] : jj_undef(c, "'loop.nextitem'"));
+                    i + 1 < len ? seq->u.list.items[i + 1]
+                                : jj_undef(c, "'loop.nextitem' is undefined"));
         assign_targets(E, lf, n, n->kwn, n->nkw, seq->u.list.items[i]);
         frame_set(c, lf, "loop", loop);
         exec_body(E, lf, n->body, n->nbody, out);

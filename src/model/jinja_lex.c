@@ -183,6 +183,7 @@ static int is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 static size_t lex_tag(jj_lexer *L, size_t i, int block, int *strip_after) {
     const char *s = L->src;
     size_t n = L->len;
+    char open[64]; /* brackets open in this tag: '}}' / '%}' inside them is not the tag's end */
     int depth = 0;
     (void)ops3;
     for (;;) {
@@ -267,8 +268,22 @@ static size_t lex_tag(jj_lexer *L, size_t i, int block, int *strip_after) {
                     snprintf(msg, sizeof msg, "unexpected character '%c'", ch);
                 lx_fail(L, st, msg);
             }
-            if (ch == '(' || ch == '[' || ch == '{') depth++;
-            if ((ch == ')' || ch == ']' || ch == '}') && depth > 0) depth--;
+            if (ch == '(' || ch == '[' || ch == '{') {
+                if (depth == (int)sizeof open) lx_fail(L, st, "brackets nested too deeply");
+                open[depth++] = ch == '(' ? ')' : ch == '[' ? ']' : '}';
+            } else if (ch == ')' || ch == ']' || ch == '}') {
+                char msg[48];
+                if (depth == 0) {
+                    snprintf(msg, sizeof msg, "unexpected '%c'", ch);
+                    lx_fail(L, st, msg);
+                }
+                if (open[depth - 1] != ch) {
+                    snprintf(msg, sizeof msg, "unexpected '%c', expected '%c'", ch,
+                             open[depth - 1]);
+                    lx_fail(L, st, msg);
+                }
+                depth--;
+            }
             jj_token *k = lx_emit(L, JT_OP, st);
             k->s = s + st;
             k->n = len;

@@ -357,10 +357,10 @@ int jj_compare(jj_ctx *c, const jj_value *a, const jj_value *b, int line, int co
         return a->u.list.n < b->u.list.n ? -1 : a->u.list.n > b->u.list.n;
     }
     if (a->t == JJ_UNDEF || b->t == JJ_UNDEF)
-        jj_fail(c, line, col, "%s is undefined",
+        jj_fail(c, line, col, "%s",
                 a->t == JJ_UNDEF && a->hint ? a->hint
                 : b->hint                   ? b->hint
-                                            : "a value");
+                                            : "a value is undefined");
     jj_fail(c, line, col, "'<' not supported between instances of '%s' and '%s'", jj_type_name(a),
             jj_type_name(b));
 }
