@@ -144,6 +144,56 @@ static void check_default(void) {
     vkf_context_free(ctx);
 }
 
+/* A model directory with a tokenizer_config.json template: models/kjv-gpt's files linked into a
+ * temporary directory beside one. vkf_chat_apply_ex passes tools and further variables. */
+static void check_model_template(const char *dir) {
+    char p[1200], l[1200];
+    const char *files[] = {"config.json", "model.safetensors", "char_vocab.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, VKF_SOURCE_DIR "/models/kjv-gpt/%s", files[i]);
+        snprintf(l, sizeof l, "%s/%s", dir, files[i]);
+        VKT_CHECK(symlink(p, l) == 0, "symlink %s", l);
+    }
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+    write_file(p, "{\"bos_token\": \"<B>\", \"eos_token\": \"<E>\", \"chat_template\": \"{{ "
+                  "bos_token }}{% for m in "
+                  "messages %}{{ m.role }}:{{ m.content }}{{ eos_token }}{% endfor %}{% if tools "
+                  "%}T{{ tools | length }}{% "
+                  "endif %}{{ extra | default('') }}{% if add_generation_prompt %}>{% endif %}\"}");
+    vkf_context_params cp = {0};
+    cp.backend = VKF_BACKEND_CPU;
+    vkf_context *ctx = NULL;
+    VKT_OK(vkf_context_create(&cp, &ctx));
+    vkf_model_params mp = {0};
+    mp.path = dir;
+    vkf_model *m = NULL;
+    if (ctx) VKT_OK(vkf_model_load(ctx, &mp, &m));
+    if (m) {
+        VKT_CHECK(vkf_model_chat_template(m) && strstr(vkf_model_chat_template(m), "eos_token"),
+                  "template not loaded");
+        char *out = NULL;
+        int used_default = 1;
+        VKT_OK(
+            vkf_chat_apply(m, "[{\"role\":\"user\",\"content\":\"Hi\"}]", 1, &out, &used_default));
+        VKT_CHECK(used_default == 0 && out && strcmp(out, "<B>user:Hi<E>>") == 0, "apply: got '%s'",
+                  out ? out : "(null)");
+        free(out);
+        VKT_OK(vkf_chat_apply_ex(m, "[{\"role\":\"user\",\"content\":\"Hi\"}]",
+                                 "[{\"type\":\"function\"}]", "{\"extra\": \"X\"}", 0, &out,
+                                 &used_default));
+        VKT_CHECK(out && strcmp(out, "<B>user:Hi<E>T1X") == 0, "apply_ex: got '%s'",
+                  out ? out : "(null)");
+        free(out);
+        vkf_model_free(m);
+    }
+    vkf_context_free(ctx);
+    unlink(p);
+    for (int i = 0; i < 3; i++) {
+        snprintf(l, sizeof l, "%s/%s", dir, files[i]);
+        unlink(l);
+    }
+}
+
 static void check_cli(const char *dir) {
     char mp[1200], op[1200], ep[1200], gguf[1024];
     snprintf(mp, sizeof mp, "%s/m.json", dir);
@@ -210,6 +260,7 @@ int main(void) {
     VKT_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     check_hf_dirs(dir);
     check_default();
+    check_model_template(dir);
     if (vkt_have_fixtures()) {
         check_gguf("real-vocab/ggml-vocab-phi-3.gguf", "chat-templates/templates/Phi-3-mini.jinja",
                    "<s>", "<|endoftext|>");

@@ -129,6 +129,13 @@ CASES = [
     ("f_misc_num", "{{ '42' | int }} {{ 'x' | int }} {{ 3.7 | int }} {{ '2.5' | float }} {{ 2.567 | round(2) }} {{ 2.5 | round }} {{ [1, 2.5] | sum }} {{ [3, 1, 2] | min }} {{ [3, 1, 2] | max }} {{ -1 | abs }}", {}),
     ("f_sort_reverse", "{{ [3, 1, 2] | sort | list }} {{ ['b', 'A', 'c'] | sort }} {{ [1, 2, 3] | reverse | list }} {{ 'abc' | reverse }} {{ [3, 1, 2] | sort(reverse=true) }}", {}),
     ("f_escape_safe", "{{ '<a href=\"x\">&\\'' | e }} {{ '<b>' | safe }} {{ 'a b  c' | wordcount }}", {}),
+    ("f_tojson_ascii", "{{ 'é🇫🇷\\n' | tojson(ensure_ascii=true) }} {{ {'k': 'ü'} | tojson(true) }}", {}),
+    # idioms of newer templates (Qwen3, Llama 4, Gemma 3, DeepSeek R1)
+    ("idiom_reverse_index", "{% for m in messages[::-1] %}{% set index = (messages|length - 1) - loop.index0 %}{{ index }}{{ m.role[0] }} {% endfor %}", {"messages": MSGS}),
+    ("idiom_think_split", "{% set c = x.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}[{{ c }}][{{ x.split('</think>')[-1].lstrip('\\n') }}]", {"x": "<think>\nplan\n</think>\n\nanswer"}),
+    ("idiom_content_parts", "{% for m in messages %}{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content | selectattr('type', 'equalto', 'text') %}{{ p.text | trim }}{% endfor %}{% endif %};{% endfor %}", {"messages": [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": " look "}]}, {"role": "assistant", "content": "ok"}]}),
+    ("idiom_flags", "{{ enable_thinking is defined and enable_thinking is false }} {{ (x is defined) and x }}", {"enable_thinking": False}),
+    ("idiom_tool_args", "{% for tc in calls %}{% if tc.function is defined %}{% set tc = tc.function %}{% endif %}{{ tc.name }}({{ tc.arguments | tojson if tc.arguments is mapping else tc.arguments }}){% endfor %}", {"calls": [{"function": {"name": "a", "arguments": {"x": 1}}}, {"name": "b", "arguments": "{\"y\": 2}"}]}),
     # string methods
     ("m_strip", "[{{ '  x  '.strip() }}][{{ '  x  '.lstrip() }}][{{ '  x  '.rstrip() }}][{{ 'xxaxx'.strip('x') }}][{{ '\\n x\\u00a0'.strip() }}]", {}),
     ("m_split", "{{ 'a,b,,c'.split(',') }} {{ '  a  b '.split() }} {{ 'a b c'.split(' ', 1) }} {{ 'x</think>y'.split('</think>')[-1] }}", {}),

@@ -247,10 +247,18 @@ const char *vkf_model_chat_template(const vkf_model *m) { return m ? m->chat_tem
 
 vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add_generation_prompt,
                           char **out, int *used_default) {
+    return vkf_chat_apply_ex(m, messages_json, NULL, NULL, add_generation_prompt, out,
+                             used_default);
+}
+
+vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
+                             const char *context_json, int add_generation_prompt, char **out,
+                             int *used_default) {
+    if (out) *out = NULL;
     if (!m || !messages_json || !out)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "chat_apply: NULL model, messages or output");
     if (used_default) *used_default = m->chat_template == NULL;
     if (!m->chat_template) return vkf_chat_chatml(messages_json, add_generation_prompt, out);
-    return vkf_chat_template_render(m->chat_template, messages_json, NULL, NULL, m->chat_bos,
-                                    m->chat_eos, add_generation_prompt, out);
+    return vkf_chat_template_render(m->chat_template, messages_json, tools_json, context_json,
+                                    m->chat_bos, m->chat_eos, add_generation_prompt, out);
 }

@@ -529,10 +529,10 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
             isep = sep->u.list.items[0]->u.str.s;
             ksep = sep->u.list.items[1]->u.str.s;
         }
-        if (ea && jj_truthy(ea))
-            jj_fail(c, line, col, "tojson: ensure_ascii=True is not supported");
         jj_buf b = {0};
+        c->json_ascii = ea && jj_truthy(ea);
         jj_tojson(c, &b, v, indent, sk ? jj_truthy(sk) : 0, isep, ksep, line, col);
+        c->json_ascii = 0;
         return jj_str_ref(c, b.p ? b.p : "", b.n);
     }
     if (!strcmp(name, "items")) {

@@ -25,6 +25,7 @@ typedef struct jj_ctx {
     int depth;         /* current nesting, against JJ_MAX_DEPTH */
     long steps;        /* executed statements / iterations, against JJ_MAX_STEPS */
     struct jj_value *undef, *none, *vtrue, *vfalse;
+    int json_ascii; /* tojson(ensure_ascii=True) in progress */
 } jj_ctx;
 
 void *jj_alloc(jj_ctx *c, size_t n);

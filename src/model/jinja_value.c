@@ -558,6 +558,19 @@ static void json_str(jj_ctx *c, jj_buf *b, const char *s, size_t n) {
         else if (ch < 0x20) {
             snprintf(u, sizeof u, "\\u%04x", ch);
             esc = u;
+        } else if (ch >= 0x80 &&
+                   c->json_ascii) { /* ensure_ascii: \uXXXX, surrogate pairs above U+FFFF */
+            size_t k;
+            uint32_t cp = decode_at(s, n, i, &k);
+            jj_buf_put(c, b, s + run, i - run);
+            if (cp >= 0x10000)
+                jj_buf_printf(c, b, "\\u%04x\\u%04x", 0xD800 + ((cp - 0x10000) >> 10),
+                              0xDC00 + ((cp - 0x10000) & 0x3FF));
+            else
+                jj_buf_printf(c, b, "\\u%04x", cp);
+            i += k - 1;
+            run = i + 1;
+            continue;
         }
         if (esc) {
             jj_buf_put(c, b, s + run, i - run);
