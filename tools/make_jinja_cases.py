@@ -103,6 +103,11 @@ CASES = [
     ("macro_recursion", "{% macro r(n) %}{% if n > 0 %}{{ n }}{{ r(n - 1) }}{% endif %}{% endmacro %}{{ r(4) }}", {}),
     ("macro_whitespace", "{% macro m(x) %}\n  <{{ x }}>\n{% endmacro %}\n{{ m(1) }}{{ m(2) | trim }}", {}),
     ("macro_sees_globals", "{% macro m() %}{{ bos_token }}{{ messages | length }}{% endmacro %}{{ m() }}", {"messages": MSGS}),
+    ("call_block", "{% macro m(x) %}[{{ caller(x) }}|{{ caller(x + 1) }}]{% endmacro %}{% call(v) m(1) %}v={{ v }}{% endcall %}{% macro n() %}<{{ caller() }}>{% endmacro %}{% call n() %}body{% endcall %}", {}),
+    ("with_block", "{% set a = 5 %}{% with a = 1, b = a %}{{ a }}{{ b }}{% set c = 3 %}{% endwith %}{{ a }}[{{ c }}]{% with %}{% set q = 1 %}{{ q }}{% endwith %}[{{ q }}]", {}),
+    ("loop_changed", "{% for i in [1, 1, 2, 2, 1] %}{{ loop.changed(i) }} {% endfor %}", {}),
+    ("e_break_outside_loop", "{% break %}x", {}),
+    ("e_continue_in_for_else", "{% for i in [] %}{% else %}{% continue %}{% endfor %}", {}),
     # tests
     ("tests_types", "{{ 'a' is string }} {{ 1 is number }} {{ 1.5 is float }} {{ 1 is integer }} {{ true is boolean }} {{ none is none }} {{ {} is mapping }} {{ [] is iterable }} {{ 'a' is iterable }} {{ nope is iterable }} {{ 1 is iterable }} {{ [] is sequence }}", {}),
     ("tests_values", "{{ 3 is odd }} {{ 4 is even }} {{ 9 is divisibleby 3 }} {{ 'ab' is lower }} {{ 'AB' is upper }} {{ 1 is eq 1 }} {{ 2 is gt 1 }} {{ none is sameas none }} {{ 'a' is in 'cat' }} {{ true is true }} {{ false is false }}", {}),

@@ -971,7 +971,15 @@ jj_value *jj_call_func(jj_ctx *c, jj_value *f, jj_args *a, int line, int col) {
         return jj_int(c, k);
     }
     if (self && self->t == JJ_LOOP) {
-        if (!strcmp(m, "changed")) return c->vtrue;
+        if (!strcmp(m, "changed")) { /* true when the arguments differ from the last call's */
+            jj_value *state = jj_dict_get(self, "\x01state", 6), *now = jj_list(c);
+            for (int i = 0; i < a->npos; i++)
+                jj_list_push(c, now, a->pos[i]);
+            jj_value *last = state ? jj_dict_get(state, "last", 4) : NULL;
+            if (last && jj_equal(last, now)) return c->vfalse;
+            if (state) jj_dict_set(c, state, "last", 4, now);
+            return c->vtrue;
+        }
         if (a->npos == 0) jj_fail(c, line, col, "no items for cycling given");
         jj_value *idx = jj_dict_get(self, "index0", 6);
         return a->pos[idx->u.i % a->npos];

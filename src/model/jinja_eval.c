@@ -369,6 +369,10 @@ static jj_value *call_macro(jj_eval *E, const jj_node *at, jj_value *m, jj_args 
         int found = 0;
         for (int i = 0; i < def->nkw; i++)
             found |= strcmp(a->kwn[k], def->kwn[i]) == 0;
+        if (!found && strcmp(a->kwn[k], "caller") == 0) { /* from a call block */
+            frame_set(c, f, "caller", a->kwv[k]);
+            found = 1;
+        }
         if (!found)
             jj_fail(c, at->line, at->col, "macro '%s' has no argument '%s'", def->s, a->kwn[k]);
     }
@@ -532,10 +536,13 @@ static void exec_for(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
         exec_body(E, f, n->els, n->nels, out);
         return;
     }
+    jj_value *state = jj_dict(c);
     for (size_t i = 0; i < len; i++) {
         step(c, n);
         jj_frame *lf = frame_new(c, f);
         jj_value *loop = jj_new(c, JJ_LOOP);
+        jj_dict_set(c, loop, "\x01state", 6,
+                    state); /* loop.changed()'s memory, shared by the iterations */
         jj_dict_set(c, loop, "index", 5, jj_int(c, (int64_t)i + 1));
         jj_dict_set(c, loop, "index0", 6, jj_int(c, (int64_t)i));
         jj_dict_set(c, loop, "revindex", 8, jj_int(c, (int64_t)(len - i)));
@@ -604,6 +611,38 @@ static void exec_stmt(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
         m->u.macro.def = n;
         m->u.macro.scope = f;
         frame_set(c, f, n->s, m);
+        break;
+    }
+    case JN_CALLBLOCK: {
+        jj_value *caller = jj_new(c, JJ_MACRO);
+        caller->u.macro.def = n;
+        caller->u.macro.scope = f;
+        const jj_node *cn = n->a;
+        jj_value *fn = eval(E, f, cn->a);
+        jj_args a;
+        eval_args(E, f, cn, &a, NULL);
+        const char **kwn = jj_alloc(c, (size_t)(a.nkw + 1) * sizeof *kwn);
+        jj_value **kwv = jj_alloc(c, (size_t)(a.nkw + 1) * sizeof *kwv);
+        for (int i = 0; i < a.nkw; i++)
+            kwn[i] = a.kwn[i], kwv[i] = a.kwv[i];
+        kwn[a.nkw] = "caller";
+        kwv[a.nkw] = caller;
+        a.kwn = kwn;
+        a.kwv = kwv;
+        a.nkw++;
+        if (fn->t != JJ_MACRO)
+            jj_fail(c, cn->line, cn->col, "a call block needs a macro, not '%s'", jj_type_name(fn));
+        jj_to_str(c, out, call_macro(E, cn, fn, &a));
+        break;
+    }
+    case JN_WITH: {
+        jj_frame *wf = frame_new(c, f);
+        jj_value **vals = jj_alloc(c, (size_t)(n->nkw + 1) * sizeof *vals);
+        for (int i = 0; i < n->nkw; i++)
+            vals[i] = eval(E, f, n->kwv[i]); /* all in the outer scope */
+        for (int i = 0; i < n->nkw; i++)
+            frame_set(c, wf, n->kwn[i], vals[i]);
+        exec_body(E, wf, n->body, n->nbody, out);
         break;
     }
     case JN_BREAK: E->signal = 1; break;

@@ -163,7 +163,8 @@ typedef enum jj_kind {
     JN_FOR,       /* targets in names, a iterable, b filter (or NULL), body, els */
     JN_SET,       /* a target (name, getattr or tuple), b value; or block set: body */
     JN_MACRO,     /* s name, names + defs params, body */
-    JN_CALLBLOCK, /* unused */
+    JN_CALLBLOCK, /* a: the call; kwn + kwv: caller's parameters; body: caller's body */
+    JN_WITH,      /* kwn + kwv: assignments; body */
     JN_BREAK,
     JN_CONTINUE,
     JN_FILTERBLOCK, /* a: filter node applied to the body's output (its a is NULL) */

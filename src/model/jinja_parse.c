@@ -8,7 +8,8 @@
 typedef struct jj_parser {
     jj_ctx *c;
     jj_lexer L;
-    size_t i; /* current token */
+    size_t i;  /* current token */
+    int loops; /* enclosing for bodies (break/continue), reset inside macros */
 } jj_parser;
 
 static jj_token *cur(jj_parser *P) { return &P->L.toks[P->i]; }
@@ -632,7 +633,9 @@ static jj_node *parse_for(jj_parser *P, jj_token *at) {
     end_tag(P);
     static const char *const ends[] = {"else", "endfor", NULL};
     const char *which;
+    P->loops++;
     n->body = parse_body(P, ends, &n->nbody, &which);
+    P->loops--;
     advance(P);
     if (strcmp(which, "else") == 0) {
         end_tag(P);
@@ -691,9 +694,8 @@ static jj_node *parse_set(jj_parser *P, jj_token *at) {
     return n;
 }
 
-static jj_node *parse_macro(jj_parser *P, jj_token *at) {
-    jj_node *n = node(P, JN_MACRO, at);
-    n->s = expect_name(P);
+/* ( name [= default], ... ) of a macro or a call block */
+static void parse_params(jj_parser *P, jj_node *n) {
     expect_op(P, "(");
     slist names = {0};
     nlist defs = {0};
@@ -712,15 +714,67 @@ static jj_node *parse_macro(jj_parser *P, jj_token *at) {
         nl_push(P->c, &defs, def);
     }
     advance(P);
-    end_tag(P);
     n->kwn = names.p;
     n->kwv = defs.p;
     n->nkw = names.n;
-    static const char *const ends[] = {"endmacro", NULL};
+}
+
+/* a macro's (or caller's) body: break/continue cannot reach loops outside it */
+static jj_node **parse_macro_body(jj_parser *P, const char *end, int *n) {
+    const char *const ends[] = {end, NULL};
+    const char *which;
+    int saved = P->loops;
+    P->loops = 0;
+    jj_node **body = parse_body(P, ends, n, &which);
+    P->loops = saved;
+    advance(P);
+    return body;
+}
+
+static jj_node *parse_macro(jj_parser *P, jj_token *at) {
+    jj_node *n = node(P, JN_MACRO, at);
+    n->s = expect_name(P);
+    parse_params(P, n);
+    end_tag(P);
+    n->body = parse_macro_body(P, "endmacro", &n->nbody);
+    if (cur(P)->type == JT_NAME) advance(P); /* {% endmacro name %} */
+    end_tag(P);
+    return n;
+}
+
+/* {% call [(params)] macro(args) %}body{% endcall %}: the macro gets caller() */
+static jj_node *parse_call_block(jj_parser *P, jj_token *at) {
+    jj_node *n = node(P, JN_CALLBLOCK, at);
+    n->s = "caller";
+    if (is_op(cur(P), "(")) parse_params(P, n);
+    n->a = parse_expr(P);
+    if (n->a->kind != JN_CALL)
+        jj_fail(P->c, n->a->line, n->a->col, "expected a macro call after 'call'");
+    end_tag(P);
+    n->body = parse_macro_body(P, "endcall", &n->nbody);
+    end_tag(P);
+    return n;
+}
+
+/* {% with a = x, b = y %}body{% endwith %} */
+static jj_node *parse_with(jj_parser *P, jj_token *at) {
+    jj_node *n = node(P, JN_WITH, at);
+    slist names = {0};
+    nlist vals = {0};
+    while (cur(P)->type != JT_BLOCK_END) {
+        if (names.n) expect_op(P, ",");
+        sl_push(P->c, &names, expect_name(P));
+        expect_op(P, "=");
+        nl_push(P->c, &vals, parse_expr(P));
+    }
+    end_tag(P);
+    n->kwn = names.p;
+    n->kwv = vals.p;
+    n->nkw = names.n;
+    static const char *const ends[] = {"endwith", NULL};
     const char *which;
     n->body = parse_body(P, ends, &n->nbody, &which);
     advance(P);
-    if (cur(P)->type == JT_NAME) advance(P); /* {% endmacro name %} */
     end_tag(P);
     return n;
 }
@@ -740,8 +794,15 @@ static jj_node *parse_statement(jj_parser *P) {
     } else if (is_name(at, "macro")) {
         n = parse_macro(P, at);
     } else if (is_name(at, "break") || is_name(at, "continue")) {
+        if (!P->loops)
+            jj_fail(P->c, at->line, at->col, "'%s' outside loop",
+                    is_name(at, "break") ? "break" : "continue");
         n = node(P, is_name(at, "break") ? JN_BREAK : JN_CONTINUE, at);
         end_tag(P);
+    } else if (is_name(at, "call")) {
+        n = parse_call_block(P, at);
+    } else if (is_name(at, "with")) {
+        n = parse_with(P, at);
     } else if (is_name(at, "filter")) {
         n = node(P, JN_FILTERBLOCK, at);
         n->a = parse_filter(P, NULL);
