@@ -105,6 +105,8 @@ CASES = [
     ("macro_sees_globals", "{% macro m() %}{{ bos_token }}{{ messages | length }}{% endmacro %}{{ m() }}", {"messages": MSGS}),
     ("call_block", "{% macro m(x) %}[{{ caller(x) }}|{{ caller(x + 1) }}]{% endmacro %}{% call(v) m(1) %}v={{ v }}{% endcall %}{% macro n() %}<{{ caller() }}>{% endmacro %}{% call n() %}body{% endcall %}", {}),
     ("with_block", "{% set a = 5 %}{% with a = 1, b = a %}{{ a }}{{ b }}{% set c = 3 %}{% endwith %}{{ a }}[{{ c }}]{% with %}{% set q = 1 %}{{ q }}{% endwith %}[{{ q }}]", {}),
+    ("loop_recursive", "{% for n in tree recursive %}<{{ n.name }}:{{ loop.depth }}/{{ loop.depth0 }}/{{ loop.index }}{% if n.kids %}[{{ loop(n.kids) }}]{% endif %}>{% endfor %}", {"tree": [{"name": "a", "kids": [{"name": "b", "kids": [{"name": "c"}]}, {"name": "d"}]}, {"name": "e"}]}),
+    ("e_loop_call_not_recursive", "{% for x in [1] %}{{ loop([2]) }}{% endfor %}", {}),
     ("loop_changed", "{% for i in [1, 1, 2, 2, 1] %}{{ loop.changed(i) }} {% endfor %}", {}),
     ("e_break_outside_loop", "{% break %}x", {}),
     ("e_continue_in_for_else", "{% for i in [] %}{% else %}{% continue %}{% endfor %}", {}),

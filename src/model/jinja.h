@@ -6,7 +6,7 @@
  * extension, tojson as json.dumps(ensure_ascii=False), and the globals raise_exception(msg)
  * and strftime_now(fmt) (the date is fixed: 26 July 2024, see vkf_jinja_render).
  *
- * Layout: jinja_lex.c (template text to tokens, whitespace control), jinja_parse.c (tokens to
+ * Layout: jinja_lex.c/.h (template text to tokens, whitespace control), jinja_parse.c (tokens to
  * a syntax tree), jinja_value.c (values, printing, JSON), jinja_builtin.c (filters, tests,
  * methods, globals), jinja_eval.c (statements and expressions). Everything a render allocates
  * lives in one arena freed at the end; errors unwind with longjmp to vkf_jinja_render. */

@@ -18,6 +18,8 @@ struct jj_eval {
 
 static jj_value *eval(jj_eval *E, jj_frame *f, const jj_node *n);
 static void exec_body(jj_eval *E, jj_frame *f, jj_node **body, int n, jj_buf *out);
+static void run_loop(jj_eval *E, jj_frame *f, const jj_node *n, jj_value *items, int64_t depth,
+                     jj_buf *out);
 
 static const char *const globals[] = {"range",        "namespace", "raise_exception",
                                       "strftime_now", "dict",      NULL};
@@ -390,6 +392,21 @@ static jj_value *call(jj_eval *E, jj_frame *f, const jj_node *n) {
     jj_args a;
     eval_args(E, f, n, &a, NULL);
     if (fn->t == JJ_MACRO) return call_macro(E, n, fn, &a);
+    if (fn->t == JJ_LOOP) { /* loop(items) in a recursive loop */
+        jj_value *rec = jj_dict_get(fn, "\x01rec", 4), *depth = jj_dict_get(fn, "depth", 5);
+        if (!rec)
+            jj_fail(E->c, n->line, n->col,
+                    "loop() can only be called in a loop marked 'recursive'");
+        if (a.npos != 1 || a.nkw)
+            jj_fail(E->c, n->line, n->col, "loop() takes exactly one argument");
+        jj_buf b = {0};
+        jj_enter(E->c, n->line, n->col);
+        int saved = E->signal;
+        run_loop(E, rec->u.macro.scope, rec->u.macro.def, a.pos[0], depth->u.i + 1, &b);
+        E->signal = saved;
+        jj_leave(E->c);
+        return jj_str_ref(E->c, b.p ? b.p : "", b.n);
+    }
     if (fn->t == JJ_FUNC) return jj_call_func(E->c, fn, &a, n->line, n->col);
     if (fn->t == JJ_UNDEF) undefined_error(E->c, n, fn);
     jj_fail(E->c, n->line, n->col, "'%s' object is not callable", jj_type_name(fn));
@@ -518,9 +535,12 @@ static void assign_targets(jj_eval *E, jj_frame *f, const jj_node *n, const char
         frame_set(E->c, f, names[i], items->u.list.items[i]);
 }
 
-static void exec_for(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
+/* The loop of n over the value items at depth (1 for the outermost; recursive loops call
+ * again through loop(...)). */
+static void run_loop(jj_eval *E, jj_frame *f, const jj_node *n, jj_value *items, int64_t depth,
+                     jj_buf *out) {
     jj_ctx *c = E->c;
-    jj_value *seq = jj_iterate(c, eval(E, f, n->a), n->line, n->col);
+    jj_value *seq = jj_iterate(c, items, n->line, n->col);
     if (n->b) { /* {% for x in xs if cond %}: filtered before loop.* is computed */
         jj_value *kept = jj_list(c);
         for (size_t i = 0; i < seq->u.list.n; i++) {
@@ -550,8 +570,14 @@ static void exec_for(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
         jj_dict_set(c, loop, "first", 5, jj_bool(c, i == 0));
         jj_dict_set(c, loop, "last", 4, jj_bool(c, i + 1 == len));
         jj_dict_set(c, loop, "length", 6, jj_int(c, (int64_t)len));
-        jj_dict_set(c, loop, "depth", 5, jj_int(c, 1));
-        jj_dict_set(c, loop, "depth0", 6, jj_int(c, 0));
+        jj_dict_set(c, loop, "depth", 5, jj_int(c, depth));
+        jj_dict_set(c, loop, "depth0", 6, jj_int(c, depth - 1));
+        if (n->neg) { /* recursive: what calling loop(...) needs */
+            jj_value *rec = jj_new(c, JJ_MACRO);
+            rec->u.macro.def = n;
+            rec->u.macro.scope = f;
+            jj_dict_set(c, loop, "\x01rec", 4, rec);
+        }
         jj_dict_set(c, loop, "previtem", 8,
                     i > 0 ? seq->u.list.items[i - 1] : jj_undef(c, "'loop.previtem' is undefined"));
         jj_dict_set(c, loop, "nextitem", 8,
@@ -566,6 +592,10 @@ static void exec_for(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
         }
         E->signal = 0;
     }
+}
+
+static void exec_for(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
+    run_loop(E, f, n, eval(E, f, n->a), 1, out);
 }
 
 static void exec_set(jj_eval *E, jj_frame *f, const jj_node *n) {
