@@ -143,6 +143,7 @@ CASES = [
     ("idiom_content_parts", "{% for m in messages %}{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content | selectattr('type', 'equalto', 'text') %}{{ p.text | trim }}{% endfor %}{% endif %};{% endfor %}", {"messages": [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": " look "}]}, {"role": "assistant", "content": "ok"}]}),
     ("idiom_flags", "{{ enable_thinking is defined and enable_thinking is false }} {{ (x is defined) and x }}", {"enable_thinking": False}),
     ("idiom_tool_args", "{% for tc in calls %}{% if tc.function is defined %}{% set tc = tc.function %}{% endif %}{{ tc.name }}({{ tc.arguments | tojson if tc.arguments is mapping else tc.arguments }}){% endfor %}", {"calls": [{"function": {"name": "a", "arguments": {"x": 1}}}, {"name": "b", "arguments": "{\"y\": 2}"}]}),
+    ("json_numbers", "{{ x }} {{ x | tojson }} {{ y }} {{ z }} {{ big }}", {"x": [1, 1.0, 2.5, -0.0, 1e100, -9223372036854775808], "y": {"a": 1.5e-7}, "z": 3.0, "big": 1e16}),
     # string methods
     ("m_strip", "[{{ '  x  '.strip() }}][{{ '  x  '.lstrip() }}][{{ '  x  '.rstrip() }}][{{ 'xxaxx'.strip('x') }}][{{ '\\n x\\u00a0'.strip() }}]", {}),
     ("m_split", "{{ 'a,b,,c'.split(',') }} {{ '  a  b '.split() }} {{ 'a b c'.split(' ', 1) }} {{ 'x</think>y'.split('</think>')[-1] }}", {}),
@@ -189,7 +190,8 @@ def render(template, context):
 def main():
     out = []
     for name, template, context in CASES:
-        case = {"name": name, "template": template, "context": context}
+        case = {"name": name, "template": template, "context": context,
+                "context_json": json.dumps(context, ensure_ascii=False)}
         case.update(render(template, context))
         out.append(case)
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "jinja", "cases.json")

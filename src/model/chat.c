@@ -39,34 +39,38 @@ vkf_status vkf_chat_template_render(const char *tmpl, const char *messages_json,
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                          "chat_template_render: NULL template, messages or output");
     *out = NULL;
-    /* the variables transformers passes: {**special_tokens_map, **kwargs} */
-    cJSON *vars = cJSON_CreateObject(), *v = NULL;
-    if (!vars) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "chat template: out of memory");
-    vkf_status s = VKF_OK;
-    cJSON_AddStringToObject(vars, "bos_token", bos ? bos : "");
-    cJSON_AddStringToObject(vars, "eos_token", eos ? eos : "");
-    if ((s = parse_json("messages", messages_json, cJSON_Array, &v)) == VKF_OK)
-        cJSON_AddItemToObject(vars, "messages", v);
-    if (s == VKF_OK && tools_json) {
-        if ((s = parse_json("tools", tools_json, cJSON_Array, &v)) == VKF_OK)
-            cJSON_AddItemToObject(vars, "tools", v);
-    } else if (s == VKF_OK) {
-        cJSON_AddNullToObject(vars, "tools");
-    }
-    if (s == VKF_OK) cJSON_AddNullToObject(vars, "documents");
-    if (s == VKF_OK)
-        cJSON_AddBoolToObject(vars, "add_generation_prompt", add_generation_prompt != 0);
-    if (s == VKF_OK && context_json &&
-        (s = parse_json("context", context_json, cJSON_Object, &v)) == VKF_OK) {
-        while (v->child) {
-            cJSON *item = cJSON_DetachItemViaPointer(v, v->child);
-            cJSON_DeleteItemFromObjectCaseSensitive(vars, item->string);
-            cJSON_AddItemToObject(vars, item->string, item);
-        }
+    /* inputs are checked here (clear messages, right types); the interpreter reads the texts */
+    const char *texts[3] = {messages_json, tools_json, context_json};
+    static const char *const what[3] = {"messages", "tools", "context"};
+    for (int i = 0; i < 3; i++) {
+        cJSON *v = NULL;
+        if (!texts[i]) continue;
+        VKF_TRY(parse_json(what[i], texts[i], i == 2 ? cJSON_Object : cJSON_Array, &v));
         cJSON_Delete(v);
     }
-    if (s == VKF_OK) s = vkf_jinja_render(tmpl, strlen(tmpl), vars, out);
-    cJSON_Delete(vars);
+    /* the variables transformers passes: {**special_tokens_map, **kwargs} */
+    cJSON *sb = cJSON_CreateString(bos ? bos : ""), *se = cJSON_CreateString(eos ? eos : "");
+    char *bos_json = sb ? cJSON_PrintUnformatted(sb) : NULL,
+         *eos_json = se ? cJSON_PrintUnformatted(se) : NULL;
+    cJSON_Delete(sb);
+    cJSON_Delete(se);
+    vkf_status s;
+    if (!bos_json || !eos_json) {
+        s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "chat template: out of memory");
+    } else {
+        vkf_jinja_var vars[] = {
+            {"bos_token", bos_json},
+            {"eos_token", eos_json},
+            {"messages", messages_json},
+            {"tools", tools_json ? tools_json : "null"},
+            {"documents", "null"},
+            {"add_generation_prompt", add_generation_prompt ? "true" : "false"},
+            {NULL, context_json ? context_json : "{}"},
+        };
+        s = vkf_jinja_render(tmpl, strlen(tmpl), vars, (int)(sizeof vars / sizeof vars[0]), out);
+    }
+    cJSON_free(bos_json);
+    cJSON_free(eos_json);
     return s;
 }
 

@@ -695,7 +695,8 @@ static void exec_body(jj_eval *E, jj_frame *f, jj_node **body, int n, jj_buf *ou
 
 /* ------------------------------------------------------------------ entry */
 
-vkf_status vkf_jinja_render(const char *tmpl, size_t len, const cJSON *vars, char **out) {
+vkf_status vkf_jinja_render(const char *tmpl, size_t len, const vkf_jinja_var *vars, int n_vars,
+                            char **out) {
     if (!tmpl || !out)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "jinja_render: NULL template or output");
     *out = NULL;
@@ -712,10 +713,19 @@ vkf_status vkf_jinja_render(const char *tmpl, size_t len, const cJSON *vars, cha
         jj_node **body = jj_parse(c, tmpl, len, &n);
         jj_eval E = {c, NULL, 0};
         E.root = frame_new(c, NULL);
-        const cJSON *v;
-        if (vars)
-            cJSON_ArrayForEach(v, vars) frame_set(
-                c, E.root, jj_strdup(c, v->string, strlen(v->string)), jj_from_json(c, v));
+        for (int i = 0; i < n_vars; i++) {
+            jj_value *v = jj_parse_json(c, vars[i].json, strlen(vars[i].json),
+                                        vars[i].name ? vars[i].name : "the context");
+            if (vars[i].name) {
+                frame_set(c, E.root, vars[i].name, v);
+            } else if (v->t == JJ_DICT) {
+                for (size_t k = 0; k < v->u.dict.n; k++)
+                    jj_dict_set(c, E.root->vars, v->u.dict.kv[k].key, v->u.dict.kv[k].klen,
+                                v->u.dict.kv[k].val);
+            } else {
+                jj_fail(c, 0, 0, "the context must be a JSON object");
+            }
+        }
         jj_buf b = {0};
         exec_body(&E, E.root, body, n, &b);
         *out = malloc(b.n + 1);

@@ -125,7 +125,9 @@ jj_value *jj_dict(jj_ctx *c);
 void jj_list_push(jj_ctx *c, jj_value *l, jj_value *v);
 jj_value *jj_dict_get(const jj_value *d, const char *key, size_t klen); /* NULL if absent */
 void jj_dict_set(jj_ctx *c, jj_value *d, const char *key, size_t klen, jj_value *v);
-jj_value *jj_from_json(jj_ctx *c, const void *cjson);
+/* Parses JSON text as Python's json.loads would (ints and floats apart, member order kept);
+ * fails naming what on malformed text. */
+jj_value *jj_parse_json(jj_ctx *c, const char *text, size_t n, const char *what);
 
 int jj_truthy(const jj_value *v);
 int jj_equal(const jj_value *a, const jj_value *b);

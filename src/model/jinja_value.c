@@ -1,5 +1,5 @@
 /* Jinja values: the arena, errors, Python-like printing (str, repr), json.dumps, comparison. */
-#include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -203,30 +203,211 @@ void jj_dict_set(jj_ctx *c, jj_value *d, const char *key, size_t klen, jj_value 
     d->u.dict.kv[d->u.dict.n++] = (jj_kv){key, klen, v};
 }
 
-jj_value *jj_from_json(jj_ctx *c, const void *p) {
-    const cJSON *j = p;
-    if (!j || cJSON_IsNull(j)) return c->none;
-    if (cJSON_IsTrue(j)) return c->vtrue;
-    if (cJSON_IsFalse(j)) return c->vfalse;
-    if (cJSON_IsNumber(j)) {
-        double d = j->valuedouble;
-        /* cJSON keeps no text: an integral value within int64 is an int (Python's json would
-         * make "1.0" a float; JSON inputs here write integers without a fraction) */
-        if (d == floor(d) && fabs(d) < 9.2e18) return jj_int(c, (int64_t)d);
-        return jj_float(c, d);
+/* ------------------------------------------------------------------ JSON input */
+
+/* A JSON reader that keeps what Python's json.loads keeps and cJSON loses: integers and floats
+ * stay apart ("1.0" is a float, printed "1.0"), and object members keep their order (a repeated
+ * key keeps its first place and its last value, as a Python dict does). */
+typedef struct jj_json {
+    jj_ctx *c;
+    const char *s;
+    size_t n, i;
+    const char *what;
+    int depth;
+} jj_json;
+
+_Noreturn static void json_fail(jj_json *J, const char *why) {
+    jj_fail(J->c, 0, 0, "%s is not valid JSON at byte %zu: %s", J->what, J->i, why);
+}
+
+static void json_ws(jj_json *J) {
+    while (J->i < J->n &&
+           (J->s[J->i] == ' ' || J->s[J->i] == '\t' || J->s[J->i] == '\n' || J->s[J->i] == '\r'))
+        J->i++;
+}
+
+static int json_lit(jj_json *J, const char *lit) {
+    size_t k = strlen(lit);
+    if (J->i + k <= J->n && memcmp(J->s + J->i, lit, k) == 0) {
+        J->i += k;
+        return 1;
     }
-    if (cJSON_IsString(j)) return jj_str(c, j->valuestring, strlen(j->valuestring));
-    if (cJSON_IsArray(j)) {
-        jj_value *l = jj_list(c);
-        const cJSON *e;
-        cJSON_ArrayForEach(e, j) jj_list_push(c, l, jj_from_json(c, e));
-        return l;
+    return 0;
+}
+
+static void put_cp(jj_ctx *c, jj_buf *b, uint32_t cp) {
+    char u[4];
+    size_t k;
+    if (cp < 0x80) {
+        u[0] = (char)cp;
+        k = 1;
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xC0 | (cp >> 6));
+        u[1] = (char)(0x80 | (cp & 0x3F));
+        k = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | (cp >> 12));
+        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[2] = (char)(0x80 | (cp & 0x3F));
+        k = 3;
+    } else {
+        u[0] = (char)(0xF0 | (cp >> 18));
+        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[3] = (char)(0x80 | (cp & 0x3F));
+        k = 4;
     }
-    jj_value *d = jj_dict(c);
-    const cJSON *e;
-    cJSON_ArrayForEach(e, j) jj_dict_set(c, d, jj_strdup(c, e->string, strlen(e->string)),
-                                         strlen(e->string), jj_from_json(c, e));
-    return d;
+    jj_buf_put(c, b, u, k);
+}
+
+static int json_hex4(jj_json *J, uint32_t *v) {
+    if (J->i + 4 > J->n) return 0;
+    *v = 0;
+    for (int k = 0; k < 4; k++) {
+        char ch = J->s[J->i + k];
+        int h = ch >= '0' && ch <= '9'   ? ch - '0'
+                : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                         : -1;
+        if (h < 0) return 0;
+        *v = *v * 16 + (uint32_t)h;
+    }
+    J->i += 4;
+    return 1;
+}
+
+static jj_value *json_string(jj_json *J) {
+    jj_buf b = {0};
+    J->i++; /* the opening quote */
+    for (;;) {
+        if (J->i >= J->n) json_fail(J, "unterminated string");
+        char ch = J->s[J->i];
+        if (ch == '"') break;
+        if (ch != '\\') {
+            size_t st = J->i;
+            while (J->i < J->n && J->s[J->i] != '"' && J->s[J->i] != '\\')
+                J->i++;
+            jj_buf_put(J->c, &b, J->s + st, J->i - st);
+            continue;
+        }
+        if (++J->i >= J->n) json_fail(J, "unterminated string");
+        char e = J->s[J->i++];
+        uint32_t cp;
+        switch (e) {
+        case '"': jj_buf_put(J->c, &b, "\"", 1); break;
+        case '\\': jj_buf_put(J->c, &b, "\\", 1); break;
+        case '/': jj_buf_put(J->c, &b, "/", 1); break;
+        case 'b': jj_buf_put(J->c, &b, "\b", 1); break;
+        case 'f': jj_buf_put(J->c, &b, "\f", 1); break;
+        case 'n': jj_buf_put(J->c, &b, "\n", 1); break;
+        case 'r': jj_buf_put(J->c, &b, "\r", 1); break;
+        case 't': jj_buf_put(J->c, &b, "\t", 1); break;
+        case 'u':
+            if (!json_hex4(J, &cp)) json_fail(J, "bad \\u escape");
+            if (cp >= 0xD800 && cp < 0xDC00 && J->i + 1 < J->n && J->s[J->i] == '\\' &&
+                J->s[J->i + 1] == 'u') {
+                size_t save = J->i;
+                uint32_t lo;
+                J->i += 2;
+                if (json_hex4(J, &lo) && lo >= 0xDC00 && lo < 0xE000)
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                else
+                    J->i = save;
+            }
+            put_cp(J->c, &b, cp);
+            break;
+        default: J->i--; json_fail(J, "bad escape");
+        }
+    }
+    J->i++;
+    return jj_str_ref(J->c, b.p ? b.p : "", b.n);
+}
+
+static jj_value *json_number(jj_json *J) {
+    size_t st = J->i;
+    int is_float = 0;
+    if (J->s[J->i] == '-') J->i++;
+    if (json_lit(J, "Infinity")) return jj_float(J->c, J->s[st] == '-' ? -INFINITY : INFINITY);
+    if (J->i >= J->n || J->s[J->i] < '0' || J->s[J->i] > '9') json_fail(J, "expected a value");
+    while (J->i < J->n && J->s[J->i] >= '0' && J->s[J->i] <= '9')
+        J->i++;
+    if (J->i < J->n && J->s[J->i] == '.') {
+        is_float = 1;
+        J->i++;
+        while (J->i < J->n && J->s[J->i] >= '0' && J->s[J->i] <= '9')
+            J->i++;
+    }
+    if (J->i < J->n && (J->s[J->i] == 'e' || J->s[J->i] == 'E')) {
+        is_float = 1;
+        J->i++;
+        if (J->i < J->n && (J->s[J->i] == '+' || J->s[J->i] == '-')) J->i++;
+        while (J->i < J->n && J->s[J->i] >= '0' && J->s[J->i] <= '9')
+            J->i++;
+    }
+    char *text = jj_strdup(J->c, J->s + st, J->i - st);
+    if (!is_float) {
+        errno = 0;
+        long long v = strtoll(text, NULL, 10);
+        if (errno == 0) return jj_int(J->c, v);
+        /* beyond int64: Python keeps an exact int; the nearest float is the best here */
+    }
+    return jj_float(J->c, strtod(text, NULL));
+}
+
+static jj_value *json_value(jj_json *J) {
+    json_ws(J);
+    if (J->i >= J->n) json_fail(J, "unexpected end");
+    char ch = J->s[J->i];
+    if (ch == '"') return json_string(J);
+    if (ch == '[' || ch == '{') {
+        if (++J->depth > 1000) json_fail(J, "nested deeper than 1000");
+        J->i++;
+        jj_value *v = ch == '[' ? jj_list(J->c) : jj_dict(J->c);
+        json_ws(J);
+        if (J->i < J->n && J->s[J->i] == (ch == '[' ? ']' : '}')) {
+            J->i++;
+            J->depth--;
+            return v;
+        }
+        for (;;) {
+            if (ch == '[') {
+                jj_list_push(J->c, v, json_value(J));
+            } else {
+                json_ws(J);
+                if (J->i >= J->n || J->s[J->i] != '"') json_fail(J, "expected a string key");
+                jj_value *k = json_string(J);
+                json_ws(J);
+                if (J->i >= J->n || J->s[J->i] != ':') json_fail(J, "expected ':'");
+                J->i++;
+                jj_dict_set(J->c, v, k->u.str.s, k->u.str.n, json_value(J));
+            }
+            json_ws(J);
+            if (J->i < J->n && J->s[J->i] == ',') {
+                J->i++;
+                continue;
+            }
+            if (J->i < J->n && J->s[J->i] == (ch == '[' ? ']' : '}')) {
+                J->i++;
+                J->depth--;
+                return v;
+            }
+            json_fail(J, ch == '[' ? "expected ',' or ']'" : "expected ',' or '}'");
+        }
+    }
+    if (json_lit(J, "true")) return J->c->vtrue;
+    if (json_lit(J, "false")) return J->c->vfalse;
+    if (json_lit(J, "null")) return J->c->none;
+    if (json_lit(J, "NaN")) return jj_float(J->c, NAN);
+    if (json_lit(J, "Infinity")) return jj_float(J->c, INFINITY);
+    return json_number(J);
+}
+
+jj_value *jj_parse_json(jj_ctx *c, const char *text, size_t n, const char *what) {
+    jj_json J = {c, text, n, 0, what, 0};
+    jj_value *v = json_value(&J);
+    json_ws(&J);
+    if (J.i != n) json_fail(&J, "extra data after the value");
+    return v;
 }
 
 /* ------------------------------------------------------------------ UTF-8 */
