@@ -126,6 +126,7 @@ CASES = [
     ("f_map", "{{ ['a', 'B'] | map('upper') | list }} {{ xs | map(attribute='a', default='-') | join(',') }} {{ messages | map(attribute='role') | join(' | ') }}", {"xs": [{"a": 1}, {}], "messages": MSGS}),
     ("f_join", "{{ [1, 'a', none] | join }} {{ [1, 2] | join(', ') }} {{ xs | join(',', attribute='n') }}", {"xs": [{"n": 1}, {"n": 2}]}),
     ("f_default", "{{ nope | default('d') }} {{ '' | default('d') }} {{ '' | default('d', true) }} {{ none | default('d') }} {{ none | d('d', true) }} [{{ nope | default }}]", {}),
+    ("f_case_unicode", "{{ 'straße éà ǆemal ﬁx' | upper }}|{{ 'İSTANBUL ΣΑΣ Ǆ ΟΔΟΣ. Σ ΑΣ\\'Β' | lower }}|{{ \"don't x1y 日本abc ǆa\".title() }}|{{ \"don't x1y(a)b-c\" | title }}|{{ 'ǆx' | capitalize }}|{{ 'ǆx'.capitalize() }}", {}),
     ("f_case", "{{ 'hello world' | upper }} {{ 'ABC Déf' | lower }} {{ 'hello wORLD' | title }} {{ 'hello World' | capitalize }}", {}),
     ("f_items", "{% for k, v in d | items %}{{ k }}:{{ v }} {% endfor %}{{ d | items | list }}", {"d": {"a": 1, "b": "x"}}),
     ("f_first_last", "{{ [1, 2, 3] | first }} {{ [1, 2, 3] | last }} {{ 'abc' | first }} {{ 'abc' | last }} [{{ [] | first }}]", {}),

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "io/unicode.h"
+#include "model/jinja_case.h"
 #include "model/jinja_int.h"
 
 /* ------------------------------------------------------------------ arguments */
@@ -181,35 +182,62 @@ static jj_value *str_replace(jj_ctx *c, jj_value *s, jj_value *old, jj_value *ne
 }
 
 /* case mapping: ASCII both ways; lower() beyond ASCII through the Unicode tables */
-static jj_value *str_case(jj_ctx *c, jj_value *s,
-                          int mode /* 0 lower, 1 upper, 2 title, 3 capitalize */) {
+/* Python's Final_Sigma rule: capital sigma at s[i] lowers to final sigma when a cased letter
+ * precedes it and none follows it (case-ignorable code points between are skipped). */
+static int final_sigma(const char *s, size_t n, size_t i, size_t k) {
+    uint32_t cp = 0;
+    size_t j = i, len;
+    int found = 0;
+    while (j > 0) { /* back over case-ignorables */
+        size_t st = j - 1;
+        while (st > 0 && ((unsigned char)s[st] & 0xC0) == 0x80)
+            st--;
+        len = vkf_utf8_decode(s + st, j - st, &cp);
+        j = st;
+        if (len && !jj_case_ignorable(cp)) {
+            found = 1;
+            break;
+        }
+    }
+    if (!found || !jj_case_cased(cp)) return 0;
+    for (j = i + k; j < n; j += len ? len : 1) {
+        len = vkf_utf8_decode(s + j, n - j, &cp);
+        if (len && !jj_case_ignorable(cp)) return !jj_case_cased(cp);
+    }
+    return 1;
+}
+
+/* Python's case operations with its full mappings (model/jinja_case.c). mode: 0 str.lower,
+ * 1 str.upper, 2 str.title, 3 str.capitalize (first title case, rest lower), 4 jinja2's |title
+ * (after the start and each run of -, whitespace, (, {, [, <: upper; else lower). */
+static jj_value *str_case(jj_ctx *c, jj_value *s, int mode) {
     const char *p = s->u.str.s;
     size_t n = s->u.str.n;
     jj_buf b = {0};
-    int prev_cased = 0, first = 1;
+    int prev_cased = 0, first = 1, after_sep = 1;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         size_t k = vkf_utf8_decode(p + i, n - i, &cp);
         if (k == 0) k = 1, cp = (unsigned char)p[i];
-        int up = mode == 1 || (mode == 2 && !prev_cased) || (mode == 3 && first);
-        int cased = (cp < 0x80 && ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z'))) ||
-                    (cp >= 0x80 && vkf_gc_is_letter(vkf_unicode_gc(cp)));
-        if (up) {
-            char ch = (char)(cp >= 'a' && cp <= 'z' ? cp - 32 : cp);
-            if (cp < 0x80)
-                jj_buf_put(c, &b, &ch, 1);
-            else
-                jj_buf_put(c, &b, p + i, k);
+        size_t sp;
+        int sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' ||
+                  jj_is_space_at(p, n, i, &sp);
+        jj_case kind = JJ_CASE_LOWER;
+        if (mode == 1 || (mode == 4 && after_sep && !sep)) kind = JJ_CASE_UPPER;
+        if ((mode == 2 && !prev_cased) || (mode == 3 && first)) kind = JJ_CASE_TITLE;
+        uint32_t m[3];
+        size_t nm = jj_case_map(cp, kind, m);
+        if (cp == 0x3A3 && kind == JJ_CASE_LOWER && final_sigma(p, n, i, k)) m[0] = 0x3C2;
+        if (nm == 1 && m[0] == cp) {
+            jj_buf_put(c, &b, p + i, k); /* unchanged: keep the bytes */
         } else {
-            uint32_t lo[3];
-            size_t m = vkf_unicode_lower(cp, lo);
-            for (size_t j = 0; j < m; j++) {
+            for (size_t j = 0; j < nm; j++) {
                 char u[4];
-                size_t w = vkf_utf8_encode(lo[j], u);
-                jj_buf_put(c, &b, u, w);
+                jj_buf_put(c, &b, u, vkf_utf8_encode(m[j], u));
             }
         }
-        prev_cased = cased;
+        prev_cased = jj_case_cased(cp);
+        after_sep = sep;
         first = 0;
         i += k;
     }
@@ -493,7 +521,7 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
     if (!strcmp(name, "upper")) return str_case(c, sstr(c, v), 1);
     if (!strcmp(name, "lower")) return str_case(c, sstr(c, v), 0);
     if (!strcmp(name, "capitalize")) return str_case(c, sstr(c, v), 3);
-    if (!strcmp(name, "title")) return str_case(c, sstr(c, v), 2);
+    if (!strcmp(name, "title")) return str_case(c, sstr(c, v), 4);
     if (!strcmp(name, "length") || !strcmp(name, "count")) {
         switch (v->t) {
         case JJ_UNDEF: return jj_int(c, 0);
