@@ -96,6 +96,10 @@ CASES = [
     ("set_tuple", "{% set a, b = 1, 'two' %}{{ a }}{{ b }}", {}),
     ("set_block", "{% set x %}  inner {{ 1 + 1 }}  {% endset %}[{{ x }}]", {}),
     ("set_block_filter", "{% set x | upper %}abc{% endset %}{{ x }}", {}),
+    ("scope_read_then_set", "{% set x = 1 %}{% for i in [1, 2] %}{{ x }}{% set x = 2 %}{{ x }}{% endfor %}{{ x }}", {}),
+    ("scope_macro_late_global", "{% macro m() %}[{{ y }}]{% endmacro %}{{ m() }}{% set y = 5 %}{{ m() }}", {}),
+    ("scope_macro_no_leak", "{% macro m() %}{% set z = 1 %}{{ z }}{% endmacro %}{{ m() }}[{{ z }}]", {}),
+    ("scope_nested_loop_outer_var", "{% for a in [1, 2] %}{% set t = a * 10 %}{% for b in [1] %}{{ t + b }} {% endfor %}{% endfor %}", {}),
     ("set_if_scope", "{% if true %}{% set y = 5 %}{% endif %}{{ y }}", {}),
     ("filter_block", "{% filter upper %}hello {{ 'x' }}{% endfilter %}", {}),
     # macros
