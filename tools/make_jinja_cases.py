@@ -149,6 +149,10 @@ CASES = [
     ("idiom_flags", "{{ enable_thinking is defined and enable_thinking is false }} {{ (x is defined) and x }}", {"enable_thinking": False}),
     ("idiom_tool_args", "{% for tc in calls %}{% if tc.function is defined %}{% set tc = tc.function %}{% endif %}{{ tc.name }}({{ tc.arguments | tojson if tc.arguments is mapping else tc.arguments }}){% endfor %}", {"calls": [{"function": {"name": "a", "arguments": {"x": 1}}}, {"name": "b", "arguments": "{\"y\": 2}"}]}),
     ("json_numbers", "{{ x }} {{ x | tojson }} {{ y }} {{ z }} {{ big }}", {"x": [1, 1.0, 2.5, -0.0, 1e100, -9223372036854775808], "y": {"a": 1.5e-7}, "z": 3.0, "big": 1e16}),
+    ("dict_int_keys", "{% set d = {0: 'a', 512: 'b', 2: 'c', true: 'x'} %}{{ d }} {{ d[512] }} {{ d[1] }} {{ d.get(2) }} {{ 0 in d }} {{ d | tojson }} {{ d | tojson(sort_keys=true) }}{% for k, v in d | dictsort %} {{ k }}={{ v }}{% endfor %} {{ d | length }}", {}),
+    ("f_dictsort", "{{ d | dictsort }} {{ d | dictsort(true) }} {{ d | dictsort(by='value') }} {{ d | dictsort(reverse=true) }}", {"d": {"b": 2, "A": 3, "a": 1, "C": 0}}),
+    ("seed_oss_budget", "{%- set t = {0: 0, 512: 128, 1024: 256, 16384: 1024} -%}{%- set ns = namespace(interval = None) -%}{%- for k, v in t | dictsort -%}{%- if ns.interval is none and budget <= k -%}{%- set ns.interval = v -%}{%- endif -%}{%- endfor -%}{{ ns.interval }} {{ t[16384] }}", {"budget": 600}),
+    ("e_unhashable_key", "{{ {[1]: 2} }}", {}),
     # string methods
     ("m_strip", "[{{ '  x  '.strip() }}][{{ '  x  '.lstrip() }}][{{ '  x  '.rstrip() }}][{{ 'xxaxx'.strip('x') }}][{{ '\\n x\\u00a0'.strip() }}]", {}),
     ("m_split", "{{ 'a,b,,c'.split(',') }} {{ '  a  b '.split() }} {{ 'a b c'.split(' ', 1) }} {{ 'x</think>y'.split('</think>')[-1] }}", {}),

@@ -278,7 +278,10 @@ static jj_value *attr_path(jj_ctx *c, jj_value *v, jj_value *attr, jj_value *def
             size_t idx = (size_t)strtoull(jj_strdup(c, part, pn), NULL, 10);
             if (idx < v->u.list.n) next = v->u.list.items[idx];
         } else if (v->t == JJ_DICT || v->t == JJ_NS) {
-            next = jj_dict_get(v, part, pn);
+            /* jinja2 makes a part of digits an int: the int key first, then the string */
+            if (digits && pn < 19)
+                next = jj_dict_get_key(v, jj_int(c, strtoll(jj_strdup(c, part, pn), NULL, 10)));
+            if (!next) next = jj_dict_get(v, part, pn);
         }
         if (!next) next = jj_method_get(c, v, jj_strdup(c, part, pn));
         v = next ? next : jj_undef(c, "an attribute is undefined");
@@ -368,7 +371,7 @@ int jj_test(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int 
             return v->t == JJ_STR &&
                    (v->u.str.n == 0 || (v->u.str.n <= x->u.str.n &&
                                         memmem(x->u.str.s, x->u.str.n, v->u.str.s, v->u.str.n)));
-        if (x->t == JJ_DICT) return v->t == JJ_STR && jj_dict_get(x, v->u.str.s, v->u.str.n);
+        if (x->t == JJ_DICT) return jj_dict_get_key(x, v) != NULL;
         jj_value *items = jj_iterate(c, x, line, col);
         for (size_t i = 0; i < items->u.list.n; i++)
             if (jj_equal(items->u.list.items[i], v)) return 1;
@@ -386,7 +389,7 @@ static const struct {
 } filter_names[] = {
     {"abs", 1},       {"attr", 1},       {"batch", 0},       {"capitalize", 1},
     {"center", 0},    {"count", 1},      {"d", 1},           {"default", 1},
-    {"dictsort", 0},  {"e", 1},          {"escape", 1},      {"filesizeformat", 0},
+    {"dictsort", 1},  {"e", 1},          {"escape", 1},      {"filesizeformat", 0},
     {"first", 1},     {"float", 1},      {"forceescape", 1}, {"format", 0},
     {"groupby", 0},   {"indent", 1},     {"int", 1},         {"join", 1},
     {"last", 1},      {"length", 1},     {"list", 1},        {"lower", 1},
@@ -483,24 +486,6 @@ static jj_value *sort_key(jj_ctx *c, jj_value *v, jj_value *attr, int cs, int li
     return v;
 }
 
-/* Stable merge sort (Python's sorted is stable) by precomputed keys; ti/tk: scratch of n. */
-static void merge_sort(jj_ctx *c, jj_value **items, jj_value **keys, size_t n, jj_value **ti,
-                       jj_value **tk, int line, int col) {
-    if (n < 2) return;
-    size_t h = n / 2;
-    merge_sort(c, items, keys, h, ti, tk, line, col);
-    merge_sort(c, items + h, keys + h, n - h, ti, tk, line, col);
-    size_t i = 0, j = h, k = 0;
-    while (i < h || j < n) {
-        int take_right = i >= h || (j < n && jj_compare(c, keys[j], keys[i], line, col) < 0);
-        size_t from = take_right ? j++ : i++;
-        ti[k] = items[from];
-        tk[k++] = keys[from];
-    }
-    memcpy(items, ti, n * sizeof *items);
-    memcpy(keys, tk, n * sizeof *keys);
-}
-
 static void reverse_pairs(jj_value **x, jj_value **y, size_t n) {
     for (size_t i = 0, j = n; i + 1 < j--; i++) {
         jj_value *t = x[i];
@@ -512,6 +497,14 @@ static void reverse_pairs(jj_value **x, jj_value **y, size_t n) {
             y[j] = t;
         }
     }
+}
+
+static jj_value *tuple2(jj_ctx *c, jj_value *a, jj_value *b) {
+    jj_value *t = jj_list(c);
+    t->u.list.is_tuple = 1;
+    jj_list_push(c, t, a);
+    jj_list_push(c, t, b);
+    return t;
 }
 
 jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
@@ -570,7 +563,7 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
         for (size_t i = 0; i < v->u.dict.n; i++) {
             jj_value *t = jj_list(c);
             t->u.list.is_tuple = 1;
-            jj_list_push(c, t, jj_str_ref(c, v->u.dict.kv[i].key, v->u.dict.kv[i].klen));
+            jj_list_push(c, t, jj_kv_key(c, &v->u.dict.kv[i]));
             jj_list_push(c, t, v->u.dict.kv[i].val);
             jj_list_push(c, r, t);
         }
@@ -680,7 +673,33 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
         /* reverse=True is a stable descending sort: reverse, sort ascending, reverse back */
         int desc = rev && jj_truthy(rev);
         if (desc) reverse_pairs(r->u.list.items, keys, n);
-        merge_sort(c, r->u.list.items, keys, n, ti, tk, line, col);
+        jj_sort(c, r->u.list.items, keys, n, line, col);
+        if (desc) reverse_pairs(r->u.list.items, keys, n);
+        return r;
+    }
+    if (!strcmp(name, "dictsort")) { /* (key, value) pairs sorted by key or value */
+        if (v->t != JJ_DICT)
+            jj_fail(c, line, col, "dictsort: needs a mapping, not '%s'", jj_type_name(v));
+        jj_value *cs = arg(a, 0, "case_sensitive"), *by = arg(a, 1, "by"),
+                 *rev = arg(a, 2, "reverse");
+        int by_value = 0;
+        if (by) {
+            if (by->t == JJ_STR && by->u.str.n == 5 && !memcmp(by->u.str.s, "value", 5))
+                by_value = 1;
+            else if (!(by->t == JJ_STR && by->u.str.n == 3 && !memcmp(by->u.str.s, "key", 3)))
+                jj_fail(c, line, col, "You can only sort by either \"key\" or \"value\"");
+        }
+        size_t n = v->u.dict.n;
+        jj_value *r = jj_list(c), **keys = jj_alloc(c, (n + 1) * sizeof *keys);
+        for (size_t i = 0; i < n; i++) {
+            jj_value *k = jj_kv_key(c, &v->u.dict.kv[i]);
+            jj_list_push(c, r, tuple2(c, k, v->u.dict.kv[i].val));
+            keys[i] = sort_key(c, by_value ? v->u.dict.kv[i].val : k, NULL, cs && jj_truthy(cs),
+                               line, col);
+        }
+        int desc = rev && jj_truthy(rev);
+        if (desc) reverse_pairs(r->u.list.items, keys, n);
+        jj_sort(c, r->u.list.items, keys, n, line, col);
         if (desc) reverse_pairs(r->u.list.items, keys, n);
         return r;
     }
@@ -945,14 +964,6 @@ static jj_value *str_method(jj_ctx *c, const char *m, jj_value *s, jj_args *a, i
     return jj_bool(c, all);
 }
 
-static jj_value *tuple2(jj_ctx *c, jj_value *a, jj_value *b) {
-    jj_value *t = jj_list(c);
-    t->u.list.is_tuple = 1;
-    jj_list_push(c, t, a);
-    jj_list_push(c, t, b);
-    return t;
-}
-
 static jj_value *dict_from_kwargs(jj_ctx *c, jj_args *a, int type, int line, int col) {
     jj_value *d = jj_new(c, type);
     for (int i = 0; i < a->npos; i++) {
@@ -960,7 +971,7 @@ static jj_value *dict_from_kwargs(jj_ctx *c, jj_args *a, int type, int line, int
         if (src->t != JJ_DICT && src->t != JJ_NS)
             jj_fail(c, line, col, "namespace()/dict() take mappings and keyword arguments");
         for (size_t k = 0; k < src->u.dict.n; k++)
-            jj_dict_set(c, d, src->u.dict.kv[k].key, src->u.dict.kv[k].klen, src->u.dict.kv[k].val);
+            jj_dict_set_key(c, d, jj_kv_key(c, &src->u.dict.kv[k]), src->u.dict.kv[k].val);
     }
     for (int k = 0; k < a->nkw; k++)
         jj_dict_set(c, d, a->kwn[k], strlen(a->kwn[k]), a->kwv[k]);
@@ -973,13 +984,12 @@ jj_value *jj_call_func(jj_ctx *c, jj_value *f, jj_args *a, int line, int col) {
     if (self && self->t == JJ_STR) return str_method(c, m, self, a, line, col);
     if (self && self->t == JJ_DICT) {
         if (!strcmp(m, "get")) {
-            if (!x || x->t != JJ_STR) return arg(a, 1, NULL) ? arg(a, 1, NULL) : c->none;
-            jj_value *r = jj_dict_get(self, x->u.str.s, x->u.str.n);
+            jj_value *r = x ? jj_dict_get_key(self, x) : NULL;
             return r ? r : arg(a, 1, NULL) ? arg(a, 1, NULL) : c->none;
         }
         jj_value *r = jj_list(c);
         for (size_t i = 0; i < self->u.dict.n; i++) {
-            jj_value *k = jj_str_ref(c, self->u.dict.kv[i].key, self->u.dict.kv[i].klen);
+            jj_value *k = jj_kv_key(c, &self->u.dict.kv[i]);
             jj_list_push(c, r,
                          !strcmp(m, "keys")     ? k
                          : !strcmp(m, "values") ? self->u.dict.kv[i].val

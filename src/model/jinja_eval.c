@@ -87,8 +87,8 @@ static int64_t norm_index(int64_t i, size_t n) { return i < 0 ? i + (int64_t)n :
 static jj_value *get_item(jj_eval *E, const jj_node *n, jj_value *obj, jj_value *key) {
     jj_ctx *c = E->c;
     if (obj->t == JJ_UNDEF) undefined_error(c, n, obj);
-    if ((obj->t == JJ_DICT || obj->t == JJ_NS || obj->t == JJ_LOOP) && key->t == JJ_STR) {
-        jj_value *v = jj_dict_get(obj, key->u.str.s, key->u.str.n);
+    if (obj->t == JJ_DICT || obj->t == JJ_NS || obj->t == JJ_LOOP) {
+        jj_value *v = jj_dict_get_key(obj, key);
         if (v) return v;
     }
     if (key->t == JJ_INT || key->t == JJ_BOOL) {
@@ -209,7 +209,7 @@ static int contains(jj_ctx *c, const jj_node *n, jj_value *item, jj_value *cont)
             if (jj_equal(cont->u.list.items[i], item)) return 1;
         return 0;
     case JJ_DICT:
-    case JJ_NS: return item->t == JJ_STR && jj_dict_get(cont, item->u.str.s, item->u.str.n) != NULL;
+    case JJ_NS: return jj_dict_get_key(cont, item) != NULL;
     default:
         jj_fail(c, n->line, n->col, "argument of type '%s' is not iterable", jj_type_name(cont));
     }
@@ -504,8 +504,11 @@ static jj_value *eval(jj_eval *E, jj_frame *f, const jj_node *n) {
         r = jj_dict(c);
         for (int i = 0; i + 1 < n->nargs; i += 2) {
             jj_value *k = eval(E, f, n->args[i]);
-            if (k->t != JJ_STR) k = jj_stringify(c, k); /* keys are strings in chat templates */
-            jj_dict_set(c, r, k->u.str.s, k->u.str.n, eval(E, f, n->args[i + 1]));
+            if ((k->t == JJ_LIST && !k->u.list.is_tuple) || k->t == JJ_DICT || k->t == JJ_NS ||
+                k->t == JJ_UNDEF)
+                jj_fail(c, n->args[i]->line, n->args[i]->col, "unhashable type: '%s'",
+                        jj_type_name(k));
+            jj_dict_set_key(c, r, k, eval(E, f, n->args[i + 1]));
         }
         break;
     default: jj_fail(c, n->line, n->col, "a statement where an expression was expected");

@@ -182,17 +182,13 @@ void jj_list_push(jj_ctx *c, jj_value *l, jj_value *v) {
 
 jj_value *jj_dict_get(const jj_value *d, const char *key, size_t klen) {
     for (size_t i = 0; i < d->u.dict.n; i++)
-        if (d->u.dict.kv[i].klen == klen && memcmp(d->u.dict.kv[i].key, key, klen) == 0)
+        if (!d->u.dict.kv[i].kval && d->u.dict.kv[i].klen == klen &&
+            memcmp(d->u.dict.kv[i].key, key, klen) == 0)
             return d->u.dict.kv[i].val;
     return NULL;
 }
 
-void jj_dict_set(jj_ctx *c, jj_value *d, const char *key, size_t klen, jj_value *v) {
-    for (size_t i = 0; i < d->u.dict.n; i++)
-        if (d->u.dict.kv[i].klen == klen && memcmp(d->u.dict.kv[i].key, key, klen) == 0) {
-            d->u.dict.kv[i].val = v;
-            return;
-        }
+static void dict_append(jj_ctx *c, jj_value *d, jj_kv kv) {
     if (d->u.dict.n == d->u.dict.cap) {
         size_t cap = d->u.dict.cap ? d->u.dict.cap * 2 : 8;
         jj_kv *np = jj_alloc(c, cap * sizeof *np);
@@ -200,7 +196,41 @@ void jj_dict_set(jj_ctx *c, jj_value *d, const char *key, size_t klen, jj_value 
         d->u.dict.kv = np;
         d->u.dict.cap = cap;
     }
-    d->u.dict.kv[d->u.dict.n++] = (jj_kv){key, klen, v};
+    d->u.dict.kv[d->u.dict.n++] = kv;
+}
+
+void jj_dict_set(jj_ctx *c, jj_value *d, const char *key, size_t klen, jj_value *v) {
+    for (size_t i = 0; i < d->u.dict.n; i++)
+        if (!d->u.dict.kv[i].kval && d->u.dict.kv[i].klen == klen &&
+            memcmp(d->u.dict.kv[i].key, key, klen) == 0) {
+            d->u.dict.kv[i].val = v;
+            return;
+        }
+    dict_append(c, d, (jj_kv){key, klen, v, NULL});
+}
+
+jj_value *jj_dict_get_key(const jj_value *d, const jj_value *k) {
+    if (k->t == JJ_STR) return jj_dict_get(d, k->u.str.s, k->u.str.n);
+    for (size_t i = 0; i < d->u.dict.n; i++)
+        if (d->u.dict.kv[i].kval && jj_equal(d->u.dict.kv[i].kval, k)) return d->u.dict.kv[i].val;
+    return NULL;
+}
+
+void jj_dict_set_key(jj_ctx *c, jj_value *d, jj_value *k, jj_value *v) {
+    if (k->t == JJ_STR) {
+        jj_dict_set(c, d, k->u.str.s, k->u.str.n, v);
+        return;
+    }
+    for (size_t i = 0; i < d->u.dict.n; i++)
+        if (d->u.dict.kv[i].kval && jj_equal(d->u.dict.kv[i].kval, k)) {
+            d->u.dict.kv[i].val = v;
+            return;
+        }
+    dict_append(c, d, (jj_kv){NULL, 0, v, k});
+}
+
+jj_value *jj_kv_key(jj_ctx *c, const jj_kv *kv) {
+    return kv->kval ? kv->kval : jj_str_ref(c, kv->key, kv->klen);
 }
 
 /* ------------------------------------------------------------------ JSON input */
@@ -505,7 +535,9 @@ static int equal_d(const jj_value *a, const jj_value *b, int depth) {
     case JJ_DICT:
         if (a->u.dict.n != b->u.dict.n) return 0;
         for (size_t i = 0; i < a->u.dict.n; i++) {
-            jj_value *o = jj_dict_get(b, a->u.dict.kv[i].key, a->u.dict.kv[i].klen);
+            const jj_kv *kv = &a->u.dict.kv[i];
+            jj_value *o =
+                kv->kval ? jj_dict_get_key(b, kv->kval) : jj_dict_get(b, kv->key, kv->klen);
             if (!o || !equal_d(a->u.dict.kv[i].val, o, depth + 1)) return 0;
         }
         return 1;
@@ -672,7 +704,10 @@ static void repr_rec(jj_ctx *c, jj_buf *b, const jj_value *v) {
         jj_buf_puts(c, b, "{");
         for (size_t i = 0; i < v->u.dict.n; i++) {
             if (i) jj_buf_puts(c, b, ", ");
-            str_repr(c, b, v->u.dict.kv[i].key, v->u.dict.kv[i].klen);
+            if (v->u.dict.kv[i].kval)
+                jj_repr(c, b, v->u.dict.kv[i].kval);
+            else
+                str_repr(c, b, v->u.dict.kv[i].key, v->u.dict.kv[i].klen);
             jj_buf_puts(c, b, ": ");
             jj_repr(c, b, v->u.dict.kv[i].val);
         }
@@ -769,11 +804,42 @@ static void json_nl(jj_ctx *c, jj_buf *b, int indent, int level) {
         jj_buf_put(c, b, " ", 1);
 }
 
-static int cmp_kv(const void *x, const void *y) {
-    const jj_kv *a = x, *b = y;
-    size_t n = a->klen < b->klen ? a->klen : b->klen;
-    int r = memcmp(a->key, b->key, n);
-    return r ? r : (a->klen > b->klen) - (a->klen < b->klen);
+/* Stable merge sort (Python's sorted is stable) by precomputed keys; ti/tk: scratch of n. */
+static void merge_sort(jj_ctx *c, jj_value **items, jj_value **keys, size_t n, jj_value **ti,
+                       jj_value **tk, int line, int col) {
+    if (n < 2) return;
+    size_t h = n / 2;
+    merge_sort(c, items, keys, h, ti, tk, line, col);
+    merge_sort(c, items + h, keys + h, n - h, ti, tk, line, col);
+    size_t i = 0, j = h, k = 0;
+    while (i < h || j < n) {
+        int take_right = i >= h || (j < n && jj_compare(c, keys[j], keys[i], line, col) < 0);
+        size_t from = take_right ? j++ : i++;
+        ti[k] = items[from];
+        tk[k++] = keys[from];
+    }
+    memcpy(items, ti, n * sizeof *items);
+    memcpy(keys, tk, n * sizeof *keys);
+}
+
+void jj_sort(jj_ctx *c, jj_value **items, jj_value **keys, size_t n, int line, int col) {
+    jj_value **ti = jj_alloc(c, (n + 1) * sizeof *ti), **tk = jj_alloc(c, (n + 1) * sizeof *tk);
+    merge_sort(c, items, keys, n, ti, tk, line, col);
+}
+
+/* json.dumps's key text: strings as they are; int, float, bool and None converted */
+static jj_value *json_key(jj_ctx *c, const jj_kv *kv, int line, int col) {
+    if (!kv->kval) return jj_str_ref(c, kv->key, kv->klen);
+    const jj_value *k = kv->kval;
+    if (k->t == JJ_BOOL) return jj_str_ref(c, k->u.b ? "true" : "false", k->u.b ? 4 : 5);
+    if (k->t == JJ_NONE) return jj_str_ref(c, "null", 4);
+    if (k->t == JJ_INT || k->t == JJ_FLOAT) {
+        jj_buf b = {0};
+        jj_to_str(c, &b, k);
+        return jj_str_ref(c, b.p, b.n);
+    }
+    jj_fail(c, line, col, "tojson: keys must be str, int, float, bool or None, not %s",
+            jj_type_name(k));
 }
 
 static void tojson_rec(jj_ctx *c, jj_buf *b, const jj_value *v, int indent, int sort_keys,
@@ -814,18 +880,25 @@ static void tojson_rec(jj_ctx *c, jj_buf *b, const jj_value *v, int indent, int 
             jj_buf_puts(c, b, "{}");
             break;
         }
-        const jj_kv *kv = v->u.dict.kv;
-        if (sort_keys) {
-            jj_kv *sorted = jj_alloc(c, v->u.dict.n * sizeof *sorted);
-            memcpy(sorted, kv, v->u.dict.n * sizeof *sorted);
-            qsort(sorted, v->u.dict.n, sizeof *sorted, cmp_kv);
-            kv = sorted;
+        size_t n = v->u.dict.n;
+        jj_kv *kv = jj_alloc(c, n * sizeof *kv);
+        memcpy(kv, v->u.dict.kv, n * sizeof *kv);
+        if (sort_keys) { /* on the keys themselves: Python sorts before converting them */
+            jj_value **idx = jj_alloc(c, n * sizeof *idx), **keys = jj_alloc(c, n * sizeof *keys);
+            for (size_t i = 0; i < n; i++) {
+                idx[i] = jj_int(c, (int64_t)i);
+                keys[i] = jj_kv_key(c, &v->u.dict.kv[i]);
+            }
+            jj_sort(c, idx, keys, n, line, col);
+            for (size_t i = 0; i < n; i++)
+                kv[i] = v->u.dict.kv[idx[i]->u.i];
         }
         jj_buf_puts(c, b, "{");
         for (size_t i = 0; i < v->u.dict.n; i++) {
             if (i) jj_buf_puts(c, b, isep);
             if (indent >= 0) json_nl(c, b, indent, level + 1);
-            json_str(c, b, kv[i].key, kv[i].klen);
+            jj_value *k = json_key(c, &kv[i], line, col);
+            json_str(c, b, k->u.str.s, k->u.str.n);
             jj_buf_puts(c, b, ksep);
             tojson_rec(c, b, kv[i].val, indent, sort_keys, isep, ksep, level + 1, line, col);
         }
@@ -856,7 +929,7 @@ jj_value *jj_iterate(jj_ctx *c, jj_value *v, int line, int col) {
     case JJ_DICT: {
         jj_value *l = jj_list(c);
         for (size_t i = 0; i < v->u.dict.n; i++)
-            jj_list_push(c, l, jj_str_ref(c, v->u.dict.kv[i].key, v->u.dict.kv[i].klen));
+            jj_list_push(c, l, jj_kv_key(c, &v->u.dict.kv[i]));
         return l;
     }
     case JJ_STR: {
