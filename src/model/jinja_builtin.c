@@ -748,7 +748,7 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
         else if (!strcmp(meth, "ceil"))
             r = ceil(x * s) / s;
         else { /* Python's round(): the exact value rounded half to even, as printf does */
-            char tmp[512];
+            char tmp[1024]; /* 309 integer digits + 300 decimals at most */
             snprintf(tmp, sizeof tmp, "%.*f", (int)(prec < 0 ? 0 : prec > 300 ? 300 : prec), x);
             r = strtod(tmp, NULL);
         }
@@ -1043,11 +1043,12 @@ jj_value *jj_call_func(jj_ctx *c, jj_value *f, jj_args *a, int line, int col) {
         if (st == 0) jj_fail(c, line, col, "range() arg 3 must not be zero");
         jj_value *r = jj_list(c);
         /* jinja2's sandbox refuses ranges over 100000 items (MAX_RANGE) */
-        for (int64_t i = start; st > 0 ? i < stop : i > stop; i += st) {
+        for (int64_t i = start; st > 0 ? i < stop : i > stop;) {
             if (r->u.list.n >= 100000)
                 jj_fail(c, line, col,
                         "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
             jj_list_push(c, r, jj_int(c, i));
+            if (__builtin_add_overflow(i, st, &i)) break;
         }
         return r;
     }

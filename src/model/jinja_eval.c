@@ -153,8 +153,10 @@ static jj_value *slice(jj_eval *E, jj_frame *f, const jj_node *n) {
     int64_t b = slice_bound(E, f, n->c, step > 0 ? len : -1, len, step);
     jj_value *r = jj_list(c);
     r->u.list.is_tuple = obj->t == JJ_LIST && obj->u.list.is_tuple;
-    for (int64_t i = a; step > 0 ? i < b : i > b; i += step)
+    for (int64_t i = a; step > 0 ? i < b : i > b;) {
         jj_list_push(c, r, items->u.list.items[i]);
+        if (__builtin_add_overflow(i, step, &i)) break; /* a step past the int64 range ends it */
+    }
     if (obj->t != JJ_STR) return r;
     jj_buf out = {0};
     for (size_t i = 0; i < r->u.list.n; i++)
