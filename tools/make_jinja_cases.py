@@ -88,6 +88,7 @@ CASES = [
     ("loop_scope", "{% set x = 1 %}{% for i in [1, 2] %}{% set x = x + i %}{{ x }}{% endfor %}|{{ x }}", {}),
     ("loop_cycle", "{% for i in range(5) %}{{ loop.cycle('a', 'b') }}{% endfor %}", {}),
     ("loop_nested", "{% for a in [1, 2] %}{% for b in 'xy' %}{{ a }}{{ b }}{{ loop.index }} {% endfor %}{{ loop.index }}|{% endfor %}", {}),
+    ("pow_forms", "{{ 1 ** 1000 }} {{ 0 ** 0 }} {{ (-1) ** 1001 }} {{ -1 ** 2 }} {{ 2 ** -1 }} {{ 2 ** 62 }} {{ 2.0 ** 0.5 }}", {}),
     ("extreme_steps", "{{ [1, 2, 3][1::9223372036854775807] }} {{ [1, 2, 3][::-9223372036854775807] }} {{ range(1, 9223372036854775807, 9223372036854775806) | list }} {{ 'abc'[-100:100] }} {{ 1e308 | round(300) > 0 }}", {}),
     ("range_forms", "{{ range(3) | list }} {{ range(1, 7, 2) | list }} {{ range(5, 0, -2) | list }}", {}),
     ("loop_over_none", "{% for x in none %}{% endfor %}", {}),

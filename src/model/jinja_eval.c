@@ -306,9 +306,11 @@ static jj_value *binop(jj_eval *E, const jj_node *n, jj_value *a, jj_value *b) {
     case JOP_POW:
         if (!nums) bad_operands(c, n, "**", a, b);
         if (ints && as_int(b) >= 0) {
-            int64_t r = 1, x = as_int(a);
-            for (int64_t i = 0; i < as_int(b); i++)
-                if (__builtin_mul_overflow(r, x, &r) || i > 64)
+            int64_t r = 1, x = as_int(a), e = as_int(b);
+            if (x == 0 || x == 1) return jj_int(c, e == 0 ? 1 : x);
+            if (x == -1) return jj_int(c, e % 2 ? -1 : 1);
+            for (int64_t i = 0; i < e; i++) /* |x| >= 2: overflows within 64 steps */
+                if (__builtin_mul_overflow(r, x, &r))
                     jj_fail(c, n->line, n->col, "integer overflow");
             return jj_int(c, r);
         }
