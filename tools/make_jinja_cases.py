@@ -155,6 +155,11 @@ CASES = [
     ("f_dictsort", "{{ d | dictsort }} {{ d | dictsort(true) }} {{ d | dictsort(by='value') }} {{ d | dictsort(reverse=true) }}", {"d": {"b": 2, "A": 3, "a": 1, "C": 0}}),
     ("seed_oss_budget", "{%- set t = {0: 0, 512: 128, 1024: 256, 16384: 1024} -%}{%- set ns = namespace(interval = None) -%}{%- for k, v in t | dictsort -%}{%- if ns.interval is none and budget <= k -%}{%- set ns.interval = v -%}{%- endif -%}{%- endfor -%}{{ ns.interval }} {{ t[16384] }}", {"budget": 600}),
     ("e_unhashable_key", "{{ {[1]: 2} }}", {}),
+    ("percent_format", "{{ '%s|%5s|%-5s|%.2s|%r' % ('a', 'b', 'c', 'déf', 'x') }} {{ '%d %5d %-5d| %05d %+d %x %X %#x %o %#o %%' % (42, 42, 42, 42, 42, 255, 255, 255, 8, 8) }} {{ '%.3f %e %g %10.2f' % (3.14159, 12345.678, 0.0001, 2.5) }} {{ '%(a)s-%(b)d' % {'a': 'x', 'b': 7} }} {{ '%s' % none }} {{ '%s' % [1, 2] }} {{ '%d' % 3.9 }} {{ '%c%c' % (65, 'é') }} {{ '%x' % -255 }}", {}),
+    ("f_format", "{{ '%s=%d' | format('a', 5) }} {{ '%(x)s!' | format(x='hi') }}", {}),
+    ("e_percent_missing", "{{ '%s %s' % ('a',) }}", {}),
+    ("e_percent_extra", "{{ '%s' % ('a', 'b') }}", {}),
+    ("e_percent_type", "{{ '%d' % 'x' }}", {}),
     # string methods
     ("m_strip", "[{{ '  x  '.strip() }}][{{ '  x  '.lstrip() }}][{{ '  x  '.rstrip() }}][{{ 'xxaxx'.strip('x') }}][{{ '\\n x\\u00a0'.strip() }}]", {}),
     ("m_split", "{{ 'a,b,,c'.split(',') }} {{ '  a  b '.split() }} {{ 'a b c'.split(' ', 1) }} {{ 'x</think>y'.split('</think>')[-1] }}", {}),

@@ -390,7 +390,7 @@ static const struct {
     {"abs", 1},       {"attr", 1},       {"batch", 0},       {"capitalize", 1},
     {"center", 0},    {"count", 1},      {"d", 1},           {"default", 1},
     {"dictsort", 1},  {"e", 1},          {"escape", 1},      {"filesizeformat", 0},
-    {"first", 1},     {"float", 1},      {"forceescape", 1}, {"format", 0},
+    {"first", 1},     {"float", 1},      {"forceescape", 1}, {"format", 1},
     {"groupby", 0},   {"indent", 1},     {"int", 1},         {"join", 1},
     {"last", 1},      {"length", 1},     {"list", 1},        {"lower", 1},
     {"items", 1},     {"map", 1},        {"min", 1},         {"max", 1},
@@ -677,6 +677,22 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
         if (desc) reverse_pairs(r->u.list.items, keys, n);
         return r;
     }
+    if (!strcmp(name, "format")) { /* jinja2: str(value) % (kwargs or args) */
+        if (a->npos && a->nkw)
+            jj_fail(c, line, col, "can't handle positional and keyword arguments at the same time");
+        jj_value *args;
+        if (a->nkw) {
+            args = jj_dict(c);
+            for (int k = 0; k < a->nkw; k++)
+                jj_dict_set(c, args, a->kwn[k], strlen(a->kwn[k]), a->kwv[k]);
+        } else {
+            args = jj_list(c);
+            args->u.list.is_tuple = 1;
+            for (int k = 0; k < a->npos; k++)
+                jj_list_push(c, args, a->pos[k]);
+        }
+        return jj_percent_format(c, sstr(c, v), args, line, col);
+    }
     if (!strcmp(name, "dictsort")) { /* (key, value) pairs sorted by key or value */
         if (v->t != JJ_DICT)
             jj_fail(c, line, col, "dictsort: needs a mapping, not '%s'", jj_type_name(v));
@@ -833,6 +849,194 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
     if (jj_is_filter_name(name))
         jj_fail(c, line, col, "filter '%s' is not supported by this interpreter", name);
     jj_fail(c, line, col, "no filter named '%s'", name);
+}
+
+/* ------------------------------------------------------------------ printf-style formatting */
+
+static void pad_text(jj_ctx *c, jj_buf *b, const char *s, size_t n, int64_t width, int left) {
+    int64_t len = (int64_t)jj_utf8_len(s, n);
+    if (!left)
+        for (int64_t i = len; i < width; i++)
+            jj_buf_put(c, b, " ", 1);
+    jj_buf_put(c, b, s, n);
+    if (left)
+        for (int64_t i = len; i < width; i++)
+            jj_buf_put(c, b, " ", 1);
+}
+
+/* Python's str % args ('%s', '%r', '%d', '%x', '%f', '%(name)s', flags, width, precision). */
+jj_value *jj_percent_format(jj_ctx *c, jj_value *fmt, jj_value *args, int line, int col) {
+    jj_value **pos = &args;
+    size_t npos = 1, next = 0;
+    int is_map = args->t == JJ_DICT;
+    if (args->t == JJ_LIST && args->u.list.is_tuple) {
+        pos = args->u.list.items;
+        npos = args->u.list.n;
+    }
+    const char *p = fmt->u.str.s;
+    size_t n = fmt->u.str.n, i = 0;
+    int used_map = 0;
+    jj_buf b = {0};
+    while (i < n) {
+        if (p[i] != '%') {
+            size_t st = i;
+            while (i < n && p[i] != '%')
+                i++;
+            jj_buf_put(c, &b, p + st, i - st);
+            continue;
+        }
+        if (++i >= n) jj_fail(c, line, col, "incomplete format");
+        jj_value *arg = NULL;
+        if (p[i] == '(') { /* %(name)s */
+            size_t st = ++i;
+            while (i < n && p[i] != ')')
+                i++;
+            if (i >= n) jj_fail(c, line, col, "incomplete format key");
+            if (!is_map) jj_fail(c, line, col, "format requires a mapping");
+            arg = jj_dict_get(args, p + st, i - st);
+            if (!arg) jj_fail(c, line, col, "KeyError: '%.*s'", (int)(i - st), p + st);
+            used_map = 1;
+            i++;
+        }
+        char flags[8];
+        int nf = 0, left = 0;
+        while (i < n && strchr("-+ #0", p[i]) && nf < 7) {
+            left |= p[i] == '-';
+            flags[nf++] = p[i++];
+        }
+        flags[nf] = 0;
+        int64_t width = -1, prec = -1;
+        if (i < n && p[i] == '*') {
+            if (next >= npos) jj_fail(c, line, col, "not enough arguments for format string");
+            width = int_arg(c, pos[next++], 0, "* width", line, col);
+            i++;
+        } else {
+            while (i < n && p[i] >= '0' && p[i] <= '9' && width < 100000)
+                width = (width < 0 ? 0 : width * 10) + (p[i++] - '0');
+        }
+        if (i < n && p[i] == '.') {
+            i++;
+            prec = 0;
+            if (i < n && p[i] == '*') {
+                if (next >= npos) jj_fail(c, line, col, "not enough arguments for format string");
+                prec = int_arg(c, pos[next++], 0, "* precision", line, col);
+                i++;
+            } else {
+                while (i < n && p[i] >= '0' && p[i] <= '9' && prec < 100000)
+                    prec = prec * 10 + (p[i++] - '0');
+            }
+        }
+        while (i < n && (p[i] == 'h' || p[i] == 'l' || p[i] == 'L'))
+            i++;
+        if (i >= n) jj_fail(c, line, col, "incomplete format");
+        char type = p[i++];
+        if (type == '%') {
+            jj_buf_put(c, &b, "%", 1);
+            continue;
+        }
+        if (!arg) {
+            if (is_map && !used_map && npos == 1)
+                arg = args; /* '%s' % {...} prints the dict */
+            else if (next >= npos)
+                jj_fail(c, line, col, "not enough arguments for format string");
+            else
+                arg = pos[next++];
+        }
+        if (width > 100000 || prec > 100000)
+            jj_fail(c, line, col, "format width or precision too large");
+        if (type == 's' || type == 'r' || type == 'a') {
+            jj_buf t = {0};
+            if (type == 's')
+                jj_to_str(c, &t, arg);
+            else
+                jj_repr(c, &t, arg);
+            size_t tn = t.n;
+            if (prec >= 0) tn = jj_utf8_offset(t.p ? t.p : "", t.n, (size_t)prec);
+            pad_text(c, &b, t.p ? t.p : "", tn, width, left);
+        } else if (type == 'c') {
+            jj_buf t = {0};
+            if (arg->t == JJ_STR && jj_utf8_len(arg->u.str.s, arg->u.str.n) == 1)
+                jj_buf_put(c, &t, arg->u.str.s, arg->u.str.n);
+            else if (arg->t == JJ_INT && arg->u.i >= 0 && arg->u.i <= 0x10FFFF) {
+                char u[4];
+                jj_buf_put(c, &t, u, vkf_utf8_encode((uint32_t)arg->u.i, u));
+            } else
+                jj_fail(c, line, col, "%%c requires an int or a unicode character");
+            pad_text(c, &b, t.p, t.n, width, left);
+        } else if (strchr("diuxXo", type)) {
+            int64_t v;
+            if (arg->t == JJ_INT || arg->t == JJ_BOOL)
+                v = arg->t == JJ_INT ? arg->u.i : arg->u.b;
+            else if (arg->t == JJ_FLOAT && strchr("diu", type) && isfinite(arg->u.f) &&
+                     fabs(arg->u.f) < 9e18)
+                v = (int64_t)arg->u.f;
+            else
+                jj_fail(c, line, col, "%%%c format: %s is required, not %s", type,
+                        strchr("diu", type) ? "a real number" : "an integer", jj_type_name(arg));
+            char spec[32], out[256];
+            const char *conv = type == 'x'   ? "llx"
+                               : type == 'X' ? "llX"
+                               : type == 'o' ? "llo"
+                                             : "lld";
+            /* C's %x of a negative prints its two's complement: Python prints -0x.. */
+            int neg = v < 0 && strchr("xXo", type);
+            unsigned long long mag =
+                neg ? (unsigned long long)(-(v + 1)) + 1 : (unsigned long long)v;
+            if (neg) { /* format the magnitude, then put the sign in front */
+                snprintf(spec, sizeof spec, "%%%s%s", strchr(flags, '#') ? "#" : "", conv);
+                int k = snprintf(out, sizeof out, spec, mag);
+                if (type == 'o' && strchr(flags, '#')) { /* Python writes 0o, C writes 0 */
+                    memmove(out + 2, out + 1, (size_t)k);
+                    out[1] = 'o';
+                }
+                jj_buf t = {0};
+                jj_buf_put(c, &t, "-", 1);
+                jj_buf_puts(c, &t, out);
+                pad_text(c, &b, t.p, t.n, width, left);
+            } else {
+                snprintf(spec, sizeof spec, "%%%s%s%s%s", flags, width >= 0 ? "*" : "",
+                         prec >= 0 ? ".*" : "", conv);
+                int k;
+                if (width >= 0 && prec >= 0)
+                    k = snprintf(out, sizeof out, spec, (int)width, (int)prec, (long long)v);
+                else if (width >= 0)
+                    k = snprintf(out, sizeof out, spec, (int)width, (long long)v);
+                else if (prec >= 0)
+                    k = snprintf(out, sizeof out, spec, (int)prec, (long long)v);
+                else
+                    k = snprintf(out, sizeof out, spec, (long long)v);
+                if (k < 0 || (size_t)k >= sizeof out)
+                    jj_fail(c, line, col, "format result too long");
+                if (type == 'o' && strchr(flags, '#')) {
+                    char *z = strchr(out, '0'); /* C's alternate octal prefix "0" becomes "0o" */
+                    if (z && v != 0) {
+                        memmove(z + 2, z + 1, strlen(z + 1) + 1);
+                        z[1] = 'o';
+                    } else if (v == 0) {
+                        jj_buf_puts(c, &b, "0o");
+                    }
+                }
+                jj_buf_puts(c, &b, out);
+            }
+        } else if (strchr("eEfFgG", type)) {
+            if (!jj_is_number(arg))
+                jj_fail(c, line, col, "must be real number, not %s", jj_type_name(arg));
+            char spec[32], out[512];
+            snprintf(spec, sizeof spec, "%%%s*.*%c", flags, type);
+            int k = snprintf(out, sizeof out, spec, (int)(width < 0 ? 0 : width),
+                             (int)(prec < 0     ? 6
+                                   : prec > 300 ? 300
+                                                : prec),
+                             jj_num(arg));
+            if (k < 0 || (size_t)k >= sizeof out) jj_fail(c, line, col, "format result too long");
+            jj_buf_puts(c, &b, out);
+        } else {
+            jj_fail(c, line, col, "unsupported format character '%c'", type);
+        }
+    }
+    if (!is_map && next < npos)
+        jj_fail(c, line, col, "not all arguments converted during string formatting");
+    return jj_str_ref(c, b.p ? b.p : "", b.n);
 }
 
 /* ------------------------------------------------------------------ methods and globals */

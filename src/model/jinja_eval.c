@@ -286,8 +286,7 @@ static jj_value *binop(jj_eval *E, const jj_node *n, jj_value *a, jj_value *b) {
     case JOP_MOD:
         if (!nums) {
             if (n->op == JOP_MOD && a->t == JJ_STR)
-                jj_fail(c, n->line, n->col,
-                        "printf-style string formatting ('%%') is not supported");
+                return jj_percent_format(c, a, b, n->line, n->col);
             bad_operands(c, n, n->op == JOP_MOD ? "%" : "//", a, b);
         }
         if (jj_num(b) == 0) jj_fail(c, n->line, n->col, "integer division or modulo by zero");

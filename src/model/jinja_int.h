@@ -262,5 +262,7 @@ jj_value *jj_method_get(jj_ctx *c, jj_value *v, const char *name);
 jj_value *jj_call_func(jj_ctx *c, jj_value *f, jj_args *a, int line, int col);
 int jj_is_test_name(const char *name);
 int jj_is_filter_name(const char *name); /* jinja2 has a filter of that name */
+/* Python's printf-style str % args (args: a tuple, a dict for %(name)s, or one value). */
+jj_value *jj_percent_format(jj_ctx *c, jj_value *fmt, jj_value *args, int line, int col);
 
 #endif
