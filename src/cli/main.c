@@ -13,6 +13,7 @@ static const vkf_cli_cmd commands[] = {
     {"tune", vkf_cmd_tune, "time kernel variants on this device and cache the fastest [--device N] [--quick]"},
     {"verify", vkf_cmd_verify, "run a fixture directory against the engine: FIXTURE_DIR [--cpu | --device N]"},
     {"tokenize", vkf_cmd_tokenize, "print token ids: -m MODEL (-p TEXT | -f FILE) [--json] [--no-special] [--tokenizer PATH]"},
+    {"template", vkf_cmd_template, "render a chat template: (-m MODEL | -t FILE) --messages FILE.json [--tools F --context F --bos S --eos S --no-generation-prompt]"},
     {"detokenize", vkf_cmd_detokenize, "print the text of ids: -m MODEL --ids 1,2,3 [--special] [--tokenizer PATH]"},
 };
 
