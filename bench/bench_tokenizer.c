@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "bench.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static double now_s(void) {
     struct timespec ts;

@@ -12,8 +12,8 @@
 
 #include "core/error.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
-#include "io/unicode.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------------ helpers */

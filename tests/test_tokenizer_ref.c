@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "testutil.h"
 
 #define DATA VKF_SOURCE_DIR "/tests/data/tokenizers"
@@ -288,7 +288,7 @@ static int same_ids(vkf_tokenizer *t, const char *a, size_t la, const char *b, s
     return ok;
 }
 
-/* Invalid UTF-8: what each kind does, as documented in src/io/tokenizer.h. */
+/* Invalid UTF-8: what each kind does, as documented in src/tokenizer/tokenizer.h. */
 static void test_invalid_utf8(void) {
     static const char bad[] = "ok \xff\xfe then \xc3 and \xe2\x82 end \x80";
     size_t bl = sizeof bad - 1;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates src/io/unicode_tables.{h,c}: the Unicode data the tokenizers need, from python3's
+"""Generates src/tokenizer/unicode_tables.{h,c}: the Unicode data the tokenizers need, from python3's
 unicodedata (the output records its Unicode version):
 
 - \\p{L}, \\p{N} and White_Space as code point ranges (the GPT-2 pre-tokenizer);
@@ -180,10 +180,10 @@ extern const uint32_t vkf_unicode_lower_map[VKF_UNICODE_N_LOWER][2];
             "const uint32_t vkf_unicode_lower_map[%d]" % len(lower),
             "const uint32_t vkf_unicode_lower_map[%d][2]" % len(lower)),
     ]
-    c = banner + '#include "io/unicode_tables.h"\n\n' + "\n\n".join(parts) + "\n"
-    with open(os.path.join(root, "src/io/unicode_tables.h"), "w") as f:
+    c = banner + '#include "tokenizer/unicode_tables.h"\n\n' + "\n\n".join(parts) + "\n"
+    with open(os.path.join(root, "src/tokenizer/unicode_tables.h"), "w") as f:
         f.write(h)
-    with open(os.path.join(root, "src/io/unicode_tables.c"), "w") as f:
+    with open(os.path.join(root, "src/tokenizer/unicode_tables.c"), "w") as f:
         f.write(c)
     print("letters %d, numbers %d, spaces %d ranges; categories %d runs, ccc %d runs; "
           "decompositions %d (%d code points); compositions %d; lowercase %d"

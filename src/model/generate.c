@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/model.h"
 
 /* ------------------------------------------------------------------ sampler */

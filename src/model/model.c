@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "io/gguf.h"
 #include "io/json_config.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/model.h"
 
 const char *vkf_arch_name(vkf_arch a) {
@@ -34,38 +34,10 @@ static int path_exists(const char *p) {
     return stat(p, &sb) == 0;
 }
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
 /* ------------------------------------------------------------------ tokenizers */
 
-vkf_status vkf_model_tokenizer_load(const char *path, vkf_tokenizer **out) {
-    char a[1200], b[1200];
-    if (path_is_dir(path)) {
-        snprintf(a, sizeof a, "%s/vocab.json", path);
-        snprintf(b, sizeof b, "%s/merges.txt", path);
-        if (path_exists(a) && path_exists(b)) return vkf_tokenizer_from_gpt2_files(a, b, out);
-        snprintf(a, sizeof a, "%s/char_vocab.json", path);
-        if (path_exists(a)) return vkf_tokenizer_char_from_file(a, out);
-        return vkf_error(VKF_ERROR_IO, "%s: no tokenizer found (expected vocab.json + merges.txt or char_vocab.json)", path);
-    }
-    if (ends_with(path, ".gguf")) {
-        vkf_gguf *g;
-        VKF_TRY(vkf_gguf_open(path, &g));
-        vkf_status s = vkf_tokenizer_from_gguf(g, out);
-        vkf_gguf_close(g);
-        return s;
-    }
-    if (ends_with(path, "vocab.json") && !ends_with(path, "char_vocab.json") && !ends_with(path, "src_vocab.json") &&
-        !ends_with(path, "tgt_vocab.json")) {
-        /* a GPT-2 vocab.json wants its merges.txt beside it */
-        snprintf(b, sizeof b, "%.*smerges.txt", (int)(strlen(path) - strlen("vocab.json")), path);
-        if (path_exists(b)) return vkf_tokenizer_from_gpt2_files(path, b, out);
-    }
-    return vkf_tokenizer_char_from_file(path, out);
-}
+/* One detector for the CLI's tokenize and the model loader: see vkf_tokenizer_open_auto. */
+vkf_status vkf_model_tokenizer_load(const char *path, vkf_tokenizer **out) { return vkf_tokenizer_open_auto(path, out); }
 
 /* ------------------------------------------------------------------ load / free */
 

@@ -1,7 +1,7 @@
 /* libFuzzer entry: the input is text for every tokenizer kind of tests/data/tokenizers (loaded
  * once). Each kind encodes it (special-token parsing on or off from the first byte) and decodes
  * the ids; the byte-level and byte-fallback kinds must give the input back exactly (see
- * src/io/tokenizer.h); the input read as int32 ids must decode or fail cleanly.
+ * src/tokenizer/tokenizer.h); the input read as int32 ids must decode or fail cleanly.
  *
  * Build: cmake -DVKF_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ ...
  * Run:   ./fuzz_tokenizers -max_total_time=180 CORPUS_DIR */
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

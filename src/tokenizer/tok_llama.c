@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/tokenizer_impl.h"
-#include "io/unicode.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 static const char k_space[] = "\xe2\x96\x81"; /* U+2581 LOWER ONE EIGHTH BLOCK */
 

@@ -61,8 +61,8 @@
  *
  * A tokenizer keeps a cache of pre-token results and scratch buffers, so encode is not
  * thread-safe on one tokenizer (use one per thread); decode and the accessors are. */
-#ifndef VKF_IO_TOKENIZER_H
-#define VKF_IO_TOKENIZER_H
+#ifndef VKF_TOKENIZER_TOKENIZER_H
+#define VKF_TOKENIZER_TOKENIZER_H
 
 #include <stddef.h>
 #include <stdint.h>

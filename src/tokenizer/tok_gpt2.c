@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "io/mapfile.h"
-#include "io/tokenizer_impl.h"
-#include "io/unicode.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 #define BPE_CACHE_MAX_ENTRIES 65536 /* the cache is reset when it holds this many pre-tokens */
 #define BPE_CACHE_MAX_KEY 256       /* longer pre-tokens are not cached */

@@ -24,9 +24,9 @@
 
 #include "core/error.h"
 #include "io/mapfile.h"
-#include "io/tok_charsmap.h"
-#include "io/tokenizer_impl.h"
-#include "io/unicode.h"
+#include "tokenizer/tok_charsmap.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 enum { SPM_UNIGRAM = 1, SPM_BPE = 2, SPM_WORD = 3, SPM_CHAR = 4 };
 

@@ -1,16 +1,16 @@
 /* Tokenizer common parts: vocabulary storage, special-token splitting, the encode/decode driver
  * and the GGUF constructor. The per-algorithm code is in tok_gpt2.c, tok_llama.c, tok_char.c. */
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "core/error.h"
-#include "io/tokenizer_impl.h"
-#include "io/unicode.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 /* ------------------------------------------------------------------ small containers */
 
@@ -275,8 +275,9 @@ vkf_status vkf_tokenizer_encode_ex(vkf_tokenizer *t, const char *text, size_t le
     fragments fr = {0};
     vkf_status s = VKF_OK;
     if (t->kind == VKF_TOK_HF || t->kind == VKF_TOK_SPM) {
-        s = t->kind == VKF_TOK_HF ? vkf_hf_encode(t, text ? text : "", len, add_special, parse_special, &out)
-                                  : vkf_spm_encode(t, text ? text : "", len, add_special, parse_special, &out);
+        s = t->kind == VKF_TOK_HF
+                ? vkf_hf_encode(t, text ? text : "", len, add_special, parse_special, &out)
+                : vkf_spm_encode(t, text ? text : "", len, add_special, parse_special, &out);
         if (s != VKF_OK) goto fail;
         if (!out.v && !(out.v = malloc(sizeof *out.v))) goto oom;
         *ids = out.v;
@@ -639,6 +640,28 @@ static vkf_status open_gguf_tokenizer(const char *path, vkf_tokenizer **out) {
     return s;
 }
 
+/* Whether a JSON file is a char vocabulary: {"type": "char", ...} (its first key, as the tools
+ * write it; src_vocab.json / tgt_vocab.json of encoder-decoders are such files). */
+static int is_char_vocab(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char head[256];
+    size_t got = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[got] = 0;
+    char *p = head;
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+        p++;
+    if (*p++ != '{') return 0;
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+        p++;
+    if (strncmp(p, "\"type\"", 6) != 0) return 0;
+    p += 6;
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == ':')
+        p++;
+    return strncmp(p, "\"char\"", 6) == 0;
+}
+
 /* A file: by its name, else by its first bytes. */
 static vkf_status open_file(const char *path, vkf_tokenizer **out) {
     const char *base = strrchr(path, '/');
@@ -646,6 +669,8 @@ static vkf_status open_file(const char *path, vkf_tokenizer **out) {
     if (ends_with(base, ".gguf")) return open_gguf_tokenizer(path, out);
     if (ends_with(base, ".model")) return vkf_tokenizer_from_spm_file(path, out);
     if (strcmp(base, "char_vocab.json") == 0) return vkf_tokenizer_char_from_file(path, out);
+    if (ends_with(base, ".json") && is_char_vocab(path))
+        return vkf_tokenizer_char_from_file(path, out);
     if (strcmp(base, "vocab.json") == 0 || strcmp(base, "merges.txt") == 0) {
         char v[4096], m[4096];
         size_t dir = (size_t)(base - path);

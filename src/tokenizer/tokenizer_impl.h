@@ -1,14 +1,14 @@
 /* Internal layout of vkf_tokenizer, shared by tokenizer.c (common parts: vocabulary, special
  * tokens, encode/decode driver, open_auto) and tok_gpt2.c, tok_llama.c, tok_char.c (one
  * algorithm each), tok_hf.c (tokenizer.json pipelines) and tok_spm.c (SentencePiece .model). */
-#ifndef VKF_IO_TOKENIZER_IMPL_H
-#define VKF_IO_TOKENIZER_IMPL_H
+#ifndef VKF_TOKENIZER_TOKENIZER_IMPL_H
+#define VKF_TOKENIZER_TOKENIZER_IMPL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "io/hashmap.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 typedef enum vkf_tok_kind {
     VKF_TOK_GPT2,  /* vocab.json + merges.txt, GGUF "gpt2" */

@@ -25,15 +25,16 @@
  * Offsets, type ids, attention masks, padding and truncation are not produced. */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "io/mapfile.h"
-#include "io/tok_charsmap.h"
-#include "io/tokenizer_impl.h"
-#include "io/unicode.h"
+#include "tokenizer/tok_charsmap.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 /* ------------------------------------------------------------------ types */
 
@@ -642,9 +643,9 @@ static char k_byte_char_buf[256][4];
 static uint8_t k_byte_char_len[256];
 static int16_t k_unicode_byte[324]; /* stand-in code point -> byte, -1 if none */
 
-/* Fills the tables above once (at load time; later calls only read them). */
-static void byte_chars_init(void) {
-    if (k_byte_char[255]) return;
+/* Fills the tables above; run once through pthread_once (two threads may load tokenizers at
+ * the same time: an unlocked "already filled?" check was a data race). */
+static void byte_chars_fill(void) {
     for (int c = 0; c < 324; c++)
         k_unicode_byte[c] = -1;
     for (int b = 0; b < 256; b++) {
@@ -654,6 +655,9 @@ static void byte_chars_init(void) {
         k_byte_char[b] = k_byte_char_buf[b];
     }
 }
+
+static pthread_once_t k_byte_chars_once = PTHREAD_ONCE_INIT;
+static void byte_chars_init(void) { pthread_once(&k_byte_chars_once, byte_chars_fill); }
 
 /* Runs one pre-tokenizer over every piece of in, into out. */
 static int pre_apply(struct vkf_hf *h, const hf_pre *op, const pieces *in, pieces *out,
