@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "io/mapfile.h"
+#include "tokenizer/pretok.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 
@@ -102,7 +103,8 @@ static void cache_reset(vkf_bpe_cache *c) {
 }
 
 /* Best effort: a failed allocation only means the entry is not cached. */
-void vkf_bpe_cache_put(vkf_bpe_cache *c, const char *key, size_t len, const int32_t *ids, size_t n) {
+void vkf_bpe_cache_put(vkf_bpe_cache *c, const char *key, size_t len, const int32_t *ids,
+                       size_t n) {
     if (len > BPE_CACHE_MAX_KEY) return;
     if (!c->map.cap && !vkf_strmap_init(&c->map, 4096)) return;
     if (c->n_entries >= BPE_CACHE_MAX_ENTRIES) cache_reset(c);
@@ -159,10 +161,27 @@ static int try_pair(vkf_tokenizer *t, int32_t l, int32_t r) {
     return vkf_bigram_push(&t->heap, bg);
 }
 
+/* ignore_merges: the id of the pre-token's byte-level text when it is a token, else -1 */
+static int32_t whole_token(vkf_tokenizer *t, const char *s, size_t n) {
+    if (n > 4096 || !vkf_tok_reserve_work(t, 2 * n)) return -1;
+    size_t l = 0;
+    for (size_t i = 0; i < n; i++)
+        l += vkf_utf8_encode(vkf_gpt2_byte_to_unicode((uint8_t)s[i]), t->work + l);
+    return vkf_strmap_get(&t->vocab, t->work, l);
+}
+
 static vkf_status bpe_piece(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out) {
     int hit = vkf_bpe_cache_get(&t->cache, s, n, out);
     if (hit < 0) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "out of memory while tokenizing");
     if (hit) return VKF_OK;
+    if (t->ignore_merges) {
+        int32_t id = whole_token(t, s, n);
+        if (id >= 0) {
+            if (!vkf_ids_push(out, id)) goto oom;
+            vkf_bpe_cache_put(&t->cache, s, n, &id, 1);
+            return VKF_OK;
+        }
+    }
     if (n > INT32_MAX || !vkf_tok_reserve_symbols(t, n))
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing", t->name);
     /* one symbol per byte: the byte-level text has exactly one character per byte */
@@ -241,6 +260,16 @@ size_t vkf_gpt2_match(const uint32_t *cp, const uint8_t *cls, size_t n, size_t i
 }
 
 vkf_status vkf_gpt2_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out) {
+    if (t->pre) { /* a regex pre-tokenizer */
+        const uint32_t *w;
+        size_t nw;
+        if (!vkf_pretok_split(t->pre, s, n, &w, &nw))
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing",
+                             t->name);
+        for (size_t i = 0; i < nw; i++)
+            VKF_TRY(bpe_piece(t, s + w[2 * i], w[2 * i + 1] - w[2 * i], out));
+        return VKF_OK;
+    }
     if (n + 1 > t->cps_cap) {
         size_t cap = t->cps_cap ? t->cps_cap : 1024;
         while (cap < n + 1)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "tokenizer/pretok.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
 
@@ -145,6 +146,7 @@ vkf_status vkf_tok_finish(vkf_tokenizer *t) {
     for (int32_t i = 0; i < t->n_vocab; i++) {
         if (!vkf_strmap_put(&t->vocab, vkf_tok_str(t, i), t->len[i], i)) /* last one wins */
             return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", t->name);
+        if (t->len[i] > t->max_token_len) t->max_token_len = t->len[i];
         int ty = t->type[i];
         if (t->len[i] &&
             (ty == VKF_TOKEN_CONTROL || ty == VKF_TOKEN_UNKNOWN || ty == VKF_TOKEN_USER_DEFINED))
@@ -196,6 +198,7 @@ void vkf_tokenizer_free(vkf_tokenizer *t) {
     free(t->cp_cls);
     vkf_hf_free(t->hf);
     vkf_spm_free(t->spm);
+    vkf_pretok_free(t->pre);
     free(t);
 }
 
@@ -300,6 +303,7 @@ vkf_status vkf_tokenizer_encode_ex(vkf_tokenizer *t, const char *text, size_t le
             s = vkf_llama_encode_text(t, text + f->off, f->len, prev_special, &out);
             break;
         case VKF_TOK_CHAR: s = vkf_char_encode_text(t, text + f->off, f->len, &out); break;
+        case VKF_TOK_WPM: s = vkf_wpm_encode_text(t, text + f->off, f->len, &out); break;
         default: s = vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tokenize: bad tokenizer kind"); break;
         }
         if (s != VKF_OK) goto fail;
@@ -420,8 +424,9 @@ vkf_status vkf_tokenizer_decode_ex(const vkf_tokenizer *t, const int32_t *ids, s
             char c = (char)(hexval(s[3]) * 16 + hexval(s[4]));
             ok = sb_put(&b, &c, 1);
             prev_special = 0;
-        } else if (t->kind == VKF_TOK_LLAMA) {
-            ok = render_llama(&b, s, sl, prev_special && t->add_space_prefix);
+        } else if (t->kind == VKF_TOK_LLAMA || t->kind == VKF_TOK_WPM) {
+            ok = render_llama(&b, s, sl,
+                              prev_special && (t->add_space_prefix || t->kind == VKF_TOK_WPM));
             prev_special = 0;
         } else if (t->kind == VKF_TOK_GPT2) {
             ok = render_gpt2(t, &b, s, sl);
@@ -471,6 +476,7 @@ const char *vkf_tokenizer_kind(const vkf_tokenizer *t) {
     case VKF_TOK_GPT2: return "gpt2";
     case VKF_TOK_LLAMA: return "llama";
     case VKF_TOK_CHAR: return "char";
+    case VKF_TOK_WPM: return "bert";
     case VKF_TOK_HF: return vkf_hf_model_name(t->hf);
     case VKF_TOK_SPM: return vkf_spm_model_name(t->spm);
     }
@@ -496,21 +502,21 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
     const char *path = vkf_gguf_path(g), *model;
     VKF_TRY(vkf_gguf_require_str(g, "tokenizer.ggml.model", &model));
     vkf_tok_kind kind;
+    const char *pre = NULL;
     if (strcmp(model, "gpt2") == 0) {
         kind = VKF_TOK_GPT2;
-        const char *pre;
-        VKF_TRY(vkf_gguf_get_str(g, "tokenizer.ggml.pre", "gpt-2", &pre));
-        if (strcmp(pre, "gpt-2") != 0)
-            return vkf_error(VKF_ERROR_UNSUPPORTED,
-                             "%s: key tokenizer.ggml.pre: pre-tokenizer \"%s\" is not supported "
-                             "(only \"gpt-2\" is)",
-                             path, pre);
+        /* as llama.cpp: no tokenizer.ggml.pre means its "default" set */
+        VKF_TRY(vkf_gguf_get_str(g, "tokenizer.ggml.pre", "default", &pre));
+        vkf_pretok_info info;
+        VKF_TRY(vkf_pretok_from_name(pre, path, NULL, &info)); /* an unknown name fails first */
     } else if (strcmp(model, "llama") == 0) {
         kind = VKF_TOK_LLAMA;
+    } else if (strcmp(model, "bert") == 0) {
+        kind = VKF_TOK_WPM;
     } else {
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "%s: key tokenizer.ggml.model: tokenizer \"%s\" is not supported "
-                         "(gpt2 and llama are)",
+                         "(gpt2, llama and bert are)",
                          path, model);
     }
     const vkf_gguf_value *tokens, *types, *scores = NULL;
@@ -551,9 +557,17 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
                              path);
         pool += l;
     }
+    vkf_pretok *pt = NULL;
+    vkf_pretok_info pinfo = {0};
+    if (pre) VKF_TRY(vkf_pretok_from_name(pre, path, &pt, &pinfo));
     vkf_tokenizer *t;
-    VKF_TRY(vkf_tok_create(kind, path, (int64_t)n, pool, &t));
-    vkf_status s = VKF_OK;
+    vkf_status s = vkf_tok_create(kind, path, (int64_t)n, pool, &t);
+    if (s != VKF_OK) {
+        vkf_pretok_free(pt);
+        return s;
+    }
+    t->pre = pt;
+    t->ignore_merges = pinfo.ignore_merges;
     if (scores && !(t->score = malloc((size_t)n * sizeof *t->score))) {
         s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
         goto fail;
@@ -583,14 +597,25 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
         t->eos = n > 2 ? 2 : -1;
         t->unk = 0;
     }
+    if (kind == VKF_TOK_WPM) { /* llama.cpp's defaults: [CLS] text [SEP] */
+        t->bos = n > 101 ? 101 : -1;
+        t->eos = n > 102 ? 102 : -1;
+        t->unk = n > 100 ? 100 : -1;
+        t->pad = 0;
+        if ((s = gguf_token_id(g, "tokenizer.ggml.seperator_token_id", t->n_vocab, &t->eos)) !=
+            VKF_OK)
+            goto fail;
+    }
     if ((s = gguf_token_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab, &t->bos)) != VKF_OK ||
         (s = gguf_token_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab, &t->eos)) != VKF_OK ||
         (s = gguf_token_id(g, "tokenizer.ggml.unknown_token_id", t->n_vocab, &t->unk)) != VKF_OK ||
         (s = gguf_token_id(g, "tokenizer.ggml.padding_token_id", t->n_vocab, &t->pad)) != VKF_OK)
         goto fail;
-    int is_llama = kind == VKF_TOK_LLAMA;
-    if ((s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", is_llama, &t->add_bos)) ||
-        (s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", 0, &t->add_eos)) ||
+    int is_llama = kind == VKF_TOK_LLAMA, is_wpm = kind == VKF_TOK_WPM;
+    if (pinfo.no_bos && !vkf_gguf_find(g, "tokenizer.ggml.bos_token_id")) t->bos = -1;
+    if ((s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_bos_token",
+                               is_llama || is_wpm || pinfo.add_bos, &t->add_bos)) ||
+        (s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", is_wpm, &t->add_eos)) ||
         (s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", is_llama,
                                &t->add_space_prefix)))
         goto fail;

@@ -14,6 +14,7 @@ typedef enum vkf_tok_kind {
     VKF_TOK_GPT2,  /* vocab.json + merges.txt, GGUF "gpt2" */
     VKF_TOK_LLAMA, /* GGUF "llama" (llama.cpp's SPM-style BPE) */
     VKF_TOK_CHAR,  /* char_vocab.json */
+    VKF_TOK_WPM,   /* GGUF "bert" (llama.cpp's WordPiece) */
     VKF_TOK_HF,    /* tokenizer.json: normalizer, pre-tokenizer, model, post-processor, decoder */
     VKF_TOK_SPM,   /* SentencePiece .model (BPE or Unigram) */
 } vkf_tok_kind;
@@ -81,9 +82,12 @@ struct vkf_tokenizer {
     int add_bos, add_eos, add_space_prefix;
     int32_t *special; /* ids cut out of the text before tokenizing, longest first */
     size_t n_special;
+    size_t max_token_len;    /* bytes of the longest token */
     int32_t byte_token[256]; /* gpt2: token of the byte's stand-in character; llama: <0xNN> */
 
     /* gpt2 */
+    struct vkf_pretok *pre;    /* regex pre-tokenizer (NULL: the GPT-2 pattern, matched by hand) */
+    int ignore_merges;         /* a pre-token that is a whole token is taken as is */
     vkf_u64map merges;         /* (left << 32 | right) -> (rank << 32 | merged id) */
     int16_t unicode_byte[324]; /* stand-in code point -> byte, -1 if none */
     vkf_bpe_cache cache;
@@ -134,6 +138,7 @@ uint32_t vkf_gpt2_byte_to_unicode(uint8_t b);
 vkf_status vkf_gpt2_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out);
 vkf_status vkf_llama_encode_text(vkf_tokenizer *t, const char *s, size_t n, int prev_special,
                                  vkf_ids *out);
+vkf_status vkf_wpm_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out);
 vkf_status vkf_char_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out);
 /* GPT-2 setup after the vocabulary: byte tables and merges (from "left right" strings). */
 vkf_status vkf_gpt2_init_bytes(vkf_tokenizer *t);
@@ -159,7 +164,7 @@ vkf_status vkf_spm_encode(vkf_tokenizer *t, const char *text, size_t len, int ad
 vkf_status vkf_spm_decode(const vkf_tokenizer *t, const int32_t *ids, size_t n, int flags,
                           vkf_sbuf *out);
 void vkf_spm_free(struct vkf_spm *spm);
-const char *vkf_hf_model_name(const struct vkf_hf *hf);   /* "hf-bpe", ... */
+const char *vkf_hf_model_name(const struct vkf_hf *hf);    /* "hf-bpe", ... */
 const char *vkf_spm_model_name(const struct vkf_spm *spm); /* "spm-bpe", ... */
 
 #endif
