@@ -16,9 +16,10 @@
  *   as its byte, and decoding those tokens gives the bytes back exactly (the library's
  *   decoders would put U+FFFD for bytes that do not form UTF-8);
  * - BPE dropout is ignored (the library samples; vkformer is deterministic);
- * - Replace normalizers/decoders and Split pre-tokenizers take literal patterns; of regular
- *   expressions only the GPT-2 pattern (and patterns without metacharacters) are understood,
- *   any other one is VKF_ERROR_UNSUPPORTED at load time;
+ * - Split pre-tokenizers take any pattern of the regex engine (src/tokenizer/regex.h: the
+ *   Llama-3, Qwen2, GPT-4o, ... patterns), compiled once at load time; Replace normalizers and
+ *   decoders take literal patterns (and " {2,}"-style runs); a construct outside the engine's
+ *   syntax is VKF_ERROR_UNSUPPORTED at load time, naming the pattern and the offset;
  * - Precompiled (SentencePiece charsmap) normalizers apply the charsmap as SentencePiece does
  *   (longest match at each position), not grapheme by grapheme as the library does; the two
  *   agree except for graphemes that the charsmap maps as a whole.
@@ -32,6 +33,8 @@
 
 #include "core/error.h"
 #include "io/mapfile.h"
+#include "tokenizer/pretok.h"
+#include "tokenizer/regex.h"
 #include "tokenizer/tok_charsmap.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
@@ -72,6 +75,7 @@ typedef struct hf_pre {
     int individual_digits;            /* Digits */
     int invert;                       /* Split */
     int gpt2_regex;                   /* Split: the pattern is the GPT-2 regex */
+    vkf_regex *re;                    /* Split: any other regular expression */
     char *pat;                        /* Split: literal pattern */
     size_t pat_len;
     uint32_t delim;                   /* CharDelimiterSplit */
@@ -138,6 +142,8 @@ struct vkf_hf {
     double min_score;
 
     /* scratch */
+    vkf_cptext cpt; /* Split: the piece as code points */
+    vkf_rx_spans rx;
     vkf_cpbuf cp_a, cp_b;
     vkf_sbuf s_a, s_b, s_c;
 };
@@ -597,6 +603,19 @@ static int gpt2_spans(struct vkf_hf *h, const char *s, size_t n, spans *sp) {
     return ok;
 }
 
+/* Spans of a regular expression over s (matches and the text between them). */
+static int regex_spans(struct vkf_hf *h, vkf_regex *re, const char *s, size_t n, spans *sp) {
+    sp->n = 0;
+    h->rx.n = 0;
+    if (n > UINT32_MAX - 1 || !vkf_cptext_set(&h->cpt, s, n) ||
+        !vkf_regex_spans(re, h->cpt.cp, h->cpt.gc, 0, h->cpt.n, &h->rx))
+        return 0;
+    for (size_t i = 0; i < h->rx.n; i++)
+        if (!spans_add(sp, h->cpt.off[h->rx.v[i].s], h->cpt.off[h->rx.v[i].e], h->rx.v[i].match))
+            return 0;
+    return 1;
+}
+
 /* Spans of a literal pattern (every occurrence, left to right). */
 static int literal_spans(const char *s, size_t n, const char *pat, size_t pl, spans *sp) {
     sp->n = 0;
@@ -757,8 +776,9 @@ static int pre_apply(struct vkf_hf *h, const hf_pre *op, const pieces *in, piece
                 return 0;
             break;
         case PRE_SPLIT: {
-            int ok = op->gpt2_regex ? gpt2_spans(h, s, n, sp)
-                                    : literal_spans(s, n, op->pat, op->pat_len, sp);
+            int ok = op->re           ? regex_spans(h, op->re, s, n, sp)
+                     : op->gpt2_regex ? gpt2_spans(h, s, n, sp)
+                                      : literal_spans(s, n, op->pat, op->pat_len, sp);
             if (!ok) return 0;
             if (op->invert)
                 for (size_t i = 0; i < sp->n; i++)
@@ -1472,9 +1492,13 @@ void vkf_hf_free(struct vkf_hf *h) {
         vkf_charsmap_free(&h->norm[i].charsmap);
     }
     free(h->norm);
-    for (size_t i = 0; i < h->n_pre; i++)
+    for (size_t i = 0; i < h->n_pre; i++) {
         free(h->pre[i].pat);
+        vkf_regex_free(h->pre[i].re);
+    }
     free(h->pre);
+    vkf_cptext_free(&h->cpt);
+    free(h->rx.v);
     for (size_t i = 0; i < h->n_dec; i++) {
         free(h->dec[i].a);
         free(h->dec[i].b);
@@ -1732,7 +1756,16 @@ static vkf_status add_pre(struct vkf_hf *h, const char *path, const cJSON *j) {
     } else if (!strcmp(type, "Split")) {
         const char *lit;
         op.type = PRE_SPLIT;
-        VKF_TRY(parse_pattern(path, "pre_tokenizer Split", jget(j, "pattern"), &lit, &op.gpt2_regex));
+        const char *rx = jstr(jget(j, "pattern"), "Regex");
+        if (rx && strcmp(rx, k_gpt2_pattern) != 0) { /* compiled once, here */
+            char what[512];
+            snprintf(what, sizeof what, "%s: pre_tokenizer Split", path);
+            VKF_TRY(vkf_regex_compile(rx, strlen(rx), what, &op.re));
+            lit = "";
+        } else {
+            VKF_TRY(parse_pattern(path, "pre_tokenizer Split", jget(j, "pattern"), &lit,
+                                  &op.gpt2_regex));
+        }
         op.behavior = parse_behavior(jstr(j, "behavior"), &ok);
         op.invert = jbool(j, "invert", 0);
         op.pat_len = strlen(lit);
@@ -1743,11 +1776,13 @@ static vkf_status add_pre(struct vkf_hf *h, const char *path, const cJSON *j) {
     }
     if (!ok) {
         free(op.pat);
+        vkf_regex_free(op.re);
         return lerr(path, "pre_tokenizer", "unknown split behavior");
     }
     hf_pre *v = realloc(h->pre, (h->n_pre + 1) * sizeof *v);
     if (!v) {
         free(op.pat);
+        vkf_regex_free(op.re);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     h->pre = v;
