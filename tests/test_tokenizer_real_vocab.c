@@ -94,6 +94,16 @@ static void test_vocab(const vocab_case *vc) {
         ip = sep + sizeof k_sep - 1;
         op = *eol ? eol + 1 : eol;
     }
+    /* end of generation: eos, and the end-of-turn spellings llama.cpp's vocabulary collects */
+    VKT_CHECK(vkf_tokenizer_eos(t) < 0 || vkf_tokenizer_is_eog(t, vkf_tokenizer_eos(t)),
+              "%s: eos %d is not an end-of-generation token", vc->file, vkf_tokenizer_eos(t));
+    static const char *const eot_names[] = {"<|eot_id|>", "<|end_of_text|>", "<|eom_id|>",
+                                            "<|endoftext|>", "<|end|>"};
+    for (size_t k = 0; k < sizeof eot_names / sizeof eot_names[0]; k++) {
+        int32_t id = vkf_tokenizer_find(t, eot_names[k], strlen(eot_names[k]));
+        VKT_CHECK(id < 0 || vkf_tokenizer_is_eog(t, id), "%s: %s (%d) is not end of generation",
+                  vc->file, eot_names[k], id);
+    }
     VKT_CHECK(n_bad == 0, "%s: %zu of %zu inputs differ from llama.cpp", vc->file, n_bad, n_inputs);
     VKT_CHECK(n_inputs >= 40, "%s: only %zu inputs read", vc->file, n_inputs);
     printf("%-30s %zu inputs, %zu ids exact\n", vc->file, n_inputs - n_bad, n_ids);
@@ -103,6 +113,20 @@ done:
     vkf_tokenizer_free(t);
     free(inp);
     free(outs);
+}
+
+/* Llama-3: 128001 <|end_of_text|> (eos) and 128009 <|eot_id|> end generation, nothing else
+ * (the ids of Meta's tokenizer; Llama-3.0 has no <|eom_id|>). */
+static void test_llama3_eog(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/ggml-vocab-llama-bpe.gguf", vkt_fixture("real-vocab"));
+    vkf_tokenizer *t = NULL;
+    VKT_OK(vkf_tokenizer_open_auto(path, &t));
+    if (!t) return;
+    VKT_CHECK(vkf_tokenizer_is_eog(t, 128001) && vkf_tokenizer_eog(t, NULL) == 2 &&
+                  vkf_tokenizer_is_eog(t, 128009) && !vkf_tokenizer_is_eog(t, 9906),
+              "llama-bpe: end-of-generation set of %zu ids is wrong", vkf_tokenizer_eog(t, NULL));
+    vkf_tokenizer_free(t);
 }
 
 /* 1 MiB runs through the Llama-3 pre-tokenizer: every byte comes back. */
@@ -142,6 +166,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof k_vocabs / sizeof k_vocabs[0]; i++)
         test_vocab(&k_vocabs[i]);
     printf("total: %zu inputs, %zu ids\n", g_total_inputs, g_total_ids);
+    test_llama3_eog();
     test_long_runs();
     return vkt_finish();
 }

@@ -201,6 +201,17 @@ static void test_kind(const kind_info *k, const cJSON *corpus, const char *big, 
     }
     VKT_CHECK(strcmp(vkf_tokenizer_kind(t), k->kind) == 0, "%s: kind %s, expected %s", k->dir,
               vkf_tokenizer_kind(t), k->kind);
+    if (!strcmp(k->dir, "real_qwen3")) /* <|endoftext|> 151643, <|im_end|> 151645 */
+        VKT_CHECK(vkf_tokenizer_is_eog(t, 151643) && vkf_tokenizer_is_eog(t, 151645) &&
+                      !vkf_tokenizer_is_eog(t, 151644),
+                  "real_qwen3: end-of-generation set of %zu ids is wrong",
+                  vkf_tokenizer_eog(t, NULL));
+    if (!strcmp(k->dir,
+                "real_llama3")) /* <|end_of_text|>, <|eot_id|> (Llama-3.0 has no <|eom_id|>) */
+        VKT_CHECK(vkf_tokenizer_is_eog(t, 128001) && vkf_tokenizer_eog(t, NULL) == 2 &&
+                      vkf_tokenizer_is_eog(t, 128009) && !vkf_tokenizer_is_eog(t, 128000),
+                  "real_llama3: end-of-generation set of %zu ids is wrong",
+                  vkf_tokenizer_eog(t, NULL));
     const cJSON *ids = cJSON_GetObjectItem(exp, "ids"),
                 *plain = cJSON_GetObjectItem(exp, "ids_plain");
     const cJSON *dec = cJSON_GetObjectItem(exp, "decoded");

@@ -239,6 +239,14 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         P("norm           %s, eps %g\n", m->arch == VKF_ARCH_LLAMA ? "RMSNorm" : "LayerNorm", (double)hp->eps);
         if (m->arch == VKF_ARCH_LLAMA) P("rope           %d dims, base %g\n", hp->n_rot, hp->rope_base);
         P("special ids    bos %d, eos %d, pad %d\n", hp->bos_id, hp->eos_id, hp->pad_id);
+        if (m->tok) { /* generation stops at any of these (generate.c) */
+            const int32_t *eog;
+            size_t n_eog = vkf_tokenizer_eog(m->tok, &eog);
+            P("end of gen.    ");
+            for (size_t i = 0; i < n_eog && i < 12; i++) /* bounded: buf is 4 KiB */
+                P("%s%.40s (%d)", i ? ", " : "", vkf_tokenizer_token_text(m->tok, eog[i]), eog[i]);
+            P("%s\n", n_eog ? "" : "eos only");
+        }
         P("parameters     %lld (%.2f M)\n", (long long)m->n_params, (double)m->n_params / 1e6);
         P("weight dtypes  %s (matrices %s)\n", dtypes, vkf_dtype_name(m->wtype));
         P("memory         weights %.2f MiB; KV cache %.2f MiB per sequence at %d tokens\n", (double)m->weight_bytes / 1048576.0,
@@ -280,6 +288,13 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     cJSON_AddNumberToObject(j, "bos_id", hp->bos_id);
     cJSON_AddNumberToObject(j, "eos_id", hp->eos_id);
     cJSON_AddNumberToObject(j, "pad_id", hp->pad_id);
+    if (m->tok) {
+        const int32_t *eog;
+        size_t n_eog = vkf_tokenizer_eog(m->tok, &eog);
+        cJSON *e = cJSON_AddArrayToObject(j, "eog_ids");
+        for (size_t i = 0; e && i < n_eog; i++)
+            cJSON_AddItemToArray(e, cJSON_CreateNumber(eog[i]));
+    }
     cJSON_AddNumberToObject(j, "n_params", (double)m->n_params);
     cJSON_AddStringToObject(j, "matrix_dtype", vkf_dtype_name(m->wtype));
     cJSON *dt = cJSON_AddObjectToObject(j, "weight_dtypes");

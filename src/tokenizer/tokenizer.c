@@ -139,6 +139,43 @@ static int cmp_special(const void *a, const void *b, void *ctx) {
     return x < y ? -1 : x > y;
 }
 
+int vkf_tok_add_eog(vkf_tokenizer *t, int32_t id) {
+    if (id < 0 || id >= t->n_vocab || vkf_tokenizer_is_eog(t, id)) return 1;
+    int32_t *v = realloc(t->eog, (t->n_eog + 1) * sizeof *v);
+    if (!v) return 0;
+    t->eog = v;
+    t->eog[t->n_eog++] = id;
+    return 1;
+}
+
+/* Spellings llama.cpp treats as end of generation (eot, eom, end of turn, FIM padding). */
+static const char *const k_eog_text[] = {
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<\xef\xbd\x9c"
+    "end\xe2\x96\x81"
+    "of\xe2\x96\x81"
+    "sentence\xef\xbd\x9c>" /* DeepSeek */,
+    "<|fim_pad|>",
+    "<|repo_name|>",
+    "<|file_sep|>",
+    "<fim-pad>",
+    "<fim_pad>",
+    "<reponame>",
+    "<file_sep>",
+};
+
 vkf_status vkf_tok_finish(vkf_tokenizer *t) {
     if (!vkf_strmap_init(&t->vocab, (size_t)t->n_vocab))
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", t->name);
@@ -169,6 +206,11 @@ vkf_status vkf_tok_finish(vkf_tokenizer *t) {
         if (ids[i].id < -1 || ids[i].id >= t->n_vocab)
             return vkf_error(VKF_ERROR_FORMAT, "%s: %s token id %d is out of range [0, %d)",
                              t->name, ids[i].what, ids[i].id, t->n_vocab);
+    if (!vkf_tok_add_eog(t, t->eos))
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", t->name);
+    for (size_t i = 0; i < sizeof k_eog_text / sizeof k_eog_text[0]; i++)
+        if (!vkf_tok_add_eog(t, vkf_strmap_get(&t->vocab, k_eog_text[i], strlen(k_eog_text[i]))))
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", t->name);
     if (t->kind == VKF_TOK_LLAMA)
         for (int b = 0; b < 256; b++) {
             char buf[8];
@@ -187,6 +229,7 @@ void vkf_tokenizer_free(vkf_tokenizer *t) {
     free(t->type);
     free(t->score);
     free(t->special);
+    free(t->eog);
     vkf_strmap_free(&t->vocab);
     vkf_u64map_free(&t->merges);
     vkf_bpe_cache_free(&t->cache);
@@ -468,6 +511,17 @@ int32_t vkf_tokenizer_bos(const vkf_tokenizer *t) { return t->bos; }
 int32_t vkf_tokenizer_eos(const vkf_tokenizer *t) { return t->eos; }
 int32_t vkf_tokenizer_unk(const vkf_tokenizer *t) { return t->unk; }
 int32_t vkf_tokenizer_pad(const vkf_tokenizer *t) { return t->pad; }
+size_t vkf_tokenizer_eog(const vkf_tokenizer *t, const int32_t **ids) {
+    if (ids) *ids = t->eog;
+    return t->n_eog;
+}
+
+int vkf_tokenizer_is_eog(const vkf_tokenizer *t, int32_t id) {
+    for (size_t i = 0; i < t->n_eog; i++)
+        if (t->eog[i] == id) return 1;
+    return 0;
+}
+
 int vkf_tokenizer_add_bos(const vkf_tokenizer *t) { return t->add_bos; }
 int vkf_tokenizer_add_eos(const vkf_tokenizer *t) { return t->add_eos; }
 
@@ -620,6 +674,19 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
                                &t->add_space_prefix)))
         goto fail;
     if ((s = vkf_tok_finish(t)) != VKF_OK) goto fail;
+    static const char *const eog_keys[] = {
+        "tokenizer.ggml.eot_token_id",     "tokenizer.ggml.eom_token_id",
+        "tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id",
+        "tokenizer.ggml.fim_sep_token_id",
+    };
+    for (size_t k = 0; k < sizeof eog_keys / sizeof eog_keys[0]; k++) {
+        int32_t id = -1;
+        if ((s = gguf_token_id(g, eog_keys[k], t->n_vocab, &id)) != VKF_OK) goto fail;
+        if (!vkf_tok_add_eog(t, id)) {
+            s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+            goto fail;
+        }
+    }
     if (kind == VKF_TOK_GPT2) {
         const vkf_gguf_value *merges;
         if ((s = vkf_gguf_require_arr(g, "tokenizer.ggml.merges", VKF_GGUF_TYPE_STRING, &merges)))

@@ -155,6 +155,12 @@ int32_t vkf_tokenizer_bos(const vkf_tokenizer *tok);
 int32_t vkf_tokenizer_eos(const vkf_tokenizer *tok);
 int32_t vkf_tokenizer_unk(const vkf_tokenizer *tok);
 int32_t vkf_tokenizer_pad(const vkf_tokenizer *tok);
+/* End-of-generation tokens, as llama.cpp's vocabulary collects them: eos, the GGUF eot / eom
+ * ids, and every token spelled <|eot_id|>, <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>,
+ * <|eom_id|>, <|end_of_text|>, <EOT>, <|return|>, <|call|>, ... Generation stops at any of them.
+ * Returns the count; *ids (may be NULL) points into the tokenizer. */
+size_t vkf_tokenizer_eog(const vkf_tokenizer *tok, const int32_t **ids);
+int vkf_tokenizer_is_eog(const vkf_tokenizer *tok, int32_t id);
 /* Whether encode(add_special = 1) adds BOS / EOS. */
 int vkf_tokenizer_add_bos(const vkf_tokenizer *tok);
 int vkf_tokenizer_add_eos(const vkf_tokenizer *tok);

@@ -80,6 +80,8 @@ struct vkf_tokenizer {
     vkf_strmap vocab;    /* token string -> id */
     int32_t bos, eos, unk, pad;
     int add_bos, add_eos, add_space_prefix;
+    int32_t *eog; /* end-of-generation ids (eos, eot, eom, <|eot_id|>, <|im_end|>, ...) */
+    size_t n_eog;
     int32_t *special; /* ids cut out of the text before tokenizing, longest first */
     size_t n_special;
     size_t max_token_len;    /* bytes of the longest token */
@@ -120,6 +122,9 @@ int vkf_tok_reserve_work(vkf_tokenizer *t, size_t n);
  * (the lengths of all token strings, without NULs). Every token starts NORMAL, ids at -1. */
 vkf_status vkf_tok_create(vkf_tok_kind kind, const char *name, int64_t n, size_t pool_bytes,
                           vkf_tokenizer **out);
+/* Adds id to the end-of-generation set (ignored when out of range or already there); 0 when
+ * out of memory. */
+int vkf_tok_add_eog(vkf_tokenizer *t, int32_t id);
 /* Sets token id's string; tokens must be set in increasing id order. */
 void vkf_tok_set(vkf_tokenizer *t, int32_t id, const char *s, size_t len, int type);
 /* After all tokens are set: builds the string map, the special-token list and byte tokens,
