@@ -157,6 +157,7 @@ struct vkf_regex {
     uint32_t *mark; /* per instruction: the id of the list it was last added to */
     uint32_t *stack;
     uint32_t list_id;
+    int fast; /* 0, or the digit run length of a Llama-3 (3) / Qwen2 (1) pattern: fast_match */
 };
 
 typedef struct parser {
@@ -903,8 +904,98 @@ static vkf_status compile_sub(const char *pat, size_t len, const char *what, int
     return VKF_OK;
 }
 
+/* The Llama-3 and Qwen2 patterns, as tokenizer.json writes them and as llama.cpp rewrites them
+ * for std::regex: the most used patterns get a hand-written matcher (fast_match), checked
+ * against the engine by tests/test_tokenizer_regex.c. */
+static const struct {
+    const char *pattern;
+    int digits;
+} k_fast[] = {
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     3},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     1},
+    {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?"
+     "\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|"
+     "\\s+",
+     3},
+    {"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?"
+     "\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     1},
+};
+
+vkf_status vkf_regex_compile_ex(const char *pattern, size_t len, const char *what, int no_fast,
+                                vkf_regex **out) {
+    VKF_TRY(compile_sub(pattern, len, what, 0, out));
+    for (size_t i = 0; !no_fast && i < sizeof k_fast / sizeof k_fast[0]; i++)
+        if (strlen(k_fast[i].pattern) == len && memcmp(k_fast[i].pattern, pattern, len) == 0)
+            (*out)->fast = k_fast[i].digits;
+    return VKF_OK;
+}
+
 vkf_status vkf_regex_compile(const char *pattern, size_t len, const char *what, vkf_regex **out) {
-    return compile_sub(pattern, len, what, 0, out);
+    return vkf_regex_compile_ex(pattern, len, what, 0, out);
+}
+
+/* ------------------------------------------------------------------ Llama-3 / Qwen2 by hand */
+
+static int is_letter_gc(int g) { return g >= VKF_GC_LU && g <= VKF_GC_LO; }
+static int is_number_gc(int g) { return g >= VKF_GC_ND && g <= VKF_GC_NO; }
+
+/* End of the match at i (the pattern matches at every position):
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,D} |
+ *    ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * alternatives in order, as the engine tries them. */
+static size_t fast_match(const uint32_t *cp, const uint8_t *gc, size_t n, size_t i, int digits) {
+#define LOW(c) ((c) >= 'A' && (c) <= 'Z' ? (c) | 32 : (c))
+#define SPACE(k) vkf_unicode_is_space(cp[k])
+#define OTHER(k) (!is_letter_gc(gc[k]) && !is_number_gc(gc[k]) && !SPACE(k))
+    if (cp[i] == '\'' && i + 1 < n) {
+        uint32_t a = LOW(cp[i + 1]);
+        if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+        if (i + 2 < n) {
+            uint32_t b = LOW(cp[i + 2]);
+            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+                return i + 3;
+        }
+    }
+    size_t j = i;
+    if (!is_letter_gc(gc[j]) && !is_number_gc(gc[j]) && cp[j] != '\r' && cp[j] != '\n' &&
+        j + 1 < n && is_letter_gc(gc[j + 1]))
+        j++;
+    if (is_letter_gc(gc[j])) {
+        while (j < n && is_letter_gc(gc[j]))
+            j++;
+        return j;
+    }
+    if (is_number_gc(gc[i])) {
+        j = i;
+        while (j < n && j - i < (size_t)digits && is_number_gc(gc[j]))
+            j++;
+        return j;
+    }
+    j = cp[i] == ' ' && i + 1 < n && OTHER(i + 1) ? i + 1 : i;
+    if (OTHER(j)) {
+        while (j < n && OTHER(j))
+            j++;
+        while (j < n && (cp[j] == '\r' || cp[j] == '\n'))
+            j++;
+        return j;
+    }
+    /* a whitespace run [i, k) */
+    size_t k = i, last_nl = SIZE_MAX;
+    while (k < n && SPACE(k)) {
+        if (cp[k] == '\r' || cp[k] == '\n') last_nl = k;
+        k++;
+    }
+    if (last_nl != SIZE_MAX) return last_nl + 1; /* \s*[\r\n]+ ends after the last newline */
+    if (k == n || k - i == 1) return k;          /* \s+(?!\S) at the end; else \s+ */
+    return k - 1;                                /* \s+(?!\S): leave the last space */
+#undef LOW
+#undef SPACE
+#undef OTHER
 }
 
 /* ------------------------------------------------------------------ Pike VM */
@@ -1052,6 +1143,11 @@ static int vm_run(vkf_regex *re, const vm_text *t, size_t from, int anchored, si
 
 int vkf_regex_find(vkf_regex *re, const uint32_t *cp, const uint8_t *gc, size_t begin, size_t end,
                    size_t from, size_t *ms, size_t *me) {
+    if (re->fast && from < end) {
+        *ms = from;
+        *me = fast_match(cp + begin, gc + begin, end - begin, from - begin, re->fast) + begin;
+        return 1;
+    }
     vm_text t = {cp, gc, begin, end};
     return vm_run(re, &t, from, 0, ms, me);
 }

@@ -31,6 +31,10 @@ typedef struct vkf_regex vkf_regex;
  * syntax above, VKF_ERROR_FORMAT for a malformed pattern) name the pattern and the offset;
  * what is a prefix for the messages ("tokenizer.json: pre_tokenizer Split"). */
 vkf_status vkf_regex_compile(const char *pattern, size_t len, const char *what, vkf_regex **out);
+/* The same; no_fast = 1 runs the Llama-3 / Qwen2 patterns on the engine too (tests compare
+ * the hand-written matcher with it). */
+vkf_status vkf_regex_compile_ex(const char *pattern, size_t len, const char *what, int no_fast,
+                                vkf_regex **out);
 void vkf_regex_free(vkf_regex *re);
 
 /* Finds the leftmost-first match in cp[from..end) of the text cp[begin..end) (^ and $ and
