@@ -1,6 +1,6 @@
 /* GPT-2 byte-level BPE: the GPT-2 pre-tokenizer regex written out by hand over Unicode class
- * tables, then merges by rank with a heap over a linked list of symbols (O(n log n) per
- * pre-token), and a cache of pre-token results. */
+ * tables (or another regex pre-tokenizer, pretok.c), then merges by rank (the shared loop of
+ * bpe.c, O(n log n) per pre-token), and a cache of pre-token results. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,14 +151,17 @@ void vkf_bpe_cache_put(vkf_bpe_cache *c, const char *key, size_t len, const int3
 
 /* ------------------------------------------------------------------ BPE of one pre-token */
 
-static int try_pair(vkf_tokenizer *t, int32_t l, int32_t r) {
-    if (l < 0 || r < 0) return 1;
-    int32_t a = t->sym[l].id, b = t->sym[r].id;
+/* Merge priority: the rank of the rule (left, right) -> merged (lowest first). */
+int vkf_bpe_rank_pair(void *ctx, const vkf_symbol *l, const vkf_symbol *r, double *key,
+                      int32_t *id) {
+    const vkf_tokenizer *t = ctx;
     uint64_t v;
-    if (a < 0 || b < 0 || !vkf_u64map_get(&t->merges, (uint64_t)a << 32 | (uint32_t)b, &v))
-        return 1;
-    vkf_bigram bg = {.key = (double)(v >> 32), .left = l, .right = r, .a = a, .b = b};
-    return vkf_bigram_push(&t->heap, bg);
+    if (l->id < 0 || r->id < 0 ||
+        !vkf_u64map_get(&t->merges, (uint64_t)(uint32_t)l->id << 32 | (uint32_t)r->id, &v))
+        return 0;
+    *key = (double)(v >> 32);
+    *id = (int32_t)(uint32_t)v;
+    return 1;
 }
 
 /* ignore_merges: the id of the pre-token's byte-level text when it is a token, else -1 */
@@ -192,23 +195,7 @@ static vkf_status bpe_piece(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *
         sym[i].id = t->byte_token[(uint8_t)s[i]];
         sym[i].n = 1;
     }
-    t->heap.n = 0;
-    for (size_t i = 1; i < n; i++)
-        if (!try_pair(t, (int32_t)i - 1, (int32_t)i)) goto oom;
-    vkf_bigram bg;
-    while (vkf_bigram_pop(&t->heap, &bg)) {
-        vkf_symbol *l = &sym[bg.left], *r = &sym[bg.right];
-        /* stale if either side was merged away or changed since the pair was queued */
-        if (!l->n || !r->n || l->next != bg.right || l->id != bg.a || r->id != bg.b) continue;
-        uint64_t v;
-        vkf_u64map_get(&t->merges, (uint64_t)bg.a << 32 | (uint32_t)bg.b, &v);
-        l->id = (int32_t)(uint32_t)v;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sym[r->next].prev = bg.left;
-        if (!try_pair(t, l->prev, bg.left) || !try_pair(t, bg.left, l->next)) goto oom;
-    }
+    if (!vkf_bpe_merge(t, (int32_t)n, vkf_bpe_rank_pair, t)) goto oom;
     size_t first = out->n;
     for (int32_t i = 0; i >= 0; i = sym[i].next) {
         int32_t id = sym[i].id;

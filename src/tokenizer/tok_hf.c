@@ -798,16 +798,6 @@ static int32_t mvocab_get(const struct vkf_hf *h, const char *s, size_t n) {
 }
 
 /* Queues the merge of symbols l and r (HF: by rank, then leftmost). */
-static int bpe_try_pair(vkf_tokenizer *t, int32_t l, int32_t r) {
-    if (l < 0 || r < 0) return 1;
-    uint64_t v;
-    if (!vkf_u64map_get(&t->merges, (uint64_t)(uint32_t)t->sym[l].id << 32 | (uint32_t)t->sym[r].id,
-                        &v))
-        return 1;
-    vkf_bigram bg = {.key = (double)(v >> 32), .left = l, .right = r, .a = (int32_t)(uint32_t)v};
-    return vkf_bigram_push(&t->heap, bg);
-}
-
 static int bpe_add_symbol(vkf_tokenizer *t, int32_t *ns, int32_t id, uint32_t len) {
     if (!vkf_tok_reserve_symbols(t, (size_t)*ns + 1)) return 0;
     t->sym[*ns] = (vkf_symbol){.prev = *ns - 1, .next = -1, .id = id, .start = 0, .n = len};
@@ -816,7 +806,7 @@ static int bpe_add_symbol(vkf_tokenizer *t, int32_t *ns, int32_t id, uint32_t le
     return 1;
 }
 
-/* The library's BPE::merge_word + Word::merge_all for one word. */
+/* The library's BPE::merge_word for one word; Word::merge_all is the shared loop of bpe.c. */
 static vkf_status bpe_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out) {
     struct vkf_hf *h = t->hf;
     if (h->ignore_merges) {
@@ -870,28 +860,8 @@ static vkf_status bpe_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *o
         i += l;
     }
     if (unk_id >= 0 && !bpe_add_symbol(t, &ns, unk_id, unk_len)) goto oom;
-    t->heap.n = 0;
-    for (int32_t i = 1; i < ns; i++)
-        if (!bpe_try_pair(t, i - 1, i)) goto oom;
+    if (!vkf_bpe_merge(t, ns, vkf_bpe_rank_pair, t)) goto oom;
     vkf_symbol *sym = t->sym;
-    vkf_bigram bg;
-    while (vkf_bigram_pop(&t->heap, &bg)) {
-        vkf_symbol *l = &sym[bg.left];
-        if (!l->n || l->next < 0) continue;
-        int32_t next = l->next;
-        uint64_t v;
-        /* stale unless the pair at this position still merges into the same token */
-        if (!vkf_u64map_get(&t->merges, (uint64_t)(uint32_t)l->id << 32 | (uint32_t)sym[next].id,
-                            &v) ||
-            (int32_t)(uint32_t)v != bg.a)
-            continue;
-        l->id = bg.a;
-        l->n += sym[next].n;
-        sym[next].n = 0;
-        l->next = sym[next].next;
-        if (l->next >= 0) sym[l->next].prev = bg.left;
-        if (!bpe_try_pair(t, l->prev, bg.left) || !bpe_try_pair(t, bg.left, l->next)) goto oom;
-    }
     for (int32_t i = ns ? 0 : -1; i >= 0; i = sym[i].next)
         if (!vkf_ids_push(out, sym[i].id)) goto oom;
     return VKF_OK;

@@ -319,14 +319,22 @@ static int unigram_encode(const vkf_tokenizer *t, const char *w, size_t n, spm_p
     return 1;
 }
 
-static int bpe_pair(vkf_tokenizer *t, const char *w, int32_t l, int32_t r) {
-    if (l < 0 || r < 0) return 1;
-    const vkf_symbol *a = &t->sym[l], *b = &t->sym[r];
-    if (a->id || b->id) return 1; /* frozen (user-defined) symbols never merge */
-    int32_t id = vkf_strmap_get(&t->spm->pieces, w + a->start, a->n + b->n);
-    if (id < 0) return 1;
-    vkf_bigram bg = {.key = -(double)t->score[id], .left = l, .right = r, .a = (int32_t)(a->n + b->n)};
-    return vkf_bigram_push(&t->heap, bg);
+typedef struct spm_pair_ctx {
+    vkf_tokenizer *t;
+    const char *w;
+} spm_pair_ctx;
+
+#define SPM_FROZEN (-2) /* a user-defined symbol: never merges */
+
+/* Merge priority: the score of the piece the two symbols form (highest first). */
+static int bpe_pair(void *ctx, const vkf_symbol *a, const vkf_symbol *b, double *key,
+                    int32_t *id) {
+    const spm_pair_ctx *c = ctx;
+    if (a->id == SPM_FROZEN || b->id == SPM_FROZEN) return 0;
+    *id = vkf_strmap_get(&c->t->spm->pieces, c->w + a->start, a->n + b->n);
+    if (*id < 0) return 0;
+    *key = -(double)c->t->score[*id];
+    return 1;
 }
 
 static int bpe_encode(vkf_tokenizer *t, const char *w, size_t n, spm_pieces *out) {
@@ -338,26 +346,17 @@ static int bpe_encode(vkf_tokenizer *t, const char *w, size_t n, spm_pieces *out
         size_t l = (size_t)user_match(m, w + i, n - i);
         int frozen = l > 0;
         if (!l) l = one_char_len(w + i, n - i);
-        /* id holds the frozen flag while merging */
-        sym[ns] = (vkf_symbol){.prev = ns - 1, .next = ns + 1, .id = frozen, .start = (uint32_t)i,
+        sym[ns] = (vkf_symbol){.prev = ns - 1,
+                               .next = ns + 1,
+                               .id = frozen ? SPM_FROZEN : -1,
+                               .start = (uint32_t)i,
                                .n = (uint32_t)l};
         ns++;
         i += l;
     }
     if (ns) sym[ns - 1].next = -1;
-    t->heap.n = 0;
-    for (int32_t i = 1; i < ns; i++)
-        if (!bpe_pair(t, w, i - 1, i)) return 0;
-    vkf_bigram bg;
-    while (vkf_bigram_pop(&t->heap, &bg)) {
-        vkf_symbol *l = &sym[bg.left], *r = &sym[bg.right];
-        if (!l->n || !r->n || l->n + r->n != (uint32_t)bg.a) continue;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sym[r->next].prev = bg.left;
-        if (!bpe_pair(t, w, l->prev, bg.left) || !bpe_pair(t, w, bg.left, l->next)) return 0;
-    }
+    spm_pair_ctx ctx = {t, w};
+    if (!vkf_bpe_merge(t, ns, bpe_pair, &ctx)) return 0;
     for (int32_t i = ns ? 0 : -1; i >= 0; i = sym[i].next)
         if (!sp_add(out, sym[i].start, sym[i].n, piece_to_id(t, w + sym[i].start, sym[i].n)))
             return 0;

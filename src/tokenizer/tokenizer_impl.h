@@ -38,11 +38,11 @@ typedef struct vkf_ids {
 } vkf_ids;
 
 /* A candidate merge of symbols left and right. Popped smallest key first, leftmost on ties:
- * gpt2 uses key = merge rank, llama key = -score of the merged piece. */
+ * rank-based BPE uses key = merge rank, score-based key = -score of the merged piece. */
 typedef struct vkf_bigram {
     double key;
     int32_t left, right;
-    int32_t a, b; /* gpt2: the two token ids (staleness check); llama: a = merged byte size */
+    int32_t a, b; /* a: the sum of the two symbols' lengths (staleness); b: the merged id */
 } vkf_bigram;
 
 typedef struct vkf_bigram_heap {
@@ -114,6 +114,16 @@ struct vkf_tokenizer {
 int vkf_ids_push(vkf_ids *a, int32_t id);
 int vkf_bigram_push(vkf_bigram_heap *h, vkf_bigram b);
 int vkf_bigram_pop(vkf_bigram_heap *h, vkf_bigram *out); /* 0 when empty */
+/* BPE (bpe.c): whether adjacent symbols l and r merge; if so *key is the priority (smaller
+ * merges first) and *id the merged symbol's id. */
+typedef int (*vkf_bpe_pair_fn)(void *ctx, const vkf_symbol *l, const vkf_symbol *r, double *key,
+                               int32_t *id);
+/* Merges the symbols t->sym[0..ns) (linked in order, lengths n > 0) until no pair merges; the
+ * survivors are the symbols with n > 0, in list order from 0. Returns 0 when out of memory. */
+int vkf_bpe_merge(vkf_tokenizer *t, int32_t ns, vkf_bpe_pair_fn pair, void *ctx);
+/* The rank-based pair rule over t->merges (ctx = t): symbols' ids are token ids. */
+int vkf_bpe_rank_pair(void *ctx, const vkf_symbol *l, const vkf_symbol *r, double *key,
+                      int32_t *id);
 /* Grows t->sym to hold n symbols; 0 on allocation failure. */
 int vkf_tok_reserve_symbols(vkf_tokenizer *t, size_t n);
 int vkf_tok_reserve_work(vkf_tokenizer *t, size_t n);
