@@ -926,72 +926,37 @@ static vkf_status wordlevel_word(vkf_tokenizer *t, const char *w, size_t n, vkf_
 
 /* Unigram: best-scoring segmentation (the library's encode_optimized), unknown characters
  * fused, then byte fallback or unk for pieces outside the vocabulary. */
-typedef struct best_node {
-    double score;
-    int64_t start; /* -1: unreached */
-    int32_t id;
-} best_node;
+static double hf_unigram_score(void *ctx, int32_t id, size_t len) {
+    (void)len;
+    return ((const struct vkf_hf *)ctx)->uscore[id];
+}
 
+/* The library's Unigram::encode for one word: the Viterbi search of unigram.c, then runs of
+ * unknown pieces fused into one, and byte fallback for pieces not in the vocabulary. */
 static vkf_status unigram_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out) {
     struct vkf_hf *h = t->hf;
     if (!n) return VKF_OK;
-    best_node *best = malloc((n + 1) * sizeof *best);
-    if (!best) goto oom;
-    for (size_t i = 0; i <= n; i++)
-        best[i] = (best_node){0.0, -1, -1};
-    double unk_score = h->min_score - 10.0;
-    for (size_t st = 0; st < n;) {
-        uint32_t cp;
-        size_t mblen = next_cp(w + st, n - st, &cp);
-        double here = best[st].score;
-        int single = 0;
-        int32_t node = 0;
-        for (size_t k = st; k < n; k++) {
-            node = vkf_trie_step(&h->trie, node, (uint8_t)w[k]);
-            if (node < 0) break;
-            int32_t id = h->trie.val[node];
-            if (id < 0) continue;
-            size_t end = k + 1;
-            double cand = h->uscore[id] + here;
-            if (best[end].start < 0 || cand > best[end].score)
-                best[end] = (best_node){cand, (int64_t)st, id};
-            if (end - st == mblen) single = 1;
-        }
-        if (!single) {
-            if (h->unk < 0) {
-                free(best);
-                return vkf_error(VKF_ERROR_TOKEN,
-                                 "%s: character at byte %zu has no piece and there is no unk",
-                                 t->name, st);
-            }
-            double cand = unk_score + here;
-            if (best[st + mblen].start < 0 || cand > best[st + mblen].score)
-                best[st + mblen] = (best_node){cand, (int64_t)st, h->unk};
-        }
-        st += mblen;
+    vkf_unigram u = {.trie = &h->trie,
+                     .score = hf_unigram_score,
+                     .ctx = h,
+                     .unk_score = h->min_score - 10.0,
+                     .unk = h->unk};
+    vkf_uni_pieces p = {0};
+    int r = vkf_unigram_best(&u, w, n, &p);
+    if (r < 0) {
+        free(p.v);
+        return vkf_error(VKF_ERROR_TOKEN,
+                         "%s: character at byte %zu has no piece and there is no unk", t->name,
+                         p.err_at);
     }
-    /* backtrack into (start, end, id) pieces, fusing runs of unk */
-    size_t cnt = 0;
-    for (size_t e = n; e > 0; e = (size_t)best[e].start)
-        cnt++;
-    size_t *starts = malloc((cnt + 1) * sizeof *starts);
-    if (!starts) {
-        free(best);
-        goto oom;
-    }
-    size_t k = cnt;
-    for (size_t e = n; e > 0; e = (size_t)best[e].start)
-        starts[--k] = (size_t)best[e].start;
-    starts[cnt] = n;
+    if (!r) goto oom;
     vkf_status st_ = VKF_OK;
-    for (size_t i = 0; i < cnt && st_ == VKF_OK;) {
-        size_t s0 = starts[i], e0 = starts[i + 1];
-        int32_t id = best[e0].id;
-        size_t j = i + 1;
-        if (id == h->unk) /* fuse consecutive unknowns into one piece */
-            while (j < cnt && best[starts[j + 1]].id == h->unk)
+    for (size_t i = 0; i < p.n && st_ == VKF_OK;) {
+        size_t s0 = p.v[i].s, j = i + 1;
+        if (p.v[i].id == h->unk) /* fuse consecutive unknowns into one piece */
+            while (j < p.n && p.v[j].id == h->unk)
                 j++;
-        e0 = starts[j];
+        size_t e0 = p.v[j - 1].s + p.v[j - 1].n;
         int32_t pid = mvocab_get(h, w + s0, e0 - s0);
         if (pid < 0 && h->byte_fallback) {
             size_t b = s0;
@@ -1008,8 +973,7 @@ static vkf_status unigram_word(vkf_tokenizer *t, const char *w, size_t n, vkf_id
         if (!vkf_ids_push(out, pid)) st_ = VKF_ERROR_OUT_OF_MEMORY;
         i = j;
     }
-    free(starts);
-    free(best);
+    free(p.v);
     if (st_ != VKF_OK) goto oom;
     return VKF_OK;
 oom:

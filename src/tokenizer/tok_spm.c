@@ -19,6 +19,7 @@
  * does not change that; add_special puts bos (trainer_spec.bos_id) in front. */
 #include <float.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -258,65 +259,31 @@ static int32_t piece_to_id(const vkf_tokenizer *t, const char *s, size_t n) {
     return id >= 0 ? id : m->unk;
 }
 
-typedef struct spm_best {
-    float score;
-    int32_t start; /* -1: unreached */
-    int32_t id;
-} spm_best;
+/* Piece scores as the sentencepiece library gives them: user-defined symbols a bonus that makes
+ * them always win (computed as a double, as the library's 0.1 literal makes it), unused pieces
+ * never. */
+static double unigram_score(void *ctx, int32_t id, size_t len) {
+    const vkf_tokenizer *t = ctx;
+    if (t->type[id] == VKF_TOKEN_UNUSED) return NAN;
+    if (t->type[id] == VKF_TOKEN_USER_DEFINED) return (double)((float)len * t->spm->max_score) - 0.1;
+    return (double)t->score[id];
+}
 
-static int unigram_encode(const vkf_tokenizer *t, const char *w, size_t n, spm_pieces *out) {
+static int unigram_encode(vkf_tokenizer *t, const char *w, size_t n, spm_pieces *out) {
     const struct vkf_spm *m = t->spm;
-    spm_best *best = malloc((n + 1) * sizeof *best);
-    if (!best) return 0;
-    for (size_t i = 0; i <= n; i++)
-        best[i] = (spm_best){0.0f, -1, -1};
-    const float unk_score = m->min_score - 10.0f;
-    for (size_t st = 0; st < n;) {
-        size_t mblen = one_char_len(w + st, n - st);
-        float here = best[st].score;
-        int single = 0;
-        int32_t node = 0;
-        for (size_t k = st; k < n; k++) {
-            node = vkf_trie_step(&m->trie, node, (uint8_t)w[k]);
-            if (node < 0) break;
-            int32_t id = m->trie.val[node];
-            if (id < 0 || t->type[id] == VKF_TOKEN_UNUSED) continue;
-            size_t len = k + 1 - st;
-            /* user-defined symbols get a bonus that makes them always win. As in the library,
-             * the candidate is a double (the 0.1 literal makes the ternary double), compared
-             * with the stored float and rounded to float when stored: ties must break the
-             * same way. */
-            double score = t->type[id] == VKF_TOKEN_USER_DEFINED
-                               ? (double)((float)len * m->max_score) - 0.1
-                               : (double)t->score[id];
-            double cand = score + (double)here;
-            if (best[k + 1].start < 0 || cand > (double)best[k + 1].score)
-                best[k + 1] = (spm_best){(float)cand, (int32_t)st, id};
-            if (len == mblen) single = 1;
-        }
-        if (!single) {
-            float cand = unk_score + here;
-            if (best[st + mblen].start < 0 || cand > best[st + mblen].score)
-                best[st + mblen] = (spm_best){cand, (int32_t)st, m->unk};
-        }
-        st += mblen;
-    }
-    size_t cnt = 0;
-    for (size_t e = n; e > 0; e = (size_t)best[e].start)
-        cnt++;
-    size_t first = out->n;
-    for (size_t i = 0; i < cnt; i++)
-        if (!sp_add(out, 0, 0, 0)) {
-            free(best);
-            return 0;
-        }
-    size_t k = out->n;
-    for (size_t e = n; e > 0; e = (size_t)best[e].start)
-        out->v[--k] = (spm_piece){(uint32_t)best[e].start, (uint32_t)(e - (size_t)best[e].start),
-                                  best[e].id};
-    (void)first;
-    free(best);
-    return 1;
+    vkf_unigram u = {.trie = &m->trie,
+                     .score = unigram_score,
+                     .ctx = t,
+                     .unk_score = (double)(m->min_score - 10.0f),
+                     .unk = m->unk,
+                     .float_sums = 1,
+                     .lead_byte_len = 1};
+    vkf_uni_pieces p = {0};
+    int r = vkf_unigram_best(&u, w, n, &p);
+    for (size_t i = 0; r > 0 && i < p.n; i++)
+        if (!sp_add(out, p.v[i].s, p.v[i].n, p.v[i].id)) r = 0;
+    free(p.v);
+    return r > 0;
 }
 
 typedef struct spm_pair_ctx {

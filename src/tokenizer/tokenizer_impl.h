@@ -124,6 +124,32 @@ int vkf_bpe_merge(vkf_tokenizer *t, int32_t ns, vkf_bpe_pair_fn pair, void *ctx)
 /* The rank-based pair rule over t->merges (ctx = t): symbols' ids are token ids. */
 int vkf_bpe_rank_pair(void *ctx, const vkf_symbol *l, const vkf_symbol *r, double *key,
                       int32_t *id);
+/* Unigram (unigram.c): the best segmentation of a word. */
+typedef struct vkf_unigram {
+    const vkf_trie *trie; /* piece bytes -> id */
+    /* score of piece id (len bytes); NAN: the piece is never used */
+    double (*score)(void *ctx, int32_t id, size_t len);
+    void *ctx;
+    double unk_score;  /* the unknown piece's score (min score - 10) */
+    int32_t unk;       /* -1: none (a character without a piece is an error) */
+    int float_sums;    /* sums rounded to float at each step (sentencepiece) */
+    int lead_byte_len; /* character length from the lead byte (sentencepiece) */
+} vkf_unigram;
+
+typedef struct vkf_uni_piece {
+    uint32_t s, n; /* bytes [s, s + n) of the word */
+    int32_t id;
+} vkf_uni_piece;
+
+typedef struct vkf_uni_pieces {
+    vkf_uni_piece *v;
+    size_t n, cap;
+    size_t err_at; /* on -1: the byte offset of the character without a piece */
+} vkf_uni_pieces;
+
+/* Fills out with the pieces of w[0..n) in order. Returns 1, 0 when out of memory, -1 when a
+ * character has no piece and there is no unk. */
+int vkf_unigram_best(const vkf_unigram *u, const char *w, size_t n, vkf_uni_pieces *out);
 /* Grows t->sym to hold n symbols; 0 on allocation failure. */
 int vkf_tok_reserve_symbols(vkf_tokenizer *t, size_t n);
 int vkf_tok_reserve_work(vkf_tokenizer *t, size_t n);
