@@ -310,6 +310,45 @@ static void test_kind(const kind_info *k, const cJSON *corpus, const char *big, 
     cJSON_Delete(exp);
 }
 
+/* ------------------------------------------------------------------ pre-tokenizer variants */
+
+/* split_variants.json (tools/tokenizers/ref_split.js): the bpe_bytelevel tokenizer.json with its
+ * pre-tokenizer replaced by Split (a regex; every behaviour, with and without invert), Digits,
+ * Punctuation and literal Split in Sequences; every corpus id must match the library's. */
+static void test_split_variants(const cJSON *corpus) {
+    cJSON *exp = load_json(DATA "/split_variants.json");
+    size_t n = 0;
+    char *base_text = vkt_read_file(DATA "/bpe_bytelevel/tokenizer.json", &n);
+    cJSON *base = base_text ? cJSON_ParseWithLength(base_text, n) : NULL;
+    free(base_text);
+    VKT_CHECK(exp && base, "cannot read split_variants.json or bpe_bytelevel/tokenizer.json");
+    size_t vi = 0, n_ids = 0, n_bad = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItem(exp, "variants")) {
+        if (!base) break;
+        cJSON_ReplaceItemInObject(base, "pre_tokenizer",
+                                  cJSON_Duplicate(cJSON_GetObjectItem(v, "pre_tokenizer"), 1));
+        char *json = cJSON_PrintUnformatted(base);
+        vkf_tokenizer *t = NULL;
+        VKT_OK(vkf_tokenizer_from_hf_json_memory(json, strlen(json), "split variant", &t));
+        free(json);
+        const cJSON *ids = cJSON_GetObjectItem(v, "ids");
+        size_t i = 0;
+        for (const cJSON *c = corpus->child; t && c; c = c->next, i++) {
+            const cJSON *want = cJSON_GetArrayItem(ids, (int)i);
+            n_ids += (size_t)cJSON_GetArraySize(want);
+            if (!check_ids(t, "split variant", vi, c->valuestring, strlen(c->valuestring), 0, want))
+                n_bad++;
+        }
+        vkf_tokenizer_free(t);
+        vi++;
+    }
+    VKT_CHECK(vi >= 13 && n_bad == 0, "split variants: %zu variants, %zu strings wrong", vi, n_bad);
+    printf("%-30s %zu variants, %zu ids, %zu strings wrong\n", "split_variants", vi, n_ids, n_bad);
+    cJSON_Delete(base);
+    cJSON_Delete(exp);
+}
+
 /* ------------------------------------------------------------------ documented behaviour */
 
 static vkf_tokenizer *open_kind(const char *name) {
@@ -496,6 +535,7 @@ int main(void) {
     if (corpus && big)
         for (size_t k = 0; k < sizeof k_kinds / sizeof k_kinds[0]; k++)
             test_kind(&k_kinds[k], corpus, big, big_len);
+    if (corpus) test_split_variants(corpus);
     test_invalid_utf8();
     test_special_ids();
     test_open_files();
