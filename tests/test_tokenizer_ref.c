@@ -349,6 +349,60 @@ static void test_split_variants(const cJSON *corpus) {
     cJSON_Delete(exp);
 }
 
+/* ------------------------------------------------------------------ GGUF t5 */
+
+/* t5_gguf/vocab.gguf (tools/tokenizers/make_t5_gguf.py) is spm_unigram's model as a GGUF "t5"
+ * vocabulary: its ids must be the sentencepiece library's (spm_unigram/expected.json), on every
+ * corpus string and on the 1 MiB text. Strings with the user-defined "<mask>" are left out:
+ * llama.cpp cuts user-defined tokens out before normalizing (so the space before one is
+ * stripped as trailing whitespace), where sentencepiece matches them inside the normalized text. */
+static void test_t5_gguf(const cJSON *corpus, const char *big, size_t big_len) {
+    cJSON *exp = load_json(DATA "/spm_unigram/expected.json");
+    vkf_tokenizer *t = NULL;
+    VKT_OK(vkf_tokenizer_open_auto(DATA "/t5_gguf/vocab.gguf", &t));
+    if (!t || !exp) {
+        vkf_tokenizer_free(t);
+        cJSON_Delete(exp);
+        return;
+    }
+    VKT_CHECK(vkf_tokenizer_add_eos(t) && !vkf_tokenizer_add_bos(t),
+              "t5: llama.cpp adds eos, not bos, by default");
+    const cJSON *plain = cJSON_GetObjectItem(exp, "ids_plain");
+    size_t i = 0, n_ids = 0, bad = 0, used = 0;
+    for (const cJSON *c = corpus->child; c; c = c->next, i++) {
+        if (strstr(c->valuestring, "<mask>")) continue;
+        const cJSON *want = cJSON_GetArrayItem(plain, (int)i);
+        n_ids += (size_t)cJSON_GetArraySize(want);
+        used++;
+        bad += !check_ids(t, "t5_gguf", i, c->valuestring, strlen(c->valuestring), 0, want);
+    }
+    /* the 1 MiB text has "<mask>" lines: with them spelled "[mask]", against the .model
+     * tokenizer, which is exact against sentencepiece on the text itself (test_kind) */
+    char *text = malloc(big_len);
+    vkf_tokenizer *spm = NULL;
+    VKT_OK(vkf_tokenizer_open_auto(DATA "/spm_unigram/tokenizer.model", &spm));
+    int32_t *bi = NULL, *si = NULL;
+    size_t bn = 0, sn = 0;
+    if (text && spm) {
+        memcpy(text, big, big_len);
+        for (char *q = text; (q = memmem(q, big_len - (size_t)(q - text), "<mask>", 6)); q += 6)
+            q[0] = '[', q[5] = ']';
+        VKT_OK(vkf_tokenizer_encode_ex(t, text, big_len, 0, 0, &bi, &bn));
+        VKT_OK(vkf_tokenizer_encode_ex(spm, text, big_len, 0, 0, &si, &sn));
+    }
+    int big_ok = bi && si && bn == sn && memcmp(bi, si, bn * sizeof *bi) == 0;
+    VKT_CHECK(big_ok, "t5_gguf: 1 MiB text: %zu ids, the .model gives %zu (or different ids)", bn,
+              sn);
+    free(si);
+    free(text);
+    vkf_tokenizer_free(spm);
+    printf("%-30s %zu strings (%zu ids), %zu wrong; 1 MiB: %zu ids %s\n", "t5_gguf", used, n_ids,
+           bad, bn, big_ok ? "exact" : "DIFFER");
+    free(bi);
+    vkf_tokenizer_free(t);
+    cJSON_Delete(exp);
+}
+
 /* ------------------------------------------------------------------ documented behaviour */
 
 static vkf_tokenizer *open_kind(const char *name) {
@@ -536,6 +590,7 @@ int main(void) {
         for (size_t k = 0; k < sizeof k_kinds / sizeof k_kinds[0]; k++)
             test_kind(&k_kinds[k], corpus, big, big_len);
     if (corpus) test_split_variants(corpus);
+    if (corpus && big) test_t5_gguf(corpus, big, big_len);
     test_invalid_utf8();
     test_special_ids();
     test_open_files();

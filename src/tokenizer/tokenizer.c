@@ -320,7 +320,7 @@ vkf_status vkf_tokenizer_encode_ex(vkf_tokenizer *t, const char *text, size_t le
     vkf_ids out = {0};
     fragments fr = {0};
     vkf_status s = VKF_OK;
-    if (t->kind == VKF_TOK_HF || t->kind == VKF_TOK_SPM) {
+    if (t->kind == VKF_TOK_HF || (t->kind == VKF_TOK_SPM && !t->gguf_specials)) {
         s = t->kind == VKF_TOK_HF
                 ? vkf_hf_encode(t, text ? text : "", len, add_special, parse_special, &out)
                 : vkf_spm_encode(t, text ? text : "", len, add_special, parse_special, &out);
@@ -347,6 +347,7 @@ vkf_status vkf_tokenizer_encode_ex(vkf_tokenizer *t, const char *text, size_t le
             break;
         case VKF_TOK_CHAR: s = vkf_char_encode_text(t, text + f->off, f->len, &out); break;
         case VKF_TOK_WPM: s = vkf_wpm_encode_text(t, text + f->off, f->len, &out); break;
+        case VKF_TOK_SPM: s = vkf_spm_encode(t, text + f->off, f->len, 0, 0, &out); break;
         default: s = vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tokenize: bad tokenizer kind"); break;
         }
         if (s != VKF_OK) goto fail;
@@ -567,10 +568,12 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
         kind = VKF_TOK_LLAMA;
     } else if (strcmp(model, "bert") == 0) {
         kind = VKF_TOK_WPM;
+    } else if (strcmp(model, "t5") == 0) {
+        return vkf_tokenizer_spm_from_gguf(g, out);
     } else {
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "%s: key tokenizer.ggml.model: tokenizer \"%s\" is not supported "
-                         "(gpt2, llama and bert are)",
+                         "(gpt2, llama, bert and t5 are)",
                          path, model);
     }
     const vkf_gguf_value *tokens, *types, *scores = NULL;

@@ -80,7 +80,8 @@ struct vkf_tokenizer {
     vkf_strmap vocab;    /* token string -> id */
     int32_t bos, eos, unk, pad;
     int add_bos, add_eos, add_space_prefix;
-    int32_t *eog; /* end-of-generation ids (eos, eot, eom, <|eot_id|>, <|im_end|>, ...) */
+    int gguf_specials; /* VKF_TOK_SPM from a GGUF: special tokens cut out first (tokenizer.c) */
+    int32_t *eog;      /* end-of-generation ids (eos, eot, eom, <|eot_id|>, <|im_end|>, ...) */
     size_t n_eog;
     int32_t *special; /* ids cut out of the text before tokenizing, longest first */
     size_t n_special;
@@ -205,6 +206,8 @@ vkf_status vkf_spm_encode(vkf_tokenizer *t, const char *text, size_t len, int ad
 vkf_status vkf_spm_decode(const vkf_tokenizer *t, const int32_t *ids, size_t n, int flags,
                           vkf_sbuf *out);
 void vkf_spm_free(struct vkf_spm *spm);
+/* A GGUF "t5" vocabulary as a SentencePiece Unigram model (tok_spm.c). */
+vkf_status vkf_tokenizer_spm_from_gguf(const vkf_gguf *g, vkf_tokenizer **out);
 const char *vkf_hf_model_name(const struct vkf_hf *hf);    /* "hf-bpe", ... */
 const char *vkf_spm_model_name(const struct vkf_spm *spm); /* "spm-bpe", ... */
 
