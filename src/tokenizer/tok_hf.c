@@ -36,117 +36,9 @@
 #include "tokenizer/pretok.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/tok_charsmap.h"
+#include "tokenizer/tok_hf.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
-
-/* ------------------------------------------------------------------ types */
-
-typedef enum { SPLIT_REMOVED, SPLIT_ISOLATED, SPLIT_MERGED_PREV, SPLIT_MERGED_NEXT, SPLIT_CONTIGUOUS } split_behavior;
-
-typedef enum {
-    NORM_NFD, NORM_NFKD, NORM_NFC, NORM_NFKC, NORM_LOWERCASE, NORM_STRIP_ACCENTS, NORM_STRIP,
-    NORM_REPLACE, NORM_PREPEND, NORM_BERT, NORM_NMT, NORM_PRECOMPILED,
-} norm_type;
-
-typedef struct hf_norm {
-    norm_type type;
-    int a, b, c, d;         /* Strip: left, right; Bert: clean, chinese, strip_accents, lower */
-    uint32_t *pat, *rep;    /* Replace: pattern and content; Prepend: rep */
-    size_t n_pat, n_rep;
-    vkf_charsmap charsmap;  /* Precompiled */
-} hf_norm;
-
-typedef enum {
-    PRE_BYTELEVEL, PRE_METASPACE, PRE_BERT, PRE_WHITESPACE, PRE_WHITESPACE_SPLIT,
-    PRE_PUNCTUATION, PRE_DIGITS, PRE_SPLIT, PRE_CHAR_DELIMITER,
-} pre_type;
-
-typedef enum { PREPEND_ALWAYS, PREPEND_FIRST, PREPEND_NEVER } prepend_scheme;
-
-typedef struct hf_pre {
-    pre_type type;
-    int add_prefix_space, use_regex;  /* ByteLevel */
-    char rep[8];                      /* Metaspace replacement (UTF-8) */
-    size_t rep_len;
-    uint32_t rep_cp;
-    prepend_scheme prepend;           /* Metaspace */
-    int split;                        /* Metaspace: split on the replacement */
-    split_behavior behavior;          /* Punctuation, Split */
-    int individual_digits;            /* Digits */
-    int invert;                       /* Split */
-    int gpt2_regex;                   /* Split: the pattern is the GPT-2 regex */
-    vkf_regex *re;                    /* Split: any other regular expression */
-    char *pat;                        /* Split: literal pattern */
-    size_t pat_len;
-    uint32_t delim;                   /* CharDelimiterSplit */
-} hf_pre;
-
-typedef enum { MODEL_BPE, MODEL_WORDPIECE, MODEL_UNIGRAM, MODEL_WORDLEVEL } model_type;
-
-typedef enum {
-    DEC_BYTELEVEL, DEC_METASPACE, DEC_WORDPIECE, DEC_BPE, DEC_BYTEFALLBACK, DEC_FUSE, DEC_STRIP,
-    DEC_REPLACE,
-} dec_type;
-
-typedef struct hf_dec {
-    dec_type type;
-    char *a, *b; /* WordPiece prefix; BPE suffix; Replace pattern, content */
-    size_t na, nb;
-    uint32_t cp;  /* Metaspace replacement, Strip content */
-    int x, y;     /* WordPiece cleanup; Metaspace prepend != never; Strip start, stop */
-} hf_dec;
-
-typedef struct added_token {
-    int32_t id;
-    char *content; /* as matched: normalized when normalized is set */
-    size_t len;
-    int single_word, lstrip, rstrip, normalized, special;
-} added_token;
-
-/* One post-processor step for a single sequence: ids before and after it. */
-typedef struct hf_post {
-    int32_t *pre, *post;
-    size_t n_pre, n_post;
-} hf_post;
-
-struct vkf_hf {
-    hf_norm *norm;
-    size_t n_norm;
-    hf_pre *pre;
-    size_t n_pre;
-    hf_dec *dec;
-    size_t n_dec;
-    int has_decoder;
-    hf_post post;
-
-    added_token *added;
-    size_t n_added;
-    uint8_t added_first[256]; /* bytes that start some added token */
-    uint8_t *is_special; /* [n_vocab] special added tokens (skipped when decoding) */
-
-    model_type model;
-    vkf_strmap mvocab; /* model vocabulary: string -> id (keys in mkeys) */
-    char *mkeys;
-    int32_t unk;       /* model unk id, -1 if none */
-    /* BPE */
-    char *prefix, *suffix; /* continuing_subword_prefix, end_of_word_suffix (NULL: none) */
-    size_t n_prefix, n_suffix;
-    int fuse_unk, byte_fallback, ignore_merges;
-    int ws_split; /* words may be cut before each U+2581 (see model_word) */
-    int32_t byte_id[256]; /* <0xNN> ids for byte fallback */
-    /* WordPiece */
-    int max_chars;
-    /* Unigram */
-    vkf_trie trie;
-    double *uscore; /* [n_vocab] */
-    double min_score;
-
-    /* scratch */
-    vkf_cptext cpt; /* Split: the piece as code points */
-    vkf_rx_spans rx;
-    vkf_cpbuf cp_a, cp_b;
-    vkf_sbuf s_a, s_b, s_c;
-};
 
 /* ------------------------------------------------------------------ small helpers */
 
@@ -186,7 +78,7 @@ static size_t next_cp(const char *s, size_t n, uint32_t *cp) {
     return l;
 }
 
-static char *dup_n(const char *s, size_t n) {
+char *vkf_hf_dup(const char *s, size_t n) {
     char *p = malloc(n + 1);
     if (!p) return NULL;
     memcpy(p, s, n);
@@ -194,7 +86,7 @@ static char *dup_n(const char *s, size_t n) {
     return p;
 }
 
-static uint32_t *utf8_dup_cps(const char *s, size_t n, size_t *out_n) {
+uint32_t *vkf_hf_utf8_cps(const char *s, size_t n, size_t *out_n) {
     vkf_cpbuf b = {0};
     if (!vkf_utf8_to_cps(s, n, &b) || !vkf_cpbuf_reserve(&b, b.n + 1)) {
         free(b.v);
@@ -397,7 +289,7 @@ oom:
 }
 
 /* Normalizes UTF-8 s[0..n) into out. */
-static int hf_normalize(struct vkf_hf *h, const char *s, size_t n, vkf_sbuf *out) {
+int vkf_hf_normalize(struct vkf_hf *h, const char *s, size_t n, vkf_sbuf *out) {
     out->n = 0;
     if (!h->n_norm) return vkf_sbuf_put(out, s, n);
     vkf_cpbuf *a = &h->cp_a, *b = &h->cp_b;
@@ -477,8 +369,7 @@ static int spans_add(spans *sp, size_t s, size_t e, int match) {
 
 /* Applies a split behavior to the spans of a piece and adds the resulting words to out (the
  * library's NormalizedString::split). */
-static int split_apply(const char *s, const spans *sp, split_behavior beh, int first,
-                       pieces *out) {
+static int split_apply(const char *s, const spans *sp, split_behavior beh, int first, pieces *out) {
     size_t n = sp->n;
     if (!n) return 1;
     /* merge spans per the behavior into (start, end, keep) words */
@@ -669,18 +560,17 @@ static void byte_chars_fill(void) {
         k_unicode_byte[c] = -1;
     for (int b = 0; b < 256; b++) {
         k_unicode_byte[vkf_gpt2_byte_to_unicode((uint8_t)b)] = (int16_t)b;
-        k_byte_char_len[b] = (uint8_t)vkf_utf8_encode(vkf_gpt2_byte_to_unicode((uint8_t)b),
-                                                      k_byte_char_buf[b]);
+        k_byte_char_len[b] =
+            (uint8_t)vkf_utf8_encode(vkf_gpt2_byte_to_unicode((uint8_t)b), k_byte_char_buf[b]);
         k_byte_char[b] = k_byte_char_buf[b];
     }
 }
 
 static pthread_once_t k_byte_chars_once = PTHREAD_ONCE_INIT;
-static void byte_chars_init(void) { pthread_once(&k_byte_chars_once, byte_chars_fill); }
+void vkf_hf_byte_chars_init(void) { pthread_once(&k_byte_chars_once, byte_chars_fill); }
 
 /* Runs one pre-tokenizer over every piece of in, into out. */
-static int pre_apply(struct vkf_hf *h, const hf_pre *op, const pieces *in, pieces *out,
-                     spans *sp) {
+static int pre_apply(struct vkf_hf *h, const hf_pre *op, const pieces *in, pieces *out, spans *sp) {
     out->n = 0;
     out->pool.n = 0;
     vkf_sbuf *tmp = &h->s_c;
@@ -694,11 +584,11 @@ static int pre_apply(struct vkf_hf *h, const hf_pre *op, const pieces *in, piece
             if (op->add_prefix_space && s[0] != ' ' && !vkf_sbuf_put(tmp, " ", 1)) return 0;
             if (!vkf_sbuf_put(tmp, s, n)) return 0;
             /* split on a copy: tmp is reused by the byte mapping below */
-            char *src = dup_n(tmp->p, tmp->n);
+            char *src = vkf_hf_dup(tmp->p, tmp->n);
             if (!src) return 0;
             size_t sn = tmp->n;
-            int ok = op->use_regex ? gpt2_spans(h, src, sn, sp)
-                                   : (sp->n = 0, spans_add(sp, 0, sn, 1));
+            int ok =
+                op->use_regex ? gpt2_spans(h, src, sn, sp) : (sp->n = 0, spans_add(sp, 0, sn, 1));
             for (size_t i = 0; ok && i < sp->n; i++) {
                 tmp->n = 0;
                 for (size_t j = sp->v[i].s; ok && j < sp->v[i].e; j++) {
@@ -729,7 +619,7 @@ static int pre_apply(struct vkf_hf *h, const hf_pre *op, const pieces *in, piece
                 if (!pieces_add(out, tmp->p, tmp->n, first)) return 0;
                 break;
             }
-            char *src = dup_n(tmp->p, tmp->n);
+            char *src = vkf_hf_dup(tmp->p, tmp->n);
             if (!src) return 0;
             int ok = literal_spans(src, tmp->n, op->rep, op->rep_len, sp) &&
                      split_apply(src, sp, SPLIT_MERGED_NEXT, first, out);
@@ -793,7 +683,7 @@ static int pre_apply(struct vkf_hf *h, const hf_pre *op, const pieces *in, piece
 
 /* ------------------------------------------------------------------ models */
 
-static int32_t mvocab_get(const struct vkf_hf *h, const char *s, size_t n) {
+int32_t vkf_hf_mvocab_get(const struct vkf_hf *h, const char *s, size_t n) {
     return vkf_strmap_get(&h->mvocab, s, n);
 }
 
@@ -810,7 +700,7 @@ static int bpe_add_symbol(vkf_tokenizer *t, int32_t *ns, int32_t id, uint32_t le
 static vkf_status bpe_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out) {
     struct vkf_hf *h = t->hf;
     if (h->ignore_merges) {
-        int32_t id = mvocab_get(h, w, n);
+        int32_t id = vkf_hf_mvocab_get(h, w, n);
         if (id >= 0) return vkf_ids_push(out, id) ? VKF_OK : VKF_ERROR_OUT_OF_MEMORY;
     }
     int32_t ns = 0, unk_id = -1;
@@ -830,7 +720,7 @@ static vkf_status bpe_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *o
                 goto oom;
             str = s->p, sl = s->n;
         }
-        int32_t id = mvocab_get(h, str, sl);
+        int32_t id = vkf_hf_mvocab_get(h, str, sl);
         if (id >= 0) {
             if (unk_id >= 0 && !bpe_add_symbol(t, &ns, unk_id, unk_len)) goto oom;
             unk_id = -1;
@@ -889,7 +779,7 @@ static vkf_status wordpiece_word(vkf_tokenizer *t, const char *w, size_t n, vkf_
             if ((start > 0 && !vkf_sbuf_put(s, h->prefix ? h->prefix : "", h->n_prefix)) ||
                 !vkf_sbuf_put(s, w + start, end - start))
                 goto oom;
-            found = mvocab_get(h, s->p, s->n);
+            found = vkf_hf_mvocab_get(h, s->p, s->n);
             if (found >= 0) break;
             /* drop the last character */
             size_t e = end - 1;
@@ -916,11 +806,13 @@ oom:
 
 static vkf_status wordlevel_word(vkf_tokenizer *t, const char *w, size_t n, vkf_ids *out) {
     struct vkf_hf *h = t->hf;
-    int32_t id = mvocab_get(h, w, n);
+    int32_t id = vkf_hf_mvocab_get(h, w, n);
     if (id < 0) id = h->unk;
     if (id < 0)
-        return vkf_error(VKF_ERROR_TOKEN, "%s: word \"%.*s\" is not in the vocabulary and there "
-                         "is no unk token", t->name, (int)(n > 64 ? 64 : n), w);
+        return vkf_error(VKF_ERROR_TOKEN,
+                         "%s: word \"%.*s\" is not in the vocabulary and there "
+                         "is no unk token",
+                         t->name, (int)(n > 64 ? 64 : n), w);
     return vkf_ids_push(out, id) ? VKF_OK : VKF_ERROR_OUT_OF_MEMORY;
 }
 
@@ -957,14 +849,15 @@ static vkf_status unigram_word(vkf_tokenizer *t, const char *w, size_t n, vkf_id
             while (j < p.n && p.v[j].id == h->unk)
                 j++;
         size_t e0 = p.v[j - 1].s + p.v[j - 1].n;
-        int32_t pid = mvocab_get(h, w + s0, e0 - s0);
+        int32_t pid = vkf_hf_mvocab_get(h, w + s0, e0 - s0);
         if (pid < 0 && h->byte_fallback) {
             size_t b = s0;
             while (b < e0 && h->byte_id[(uint8_t)w[b]] >= 0)
                 b++;
             if (b == e0) {
                 for (b = s0; b < e0; b++)
-                    if (!vkf_ids_push(out, h->byte_id[(uint8_t)w[b]])) st_ = VKF_ERROR_OUT_OF_MEMORY;
+                    if (!vkf_ids_push(out, h->byte_id[(uint8_t)w[b]]))
+                        st_ = VKF_ERROR_OUT_OF_MEMORY;
                 i = j;
                 continue;
             }
@@ -1066,8 +959,8 @@ static int starts_with_word(const char *s, size_t n) {
 
 /* Cuts the added tokens with normalized == want_norm out of s[0..n) (leftmost-longest, like the
  * library's Aho-Corasick matcher), appending segments with offsets relative to base. */
-static int split_added(const struct vkf_hf *h, const char *s, size_t n, size_t base,
-                       int want_norm, int parse_special, segments *out) {
+static int split_added(const struct vkf_hf *h, const char *s, size_t n, size_t base, int want_norm,
+                       int parse_special, segments *out) {
     size_t last = 0, i = 0;
     while (i < n) {
         if (!h->added_first[(uint8_t)s[i]]) { /* most bytes start no added token */
@@ -1089,8 +982,8 @@ static int split_added(const struct vkf_hf *h, const char *s, size_t n, size_t b
         }
         size_t start = i, stop = i + best->len;
         i = stop; /* the matcher goes on after this match even when it is discarded */
-        if (best->single_word &&
-            ((start > 0 && ends_with_word(s, start)) || (stop < n && starts_with_word(s + stop, n - stop))))
+        if (best->single_word && ((start > 0 && ends_with_word(s, start)) ||
+                                  (stop < n && starts_with_word(s + stop, n - stop))))
             continue;
         if (best->lstrip) {
             size_t ns = start;
@@ -1142,7 +1035,7 @@ vkf_status vkf_hf_encode(vkf_tokenizer *t, const char *text, size_t len, int add
             continue;
         }
         /* normalize, then cut the normalized added tokens */
-        if (!hf_normalize(h, text + raw.v[g].off, raw.v[g].len, &h->s_a)) goto oom;
+        if (!vkf_hf_normalize(h, text + raw.v[g].off, raw.v[g].len, &h->s_a)) goto oom;
         size_t base = ntext.n;
         if (!vkf_sbuf_put(&ntext, h->s_a.p ? h->s_a.p : "", h->s_a.n)) goto oom;
         norm.n = 0;
@@ -1165,8 +1058,7 @@ vkf_status vkf_hf_encode(vkf_tokenizer *t, const char *text, size_t len, int add
                 cur = nxt, nxt = tmp;
             }
             for (size_t k = 0; k < cur->n; k++)
-                if ((s = model_word(t, cur->pool.p + cur->v[k].off, cur->v[k].len, out)) !=
-                    VKF_OK)
+                if ((s = model_word(t, cur->pool.p + cur->v[k].off, cur->v[k].len, out)) != VKF_OK)
                     goto fail;
         }
     }
@@ -1251,9 +1143,9 @@ static int sbuf_replace(vkf_sbuf *b, const char *pat, size_t pl, const char *rep
 
 static int wordpiece_cleanup(vkf_sbuf *b, vkf_sbuf *tmp) {
     static const char *const pairs[][2] = {
-        {" .", "."},     {" ?", "?"},      {" !", "!"},           {" ,", ","},
-        {" ' ", "'"},    {" n't", "n't"},  {" 'm", "'m"},         {" do not", " don't"},
-        {" 's", "'s"},   {" 've", "'ve"},  {" 're", "'re"},
+        {" .", "."},   {" ?", "?"},     {" !", "!"},     {" ,", ","},
+        {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},   {" do not", " don't"},
+        {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
         if (!sbuf_replace(b, pairs[i][0], strlen(pairs[i][0]), pairs[i][1], strlen(pairs[i][1]),
@@ -1414,819 +1306,4 @@ oom:
     tl_free(&l);
     free(tmp.p);
     return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while decoding", t->name);
-}
-
-/* ------------------------------------------------------------------ free */
-
-void vkf_hf_free(struct vkf_hf *h) {
-    if (!h) return;
-    for (size_t i = 0; i < h->n_norm; i++) {
-        free(h->norm[i].pat);
-        free(h->norm[i].rep);
-        vkf_charsmap_free(&h->norm[i].charsmap);
-    }
-    free(h->norm);
-    for (size_t i = 0; i < h->n_pre; i++) {
-        free(h->pre[i].pat);
-        vkf_regex_free(h->pre[i].re);
-    }
-    free(h->pre);
-    vkf_cptext_free(&h->cpt);
-    free(h->rx.v);
-    for (size_t i = 0; i < h->n_dec; i++) {
-        free(h->dec[i].a);
-        free(h->dec[i].b);
-    }
-    free(h->dec);
-    free(h->post.pre);
-    free(h->post.post);
-    for (size_t i = 0; i < h->n_added; i++)
-        free(h->added[i].content);
-    free(h->added);
-    free(h->is_special);
-    vkf_strmap_free(&h->mvocab);
-    free(h->mkeys);
-    free(h->prefix);
-    free(h->suffix);
-    vkf_trie_free(&h->trie);
-    free(h->uscore);
-    free(h->cp_a.v);
-    free(h->cp_b.v);
-    free(h->s_a.p);
-    free(h->s_b.p);
-    free(h->s_c.p);
-    free(h);
-}
-
-/* ------------------------------------------------------------------ loading */
-
-typedef struct loader {
-    const char *path;
-    vkf_status st;
-} loader;
-
-static vkf_status lerr(const char *path, const char *where, const char *msg) {
-    return vkf_error(VKF_ERROR_FORMAT, "%s: %s: %s", path, where, msg);
-}
-
-static const cJSON *jget(const cJSON *o, const char *k) {
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-static const char *jstr(const cJSON *o, const char *k) {
-    const cJSON *v = jget(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int jbool(const cJSON *o, const char *k, int def) {
-    const cJSON *v = jget(o, k);
-    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
-}
-
-static double jnum(const cJSON *o, const char *k, double def) {
-    const cJSON *v = jget(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : def;
-}
-
-static split_behavior parse_behavior(const char *s, int *ok) {
-    *ok = 1;
-    if (!s) return SPLIT_ISOLATED;
-    if (!strcmp(s, "Removed")) return SPLIT_REMOVED;
-    if (!strcmp(s, "Isolated")) return SPLIT_ISOLATED;
-    if (!strcmp(s, "MergedWithPrevious")) return SPLIT_MERGED_PREV;
-    if (!strcmp(s, "MergedWithNext")) return SPLIT_MERGED_NEXT;
-    if (!strcmp(s, "Contiguous")) return SPLIT_CONTIGUOUS;
-    *ok = 0;
-    return SPLIT_ISOLATED;
-}
-
-static const char k_gpt2_pattern[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-/* A {"String": s} or {"Regex": r} pattern as a literal; gpt2 is set for the GPT-2 regex. */
-static vkf_status parse_pattern(const char *path, const char *where, const cJSON *p,
-                                const char **lit, int *gpt2) {
-    *gpt2 = 0;
-    const char *s = jstr(p, "String");
-    if (s) {
-        *lit = s;
-        return VKF_OK;
-    }
-    const char *r = jstr(p, "Regex");
-    if (!r) return lerr(path, where, "expected a pattern {\"String\": ...} or {\"Regex\": ...}");
-    if (!strcmp(r, k_gpt2_pattern)) {
-        *gpt2 = 1;
-        *lit = "";
-        return VKF_OK;
-    }
-    if (strpbrk(r, "\\^$.|?*+()[]{}"))
-        return vkf_error(VKF_ERROR_UNSUPPORTED,
-                         "%s: %s: regular expression \"%.80s\" is not supported (literal patterns "
-                         "and the GPT-2 pattern are)",
-                         path, where, r);
-    *lit = r;
-    return VKF_OK;
-}
-
-static vkf_status add_norm(struct vkf_hf *h, const char *path, const cJSON *j) {
-    if (!j || cJSON_IsNull(j)) return VKF_OK;
-    const char *type = jstr(j, "type");
-    if (!type) return lerr(path, "normalizer", "expected an object with a \"type\"");
-    if (!strcmp(type, "Sequence")) {
-        const cJSON *a = jget(j, "normalizers");
-        if (!cJSON_IsArray(a)) return lerr(path, "normalizer Sequence", "expected \"normalizers\": [...]");
-        for (const cJSON *e = a->child; e; e = e->next)
-            VKF_TRY(add_norm(h, path, e));
-        return VKF_OK;
-    }
-    hf_norm op;
-    memset(&op, 0, sizeof op);
-    if (!strcmp(type, "NFD")) op.type = NORM_NFD;
-    else if (!strcmp(type, "NFKD")) op.type = NORM_NFKD;
-    else if (!strcmp(type, "NFC")) op.type = NORM_NFC;
-    else if (!strcmp(type, "NFKC")) op.type = NORM_NFKC;
-    else if (!strcmp(type, "Lowercase")) op.type = NORM_LOWERCASE;
-    else if (!strcmp(type, "StripAccents")) op.type = NORM_STRIP_ACCENTS;
-    else if (!strcmp(type, "Nmt")) op.type = NORM_NMT;
-    else if (!strcmp(type, "Strip")) {
-        op.type = NORM_STRIP;
-        op.a = jbool(j, "strip_left", 1);
-        op.b = jbool(j, "strip_right", 1);
-    } else if (!strcmp(type, "BertNormalizer")) {
-        op.type = NORM_BERT;
-        op.a = jbool(j, "clean_text", 1);
-        op.b = jbool(j, "handle_chinese_chars", 1);
-        op.d = jbool(j, "lowercase", 1);
-        op.c = jbool(j, "strip_accents", op.d); /* null: follows lowercase */
-    } else if (!strcmp(type, "Replace")) {
-        const char *lit;
-        int gpt2;
-        op.type = NORM_REPLACE;
-        /* the one regular-expression form real files use here: a character repeated, " {2,}" */
-        const char *rx = jstr(jget(j, "pattern"), "Regex");
-        char run_ch[8];
-        int min_run = 0;
-        if (rx) {
-            uint32_t c;
-            size_t l = strlen(rx), cl = l ? vkf_utf8_decode(rx, l, &c) : 0;
-            unsigned m = 0;
-            char tail;
-            if (cl && c != VKF_UTF8_INVALID && (c >= 0x80 || !strchr("\\^$.|?*+()[]{}", (int)c)) &&
-                cl < sizeof run_ch) {
-                if (!strcmp(rx + cl, "+")) min_run = 1;
-                else if (sscanf(rx + cl, "{%u,%c", &m, &tail) == 2 && tail == '}' && m >= 1 &&
-                         m < 1000 && rx[l - 1] == '}' && strchr(rx + cl, ',') + 2 == rx + l)
-                    min_run = (int)m;
-            }
-            if (min_run) {
-                memcpy(run_ch, rx, cl);
-                run_ch[cl] = 0;
-            }
-        }
-        if (min_run) {
-            lit = run_ch;
-            gpt2 = 0;
-            op.a = min_run;
-        } else {
-            VKF_TRY(parse_pattern(path, "normalizer Replace", jget(j, "pattern"), &lit, &gpt2));
-        }
-        const char *content = jstr(j, "content");
-        if (gpt2 || !content) return lerr(path, "normalizer Replace", "expected a literal pattern and a \"content\"");
-        op.pat = utf8_dup_cps(lit, strlen(lit), &op.n_pat);
-        op.rep = utf8_dup_cps(content, strlen(content), &op.n_rep);
-        if (!op.pat || !op.rep) goto oom;
-    } else if (!strcmp(type, "Prepend")) {
-        const char *p = jstr(j, "prepend");
-        if (!p) return lerr(path, "normalizer Prepend", "expected \"prepend\": string");
-        op.type = NORM_PREPEND;
-        if (!(op.rep = utf8_dup_cps(p, strlen(p), &op.n_rep))) goto oom;
-    } else if (!strcmp(type, "Precompiled")) {
-        const char *b64 = jstr(j, "precompiled_charsmap");
-        op.type = NORM_PRECOMPILED;
-        if (!b64) return lerr(path, "normalizer Precompiled", "expected \"precompiled_charsmap\": base64 string");
-        VKF_TRY(vkf_charsmap_from_base64(b64, strlen(b64), path, &op.charsmap));
-    } else {
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: normalizer \"%s\" is not supported", path, type);
-    }
-    hf_norm *v = realloc(h->norm, (h->n_norm + 1) * sizeof *v);
-    if (!v) goto oom;
-    h->norm = v;
-    h->norm[h->n_norm++] = op;
-    return VKF_OK;
-oom:
-    free(op.pat);
-    free(op.rep);
-    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
-}
-
-static vkf_status metaspace_fields(const char *path, const cJSON *j, const char *where,
-                                   uint32_t *cp, char *rep, size_t *rep_len, prepend_scheme *ps,
-                                   int *split) {
-    const char *r = jstr(j, "replacement");
-    if (!r) r = "\xe2\x96\x81";
-    uint32_t c;
-    size_t l = strlen(r);
-    if (!l || vkf_utf8_decode(r, l, &c) != l || c == VKF_UTF8_INVALID)
-        return lerr(path, where, "expected \"replacement\": one character");
-    *cp = c;
-    if (rep) {
-        memcpy(rep, r, l);
-        *rep_len = l;
-    }
-    const char *scheme = jstr(j, "prepend_scheme");
-    if (scheme) {
-        if (!strcmp(scheme, "always")) *ps = PREPEND_ALWAYS;
-        else if (!strcmp(scheme, "first")) *ps = PREPEND_FIRST;
-        else if (!strcmp(scheme, "never")) *ps = PREPEND_NEVER;
-        else return lerr(path, where, "prepend_scheme must be always, first or never");
-    } else { /* older files: add_prefix_space */
-        *ps = jbool(j, "add_prefix_space", 1) ? PREPEND_ALWAYS : PREPEND_NEVER;
-    }
-    if (split) *split = jbool(j, "split", 1);
-    return VKF_OK;
-}
-
-static vkf_status add_pre(struct vkf_hf *h, const char *path, const cJSON *j) {
-    if (!j || cJSON_IsNull(j)) return VKF_OK;
-    const char *type = jstr(j, "type");
-    if (!type) return lerr(path, "pre_tokenizer", "expected an object with a \"type\"");
-    if (!strcmp(type, "Sequence")) {
-        const cJSON *a = jget(j, "pretokenizers");
-        if (!cJSON_IsArray(a)) return lerr(path, "pre_tokenizer Sequence", "expected \"pretokenizers\": [...]");
-        for (const cJSON *e = a->child; e; e = e->next)
-            VKF_TRY(add_pre(h, path, e));
-        return VKF_OK;
-    }
-    hf_pre op;
-    memset(&op, 0, sizeof op);
-    int ok = 1;
-    if (!strcmp(type, "ByteLevel")) {
-        op.type = PRE_BYTELEVEL;
-        op.add_prefix_space = jbool(j, "add_prefix_space", 1);
-        op.use_regex = jbool(j, "use_regex", 1);
-    } else if (!strcmp(type, "Metaspace")) {
-        op.type = PRE_METASPACE;
-        VKF_TRY(metaspace_fields(path, j, "pre_tokenizer Metaspace", &op.rep_cp, op.rep,
-                                 &op.rep_len, &op.prepend, &op.split));
-    } else if (!strcmp(type, "BertPreTokenizer")) {
-        op.type = PRE_BERT;
-    } else if (!strcmp(type, "Whitespace")) {
-        op.type = PRE_WHITESPACE;
-    } else if (!strcmp(type, "WhitespaceSplit")) {
-        op.type = PRE_WHITESPACE_SPLIT;
-    } else if (!strcmp(type, "Punctuation")) {
-        op.type = PRE_PUNCTUATION;
-        op.behavior = parse_behavior(jstr(j, "behavior"), &ok);
-    } else if (!strcmp(type, "Digits")) {
-        op.type = PRE_DIGITS;
-        op.individual_digits = jbool(j, "individual_digits", 0);
-    } else if (!strcmp(type, "CharDelimiterSplit")) {
-        const char *d = jstr(j, "delimiter");
-        uint32_t c;
-        if (!d || !*d || vkf_utf8_decode(d, strlen(d), &c) != strlen(d))
-            return lerr(path, "pre_tokenizer CharDelimiterSplit", "expected \"delimiter\": one character");
-        op.type = PRE_CHAR_DELIMITER;
-        op.delim = c;
-    } else if (!strcmp(type, "Split")) {
-        const char *lit;
-        op.type = PRE_SPLIT;
-        const char *rx = jstr(jget(j, "pattern"), "Regex");
-        if (rx && strcmp(rx, k_gpt2_pattern) != 0) { /* compiled once, here */
-            char what[512];
-            snprintf(what, sizeof what, "%s: pre_tokenizer Split", path);
-            VKF_TRY(vkf_regex_compile(rx, strlen(rx), what, &op.re));
-            lit = "";
-        } else {
-            VKF_TRY(parse_pattern(path, "pre_tokenizer Split", jget(j, "pattern"), &lit,
-                                  &op.gpt2_regex));
-        }
-        op.behavior = parse_behavior(jstr(j, "behavior"), &ok);
-        op.invert = jbool(j, "invert", 0);
-        op.pat_len = strlen(lit);
-        if (!(op.pat = dup_n(lit, op.pat_len)))
-            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
-    } else {
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: pre-tokenizer \"%s\" is not supported", path, type);
-    }
-    if (!ok) {
-        free(op.pat);
-        vkf_regex_free(op.re);
-        return lerr(path, "pre_tokenizer", "unknown split behavior");
-    }
-    hf_pre *v = realloc(h->pre, (h->n_pre + 1) * sizeof *v);
-    if (!v) {
-        free(op.pat);
-        vkf_regex_free(op.re);
-        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
-    }
-    h->pre = v;
-    h->pre[h->n_pre++] = op;
-    return VKF_OK;
-}
-
-static vkf_status add_dec(struct vkf_hf *h, const char *path, const cJSON *j) {
-    const char *type = jstr(j, "type");
-    if (!type) return lerr(path, "decoder", "expected an object with a \"type\"");
-    if (!strcmp(type, "Sequence")) {
-        const cJSON *a = jget(j, "decoders");
-        if (!cJSON_IsArray(a)) return lerr(path, "decoder Sequence", "expected \"decoders\": [...]");
-        for (const cJSON *e = a->child; e; e = e->next)
-            VKF_TRY(add_dec(h, path, e));
-        return VKF_OK;
-    }
-    hf_dec d;
-    memset(&d, 0, sizeof d);
-    const char *a = NULL, *b = NULL;
-    if (!strcmp(type, "ByteLevel")) {
-        d.type = DEC_BYTELEVEL;
-    } else if (!strcmp(type, "Metaspace")) {
-        prepend_scheme ps;
-        d.type = DEC_METASPACE;
-        VKF_TRY(metaspace_fields(path, j, "decoder Metaspace", &d.cp, NULL, NULL, &ps, NULL));
-        d.y = ps != PREPEND_NEVER;
-    } else if (!strcmp(type, "WordPiece")) {
-        d.type = DEC_WORDPIECE;
-        a = jstr(j, "prefix");
-        if (!a) a = "##";
-        d.x = jbool(j, "cleanup", 1);
-    } else if (!strcmp(type, "BPEDecoder")) {
-        d.type = DEC_BPE;
-        a = jstr(j, "suffix");
-        if (!a) a = "</w>";
-    } else if (!strcmp(type, "ByteFallback")) {
-        d.type = DEC_BYTEFALLBACK;
-    } else if (!strcmp(type, "Fuse")) {
-        d.type = DEC_FUSE;
-    } else if (!strcmp(type, "Strip")) {
-        const char *c = jstr(j, "content");
-        uint32_t cp;
-        if (!c || !*c || vkf_utf8_decode(c, strlen(c), &cp) != strlen(c))
-            return lerr(path, "decoder Strip", "expected \"content\": one character");
-        d.type = DEC_STRIP;
-        d.cp = cp;
-        d.x = (int)jnum(j, "start", 0);
-        d.y = (int)jnum(j, "stop", 0);
-    } else if (!strcmp(type, "Replace")) {
-        int gpt2;
-        d.type = DEC_REPLACE;
-        VKF_TRY(parse_pattern(path, "decoder Replace", jget(j, "pattern"), &a, &gpt2));
-        b = jstr(j, "content");
-        if (gpt2 || !b) return lerr(path, "decoder Replace", "expected a literal pattern and a \"content\"");
-    } else {
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: decoder \"%s\" is not supported", path, type);
-    }
-    if (a) {
-        d.na = strlen(a);
-        if (!(d.a = dup_n(a, d.na))) goto oom;
-    }
-    if (b) {
-        d.nb = strlen(b);
-        if (!(d.b = dup_n(b, d.nb))) goto oom;
-    }
-    hf_dec *v = realloc(h->dec, (h->n_dec + 1) * sizeof *v);
-    if (!v) goto oom;
-    h->dec = v;
-    h->dec[h->n_dec++] = d;
-    return VKF_OK;
-oom:
-    free(d.a);
-    free(d.b);
-    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
-}
-
-/* Token string -> id over the whole vocabulary (model and added tokens). */
-static int32_t vocab_id(const vkf_tokenizer *t, const char *s) {
-    return s ? vkf_strmap_get(&t->vocab, s, strlen(s)) : -1;
-}
-
-static int ids_append(int32_t **v, size_t *n, int32_t id) {
-    int32_t *p = realloc(*v, (*n + 1) * sizeof *p);
-    if (!p) return 0;
-    p[(*n)++] = id;
-    *v = p;
-    return 1;
-}
-
-/* A post-processor's ids around a single sequence. */
-static vkf_status add_post(vkf_tokenizer *t, const char *path, const cJSON *j) {
-    struct vkf_hf *h = t->hf;
-    if (!j || cJSON_IsNull(j)) return VKF_OK;
-    const char *type = jstr(j, "type");
-    if (!type) return lerr(path, "post_processor", "expected an object with a \"type\"");
-    if (!strcmp(type, "Sequence")) {
-        const cJSON *a = jget(j, "processors");
-        if (!cJSON_IsArray(a)) return lerr(path, "post_processor Sequence", "expected \"processors\": [...]");
-        for (const cJSON *e = a->child; e; e = e->next)
-            VKF_TRY(add_post(t, path, e));
-        return VKF_OK;
-    }
-    if (!strcmp(type, "ByteLevel")) return VKF_OK; /* offsets only */
-    if (!strcmp(type, "BertProcessing") || !strcmp(type, "RobertaProcessing")) {
-        const cJSON *cls = jget(j, "cls"), *sep = jget(j, "sep");
-        const cJSON *ci = cJSON_GetArrayItem(cls, 1), *si = cJSON_GetArrayItem(sep, 1);
-        if (!cJSON_IsNumber(ci) || !cJSON_IsNumber(si) || ci->valuedouble < 0 ||
-            ci->valuedouble >= t->n_vocab || si->valuedouble < 0 || si->valuedouble >= t->n_vocab)
-            return lerr(path, type, "expected \"cls\" and \"sep\": [token, id] with ids in the vocabulary");
-        h->post.n_pre = h->post.n_post = 0;
-        if (!ids_append(&h->post.pre, &h->post.n_pre, (int32_t)ci->valuedouble) ||
-            !ids_append(&h->post.post, &h->post.n_post, (int32_t)si->valuedouble))
-            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
-        return VKF_OK;
-    }
-    if (!strcmp(type, "TemplateProcessing")) {
-        const cJSON *single = jget(j, "single"), *sp = jget(j, "special_tokens");
-        if (!cJSON_IsArray(single)) return lerr(path, "TemplateProcessing", "expected \"single\": [...]");
-        h->post.n_pre = h->post.n_post = 0;
-        int seen_a = 0;
-        for (const cJSON *e = single->child; e; e = e->next) {
-            const cJSON *st = jget(e, "SpecialToken");
-            if (jget(e, "Sequence")) {
-                seen_a = 1;
-                continue;
-            }
-            const char *name = jstr(st, "id");
-            const cJSON *spec = jget(sp, name ? name : "");
-            const cJSON *ids = jget(spec, "ids");
-            if (!name || !cJSON_IsArray(ids))
-                return lerr(path, "TemplateProcessing", "a special token of \"single\" is not in \"special_tokens\"");
-            for (const cJSON *x = ids->child; x; x = x->next) {
-                if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= t->n_vocab)
-                    return lerr(path, "TemplateProcessing", "special token id out of the vocabulary");
-                int ok = seen_a ? ids_append(&h->post.post, &h->post.n_post, (int32_t)x->valuedouble)
-                                : ids_append(&h->post.pre, &h->post.n_pre, (int32_t)x->valuedouble);
-                if (!ok) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
-            }
-        }
-        return VKF_OK;
-    }
-    return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: post-processor \"%s\" is not supported", path, type);
-}
-
-/* Reads a special token name from a config object: "tok" or {"content": "tok"}. */
-static const char *config_token(const cJSON *cfg, const char *key) {
-    const cJSON *v = jget(cfg, key);
-    if (cJSON_IsString(v)) return v->valuestring;
-    return jstr(v, "content");
-}
-
-static cJSON *load_json_file(const char *path) {
-    vkf_mapfile m = {0};
-    if (vkf_mapfile_open(path, &m) != VKF_OK) return NULL;
-    cJSON *j = cJSON_ParseWithLength(m.data ? (const char *)m.data : "", m.size);
-    vkf_mapfile_close(&m);
-    return j;
-}
-
-/* One vocabulary entry being collected: id, string, and where it comes from. */
-typedef struct ventry {
-    const char *s;
-    size_t len;
-    int type;
-    int set;
-} ventry;
-
-static vkf_status build(const char *path, const cJSON *root, const cJSON *cfg,
-                        const cJSON *stmap, vkf_tokenizer **out) {
-    *out = NULL;
-    const cJSON *model = jget(root, "model");
-    const char *mtype = jstr(model, "type");
-    if (!model) return lerr(path, "model", "expected an object");
-    const cJSON *vocab = jget(model, "vocab");
-    if (!mtype) { /* older files leave the type out: guess it from the fields */
-        if (jget(model, "merges")) mtype = "BPE";
-        else if (cJSON_IsArray(vocab)) mtype = "Unigram";
-        else if (jget(model, "max_input_chars_per_word")) mtype = "WordPiece";
-        else mtype = "WordLevel";
-    }
-    model_type mt;
-    byte_chars_init();
-    if (!strcmp(mtype, "BPE")) mt = MODEL_BPE;
-    else if (!strcmp(mtype, "WordPiece")) mt = MODEL_WORDPIECE;
-    else if (!strcmp(mtype, "Unigram")) mt = MODEL_UNIGRAM;
-    else if (!strcmp(mtype, "WordLevel")) mt = MODEL_WORDLEVEL;
-    else return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: model \"%s\" is not supported", path, mtype);
-    if (mt == MODEL_UNIGRAM ? !cJSON_IsArray(vocab) : !cJSON_IsObject(vocab))
-        return lerr(path, "model.vocab", mt == MODEL_UNIGRAM ? "expected [[piece, score], ...]"
-                                                             : "expected {\"token\": id, ...}");
-    /* ids: model vocabulary, then added tokens */
-    const cJSON *added = jget(root, "added_tokens");
-    int64_t n = 0;
-    int idx = 0;
-    for (const cJSON *e = vocab->child; e; e = e->next, idx++) {
-        int64_t id;
-        if (mt == MODEL_UNIGRAM) {
-            if (!cJSON_IsString(cJSON_GetArrayItem(e, 0)) || !cJSON_IsNumber(cJSON_GetArrayItem(e, 1)))
-                return lerr(path, "model.vocab", "expected [piece, score] entries");
-            id = idx;
-        } else {
-            if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > INT32_MAX - 1 ||
-                e->valuedouble != (double)(int64_t)e->valuedouble)
-                return lerr(path, "model.vocab", "expected non-negative integer ids");
-            id = (int64_t)e->valuedouble;
-        }
-        if (id + 1 > n) n = id + 1;
-    }
-    for (const cJSON *e = cJSON_IsArray(added) ? added->child : NULL; e; e = e->next) {
-        double id = jnum(e, "id", -1);
-        if (!jstr(e, "content") || id < 0 || id > INT32_MAX - 1 || id != (double)(int64_t)id)
-            return lerr(path, "added_tokens", "expected {\"id\": n, \"content\": s, ...} entries");
-        if ((int64_t)id + 1 > n) n = (int64_t)id + 1;
-    }
-    if (n <= 0) return lerr(path, "model.vocab", "the vocabulary is empty");
-    /* ids are dense in real files; bounding the holes bounds the memory by the file's size
-     * (the fuzzer found a 4 KB file asking for 60M ids) */
-    int64_t n_entries = cJSON_GetArraySize(vocab) + cJSON_GetArraySize(added);
-    if (n > (int64_t)64 << 20 || n > 2 * n_entries + 65536) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "ids up to %lld for %lld entries: too sparse (or over 2^26)",
-                 (long long)n - 1, (long long)n_entries);
-        return lerr(path, "model.vocab", msg);
-    }
-    ventry *ve = calloc((size_t)n, sizeof *ve);
-    if (!ve) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
-    vkf_tokenizer *t = NULL;
-    struct vkf_hf *h = NULL;
-    vkf_status s = VKF_OK;
-    idx = 0;
-    for (const cJSON *e = vocab->child; e; e = e->next, idx++) {
-        const char *str = mt == MODEL_UNIGRAM ? cJSON_GetArrayItem(e, 0)->valuestring : e->string;
-        int64_t id = mt == MODEL_UNIGRAM ? idx : (int64_t)e->valuedouble;
-        ve[id] = (ventry){str, strlen(str), VKF_TOKEN_NORMAL, 1};
-    }
-    for (const cJSON *e = cJSON_IsArray(added) ? added->child : NULL; e; e = e->next) {
-        int64_t id = (int64_t)jnum(e, "id", -1);
-        const char *str = jstr(e, "content");
-        ve[id] = (ventry){str, strlen(str),
-                          jbool(e, "special", 0) ? VKF_TOKEN_CONTROL : VKF_TOKEN_USER_DEFINED, 1};
-    }
-    size_t pool = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!ve[i].set) ve[i] = (ventry){"", 0, VKF_TOKEN_UNUSED, 1}; /* a hole in the ids */
-        pool += ve[i].len;
-    }
-    if ((s = vkf_tok_create(VKF_TOK_HF, path, n, pool, &t)) != VKF_OK) goto fail;
-    if (!(h = calloc(1, sizeof *h))) goto oom;
-    t->hf = h;
-    h->model = mt;
-    h->unk = -1;
-    for (int b = 0; b < 256; b++)
-        h->byte_id[b] = -1;
-    for (int64_t i = 0; i < n; i++)
-        vkf_tok_set(t, (int32_t)i, ve[i].s, ve[i].len, ve[i].type);
-    if (!(h->is_special = calloc((size_t)n, 1))) goto oom;
-
-    /* the model vocabulary map (its own key copies: an added token may reuse an id) */
-    {
-        size_t mk = 0;
-        for (const cJSON *e = vocab->child; e; e = e->next)
-            mk += strlen(mt == MODEL_UNIGRAM ? cJSON_GetArrayItem(e, 0)->valuestring : e->string) + 1;
-        if (!(h->mkeys = malloc(mk + 1)) || !vkf_strmap_init(&h->mvocab, (size_t)n)) goto oom;
-        size_t off = 0;
-        idx = 0;
-        for (const cJSON *e = vocab->child; e; e = e->next, idx++) {
-            const char *str = mt == MODEL_UNIGRAM ? cJSON_GetArrayItem(e, 0)->valuestring : e->string;
-            size_t l = strlen(str);
-            memcpy(h->mkeys + off, str, l + 1);
-            int32_t id = mt == MODEL_UNIGRAM ? idx : (int32_t)e->valuedouble;
-            if (!vkf_strmap_put(&h->mvocab, h->mkeys + off, l, id)) goto oom;
-            off += l + 1;
-        }
-    }
-
-    /* model parameters */
-    if (mt == MODEL_BPE) {
-        const char *unk = jstr(model, "unk_token");
-        const char *pre = jstr(model, "continuing_subword_prefix");
-        const char *suf = jstr(model, "end_of_word_suffix");
-        h->unk = unk ? mvocab_get(h, unk, strlen(unk)) : -1;
-        h->fuse_unk = jbool(model, "fuse_unk", 0);
-        h->byte_fallback = jbool(model, "byte_fallback", 0);
-        h->ignore_merges = jbool(model, "ignore_merges", 0);
-        if (pre && *pre && !(h->prefix = dup_n(pre, h->n_prefix = strlen(pre)))) goto oom;
-        if (suf && *suf && !(h->suffix = dup_n(suf, h->n_suffix = strlen(suf)))) goto oom;
-        const cJSON *merges = jget(model, "merges");
-        if (!cJSON_IsArray(merges)) {
-            s = lerr(path, "model.merges", "expected an array");
-            goto fail;
-        }
-        if (!vkf_u64map_init(&t->merges, (size_t)cJSON_GetArraySize(merges))) goto oom;
-        vkf_sbuf tmp = {0};
-        uint32_t rank = 0;
-        for (const cJSON *e = merges->child; e; e = e->next, rank++) {
-            const char *a, *b;
-            size_t al, bl;
-            if (cJSON_IsString(e)) { /* "left right" */
-                const char *str = e->valuestring, *sp = strchr(str, ' ');
-                if (!sp) {
-                    free(tmp.p);
-                    s = lerr(path, "model.merges", "expected \"left right\" entries");
-                    goto fail;
-                }
-                a = str, al = (size_t)(sp - str), b = sp + 1, bl = strlen(sp + 1);
-            } else if (cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
-                       cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
-                a = cJSON_GetArrayItem(e, 0)->valuestring, al = strlen(a);
-                b = cJSON_GetArrayItem(e, 1)->valuestring, bl = strlen(b);
-            } else {
-                free(tmp.p);
-                s = lerr(path, "model.merges", "expected \"left right\" or [left, right] entries");
-                goto fail;
-            }
-            int32_t ia = mvocab_get(h, a, al), ib = mvocab_get(h, b, bl);
-            size_t skip = h->n_prefix <= bl ? h->n_prefix : bl; /* the library drops the
-                                                                    prefix length from b */
-            tmp.n = 0;
-            if (!vkf_sbuf_put(&tmp, a, al) || !vkf_sbuf_put(&tmp, b + skip, bl - skip)) {
-                free(tmp.p);
-                goto oom;
-            }
-            int32_t im = mvocab_get(h, tmp.p, tmp.n);
-            if (ia < 0 || ib < 0 || im < 0) {
-                char msg[160];
-                snprintf(msg, sizeof msg, "merge %u (\"%.40s\" \"%.40s\"): a token is not in the vocabulary",
-                         rank, a, b);
-                free(tmp.p);
-                s = lerr(path, "model.merges", msg);
-                goto fail;
-            }
-            if (!vkf_u64map_put_first(&t->merges, (uint64_t)(uint32_t)ia << 32 | (uint32_t)ib,
-                                      (uint64_t)rank << 32 | (uint32_t)im)) {
-                free(tmp.p);
-                goto oom;
-            }
-        }
-        free(tmp.p);
-    } else if (mt == MODEL_WORDPIECE) {
-        const char *unk = jstr(model, "unk_token");
-        const char *pre = jstr(model, "continuing_subword_prefix");
-        h->unk = unk ? mvocab_get(h, unk, strlen(unk)) : -1;
-        if (!pre) pre = "##";
-        if (!(h->prefix = dup_n(pre, h->n_prefix = strlen(pre)))) goto oom;
-        h->max_chars = (int)jnum(model, "max_input_chars_per_word", 100);
-    } else if (mt == MODEL_WORDLEVEL) {
-        const char *unk = jstr(model, "unk_token");
-        h->unk = unk ? mvocab_get(h, unk, strlen(unk)) : -1;
-    } else {
-        const cJSON *u = jget(model, "unk_id");
-        h->unk = cJSON_IsNumber(u) && u->valuedouble >= 0 && u->valuedouble < n ? (int32_t)u->valuedouble : -1;
-        h->byte_fallback = jbool(model, "byte_fallback", 0);
-        size_t nv = (size_t)cJSON_GetArraySize(vocab);
-        if (!(h->uscore = malloc((nv ? nv : 1) * sizeof *h->uscore)) ||
-            !vkf_trie_init(&h->trie, 4 * nv))
-            goto oom;
-        h->min_score = INFINITY;
-        idx = 0;
-        for (const cJSON *e = vocab->child; e; e = e->next, idx++) {
-            const char *str = cJSON_GetArrayItem(e, 0)->valuestring;
-            double sc = cJSON_GetArrayItem(e, 1)->valuedouble;
-            h->uscore[idx] = sc;
-            if (sc < h->min_score) h->min_score = sc;
-            /* the trie maps a string to the id the vocabulary map gives it (the last one) */
-            if (!vkf_trie_insert(&h->trie, str, strlen(str), mvocab_get(h, str, strlen(str))))
-                goto oom;
-        }
-        if (!vkf_trie_freeze(&h->trie)) goto oom;
-    }
-    if (mt == MODEL_BPE && !h->ignore_merges && !h->prefix && !h->suffix &&
-        mvocab_get(h, "\xe2\x96\x81", 3) >= 0) {
-        h->ws_split = 1; /* unless a token has U+2581 after some other character */
-        for (const cJSON *e = vocab->child; e && h->ws_split; e = e->next) {
-            const char *str = e->string;
-            while (!strncmp(str, "\xe2\x96\x81", 3))
-                str += 3;
-            if (strstr(str, "\xe2\x96\x81")) h->ws_split = 0;
-        }
-    }
-    if (h->unk >= 0 && t->type[h->unk] == VKF_TOKEN_NORMAL) t->type[h->unk] = VKF_TOKEN_UNKNOWN;
-    if (h->byte_fallback)
-        for (int b = 0; b < 256; b++) {
-            char buf[8];
-            snprintf(buf, sizeof buf, "<0x%02X>", b);
-            h->byte_id[b] = mvocab_get(h, buf, 6);
-            if (h->byte_id[b] >= 0 && t->type[h->byte_id[b]] == VKF_TOKEN_NORMAL)
-                t->type[h->byte_id[b]] = VKF_TOKEN_BYTE;
-        }
-
-    /* pipeline */
-    if ((s = add_norm(h, path, jget(root, "normalizer"))) != VKF_OK ||
-        (s = add_pre(h, path, jget(root, "pre_tokenizer"))) != VKF_OK)
-        goto fail;
-    const cJSON *dec = jget(root, "decoder");
-    if (dec && !cJSON_IsNull(dec)) {
-        h->has_decoder = 1;
-        if ((s = add_dec(h, path, dec)) != VKF_OK) goto fail;
-    }
-    if ((s = vkf_tok_finish(t)) != VKF_OK) goto fail;
-    if ((s = add_post(t, path, jget(root, "post_processor"))) != VKF_OK) goto fail;
-
-    /* added tokens: normalized ones are matched in their normalized form */
-    size_t na = cJSON_IsArray(added) ? (size_t)cJSON_GetArraySize(added) : 0;
-    if (na) {
-        if (!(h->added = calloc(na, sizeof *h->added))) goto oom;
-        for (const cJSON *e = added->child; e; e = e->next) {
-            added_token *a = &h->added[h->n_added];
-            const char *str = jstr(e, "content");
-            a->id = (int32_t)jnum(e, "id", 0);
-            a->single_word = jbool(e, "single_word", 0);
-            a->lstrip = jbool(e, "lstrip", 0);
-            a->rstrip = jbool(e, "rstrip", 0);
-            a->special = jbool(e, "special", 0);
-            a->normalized = jbool(e, "normalized", !a->special);
-            if (a->special) h->is_special[a->id] = 1;
-            if (a->normalized) {
-                if (!hf_normalize(h, str, strlen(str), &h->s_a)) goto oom;
-                a->len = h->s_a.n;
-                if (!(a->content = dup_n(h->s_a.p ? h->s_a.p : "", a->len))) goto oom;
-            } else {
-                a->len = strlen(str);
-                if (!(a->content = dup_n(str, a->len))) goto oom;
-            }
-            if (a->len) h->added_first[(uint8_t)a->content[0]] = 1;
-            h->n_added++;
-        }
-    }
-
-    /* special ids: the config files, else the post-processor, else common names */
-    const char *names[4][2] = {{"bos_token", "cls_token"}, {"eos_token", "sep_token"},
-                               {"unk_token", NULL}, {"pad_token", NULL}};
-    int32_t *dst[4] = {&t->bos, &t->eos, &t->unk, &t->pad};
-    for (int k = 0; k < 4; k++)
-        for (int q = 0; q < 2 && *dst[k] < 0; q++) {
-            if (!names[k][q]) continue;
-            int32_t id = vocab_id(t, config_token(cfg, names[k][q]));
-            if (id < 0) id = vocab_id(t, config_token(stmap, names[k][q]));
-            *dst[k] = id;
-        }
-    if (t->bos < 0 && h->post.n_pre) t->bos = h->post.pre[0];
-    if (t->eos < 0 && h->post.n_post) t->eos = h->post.post[h->post.n_post - 1];
-    static const char *const bos_names[] = {"<s>", "<|begin_of_text|>", "<|endoftext|>", "[CLS]", "<bos>"};
-    static const char *const eos_names[] = {"</s>", "<|end_of_text|>", "<|endoftext|>", "[SEP]", "<eos>"};
-    for (size_t k = 0; k < 5 && t->bos < 0; k++)
-        t->bos = vocab_id(t, bos_names[k]);
-    for (size_t k = 0; k < 5 && t->eos < 0; k++)
-        t->eos = vocab_id(t, eos_names[k]);
-    if (t->unk < 0) t->unk = h->unk;
-    t->add_bos = h->post.n_pre > 0;
-    t->add_eos = h->post.n_post > 0;
-    free(ve);
-    *out = t;
-    return VKF_OK;
-oom:
-    s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
-fail:
-    free(ve);
-    vkf_tokenizer_free(t);
-    return s;
-}
-
-vkf_status vkf_tokenizer_from_hf_json_memory(const char *json, size_t len, const char *name,
-                                             vkf_tokenizer **out) {
-    *out = NULL;
-    cJSON *root = cJSON_ParseWithLength(json ? json : "", len);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return vkf_error(VKF_ERROR_FORMAT, "%s: not a JSON object (tokenizer.json)", name);
-    }
-    vkf_status s = build(name, root, NULL, NULL, out);
-    cJSON_Delete(root);
-    return s;
-}
-
-vkf_status vkf_tokenizer_from_hf_json(const char *path, vkf_tokenizer **out) {
-    *out = NULL;
-    vkf_mapfile m = {0};
-    VKF_TRY(vkf_mapfile_open(path, &m));
-    cJSON *root = cJSON_ParseWithLength(m.data ? (const char *)m.data : "", m.size);
-    vkf_mapfile_close(&m);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return vkf_error(VKF_ERROR_FORMAT, "%s: not a JSON object (expected a tokenizer.json)", path);
-    }
-    /* tokenizer_config.json / special_tokens_map.json beside it name the special tokens */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[1] = 0;
-    else
-        dir[0] = 0;
-    char cfgp[4200], stp[4200];
-    snprintf(cfgp, sizeof cfgp, "%stokenizer_config.json", dir);
-    snprintf(stp, sizeof stp, "%sspecial_tokens_map.json", dir);
-    cJSON *cfg = load_json_file(cfgp), *st = load_json_file(stp);
-    vkf_status s = build(path, root, cfg, st, out);
-    cJSON_Delete(cfg);
-    cJSON_Delete(st);
-    cJSON_Delete(root);
-    return s;
-}
-
-const char *vkf_hf_model_name(const struct vkf_hf *h) {
-    switch (h->model) {
-    case MODEL_BPE: return "hf-bpe";
-    case MODEL_WORDPIECE: return "hf-wordpiece";
-    case MODEL_UNIGRAM: return "hf-unigram";
-    case MODEL_WORDLEVEL: return "hf-wordlevel";
-    }
-    return "hf";
 }
