@@ -199,16 +199,13 @@ static vkf_status bpe_piece(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *
     size_t first = out->n;
     for (int32_t i = 0; i >= 0; i = sym[i].next) {
         int32_t id = sym[i].id;
-        if (id < 0) {
-            if (t->unk < 0)
-                return vkf_error(VKF_ERROR_TOKEN,
-                                 "%s: byte 0x%02x has no token and the vocabulary has no unk",
-                                 t->name, (uint8_t)s[i]);
-            id = t->unk;
-        }
-        if (!vkf_ids_push(out, id)) goto oom;
+        /* a byte whose stand-in character is not a token (Falcon has no tokens for some
+         * control bytes): unk, or nothing when there is no unk, as llama.cpp and the tokenizers
+         * library drop it */
+        if (id < 0) id = t->unk;
+        if (id >= 0 && !vkf_ids_push(out, id)) goto oom;
     }
-    vkf_bpe_cache_put(&t->cache, s, n, out->v + first, out->n - first);
+    if (out->n > first) vkf_bpe_cache_put(&t->cache, s, n, out->v + first, out->n - first);
     return VKF_OK;
 oom:
     return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing", t->name);
