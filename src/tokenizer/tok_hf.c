@@ -124,6 +124,31 @@ static int is_alnum(uint32_t c) {
 /* ------------------------------------------------------------------ normalizers */
 
 /* Applies one normalizer to the code points in a (result in a or b; returns the result). */
+/* NFC of a[0..n) into b, normalizing only around the code points >= U+0300: every character
+ * below U+0300 is in NFC and is never the second character of a composition, so the text can
+ * be cut before each of them (the one before a run of higher code points joins the run: it may
+ * compose with the marks that follow). */
+static vkf_cpbuf *nfc_segments(struct vkf_hf *h, vkf_cpbuf *a, vkf_cpbuf *b, int *ok) {
+    vkf_cpbuf *tmp = &h->cp_c;
+    if (!vkf_cpbuf_reserve(b, a->n)) return *ok = 0, b;
+    for (size_t k = 0; k < a->n;) {
+        if (a->v[k] < 0x300 && (k + 1 == a->n || a->v[k + 1] < 0x300)) {
+            b->v[b->n++] = a->v[k++];
+            continue;
+        }
+        size_t e = k + 1;
+        while (e < a->n && a->v[e] >= 0x300)
+            e++;
+        if (!vkf_unicode_normalize(VKF_NF_NFC, a->v + k, e - k, tmp) ||
+            !vkf_cpbuf_reserve(b, b->n + tmp->n + (a->n - e)))
+            return *ok = 0, b;
+        memcpy(b->v + b->n, tmp->v, tmp->n * sizeof *tmp->v);
+        b->n += tmp->n;
+        k = e;
+    }
+    return b;
+}
+
 static vkf_cpbuf *norm_apply(struct vkf_hf *h, const hf_norm *op, vkf_cpbuf *a, vkf_cpbuf *b,
                              int *ok) {
     *ok = 1;
@@ -137,6 +162,7 @@ static vkf_cpbuf *norm_apply(struct vkf_hf *h, const hf_norm *op, vkf_cpbuf *a, 
         while (i < a->n && a->v[i] < 0x80) /* ASCII is in every normal form */
             i++;
         if (i == a->n) return a;
+        if (op->type == NORM_NFC) return nfc_segments(h, a, b, ok);
         vkf_nf f = op->type == NORM_NFD    ? VKF_NF_NFD
                    : op->type == NORM_NFKD ? VKF_NF_NFKD
                    : op->type == NORM_NFC  ? VKF_NF_NFC

@@ -146,7 +146,7 @@ struct vkf_hf {
     /* scratch */
     vkf_cptext cpt; /* Split: the piece as code points */
     vkf_rx_spans rx;
-    vkf_cpbuf cp_a, cp_b;
+    vkf_cpbuf cp_a, cp_b, cp_c;
     vkf_sbuf s_a, s_b, s_c;
 };
 

@@ -53,6 +53,7 @@ void vkf_hf_free(struct vkf_hf *h) {
     free(h->uscore);
     free(h->cp_a.v);
     free(h->cp_b.v);
+    free(h->cp_c.v);
     free(h->s_a.p);
     free(h->s_b.p);
     free(h->s_c.p);
