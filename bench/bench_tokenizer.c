@@ -1,5 +1,6 @@
 /* Tokenizer speed: MB/s of encode (and decode) on the 1 MiB test text for every tokenizer kind
- * under tests/data/tokenizers (the text is generated from seed.txt as
+ * under tests/data/tokenizers, the real Llama-3 and Qwen3 tokenizer.json files included
+ * (real_*: tokenizer.json.xz, decompressed with xz) (the text is generated from seed.txt as
  * tools/tokenizers/big_text.py does). One thread; the best of --reps runs after one warm-up run
  * (the warm-up fills the pre-token cache, as a long-running process would have it).
  *
@@ -17,7 +18,7 @@
 #include <time.h>
 
 #include "bench.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -96,6 +97,28 @@ static char *big_text(const char *seed_path, size_t *len) {
     return out;
 }
 
+/* DIR/tokenizer.json.xz (the real Llama-3 and Qwen3 files), decompressed by the xz tool. */
+static vkf_status open_xz(const char *dir, vkf_tokenizer **t) {
+    char cmd[4400];
+    snprintf(cmd, sizeof cmd, "xz -dc '%s/tokenizer.json.xz'", dir);
+    FILE *f = popen(cmd, "r");
+    if (!f) return VKF_ERROR_IO;
+    size_t cap = 1 << 24, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (!b) free(buf);
+            buf = b;
+        }
+    }
+    int ok = pclose(f) == 0 && buf && n;
+    vkf_status s = ok ? vkf_tokenizer_from_hf_json_memory(buf, n, dir, t) : VKF_ERROR_IO;
+    free(buf);
+    return s;
+}
+
 static int cmp_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -111,11 +134,16 @@ int vkf_bench_tokenizer(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--tokenizer")) continue;
-        if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--data") && i + 1 < argc) data = argv[++i];
-        else if (!strcmp(a, "--text") && i + 1 < argc) text_path = argv[++i];
-        else if (!strcmp(a, "--kind") && i + 1 < argc) only = argv[++i];
-        else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        if (!strcmp(a, "--json"))
+            json = 1;
+        else if (!strcmp(a, "--data") && i + 1 < argc)
+            data = argv[++i];
+        else if (!strcmp(a, "--text") && i + 1 < argc)
+            text_path = argv[++i];
+        else if (!strcmp(a, "--kind") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(a, "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
         else {
             usage();
             return 2;
@@ -132,8 +160,9 @@ int vkf_bench_tokenizer(int argc, char **argv) {
         text = big_text(seed, &len);
     }
     if (!text) {
-        fprintf(stderr, "vkformer bench: cannot read the text (%s); give --data DIR (the "
-                        "repository's tests/data/tokenizers) or --text FILE\n",
+        fprintf(stderr,
+                "vkformer bench: cannot read the text (%s); give --data DIR (the "
+                "repository's tests/data/tokenizers) or --text FILE\n",
                 text_path ? text_path : data);
         return 1;
     }
@@ -168,7 +197,11 @@ int vkf_bench_tokenizer(int argc, char **argv) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", data, names[k]);
         vkf_tokenizer *t;
-        if (vkf_tokenizer_open_auto(p, &t) != VKF_OK) {
+        char xz[4300];
+        struct stat xst;
+        snprintf(xz, sizeof xz, "%s/tokenizer.json.xz", p);
+        int is_xz = stat(xz, &xst) == 0;
+        if ((is_xz ? open_xz(p, &t) : vkf_tokenizer_open_auto(p, &t)) != VKF_OK) {
             fprintf(stderr, "vkformer bench: %s: %s\n", p, vkf_last_error());
             rc = 1;
             continue;

@@ -4,7 +4,10 @@
  *   greedy generation (kjv-gpt: must also equal PyTorch's greedy tokens from expected.json),
  *   seeded sampling, teacher-forced logits of a whole prompt, and tokenization in a loop
  *   (gpt2-tiny's byte-level BPE keeps a pre-token cache: the model serializes encode).
- * A third thread loads and frees a second model on the same context meanwhile. */
+ * A third thread loads and frees a second model on the same context meanwhile.
+ * Tokenizer loading: four threads load a byte-level tokenizer.json at once (the byte tables the
+ * loader fills are shared by every tokenizer: filled once, under pthread_once) and each must
+ * tokenize as a tokenizer loaded alone does. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +18,7 @@
 
 #include "robust/robust_util.h"
 #include "testutil.h"
+#include "tokenizer/tokenizer.h"
 #include "vkformer.h"
 
 #define MAX_OUT 256
@@ -226,6 +230,54 @@ static void test_tokenizer_threads(void) {
     vkf_context_free(ctx);
 }
 
+typedef struct tok_load_job {
+    pthread_barrier_t *bar;
+    const char *path, *text;
+    int32_t *ids;
+    size_t n;
+    vkf_status st;
+} tok_load_job;
+
+static void *tok_load_main(void *arg) {
+    tok_load_job *j = arg;
+    pthread_barrier_wait(j->bar);
+    vkf_tokenizer *t = NULL;
+    j->st = vkf_tokenizer_from_hf_json(j->path, &t);
+    if (j->st == VKF_OK) j->st = vkf_tokenizer_encode(t, j->text, strlen(j->text), 0, &j->ids, &j->n);
+    vkf_tokenizer_free(t);
+    return NULL;
+}
+
+static void test_tokenizer_load_threads(void) {
+    const char *path = rb_repo("tests/data/tokenizers/bpe_bytelevel/tokenizer.json");
+    const char *text = "Threads load tokenizers: caf\xc3\xa9 \xe2\x80\x94 42 \xf0\x9f\x98\x80 naïve   spaces";
+    vkf_tokenizer *t = NULL;
+    int32_t *ref = NULL;
+    size_t n_ref = 0;
+    VKT_OK(vkf_tokenizer_from_hf_json(path, &t));
+    if (t) VKT_OK(vkf_tokenizer_encode(t, text, strlen(text), 0, &ref, &n_ref));
+    vkf_tokenizer_free(t);
+    enum { N = 4 };
+    tok_load_job j[N];
+    pthread_t th[N];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, N);
+    for (int i = 0; i < N; i++) {
+        j[i] = (tok_load_job){.bar = &bar, .path = path, .text = text};
+        pthread_create(&th[i], NULL, tok_load_main, &j[i]);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&bar);
+    for (int i = 0; i < N; i++) {
+        VKT_CHECK(j[i].st == VKF_OK && j[i].n == n_ref && n_ref > 5 &&
+                      memcmp(j[i].ids, ref, n_ref * sizeof *ref) == 0,
+                  "tokenizer loaded by thread %d tokenizes differently (%zu ids, alone %zu)", i, j[i].n, n_ref);
+        free(j[i].ids);
+    }
+    free(ref);
+}
+
 int main(void) {
     load_kjv();
     int vulkan = rb_has_vulkan();
@@ -236,6 +288,8 @@ int main(void) {
         printf("vulkan\n");
         test_backend(VKF_BACKEND_VULKAN, rounds);
     }
+    printf("tokenizer loading\n");
+    test_tokenizer_load_threads();
     if (vkt_have_fixtures()) {
         printf("tokenizer\n");
         test_tokenizer_threads();

@@ -12,9 +12,9 @@
 
 #include "core/error.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
-#include "io/unicode.h"
 #include "testutil.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -745,13 +745,13 @@ static void test_synthetic_gguf(void) {
         free(out);
         vkf_tokenizer_free(tok);
     }
-    kv_str(&b, "tokenizer.ggml.model", "bert");
+    kv_str(&b, "tokenizer.ggml.model", "rwkv");
     expect_tok_fail("unsupported model", &b, 1, VKF_ERROR_UNSUPPORTED,
-                    "tokenizer.ggml.model: tokenizer \"bert\" is not supported");
+                    "tokenizer.ggml.model: tokenizer \"rwkv\" is not supported");
     kv_str(&b, "tokenizer.ggml.model", "gpt2");
-    kv_str(&b, "tokenizer.ggml.pre", "llama-bpe");
-    expect_tok_fail("unsupported pre-tokenizer", &b, 2, VKF_ERROR_UNSUPPORTED,
-                    "tokenizer.ggml.pre: pre-tokenizer \"llama-bpe\"");
+    kv_str(&b, "tokenizer.ggml.pre", "no-such-pre");
+    expect_tok_fail("unknown pre-tokenizer", &b, 2, VKF_ERROR_UNSUPPORTED,
+                    "tokenizer.ggml.pre: unknown pre-tokenizer \"no-such-pre\"");
     kv_str(&b, "tokenizer.ggml.model", "llama");
     expect_tok_fail("no tokens", &b, 1, VKF_ERROR_FORMAT, "missing key tokenizer.ggml.tokens");
     kv_str(&b, "tokenizer.ggml.model", "llama");

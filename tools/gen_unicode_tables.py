@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Generates src/io/unicode_tables.{h,c}: the Unicode data the tokenizers need, from python3's
-unicodedata (the output records its Unicode version):
+"""Generates src/tokenizer/unicode_tables.{h,c}: the Unicode data the tokenizers need, from the
+Unicode Character Database files of Debian's unicode-data package (/usr/share/unicode:
+UnicodeData.txt, PropList.txt, DerivedNormalizationProps.txt; the output records the version),
+or python3's unicodedata where those files are missing:
 
 - \\p{L}, \\p{N} and White_Space as code point ranges (the GPT-2 pre-tokenizer);
-- the general category of every code point, as runs (start, category): Mn for accent
-  stripping, P* for BERT punctuation, C* for BERT's control characters, \\w for Whitespace;
+- the general category of every code point, as runs (start, category): \\p{..} in the regex
+  engine, Mn for accent stripping, P* for BERT punctuation, C* for BERT's control characters;
 - canonical combining classes, as runs (start, class);
 - one level of canonical and compatibility decomposition (applied recursively at run time;
   Hangul syllables are algorithmic and not listed);
@@ -13,10 +15,7 @@ unicodedata (the output records its Unicode version):
 - simple lowercase mappings (Rust's char::to_lowercase; U+0130's two-character mapping is in
   unicode.c).
 
-White_Space is not exposed by unicodedata; it is listed below from PropList.txt (unchanged
-since Unicode 6.3).
-
-Usage: python3 tools/gen_unicode_tables.py [repository root]
+Usage: python3 tools/gen_unicode_tables.py [repository root] [UCD directory]
 """
 import os
 import sys
@@ -25,6 +24,102 @@ import unicodedata
 WHITE_SPACE = [(0x0009, 0x000D), (0x0020, 0x0020), (0x0085, 0x0085), (0x00A0, 0x00A0),
                (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F),
                (0x205F, 0x205F), (0x3000, 0x3000)]
+
+UCD_DIR = "/usr/share/unicode"
+
+
+class Ucd:
+    """category / combining / decomposition / lower / white space / composition exclusions,
+    from the UCD text files."""
+
+    def __init__(self, d):
+        self.cat, self.ccc, self.dec, self.low = {}, {}, {}, {}
+        first = None
+        for line in open(os.path.join(d, "UnicodeData.txt"), encoding="utf-8"):
+            f = line.rstrip("\n").split(";")
+            cp = int(f[0], 16)
+            if f[1].endswith(", First>"):
+                first = cp
+                continue
+            cps = range(first, cp + 1) if f[1].endswith(", Last>") else (cp,)
+            for c in cps:
+                self.cat[c] = f[2]
+                if int(f[3]):
+                    self.ccc[c] = int(f[3])
+            if f[5]:
+                self.dec[cp] = f[5]
+            if f[13]:
+                self.low[cp] = int(f[13], 16)
+        self.space = self.prop(os.path.join(d, "PropList.txt"), "White_Space")
+        self.excl = set()
+        for a, b in self.prop(os.path.join(d, "DerivedNormalizationProps.txt"),
+                              "Full_Composition_Exclusion"):
+            self.excl.update(range(a, b + 1))
+        self.version = "?"
+        import subprocess
+        try:
+            self.version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "unicode-data"],
+                                          capture_output=True, text=True).stdout.split("-")[0]
+        except OSError:
+            pass
+
+    @staticmethod
+    def prop(path, name):
+        out = []
+        for line in open(path, encoding="utf-8"):
+            line = line.split("#")[0].strip()
+            if not line:
+                continue
+            r, p = [x.strip() for x in line.split(";")[:2]]
+            if p != name:
+                continue
+            a, _, b = r.partition("..")
+            out.append((int(a, 16), int(b or a, 16)))
+        out.sort()
+        merged = []
+        for a, b in out:
+            if merged and a == merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], b)
+            else:
+                merged.append((a, b))
+        return merged
+
+    def category(self, cp):
+        return self.cat.get(cp, "Cn")
+
+    def combining(self, cp):
+        return self.ccc.get(cp, 0)
+
+    def decomposition(self, cp):
+        return self.dec.get(cp, "")
+
+    def lower(self, cp):
+        return self.low.get(cp)
+
+
+class Py:
+    """The same from python3's unicodedata (older Unicode)."""
+
+    def __init__(self):
+        self.space = WHITE_SPACE
+        self.version = unicodedata.unidata_version
+
+    def category(self, cp):
+        return unicodedata.category(chr(cp))
+
+    def combining(self, cp):
+        return unicodedata.combining(chr(cp))
+
+    def decomposition(self, cp):
+        return unicodedata.decomposition(chr(cp))
+
+    def lower(self, cp):
+        lo = chr(cp).lower()
+        return ord(lo) if lo != chr(cp) and len(lo) == 1 else None
+
+    def composes(self, a, b, cp):
+        return unicodedata.normalize("NFC", chr(a) + chr(b)) == chr(cp)
+
 
 CATS = ["Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps",
         "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co"]
@@ -55,8 +150,11 @@ def runs(value):
     return out
 
 
+U = None
+
+
 def cat_in(cats):
-    return lambda cp: unicodedata.category(chr(cp)) in cats
+    return lambda cp: U.category(cp) in cats
 
 
 def rows(items, per, fmt):
@@ -76,18 +174,21 @@ def table(ctype, name, items, per, fmt):
 
 
 def main():
+    global U
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
+    ucd_dir = sys.argv[2] if len(sys.argv) > 2 else UCD_DIR
+    U = Ucd(ucd_dir) if os.path.exists(os.path.join(ucd_dir, "UnicodeData.txt")) else Py()
     letters = ranges(cat_in({"Lu", "Ll", "Lt", "Lm", "Lo"}))
     numbers = ranges(cat_in({"Nd", "Nl", "No"}))
-    cat_runs = runs(lambda cp: CATS.index(unicodedata.category(chr(cp))))
-    ccc_runs = runs(lambda cp: unicodedata.combining(chr(cp)))
+    cat_runs = runs(lambda cp: CATS.index(U.category(cp)))
+    ccc_runs = runs(lambda cp: U.combining(cp))
 
     # decompositions (one level), Hangul syllables excluded (algorithmic)
     decomp, pool = [], []
     for cp in range(0x110000):
         if 0xAC00 <= cp <= 0xD7A3:
             continue
-        d = unicodedata.decomposition(chr(cp))
+        d = U.decomposition(cp)
         if not d:
             continue
         compat = d.startswith("<")
@@ -103,20 +204,23 @@ def main():
         if compat or n != 2:
             continue
         a, b = pool[off], pool[off + 1]
-        if unicodedata.normalize("NFC", chr(a) + chr(b)) == chr(cp):
+        ok = U.composes(a, b, cp) if isinstance(U, Py) else cp not in U.excl
+        if ok:
             comp.append(((a << 21) | b, cp))
     comp.sort()
     lower = []
     for cp in range(0x110000):
-        lo = chr(cp).lower()
-        if lo != chr(cp) and len(lo) == 1:
-            lower.append((cp, ord(lo)))
+        lo = U.lower(cp)
+        if lo is not None and cp != 0x130:  # U+0130: two characters, in unicode.c
+            lower.append((cp, lo))
+    spaces = U.space
 
-    banner = ("/* Generated by tools/gen_unicode_tables.py from Python %s unicodedata (Unicode %s).\n"
-              " * Do not edit by hand: run the script again. */\n"
-              % (sys.version.split()[0], unicodedata.unidata_version))
-    h = banner + """#ifndef VKF_IO_UNICODE_TABLES_H
-#define VKF_IO_UNICODE_TABLES_H
+    source = ("Debian unicode-data, %s" % ucd_dir if isinstance(U, Ucd)
+              else "Python %s unicodedata" % sys.version.split()[0])
+    banner = ("/* Generated by tools/gen_unicode_tables.py from %s (Unicode %s).\n"
+              " * Do not edit by hand: run the script again. */\n" % (source, U.version))
+    h = banner + """#ifndef VKF_TOKENIZER_UNICODE_TABLES_H
+#define VKF_TOKENIZER_UNICODE_TABLES_H
 
 #include <stdint.h>
 
@@ -160,14 +264,14 @@ extern const uint32_t vkf_unicode_compose_vals[VKF_UNICODE_N_COMPOSE];
 extern const uint32_t vkf_unicode_lower_map[VKF_UNICODE_N_LOWER][2];
 
 #endif
-""" % (len(letters), len(numbers), len(WHITE_SPACE), len(cat_runs), len(ccc_runs), len(decomp),
+""" % (len(letters), len(numbers), len(spaces), len(cat_runs), len(ccc_runs), len(decomp),
        len(pool), len(comp), len(lower))
     parts = [
         table("vkf_unicode_range", "vkf_unicode_letter", letters, 4,
               lambda r: "{0x%05X, 0x%05X}," % r),
         table("vkf_unicode_range", "vkf_unicode_number", numbers, 4,
               lambda r: "{0x%05X, 0x%05X}," % r),
-        table("vkf_unicode_range", "vkf_unicode_space", WHITE_SPACE, 4,
+        table("vkf_unicode_range", "vkf_unicode_space", spaces, 4,
               lambda r: "{0x%05X, 0x%05X}," % r),
         table("uint32_t", "vkf_unicode_cat_runs", cat_runs, 8, lambda r: "0x%X," % (r[0] << 8 | r[1])),
         table("uint32_t", "vkf_unicode_ccc_runs", ccc_runs, 8, lambda r: "0x%X," % (r[0] << 8 | r[1])),
@@ -180,14 +284,14 @@ extern const uint32_t vkf_unicode_lower_map[VKF_UNICODE_N_LOWER][2];
             "const uint32_t vkf_unicode_lower_map[%d]" % len(lower),
             "const uint32_t vkf_unicode_lower_map[%d][2]" % len(lower)),
     ]
-    c = banner + '#include "io/unicode_tables.h"\n\n' + "\n\n".join(parts) + "\n"
-    with open(os.path.join(root, "src/io/unicode_tables.h"), "w") as f:
+    c = banner + '#include "tokenizer/unicode_tables.h"\n\n' + "\n\n".join(parts) + "\n"
+    with open(os.path.join(root, "src/tokenizer/unicode_tables.h"), "w") as f:
         f.write(h)
-    with open(os.path.join(root, "src/io/unicode_tables.c"), "w") as f:
+    with open(os.path.join(root, "src/tokenizer/unicode_tables.c"), "w") as f:
         f.write(c)
     print("letters %d, numbers %d, spaces %d ranges; categories %d runs, ccc %d runs; "
           "decompositions %d (%d code points); compositions %d; lowercase %d"
-          % (len(letters), len(numbers), len(WHITE_SPACE), len(cat_runs), len(ccc_runs),
+          % (len(letters), len(numbers), len(spaces), len(cat_runs), len(ccc_runs),
              len(decomp), len(pool), len(comp), len(lower)))
 
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static char *read_file(const char *path, size_t *n) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/jinja.h"
 #include "model/model.h"
 

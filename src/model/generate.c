@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/model.h"
 
 /* ------------------------------------------------------------------ sampler */
@@ -25,6 +25,12 @@ struct vkf_sampler {
     double *prob;   /* [cap] */
     int32_t cap;
 };
+
+/* End of generation: the model's eos or any end-of-generation token of its tokenizer
+ * (<|eot_id|>, <|im_end|>, <end_of_turn>, ...: vkf_tokenizer_eog). */
+static int is_eog(const vkf_model *m, int32_t tok) {
+    return tok == m->hp.eos_id || (m->tok && vkf_tokenizer_is_eog(m->tok, tok));
+}
 
 static uint64_t rng_next(uint64_t *s) {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -206,7 +212,7 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
         if (rc != VKF_OK) break;
         rc = vkf_sampler_sample(smp, logits, m->hp.n_vocab, &tok);
         if (rc != VKF_OK) break;
-        if (tok == m->hp.eos_id) {
+        if (is_eog(m, tok)) {
             st.stop = VKF_STOP_EOS;
             break;
         }

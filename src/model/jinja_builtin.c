@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "io/unicode.h"
+#include "tokenizer/unicode.h"
 #include "model/jinja_case.h"
 #include "model/jinja_int.h"
 

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "graph/ops.h"
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/model.h"
 
 typedef struct gg_ctx {

@@ -11,7 +11,7 @@
 #include "graph/ops.h"
 #include "io/json_config.h"
 #include "io/safetensors.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/model.h"
 
 /* ------------------------------------------------------------------ tensors */

@@ -10,8 +10,8 @@
 #include "core/error.h"
 #include "io/gguf.h"
 #include "io/json_config.h"
-#include "io/tokenizer.h"
 #include "model/chat.h"
+#include "tokenizer/tokenizer.h"
 #include "model/model.h"
 
 const char *vkf_arch_name(vkf_arch a) {
@@ -35,38 +35,10 @@ static int path_exists(const char *p) {
     return stat(p, &sb) == 0;
 }
 
-static int ends_with(const char *s, const char *suffix) {
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
 /* ------------------------------------------------------------------ tokenizers */
 
-vkf_status vkf_model_tokenizer_load(const char *path, vkf_tokenizer **out) {
-    char a[1200], b[1200];
-    if (path_is_dir(path)) {
-        snprintf(a, sizeof a, "%s/vocab.json", path);
-        snprintf(b, sizeof b, "%s/merges.txt", path);
-        if (path_exists(a) && path_exists(b)) return vkf_tokenizer_from_gpt2_files(a, b, out);
-        snprintf(a, sizeof a, "%s/char_vocab.json", path);
-        if (path_exists(a)) return vkf_tokenizer_char_from_file(a, out);
-        return vkf_error(VKF_ERROR_IO, "%s: no tokenizer found (expected vocab.json + merges.txt or char_vocab.json)", path);
-    }
-    if (ends_with(path, ".gguf")) {
-        vkf_gguf *g;
-        VKF_TRY(vkf_gguf_open(path, &g));
-        vkf_status s = vkf_tokenizer_from_gguf(g, out);
-        vkf_gguf_close(g);
-        return s;
-    }
-    if (ends_with(path, "vocab.json") && !ends_with(path, "char_vocab.json") && !ends_with(path, "src_vocab.json") &&
-        !ends_with(path, "tgt_vocab.json")) {
-        /* a GPT-2 vocab.json wants its merges.txt beside it */
-        snprintf(b, sizeof b, "%.*smerges.txt", (int)(strlen(path) - strlen("vocab.json")), path);
-        if (path_exists(b)) return vkf_tokenizer_from_gpt2_files(path, b, out);
-    }
-    return vkf_tokenizer_char_from_file(path, out);
-}
+/* One detector for the CLI's tokenize and the model loader: see vkf_tokenizer_open_auto. */
+vkf_status vkf_model_tokenizer_load(const char *path, vkf_tokenizer **out) { return vkf_tokenizer_open_auto(path, out); }
 
 /* ------------------------------------------------------------------ load / free */
 
@@ -273,6 +245,14 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         P("norm           %s, eps %g\n", m->arch == VKF_ARCH_LLAMA ? "RMSNorm" : "LayerNorm", (double)hp->eps);
         if (m->arch == VKF_ARCH_LLAMA) P("rope           %d dims, base %g\n", hp->n_rot, hp->rope_base);
         P("special ids    bos %d, eos %d, pad %d\n", hp->bos_id, hp->eos_id, hp->pad_id);
+        if (m->tok) { /* generation stops at any of these (generate.c) */
+            const int32_t *eog;
+            size_t n_eog = vkf_tokenizer_eog(m->tok, &eog);
+            P("end of gen.    ");
+            for (size_t i = 0; i < n_eog && i < 12; i++) /* bounded: buf is 4 KiB */
+                P("%s%.40s (%d)", i ? ", " : "", vkf_tokenizer_token_text(m->tok, eog[i]), eog[i]);
+            P("%s\n", n_eog ? "" : "eos only");
+        }
         P("parameters     %lld (%.2f M)\n", (long long)m->n_params, (double)m->n_params / 1e6);
         P("weight dtypes  %s (matrices %s)\n", dtypes, vkf_dtype_name(m->wtype));
         P("memory         weights %.2f MiB; KV cache %.2f MiB per sequence at %d tokens\n", (double)m->weight_bytes / 1048576.0,
@@ -314,6 +294,13 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     cJSON_AddNumberToObject(j, "bos_id", hp->bos_id);
     cJSON_AddNumberToObject(j, "eos_id", hp->eos_id);
     cJSON_AddNumberToObject(j, "pad_id", hp->pad_id);
+    if (m->tok) {
+        const int32_t *eog;
+        size_t n_eog = vkf_tokenizer_eog(m->tok, &eog);
+        cJSON *e = cJSON_AddArrayToObject(j, "eog_ids");
+        for (size_t i = 0; e && i < n_eog; i++)
+            cJSON_AddItemToArray(e, cJSON_CreateNumber(eog[i]));
+    }
     cJSON_AddNumberToObject(j, "n_params", (double)m->n_params);
     cJSON_AddStringToObject(j, "matrix_dtype", vkf_dtype_name(m->wtype));
     cJSON *dt = cJSON_AddObjectToObject(j, "weight_dtypes");

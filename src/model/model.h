@@ -91,7 +91,7 @@ typedef struct vkf_model_w {
 
 /* ------------------------------------------------------------------ tokenizers */
 
-typedef struct vkf_tokenizer vkf_tokenizer; /* io/tokenizer.h */
+typedef struct vkf_tokenizer vkf_tokenizer; /* tokenizer/tokenizer.h */
 
 /* Loads a tokenizer from a file or directory: vocab.json (+ merges.txt beside it), a character
  * vocabulary (char_vocab.json or any other .json in that format), a .gguf, or a directory
@@ -123,7 +123,7 @@ struct vkf_model {
     int n_bufs, cap_bufs;
     vkf_tokenizer *tok;     /* decoder/target tokenizer, or NULL */
     vkf_tokenizer *src_tok; /* encoder-decoder source tokenizer, or NULL */
-    /* encode keeps a pre-token cache and scratch buffers in the tokenizer (io/tokenizer.h): one
+    /* encode keeps a pre-token cache and scratch buffers in the tokenizer (tokenizer/tokenizer.h): one
      * encode at a time per model; decode only reads and needs no lock */
     pthread_mutex_t tok_lock;
     /* chat templates (model/chat.c): the template and the bos/eos token texts, or NULL */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "io/gguf.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,8 @@
-/* libFuzzer entry: the input is text for every tokenizer kind of tests/data/tokenizers (loaded
- * once). Each kind encodes it (special-token parsing on or off from the first byte) and decodes
- * the ids; the byte-level and byte-fallback kinds must give the input back exactly (see
- * src/io/tokenizer.h); the input read as int32 ids must decode or fail cleanly.
+/* libFuzzer entry: the input is text for every tokenizer kind of tests/data/tokenizers and for
+ * GGUF vocabularies with regex pre-tokenizers, WordPiece and Unigram (loaded once). Each kind
+ * encodes it (special-token parsing on or off from the first byte) and decodes the ids; the
+ * byte-level and byte-fallback kinds must give the input back exactly (see
+ * src/tokenizer/tokenizer.h); the input read as int32 ids must decode or fail cleanly.
  *
  * Build: cmake -DVKF_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ ...
  * Run:   ./fuzz_tokenizers -max_total_time=180 CORPUS_DIR */
@@ -11,25 +12,48 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define N_KINDS 11
+#define N_KINDS 16
+/* tests/data/tokenizers kinds, then GGUF vocabularies: t5_gguf here, and the real-vocab
+ * fixtures (Llama-3 with its regex pre-tokenizer, DeepSeek LLM, Falcon, BGE WordPiece) when
+ * ../shared/fixtures is beside the repository (skipped otherwise) */
 static const char *const k_dirs[N_KINDS] = {
-    "gpt2_files", "bpe_bytelevel", "bpe_llama", "bpe_metaspace", "wordpiece", "wordpiece_cased",
-    "unigram",    "wordlevel",     "spm_bpe",   "spm_unigram",   "char"};
+    "gpt2_files",
+    "bpe_bytelevel",
+    "bpe_llama",
+    "bpe_metaspace",
+    "wordpiece",
+    "wordpiece_cased",
+    "unigram",
+    "wordlevel",
+    "spm_bpe",
+    "spm_unigram",
+    "char",
+    "t5_gguf",
+    "../../../../shared/fixtures/real-vocab/ggml-vocab-llama-bpe.gguf",
+    "../../../../shared/fixtures/real-vocab/ggml-vocab-deepseek-llm.gguf",
+    "../../../../shared/fixtures/real-vocab/ggml-vocab-falcon.gguf",
+    "../../../../shared/fixtures/real-vocab/ggml-vocab-bert-bge.gguf"};
 /* decode(encode(x)) == x for every byte string x (parse_special off; bpe_bytelevel adds a
- * leading space when x does not start with one) */
-static const int k_exact[N_KINDS] = {1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+ * leading space when x does not start with one; the Llama-3 GGUF gives the bytes back. Not
+ * DeepSeek: its user-defined token 100002 is spelled "ø", the stand-in of byte 0xF8, and wins
+ * the lookup as in llama.cpp, so 0xF8 decodes as "ø"; nor Falcon: it lacks tokens for some
+ * control bytes, which are dropped as llama.cpp does) */
+static const int k_exact[N_KINDS] = {1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
 static vkf_tokenizer *g_tok[N_KINDS];
+static int g_loaded;
 
 static void load(void) {
-    if (g_tok[0]) return;
+    if (g_loaded) return;
+    g_loaded = 1;
     for (int k = 0; k < N_KINDS; k++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/tests/data/tokenizers/%s", VKF_SOURCE_DIR, k_dirs[k]);
         if (vkf_tokenizer_open_auto(p, &g_tok[k]) != VKF_OK) {
+            if (k >= 12) continue; /* an optional fixture */
             fprintf(stderr, "fuzz_tokenizers: %s\n", vkf_last_error());
             abort();
         }
@@ -42,6 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int parse = size && (data[0] & 1);
     for (int k = 0; k < N_KINDS; k++) {
         vkf_tokenizer *t = g_tok[k];
+        if (!t) continue;
         int32_t *ids = NULL;
         size_t n = 0;
         if (vkf_tokenizer_encode_ex(t, text, size, 1, parse, &ids, &n) != VKF_OK) abort();
@@ -68,7 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int in_range = 1;
         for (size_t i = 0; i < m; i++)
             in_range &= raw[i] >= 0 && raw[i] < vkf_tokenizer_n_vocab(t);
-        vkf_status s = vkf_tokenizer_decode_ex(t, raw, m, size & 2 ? VKF_DECODE_SPECIAL : 0, &out, &len);
+        vkf_status s =
+            vkf_tokenizer_decode_ex(t, raw, m, size & 2 ? VKF_DECODE_SPECIAL : 0, &out, &len);
         if (in_range ? s != VKF_OK : s != VKF_ERROR_TOKEN) abort();
         if (s == VKF_OK) free(out);
         free(raw);

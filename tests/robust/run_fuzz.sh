@@ -22,6 +22,7 @@ seeds_for() {
     fuzz_gguf) echo "$corpus/gguf" ;;
     fuzz_safetensors) echo "$corpus/safetensors" ;;
     fuzz_tokenizers) echo "$corpus/tokenizers" ;;
+    fuzz_regex) echo "$corpus/regex" ;;
     *) ;;
     esac
 }

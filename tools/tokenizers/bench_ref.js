@@ -17,7 +17,10 @@ const bytes = Buffer.byteLength(big, 'utf8');
   for (const kind of fs.readdirSync(dataDir).sort()) {
     const dir = path.join(dataDir, kind);
     let t;
-    if (fs.existsSync(path.join(dir, 'tokenizer.json'))) t = tk.Tokenizer.fromFile(path.join(dir, 'tokenizer.json'));
+    if (fs.existsSync(path.join(dir, 'tokenizer.json.xz')))
+      t = tk.Tokenizer.fromString(require('child_process').execFileSync(
+          'xz', ['-dc', path.join(dir, 'tokenizer.json.xz')], { maxBuffer: 1 << 28 }).toString('utf8'));
+    else if (fs.existsSync(path.join(dir, 'tokenizer.json'))) t = tk.Tokenizer.fromFile(path.join(dir, 'tokenizer.json'));
     else if (fs.existsSync(path.join(dir, 'merges.txt'))) {
       t = new tk.Tokenizer(await tk.BPE.fromFile(path.join(dir, 'vocab.json'), path.join(dir, 'merges.txt'), {}));
       t.setPreTokenizer(tk.byteLevelPreTokenizer(false, true));

@@ -3,7 +3,10 @@
 // vocab.json + merges.txt: BPE + ByteLevel pre-tokenizer without prefix space + ByteLevel
 // decoder + <|endoftext|> as a special token).
 //
-//   node tools/tokenizers/ref_hf.js DATA_DIR BIG_TXT      (run by make_data.sh)
+//   node tools/tokenizers/ref_hf.js DATA_DIR BIG_TXT [KIND ...]   (run by make_data.sh)
+//
+// With KIND arguments only those kinds are recorded. A kind directory with tokenizer.json.xz
+// (the real Llama-3 and Qwen3 files, see fetch_real.sh) is decompressed with xz first.
 //
 // Writes DATA_DIR/<kind>/expected.json:
 //   {"reference": "...", "ids": [[...] per corpus string, add_special_tokens = true],
@@ -16,7 +19,7 @@ const tkPath = process.env.TOKREF || '/tmp/tokref/node_modules/tokenizers';
 const tk = require(tkPath);
 const version = JSON.parse(fs.readFileSync(path.join(tkPath, 'package.json'), 'utf8')).version;
 
-const [dataDir, bigPath] = process.argv.slice(2);
+const [dataDir, bigPath, ...only] = process.argv.slice(2);
 const corpus = JSON.parse(fs.readFileSync(path.join(dataDir, 'corpus.json'), 'utf8'));
 const big = fs.readFileSync(bigPath, 'utf8');
 
@@ -64,8 +67,13 @@ async function record(kind, t) {
 
 (async () => {
   for (const kind of fs.readdirSync(dataDir).sort()) {
+    if (only.length && !only.includes(kind)) continue;
     const dir = path.join(dataDir, kind);
-    if (fs.existsSync(path.join(dir, 'tokenizer.json')))
+    if (fs.existsSync(path.join(dir, 'tokenizer.json.xz'))) {
+      const json = require('child_process').execFileSync('xz', ['-dc', path.join(dir, 'tokenizer.json.xz')],
+                                                           { maxBuffer: 1 << 28 });
+      await record(kind, tk.Tokenizer.fromString(json.toString('utf8')));
+    } else if (fs.existsSync(path.join(dir, 'tokenizer.json')))
       await record(kind, tk.Tokenizer.fromFile(path.join(dir, 'tokenizer.json')));
     else if (fs.existsSync(path.join(dir, 'merges.txt')))
       await record(kind, await gpt2FromFiles(dir));

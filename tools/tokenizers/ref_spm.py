@@ -2,7 +2,7 @@
 """Records Debian's python3-sentencepiece ids and decodes for the test corpus and the 1 MiB text
 (spm_bpe, spm_unigram), and the character-level reference (char: one id per code point looked
 up in char_vocab.json, unk for the others; decode joins the tokens, skips control tokens and
-renders unk as U+FFFD, the rule documented in src/io/tokenizer.h).
+renders unk as U+FFFD, the rule documented in src/tokenizer/tokenizer.h).
 
 Writes DATA_DIR/<kind>/expected.json in the format of ref_hf.js: "ids" are encoded with
 add_bos=True (what encode(add_special = 1) does for a .model file), "ids_plain" without.
@@ -61,7 +61,7 @@ def main():
     specials = {cv.get(k, -1) for k in ("bos", "eos", "pad", "unk")} - {-1}
     index = {t: i for i, t in enumerate(toks) if i not in specials}
     unk = cv["unk"]
-    # the named specials are cut out of the text first, longest first (src/io/tokenizer.h)
+    # the named specials are cut out of the text first, longest first (src/tokenizer/tokenizer.h)
     names = sorted(((toks[i], i) for i in specials), key=lambda p: (-len(p[0]), p[1]))
 
     def encode_char(s):

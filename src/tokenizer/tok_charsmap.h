@@ -4,13 +4,13 @@
  *
  * Blob layout: uint32 trie size in bytes (little-endian), the trie (uint32 units), then the
  * replacement strings. */
-#ifndef VKF_IO_TOK_CHARSMAP_H
-#define VKF_IO_TOK_CHARSMAP_H
+#ifndef VKF_TOKENIZER_TOK_CHARSMAP_H
+#define VKF_TOKENIZER_TOK_CHARSMAP_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/tokenizer_impl.h"
+#include "tokenizer/tokenizer_impl.h"
 
 typedef struct vkf_charsmap {
     uint8_t *blob; /* owned copy of the whole blob (NULL: no map) */

@@ -1,9 +1,12 @@
 /* Tokenizers behind one interface: GPT-2 byte-level BPE (vocab.json + merges.txt, or a GGUF with
- * tokenizer.ggml.model = "gpt2"), SentencePiece-style BPE (a GGUF with tokenizer.ggml.model =
- * "llama"), a character-level vocabulary (char_vocab.json), Hugging Face tokenizer.json files
- * (BPE, WordPiece, Unigram, WordLevel models with their normalizers, pre-tokenizers,
- * post-processors and decoders: see tok_hf.c) and SentencePiece .model files (BPE, Unigram:
- * see tok_spm.c). vkf_tokenizer_open_auto() picks one from a model directory or file.
+ * tokenizer.ggml.model = "gpt2" and any tokenizer.ggml.pre llama.cpp knows: pretok.c),
+ * SentencePiece-style BPE (a GGUF with tokenizer.ggml.model = "llama"), WordPiece (GGUF "bert":
+ * tok_wpm.c), Unigram (GGUF "t5": tok_spm.c), a character-level vocabulary (char_vocab.json),
+ * Hugging Face tokenizer.json files (BPE, WordPiece, Unigram, WordLevel models with their
+ * normalizers, pre-tokenizers, post-processors and decoders: see tok_hf.c) and SentencePiece
+ * .model files (BPE, Unigram: see tok_spm.c). vkf_tokenizer_open_auto() picks one from a model
+ * directory or file; the model loader uses it too. One BPE merge loop (bpe.c) and one Unigram
+ * search (unigram.c) serve every front end; regex pre-tokenizers run on regex.c.
  *
  * The gpt2 / llama / char kinds follow llama.cpp as described below; tokenizer.json kinds follow
  * the Hugging Face `tokenizers` library and .model kinds the sentencepiece library, id for id
@@ -29,7 +32,10 @@
  *   at the end when add_eos is set.
  * - GPT-2: each text piece is split with the GPT-2 regex
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- *   then byte-level BPE merges by rank (lowest rank first, leftmost on ties).
+ *   (or the regex list of the GGUF's tokenizer.ggml.pre, as llama.cpp's unicode_regex_split)
+ *   then byte-level BPE merges by rank (lowest rank first, leftmost on ties); with
+ *   ignore_merges (Llama-3) a piece that is a whole token is taken as is.
+ * - bert (WordPiece) and t5 (Unigram) GGUFs follow llama.cpp's WPM and UGM tokenizers.
  * - llama: spaces become U+2581 and one U+2581 is prepended to each text piece at the start of
  *   the text or after a special token (tokenizer.ggml.add_space_prefix, default true); adjacent
  *   symbols merge by the highest score of the merged piece, leftmost on ties; a symbol with no
@@ -61,8 +67,8 @@
  *
  * A tokenizer keeps a cache of pre-token results and scratch buffers, so encode is not
  * thread-safe on one tokenizer (use one per thread); decode and the accessors are. */
-#ifndef VKF_IO_TOKENIZER_H
-#define VKF_IO_TOKENIZER_H
+#ifndef VKF_TOKENIZER_TOKENIZER_H
+#define VKF_TOKENIZER_TOKENIZER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -95,9 +101,11 @@ enum {
  * "<|endoftext|>", when present, is the control token and bos = eos = unk; add_bos = 0. */
 vkf_status vkf_tokenizer_from_gpt2_files(const char *vocab_json_path, const char *merges_txt_path,
                                          vkf_tokenizer **out);
-/* From GGUF metadata: tokenizer.ggml.model "gpt2" (tokens, merges, token_type) or "llama"
- * (tokens, scores, token_type); bos/eos/unk/pad ids from tokenizer.ggml.*_token_id. Everything
- * is copied: g may be closed afterwards. Other models are VKF_ERROR_UNSUPPORTED. */
+/* From GGUF metadata: tokenizer.ggml.model "gpt2" (tokens, merges, token_type, pre), "llama"
+ * (tokens, scores, token_type), "bert" (tokens) or "t5" (tokens, scores, token_type,
+ * precompiled_charsmap); bos/eos/unk/pad ids from tokenizer.ggml.*_token_id. Everything is
+ * copied: g may be closed afterwards. Other models, and pre-tokenizer names llama.cpp does not
+ * know, are VKF_ERROR_UNSUPPORTED naming them. */
 vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out);
 /* Character-level vocabulary from a JSON file:
  *   {"type": "char", "tokens": ["<pad>", "<bos>", "<eos>", "<unk>", "a", ...],
@@ -155,10 +163,16 @@ int32_t vkf_tokenizer_bos(const vkf_tokenizer *tok);
 int32_t vkf_tokenizer_eos(const vkf_tokenizer *tok);
 int32_t vkf_tokenizer_unk(const vkf_tokenizer *tok);
 int32_t vkf_tokenizer_pad(const vkf_tokenizer *tok);
+/* End-of-generation tokens, as llama.cpp's vocabulary collects them: eos, the GGUF eot / eom
+ * ids, and every token spelled <|eot_id|>, <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>,
+ * <|eom_id|>, <|end_of_text|>, <EOT>, <|return|>, <|call|>, ... Generation stops at any of them.
+ * Returns the count; *ids (may be NULL) points into the tokenizer. */
+size_t vkf_tokenizer_eog(const vkf_tokenizer *tok, const int32_t **ids);
+int vkf_tokenizer_is_eog(const vkf_tokenizer *tok, int32_t id);
 /* Whether encode(add_special = 1) adds BOS / EOS. */
 int vkf_tokenizer_add_bos(const vkf_tokenizer *tok);
 int vkf_tokenizer_add_eos(const vkf_tokenizer *tok);
-/* "gpt2", "llama", "char", "hf-bpe", "hf-wordpiece", "hf-unigram", "hf-wordlevel", "spm-bpe",
+/* "gpt2", "llama", "bert", "char", "hf-bpe", "hf-wordpiece", "hf-unigram", "hf-wordlevel", "spm-bpe",
  * "spm-unigram", "spm-char" or "spm-word". */
 const char *vkf_tokenizer_kind(const vkf_tokenizer *tok);
 

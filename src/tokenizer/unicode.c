@@ -1,8 +1,8 @@
-#include "io/unicode.h"
+#include "tokenizer/unicode.h"
 
 #include <stdlib.h>
 
-#include "io/unicode_tables.h"
+#include "tokenizer/unicode_tables.h"
 
 /* ------------------------------------------------------------------ UTF-8 */
 

@@ -1,16 +1,17 @@
 /* Tokenizer common parts: vocabulary storage, special-token splitting, the encode/decode driver
  * and the GGUF constructor. The per-algorithm code is in tok_gpt2.c, tok_llama.c, tok_char.c. */
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "core/error.h"
-#include "io/tokenizer_impl.h"
-#include "io/unicode.h"
+#include "tokenizer/pretok.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 /* ------------------------------------------------------------------ small containers */
 
@@ -138,6 +139,43 @@ static int cmp_special(const void *a, const void *b, void *ctx) {
     return x < y ? -1 : x > y;
 }
 
+int vkf_tok_add_eog(vkf_tokenizer *t, int32_t id) {
+    if (id < 0 || id >= t->n_vocab || vkf_tokenizer_is_eog(t, id)) return 1;
+    int32_t *v = realloc(t->eog, (t->n_eog + 1) * sizeof *v);
+    if (!v) return 0;
+    t->eog = v;
+    t->eog[t->n_eog++] = id;
+    return 1;
+}
+
+/* Spellings llama.cpp treats as end of generation (eot, eom, end of turn, FIM padding). */
+static const char *const k_eog_text[] = {
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<\xef\xbd\x9c"
+    "end\xe2\x96\x81"
+    "of\xe2\x96\x81"
+    "sentence\xef\xbd\x9c>" /* DeepSeek */,
+    "<|fim_pad|>",
+    "<|repo_name|>",
+    "<|file_sep|>",
+    "<fim-pad>",
+    "<fim_pad>",
+    "<reponame>",
+    "<file_sep>",
+};
+
 vkf_status vkf_tok_finish(vkf_tokenizer *t) {
     if (!vkf_strmap_init(&t->vocab, (size_t)t->n_vocab))
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", t->name);
@@ -145,6 +183,7 @@ vkf_status vkf_tok_finish(vkf_tokenizer *t) {
     for (int32_t i = 0; i < t->n_vocab; i++) {
         if (!vkf_strmap_put(&t->vocab, vkf_tok_str(t, i), t->len[i], i)) /* last one wins */
             return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", t->name);
+        if (t->len[i] > t->max_token_len) t->max_token_len = t->len[i];
         int ty = t->type[i];
         if (t->len[i] &&
             (ty == VKF_TOKEN_CONTROL || ty == VKF_TOKEN_UNKNOWN || ty == VKF_TOKEN_USER_DEFINED))
@@ -167,6 +206,11 @@ vkf_status vkf_tok_finish(vkf_tokenizer *t) {
         if (ids[i].id < -1 || ids[i].id >= t->n_vocab)
             return vkf_error(VKF_ERROR_FORMAT, "%s: %s token id %d is out of range [0, %d)",
                              t->name, ids[i].what, ids[i].id, t->n_vocab);
+    if (!vkf_tok_add_eog(t, t->eos))
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", t->name);
+    for (size_t i = 0; i < sizeof k_eog_text / sizeof k_eog_text[0]; i++)
+        if (!vkf_tok_add_eog(t, vkf_strmap_get(&t->vocab, k_eog_text[i], strlen(k_eog_text[i]))))
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", t->name);
     if (t->kind == VKF_TOK_LLAMA)
         for (int b = 0; b < 256; b++) {
             char buf[8];
@@ -185,6 +229,7 @@ void vkf_tokenizer_free(vkf_tokenizer *t) {
     free(t->type);
     free(t->score);
     free(t->special);
+    free(t->eog);
     vkf_strmap_free(&t->vocab);
     vkf_u64map_free(&t->merges);
     vkf_bpe_cache_free(&t->cache);
@@ -196,6 +241,7 @@ void vkf_tokenizer_free(vkf_tokenizer *t) {
     free(t->cp_cls);
     vkf_hf_free(t->hf);
     vkf_spm_free(t->spm);
+    vkf_pretok_free(t->pre);
     free(t);
 }
 
@@ -274,9 +320,10 @@ vkf_status vkf_tokenizer_encode_ex(vkf_tokenizer *t, const char *text, size_t le
     vkf_ids out = {0};
     fragments fr = {0};
     vkf_status s = VKF_OK;
-    if (t->kind == VKF_TOK_HF || t->kind == VKF_TOK_SPM) {
-        s = t->kind == VKF_TOK_HF ? vkf_hf_encode(t, text ? text : "", len, add_special, parse_special, &out)
-                                  : vkf_spm_encode(t, text ? text : "", len, add_special, parse_special, &out);
+    if (t->kind == VKF_TOK_HF || (t->kind == VKF_TOK_SPM && !t->gguf_specials)) {
+        s = t->kind == VKF_TOK_HF
+                ? vkf_hf_encode(t, text ? text : "", len, add_special, parse_special, &out)
+                : vkf_spm_encode(t, text ? text : "", len, add_special, parse_special, &out);
         if (s != VKF_OK) goto fail;
         if (!out.v && !(out.v = malloc(sizeof *out.v))) goto oom;
         *ids = out.v;
@@ -299,6 +346,8 @@ vkf_status vkf_tokenizer_encode_ex(vkf_tokenizer *t, const char *text, size_t le
             s = vkf_llama_encode_text(t, text + f->off, f->len, prev_special, &out);
             break;
         case VKF_TOK_CHAR: s = vkf_char_encode_text(t, text + f->off, f->len, &out); break;
+        case VKF_TOK_WPM: s = vkf_wpm_encode_text(t, text + f->off, f->len, &out); break;
+        case VKF_TOK_SPM: s = vkf_spm_encode(t, text + f->off, f->len, 0, 0, &out); break;
         default: s = vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tokenize: bad tokenizer kind"); break;
         }
         if (s != VKF_OK) goto fail;
@@ -419,8 +468,9 @@ vkf_status vkf_tokenizer_decode_ex(const vkf_tokenizer *t, const int32_t *ids, s
             char c = (char)(hexval(s[3]) * 16 + hexval(s[4]));
             ok = sb_put(&b, &c, 1);
             prev_special = 0;
-        } else if (t->kind == VKF_TOK_LLAMA) {
-            ok = render_llama(&b, s, sl, prev_special && t->add_space_prefix);
+        } else if (t->kind == VKF_TOK_LLAMA || t->kind == VKF_TOK_WPM) {
+            ok = render_llama(&b, s, sl,
+                              prev_special && (t->add_space_prefix || t->kind == VKF_TOK_WPM));
             prev_special = 0;
         } else if (t->kind == VKF_TOK_GPT2) {
             ok = render_gpt2(t, &b, s, sl);
@@ -462,6 +512,17 @@ int32_t vkf_tokenizer_bos(const vkf_tokenizer *t) { return t->bos; }
 int32_t vkf_tokenizer_eos(const vkf_tokenizer *t) { return t->eos; }
 int32_t vkf_tokenizer_unk(const vkf_tokenizer *t) { return t->unk; }
 int32_t vkf_tokenizer_pad(const vkf_tokenizer *t) { return t->pad; }
+size_t vkf_tokenizer_eog(const vkf_tokenizer *t, const int32_t **ids) {
+    if (ids) *ids = t->eog;
+    return t->n_eog;
+}
+
+int vkf_tokenizer_is_eog(const vkf_tokenizer *t, int32_t id) {
+    for (size_t i = 0; i < t->n_eog; i++)
+        if (t->eog[i] == id) return 1;
+    return 0;
+}
+
 int vkf_tokenizer_add_bos(const vkf_tokenizer *t) { return t->add_bos; }
 int vkf_tokenizer_add_eos(const vkf_tokenizer *t) { return t->add_eos; }
 
@@ -470,6 +531,7 @@ const char *vkf_tokenizer_kind(const vkf_tokenizer *t) {
     case VKF_TOK_GPT2: return "gpt2";
     case VKF_TOK_LLAMA: return "llama";
     case VKF_TOK_CHAR: return "char";
+    case VKF_TOK_WPM: return "bert";
     case VKF_TOK_HF: return vkf_hf_model_name(t->hf);
     case VKF_TOK_SPM: return vkf_spm_model_name(t->spm);
     }
@@ -495,21 +557,23 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
     const char *path = vkf_gguf_path(g), *model;
     VKF_TRY(vkf_gguf_require_str(g, "tokenizer.ggml.model", &model));
     vkf_tok_kind kind;
+    const char *pre = NULL;
     if (strcmp(model, "gpt2") == 0) {
         kind = VKF_TOK_GPT2;
-        const char *pre;
-        VKF_TRY(vkf_gguf_get_str(g, "tokenizer.ggml.pre", "gpt-2", &pre));
-        if (strcmp(pre, "gpt-2") != 0)
-            return vkf_error(VKF_ERROR_UNSUPPORTED,
-                             "%s: key tokenizer.ggml.pre: pre-tokenizer \"%s\" is not supported "
-                             "(only \"gpt-2\" is)",
-                             path, pre);
+        /* as llama.cpp: no tokenizer.ggml.pre means its "default" set */
+        VKF_TRY(vkf_gguf_get_str(g, "tokenizer.ggml.pre", "default", &pre));
+        vkf_pretok_info info;
+        VKF_TRY(vkf_pretok_from_name(pre, path, NULL, &info)); /* an unknown name fails first */
     } else if (strcmp(model, "llama") == 0) {
         kind = VKF_TOK_LLAMA;
+    } else if (strcmp(model, "bert") == 0) {
+        kind = VKF_TOK_WPM;
+    } else if (strcmp(model, "t5") == 0) {
+        return vkf_tokenizer_spm_from_gguf(g, out);
     } else {
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "%s: key tokenizer.ggml.model: tokenizer \"%s\" is not supported "
-                         "(gpt2 and llama are)",
+                         "(gpt2, llama, bert and t5 are)",
                          path, model);
     }
     const vkf_gguf_value *tokens, *types, *scores = NULL;
@@ -550,9 +614,17 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
                              path);
         pool += l;
     }
+    vkf_pretok *pt = NULL;
+    vkf_pretok_info pinfo = {0};
+    if (pre) VKF_TRY(vkf_pretok_from_name(pre, path, &pt, &pinfo));
     vkf_tokenizer *t;
-    VKF_TRY(vkf_tok_create(kind, path, (int64_t)n, pool, &t));
-    vkf_status s = VKF_OK;
+    vkf_status s = vkf_tok_create(kind, path, (int64_t)n, pool, &t);
+    if (s != VKF_OK) {
+        vkf_pretok_free(pt);
+        return s;
+    }
+    t->pre = pt;
+    t->ignore_merges = pinfo.ignore_merges;
     if (scores && !(t->score = malloc((size_t)n * sizeof *t->score))) {
         s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
         goto fail;
@@ -582,18 +654,42 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
         t->eos = n > 2 ? 2 : -1;
         t->unk = 0;
     }
+    if (kind == VKF_TOK_WPM) { /* llama.cpp's defaults: [CLS] text [SEP] */
+        t->bos = n > 101 ? 101 : -1;
+        t->eos = n > 102 ? 102 : -1;
+        t->unk = n > 100 ? 100 : -1;
+        t->pad = 0;
+        if ((s = gguf_token_id(g, "tokenizer.ggml.seperator_token_id", t->n_vocab, &t->eos)) !=
+            VKF_OK)
+            goto fail;
+    }
     if ((s = gguf_token_id(g, "tokenizer.ggml.bos_token_id", t->n_vocab, &t->bos)) != VKF_OK ||
         (s = gguf_token_id(g, "tokenizer.ggml.eos_token_id", t->n_vocab, &t->eos)) != VKF_OK ||
         (s = gguf_token_id(g, "tokenizer.ggml.unknown_token_id", t->n_vocab, &t->unk)) != VKF_OK ||
         (s = gguf_token_id(g, "tokenizer.ggml.padding_token_id", t->n_vocab, &t->pad)) != VKF_OK)
         goto fail;
-    int is_llama = kind == VKF_TOK_LLAMA;
-    if ((s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", is_llama, &t->add_bos)) ||
-        (s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", 0, &t->add_eos)) ||
+    int is_llama = kind == VKF_TOK_LLAMA, is_wpm = kind == VKF_TOK_WPM;
+    if (pinfo.no_bos && !vkf_gguf_find(g, "tokenizer.ggml.bos_token_id")) t->bos = -1;
+    if ((s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_bos_token",
+                               is_llama || is_wpm || pinfo.add_bos, &t->add_bos)) ||
+        (s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", is_wpm, &t->add_eos)) ||
         (s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", is_llama,
                                &t->add_space_prefix)))
         goto fail;
     if ((s = vkf_tok_finish(t)) != VKF_OK) goto fail;
+    static const char *const eog_keys[] = {
+        "tokenizer.ggml.eot_token_id",     "tokenizer.ggml.eom_token_id",
+        "tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id",
+        "tokenizer.ggml.fim_sep_token_id",
+    };
+    for (size_t k = 0; k < sizeof eog_keys / sizeof eog_keys[0]; k++) {
+        int32_t id = -1;
+        if ((s = gguf_token_id(g, eog_keys[k], t->n_vocab, &id)) != VKF_OK) goto fail;
+        if (!vkf_tok_add_eog(t, id)) {
+            s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", path);
+            goto fail;
+        }
+    }
     if (kind == VKF_TOK_GPT2) {
         const vkf_gguf_value *merges;
         if ((s = vkf_gguf_require_arr(g, "tokenizer.ggml.merges", VKF_GGUF_TYPE_STRING, &merges)))
@@ -639,6 +735,28 @@ static vkf_status open_gguf_tokenizer(const char *path, vkf_tokenizer **out) {
     return s;
 }
 
+/* Whether a JSON file is a char vocabulary: {"type": "char", ...} (its first key, as the tools
+ * write it; src_vocab.json / tgt_vocab.json of encoder-decoders are such files). */
+static int is_char_vocab(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char head[256];
+    size_t got = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[got] = 0;
+    char *p = head;
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+        p++;
+    if (*p++ != '{') return 0;
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')
+        p++;
+    if (strncmp(p, "\"type\"", 6) != 0) return 0;
+    p += 6;
+    while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == ':')
+        p++;
+    return strncmp(p, "\"char\"", 6) == 0;
+}
+
 /* A file: by its name, else by its first bytes. */
 static vkf_status open_file(const char *path, vkf_tokenizer **out) {
     const char *base = strrchr(path, '/');
@@ -646,6 +764,8 @@ static vkf_status open_file(const char *path, vkf_tokenizer **out) {
     if (ends_with(base, ".gguf")) return open_gguf_tokenizer(path, out);
     if (ends_with(base, ".model")) return vkf_tokenizer_from_spm_file(path, out);
     if (strcmp(base, "char_vocab.json") == 0) return vkf_tokenizer_char_from_file(path, out);
+    if (ends_with(base, ".json") && is_char_vocab(path))
+        return vkf_tokenizer_char_from_file(path, out);
     if (strcmp(base, "vocab.json") == 0 || strcmp(base, "merges.txt") == 0) {
         char v[4096], m[4096];
         size_t dir = (size_t)(base - path);

@@ -5,8 +5,8 @@
 
 #include "core/error.h"
 #include "io/json_config.h"
-#include "io/tokenizer_impl.h"
-#include "io/unicode.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 vkf_status vkf_char_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out) {
     for (size_t i = 0; i < n;) {

@@ -1,6 +1,6 @@
 /* GPT-2 byte-level BPE: the GPT-2 pre-tokenizer regex written out by hand over Unicode class
- * tables, then merges by rank with a heap over a linked list of symbols (O(n log n) per
- * pre-token), and a cache of pre-token results. */
+ * tables (or another regex pre-tokenizer, pretok.c), then merges by rank (the shared loop of
+ * bpe.c, O(n log n) per pre-token), and a cache of pre-token results. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +8,9 @@
 
 #include "core/error.h"
 #include "io/mapfile.h"
-#include "io/tokenizer_impl.h"
-#include "io/unicode.h"
+#include "tokenizer/pretok.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 #define BPE_CACHE_MAX_ENTRIES 65536 /* the cache is reset when it holds this many pre-tokens */
 #define BPE_CACHE_MAX_KEY 256       /* longer pre-tokens are not cached */
@@ -102,7 +103,8 @@ static void cache_reset(vkf_bpe_cache *c) {
 }
 
 /* Best effort: a failed allocation only means the entry is not cached. */
-void vkf_bpe_cache_put(vkf_bpe_cache *c, const char *key, size_t len, const int32_t *ids, size_t n) {
+void vkf_bpe_cache_put(vkf_bpe_cache *c, const char *key, size_t len, const int32_t *ids,
+                       size_t n) {
     if (len > BPE_CACHE_MAX_KEY) return;
     if (!c->map.cap && !vkf_strmap_init(&c->map, 4096)) return;
     if (c->n_entries >= BPE_CACHE_MAX_ENTRIES) cache_reset(c);
@@ -149,20 +151,40 @@ void vkf_bpe_cache_put(vkf_bpe_cache *c, const char *key, size_t len, const int3
 
 /* ------------------------------------------------------------------ BPE of one pre-token */
 
-static int try_pair(vkf_tokenizer *t, int32_t l, int32_t r) {
-    if (l < 0 || r < 0) return 1;
-    int32_t a = t->sym[l].id, b = t->sym[r].id;
+/* Merge priority: the rank of the rule (left, right) -> merged (lowest first). */
+int vkf_bpe_rank_pair(void *ctx, const vkf_symbol *l, const vkf_symbol *r, double *key,
+                      int32_t *id) {
+    const vkf_tokenizer *t = ctx;
     uint64_t v;
-    if (a < 0 || b < 0 || !vkf_u64map_get(&t->merges, (uint64_t)a << 32 | (uint32_t)b, &v))
-        return 1;
-    vkf_bigram bg = {.key = (double)(v >> 32), .left = l, .right = r, .a = a, .b = b};
-    return vkf_bigram_push(&t->heap, bg);
+    if (l->id < 0 || r->id < 0 ||
+        !vkf_u64map_get(&t->merges, (uint64_t)(uint32_t)l->id << 32 | (uint32_t)r->id, &v))
+        return 0;
+    *key = (double)(v >> 32);
+    *id = (int32_t)(uint32_t)v;
+    return 1;
+}
+
+/* ignore_merges: the id of the pre-token's byte-level text when it is a token, else -1 */
+static int32_t whole_token(vkf_tokenizer *t, const char *s, size_t n) {
+    if (n > 4096 || !vkf_tok_reserve_work(t, 2 * n)) return -1;
+    size_t l = 0;
+    for (size_t i = 0; i < n; i++)
+        l += vkf_utf8_encode(vkf_gpt2_byte_to_unicode((uint8_t)s[i]), t->work + l);
+    return vkf_strmap_get(&t->vocab, t->work, l);
 }
 
 static vkf_status bpe_piece(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out) {
     int hit = vkf_bpe_cache_get(&t->cache, s, n, out);
     if (hit < 0) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "out of memory while tokenizing");
     if (hit) return VKF_OK;
+    if (t->ignore_merges) {
+        int32_t id = whole_token(t, s, n);
+        if (id >= 0) {
+            if (!vkf_ids_push(out, id)) goto oom;
+            vkf_bpe_cache_put(&t->cache, s, n, &id, 1);
+            return VKF_OK;
+        }
+    }
     if (n > INT32_MAX || !vkf_tok_reserve_symbols(t, n))
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing", t->name);
     /* one symbol per byte: the byte-level text has exactly one character per byte */
@@ -173,36 +195,17 @@ static vkf_status bpe_piece(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *
         sym[i].id = t->byte_token[(uint8_t)s[i]];
         sym[i].n = 1;
     }
-    t->heap.n = 0;
-    for (size_t i = 1; i < n; i++)
-        if (!try_pair(t, (int32_t)i - 1, (int32_t)i)) goto oom;
-    vkf_bigram bg;
-    while (vkf_bigram_pop(&t->heap, &bg)) {
-        vkf_symbol *l = &sym[bg.left], *r = &sym[bg.right];
-        /* stale if either side was merged away or changed since the pair was queued */
-        if (!l->n || !r->n || l->next != bg.right || l->id != bg.a || r->id != bg.b) continue;
-        uint64_t v;
-        vkf_u64map_get(&t->merges, (uint64_t)bg.a << 32 | (uint32_t)bg.b, &v);
-        l->id = (int32_t)(uint32_t)v;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sym[r->next].prev = bg.left;
-        if (!try_pair(t, l->prev, bg.left) || !try_pair(t, bg.left, l->next)) goto oom;
-    }
+    if (!vkf_bpe_merge(t, (int32_t)n, vkf_bpe_rank_pair, t)) goto oom;
     size_t first = out->n;
     for (int32_t i = 0; i >= 0; i = sym[i].next) {
         int32_t id = sym[i].id;
-        if (id < 0) {
-            if (t->unk < 0)
-                return vkf_error(VKF_ERROR_TOKEN,
-                                 "%s: byte 0x%02x has no token and the vocabulary has no unk",
-                                 t->name, (uint8_t)s[i]);
-            id = t->unk;
-        }
-        if (!vkf_ids_push(out, id)) goto oom;
+        /* a byte whose stand-in character is not a token (Falcon has no tokens for some
+         * control bytes): unk, or nothing when there is no unk, as llama.cpp and the tokenizers
+         * library drop it */
+        if (id < 0) id = t->unk;
+        if (id >= 0 && !vkf_ids_push(out, id)) goto oom;
     }
-    vkf_bpe_cache_put(&t->cache, s, n, out->v + first, out->n - first);
+    if (out->n > first) vkf_bpe_cache_put(&t->cache, s, n, out->v + first, out->n - first);
     return VKF_OK;
 oom:
     return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing", t->name);
@@ -241,6 +244,16 @@ size_t vkf_gpt2_match(const uint32_t *cp, const uint8_t *cls, size_t n, size_t i
 }
 
 vkf_status vkf_gpt2_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out) {
+    if (t->pre) { /* a regex pre-tokenizer */
+        const uint32_t *w;
+        size_t nw;
+        if (!vkf_pretok_split(t->pre, s, n, &w, &nw))
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory while tokenizing",
+                             t->name);
+        for (size_t i = 0; i < nw; i++)
+            VKF_TRY(bpe_piece(t, s + w[2 * i], w[2 * i + 1] - w[2 * i], out));
+        return VKF_OK;
+    }
     if (n + 1 > t->cps_cap) {
         size_t cap = t->cps_cap ? t->cps_cap : 1024;
         while (cap < n + 1)

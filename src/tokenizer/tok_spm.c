@@ -18,15 +18,18 @@
  * Control tokens written in the text ("<s>") are plain text, as in the library: parse_special
  * does not change that; add_special puts bos (trainer_spec.bos_id) in front. */
 #include <float.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "io/gguf.h"
 #include "io/mapfile.h"
-#include "io/tok_charsmap.h"
-#include "io/tokenizer_impl.h"
-#include "io/unicode.h"
+#include "tokenizer/tok_charsmap.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 enum { SPM_UNIGRAM = 1, SPM_BPE = 2, SPM_WORD = 3, SPM_CHAR = 4 };
 
@@ -104,13 +107,17 @@ static void pb_skip(pb *r, int wire) {
     switch (wire) {
     case 0: pb_varint(r); break;
     case 1:
-        if (r->end - r->p < 8) r->bad = 1;
-        else r->p += 8;
+        if (r->end - r->p < 8)
+            r->bad = 1;
+        else
+            r->p += 8;
         break;
     case 2: pb_bytes(r, &s, &n); break;
     case 5:
-        if (r->end - r->p < 4) r->bad = 1;
-        else r->p += 4;
+        if (r->end - r->p < 4)
+            r->bad = 1;
+        else
+            r->p += 4;
         break;
     default: r->bad = 1; /* groups are not used by sentencepiece */
     }
@@ -258,75 +265,49 @@ static int32_t piece_to_id(const vkf_tokenizer *t, const char *s, size_t n) {
     return id >= 0 ? id : m->unk;
 }
 
-typedef struct spm_best {
-    float score;
-    int32_t start; /* -1: unreached */
-    int32_t id;
-} spm_best;
-
-static int unigram_encode(const vkf_tokenizer *t, const char *w, size_t n, spm_pieces *out) {
-    const struct vkf_spm *m = t->spm;
-    spm_best *best = malloc((n + 1) * sizeof *best);
-    if (!best) return 0;
-    for (size_t i = 0; i <= n; i++)
-        best[i] = (spm_best){0.0f, -1, -1};
-    const float unk_score = m->min_score - 10.0f;
-    for (size_t st = 0; st < n;) {
-        size_t mblen = one_char_len(w + st, n - st);
-        float here = best[st].score;
-        int single = 0;
-        int32_t node = 0;
-        for (size_t k = st; k < n; k++) {
-            node = vkf_trie_step(&m->trie, node, (uint8_t)w[k]);
-            if (node < 0) break;
-            int32_t id = m->trie.val[node];
-            if (id < 0 || t->type[id] == VKF_TOKEN_UNUSED) continue;
-            size_t len = k + 1 - st;
-            /* user-defined symbols get a bonus that makes them always win. As in the library,
-             * the candidate is a double (the 0.1 literal makes the ternary double), compared
-             * with the stored float and rounded to float when stored: ties must break the
-             * same way. */
-            double score = t->type[id] == VKF_TOKEN_USER_DEFINED
-                               ? (double)((float)len * m->max_score) - 0.1
-                               : (double)t->score[id];
-            double cand = score + (double)here;
-            if (best[k + 1].start < 0 || cand > (double)best[k + 1].score)
-                best[k + 1] = (spm_best){(float)cand, (int32_t)st, id};
-            if (len == mblen) single = 1;
-        }
-        if (!single) {
-            float cand = unk_score + here;
-            if (best[st + mblen].start < 0 || cand > best[st + mblen].score)
-                best[st + mblen] = (spm_best){cand, (int32_t)st, m->unk};
-        }
-        st += mblen;
-    }
-    size_t cnt = 0;
-    for (size_t e = n; e > 0; e = (size_t)best[e].start)
-        cnt++;
-    size_t first = out->n;
-    for (size_t i = 0; i < cnt; i++)
-        if (!sp_add(out, 0, 0, 0)) {
-            free(best);
-            return 0;
-        }
-    size_t k = out->n;
-    for (size_t e = n; e > 0; e = (size_t)best[e].start)
-        out->v[--k] = (spm_piece){(uint32_t)best[e].start, (uint32_t)(e - (size_t)best[e].start),
-                                  best[e].id};
-    (void)first;
-    free(best);
-    return 1;
+/* Piece scores as the sentencepiece library gives them: user-defined symbols a bonus that makes
+ * them always win (computed as a double, as the library's 0.1 literal makes it), unused pieces
+ * never. */
+static double unigram_score(void *ctx, int32_t id, size_t len) {
+    const vkf_tokenizer *t = ctx;
+    if (t->type[id] == VKF_TOKEN_UNUSED) return NAN;
+    if (t->type[id] == VKF_TOKEN_USER_DEFINED)
+        return (double)((float)len * t->spm->max_score) - 0.1;
+    return (double)t->score[id];
 }
 
-static int bpe_pair(vkf_tokenizer *t, const char *w, int32_t l, int32_t r) {
-    if (l < 0 || r < 0) return 1;
-    const vkf_symbol *a = &t->sym[l], *b = &t->sym[r];
-    if (a->id || b->id) return 1; /* frozen (user-defined) symbols never merge */
-    int32_t id = vkf_strmap_get(&t->spm->pieces, w + a->start, a->n + b->n);
-    if (id < 0) return 1;
-    vkf_bigram bg = {.key = -(double)t->score[id], .left = l, .right = r, .a = (int32_t)(a->n + b->n)};
-    return vkf_bigram_push(&t->heap, bg);
+static int unigram_encode(vkf_tokenizer *t, const char *w, size_t n, spm_pieces *out) {
+    const struct vkf_spm *m = t->spm;
+    vkf_unigram u = {.trie = &m->trie,
+                     .score = unigram_score,
+                     .ctx = t,
+                     .unk_score = (double)(m->min_score - 10.0f),
+                     .unk = m->unk,
+                     .float_sums = 1,
+                     .lead_byte_len = 1};
+    vkf_uni_pieces p = {0};
+    int r = vkf_unigram_best(&u, w, n, &p);
+    for (size_t i = 0; r > 0 && i < p.n; i++)
+        if (!sp_add(out, p.v[i].s, p.v[i].n, p.v[i].id)) r = 0;
+    free(p.v);
+    return r > 0;
+}
+
+typedef struct spm_pair_ctx {
+    vkf_tokenizer *t;
+    const char *w;
+} spm_pair_ctx;
+
+#define SPM_FROZEN (-2) /* a user-defined symbol: never merges */
+
+/* Merge priority: the score of the piece the two symbols form (highest first). */
+static int bpe_pair(void *ctx, const vkf_symbol *a, const vkf_symbol *b, double *key, int32_t *id) {
+    const spm_pair_ctx *c = ctx;
+    if (a->id == SPM_FROZEN || b->id == SPM_FROZEN) return 0;
+    *id = vkf_strmap_get(&c->t->spm->pieces, c->w + a->start, a->n + b->n);
+    if (*id < 0) return 0;
+    *key = -(double)c->t->score[*id];
+    return 1;
 }
 
 static int bpe_encode(vkf_tokenizer *t, const char *w, size_t n, spm_pieces *out) {
@@ -338,26 +319,17 @@ static int bpe_encode(vkf_tokenizer *t, const char *w, size_t n, spm_pieces *out
         size_t l = (size_t)user_match(m, w + i, n - i);
         int frozen = l > 0;
         if (!l) l = one_char_len(w + i, n - i);
-        /* id holds the frozen flag while merging */
-        sym[ns] = (vkf_symbol){.prev = ns - 1, .next = ns + 1, .id = frozen, .start = (uint32_t)i,
+        sym[ns] = (vkf_symbol){.prev = ns - 1,
+                               .next = ns + 1,
+                               .id = frozen ? SPM_FROZEN : -1,
+                               .start = (uint32_t)i,
                                .n = (uint32_t)l};
         ns++;
         i += l;
     }
     if (ns) sym[ns - 1].next = -1;
-    t->heap.n = 0;
-    for (int32_t i = 1; i < ns; i++)
-        if (!bpe_pair(t, w, i - 1, i)) return 0;
-    vkf_bigram bg;
-    while (vkf_bigram_pop(&t->heap, &bg)) {
-        vkf_symbol *l = &sym[bg.left], *r = &sym[bg.right];
-        if (!l->n || !r->n || l->n + r->n != (uint32_t)bg.a) continue;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sym[r->next].prev = bg.left;
-        if (!bpe_pair(t, w, l->prev, bg.left) || !bpe_pair(t, w, bg.left, l->next)) return 0;
-    }
+    spm_pair_ctx ctx = {t, w};
+    if (!vkf_bpe_merge(t, ns, bpe_pair, &ctx)) return 0;
     for (int32_t i = ns ? 0 : -1; i >= 0; i = sym[i].next)
         if (!sp_add(out, sym[i].start, sym[i].n, piece_to_id(t, w + sym[i].start, sym[i].n)))
             return 0;
@@ -430,8 +402,7 @@ static int word_encode(vkf_tokenizer *t, const char *w, size_t n, spm_pieces *ou
             start = i;
         }
     }
-    if (start < n && !sp_add(out, start, n - start, piece_to_id(t, w + start, n - start)))
-        return 0;
+    if (start < n && !sp_add(out, start, n - start, piece_to_id(t, w + start, n - start))) return 0;
     return 1;
 }
 
@@ -524,8 +495,9 @@ vkf_status vkf_spm_decode(const vkf_tokenizer *t, const int32_t *ids, size_t n, 
             continue;
         }
         if (ty == VKF_TOKEN_UNKNOWN) {
-            if (!((flags & VKF_DECODE_SPECIAL) ? vkf_sbuf_put(out, s, sl)
-                                               : vkf_sbuf_put(out, m->unk_surface, m->unk_surface_len)))
+            if (!((flags & VKF_DECODE_SPECIAL)
+                      ? vkf_sbuf_put(out, s, sl)
+                      : vkf_sbuf_put(out, m->unk_surface, m->unk_surface_len)))
                 goto oom;
             continue;
         }
@@ -578,13 +550,20 @@ static void parse_trainer(pb r, spm_spec *sp) {
     while (pb_next(&r, &f, &w)) {
         if (w == 0 && (f == 3 || f == 24 || f == 35 || (f >= 40 && f <= 43))) {
             int64_t v = (int64_t)pb_varint(&r);
-            if (f == 3) sp->model_type = v;
-            else if (f == 24) sp->ws_suffix = v != 0;
-            else if (f == 35) sp->byte_fallback = v != 0;
-            else if (f == 40) sp->unk_id = (int32_t)v;
-            else if (f == 41) sp->bos_id = (int32_t)v;
-            else if (f == 42) sp->eos_id = (int32_t)v;
-            else sp->pad_id = (int32_t)v;
+            if (f == 3)
+                sp->model_type = v;
+            else if (f == 24)
+                sp->ws_suffix = v != 0;
+            else if (f == 35)
+                sp->byte_fallback = v != 0;
+            else if (f == 40)
+                sp->unk_id = (int32_t)v;
+            else if (f == 41)
+                sp->bos_id = (int32_t)v;
+            else if (f == 42)
+                sp->eos_id = (int32_t)v;
+            else
+                sp->pad_id = (int32_t)v;
         } else if (w == 2 && f == 44) {
             pb_bytes(&r, &sp->unk_surface, &sp->unk_surface_len);
         } else {
@@ -599,9 +578,12 @@ static void parse_normalizer(pb r, spm_spec *sp) {
     while (pb_next(&r, &f, &w)) {
         if (w == 0 && f >= 3 && f <= 5) {
             int v = pb_varint(&r) != 0;
-            if (f == 3) sp->add_dummy_prefix = v;
-            else if (f == 4) sp->remove_extra_ws = v;
-            else sp->escape_ws = v;
+            if (f == 3)
+                sp->add_dummy_prefix = v;
+            else if (f == 4)
+                sp->remove_extra_ws = v;
+            else
+                sp->escape_ws = v;
         } else if (w == 2 && f == 2) {
             pb_bytes(&r, &sp->charsmap, &sp->charsmap_len);
         } else {
@@ -610,12 +592,68 @@ static void parse_normalizer(pb r, spm_spec *sp) {
     }
 }
 
+/* After the pieces are set: the piece maps, tries and byte pieces (both front ends). */
+static vkf_status spm_index(vkf_tokenizer *t, struct vkf_spm *m, const char *name) {
+    if (m->unk < 0) {
+        return vkf_error(VKF_ERROR_FORMAT, "%s: the model has no unknown piece (type UNKNOWN)",
+                         name);
+    }
+    if (!vkf_strmap_init(&m->pieces, (size_t)t->n_vocab) || !vkf_strmap_init(&m->reserved, 300) ||
+        !vkf_trie_init(&m->trie, m->model_type == SPM_UNIGRAM ? 4 * (size_t)t->n_vocab : 1) ||
+        !vkf_trie_init(&m->user, 16))
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+    for (int b = 0; b < 256; b++)
+        m->byte_id[b] = -1;
+    for (int32_t k = 0; k < t->n_vocab; k++) {
+        int ty = t->type[k];
+        const char *s = vkf_tok_str(t, k);
+        size_t l = t->len[k];
+        if (ty == VKF_TOKEN_NORMAL || ty == VKF_TOKEN_USER_DEFINED || ty == VKF_TOKEN_UNUSED) {
+            if (!vkf_strmap_put(&m->pieces, s, l, k))
+                return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+            if (m->model_type == SPM_UNIGRAM && !vkf_trie_insert(&m->trie, s, l, k))
+                return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+            if (ty == VKF_TOKEN_USER_DEFINED) {
+                if (!vkf_trie_insert(&m->user, s, l, k))
+                    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+                m->has_user = 1;
+            }
+        } else {
+            if (!vkf_strmap_put(&m->reserved, s, l, k))
+                return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+            if (ty == VKF_TOKEN_BYTE && l == 6 && hexv(s[3]) >= 0 && hexv(s[4]) >= 0)
+                m->byte_id[hexv(s[3]) * 16 + hexv(s[4])] = k;
+        }
+    }
+    if (!vkf_trie_freeze(&m->trie) || !vkf_trie_freeze(&m->user))
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+    if (m->model_type == SPM_BPE && !m->ws_suffix) {
+        m->ws_split = 1; /* unless a piece has U+2581 after some other character */
+        for (int32_t k = 0; k < t->n_vocab && m->ws_split; k++) {
+            int ty = t->type[k];
+            if (ty != VKF_TOKEN_NORMAL && ty != VKF_TOKEN_USER_DEFINED && ty != VKF_TOKEN_UNUSED)
+                continue;
+            const char *p = vkf_tok_str(t, k), *end = p + t->len[k];
+            while (end - p >= 3 && memcmp(p, k_ws, 3) == 0)
+                p += 3;
+            if (memmem(p, (size_t)(end - p), k_ws, 3)) m->ws_split = 0;
+        }
+    }
+    return VKF_OK;
+}
+
 vkf_status vkf_tokenizer_from_spm_memory(const void *data, size_t size, const char *name,
                                          vkf_tokenizer **out) {
     *out = NULL;
     pb r = {data, (const uint8_t *)data + size, 0};
-    spm_spec sp = {.model_type = SPM_UNIGRAM, .unk_id = 0, .bos_id = 1, .eos_id = 2, .pad_id = -1,
-                   .add_dummy_prefix = 1, .remove_extra_ws = 1, .escape_ws = 1};
+    spm_spec sp = {.model_type = SPM_UNIGRAM,
+                   .unk_id = 0,
+                   .bos_id = 1,
+                   .eos_id = 2,
+                   .pad_id = -1,
+                   .add_dummy_prefix = 1,
+                   .remove_extra_ws = 1,
+                   .escape_ws = 1};
     uint64_t n = 0;
     size_t pool = 0;
     uint32_t f;
@@ -634,8 +672,10 @@ vkf_status vkf_tokenizer_from_spm_memory(const void *data, size_t size, const ch
                 while (pb_next(&sub, &f2, &w2)) {
                     const uint8_t *ps;
                     size_t pl;
-                    if (f2 == 1 && w2 == 2 && pb_bytes(&sub, &ps, &pl)) pool += pl;
-                    else pb_skip(&sub, w2);
+                    if (f2 == 1 && w2 == 2 && pb_bytes(&sub, &ps, &pl))
+                        pool += pl;
+                    else
+                        pb_skip(&sub, w2);
                 }
                 if (sub.bad) r.bad = 1;
             } else if (f == 2) {
@@ -647,13 +687,17 @@ vkf_status vkf_tokenizer_from_spm_memory(const void *data, size_t size, const ch
             pb_skip(&r, w);
         }
     }
-    if (r.bad) return vkf_error(VKF_ERROR_FORMAT, "%s: not a valid SentencePiece model (protobuf)", name);
+    if (r.bad)
+        return vkf_error(VKF_ERROR_FORMAT, "%s: not a valid SentencePiece model (protobuf)", name);
     if (!n) return vkf_error(VKF_ERROR_FORMAT, "%s: SentencePiece model has no pieces", name);
-    if (n > (1u << 26)) return vkf_error(VKF_ERROR_FORMAT, "%s: %llu pieces is too many", name,
-                                         (unsigned long long)n);
+    if (n > (1u << 26))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: %llu pieces is too many", name,
+                         (unsigned long long)n);
     if (sp.model_type < SPM_UNIGRAM || sp.model_type > SPM_CHAR)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: trainer_spec.model_type %lld is not supported "
-                         "(1 unigram, 2 bpe, 3 word, 4 char are)", name, (long long)sp.model_type);
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: trainer_spec.model_type %lld is not supported "
+                         "(1 unigram, 2 bpe, 3 word, 4 char are)",
+                         name, (long long)sp.model_type);
     vkf_tokenizer *t;
     VKF_TRY(vkf_tok_create(VKF_TOK_SPM, name, (int64_t)n, pool, &t));
     vkf_status st = VKF_OK;
@@ -697,10 +741,14 @@ vkf_status vkf_tokenizer_from_spm_memory(const void *data, size_t size, const ch
         uint32_t f2;
         int w2;
         while (pb_next(&sub, &f2, &w2)) {
-            if (f2 == 1 && w2 == 2) pb_bytes(&sub, &piece, &pl);
-            else if (f2 == 2 && w2 == 5) score = pb_float(&sub);
-            else if (f2 == 3 && w2 == 0) type = (int64_t)pb_varint(&sub);
-            else pb_skip(&sub, w2);
+            if (f2 == 1 && w2 == 2)
+                pb_bytes(&sub, &piece, &pl);
+            else if (f2 == 2 && w2 == 5)
+                score = pb_float(&sub);
+            else if (f2 == 3 && w2 == 0)
+                type = (int64_t)pb_varint(&sub);
+            else
+                pb_skip(&sub, w2);
         }
         if (type < VKF_TOKEN_NORMAL || type > VKF_TOKEN_BYTE) {
             st = vkf_error(VKF_ERROR_FORMAT, "%s: piece %llu: type %lld is not a piece type (1..6)",
@@ -708,7 +756,8 @@ vkf_status vkf_tokenizer_from_spm_memory(const void *data, size_t size, const ch
             goto fail;
         }
         if (!pl) {
-            st = vkf_error(VKF_ERROR_FORMAT, "%s: piece %llu is empty", name, (unsigned long long)i);
+            st =
+                vkf_error(VKF_ERROR_FORMAT, "%s: piece %llu is empty", name, (unsigned long long)i);
             goto fail;
         }
         vkf_tok_set(t, (int32_t)i, (const char *)piece, pl, (int)type);
@@ -720,46 +769,7 @@ vkf_status vkf_tokenizer_from_spm_memory(const void *data, size_t size, const ch
         if (type == VKF_TOKEN_UNKNOWN && m->unk < 0) m->unk = (int32_t)i;
         i++;
     }
-    if (m->unk < 0) {
-        st = vkf_error(VKF_ERROR_FORMAT, "%s: the model has no unknown piece (type UNKNOWN)", name);
-        goto fail;
-    }
-    if (!vkf_strmap_init(&m->pieces, (size_t)n) || !vkf_strmap_init(&m->reserved, 300) ||
-        !vkf_trie_init(&m->trie, m->model_type == SPM_UNIGRAM ? 4 * (size_t)n : 1) ||
-        !vkf_trie_init(&m->user, 16))
-        goto oom;
-    for (int b = 0; b < 256; b++)
-        m->byte_id[b] = -1;
-    for (int32_t k = 0; k < (int32_t)n; k++) {
-        int ty = t->type[k];
-        const char *s = vkf_tok_str(t, k);
-        size_t l = t->len[k];
-        if (ty == VKF_TOKEN_NORMAL || ty == VKF_TOKEN_USER_DEFINED || ty == VKF_TOKEN_UNUSED) {
-            if (!vkf_strmap_put(&m->pieces, s, l, k)) goto oom;
-            if (m->model_type == SPM_UNIGRAM && !vkf_trie_insert(&m->trie, s, l, k)) goto oom;
-            if (ty == VKF_TOKEN_USER_DEFINED) {
-                if (!vkf_trie_insert(&m->user, s, l, k)) goto oom;
-                m->has_user = 1;
-            }
-        } else {
-            if (!vkf_strmap_put(&m->reserved, s, l, k)) goto oom;
-            if (ty == VKF_TOKEN_BYTE && l == 6 && hexv(s[3]) >= 0 && hexv(s[4]) >= 0)
-                m->byte_id[hexv(s[3]) * 16 + hexv(s[4])] = k;
-        }
-    }
-    if (!vkf_trie_freeze(&m->trie) || !vkf_trie_freeze(&m->user)) goto oom;
-    if (m->model_type == SPM_BPE && !m->ws_suffix) {
-        m->ws_split = 1; /* unless a piece has U+2581 after some other character */
-        for (int32_t k = 0; k < (int32_t)n && m->ws_split; k++) {
-            int ty = t->type[k];
-            if (ty != VKF_TOKEN_NORMAL && ty != VKF_TOKEN_USER_DEFINED && ty != VKF_TOKEN_UNUSED)
-                continue;
-            const char *p = vkf_tok_str(t, k), *end = p + t->len[k];
-            while (end - p >= 3 && memcmp(p, k_ws, 3) == 0)
-                p += 3;
-            if (memmem(p, (size_t)(end - p), k_ws, 3)) m->ws_split = 0;
-        }
-    }
+    if ((st = spm_index(t, m, name)) != VKF_OK) goto fail;
     t->unk = m->unk;
     t->bos = sp.bos_id >= 0 && sp.bos_id < (int64_t)n ? (int32_t)sp.bos_id : -1;
     t->eos = sp.eos_id >= 0 && sp.eos_id < (int64_t)n ? (int32_t)sp.eos_id : -1;
@@ -777,11 +787,133 @@ fail:
     return st;
 }
 
+/* A GGUF "t5" vocabulary (llama.cpp's UGM): the same Unigram model from the GGUF arrays
+ * (tokens, scores, token_type), the charsmap from tokenizer.ggml.precompiled_charsmap, the
+ * dummy prefix from add_space_prefix (default on) and remove_extra_whitespaces (default off);
+ * llama.cpp's defaults for the ids (eos 1, unk 2, pad 0, no bos) and for add_eos (on). Special
+ * tokens are cut out before the model as for every GGUF (tokenizer.c). */
+vkf_status vkf_tokenizer_spm_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
+    *out = NULL;
+    const char *name = vkf_gguf_path(g);
+    const vkf_gguf_value *tokens, *scores, *types, *cmap;
+    VKF_TRY(vkf_gguf_require_arr(g, "tokenizer.ggml.tokens", VKF_GGUF_TYPE_STRING, &tokens));
+    VKF_TRY(vkf_gguf_require_arr(g, "tokenizer.ggml.scores", -1, &scores));
+    VKF_TRY(vkf_gguf_get_arr(g, "tokenizer.ggml.token_type", -1, &types));
+    VKF_TRY(vkf_gguf_get_arr(g, "tokenizer.ggml.precompiled_charsmap", -1, &cmap));
+    uint64_t n = tokens->count;
+    if (!n || n > (1u << 26))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: key tokenizer.ggml.tokens: %llu tokens", name,
+                         (unsigned long long)n);
+    if (scores->count != n || (types && types->count != n))
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s: keys tokenizer.ggml.scores / token_type: expected %llu entries (one "
+                         "per token)",
+                         name, (unsigned long long)n);
+    size_t pool = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        size_t l;
+        vkf_gguf_arr_str(tokens, i, &l);
+        pool += l;
+    }
+    vkf_tokenizer *t;
+    VKF_TRY(vkf_tok_create(VKF_TOK_SPM, name, (int64_t)n, pool, &t));
+    vkf_status st = VKF_OK;
+    uint8_t *blob = NULL;
+    struct vkf_spm *m = calloc(1, sizeof *m);
+    if (!m || !(t->score = malloc(n * sizeof *t->score))) {
+        free(m);
+        goto oom;
+    }
+    t->spm = m;
+    t->gguf_specials = 1;
+    m->model_type = SPM_UNIGRAM;
+    m->escape_ws = 1;
+    m->unk = -1;
+    m->min_score = FLT_MAX;
+    m->max_score = FLT_MIN;
+    if ((st = vkf_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", 1, &m->add_dummy_prefix)) ||
+        (st = vkf_gguf_get_bool(g, "tokenizer.ggml.remove_extra_whitespaces", 0,
+                                &m->remove_extra_ws)))
+        goto fail;
+    if (cmap && cmap->count) {
+        if (!(blob = malloc(cmap->count))) goto oom;
+        for (uint64_t i = 0; i < cmap->count; i++)
+            blob[i] = (uint8_t)vkf_gguf_arr_int(cmap, i);
+        if ((st = vkf_charsmap_init(blob, cmap->count, name, &m->charsmap)) != VKF_OK) goto fail;
+    }
+    static const char unk_surface[] = " \xe2\x81\x87 ";
+    m->unk_surface_len = sizeof unk_surface - 1;
+    if (!(m->unk_surface = malloc(m->unk_surface_len + 1))) goto oom;
+    memcpy(m->unk_surface, unk_surface, m->unk_surface_len + 1);
+    for (uint64_t i = 0; i < n; i++) {
+        size_t l;
+        const char *piece = vkf_gguf_arr_str(tokens, i, &l);
+        int64_t type = types ? vkf_gguf_arr_int(types, i) : VKF_TOKEN_NORMAL;
+        if (type == 0) type = VKF_TOKEN_NORMAL;
+        if (type < VKF_TOKEN_NORMAL || type > VKF_TOKEN_BYTE) {
+            st = vkf_error(VKF_ERROR_FORMAT,
+                           "%s: key tokenizer.ggml.token_type: entry %llu: type %lld is not a "
+                           "token type (0..6)",
+                           name, (unsigned long long)i, (long long)type);
+            goto fail;
+        }
+        vkf_tok_set(t, (int32_t)i, piece, l, (int)type);
+        float score = (float)vkf_gguf_arr_float(scores, i);
+        t->score[i] = score;
+        if (type == VKF_TOKEN_NORMAL) {
+            if (score < m->min_score) m->min_score = score;
+            if (score > m->max_score) m->max_score = score;
+        }
+        if (type == VKF_TOKEN_UNKNOWN && m->unk < 0) m->unk = (int32_t)i;
+    }
+    t->bos = -1;
+    t->eos = n > 1 ? 1 : -1;
+    t->unk = m->unk >= 0 ? m->unk : n > 2 ? 2 : -1;
+    t->pad = 0;
+    static const struct {
+        const char *key;
+        size_t off;
+    } ids[] = {
+        {"tokenizer.ggml.bos_token_id", offsetof(vkf_tokenizer, bos)},
+        {"tokenizer.ggml.eos_token_id", offsetof(vkf_tokenizer, eos)},
+        {"tokenizer.ggml.unknown_token_id", offsetof(vkf_tokenizer, unk)},
+        {"tokenizer.ggml.padding_token_id", offsetof(vkf_tokenizer, pad)},
+    };
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+        if (!vkf_gguf_find(g, ids[k].key)) continue;
+        uint32_t v;
+        if ((st = vkf_gguf_require_u32(g, ids[k].key, &v)) != VKF_OK) goto fail;
+        if (v >= (uint32_t)n) {
+            st = vkf_error(VKF_ERROR_FORMAT, "%s: key %s: token id %u is out of range [0, %llu)",
+                           name, ids[k].key, v, (unsigned long long)n);
+            goto fail;
+        }
+        *(int32_t *)((char *)t + ids[k].off) = (int32_t)v;
+    }
+    m->unk = t->unk;
+    if ((st = vkf_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", 0, &t->add_bos)) ||
+        (st = vkf_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", 1, &t->add_eos)))
+        goto fail;
+    t->add_space_prefix = m->add_dummy_prefix;
+    if ((st = spm_index(t, m, name)) != VKF_OK) goto fail;
+    if ((st = vkf_tok_finish(t)) != VKF_OK) goto fail;
+    free(blob);
+    *out = t;
+    return VKF_OK;
+oom:
+    st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", name);
+fail:
+    free(blob);
+    vkf_tokenizer_free(t);
+    return st;
+}
+
 vkf_status vkf_tokenizer_from_spm_file(const char *path, vkf_tokenizer **out) {
     *out = NULL;
     vkf_mapfile mf = {0};
     VKF_TRY(vkf_mapfile_open(path, &mf));
-    vkf_status s = vkf_tokenizer_from_spm_memory(mf.data ? (const void *)mf.data : "", mf.size, path, out);
+    vkf_status s =
+        vkf_tokenizer_from_spm_memory(mf.data ? (const void *)mf.data : "", mf.size, path, out);
     vkf_mapfile_close(&mf);
     return s;
 }

@@ -1,11 +1,11 @@
 /* SentencePiece's precompiled charsmap: darts-clone double array + replacement strings. */
-#include "io/tok_charsmap.h"
+#include "tokenizer/tok_charsmap.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "io/unicode.h"
+#include "tokenizer/unicode.h"
 
 static uint32_t unit_at(const vkf_charsmap *m, size_t i) {
     const uint8_t *p = m->units + 4 * i;

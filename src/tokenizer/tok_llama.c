@@ -1,25 +1,24 @@
 /* SentencePiece-style BPE over a GGUF "llama" vocabulary, as llama.cpp's SPM tokenizer does it:
  * symbols start as UTF-8 characters; the adjacent pair whose concatenation is the vocabulary
- * piece with the highest score merges first (leftmost on ties), via a heap of candidate pairs;
+ * piece with the highest score merges first (leftmost on ties: the shared loop of bpe.c);
  * a final symbol that is not a piece falls back to byte tokens <0xNN>. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-#include "io/tokenizer_impl.h"
-#include "io/unicode.h"
+#include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/unicode.h"
 
 static const char k_space[] = "\xe2\x96\x81"; /* U+2581 LOWER ONE EIGHTH BLOCK */
 
-/* Queues the merge of symbols l and r if their concatenation is a piece. */
-static int try_bigram(vkf_tokenizer *t, int32_t l, int32_t r) {
-    if (l < 0 || r < 0) return 1;
-    const vkf_symbol *a = &t->sym[l], *b = &t->sym[r];
-    int32_t id = vkf_strmap_get(&t->vocab, t->work + a->start, a->n + b->n);
-    if (id < 0) return 1;
-    float score = t->score ? t->score[id] : 0.0f;
-    vkf_bigram bg = {.key = -(double)score, .left = l, .right = r, .a = (int32_t)(a->n + b->n)};
-    return vkf_bigram_push(&t->heap, bg);
+/* Merge priority: the score of the vocabulary piece the two symbols form (highest first). */
+static int score_pair(void *ctx, const vkf_symbol *a, const vkf_symbol *b, double *key,
+                      int32_t *id) {
+    vkf_tokenizer *t = ctx;
+    *id = vkf_strmap_get(&t->vocab, t->work + a->start, a->n + b->n);
+    if (*id < 0) return 0;
+    *key = -(double)(t->score ? t->score[*id] : 0.0f);
+    return 1;
 }
 
 vkf_status vkf_llama_encode_text(vkf_tokenizer *t, const char *s, size_t n, int prev_special,
@@ -56,21 +55,7 @@ vkf_status vkf_llama_encode_text(vkf_tokenizer *t, const char *s, size_t n, int 
         i += l;
     }
     if (ns) sym[ns - 1].next = -1;
-    t->heap.n = 0;
-    for (int32_t i = 1; i < ns; i++)
-        if (!try_bigram(t, i - 1, i)) goto oom;
-    vkf_bigram bg;
-    while (vkf_bigram_pop(&t->heap, &bg)) {
-        vkf_symbol *l = &sym[bg.left], *r = &sym[bg.right];
-        /* stale if either side was merged away or grew since the pair was queued (symbols only
-         * grow, so an unchanged total size means both are as they were, and adjacent) */
-        if (!l->n || !r->n || l->n + r->n != (uint32_t)bg.a) continue;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sym[r->next].prev = bg.left;
-        if (!try_bigram(t, l->prev, bg.left) || !try_bigram(t, bg.left, l->next)) goto oom;
-    }
+    if (!vkf_bpe_merge(t, ns, score_pair, t)) goto oom;
     for (int32_t i = ns ? 0 : -1; i >= 0; i = sym[i].next) {
         int32_t id = vkf_strmap_get(&t->vocab, w + sym[i].start, sym[i].n);
         if (id >= 0) {

@@ -1,7 +1,7 @@
 /* UTF-8 decoding and the Unicode data the tokenizers need: GPT-2 regex classes, general
  * categories, lowercase mapping and the normalization forms NFD, NFKD, NFC, NFKC. */
-#ifndef VKF_IO_UNICODE_H
-#define VKF_IO_UNICODE_H
+#ifndef VKF_TOKENIZER_UNICODE_H
+#define VKF_TOKENIZER_UNICODE_H
 
 #include <stddef.h>
 #include <stdint.h>

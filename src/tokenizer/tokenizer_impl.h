@@ -1,19 +1,20 @@
 /* Internal layout of vkf_tokenizer, shared by tokenizer.c (common parts: vocabulary, special
  * tokens, encode/decode driver, open_auto) and tok_gpt2.c, tok_llama.c, tok_char.c (one
  * algorithm each), tok_hf.c (tokenizer.json pipelines) and tok_spm.c (SentencePiece .model). */
-#ifndef VKF_IO_TOKENIZER_IMPL_H
-#define VKF_IO_TOKENIZER_IMPL_H
+#ifndef VKF_TOKENIZER_TOKENIZER_IMPL_H
+#define VKF_TOKENIZER_TOKENIZER_IMPL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "io/hashmap.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 typedef enum vkf_tok_kind {
     VKF_TOK_GPT2,  /* vocab.json + merges.txt, GGUF "gpt2" */
     VKF_TOK_LLAMA, /* GGUF "llama" (llama.cpp's SPM-style BPE) */
     VKF_TOK_CHAR,  /* char_vocab.json */
+    VKF_TOK_WPM,   /* GGUF "bert" (llama.cpp's WordPiece) */
     VKF_TOK_HF,    /* tokenizer.json: normalizer, pre-tokenizer, model, post-processor, decoder */
     VKF_TOK_SPM,   /* SentencePiece .model (BPE or Unigram) */
 } vkf_tok_kind;
@@ -37,11 +38,11 @@ typedef struct vkf_ids {
 } vkf_ids;
 
 /* A candidate merge of symbols left and right. Popped smallest key first, leftmost on ties:
- * gpt2 uses key = merge rank, llama key = -score of the merged piece. */
+ * rank-based BPE uses key = merge rank, score-based key = -score of the merged piece. */
 typedef struct vkf_bigram {
     double key;
     int32_t left, right;
-    int32_t a, b; /* gpt2: the two token ids (staleness check); llama: a = merged byte size */
+    int32_t a, b; /* a: the sum of the two symbols' lengths (staleness); b: the merged id */
 } vkf_bigram;
 
 typedef struct vkf_bigram_heap {
@@ -79,11 +80,17 @@ struct vkf_tokenizer {
     vkf_strmap vocab;    /* token string -> id */
     int32_t bos, eos, unk, pad;
     int add_bos, add_eos, add_space_prefix;
+    int gguf_specials; /* VKF_TOK_SPM from a GGUF: special tokens cut out first (tokenizer.c) */
+    int32_t *eog;      /* end-of-generation ids (eos, eot, eom, <|eot_id|>, <|im_end|>, ...) */
+    size_t n_eog;
     int32_t *special; /* ids cut out of the text before tokenizing, longest first */
     size_t n_special;
+    size_t max_token_len;    /* bytes of the longest token */
     int32_t byte_token[256]; /* gpt2: token of the byte's stand-in character; llama: <0xNN> */
 
     /* gpt2 */
+    struct vkf_pretok *pre;    /* regex pre-tokenizer (NULL: the GPT-2 pattern, matched by hand) */
+    int ignore_merges;         /* a pre-token that is a whole token is taken as is */
     vkf_u64map merges;         /* (left << 32 | right) -> (rank << 32 | merged id) */
     int16_t unicode_byte[324]; /* stand-in code point -> byte, -1 if none */
     vkf_bpe_cache cache;
@@ -108,6 +115,42 @@ struct vkf_tokenizer {
 int vkf_ids_push(vkf_ids *a, int32_t id);
 int vkf_bigram_push(vkf_bigram_heap *h, vkf_bigram b);
 int vkf_bigram_pop(vkf_bigram_heap *h, vkf_bigram *out); /* 0 when empty */
+/* BPE (bpe.c): whether adjacent symbols l and r merge; if so *key is the priority (smaller
+ * merges first) and *id the merged symbol's id. */
+typedef int (*vkf_bpe_pair_fn)(void *ctx, const vkf_symbol *l, const vkf_symbol *r, double *key,
+                               int32_t *id);
+/* Merges the symbols t->sym[0..ns) (linked in order, lengths n > 0) until no pair merges; the
+ * survivors are the symbols with n > 0, in list order from 0. Returns 0 when out of memory. */
+int vkf_bpe_merge(vkf_tokenizer *t, int32_t ns, vkf_bpe_pair_fn pair, void *ctx);
+/* The rank-based pair rule over t->merges (ctx = t): symbols' ids are token ids. */
+int vkf_bpe_rank_pair(void *ctx, const vkf_symbol *l, const vkf_symbol *r, double *key,
+                      int32_t *id);
+/* Unigram (unigram.c): the best segmentation of a word. */
+typedef struct vkf_unigram {
+    const vkf_trie *trie; /* piece bytes -> id */
+    /* score of piece id (len bytes); NAN: the piece is never used */
+    double (*score)(void *ctx, int32_t id, size_t len);
+    void *ctx;
+    double unk_score;  /* the unknown piece's score (min score - 10) */
+    int32_t unk;       /* -1: none (a character without a piece is an error) */
+    int float_sums;    /* sums rounded to float at each step (sentencepiece) */
+    int lead_byte_len; /* character length from the lead byte (sentencepiece) */
+} vkf_unigram;
+
+typedef struct vkf_uni_piece {
+    uint32_t s, n; /* bytes [s, s + n) of the word */
+    int32_t id;
+} vkf_uni_piece;
+
+typedef struct vkf_uni_pieces {
+    vkf_uni_piece *v;
+    size_t n, cap;
+    size_t err_at; /* on -1: the byte offset of the character without a piece */
+} vkf_uni_pieces;
+
+/* Fills out with the pieces of w[0..n) in order. Returns 1, 0 when out of memory, -1 when a
+ * character has no piece and there is no unk. */
+int vkf_unigram_best(const vkf_unigram *u, const char *w, size_t n, vkf_uni_pieces *out);
 /* Grows t->sym to hold n symbols; 0 on allocation failure. */
 int vkf_tok_reserve_symbols(vkf_tokenizer *t, size_t n);
 int vkf_tok_reserve_work(vkf_tokenizer *t, size_t n);
@@ -116,6 +159,9 @@ int vkf_tok_reserve_work(vkf_tokenizer *t, size_t n);
  * (the lengths of all token strings, without NULs). Every token starts NORMAL, ids at -1. */
 vkf_status vkf_tok_create(vkf_tok_kind kind, const char *name, int64_t n, size_t pool_bytes,
                           vkf_tokenizer **out);
+/* Adds id to the end-of-generation set (ignored when out of range or already there); 0 when
+ * out of memory. */
+int vkf_tok_add_eog(vkf_tokenizer *t, int32_t id);
 /* Sets token id's string; tokens must be set in increasing id order. */
 void vkf_tok_set(vkf_tokenizer *t, int32_t id, const char *s, size_t len, int type);
 /* After all tokens are set: builds the string map, the special-token list and byte tokens,
@@ -134,6 +180,7 @@ uint32_t vkf_gpt2_byte_to_unicode(uint8_t b);
 vkf_status vkf_gpt2_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out);
 vkf_status vkf_llama_encode_text(vkf_tokenizer *t, const char *s, size_t n, int prev_special,
                                  vkf_ids *out);
+vkf_status vkf_wpm_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out);
 vkf_status vkf_char_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_ids *out);
 /* GPT-2 setup after the vocabulary: byte tables and merges (from "left right" strings). */
 vkf_status vkf_gpt2_init_bytes(vkf_tokenizer *t);
@@ -159,7 +206,9 @@ vkf_status vkf_spm_encode(vkf_tokenizer *t, const char *text, size_t len, int ad
 vkf_status vkf_spm_decode(const vkf_tokenizer *t, const int32_t *ids, size_t n, int flags,
                           vkf_sbuf *out);
 void vkf_spm_free(struct vkf_spm *spm);
-const char *vkf_hf_model_name(const struct vkf_hf *hf);   /* "hf-bpe", ... */
+/* A GGUF "t5" vocabulary as a SentencePiece Unigram model (tok_spm.c). */
+vkf_status vkf_tokenizer_spm_from_gguf(const vkf_gguf *g, vkf_tokenizer **out);
+const char *vkf_hf_model_name(const struct vkf_hf *hf);    /* "hf-bpe", ... */
 const char *vkf_spm_model_name(const struct vkf_spm *spm); /* "spm-bpe", ... */
 
 #endif
