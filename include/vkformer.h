@@ -353,6 +353,47 @@ vkf_status vkf_verify(vkf_context *ctx, const char *dir, const char *only,
                       void (*on_case)(void *user, const vkf_verify_case *c), void *user,
                       vkf_verify_summary *out);
 
+/* ================================================================ quantize (llama.cpp file types)
+ *
+ * Usage:
+ *     vkf_quantize_params qp = {.input = "model-f32.gguf", .output = "model-q4_k_m.gguf",
+ *                               .type = "Q4_K_M"};
+ *     vkf_quantize_stats st;
+ *     if (vkf_model_quantize(&qp, &st) != VKF_OK) fprintf(stderr, "%s\n", vkf_last_error());
+ *
+ * Writes a GGUF the way llama.cpp's llama-quantize does without an importance matrix: the
+ * metadata copied (general.file_type and general.quantization_version set), tensors in its order,
+ * each tensor's type chosen by its per-tensor rules (norms and 1-D tensors stay as they are,
+ * output / tied token embedding at Q6_K, attn_v / ffn_down raised in some layers, fallbacks
+ * Q5_0 / Q5_1 / Q8_0 / IQ4_NL / F16 when a row length is not a multiple of the block) and the
+ * blocks bit-identical to ggml's reference quantizers. The input is an F32 / F16 / BF16 GGUF. */
+
+typedef struct vkf_quantize_params {
+    const char *input;  /* source GGUF (F32, F16 or BF16 tensors) */
+    const char *output; /* file to write (written as output.part, then renamed) */
+    const char *type;   /* llama.cpp's name: Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0,
+                           Q4_1, Q5_0, Q5_1, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, IQ4_NL, IQ4_XS, F16,
+                           BF16, F32 (case-insensitive) */
+    /* Called before each tensor is written (i of n, 0-based) with its name and chosen type. */
+    void (*progress)(void *user, int i, int n, const char *tensor, vkf_dtype type);
+    void *user;
+} vkf_quantize_params;
+
+typedef struct vkf_quantize_stats {
+    int n_tensors;                      /* tensors written */
+    int n_quantized;                    /* of those, converted to another type */
+    int n_fallback;                     /* given a fallback type (row length not a multiple) */
+    int n_by_type[VKF_DTYPE_COUNT];     /* tensors per written type */
+    uint64_t bytes_by_type[VKF_DTYPE_COUNT]; /* tensor bytes per written type */
+    uint64_t in_bytes, out_bytes;       /* tensor data before and after */
+    uint64_t file_bytes;                /* size of the written file */
+} vkf_quantize_stats;
+
+/* VKF_ERROR_INVALID_ARGUMENT for an unknown type name, VKF_ERROR_UNSUPPORTED for an input whose
+ * tensors are already quantized, VKF_ERROR_IO / FORMAT for unreadable or unwritable files. stats
+ * may be NULL. */
+vkf_status vkf_model_quantize(const vkf_quantize_params *p, vkf_quantize_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif
