@@ -211,8 +211,8 @@ static vkf_status ggml_attention(const vkf_node *nd, int32_t n_past) {
 
 /* RoPE as ggml_compute_forward_rope_f32: theta_scale = powf(base, -2 / n_rot) in float, the
  * angle of pair i multiplied up from the position one float step at a time, cosf / sinf of it,
- * and x0 * c - x1 * s, x0 * s + x1 * c with the second product fused (as GCC contracts ggml's
- * expressions). Only where these angles are the table's (no frequency factors or scaling:
+ * and x0 * c - x1 * s, x0 * s + x1 * c with the first product fused into the sum (GCC's
+ * contraction of ggml's expressions; the other orders flip roundings in 4 of 22 llama-kq cases). Only where these angles are the table's (no frequency factors or scaling:
  * checked against the table); otherwise the table. */
 static int ggml_rope_cs(const vkf_node *nd, const float *table_row, int64_t pos, float *cs) {
     int half = nd->p.rope.n_rot / 2;
@@ -253,8 +253,8 @@ static vkf_status ggml_rope(const vkf_node *nd, int32_t n_past) {
                 int i0 = nd->p.rope.mode == VKF_ROPE_NEOX ? i : 2 * i;
                 int i1 = nd->p.rope.mode == VKF_ROPE_NEOX ? i + half : 2 * i + 1;
                 float x0 = xh[i0], x1 = xh[i1];
-                tmp[i0] = fmaf(-x1, s, x0 * c);
-                tmp[i1] = fmaf(x1, c, x0 * s);
+                tmp[i0] = fmaf(x0, c, -(x1 * s));
+                tmp[i1] = fmaf(x0, s, x1 * c);
             }
             memcpy(yr + h * hd, tmp, (size_t)hd * sizeof *tmp);
         }
