@@ -197,7 +197,9 @@ static void unpack32(vkf_dtype w, const void *blk, int *q, float *d, float *m) {
 
 /* Q4_0, Q5_0, Q8_0, IQ4_NL with Q8_0 activations; Q4_1, Q5_1 with Q8_1 (plus sum of m * s, a
  * scalar fused multiply-add chain in ggml's build). IQ4_NL's single-row kernel alternates two
- * accumulators over even and odd blocks (chains = 2); tinyBLAS (batches) keeps one. */
+ * accumulators over even and odd blocks (chains = 2); tinyBLAS (batches) keeps one. Q4_0 weights
+ * whose row count is a multiple of 8 are repacked by llama.cpp on AVX2 machines (q4_0_8x8), whose
+ * kernels fuse each block's whole integer sum times the scales into one float (chains = 0). */
 static float dot_32(vkf_dtype w, const void *wrow, const void *act, int64_t k, int chains) {
     const vkf_block_q8_0 *a0 = act;
     const vkf_block_q8_1 *a1 = act;
@@ -212,11 +214,19 @@ static float dot_32(vkf_dtype w, const void *wrow, const void *act, int64_t k, i
         int32_t lane[8] = {0};
         lanes32(q, with_min ? a1[i].qs : a0[i].qs, one, lane);
         const float d = with_min ? dw * h(a1[i].d) : dw * h(a0[i].d);
+        if (chains == 0) { /* repacked Q4_0: one scalar chain of whole-block sums */
+            int32_t tot = 0;
+            for (int t = 0; t < 8; t++)
+                tot += lane[t];
+            acc[0][0] = fmaf((float)tot, d, acc[0][0]);
+            continue;
+        }
         float *c = acc[chains == 2 ? (int)(i & 1) : 0];
         for (int t = 0; t < 8; t++)
             c[t] = fmaf(d, (float)lane[t], c[t]);
         if (with_min) summs = fmaf(mw, h(a1[i].s), summs);
     }
+    if (chains == 0) return acc[0][0];
     if (chains == 2)
         for (int t = 0; t < 8; t++)
             acc[0][t] += acc[1][t];
@@ -384,7 +394,7 @@ static float dot_k(vkf_dtype w, const void *wrow, const void *act, int64_t k) {
     return r;
 }
 
-float vkf_act_dot(vkf_dtype w, const void *wrow, const void *act, int64_t k, int single_row) {
+float vkf_act_dot(vkf_dtype w, const void *wrow, const void *act, int64_t k, int flags) {
     switch (vkf_act_type_of(w)) {
     case VKF_ACT_F16:
     case VKF_ACT_BF16: {
@@ -396,7 +406,12 @@ float vkf_act_dot(vkf_dtype w, const void *wrow, const void *act, int64_t k, int
         return s;
     }
     case VKF_ACT_Q8_0:
-    case VKF_ACT_Q8_1: return dot_32(w, wrow, act, k, single_row && w == VKF_DTYPE_IQ4_NL ? 2 : 1);
+    case VKF_ACT_Q8_1: {
+        int chains = 1;
+        if (w == VKF_DTYPE_IQ4_NL && (flags & VKF_DOT_SINGLE_ROW)) chains = 2;
+        if (w == VKF_DTYPE_Q4_0 && (flags & VKF_DOT_REPACKED)) chains = 0;
+        return dot_32(w, wrow, act, k, chains);
+    }
     case VKF_ACT_Q8_K: return dot_k(w, wrow, act, k);
     default: {
         const float *ww = wrow, *aa = act;

@@ -40,10 +40,15 @@ vkf_act_type vkf_act_type_of(vkf_dtype w);
 size_t vkf_act_row_bytes(vkf_act_type t, int64_t k);
 /* Quantizes (or rounds) k floats into an activation row. */
 void vkf_act_quantize(vkf_act_type t, const float *x, void *dst, int64_t k);
+enum {
+    VKF_DOT_SINGLE_ROW = 1, /* the matmul has one activation row: llama.cpp's per-row kernels
+                               (tinyBLAS takes batches of 2 or more) */
+    VKF_DOT_REPACKED = 2,   /* the weight has a multiple of 8 rows: llama.cpp repacks Q4_0 */
+};
+
 /* The dot product of a weight row of type w with an activation row of vkf_act_type_of(w), the
  * way ggml combines the block sums (bit for bit where ggml's kernels are reproduced; see
- * quant_dot.c). single_row: the matmul has one activation row (llama.cpp then takes its
- * per-row kernels instead of tinyBLAS). 0 for a type it does not know. */
-float vkf_act_dot(vkf_dtype w, const void *wrow, const void *act, int64_t k, int single_row);
+ * quant_dot.c); flags: VKF_DOT_*. 0 for a type it does not know. */
+float vkf_act_dot(vkf_dtype w, const void *wrow, const void *act, int64_t k, int flags);
 
 #endif

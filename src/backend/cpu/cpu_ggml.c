@@ -31,12 +31,13 @@ static vkf_status ggml_matmul(const vkf_node *nd) {
     size_t arb = vkf_act_row_bytes(at, K);
     char *act = malloc(arb ? arb : 1);
     if (!act) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "matmul %s: out of host memory", w->name);
+    int flags = (M == 1 ? VKF_DOT_SINGLE_ROW : 0) | (N % 8 == 0 ? VKF_DOT_REPACKED : 0);
     for (int64_t m = 0; m < M; m++) {
         vkf_act_quantize(at, row_f32(x, m), act, K);
         float *yr = row_f32(y, m);
         for (int64_t n = 0; n < N; n++)
-            yr[n] = vkf_act_dot(w->dtype, row_ptr(w, n), act, K, M == 1) +
-                    (b ? row_f32(b, 0)[n] : 0.0f);
+            yr[n] =
+                vkf_act_dot(w->dtype, row_ptr(w, n), act, K, flags) + (b ? row_f32(b, 0)[n] : 0.0f);
     }
     free(act);
     return VKF_OK;
@@ -212,8 +213,9 @@ static vkf_status ggml_attention(const vkf_node *nd, int32_t n_past) {
 /* RoPE as ggml_compute_forward_rope_f32: theta_scale = powf(base, -2 / n_rot) in float, the
  * angle of pair i multiplied up from the position one float step at a time, cosf / sinf of it,
  * and x0 * c - x1 * s, x0 * s + x1 * c with the first product fused into the sum (GCC's
- * contraction of ggml's expressions; the other orders flip roundings in 4 of 22 llama-kq cases). Only where these angles are the table's (no frequency factors or scaling:
- * checked against the table); otherwise the table. */
+ * contraction of ggml's expressions; the other orders flip roundings in 4 of 22 llama-kq cases).
+ * Only where these angles are the table's (no frequency factors or scaling: checked against the
+ * table); otherwise the table. */
 static int ggml_rope_cs(const vkf_node *nd, const float *table_row, int64_t pos, float *cs) {
     int half = nd->p.rope.n_rot / 2;
     if (nd->p.rope.freq_base <= 0.0f) return 0;
