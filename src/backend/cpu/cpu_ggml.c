@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_ops.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/quant_dot.h"
 
@@ -22,6 +23,54 @@ static const void *row_ptr(const vkf_tensor *t, int64_t r) {
 
 static float *row_f32(const vkf_tensor *t, int64_t r) {
     return (float *)((char *)t->buf->data + t->offset) + r * t->row_stride;
+}
+
+static float reduce16(const float v[16]);
+static float vec_dot_f32(const float *x, size_t sx, const float *y, size_t sy, int64_t n);
+
+/* F32 and F16 weights: tinyBLAS for batches (16 lanes of fused multiply-adds along K, then
+ * reduce16; K a multiple of 16), ggml_vec_dot_f32 / _f16 for one row (the F16 one sums what is
+ * left after the 64-element steps in double); F16 activations rounded to F16 first. */
+static vkf_status ggml_matmul_float(const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0], *w = nd->src[1], *b = nd->src[2], *y = nd->dst;
+    int64_t M = x->rows, N = w->rows, K = x->cols;
+    int f16 = w->dtype == VKF_DTYPE_F16;
+    float *xr = malloc((size_t)K * sizeof *xr), *wr = malloc((size_t)K * sizeof *wr);
+    if (!xr || !wr) {
+        free(xr);
+        free(wr);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "matmul %s: out of host memory", w->name);
+    }
+    for (int64_t m = 0; m < M; m++) {
+        const float *xs = row_f32(x, m);
+        for (int64_t k = 0; k < K; k++)
+            xr[k] = f16 ? vkf_f16_to_f32(vkf_f32_to_f16(xs[k])) : xs[k];
+        float *yr = row_f32(y, m);
+        for (int64_t n = 0; n < N; n++) {
+            const void *wp = row_ptr(w, n);
+            for (int64_t k = 0; k < K; k++)
+                wr[k] = f16 ? vkf_f16_to_f32(((const uint16_t *)wp)[k]) : ((const float *)wp)[k];
+            float acc;
+            if (M >= 2 && K % 16 == 0) {
+                float lane[16] = {0};
+                for (int64_t k = 0; k < K; k++)
+                    lane[k % 16] = fmaf(wr[k], xr[k], lane[k % 16]);
+                acc = reduce16(lane);
+            } else if (f16) {
+                int64_t np = K & ~(int64_t)63;
+                double sum = np ? (double)vec_dot_f32(wr, 1, xr, 1, np) : 0.0;
+                for (int64_t k = np; k < K; k++)
+                    sum += (double)(wr[k] * xr[k]);
+                acc = (float)sum;
+            } else {
+                acc = vec_dot_f32(wr, 1, xr, 1, K);
+            }
+            yr[n] = acc + (b ? row_f32(b, 0)[n] : 0.0f);
+        }
+    }
+    free(xr);
+    free(wr);
+    return VKF_OK;
 }
 
 static vkf_status ggml_matmul(const vkf_node *nd) {
@@ -268,7 +317,10 @@ vkf_status vkf_cpu_ggml_op(const vkf_node *n, int32_t n_past) {
     if (n->op == VKF_OP_ROPE) return ggml_rope(n, n_past);
     if (n->op == VKF_OP_SWIGLU) return ggml_swiglu(n);
     if (n->op == VKF_OP_ATTENTION) return ggml_attention(n, n_past);
-    if (n->op == VKF_OP_MATMUL && n->src[1]->dtype != VKF_DTYPE_F32) return ggml_matmul(n);
+    if (n->op == VKF_OP_MATMUL &&
+        (n->src[1]->dtype == VKF_DTYPE_F32 || n->src[1]->dtype == VKF_DTYPE_F16))
+        return ggml_matmul_float(n);
+    if (n->op == VKF_OP_MATMUL) return ggml_matmul(n);
     if (n->op == VKF_OP_RMSNORM) return ggml_rmsnorm(n);
     return vkf_cpu_op(n, n_past);
 }
