@@ -65,6 +65,16 @@ uint vkf_byte3(uvec3 w, uint i) { return (w[i >> 2] >> ((i & 3u) * 8u)) & 0xffu;
 #include "dtype_bf16.glsl"
 #include "dtype_q8_0.glsl"
 #include "dtype_q4_0.glsl"
+#include "dtype_q4_1.glsl"
+#include "dtype_q5_0.glsl"
+#include "dtype_q5_1.glsl"
+#include "dtype_iq4_nl.glsl"
+#include "dtype_iq4_xs.glsl"
+#include "dtype_q2_k.glsl"
+#include "dtype_q3_k.glsl"
+#include "dtype_q4_k.glsl"
+#include "dtype_q5_k.glsl"
+#include "dtype_q6_k.glsl"
 
 #ifndef W_UNIT
 #error "WTYPE names no weight type"

@@ -7,7 +7,12 @@ static const vkf_wtype *const g_wtypes[VKF_DTYPE_COUNT] = {
     [VKF_DTYPE_F32] = &vkf_wtype_f32,       [VKF_DTYPE_F16] = &vkf_wtype_f16,
     [VKF_DTYPE_BF16] = &vkf_wtype_bf16,     [VKF_DTYPE_Q8_0] = &vkf_wtype_q8_0,
     [VKF_DTYPE_Q4_0] = &vkf_wtype_q4_0,     [VKF_DTYPE_I32] = &vkf_wtype_i32,
-    };
+    [VKF_DTYPE_Q4_1] = &vkf_wtype_q4_1,     [VKF_DTYPE_Q5_0] = &vkf_wtype_q5_0,
+    [VKF_DTYPE_Q5_1] = &vkf_wtype_q5_1,     [VKF_DTYPE_Q2_K] = &vkf_wtype_q2_k,
+    [VKF_DTYPE_Q3_K] = &vkf_wtype_q3_k,     [VKF_DTYPE_Q4_K] = &vkf_wtype_q4_k,
+    [VKF_DTYPE_Q5_K] = &vkf_wtype_q5_k,     [VKF_DTYPE_Q6_K] = &vkf_wtype_q6_k,
+    [VKF_DTYPE_IQ4_NL] = &vkf_wtype_iq4_nl, [VKF_DTYPE_IQ4_XS] = &vkf_wtype_iq4_xs,
+};
 
 const vkf_wtype *vkf_wtype_of(vkf_dtype t) {
     return (unsigned)t < VKF_DTYPE_COUNT ? g_wtypes[t] : NULL;
@@ -33,7 +38,8 @@ int vkf_wtype_is_weight(vkf_dtype t) {
 }
 
 const char *vkf_wtype_weight_list(void) {
-    return "F32, F16, BF16, Q8_0, Q4_0";
+    return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, "
+           "IQ4_XS";
 }
 
 float vkf_wtype_dot_generic(vkf_dtype t, const void *w, const float *x, int64_t n) {

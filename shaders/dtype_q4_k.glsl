@@ -1,0 +1,43 @@
+/* Q4_K weights: 144-byte super-blocks of 256 = 8 sub-blocks of 32: f16 d, f16 dmin, 12 bytes of
+ * packed 6-bit scales and mins, 128 bytes of nibbles (sub-block s: bytes 32 (s / 2).., low
+ * nibble for even s, high for odd); x = d * sc[s] * q - dmin * m[s]. A unit is one sub-block
+ * (see dtypes.glsl). Also the scale unpacking of Q5_K. */
+#if WTYPE == VKF_W_Q4_K || WTYPE == VKF_W_Q5_K
+/* (d * sc[s], dmin * m[s]) of the block at bb */
+vec2 vkf_k4_sm(uint bb, uint s) {
+    vec2 dm = unpackHalf2x16(w_word(bb));
+    uvec3 sw = uvec3(w_word(bb + 4u), w_word(bb + 8u), w_word(bb + 12u));
+    uint sc, m;
+    if (s < 4u) {
+        sc = vkf_byte3(sw, s) & 63u;
+        m = vkf_byte3(sw, s + 4u) & 63u;
+    } else {
+        uint b = vkf_byte3(sw, s + 4u);
+        sc = (b & 15u) | ((vkf_byte3(sw, s - 4u) >> 6) << 4);
+        m = (b >> 4) | ((vkf_byte3(sw, s) >> 6) << 4);
+    }
+    return vec2(dm.x * float(sc), dm.y * float(m));
+}
+#endif
+#if WTYPE == VKF_W_Q4_K
+#define W_UNIT 32u
+float w_at(uint rowb, uint k) {
+    uint bb = rowb + (k >> 8) * 144u, s = (k >> 5) & 7u;
+    uint q = (vkf_u8(bb + 16u + 32u * (s >> 1) + (k & 31u)) >> (4u * (s & 1u))) & 15u;
+    vec2 sm = vkf_k4_sm(bb, s);
+    return sm.x * float(q) - sm.y;
+}
+#define W_GENERIC_AT4
+float w_unit(uint rowb, uint u, out vec4 w[8]) {
+    uint bb = rowb + (u >> 3) * 144u, s = u & 7u;
+    vec2 sm = vkf_k4_sm(bb, s);
+    uint qb = bb + 16u + 32u * (s >> 1);
+    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
+    uint sh = 4u * (s & 1u);
+    for (uint i = 0; i < 4u; i++) {
+        w[i] = sm.x * vec4((uvec4(q0[i]) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 15u) - sm.y;
+        w[i + 4u] = sm.x * vec4((uvec4(q1[i]) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 15u) - sm.y;
+    }
+    return 1.0;
+}
+#endif

@@ -1,0 +1,30 @@
+/* Q5_K weights: 176-byte super-blocks: Q4_K's d, dmin, scales, then 32 bytes of high bits
+ * (element l of sub-block s: bit s of qh[l]), then the 128 bytes of nibbles;
+ * x = d * sc[s] * (q + 16 h) - dmin * m[s] (scales: dtype_q4_k.glsl; see dtypes.glsl) */
+#if WTYPE == VKF_W_Q5_K
+#define W_UNIT 32u
+float w_at(uint rowb, uint k) {
+    uint bb = rowb + (k >> 8) * 176u, s = (k >> 5) & 7u, l = k & 31u;
+    uint q = (vkf_u8(bb + 48u + 32u * (s >> 1) + l) >> (4u * (s & 1u))) & 15u;
+    q |= ((vkf_u8(bb + 16u + l) >> s) & 1u) << 4;
+    vec2 sm = vkf_k4_sm(bb, s);
+    return sm.x * float(q) - sm.y;
+}
+#define W_GENERIC_AT4
+float w_unit(uint rowb, uint u, out vec4 w[8]) {
+    uint bb = rowb + (u >> 3) * 176u, s = u & 7u;
+    vec2 sm = vkf_k4_sm(bb, s);
+    uvec4 h0 = w_quad2(bb + 16u), h1 = w_quad2(bb + 32u);
+    uint qb = bb + 48u + 32u * (s >> 1);
+    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
+    uint sh = 4u * (s & 1u);
+    uvec4 o = uvec4(0u, 8u, 16u, 24u);
+    for (uint i = 0; i < 4u; i++) {
+        uvec4 v0 = ((uvec4(q0[i]) >> (o + sh)) & 15u) | (((uvec4(h0[i]) >> (o + s)) & 1u) << 4);
+        uvec4 v1 = ((uvec4(q1[i]) >> (o + sh)) & 15u) | (((uvec4(h1[i]) >> (o + s)) & 1u) << 4);
+        w[i] = sm.x * vec4(v0) - sm.y;
+        w[i + 4u] = sm.x * vec4(v1) - sm.y;
+    }
+    return 1.0;
+}
+#endif
