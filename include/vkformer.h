@@ -370,10 +370,12 @@ vkf_status vkf_verify(vkf_context *ctx, const char *dir, const char *only,
  * each tensor's type chosen by its per-tensor rules (norms and 1-D tensors stay as they are,
  * output / tied token embedding at Q6_K, attn_v / ffn_down raised in some layers, fallbacks
  * Q5_0 / Q5_1 / Q8_0 / IQ4_NL / F16 when a row length is not a multiple of the block) and the
- * blocks bit-identical to ggml's reference quantizers. The input is an F32 / F16 / BF16 GGUF. */
+ * blocks bit-identical to ggml's reference quantizers. The input is an F32 / F16 / BF16 GGUF or
+ * a Hugging Face GPT-2 directory (config.json, model.safetensors, vocab.json, merges.txt),
+ * converted first as llama.cpp's convert_hf_to_gguf.py does. */
 
 typedef struct vkf_quantize_params {
-    const char *input;  /* source GGUF (F32, F16 or BF16 tensors) */
+    const char *input;  /* source GGUF (F32, F16 or BF16 tensors) or Hugging Face GPT-2 directory */
     const char *output; /* file to write (written as output.part, then renamed) */
     const char *type;   /* llama.cpp's name: Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0,
                            Q4_1, Q5_0, Q5_1, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, IQ4_NL, IQ4_XS, F16,

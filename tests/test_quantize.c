@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/quant.h"
@@ -162,6 +163,128 @@ static void test_sizes(void) {
     VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_I32, 32) == 0, "I32 is not a quantization target");
 }
 
+/* Every tensor of a and b (by name): same type, shape and bytes. */
+static void same_tensors(const char *pa, const char *pb, const char *what) {
+    vkf_gguf *a = NULL, *b = NULL;
+    VKT_OK(vkf_gguf_open(pa, &a));
+    VKT_OK(vkf_gguf_open(pb, &b));
+    if (a && b) {
+        VKT_CHECK(vkf_gguf_tensor_count(a) == vkf_gguf_tensor_count(b), "%s: %zu vs %zu tensors",
+                  what, vkf_gguf_tensor_count(a), vkf_gguf_tensor_count(b));
+        int bad = 0;
+        for (size_t i = 0; i < vkf_gguf_tensor_count(a); i++) {
+            const vkf_gguf_tensor *ta = vkf_gguf_tensor_at(a, i),
+                                  *tb = vkf_gguf_find_tensor(b, ta->name);
+            if (!tb || ta->ggml_type != tb->ggml_type || ta->nbytes != tb->nbytes ||
+                memcmp(ta->ne, tb->ne, sizeof ta->ne) || memcmp(ta->data, tb->data, ta->nbytes)) {
+                if (!bad++) fprintf(stderr, "%s: tensor %s differs\n", what, ta->name);
+            }
+        }
+        VKT_CHECK(bad == 0, "%s: %d tensors differ", what, bad);
+    }
+    vkf_gguf_close(a);
+    vkf_gguf_close(b);
+}
+
+/* A Hugging Face GPT-2 directory: as F32 it must hold exactly the tensors llama.cpp's converter
+ * wrote for the same checkpoint (fixtures/gpt2-tiny: gpt2-tiny-f32.gguf is its output), with the
+ * same vocabulary and merges; quantized, exactly the blocks of the converter's file quantized. */
+static void test_hf(void) {
+    char hf[1024], ref[1024], a[256], b[256];
+    snprintf(hf, sizeof hf, "%s", vkt_fixture("gpt2-tiny/hf"));
+    snprintf(ref, sizeof ref, "%s", vkt_fixture("gpt2-tiny/gpt2-tiny-f32.gguf"));
+    snprintf(a, sizeof a, "%s/hf-f32.gguf", tmpdir);
+    vkf_quantize_params qp = {.input = hf, .output = a, .type = "F32"};
+    VKT_OK(vkf_model_quantize(&qp, NULL));
+    same_tensors(a, ref, "hf F32 vs llama.cpp's converter");
+    vkf_gguf *g = NULL, *r = NULL;
+    VKT_OK(vkf_gguf_open(a, &g));
+    VKT_OK(vkf_gguf_open(ref, &r));
+    static const char *const arrays[] = {"tokenizer.ggml.tokens", "tokenizer.ggml.merges",
+                                         "tokenizer.ggml.token_type"};
+    for (size_t k = 0; g && r && k < 3; k++) {
+        const vkf_gguf_value *x = NULL, *y = NULL;
+        VKT_OK(vkf_gguf_get_arr(g, arrays[k], -1, &x));
+        VKT_OK(vkf_gguf_get_arr(r, arrays[k], -1, &y));
+        int same = x && y && x->count == y->count && x->elem_type == y->elem_type;
+        for (uint64_t i = 0; same && i < x->count; i++) {
+            if (x->elem_type == VKF_GGUF_TYPE_STRING) {
+                size_t lx, ly;
+                const char *sx = vkf_gguf_arr_str(x, i, &lx), *sy = vkf_gguf_arr_str(y, i, &ly);
+                same = lx == ly && !memcmp(sx, sy, lx);
+            } else {
+                same = vkf_gguf_arr_int(x, i) == vkf_gguf_arr_int(y, i);
+            }
+        }
+        VKT_CHECK(same, "%s as llama.cpp's converter writes it", arrays[k]);
+    }
+    vkf_gguf_close(g);
+    vkf_gguf_close(r);
+    snprintf(b, sizeof b, "%s/hf-q4km.gguf", tmpdir);
+    qp.output = b;
+    qp.type = "Q4_K_M";
+    VKT_OK(vkf_model_quantize(&qp, NULL));
+    snprintf(a, sizeof a, "%s/gguf-q4km.gguf", tmpdir);
+    qp.input = ref;
+    qp.output = a;
+    VKT_OK(vkf_model_quantize(&qp, NULL));
+    same_tensors(b, a, "hf Q4_K_M vs converter's file Q4_K_M");
+    remove(a);
+    remove(b);
+    snprintf(a, sizeof a, "%s/hf-f32.gguf", tmpdir);
+    remove(a);
+    /* another architecture's directory: refused with its model_type named */
+    char dir[256], cfg[300];
+    snprintf(dir, sizeof dir, "%s/llamahf", tmpdir);
+    mkdir(dir, 0700);
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    FILE *f = fopen(cfg, "w");
+    if (f) {
+        fputs("{\"model_type\": \"mamba\"}", f);
+        fclose(f);
+    }
+    qp.input = dir;
+    VKT_CHECK(vkf_model_quantize(&qp, NULL) == VKF_ERROR_UNSUPPORTED &&
+                  strstr(vkf_last_error(), "mamba"),
+              "unsupported directory: %s", vkf_last_error());
+    remove(cfg);
+    rmdir(dir);
+}
+
+/* Q8_0 and Q4_0 blocks against an independent writer: fixtures/llama-tiny's q8_0 / q4_0 files
+ * (written by the fixtures' maintainers from the same F32 weights) hold the same blocks for every
+ * tensor both give the same type (all 39 of Q8_0; 38 of Q4_0: output.weight is Q4_0 there and
+ * Q6_K under llama-quantize's rules). */
+static void test_tiny_blocks(void) {
+    char src[1024], ref[1024], out[256];
+    snprintf(src, sizeof src, "%s", vkt_fixture("llama-tiny/llama-tiny-f32.gguf"));
+    static const char *const types[] = {"q8_0", "q4_0"};
+    for (int t = 0; t < 2; t++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "llama-tiny/llama-tiny-%s.gguf", types[t]);
+        snprintf(ref, sizeof ref, "%s", vkt_fixture(rel));
+        snprintf(out, sizeof out, "%s/tiny-%s.gguf", tmpdir, types[t]);
+        vkf_quantize_params qp = {.input = src, .output = out, .type = types[t]};
+        VKT_OK(vkf_model_quantize(&qp, NULL));
+        vkf_gguf *a = NULL, *b = NULL;
+        VKT_OK(vkf_gguf_open(out, &a));
+        VKT_OK(vkf_gguf_open(ref, &b));
+        int bad = 0, n = 0;
+        for (size_t i = 0; a && b && i < vkf_gguf_tensor_count(a); i++) {
+            const vkf_gguf_tensor *ta = vkf_gguf_tensor_at(a, i),
+                                  *tb = vkf_gguf_find_tensor(b, ta->name);
+            if (!tb || ta->ggml_type != tb->ggml_type) continue;
+            n++;
+            bad += ta->nbytes != tb->nbytes || memcmp(ta->data, tb->data, ta->nbytes) != 0;
+        }
+        VKT_CHECK(bad == 0 && n == (t == 0 ? 39 : 38), "%s: %d of %d tensors differ", types[t], bad,
+                  n);
+        vkf_gguf_close(a);
+        vkf_gguf_close(b);
+        remove(out);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/vkt_quantize_XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -172,6 +295,10 @@ int main(void) {
     test_writer();
     test_errors();
     test_llama_kq();
+    if (vkt_have_fixtures()) {
+        test_hf();
+        test_tiny_blocks();
+    }
     rmdir(tmpdir);
     return vkt_finish();
 }

@@ -208,6 +208,40 @@ vkf_status vkf_gguf_writer_set_str(vkf_gguf_writer *w, const char *key, const ch
     return add_kv(w, key, &b);
 }
 
+vkf_status vkf_gguf_writer_set_f32(vkf_gguf_writer *w, const char *key, float v) {
+    buf b = {0};
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    put_str(&b, key, strlen(key));
+    put_u32(&b, VKF_GGUF_TYPE_FLOAT32);
+    put_u32(&b, bits);
+    return add_kv(w, key, &b);
+}
+
+vkf_status vkf_gguf_writer_set_arr_str(vkf_gguf_writer *w, const char *key, const char *const *strs,
+                                       const size_t *lens, uint64_t n) {
+    buf b = {0};
+    put_str(&b, key, strlen(key));
+    put_u32(&b, VKF_GGUF_TYPE_ARRAY);
+    put_u32(&b, VKF_GGUF_TYPE_STRING);
+    put_u64(&b, n);
+    for (uint64_t i = 0; i < n; i++)
+        put_str(&b, strs[i], lens ? lens[i] : strlen(strs[i]));
+    return add_kv(w, key, &b);
+}
+
+vkf_status vkf_gguf_writer_set_arr_i32(vkf_gguf_writer *w, const char *key, const int32_t *v,
+                                       uint64_t n) {
+    buf b = {0};
+    put_str(&b, key, strlen(key));
+    put_u32(&b, VKF_GGUF_TYPE_ARRAY);
+    put_u32(&b, VKF_GGUF_TYPE_INT32);
+    put_u64(&b, n);
+    for (uint64_t i = 0; i < n; i++)
+        put_u32(&b, (uint32_t)v[i]);
+    return add_kv(w, key, &b);
+}
+
 /* ------------------------------------------------------------------ tensors and file */
 
 vkf_status vkf_gguf_writer_add_tensor(vkf_gguf_writer *w, const char *name, uint32_t ggml_type,

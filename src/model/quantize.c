@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "core/quant.h"
 #include "io/gguf.h"
 #include "io/gguf_write.h"
+#include "model/quantize.h"
 
 #define QNT_VERSION 2 /* general.quantization_version ggml writes */
 
@@ -388,9 +390,32 @@ vkf_status vkf_model_quantize(const vkf_quantize_params *p, vkf_quantize_stats *
                          "quantize: unknown type '%s' (expected one of %s)", p->type, names);
     }
     if (stats) memset(stats, 0, sizeof *stats);
+    struct stat sb;
+    char *tmp = NULL;
+    const char *in = p->input;
+    if (stat(p->input, &sb) == 0 &&
+        S_ISDIR(sb.st_mode)) { /* a Hugging Face directory: F32 GGUF first */
+        size_t n = strlen(p->output);
+        tmp = malloc(n + 16);
+        if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "quantize: out of memory");
+        memcpy(tmp, p->output, n);
+        memcpy(tmp + n, ".hf-f32.gguf", 13);
+        vkf_status s = vkf_hf_gpt2_to_gguf(p->input, tmp);
+        if (s != VKF_OK) {
+            free(tmp);
+            return s;
+        }
+        in = tmp;
+    }
     vkf_gguf *g;
-    VKF_TRY(vkf_gguf_open(p->input, &g));
-    vkf_status s = quantize_gguf(p, k_ftypes[k].ft, k_ftypes[k].def, g, stats);
-    vkf_gguf_close(g);
+    vkf_status s = vkf_gguf_open(in, &g);
+    if (s == VKF_OK) {
+        s = quantize_gguf(p, k_ftypes[k].ft, k_ftypes[k].def, g, stats);
+        vkf_gguf_close(g);
+    }
+    if (tmp) {
+        remove(tmp);
+        free(tmp);
+    }
     return s;
 }
