@@ -35,21 +35,23 @@ static vkf_status ggml_matmul_float(const vkf_node *nd) {
     const vkf_tensor *x = nd->src[0], *w = nd->src[1], *b = nd->src[2], *y = nd->dst;
     int64_t M = x->rows, N = w->rows, K = x->cols;
     int f16 = w->dtype == VKF_DTYPE_F16;
-    float *xr = malloc((size_t)K * sizeof *xr), *wr = malloc((size_t)K * sizeof *wr);
-    if (!xr || !wr) {
-        free(xr);
+    float *xa = malloc((size_t)(M * K) * sizeof *xa), *wr = malloc((size_t)K * sizeof *wr);
+    if (!xa || !wr) {
+        free(xa);
         free(wr);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "matmul %s: out of host memory", w->name);
     }
     for (int64_t m = 0; m < M; m++) {
         const float *xs = row_f32(x, m);
         for (int64_t k = 0; k < K; k++)
-            xr[k] = f16 ? vkf_f16_to_f32(vkf_f32_to_f16(xs[k])) : xs[k];
-        float *yr = row_f32(y, m);
-        for (int64_t n = 0; n < N; n++) {
-            const void *wp = row_ptr(w, n);
-            for (int64_t k = 0; k < K; k++)
-                wr[k] = f16 ? vkf_f16_to_f32(((const uint16_t *)wp)[k]) : ((const float *)wp)[k];
+            xa[m * K + k] = f16 ? vkf_f16_to_f32(vkf_f32_to_f16(xs[k])) : xs[k];
+    }
+    for (int64_t n = 0; n < N; n++) {
+        const void *wp = row_ptr(w, n);
+        for (int64_t k = 0; k < K; k++)
+            wr[k] = f16 ? vkf_f16_to_f32(((const uint16_t *)wp)[k]) : ((const float *)wp)[k];
+        for (int64_t m = 0; m < M; m++) {
+            const float *xr = xa + m * K;
             float acc;
             if (M >= 2 && K % 16 == 0) {
                 float lane[16] = {0};
@@ -65,10 +67,10 @@ static vkf_status ggml_matmul_float(const vkf_node *nd) {
             } else {
                 acc = vec_dot_f32(wr, 1, xr, 1, K);
             }
-            yr[n] = acc + (b ? row_f32(b, 0)[n] : 0.0f);
+            row_f32(y, m)[n] = acc + (b ? row_f32(b, 0)[n] : 0.0f);
         }
     }
-    free(xr);
+    free(xa);
     free(wr);
     return VKF_OK;
 }
@@ -146,7 +148,8 @@ static float reduce16(const float v[16]) {
 }
 
 /* ggml_vec_dot_f32 (AVX-512): 4 x 16 lanes over steps of 64, combined (s0+s2)+(s1+s3), reduced,
- * then the remaining elements one fused multiply-add at a time. */
+ * then the remaining elements one multiply and one add at a time (not fused: fusing them flips
+ * roundings in llama-tiny, whose head_dim 32 leaves every element of K.Q to this loop). */
 static float vec_dot_f32(const float *x, size_t sx, const float *y, size_t sy, int64_t n) {
     int64_t np = n & ~(int64_t)63;
     float sum = 0.0f;
@@ -164,7 +167,7 @@ static float vec_dot_f32(const float *x, size_t sx, const float *y, size_t sy, i
         sum = reduce16(v);
     }
     for (int64_t i = np; i < n; i++)
-        sum = fmaf(x[i * sx], y[i * sy], sum);
+        sum += x[i * sx] * y[i * sy];
     return sum;
 }
 
