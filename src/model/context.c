@@ -34,6 +34,7 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
     }
     if (p->backend == VKF_BACKEND_CPU || p->ggml_activations) {
         s = vkf_backend_cpu_create_ex(p->ggml_activations != 0, &ctx->be);
+        ctx->ggml_activations = p->ggml_activations != 0;
         ctx->kind = VKF_BACKEND_CPU;
     } else {
         const char *env = getenv("VKF_VALIDATE");
