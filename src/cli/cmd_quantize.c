@@ -8,18 +8,6 @@
 
 #include "cli/cli.h"
 
-static const char *type_name(vkf_dtype t) {
-    static const char *const names[VKF_DTYPE_COUNT] = {
-        [VKF_DTYPE_F32] = "F32",       [VKF_DTYPE_F16] = "F16",   [VKF_DTYPE_BF16] = "BF16",
-        [VKF_DTYPE_Q8_0] = "Q8_0",     [VKF_DTYPE_Q4_0] = "Q4_0", [VKF_DTYPE_I32] = "I32",
-        [VKF_DTYPE_Q4_1] = "Q4_1",     [VKF_DTYPE_Q5_0] = "Q5_0", [VKF_DTYPE_Q5_1] = "Q5_1",
-        [VKF_DTYPE_Q2_K] = "Q2_K",     [VKF_DTYPE_Q3_K] = "Q3_K", [VKF_DTYPE_Q4_K] = "Q4_K",
-        [VKF_DTYPE_Q5_K] = "Q5_K",     [VKF_DTYPE_Q6_K] = "Q6_K", [VKF_DTYPE_IQ4_NL] = "IQ4_NL",
-        [VKF_DTYPE_IQ4_XS] = "IQ4_XS",
-    };
-    return (unsigned)t < VKF_DTYPE_COUNT && names[t] ? names[t] : "?";
-}
-
 static void progress(void *user, int i, int n, const char *tensor, vkf_dtype type) {
     (void)user;
     const int width = 30;
@@ -28,7 +16,7 @@ static void progress(void *user, int i, int n, const char *tensor, vkf_dtype typ
     memset(bar, '#', (size_t)fill);
     memset(bar + fill, '.', (size_t)(width - fill));
     bar[width] = 0;
-    fprintf(stderr, "\r[%s] %4d/%-4d %-6s %-40.40s", bar, i + 1, n, type_name(type), tensor);
+    fprintf(stderr, "\r[%s] %4d/%-4d %-6s %-40.40s", bar, i + 1, n, vkf_dtype_name(type), tensor);
     fflush(stderr);
 }
 
@@ -75,7 +63,7 @@ int vkf_cmd_quantize(int argc, char **argv) {
     printf("  %-7s %8s %12s\n", "type", "tensors", "MiB");
     for (int t = 0; t < VKF_DTYPE_COUNT; t++)
         if (st.n_by_type[t])
-            printf("  %-7s %8d %12.2f\n", type_name((vkf_dtype)t), st.n_by_type[t],
+            printf("  %-7s %8d %12.2f\n", vkf_dtype_name((vkf_dtype)t), st.n_by_type[t],
                    mib(st.bytes_by_type[t]));
     printf("  tensor data %.2f MiB -> %.2f MiB (%.2fx smaller), file %.2f MiB\n", mib(st.in_bytes),
            mib(st.out_bytes), st.out_bytes ? (double)st.in_bytes / (double)st.out_bytes : 0.0,

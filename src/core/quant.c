@@ -1,46 +1,38 @@
-/* Quantizer dispatch and block sizes (see quant.h). */
+/* Quantizer dispatch; block sizes from the weight-type table (core/wtype.h). */
 #include "core/quant.h"
 
+#include "core/wtype.h"
+
 int vkf_quant_block_elems(vkf_dtype t) {
+    const vkf_wtype *w = vkf_wtype_of(t);
+    return w ? w->block_elems : 1;
+}
+
+size_t vkf_quant_block_bytes(vkf_dtype t) {
+    const vkf_wtype *w = vkf_wtype_of(t);
+    return w ? w->block_bytes : 0;
+}
+
+int vkf_quant_supported(vkf_dtype t) {
     switch (t) {
+    case VKF_DTYPE_F32:
+    case VKF_DTYPE_F16:
+    case VKF_DTYPE_BF16:
     case VKF_DTYPE_Q8_0:
-    case VKF_DTYPE_Q4_0: return VKF_QK;
+    case VKF_DTYPE_Q4_0:
     case VKF_DTYPE_Q4_1:
     case VKF_DTYPE_Q5_0:
     case VKF_DTYPE_Q5_1:
-    case VKF_DTYPE_IQ4_NL: return 32;
     case VKF_DTYPE_Q2_K:
     case VKF_DTYPE_Q3_K:
     case VKF_DTYPE_Q4_K:
     case VKF_DTYPE_Q5_K:
     case VKF_DTYPE_Q6_K:
-    case VKF_DTYPE_IQ4_XS: return VKF_QK_K;
-    default: return 1;
-    }
-}
-
-size_t vkf_quant_block_bytes(vkf_dtype t) {
-    switch (t) {
-    case VKF_DTYPE_F32: return 4;
-    case VKF_DTYPE_F16:
-    case VKF_DTYPE_BF16: return 2;
-    case VKF_DTYPE_Q8_0: return sizeof(vkf_block_q8_0);
-    case VKF_DTYPE_Q4_0: return sizeof(vkf_block_q4_0);
-    case VKF_DTYPE_Q4_1: return sizeof(vkf_block_q4_1);
-    case VKF_DTYPE_Q5_0: return sizeof(vkf_block_q5_0);
-    case VKF_DTYPE_Q5_1: return sizeof(vkf_block_q5_1);
-    case VKF_DTYPE_Q2_K: return sizeof(vkf_block_q2_k);
-    case VKF_DTYPE_Q3_K: return sizeof(vkf_block_q3_k);
-    case VKF_DTYPE_Q4_K: return sizeof(vkf_block_q4_k);
-    case VKF_DTYPE_Q5_K: return sizeof(vkf_block_q5_k);
-    case VKF_DTYPE_Q6_K: return sizeof(vkf_block_q6_k);
-    case VKF_DTYPE_IQ4_NL: return sizeof(vkf_block_iq4_nl);
-    case VKF_DTYPE_IQ4_XS: return sizeof(vkf_block_iq4_xs);
+    case VKF_DTYPE_IQ4_NL:
+    case VKF_DTYPE_IQ4_XS: return vkf_wtype_of(t) != NULL;
     default: return 0;
     }
 }
-
-int vkf_quant_supported(vkf_dtype t) { return t != VKF_DTYPE_I32 && vkf_quant_block_bytes(t) != 0; }
 
 size_t vkf_quant_row_bytes(vkf_dtype t, int64_t n) {
     int be = vkf_quant_block_elems(t);

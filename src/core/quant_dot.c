@@ -331,18 +331,6 @@ static int unpack_k(vkf_dtype w, const void *blk, int *q, int *sc, int *m, float
     }
 }
 
-static size_t kblock_bytes(vkf_dtype w) {
-    switch (w) {
-    case VKF_DTYPE_Q2_K: return sizeof(vkf_block_q2_k);
-    case VKF_DTYPE_Q3_K: return sizeof(vkf_block_q3_k);
-    case VKF_DTYPE_Q4_K: return sizeof(vkf_block_q4_k);
-    case VKF_DTYPE_Q5_K: return sizeof(vkf_block_q5_k);
-    case VKF_DTYPE_Q6_K: return sizeof(vkf_block_q6_k);
-    case VKF_DTYPE_IQ4_XS: return sizeof(vkf_block_iq4_xs);
-    default: return 0;
-    }
-}
-
 /* Per super-block, the 8 lanes of scaled integer sums (see lanes32) and the mins:
  *   Q2_K:               acc = fma(-dmin, mins lane, acc), then acc = fma(d, lane, acc);
  *   Q3_K, Q6_K, IQ4_XS: acc = fma(d, lane, acc);
@@ -351,7 +339,7 @@ static size_t kblock_bytes(vkf_dtype w) {
  * with d = d_a * d_w, dmin = d_a * dmin_w, as ggml's AVX2 kernels. */
 static float dot_k(vkf_dtype w, const void *wrow, const void *act, int64_t k) {
     const vkf_block_q8_k *a = act;
-    size_t bb = kblock_bytes(w);
+    size_t bb = vkf_quant_block_bytes(w);
     int q[256], sc[16], m[16];
     float acc[8] = {0}, accm[4] = {0}, summs = 0.0f;
     for (int64_t i = 0; i < k / VKF_QK_K; i++) {

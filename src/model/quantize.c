@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/quant.h"
+#include "core/wtype.h"
 #include "io/gguf.h"
 #include "io/gguf_write.h"
 #include "model/quantize.h"
@@ -55,21 +56,9 @@ static const struct {
     {"IQ4_XS", FT_IQ4_XS, VKF_DTYPE_IQ4_XS},
 };
 
-/* ggml type numbers of the storage types. */
-static const struct {
-    vkf_dtype t;
-    uint32_t ggml;
-} k_ggml[] = {
-    {VKF_DTYPE_F32, 0},     {VKF_DTYPE_F16, 1},     {VKF_DTYPE_Q4_0, 2},  {VKF_DTYPE_Q4_1, 3},
-    {VKF_DTYPE_Q5_0, 6},    {VKF_DTYPE_Q5_1, 7},    {VKF_DTYPE_Q8_0, 8},  {VKF_DTYPE_Q2_K, 10},
-    {VKF_DTYPE_Q3_K, 11},   {VKF_DTYPE_Q4_K, 12},   {VKF_DTYPE_Q5_K, 13}, {VKF_DTYPE_Q6_K, 14},
-    {VKF_DTYPE_IQ4_NL, 20}, {VKF_DTYPE_IQ4_XS, 23}, {VKF_DTYPE_BF16, 30},
-};
-
 static uint32_t ggml_id(vkf_dtype t) {
-    for (size_t i = 0; i < sizeof k_ggml / sizeof k_ggml[0]; i++)
-        if (k_ggml[i].t == t) return k_ggml[i].ggml;
-    return UINT32_MAX;
+    const vkf_wtype *w = vkf_wtype_of(t);
+    return w && w->gguf_type >= 0 ? (uint32_t)w->gguf_type : UINT32_MAX;
 }
 
 static int is_quantized(vkf_dtype t) { return vkf_quant_block_elems(t) > 1; }
