@@ -1,12 +1,12 @@
 /* Q4_K weights: 144-byte super-blocks of 256 = 8 sub-blocks of 32: f16 d, f16 dmin, 12 bytes of
  * packed 6-bit scales and mins, 128 bytes of nibbles (sub-block s: bytes 32 (s / 2).., low
- * nibble for even s, high for odd); x = d * sc[s] * q - dmin * m[s]. A unit is one sub-block
- * (see dtypes.glsl). Also the scale unpacking of Q5_K. */
+ * nibble for even s, high for odd); x = d * sc[s] * q - dmin * m[s] (see dtypes.glsl). Also the
+ * scale unpacking of Q5_K. */
 #if WTYPE == VKF_W_Q4_K || WTYPE == VKF_W_Q5_K
-/* (d * sc[s], dmin * m[s]) of the block at bb */
-vec2 vkf_k4_sm(uint bb, uint s) {
-    vec2 dm = unpackHalf2x16(w_word(bb));
-    uvec3 sw = uvec3(w_word(bb + 4u), w_word(bb + 8u), w_word(bb + 12u));
+/* (d * sc[s], dmin * m[s]) from a block's first 16 bytes hd (d, dmin, 12 scale bytes) */
+vec2 vkf_k4_sm_h(uvec4 hd, uint s) {
+    vec2 dm = unpackHalf2x16(hd.x);
+    uvec3 sw = hd.yzw;
     uint sc, m;
     if (s < 4u) {
         sc = vkf_byte3(sw, s) & 63u;
@@ -18,9 +18,12 @@ vec2 vkf_k4_sm(uint bb, uint s) {
     }
     return vec2(dm.x * float(sc), dm.y * float(m));
 }
+vec2 vkf_k4_sm(uint bb, uint s) { return vkf_k4_sm_h(w_quad2(bb), s); }
 #endif
 #if WTYPE == VKF_W_Q4_K
-#define W_UNIT 32u
+/* a unit is the 64 elements of sub-blocks 2j and 2j + 1, which share the 32 bytes 32j..: one
+ * 16-byte header read and two 16-byte quant reads per 64 weights */
+#define W_UNIT 64u
 float w_at(uint rowb, uint k) {
     uint bb = rowb + (k >> 8) * 144u, s = (k >> 5) & 7u;
     uint q = (vkf_u8(bb + 16u + 32u * (s >> 1) + (k & 31u)) >> (4u * (s & 1u))) & 15u;
@@ -28,15 +31,17 @@ float w_at(uint rowb, uint k) {
     return sm.x * float(q) - sm.y;
 }
 #define W_GENERIC_AT4
-float w_unit(uint rowb, uint u, out vec4 w[8]) {
-    uint bb = rowb + (u >> 3) * 144u, s = u & 7u;
-    vec2 sm = vkf_k4_sm(bb, s);
-    uint qb = bb + 16u + 32u * (s >> 1);
+float w_unit(uint rowb, uint u, out vec4 w[16]) {
+    uint bb = rowb + (u >> 2) * 144u, j = u & 3u;
+    uvec4 hd = w_quad2(bb);
+    vec2 lo = vkf_k4_sm_h(hd, 2u * j), hi = vkf_k4_sm_h(hd, 2u * j + 1u);
+    uint qb = bb + 16u + 32u * j;
     uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
-    uint sh = 4u * (s & 1u);
     for (uint i = 0; i < 4u; i++) {
-        w[i] = sm.x * vec4((uvec4(q0[i]) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 15u) - sm.y;
-        w[i + 4u] = sm.x * vec4((uvec4(q1[i]) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 15u) - sm.y;
+        w[i] = lo.x * vkf_nlo(q0[i]) - lo.y;
+        w[i + 4u] = lo.x * vkf_nlo(q1[i]) - lo.y;
+        w[i + 8u] = hi.x * vkf_nhi(q0[i]) - hi.y;
+        w[i + 12u] = hi.x * vkf_nhi(q1[i]) - hi.y;
     }
     return 1.0;
 }

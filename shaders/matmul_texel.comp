@@ -94,7 +94,9 @@ uvec4 w_quad(uint byte) { return w_tex(byte >> 4); }
 #define W_HAVE_QUAD2
 uvec4 w_quad2(uint byte) {
     uint t = byte >> 4, o4 = (byte >> 2) & 3u;
-    uvec4 t0 = w_tex(t), t1 = w_tex(t + 1u);
+    uvec4 t0 = w_tex(t);
+    if ((byte & 15u) == 0u) return t0; /* aligned (every lane alike when the rows are) */
+    uvec4 t1 = w_tex(t + 1u);
     uint W[8];
     W[0] = t0.x; W[1] = t0.y; W[2] = t0.z; W[3] = t0.w;
     W[4] = t1.x; W[5] = t1.y; W[6] = t1.z; W[7] = t1.w;
