@@ -105,10 +105,12 @@ typedef struct vkf_context_params {
     const char *device;       /* Vulkan device: index ("1") or name substring; NULL: env
                                  VKF_DEVICE, else first discrete, integrated, then any */
     int validate;             /* 1: Khronos validation layer on (also env VKF_VALIDATE=1) */
-    int ggml_activations;     /* 1: the CPU backend computes as llama.cpp's CPU backend does:
-                                 activations quantized to Q8_0 / Q8_1 / Q8_K (F16 / BF16) for
-                                 quantized (F16 / BF16) weights, integer block dot products,
-                                 ggml's RMSNorm. Implies the CPU backend (VULKAN: an error) */
+    int ggml_activations;     /* 1: the CPU backend computes as llama.cpp's CPU backend does
+                                 (x86, single thread): activations quantized to Q8_0 / Q8_1 /
+                                 Q8_K (F16) for quantized (F16) weights, integer block dot
+                                 products, ggml's summation orders, RMSNorm, RoPE, SiLU and
+                                 softmax; llama logits then equal llama.cpp's bit for bit.
+                                 Implies the CPU backend (VULKAN: an error) */
 } vkf_context_params;
 
 typedef struct vkf_context vkf_context;
