@@ -1,5 +1,6 @@
 /* Kernel benchmark (`vkformer bench --kernels`): matmul over decode (M = 1..8) and prefill
- * shapes for every weight dtype, attention over sequence lengths (decode and prefill), norms
+ * shapes for every weight dtype (src/core/wtype.c; the weight-bound ones also as GB/s of
+ * weights read and % of the copy probe), attention over sequence lengths (decode and prefill), norms
  * and softmax. Each figure is set against a peak measured on the same device in the same run
  * (vk_probe.c): compute-bound kernels against the fp32 FMA probe, bandwidth-bound ones against
  * the best read-bandwidth probe.
@@ -44,6 +45,8 @@ typedef struct vkf_kresult {
                          the work done, which a loaded machine does not inflate */
     double gflops;    /* 0 when not meaningful */
     double gbs;       /* bytes the op must move / time */
+    double wgbs;      /* matmul: weight bytes / time (0 otherwise) */
+    double pct_copy;  /* wgbs as % of the copy probe (read + write bytes per second) */
     double flop, bytes;
     double pct_peak;  /* of the FMA peak (compute) or the read peak (memory) */
     const char *bound; /* "compute" or "memory": which peak pct_peak uses */
@@ -70,10 +73,19 @@ static vkf_status vkf_kb_tensor(vkf_backend *be, vkf_tensor *t, vkf_buffer_usage
         free(row);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "bench tensor %s", t->name);
     }
+    const vkf_wtype *wt = vkf_wtype_of(t->dtype);
     for (int64_t r = 0; r < t->rows; r++) {
+        unsigned char *dst = data + rb * (size_t)r;
+        if (wt && !wt->quantize_row) { /* random blocks, scale fields set to `scale` / 64 */
+            uint16_t h = vkf_f32_to_f16(scale / 64.0f);
+            for (size_t i = 0; i < rb; i++) dst[i] = (unsigned char)(vkf_kb_randf() * 127.0f + 128.0f);
+            for (size_t b = 0; b < rb / wt->block_bytes; b++)
+                for (int f = 0; f < wt->n_f16; f++) memcpy(dst + b * wt->block_bytes + wt->f16_off[f], &h, 2);
+            continue;
+        }
         for (int64_t c = 0; c < t->cols; c++) row[c] = vkf_kb_randf() * scale;
-        if (t->dtype == VKF_DTYPE_F32) memcpy(data + rb * (size_t)r, row, rb);
-        else vkf_quantize_row(t->dtype, row, data + rb * (size_t)r, t->cols);
+        if (t->dtype == VKF_DTYPE_F32) memcpy(dst, row, rb);
+        else vkf_quantize_row(t->dtype, row, dst, t->cols);
     }
     vkf_status st = vkf_tensor_alloc(be, t, usage, data);
     free(data);
@@ -249,6 +261,10 @@ static vkf_status vkf_kb_run(vkf_backend *be, const vkf_kcase *c, int quick, con
     r->reps = reps;
     r->gflops = r->flop / (r->ms * 1e-3) * 1e-9;
     r->gbs = r->bytes / (r->ms * 1e-3) * 1e-9;
+    if (c->kind == KC_MATMUL) {
+        r->wgbs = (double)vkf_dtype_row_bytes(c->wt, c->K) * (double)c->N / (r->ms * 1e-3) * 1e-9;
+        r->pct_copy = pk->copy_gbs > 0 ? 100.0 * r->wgbs / pk->copy_gbs : 0;
+    }
     /* memory-bound when the op does fewer flops per byte than the device's balance point */
     double balance = pk->read_best_gbs > 0 ? pk->fma_f32_gflops / pk->read_best_gbs : 1;
     int compute = r->flop > 0 && r->flop / r->bytes > balance;
@@ -260,15 +276,38 @@ static vkf_status vkf_kb_run(vkf_backend *be, const vkf_kcase *c, int quick, con
 
 /* ---------------------------------------------------------------- the sweep */
 
-static int vkf_kb_cases(int quick, const char *only, const char *shape, vkf_kcase *cs, int cap) {
+/* the weight types to run: every one the kernels read, or those named in `dtypes` (a
+ * comma-separated list such as "Q4_0,Q4_K"); returns their count */
+static int vkf_kb_wtypes(const char *dtypes, vkf_dtype *out) {
     int n = 0;
+    for (int t = 0; t < VKF_DTYPE_COUNT; t++) {
+        if (!vkf_wtype_is_weight((vkf_dtype)t)) continue;
+        if (dtypes) {
+            const char *name = vkf_dtype_name((vkf_dtype)t), *p = dtypes;
+            size_t l = strlen(name);
+            int hit = 0;
+            while (p && *p) {
+                if (strncmp(p, name, l) == 0 && (p[l] == ',' || p[l] == 0)) hit = 1;
+                p = strchr(p, ',');
+                if (p) p++;
+            }
+            if (!hit) continue;
+        }
+        out[n++] = (vkf_dtype)t;
+    }
+    return n;
+}
+
+static int vkf_kb_cases(int quick, const char *only, const char *shape, const char *dtypes, vkf_kcase *cs, int cap) {
+    int n = 0;
+    vkf_dtype wts[VKF_DTYPE_COUNT];
+    int nw = vkf_kb_wtypes(dtypes, wts);
     if (shape) { /* one matmul shape "MxNxK" for every weight dtype */
         long long M, N, K;
         if (sscanf(shape, "%lldx%lldx%lld", &M, &N, &K) != 3 || M < 1 || N < 1 || K < 1) return -1;
-        static const vkf_dtype all[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
-        for (int w = 0; w < 4 && n < cap; w++) {
-            if (K % 32 && w >= 2) continue;
-            cs[n++] = (vkf_kcase){.kind = KC_MATMUL, .M = M, .N = N, .K = K, .wt = all[w]};
+        for (int w = 0; w < nw && n < cap; w++) {
+            if (K % vkf_dtype_block_elems(wts[w])) continue;
+            cs[n++] = (vkf_kcase){.kind = KC_MATMUL, .M = M, .N = N, .K = K, .wt = wts[w]};
         }
         return n;
     }
@@ -276,10 +315,9 @@ static int vkf_kb_cases(int quick, const char *only, const char *shape, vkf_kcas
     do {                                                                                           \
         if (n < cap) cs[n++] = (vkf_kcase){__VA_ARGS__};                                          \
     } while (0)
-    static const vkf_dtype wts[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
     int64_t dN = quick ? 1024 : 4096, dK = quick ? 1024 : 4096;
     if (!only || strstr("matmul", only)) {
-        for (int w = 0; w < 4; w++) {
+        for (int w = 0; w < nw; w++) {
             /* decode: matrix-vector and small batches */
             static const int ms[] = {1, 2, 4, 8};
             for (int i = 0; i < 4; i++) ADD(.kind = KC_MATMUL, .M = ms[i], .N = dN, .K = dK, .wt = wts[w]);
@@ -321,7 +359,8 @@ static int vkf_kb_cases(int quick, const char *only, const char *shape, vkf_kcas
 
 static void vkf_kb_usage(FILE *f) {
     fprintf(f, "usage: vkformer bench --kernels [--quick] [--only matmul|attention|norm|softmax] [--device N]\n"
-               "                      [--shape MxNxK] [-o md|json|csv] [--json-out FILE] [--no-peaks]\n");
+               "                      [--shape MxNxK] [--dtypes Q4_0,Q4_K,...] [-o md|json|csv] [--json-out FILE]\n"
+               "                      [--no-peaks]\n");
 }
 
 /* JSON of the peaks and results (also read by --plot --from-json). */
@@ -365,6 +404,10 @@ static cJSON *vkf_kb_json(const char *device, const char *driver, const vkf_vk_p
         cJSON_AddNumberToObject(o, "bytes", r->bytes);
         cJSON_AddNumberToObject(o, "gflops", r->gflops);
         cJSON_AddNumberToObject(o, "gbs", r->gbs);
+        if (r->wgbs > 0) {
+            cJSON_AddNumberToObject(o, "weight_gbs", r->wgbs);
+            cJSON_AddNumberToObject(o, "pct_copy", r->pct_copy);
+        }
         cJSON_AddStringToObject(o, "bound", r->bound);
         cJSON_AddNumberToObject(o, "pct_peak", r->pct_peak);
         cJSON_AddNumberToObject(o, "ops_per_submission", r->per_graph);
@@ -385,8 +428,8 @@ char *vkf_bench_kernels_json(const char *device, int quick, const char *only) {
     vkf_bench_load(&load0, &ncpu);
     vkf_vk_peaks pk;
     char *txt = NULL;
-    vkf_kcase cs[128];
-    int nc = vkf_kb_cases(quick, only, NULL, cs, 128), n = 0;
+    vkf_kcase cs[256];
+    int nc = vkf_kb_cases(quick, only, NULL, NULL, cs, 256), n = 0;
     vkf_kresult *res = calloc((size_t)(nc > 0 ? nc : 1), sizeof *res);
     if (res && vkf_backend_vulkan_peaks(be, quick, &pk) == VKF_OK) {
         for (int i = 0; i < nc; i++)
@@ -403,7 +446,7 @@ char *vkf_bench_kernels_json(const char *device, int quick, const char *only) {
 
 int vkf_bench_kernels(int argc, char **argv) {
     int quick = 0, fmt = VKF_BENCH_MD, peaks_on = 1;
-    const char *device = NULL, *only = NULL, *json_out = NULL, *shape = NULL;
+    const char *device = NULL, *only = NULL, *json_out = NULL, *shape = NULL, *dtypes = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--kernels")) continue;
@@ -412,6 +455,7 @@ int vkf_bench_kernels(int argc, char **argv) {
         else if ((!strcmp(a, "--device") || !strcmp(a, "-dev")) && i + 1 < argc) device = argv[++i];
         else if (!strcmp(a, "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(a, "--shape") && i + 1 < argc) shape = argv[++i];
+        else if (!strcmp(a, "--dtypes") && i + 1 < argc) dtypes = argv[++i];
         else if (!strcmp(a, "--json-out") && i + 1 < argc) json_out = argv[++i];
         else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
             if ((fmt = vkf_bench_parse_fmt(argv[++i])) < 0) {
@@ -462,8 +506,8 @@ int vkf_bench_kernels(int argc, char **argv) {
         printf("| one dispatch of 64 workgroups | %.1f us |\n", pk.dispatch_64wg_us);
         printf("| one submission (submit to fence) | %.1f us |\n\n", pk.submit_us);
     }
-    vkf_kcase cs[128];
-    int nc = vkf_kb_cases(quick, only, shape, cs, 128);
+    vkf_kcase cs[256];
+    int nc = vkf_kb_cases(quick, only, shape, dtypes, cs, 256);
     if (nc < 0) {
         fprintf(stderr, "vkformer bench --kernels: bad --shape '%s' (expected MxNxK)\n", shape);
         vkf_backend_free(be);
@@ -475,10 +519,11 @@ int vkf_bench_kernels(int argc, char **argv) {
         return 1;
     }
     if (fmt == VKF_BENCH_MD) {
-        printf("## kernels\n\n| kernel | shape | dtype | time | CPU time | GFLOP/s | GB/s | bound | %% of peak |\n");
-        printf("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |\n");
+        printf("## kernels\n\n| kernel | shape | dtype | time | CPU time | GFLOP/s | GB/s | bound | %% of peak "
+               "| weights GB/s | %% of copy |\n");
+        printf("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n");
     } else if (fmt == VKF_BENCH_CSV) {
-        printf("kernel,shape,dtype,ms,cpu_ms,gflops,gbs,bound,pct_peak\n");
+        printf("kernel,shape,dtype,ms,cpu_ms,gflops,gbs,bound,pct_peak,weight_gbs,pct_copy\n");
     }
     fflush(stdout);
     int rc = 0, n = 0;
@@ -493,11 +538,13 @@ int vkf_bench_kernels(int argc, char **argv) {
         if (fmt == VKF_BENCH_MD) {
             char gf[32] = "-";
             if (r->flop > 0) snprintf(gf, sizeof gf, "%.2f", r->gflops);
-            printf("| %s | %s | %s | %.3f ms | %.3f ms | %s | %.2f | %s | %.1f%% |\n", r->name, r->shape, r->dtype, r->ms,
-                   r->cpu_ms, gf, r->gbs, r->bound, r->pct_peak);
+            char wg[32] = "-", pc[32] = "-";
+            if (r->wgbs > 0) snprintf(wg, sizeof wg, "%.2f", r->wgbs), snprintf(pc, sizeof pc, "%.1f%%", r->pct_copy);
+            printf("| %s | %s | %s | %.3f ms | %.3f ms | %s | %.2f | %s | %.1f%% | %s | %s |\n", r->name, r->shape,
+                   r->dtype, r->ms, r->cpu_ms, gf, r->gbs, r->bound, r->pct_peak, wg, pc);
         } else if (fmt == VKF_BENCH_CSV) {
-            printf("%s,\"%s\",%s,%.6f,%.6f,%.4f,%.4f,%s,%.2f\n", r->name, r->shape, r->dtype, r->ms, r->cpu_ms,
-                   r->gflops, r->gbs, r->bound, r->pct_peak);
+            printf("%s,\"%s\",%s,%.6f,%.6f,%.4f,%.4f,%s,%.2f,%.4f,%.2f\n", r->name, r->shape, r->dtype, r->ms,
+                   r->cpu_ms, r->gflops, r->gbs, r->bound, r->pct_peak, r->wgbs, r->pct_copy);
         }
         fflush(stdout);
     }

@@ -105,6 +105,12 @@ typedef struct vkf_context_params {
     const char *device;       /* Vulkan device: index ("1") or name substring; NULL: env
                                  VKF_DEVICE, else first discrete, integrated, then any */
     int validate;             /* 1: Khronos validation layer on (also env VKF_VALIDATE=1) */
+    int ggml_activations;     /* 1: the CPU backend computes as llama.cpp's CPU backend does
+                                 (x86, single thread): activations quantized to Q8_0 / Q8_1 /
+                                 Q8_K (F16) for quantized (F16) weights, integer block dot
+                                 products, ggml's summation orders, RMSNorm, RoPE, SiLU and
+                                 softmax; llama logits then equal llama.cpp's bit for bit.
+                                 Implies the CPU backend (VULKAN: an error) */
 } vkf_context_params;
 
 typedef struct vkf_context vkf_context;
@@ -376,6 +382,48 @@ vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add
  * do). The ChatML default ignores both. */
 vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
                              const char *context_json, int add_generation_prompt, char **out, int *used_default);
+/* ================================================================ quantize (llama.cpp file types)
+ *
+ * Usage:
+ *     vkf_quantize_params qp = {.input = "model-f32.gguf", .output = "model-q4_k_m.gguf",
+ *                               .type = "Q4_K_M"};
+ *     vkf_quantize_stats st;
+ *     if (vkf_model_quantize(&qp, &st) != VKF_OK) fprintf(stderr, "%s\n", vkf_last_error());
+ *
+ * Writes a GGUF the way llama.cpp's llama-quantize does without an importance matrix: the
+ * metadata copied (general.file_type and general.quantization_version set), tensors in its order,
+ * each tensor's type chosen by its per-tensor rules (norms and 1-D tensors stay as they are,
+ * output / tied token embedding at Q6_K, attn_v / ffn_down raised in some layers, fallbacks
+ * Q5_0 / Q5_1 / Q8_0 / IQ4_NL / F16 when a row length is not a multiple of the block) and the
+ * blocks bit-identical to ggml's reference quantizers. The input is an F32 / F16 / BF16 GGUF or
+ * a Hugging Face GPT-2 directory (config.json, model.safetensors, vocab.json, merges.txt),
+ * converted first as llama.cpp's convert_hf_to_gguf.py does. */
+
+typedef struct vkf_quantize_params {
+    const char *input;  /* source GGUF (F32, F16 or BF16 tensors) or Hugging Face GPT-2 directory */
+    const char *output; /* file to write (written as output.part, then renamed) */
+    const char *type;   /* llama.cpp's name: Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0,
+                           Q4_1, Q5_0, Q5_1, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, IQ4_NL, IQ4_XS, F16,
+                           BF16, F32 (case-insensitive) */
+    /* Called before each tensor is written (i of n, 0-based) with its name and chosen type. */
+    void (*progress)(void *user, int i, int n, const char *tensor, vkf_dtype type);
+    void *user;
+} vkf_quantize_params;
+
+typedef struct vkf_quantize_stats {
+    int n_tensors;                      /* tensors written */
+    int n_quantized;                    /* of those, converted to another type */
+    int n_fallback;                     /* given a fallback type (row length not a multiple) */
+    int n_by_type[VKF_DTYPE_COUNT];     /* tensors per written type */
+    uint64_t bytes_by_type[VKF_DTYPE_COUNT]; /* tensor bytes per written type */
+    uint64_t in_bytes, out_bytes;       /* tensor data before and after */
+    uint64_t file_bytes;                /* size of the written file */
+} vkf_quantize_stats;
+
+/* VKF_ERROR_INVALID_ARGUMENT for an unknown type name, VKF_ERROR_UNSUPPORTED for an input whose
+ * tensors are already quantized, VKF_ERROR_IO / FORMAT for unreadable or unwritable files. stats
+ * may be NULL. */
+vkf_status vkf_model_quantize(const vkf_quantize_params *p, vkf_quantize_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@ int vkf_cmd_tune(int argc, char **argv);
 int vkf_cmd_tokenize(int argc, char **argv);
 int vkf_cmd_detokenize(int argc, char **argv);
 int vkf_cmd_template(int argc, char **argv);
+int vkf_cmd_quantize(int argc, char **argv);
 
 /* Shared option parsing: --device N|NAME, --cpu, --validate. Returns 1 if argv[*i] was one of
  * them (advancing *i past its value), 0 if not, -1 on a missing value. */

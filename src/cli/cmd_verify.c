@@ -27,23 +27,28 @@ int vkf_cmd_verify(int argc, char **argv) {
             return 2;
         }
         if (r) continue;
+        if (strcmp(argv[i], "--ggml-activations") == 0) { /* llama.cpp's CPU arithmetic */
+            cp.ggml_activations = 1;
+            cp.backend = VKF_BACKEND_CPU;
+            continue;
+        }
         if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
             only = argv[++i];
             continue;
         }
         if (argv[i][0] == '-' || dir) {
-            fprintf(stderr, "usage: vkformer verify FIXTURE_DIR [--case SUBSTRING] [--device N | --cpu]\n");
+            fprintf(stderr, "usage: vkformer verify FIXTURE_DIR [--case SUBSTRING] [--device N | --cpu | --ggml-activations]\n");
             return 2;
         }
         dir = argv[i];
     }
     if (!dir) {
-        fprintf(stderr, "usage: vkformer verify FIXTURE_DIR [--case SUBSTRING] [--device N | --cpu]\n");
+        fprintf(stderr, "usage: vkformer verify FIXTURE_DIR [--case SUBSTRING] [--device N | --cpu | --ggml-activations]\n");
         return 2;
     }
     vkf_context *ctx;
     if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("verify");
-    printf("verify %s on %s\n", dir, vkf_context_device_name(ctx));
+    printf("verify %s on %s%s\n", dir, vkf_context_device_name(ctx), cp.ggml_activations ? " (ggml activations)" : "");
     vkf_verify_summary sum;
     vkf_status s = vkf_verify(ctx, dir, only, print_case, NULL, &sum);
     vkf_context_free(ctx);

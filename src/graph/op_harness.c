@@ -81,6 +81,32 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                     p, THR_SUM, WHY_SUM);
         }
 
+    /* ggml's other block types: ragged N, K one or several blocks (K not a multiple of the
+     * tiles, the texel unit count or the workgroup size), decode and prefill shapes; the
+     * kernels dequantize in place, so the CPU reference and the GPU multiply the same values
+     * in another order: THR_SUM */
+    static const vkf_dtype btypes[] = {VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1, VKF_DTYPE_IQ4_NL,
+                                       VKF_DTYPE_Q2_K, VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K,
+                                       VKF_DTYPE_Q6_K, VKF_DTYPE_IQ4_XS};
+    static const int64_t bmm[][3] = {{1, 1, 1}, {1, 7, 3},  {3, 33, 2},  {8, 255, 1},
+                                     {9, 127, 3}, {33, 65, 2}, {65, 17, 1}, {2, 64, 11}};
+    const int n_bmm = quick ? 4 : (int)(sizeof bmm / sizeof bmm[0]);
+    for (int w = 0; w < (int)(sizeof btypes / sizeof btypes[0]); w++) {
+        int64_t be = vkf_dtype_block_elems(btypes[w]);
+        for (int i = 0; i < n_bmm; i++) {
+            memset(&p, 0, sizeof p);
+            ADD(VKF_OP_MATMUL, btypes[w], bmm[i][0], bmm[i][1], bmm[i][2] * be, i % 2 ? VKF_HC_BIAS : 0, 0, p,
+                THR_SUM, WHY_SUM);
+        }
+        memset(&p, 0, sizeof p);
+        p.embed.scale = w % 2 ? 8.0f : 1.0f;
+        ADD(VKF_OP_EMBED, btypes[w], 17, 1000, be, 0, 0, p, THR_SUM * 1e-3,
+            "the same f32 products, FMA contraction may round once less: within an ulp");
+        if (!quick)
+            ADD(VKF_OP_EMBED, btypes[w], 5, 3, 3 * be, 0, 0, p, THR_SUM * 1e-3,
+                "the same f32 products, FMA contraction may round once less: within an ulp");
+    }
+
     /* embedding lookup, every table type */
     for (int w = 0; w < 5; w++) {
         memset(&p, 0, sizeof p);
@@ -264,9 +290,47 @@ static vkf_status operand_make(operand *o, vkf_dtype dt, int64_t rows, int64_t c
     return o->host ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "harness: out of memory");
 }
 
+/* Block types without a quantizer here (src/core/wtype.h): random bytes, the f16 scale fields
+ * of each block set to c * u (u uniform in +-[0.5, 1.5]; the min fields positive) and c chosen
+ * so the dequantized values have RMS sd. Every value is linear in the scale fields, so one
+ * dequantization with c = 1 measures the RMS. Random blocks use every bit pattern of the
+ * quants and scales, which a quantizer's output would not. */
+static void fill_blocks(operand *o, rng *r, float sd) {
+    const vkf_wtype *wt = vkf_wtype_of(o->t.dtype);
+    int64_t n = o->t.rows * o->t.row_stride, nb = n / wt->block_elems;
+    uint8_t *b = o->host;
+    float *u = malloc((size_t)(nb * wt->n_f16 + 1) * sizeof *u), *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!u || !tmp) goto out;
+    for (size_t i = 0; i < (size_t)nb * wt->block_bytes; i++) b[i] = (uint8_t)rng_u32(r);
+    for (int pass = 0; pass < 2; pass++) {
+        double ss = 0;
+        float c = 1.0f;
+        if (pass == 1) {
+            vkf_dequantize_row(o->t.dtype, b, tmp, n);
+            for (int64_t i = 0; i < n; i++) ss += (double)tmp[i] * tmp[i];
+            c = ss > 0 ? sd / (float)sqrt(ss / (double)n) : 1.0f;
+        }
+        for (int64_t i = 0; i < nb; i++)
+            for (int f = 0; f < wt->n_f16; f++) {
+                float *uf = &u[i * wt->n_f16 + f];
+                if (pass == 0) *uf = (0.5f + rng_unif(r)) * (f == 0 && (rng_u32(r) & 1) ? -1.0f : 1.0f);
+                uint16_t h = vkf_f32_to_f16(c * *uf);
+                memcpy(b + (size_t)i * wt->block_bytes + wt->f16_off[f], &h, 2);
+            }
+    }
+out:
+    free(u);
+    free(tmp);
+}
+
 /* Fills every element (padding included) with mean + sd * N(0,1), stored as dtype. */
 static void fill_normal(operand *o, rng *r, float mean, float sd) {
     int64_t n = o->t.rows * o->t.row_stride;
+    const vkf_wtype *wt = vkf_wtype_of(o->t.dtype);
+    if (wt && !wt->quantize_row && wt->block_elems > 1) {
+        fill_blocks(o, r, sd);
+        return;
+    }
     float *tmp = malloc((size_t)n * sizeof *tmp);
     if (!tmp) return;
     for (int64_t i = 0; i < n; i++) tmp[i] = mean + sd * rng_normal(r);

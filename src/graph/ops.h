@@ -99,6 +99,8 @@ typedef union vkf_op_params {
     struct {
         int32_t seq_len, pos0, dyn;
         int32_t n_head, head_dim, n_rot, mode;
+        float freq_base; /* the table's base; the CPU's ggml-activation mode recomputes cos / sin
+                            as ggml does from it (0: the table as it is) */
     } rope;
     struct {
         float scale;

@@ -27,8 +27,14 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "context: cannot create its mutex");
     }
     vkf_status s = VKF_OK;
-    if (p->backend == VKF_BACKEND_CPU) {
-        s = vkf_backend_cpu_create(&ctx->be);
+    if (p->ggml_activations && p->backend == VKF_BACKEND_VULKAN) {
+        pthread_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "context_create: ggml_activations is a CPU backend mode");
+    }
+    if (p->backend == VKF_BACKEND_CPU || p->ggml_activations) {
+        s = vkf_backend_cpu_create_ex(p->ggml_activations != 0, &ctx->be);
+        ctx->ggml_activations = p->ggml_activations != 0;
         ctx->kind = VKF_BACKEND_CPU;
     } else {
         const char *env = getenv("VKF_VALIDATE");

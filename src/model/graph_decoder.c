@@ -57,6 +57,7 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, vk
         p.rope.n_rot = hp->n_rot;
         p.rope.mode = VKF_ROPE_NORMAL; /* GGUF llama: adjacent pairs (x[2i], x[2i+1]) */
         p.rope.n_head = hp->n_head;
+        p.rope.freq_base = (float)hp->rope_base;
         vkf_tensor *qr = vkf_gb_new(b, rows, qd, "l%d.q_rope", l);
         vkf_gb_node(b, VKF_OP_ROPE, qr, q, &m->w.rope, NULL, NULL, &p);
         p.rope.n_head = hp->n_kv_head;

@@ -7,6 +7,11 @@
 #include "core/error.h"
 #include "graph/backend.h"
 
+typedef struct cpu_backend {
+    vkf_backend base;
+    int ggml; /* ggml-activation reference mode (cpu_ggml.c) */
+} cpu_backend;
+
 static void cpu_destroy(vkf_backend *be) { free(be); }
 
 static vkf_status cpu_buffer_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usage,
@@ -46,8 +51,10 @@ static vkf_status cpu_buffer_read(vkf_backend *be, vkf_buffer *b, size_t off, vo
 }
 
 static vkf_status cpu_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past) {
+    int ggml = ((cpu_backend *)be)->ggml;
     for (int i = 0; i < g->n_nodes; i++) {
-        vkf_status s = vkf_cpu_op(&g->nodes[i], n_past);
+        vkf_status s =
+            ggml ? vkf_cpu_ggml_op(&g->nodes[i], n_past) : vkf_cpu_op(&g->nodes[i], n_past);
         if (s != VKF_OK)
             return vkf_error_prefix(s, "graph %s, node %d (%s -> %s)", g->name, i,
                                     vkf_op_name(g->nodes[i].op), g->nodes[i].dst->name);
@@ -68,11 +75,14 @@ static const vkf_backend_i cpu_iface = {
     .graph_release = cpu_graph_release,
 };
 
-vkf_status vkf_backend_cpu_create(vkf_backend **out) {
-    vkf_backend *be = calloc(1, sizeof *be);
-    if (!be) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "cpu backend: out of host memory");
-    be->i = &cpu_iface;
-    strcpy(be->device_name, "cpu");
-    *out = be;
+vkf_status vkf_backend_cpu_create_ex(int ggml_activations, vkf_backend **out) {
+    cpu_backend *cb = calloc(1, sizeof *cb);
+    if (!cb) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "cpu backend: out of host memory");
+    cb->base.i = &cpu_iface;
+    cb->ggml = ggml_activations;
+    strcpy(cb->base.device_name, "cpu");
+    *out = &cb->base;
     return VKF_OK;
 }
+
+vkf_status vkf_backend_cpu_create(vkf_backend **out) { return vkf_backend_cpu_create_ex(0, out); }

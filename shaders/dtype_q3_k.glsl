@@ -1,0 +1,37 @@
+/* Q3_K weights: 110-byte super-blocks of 256 (2-byte aligned): 32 bytes of high-bit mask, 64
+ * bytes of 2-bit quants, 12 bytes of packed 6-bit scales, f16 d. Element e: n = e / 128,
+ * j = e % 128 / 32, l = e % 32: q = ((qs[32n + l] >> 2j) & 3) - (bit 4n + j of hmask[l] ? 0 : 4);
+ * x = d * (scale[e / 16] - 32) * q; scale i: low 4 bits = nibble i / 8 of byte i % 8, high 2 bits
+ * = bits 2 (i / 4) of byte 8 + i % 4. A unit is one (n, j): 32 elements (see dtypes.glsl). */
+#if WTYPE == VKF_W_Q3_K
+#define W_UNIT 32u
+float vkf_q3k_scale(uvec3 sw, uint i) {
+    uint k = i & 3u, g = i >> 2;
+    uint lo = (vkf_byte3(sw, k + 4u * (g & 1u)) >> (4u * (g >> 1))) & 15u;
+    uint hi = (vkf_byte3(sw, 8u + k) >> (2u * g)) & 3u;
+    return float(lo | (hi << 4)) - 32.0;
+}
+uvec3 vkf_q3k_sw(uint bb) { return uvec3(vkf_u32h(bb + 96u), vkf_u32h(bb + 100u), vkf_u32h(bb + 104u)); }
+float w_at(uint rowb, uint k) {
+    uint bb = rowb + (k >> 8) * 110u, e = k & 255u, l = e & 31u, s = e >> 5;
+    float q = float((vkf_u8(bb + 32u + 32u * (s >> 2) + l) >> (2u * (s & 3u))) & 3u);
+    if (((vkf_u8(bb + l) >> s) & 1u) == 0u) q -= 4.0;
+    return vkf_f16(vkf_u16(bb + 108u)) * vkf_q3k_scale(vkf_q3k_sw(bb), e >> 4) * q;
+}
+#define W_GENERIC_AT4
+float w_unit(uint rowb, uint u, out vec4 w[8]) {
+    uint bb = rowb + (u >> 3) * 110u, s = u & 7u, sh = 2u * (s & 3u);
+    uvec3 sw = vkf_q3k_sw(bb);
+    float s0 = vkf_q3k_scale(sw, 2u * s), s1 = vkf_q3k_scale(sw, 2u * s + 1u);
+    uvec4 h0 = w_quad2(bb), h1 = w_quad2(bb + 16u);
+    uint qb = bb + 32u + 32u * (s >> 2);
+    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
+    for (uint i = 0; i < 4u; i++) {
+        vec4 hb0 = vec4((uvec4(h0[i]) >> (uvec4(0u, 8u, 16u, 24u) + s)) & 1u);
+        vec4 hb1 = vec4((uvec4(h1[i]) >> (uvec4(0u, 8u, 16u, 24u) + s)) & 1u);
+        w[i] = s0 * (vec4(vkf_crumbs(q0[i], sh)) - 4.0 + 4.0 * hb0);
+        w[i + 4u] = s1 * (vec4(vkf_crumbs(q1[i], sh)) - 4.0 + 4.0 * hb1);
+    }
+    return vkf_f16(vkf_u16(bb + 108u));
+}
+#endif

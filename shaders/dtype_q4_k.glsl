@@ -1,0 +1,48 @@
+/* Q4_K weights: 144-byte super-blocks of 256 = 8 sub-blocks of 32: f16 d, f16 dmin, 12 bytes of
+ * packed 6-bit scales and mins, 128 bytes of nibbles (sub-block s: bytes 32 (s / 2).., low
+ * nibble for even s, high for odd); x = d * sc[s] * q - dmin * m[s] (see dtypes.glsl). Also the
+ * scale unpacking of Q5_K. */
+#if WTYPE == VKF_W_Q4_K || WTYPE == VKF_W_Q5_K
+/* (d * sc[s], dmin * m[s]) from a block's first 16 bytes hd (d, dmin, 12 scale bytes) */
+vec2 vkf_k4_sm_h(uvec4 hd, uint s) {
+    vec2 dm = unpackHalf2x16(hd.x);
+    uvec3 sw = hd.yzw;
+    uint sc, m;
+    if (s < 4u) {
+        sc = vkf_byte3(sw, s) & 63u;
+        m = vkf_byte3(sw, s + 4u) & 63u;
+    } else {
+        uint b = vkf_byte3(sw, s + 4u);
+        sc = (b & 15u) | ((vkf_byte3(sw, s - 4u) >> 6) << 4);
+        m = (b >> 4) | ((vkf_byte3(sw, s) >> 6) << 4);
+    }
+    return vec2(dm.x * float(sc), dm.y * float(m));
+}
+vec2 vkf_k4_sm(uint bb, uint s) { return vkf_k4_sm_h(w_quad2(bb), s); }
+#endif
+#if WTYPE == VKF_W_Q4_K
+/* a unit is the 64 elements of sub-blocks 2j and 2j + 1, which share the 32 bytes 32j..: one
+ * 16-byte header read and two 16-byte quant reads per 64 weights */
+#define W_UNIT 64u
+float w_at(uint rowb, uint k) {
+    uint bb = rowb + (k >> 8) * 144u, s = (k >> 5) & 7u;
+    uint q = (vkf_u8(bb + 16u + 32u * (s >> 1) + (k & 31u)) >> (4u * (s & 1u))) & 15u;
+    vec2 sm = vkf_k4_sm(bb, s);
+    return sm.x * float(q) - sm.y;
+}
+#define W_GENERIC_AT4
+float w_unit(uint rowb, uint u, out vec4 w[16]) {
+    uint bb = rowb + (u >> 2) * 144u, j = u & 3u;
+    uvec4 hd = w_quad2(bb);
+    vec2 lo = vkf_k4_sm_h(hd, 2u * j), hi = vkf_k4_sm_h(hd, 2u * j + 1u);
+    uint qb = bb + 16u + 32u * j;
+    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
+    for (uint i = 0; i < 4u; i++) {
+        w[i] = lo.x * vkf_nlo(q0[i]) - lo.y;
+        w[i + 4u] = lo.x * vkf_nlo(q1[i]) - lo.y;
+        w[i + 8u] = hi.x * vkf_nhi(q0[i]) - hi.y;
+        w[i + 12u] = hi.x * vkf_nhi(q1[i]) - hi.y;
+    }
+    return 1.0;
+}
+#endif

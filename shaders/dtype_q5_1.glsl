@@ -1,0 +1,24 @@
+/* Q5_1 weights: 24-byte blocks of f16 d, f16 m, 32 high bits, 16 bytes of low nibbles (as
+ * Q5_0); x = d * q + m (see dtypes.glsl) */
+#if WTYPE == VKF_W_Q5_1
+#define W_UNIT 32u
+float w_at(uint rowb, uint k) {
+    uint bb = rowb + (k >> 5) * 24u, j = k & 31u;
+    vec2 dm = unpackHalf2x16(w_word(bb));
+    uint q = (vkf_u8(bb + 8u + (j & 15u)) >> ((j >> 4) * 4u)) & 15u;
+    q |= ((w_word(bb + 4u) >> j) & 1u) << 4;
+    return dm.x * float(q) + dm.y;
+}
+#define W_GENERIC_AT4
+float w_unit(uint rowb, uint u, out vec4 w[8]) {
+    uint bb = rowb + u * 24u;
+    vec2 dm = unpackHalf2x16(w_word(bb));
+    uint qh = w_word(bb + 4u);
+    uvec4 q = w_quad2(bb + 8u);
+    for (uint i = 0; i < 4u; i++) {
+        w[i] = dm.x * vec4(vkf_nlo_u(q[i]) | (vkf_bits4(qh, 4u * i) << 4)) + dm.y;
+        w[i + 4u] = dm.x * vec4(vkf_nhi_u(q[i]) | (vkf_bits4(qh, 16u + 4u * i) << 4)) + dm.y;
+    }
+    return 1.0;
+}
+#endif

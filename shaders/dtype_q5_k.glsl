@@ -1,0 +1,32 @@
+/* Q5_K weights: 176-byte super-blocks: Q4_K's d, dmin, scales, then 32 bytes of high bits
+ * (element l of sub-block s: bit s of qh[l]), then the 128 bytes of nibbles;
+ * x = d * sc[s] * (q + 16 h) - dmin * m[s] (scales: dtype_q4_k.glsl; see dtypes.glsl) */
+#if WTYPE == VKF_W_Q5_K
+/* a unit is the 64 elements of sub-blocks 2j and 2j + 1 (as Q4_K) */
+#define W_UNIT 64u
+float w_at(uint rowb, uint k) {
+    uint bb = rowb + (k >> 8) * 176u, s = (k >> 5) & 7u, l = k & 31u;
+    uint q = (vkf_u8(bb + 48u + 32u * (s >> 1) + l) >> (4u * (s & 1u))) & 15u;
+    q |= ((vkf_u8(bb + 16u + l) >> s) & 1u) << 4;
+    vec2 sm = vkf_k4_sm(bb, s);
+    return sm.x * float(q) - sm.y;
+}
+#define W_GENERIC_AT4
+float w_unit(uint rowb, uint u, out vec4 w[16]) {
+    uint bb = rowb + (u >> 2) * 176u, j = u & 3u;
+    uvec4 hd = w_quad2(bb);
+    vec2 lo = vkf_k4_sm_h(hd, 2u * j), hi = vkf_k4_sm_h(hd, 2u * j + 1u);
+    uvec4 h0 = w_quad2(bb + 16u), h1 = w_quad2(bb + 32u);
+    uint qb = bb + 48u + 32u * j;
+    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
+    uvec4 o = uvec4(0u, 8u, 16u, 24u);
+    uint s0 = 2u * j, s1 = s0 + 1u;
+    for (uint i = 0; i < 4u; i++) {
+        w[i] = lo.x * vec4(vkf_nlo_u(q0[i]) | (((uvec4(h0[i]) >> (o + s0)) & 1u) << 4)) - lo.y;
+        w[i + 4u] = lo.x * vec4(vkf_nlo_u(q1[i]) | (((uvec4(h1[i]) >> (o + s0)) & 1u) << 4)) - lo.y;
+        w[i + 8u] = hi.x * vec4(vkf_nhi_u(q0[i]) | (((uvec4(h0[i]) >> (o + s1)) & 1u) << 4)) - hi.y;
+        w[i + 12u] = hi.x * vec4(vkf_nhi_u(q1[i]) | (((uvec4(h1[i]) >> (o + s1)) & 1u) << 4)) - hi.y;
+    }
+    return 1.0;
+}
+#endif

@@ -1,0 +1,35 @@
+/* Q6_K weights: 210-byte super-blocks of 256 (2-byte aligned): 128 bytes of low nibbles ql, 64
+ * bytes of 2-bit highs qh, 16 int8 scales, f16 d. Element e: n = e / 128, g = e % 128 / 32,
+ * l = e % 32: q = ((ql[64n + 32 (g & 1) + l] >> 4 (g >> 1)) & 15) | (((qh[32n + l] >> 2g) & 3) << 4);
+ * x = d * scales[e / 16] * (q - 32) (see dtypes.glsl). */
+#if WTYPE == VKF_W_Q6_K
+#define W_UNIT 64u
+float w_at(uint rowb, uint k) {
+    uint bb = rowb + (k >> 8) * 210u, e = k & 255u, n = e >> 7, g = (e >> 5) & 3u, l = e & 31u;
+    uint q = (vkf_u8(bb + 64u * n + 32u * (g & 1u) + l) >> (4u * (g >> 1))) & 15u;
+    q |= ((vkf_u8(bb + 128u + 32u * n + l) >> (2u * g)) & 3u) << 4;
+    float sc = float(int(vkf_u8(bb + 192u + (e >> 4)) << 24) >> 24);
+    return vkf_f16(vkf_u16(bb + 208u)) * sc * (float(q) - 32.0);
+}
+#define W_GENERIC_AT4
+/* a unit is 64 elements, groups g0 = 2 (u & 1) and g0 + 1 of half-block n: their ql bytes
+ * 64n..64n+63 (g0 the first 32, g0 + 1 the next), the shared 32 qh bytes, four scales */
+float w_unit(uint rowb, uint u, out vec4 w[16]) {
+    uint bb = rowb + (u >> 2) * 210u, n = (u >> 1) & 1u, g0 = 2u * (u & 1u);
+    uint lb = bb + 64u * n, hb = bb + 128u + 32u * n;
+    uint scw = vkf_u32h(bb + 192u + 8u * n + 2u * g0);
+    vec4 sc = vec4(ivec4(uvec4(scw) << uvec4(24u, 16u, 8u, 0u)) >> 24);
+    uvec4 l0 = w_quad2(lb), l1 = w_quad2(lb + 16u), l2 = w_quad2(lb + 32u), l3 = w_quad2(lb + 48u);
+    uvec4 h0 = w_quad2(hb), h1 = w_quad2(hb + 16u);
+    uint sl = 4u * (g0 >> 1), sa = 2u * g0, sb = sa + 2u;
+    uvec4 o = uvec4(0u, 8u, 16u, 24u);
+    for (uint i = 0; i < 4u; i++) {
+        uvec4 hq0 = uvec4(h0[i]) >> o, hq1 = uvec4(h1[i]) >> o;
+        w[i] = sc.x * (vec4(((uvec4(l0[i]) >> (o + sl)) & 15u) | (((hq0 >> sa) & 3u) << 4)) - 32.0);
+        w[i + 4u] = sc.y * (vec4(((uvec4(l1[i]) >> (o + sl)) & 15u) | (((hq1 >> sa) & 3u) << 4)) - 32.0);
+        w[i + 8u] = sc.z * (vec4(((uvec4(l2[i]) >> (o + sl)) & 15u) | (((hq0 >> sb) & 3u) << 4)) - 32.0);
+        w[i + 12u] = sc.w * (vec4(((uvec4(l3[i]) >> (o + sl)) & 15u) | (((hq1 >> sb) & 3u) << 4)) - 32.0);
+    }
+    return vkf_f16(vkf_u16(bb + 208u));
+}
+#endif

@@ -1,0 +1,28 @@
+/* IQ4_XS: super-blocks of 256 = 8 sub-blocks of 32: f16 d, 8 six-bit scales (low 4 bits in
+ * scales_l, two per byte; high 2 bits in scales_h), 128 bytes of nibbles (sub-block s uses bytes
+ * 16s..16s+15: element j low nibble, j + 16 high) indexing vkf_iq4nl_values;
+ * x = d * (scale - 32) * table[q] (136 bytes). */
+#include "core/blocks.h"
+#include "core/dtype.h"
+#include "core/wtype.h"
+
+static void deq(const void *src, float *dst, int64_t n) {
+    const vkf_block_iq4_xs *b = src;
+    for (int64_t i = 0; i < n / 256; i++) {
+        float d = vkf_f16_to_f32(b[i].d);
+        for (int s = 0; s < 8; s++, dst += 32) {
+            int ls = ((b[i].scales_l[s / 2] >> (4 * (s % 2))) & 15) |
+                     (((b[i].scales_h >> (2 * s)) & 3) << 4);
+            float dl = d * (float)(ls - 32);
+            const uint8_t *q = b[i].qs + 16 * s;
+            for (int j = 0; j < 16; j++) {
+                dst[j] = dl * (float)vkf_iq4nl_values[q[j] & 15];
+                dst[j + 16] = dl * (float)vkf_iq4nl_values[q[j] >> 4];
+            }
+        }
+    }
+}
+
+VKF_WTYPE_DOT(dot, deq, 256, 136)
+
+const vkf_wtype vkf_wtype_iq4_xs = {"IQ4_XS", 23, 256, 136, 1, 32, 1, {0, 0}, deq, dot, NULL};

@@ -1,0 +1,14 @@
+/* Internal pieces of vkf_model_quantize (src/model/quantize.c, quantize_hf.c). */
+#ifndef VKF_MODEL_QUANTIZE_H
+#define VKF_MODEL_QUANTIZE_H
+
+#include "vkformer.h"
+
+/* Writes the Hugging Face GPT-2 directory dir (config.json with model_type "gpt2",
+ * model.safetensors, vocab.json, merges.txt) as an F32 GGUF the way llama.cpp's
+ * convert_hf_to_gguf.py lays it out: gpt2.* hyperparameters, the BPE vocabulary and merges,
+ * token_embd / position_embd / blk.N.{attn_norm, attn_qkv, attn_output, ffn_norm, ffn_up,
+ * ffn_down} / output_norm / output tensors, Conv1D weights transposed to [out, in] rows. */
+vkf_status vkf_hf_gpt2_to_gguf(const char *dir, const char *out_path);
+
+#endif

@@ -1,0 +1,25 @@
+# `vkformer quantize` end to end: the CLI must write llama.cpp's own Q4_K_M and IQ4_XS
+# files of fixtures/llama-kq byte for byte, print its summary, and fail cleanly on a bad type.
+# Run with -DCLI=<vkformer> -DFIX=<fixtures dir> -DOUT=<scratch dir>.
+file(MAKE_DIRECTORY ${OUT})
+foreach(t q4_k_m iq4_xs)
+  execute_process(COMMAND ${CLI} quantize ${FIX}/llama-kq/llama-kq-f32.gguf ${OUT}/${t}.gguf ${t}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "quantize ${t} failed (${rc}): ${err}")
+  endif()
+  if(NOT out MATCHES "21 tensors, 16 quantized")
+    message(FATAL_ERROR "unexpected summary: ${out}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${OUT}/${t}.gguf ${FIX}/llama-kq/llama-kq-${t}.gguf
+    RESULT_VARIABLE same)
+  if(NOT same EQUAL 0)
+    message(FATAL_ERROR "${t}: the file differs from llama.cpp's llama-kq-${t}.gguf")
+  endif()
+  file(REMOVE ${OUT}/${t}.gguf)
+endforeach()
+execute_process(COMMAND ${CLI} quantize ${FIX}/llama-kq/llama-kq-f32.gguf ${OUT}/bad.gguf Q9_X
+  RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "unknown type 'Q9_X'")
+  message(FATAL_ERROR "a bad type must fail with a message, got ${rc}: ${err}")
+endif()

@@ -1,0 +1,219 @@
+/* The ggml-activation reference mode (vkf_context_params.ggml_activations) against llama.cpp's
+ * own logits: every row of every case (the prompt in one batch, then the greedy tokens one step
+ * at a time, teacher-forced) is compared with the fixture's. In this mode the CPU backend does
+ * llama.cpp's arithmetic operation for operation (see cpu_ggml.c, quant_dot.c).
+ *
+ * Threshold: every row of every case within 1e-5 of llama.cpp (bit-identical up to the last
+ * float rounding of the logits; measured: all 36 cases of llama-kq and llama-tiny exactly 0.0; here
+ * every llama-kq case and the longest llama-tiny prompt of each file).
+ * One activation rounding to the other side of a quantization boundary makes a row differ by
+ * 0.01-0.06; the plain float-activation path differs by 1e-3..9e-2 on every row. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/blocks.h"
+#include "core/dtype.h"
+#include "core/quant.h"
+#include "core/quant_dot.h"
+#include "testutil.h"
+
+#define EXACT_TOL 1e-5 /* last-bit differences of the logits themselves */
+
+typedef struct stats {
+    int rows, exact;
+    double max_abs;
+} stats;
+
+static void compare_rows(const float *a, const float *b, int rows, int n_vocab, stats *st) {
+    for (int r = 0; r < rows; r++) {
+        double m = 0;
+        for (int j = 0; j < n_vocab; j++)
+            m = fmax(m, fabs((double)a[(size_t)r * n_vocab + j] - b[(size_t)r * n_vocab + j]));
+        st->rows++;
+        st->exact += m <= EXACT_TOL;
+        st->max_abs = fmax(st->max_abs, m);
+    }
+}
+
+/* Runs every case of dir/cases.json whose model name contains only. */
+static void run_fixture(vkf_context *ctx, const char *dir, const char *only) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cases.json", dir);
+    char *text = vkt_read_file(vkt_fixture(path), NULL);
+    cJSON *cases = text ? cJSON_Parse(text) : NULL;
+    VKT_CHECK(cases != NULL, "read %s", path);
+    cJSON *c;
+    cJSON_ArrayForEach(c, cases) {
+        const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
+        const char *model = cJSON_GetObjectItem(c, "model")->valuestring;
+        if (only && !strstr(name, only)) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, model);
+        vkf_model_params mp = {.path = vkt_fixture(path)};
+        vkf_model *m = NULL;
+        VKT_OK(vkf_model_load(ctx, &mp, &m));
+        if (!m) continue;
+        vkf_model_desc d;
+        vkf_model_describe(m, &d);
+        cJSON *toks = cJSON_GetObjectItem(c, "tokens"),
+              *greedy = cJSON_GetObjectItem(c, "greedy_tokens");
+        int n = cJSON_GetArraySize(toks), ng = cJSON_GetArraySize(greedy);
+        int32_t *ids = malloc(sizeof *ids * (size_t)(n + ng));
+        for (int i = 0; i < n; i++)
+            ids[i] = cJSON_GetArrayItem(toks, i)->valueint;
+        for (int i = 0; i < ng; i++)
+            ids[n + i] = cJSON_GetArrayItem(greedy, i)->valueint;
+        float *ours = malloc(sizeof *ours * (size_t)(n + ng) * d.n_vocab);
+        vkf_session *s = NULL;
+        VKT_OK(vkf_session_create(m, NULL, &s));
+        stats st = {0};
+        if (s && vkf_session_eval(s, ids, n, ours) == VKF_OK) {
+            for (int i = 0; i < ng; i++)
+                VKT_OK(vkf_session_eval(s, &ids[n + i], 1, ours + (size_t)(n + i) * d.n_vocab));
+            snprintf(path, sizeof path, "%s/%s", dir,
+                     cJSON_GetObjectItem(c, "prompt_logits")->valuestring);
+            float *rp = vkt_read_file(vkt_fixture(path), NULL);
+            snprintf(path, sizeof path, "%s/%s", dir,
+                     cJSON_GetObjectItem(c, "greedy_logits")->valuestring);
+            float *rg = vkt_read_file(vkt_fixture(path), NULL);
+            VKT_CHECK(rp && rg, "%s: reference logits", name);
+            if (rp && rg) {
+                compare_rows(ours, rp, n, d.n_vocab, &st);
+                compare_rows(ours + (size_t)n * d.n_vocab, rg, ng, d.n_vocab, &st);
+            }
+            free(rp);
+            free(rg);
+        }
+        printf("%-28s %3d/%3d rows exact, max|d| %.3e\n", name, st.exact, st.rows, st.max_abs);
+        VKT_CHECK(st.rows > 0 && st.exact == st.rows, "%s: only %d of %d rows exact", name,
+                  st.exact, st.rows);
+        vkf_session_free(s);
+        vkf_model_free(m);
+        free(ids);
+        free(ours);
+    }
+    cJSON_Delete(cases);
+    free(text);
+}
+
+/* Activation quantizers: ggml's x86 rounding (half to even, scale 127 / max multiplied in). */
+static void test_act_quant(void) {
+    float x[32] = {0};
+    x[0] = 1.27f;  /* max: d = 0.01, id = 127 / 1.27 */
+    x[1] = 0.025f; /* 0.025 * 100 = 2.5 (up to f32 rounding of id): */
+    x[2] = -0.635f;
+    vkf_block_q8_0 b;
+    vkf_act_quantize(VKF_ACT_Q8_0, x, &b, 32);
+    VKT_CHECK(b.qs[0] == 127 && b.qs[2] == (int8_t)nearbyintf(-0.635f * (127.f / 1.27f)),
+              "q8_0 levels");
+    VKT_CHECK(b.qs[1] == (int8_t)nearbyintf(0.025f * (127.f / 1.27f)),
+              "q8_0 rounds x * (127 / max)");
+    VKT_CHECK(b.d == vkf_f32_to_f16(1.27f / 127.f), "q8_0 scale");
+    vkf_block_q8_1 b1;
+    vkf_act_quantize(VKF_ACT_Q8_1, x, &b1, 32);
+    int sum = 0;
+    for (int j = 0; j < 32; j++)
+        sum += b1.qs[j];
+    VKT_CHECK(b1.s == vkf_f32_to_f16(vkf_f16_to_f32(b1.d) == 0 ? 0 : (1.27f / 127.f) * (float)sum),
+              "q8_1 sum");
+    /* Q8_K: scale -127 / max: the largest magnitude maps to -127, d = 1 / scale */
+    float y[256];
+    for (int j = 0; j < 256; j++)
+        y[j] = (float)(j % 17) - 8.0f;
+    y[5] = -20.0f;
+    vkf_block_q8_k k;
+    vkf_act_quantize(VKF_ACT_Q8_K, y, &k, 256);
+    VKT_CHECK(k.qs[5] == -127 && fabsf(k.d - 20.0f / 127.f) < 1e-7f, "q8_k scale %g", (double)k.d);
+    int bs = 0;
+    for (int j = 0; j < 16; j++)
+        bs += k.qs[j];
+    VKT_CHECK(k.bsums[0] == bs, "q8_k sums");
+}
+
+/* Each integer dot product equals the float dot of the dequantized operands up to float
+ * rounding (relative 1e-5 of sum |w| |a|): the block decoding and scales are right. */
+static void test_dots(void) {
+    static const vkf_dtype types[] = {VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0,   VKF_DTYPE_Q4_1,
+                                      VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1,   VKF_DTYPE_Q2_K,
+                                      VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K,   VKF_DTYPE_Q5_K,
+                                      VKF_DTYPE_Q6_K, VKF_DTYPE_IQ4_NL, VKF_DTYPE_IQ4_XS};
+    const int64_t K = 512;
+    float w[512], x[512], wd[512], xd[512];
+    uint32_t seed = 12345;
+    for (int i = 0; i < K; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        w[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 0.2f;
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 4.0f;
+    }
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        vkf_dtype ty = types[t];
+        /* only the types the engine stores and dequantizes (all of them with the weight types) */
+        if (vkf_dtype_row_bytes(ty, K) != vkf_quant_row_bytes(ty, K)) continue;
+        unsigned char wq[2048], aq[2048];
+        vkf_quantize_rows(ty, w, wq, 1, K);
+        vkf_act_type at = vkf_act_type_of(ty);
+        vkf_act_quantize(at, x, aq, K);
+        /* dequantize the activation (d * q) and the weight (vkf_dequantize_row) */
+        for (int64_t i = 0; i < K; i++) {
+            if (at == VKF_ACT_Q8_K) {
+                const vkf_block_q8_k *b = (const vkf_block_q8_k *)aq + i / 256;
+                xd[i] = b->d * b->qs[i % 256];
+            } else if (at == VKF_ACT_Q8_1) {
+                const vkf_block_q8_1 *b = (const vkf_block_q8_1 *)aq + i / 32;
+                xd[i] = vkf_f16_to_f32(b->d) * b->qs[i % 32];
+            } else {
+                const vkf_block_q8_0 *b = (const vkf_block_q8_0 *)aq + i / 32;
+                xd[i] = vkf_f16_to_f32(b->d) * b->qs[i % 32];
+            }
+        }
+        vkf_dequantize_row(ty, wq, wd, K);
+        double ref = 0, mag = 0;
+        for (int64_t i = 0; i < K; i++) {
+            ref += (double)wd[i] * xd[i];
+            mag += fabs((double)wd[i] * xd[i]);
+        }
+        if (at == VKF_ACT_Q8_1) { /* ggml's min term is m * s, s = f16(d_a * sum q_a) */
+            ref = 0;
+            for (int64_t i = 0; i < K; i++) {
+                const uint16_t mh = ty == VKF_DTYPE_Q4_1 ? ((const vkf_block_q4_1 *)wq)[i / 32].m
+                                                         : ((const vkf_block_q5_1 *)wq)[i / 32].m;
+                ref += ((double)wd[i] - vkf_f16_to_f32(mh)) * xd[i];
+                if (i % 32 == 0)
+                    ref += (double)vkf_f16_to_f32(mh) *
+                           vkf_f16_to_f32(((const vkf_block_q8_1 *)aq)[i / 32].s);
+            }
+        }
+        for (int flags = 0; flags < 4; flags++) {
+            float got = vkf_act_dot(ty, wq, aq, K, flags);
+            VKT_CHECK(fabs(got - ref) <= 1e-5 * mag + 1e-6, "%s dot %g vs dequantized %g",
+                      vkf_dtype_name(ty), (double)got, ref);
+        }
+    }
+}
+
+int main(void) {
+    test_act_quant();
+    test_dots();
+    if (!vkt_have_fixtures()) {
+        fprintf(stderr, "skip fixtures: none\n");
+        return vkt_finish();
+    }
+    vkf_context_params cp = {.backend = VKF_BACKEND_CPU, .ggml_activations = 1};
+    vkf_context *ctx = NULL;
+    VKT_OK(vkf_context_create(&cp, &ctx));
+    vkf_context_params bad = {.backend = VKF_BACKEND_VULKAN, .ggml_activations = 1};
+    vkf_context *no = NULL;
+    VKT_CHECK(vkf_context_create(&bad, &no) == VKF_ERROR_INVALID_ARGUMENT, "ggml mode is CPU only");
+    if (ctx) {
+        run_fixture(ctx, "llama-kq", NULL); /* every llama.cpp K-quant / legacy file type */
+        /* F32, F16, Q8_0, Q4_0 (repacked by llama.cpp); the longest prompt (46 tokens: more than
+         * one 32-cell KV block) to keep the test short; verify --ggml-activations runs them all */
+        run_fixture(ctx, "llama-tiny", "mixed");
+        vkf_context_free(ctx);
+    }
+    return vkt_finish();
+}
