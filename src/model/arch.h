@@ -79,6 +79,7 @@ typedef struct vkf_arch_desc {
     int swa_period;        /* > 0: layer il uses the sliding window iff il % period < period - 1
                               (llama.cpp's default pattern when the file has none); 0: no SWA */
     int swa_rope_unscaled; /* local layers: rope base {arch}.rope.freq_base_swa, no rope scaling */
+    int hf_norm_plus_one;  /* HF stores RMSNorm weights w - 1 (Gemma: x * (1 + w)) */
     const char *gguf[VKF_T_COUNT];
     const char *hf[VKF_T_COUNT];
 } vkf_arch_desc;

@@ -78,16 +78,26 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
     snprintf(found, sizeof found, "%s", arch ? arch : type ? type : "");
     int is_tf = arch && strcmp(arch, "transformer") == 0;
     int is_gpt2 = !arch && type && strcmp(type, "gpt2") == 0;
+    /* HF "architectures": ["LlamaForCausalLM"] names a descriptor */
+    const vkf_arch_desc *desc = NULL;
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(vkf_json_config_root(c), "architectures");
+    const cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    if (!is_tf && !is_gpt2 && cJSON_IsString(a0)) {
+        desc = vkf_arch_by_hf(a0->valuestring);
+        snprintf(found, sizeof found, "%s", a0->valuestring);
+    }
     vkf_json_config_free(c);
     VKF_TRY(s);
     if (is_tf) return vkf_load_transformer(m, dir);
     if (is_gpt2) return vkf_load_gpt2_hf(m, dir);
+    if (desc && desc->pos == VKF_POS_ROPE) return vkf_load_hf(m, dir, desc);
     if (!found[0])
         return vkf_error(VKF_ERROR_FORMAT, "%s: neither \"architecture\" nor \"model_type\" is set", path);
     return vkf_error(VKF_ERROR_UNSUPPORTED,
-                     "%s: architecture \"%s\" is not supported (directories: \"transformer\", model_type \"gpt2\"; "
-                     "GGUF: llama, gpt2)",
-                     path, found);
+                     "%s: architecture \"%s\" is not supported (directories: \"transformer\", model_type \"gpt2\", "
+                     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
+                     "Gemma3ForCausalLM, Phi3ForCausalLM; GGUF: %s)",
+                     path, found, vkf_arch_names());
 }
 
 /* Computed positions: the tables and the default KV cache are sized by the context asked for,

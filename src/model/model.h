@@ -153,6 +153,8 @@ void vkf_model_extend_ctx(vkf_model *m);
 vkf_status vkf_load_transformer(vkf_model *m, const char *dir);
 vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir);
 vkf_status vkf_load_gguf(vkf_model *m, const char *path);
+/* Hugging Face llama-family directory (model/load_hf.c) of the architecture desc. */
+vkf_status vkf_load_hf(vkf_model *m, const char *dir, const vkf_arch_desc *desc);
 /* Loads the layer and global tensors the descriptor names through get(user, slot, name, t,
  * optional) for every slot with a name in names (desc->gguf or desc->hf); ties the LM head. */
 typedef vkf_status (*vkf_slot_get)(void *user, vkf_arch_t slot, const char *name, vkf_tensor *t,

@@ -14,6 +14,7 @@ const vkf_arch_desc vkf_arch_gemma2 = {
     .ffn = VKF_FFN_GLU,
     .ffn_act = VKF_UNARY_GELU_TANH,
     .post_norms = 1,
+    .hf_norm_plus_one = 1,
     .emb_scale_sqrt_d = 1,
     .softcaps = 1,
     .swa_period = 2,

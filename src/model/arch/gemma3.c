@@ -13,6 +13,7 @@ const vkf_arch_desc vkf_arch_gemma3 = {
     .ffn = VKF_FFN_GLU,
     .ffn_act = VKF_UNARY_GELU_TANH,
     .post_norms = 1,
+    .hf_norm_plus_one = 1,
     .emb_scale_sqrt_d = 1,
     .swa_period = 6,
     .swa_rope_unscaled = 1,
