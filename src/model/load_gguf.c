@@ -234,9 +234,10 @@ static vkf_status gg_rope_factors(gg_ctx *c, float **out) {
     memcpy(f, t->data, (size_t)ne[0] * sizeof *f);
     for (int64_t i = 0; i < ne[0]; i++)
         if (!(f[i] > 0)) {
+            double bad = f[i];
             free(f);
             return vkf_error(VKF_ERROR_FORMAT, "%s: %s[%lld] = %g must be > 0", m->path, name,
-                             (long long)i, f[i]);
+                             (long long)i, bad);
         }
     *out = f;
     return VKF_OK;
