@@ -2,9 +2,11 @@
 /* ATTENTION: fused scaled-dot-product attention with an online softmax; the scores never
  * leave the workgroup. One workgroup per (head, query row). For query i of sequence b:
  *   keys j < n_keys (n_past + n_q when kv_dyn, else n_kv; capped at n_kv), j < len[b] when
- *   key lengths are given, and j <= q_pos(i) when causal, where
+ *   key lengths are given, j <= q_pos(i) when causal, and j > q_pos(i) - window when the
+ *   sliding window is on (a mask: the key loop starts there), where
  *   q_pos(i) = n_past + i (kv_dyn), else i + n_kv - n_q (causal), else i;
- *   out = sum_j softmax_j(scale * q.k_j) v_j, zeros when no key is visible.
+ *   out = sum_j softmax_j(cap(scale * q.k_j)) v_j, zeros when no key is visible; cap is the
+ *   soft-cap softcap * tanh(s / softcap) when softcap > 0.
  * Query head h reads KV head h / (n_head / n_kv_head) (GQA). Keys are processed in blocks of
  * WG: one score per invocation, a running max m and sum l, and the output accumulated as
  * acc = acc * exp(m_old - m_new) + sum p_j v_j with invocations split over (dim, key subset).
@@ -14,7 +16,8 @@
  * keys (and queries) in chunks, one sequence per dispatch; each key chunk resumes from the
  * previous chunk's (max, sum) state and normalized output (acc = out * sum) and saves its own.
  * Bindings: 1 dst, 2 q, 3 k, 4 v, 5 key lengths (i32; bound to q and ignored when absent),
- * 6 chunk state (CHUNKED only). WG >= 128 (head_dim <= MAXD * W * WG). */
+ * 6 chunk state (CHUNKED only). WG >= 128 (head_dim <= MAXD * W * WG). KV_F16=1: an F16 KV
+ * cache (K and V bound as packed halves, read one element at a time). */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -48,8 +51,20 @@ layout(set = 0, binding = 1) buffer D { FT d[]; }; /* read back when resuming a 
 layout(set = 0, binding = 1) writeonly buffer D { FT d[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer Q { FT q[]; };
+#ifndef KV_F16
+#define KV_F16 0 /* 1: K and V are an F16 cache read as packed pairs (VEC4 = 0) */
+#endif
+#if KV_F16
+layout(set = 0, binding = 3) readonly buffer K { uint kk[]; };
+layout(set = 0, binding = 4) readonly buffer V { uint vv[]; };
+#define KLOAD(i) unpackHalf2x16(kk[(i) >> 1u])[(i) & 1u]
+#define VLOAD(i) unpackHalf2x16(vv[(i) >> 1u])[(i) & 1u]
+#else
 layout(set = 0, binding = 3) readonly buffer K { FT kk[]; };
 layout(set = 0, binding = 4) readonly buffer V { FT vv[]; };
+#define KLOAD(i) kk[i]
+#define VLOAD(i) vv[i]
+#endif
 layout(set = 0, binding = 5) readonly buffer L { int lens[]; };
 #if CHUNKED
 layout(set = 0, binding = 6) buffer St { float st[]; };
@@ -84,6 +99,7 @@ void main() {
                                   : (p.causal != 0u ? int(i) + int(p.n_kv) - int(p.n_q) : int(i));
         int jmax = klen;
         if (p.causal != 0u) jmax = min(jmax, qpos + 1);
+        int jmin = p.window > 0u ? max(qpos - int(p.window) + 1, 0) : 0;
         uint qo = (p.q_off + qr * p.q_stride + h * hd) / W;
         uint dof = (p.d_off + qr * p.d_stride + h * hd) / W;
         uint kbase = b * p.kv_stride;
@@ -107,14 +123,15 @@ void main() {
         }
 #endif
         int jend = min(jmax, int(p.j0 + p.jn)); /* keys of this window */
-        for (int j0 = int(p.j0); j0 < jend; j0 += int(WG)) {
+        for (int j0 = max(int(p.j0), jmin); j0 < jend; j0 += int(WG)) {
             int j = j0 + int(t);
             float s = VKF_NEG_INF;
             if (j < jend) {
                 uint ko = ko0 + (kbase + uint(j) - p.j0) * ks;
                 float dt = 0.0;
-                for (uint e = 0; e < hw; e++) dt += dot(q_s[e], kk[ko + e]);
+                for (uint e = 0; e < hw; e++) dt += dot(q_s[e], KLOAD(ko + e));
                 s = dt * p.scale;
+                if (p.softcap > 0.0) s = p.softcap * tanh(clamp(s / p.softcap, -10.0, 10.0));
             }
             float mn = max(m, vkf_wg_max(s));
             float alpha = exp(m - mn); /* 0 on the first block (m = -inf) */
@@ -129,7 +146,7 @@ void main() {
                     if (e < hw) {
                         uint vo = vo0 + (kbase + uint(j0) - p.j0) * vs + e;
                         FT a2 = acc[dd] * alpha;
-                        for (uint u = part; u < nb; u += parts) a2 += p_s[u] * vv[vo + u * vs];
+                        for (uint u = part; u < nb; u += parts) a2 += p_s[u] * VLOAD(vo + u * vs);
                         acc[dd] = a2;
                     }
                 }

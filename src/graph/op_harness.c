@@ -25,6 +25,8 @@
 #define THR_ATTN 1e-8    /* online softmax rescaling + exp + dot-product order */
 #define WHY_ATTN "online softmax (running max, rescaled sums) vs two-pass, f32 dots in another order"
 #define WHY_INDEX "indices must match exactly (ties: lowest index first)"
+#define THR_F16 1e-7 /* one f16 rounding per element: 1 ulp = 2^-11 relative where roundings differ */
+#define WHY_F16 "f32 -> f16 conversion: GPU packHalf2x16 may round the last bit differently"
 
 /* ------------------------------------------------------------------ the table */
 
@@ -49,7 +51,17 @@ static vkf_op_params attn(int b, int nq, int nkv, int stride, int h, int hkv, in
                           int dyn) {
     vkf_op_params p;
     memset(&p, 0, sizeof p);
-    p.attn = (vkf_attn_params){b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd)};
+    p.attn = (vkf_attn_params){
+        b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd), 0, 0.0f};
+    return p;
+}
+
+/* the same with a sliding window and an attention-logit soft-cap (gemma2/3) */
+static vkf_op_params attn_swa(int b, int nq, int nkv, int stride, int h, int hkv, int hd, int dyn,
+                              int window, float softcap) {
+    vkf_op_params p = attn(b, nq, nkv, stride, h, hkv, hd, 1, dyn);
+    p.attn.window = window;
+    p.attn.softcap = softcap;
     return p;
 }
 
@@ -145,8 +157,14 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
             p.rope.head_dim = rope_cfg[i][1];
             p.rope.n_rot = rope_cfg[i][2];
             p.rope.mode = mode;
-            ADD(VKF_OP_ROPE, 0, rope_cfg[i][3] * (i % 2 ? 2 : 1), 0, 1100, i == 4 ? VKF_HC_STRIDED : 0,
-                rope_cfg[i][4], p, THR_EXACT * 100, "products of the same f32 cos/sin table: within 1 ulp");
+            ADD(VKF_OP_ROPE, 0, rope_cfg[i][3] * (i % 2 ? 2 : 1), 0, 1100,
+                i == 4 ? VKF_HC_STRIDED : 0, rope_cfg[i][4], p, THR_EXACT * 100,
+                "products of the same f32 cos/sin table: within 1 ulp");
+            /* frequency factors, linear scaling and an attention factor in the table (llama3,
+             * phi3 LongRoPE, gemma3 global layers) */
+            if (i < 3)
+                ADD(VKF_OP_ROPE, 0, rope_cfg[i][3], 0, 1100, VKF_HC_FACTORS, rope_cfg[i][4], p,
+                    THR_EXACT * 100, "products of the same f32 cos/sin table: within 1 ulp");
         }
 
     /* elementwise and row ops over ragged widths */
@@ -164,7 +182,14 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                 a == VKF_UNARY_RELU ? WHY_EXACT : WHY_TRANS);
         }
         memset(&p, 0, sizeof p);
+        p.scale.scale = 2.0f;
+        p.scale.softcap = 3.0f; /* final-logit soft-cap: 3 tanh(2x / 3), saturating tails */
+        ADD(VKF_OP_SCALE, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        memset(&p, 0, sizeof p);
         ADD(VKF_OP_SWIGLU, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        p.glu.gelu = 1; /* GeGLU */
+        ADD(VKF_OP_SWIGLU, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        memset(&p, 0, sizeof p);
         p.norm.eps = i % 2 ? 1e-5f : 1e-6f;
         ADD(VKF_OP_LAYERNORM, 0, rows, cols, 0, i == 5 ? VKF_HC_NOAFFINE : 0, 0, p, THR_SUM, WHY_SUM);
         ADD(VKF_OP_RMSNORM, 0, rows, cols, 0, i == 6 ? VKF_HC_NOAFFINE : 0, 0, p, THR_SUM, WHY_SUM);
@@ -206,12 +231,41 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 17, attn(2, 4, 64, 64, 6, 3, 80, 1, 1), THR_ATTN, WHY_ATTN);
     }
 
+    /* per-head norms (q/k norm: rows = tokens x heads, cols = head_dim) */
+    memset(&p, 0, sizeof p);
+    p.norm.eps = 1e-6f;
+    ADD(VKF_OP_RMSNORM, 0, 7 * 4, 32, 0, 0, 0, p, THR_SUM, WHY_SUM);
+    ADD(VKF_OP_RMSNORM, 0, 33 * 8, 128, 0, 0, 0, p, THR_SUM, WHY_SUM);
+    /* sliding window (a mask in the kernel) and soft-cap: prefill past the window, decode deep in
+     * a cache (the window's start far from key 0), GQA, padding lengths, a window wider than
+     * the keys */
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn_swa(1, 30, 30, 30, 2, 1, 48, 0, 8, 4.0f), THR_ATTN,
+        WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 200, attn_swa(1, 33, 512, 512, 4, 1, 32, 1, 8, 0.0f),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 900, attn_swa(1, 1, 1024, 1024, 8, 4, 32, 1, 100, 0.0f),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0,
+        attn_swa(2, 17, 17, 20, 4, 2, 64, 0, 5, 30.0f), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 40, attn_swa(1, 1, 64, 64, 2, 1, 256, 1, 4096, 2.0f),
+        THR_ATTN, WHY_ATTN);
+
     /* KV-cache writes */
     memset(&p, 0, sizeof p);
     p.copy.dst_row0 = 3;
     ADD(VKF_OP_COPY_ROWS, 0, 5, 64, 16, 0, 0, p, THR_EXACT, WHY_EXACT);
     p.copy.dst_row0 = 0, p.copy.dyn = 1;
     ADD(VKF_OP_COPY_ROWS, 0, 1, 1000, 300, VKF_HC_STRIDED, 250, p, THR_EXACT, WHY_EXACT);
+    /* F16 KV caches (wtype F16: the cache's dtype): the write rounds to f16, attention reads
+     * halves */
+    ADD(VKF_OP_COPY_ROWS, VKF_DTYPE_F16, 1, 1000, 300, VKF_HC_STRIDED, 250, p, THR_F16, WHY_F16);
+    memset(&p, 0, sizeof p);
+    p.copy.dst_row0 = 3;
+    ADD(VKF_OP_COPY_ROWS, VKF_DTYPE_F16, 5, 64, 16, 0, 0, p, THR_F16, WHY_F16);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 900, attn(1, 1, 1024, 1024, 8, 4, 32, 1, 1), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 200, attn(1, 33, 512, 512, 8, 8, 64, 1, 1), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0, attn_swa(2, 17, 17, 20, 4, 2, 64, 0, 5, 30.0f), THR_ATTN,
+        WHY_ATTN);
 
     *out = v;
     return n;
@@ -241,8 +295,25 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
     case VKF_OP_ATTENTION:
         k = snprintf(buf, n, "attention B=%d n_q=%d n_kv=%d heads=%d/%d head_dim=%d%s%s n_past=%d",
                      p->attn.batch, p->attn.n_q, p->attn.n_kv, p->attn.n_head, p->attn.n_kv_head,
-                     p->attn.head_dim, p->attn.causal ? " causal" : "", p->attn.kv_dyn ? " cache" : "",
-                     c->n_past);
+                     p->attn.head_dim, p->attn.causal ? " causal" : "",
+                     p->attn.kv_dyn ? " cache" : "", c->n_past);
+        if (k > 0 && (size_t)k < n && c->wtype == VKF_DTYPE_F16) k += snprintf(buf + k, n - (size_t)k, " kv=f16");
+        if (k > 0 && (size_t)k < n && p->attn.window)
+            k += snprintf(buf + k, n - (size_t)k, " window=%d", p->attn.window);
+        if (k > 0 && (size_t)k < n && p->attn.softcap > 0)
+            k += snprintf(buf + k, n - (size_t)k, " softcap=%g", (double)p->attn.softcap);
+        break;
+    case VKF_OP_COPY_ROWS:
+        k = snprintf(buf, n, "copy_rows %lldx%lld -> %s cache", (long long)c->m, (long long)c->n,
+                     c->wtype == VKF_DTYPE_F16 ? "f16" : "f32");
+        break;
+    case VKF_OP_SWIGLU:
+        k = snprintf(buf, n, "%s %lldx%lld", p->glu.gelu ? "geglu" : "swiglu", (long long)c->m,
+                     (long long)c->n);
+        break;
+    case VKF_OP_SCALE:
+        k = snprintf(buf, n, "scale %g%s %lldx%lld", (double)p->scale.scale,
+                     p->scale.softcap > 0 ? " softcap" : "", (long long)c->m, (long long)c->n);
         break;
     case VKF_OP_UNARY:
         k = snprintf(buf, n, "unary %s %lldx%lld", vkf_unary_name(p->unary.act), (long long)c->m,
@@ -253,10 +324,10 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
         break;
     }
     if (k < 0 || (size_t)k >= n) return;
-    snprintf(buf + k, n - (size_t)k, "%s%s%s%s%s%s", c->flags & VKF_HC_BIAS ? " bias" : "",
+    snprintf(buf + k, n - (size_t)k, "%s%s%s%s%s%s%s", c->flags & VKF_HC_BIAS ? " bias" : "",
              c->flags & VKF_HC_STRIDED ? " strided" : "", c->flags & VKF_HC_MASK ? " mask" : "",
              c->flags & VKF_HC_BCAST ? " bcast" : "", c->flags & VKF_HC_LENS ? " keylens" : "",
-             c->flags & VKF_HC_TIES ? " ties" : "");
+             c->flags & VKF_HC_TIES ? " ties" : "", c->flags & VKF_HC_FACTORS ? " factors" : "");
 }
 
 /* ------------------------------------------------------------------ inputs */
@@ -388,7 +459,14 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, cols, st, "x"));
         VKF_TRY(operand_make(b, VKF_DTYPE_F32, c->k, p->rope.n_rot, 0, "rope_table"));
         fill_normal(a, &r, 0.0f, 2.0f);
-        vkf_rope_table(b->host, (int)c->k, p->rope.n_rot, 10000.0);
+        if (c->flags & VKF_HC_FACTORS) {
+            float f[VKF_MAX_HEAD_DIM / 2];
+            for (int i = 0; i < p->rope.n_rot / 2; i++)
+                f[i] = 1.0f + 31.0f * (float)i / (float)(p->rope.n_rot / 2);
+            vkf_rope_table_ext(b->host, (int)c->k, p->rope.n_rot, 500000.0, 0.125, f, 1.19);
+        } else {
+            vkf_rope_table(b->host, (int)c->k, p->rope.n_rot, 10000.0);
+        }
         s->n_src = 2;
         return operand_make(&s->dst, VKF_DTYPE_F32, c->m, cols, 0, "y");
     }
@@ -443,8 +521,9 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         int64_t qc = (int64_t)ap->n_head * ap->head_dim, kc = (int64_t)ap->n_kv_head * ap->head_dim;
         int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, (int64_t)ap->batch * ap->n_q, qc, st, "q"));
-        VKF_TRY(operand_make(b, VKF_DTYPE_F32, kv_rows, kc, st, "k"));
-        VKF_TRY(operand_make(cc, VKF_DTYPE_F32, kv_rows, kc, st, "v"));
+        vkf_dtype kvt = c->wtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32; /* an F16 KV cache */
+        VKF_TRY(operand_make(b, kvt, kv_rows, kc, st, "k"));
+        VKF_TRY(operand_make(cc, kvt, kv_rows, kc, st, "v"));
         fill_normal(a, &r, 0.0f, 1.5f); /* scores of spread ~2: neither uniform nor one-hot */
         fill_normal(b, &r, 0.0f, 1.5f);
         fill_normal(cc, &r, 0.3f, 1.0f);
@@ -463,7 +542,7 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, st, "x"));
         fill_normal(a, &r, 0.0f, 1.0f);
         s->n_src = 1;
-        return operand_make(&s->dst, VKF_DTYPE_F32, c->k, c->n, 0, "cache");
+        return operand_make(&s->dst, c->wtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, c->k, c->n, 0, "cache");
     case VKF_OP_ARGMAX:
     case VKF_OP_TOPK:
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, 0, "x"));
@@ -517,7 +596,7 @@ static vkf_status run_on(vkf_backend *be, const vkf_harness_case *c, setup *s, v
                        s->n_src > 2 ? &src[2] : NULL, s->n_src > 3 ? &src[3] : NULL, &c->p);
     if (st == VKF_OK) st = vkf_graph_plan(g);
     if (st == VKF_OK) st = be->i->graph_compute(be, g, c->n_past);
-    if (st == VKF_OK) st = vkf_tensor_read(be, &dst, out);
+    if (st == VKF_OK) st = dst.dtype == VKF_DTYPE_F16 ? vkf_tensor_read_f32(be, &dst, out) : vkf_tensor_read(be, &dst, out);
 done:
     vkf_graph_free(g);
     if (dst.buf) be->i->buffer_free(be, dst.buf);
