@@ -23,7 +23,7 @@
 #include "graph/ops.h"
 #include "io/json_config.h"
 #include "io/safetensors.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/model.h"
 
 #define HF_MAX_SHARDS 64

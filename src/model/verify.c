@@ -383,7 +383,7 @@ static void decoder_tolerance(const vkf_model *m, vkf_verify_case *c) {
         c->tol_abs = VKF_VERIFY_TOL_GEGLU;
     /* free-running greedy is reproducible only when the noise is below the greedy margins */
     c->greedy_required = !vkf_wtype_is_quant(m->wtype);
-    if (m->ctx->ggml_activations && m->arch == VKF_ARCH_LLAMA) { /* llama.cpp's arithmetic */
+    if (m->ctx->ggml_activations && m->desc && strcmp(m->desc->name, "llama") == 0) { /* llama.cpp's arithmetic */
         c->tol_abs = VKF_VERIFY_TOL_GGML;
         c->tol_rms = 0;
         c->greedy_required = 1;
