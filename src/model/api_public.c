@@ -61,3 +61,66 @@ void vkf_tokenizer_specials(const vkf_tokenizer *t, int32_t *bos, int32_t *eos) 
     if (bos) *bos = vkf_tokenizer_bos(t);
     if (eos) *eos = vkf_tokenizer_eos(t);
 }
+
+/* ---------------------------------------------------------------- model path mistakes */
+
+#include <dirent.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Called by vkf_model_load before anything is read: the common path mistakes get a message
+ * that says what to pass instead. VKF_OK when the path looks like a model. */
+vkf_status vkf_model_path_check(const char *path);
+vkf_status vkf_model_path_check(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return VKF_OK; /* the loader names the missing path */
+    if (S_ISREG(st.st_mode)) {
+        static const char *const in_dir[] = {
+            ".safetensors",   "model.safetensors.index.json", "config.json",
+            "tokenizer.json", "tokenizer_config.json",        "generation_config.json"};
+        for (size_t i = 0; i < sizeof in_dir / sizeof in_dir[0]; i++) {
+            if (!ends_with(path, in_dir[i])) continue;
+            char dir[1024];
+            snprintf(dir, sizeof dir, "%s", path);
+            char *slash = strrchr(dir, '/');
+            if (slash)
+                *slash = 0;
+            else
+                snprintf(dir, sizeof dir, ".");
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "%s is a file of a Hugging Face model directory: pass the directory "
+                             "%s (config.json and "
+                             "model.safetensors are read from it)",
+                             path, dir);
+        }
+        return VKF_OK;
+    }
+    if (!S_ISDIR(st.st_mode)) return VKF_OK;
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    if (stat(cfg, &st) == 0) return VKF_OK;
+    /* no config.json: a folder of .gguf files? name them */
+    DIR *d = opendir(path);
+    if (!d) return VKF_OK;
+    char list[1024] = "";
+    size_t len = 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!ends_with(e->d_name, ".gguf")) continue;
+        if (n++ < 8 && len < sizeof list)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s/%s", n > 1 ? ", " : "",
+                                    path, e->d_name);
+    }
+    closedir(d);
+    if (n == 0) return VKF_OK;
+    return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                     "%s has no config.json but %d GGUF file%s: pass one of them: %s%s", path, n,
+                     n > 1 ? "s" : "", list, n > 8 ? ", ..." : "");
+}

@@ -100,9 +100,12 @@ void vkf_model_extend_ctx(vkf_model *m) {
     if (m->ctx_req > m->hp.n_ctx) m->hp.n_ctx = m->ctx_req;
 }
 
+vkf_status vkf_model_path_check(const char *path); /* api_public.c: common path mistakes, named */
+
 vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model **out) {
     if (!ctx || !p || !p->path || !out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: NULL context, params, path or output");
     *out = NULL;
+    VKF_TRY(vkf_model_path_check(p->path));
     if (p->n_ctx < 0 || p->n_ctx > VKF_MODEL_MAX_CTX)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: n_ctx %d outside [0, %d]", p->n_ctx, VKF_MODEL_MAX_CTX);
     vkf_model *m = calloc(1, sizeof *m);
