@@ -425,6 +425,7 @@ int vkf_cmd_generate(int argc, char **argv) {
         vkf_cli_fail("generate: tokenizing the prompt");
         goto done;
     }
+    vkf_cli_warn_unknown_chars("generate", o.mp.tokenizer ? o.mp.tokenizer : o.mp.path, prompt_buf);
     if (n == 0) { /* an empty prompt starts from BOS (GPT-2: <|endoftext|>) */
         if (md.bos_id < 0) {
             fprintf(stderr, "vkformer: generate: empty prompt and the model has no BOS token\n");

@@ -5,7 +5,16 @@
 #include <glslang/build_info.h>
 #include <volk.h>
 
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "io/tokenizer.h"
+#include "io/tokenizer_impl.h"
 #include "vkformer.h"
 
 #ifndef VKF_GIT_REV
@@ -31,8 +40,40 @@ const char *vkf_glslang_version(void) {
         GLSLANG_VERSION_PATCH);
 }
 
+/* A model directory's config.json may ask for BOS (add_bos_token, bos_token_id) where its
+ * tokenizer file does not: the model adds it (vkf_model_tokenize), so the tokenizer opened on
+ * the directory does too, and `tokenize` agrees with `generate`. A bare SentencePiece .model
+ * adds no BOS by default, like the sentencepiece library's encode. */
+static void apply_model_conventions(const char *path, vkf_tokenizer *t) {
+    size_t n = strlen(path);
+    if (n > 6 && strcmp(path + n - 6, ".model") == 0) {
+        t->add_bos = 0;
+        return;
+    }
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    FILE *f = fopen(cfg, "rb");
+    if (!f) return;
+    char *buf = malloc(1 << 16);
+    size_t len = buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
+    fclose(f);
+    if (!buf) return;
+    buf[len] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    free(buf);
+    const cJSON *add = cJSON_GetObjectItemCaseSensitive(j, "add_bos_token");
+    const cJSON *bos = cJSON_GetObjectItemCaseSensitive(j, "bos_token_id");
+    if (cJSON_IsBool(add)) {
+        t->add_bos = cJSON_IsTrue(add);
+        if (t->add_bos && t->bos < 0 && cJSON_IsNumber(bos)) t->bos = (int32_t)bos->valuedouble;
+    }
+    cJSON_Delete(j);
+}
+
 vkf_status vkf_tokenizer_open(const char *path, vkf_tokenizer **out) {
-    return vkf_tokenizer_open_auto(path, out);
+    vkf_status s = vkf_tokenizer_open_auto(path, out);
+    if (s == VKF_OK) apply_model_conventions(path, *out);
+    return s;
 }
 
 void vkf_tokenizer_close(vkf_tokenizer *t) { vkf_tokenizer_free(t); }
