@@ -240,7 +240,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                   .seed = -1,
                   .n_threads = 1};
     vkf_arg args[] = {
-        {"-m|--model", VKF_ARG_STR, &o.mp.path, .metavar = "PATH", .required = 1,
+        {"-m|--model", VKF_ARG_STR, &o.mp.path, .metavar = "PATH",
          .help = "model directory (config.json + model.safetensors) or .gguf file"},
         {"-p|--prompt", VKF_ARG_STR, &o.prompt, .metavar = "TEXT",
          .help = "prompt (default: empty, start from BOS)"},
@@ -342,6 +342,7 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (o.prompt && o.file)
         return vkf_usage_error("generate", "-p and -f both give the prompt: use one");
     if (o.list_devices) return vkf_cmd_devices(1, argv);
+    if (!o.mp.path) return vkf_usage_error("generate", "--model PATH is required (a model directory or .gguf file)");
     if (o.ngl_given && o.n_gpu_layers == 0) {
         if (o.cp.backend == VKF_BACKEND_VULKAN)
             return vkf_usage_error("generate",
