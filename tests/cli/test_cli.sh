@@ -214,5 +214,12 @@ has '"llama.block_count":4' "$out" "info --json on a GGUF named .bin"
 run info -m "$kjv" --json
 has '"n_params":1841856' "$out" "kjv-gpt parameters (tied output once)"
 
+# ------------------------------------------------------------------ ./setup.sh run
+# nothing to rebuild: no build log; the flags go to generate
+checks=$((checks + 1))
+(cd "$src" && BUILD_DIR="$build" ./setup.sh run -p "In the beginning" -n 16 --temp 0 --cpu >"$tmp/out" 2>"$tmp/err"); rc=$?
+eq "$rc" 0 "setup.sh run"; eq "$(cat "$tmp/out")" "In the beginning$ref0" "setup.sh run passes -p -n --temp through"
+case "$(cat "$tmp/err")" in *Building*|*Linking*|*"Built target"*) fail "setup.sh run printed the build log" ;; esac
+
 echo "test_cli: $checks checks, $fails failed"
 [ "$fails" = 0 ]
