@@ -200,6 +200,17 @@ has "'€'" "$err" "the unknown character is named"
 run tokenize --tokenizer "$src/tests/data/tokenizers/spm_unigram/tokenizer.model" -p "In the beginning God created the heaven and the earth."
 eq "$out" "25 31 5 896 57 83 77 151 16 5 265 6 5 205 10" "spm .model without BOS"
 
+# sharded safetensors (model.safetensors.index.json), split by tests/cli/shard_safetensors.c
+mkdir "$tmp/sharded"; cp "$kjv/config.json" "$kjv/char_vocab.json" "$tmp/sharded/"
+checks=$((checks + 1))
+"$build/tests/shard_safetensors" "$kjv/model.safetensors" "$tmp/sharded" || fail "shard_safetensors"
+run generate --cpu -m "$tmp/sharded" -p "In the beginning" -n 16 --temp 0
+eq "$rc" 0 "sharded: exit ($err)"; eq "$out" "In the beginning$ref0" "sharded safetensors give the reference text"
+run info -m "$tmp/sharded" --json
+has '"n_params":1841856' "$out" "sharded: every tensor"
+sed -i 's/model-00002-of-00002/model-00003-of-00002/' "$tmp/sharded/model.safetensors.index.json"
+runtime_error "model-00003-of-00002.safetensors" generate generate --cpu -m "$tmp/sharded" -p x
+
 # ------------------------------------------------------------------ info --json
 run info -m "$llama" --json
 eq "$rc" 0 "info --json"; eq "$(wc -l <"$tmp/out")" 1 "info --json is one document (one line)"
