@@ -438,7 +438,7 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (n > n_ctx) {
         fprintf(
             stderr,
-            "vkformer: generate: the prompt has %d tokens but the context holds %d (raise -c)\n", n,
+            "vkformer: generate: context full: the prompt has %d tokens but the context holds %d (raise -c)\n", n,
             n_ctx);
         goto done;
     }
