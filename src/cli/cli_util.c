@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -98,4 +99,25 @@ void vkf_cli_warn_unknown_chars(const char *cmd, const char *tok_path, const cha
                 "vkformer: %s: warning: characters outside the model's character vocabulary (read "
                 "as <unk>): %s\n",
                 cmd, list);
+}
+
+void vkf_cli_progress(void *user, double done, double total) {
+    static int last = -1;
+    if (!isatty(STDERR_FILENO) || total <= 0) return;
+    int pct = (int)(100.0 * done / total);
+    if (done >= total) { /* finished: the line disappears */
+        fprintf(stderr, "\r\033[K");
+        last = -1;
+        return;
+    }
+    if (pct == last) return;
+    last = pct;
+    char bar[31];
+    int fill = pct * 30 / 100;
+    for (int i = 0; i < 30; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[30] = 0;
+    fprintf(stderr, "\r%s [%s] %3d%% %.1f/%.1f MiB", user ? (const char *)user : "loading", bar,
+            pct, done / 1048576.0, total / 1048576.0);
+    fflush(stderr);
 }

@@ -342,7 +342,9 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (o.prompt && o.file)
         return vkf_usage_error("generate", "-p and -f both give the prompt: use one");
     if (o.list_devices) return vkf_cmd_devices(1, argv);
-    if (!o.mp.path) return vkf_usage_error("generate", "--model PATH is required (a model directory or .gguf file)");
+    if (!o.mp.path)
+        return vkf_usage_error("generate",
+                               "--model PATH is required (a model directory or .gguf file)");
     if (o.ngl_given && o.n_gpu_layers == 0) {
         if (o.cp.backend == VKF_BACKEND_VULKAN)
             return vkf_usage_error("generate",
@@ -392,6 +394,8 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (o.n_threads > 1 && vkf_context_backend(ctx) == VKF_BACKEND_CPU)
         fprintf(stderr, "vkformer: generate: -t %d: the CPU backend runs on one thread\n",
                 o.n_threads);
+    o.mp.progress = vkf_cli_progress;
+    o.mp.progress_user = "loading the model";
     if (vkf_model_load(ctx, &o.mp, &m) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;
@@ -436,10 +440,10 @@ int vkf_cmd_generate(int argc, char **argv) {
     }
     int32_t n_ctx = vkf_session_n_ctx(s);
     if (n > n_ctx) {
-        fprintf(
-            stderr,
-            "vkformer: generate: context full: the prompt has %d tokens but the context holds %d (raise -c)\n", n,
-            n_ctx);
+        fprintf(stderr,
+                "vkformer: generate: context full: the prompt has %d tokens but the context holds "
+                "%d (raise -c)\n",
+                n, n_ctx);
         goto done;
     }
     int32_t n_predict = o.n_predict < 0 ? n_ctx - n : o.n_predict;

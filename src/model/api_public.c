@@ -165,3 +165,55 @@ vkf_status vkf_model_path_check(const char *path) {
                      "%s has no config.json but %d GGUF file%s: pass one of them: %s%s", path, n,
                      n > 1 ? "s" : "", list, n > 8 ? ", ..." : "");
 }
+
+/* ---------------------------------------------------------------- load progress */
+
+/* The load in progress on this thread (vkf_model_load is synchronous): weights.c reports every
+ * upload here. */
+static _Thread_local struct {
+    void (*cb)(void *user, double done, double total);
+    void *user;
+    double done, total;
+} g_progress;
+
+static double path_bytes(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    if (!S_ISDIR(st.st_mode)) return (double)st.st_size;
+    double sum = 0; /* a model directory: its *.safetensors (every shard) */
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!ends_with(e->d_name, ".safetensors")) continue;
+        char f[1400];
+        snprintf(f, sizeof f, "%s/%s", path, e->d_name);
+        if (stat(f, &st) == 0) sum += (double)st.st_size;
+    }
+    closedir(d);
+    return sum;
+}
+
+void vkf_load_progress_begin(const vkf_model_params *p);
+void vkf_load_progress_step(size_t bytes);
+void vkf_load_progress_end(int ok);
+
+void vkf_load_progress_begin(const vkf_model_params *p) {
+    g_progress.cb = p->progress;
+    g_progress.user = p->progress_user;
+    g_progress.done = 0;
+    g_progress.total = p->progress ? path_bytes(p->path) : 0;
+    if (g_progress.cb) g_progress.cb(g_progress.user, 0, g_progress.total);
+}
+
+void vkf_load_progress_step(size_t bytes) {
+    if (!g_progress.cb) return;
+    g_progress.done += (double)bytes;
+    /* vectors are uploaded as F32 and tables are computed: never past the total before the end */
+    if (g_progress.done > g_progress.total) g_progress.done = g_progress.total;
+    g_progress.cb(g_progress.user, g_progress.done, g_progress.total);
+}
+
+void vkf_load_progress_end(int ok) {
+    if (g_progress.cb && ok) g_progress.cb(g_progress.user, g_progress.total, g_progress.total);
+    g_progress.cb = NULL;
+}

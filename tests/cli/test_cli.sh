@@ -114,7 +114,12 @@ has "seed " "$err" "seed on stderr"
 for t in "load time" "prompt eval time" "/    17 tokens" "ms per token" "tokens per second" "eval time" "/    16 runs" "total time"; do
     has "$t" "$err" "timings"
 done
-gen_err="$err"
+case "$err" in *$'\r'*|*"loading the model"*) fail "a progress bar on stderr that is not a terminal" ;; esac
+if command -v script >/dev/null; then # a terminal: the load progress bar shows
+    checks=$((checks + 1))
+    script -qec "'$V' generate --cpu -m '$llama' -p hi -n 1" /dev/null >"$tmp/tty" 2>&1 </dev/null
+    grep -q "loading the model \[" "$tmp/tty" || fail "no progress bar on a terminal: $(head -c 300 "$tmp/tty")"
+fi
 run tokenize -m "$kjv" -p "In the beginning"
 eq "$out" "1 24 54 5 60 48 45 5 42 45 47 49 54 54 49 54 47" "tokenize = expected.json tokens (= generate's 17)"
 run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 --no-display-prompt
