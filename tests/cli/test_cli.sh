@@ -57,7 +57,7 @@ for c in devices selftest generate translate info bench tune verify tokenize det
         eq "$rc" 0 "$form"; has "usage: vkformer $c" "$out" "$form"; eq "$err" "" "$form: stderr"
     done
 done
-for m in --kernels --startup --plot; do
+for m in --kernels --startup --plot --tokenizer; do
     run bench $m --help; eq "$rc" 0 "bench $m --help"; has "usage: vkformer bench $m" "$out" "bench $m --help"
 done
 run --version
@@ -91,6 +91,10 @@ usage_error "-r: 0 is out of range [1, 64]" bench bench -m x -r 0
 usage_error "-d: expected a comma list" bench bench -m x -d abc
 usage_error "-o: expected md, json or csv" "bench --kernels" bench --kernels -o xml
 usage_error "unknown option '--json'" selftest selftest --json
+usage_error "--reps: 0 is out of range" "bench --tokenizer" bench --tokenizer --reps 0
+usage_error "-r: 99 is out of range [1, 64]" "bench --startup" bench --startup -m x -r 99
+usage_error "--plot needs a value" "bench --plot" bench -m x --plot
+usage_error "-dev needs a value" tune tune -dev
 usage_error "unknown option '-x'" devices devices -x
 usage_error "--ids: expected token ids" detokenize detokenize -m "$kjv" --ids 1,x
 usage_error "exactly one of -p TEXT and -f FILE" tokenize tokenize -m "$kjv"
