@@ -1,6 +1,7 @@
 /* `vkformer tune`: times the matmul variants on a Vulkan device and caches the fastest per
  * shape class and weight type (vkf_backend_vulkan_tune); later runs on the same device and
  * driver use them instead of the built-in tuning table. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +19,16 @@ typedef struct tune_progress {
     int done;
     double t0;
 } tune_progress;
+
+/* Ctrl-C: the classes measured so far are already saved (vk_tune.c writes after each one) */
+static void on_sigint(int sig) {
+    (void)sig;
+    static const char msg[] =
+        "\nvkformer: tune: interrupted; the classes measured so far are saved\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(130);
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -65,6 +76,10 @@ int vkf_cmd_tune(int argc, char **argv) {
            quick ? ", quick" : "");
     char path[1200] = "";
     tune_progress prog = {0, now_s()};
+    struct sigaction sa = {0};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
     if (isatty(STDERR_FILENO))
         fprintf(stderr, "tune: timing the first of %d shape classes and weight types...",
                 VKF_TUNE_STEPS);

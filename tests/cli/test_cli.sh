@@ -181,6 +181,18 @@ for _ in $(seq 1 300); do [ -s "$tmp/sig.out" ] && break; sleep 0.1; done
 kill -INT "$pid"; kill -INT "$pid"; wait "$pid"; rc=$?
 eq "$rc" 130 "two SIGINTs"
 
+# an interrupted tune keeps the classes it measured (saved after each one)
+mkdir "$tmp/tune-cache"
+VKF_CACHE_DIR="$tmp/tune-cache" "$V" tune --quick >"$tmp/tune.out" 2>"$tmp/tune.err" &
+pid=$!
+for _ in $(seq 1 600); do grep -q "M=1 " "$tmp/tune.out" 2>/dev/null && break; sleep 0.1; done
+kill -INT "$pid"; wait "$pid"; rc=$?
+eq "$rc" 130 "interrupted tune exit"; has "interrupted" "$(cat "$tmp/tune.err")" "interrupted tune says so"
+measured=$(grep -c " M=" "$tmp/tune.out")
+saved=$(cat "$tmp"/tune-cache/tune_*.json 2>/dev/null | grep -c '"mclass"')
+checks=$((checks + 1))
+[ "$measured" -ge 1 ] && [ "$saved" -ge "$measured" ] || fail "interrupted tune: $measured classes printed, $saved saved"
+
 # ------------------------------------------------------------------ errors users meet
 runtime_error "nonexistent" generate generate --cpu -m "$tmp/nonexistent" -p x
 runtime_error "pass the directory $kjv" info info -m "$kjv/model.safetensors"
