@@ -63,6 +63,7 @@ done
 run --version
 eq "$rc" 0 "--version"; has "vkformer 0.1.0 (git " "$out" "--version"; has "Vulkan loader" "$out" "--version"
 has "glslang" "$out" "--version"
+if rev="$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null)"; then has "(git $rev)" "$out" "--version names HEAD"; fi
 usage_error "unknown command 'nosuch'" help help nosuch
 
 # ------------------------------------------------------------------ one parser, one message
@@ -85,6 +86,7 @@ usage_error "-p and -f" generate generate -m "$kjv" -p a -f b
 usage_error "-ngl 0 (the CPU) and -dev 0" generate generate -m "$kjv" -ngl 0 -dev 0
 usage_error "--beam: expected an integer, got 'abc'" translate translate -m x -s y --beam abc
 usage_error "--max-len: -1 is out of range" translate translate -m x -s y --max-len -1
+usage_error "--ids: expected token ids" translate translate --cpu -m "$src/models/dates-transformer" --ids "3 x 4"
 usage_error "--model PATH is required" info info
 usage_error "FIXTURE_DIR is required" verify verify
 usage_error "-r: 0 is out of range [1, 64]" bench bench -m x -r 0
