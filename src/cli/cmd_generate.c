@@ -289,8 +289,15 @@ int vkf_cmd_generate(int argc, char **argv) {
         {"--list-devices", VKF_ARG_SET, &o.list_devices,
          .help = "list the Vulkan devices and exit"},
         VKF_ARGS_BACKEND(&o.cp),
-        /* ---- parsed, not wired yet: other helpers add these to the library; wire them in
-         *      apply_pending() below when the fields exist. */
+        /* ---- WIRING POINT (the lead, after merging serve / arch / perf / chat): these are
+         *      llama.cpp's flags whose library fields do not exist on this branch yet. Wiring
+         *      one = replacing VKF_ARG_PENDING by its kind and destination, e.g.
+         *        {"--min-p", VKF_ARG_FLOAT, &o.sp.min_p, .min = 0, .max = 1, .metavar = "P", ...}
+         *        {"--repeat-penalty", VKF_ARG_FLOAT, &o.sp.repeat_penalty, ...}
+         *        {"-ctk|--cache-type-k", VKF_ARG_CALL, &sesp_kv_type, .call = ...}
+         *        {"--no-mmap", VKF_ARG_SET, &o.mp.no_mmap, ...}
+         *      plus, for -ctk/-ctv and --no-mmap, passing the value into sesp / mp below
+         *      (marked "pending flags"). tests/cli/test_cli.sh lists them as refused "yet". */
         {"--repeat-penalty", VKF_ARG_PENDING, .takes_value = 1,
          .help = "the sampler has no penalties yet"},
         {"--repeat-last-n", VKF_ARG_PENDING, .takes_value = 1,
