@@ -293,9 +293,13 @@ int vkf_cmd_generate(int argc, char **argv) {
          *      llama.cpp's flags whose library fields do not exist on this branch yet. Wiring
          *      one = replacing VKF_ARG_PENDING by its kind and destination, e.g.
          *        {"--min-p", VKF_ARG_FLOAT, &o.sp.min_p, .min = 0, .max = 1, .metavar = "P", ...}
-         *        {"--repeat-penalty", VKF_ARG_FLOAT, &o.sp.repeat_penalty, ...}
-         *        {"-ctk|--cache-type-k", VKF_ARG_CALL, &sesp_kv_type, .call = ...}
-         *        {"--no-mmap", VKF_ARG_SET, &o.mp.no_mmap, ...}
+         *        --repeat-penalty, --presence-penalty, --frequency-penalty: VKF_ARG_FLOAT into
+         *        o.sp.repeat_penalty / presence_penalty / frequency_penalty; --repeat-last-n:
+         *        VKF_ARG_INT into o.sp.penalty_last_n (serve's vkf_sampler_params)
+         *        -ctk/-ctv: VKF_ARG_CALL "f32"|"f16" into one vkf_cache_type (arch's
+         *        cache_type; refuse -ctk and -ctv that differ), then sesp.cache_type below
+         *        {"--no-mmap", VKF_ARG_SET, &o.mp.no_mmap, ...} (perf's vkf_model_params)
+         *        --ignore-eos needs a library flag (none yet); -sys/-cnv: `vkformer chat`
          *      plus, for -ctk/-ctv and --no-mmap, passing the value into sesp / mp below
          *      (marked "pending flags"). tests/cli/test_cli.sh lists them as refused "yet". */
         {"--repeat-penalty", VKF_ARG_PENDING, .takes_value = 1,
