@@ -358,12 +358,13 @@ vkf_status vkf_verify(vkf_context *ctx, const char *dir, const char *only,
                       void (*on_case)(void *user, const vkf_verify_case *c), void *user,
                       vkf_verify_summary *out);
 
-/* ================================================================ versions and standalone tokenizers (topic: CLI)
+/* ======================================================= versions, tokenizers (topic: CLI)
  *
  *     vkf_tokenizer *t;
- *     if (vkf_tokenizer_open("models/kjv-gpt", &t) != VKF_OK) fprintf(stderr, "%s\n", vkf_last_error());
+ *     if (vkf_tokenizer_open("models/kjv-gpt", &t) != VKF_OK)
+ *         fprintf(stderr, "%s\n", vkf_last_error());
  *     int32_t *ids; size_t n;
- *     vkf_tokenizer_tokenize(t, "In the beginning", 16, VKF_TOKENIZE_ADD_SPECIAL | VKF_TOKENIZE_PARSE_SPECIAL, &ids, &n);
+ *     vkf_tokenizer_tokenize(t, "In the beginning", 16, VKF_TOKENIZE_ADD_SPECIAL, &ids, &n);
  *     free(ids); vkf_tokenizer_close(t);
  */
 
@@ -377,7 +378,8 @@ const char *vkf_glslang_version(void); /* glslang built into the library, "12.0.
 /* A tokenizer on its own (no model, no device): a model directory, a .gguf, tokenizer.json,
  * tokenizer.model (SentencePiece), vocab.json (+ merges.txt) or a char vocabulary .json. */
 typedef struct vkf_tokenizer vkf_tokenizer;
-enum { VKF_TOKENIZE_PARSE_SPECIAL = 8 }; /* read control-token text ("<|endoftext|>") as the token */
+/* read control-token text ("<|endoftext|>") as the token */
+enum { VKF_TOKENIZE_PARSE_SPECIAL = 8 };
 vkf_status vkf_tokenizer_open(const char *path, vkf_tokenizer **out);
 void vkf_tokenizer_close(vkf_tokenizer *t);
 /* flags: VKF_TOKENIZE_ADD_SPECIAL (BOS/EOS where the tokenizer's defaults say so),
