@@ -16,6 +16,7 @@
 #include "backend/vulkan/vk_backend.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "io/gguf.h"
 #include "model/context.h"
 
 #define MAX_REVERSE 8
@@ -197,6 +198,8 @@ static double kv_budget(vkf_context *ctx, const vkf_model_desc *md) {
     return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
 }
 
+static int kv_report(vkf_context *ctx, const vkf_model_desc *md, double need, int32_t n_ctx);
+
 /* -c N that the KV cache cannot hold fails here, before the session allocates it. */
 static int kv_fits(vkf_context *ctx, vkf_model *m, const vkf_model_desc *md, int32_t n_ctx) {
     char *info = NULL;
@@ -207,14 +210,45 @@ static int kv_fits(vkf_context *ctx, vkf_model *m, const vkf_model_desc *md, int
     double per_seq = cJSON_IsNumber(kv) ? kv->valuedouble : 0;
     cJSON_Delete(j);
     if (per_seq <= 0 || md->n_ctx <= 0) return 1;
-    double need = per_seq / md->n_ctx * (n_ctx ? n_ctx : md->n_ctx), have = kv_budget(ctx, md);
+    return kv_report(ctx, md, per_seq / md->n_ctx * (n_ctx ? n_ctx : md->n_ctx),
+                     n_ctx ? n_ctx : md->n_ctx);
+}
+
+/* Before loading: a GGUF's metadata gives the KV cache size at -c N, so a context the backend
+ * cannot hold fails before the model (and its position tables) are allocated. */
+static int kv_precheck(vkf_context *ctx, const char *path, int32_t n_ctx) {
+    vkf_gguf *g;
+    if (n_ctx <= 0 || vkf_gguf_open(path, &g) != VKF_OK) return 1; /* else checked after loading */
+    const char *arch = vkf_gguf_architecture(g);
+    uint32_t n_layer = 0, n_head = 0, n_kv = 0, n_embd = 0;
+    char k[160];
+    if (arch) { /* a value of the wrong type leaves 0: then the check after loading decides */
+        snprintf(k, sizeof k, "%s.block_count", arch);
+        (void)vkf_gguf_get_u32(g, k, 0, &n_layer);
+        snprintf(k, sizeof k, "%s.attention.head_count", arch);
+        (void)vkf_gguf_get_u32(g, k, 0, &n_head);
+        snprintf(k, sizeof k, "%s.attention.head_count_kv", arch);
+        (void)vkf_gguf_get_u32(g, k, n_head, &n_kv);
+        snprintf(k, sizeof k, "%s.embedding_length", arch);
+        (void)vkf_gguf_get_u32(g, k, 0, &n_embd);
+    }
+    vkf_gguf_close(g);
+    if (!n_layer || !n_head || !n_kv || !n_embd) return 1;
+    struct stat st;
+    vkf_model_desc md = {.weight_bytes = stat(path, &st) == 0 ? (size_t)st.st_size : 0};
+    /* K and V, F32, per layer and KV head: as the session allocates them (model_kv_bytes) */
+    double need = 2.0 * n_layer * n_kv * (double)(n_embd / n_head) * sizeof(float) * n_ctx;
+    return kv_report(ctx, &md, need, n_ctx);
+}
+
+static int kv_report(vkf_context *ctx, const vkf_model_desc *md, double need, int32_t n_ctx) {
+    double have = kv_budget(ctx, md);
     if (have <= 0 || need <= have) return 1;
     fprintf(
         stderr,
         "vkformer: generate: KV cache for -c %d needs %.2f GiB, the %s has %.2f GiB%s; lower -c\n",
-        n_ctx ? n_ctx : md->n_ctx, need / 1073741824.0,
-        vkf_backend_is_vulkan(ctx->be) ? "device" : "host", have / 1073741824.0,
-        vkf_backend_is_vulkan(ctx->be) ? " beside the weights" : " available");
+        n_ctx, need / 1073741824.0, vkf_backend_is_vulkan(ctx->be) ? "device" : "host",
+        have / 1073741824.0, vkf_backend_is_vulkan(ctx->be) ? " beside the weights" : " available");
     return 0;
 }
 
@@ -407,6 +441,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                 o.n_threads);
     o.mp.progress = vkf_cli_progress;
     o.mp.progress_user = "loading the model";
+    if (!kv_precheck(ctx, o.mp.path, o.n_ctx)) goto done;
     if (vkf_model_load(ctx, &o.mp, &m) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;

@@ -217,6 +217,12 @@ if [ -n "$heap" ] && [ "$heap" -lt 4000000000 ]; then
 else
     echo "test_cli: the device heap ($heap bytes) holds -c 1000000; the -c check is not exercised" >&2
 fi
+# the host: -c 16777216 needs 64 GiB of KV cache (4096 bytes per token, as above); refused from
+# the GGUF's metadata before the model loads (no 8 GiB of position tables first)
+avail_kb="$(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo)"
+if [ -n "$avail_kb" ] && [ "$avail_kb" -lt 60000000 ]; then
+    runtime_error "KV cache for -c 16777216 needs 64.00 GiB, the host has" generate generate --cpu -m "$llama" -c 16777216 -p x
+fi
 run tokenize -m "$kjv" -p "Zebra€"
 eq "$rc" 0 "char warning exit"; has "warning: characters outside the model's character vocabulary" "$err" "unknown chars"
 has "'€'" "$err" "the unknown character is named"
