@@ -83,6 +83,7 @@ usage_error "--n-predict: expected an integer, got 'abc'" generate generate -m "
 usage_error "--seed: expected an integer" generate generate -m "$kjv" --seed=x
 usage_error "--cpu takes no value" generate generate -m "$kjv" --cpu=1
 usage_error "unknown option '--bogus'" generate generate -m "$kjv" --bogus
+usage_error "unknown option '-d'" generate generate -m "$kjv" -d 0      # -d is bench's depth; -dev the device
 usage_error "-p and -f" generate generate -m "$kjv" -p a -f b
 usage_error "-ngl 0 (the CPU) and -dev 0" generate generate -m "$kjv" -ngl 0 -dev 0
 usage_error "--beam: expected an integer, got 'abc'" translate translate -m x -s y --beam abc
@@ -157,6 +158,10 @@ checks=$((checks + 1)); [ -n "$s1" ] && [ "$s1" != "$s2" ] || fail "two runs dre
 run generate -m "$kjv" -p "In the beginning" -n 16 --temp 0 -ngl 0 -t 4 -fa on -no-cnv
 eq "$rc" 0 "-ngl 0 -t 4 -fa on"; has "on cpu" "$err" "-ngl 0 is the CPU"; has "-t 4: the CPU backend runs on one thread" "$err" "-t note"
 eq "$out" "In the beginning$ref0" "-ngl 0 output"
+if "$V" devices 2>/dev/null | grep -q .; then # on a Vulkan device: pipeline compilation apart
+    run generate -dev 0 -m "$kjv" -p "In the beginning" -n 16 --temp 0
+    eq "$out" "In the beginning$ref0" "-dev 0 output"; has "pipeline compile" "$err" "compilation reported apart"
+fi
 run generate --list-devices
 eq "$rc" 0 "--list-devices"; has "device" "$out" "--list-devices"
 run generate --cpu -m "$kjv" -p "In the beginning" -n -1 --temp 0
