@@ -398,6 +398,12 @@ const char *vkf_tokenizer_algorithm(const vkf_tokenizer *t);
 /* BOS and EOS ids (-1 when none); either pointer may be NULL. */
 void vkf_tokenizer_specials(const vkf_tokenizer *t, int32_t *bos, int32_t *eos);
 
+/* Shader compilation: cb runs after every GLSL -> SPIR-V compilation (a cold cache: the first
+ * run with a device, driver or vkformer build), with the count so far in this process and the
+ * shader's name, on the thread that compiles. Process-wide; NULL turns it off. */
+void vkf_set_shader_compile_callback(void (*cb)(void *user, int n_compiled, const char *shader),
+                                     void *user);
+
 /* ================================================================ end of topic CLI */
 
 #ifdef __cplusplus

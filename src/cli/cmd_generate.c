@@ -91,6 +91,7 @@ static void out_write(gen_out *g, const char *p, size_t len) {
 static int on_token(void *user, int32_t token, const char *piece, size_t len) {
     gen_out *g = user;
     (void)token;
+    vkf_cli_progress_clear();
     if (g->prompt) {
         out_write(g, g->prompt, strlen(g->prompt));
         g->prompt = NULL;
@@ -425,6 +426,7 @@ int vkf_cmd_generate(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 
+    vkf_set_shader_compile_callback(vkf_cli_compile_progress, NULL);
     double t_start = now_ms();
     vkf_context *ctx = NULL;
     vkf_model *m = NULL;
@@ -527,6 +529,7 @@ int vkf_cmd_generate(int argc, char **argv) {
         c1 = compile_ms(ctx);
     }
     double prompt_ms = chunk_ms + st.prompt_ms;
+    vkf_cli_progress_clear();
     int ok = gs == VKF_OK || st.stop == VKF_STOP_CONTEXT_FULL;
     if (g.prompt && ok) { /* nothing generated: the prompt alone */
         out_write(&g, g.prompt, strlen(g.prompt));

@@ -127,6 +127,14 @@ if command -v script >/dev/null; then # a terminal: the load progress bar shows
     checks=$((checks + 1))
     script -qec "'$V' generate --cpu -m '$llama' -p hi -n 1" /dev/null >"$tmp/tty" 2>&1 </dev/null
     grep -q "loading the model \[" "$tmp/tty" || fail "no progress bar on a terminal: $(head -c 300 "$tmp/tty")"
+    if "$V" devices 2>/dev/null | grep -q .; then # shader compilation on a cold cache: a counter
+        checks=$((checks + 1))
+        script -qec "VKF_CACHE_DIR='$tmp/cold' '$V' generate -m '$kjv' -p hi -n 1" /dev/null >"$tmp/tty" 2>&1 </dev/null
+        grep -aq "compiling shaders" "$tmp/tty" || fail "no shader compilation progress on a terminal"
+        checks=$((checks + 1))
+        VKF_CACHE_DIR="$tmp/cold2" "$V" generate -m "$kjv" -p hi -n 1 2>"$tmp/err" >/dev/null
+        grep -aq "compiling shaders" "$tmp/err" && fail "shader compilation progress on stderr that is not a terminal"
+    fi
 fi
 run tokenize -m "$kjv" -p "In the beginning"
 eq "$out" "1 24 54 5 60 48 45 5 42 45 47 49 54 54 49 54 47" "tokenize = expected.json tokens (= generate's 17)"
