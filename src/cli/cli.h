@@ -24,12 +24,25 @@ int vkf_cmd_detokenize(int argc, char **argv);
 int vkf_cmd_template(int argc, char **argv);
 int vkf_cmd_quantize(int argc, char **argv);
 
-/* Shared option parsing: --device N|NAME, --cpu, --validate. Returns 1 if argv[*i] was one of
- * them (advancing *i past its value), 0 if not, -1 on a missing value. */
-int vkf_cli_backend_opt(int argc, char **argv, int *i, vkf_context_params *cp);
+/* Options are parsed by cli/args.h (one table per command). */
 /* vkf_context_create, plus a one-line notice on stderr when AUTO fell back to the CPU. */
 vkf_status vkf_cli_context(const vkf_context_params *cp, vkf_context **out);
-/* Prints "vkformer: <what>: <vkf_last_error()>" to stderr and returns 1. */
+/* Prints "vkformer: <what>: <vkf_last_error()>" to stderr and returns 1 (a runtime error; usage
+ * errors exit 2 through vkf_args_parse / vkf_usage_error). what is "CMD" or "CMD: doing X". */
 int vkf_cli_fail(const char *what);
+
+/* The whole text of FILE ('-': stdin), NUL-terminated, malloc'ed; NULL after printing
+ * "vkformer: CMD: FLAG FILE: reason" (missing, a directory, unreadable, NUL bytes). */
+char *vkf_cli_read_text(const char *cmd, const char *flag, const char *path);
+/* For a character-level vocabulary (the tokenizer of tok_path): a warning on stderr naming the
+ * characters of text that are not in it (they become <unk>). Nothing for other tokenizers. */
+void vkf_cli_warn_unknown_chars(const char *cmd, const char *tok_path, const char *text);
+/* vkf_model_params.progress for the commands: a bar on stderr when it is a terminal (user: the
+ * label, e.g. "loading"), nothing otherwise; the line is cleared when done == total. */
+void vkf_cli_progress(void *user, double done, double total);
+/* vkf_set_shader_compile_callback for the commands: a counter line on stderr when it is a
+ * terminal; vkf_cli_progress_clear() removes it before other output. */
+void vkf_cli_compile_progress(void *user, int n_compiled, const char *shader);
+void vkf_cli_progress_clear(void);
 
 #endif
