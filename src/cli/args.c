@@ -185,20 +185,24 @@ int vkf_args_parse(const vkf_cmd_spec *spec, int argc, char **argv) {
             return 0;
         }
     }
+    int pos_cap = spec->pos_max > 1 ? spec->pos_max : 1;
     for (int i = 1; i < argc; i++) {
         const char *w = argv[i];
         if (w[0] != '-' || !w[1]) { /* a positional ("-" alone is stdin, a value) */
             if (!spec->positional) return vkf_usage_error(spec->cmd, "unexpected argument '%s'", w);
-            if (n_pos++)
-                return vkf_usage_error(spec->cmd, "unexpected second %s '%s'", spec->positional, w);
-            *spec->pos_dst = w;
+            if (n_pos >= pos_cap)
+                return pos_cap == 1 ? vkf_usage_error(spec->cmd, "unexpected second %s '%s'",
+                                                      spec->positional, w)
+                                    : vkf_usage_error(spec->cmd, "unexpected argument '%s' (%s)", w,
+                                                      spec->positional);
+            spec->pos_dst[n_pos++] = w;
             continue;
         }
         if (!strcmp(w, "--")) { /* everything after is positional */
             for (i++; i < argc; i++) {
-                if (!spec->positional || n_pos++)
+                if (!spec->positional || n_pos >= pos_cap)
                     return vkf_usage_error(spec->cmd, "unexpected argument '%s'", argv[i]);
-                *spec->pos_dst = argv[i];
+                spec->pos_dst[n_pos++] = argv[i];
             }
             break;
         }
@@ -243,7 +247,8 @@ int vkf_args_parse(const vkf_cmd_spec *spec, int argc, char **argv) {
                                    args[k].help ? args[k].help : "", args[k].help ? ")" : "");
         }
     }
-    if (spec->positional && spec->pos_required && !n_pos)
+    if (spec->pos_count) *spec->pos_count = n_pos;
+    if (spec->positional && n_pos < spec->pos_required)
         return vkf_usage_error(spec->cmd, "%s is required (usage: vkformer %s %s)",
                                spec->positional, spec->cmd, spec->synopsis);
     return -1;

@@ -28,7 +28,8 @@
  * - numbers are strict: INT takes a base-10 integer only ("2.7", "1e12", "abc" refused) within
  *   [min, max]; FLOAT a finite number within [min, max].
  * Positional arguments: set spec.positional (the name shown in the usage, e.g. "FIXTURE_DIR")
- * and spec.pos_dst; more than one is an error, and pos_required makes one mandatory.
+ * and spec.pos_dst; more than one is an error, and pos_required makes one mandatory. Commands
+ * with several (quantize IN OUT TYPE) set pos_max and give pos_dst an array.
  * A VKF_ARG_CALL entry runs .call(dst, value, err, errsize) for values that need their own
  * parsing (lists, seeds, enums); it returns 0, or -1 with a reason written to err.
  * .seen (optional) is set to 1 when the option was given. */
@@ -73,9 +74,11 @@ typedef struct vkf_cmd_spec {
     const char *description; /* paragraph(s) printed under the usage line; may be NULL */
     const vkf_arg *args;     /* terminated by {0} */
     const char *positional;  /* NULL: no positional arguments; else its name in the usage */
-    const char **pos_dst;    /* where the positional goes */
-    int pos_required;
-    const char *epilog; /* printed after the options (examples); may be NULL */
+    const char **pos_dst;    /* where the positional goes (an array of pos_max when pos_max > 1) */
+    int pos_required;        /* how many positionals are required (0 or 1, or up to pos_max) */
+    const char *epilog;      /* printed after the options (examples); may be NULL */
+    int pos_max;             /* > 1: up to this many positionals, in order, into pos_dst[] */
+    int *pos_count;          /* optional: how many positionals were given */
 } vkf_cmd_spec;
 
 /* Parses argv[1..argc) (argv[0] is the command name). Returns -1 on success; otherwise the

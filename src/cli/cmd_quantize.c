@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 
 static void progress(void *user, int i, int n, const char *tensor, vkf_dtype type) {
@@ -23,29 +24,28 @@ static void progress(void *user, int i, int n, const char *tensor, vkf_dtype typ
 static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 int vkf_cmd_quantize(int argc, char **argv) {
-    const char *pos[3];
-    int npos = 0, quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
-            quiet = 1;
-        else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "vkformer quantize: unknown option %s\n", argv[i]);
-            return 2;
-        } else if (npos < 3)
-            pos[npos++] = argv[i];
-        else {
-            fprintf(stderr, "vkformer quantize: unexpected argument %s\n", argv[i]);
-            return 2;
-        }
-    }
-    if (npos != 3) {
-        fprintf(stderr, "usage: vkformer quantize IN OUT.gguf TYPE [--quiet]\n"
-                        "  IN: an F32/F16/BF16 GGUF or a Hugging Face GPT-2 directory\n"
-                        "  TYPE: Q4_K_M Q4_K_S Q5_K_M Q5_K_S Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q3_K_L "
-                        "Q3_K_M Q3_K_S\n"
-                        "        Q2_K IQ4_NL IQ4_XS F16 BF16 F32\n");
-        return 2;
-    }
+    const char *pos[3] = {NULL, NULL, NULL};
+    int quiet = 0;
+    vkf_arg args[] = {{"-q|--quiet", VKF_ARG_SET, &quiet, .help = "no progress bar and no summary"},
+                      {0}};
+    vkf_cmd_spec spec = {
+        "quantize",
+        "IN OUT.gguf TYPE [--quiet]",
+        "Writes a quantized GGUF as llama.cpp's llama-quantize does (no importance matrix): "
+        "per-tensor\n"
+        "types by llama.cpp's rules, blocks bit-identical to ggml's reference quantizers. A "
+        "progress\n"
+        "bar on stderr when it is a terminal, then a summary of the sizes on stdout.\n"
+        "  IN: an F32/F16/BF16 GGUF or a Hugging Face GPT-2 directory\n"
+        "  TYPE: Q4_K_M Q4_K_S Q5_K_M Q5_K_S Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q3_K_L Q3_K_M Q3_K_S\n"
+        "        Q2_K IQ4_NL IQ4_XS F16 BF16 F32",
+        args,
+        .positional = "IN OUT.gguf TYPE",
+        .pos_dst = pos,
+        .pos_required = 3,
+        .pos_max = 3};
+    int rc = vkf_args_parse(&spec, argc, argv);
+    if (rc >= 0) return rc;
     vkf_quantize_params qp = {.input = pos[0], .output = pos[1], .type = pos[2]};
     int tty = isatty(STDERR_FILENO);
     if (tty && !quiet) qp.progress = progress;

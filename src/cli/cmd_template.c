@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "model/chat.h"
 
@@ -26,45 +27,37 @@ static char *read_text(const char *path) {
     return p;
 }
 
-static int usage(void) {
-    fprintf(stderr,
-            "usage: vkformer template (-m MODEL | -t TEMPLATE_FILE) --messages FILE.json [--tools "
-            "FILE.json]\n"
-            "                         [--context FILE.json] [--bos S] [--eos S] "
-            "[--no-generation-prompt]\n"
-            "  prints the rendered text exactly (no newline added); --context: a JSON object of "
-            "further\n"
-            "  variables; a model without a template falls back to ChatML (llama.cpp's default)\n");
-    return 2;
-}
-
 int vkf_cmd_template(int argc, char **argv) {
     const char *model = NULL, *tfile = NULL, *mfile = NULL, *tools_file = NULL, *ctx_file = NULL;
     const char *bos = NULL, *eos = NULL;
     int add_gen = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int has = i + 1 < argc;
-        if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has)
-            model = argv[++i];
-        else if ((!strcmp(a, "-t") || !strcmp(a, "--template")) && has)
-            tfile = argv[++i];
-        else if (!strcmp(a, "--messages") && has)
-            mfile = argv[++i];
-        else if (!strcmp(a, "--tools") && has)
-            tools_file = argv[++i];
-        else if (!strcmp(a, "--context") && has)
-            ctx_file = argv[++i];
-        else if (!strcmp(a, "--bos") && has)
-            bos = argv[++i];
-        else if (!strcmp(a, "--eos") && has)
-            eos = argv[++i];
-        else if (!strcmp(a, "--no-generation-prompt"))
-            add_gen = 0;
-        else
-            return usage();
-    }
-    if (!mfile || (!model) == (!tfile)) return usage();
+    vkf_arg args[] = {
+        {"-m|--model", VKF_ARG_STR, &model, .metavar = "MODEL",
+         .help = "the model's template (GGUF or HF directory)"},
+        {"-t|--template", VKF_ARG_STR, &tfile, .metavar = "FILE",
+         .help = "a template file instead"},
+        {"--messages", VKF_ARG_STR, &mfile, .metavar = "FILE.json", .required = 1,
+         .help = "the conversation: a JSON array of {\"role\", \"content\", ...}"},
+        {"--tools", VKF_ARG_STR, &tools_file, .metavar = "FILE.json",
+         .help = "tool schemas (a JSON array)"},
+        {"--context", VKF_ARG_STR, &ctx_file, .metavar = "FILE.json",
+         .help = "further template variables (a JSON object)"},
+        {"--bos", VKF_ARG_STR, &bos, .metavar = "S", .help = "bos_token (default: the model's)"},
+        {"--eos", VKF_ARG_STR, &eos, .metavar = "S", .help = "eos_token (default: the model's)"},
+        {"--no-generation-prompt", VKF_ARG_CLEAR, &add_gen,
+         .help = "add_generation_prompt = false"},
+        {0}};
+    vkf_cmd_spec spec = {
+        "template", "(-m MODEL | -t TEMPLATE_FILE) --messages FILE.json [options]",
+        "Renders a chat template as Hugging Face's apply_chat_template does and prints exactly "
+        "the\n"
+        "result on stdout (no newline added). A model without a template falls back to ChatML\n"
+        "(llama.cpp's default), said on stderr. A template that raises exits 1 with its message.",
+        args, .epilog = NULL};
+    int prc = vkf_args_parse(&spec, argc, argv);
+    if (prc >= 0) return prc;
+    if ((!model) == (!tfile))
+        return vkf_usage_error("template", "give exactly one of -m MODEL and -t TEMPLATE_FILE");
     char *tmpl = NULL, *mbos = NULL, *meos = NULL, *messages = NULL, *tools = NULL, *ctx = NULL,
          *out = NULL;
     int rc = 0;
@@ -80,7 +73,7 @@ int vkf_cmd_template(int argc, char **argv) {
             tmpl = tool_use;
         }
     } else if (!(tmpl = read_text(tfile))) {
-        fprintf(stderr, "vkformer: cannot read template file %s\n", tfile);
+        fprintf(stderr, "vkformer: template: cannot read the template file %s\n", tfile);
         rc = 1;
         goto done;
     }
@@ -88,7 +81,7 @@ int vkf_cmd_template(int argc, char **argv) {
     char **texts[3] = {&messages, &tools, &ctx};
     for (int i = 0; i < 3; i++)
         if (files[i] && !(*texts[i] = read_text(files[i]))) {
-            fprintf(stderr, "vkformer: cannot read %s\n", files[i]);
+            fprintf(stderr, "vkformer: template: cannot read %s\n", files[i]);
             rc = 1;
             goto done;
         }
@@ -97,7 +90,7 @@ int vkf_cmd_template(int argc, char **argv) {
         const char *end = NULL;
         cJSON *j = cJSON_ParseWithOpts(*texts[i], &end, 0);
         if (!j) {
-            fprintf(stderr, "vkformer: %s: not valid JSON (at byte %zu)\n", files[i],
+            fprintf(stderr, "vkformer: template: %s: not valid JSON (at byte %zu)\n", files[i],
                     end ? (size_t)(end - *texts[i]) : 0);
             rc = 1;
             goto done;
@@ -106,7 +99,8 @@ int vkf_cmd_template(int argc, char **argv) {
     }
     vkf_status s;
     if (!tmpl) {
-        fprintf(stderr, "vkformer: %s has no chat template: using ChatML, llama.cpp's default\n",
+        fprintf(stderr,
+                "vkformer: template: %s has no chat template: using ChatML, llama.cpp's default\n",
                 model);
         s = vkf_chat_chatml(messages, add_gen, &out);
     } else {

@@ -51,7 +51,7 @@ eq() { checks=$((checks + 1)); [ "$1" = "$2" ] || fail "$3: got '$1', expected '
 # ------------------------------------------------------------------ help and version
 run --help; eq "$rc" 0 "--help"; has "commands:" "$out" "--help"
 run; eq "$rc" 2 "no command"
-for c in devices selftest generate translate info bench tune verify tokenize detokenize; do
+for c in devices selftest generate translate info bench tune verify tokenize detokenize template quantize; do
     for form in "$c --help" "$c -h" "help $c"; do
         run $form
         eq "$rc" 0 "$form"; has "usage: vkformer $c" "$out" "$form"; eq "$err" "" "$form: stderr"
@@ -102,6 +102,10 @@ usage_error "-dev needs a value" tune tune -dev
 usage_error "unknown option '-x'" devices devices -x
 usage_error "--ids: expected token ids" detokenize detokenize -m "$kjv" --ids 1,x
 usage_error "exactly one of -p TEXT and -f FILE" tokenize tokenize -m "$kjv"
+usage_error "IN OUT.gguf TYPE is required" quantize quantize in.gguf
+usage_error "unexpected argument 'extra'" quantize quantize in.gguf out.gguf Q4_0 extra
+usage_error "--messages FILE.json is required" template template -t x.jinja
+usage_error "exactly one of -m MODEL and -t TEMPLATE_FILE" template template --messages m.json
 # llama.cpp flags that wait for other work: refused with "yet", never ignored
 for f in "--repeat-penalty 1.1" "--repeat-last-n 64" "--presence-penalty 0.5" "--frequency-penalty 0.5" \
          "--min-p 0.05" "--ignore-eos" "--no-mmap" "-sys hi" "-cnv"; do
