@@ -12,12 +12,13 @@ vec4 w_at4(uint rowb, uint k) {
     return vkf_f16(vkf_u16(bb)) * vkf_i8x4(vkf_u32h(bb + 2u + (k & 31u)));
 }
 float w_unit(uint rowb, uint u, out vec4 w[8]) {
-    uint bb = rowb + u * 34u;
-    uvec4 q0 = w_quad2(bb + 2u), q1 = w_quad2(bb + 18u);
+    uint bb = rowb + u * 34u, e0;
+    uvec4 h0 = w_quad2e(bb, e0), h1 = w_quad2(bb + 18u); /* bytes 0..17, 18..33 */
+    uvec4 q0 = uvec4((h0.x >> 16) | (h0.y << 16), (h0.y >> 16) | (h0.z << 16), (h0.z >> 16) | (h0.w << 16), (h0.w >> 16) | (e0 << 16));
     for (uint i = 0; i < 4u; i++) {
         w[i] = vkf_i8x4(q0[i]);
-        w[i + 4u] = vkf_i8x4(q1[i]);
+        w[i + 4u] = vkf_i8x4(h1[i]);
     }
-    return vkf_f16(vkf_u16(bb));
+    return vkf_f16(h0.x & 0xffffu);
 }
 #endif

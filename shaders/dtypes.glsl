@@ -12,7 +12,9 @@
  * The includer declares how weight bytes are read, then includes this file:
  *   uint w_word(uint byte)      the 32-bit word at a 4-byte aligned byte offset (required);
  *   W_HAVE_QUAD:  uvec4 w_quad(uint byte), 16 bytes at a 16-byte aligned offset;
- *   W_HAVE_QUAD2: uvec4 w_quad2(uint byte), 16 bytes at a 2-byte aligned offset.
+ *   W_HAVE_QUAD2: uvec4 w_quad2(uint byte), 16 bytes at a 2-byte aligned offset, and
+ *                 uvec4 w_quad2e(uint byte, out uint e), the same and e = the 16 bits at
+ *                 byte + 16 (an 18-byte block in the reads of 16).
  * Words are little-endian, so nothing needs 8- or 16-bit storage (mobile profile). Blocks of
  * 18, 22, 34, 110 and 210 bytes (Q4_0, IQ4_NL, Q5_0, Q8_0, Q3_K, Q6_K) are only 2-byte
  * aligned; the other quantized types have 4-byte aligned rows (the host checks both). */
@@ -44,6 +46,10 @@ uvec4 w_quad2(uint byte) {
     uint b = byte - 2u;
     uint x0 = w_word(b), x1 = w_word(b + 4u), x2 = w_word(b + 8u), x3 = w_word(b + 12u), x4 = w_word(b + 16u);
     return uvec4((x0 >> 16) | (x1 << 16), (x1 >> 16) | (x2 << 16), (x2 >> 16) | (x3 << 16), (x3 >> 16) | (x4 << 16));
+}
+uvec4 w_quad2e(uint byte, out uint e) {
+    e = vkf_u16(byte + 16u);
+    return w_quad2(byte);
 }
 #endif
 

@@ -107,6 +107,25 @@ uvec4 w_quad2(uint byte) {
     return uvec4((X[0] >> 16) | (X[1] << 16), (X[1] >> 16) | (X[2] << 16), (X[2] >> 16) | (X[3] << 16),
                  (X[3] >> 16) | (X[4] << 16));
 }
+/* the same, and the 16 bits after it: still inside the two texels (the offset in the first is
+ * at most 14) */
+uvec4 w_quad2e(uint byte, out uint e) {
+    uint t = byte >> 4, o4 = (byte >> 2) & 3u;
+    uvec4 t0 = w_tex(t), t1 = w_tex(t + 1u);
+    uint W[8];
+    W[0] = t0.x; W[1] = t0.y; W[2] = t0.z; W[3] = t0.w;
+    W[4] = t1.x; W[5] = t1.y; W[6] = t1.z; W[7] = t1.w;
+    uint X[5];
+    for (uint j = 0; j < 5u; j++)
+        X[j] = o4 == 0u ? W[j] : o4 == 1u ? W[j + 1u] : o4 == 2u ? W[j + 2u] : W[j + 3u];
+    if ((byte & 2u) == 0u) {
+        e = X[4] & 0xffffu;
+        return uvec4(X[0], X[1], X[2], X[3]);
+    }
+    e = X[4] >> 16;
+    return uvec4((X[0] >> 16) | (X[1] << 16), (X[1] >> 16) | (X[2] << 16), (X[2] >> 16) | (X[3] << 16),
+                 (X[3] >> 16) | (X[4] << 16));
+}
 #include "dtypes.glsl"
 
 #define UNIT_K W_UNIT /* values per unit */
