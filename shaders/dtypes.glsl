@@ -63,8 +63,12 @@ uvec4 vkf_nhi_u(uint q) { return (uvec4(q) >> uvec4(4u, 12u, 20u, 28u)) & 15u; }
 uvec4 vkf_bits4(uint h, uint sh) { return (uvec4(h) >> (uvec4(0u, 1u, 2u, 3u) + sh)) & 1u; }
 /* the 2-bit fields at shift sh of the four bytes of a word */
 uvec4 vkf_crumbs(uint q, uint sh) { return (uvec4(q) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 3u; }
-/* byte i (0..11) of three words */
-uint vkf_byte3(uvec3 w, uint i) { return (w[i >> 2] >> ((i & 3u) * 8u)) & 0xffu; }
+/* byte i (0..11) of three words (selects: a dynamic component index can become a per-lane
+ * memory access on CPU drivers) */
+uint vkf_byte3(uvec3 w, uint i) {
+    uint x = i < 4u ? w.x : i < 8u ? w.y : w.z;
+    return (x >> ((i & 3u) * 8u)) & 0xffu;
+}
 
 #include "dtype_f32.glsl"
 #include "dtype_f16.glsl"
