@@ -14,7 +14,9 @@
  *   W_HAVE_QUAD:  uvec4 w_quad(uint byte), 16 bytes at a 16-byte aligned offset;
  *   W_HAVE_QUAD2: uvec4 w_quad2(uint byte), 16 bytes at a 2-byte aligned offset, and
  *                 uvec4 w_quad2e(uint byte, out uint e), the same and e = the 16 bits at
- *                 byte + 16 (an 18-byte block in the reads of 16).
+ *                 byte + 16 (an 18-byte block in the reads of 16), and
+ *                 void w_oct2e(uint byte, out uvec4 lo, out uvec4 hi, out uint e), 32 bytes
+ *                 and the 16 bits after them (a 34-byte block).
  * Words are little-endian, so nothing needs 8- or 16-bit storage (mobile profile). Blocks of
  * 18, 22, 34, 110 and 210 bytes (Q4_0, IQ4_NL, Q5_0, Q8_0, Q3_K, Q6_K) are only 2-byte
  * aligned; the other quantized types have 4-byte aligned rows (the host checks both). */
@@ -50,6 +52,11 @@ uvec4 w_quad2(uint byte) {
 uvec4 w_quad2e(uint byte, out uint e) {
     e = vkf_u16(byte + 16u);
     return w_quad2(byte);
+}
+void w_oct2e(uint byte, out uvec4 lo, out uvec4 hi, out uint e) {
+    lo = w_quad2(byte);
+    hi = w_quad2(byte + 16u);
+    e = vkf_u16(byte + 32u);
 }
 #endif
 
