@@ -4,7 +4,11 @@
  * x = d * (scale[e / 16] - 32) * q; scale i: low 4 bits = nibble i / 8 of byte i % 8, high 2 bits
  * = bits 2 (i / 4) of byte 8 + i % 4 (see dtypes.glsl). */
 #if WTYPE == VKF_W_Q3_K
+#if W_SMALL
+#define W_UNIT 32u
+#else
 #define W_UNIT 64u
+#endif
 float vkf_q3k_scale(uvec3 sw, uint i) {
     uint k = i & 3u, g = i >> 2;
     uint lo = (vkf_byte3(sw, k + 4u * (g & 1u)) >> (4u * (g >> 1))) & 15u;
@@ -19,6 +23,24 @@ float w_at(uint rowb, uint k) {
     return vkf_f16(vkf_u16(bb + 108u)) * vkf_q3k_scale(vkf_q3k_sw(bb), e >> 4) * q;
 }
 #define W_GENERIC_AT4
+#if W_SMALL
+/* 32-element units (rows of few super-blocks: enough units for every lane) */
+float w_unit(uint rowb, uint u, out vec4 w[8]) {
+    uint bb = rowb + (u >> 3) * 110u, s = u & 7u, sh = 2u * (s & 3u);
+    uvec3 sw = vkf_q3k_sw(bb);
+    float s0 = vkf_q3k_scale(sw, 2u * s), s1 = vkf_q3k_scale(sw, 2u * s + 1u);
+    uvec4 h0 = w_quad2(bb), h1 = w_quad2(bb + 16u);
+    uint qb = bb + 32u + 32u * (s >> 2);
+    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
+    for (uint i = 0; i < 4u; i++) {
+        vec4 hb0 = vec4((uvec4(h0[i]) >> (uvec4(0u, 8u, 16u, 24u) + s)) & 1u);
+        vec4 hb1 = vec4((uvec4(h1[i]) >> (uvec4(0u, 8u, 16u, 24u) + s)) & 1u);
+        w[i] = s0 * (vec4(vkf_crumbs(q0[i], sh)) - 4.0 + 4.0 * hb0);
+        w[i + 4u] = s1 * (vec4(vkf_crumbs(q1[i], sh)) - 4.0 + 4.0 * hb1);
+    }
+    return vkf_f16(vkf_u16(bb + 108u));
+}
+#else
 /* a unit is 64 elements: groups j0 = 2 (u & 1) and j0 + 1 of half n share their 32 quant bytes
  * (shifts 2j) and the 32 hmask bytes (bits 4n + j); the 12 scale bytes are read once */
 float w_unit(uint rowb, uint u, out vec4 w[16]) {
@@ -40,4 +62,5 @@ float w_unit(uint rowb, uint u, out vec4 w[16]) {
     }
     return vkf_f16(vkf_u16(bb + 108u));
 }
+#endif
 #endif

@@ -26,6 +26,11 @@
 #ifndef WTYPE
 #define WTYPE VKF_W_F32
 #endif
+/* W_SMALL=1: the types whose step is 64 elements (Q3_K..Q6_K) decode 32 instead; vk_ops.c asks
+ * for it when split-K rows are too short to give every lane of a subgroup a unit */
+#ifndef W_SMALL
+#define W_SMALL 0
+#endif
 
 uint vkf_u8(uint byte) { return (w_word(byte & ~3u) >> ((byte & 3u) * 8u)) & 0xffu; }
 
