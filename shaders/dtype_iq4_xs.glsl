@@ -12,7 +12,7 @@ float vkf_iq4xs_scale(uint bb, uint s) {
 float w_at(uint rowb, uint k) {
     uint bb = rowb + (k >> 8) * 136u, s = (k >> 5) & 7u, j = k & 31u;
     uint q = (vkf_u8(bb + 8u + 16u * s + (j & 15u)) >> ((j >> 4) * 4u)) & 15u;
-    return vkf_iq4xs_scale(bb, s) * vkf_iq4nl[q];
+    return vkf_iq4xs_scale(bb, s) * vkf_iq4s(q);
 }
 #define W_GENERIC_AT4
 float w_unit(uint rowb, uint u, out vec4 w[8]) {

@@ -12,13 +12,20 @@ vec4 w_at4(uint rowb, uint k) {
     uint u = vkf_u32h(bb + 2u + (j & 15u)) >> ((j >> 4) * 4u);
     return vkf_f16(vkf_u16(bb)) * (vkf_nlo(u) - 8.0);
 }
+/* the 18-byte block as 16 bytes + 2: d and the quant words realigned by 2 bytes */
+float vkf_blk18(uint bb, out uvec4 q) {
+    uint e;
+    uvec4 h = w_quad2e(bb, e);
+    q = uvec4((h.x >> 16) | (h.y << 16), (h.y >> 16) | (h.z << 16), (h.z >> 16) | (h.w << 16), (h.w >> 16) | (e << 16));
+    return vkf_f16(h.x & 0xffffu);
+}
 float w_unit(uint rowb, uint u, out vec4 w[8]) {
-    uint bb = rowb + u * 18u;
-    uvec4 q = w_quad2(bb + 2u);
+    uvec4 q;
+    float d = vkf_blk18(rowb + u * 18u, q);
     for (uint i = 0; i < 4u; i++) {
         w[i] = vkf_nlo(q[i]) - 8.0;
         w[i + 4u] = vkf_nhi(q[i]) - 8.0;
     }
-    return vkf_f16(vkf_u16(bb));
+    return d;
 }
 #endif

@@ -23,7 +23,11 @@ vec2 vkf_k4_sm(uint bb, uint s) { return vkf_k4_sm_h(w_quad2(bb), s); }
 #if WTYPE == VKF_W_Q4_K
 /* a unit is the 64 elements of sub-blocks 2j and 2j + 1, which share the 32 bytes 32j..: one
  * 16-byte header read and two 16-byte quant reads per 64 weights */
+#if W_SMALL
+#define W_UNIT 32u
+#else
 #define W_UNIT 64u
+#endif
 float w_at(uint rowb, uint k) {
     uint bb = rowb + (k >> 8) * 144u, s = (k >> 5) & 7u;
     uint q = (vkf_u8(bb + 16u + 32u * (s >> 1) + (k & 31u)) >> (4u * (s & 1u))) & 15u;
@@ -31,6 +35,21 @@ float w_at(uint rowb, uint k) {
     return sm.x * float(q) - sm.y;
 }
 #define W_GENERIC_AT4
+#if W_SMALL
+/* 32-element units (rows of few super-blocks: enough units for every lane) */
+float w_unit(uint rowb, uint u, out vec4 w[8]) {
+    uint bb = rowb + (u >> 3) * 144u, s = u & 7u;
+    vec2 sm = vkf_k4_sm(bb, s);
+    uint qb = bb + 16u + 32u * (s >> 1);
+    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
+    uint sh = 4u * (s & 1u);
+    for (uint i = 0; i < 4u; i++) {
+        w[i] = sm.x * vec4((uvec4(q0[i]) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 15u) - sm.y;
+        w[i + 4u] = sm.x * vec4((uvec4(q1[i]) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 15u) - sm.y;
+    }
+    return 1.0;
+}
+#else
 float w_unit(uint rowb, uint u, out vec4 w[16]) {
     uint bb = rowb + (u >> 2) * 144u, j = u & 3u;
     uvec4 hd = w_quad2(bb);
@@ -45,4 +64,5 @@ float w_unit(uint rowb, uint u, out vec4 w[16]) {
     }
     return 1.0;
 }
+#endif
 #endif

@@ -3,7 +3,11 @@
  * x = d * sc[s] * (q + 16 h) - dmin * m[s] (scales: dtype_q4_k.glsl; see dtypes.glsl) */
 #if WTYPE == VKF_W_Q5_K
 /* a unit is the 64 elements of sub-blocks 2j and 2j + 1 (as Q4_K) */
+#if W_SMALL
+#define W_UNIT 32u
+#else
 #define W_UNIT 64u
+#endif
 float w_at(uint rowb, uint k) {
     uint bb = rowb + (k >> 8) * 176u, s = (k >> 5) & 7u, l = k & 31u;
     uint q = (vkf_u8(bb + 48u + 32u * (s >> 1) + l) >> (4u * (s & 1u))) & 15u;
@@ -12,6 +16,25 @@ float w_at(uint rowb, uint k) {
     return sm.x * float(q) - sm.y;
 }
 #define W_GENERIC_AT4
+#if W_SMALL
+/* 32-element units (rows of few super-blocks: enough units for every lane) */
+float w_unit(uint rowb, uint u, out vec4 w[8]) {
+    uint bb = rowb + (u >> 3) * 176u, s = u & 7u;
+    vec2 sm = vkf_k4_sm(bb, s);
+    uvec4 h0 = w_quad2(bb + 16u), h1 = w_quad2(bb + 32u);
+    uint qb = bb + 48u + 32u * (s >> 1);
+    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
+    uint sh = 4u * (s & 1u);
+    uvec4 o = uvec4(0u, 8u, 16u, 24u);
+    for (uint i = 0; i < 4u; i++) {
+        uvec4 v0 = ((uvec4(q0[i]) >> (o + sh)) & 15u) | (((uvec4(h0[i]) >> (o + s)) & 1u) << 4);
+        uvec4 v1 = ((uvec4(q1[i]) >> (o + sh)) & 15u) | (((uvec4(h1[i]) >> (o + s)) & 1u) << 4);
+        w[i] = sm.x * vec4(v0) - sm.y;
+        w[i + 4u] = sm.x * vec4(v1) - sm.y;
+    }
+    return 1.0;
+}
+#else
 float w_unit(uint rowb, uint u, out vec4 w[16]) {
     uint bb = rowb + (u >> 2) * 176u, j = u & 3u;
     uvec4 hd = w_quad2(bb);
@@ -29,4 +52,5 @@ float w_unit(uint rowb, uint u, out vec4 w[16]) {
     }
     return 1.0;
 }
+#endif
 #endif

@@ -3,7 +3,11 @@
  * l = e % 32: q = ((ql[64n + 32 (g & 1) + l] >> 4 (g >> 1)) & 15) | (((qh[32n + l] >> 2g) & 3) << 4);
  * x = d * scales[e / 16] * (q - 32) (see dtypes.glsl). */
 #if WTYPE == VKF_W_Q6_K
+#if W_SMALL
+#define W_UNIT 32u
+#else
 #define W_UNIT 64u
+#endif
 float w_at(uint rowb, uint k) {
     uint bb = rowb + (k >> 8) * 210u, e = k & 255u, n = e >> 7, g = (e >> 5) & 3u, l = e & 31u;
     uint q = (vkf_u8(bb + 64u * n + 32u * (g & 1u) + l) >> (4u * (g >> 1))) & 15u;
@@ -12,6 +16,25 @@ float w_at(uint rowb, uint k) {
     return vkf_f16(vkf_u16(bb + 208u)) * sc * (float(q) - 32.0);
 }
 #define W_GENERIC_AT4
+#if W_SMALL
+/* 32-element units (rows of few super-blocks: enough units for every lane) */
+float w_unit(uint rowb, uint u, out vec4 w[8]) {
+    uint bb = rowb + (u >> 3) * 210u, s = u & 7u, n = s >> 2, g = s & 3u;
+    uint scw = vkf_u16(bb + 192u + 2u * s);
+    float s0 = float(int(scw << 24) >> 24), s1 = float(int(scw << 16) >> 24);
+    uint lb = bb + 64u * n + 32u * (g & 1u), hb = bb + 128u + 32u * n;
+    uvec4 l0 = w_quad2(lb), l1 = w_quad2(lb + 16u), h0 = w_quad2(hb), h1 = w_quad2(hb + 16u);
+    uint sl = 4u * (g >> 1), sh = 2u * g;
+    uvec4 o = uvec4(0u, 8u, 16u, 24u);
+    for (uint i = 0; i < 4u; i++) {
+        uvec4 v0 = ((uvec4(l0[i]) >> (o + sl)) & 15u) | (((uvec4(h0[i]) >> (o + sh)) & 3u) << 4);
+        uvec4 v1 = ((uvec4(l1[i]) >> (o + sl)) & 15u) | (((uvec4(h1[i]) >> (o + sh)) & 3u) << 4);
+        w[i] = s0 * (vec4(v0) - 32.0);
+        w[i + 4u] = s1 * (vec4(v1) - 32.0);
+    }
+    return vkf_f16(vkf_u16(bb + 208u));
+}
+#else
 /* a unit is 64 elements, groups g0 = 2 (u & 1) and g0 + 1 of half-block n: their ql bytes
  * 64n..64n+63 (g0 the first 32, g0 + 1 the next), the shared 32 qh bytes, four scales */
 float w_unit(uint rowb, uint u, out vec4 w[16]) {
@@ -32,4 +55,5 @@ float w_unit(uint rowb, uint u, out vec4 w[16]) {
     }
     return vkf_f16(vkf_u16(bb + 208u));
 }
+#endif
 #endif

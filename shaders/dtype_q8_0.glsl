@@ -12,12 +12,15 @@ vec4 w_at4(uint rowb, uint k) {
     return vkf_f16(vkf_u16(bb)) * vkf_i8x4(vkf_u32h(bb + 2u + (k & 31u)));
 }
 float w_unit(uint rowb, uint u, out vec4 w[8]) {
-    uint bb = rowb + u * 34u;
-    uvec4 q0 = w_quad2(bb + 2u), q1 = w_quad2(bb + 18u);
+    uvec4 lo, hi;
+    uint e;
+    w_oct2e(rowb + u * 34u, lo, hi, e); /* the whole block: d, then the quants 2 bytes on */
+    uvec4 q0 = uvec4((lo.x >> 16) | (lo.y << 16), (lo.y >> 16) | (lo.z << 16), (lo.z >> 16) | (lo.w << 16), (lo.w >> 16) | (hi.x << 16));
+    uvec4 q1 = uvec4((hi.x >> 16) | (hi.y << 16), (hi.y >> 16) | (hi.z << 16), (hi.z >> 16) | (hi.w << 16), (hi.w >> 16) | (e << 16));
     for (uint i = 0; i < 4u; i++) {
         w[i] = vkf_i8x4(q0[i]);
         w[i + 4u] = vkf_i8x4(q1[i]);
     }
-    return vkf_f16(vkf_u16(bb));
+    return vkf_f16(lo.x & 0xffffu);
 }
 #endif

@@ -12,7 +12,11 @@
  * The includer declares how weight bytes are read, then includes this file:
  *   uint w_word(uint byte)      the 32-bit word at a 4-byte aligned byte offset (required);
  *   W_HAVE_QUAD:  uvec4 w_quad(uint byte), 16 bytes at a 16-byte aligned offset;
- *   W_HAVE_QUAD2: uvec4 w_quad2(uint byte), 16 bytes at a 2-byte aligned offset.
+ *   W_HAVE_QUAD2: uvec4 w_quad2(uint byte), 16 bytes at a 2-byte aligned offset, and
+ *                 uvec4 w_quad2e(uint byte, out uint e), the same and e = the 16 bits at
+ *                 byte + 16 (an 18-byte block in the reads of 16), and
+ *                 void w_oct2e(uint byte, out uvec4 lo, out uvec4 hi, out uint e), 32 bytes
+ *                 and the 16 bits after them (a 34-byte block).
  * Words are little-endian, so nothing needs 8- or 16-bit storage (mobile profile). Blocks of
  * 18, 22, 34, 110 and 210 bytes (Q4_0, IQ4_NL, Q5_0, Q8_0, Q3_K, Q6_K) are only 2-byte
  * aligned; the other quantized types have 4-byte aligned rows (the host checks both). */
@@ -21,6 +25,11 @@
 
 #ifndef WTYPE
 #define WTYPE VKF_W_F32
+#endif
+/* W_SMALL=1: the types whose step is 64 elements (Q3_K..Q6_K) decode 32 instead; vk_ops.c asks
+ * for it when split-K rows are too short to give every lane of a subgroup a unit */
+#ifndef W_SMALL
+#define W_SMALL 0
 #endif
 
 uint vkf_u8(uint byte) { return (w_word(byte & ~3u) >> ((byte & 3u) * 8u)) & 0xffu; }
@@ -45,6 +54,15 @@ uvec4 w_quad2(uint byte) {
     uint x0 = w_word(b), x1 = w_word(b + 4u), x2 = w_word(b + 8u), x3 = w_word(b + 12u), x4 = w_word(b + 16u);
     return uvec4((x0 >> 16) | (x1 << 16), (x1 >> 16) | (x2 << 16), (x2 >> 16) | (x3 << 16), (x3 >> 16) | (x4 << 16));
 }
+uvec4 w_quad2e(uint byte, out uint e) {
+    e = vkf_u16(byte + 16u);
+    return w_quad2(byte);
+}
+void w_oct2e(uint byte, out uvec4 lo, out uvec4 hi, out uint e) {
+    lo = w_quad2(byte);
+    hi = w_quad2(byte + 16u);
+    e = vkf_u16(byte + 32u);
+}
 #endif
 
 float vkf_f16(uint bits) { return unpackHalf2x16(bits).x; }
@@ -57,8 +75,12 @@ uvec4 vkf_nhi_u(uint q) { return (uvec4(q) >> uvec4(4u, 12u, 20u, 28u)) & 15u; }
 uvec4 vkf_bits4(uint h, uint sh) { return (uvec4(h) >> (uvec4(0u, 1u, 2u, 3u) + sh)) & 1u; }
 /* the 2-bit fields at shift sh of the four bytes of a word */
 uvec4 vkf_crumbs(uint q, uint sh) { return (uvec4(q) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 3u; }
-/* byte i (0..11) of three words */
-uint vkf_byte3(uvec3 w, uint i) { return (w[i >> 2] >> ((i & 3u) * 8u)) & 0xffu; }
+/* byte i (0..11) of three words (selects: a dynamic component index can become a per-lane
+ * memory access on CPU drivers) */
+uint vkf_byte3(uvec3 w, uint i) {
+    uint x = i < 4u ? w.x : i < 8u ? w.y : w.z;
+    return (x >> ((i & 3u) * 8u)) & 0xffu;
+}
 
 #include "dtype_f32.glsl"
 #include "dtype_f16.glsl"

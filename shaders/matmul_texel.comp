@@ -107,6 +107,46 @@ uvec4 w_quad2(uint byte) {
     return uvec4((X[0] >> 16) | (X[1] << 16), (X[1] >> 16) | (X[2] << 16), (X[2] >> 16) | (X[3] << 16),
                  (X[3] >> 16) | (X[4] << 16));
 }
+/* the same, and the 16 bits after it: still inside the two texels (the offset in the first is
+ * at most 14) */
+uvec4 w_quad2e(uint byte, out uint e) {
+    uint t = byte >> 4, o4 = (byte >> 2) & 3u;
+    uvec4 t0 = w_tex(t), t1 = w_tex(t + 1u);
+    uint W[8];
+    W[0] = t0.x; W[1] = t0.y; W[2] = t0.z; W[3] = t0.w;
+    W[4] = t1.x; W[5] = t1.y; W[6] = t1.z; W[7] = t1.w;
+    uint X[5];
+    for (uint j = 0; j < 5u; j++)
+        X[j] = o4 == 0u ? W[j] : o4 == 1u ? W[j + 1u] : o4 == 2u ? W[j + 2u] : W[j + 3u];
+    if ((byte & 2u) == 0u) {
+        e = X[4] & 0xffffu;
+        return uvec4(X[0], X[1], X[2], X[3]);
+    }
+    e = X[4] >> 16;
+    return uvec4((X[0] >> 16) | (X[1] << 16), (X[1] >> 16) | (X[2] << 16), (X[2] >> 16) | (X[3] << 16),
+                 (X[3] >> 16) | (X[4] << 16));
+}
+/* 32 bytes and the 16 bits after them: three texels (the offset in the first is at most 14) */
+void w_oct2e(uint byte, out uvec4 lo, out uvec4 hi, out uint e) {
+    uint t = byte >> 4, o4 = (byte >> 2) & 3u;
+    uvec4 t0 = w_tex(t), t1 = w_tex(t + 1u), t2 = w_tex(t + 2u);
+    uint W[12];
+    W[0] = t0.x; W[1] = t0.y; W[2] = t0.z; W[3] = t0.w;
+    W[4] = t1.x; W[5] = t1.y; W[6] = t1.z; W[7] = t1.w;
+    W[8] = t2.x; W[9] = t2.y; W[10] = t2.z; W[11] = t2.w;
+    uint X[9];
+    for (uint j = 0; j < 9u; j++)
+        X[j] = o4 == 0u ? W[j] : o4 == 1u ? W[j + 1u] : o4 == 2u ? W[j + 2u] : W[j + 3u];
+    if ((byte & 2u) == 0u) {
+        lo = uvec4(X[0], X[1], X[2], X[3]);
+        hi = uvec4(X[4], X[5], X[6], X[7]);
+        e = X[8] & 0xffffu;
+        return;
+    }
+    lo = uvec4((X[0] >> 16) | (X[1] << 16), (X[1] >> 16) | (X[2] << 16), (X[2] >> 16) | (X[3] << 16), (X[3] >> 16) | (X[4] << 16));
+    hi = uvec4((X[4] >> 16) | (X[5] << 16), (X[5] >> 16) | (X[6] << 16), (X[6] >> 16) | (X[7] << 16), (X[7] >> 16) | (X[8] << 16));
+    e = X[8] >> 16;
+}
 #include "dtypes.glsl"
 
 #define UNIT_K W_UNIT /* values per unit */

@@ -13,7 +13,7 @@
 
 typedef enum vkf_op {
     /* dst[M,N] = src0[M,K] · src1[N,K]ᵀ (+ src2[1,N] bias, optional).
-     * src0 F32; src1 (the weight) F32, F16, BF16, Q8_0 or Q4_0; accumulation in f32. */
+     * src0 F32; src1 (the weight) any weight type (src/core/wtype.c); accumulation in f32. */
     VKF_OP_MATMUL = 0,
     /* dst[n,d] = src0[ids[i], :] * scale, ids = src1 (I32 [1,n]); src0 any weight dtype.
      * Ids are validated on the host before execution (VKF_ERROR_TOKEN), kernels clamp. */

@@ -16,7 +16,7 @@ typedef struct vkf_buffer vkf_buffer; /* owned by a backend (host memory or a Vk
 typedef struct vkf_tensor {
     vkf_dtype dtype;
     int64_t rows;       /* number of rows */
-    int64_t cols;       /* elements per row (multiple of 32 for Q8_0/Q4_0) */
+    int64_t cols;       /* elements per row (a multiple of the dtype's block: 32 or 256) */
     int64_t row_stride; /* elements between row starts, >= cols (== cols for quantized types) */
     vkf_buffer *buf;    /* NULL until allocated */
     size_t offset;      /* bytes from the start of buf */

@@ -18,8 +18,9 @@
  * gives VKF_ERROR_FORMAT; string lengths and array counts are checked against the bytes left
  * before anything is allocated; general.alignment (default 32) must be a uint32 power of two;
  * tensor infos: name length 1..255, n_dims <= 4, every dim > 0 and the element count without
- * overflow, type F32(0), F16(1), Q4_0(2), Q8_0(8) or BF16(30) (any other ggml type is
- * VKF_ERROR_UNSUPPORTED naming the tensor and the type number), quantized rows a multiple of 32,
+ * overflow, a type the weight-type table reads (src/core/wtype.c: F32, F16, BF16, Q8_0, Q4_0,
+ * Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS; any other ggml type is VKF_ERROR_UNSUPPORTED
+ * naming the tensor and the type number), rows a multiple of the type's block (32 or 256),
  * offsets aligned and inside the file, no overlapping tensors, no duplicate keys or names.
  * Nested arrays (arrays of arrays) are supported, 8 levels deep at most. */
 #ifndef VKF_IO_GGUF_H
@@ -71,7 +72,7 @@ typedef struct vkf_gguf_kv {
 
 typedef struct vkf_gguf_tensor {
     const char *name;              /* "blk.0.attn_q.weight" */
-    vkf_dtype dtype;               /* F32, F16, BF16, Q8_0 or Q4_0 */
+    vkf_dtype dtype;               /* a weight type of src/core/wtype.c */
     uint32_t ggml_type;            /* as in the file: 0, 1, 30, 8, 2 */
     int n_dims;                    /* as in the file, 0..4 */
     int64_t ne[VKF_GGUF_MAX_DIMS]; /* ggml order: ne[0] innermost (row length); unused = 1 */

@@ -3,7 +3,7 @@
  *
  * ggml stores a weight with ne = [in, out]: ne[0] is the row length, so row i is output feature
  * i: exactly the [out, in] layout the MATMUL op wants, with no transpose. Matrices keep their
- * stored type (F32, F16, BF16, Q8_0, Q4_0); 1-D tensors (norms, biases) become F32. */
+ * stored type (any weight type of src/core/wtype.c); 1-D tensors (norms, biases) become F32. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

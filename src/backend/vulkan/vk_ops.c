@@ -539,9 +539,12 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
         if (tm > cfg.tm) tm = cfg.tm;
     }
     uint32_t spec[3] = {cfg.wg, R, tm};
-    char defs[64];
-    snprintf(defs, sizeof defs, "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d", vkf_vk_wtype(w0->dtype),
-             g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0);
+    /* split-K over rows of few 64-element units (K = 256: 4) would idle lanes: 32-element units */
+    int64_t sg = c->subgroup_size ? c->subgroup_size : 32;
+    int small = !cfg.lanes && vkf_vk_wunit(w0->dtype) > 32 && K / vkf_vk_wunit(w0->dtype) < sg;
+    char defs[96];
+    snprintf(defs, sizeof defs, "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d", vkf_vk_wtype(w0->dtype),
+             g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0, small);
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7, (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
     int plain = g->n_mats == 1 && !g->swiglu && !g->norm_w;
