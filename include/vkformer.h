@@ -414,6 +414,24 @@ vkf_status vkf_verify(vkf_context *ctx, const char *dir, const char *only,
                       void (*on_case)(void *user, const vkf_verify_case *c), void *user,
                       vkf_verify_summary *out);
 
+/* ---------------------------------------------------------------- chat templates */
+
+/* Renders a Jinja chat template as Hugging Face's apply_chat_template does (trim_blocks,
+ * lstrip_blocks). messages_json: a JSON array of {"role","content",...}; tools_json and
+ * context_json may be NULL (context: a JSON object of further variables); bos/eos may be NULL
+ * (""). *out is malloc'ed (caller frees). On a template error returns VKF_ERROR_FORMAT with
+ * vkf_last_error() naming line and column, or the raise_exception message. */
+vkf_status vkf_chat_template_render(const char *tmpl, const char *messages_json, const char *tools_json,
+                                    const char *context_json, const char *bos, const char *eos,
+                                    int add_generation_prompt, char **out);
+/* The model's template (GGUF tokenizer.chat_template, HF tokenizer_config.json chat_template or
+ * chat_template.jinja), or NULL when it has none. Valid while the model lives. */
+const char *vkf_model_chat_template(const vkf_model *m);
+/* Renders messages with the model's template (or llama.cpp's documented default, ChatML, when it
+ * has none: *used_default = 1), with the model's bos/eos token texts. */
+vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add_generation_prompt,
+                          char **out, int *used_default);
+
 #ifdef __cplusplus
 }
 #endif

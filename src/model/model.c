@@ -11,6 +11,7 @@
 #include "io/gguf.h"
 #include "io/json_config.h"
 #include "io/tokenizer.h"
+#include "model/chat.h"
 #include "model/model.h"
 
 const char *vkf_arch_name(vkf_arch a) {
@@ -166,6 +167,7 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
         if (m->hp.add_bos < 0) m->hp.add_bos = vkf_tokenizer_add_bos(m->tok);
     }
     if (m->hp.add_bos < 0) m->hp.add_bos = 0;
+    if (s == VKF_OK) vkf_chat_model_load(m, p->path, p->tokenizer);
     if (s != VKF_OK) {
         vkf_model_free(m);
         vkf_context_unlock(ctx);
@@ -187,6 +189,9 @@ void vkf_model_free(vkf_model *m) {
     vkf_tokenizer_free(m->tok);
     vkf_tokenizer_free(m->src_tok);
     pthread_mutex_destroy(&m->tok_lock);
+    free(m->chat_template);
+    free(m->chat_bos);
+    free(m->chat_eos);
     free(m);
 }
 

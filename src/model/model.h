@@ -126,6 +126,8 @@ struct vkf_model {
     /* encode keeps a pre-token cache and scratch buffers in the tokenizer (io/tokenizer.h): one
      * encode at a time per model; decode only reads and needs no lock */
     pthread_mutex_t tok_lock;
+    /* chat templates (model/chat.c): the template and the bos/eos token texts, or NULL */
+    char *chat_template, *chat_bos, *chat_eos;
 };
 
 /* Loaders (model/load_*.c); each fills m->hp, m->w, m->tok. A loader whose positions are

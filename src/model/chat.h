@@ -1,0 +1,22 @@
+/* Chat templates: the model's template and bos/eos texts, and rendering a conversation
+ * (public API: vkf_chat_template_render, vkf_model_chat_template, vkf_chat_apply). */
+#ifndef VKF_MODEL_CHAT_H
+#define VKF_MODEL_CHAT_H
+
+#include "vkformer.h"
+
+/* Reads the chat template and the bos/eos token texts of a model file or directory without
+ * loading its weights: a GGUF file (tokenizer.chat_template, tokenizer.ggml.tokens at
+ * bos/eos_token_id) or a Hugging Face directory (tokenizer_config.json "chat_template", a
+ * string or a list of {"name","template"} of which "default" is taken, else chat_template.jinja;
+ * "bos_token"/"eos_token" as strings or {"content": ...}). Each output is malloc'ed or NULL
+ * when absent; any output pointer may be NULL. A file that cannot be read or parsed is an error. */
+vkf_status vkf_chat_model_files(const char *path, char **tmpl, char **bos, char **eos);
+
+/* Fills m->chat_template / chat_bos / chat_eos from the model path, then from the tokenizer
+ * path (may be NULL) for what is still missing; bos/eos fall back to the tokenizer's token
+ * texts. A template is optional: a file that cannot be read leaves the fields NULL. */
+typedef struct vkf_model vkf_model;
+void vkf_chat_model_load(vkf_model *m, const char *path, const char *tokenizer);
+
+#endif
