@@ -23,6 +23,7 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "bench.h"
+#include "cli/args.h"
 #include "core/error.h"
 #include "model/context.h"
 #include "vkformer.h"
@@ -199,24 +200,81 @@ static void vkf_bench_profile_print(vkf_backend *be, const char *what, int token
 
 static const char *vkf_bench_backend_label(vkf_backend_kind k) { return k == VKF_BACKEND_CPU ? "CPU" : "Vulkan"; }
 
-static void vkf_bench_usage(FILE *f) {
-    fprintf(f,
-            "usage: vkformer bench -m MODEL [options]            end-to-end prompt / generation speed\n"
-            "       vkformer bench --kernels [--quick]          kernel sweeps against measured peaks\n"
-            "       vkformer bench --startup -m MODEL [-r N]    cold / warm time to the first token\n"
-            "       vkformer bench --plot DIR -m MODEL          SVG charts: t/s vs context, matmul roofline\n"
-            "       vkformer bench --tokenizer ...              tokenizer throughput\n"
-            "\nend-to-end options (llama-bench's):\n"
-            "  -m, --model FILE      model (repeatable, or a comma list)\n"
-            "  -p, --n-prompt N,..   prompt lengths (default 512; 0 = none)\n"
-            "  -n, --n-gen N,..      generation lengths (default 128; 0 = none)\n"
-            "  -d, --depth D,..      context already in the cache before the test (default 0)\n"
-            "  -r, --repetitions N   timed runs per test (default 5)\n"
-            "  -o, --output FMT      md (default), json or csv\n"
-            "  --backends LIST       cpu,vulkan (default: vulkan if a device is present, else cpu)\n"
-            "  --device N|NAME       Vulkan device\n"
-            "  --no-warmup           skip the untimed warm-up run\n"
-            "  --profile             per-op device time (Vulkan timestamps) on stderr\n");
+/* ---------------------------------------------------------------- options (cli/args.h) */
+
+typedef struct vkf_bench_list {
+    int *v, *n;
+} vkf_bench_list;
+
+/* "64,512": each in [0, 2^24] */
+static int vkf_bench_opt_list(void *dst, const char *value, char *err, size_t n) {
+    vkf_bench_list *l = dst;
+    int k = vkf_bench_parse_ints(value, l->v, VKF_BENCH_MAX_LIST);
+    if (k < 1) {
+        snprintf(err, n, "expected a comma list of up to %d integers in [0, 16777216], got '%s'",
+                 VKF_BENCH_MAX_LIST, value);
+        return -1;
+    }
+    *l->n = k;
+    return 0;
+}
+
+static int vkf_bench_opt_models(void *dst, const char *value, char *err, size_t n) {
+    vkf_bench_opts *o = dst;
+    char *dup = strdup(value); /* kept for the process lifetime: the list points into it */
+    if (!dup) {
+        snprintf(err, n, "out of memory");
+        return -1;
+    }
+    for (char *tok = strtok(dup, ","); tok; tok = strtok(NULL, ",")) {
+        if (o->n_models == VKF_BENCH_MAX_MODELS) {
+            snprintf(err, n, "at most %d models", VKF_BENCH_MAX_MODELS);
+            return -1;
+        }
+        o->models[o->n_models++] = tok;
+    }
+    return 0;
+}
+
+static int vkf_bench_opt_fmt(void *dst, const char *value, char *err, size_t n) {
+    int f = vkf_bench_parse_fmt(value);
+    if (f < 0) {
+        snprintf(err, n, "expected md, json or csv, got '%s'", value);
+        return -1;
+    }
+    *(int *)dst = f;
+    return 0;
+}
+
+static int vkf_bench_opt_backends(void *dst, const char *value, char *err, size_t n) {
+    vkf_bench_opts *o = dst;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", value);
+    o->n_backends = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (o->n_backends == 4) break;
+        if (!strcmp(tok, "cpu"))
+            o->backends[o->n_backends++] = VKF_BACKEND_CPU;
+        else if (!strcmp(tok, "vulkan") || !strcmp(tok, "vk"))
+            o->backends[o->n_backends++] = VKF_BACKEND_VULKAN;
+        else {
+            snprintf(err, n, "expected cpu and/or vulkan, got '%s'", tok);
+            return -1;
+        }
+    }
+    if (!o->n_backends) {
+        snprintf(err, n, "expected cpu and/or vulkan");
+        return -1;
+    }
+    return 0;
+}
+
+static int vkf_bench_opt_cpu(void *dst, const char *value, char *err, size_t n) {
+    (void)value, (void)err, (void)n;
+    vkf_bench_opts *o = dst;
+    o->backends[0] = VKF_BACKEND_CPU;
+    o->n_backends = 1;
+    return 0;
 }
 
 static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
@@ -228,81 +286,49 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
     o->n_depth = 1;
     o->reps = 5;
     o->warmup = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED()                                                                                     \
-    do {                                                                                           \
-        if (!v) {                                                                                  \
-            fprintf(stderr, "vkformer bench: %s needs a value\n", a);                              \
-            return 2;                                                                              \
-        }                                                                                          \
-        i++;                                                                                       \
-    } while (0)
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            NEED();
-            char *dup = strdup(v); /* kept for the process lifetime: the list points into it */
-            for (char *tok = strtok(dup, ","); tok && o->n_models < VKF_BENCH_MAX_MODELS; tok = strtok(NULL, ","))
-                o->models[o->n_models++] = tok;
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) {
-            NEED();
-            if ((o->n_pp = vkf_bench_parse_ints(v, o->pp, VKF_BENCH_MAX_LIST)) < 0) goto bad;
-        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
-            NEED();
-            if ((o->n_tg = vkf_bench_parse_ints(v, o->tg, VKF_BENCH_MAX_LIST)) < 0) goto bad;
-        } else if (!strcmp(a, "-d") || !strcmp(a, "--depth") || !strcmp(a, "--n-depth")) {
-            NEED();
-            if ((o->n_depth = vkf_bench_parse_ints(v, o->depth, VKF_BENCH_MAX_LIST)) < 1) goto bad;
-        } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
-            NEED();
-            o->reps = atoi(v);
-            if (o->reps < 1 || o->reps > 64) goto bad;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            NEED();
-            if ((o->fmt = vkf_bench_parse_fmt(v)) < 0) goto bad;
-        } else if (!strcmp(a, "--backends") || !strcmp(a, "--backend")) {
-            NEED();
-            char buf[128];
-            snprintf(buf, sizeof buf, "%s", v);
-            o->n_backends = 0;
-            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-                if (o->n_backends == 4) goto bad;
-                if (!strcmp(tok, "cpu")) o->backends[o->n_backends++] = VKF_BACKEND_CPU;
-                else if (!strcmp(tok, "vulkan") || !strcmp(tok, "vk")) o->backends[o->n_backends++] = VKF_BACKEND_VULKAN;
-                else goto bad;
-            }
-        } else if (!strcmp(a, "--device") || !strcmp(a, "-dev")) {
-            NEED();
-            o->device = v;
-        } else if (!strcmp(a, "--cpu")) {
-            o->backends[0] = VKF_BACKEND_CPU;
-            o->n_backends = 1;
-        } else if (!strcmp(a, "--no-warmup")) {
-            o->warmup = 0;
-        } else if (!strcmp(a, "--profile")) {
-            o->profile = 1;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            o->quiet = 1;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            vkf_bench_usage(stdout);
-            return 1;
-        } else {
-            fprintf(stderr, "vkformer bench: unknown option '%s'\n\n", a);
-            vkf_bench_usage(stderr);
-            return 2;
-        }
-        continue;
-    bad:
-        fprintf(stderr, "vkformer bench: bad value for %s: '%s'\n", a, v ? v : "");
-        return 2;
-#undef NEED
-    }
-    if (o->n_models == 0) {
-        fprintf(stderr, "vkformer bench: -m MODEL is required\n\n");
-        vkf_bench_usage(stderr);
-        return 2;
-    }
-    if (o->n_depth == 1 && o->depth[0] == 0) o->depth[0] = 0;
+    int no_warmup = 0;
+    vkf_bench_list pp = {o->pp, &o->n_pp}, tg = {o->tg, &o->n_tg}, depth = {o->depth, &o->n_depth};
+    vkf_arg args[] = {
+        {"-m|--model", VKF_ARG_CALL, o, .metavar = "FILE", .call = vkf_bench_opt_models,
+         .required = 1, .help = "model (repeatable, or a comma list)"},
+        {"-p|--n-prompt", VKF_ARG_CALL, &pp, .metavar = "N,..", .call = vkf_bench_opt_list,
+         .help = "prompt lengths (default 512; 0 = none)"},
+        {"-n|--n-gen", VKF_ARG_CALL, &tg, .metavar = "N,..", .call = vkf_bench_opt_list,
+         .help = "generation lengths (default 128; 0 = none)"},
+        {"-d|--depth|--n-depth", VKF_ARG_CALL, &depth, .metavar = "D,..",
+         .call = vkf_bench_opt_list,
+         .help = "context already in the cache before the test (default 0)"},
+        {"-r|--repetitions", VKF_ARG_INT, &o->reps, .min = 1, .max = 64, .metavar = "N",
+         .help = "timed runs per test (default 5)"},
+        {"-o|--output", VKF_ARG_CALL, &o->fmt, .metavar = "FMT", .call = vkf_bench_opt_fmt,
+         .help = "md (default), json or csv"},
+        {"--backends|--backend", VKF_ARG_CALL, o, .metavar = "LIST", .call = vkf_bench_opt_backends,
+         .help = "cpu,vulkan (default: vulkan if a device is present, else cpu)"},
+        {"-dev|--device", VKF_ARG_STR, &o->device, .metavar = "N|NAME", .help = "Vulkan device"},
+        {"--cpu", VKF_ARG_CALL0, o, .call = vkf_bench_opt_cpu, .help = "the CPU backend only"},
+        {"--no-warmup", VKF_ARG_SET, &no_warmup, .help = "skip the untimed warm-up run"},
+        {"--profile", VKF_ARG_SET, &o->profile,
+         .help = "per-op device time (Vulkan timestamps) on stderr"},
+        {"-q|--quiet", VKF_ARG_SET, &o->quiet, .help = "no progress lines on stderr"},
+        {"-t|--threads|-ngl|--n-gpu-layers|-b|--batch-size|-ub|--ubatch-size|-ctk|-ctv|-fa|--flash-"
+         "attn|-mmp|-sm|-mg",
+         VKF_ARG_REFUSED, .takes_value = 1,
+         .help = "llama-bench sweeps that do not apply: one backend, one thread"},
+        {0}};
+    vkf_cmd_spec spec = {
+        "bench", "-m MODEL [options] | --kernels | --startup | --plot DIR | --tokenizer",
+        "End-to-end prompt / generation speed with llama-bench's flags and output. The other "
+        "benchmarks:\n"
+        "  vkformer bench --kernels [--quick]          kernel sweeps against measured peaks\n"
+        "  vkformer bench --startup -m MODEL [-r N]    cold / warm time to the first token\n"
+        "  vkformer bench --plot DIR -m MODEL          SVG charts: t/s vs context, matmul "
+        "roofline\n"
+        "  vkformer bench --tokenizer ...              tokenizer throughput\n"
+        "(each with --help)",
+        args, .epilog = NULL};
+    int rc = vkf_args_parse(&spec, argc, argv);
+    if (rc >= 0) return rc == 0 ? 1 : rc;
+    if (no_warmup) o->warmup = 0;
     if (o->n_backends == 0) {
         o->backends[0] = VKF_BACKEND_AUTO;
         o->n_backends = 1;

@@ -19,6 +19,7 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "bench.h"
+#include "cli/args.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "graph/backend.h"
@@ -319,11 +320,6 @@ static int vkf_kb_cases(int quick, const char *only, const char *shape, vkf_kcas
     return n;
 }
 
-static void vkf_kb_usage(FILE *f) {
-    fprintf(f, "usage: vkformer bench --kernels [--quick] [--only matmul|attention|norm|softmax] [--device N]\n"
-               "                      [--shape MxNxK] [-o md|json|csv] [--json-out FILE] [--no-peaks]\n");
-}
-
 /* JSON of the peaks and results (also read by --plot --from-json). */
 static cJSON *vkf_kb_json(const char *device, const char *driver, const vkf_vk_peaks *pk, const vkf_kresult *res,
                           int n, double load0, double load1, int ncpu) {
@@ -401,35 +397,42 @@ char *vkf_bench_kernels_json(const char *device, int quick, const char *only) {
     return txt;
 }
 
+static int vkf_kb_opt_fmt(void *dst, const char *value, char *err, size_t n) {
+    int f = vkf_bench_parse_fmt(value);
+    if (f < 0) {
+        snprintf(err, n, "expected md, json or csv, got '%s'", value);
+        return -1;
+    }
+    *(int *)dst = f;
+    return 0;
+}
+
 int vkf_bench_kernels(int argc, char **argv) {
     int quick = 0, fmt = VKF_BENCH_MD, peaks_on = 1;
     const char *device = NULL, *only = NULL, *json_out = NULL, *shape = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--kernels")) continue;
-        if (!strcmp(a, "--quick")) quick = 1;
-        else if (!strcmp(a, "--no-peaks")) peaks_on = 0;
-        else if ((!strcmp(a, "--device") || !strcmp(a, "-dev")) && i + 1 < argc) device = argv[++i];
-        else if (!strcmp(a, "--only") && i + 1 < argc) only = argv[++i];
-        else if (!strcmp(a, "--shape") && i + 1 < argc) shape = argv[++i];
-        else if (!strcmp(a, "--json-out") && i + 1 < argc) json_out = argv[++i];
-        else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
-            if ((fmt = vkf_bench_parse_fmt(argv[++i])) < 0) {
-                vkf_kb_usage(stderr);
-                return 2;
-            }
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            vkf_kb_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "vkformer bench --kernels: unknown option '%s'\n", a);
-            vkf_kb_usage(stderr);
-            return 2;
-        }
-    }
+    int mode = 0;
+    vkf_arg args[] = {
+        {"--kernels", VKF_ARG_SET, &mode, .hidden = 1},
+        {"--quick", VKF_ARG_SET, &quick, .help = "fewer shapes"},
+        {"--only", VKF_ARG_STR, &only, .metavar = "KIND",
+         .help = "matmul, attention, norm or softmax"},
+        {"-dev|--device", VKF_ARG_STR, &device, .metavar = "N|NAME", .help = "Vulkan device"},
+        {"--shape", VKF_ARG_STR, &shape, .metavar = "MxNxK", .help = "one matmul shape"},
+        {"-o|--output", VKF_ARG_CALL, &fmt, .metavar = "FMT", .call = vkf_kb_opt_fmt,
+         .help = "md (default), json or csv"},
+        {"--json-out", VKF_ARG_STR, &json_out, .metavar = "FILE",
+         .help = "also write the JSON report to FILE"},
+        {"--no-peaks", VKF_ARG_CLEAR, &peaks_on,
+         .help = "skip the peak FLOP/s and bandwidth probes"},
+        {0}};
+    vkf_cmd_spec spec = {
+        "bench --kernels", "[--quick] [--only KIND] [-dev N] [--shape MxNxK] [-o md|json|csv]",
+        "Kernel sweeps on a Vulkan device against its measured peaks.", args, .epilog = NULL};
+    int prc = vkf_args_parse(&spec, argc, argv);
+    if (prc >= 0) return prc;
     vkf_backend *be = NULL;
     if (vkf_backend_vulkan_create(device, 0, &be) != VKF_OK) {
-        fprintf(stderr, "vkformer bench --kernels: %s\n", vkf_last_error());
+        fprintf(stderr, "vkformer: bench --kernels: %s\n", vkf_last_error());
         return 1;
     }
     const vkf_vk_caps *caps = vkf_backend_vulkan_caps(be);
@@ -443,7 +446,7 @@ int vkf_bench_kernels(int argc, char **argv) {
     vkf_vk_peaks pk;
     memset(&pk, 0, sizeof pk);
     if (peaks_on && vkf_backend_vulkan_peaks(be, quick, &pk) != VKF_OK) {
-        fprintf(stderr, "vkformer bench --kernels: peak probes: %s\n", vkf_last_error());
+        fprintf(stderr, "vkformer: bench --kernels: peak probes: %s\n", vkf_last_error());
         vkf_backend_free(be);
         return 1;
     }
@@ -465,7 +468,7 @@ int vkf_bench_kernels(int argc, char **argv) {
     vkf_kcase cs[128];
     int nc = vkf_kb_cases(quick, only, shape, cs, 128);
     if (nc < 0) {
-        fprintf(stderr, "vkformer bench --kernels: bad --shape '%s' (expected MxNxK)\n", shape);
+        fprintf(stderr, "vkformer: bench --kernels: bad --shape '%s' (expected MxNxK)\n", shape);
         vkf_backend_free(be);
         return 2;
     }
@@ -485,7 +488,7 @@ int vkf_bench_kernels(int argc, char **argv) {
     for (int i = 0; i < nc; i++) {
         vkf_kresult *r = &res[n];
         if (vkf_kb_run(be, &cs[i], quick, &pk, r) != VKF_OK) {
-            fprintf(stderr, "vkformer bench --kernels: case %d: %s\n", i, vkf_last_error());
+            fprintf(stderr, "vkformer: bench --kernels: case %d: %s\n", i, vkf_last_error());
             rc = 1;
             continue;
         }
@@ -508,7 +511,7 @@ int vkf_bench_kernels(int argc, char **argv) {
     if (json_out && txt) {
         FILE *f = fopen(json_out, "w");
         if (!f || fputs(txt, f) < 0) {
-            fprintf(stderr, "vkformer bench --kernels: cannot write %s\n", json_out);
+            fprintf(stderr, "vkformer: bench --kernels: cannot write %s\n", json_out);
             rc = 1;
         }
         if (f) fclose(f);

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench.h"
+#include "cli/args.h"
 #include "vkformer.h"
 
 /* ---------------------------------------------------------------- svg helpers */
@@ -281,32 +282,49 @@ static int vkf_plot_roofline_svg(const char *dir, cJSON *kj) {
 
 /* ---------------------------------------------------------------- entry */
 
+static int vkf_plot_opt_list(void *dst, const char *value, char *err, size_t n) {
+    struct {
+        int *v, *n;
+    } *l = dst;
+    int k = vkf_bench_parse_ints(value, l->v, 32);
+    if (k < 1) {
+        snprintf(err, n, "expected a comma list of up to 32 integers, got '%s'", value);
+        return -1;
+    }
+    *l->n = k;
+    return 0;
+}
+
 int vkf_bench_plot(int argc, char **argv) {
     const char *dir = NULL, *model = NULL, *device = NULL, *kjson = NULL;
     int depths[32], nd = 0, n_gen = 16, reps = 3, cpu = 0, quick = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--plot") && i + 1 < argc) dir = argv[++i];
-        else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc) model = argv[++i];
-        else if (!strcmp(a, "--device") && i + 1 < argc) device = argv[++i];
-        else if (!strcmp(a, "--cpu")) cpu = 1;
-        else if (!strcmp(a, "--full")) quick = 0;
-        else if ((!strcmp(a, "--depths") || !strcmp(a, "-d")) && i + 1 < argc) {
-            if ((nd = vkf_bench_parse_ints(argv[++i], depths, 32)) < 1) nd = -1;
-        } else if ((!strcmp(a, "-n") || !strcmp(a, "--n-gen")) && i + 1 < argc) n_gen = atoi(argv[++i]);
-        else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(a, "--kernels-json") && i + 1 < argc) kjson = argv[++i];
-        else nd = -1;
-        if (nd < 0) {
-            fprintf(stderr, "usage: vkformer bench --plot DIR -m MODEL [--depths 16,64,...] [-n 16] [-r 3]\n"
-                            "                      [--device N | --cpu] [--kernels-json FILE] [--full]\n");
-            return 2;
-        }
-    }
-    if (!dir || !model || n_gen < 1 || reps < 1 || reps > 64) {
-        fprintf(stderr, "usage: vkformer bench --plot DIR -m MODEL [--depths 16,64,...] [-n 16] [-r 3]\n");
-        return 2;
-    }
+    int full = 0;
+    struct {
+        int *v, *n;
+    } dl = {depths, &nd};
+    vkf_arg args[] = {
+        {"--plot", VKF_ARG_STR, &dir, .metavar = "DIR", .required = 1,
+         .help = "where the SVG files go"},
+        {"-m|--model", VKF_ARG_STR, &model, .metavar = "PATH", .required = 1, .help = "model"},
+        {"-dev|--device", VKF_ARG_STR, &device, .metavar = "N|NAME", .help = "Vulkan device"},
+        {"--cpu", VKF_ARG_SET, &cpu, .help = "the CPU backend"},
+        {"--full", VKF_ARG_SET, &full, .help = "the full kernel sweep (default: quick)"},
+        {"-d|--depths", VKF_ARG_CALL, &dl, .metavar = "D,..", .call = vkf_plot_opt_list,
+         .help = "context depths (default 16 up to the model's context, doubling)"},
+        {"-n|--n-gen", VKF_ARG_INT, &n_gen, .min = 1, .max = 1 << 20, .metavar = "N",
+         .help = "tokens per point (16)"},
+        {"-r|--repetitions", VKF_ARG_INT, &reps, .min = 1, .max = 64, .metavar = "N",
+         .help = "runs per point (3)"},
+        {"--kernels-json", VKF_ARG_STR, &kjson, .metavar = "FILE",
+         .help = "the roofline from a --kernels JSON report"},
+        {0}};
+    vkf_cmd_spec spec = {"bench --plot",
+                         "DIR -m MODEL [-d 16,64,...] [-n 16] [-r 3] [-dev N | --cpu]",
+                         "SVG charts: tokens/s against the context depth, and the matmul roofline.",
+                         args, .epilog = NULL};
+    int prc = vkf_args_parse(&spec, argc, argv);
+    if (prc >= 0) return prc;
+    if (full) quick = 0;
     mkdir(dir, 0755);
     /* default depths: 16 up to the model's context, doubling */
     vkf_plot_pt pts[32];

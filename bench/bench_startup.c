@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench.h"
+#include "cli/args.h"
 #include "vkformer.h"
 
 /* ---------------------------------------------------------------- the child */
@@ -26,15 +27,20 @@ int vkf_bench_first_token(int argc, char **argv) {
     double t0 = vkf_bench_now_ms();
     const char *model = NULL, *device = NULL;
     int cpu = 0;
-    for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) model = argv[++i];
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
-        else if (!strcmp(argv[i], "--cpu")) cpu = 1;
-    }
-    if (!model) {
-        fprintf(stderr, "vkformer bench --first-token: -m MODEL is required\n");
-        return 2;
-    }
+    int mode = 0;
+    vkf_arg args[] = {
+        {"--first-token", VKF_ARG_SET, &mode, .hidden = 1},
+        {"-m|--model", VKF_ARG_STR, &model, .metavar = "PATH", .required = 1, .help = "model"},
+        {"-dev|--device", VKF_ARG_STR, &device, .metavar = "N|NAME", .help = "Vulkan device"},
+        {"--cpu", VKF_ARG_SET, &cpu, .help = "the CPU backend"},
+        {0}};
+    vkf_cmd_spec spec = {
+        "bench --first-token", "-m MODEL [-dev N | --cpu]",
+        "Loads the model, evaluates one token and prints the time since the process started "
+        "(used by --startup).",
+        args, .epilog = NULL};
+    int prc = vkf_args_parse(&spec, argc, argv);
+    if (prc >= 0) return prc;
     vkf_context_params cp = {.backend = cpu ? VKF_BACKEND_CPU : VKF_BACKEND_VULKAN, .device = device};
     vkf_context *ctx = NULL;
     vkf_model *m = NULL;
@@ -150,26 +156,35 @@ static void vkf_su_summary(const vkf_su_run *runs, int n, double *mean, double *
     *eval /= n;
 }
 
+static int vkf_su_opt_fmt(void *dst, const char *value, char *err, size_t n) {
+    int f = vkf_bench_parse_fmt(value);
+    if (f < 0) {
+        snprintf(err, n, "expected md, json or csv, got '%s'", value);
+        return -1;
+    }
+    *(int *)dst = f;
+    return 0;
+}
+
 int vkf_bench_startup(int argc, char **argv) {
     const char *model = NULL, *device = NULL;
     int reps = 5, cpu = 0, fmt = VKF_BENCH_MD;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--startup")) continue;
-        if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc) model = argv[++i];
-        else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(a, "--device") && i + 1 < argc) device = argv[++i];
-        else if (!strcmp(a, "--cpu")) cpu = 1;
-        else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) fmt = vkf_bench_parse_fmt(argv[++i]);
-        else {
-            fprintf(stderr, "usage: vkformer bench --startup -m MODEL [-r N] [--device N | --cpu] [-o md|json|csv]\n");
-            return 2;
-        }
-    }
-    if (!model || reps < 1 || reps > 64 || fmt < 0) {
-        fprintf(stderr, "usage: vkformer bench --startup -m MODEL [-r N] [--device N | --cpu] [-o md|json|csv]\n");
-        return 2;
-    }
+    int mode = 0;
+    vkf_arg args[] = {
+        {"--startup", VKF_ARG_SET, &mode, .hidden = 1},
+        {"-m|--model", VKF_ARG_STR, &model, .metavar = "PATH", .required = 1, .help = "model"},
+        {"-r|--repetitions", VKF_ARG_INT, &reps, .min = 1, .max = 64, .metavar = "N",
+         .help = "runs (default 5)"},
+        {"-dev|--device", VKF_ARG_STR, &device, .metavar = "N|NAME", .help = "Vulkan device"},
+        {"--cpu", VKF_ARG_SET, &cpu, .help = "the CPU backend"},
+        {"-o|--output", VKF_ARG_CALL, &fmt, .metavar = "FMT", .call = vkf_su_opt_fmt,
+         .help = "md (default), json or csv"},
+        {0}};
+    vkf_cmd_spec spec = {"bench --startup", "-m MODEL [-r N] [-dev N | --cpu] [-o md|json|csv]",
+                         "Cold and warm time to the first token, each in a fresh process.", args,
+                         .epilog = NULL};
+    int prc = vkf_args_parse(&spec, argc, argv);
+    if (prc >= 0) return prc;
     char exe[1024];
     ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (l <= 0) {

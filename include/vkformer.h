@@ -432,6 +432,46 @@ const char *vkf_model_chat_template(const vkf_model *m);
 vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add_generation_prompt,
                           char **out, int *used_default);
 
+/* ================================================================ versions and standalone tokenizers (topic: CLI)
+ *
+ *     vkf_tokenizer *t;
+ *     if (vkf_tokenizer_open("models/kjv-gpt", &t) != VKF_OK) fprintf(stderr, "%s\n", vkf_last_error());
+ *     int32_t *ids; size_t n;
+ *     vkf_tokenizer_tokenize(t, "In the beginning", 16, VKF_TOKENIZE_ADD_SPECIAL | VKF_TOKENIZE_PARSE_SPECIAL, &ids, &n);
+ *     free(ids); vkf_tokenizer_close(t);
+ */
+
+const char *vkf_version(void);      /* "MAJOR.MINOR.PATCH" of the library that runs */
+const char *vkf_git_revision(void); /* the git revision it was built from ("unknown" if none) */
+/* The Vulkan loader's instance version (VK_MAKE_API_VERSION layout: major = v >> 22, minor =
+ * (v >> 12) & 0x3ff, patch = v & 0xfff); 0 when no loader can be loaded. */
+uint32_t vkf_vulkan_loader_version(void);
+const char *vkf_glslang_version(void); /* glslang built into the library, "12.0.0" */
+
+/* A tokenizer on its own (no model, no device): a model directory, a .gguf, tokenizer.json,
+ * tokenizer.model (SentencePiece), vocab.json (+ merges.txt) or a char vocabulary .json. */
+typedef struct vkf_tokenizer vkf_tokenizer;
+enum { VKF_TOKENIZE_PARSE_SPECIAL = 8 }; /* read control-token text ("<|endoftext|>") as the token */
+vkf_status vkf_tokenizer_open(const char *path, vkf_tokenizer **out);
+void vkf_tokenizer_close(vkf_tokenizer *t);
+/* flags: VKF_TOKENIZE_ADD_SPECIAL (BOS/EOS where the tokenizer's defaults say so),
+ * VKF_TOKENIZE_PARSE_SPECIAL. *ids is malloc'ed (the caller frees it), *n tokens. */
+vkf_status vkf_tokenizer_tokenize(vkf_tokenizer *t, const char *text, size_t len, int flags, int32_t **ids,
+                                  size_t *n);
+/* flags: VKF_DETOKENIZE_SPECIAL. *text is malloc'ed and NUL-terminated, *len bytes. Ids out of
+ * range are VKF_ERROR_TOKEN. */
+vkf_status vkf_tokenizer_detokenize(const vkf_tokenizer *t, const int32_t *ids, size_t n, int flags, char **text,
+                                    size_t *len);
+int32_t vkf_tokenizer_vocab_size(const vkf_tokenizer *t);
+/* The vocabulary string of a token ("Ġthe", "▁the", "<0x0A>"); NULL if out of range. */
+const char *vkf_tokenizer_piece(const vkf_tokenizer *t, int32_t id);
+/* "gpt2", "llama", "char", "hf-bpe", "spm-unigram", ... */
+const char *vkf_tokenizer_algorithm(const vkf_tokenizer *t);
+/* BOS and EOS ids (-1 when none); either pointer may be NULL. */
+void vkf_tokenizer_specials(const vkf_tokenizer *t, int32_t *bos, int32_t *eos);
+
+/* ================================================================ end of topic CLI */
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,12 +22,15 @@ int vkf_cmd_tune(int argc, char **argv);
 int vkf_cmd_tokenize(int argc, char **argv);
 int vkf_cmd_detokenize(int argc, char **argv);
 
-/* Shared option parsing: --device N|NAME, --cpu, --validate. Returns 1 if argv[*i] was one of
- * them (advancing *i past its value), 0 if not, -1 on a missing value. */
-int vkf_cli_backend_opt(int argc, char **argv, int *i, vkf_context_params *cp);
+/* Options are parsed by cli/args.h (one table per command). */
 /* vkf_context_create, plus a one-line notice on stderr when AUTO fell back to the CPU. */
 vkf_status vkf_cli_context(const vkf_context_params *cp, vkf_context **out);
-/* Prints "vkformer: <what>: <vkf_last_error()>" to stderr and returns 1. */
+/* Prints "vkformer: <what>: <vkf_last_error()>" to stderr and returns 1 (a runtime error; usage
+ * errors exit 2 through vkf_args_parse / vkf_usage_error). what is "CMD" or "CMD: doing X". */
 int vkf_cli_fail(const char *what);
+
+/* The whole text of FILE ('-': stdin), NUL-terminated, malloc'ed; NULL after printing
+ * "vkformer: CMD: FLAG FILE: reason" (missing, a directory, unreadable, NUL bytes). */
+char *vkf_cli_read_text(const char *cmd, const char *flag, const char *path);
 
 #endif

@@ -1,6 +1,6 @@
-/* `vkformer bench`: picks the benchmark by its first flag and hands over to bench/ (bench.h):
+/* `vkformer bench`: picks the benchmark by its mode flag and hands over to bench/ (bench.h):
  * --kernels, --startup, --plot, --tokenizer, --first-token (internal, used by --startup), else
- * the end-to-end benchmark (llama-bench's flags). */
+ * the end-to-end benchmark (llama-bench's flags). Each parses its options with cli/args.h. */
 #include <string.h>
 
 #include "../../bench/bench.h"
@@ -10,7 +10,8 @@ int vkf_cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--kernels") == 0) return vkf_bench_kernels(argc, argv);
         if (strcmp(argv[i], "--startup") == 0) return vkf_bench_startup(argc, argv);
-        if (strcmp(argv[i], "--plot") == 0) return vkf_bench_plot(argc, argv);
+        if (strcmp(argv[i], "--plot") == 0 || strncmp(argv[i], "--plot=", 7) == 0)
+            return vkf_bench_plot(argc, argv);
         if (strcmp(argv[i], "--tokenizer") == 0) return vkf_bench_tokenizer(argc, argv);
         if (strcmp(argv[i], "--first-token") == 0) return vkf_bench_first_token(argc, argv);
     }

@@ -2,21 +2,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 
 int vkf_cmd_devices(int argc, char **argv) {
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else {
-            fprintf(stderr, "vkformer devices: unknown option '%s' (usage: vkformer devices [--json])\n", argv[i]);
-            return 2;
-        }
-    }
+    vkf_arg args[] = {{"--json", VKF_ARG_SET, &json, .help = "one JSON document"}, {0}};
+    vkf_cmd_spec spec = {"devices", "[--json]",
+                         "Lists the Vulkan devices, their limits and the features vkformer uses.",
+                         args, .epilog = NULL};
+    int rc = vkf_args_parse(&spec, argc, argv);
+    if (rc >= 0) return rc;
     char *report = NULL;
     if (vkf_devices_report(json, &report) != VKF_OK) return vkf_cli_fail("devices");
-    fputs(report, stdout);
+    int bad = fputs(report, stdout) < 0 || fflush(stdout) != 0;
     free(report);
+    if (bad) {
+        fprintf(stderr, "vkformer: devices: writing to stdout failed\n");
+        return 1;
+    }
     return 0;
 }

@@ -1,151 +1,463 @@
-/* vkformer generate -m PATH -p "prompt" -n 64 [--temp T --top-k K --top-p P --seed S]:
- * streams the generated text to stdout as it is produced; speeds go to stderr. */
+/* vkformer generate -m PATH -p "prompt" -n 64 [...]: streams the generated text to stdout as it
+ * is produced (after the prompt unless --no-display-prompt); everything else (the seed, notices,
+ * llama.cpp-style timings) goes to stderr. llama-cli's flags keep llama.cpp's meaning; the ones
+ * vkformer does not implement are refused, never ignored. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "backend/vulkan/vk_backend.h"
+#include "cli/args.h"
 #include "cli/cli.h"
+#include "model/context.h"
 
-static const char *usage_text =
-    "usage: vkformer generate -m PATH [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
-    "                         [-c N_CTX] [--tokenizer PATH] [--device N | --cpu]\n"
-    "  -m, --model PATH   model directory (config.json + model.safetensors) or .gguf file\n"
-    "  -p, --prompt TEXT  prompt (default: empty, generation starts from BOS)\n"
-    "  -n, --n-predict N  tokens to generate (default 64)\n"
-    "  --temp T           temperature, 0 = greedy (default 0.8)\n"
-    "  --top-k K          sample among the K most likely tokens, 0 = all (default 40)\n"
-    "  --top-p P          nucleus sampling threshold, 1 = off (default 0.95)\n"
-    "  --seed S           random seed (default: from the clock, printed on stderr)\n"
-    "  -c, --ctx-size N   context length in tokens (default: the model's); past the training\n"
-    "                     context for models with computed positions (RoPE, sinusoidal)\n";
+#define MAX_REVERSE 8
 
-static int on_token(void *user, int32_t token, const char *piece, size_t len) {
-    (void)user;
-    (void)token;
-    fwrite(piece, 1, len, stdout);
-    fflush(stdout);
+typedef struct gen_opts {
+    vkf_context_params cp;
+    vkf_model_params mp;
+    vkf_sampler_params sp;
+    const char *prompt, *file;
+    int32_t n_predict, n_ctx, n_threads, n_gpu_layers, n_batch, n_ubatch;
+    int64_t seed;
+    int seed_given, ngl_given, escape, no_display_prompt, verbose, list_devices, no_cnv;
+    const char *reverse[MAX_REVERSE];
+    int n_reverse;
+} gen_opts;
+
+static int add_reverse(void *dst, const char *v, char *err, size_t n) {
+    gen_opts *o = dst;
+    if (!*v) {
+        snprintf(err, n, "expected a non-empty string");
+        return -1;
+    }
+    if (o->n_reverse == MAX_REVERSE) {
+        snprintf(err, n, "at most %d reverse prompts", MAX_REVERSE);
+        return -1;
+    }
+    o->reverse[o->n_reverse++] = v;
     return 0;
 }
 
-static int parse_num(const char *opt, const char *v, double *out) {
-    char *end;
-    *out = strtod(v, &end);
-    if (end == v || *end) {
-        fprintf(stderr, "vkformer generate: %s expects a number, got '%s'\n", opt, v);
-        return 0;
+/* -fa on|off|auto: attention is always one fused kernel (scores never leave the device's
+ * shared memory per tile), which is what llama.cpp's flash attention means. */
+static int set_fa(void *dst, const char *v, char *err, size_t n) {
+    (void)dst;
+    if (!strcmp(v, "on") || !strcmp(v, "auto") || !strcmp(v, "1") || !strcmp(v, "true")) return 0;
+    if (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "false")) {
+        snprintf(err, n,
+                 "'off' is not supported by vkformer (attention is always the fused kernel)");
+        return -1;
     }
-    return 1;
+    snprintf(err, n, "expected on, off or auto, got '%s'", v);
+    return -1;
 }
 
-int vkf_cmd_generate(int argc, char **argv) {
-    vkf_context_params cp = {0};
-    vkf_model_params mp = {0};
-    vkf_sampler_params sp = {.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = (uint64_t)time(NULL)};
-    const char *prompt = "";
-    double n_predict = 64, n_ctx = 0, v;
-    int seed_given = 0;
-    for (int i = 1; i < argc; i++) {
-        int r = vkf_cli_backend_opt(argc, argv, &i, &cp);
-        if (r < 0) {
-            fprintf(stderr, "vkformer generate: %s needs a value\n", argv[i]);
-            return 2;
-        }
-        if (r) continue;
-        const char *a = argv[i];
-        if (i + 1 >= argc && a[0] == '-') {
-            fprintf(stderr, "vkformer generate: %s needs a value\n%s", a, usage_text);
-            return 2;
-        }
-        if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0) {
-            mp.path = argv[++i];
-        } else if (strcmp(a, "-p") == 0 || strcmp(a, "--prompt") == 0) {
-            prompt = argv[++i];
-        } else if (strcmp(a, "--tokenizer") == 0) {
-            mp.tokenizer = argv[++i];
-        } else if (strcmp(a, "-n") == 0 || strcmp(a, "--n-predict") == 0) {
-            if (!parse_num(a, argv[++i], &n_predict)) return 2;
-        } else if (strcmp(a, "-c") == 0 || strcmp(a, "--ctx-size") == 0) {
-            if (!parse_num(a, argv[++i], &n_ctx)) return 2;
-        } else if (strcmp(a, "--temp") == 0) {
-            if (!parse_num(a, argv[++i], &v)) return 2;
-            sp.temp = (float)v;
-        } else if (strcmp(a, "--top-k") == 0) {
-            if (!parse_num(a, argv[++i], &v)) return 2;
-            sp.top_k = (int32_t)v;
-        } else if (strcmp(a, "--top-p") == 0) {
-            if (!parse_num(a, argv[++i], &v)) return 2;
-            sp.top_p = (float)v;
-        } else if (strcmp(a, "--seed") == 0) {
-            if (!parse_num(a, argv[++i], &v)) return 2;
-            sp.seed = (uint64_t)v;
-            seed_given = 1;
+/* ------------------------------------------------------------------ Ctrl-C */
+
+static volatile sig_atomic_t g_interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    if (g_interrupted) _exit(130); /* the second Ctrl-C exits at once */
+    g_interrupted = 1;
+}
+
+/* ------------------------------------------------------------------ output */
+
+typedef struct gen_out {
+    int write_failed;
+    const gen_opts *o;
+    char tail[512]; /* the end of the generated text, for the reverse prompts */
+    size_t tail_len;
+    int reverse_hit;
+} gen_out;
+
+static void out_write(gen_out *g, const char *p, size_t len) {
+    if (g->write_failed) return;
+    if (fwrite(p, 1, len, stdout) != len || fflush(stdout) != 0)
+        g->write_failed = errno ? errno : EIO;
+}
+
+static int on_token(void *user, int32_t token, const char *piece, size_t len) {
+    gen_out *g = user;
+    (void)token;
+    out_write(g, piece, len);
+    /* -r: stop once the generated text ends with a reverse prompt (llama-cli without -i) */
+    if (g->o->n_reverse) {
+        if (len >= sizeof g->tail) {
+            memcpy(g->tail, piece + len - (sizeof g->tail - 1), sizeof g->tail - 1);
+            g->tail_len = sizeof g->tail - 1;
         } else {
-            fprintf(stderr, "vkformer generate: unknown option '%s'\n%s", a, usage_text);
-            return 2;
+            if (g->tail_len + len >= sizeof g->tail) {
+                size_t drop = g->tail_len + len - (sizeof g->tail - 1);
+                memmove(g->tail, g->tail + drop, g->tail_len - drop);
+                g->tail_len -= drop;
+            }
+            memcpy(g->tail + g->tail_len, piece, len);
+            g->tail_len += len;
+        }
+        for (int i = 0; i < g->o->n_reverse; i++) {
+            size_t rl = strlen(g->o->reverse[i]);
+            if (rl <= g->tail_len &&
+                memcmp(g->tail + g->tail_len - rl, g->o->reverse[i], rl) == 0) {
+                g->reverse_hit = 1;
+                return 1;
+            }
         }
     }
-    if (!mp.path || n_predict < 0 || n_ctx < 0 || n_ctx > (1 << 24)) {
-        fputs(usage_text, stderr);
-        return 2;
+    return g->write_failed || g_interrupted;
+}
+
+/* -e: \n \t \r \\ \" \' \0 in the prompt, as llama.cpp's --escape. In place. */
+static void unescape(char *s) {
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (*r != '\\' || !r[1]) {
+            *w++ = *r;
+            continue;
+        }
+        r++;
+        switch (*r) {
+        case 'n': *w++ = '\n'; break;
+        case 't': *w++ = '\t'; break;
+        case 'r': *w++ = '\r'; break;
+        case '\\': *w++ = '\\'; break;
+        case '"': *w++ = '"'; break;
+        case '\'': *w++ = '\''; break;
+        default: *w++ = '\\'; *w++ = *r;
+        }
     }
-    mp.n_ctx = (int32_t)n_ctx;
-    vkf_context *ctx;
-    if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("generate");
+    *w = 0;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* glslang + vkCreateComputePipelines time so far on ctx (0 on the CPU). */
+static double compile_ms(vkf_context *ctx) {
+    if (!vkf_backend_is_vulkan(ctx->be)) return 0;
+    vkf_vk_stats st = vkf_backend_vulkan_stats(ctx->be);
+    return st.compile_ms + st.pipeline_ms;
+}
+
+static void print_timings(double load_ms, double compile_load, double prompt_ms,
+                          double compile_prompt, int n_prompt, const vkf_generate_stats *st,
+                          double total_ms) {
+    double p = prompt_ms - compile_prompt; /* the prompt's speed without pipeline compilation */
+    fprintf(stderr, "\n");
+    fprintf(stderr, "timings:        load time = %10.2f ms\n", load_ms);
+    if (compile_load + compile_prompt > 0)
+        fprintf(stderr,
+                "timings: pipeline compile = %10.2f ms (shaders and pipelines; %.2f ms at load, "
+                "%.2f ms in "
+                "the first prompt pass, not counted in its speed)\n",
+                compile_load + compile_prompt, compile_load, compile_prompt);
+    fprintf(stderr,
+            "timings: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens "
+            "per second)\n",
+            p, n_prompt, n_prompt ? p / n_prompt : 0.0, p > 0 ? n_prompt / (p / 1e3) : 0.0);
+    fprintf(stderr,
+            "timings:        eval time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens "
+            "per second)\n",
+            st->gen_ms, st->n_generated, st->n_generated ? st->gen_ms / st->n_generated : 0.0,
+            st->gen_ms > 0 ? st->n_generated / (st->gen_ms / 1e3) : 0.0);
+    fprintf(stderr, "timings:       total time = %10.2f ms / %5d tokens\n", total_ms,
+            n_prompt + st->n_generated);
+}
+
+/* ------------------------------------------------------------------ the flags */
+
+static const char *description =
+    "Generates text with a decoder-only model (gpt2, llama) and streams it to stdout: the prompt, "
+    "then\n"
+    "the generated text (--no-display-prompt: only the generated text). Notices, the seed and the\n"
+    "timings go to stderr. Stops at the model's end-of-sequence token, after -n tokens, at a "
+    "reverse\n"
+    "prompt (-r) or at Ctrl-C (which prints the timings; a second Ctrl-C exits).";
+
+static const char *epilog =
+    "examples:\n"
+    "  vkformer generate -m models/kjv-gpt -p \"And God said\" -n 100\n"
+    "  vkformer generate -m model.gguf -f prompt.txt -n -1 --temp 0 -s 42\n"
+    "  echo \"In the beginning\" | vkformer generate -m models/kjv-gpt -f - --no-display-prompt";
+
+int vkf_cmd_generate(int argc, char **argv) {
+    gen_opts o = {.sp = {.temp = 0.8f, .top_k = 40, .top_p = 0.95f},
+                  .n_predict = 64,
+                  .seed = -1,
+                  .n_threads = 1};
+    vkf_arg args[] = {
+        {"-m|--model", VKF_ARG_STR, &o.mp.path, .metavar = "PATH", .required = 1,
+         .help = "model directory (config.json + model.safetensors) or .gguf file"},
+        {"-p|--prompt", VKF_ARG_STR, &o.prompt, .metavar = "TEXT",
+         .help = "prompt (default: empty, start from BOS)"},
+        {"-f|--file", VKF_ARG_STR, &o.file, .metavar = "FILE",
+         .help = "read the prompt from FILE ('-': stdin)"},
+        {"-e|--escape", VKF_ARG_SET, &o.escape,
+         .help = "process \\n \\t \\r \\\\ \\\" \\' in the prompt"},
+        {"-n|--n-predict", VKF_ARG_INT, &o.n_predict, .min = -1, .max = 1 << 24, .metavar = "N",
+         .help = "tokens to generate (default 64; -1 = until end of sequence or a full context)"},
+        {"-c|--ctx-size", VKF_ARG_INT, &o.n_ctx, .min = 0, .max = 1 << 24, .metavar = "N",
+         .help =
+             "context in tokens (default 0: the model's); more for RoPE / sinusoidal positions"},
+        {"--temp", VKF_ARG_FLOAT, &o.sp.temp, .min = 0, .max = 1000, .metavar = "T",
+         .help = "temperature, 0 = greedy (default 0.8)"},
+        {"--top-k", VKF_ARG_INT, &o.sp.top_k, .min = 0, .max = 1 << 30, .metavar = "K",
+         .help = "sample among the K most likely tokens, 0 = all (default 40)"},
+        {"--top-p", VKF_ARG_FLOAT, &o.sp.top_p, .min = 0, .max = 1, .metavar = "P",
+         .help = "nucleus sampling threshold, 1 = off (default 0.95)"},
+        {"-s|--seed", VKF_ARG_I64, &o.seed, .min = -1, .max = (double)INT64_MAX, .metavar = "SEED",
+         .seen = &o.seed_given,
+         .help = "random seed, -1 = random (default; the seed used is printed on stderr)"},
+        {"--tokenizer", VKF_ARG_STR, &o.mp.tokenizer, .metavar = "PATH",
+         .help = "use this tokenizer instead of the model's"},
+        {"-r|--reverse-prompt", VKF_ARG_CALL, &o, .metavar = "TEXT", .call = add_reverse,
+         .help = "stop when the output ends with TEXT (repeatable)"},
+        {"--no-display-prompt", VKF_ARG_SET, &o.no_display_prompt,
+         .help = "print only the generated text"},
+        {"-b|--batch-size", VKF_ARG_INT, &o.n_batch, .min = 1, .max = 1 << 24, .metavar = "N",
+         .help = "evaluate the prompt in chunks of N tokens (default: all in one pass)"},
+        {"-ub|--ubatch-size", VKF_ARG_INT, &o.n_ubatch, .min = 1, .max = 1 << 24, .metavar = "N",
+         .help =
+             "the same limit (vkformer has no separate physical batch): the smaller of -b, -ub"},
+        {"-t|--threads", VKF_ARG_INT, &o.n_threads, .min = 1, .max = 1024, .metavar = "N",
+         .help = "CPU threads: the CPU backend runs one thread; a Vulkan device needs none (a note "
+                 "if N > 1)"},
+        {"-ngl|--gpu-layers|--n-gpu-layers", VKF_ARG_INT, &o.n_gpu_layers, .min = -1,
+         .max = 1 << 20, .metavar = "N", .seen = &o.ngl_given,
+         .help = "vkformer keeps a whole model on one backend: 0 = the CPU backend, any other = "
+                 "all on the device"},
+        {"-fa|--flash-attn", VKF_ARG_CALL, &o, .metavar = "on|off|auto", .call = set_fa,
+         .help = "accepted as on/auto: attention is always one fused kernel here"},
+        {"-no-cnv|--no-conversation", VKF_ARG_SET, &o.no_cnv,
+         .help = "accepted: generate never enters a chat"},
+        {"-v|--verbose", VKF_ARG_SET, &o.verbose,
+         .help = "more detail on stderr (device, tokens, stop reason)"},
+        {"--list-devices", VKF_ARG_SET, &o.list_devices,
+         .help = "list the Vulkan devices and exit"},
+        VKF_ARGS_BACKEND(&o.cp),
+        /* ---- parsed, not wired yet: other helpers add these to the library; wire them in
+         *      apply_pending() below when the fields exist. */
+        {"--repeat-penalty", VKF_ARG_PENDING, .takes_value = 1,
+         .help = "the sampler has no penalties yet"},
+        {"--repeat-last-n", VKF_ARG_PENDING, .takes_value = 1,
+         .help = "the sampler has no penalties yet"},
+        {"--presence-penalty", VKF_ARG_PENDING, .takes_value = 1,
+         .help = "the sampler has no penalties yet"},
+        {"--frequency-penalty", VKF_ARG_PENDING, .takes_value = 1,
+         .help = "the sampler has no penalties yet"},
+        {"--min-p", VKF_ARG_PENDING, .takes_value = 1, .help = "the sampler has no min-p yet"},
+        {"--ignore-eos", VKF_ARG_PENDING, .help = "generation always stops at the model's EOS"},
+        {"-ctk|--cache-type-k", VKF_ARG_PENDING, .takes_value = 1,
+         .help = "the KV cache type is fixed"},
+        {"-ctv|--cache-type-v", VKF_ARG_PENDING, .takes_value = 1,
+         .help = "the KV cache type is fixed"},
+        {"--no-mmap", VKF_ARG_PENDING, .help = "weights are always read through a mapping"},
+        {"-sys|--system-prompt", VKF_ARG_PENDING, .takes_value = 1,
+         .help = "chat mode is `vkformer chat`"},
+        {"-cnv|--conversation", VKF_ARG_PENDING, .help = "chat mode is `vkformer chat`"},
+        /* ---- llama.cpp flags vkformer does not implement */
+        {"-i|--interactive|--interactive-first", VKF_ARG_REFUSED,
+         .help = "no interactive mode in generate"},
+        {"--mlock", VKF_ARG_REFUSED, .help = "weights live on the device"},
+        {"-mg|--main-gpu", VKF_ARG_REFUSED, .takes_value = 1,
+         .help = "one device per run: use -dev"},
+        {"-ts|--tensor-split", VKF_ARG_REFUSED, .takes_value = 1,
+         .help = "one device per run: use -dev"},
+        {"-sm|--split-mode", VKF_ARG_REFUSED, .takes_value = 1,
+         .help = "one device per run: use -dev"},
+        {"-tb|--threads-batch", VKF_ARG_REFUSED, .takes_value = 1,
+         .help = "the CPU backend runs one thread"},
+        {"--lora|--lora-scaled|--control-vector", VKF_ARG_REFUSED, .takes_value = 1,
+         .help = "no adapters"},
+        {"--grammar|--grammar-file|-j|--json-schema", VKF_ARG_REFUSED, .takes_value = 1,
+         .help = "no constrained sampling"},
+        {"--mirostat|--mirostat-lr|--mirostat-ent|--typical|--xtc-probability|--xtc-threshold|--"
+         "dry-multiplier",
+         VKF_ARG_REFUSED, .takes_value = 1, .help = "this sampler is not implemented"},
+        {"-l|--logit-bias", VKF_ARG_REFUSED, .takes_value = 1, .help = "no logit bias"},
+        {"--keep|--prompt-cache|--rope-scaling|--rope-freq-base|--rope-freq-scale|--numa|-np|--"
+         "parallel",
+         VKF_ARG_REFUSED, .takes_value = 1},
+        {"--color|--prompt-cache-all|--no-warmup|--no-kv-offload|-nkvo", VKF_ARG_REFUSED,
+         .help = NULL},
+        {0}};
+    vkf_cmd_spec spec = {"generate", "-m PATH [-p PROMPT | -f FILE] [-n N] [options]", description,
+                         args, .epilog = epilog};
+    int rc = vkf_args_parse(&spec, argc, argv);
+    if (rc >= 0) return rc;
+    if (o.prompt && o.file)
+        return vkf_usage_error("generate", "-p and -f both give the prompt: use one");
+    if (o.list_devices) return vkf_cmd_devices(1, argv);
+    if (o.ngl_given && o.n_gpu_layers == 0) {
+        if (o.cp.backend == VKF_BACKEND_VULKAN)
+            return vkf_usage_error("generate",
+                                   "-ngl 0 (the CPU) and -dev %s (a device) contradict each other",
+                                   o.cp.device);
+        o.cp.backend = VKF_BACKEND_CPU;
+    }
+    /* pending flags: wire them here once the library has the fields (see the table above) */
+
+    char *file_text = NULL;
+    const char *prompt = o.prompt ? o.prompt : "";
+    if (o.file && !(file_text = vkf_cli_read_text("generate", "-f", o.file))) return 1;
+    if (file_text) prompt = file_text;
+    char *prompt_buf = strdup(prompt);
+    if (!prompt_buf) {
+        free(file_text);
+        fprintf(stderr, "vkformer: generate: out of memory\n");
+        return 1;
+    }
+    if (o.escape) unescape(prompt_buf);
+    if (!o.seed_given || o.seed < 0) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+            r = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+        o.sp.seed = r >> 1; /* fits a non-negative -s, so the run can be repeated with it */
+    } else {
+        o.sp.seed = (uint64_t)o.seed;
+    }
+    o.mp.n_ctx = o.n_ctx;
+
+    struct sigaction sa = {0};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+
+    double t_start = now_ms();
+    vkf_context *ctx = NULL;
     vkf_model *m = NULL;
     vkf_session *s = NULL;
     int32_t *toks = NULL;
-    int rc = 1;
+    rc = 1;
     vkf_model_desc md;
-    if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
-        vkf_cli_fail("generate: loading the model");
+    if (vkf_cli_context(&o.cp, &ctx) != VKF_OK) {
+        vkf_cli_fail("generate");
+        goto done;
+    }
+    if (o.n_threads > 1 && vkf_context_backend(ctx) == VKF_BACKEND_CPU)
+        fprintf(stderr, "vkformer: generate: -t %d: the CPU backend runs on one thread\n",
+                o.n_threads);
+    if (vkf_model_load(ctx, &o.mp, &m) != VKF_OK) {
+        vkf_cli_fail("generate");
         goto done;
     }
     vkf_model_describe(m, &md);
     if (md.encoder_decoder) {
-        fprintf(stderr, "vkformer generate: %s is an encoder-decoder model; use `vkformer translate`\n", mp.path);
+        fprintf(stderr,
+                "vkformer: generate: %s is an encoder-decoder model; use `vkformer translate`\n",
+                o.mp.path);
         goto done;
     }
     if (md.n_ctx > md.n_ctx_train)
-        fprintf(stderr, "vkformer generate: context %d tokens, past the %d the model was trained on\n", md.n_ctx,
-                md.n_ctx_train);
-    vkf_session_params sesp = {.n_ctx = (int32_t)n_ctx};
+        fprintf(stderr,
+                "vkformer: generate: context %d tokens, past the %d the model was trained on\n",
+                md.n_ctx, md.n_ctx_train);
+    vkf_session_params sesp = {.n_ctx = o.n_ctx};
     if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;
     }
-    int32_t cap = (int32_t)strlen(prompt) + 8, n = 0;
+    double load_ms = now_ms() - t_start, compile_load = compile_ms(ctx);
+    if (g_interrupted) {
+        fprintf(stderr, "vkformer: generate: interrupted\n");
+        rc = 130;
+        goto done;
+    }
+    int32_t cap = (int32_t)strlen(prompt_buf) + 8, n = 0;
     toks = malloc((size_t)cap * sizeof *toks);
-    if (!toks || vkf_model_tokenize(m, prompt, VKF_TOKENIZE_ADD_SPECIAL, toks, cap, &n) != VKF_OK) {
+    if (!toks ||
+        vkf_model_tokenize(m, prompt_buf, VKF_TOKENIZE_ADD_SPECIAL, toks, cap, &n) != VKF_OK) {
         vkf_cli_fail("generate: tokenizing the prompt");
         goto done;
     }
     if (n == 0) { /* an empty prompt starts from BOS (GPT-2: <|endoftext|>) */
         if (md.bos_id < 0) {
-            fprintf(stderr, "vkformer generate: empty prompt and the model has no BOS token\n");
+            fprintf(stderr, "vkformer: generate: empty prompt and the model has no BOS token\n");
             goto done;
         }
         toks[n++] = md.bos_id;
     }
-    fprintf(stderr, "vkformer generate: %s on %s, %d prompt tokens, seed %llu%s\n", mp.path, vkf_context_device_name(ctx), n,
-            (unsigned long long)sp.seed, seed_given ? "" : " (from the clock)");
-    fputs(prompt, stdout);
-    fflush(stdout);
-    vkf_generate_stats st;
-    vkf_status gs = vkf_generate(s, toks, n, (int32_t)n_predict, &sp, on_token, NULL, &st);
-    fputc('\n', stdout);
-    fflush(stdout);
+    int32_t n_ctx = vkf_session_n_ctx(s);
+    if (n > n_ctx) {
+        fprintf(
+            stderr,
+            "vkformer: generate: the prompt has %d tokens but the context holds %d (raise -c)\n", n,
+            n_ctx);
+        goto done;
+    }
+    int32_t n_predict = o.n_predict < 0 ? n_ctx - n : o.n_predict;
+    fprintf(stderr, "vkformer: generate: %s on %s, %d prompt tokens, seed %llu%s\n", o.mp.path,
+            vkf_context_device_name(ctx), n, (unsigned long long)o.sp.seed,
+            o.seed_given && o.seed >= 0 ? "" : " (random)");
+    if (o.verbose) {
+        fprintf(stderr, "vkformer: generate: prompt tokens:");
+        for (int32_t i = 0; i < n; i++)
+            fprintf(stderr, " %d", toks[i]);
+        fprintf(stderr,
+                "\nvkformer: generate: context %d, temp %g, top-k %d, top-p %g, n_predict %d\n",
+                n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, n_predict);
+    }
+    gen_out g = {.o = &o};
+    if (!o.no_display_prompt) out_write(&g, prompt_buf, strlen(prompt_buf));
+
+    /* -b / -ub: all but the last chunk of the prompt here, the last one in vkf_generate */
+    int32_t chunk = o.n_batch ? o.n_batch : n;
+    if (o.n_ubatch && o.n_ubatch < chunk) chunk = o.n_ubatch;
+    double c0 = compile_ms(ctx), t0 = now_ms();
+    int32_t done_tok = 0;
+    while (n - done_tok > chunk && !g_interrupted) {
+        if (vkf_session_eval(s, toks + done_tok, chunk, NULL) != VKF_OK) {
+            vkf_cli_fail("generate");
+            goto done;
+        }
+        done_tok += chunk;
+    }
+    double chunk_ms = now_ms() - t0;
+    vkf_generate_stats st = {0};
+    vkf_status gs = VKF_OK;
+    double c1 = 0;
+    if (!g_interrupted) {
+        gs = vkf_generate(s, toks + done_tok, n - done_tok, n_predict, &o.sp, on_token, &g, &st);
+        c1 = compile_ms(ctx);
+    }
+    double prompt_ms = chunk_ms + st.prompt_ms;
+    if (!g.write_failed && !o.no_display_prompt)
+        out_write(&g, "\n", 1);
+    else if (!g.write_failed && st.n_generated)
+        out_write(&g, "\n", 1);
+    if (g.write_failed) {
+        fprintf(stderr, "vkformer: generate: writing to stdout: %s\n", strerror(g.write_failed));
+        goto done;
+    }
     if (gs != VKF_OK && st.stop != VKF_STOP_CONTEXT_FULL) {
         vkf_cli_fail("generate");
         goto done;
     }
-    if (st.stop == VKF_STOP_CONTEXT_FULL) fprintf(stderr, "vkformer generate: stopped early: %s\n", vkf_last_error());
-    if (st.stop == VKF_STOP_EOS) fprintf(stderr, "vkformer generate: end of sequence\n");
-    fprintf(stderr, "prompt:     %5d tokens in %8.1f ms, %9.1f tokens/s\n", st.n_prompt, st.prompt_ms, st.prompt_tps);
-    fprintf(stderr, "generation: %5d tokens in %8.1f ms, %9.1f tokens/s\n", st.n_generated, st.gen_ms, st.gen_tps);
-    rc = 0;
+    if (st.stop == VKF_STOP_CONTEXT_FULL)
+        fprintf(stderr, "vkformer: generate: stopped early: %s\n", vkf_last_error());
+    if (o.verbose && st.stop == VKF_STOP_EOS)
+        fprintf(stderr, "vkformer: generate: end of sequence\n");
+    if (g.reverse_hit && o.verbose) fprintf(stderr, "vkformer: generate: reverse prompt reached\n");
+    if (g_interrupted) fprintf(stderr, "vkformer: generate: interrupted\n");
+    /* compilation during the prompt pass (pipelines built on first use) is reported apart */
+    print_timings(load_ms, compile_load, prompt_ms, (c1 > c0 ? c1 - c0 : 0), done_tok + st.n_prompt,
+                  &st, now_ms() - t_start);
+    rc = g_interrupted ? 130 : 0;
 done:
     free(toks);
+    free(prompt_buf);
+    free(file_text);
     vkf_session_free(s);
     vkf_model_free(m);
     vkf_context_free(ctx);

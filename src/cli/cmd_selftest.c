@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 
 static void print_line(void *user, const char *line) {
@@ -11,22 +12,18 @@ static void print_line(void *user, const char *line) {
 int vkf_cmd_selftest(int argc, char **argv) {
     vkf_context_params cp = {.backend = VKF_BACKEND_VULKAN};
     int quick = 0, verbose = 0;
-    for (int i = 1; i < argc; i++) {
-        int r = vkf_cli_backend_opt(argc, argv, &i, &cp);
-        if (r < 0) {
-            fprintf(stderr, "vkformer selftest: %s needs a value\n", argv[i]);
-            return 2;
-        }
-        if (r) continue;
-        if (strcmp(argv[i], "--quick") == 0) {
-            quick = 1;
-        } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
-            verbose = 1;
-        } else {
-            fprintf(stderr, "vkformer selftest: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    vkf_arg args[] = {
+        {"--quick", VKF_ARG_SET, &quick, .help = "fewer shapes (seconds instead of a minute)"},
+        {"-v|--verbose", VKF_ARG_SET, &verbose, .help = "one line per case, not only failures"},
+        VKF_ARGS_BACKEND(&cp),
+        {0}};
+    vkf_cmd_spec spec = {
+        "selftest", "[--quick] [-v] [-dev N|NAME | --cpu]",
+        "Runs every op, dtype and shape class on a device against the CPU reference; exits 1 if a "
+        "case fails.",
+        args, .epilog = NULL};
+    int rc = vkf_args_parse(&spec, argc, argv);
+    if (rc >= 0) return rc;
     vkf_context *ctx;
     if (vkf_context_create(&cp, &ctx) != VKF_OK) return vkf_cli_fail("selftest");
     printf("selftest on %s: every op against the CPU reference\n", vkf_context_device_name(ctx));

@@ -4,16 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
-
-static const char *usage_text =
-    "usage: vkformer translate -m PATH (-s TEXT | --ids \"ID ID ...\") [--beam N] [--max-len N] [--tokenizer PATH]\n"
-    "                          [--device N | --cpu]\n"
-    "  -s, --source TEXT  source text, tokenized with the model's source tokenizer\n"
-    "  --ids LIST         source token ids instead of text (models without a tokenizer)\n"
-    "  --beam N           beam width (default 1: greedy)\n"
-    "  --max-len N        most target tokens (default: the model's maximum length)\n"
-    "  --length-penalty A beam ranking by log-prob / length^A (default 0)\n";
 
 static double now_ms(void) {
     struct timespec ts;
@@ -43,48 +35,41 @@ int vkf_cmd_translate(int argc, char **argv) {
     vkf_model_params mp = {0};
     vkf_translate_params tp = {.beam = 1};
     const char *source = NULL, *ids = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r = vkf_cli_backend_opt(argc, argv, &i, &cp);
-        if (r < 0) {
-            fprintf(stderr, "vkformer translate: %s needs a value\n", argv[i]);
-            return 2;
-        }
-        if (r) continue;
-        const char *a = argv[i];
-        if (i + 1 >= argc) {
-            fprintf(stderr, "vkformer translate: bad or incomplete option '%s'\n%s", a, usage_text);
-            return 2;
-        }
-        if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0) {
-            mp.path = argv[++i];
-        } else if (strcmp(a, "-s") == 0 || strcmp(a, "--source") == 0) {
-            source = argv[++i];
-        } else if (strcmp(a, "--ids") == 0) {
-            ids = argv[++i];
-        } else if (strcmp(a, "--tokenizer") == 0) {
-            mp.tokenizer = argv[++i];
-        } else if (strcmp(a, "--beam") == 0) {
-            tp.beam = atoi(argv[++i]);
-        } else if (strcmp(a, "--max-len") == 0) {
-            tp.max_len = atoi(argv[++i]);
-        } else if (strcmp(a, "--length-penalty") == 0) {
-            tp.length_penalty = (float)atof(argv[++i]);
-        } else {
-            fprintf(stderr, "vkformer translate: unknown option '%s'\n%s", a, usage_text);
-            return 2;
-        }
-    }
-    if (!mp.path || (!source == !ids) || tp.beam < 0 || tp.max_len < 0) {
-        fputs(usage_text, stderr);
-        return 2;
-    }
+    vkf_arg args[] = {{"-m|--model", VKF_ARG_STR, &mp.path, .metavar = "PATH", .required = 1,
+                       .help = "encoder-decoder model directory"},
+                      {"-s|--source", VKF_ARG_STR, &source, .metavar = "TEXT",
+                       .help = "source text, tokenized with the source tokenizer"},
+                      {"--ids", VKF_ARG_STR, &ids, .metavar = "\"ID ID ...\"",
+                       .help = "source token ids instead of text"},
+                      {"--beam", VKF_ARG_INT, &tp.beam, .min = 0, .max = 64, .metavar = "N",
+                       .help = "beam width (default 1; 0 or 1: greedy)"},
+                      {"--max-len", VKF_ARG_INT, &tp.max_len, .min = 0, .max = 1 << 24,
+                       .metavar = "N",
+                       .help = "most target tokens (default 0: the model's maximum length)"},
+                      {"--length-penalty", VKF_ARG_FLOAT, &tp.length_penalty, .min = -10, .max = 10,
+                       .metavar = "A", .help = "beam ranking by log-prob / length^A (default 0)"},
+                      {"--tokenizer", VKF_ARG_STR, &mp.tokenizer, .metavar = "PATH",
+                       .help = "tokenizer replacing the model's"},
+                      VKF_ARGS_BACKEND(&cp),
+                      {0}};
+    vkf_cmd_spec spec = {
+        "translate", "-m PATH (-s TEXT | --ids \"ID ID ...\") [--beam N] [--max-len N]",
+        "Encoder-decoder models: translates the source text (greedy or beam search) and prints the "
+        "target text\n(the ids when the model has no target tokenizer).",
+        args,
+        .epilog = "example:\n  vkformer translate -m models/dates-transformer -s \"the third of "
+                  "march, nineteen ninety-nine\""};
+    int rc = vkf_args_parse(&spec, argc, argv);
+    if (rc >= 0) return rc;
+    if (!source == !ids)
+        return vkf_usage_error("translate", "give exactly one of -s TEXT and --ids LIST");
     vkf_context *ctx;
     if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("translate");
     vkf_model *m = NULL;
     vkf_session *s = NULL;
     int32_t *src = NULL, *out = NULL;
     char *text = NULL;
-    int rc = 1;
+    rc = 1;
     vkf_model_desc md;
     if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
         vkf_cli_fail("translate: loading the model");
@@ -92,23 +77,27 @@ int vkf_cmd_translate(int argc, char **argv) {
     }
     vkf_model_describe(m, &md);
     if (!md.encoder_decoder) {
-        fprintf(stderr, "vkformer translate: %s is a decoder-only model; use `vkformer generate`\n", mp.path);
+        fprintf(stderr,
+                "vkformer: translate: %s is a decoder-only model; use `vkformer generate`\n",
+                mp.path);
         goto done;
     }
     int32_t cap = (int32_t)strlen(source ? source : ids) + 8, n = 0;
     src = malloc((size_t)cap * sizeof *src);
     out = malloc((size_t)md.n_ctx * sizeof *out);
     if (!src || !out) {
-        fprintf(stderr, "vkformer translate: out of memory\n");
+        fprintf(stderr, "vkformer: translate: out of memory\n");
         goto done;
     }
     if (ids) {
         n = parse_ids(ids, src, cap);
         if (n <= 0) {
-            fprintf(stderr, "vkformer translate: --ids expects token ids separated by spaces or commas\n");
+            fprintf(stderr,
+                    "vkformer: translate: --ids expects token ids separated by spaces or commas\n");
             goto done;
         }
-    } else if (vkf_model_tokenize(m, source, VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL, src, cap, &n) != VKF_OK) {
+    } else if (vkf_model_tokenize(m, source, VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL, src,
+                                  cap, &n) != VKF_OK) {
         vkf_cli_fail("translate: tokenizing the source");
         goto done;
     }
@@ -132,11 +121,15 @@ int vkf_cmd_translate(int argc, char **argv) {
         }
         printf("%s\n", text);
     } else { /* no target tokenizer: print the ids */
-        for (int32_t i = 0; i < n_out; i++) printf("%s%d", i ? " " : "", out[i]);
+        for (int32_t i = 0; i < n_out; i++)
+            printf("%s%d", i ? " " : "", out[i]);
         printf("\n");
     }
-    fprintf(stderr, "translate: %d source tokens -> %d target tokens (beam %d, log-prob %.4f) in %.1f ms, %.1f tokens/s\n", n, n_out,
-            tp.beam > 1 ? tp.beam : 1, (double)score, ms, ms > 0 ? n_out / (ms / 1e3) : 0.0);
+    fprintf(stderr,
+            "translate: %d source tokens -> %d target tokens (beam %d, log-prob %.4f) in %.1f ms, "
+            "%.1f tokens/s\n",
+            n, n_out, tp.beam > 1 ? tp.beam : 1, (double)score, ms,
+            ms > 0 ? n_out / (ms / 1e3) : 0.0);
     rc = 0;
 done:
     free(text);

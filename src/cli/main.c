@@ -1,50 +1,46 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 
 static const vkf_cli_cmd commands[] = {
     {"devices", vkf_cmd_devices, "list Vulkan devices and their capabilities [--json]"},
-    {"selftest", vkf_cmd_selftest, "run every op on a device against the CPU reference [--quick] [--device N]"},
-    {"generate", vkf_cmd_generate, "generate text: -m MODEL -p PROMPT [-n N --temp T --top-k K --top-p P --seed S]"},
-    {"translate", vkf_cmd_translate, "encoder-decoder models: -m MODEL -s SOURCE [--beam N]"},
+    {"selftest", vkf_cmd_selftest,
+     "run every op on a device against the CPU reference [--quick] [-dev N]"},
+    {"generate", vkf_cmd_generate,
+     "generate text: -m MODEL -p PROMPT [-n N --temp T --top-k K --top-p P -s SEED]"},
+    {"translate", vkf_cmd_translate, "encoder-decoder models: -m MODEL --source TEXT [--beam N]"},
     {"info", vkf_cmd_info, "describe a model: -m MODEL [--json]"},
-    {"bench", vkf_cmd_bench, "benchmarks: -m MODEL [-p 512 -n 128 -r 5 -o md|json|csv], --kernels, --startup, --plot DIR, --tokenizer"},
-    {"tune", vkf_cmd_tune, "time kernel variants on this device and cache the fastest [--device N] [--quick]"},
-    {"verify", vkf_cmd_verify, "run a fixture directory against the engine: FIXTURE_DIR [--cpu | --device N]"},
-    {"tokenize", vkf_cmd_tokenize, "print token ids: -m MODEL (-p TEXT | -f FILE) [--json] [--no-special] [--tokenizer PATH]"},
-    {"detokenize", vkf_cmd_detokenize, "print the text of ids: -m MODEL --ids 1,2,3 [--special] [--tokenizer PATH]"},
+    {"bench", vkf_cmd_bench,
+     "benchmarks: -m MODEL [-p 512 -n 128 -d 0 -r 5 -o md|json|csv], --kernels, --startup, --plot "
+     "DIR, --tokenizer"},
+    {"tune", vkf_cmd_tune,
+     "time kernel variants on this device and cache the fastest [-dev N] [--quick]"},
+    {"verify", vkf_cmd_verify,
+     "run a fixture directory against the engine: FIXTURE_DIR [--cpu | -dev N]"},
+    {"tokenize", vkf_cmd_tokenize,
+     "print token ids: -m MODEL (-p TEXT | -f FILE) [--json] [--no-special] [--tokenizer PATH]"},
+    {"detokenize", vkf_cmd_detokenize,
+     "print the text of ids: -m MODEL --ids 1,2,3 [--special] [--tokenizer PATH]"},
 };
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: vkformer <command> [options]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(
+        f,
+        "usage: vkformer <command> [options]\n       vkformer help <command> | <command> --help\n"
+        "       vkformer --version\n\ncommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\ncommon options: --device N|NAME (or env VKF_DEVICE), --cpu, --validate (or env VKF_VALIDATE=1)\n");
-}
-
-int vkf_cli_backend_opt(int argc, char **argv, int *i, vkf_context_params *cp) {
-    const char *a = argv[*i];
-    if (strcmp(a, "--cpu") == 0) {
-        cp->backend = VKF_BACKEND_CPU;
-        return 1;
-    }
-    if (strcmp(a, "--validate") == 0) {
-        cp->validate = 1;
-        return 1;
-    }
-    if (strcmp(a, "--device") == 0 || strcmp(a, "-d") == 0) {
-        if (*i + 1 >= argc) return -1;
-        cp->device = argv[++*i];
-        cp->backend = VKF_BACKEND_VULKAN;
-        return 1;
-    }
-    return 0;
+    fprintf(f, "\ncommon options: -dev/--device N|NAME (or env VKF_DEVICE), --cpu, --validate (or "
+               "env VKF_VALIDATE=1)\n");
 }
 
 vkf_status vkf_cli_context(const vkf_context_params *cp, vkf_context **out) {
     vkf_status s = vkf_context_create(cp, out);
-    if (s == VKF_OK && cp->backend == VKF_BACKEND_AUTO && vkf_context_backend(*out) == VKF_BACKEND_CPU)
+    if (s == VKF_OK && cp->backend == VKF_BACKEND_AUTO &&
+        vkf_context_backend(*out) == VKF_BACKEND_CPU)
         fprintf(stderr, "vkformer: %s\n", vkf_last_error()); /* says why Vulkan was not used */
     return s;
 }
@@ -54,14 +50,50 @@ int vkf_cli_fail(const char *what) {
     return 1;
 }
 
+static const vkf_cli_cmd *find_cmd(const char *name) {
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(name, commands[i].name) == 0) return &commands[i];
+    return NULL;
+}
+
+static int version(void) {
+    uint32_t v = vkf_vulkan_loader_version();
+    printf("vkformer %s (git %s)\n", vkf_version(), vkf_git_revision());
+    if (v)
+        printf("Vulkan loader %u.%u.%u\n", (v >> 22) & 0x7f, (v >> 12) & 0x3ff, v & 0xfff);
+    else
+        printf("Vulkan loader: none found\n");
+    printf("glslang %s (built in)\n", vkf_glslang_version());
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "vkformer: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    const char *a = argv[1];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(a, "--version") || !strcmp(a, "version")) return version();
+    if (!strcmp(a, "help")) {
+        if (argc < 3) {
+            usage(stdout);
+            return 0;
+        }
+        const vkf_cli_cmd *c = find_cmd(argv[2]);
+        if (!c) {
+            fprintf(stderr, "vkformer: help: unknown command '%s' (vkformer --help lists them)\n",
+                    argv[2]);
+            return 2;
+        }
+        char *hargv[] = {argv[2], "--help", NULL};
+        return c->run(2, hargv);
+    }
+    const vkf_cli_cmd *c = find_cmd(a);
+    if (c) return c->run(argc - 1, argv + 1);
+    fprintf(stderr, "vkformer: unknown command '%s' (vkformer --help lists them)\n", a);
     return 2;
 }
