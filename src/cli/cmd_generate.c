@@ -192,6 +192,15 @@ static const char *epilog =
     "  echo \"In the beginning\" | vkformer generate -m models/kjv-gpt -f - --no-display-prompt";
 
 int vkf_cmd_generate(int argc, char **argv) {
+    /* llama-cli's habit: generate -cnv is the chat command (the other flags go with it) */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-cnv") == 0 || strcmp(argv[i], "--conversation") == 0) {
+            for (int j = i; j + 1 < argc; j++)
+                argv[j] = argv[j + 1];
+            argv[0] = "chat";
+            return vkf_cmd_chat(argc - 1, argv);
+        }
+    int cnv = 0; /* handled above; listed in --help */
     gen_opts o = {.sp = {.temp = 0.8f, .top_k = 40, .top_p = 0.95f},
                   .n_predict = 64,
                   .seed = -1,
@@ -265,7 +274,8 @@ int vkf_cmd_generate(int argc, char **argv) {
         {"--no-mmap", VKF_ARG_PENDING, .help = "weights are always read through a mapping"},
         {"-sys|--system-prompt", VKF_ARG_PENDING, .takes_value = 1,
          .help = "chat mode is `vkformer chat`"},
-        {"-cnv|--conversation", VKF_ARG_PENDING, .help = "chat mode is `vkformer chat`"},
+        {"-cnv|--conversation", VKF_ARG_SET, &cnv,
+         .help = "chat mode: the same as `vkformer chat`"},
         /* ---- llama.cpp flags vkformer does not implement */
         {"-i|--interactive|--interactive-first", VKF_ARG_REFUSED,
          .help = "no interactive mode in generate"},

@@ -23,6 +23,7 @@ static const vkf_cli_cmd commands[] = {
      "print token ids: -m MODEL (-p TEXT | -f FILE) [--json] [--no-special] [--tokenizer PATH]"},
     {"detokenize", vkf_cmd_detokenize,
      "print the text of ids: -m MODEL --ids 1,2,3 [--special] [--tokenizer PATH]"},
+    {"chat", vkf_cmd_chat, "talk to a model: -m MODEL [-sys PROMPT] (/exit /clear /save /load)"},
     {"serve", vkf_cmd_serve,
      "OpenAI-compatible HTTP server: -m MODEL [--port 8080] [-np N] [--api-key KEY]"},
 };
