@@ -431,6 +431,11 @@ const char *vkf_model_chat_template(const vkf_model *m);
  * has none: *used_default = 1), with the model's bos/eos token texts. */
 vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add_generation_prompt,
                           char **out, int *used_default);
+/* vkf_chat_apply with tools (a JSON array of OpenAI-style tool schemas, or NULL: None) and
+ * further template variables (a JSON object, or NULL), e.g. {"enable_thinking": false}. The
+ * ChatML default ignores both. */
+vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
+                             const char *context_json, int add_generation_prompt, char **out, int *used_default);
 
 /* ================================================================ versions and standalone tokenizers (topic: CLI)
  *

@@ -26,6 +26,9 @@ static const vkf_cli_cmd commands[] = {
     {"chat", vkf_cmd_chat, "talk to a model: -m MODEL [-sys PROMPT] (/exit /clear /save /load)"},
     {"serve", vkf_cmd_serve,
      "OpenAI-compatible HTTP server: -m MODEL [--port 8080] [-np N] [--api-key KEY]"},
+    {"template", vkf_cmd_template,
+     "render a chat template: (-m MODEL | -t FILE) --messages FILE.json [--tools F --context F "
+     "--bos S --eos S --no-generation-prompt]"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

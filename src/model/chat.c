@@ -16,8 +16,11 @@
 /* ------------------------------------------------------------------ rendering */
 
 static vkf_status parse_json(const char *what, const char *text, int want, cJSON **out) {
-    *out = cJSON_Parse(text);
-    if (!*out) return vkf_error(VKF_ERROR_FORMAT, "chat template: %s is not valid JSON", what);
+    const char *end = NULL;
+    *out = cJSON_ParseWithOpts(text, &end, 0);
+    if (!*out)
+        return vkf_error(VKF_ERROR_FORMAT, "chat template: %s is not valid JSON (at byte %zu)",
+                         what, end ? (size_t)(end - text) : 0);
     if ((want == cJSON_Array && !cJSON_IsArray(*out)) ||
         (want == cJSON_Object && !cJSON_IsObject(*out))) {
         cJSON_Delete(*out);
@@ -176,7 +179,7 @@ vkf_status vkf_chat_model_files(const char *path, char **tmpl, char **bos, char 
 /* llama.cpp's default when a model has no template (llama_chat_apply_template's "chatml"):
  * "<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message, then "<|im_start|>assistant\n". A
  * content that is not a string is written as its JSON text. */
-static vkf_status chatml_render(const char *messages_json, int add_generation_prompt, char **out) {
+vkf_status vkf_chat_chatml(const char *messages_json, int add_generation_prompt, char **out) {
     cJSON *msgs;
     VKF_TRY(parse_json("messages", messages_json, cJSON_Array, &msgs));
     size_t cap = 0, n = 0;
@@ -244,10 +247,18 @@ const char *vkf_model_chat_template(const vkf_model *m) { return m ? m->chat_tem
 
 vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add_generation_prompt,
                           char **out, int *used_default) {
+    return vkf_chat_apply_ex(m, messages_json, NULL, NULL, add_generation_prompt, out,
+                             used_default);
+}
+
+vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
+                             const char *context_json, int add_generation_prompt, char **out,
+                             int *used_default) {
+    if (out) *out = NULL;
     if (!m || !messages_json || !out)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "chat_apply: NULL model, messages or output");
     if (used_default) *used_default = m->chat_template == NULL;
-    if (!m->chat_template) return chatml_render(messages_json, add_generation_prompt, out);
-    return vkf_chat_template_render(m->chat_template, messages_json, NULL, NULL, m->chat_bos,
-                                    m->chat_eos, add_generation_prompt, out);
+    if (!m->chat_template) return vkf_chat_chatml(messages_json, add_generation_prompt, out);
+    return vkf_chat_template_render(m->chat_template, messages_json, tools_json, context_json,
+                                    m->chat_bos, m->chat_eos, add_generation_prompt, out);
 }

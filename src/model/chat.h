@@ -13,6 +13,11 @@
  * when absent; any output pointer may be NULL. A file that cannot be read or parsed is an error. */
 vkf_status vkf_chat_model_files(const char *path, char **tmpl, char **bos, char **eos);
 
+/* llama.cpp's default template, ChatML, for a model without one: "<|im_start|>ROLE\nCONTENT
+ * <|im_end|>\n" per message (no newline before <|im_end|>), then "<|im_start|>assistant\n" when
+ * add_generation_prompt. *out is malloc'ed. */
+vkf_status vkf_chat_chatml(const char *messages_json, int add_generation_prompt, char **out);
+
 /* Fills m->chat_template / chat_bos / chat_eos from the model path, then from the tokenizer
  * path (may be NULL) for what is still missing; bos/eos fall back to the tokenizer's token
  * texts. A template is optional: a file that cannot be read leaves the fields NULL. */

@@ -33,6 +33,10 @@ seed_files_for() {
                  "$src"/tests/data/tokenizers/*/tokenizer_config.json; do
             [ -f "$p" ] && f+=("$p")
         done ;;
+    fuzz_jinja)
+        for p in "$fixtures"/chat-templates/templates/*.jinja; do
+            [ -f "$p" ] && f+=("$p")
+        done ;;
     fuzz_tokenizer_files)
         for p in "$src"/tests/data/tokenizers/*/tokenizer.json "$src"/tests/data/tokenizers/*/tokenizer.model; do
             [ -f "$p" ] && f+=("$p")
