@@ -2,7 +2,10 @@
 # vkformer set-up: installs the Debian packages it needs (when missing), configures, builds, and
 # then runs one of:
 #   ./setup.sh run    the main job: generate text with the model shipped in models/ on the
-#                     default device (first discrete GPU, else integrated, else lavapipe)
+#                     default device (first discrete GPU, else integrated, else lavapipe);
+#                     builds quietly (the log only on failure); extra arguments are either the
+#                     prompt (./setup.sh run In the beginning) or generate's flags
+#                     (./setup.sh run -p "In the beginning" -n 50 --temp 0)
 #   ./setup.sh test   the test suite (op harness on Vulkan vs CPU, models vs fixtures, ...) in
 #                     BUILD_DIR, including the small-device profile (label mobile) and valgrind
 #                     on the CPU path (label valgrind); then the same suite under ASan+UBSan in
@@ -44,14 +47,35 @@ fi
 
 build="${BUILD_DIR:-build}"
 werror="${VKF_WERROR:-ON}"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" >/dev/null
-cmake --build "$build" -j"$(nproc)" >&2
+if [ "$mode" = run ]; then
+    # quiet: configure once, build only what changed; the log is shown only when it fails
+    [ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" >/dev/null
+    if ! cmake --build "$build" -j"$(nproc)" --target vkformer_cli >"$build/setup-build.log" 2>&1; then
+        cat "$build/setup-build.log" >&2
+        exit 1
+    fi
+else
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" >/dev/null
+    cmake --build "$build" -j"$(nproc)" >&2
+fi
 
 case "$mode" in
 build) ;;
 run)
     if [ -d models/kjv-gpt ]; then
-        exec "$build/vkformer" generate -m models/kjv-gpt -p "${*:-And God said}" -n 200 --temp 0.8 --seed 42
+        # ./setup.sh run [PROMPT WORDS...] or ./setup.sh run [generate flags: -p, -n, -m, -s, ...]
+        if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+            set -- -p "$*"
+        fi
+        defaults=()
+        have() { local f; for f in "$@"; do for a in "${args[@]}"; do [ "$a" = "$f" ] || [ "${a%%=*}" = "$f" ] && return 0; done; done; return 1; }
+        args=("$@")
+        have -m --model || defaults+=(-m models/kjv-gpt)
+        have -p --prompt -f --file || defaults+=(-p "And God said")
+        have -n --n-predict || defaults+=(-n 200)
+        have --temp || defaults+=(--temp 0.8)
+        have -s --seed || defaults+=(--seed 42)
+        exec "$build/vkformer" generate "${defaults[@]}" "$@"
     else
         "$build/vkformer" devices
         exec "$build/vkformer" selftest --quick

@@ -175,6 +175,11 @@ typedef struct vkf_model_params {
                               transformer's sinusoids; what the model makes of positions past
                               its training length is its own affair, as with llama.cpp's -c)
                               and is VKF_ERROR_UNSUPPORTED for learned positions (gpt2) */
+    /* Load progress (topic: CLI): called on the loading thread as weights are read and
+     * uploaded, with bytes done and the total (the size of the weight files); done never
+     * decreases and the last call has done == total. NULL: none. */
+    void (*progress)(void *user, double done, double total);
+    void *progress_user;
 } vkf_model_params;
 
 /* Loads the weights onto ctx's backend (uploaded once). Errors name the file and tensor:

@@ -35,5 +35,11 @@ int vkf_cli_fail(const char *what);
 /* The whole text of FILE ('-': stdin), NUL-terminated, malloc'ed; NULL after printing
  * "vkformer: CMD: FLAG FILE: reason" (missing, a directory, unreadable, NUL bytes). */
 char *vkf_cli_read_text(const char *cmd, const char *flag, const char *path);
+/* For a character-level vocabulary (the tokenizer of tok_path): a warning on stderr naming the
+ * characters of text that are not in it (they become <unk>). Nothing for other tokenizers. */
+void vkf_cli_warn_unknown_chars(const char *cmd, const char *tok_path, const char *text);
+/* vkf_model_params.progress for the commands: a bar on stderr when it is a terminal (user: the
+ * label, e.g. "loading"), nothing otherwise; the line is cleared when done == total. */
+void vkf_cli_progress(void *user, double done, double total);
 
 #endif

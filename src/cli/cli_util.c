@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -51,4 +52,72 @@ char *vkf_cli_read_text(const char *cmd, const char *flag, const char *path) {
         return NULL;
     }
     return p;
+}
+
+void vkf_cli_warn_unknown_chars(const char *cmd, const char *tok_path, const char *text) {
+    vkf_tokenizer *t;
+    if (!tok_path || vkf_tokenizer_open(tok_path, &t) != VKF_OK) return;
+    if (strcmp(vkf_tokenizer_algorithm(t), "char") != 0) {
+        vkf_tokenizer_close(t);
+        return;
+    }
+    char list[256] = "";
+    size_t len = 0;
+    int n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p;) {
+        size_t k = *p < 0x80 ? 1 : *p < 0xe0 ? 2 : *p < 0xf0 ? 3 : 4;
+        size_t avail = strnlen((const char *)p, k);
+        int32_t *ids = NULL;
+        size_t nid = 0;
+        /* a char-level vocabulary has one token per character: a character maps to itself or
+         * to <unk> */
+        int known = vkf_tokenizer_tokenize(t, (const char *)p, avail, 0, &ids, &nid) == VKF_OK &&
+                    nid == 1 && vkf_tokenizer_piece(t, ids[0]) &&
+                    strlen(vkf_tokenizer_piece(t, ids[0])) == avail &&
+                    memcmp(vkf_tokenizer_piece(t, ids[0]), p, avail) == 0;
+        free(ids);
+        if (!known && !strstr(list, "...")) {
+            char ch[8];
+            snprintf(ch, sizeof ch, "%.*s", (int)avail, (const char *)p);
+            if (!strstr(list, ch) || (avail == 1 && *p < 0x20)) {
+                if (len + 16 >= sizeof list)
+                    len += (size_t)snprintf(list + len, sizeof list - len, " ...");
+                else if (*p < 0x20 || *p == 0x7f)
+                    len += (size_t)snprintf(list + len, sizeof list - len, "%sU+%04X", n ? " " : "",
+                                            *p);
+                else
+                    len +=
+                        (size_t)snprintf(list + len, sizeof list - len, "%s'%s'", n ? " " : "", ch);
+                n++;
+            }
+        }
+        p += avail ? avail : 1;
+    }
+    vkf_tokenizer_close(t);
+    if (n)
+        fprintf(stderr,
+                "vkformer: %s: warning: characters outside the model's character vocabulary (read "
+                "as <unk>): %s\n",
+                cmd, list);
+}
+
+void vkf_cli_progress(void *user, double done, double total) {
+    static int last = -1;
+    if (!isatty(STDERR_FILENO) || total <= 0) return;
+    int pct = (int)(100.0 * done / total);
+    if (done >= total) { /* finished: the line disappears */
+        fprintf(stderr, "\r\033[K");
+        last = -1;
+        return;
+    }
+    if (pct == last) return;
+    last = pct;
+    char bar[31];
+    int fill = pct * 30 / 100;
+    for (int i = 0; i < 30; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[30] = 0;
+    fprintf(stderr, "\r%s [%s] %3d%% %.1f/%.1f MiB", user ? (const char *)user : "loading", bar,
+            pct, done / 1048576.0, total / 1048576.0);
+    fflush(stderr);
 }

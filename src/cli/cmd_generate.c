@@ -2,6 +2,7 @@
  * is produced (after the prompt unless --no-display-prompt); everything else (the seed, notices,
  * llama.cpp-style timings) goes to stderr. llama-cli's flags keep llama.cpp's meaning; the ones
  * vkformer does not implement are refused, never ignored. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,6 +78,7 @@ typedef struct gen_out {
     char tail[512]; /* the end of the generated text, for the reverse prompts */
     size_t tail_len;
     int reverse_hit;
+    const char *prompt; /* printed before the first token (nothing on stdout before that) */
 } gen_out;
 
 static void out_write(gen_out *g, const char *p, size_t len) {
@@ -88,6 +90,10 @@ static void out_write(gen_out *g, const char *p, size_t len) {
 static int on_token(void *user, int32_t token, const char *piece, size_t len) {
     gen_out *g = user;
     (void)token;
+    if (g->prompt) {
+        out_write(g, g->prompt, strlen(g->prompt));
+        g->prompt = NULL;
+    }
     out_write(g, piece, len);
     /* -r: stop once the generated text ends with a reverse prompt (llama-cli without -i) */
     if (g->o->n_reverse) {
@@ -175,6 +181,43 @@ static void print_timings(double load_ms, double compile_load, double prompt_ms,
             n_prompt + st->n_generated);
 }
 
+/* Bytes the KV cache may take on ctx's backend: the largest device-local heap less the weights
+ * (Vulkan), the host's available memory (CPU); 0 when unknown. */
+static double kv_budget(vkf_context *ctx, const vkf_model_desc *md) {
+    if (vkf_backend_is_vulkan(ctx->be)) {
+        const vkf_vk_caps *c = vkf_backend_vulkan_caps(ctx->be);
+        double best = 0;
+        for (uint32_t i = 0; i < c->n_heaps; i++)
+            if ((c->heap_flags[i] & 1 /* VK_MEMORY_HEAP_DEVICE_LOCAL_BIT */) &&
+                (double)c->heap_size[i] > best)
+                best = (double)c->heap_size[i];
+        return best > (double)md->weight_bytes ? best - (double)md->weight_bytes : 0;
+    }
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
+/* -c N that the KV cache cannot hold fails here, before the session allocates it. */
+static int kv_fits(vkf_context *ctx, vkf_model *m, const vkf_model_desc *md, int32_t n_ctx) {
+    char *info = NULL;
+    if (vkf_model_info(m, 1, &info) != VKF_OK) return 1;
+    cJSON *j = cJSON_Parse(info);
+    free(info);
+    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(j, "kv_bytes_per_sequence");
+    double per_seq = cJSON_IsNumber(kv) ? kv->valuedouble : 0;
+    cJSON_Delete(j);
+    if (per_seq <= 0 || md->n_ctx <= 0) return 1;
+    double need = per_seq / md->n_ctx * (n_ctx ? n_ctx : md->n_ctx), have = kv_budget(ctx, md);
+    if (have <= 0 || need <= have) return 1;
+    fprintf(
+        stderr,
+        "vkformer: generate: KV cache for -c %d needs %.2f GiB, the %s has %.2f GiB%s; lower -c\n",
+        n_ctx ? n_ctx : md->n_ctx, need / 1073741824.0,
+        vkf_backend_is_vulkan(ctx->be) ? "device" : "host", have / 1073741824.0,
+        vkf_backend_is_vulkan(ctx->be) ? " beside the weights" : " available");
+    return 0;
+}
+
 /* ------------------------------------------------------------------ the flags */
 
 static const char *description =
@@ -206,7 +249,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                   .seed = -1,
                   .n_threads = 1};
     vkf_arg args[] = {
-        {"-m|--model", VKF_ARG_STR, &o.mp.path, .metavar = "PATH", .required = 1,
+        {"-m|--model", VKF_ARG_STR, &o.mp.path, .metavar = "PATH",
          .help = "model directory (config.json + model.safetensors) or .gguf file"},
         {"-p|--prompt", VKF_ARG_STR, &o.prompt, .metavar = "TEXT",
          .help = "prompt (default: empty, start from BOS)"},
@@ -309,6 +352,9 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (o.prompt && o.file)
         return vkf_usage_error("generate", "-p and -f both give the prompt: use one");
     if (o.list_devices) return vkf_cmd_devices(1, argv);
+    if (!o.mp.path)
+        return vkf_usage_error("generate",
+                               "--model PATH is required (a model directory or .gguf file)");
     if (o.ngl_given && o.n_gpu_layers == 0) {
         if (o.cp.backend == VKF_BACKEND_VULKAN)
             return vkf_usage_error("generate",
@@ -358,6 +404,8 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (o.n_threads > 1 && vkf_context_backend(ctx) == VKF_BACKEND_CPU)
         fprintf(stderr, "vkformer: generate: -t %d: the CPU backend runs on one thread\n",
                 o.n_threads);
+    o.mp.progress = vkf_cli_progress;
+    o.mp.progress_user = "loading the model";
     if (vkf_model_load(ctx, &o.mp, &m) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;
@@ -373,6 +421,7 @@ int vkf_cmd_generate(int argc, char **argv) {
         fprintf(stderr,
                 "vkformer: generate: context %d tokens, past the %d the model was trained on\n",
                 md.n_ctx, md.n_ctx_train);
+    if (!kv_fits(ctx, m, &md, o.n_ctx)) goto done;
     vkf_session_params sesp = {.n_ctx = o.n_ctx};
     if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
         vkf_cli_fail("generate");
@@ -391,6 +440,7 @@ int vkf_cmd_generate(int argc, char **argv) {
         vkf_cli_fail("generate: tokenizing the prompt");
         goto done;
     }
+    vkf_cli_warn_unknown_chars("generate", o.mp.tokenizer ? o.mp.tokenizer : o.mp.path, prompt_buf);
     if (n == 0) { /* an empty prompt starts from BOS (GPT-2: <|endoftext|>) */
         if (md.bos_id < 0) {
             fprintf(stderr, "vkformer: generate: empty prompt and the model has no BOS token\n");
@@ -400,10 +450,10 @@ int vkf_cmd_generate(int argc, char **argv) {
     }
     int32_t n_ctx = vkf_session_n_ctx(s);
     if (n > n_ctx) {
-        fprintf(
-            stderr,
-            "vkformer: generate: the prompt has %d tokens but the context holds %d (raise -c)\n", n,
-            n_ctx);
+        fprintf(stderr,
+                "vkformer: generate: context full: the prompt has %d tokens but the context holds "
+                "%d (raise -c)\n",
+                n, n_ctx);
         goto done;
     }
     int32_t n_predict = o.n_predict < 0 ? n_ctx - n : o.n_predict;
@@ -418,8 +468,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                 "\nvkformer: generate: context %d, temp %g, top-k %d, top-p %g, n_predict %d\n",
                 n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, n_predict);
     }
-    gen_out g = {.o = &o};
-    if (!o.no_display_prompt) out_write(&g, prompt_buf, strlen(prompt_buf));
+    gen_out g = {.o = &o, .prompt = o.no_display_prompt ? NULL : prompt_buf};
 
     /* -b / -ub: all but the last chunk of the prompt here, the last one in vkf_generate */
     int32_t chunk = o.n_batch ? o.n_batch : n;
@@ -442,10 +491,12 @@ int vkf_cmd_generate(int argc, char **argv) {
         c1 = compile_ms(ctx);
     }
     double prompt_ms = chunk_ms + st.prompt_ms;
-    if (!g.write_failed && !o.no_display_prompt)
-        out_write(&g, "\n", 1);
-    else if (!g.write_failed && st.n_generated)
-        out_write(&g, "\n", 1);
+    int ok = gs == VKF_OK || st.stop == VKF_STOP_CONTEXT_FULL;
+    if (g.prompt && ok) { /* nothing generated: the prompt alone */
+        out_write(&g, g.prompt, strlen(g.prompt));
+        g.prompt = NULL;
+    }
+    if (ok && (!o.no_display_prompt || st.n_generated)) out_write(&g, "\n", 1);
     if (g.write_failed) {
         fprintf(stderr, "vkformer: generate: writing to stdout: %s\n", strerror(g.write_failed));
         goto done;

@@ -155,6 +155,8 @@ int vkf_cmd_info(int argc, char **argv) {
     vkf_context *ctx;
     if (vkf_context_create(&cp, &ctx) != VKF_OK) return vkf_cli_fail("info");
     vkf_model *m;
+    mp.progress = vkf_cli_progress;
+    mp.progress_user = "loading the model";
     if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
         vkf_context_free(ctx);
         return vkf_cli_fail("info");

@@ -59,6 +59,7 @@ int vkf_cmd_tokenize(int argc, char **argv) {
         return rc;
     }
     const char *in = file ? text : prompt;
+    vkf_cli_warn_unknown_chars("tokenize", tok_path ? tok_path : model, in);
     int32_t *ids = NULL;
     size_t n = 0;
     int flags = special ? VKF_TOKENIZE_ADD_SPECIAL | VKF_TOKENIZE_PARSE_SPECIAL : 0;

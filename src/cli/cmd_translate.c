@@ -71,6 +71,8 @@ int vkf_cmd_translate(int argc, char **argv) {
     char *text = NULL;
     rc = 1;
     vkf_model_desc md;
+    mp.progress = vkf_cli_progress;
+    mp.progress_user = "loading the model";
     if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
         vkf_cli_fail("translate: loading the model");
         goto done;

@@ -5,7 +5,16 @@
 #include <glslang/build_info.h>
 #include <volk.h>
 
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "io/tokenizer.h"
+#include "io/tokenizer_impl.h"
 #include "vkformer.h"
 
 #ifndef VKF_GIT_REV
@@ -31,8 +40,40 @@ const char *vkf_glslang_version(void) {
         GLSLANG_VERSION_PATCH);
 }
 
+/* A model directory's config.json may ask for BOS (add_bos_token, bos_token_id) where its
+ * tokenizer file does not: the model adds it (vkf_model_tokenize), so the tokenizer opened on
+ * the directory does too, and `tokenize` agrees with `generate`. A bare SentencePiece .model
+ * adds no BOS by default, like the sentencepiece library's encode. */
+static void apply_model_conventions(const char *path, vkf_tokenizer *t) {
+    size_t n = strlen(path);
+    if (n > 6 && strcmp(path + n - 6, ".model") == 0) {
+        t->add_bos = 0;
+        return;
+    }
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    FILE *f = fopen(cfg, "rb");
+    if (!f) return;
+    char *buf = malloc(1 << 16);
+    size_t len = buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
+    fclose(f);
+    if (!buf) return;
+    buf[len] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    free(buf);
+    const cJSON *add = cJSON_GetObjectItemCaseSensitive(j, "add_bos_token");
+    const cJSON *bos = cJSON_GetObjectItemCaseSensitive(j, "bos_token_id");
+    if (cJSON_IsBool(add)) {
+        t->add_bos = cJSON_IsTrue(add);
+        if (t->add_bos && t->bos < 0 && cJSON_IsNumber(bos)) t->bos = (int32_t)bos->valuedouble;
+    }
+    cJSON_Delete(j);
+}
+
 vkf_status vkf_tokenizer_open(const char *path, vkf_tokenizer **out) {
-    return vkf_tokenizer_open_auto(path, out);
+    vkf_status s = vkf_tokenizer_open_auto(path, out);
+    if (s == VKF_OK) apply_model_conventions(path, *out);
+    return s;
 }
 
 void vkf_tokenizer_close(vkf_tokenizer *t) { vkf_tokenizer_free(t); }
@@ -60,4 +101,119 @@ const char *vkf_tokenizer_algorithm(const vkf_tokenizer *t) { return vkf_tokeniz
 void vkf_tokenizer_specials(const vkf_tokenizer *t, int32_t *bos, int32_t *eos) {
     if (bos) *bos = vkf_tokenizer_bos(t);
     if (eos) *eos = vkf_tokenizer_eos(t);
+}
+
+/* ---------------------------------------------------------------- model path mistakes */
+
+#include <dirent.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Called by vkf_model_load before anything is read: the common path mistakes get a message
+ * that says what to pass instead. VKF_OK when the path looks like a model. */
+vkf_status vkf_model_path_check(const char *path);
+vkf_status vkf_model_path_check(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return VKF_OK; /* the loader names the missing path */
+    if (S_ISREG(st.st_mode)) {
+        static const char *const in_dir[] = {
+            ".safetensors",   "model.safetensors.index.json", "config.json",
+            "tokenizer.json", "tokenizer_config.json",        "generation_config.json"};
+        for (size_t i = 0; i < sizeof in_dir / sizeof in_dir[0]; i++) {
+            if (!ends_with(path, in_dir[i])) continue;
+            char dir[1024];
+            snprintf(dir, sizeof dir, "%s", path);
+            char *slash = strrchr(dir, '/');
+            if (slash)
+                *slash = 0;
+            else
+                snprintf(dir, sizeof dir, ".");
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "%s is a file of a Hugging Face model directory: pass the directory "
+                             "%s (config.json and "
+                             "model.safetensors are read from it)",
+                             path, dir);
+        }
+        return VKF_OK;
+    }
+    if (!S_ISDIR(st.st_mode)) return VKF_OK;
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/config.json", path);
+    if (stat(cfg, &st) == 0) return VKF_OK;
+    /* no config.json: a folder of .gguf files? name them */
+    DIR *d = opendir(path);
+    if (!d) return VKF_OK;
+    char list[1024] = "";
+    size_t len = 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!ends_with(e->d_name, ".gguf")) continue;
+        if (n++ < 8 && len < sizeof list)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s/%s", n > 1 ? ", " : "",
+                                    path, e->d_name);
+    }
+    closedir(d);
+    if (n == 0) return VKF_OK;
+    return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                     "%s has no config.json but %d GGUF file%s: pass one of them: %s%s", path, n,
+                     n > 1 ? "s" : "", list, n > 8 ? ", ..." : "");
+}
+
+/* ---------------------------------------------------------------- load progress */
+
+/* The load in progress on this thread (vkf_model_load is synchronous): weights.c reports every
+ * upload here. */
+static _Thread_local struct {
+    void (*cb)(void *user, double done, double total);
+    void *user;
+    double done, total;
+} g_progress;
+
+static double path_bytes(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    if (!S_ISDIR(st.st_mode)) return (double)st.st_size;
+    double sum = 0; /* a model directory: its *.safetensors (every shard) */
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!ends_with(e->d_name, ".safetensors")) continue;
+        char f[1400];
+        snprintf(f, sizeof f, "%s/%s", path, e->d_name);
+        if (stat(f, &st) == 0) sum += (double)st.st_size;
+    }
+    closedir(d);
+    return sum;
+}
+
+void vkf_load_progress_begin(const vkf_model_params *p);
+void vkf_load_progress_step(size_t bytes);
+void vkf_load_progress_end(int ok);
+
+void vkf_load_progress_begin(const vkf_model_params *p) {
+    g_progress.cb = p->progress;
+    g_progress.user = p->progress_user;
+    g_progress.done = 0;
+    g_progress.total = p->progress ? path_bytes(p->path) : 0;
+    if (g_progress.cb) g_progress.cb(g_progress.user, 0, g_progress.total);
+}
+
+void vkf_load_progress_step(size_t bytes) {
+    if (!g_progress.cb) return;
+    g_progress.done += (double)bytes;
+    /* vectors are uploaded as F32 and tables are computed: never past the total before the end */
+    if (g_progress.done > g_progress.total) g_progress.done = g_progress.total;
+    g_progress.cb(g_progress.user, g_progress.done, g_progress.total);
+}
+
+void vkf_load_progress_end(int ok) {
+    if (g_progress.cb && ok) g_progress.cb(g_progress.user, g_progress.total, g_progress.total);
+    g_progress.cb = NULL;
 }

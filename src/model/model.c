@@ -101,9 +101,14 @@ void vkf_model_extend_ctx(vkf_model *m) {
     if (m->ctx_req > m->hp.n_ctx) m->hp.n_ctx = m->ctx_req;
 }
 
+vkf_status vkf_model_path_check(const char *path); /* api_public.c: common path mistakes, named */
+void vkf_load_progress_begin(const vkf_model_params *p); /* api_public.c: vkf_model_params.progress */
+void vkf_load_progress_end(int ok);
+
 vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model **out) {
     if (!ctx || !p || !p->path || !out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: NULL context, params, path or output");
     *out = NULL;
+    VKF_TRY(vkf_model_path_check(p->path));
     if (p->n_ctx < 0 || p->n_ctx > VKF_MODEL_MAX_CTX)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: n_ctx %d outside [0, %d]", p->n_ctx, VKF_MODEL_MAX_CTX);
     vkf_model *m = calloc(1, sizeof *m);
@@ -117,6 +122,7 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     m->ctx_req = p->n_ctx;
     snprintf(m->path, sizeof m->path, "%s", p->path);
     vkf_context_lock(ctx); /* uploads go through the shared backend */
+    vkf_load_progress_begin(p);
     vkf_status s;
     if (path_is_dir(p->path))
         s = model_load_dir(m, p->path);
@@ -168,6 +174,7 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     }
     if (m->hp.add_bos < 0) m->hp.add_bos = 0;
     if (s == VKF_OK) vkf_chat_model_load(m, p->path, p->tokenizer);
+    vkf_load_progress_end(s == VKF_OK);
     if (s != VKF_OK) {
         vkf_model_free(m);
         vkf_context_unlock(ctx);

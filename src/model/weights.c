@@ -24,6 +24,8 @@ static vkf_status model_track(vkf_model *m, vkf_buffer *b) {
     return VKF_OK;
 }
 
+void vkf_load_progress_step(size_t bytes);
+
 static vkf_status model_alloc(vkf_model *m, vkf_tensor *t, const void *data) {
     vkf_status s = vkf_tensor_alloc(m->be, t, VKF_BUFFER_WEIGHTS, data);
     if (s != VKF_OK) return vkf_error_prefix(s, "%s: uploading %s", m->path, t->name);
@@ -34,6 +36,7 @@ static vkf_status model_alloc(vkf_model *m, vkf_tensor *t, const void *data) {
         return s;
     }
     m->weight_bytes += vkf_tensor_nbytes(t);
+    vkf_load_progress_step(vkf_tensor_nbytes(t)); /* api_public.c: vkf_model_params.progress */
     return VKF_OK;
 }
 

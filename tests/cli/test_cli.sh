@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# The CLI as users meet it (issue 15): help and --version for every command, one option parser
+# (one-line usage errors, exit 2, the flag named), strict numbers, llama-cli's flags, stdout
+# discipline, timings, Ctrl-C, path and size mistakes, tokenize/generate agreement.
+#   tests/cli/test_cli.sh BUILD_DIR SOURCE_DIR FIXTURES_DIR
+# References (never this code's own output): models/kjv-gpt/expected.json (PyTorch greedy tokens,
+# decoded with models/kjv-gpt/char_vocab.json into the strings below), the model's HF config
+# (parameter count), tests/data/tokenizers/spm_unigram/expected.json (python3-sentencepiece).
+set -uo pipefail
+build="$1"; src="$2"; fx="$3"
+V="$build/vkformer"
+kjv="$src/models/kjv-gpt"
+llama="$fx/llama-tiny/llama-tiny-f32.gguf"
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+export VKF_CACHE_DIR="${VKF_CACHE_DIR:-$build/test-cache}"
+fails=0; checks=0
+
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+# run ARGS...: runs the CLI, sets $rc, $out (stdout), $err (stderr)
+run() {
+    "$V" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    out="$(cat "$tmp/out")"; err="$(cat "$tmp/err")"
+}
+# usage_error WANT_SUBSTRING CMD ARGS...: exit 2, nothing on stdout, one line "vkformer: CMD: ..."
+# on stderr that contains WANT_SUBSTRING (the flag and the reason)
+usage_error() {
+    local want="$1" cmd="$2"; shift 2
+    checks=$((checks + 1))
+    run "$@"
+    local lines; lines=$(wc -l <"$tmp/err")
+    [ "$rc" = 2 ] || fail "'$*': exit $rc, expected 2 (stderr: $err)"
+    [ -z "$out" ] || fail "'$*': stdout not empty: $out"
+    [ "$lines" = 1 ] || fail "'$*': $lines lines on stderr, expected one: $err"
+    case "$err" in "vkformer: $cmd: "*) ;; *) fail "'$*': stderr lacks the prefix 'vkformer: $cmd: ': $err" ;; esac
+    case "$err" in *"$want"*) ;; *) fail "'$*': stderr lacks '$want': $err" ;; esac
+    case "$err" in *"vkformer: $cmd: vkformer"*) fail "'$*': doubled prefix: $err" ;; esac
+}
+# runtime_error WANT CMD ARGS...: exit 1, nothing on stdout, stderr "vkformer: CMD: ...WANT..."
+runtime_error() {
+    local want="$1" cmd="$2"; shift 2
+    checks=$((checks + 1))
+    run "$@"
+    [ "$rc" = 1 ] || fail "'$*': exit $rc, expected 1 (stderr: $err)"
+    [ -z "$out" ] || fail "'$*': stdout not empty: $out"
+    case "$err" in *"vkformer: $cmd: "*"$want"*) ;; *) fail "'$*': stderr lacks 'vkformer: $cmd: ...$want': $err" ;; esac
+    case "$err" in *"vkformer: $cmd: vkformer"*) fail "'$*': doubled prefix: $err" ;; esac
+}
+has() { checks=$((checks + 1)); case "$2" in *"$1"*) ;; *) fail "$3: lacks '$1' in: $2" ;; esac; }
+eq() { checks=$((checks + 1)); [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"; }
+
+# ------------------------------------------------------------------ help and version
+run --help; eq "$rc" 0 "--help"; has "commands:" "$out" "--help"
+run; eq "$rc" 2 "no command"
+for c in devices selftest generate translate info bench tune verify tokenize detokenize; do
+    for form in "$c --help" "$c -h" "help $c"; do
+        run $form
+        eq "$rc" 0 "$form"; has "usage: vkformer $c" "$out" "$form"; eq "$err" "" "$form: stderr"
+    done
+done
+for m in --kernels --startup --plot; do
+    run bench $m --help; eq "$rc" 0 "bench $m --help"; has "usage: vkformer bench $m" "$out" "bench $m --help"
+done
+run --version
+eq "$rc" 0 "--version"; has "vkformer 0.1.0 (git " "$out" "--version"; has "Vulkan loader" "$out" "--version"
+has "glslang" "$out" "--version"
+usage_error "unknown command 'nosuch'" help help nosuch
+
+# ------------------------------------------------------------------ one parser, one message
+usage_error "--model PATH is required" generate generate
+usage_error "-m needs a value" generate generate -m
+usage_error "-m needs a value" generate generate -m --temp 1        # the value is another flag
+usage_error "-n needs a value" generate generate -m "$kjv" -n
+usage_error "--n-predict needs a value" generate generate --n-predict
+usage_error "-n: -2 is out of range [-1," generate generate -m "$kjv" -n -2
+usage_error "-n: expected an integer" generate generate -m "$kjv" -n 1e12
+usage_error "-n: expected an integer" generate generate -m "$kjv" -n 2.7
+usage_error "--top-k: expected an integer" generate generate -m "$kjv" --top-k 1e10
+usage_error "--temp: expected a finite number, got 'nan'" generate generate -m "$kjv" --temp nan
+usage_error "--top-p: 1.5 is out of range" generate generate -m "$kjv" --top-p 1.5
+usage_error "--n-predict: expected an integer, got 'abc'" generate generate -m "$kjv" --n-predict=abc
+usage_error "--seed: expected an integer" generate generate -m "$kjv" --seed=x
+usage_error "--cpu takes no value" generate generate -m "$kjv" --cpu=1
+usage_error "unknown option '--bogus'" generate generate -m "$kjv" --bogus
+usage_error "-p and -f" generate generate -m "$kjv" -p a -f b
+usage_error "-ngl 0 (the CPU) and -dev 0" generate generate -m "$kjv" -ngl 0 -dev 0
+usage_error "--beam: expected an integer, got 'abc'" translate translate -m x -s y --beam abc
+usage_error "--max-len: -1 is out of range" translate translate -m x -s y --max-len -1
+usage_error "--model PATH is required" info info
+usage_error "FIXTURE_DIR is required" verify verify
+usage_error "-r: 0 is out of range [1, 64]" bench bench -m x -r 0
+usage_error "-d: expected a comma list" bench bench -m x -d abc
+usage_error "-o: expected md, json or csv" "bench --kernels" bench --kernels -o xml
+usage_error "unknown option '--json'" selftest selftest --json
+usage_error "unknown option '-x'" devices devices -x
+usage_error "--ids: expected token ids" detokenize detokenize -m "$kjv" --ids 1,x
+usage_error "exactly one of -p TEXT and -f FILE" tokenize tokenize -m "$kjv"
+# llama.cpp flags that wait for other work: refused with "yet", never ignored
+for f in "--repeat-penalty 1.1" "--repeat-last-n 64" "--presence-penalty 0.5" "--frequency-penalty 0.5" \
+         "--min-p 0.05" "--ignore-eos" "-ctk f16" "-ctv f16" "--cache-type-k q8_0" "--no-mmap" "-sys hi" "-cnv"; do
+    usage_error "${f%% *}: not supported by vkformer yet" generate generate -m "$kjv" $f
+done
+for f in "--mlock" "-mg 1" "--tensor-split 1,1" "--grammar x" "--mirostat 2" "-i" "-fa off"; do
+    usage_error "${f%% *}: " generate generate -m "$kjv" $f
+    has "not supported by vkformer" "$err" "generate $f"
+done
+
+# ------------------------------------------------------------------ generate: stdout, flags
+# greedy continuations from models/kjv-gpt/expected.json (PyTorch)
+ref0=" of the LORD hat"        # "In the beginning" + greedy_tokens[0:16]
+run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0
+eq "$rc" 0 "greedy"; eq "$out" "In the beginning$ref0" "greedy stdout (PyTorch reference)"
+has "17 prompt tokens" "$err" "generate: BOS + 16 characters (expected.json tokens)"
+has "seed " "$err" "seed on stderr"
+for t in "load time" "prompt eval time" "/    17 tokens" "ms per token" "tokens per second" "eval time" "/    16 runs" "total time"; do
+    has "$t" "$err" "timings"
+done
+case "$err" in *$'\r'*|*"loading the model"*) fail "a progress bar on stderr that is not a terminal" ;; esac
+if command -v script >/dev/null; then # a terminal: the load progress bar shows
+    checks=$((checks + 1))
+    script -qec "'$V' generate --cpu -m '$llama' -p hi -n 1" /dev/null >"$tmp/tty" 2>&1 </dev/null
+    grep -q "loading the model \[" "$tmp/tty" || fail "no progress bar on a terminal: $(head -c 300 "$tmp/tty")"
+fi
+run tokenize -m "$kjv" -p "In the beginning"
+eq "$out" "1 24 54 5 60 48 45 5 42 45 47 49 54 54 49 54 47" "tokenize = expected.json tokens (= generate's 17)"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 --no-display-prompt
+eq "$out" "$ref0" "--no-display-prompt"
+printf 'In the beginning' >"$tmp/prompt.txt"
+run generate --cpu -m "$kjv" -f "$tmp/prompt.txt" -n 16 --temp 0
+eq "$out" "In the beginning$ref0" "-f FILE"
+checks=$((checks + 1))
+out="$(printf 'In the beginning' | "$V" generate --cpu -m "$kjv" -f - -n 16 --temp 0 2>/dev/null)"
+eq "$out" "In the beginning$ref0" "-f - (stdin)"
+run generate --cpu -m "$kjv" --file="$tmp/prompt.txt" -n 16 --temp 0 -b 4 -ub 5
+eq "$out" "In the beginning$ref0" "-b 4: the prompt in chunks gives the same greedy text"
+has "/    17 tokens" "$err" "-b 4 timings count every prompt token"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 40 --temp 0 -r LORD
+eq "$out" "In the beginning of the LORD" "-r LORD stops after the reverse prompt"
+run generate --cpu -m "$kjv" -p 'a\nb' -e -n 0
+eq "$out" "$(printf 'a\nb')" "-e turns \\n into a newline"
+run generate --cpu -m "$kjv" -p "The" -n 8 -s 42
+o42="$out"; has "seed 42" "$err" "-s 42 on stderr"
+run generate --cpu -m "$kjv" -p "The" -n 8 --seed 42
+eq "$out" "$o42" "the same seed gives the same text"
+run generate --cpu -m "$kjv" -p "The" -n 1 -s -1
+has "(random)" "$err" "-s -1 is random"
+s1="$(sed -n 's/.*seed \([0-9]*\) (random).*/\1/p' "$tmp/err")"
+run generate --cpu -m "$kjv" -p "The" -n 1
+s2="$(sed -n 's/.*seed \([0-9]*\) (random).*/\1/p' "$tmp/err")"
+checks=$((checks + 1)); [ -n "$s1" ] && [ "$s1" != "$s2" ] || fail "two runs drew the same random seed ($s1, $s2)"
+run generate -m "$kjv" -p "In the beginning" -n 16 --temp 0 -ngl 0 -t 4 -fa on -no-cnv
+eq "$rc" 0 "-ngl 0 -t 4 -fa on"; has "on cpu" "$err" "-ngl 0 is the CPU"; has "-t 4: the CPU backend runs on one thread" "$err" "-t note"
+eq "$out" "In the beginning$ref0" "-ngl 0 output"
+run generate --list-devices
+eq "$rc" 0 "--list-devices"; has "device" "$out" "--list-devices"
+run generate --cpu -m "$kjv" -p "In the beginning" -n -1 --temp 0
+eq "$rc" 0 "-n -1"; has "/   239 runs" "$err" "-n -1 runs to the end of the context (256 = n_ctx in config.json, 17 prompt tokens)"
+checks=$((checks + 1))
+"$V" generate --cpu -m "$kjv" -p "In" -n 4 >/dev/full 2>"$tmp/err"; rc=$?
+[ "$rc" = 1 ] || fail "> /dev/full: exit $rc, expected 1"
+has "writing to stdout" "$(cat "$tmp/err")" "> /dev/full"
+checks=$((checks + 1))
+"$V" devices >/dev/full 2>/dev/null && fail "devices > /dev/full: exit 0"
+
+# ------------------------------------------------------------------ Ctrl-C
+# llama-tiny with a long context generates for a long time: the first SIGINT stops it and
+# prints the timings (exit 130); a second one exits at once.
+"$V" generate --cpu -m "$llama" -c 8192 -n -1 -p "Once" >"$tmp/sig.out" 2>"$tmp/sig.err" &
+pid=$!
+for _ in $(seq 1 300); do [ -s "$tmp/sig.out" ] && break; sleep 0.1; done
+kill -INT "$pid"; wait "$pid"; rc=$?
+checks=$((checks + 1))
+[ "$rc" = 130 ] || fail "SIGINT: exit $rc, expected 130"
+has "interrupted" "$(cat "$tmp/sig.err")" "SIGINT"; has "eval time" "$(cat "$tmp/sig.err")" "SIGINT prints the timings"
+"$V" generate --cpu -m "$llama" -c 8192 -n -1 -p "Once" >"$tmp/sig.out" 2>"$tmp/sig.err" &
+pid=$!
+for _ in $(seq 1 300); do [ -s "$tmp/sig.out" ] && break; sleep 0.1; done
+kill -INT "$pid"; kill -INT "$pid"; wait "$pid"; rc=$?
+eq "$rc" 130 "two SIGINTs"
+
+# ------------------------------------------------------------------ errors users meet
+runtime_error "nonexistent" generate generate --cpu -m "$tmp/nonexistent" -p x
+runtime_error "pass the directory $kjv" info info -m "$kjv/model.safetensors"
+runtime_error "pass the directory $kjv" generate generate -m "$kjv/model.safetensors" -p x
+mkdir "$tmp/ggufs"; ln -s "$llama" "$tmp/ggufs/a.gguf"; ln -s "$fx/gpt2-tiny/gpt2-tiny-f32.gguf" "$tmp/ggufs/b.gguf"
+runtime_error "2 GGUF files" info info -m "$tmp/ggufs"
+has "$tmp/ggufs/a.gguf" "$err" "gguf folder lists a.gguf"; has "$tmp/ggufs/b.gguf" "$err" "gguf folder lists b.gguf"
+runtime_error "-f $tmp: is a directory" generate generate -m "$kjv" -f "$tmp"
+runtime_error "no such directory" verify verify "$tmp/no-such-fixtures"
+# a tokenizer larger than the model's vocabulary: both sizes named
+runtime_error "67" generate generate --cpu -m "$kjv" --tokenizer "$src/tests/data/tokenizers/gpt2_files" -p x
+has "tokens but the model's vocabulary only 67" "$err" "vocabulary sizes"
+# -c that the device cannot hold: KV = 2 (K, V) x 4 layers x 4 kv heads x 32 dims x 4 bytes
+# = 4096 bytes per token (llama-tiny's GGUF metadata), 3.81 GiB at -c 1000000
+heap="$("$V" devices --json 2>/dev/null | grep -A1 '"memory_heaps"' | grep -o '"size":[[:space:]]*[0-9]*' | grep -o '[0-9]*$')"
+if [ -n "$heap" ] && [ "$heap" -lt 4000000000 ]; then
+    runtime_error "KV cache for -c 1000000 needs 3.81 GiB, the device has" generate generate -m "$llama" -c 1000000 -p x
+    has "lower -c" "$err" "-c too large"
+else
+    echo "test_cli: the device heap ($heap bytes) holds -c 1000000; the -c check is not exercised" >&2
+fi
+run tokenize -m "$kjv" -p "Zebra€"
+eq "$rc" 0 "char warning exit"; has "warning: characters outside the model's character vocabulary" "$err" "unknown chars"
+has "'€'" "$err" "the unknown character is named"
+# a bare SentencePiece .model: no BOS by default (python3-sentencepiece's encode: ids_plain)
+run tokenize --tokenizer "$src/tests/data/tokenizers/spm_unigram/tokenizer.model" -p "In the beginning God created the heaven and the earth."
+eq "$out" "25 31 5 896 57 83 77 151 16 5 265 6 5 205 10" "spm .model without BOS"
+
+# sharded safetensors (model.safetensors.index.json), split by tests/cli/shard_safetensors.c
+mkdir "$tmp/sharded"; cp "$kjv/config.json" "$kjv/char_vocab.json" "$tmp/sharded/"
+checks=$((checks + 1))
+"$build/tests/shard_safetensors" "$kjv/model.safetensors" "$tmp/sharded" || fail "shard_safetensors"
+run generate --cpu -m "$tmp/sharded" -p "In the beginning" -n 16 --temp 0
+eq "$rc" 0 "sharded: exit ($err)"; eq "$out" "In the beginning$ref0" "sharded safetensors give the reference text"
+run info -m "$tmp/sharded" --json
+has '"n_params":1841856' "$out" "sharded: every tensor"
+sed -i 's/model-00002-of-00002/model-00003-of-00002/' "$tmp/sharded/model.safetensors.index.json"
+runtime_error "model-00003-of-00002.safetensors" generate generate --cpu -m "$tmp/sharded" -p x
+
+# ------------------------------------------------------------------ info --json
+run info -m "$llama" --json
+eq "$rc" 0 "info --json"; eq "$(wc -l <"$tmp/out")" 1 "info --json is one document (one line)"
+has '"llama.block_count":4' "$out" "GGUF metadata numbers are numbers"
+has '"general.architecture":"llama"' "$out" "GGUF strings"
+has '"tokenizer.ggml.tokens":{"type":"string","count":512' "$out" "arrays summarised"
+cp "$llama" "$tmp/model.bin"
+run info -m "$tmp/model.bin" --json
+has '"llama.block_count":4' "$out" "info --json on a GGUF named .bin"
+# GPT-2 from its HF config (n_embd 192, 4 layers, 67 tokens, 256 positions), tied LM head counted
+# once: 67*192 + 256*192 + 4*(2*192 + 192*576+576 + 192*192+192 + 2*192 + 192*768+768 + 768*192+192) + 2*192
+run info -m "$kjv" --json
+has '"n_params":1841856' "$out" "kjv-gpt parameters (tied output once)"
+
+# ------------------------------------------------------------------ ./setup.sh run
+# nothing to rebuild: no build log; the flags go to generate
+checks=$((checks + 1))
+(cd "$src" && BUILD_DIR="$build" ./setup.sh run -p "In the beginning" -n 16 --temp 0 --cpu >"$tmp/out" 2>"$tmp/err"); rc=$?
+eq "$rc" 0 "setup.sh run"; eq "$(cat "$tmp/out")" "In the beginning$ref0" "setup.sh run passes -p -n --temp through"
+case "$(cat "$tmp/err")" in *Building*|*Linking*|*"Built target"*) fail "setup.sh run printed the build log" ;; esac
+
+echo "test_cli: $checks checks, $fails failed"
+[ "$fails" = 0 ]
