@@ -96,7 +96,7 @@ usage_error "--ids: expected token ids" detokenize detokenize -m "$kjv" --ids 1,
 usage_error "exactly one of -p TEXT and -f FILE" tokenize tokenize -m "$kjv"
 # llama.cpp flags that wait for other work: refused with "yet", never ignored
 for f in "--repeat-penalty 1.1" "--repeat-last-n 64" "--presence-penalty 0.5" "--frequency-penalty 0.5" \
-         "--min-p 0.05" "--ignore-eos" "-ctk f16" "-ctv f16" "--cache-type-k q8_0" "--no-mmap" "-sys hi" "-cnv"; do
+         "--min-p 0.05" "--ignore-eos" "-ctk f16" "-ctv f16" "--cache-type-k q8_0" "--no-mmap" "-sys hi"; do  # -cnv is `vkformer chat` (tests/serve/test_chat.py)
     usage_error "${f%% *}: not supported by vkformer yet" generate generate -m "$kjv" $f
 done
 for f in "--mlock" "-mg 1" "--tensor-split 1,1" "--grammar x" "--mirostat 2" "-i" "-fa off"; do
