@@ -366,7 +366,7 @@ int vkf_stopper_push(vkf_stopper *st, const char *piece, size_t len, const char 
     *emit_len = 0;
     if (st->stopped) return 1;
     /* drop what the previous call handed out */
-    memmove(st->buf, st->buf + st->emitted, st->len - st->emitted);
+    if (st->emitted) memmove(st->buf, st->buf + st->emitted, st->len - st->emitted);
     st->len -= st->emitted;
     st->emitted = 0;
     if (st->len + len + 1 > st->cap) {
