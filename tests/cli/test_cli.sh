@@ -95,8 +95,7 @@ usage_error "unknown option '-x'" devices devices -x
 usage_error "--ids: expected token ids" detokenize detokenize -m "$kjv" --ids 1,x
 usage_error "exactly one of -p TEXT and -f FILE" tokenize tokenize -m "$kjv"
 # llama.cpp flags that wait for other work: refused with "yet", never ignored
-for f in "--repeat-penalty 1.1" "--repeat-last-n 64" "--presence-penalty 0.5" "--frequency-penalty 0.5" \
-         "--min-p 0.05" "--ignore-eos" "-ctk f16" "-ctv f16" "--cache-type-k q8_0" "--no-mmap" "-sys hi"; do  # -cnv is `vkformer chat` (tests/serve/test_chat.py)
+for f in "--ignore-eos" "-ctk f16" "-ctv f16" "--cache-type-k q8_0" "--no-mmap" "-sys hi"; do  # -cnv is `vkformer chat` (tests/serve/test_chat.py)
     usage_error "${f%% *}: not supported by vkformer yet" generate generate -m "$kjv" $f
 done
 for f in "--mlock" "-mg 1" "--tensor-split 1,1" "--grammar x" "--mirostat 2" "-i" "-fa off"; do
@@ -120,6 +119,13 @@ if command -v script >/dev/null; then # a terminal: the load progress bar shows
     script -qec "'$V' generate --cpu -m '$llama' -p hi -n 1" /dev/null >"$tmp/tty" 2>&1 </dev/null
     grep -q "loading the model \[" "$tmp/tty" || fail "no progress bar on a terminal: $(head -c 300 "$tmp/tty")"
 fi
+# the sampler's penalties reach generate: greedy " of the LORD hat" repeats 'h', 'e', 't' and
+# spaces; a repeat penalty of 100 over the whole window forbids every character already seen
+run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 --no-display-prompt --repeat-penalty 100 --repeat-last-n -1
+eq "$rc" 0 "--repeat-penalty"
+[ "$out" != "$ref0" ] || fail "--repeat-penalty 100 left the greedy text unchanged"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 --no-display-prompt --min-p 0.5 --presence-penalty 0 --frequency-penalty 0 --typical 1
+eq "$out" "$ref0" "greedy ignores min-p / neutral penalties"
 run tokenize -m "$kjv" -p "In the beginning"
 eq "$out" "1 24 54 5 60 48 45 5 42 45 47 49 54 54 49 54 47" "tokenize = expected.json tokens (= generate's 17)"
 run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 --no-display-prompt
