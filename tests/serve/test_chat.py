@@ -12,6 +12,7 @@ keeps the system prompt and says so; `generate -cnv` is the same command. Standa
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,18 @@ def main():
     check(msgs4[0]["role"] == "system" and msgs4[-2]["content"] == "Let there be light"
           and "In the beginning" not in [m["content"] for m in msgs4], "oldest turn dropped: %s" % msgs4)
     check(all(s[0] + 40 <= 256 for s in stats(err4)), "prompt + reserve within the context: %s" % stats(err4))
+
+    # Ctrl-C stops the answer, not the conversation
+    p = subprocess.Popen([exe, "chat", "-m", model, "--temp", "0", "-n", "100000", "-c", "0"] + extra,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdin.write(b"In the beginning\n")
+    p.stdin.flush()
+    first = os.read(p.stdout.fileno(), 1)  # the answer has started
+    p.send_signal(signal.SIGINT)
+    out6, err6 = p.communicate(input=b"And God said\n/exit\n", timeout=300)
+    err6 = err6.decode("utf-8", "replace")
+    check(first and p.returncode == 0 and "[answer stopped: interrupted]" in err6 and len(stats(err6)) == 2,
+          "Ctrl-C: exit %s, %s" % (p.returncode, err6[-400:]))
 
     # generate -cnv is chat
     rc, out5, _ = chat(exe, model, extra + sysp, ["In the beginning", "/exit"], cmd=("generate", "-cnv"))
