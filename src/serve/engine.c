@@ -421,6 +421,11 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
     e->pos = calloc((size_t)e->n_slots, sizeof *e->pos);
     if (st == VKF_OK && (!e->slot || !e->logits || !e->tok || !e->pos))
         st = VKF_ERROR_OUT_OF_MEMORY;
+    if (st == VKF_OK) { /* warm-up: builds the batched graph now, and fails here if it cannot */
+        for (int b = 0; b < e->n_slots; b++)
+            e->pos[b] = -1;
+        st = vkf_session_seq_decode(e->s, e->tok, e->pos, e->logits);
+    }
     if (st == VKF_OK) {
         pthread_mutex_init(&e->mu, NULL);
         pthread_cond_init(&e->cv, NULL);
