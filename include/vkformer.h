@@ -270,6 +270,9 @@ vkf_status vkf_session_decode_step(vkf_session *s, int32_t token, float *logprob
  * vkf_session_eval on the same session. Each sequence's logits are those of that sequence
  * alone: they do not depend on what the other sequences hold or whether they are busy. */
 
+/* 1 if token ends a generation (chat and serve stop there): the model's EOS, and every
+ * end-of-generation token its tokenizer lists. */
+int vkf_model_is_eog(const vkf_model *m, int32_t token);
 /* Keeps the first n tokens of the cache (0 <= n <= n_past) and drops the rest. */
 vkf_status vkf_session_truncate(vkf_session *s, int32_t n);
 /* Decoder-only: evaluates tokens[0..n) into sequence seq at positions pos .. pos+n-1 (what

@@ -242,6 +242,11 @@ static void test_sessions(vkf_context *ctx, const char *backend, void *user) {
     vkf_model_desc d;
     vkf_model_describe(m, &d);
     int V = d.n_vocab;
+    /* end of generation: the model's EOS is one; a token that is not EOS is not */
+    VKT_CHECK(d.eos_id < 0 || vkf_model_is_eog(m, d.eos_id), "EOS %d is not end-of-generation",
+              d.eos_id);
+    VKT_CHECK(!vkf_model_is_eog(m, d.eos_id == 3 ? 4 : 3) && !vkf_model_is_eog(m, -1),
+              "a plain token or -1 is end-of-generation");
     /* Thresholds: the reference runs the same math in differently shaped graphs (one sequence
      * of n tokens vs 3 sequences of 1; kv_dyn vs a static key count); on Vulkan those may pick
      * kernels that sum in another order. Float rounding of logits of size ~10 over a few layers

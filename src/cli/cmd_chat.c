@@ -207,7 +207,7 @@ static int turn(chat *c) {
             rc = vkf_cli_fail("chat: sampling");
             break;
         }
-        int eos = tok == c->d.eos_id, stopped = 0;
+        int eos = vkf_model_is_eog(c->m, tok), stopped = 0;
         if (!eos) {
             gen[n_gen++] = tok;
             char *all = NULL;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "model/model.h"
 #include "model/sampling.h"
 
 struct vkf_sampler {
@@ -428,4 +429,12 @@ void vkf_stopper_flush(vkf_stopper *st, const char **emit, size_t *emit_len) {
     *emit = st->buf + st->emitted;
     *emit_len = st->len - st->emitted;
     st->emitted = st->len;
+}
+
+/* ------------------------------------------------------------------ end of generation */
+
+/* The EOS id; the tokenizers' end-of-generation list (vkf_tokenizer_is_eog: <|eot_id|>,
+ * <|im_end|>, ...) joins here when it is merged. */
+int vkf_model_is_eog(const vkf_model *m, int32_t token) {
+    return m && token >= 0 && token == m->hp.eos_id;
 }

@@ -22,7 +22,7 @@ struct srv_engine {
     vkf_model *m;
     vkf_session *s;
     int n_slots;
-    int32_t n_ctx, n_vocab, eos;
+    int32_t n_ctx, n_vocab;
     int queue_max;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* work for the engine thread */
@@ -242,7 +242,7 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
     const char *emit = "";
     size_t emit_len = 0;
     char *all = NULL;
-    if (tok == e->eos) {
+    if (vkf_model_is_eog(e->m, tok)) {
         f = SRV_FINISH_STOP;
         vkf_stopper_flush(r->stopper, &emit, &emit_len);
     } else {
@@ -289,7 +289,7 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
     }
     free(all);
     ev.id = tok;
-    if (r->logprobs && tok != e->eos) {
+    if (r->logprobs && !vkf_model_is_eog(e->m, tok)) {
         logprobs_of(row, e->n_vocab, tok, r->top_logprobs, &ev);
         char *p = NULL;
         if (vkf_model_detokenize(e->m, &tok, 1, VKF_DETOKENIZE_SPECIAL, &p) == VKF_OK) {
@@ -298,7 +298,7 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
         }
     }
     pthread_mutex_lock(&e->mu);
-    int keep = tok != e->eos || ev.len > 0;
+    int keep = !vkf_model_is_eog(e->m, tok) || ev.len > 0;
     if (keep && push_event(r, &ev) != 0) {
         free(ev.text);
         free(ev.piece);
@@ -411,7 +411,6 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
     e->n_slots = p->n_slots;
     e->n_ctx = p->n_ctx;
     e->n_vocab = d.n_vocab;
-    e->eos = d.eos_id;
     e->queue_max = p->queue_max;
     vkf_session_params sp = {.n_ctx = p->n_ctx, .n_batch = p->n_slots};
     vkf_status st = vkf_session_create(m, &sp, &e->s);
