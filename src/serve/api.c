@@ -82,8 +82,10 @@ static char *content_text(const cJSON *c, int i, char *err, size_t n) {
     return s;
 }
 
-/* messages -> the prompt text through the model's chat template */
-static char *chat_prompt(const srv_config *c, const cJSON *msgs, char *err, size_t n) {
+/* messages -> the prompt text through the model's chat template; tools (OpenAI tool schemas)
+ * and chat_template_kwargs (llama-server's further template variables) go to the template */
+static char *chat_prompt(const srv_config *c, const cJSON *msgs, const cJSON *tools,
+                         const cJSON *kwargs, char *err, size_t n) {
     if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0) {
         bad(err, n, "messages: expected a non-empty array of {\"role\", \"content\"}");
         return NULL;
@@ -113,13 +115,27 @@ static char *chat_prompt(const srv_config *c, const cJSON *msgs, char *err, size
     }
     char *js = cJSON_PrintUnformatted(norm);
     cJSON_Delete(norm);
+    if (tools && !cJSON_IsNull(tools) && !cJSON_IsArray(tools)) {
+        free(js);
+        bad(err, n, "tools: expected an array of tool schemas");
+        return NULL;
+    }
+    if (kwargs && !cJSON_IsNull(kwargs) && !cJSON_IsObject(kwargs)) {
+        free(js);
+        bad(err, n, "chat_template_kwargs: expected an object");
+        return NULL;
+    }
+    char *tj = cJSON_IsArray(tools) ? cJSON_PrintUnformatted(tools) : NULL;
+    char *kj = cJSON_IsObject(kwargs) ? cJSON_PrintUnformatted(kwargs) : NULL;
     char *out = NULL;
     int used_default = 0;
-    if (!js || vkf_chat_apply(c->m, js, 1, &out, &used_default) != VKF_OK) {
+    if (!js || vkf_chat_apply_ex(c->m, js, tj, kj, 1, &out, &used_default) != VKF_OK) {
         bad(err, n, "messages: the chat template failed: %s", vkf_last_error());
         out = NULL;
     }
     free(js);
+    free(tj);
+    free(kj);
     return out;
 }
 
@@ -157,7 +173,9 @@ int srv_api_parse(const srv_config *c, int chat, const char *body, size_t len, s
     r->chat = chat;
     /* the prompt */
     if (chat) {
-        text = chat_prompt(c, cJSON_GetObjectItemCaseSensitive(j, "messages"), err, en);
+        text = chat_prompt(c, cJSON_GetObjectItemCaseSensitive(j, "messages"),
+                           cJSON_GetObjectItemCaseSensitive(j, "tools"),
+                           cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs"), err, en);
         if (!text) goto done;
         if (tokenize_text(c, text, 1, &r->prompt, &r->n_prompt, err, en)) goto done;
     } else {

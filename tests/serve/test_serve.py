@@ -293,6 +293,33 @@ def main():
         s.p.kill()
         rc = -999
     check(rc == 0, "drain exit %s" % rc)
+    # ---------------------------------------------------------------- the model's own template
+    # An HF directory with chat_template.jinja (links to the model's files): the rendered prompt's
+    # length shows in usage.prompt_tokens for a character-level model (kjv-gpt: one token per
+    # character, after BOS), so tools and chat_template_kwargs are seen to reach the template.
+    if os.path.isdir(model) and os.path.exists(os.path.join(model, "char_vocab.json")):
+        import tempfile
+        d = tempfile.mkdtemp()
+        for f in os.listdir(model):
+            os.symlink(os.path.abspath(os.path.join(model, f)), os.path.join(d, f))
+        with open(os.path.join(d, "chat_template.jinja"), "w") as f:
+            f.write("{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+                    "{% if tools %}[{{ tools | length }} tools]{% endif %}{% if flag %}!{% endif %}"
+                    "{% if add_generation_prompt %}>{% endif %}")
+        s = Server(exe, d, backend)
+        check(not any("no chat template" in l for l in s.log), "the directory's template is used")
+        msgs = [{"role": "user", "content": "abc"}]
+        usage = []
+        for extra_body in ({}, {"tools": [{"type": "function", "function": {"name": "f"}}] * 2},
+                           {"chat_template_kwargs": {"flag": True}}):
+            st, js, _ = s.request("POST", "/v1/chat/completions", dict(messages=msgs, max_tokens=1, **extra_body))
+            usage.append(js["usage"]["prompt_tokens"] if st == 200 else -1)
+        # "<user>abc>" = 10 characters; "[2 tools]" adds 9, "!" adds 1
+        check(usage[1] - usage[0] == 9 and usage[2] - usage[0] == 1, "template variables: %s" % usage)
+        st, js, _ = s.request("POST", "/v1/chat/completions", dict(messages=msgs, tools={"a": 1}))
+        check(st == 400 and "tools" in js["error"]["message"], "tools must be an array")
+        check(s.stop() == 0, "template server exit")
+
     print("test_serve: %d failures, %.1f s" % (len(FAILS), time.time() - t0))
     return 1 if FAILS else 0
 
