@@ -373,7 +373,10 @@ static void *engine_main(void *arg) {
             busy += r != NULL;
         }
         if (!busy) {
-            if (e->stopping && !e->q_head) break;
+            /* a request that came while a prompt was evaluated (unlocked) and finished at once
+             * found the engine awake: its signal is gone, so look at the queue again */
+            if (e->q_head) continue;
+            if (e->stopping) break;
             pthread_cond_wait(&e->cv, &e->mu);
             continue;
         }

@@ -344,7 +344,7 @@ vkf_status srv_http_start(const srv_http_params *p, const srv_config *c, srv_eng
     memset(&a4, 0, sizeof a4);
     memset(&a6, 0, sizeof a6);
     struct sockaddr *sa;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
     if (inet_pton(AF_INET, p->host, &a4.sin_addr) == 1) {
         a4.sin_family = AF_INET;
         a4.sin_port = htons((uint16_t)p->port);

@@ -312,7 +312,11 @@ def main():
         usage = []
         for extra_body in ({}, {"tools": [{"type": "function", "function": {"name": "f"}}] * 2},
                            {"chat_template_kwargs": {"flag": True}}):
-            st, js, _ = s.request("POST", "/v1/chat/completions", dict(messages=msgs, max_tokens=1, **extra_body))
+            try:
+                st, js, _ = s.request("POST", "/v1/chat/completions", dict(messages=msgs, max_tokens=1, **extra_body))
+            except OSError as e:
+                st, js = 0, None
+                check(False, "template request %s: %s; server log: %s" % (extra_body, e, "".join(s.log[-10:])))
             usage.append(js["usage"]["prompt_tokens"] if st == 200 else -1)
         # "<user>abc>" = 10 characters; "[2 tools]" adds 9, "!" adds 1
         check(usage[1] - usage[0] == 9 and usage[2] - usage[0] == 1, "template variables: %s" % usage)
