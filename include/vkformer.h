@@ -440,8 +440,9 @@ const char *vkf_model_chat_template(const vkf_model *m);
 vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add_generation_prompt,
                           char **out, int *used_default);
 /* vkf_chat_apply with tools (a JSON array of OpenAI-style tool schemas, or NULL: None) and
- * further template variables (a JSON object, or NULL), e.g. {"enable_thinking": false}. The
- * ChatML default ignores both. */
+ * further template variables (a JSON object, or NULL), e.g. {"enable_thinking": false}. With
+ * tools, a model's "tool_use" template is used when it has one (as transformers and llama.cpp
+ * do). The ChatML default ignores both. */
 vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
                              const char *context_json, int add_generation_prompt, char **out, int *used_default);
 

@@ -230,7 +230,8 @@ static void feature_cases(void) {
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
         const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
         const char *tmpl = cJSON_GetObjectItem(c, "template")->valuestring;
-        char *ctx = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "context"));
+        /* context_json: Python's own JSON text of the context (floats like 1.0 stay floats) */
+        char *ctx = strdup(cJSON_GetObjectItem(c, "context_json")->valuestring);
         char *out = NULL;
         vkf_status s = vkf_chat_template_render(tmpl, "[]", NULL, ctx, "<s>", "</s>", 1, &out);
         int ok;

@@ -91,6 +91,21 @@ static void check_hf_dirs(const char *dir) {
     VKT_CHECK(t && strcmp(t, "D") == 0, "named templates: got %s", t ? t : "(null)");
     VKT_CHECK(!b && !e, "no special tokens expected");
     free(t), free(b), free(e);
+    VKT_OK(vkf_chat_model_named_template(dir, "tool_use", &t));
+    VKT_CHECK(t && strcmp(t, "T") == 0, "tool_use: got %s", t ? t : "(null)");
+    free(t);
+    /* transformers' additional_chat_templates/NAME.jinja */
+    write_file(p, "{\"chat_template\": \"D\"}");
+    snprintf(q, sizeof q, "%s/additional_chat_templates", dir);
+    mkdir(q, 0700);
+    snprintf(q, sizeof q, "%s/additional_chat_templates/tool_use.jinja", dir);
+    write_file(q, "TU");
+    VKT_OK(vkf_chat_model_named_template(dir, "tool_use", &t));
+    VKT_CHECK(t && strcmp(t, "TU") == 0, "additional_chat_templates: got %s", t ? t : "(null)");
+    free(t);
+    unlink(q);
+    snprintf(q, sizeof q, "%s/additional_chat_templates", dir);
+    rmdir(q);
     /* no chat_template key: chat_template.jinja beside it */
     write_file(p, "{\"bos_token\": null}");
     snprintf(q, sizeof q, "%s/chat_template.jinja", dir);
@@ -155,11 +170,15 @@ static void check_model_template(const char *dir) {
         VKT_CHECK(symlink(p, l) == 0, "symlink %s", l);
     }
     snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
-    write_file(p, "{\"bos_token\": \"<B>\", \"eos_token\": \"<E>\", \"chat_template\": \"{{ "
-                  "bos_token }}{% for m in "
-                  "messages %}{{ m.role }}:{{ m.content }}{{ eos_token }}{% endfor %}{% if tools "
-                  "%}T{{ tools | length }}{% "
-                  "endif %}{{ extra | default('') }}{% if add_generation_prompt %}>{% endif %}\"}");
+    write_file(
+        p, "{\"bos_token\": \"<B>\", \"eos_token\": \"<E>\", \"chat_template\": [{\"name\": "
+           "\"default\", "
+           "\"template\": \"{{ bos_token }}{% for m in messages %}{{ m.role }}:{{ m.content }}{{ "
+           "eos_token }}{% "
+           "endfor %}{% if tools %}T{{ tools | length }}{% endif %}{{ extra | default('') }}{% if "
+           "add_generation_prompt %}>{% endif %}\"}, {\"name\": \"tool_use\", \"template\": "
+           "\"TOOLS{{ tools | "
+           "length }}\"}]}");
     vkf_context_params cp = {0};
     cp.backend = VKF_BACKEND_CPU;
     vkf_context *ctx = NULL;
@@ -181,7 +200,12 @@ static void check_model_template(const char *dir) {
         VKT_OK(vkf_chat_apply_ex(m, "[{\"role\":\"user\",\"content\":\"Hi\"}]",
                                  "[{\"type\":\"function\"}]", "{\"extra\": \"X\"}", 0, &out,
                                  &used_default));
-        VKT_CHECK(out && strcmp(out, "<B>user:Hi<E>T1X") == 0, "apply_ex: got '%s'",
+        VKT_CHECK(out && strcmp(out, "TOOLS1") == 0, "apply_ex with tools uses tool_use: got '%s'",
+                  out ? out : "(null)");
+        free(out);
+        VKT_OK(vkf_chat_apply_ex(m, "[{\"role\":\"user\",\"content\":\"Hi\"}]", NULL,
+                                 "{\"extra\": \"X\"}", 0, &out, &used_default));
+        VKT_CHECK(out && strcmp(out, "<B>user:Hi<E>X") == 0, "apply_ex: got '%s'",
                   out ? out : "(null)");
         free(out);
         vkf_model_free(m);
@@ -246,6 +270,29 @@ static void check_cli(const char *dir) {
               "raise: exit %d, out '%s', err '%s'", rc, out ? out : "", err ? err : "");
     free(out);
     free(err);
+    /* -m DIR with --tools takes the "tool_use" template (as transformers does) */
+    char cfg[1200], tools[1200];
+    snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", dir);
+    snprintf(tools, sizeof tools, "%s/tools.json", dir);
+    write_file(cfg, "{\"chat_template\": [{\"name\": \"default\", \"template\": \"D\"}, {\"name\": "
+                    "\"tool_use\", "
+                    "\"template\": \"T{{ tools | length }}\"}]}");
+    write_file(tools, "[{\"type\": \"function\"}, {\"type\": \"function\"}]");
+    char *argv6[] = {"./vkformer", "template", "-m",  (char *)dir, "--messages",
+                     mp,           "--tools",  tools, NULL};
+    rc = run(argv6, op, ep);
+    out = read_all(op);
+    VKT_CHECK(rc == 0 && out && strcmp(out, "T2") == 0, "-m dir --tools: exit %d, '%s'", rc,
+              out ? out : "(null)");
+    free(out);
+    char *argv7[] = {"./vkformer", "template", "-m", (char *)dir, "--messages", mp, NULL};
+    rc = run(argv7, op, ep);
+    out = read_all(op);
+    VKT_CHECK(rc == 0 && out && strcmp(out, "D") == 0, "-m dir: exit %d, '%s'", rc,
+              out ? out : "(null)");
+    free(out);
+    unlink(cfg);
+    unlink(tools);
     /* bad usage */
     char *argv5[] = {"./vkformer", "template", "--messages", mp, NULL};
     VKT_CHECK(run(argv5, op, ep) == 2, "no -m/-t accepted");

@@ -88,6 +88,8 @@ CASES = [
     ("loop_scope", "{% set x = 1 %}{% for i in [1, 2] %}{% set x = x + i %}{{ x }}{% endfor %}|{{ x }}", {}),
     ("loop_cycle", "{% for i in range(5) %}{{ loop.cycle('a', 'b') }}{% endfor %}", {}),
     ("loop_nested", "{% for a in [1, 2] %}{% for b in 'xy' %}{{ a }}{{ b }}{{ loop.index }} {% endfor %}{{ loop.index }}|{% endfor %}", {}),
+    ("pow_forms", "{{ 1 ** 1000 }} {{ 0 ** 0 }} {{ (-1) ** 1001 }} {{ -1 ** 2 }} {{ 2 ** -1 }} {{ 2 ** 62 }} {{ 2.0 ** 0.5 }}", {}),
+    ("extreme_steps", "{{ [1, 2, 3][1::9223372036854775807] }} {{ [1, 2, 3][::-9223372036854775807] }} {{ range(1, 9223372036854775807, 9223372036854775806) | list }} {{ 'abc'[-100:100] }} {{ 1e308 | round(300) > 0 }}", {}),
     ("range_forms", "{{ range(3) | list }} {{ range(1, 7, 2) | list }} {{ range(5, 0, -2) | list }}", {}),
     ("loop_over_none", "{% for x in none %}{% endfor %}", {}),
     ("loop_over_undefined", "[{% for x in nope %}x{% endfor %}]", {}),
@@ -96,6 +98,10 @@ CASES = [
     ("set_tuple", "{% set a, b = 1, 'two' %}{{ a }}{{ b }}", {}),
     ("set_block", "{% set x %}  inner {{ 1 + 1 }}  {% endset %}[{{ x }}]", {}),
     ("set_block_filter", "{% set x | upper %}abc{% endset %}{{ x }}", {}),
+    ("scope_read_then_set", "{% set x = 1 %}{% for i in [1, 2] %}{{ x }}{% set x = 2 %}{{ x }}{% endfor %}{{ x }}", {}),
+    ("scope_macro_late_global", "{% macro m() %}[{{ y }}]{% endmacro %}{{ m() }}{% set y = 5 %}{{ m() }}", {}),
+    ("scope_macro_no_leak", "{% macro m() %}{% set z = 1 %}{{ z }}{% endmacro %}{{ m() }}[{{ z }}]", {}),
+    ("scope_nested_loop_outer_var", "{% for a in [1, 2] %}{% set t = a * 10 %}{% for b in [1] %}{{ t + b }} {% endfor %}{% endfor %}", {}),
     ("set_if_scope", "{% if true %}{% set y = 5 %}{% endif %}{{ y }}", {}),
     ("filter_block", "{% filter upper %}hello {{ 'x' }}{% endfilter %}", {}),
     # macros
@@ -105,6 +111,8 @@ CASES = [
     ("macro_sees_globals", "{% macro m() %}{{ bos_token }}{{ messages | length }}{% endmacro %}{{ m() }}", {"messages": MSGS}),
     ("call_block", "{% macro m(x) %}[{{ caller(x) }}|{{ caller(x + 1) }}]{% endmacro %}{% call(v) m(1) %}v={{ v }}{% endcall %}{% macro n() %}<{{ caller() }}>{% endmacro %}{% call n() %}body{% endcall %}", {}),
     ("with_block", "{% set a = 5 %}{% with a = 1, b = a %}{{ a }}{{ b }}{% set c = 3 %}{% endwith %}{{ a }}[{{ c }}]{% with %}{% set q = 1 %}{{ q }}{% endwith %}[{{ q }}]", {}),
+    ("loop_recursive", "{% for n in tree recursive %}<{{ n.name }}:{{ loop.depth }}/{{ loop.depth0 }}/{{ loop.index }}{% if n.kids %}[{{ loop(n.kids) }}]{% endif %}>{% endfor %}", {"tree": [{"name": "a", "kids": [{"name": "b", "kids": [{"name": "c"}]}, {"name": "d"}]}, {"name": "e"}]}),
+    ("e_loop_call_not_recursive", "{% for x in [1] %}{{ loop([2]) }}{% endfor %}", {}),
     ("loop_changed", "{% for i in [1, 1, 2, 2, 1] %}{{ loop.changed(i) }} {% endfor %}", {}),
     ("e_break_outside_loop", "{% break %}x", {}),
     ("e_continue_in_for_else", "{% for i in [] %}{% else %}{% continue %}{% endfor %}", {}),
@@ -124,6 +132,7 @@ CASES = [
     ("f_map", "{{ ['a', 'B'] | map('upper') | list }} {{ xs | map(attribute='a', default='-') | join(',') }} {{ messages | map(attribute='role') | join(' | ') }}", {"xs": [{"a": 1}, {}], "messages": MSGS}),
     ("f_join", "{{ [1, 'a', none] | join }} {{ [1, 2] | join(', ') }} {{ xs | join(',', attribute='n') }}", {"xs": [{"n": 1}, {"n": 2}]}),
     ("f_default", "{{ nope | default('d') }} {{ '' | default('d') }} {{ '' | default('d', true) }} {{ none | default('d') }} {{ none | d('d', true) }} [{{ nope | default }}]", {}),
+    ("f_case_unicode", "{{ 'straße éà ǆemal ﬁx' | upper }}|{{ 'İSTANBUL ΣΑΣ Ǆ ΟΔΟΣ. Σ ΑΣ\\'Β' | lower }}|{{ \"don't x1y 日本abc ǆa\".title() }}|{{ \"don't x1y(a)b-c\" | title }}|{{ 'ǆx' | capitalize }}|{{ 'ǆx'.capitalize() }}", {}),
     ("f_case", "{{ 'hello world' | upper }} {{ 'ABC Déf' | lower }} {{ 'hello wORLD' | title }} {{ 'hello World' | capitalize }}", {}),
     ("f_items", "{% for k, v in d | items %}{{ k }}:{{ v }} {% endfor %}{{ d | items | list }}", {"d": {"a": 1, "b": "x"}}),
     ("f_first_last", "{{ [1, 2, 3] | first }} {{ [1, 2, 3] | last }} {{ 'abc' | first }} {{ 'abc' | last }} [{{ [] | first }}]", {}),
@@ -141,6 +150,16 @@ CASES = [
     ("idiom_content_parts", "{% for m in messages %}{% if m.content is string %}{{ m.content }}{% else %}{% for p in m.content | selectattr('type', 'equalto', 'text') %}{{ p.text | trim }}{% endfor %}{% endif %};{% endfor %}", {"messages": [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": " look "}]}, {"role": "assistant", "content": "ok"}]}),
     ("idiom_flags", "{{ enable_thinking is defined and enable_thinking is false }} {{ (x is defined) and x }}", {"enable_thinking": False}),
     ("idiom_tool_args", "{% for tc in calls %}{% if tc.function is defined %}{% set tc = tc.function %}{% endif %}{{ tc.name }}({{ tc.arguments | tojson if tc.arguments is mapping else tc.arguments }}){% endfor %}", {"calls": [{"function": {"name": "a", "arguments": {"x": 1}}}, {"name": "b", "arguments": "{\"y\": 2}"}]}),
+    ("json_numbers", "{{ x }} {{ x | tojson }} {{ y }} {{ z }} {{ big }}", {"x": [1, 1.0, 2.5, -0.0, 1e100, -9223372036854775808], "y": {"a": 1.5e-7}, "z": 3.0, "big": 1e16}),
+    ("dict_int_keys", "{% set d = {0: 'a', 512: 'b', 2: 'c', true: 'x'} %}{{ d }} {{ d[512] }} {{ d[1] }} {{ d.get(2) }} {{ 0 in d }} {{ d | tojson }} {{ d | tojson(sort_keys=true) }}{% for k, v in d | dictsort %} {{ k }}={{ v }}{% endfor %} {{ d | length }}", {}),
+    ("f_dictsort", "{{ d | dictsort }} {{ d | dictsort(true) }} {{ d | dictsort(by='value') }} {{ d | dictsort(reverse=true) }}", {"d": {"b": 2, "A": 3, "a": 1, "C": 0}}),
+    ("seed_oss_budget", "{%- set t = {0: 0, 512: 128, 1024: 256, 16384: 1024} -%}{%- set ns = namespace(interval = None) -%}{%- for k, v in t | dictsort -%}{%- if ns.interval is none and budget <= k -%}{%- set ns.interval = v -%}{%- endif -%}{%- endfor -%}{{ ns.interval }} {{ t[16384] }}", {"budget": 600}),
+    ("e_unhashable_key", "{{ {[1]: 2} }}", {}),
+    ("percent_format", "{{ '%s|%5s|%-5s|%.2s|%r' % ('a', 'b', 'c', 'déf', 'x') }} {{ '%d %5d %-5d| %05d %+d %x %X %#x %o %#o %%' % (42, 42, 42, 42, 42, 255, 255, 255, 8, 8) }} {{ '%.3f %e %g %10.2f' % (3.14159, 12345.678, 0.0001, 2.5) }} {{ '%(a)s-%(b)d' % {'a': 'x', 'b': 7} }} {{ '%s' % none }} {{ '%s' % [1, 2] }} {{ '%d' % 3.9 }} {{ '%c%c' % (65, 'é') }} {{ '%x' % -255 }}", {}),
+    ("f_format", "{{ '%s=%d' | format('a', 5) }} {{ '%(x)s!' | format(x='hi') }}", {}),
+    ("e_percent_missing", "{{ '%s %s' % ('a',) }}", {}),
+    ("e_percent_extra", "{{ '%s' % ('a', 'b') }}", {}),
+    ("e_percent_type", "{{ '%d' % 'x' }}", {}),
     # string methods
     ("m_strip", "[{{ '  x  '.strip() }}][{{ '  x  '.lstrip() }}][{{ '  x  '.rstrip() }}][{{ 'xxaxx'.strip('x') }}][{{ '\\n x\\u00a0'.strip() }}]", {}),
     ("m_split", "{{ 'a,b,,c'.split(',') }} {{ '  a  b '.split() }} {{ 'a b c'.split(' ', 1) }} {{ 'x</think>y'.split('</think>')[-1] }}", {}),
@@ -187,7 +206,8 @@ def render(template, context):
 def main():
     out = []
     for name, template, context in CASES:
-        case = {"name": name, "template": template, "context": context}
+        case = {"name": name, "template": template, "context": context,
+                "context_json": json.dumps(context, ensure_ascii=False)}
         case.update(render(template, context))
         out.append(case)
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "jinja", "cases.json")

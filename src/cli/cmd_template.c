@@ -73,6 +73,12 @@ int vkf_cmd_template(int argc, char **argv) {
             rc = vkf_cli_fail(model);
             goto done;
         }
+        char *tool_use = NULL; /* with tools, the model's "tool_use" template if it has one */
+        if (tools_file && vkf_chat_model_named_template(model, "tool_use", &tool_use) == VKF_OK &&
+            tool_use) {
+            free(tmpl);
+            tmpl = tool_use;
+        }
     } else if (!(tmpl = read_text(tfile))) {
         fprintf(stderr, "vkformer: cannot read template file %s\n", tfile);
         rc = 1;

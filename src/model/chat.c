@@ -39,34 +39,38 @@ vkf_status vkf_chat_template_render(const char *tmpl, const char *messages_json,
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                          "chat_template_render: NULL template, messages or output");
     *out = NULL;
-    /* the variables transformers passes: {**special_tokens_map, **kwargs} */
-    cJSON *vars = cJSON_CreateObject(), *v = NULL;
-    if (!vars) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "chat template: out of memory");
-    vkf_status s = VKF_OK;
-    cJSON_AddStringToObject(vars, "bos_token", bos ? bos : "");
-    cJSON_AddStringToObject(vars, "eos_token", eos ? eos : "");
-    if ((s = parse_json("messages", messages_json, cJSON_Array, &v)) == VKF_OK)
-        cJSON_AddItemToObject(vars, "messages", v);
-    if (s == VKF_OK && tools_json) {
-        if ((s = parse_json("tools", tools_json, cJSON_Array, &v)) == VKF_OK)
-            cJSON_AddItemToObject(vars, "tools", v);
-    } else if (s == VKF_OK) {
-        cJSON_AddNullToObject(vars, "tools");
-    }
-    if (s == VKF_OK) cJSON_AddNullToObject(vars, "documents");
-    if (s == VKF_OK)
-        cJSON_AddBoolToObject(vars, "add_generation_prompt", add_generation_prompt != 0);
-    if (s == VKF_OK && context_json &&
-        (s = parse_json("context", context_json, cJSON_Object, &v)) == VKF_OK) {
-        while (v->child) {
-            cJSON *item = cJSON_DetachItemViaPointer(v, v->child);
-            cJSON_DeleteItemFromObjectCaseSensitive(vars, item->string);
-            cJSON_AddItemToObject(vars, item->string, item);
-        }
+    /* inputs are checked here (clear messages, right types); the interpreter reads the texts */
+    const char *texts[3] = {messages_json, tools_json, context_json};
+    static const char *const what[3] = {"messages", "tools", "context"};
+    for (int i = 0; i < 3; i++) {
+        cJSON *v = NULL;
+        if (!texts[i]) continue;
+        VKF_TRY(parse_json(what[i], texts[i], i == 2 ? cJSON_Object : cJSON_Array, &v));
         cJSON_Delete(v);
     }
-    if (s == VKF_OK) s = vkf_jinja_render(tmpl, strlen(tmpl), vars, out);
-    cJSON_Delete(vars);
+    /* the variables transformers passes: {**special_tokens_map, **kwargs} */
+    cJSON *sb = cJSON_CreateString(bos ? bos : ""), *se = cJSON_CreateString(eos ? eos : "");
+    char *bos_json = sb ? cJSON_PrintUnformatted(sb) : NULL,
+         *eos_json = se ? cJSON_PrintUnformatted(se) : NULL;
+    cJSON_Delete(sb);
+    cJSON_Delete(se);
+    vkf_status s;
+    if (!bos_json || !eos_json) {
+        s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "chat template: out of memory");
+    } else {
+        vkf_jinja_var vars[] = {
+            {"bos_token", bos_json},
+            {"eos_token", eos_json},
+            {"messages", messages_json},
+            {"tools", tools_json ? tools_json : "null"},
+            {"documents", "null"},
+            {"add_generation_prompt", add_generation_prompt ? "true" : "false"},
+            {NULL, context_json ? context_json : "{}"},
+        };
+        s = vkf_jinja_render(tmpl, strlen(tmpl), vars, (int)(sizeof vars / sizeof vars[0]), out);
+    }
+    cJSON_free(bos_json);
+    cJSON_free(eos_json);
     return s;
 }
 
@@ -111,8 +115,12 @@ static char *token_text(const cJSON *t) {
     return cJSON_IsString(t) ? dup_str(t->valuestring, strlen(t->valuestring)) : NULL;
 }
 
-static vkf_status hf_dir_files(const char *dir, char **tmpl, char **bos, char **eos) {
+/* name: "default" (a string chat_template, the list entry "default", or chat_template.jinja) or
+ * another named template (its list entry, or additional_chat_templates/NAME.jinja) */
+static vkf_status hf_dir_files(const char *dir, const char *name, char **tmpl, char **bos,
+                               char **eos) {
     char path[1200];
+    int is_default = strcmp(name, "default") == 0;
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
     char *text = read_text(path);
     if (text) {
@@ -123,14 +131,16 @@ static vkf_status hf_dir_files(const char *dir, char **tmpl, char **bos, char **
             return vkf_error(VKF_ERROR_FORMAT, "%s: not a JSON object", path);
         }
         const cJSON *ct = cJSON_GetObjectItemCaseSensitive(root, "chat_template");
-        if (cJSON_IsArray(ct)) { /* named templates: take "default" */
+        if (cJSON_IsArray(ct)) { /* named templates */
             const cJSON *e, *found = NULL;
             cJSON_ArrayForEach(e, ct) {
-                const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
-                if (cJSON_IsString(name) && strcmp(name->valuestring, "default") == 0)
+                const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+                if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
                     found = cJSON_GetObjectItemCaseSensitive(e, "template");
             }
             ct = found;
+        } else if (!is_default) {
+            ct = NULL;
         }
         if (tmpl && cJSON_IsString(ct)) *tmpl = dup_str(ct->valuestring, strlen(ct->valuestring));
         if (bos) *bos = token_text(cJSON_GetObjectItemCaseSensitive(root, "bos_token"));
@@ -138,7 +148,10 @@ static vkf_status hf_dir_files(const char *dir, char **tmpl, char **bos, char **
         cJSON_Delete(root);
     }
     if (tmpl && !*tmpl) {
-        snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+        if (is_default)
+            snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+        else
+            snprintf(path, sizeof path, "%s/additional_chat_templates/%s.jinja", dir, name);
         *tmpl = read_text(path);
     }
     return VKF_OK;
@@ -154,24 +167,38 @@ static char *gguf_token(const vkf_gguf *g, const char *id_key) {
     return s ? dup_str(s, n) : NULL;
 }
 
-vkf_status vkf_chat_model_files(const char *path, char **tmpl, char **bos, char **eos) {
+static vkf_status model_files(const char *path, const char *name, char **tmpl, char **bos,
+                              char **eos) {
     if (tmpl) *tmpl = NULL;
     if (bos) *bos = NULL;
     if (eos) *eos = NULL;
     if (!path) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "chat template: NULL model path");
     struct stat sb;
     if (stat(path, &sb) != 0) return vkf_error(VKF_ERROR_IO, "%s: no such file or directory", path);
-    if (S_ISDIR(sb.st_mode)) return hf_dir_files(path, tmpl, bos, eos);
+    if (S_ISDIR(sb.st_mode)) return hf_dir_files(path, name, tmpl, bos, eos);
     vkf_gguf *g;
     VKF_TRY(vkf_gguf_open(path, &g));
+    char key[128];
+    if (strcmp(name, "default") == 0)
+        snprintf(key, sizeof key, "tokenizer.chat_template");
+    else
+        snprintf(key, sizeof key, "tokenizer.chat_template.%s", name);
     const char *t = NULL;
-    vkf_status s = vkf_gguf_get_str(g, "tokenizer.chat_template", NULL, &t);
+    vkf_status s = vkf_gguf_get_str(g, key, NULL, &t);
     if (s == VKF_OK && t && tmpl) *tmpl = dup_str(t, strlen(t));
     if (s == VKF_OK && bos) *bos = gguf_token(g, "tokenizer.ggml.bos_token_id");
     if (s == VKF_OK && eos) *eos = gguf_token(g, "tokenizer.ggml.eos_token_id");
     vkf_gguf_close(g);
     vkf_error_clear();
     return s;
+}
+
+vkf_status vkf_chat_model_files(const char *path, char **tmpl, char **bos, char **eos) {
+    return model_files(path, "default", tmpl, bos, eos);
+}
+
+vkf_status vkf_chat_model_named_template(const char *path, const char *name, char **tmpl) {
+    return model_files(path, name, tmpl, NULL, NULL);
 }
 
 /* ------------------------------------------------------------------ model */
@@ -224,6 +251,11 @@ vkf_status vkf_chat_chatml(const char *messages_json, int add_generation_prompt,
 
 void vkf_chat_model_load(vkf_model *m, const char *path, const char *tokenizer) {
     const char *paths[2] = {path, tokenizer};
+    for (int i = 0; i < 2 && !m->chat_template_tool_use; i++) {
+        char *t = NULL;
+        if (paths[i] && vkf_chat_model_named_template(paths[i], "tool_use", &t) == VKF_OK)
+            m->chat_template_tool_use = t;
+    }
     for (int i = 0; i < 2; i++) {
         char *t = NULL, *b = NULL, *e = NULL;
         if (!paths[i] || vkf_chat_model_files(paths[i], &t, &b, &e) != VKF_OK) continue;
@@ -259,6 +291,9 @@ vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, cons
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "chat_apply: NULL model, messages or output");
     if (used_default) *used_default = m->chat_template == NULL;
     if (!m->chat_template) return vkf_chat_chatml(messages_json, add_generation_prompt, out);
-    return vkf_chat_template_render(m->chat_template, messages_json, tools_json, context_json,
-                                    m->chat_bos, m->chat_eos, add_generation_prompt, out);
+    /* as transformers and llama.cpp do: the "tool_use" template when tools are given */
+    const char *t =
+        tools_json && m->chat_template_tool_use ? m->chat_template_tool_use : m->chat_template;
+    return vkf_chat_template_render(t, messages_json, tools_json, context_json, m->chat_bos,
+                                    m->chat_eos, add_generation_prompt, out);
 }

@@ -12,15 +12,20 @@
  * "bos_token"/"eos_token" as strings or {"content": ...}). Each output is malloc'ed or NULL
  * when absent; any output pointer may be NULL. A file that cannot be read or parsed is an error. */
 vkf_status vkf_chat_model_files(const char *path, char **tmpl, char **bos, char **eos);
+/* Another named template of the model (e.g. "tool_use", which transformers and llama.cpp use
+ * when tools are given): GGUF tokenizer.chat_template.NAME, tokenizer_config.json's list entry of
+ * that name, or additional_chat_templates/NAME.jinja. *tmpl NULL when absent. */
+vkf_status vkf_chat_model_named_template(const char *path, const char *name, char **tmpl);
 
 /* llama.cpp's default template, ChatML, for a model without one: "<|im_start|>ROLE\nCONTENT
  * <|im_end|>\n" per message (no newline before <|im_end|>), then "<|im_start|>assistant\n" when
  * add_generation_prompt. *out is malloc'ed. */
 vkf_status vkf_chat_chatml(const char *messages_json, int add_generation_prompt, char **out);
 
-/* Fills m->chat_template / chat_bos / chat_eos from the model path, then from the tokenizer
- * path (may be NULL) for what is still missing; bos/eos fall back to the tokenizer's token
- * texts. A template is optional: a file that cannot be read leaves the fields NULL. */
+/* Fills m->chat_template / chat_template_tool_use / chat_bos / chat_eos from the model path, then
+ * from the tokenizer path (may be NULL) for what is still missing; bos/eos fall back to the
+ * tokenizer's token texts. A template is optional: a file that cannot be read leaves the fields
+ * NULL. */
 typedef struct vkf_model vkf_model;
 void vkf_chat_model_load(vkf_model *m, const char *path, const char *tokenizer);
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "io/unicode.h"
+#include "model/jinja_case.h"
 #include "model/jinja_int.h"
 
 /* ------------------------------------------------------------------ arguments */
@@ -181,35 +182,62 @@ static jj_value *str_replace(jj_ctx *c, jj_value *s, jj_value *old, jj_value *ne
 }
 
 /* case mapping: ASCII both ways; lower() beyond ASCII through the Unicode tables */
-static jj_value *str_case(jj_ctx *c, jj_value *s,
-                          int mode /* 0 lower, 1 upper, 2 title, 3 capitalize */) {
+/* Python's Final_Sigma rule: capital sigma at s[i] lowers to final sigma when a cased letter
+ * precedes it and none follows it (case-ignorable code points between are skipped). */
+static int final_sigma(const char *s, size_t n, size_t i, size_t k) {
+    uint32_t cp = 0;
+    size_t j = i, len;
+    int found = 0;
+    while (j > 0) { /* back over case-ignorables */
+        size_t st = j - 1;
+        while (st > 0 && ((unsigned char)s[st] & 0xC0) == 0x80)
+            st--;
+        len = vkf_utf8_decode(s + st, j - st, &cp);
+        j = st;
+        if (len && !jj_case_ignorable(cp)) {
+            found = 1;
+            break;
+        }
+    }
+    if (!found || !jj_case_cased(cp)) return 0;
+    for (j = i + k; j < n; j += len ? len : 1) {
+        len = vkf_utf8_decode(s + j, n - j, &cp);
+        if (len && !jj_case_ignorable(cp)) return !jj_case_cased(cp);
+    }
+    return 1;
+}
+
+/* Python's case operations with its full mappings (model/jinja_case.c). mode: 0 str.lower,
+ * 1 str.upper, 2 str.title, 3 str.capitalize (first title case, rest lower), 4 jinja2's |title
+ * (after the start and each run of -, whitespace, (, {, [, <: upper; else lower). */
+static jj_value *str_case(jj_ctx *c, jj_value *s, int mode) {
     const char *p = s->u.str.s;
     size_t n = s->u.str.n;
     jj_buf b = {0};
-    int prev_cased = 0, first = 1;
+    int prev_cased = 0, first = 1, after_sep = 1;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         size_t k = vkf_utf8_decode(p + i, n - i, &cp);
         if (k == 0) k = 1, cp = (unsigned char)p[i];
-        int up = mode == 1 || (mode == 2 && !prev_cased) || (mode == 3 && first);
-        int cased = (cp < 0x80 && ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z'))) ||
-                    (cp >= 0x80 && vkf_gc_is_letter(vkf_unicode_gc(cp)));
-        if (up) {
-            char ch = (char)(cp >= 'a' && cp <= 'z' ? cp - 32 : cp);
-            if (cp < 0x80)
-                jj_buf_put(c, &b, &ch, 1);
-            else
-                jj_buf_put(c, &b, p + i, k);
+        size_t sp;
+        int sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' ||
+                  jj_is_space_at(p, n, i, &sp);
+        jj_case kind = JJ_CASE_LOWER;
+        if (mode == 1 || (mode == 4 && after_sep && !sep)) kind = JJ_CASE_UPPER;
+        if ((mode == 2 && !prev_cased) || (mode == 3 && first)) kind = JJ_CASE_TITLE;
+        uint32_t m[3];
+        size_t nm = jj_case_map(cp, kind, m);
+        if (cp == 0x3A3 && kind == JJ_CASE_LOWER && final_sigma(p, n, i, k)) m[0] = 0x3C2;
+        if (nm == 1 && m[0] == cp) {
+            jj_buf_put(c, &b, p + i, k); /* unchanged: keep the bytes */
         } else {
-            uint32_t lo[3];
-            size_t m = vkf_unicode_lower(cp, lo);
-            for (size_t j = 0; j < m; j++) {
+            for (size_t j = 0; j < nm; j++) {
                 char u[4];
-                size_t w = vkf_utf8_encode(lo[j], u);
-                jj_buf_put(c, &b, u, w);
+                jj_buf_put(c, &b, u, vkf_utf8_encode(m[j], u));
             }
         }
-        prev_cased = cased;
+        prev_cased = jj_case_cased(cp);
+        after_sep = sep;
         first = 0;
         i += k;
     }
@@ -250,7 +278,10 @@ static jj_value *attr_path(jj_ctx *c, jj_value *v, jj_value *attr, jj_value *def
             size_t idx = (size_t)strtoull(jj_strdup(c, part, pn), NULL, 10);
             if (idx < v->u.list.n) next = v->u.list.items[idx];
         } else if (v->t == JJ_DICT || v->t == JJ_NS) {
-            next = jj_dict_get(v, part, pn);
+            /* jinja2 makes a part of digits an int: the int key first, then the string */
+            if (digits && pn < 19)
+                next = jj_dict_get_key(v, jj_int(c, strtoll(jj_strdup(c, part, pn), NULL, 10)));
+            if (!next) next = jj_dict_get(v, part, pn);
         }
         if (!next) next = jj_method_get(c, v, jj_strdup(c, part, pn));
         v = next ? next : jj_undef(c, "an attribute is undefined");
@@ -340,7 +371,7 @@ int jj_test(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int 
             return v->t == JJ_STR &&
                    (v->u.str.n == 0 || (v->u.str.n <= x->u.str.n &&
                                         memmem(x->u.str.s, x->u.str.n, v->u.str.s, v->u.str.n)));
-        if (x->t == JJ_DICT) return v->t == JJ_STR && jj_dict_get(x, v->u.str.s, v->u.str.n);
+        if (x->t == JJ_DICT) return jj_dict_get_key(x, v) != NULL;
         jj_value *items = jj_iterate(c, x, line, col);
         for (size_t i = 0; i < items->u.list.n; i++)
             if (jj_equal(items->u.list.items[i], v)) return 1;
@@ -358,8 +389,8 @@ static const struct {
 } filter_names[] = {
     {"abs", 1},       {"attr", 1},       {"batch", 0},       {"capitalize", 1},
     {"center", 0},    {"count", 1},      {"d", 1},           {"default", 1},
-    {"dictsort", 0},  {"e", 1},          {"escape", 1},      {"filesizeformat", 0},
-    {"first", 1},     {"float", 1},      {"forceescape", 1}, {"format", 0},
+    {"dictsort", 1},  {"e", 1},          {"escape", 1},      {"filesizeformat", 0},
+    {"first", 1},     {"float", 1},      {"forceescape", 1}, {"format", 1},
     {"groupby", 0},   {"indent", 1},     {"int", 1},         {"join", 1},
     {"last", 1},      {"length", 1},     {"list", 1},        {"lower", 1},
     {"items", 1},     {"map", 1},        {"min", 1},         {"max", 1},
@@ -455,24 +486,6 @@ static jj_value *sort_key(jj_ctx *c, jj_value *v, jj_value *attr, int cs, int li
     return v;
 }
 
-/* Stable merge sort (Python's sorted is stable) by precomputed keys; ti/tk: scratch of n. */
-static void merge_sort(jj_ctx *c, jj_value **items, jj_value **keys, size_t n, jj_value **ti,
-                       jj_value **tk, int line, int col) {
-    if (n < 2) return;
-    size_t h = n / 2;
-    merge_sort(c, items, keys, h, ti, tk, line, col);
-    merge_sort(c, items + h, keys + h, n - h, ti, tk, line, col);
-    size_t i = 0, j = h, k = 0;
-    while (i < h || j < n) {
-        int take_right = i >= h || (j < n && jj_compare(c, keys[j], keys[i], line, col) < 0);
-        size_t from = take_right ? j++ : i++;
-        ti[k] = items[from];
-        tk[k++] = keys[from];
-    }
-    memcpy(items, ti, n * sizeof *items);
-    memcpy(keys, tk, n * sizeof *keys);
-}
-
 static void reverse_pairs(jj_value **x, jj_value **y, size_t n) {
     for (size_t i = 0, j = n; i + 1 < j--; i++) {
         jj_value *t = x[i];
@@ -486,6 +499,14 @@ static void reverse_pairs(jj_value **x, jj_value **y, size_t n) {
     }
 }
 
+static jj_value *tuple2(jj_ctx *c, jj_value *a, jj_value *b) {
+    jj_value *t = jj_list(c);
+    t->u.list.is_tuple = 1;
+    jj_list_push(c, t, a);
+    jj_list_push(c, t, b);
+    return t;
+}
+
 jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
     if (!strcmp(name, "safe") || !strcmp(name, "forceescape")) return v;
     if (!strcmp(name, "string")) return sstr(c, v);
@@ -493,7 +514,7 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
     if (!strcmp(name, "upper")) return str_case(c, sstr(c, v), 1);
     if (!strcmp(name, "lower")) return str_case(c, sstr(c, v), 0);
     if (!strcmp(name, "capitalize")) return str_case(c, sstr(c, v), 3);
-    if (!strcmp(name, "title")) return str_case(c, sstr(c, v), 2);
+    if (!strcmp(name, "title")) return str_case(c, sstr(c, v), 4);
     if (!strcmp(name, "length") || !strcmp(name, "count")) {
         switch (v->t) {
         case JJ_UNDEF: return jj_int(c, 0);
@@ -542,7 +563,7 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
         for (size_t i = 0; i < v->u.dict.n; i++) {
             jj_value *t = jj_list(c);
             t->u.list.is_tuple = 1;
-            jj_list_push(c, t, jj_str_ref(c, v->u.dict.kv[i].key, v->u.dict.kv[i].klen));
+            jj_list_push(c, t, jj_kv_key(c, &v->u.dict.kv[i]));
             jj_list_push(c, t, v->u.dict.kv[i].val);
             jj_list_push(c, r, t);
         }
@@ -652,7 +673,49 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
         /* reverse=True is a stable descending sort: reverse, sort ascending, reverse back */
         int desc = rev && jj_truthy(rev);
         if (desc) reverse_pairs(r->u.list.items, keys, n);
-        merge_sort(c, r->u.list.items, keys, n, ti, tk, line, col);
+        jj_sort(c, r->u.list.items, keys, n, line, col);
+        if (desc) reverse_pairs(r->u.list.items, keys, n);
+        return r;
+    }
+    if (!strcmp(name, "format")) { /* jinja2: str(value) % (kwargs or args) */
+        if (a->npos && a->nkw)
+            jj_fail(c, line, col, "can't handle positional and keyword arguments at the same time");
+        jj_value *args;
+        if (a->nkw) {
+            args = jj_dict(c);
+            for (int k = 0; k < a->nkw; k++)
+                jj_dict_set(c, args, a->kwn[k], strlen(a->kwn[k]), a->kwv[k]);
+        } else {
+            args = jj_list(c);
+            args->u.list.is_tuple = 1;
+            for (int k = 0; k < a->npos; k++)
+                jj_list_push(c, args, a->pos[k]);
+        }
+        return jj_percent_format(c, sstr(c, v), args, line, col);
+    }
+    if (!strcmp(name, "dictsort")) { /* (key, value) pairs sorted by key or value */
+        if (v->t != JJ_DICT)
+            jj_fail(c, line, col, "dictsort: needs a mapping, not '%s'", jj_type_name(v));
+        jj_value *cs = arg(a, 0, "case_sensitive"), *by = arg(a, 1, "by"),
+                 *rev = arg(a, 2, "reverse");
+        int by_value = 0;
+        if (by) {
+            if (by->t == JJ_STR && by->u.str.n == 5 && !memcmp(by->u.str.s, "value", 5))
+                by_value = 1;
+            else if (!(by->t == JJ_STR && by->u.str.n == 3 && !memcmp(by->u.str.s, "key", 3)))
+                jj_fail(c, line, col, "You can only sort by either \"key\" or \"value\"");
+        }
+        size_t n = v->u.dict.n;
+        jj_value *r = jj_list(c), **keys = jj_alloc(c, (n + 1) * sizeof *keys);
+        for (size_t i = 0; i < n; i++) {
+            jj_value *k = jj_kv_key(c, &v->u.dict.kv[i]);
+            jj_list_push(c, r, tuple2(c, k, v->u.dict.kv[i].val));
+            keys[i] = sort_key(c, by_value ? v->u.dict.kv[i].val : k, NULL, cs && jj_truthy(cs),
+                               line, col);
+        }
+        int desc = rev && jj_truthy(rev);
+        if (desc) reverse_pairs(r->u.list.items, keys, n);
+        jj_sort(c, r->u.list.items, keys, n, line, col);
         if (desc) reverse_pairs(r->u.list.items, keys, n);
         return r;
     }
@@ -701,7 +764,7 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
         else if (!strcmp(meth, "ceil"))
             r = ceil(x * s) / s;
         else { /* Python's round(): the exact value rounded half to even, as printf does */
-            char tmp[512];
+            char tmp[1024]; /* 309 integer digits + 300 decimals at most */
             snprintf(tmp, sizeof tmp, "%.*f", (int)(prec < 0 ? 0 : prec > 300 ? 300 : prec), x);
             r = strtod(tmp, NULL);
         }
@@ -786,6 +849,194 @@ jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int li
     if (jj_is_filter_name(name))
         jj_fail(c, line, col, "filter '%s' is not supported by this interpreter", name);
     jj_fail(c, line, col, "no filter named '%s'", name);
+}
+
+/* ------------------------------------------------------------------ printf-style formatting */
+
+static void pad_text(jj_ctx *c, jj_buf *b, const char *s, size_t n, int64_t width, int left) {
+    int64_t len = (int64_t)jj_utf8_len(s, n);
+    if (!left)
+        for (int64_t i = len; i < width; i++)
+            jj_buf_put(c, b, " ", 1);
+    jj_buf_put(c, b, s, n);
+    if (left)
+        for (int64_t i = len; i < width; i++)
+            jj_buf_put(c, b, " ", 1);
+}
+
+/* Python's str % args ('%s', '%r', '%d', '%x', '%f', '%(name)s', flags, width, precision). */
+jj_value *jj_percent_format(jj_ctx *c, jj_value *fmt, jj_value *args, int line, int col) {
+    jj_value **pos = &args;
+    size_t npos = 1, next = 0;
+    int is_map = args->t == JJ_DICT;
+    if (args->t == JJ_LIST && args->u.list.is_tuple) {
+        pos = args->u.list.items;
+        npos = args->u.list.n;
+    }
+    const char *p = fmt->u.str.s;
+    size_t n = fmt->u.str.n, i = 0;
+    int used_map = 0;
+    jj_buf b = {0};
+    while (i < n) {
+        if (p[i] != '%') {
+            size_t st = i;
+            while (i < n && p[i] != '%')
+                i++;
+            jj_buf_put(c, &b, p + st, i - st);
+            continue;
+        }
+        if (++i >= n) jj_fail(c, line, col, "incomplete format");
+        jj_value *arg = NULL;
+        if (p[i] == '(') { /* %(name)s */
+            size_t st = ++i;
+            while (i < n && p[i] != ')')
+                i++;
+            if (i >= n) jj_fail(c, line, col, "incomplete format key");
+            if (!is_map) jj_fail(c, line, col, "format requires a mapping");
+            arg = jj_dict_get(args, p + st, i - st);
+            if (!arg) jj_fail(c, line, col, "KeyError: '%.*s'", (int)(i - st), p + st);
+            used_map = 1;
+            i++;
+        }
+        char flags[8];
+        int nf = 0, left = 0;
+        while (i < n && strchr("-+ #0", p[i]) && nf < 7) {
+            left |= p[i] == '-';
+            flags[nf++] = p[i++];
+        }
+        flags[nf] = 0;
+        int64_t width = -1, prec = -1;
+        if (i < n && p[i] == '*') {
+            if (next >= npos) jj_fail(c, line, col, "not enough arguments for format string");
+            width = int_arg(c, pos[next++], 0, "* width", line, col);
+            i++;
+        } else {
+            while (i < n && p[i] >= '0' && p[i] <= '9' && width < 100000)
+                width = (width < 0 ? 0 : width * 10) + (p[i++] - '0');
+        }
+        if (i < n && p[i] == '.') {
+            i++;
+            prec = 0;
+            if (i < n && p[i] == '*') {
+                if (next >= npos) jj_fail(c, line, col, "not enough arguments for format string");
+                prec = int_arg(c, pos[next++], 0, "* precision", line, col);
+                i++;
+            } else {
+                while (i < n && p[i] >= '0' && p[i] <= '9' && prec < 100000)
+                    prec = prec * 10 + (p[i++] - '0');
+            }
+        }
+        while (i < n && (p[i] == 'h' || p[i] == 'l' || p[i] == 'L'))
+            i++;
+        if (i >= n) jj_fail(c, line, col, "incomplete format");
+        char type = p[i++];
+        if (type == '%') {
+            jj_buf_put(c, &b, "%", 1);
+            continue;
+        }
+        if (!arg) {
+            if (is_map && !used_map && npos == 1)
+                arg = args; /* '%s' % {...} prints the dict */
+            else if (next >= npos)
+                jj_fail(c, line, col, "not enough arguments for format string");
+            else
+                arg = pos[next++];
+        }
+        if (width > 100000 || prec > 100000)
+            jj_fail(c, line, col, "format width or precision too large");
+        if (type == 's' || type == 'r' || type == 'a') {
+            jj_buf t = {0};
+            if (type == 's')
+                jj_to_str(c, &t, arg);
+            else
+                jj_repr(c, &t, arg);
+            size_t tn = t.n;
+            if (prec >= 0) tn = jj_utf8_offset(t.p ? t.p : "", t.n, (size_t)prec);
+            pad_text(c, &b, t.p ? t.p : "", tn, width, left);
+        } else if (type == 'c') {
+            jj_buf t = {0};
+            if (arg->t == JJ_STR && jj_utf8_len(arg->u.str.s, arg->u.str.n) == 1)
+                jj_buf_put(c, &t, arg->u.str.s, arg->u.str.n);
+            else if (arg->t == JJ_INT && arg->u.i >= 0 && arg->u.i <= 0x10FFFF) {
+                char u[4];
+                jj_buf_put(c, &t, u, vkf_utf8_encode((uint32_t)arg->u.i, u));
+            } else
+                jj_fail(c, line, col, "%%c requires an int or a unicode character");
+            pad_text(c, &b, t.p, t.n, width, left);
+        } else if (strchr("diuxXo", type)) {
+            int64_t v;
+            if (arg->t == JJ_INT || arg->t == JJ_BOOL)
+                v = arg->t == JJ_INT ? arg->u.i : arg->u.b;
+            else if (arg->t == JJ_FLOAT && strchr("diu", type) && isfinite(arg->u.f) &&
+                     fabs(arg->u.f) < 9e18)
+                v = (int64_t)arg->u.f;
+            else
+                jj_fail(c, line, col, "%%%c format: %s is required, not %s", type,
+                        strchr("diu", type) ? "a real number" : "an integer", jj_type_name(arg));
+            char spec[32], out[256];
+            const char *conv = type == 'x'   ? "llx"
+                               : type == 'X' ? "llX"
+                               : type == 'o' ? "llo"
+                                             : "lld";
+            /* C's %x of a negative prints its two's complement: Python prints -0x.. */
+            int neg = v < 0 && strchr("xXo", type);
+            unsigned long long mag =
+                neg ? (unsigned long long)(-(v + 1)) + 1 : (unsigned long long)v;
+            if (neg) { /* format the magnitude, then put the sign in front */
+                snprintf(spec, sizeof spec, "%%%s%s", strchr(flags, '#') ? "#" : "", conv);
+                int k = snprintf(out, sizeof out, spec, mag);
+                if (type == 'o' && strchr(flags, '#')) { /* Python writes 0o, C writes 0 */
+                    memmove(out + 2, out + 1, (size_t)k);
+                    out[1] = 'o';
+                }
+                jj_buf t = {0};
+                jj_buf_put(c, &t, "-", 1);
+                jj_buf_puts(c, &t, out);
+                pad_text(c, &b, t.p, t.n, width, left);
+            } else {
+                snprintf(spec, sizeof spec, "%%%s%s%s%s", flags, width >= 0 ? "*" : "",
+                         prec >= 0 ? ".*" : "", conv);
+                int k;
+                if (width >= 0 && prec >= 0)
+                    k = snprintf(out, sizeof out, spec, (int)width, (int)prec, (long long)v);
+                else if (width >= 0)
+                    k = snprintf(out, sizeof out, spec, (int)width, (long long)v);
+                else if (prec >= 0)
+                    k = snprintf(out, sizeof out, spec, (int)prec, (long long)v);
+                else
+                    k = snprintf(out, sizeof out, spec, (long long)v);
+                if (k < 0 || (size_t)k >= sizeof out)
+                    jj_fail(c, line, col, "format result too long");
+                if (type == 'o' && strchr(flags, '#')) {
+                    char *z = strchr(out, '0'); /* C's alternate octal prefix "0" becomes "0o" */
+                    if (z && v != 0) {
+                        memmove(z + 2, z + 1, strlen(z + 1) + 1);
+                        z[1] = 'o';
+                    } else if (v == 0) {
+                        jj_buf_puts(c, &b, "0o");
+                    }
+                }
+                jj_buf_puts(c, &b, out);
+            }
+        } else if (strchr("eEfFgG", type)) {
+            if (!jj_is_number(arg))
+                jj_fail(c, line, col, "must be real number, not %s", jj_type_name(arg));
+            char spec[32], out[512];
+            snprintf(spec, sizeof spec, "%%%s*.*%c", flags, type);
+            int k = snprintf(out, sizeof out, spec, (int)(width < 0 ? 0 : width),
+                             (int)(prec < 0     ? 6
+                                   : prec > 300 ? 300
+                                                : prec),
+                             jj_num(arg));
+            if (k < 0 || (size_t)k >= sizeof out) jj_fail(c, line, col, "format result too long");
+            jj_buf_puts(c, &b, out);
+        } else {
+            jj_fail(c, line, col, "unsupported format character '%c'", type);
+        }
+    }
+    if (!is_map && next < npos)
+        jj_fail(c, line, col, "not all arguments converted during string formatting");
+    return jj_str_ref(c, b.p ? b.p : "", b.n);
 }
 
 /* ------------------------------------------------------------------ methods and globals */
@@ -917,14 +1168,6 @@ static jj_value *str_method(jj_ctx *c, const char *m, jj_value *s, jj_args *a, i
     return jj_bool(c, all);
 }
 
-static jj_value *tuple2(jj_ctx *c, jj_value *a, jj_value *b) {
-    jj_value *t = jj_list(c);
-    t->u.list.is_tuple = 1;
-    jj_list_push(c, t, a);
-    jj_list_push(c, t, b);
-    return t;
-}
-
 static jj_value *dict_from_kwargs(jj_ctx *c, jj_args *a, int type, int line, int col) {
     jj_value *d = jj_new(c, type);
     for (int i = 0; i < a->npos; i++) {
@@ -932,7 +1175,7 @@ static jj_value *dict_from_kwargs(jj_ctx *c, jj_args *a, int type, int line, int
         if (src->t != JJ_DICT && src->t != JJ_NS)
             jj_fail(c, line, col, "namespace()/dict() take mappings and keyword arguments");
         for (size_t k = 0; k < src->u.dict.n; k++)
-            jj_dict_set(c, d, src->u.dict.kv[k].key, src->u.dict.kv[k].klen, src->u.dict.kv[k].val);
+            jj_dict_set_key(c, d, jj_kv_key(c, &src->u.dict.kv[k]), src->u.dict.kv[k].val);
     }
     for (int k = 0; k < a->nkw; k++)
         jj_dict_set(c, d, a->kwn[k], strlen(a->kwn[k]), a->kwv[k]);
@@ -945,13 +1188,12 @@ jj_value *jj_call_func(jj_ctx *c, jj_value *f, jj_args *a, int line, int col) {
     if (self && self->t == JJ_STR) return str_method(c, m, self, a, line, col);
     if (self && self->t == JJ_DICT) {
         if (!strcmp(m, "get")) {
-            if (!x || x->t != JJ_STR) return arg(a, 1, NULL) ? arg(a, 1, NULL) : c->none;
-            jj_value *r = jj_dict_get(self, x->u.str.s, x->u.str.n);
+            jj_value *r = x ? jj_dict_get_key(self, x) : NULL;
             return r ? r : arg(a, 1, NULL) ? arg(a, 1, NULL) : c->none;
         }
         jj_value *r = jj_list(c);
         for (size_t i = 0; i < self->u.dict.n; i++) {
-            jj_value *k = jj_str_ref(c, self->u.dict.kv[i].key, self->u.dict.kv[i].klen);
+            jj_value *k = jj_kv_key(c, &self->u.dict.kv[i]);
             jj_list_push(c, r,
                          !strcmp(m, "keys")     ? k
                          : !strcmp(m, "values") ? self->u.dict.kv[i].val
@@ -1005,11 +1247,12 @@ jj_value *jj_call_func(jj_ctx *c, jj_value *f, jj_args *a, int line, int col) {
         if (st == 0) jj_fail(c, line, col, "range() arg 3 must not be zero");
         jj_value *r = jj_list(c);
         /* jinja2's sandbox refuses ranges over 100000 items (MAX_RANGE) */
-        for (int64_t i = start; st > 0 ? i < stop : i > stop; i += st) {
+        for (int64_t i = start; st > 0 ? i < stop : i > stop;) {
             if (r->u.list.n >= 100000)
                 jj_fail(c, line, col,
                         "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
             jj_list_push(c, r, jj_int(c, i));
+            if (__builtin_add_overflow(i, st, &i)) break;
         }
         return r;
     }

@@ -18,6 +18,8 @@ struct jj_eval {
 
 static jj_value *eval(jj_eval *E, jj_frame *f, const jj_node *n);
 static void exec_body(jj_eval *E, jj_frame *f, jj_node **body, int n, jj_buf *out);
+static void run_loop(jj_eval *E, jj_frame *f, const jj_node *n, jj_value *items, int64_t depth,
+                     jj_buf *out);
 
 static const char *const globals[] = {"range",        "namespace", "raise_exception",
                                       "strftime_now", "dict",      NULL};
@@ -85,8 +87,8 @@ static int64_t norm_index(int64_t i, size_t n) { return i < 0 ? i + (int64_t)n :
 static jj_value *get_item(jj_eval *E, const jj_node *n, jj_value *obj, jj_value *key) {
     jj_ctx *c = E->c;
     if (obj->t == JJ_UNDEF) undefined_error(c, n, obj);
-    if ((obj->t == JJ_DICT || obj->t == JJ_NS || obj->t == JJ_LOOP) && key->t == JJ_STR) {
-        jj_value *v = jj_dict_get(obj, key->u.str.s, key->u.str.n);
+    if (obj->t == JJ_DICT || obj->t == JJ_NS || obj->t == JJ_LOOP) {
+        jj_value *v = jj_dict_get_key(obj, key);
         if (v) return v;
     }
     if (key->t == JJ_INT || key->t == JJ_BOOL) {
@@ -151,8 +153,10 @@ static jj_value *slice(jj_eval *E, jj_frame *f, const jj_node *n) {
     int64_t b = slice_bound(E, f, n->c, step > 0 ? len : -1, len, step);
     jj_value *r = jj_list(c);
     r->u.list.is_tuple = obj->t == JJ_LIST && obj->u.list.is_tuple;
-    for (int64_t i = a; step > 0 ? i < b : i > b; i += step)
+    for (int64_t i = a; step > 0 ? i < b : i > b;) {
         jj_list_push(c, r, items->u.list.items[i]);
+        if (__builtin_add_overflow(i, step, &i)) break; /* a step past the int64 range ends it */
+    }
     if (obj->t != JJ_STR) return r;
     jj_buf out = {0};
     for (size_t i = 0; i < r->u.list.n; i++)
@@ -207,7 +211,7 @@ static int contains(jj_ctx *c, const jj_node *n, jj_value *item, jj_value *cont)
             if (jj_equal(cont->u.list.items[i], item)) return 1;
         return 0;
     case JJ_DICT:
-    case JJ_NS: return item->t == JJ_STR && jj_dict_get(cont, item->u.str.s, item->u.str.n) != NULL;
+    case JJ_NS: return jj_dict_get_key(cont, item) != NULL;
     default:
         jj_fail(c, n->line, n->col, "argument of type '%s' is not iterable", jj_type_name(cont));
     }
@@ -282,8 +286,7 @@ static jj_value *binop(jj_eval *E, const jj_node *n, jj_value *a, jj_value *b) {
     case JOP_MOD:
         if (!nums) {
             if (n->op == JOP_MOD && a->t == JJ_STR)
-                jj_fail(c, n->line, n->col,
-                        "printf-style string formatting ('%%') is not supported");
+                return jj_percent_format(c, a, b, n->line, n->col);
             bad_operands(c, n, n->op == JOP_MOD ? "%" : "//", a, b);
         }
         if (jj_num(b) == 0) jj_fail(c, n->line, n->col, "integer division or modulo by zero");
@@ -302,9 +305,11 @@ static jj_value *binop(jj_eval *E, const jj_node *n, jj_value *a, jj_value *b) {
     case JOP_POW:
         if (!nums) bad_operands(c, n, "**", a, b);
         if (ints && as_int(b) >= 0) {
-            int64_t r = 1, x = as_int(a);
-            for (int64_t i = 0; i < as_int(b); i++)
-                if (__builtin_mul_overflow(r, x, &r) || i > 64)
+            int64_t r = 1, x = as_int(a), e = as_int(b);
+            if (x == 0 || x == 1) return jj_int(c, e == 0 ? 1 : x);
+            if (x == -1) return jj_int(c, e % 2 ? -1 : 1);
+            for (int64_t i = 0; i < e; i++) /* |x| >= 2: overflows within 64 steps */
+                if (__builtin_mul_overflow(r, x, &r))
                     jj_fail(c, n->line, n->col, "integer overflow");
             return jj_int(c, r);
         }
@@ -390,6 +395,21 @@ static jj_value *call(jj_eval *E, jj_frame *f, const jj_node *n) {
     jj_args a;
     eval_args(E, f, n, &a, NULL);
     if (fn->t == JJ_MACRO) return call_macro(E, n, fn, &a);
+    if (fn->t == JJ_LOOP) { /* loop(items) in a recursive loop */
+        jj_value *rec = jj_dict_get(fn, "\x01rec", 4), *depth = jj_dict_get(fn, "depth", 5);
+        if (!rec)
+            jj_fail(E->c, n->line, n->col,
+                    "loop() can only be called in a loop marked 'recursive'");
+        if (a.npos != 1 || a.nkw)
+            jj_fail(E->c, n->line, n->col, "loop() takes exactly one argument");
+        jj_buf b = {0};
+        jj_enter(E->c, n->line, n->col);
+        int saved = E->signal;
+        run_loop(E, rec->u.macro.scope, rec->u.macro.def, a.pos[0], depth->u.i + 1, &b);
+        E->signal = saved;
+        jj_leave(E->c);
+        return jj_str_ref(E->c, b.p ? b.p : "", b.n);
+    }
     if (fn->t == JJ_FUNC) return jj_call_func(E->c, fn, &a, n->line, n->col);
     if (fn->t == JJ_UNDEF) undefined_error(E->c, n, fn);
     jj_fail(E->c, n->line, n->col, "'%s' object is not callable", jj_type_name(fn));
@@ -487,8 +507,11 @@ static jj_value *eval(jj_eval *E, jj_frame *f, const jj_node *n) {
         r = jj_dict(c);
         for (int i = 0; i + 1 < n->nargs; i += 2) {
             jj_value *k = eval(E, f, n->args[i]);
-            if (k->t != JJ_STR) k = jj_stringify(c, k); /* keys are strings in chat templates */
-            jj_dict_set(c, r, k->u.str.s, k->u.str.n, eval(E, f, n->args[i + 1]));
+            if ((k->t == JJ_LIST && !k->u.list.is_tuple) || k->t == JJ_DICT || k->t == JJ_NS ||
+                k->t == JJ_UNDEF)
+                jj_fail(c, n->args[i]->line, n->args[i]->col, "unhashable type: '%s'",
+                        jj_type_name(k));
+            jj_dict_set_key(c, r, k, eval(E, f, n->args[i + 1]));
         }
         break;
     default: jj_fail(c, n->line, n->col, "a statement where an expression was expected");
@@ -518,9 +541,12 @@ static void assign_targets(jj_eval *E, jj_frame *f, const jj_node *n, const char
         frame_set(E->c, f, names[i], items->u.list.items[i]);
 }
 
-static void exec_for(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
+/* The loop of n over the value items at depth (1 for the outermost; recursive loops call
+ * again through loop(...)). */
+static void run_loop(jj_eval *E, jj_frame *f, const jj_node *n, jj_value *items, int64_t depth,
+                     jj_buf *out) {
     jj_ctx *c = E->c;
-    jj_value *seq = jj_iterate(c, eval(E, f, n->a), n->line, n->col);
+    jj_value *seq = jj_iterate(c, items, n->line, n->col);
     if (n->b) { /* {% for x in xs if cond %}: filtered before loop.* is computed */
         jj_value *kept = jj_list(c);
         for (size_t i = 0; i < seq->u.list.n; i++) {
@@ -550,8 +576,14 @@ static void exec_for(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
         jj_dict_set(c, loop, "first", 5, jj_bool(c, i == 0));
         jj_dict_set(c, loop, "last", 4, jj_bool(c, i + 1 == len));
         jj_dict_set(c, loop, "length", 6, jj_int(c, (int64_t)len));
-        jj_dict_set(c, loop, "depth", 5, jj_int(c, 1));
-        jj_dict_set(c, loop, "depth0", 6, jj_int(c, 0));
+        jj_dict_set(c, loop, "depth", 5, jj_int(c, depth));
+        jj_dict_set(c, loop, "depth0", 6, jj_int(c, depth - 1));
+        if (n->neg) { /* recursive: what calling loop(...) needs */
+            jj_value *rec = jj_new(c, JJ_MACRO);
+            rec->u.macro.def = n;
+            rec->u.macro.scope = f;
+            jj_dict_set(c, loop, "\x01rec", 4, rec);
+        }
         jj_dict_set(c, loop, "previtem", 8,
                     i > 0 ? seq->u.list.items[i - 1] : jj_undef(c, "'loop.previtem' is undefined"));
         jj_dict_set(c, loop, "nextitem", 8,
@@ -566,6 +598,10 @@ static void exec_for(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
         }
         E->signal = 0;
     }
+}
+
+static void exec_for(jj_eval *E, jj_frame *f, const jj_node *n, jj_buf *out) {
+    run_loop(E, f, n, eval(E, f, n->a), 1, out);
 }
 
 static void exec_set(jj_eval *E, jj_frame *f, const jj_node *n) {
@@ -665,7 +701,8 @@ static void exec_body(jj_eval *E, jj_frame *f, jj_node **body, int n, jj_buf *ou
 
 /* ------------------------------------------------------------------ entry */
 
-vkf_status vkf_jinja_render(const char *tmpl, size_t len, const cJSON *vars, char **out) {
+vkf_status vkf_jinja_render(const char *tmpl, size_t len, const vkf_jinja_var *vars, int n_vars,
+                            char **out) {
     if (!tmpl || !out)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "jinja_render: NULL template or output");
     *out = NULL;
@@ -682,10 +719,19 @@ vkf_status vkf_jinja_render(const char *tmpl, size_t len, const cJSON *vars, cha
         jj_node **body = jj_parse(c, tmpl, len, &n);
         jj_eval E = {c, NULL, 0};
         E.root = frame_new(c, NULL);
-        const cJSON *v;
-        if (vars)
-            cJSON_ArrayForEach(v, vars) frame_set(
-                c, E.root, jj_strdup(c, v->string, strlen(v->string)), jj_from_json(c, v));
+        for (int i = 0; i < n_vars; i++) {
+            jj_value *v = jj_parse_json(c, vars[i].json, strlen(vars[i].json),
+                                        vars[i].name ? vars[i].name : "the context");
+            if (vars[i].name) {
+                frame_set(c, E.root, vars[i].name, v);
+            } else if (v->t == JJ_DICT) {
+                for (size_t k = 0; k < v->u.dict.n; k++)
+                    jj_dict_set(c, E.root->vars, v->u.dict.kv[k].key, v->u.dict.kv[k].klen,
+                                v->u.dict.kv[k].val);
+            } else {
+                jj_fail(c, 0, 0, "the context must be a JSON object");
+            }
+        }
         jj_buf b = {0};
         exec_body(&E, E.root, body, n, &b);
         *out = malloc(b.n + 1);

@@ -75,9 +75,10 @@ typedef struct jj_value jj_value;
 typedef struct jj_node jj_node;
 
 typedef struct jj_kv {
-    const char *key;
+    const char *key; /* a string key (NULL when kval is set) */
     size_t klen;
     jj_value *val;
+    jj_value *kval; /* a key of another type (int, bool, None, ...: dict literals), else NULL */
 } jj_kv;
 
 typedef struct jj_frame jj_frame;
@@ -125,7 +126,13 @@ jj_value *jj_dict(jj_ctx *c);
 void jj_list_push(jj_ctx *c, jj_value *l, jj_value *v);
 jj_value *jj_dict_get(const jj_value *d, const char *key, size_t klen); /* NULL if absent */
 void jj_dict_set(jj_ctx *c, jj_value *d, const char *key, size_t klen, jj_value *v);
-jj_value *jj_from_json(jj_ctx *c, const void *cjson);
+/* Keys of any type, compared as Python does (1, 1.0 and True are one key). */
+jj_value *jj_dict_get_key(const jj_value *d, const jj_value *k); /* NULL if absent */
+void jj_dict_set_key(jj_ctx *c, jj_value *d, jj_value *k, jj_value *v);
+jj_value *jj_kv_key(jj_ctx *c, const jj_kv *kv); /* the key as a value */
+/* Parses JSON text as Python's json.loads would (ints and floats apart, member order kept);
+ * fails naming what on malformed text. */
+jj_value *jj_parse_json(jj_ctx *c, const char *text, size_t n, const char *what);
 
 int jj_truthy(const jj_value *v);
 int jj_equal(const jj_value *a, const jj_value *b);
@@ -143,6 +150,8 @@ void jj_repr(jj_ctx *c, jj_buf *b, const jj_value *v);
  * separators=(item_sep, key_sep) or Python's defaults when NULL). */
 void jj_tojson(jj_ctx *c, jj_buf *b, const jj_value *v, int indent, int sort_keys,
                const char *item_sep, const char *key_sep, int line, int col);
+/* Stable sort of items[0..n) by keys[0..n) (moved along), with jj_compare. */
+void jj_sort(jj_ctx *c, jj_value **items, jj_value **keys, size_t n, int line, int col);
 /* Iterates v as Python would: lists/tuples, dict keys, string code points; Undefined is
  * empty; None and numbers fail. Returns a list value (shared when v is already a list). */
 jj_value *jj_iterate(jj_ctx *c, jj_value *v, int line, int col);
@@ -253,5 +262,7 @@ jj_value *jj_method_get(jj_ctx *c, jj_value *v, const char *name);
 jj_value *jj_call_func(jj_ctx *c, jj_value *f, jj_args *a, int line, int col);
 int jj_is_test_name(const char *name);
 int jj_is_filter_name(const char *name); /* jinja2 has a filter of that name */
+/* Python's printf-style str % args (args: a tuple, a dict for %(name)s, or one value). */
+jj_value *jj_percent_format(jj_ctx *c, jj_value *fmt, jj_value *args, int line, int col);
 
 #endif

@@ -242,7 +242,8 @@ static size_t lex_tag(jj_lexer *L, size_t i, int block, int *strip_after) {
             } else {
                 int64_t v = 0;
                 for (size_t p = 0; p < m; p++) {
-                    if (v > (INT64_MAX - 9) / 10) lx_fail(L, st, "integer literal too large");
+                    if (v > (INT64_MAX - (num[p] - '0')) / 10)
+                        lx_fail(L, st, "integer literal too large");
                     v = v * 10 + (num[p] - '0');
                 }
                 k->i = v;

@@ -628,8 +628,10 @@ static jj_node *parse_for(jj_parser *P, jj_token *at) {
         advance(P);
         n->b = parse_expr(P);
     }
-    if (is_name(cur(P), "recursive"))
-        jj_fail(P->c, cur(P)->line, cur(P)->col, "recursive loops are not supported");
+    if (is_name(cur(P), "recursive")) { /* loop(items) renders the body again, one level deeper */
+        n->neg = 1;
+        advance(P);
+    }
     end_tag(P);
     static const char *const ends[] = {"else", "endfor", NULL};
     const char *which;

@@ -1,5 +1,5 @@
 /* Jinja values: the arena, errors, Python-like printing (str, repr), json.dumps, comparison. */
-#include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -182,17 +182,13 @@ void jj_list_push(jj_ctx *c, jj_value *l, jj_value *v) {
 
 jj_value *jj_dict_get(const jj_value *d, const char *key, size_t klen) {
     for (size_t i = 0; i < d->u.dict.n; i++)
-        if (d->u.dict.kv[i].klen == klen && memcmp(d->u.dict.kv[i].key, key, klen) == 0)
+        if (!d->u.dict.kv[i].kval && d->u.dict.kv[i].klen == klen &&
+            memcmp(d->u.dict.kv[i].key, key, klen) == 0)
             return d->u.dict.kv[i].val;
     return NULL;
 }
 
-void jj_dict_set(jj_ctx *c, jj_value *d, const char *key, size_t klen, jj_value *v) {
-    for (size_t i = 0; i < d->u.dict.n; i++)
-        if (d->u.dict.kv[i].klen == klen && memcmp(d->u.dict.kv[i].key, key, klen) == 0) {
-            d->u.dict.kv[i].val = v;
-            return;
-        }
+static void dict_append(jj_ctx *c, jj_value *d, jj_kv kv) {
     if (d->u.dict.n == d->u.dict.cap) {
         size_t cap = d->u.dict.cap ? d->u.dict.cap * 2 : 8;
         jj_kv *np = jj_alloc(c, cap * sizeof *np);
@@ -200,33 +196,248 @@ void jj_dict_set(jj_ctx *c, jj_value *d, const char *key, size_t klen, jj_value 
         d->u.dict.kv = np;
         d->u.dict.cap = cap;
     }
-    d->u.dict.kv[d->u.dict.n++] = (jj_kv){key, klen, v};
+    d->u.dict.kv[d->u.dict.n++] = kv;
 }
 
-jj_value *jj_from_json(jj_ctx *c, const void *p) {
-    const cJSON *j = p;
-    if (!j || cJSON_IsNull(j)) return c->none;
-    if (cJSON_IsTrue(j)) return c->vtrue;
-    if (cJSON_IsFalse(j)) return c->vfalse;
-    if (cJSON_IsNumber(j)) {
-        double d = j->valuedouble;
-        /* cJSON keeps no text: an integral value within int64 is an int (Python's json would
-         * make "1.0" a float; JSON inputs here write integers without a fraction) */
-        if (d == floor(d) && fabs(d) < 9.2e18) return jj_int(c, (int64_t)d);
-        return jj_float(c, d);
+void jj_dict_set(jj_ctx *c, jj_value *d, const char *key, size_t klen, jj_value *v) {
+    for (size_t i = 0; i < d->u.dict.n; i++)
+        if (!d->u.dict.kv[i].kval && d->u.dict.kv[i].klen == klen &&
+            memcmp(d->u.dict.kv[i].key, key, klen) == 0) {
+            d->u.dict.kv[i].val = v;
+            return;
+        }
+    dict_append(c, d, (jj_kv){key, klen, v, NULL});
+}
+
+jj_value *jj_dict_get_key(const jj_value *d, const jj_value *k) {
+    if (k->t == JJ_STR) return jj_dict_get(d, k->u.str.s, k->u.str.n);
+    for (size_t i = 0; i < d->u.dict.n; i++)
+        if (d->u.dict.kv[i].kval && jj_equal(d->u.dict.kv[i].kval, k)) return d->u.dict.kv[i].val;
+    return NULL;
+}
+
+void jj_dict_set_key(jj_ctx *c, jj_value *d, jj_value *k, jj_value *v) {
+    if (k->t == JJ_STR) {
+        jj_dict_set(c, d, k->u.str.s, k->u.str.n, v);
+        return;
     }
-    if (cJSON_IsString(j)) return jj_str(c, j->valuestring, strlen(j->valuestring));
-    if (cJSON_IsArray(j)) {
-        jj_value *l = jj_list(c);
-        const cJSON *e;
-        cJSON_ArrayForEach(e, j) jj_list_push(c, l, jj_from_json(c, e));
-        return l;
+    for (size_t i = 0; i < d->u.dict.n; i++)
+        if (d->u.dict.kv[i].kval && jj_equal(d->u.dict.kv[i].kval, k)) {
+            d->u.dict.kv[i].val = v;
+            return;
+        }
+    dict_append(c, d, (jj_kv){NULL, 0, v, k});
+}
+
+jj_value *jj_kv_key(jj_ctx *c, const jj_kv *kv) {
+    return kv->kval ? kv->kval : jj_str_ref(c, kv->key, kv->klen);
+}
+
+/* ------------------------------------------------------------------ JSON input */
+
+/* A JSON reader that keeps what Python's json.loads keeps and cJSON loses: integers and floats
+ * stay apart ("1.0" is a float, printed "1.0"), and object members keep their order (a repeated
+ * key keeps its first place and its last value, as a Python dict does). */
+typedef struct jj_json {
+    jj_ctx *c;
+    const char *s;
+    size_t n, i;
+    const char *what;
+    int depth;
+} jj_json;
+
+_Noreturn static void json_fail(jj_json *J, const char *why) {
+    jj_fail(J->c, 0, 0, "%s is not valid JSON at byte %zu: %s", J->what, J->i, why);
+}
+
+static void json_ws(jj_json *J) {
+    while (J->i < J->n &&
+           (J->s[J->i] == ' ' || J->s[J->i] == '\t' || J->s[J->i] == '\n' || J->s[J->i] == '\r'))
+        J->i++;
+}
+
+static int json_lit(jj_json *J, const char *lit) {
+    size_t k = strlen(lit);
+    if (J->i + k <= J->n && memcmp(J->s + J->i, lit, k) == 0) {
+        J->i += k;
+        return 1;
     }
-    jj_value *d = jj_dict(c);
-    const cJSON *e;
-    cJSON_ArrayForEach(e, j) jj_dict_set(c, d, jj_strdup(c, e->string, strlen(e->string)),
-                                         strlen(e->string), jj_from_json(c, e));
-    return d;
+    return 0;
+}
+
+static void put_cp(jj_ctx *c, jj_buf *b, uint32_t cp) {
+    char u[4];
+    size_t k;
+    if (cp < 0x80) {
+        u[0] = (char)cp;
+        k = 1;
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xC0 | (cp >> 6));
+        u[1] = (char)(0x80 | (cp & 0x3F));
+        k = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | (cp >> 12));
+        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[2] = (char)(0x80 | (cp & 0x3F));
+        k = 3;
+    } else {
+        u[0] = (char)(0xF0 | (cp >> 18));
+        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[3] = (char)(0x80 | (cp & 0x3F));
+        k = 4;
+    }
+    jj_buf_put(c, b, u, k);
+}
+
+static int json_hex4(jj_json *J, uint32_t *v) {
+    if (J->i + 4 > J->n) return 0;
+    *v = 0;
+    for (int k = 0; k < 4; k++) {
+        char ch = J->s[J->i + k];
+        int h = ch >= '0' && ch <= '9'   ? ch - '0'
+                : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                         : -1;
+        if (h < 0) return 0;
+        *v = *v * 16 + (uint32_t)h;
+    }
+    J->i += 4;
+    return 1;
+}
+
+static jj_value *json_string(jj_json *J) {
+    jj_buf b = {0};
+    J->i++; /* the opening quote */
+    for (;;) {
+        if (J->i >= J->n) json_fail(J, "unterminated string");
+        char ch = J->s[J->i];
+        if (ch == '"') break;
+        if (ch != '\\') {
+            size_t st = J->i;
+            while (J->i < J->n && J->s[J->i] != '"' && J->s[J->i] != '\\')
+                J->i++;
+            jj_buf_put(J->c, &b, J->s + st, J->i - st);
+            continue;
+        }
+        if (++J->i >= J->n) json_fail(J, "unterminated string");
+        char e = J->s[J->i++];
+        uint32_t cp;
+        switch (e) {
+        case '"': jj_buf_put(J->c, &b, "\"", 1); break;
+        case '\\': jj_buf_put(J->c, &b, "\\", 1); break;
+        case '/': jj_buf_put(J->c, &b, "/", 1); break;
+        case 'b': jj_buf_put(J->c, &b, "\b", 1); break;
+        case 'f': jj_buf_put(J->c, &b, "\f", 1); break;
+        case 'n': jj_buf_put(J->c, &b, "\n", 1); break;
+        case 'r': jj_buf_put(J->c, &b, "\r", 1); break;
+        case 't': jj_buf_put(J->c, &b, "\t", 1); break;
+        case 'u':
+            if (!json_hex4(J, &cp)) json_fail(J, "bad \\u escape");
+            if (cp >= 0xD800 && cp < 0xDC00 && J->i + 1 < J->n && J->s[J->i] == '\\' &&
+                J->s[J->i + 1] == 'u') {
+                size_t save = J->i;
+                uint32_t lo;
+                J->i += 2;
+                if (json_hex4(J, &lo) && lo >= 0xDC00 && lo < 0xE000)
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                else
+                    J->i = save;
+            }
+            put_cp(J->c, &b, cp);
+            break;
+        default: J->i--; json_fail(J, "bad escape");
+        }
+    }
+    J->i++;
+    return jj_str_ref(J->c, b.p ? b.p : "", b.n);
+}
+
+static jj_value *json_number(jj_json *J) {
+    size_t st = J->i;
+    int is_float = 0;
+    if (J->s[J->i] == '-') J->i++;
+    if (json_lit(J, "Infinity")) return jj_float(J->c, J->s[st] == '-' ? -INFINITY : INFINITY);
+    if (J->i >= J->n || J->s[J->i] < '0' || J->s[J->i] > '9') json_fail(J, "expected a value");
+    while (J->i < J->n && J->s[J->i] >= '0' && J->s[J->i] <= '9')
+        J->i++;
+    if (J->i < J->n && J->s[J->i] == '.') {
+        is_float = 1;
+        J->i++;
+        while (J->i < J->n && J->s[J->i] >= '0' && J->s[J->i] <= '9')
+            J->i++;
+    }
+    if (J->i < J->n && (J->s[J->i] == 'e' || J->s[J->i] == 'E')) {
+        is_float = 1;
+        J->i++;
+        if (J->i < J->n && (J->s[J->i] == '+' || J->s[J->i] == '-')) J->i++;
+        while (J->i < J->n && J->s[J->i] >= '0' && J->s[J->i] <= '9')
+            J->i++;
+    }
+    char *text = jj_strdup(J->c, J->s + st, J->i - st);
+    if (!is_float) {
+        errno = 0;
+        long long v = strtoll(text, NULL, 10);
+        if (errno == 0) return jj_int(J->c, v);
+        /* beyond int64: Python keeps an exact int; the nearest float is the best here */
+    }
+    return jj_float(J->c, strtod(text, NULL));
+}
+
+static jj_value *json_value(jj_json *J) {
+    json_ws(J);
+    if (J->i >= J->n) json_fail(J, "unexpected end");
+    char ch = J->s[J->i];
+    if (ch == '"') return json_string(J);
+    if (ch == '[' || ch == '{') {
+        if (++J->depth > 1000) json_fail(J, "nested deeper than 1000");
+        J->i++;
+        jj_value *v = ch == '[' ? jj_list(J->c) : jj_dict(J->c);
+        json_ws(J);
+        if (J->i < J->n && J->s[J->i] == (ch == '[' ? ']' : '}')) {
+            J->i++;
+            J->depth--;
+            return v;
+        }
+        for (;;) {
+            if (ch == '[') {
+                jj_list_push(J->c, v, json_value(J));
+            } else {
+                json_ws(J);
+                if (J->i >= J->n || J->s[J->i] != '"') json_fail(J, "expected a string key");
+                jj_value *k = json_string(J);
+                json_ws(J);
+                if (J->i >= J->n || J->s[J->i] != ':') json_fail(J, "expected ':'");
+                J->i++;
+                jj_dict_set(J->c, v, k->u.str.s, k->u.str.n, json_value(J));
+            }
+            json_ws(J);
+            if (J->i < J->n && J->s[J->i] == ',') {
+                J->i++;
+                continue;
+            }
+            if (J->i < J->n && J->s[J->i] == (ch == '[' ? ']' : '}')) {
+                J->i++;
+                J->depth--;
+                return v;
+            }
+            json_fail(J, ch == '[' ? "expected ',' or ']'" : "expected ',' or '}'");
+        }
+    }
+    if (json_lit(J, "true")) return J->c->vtrue;
+    if (json_lit(J, "false")) return J->c->vfalse;
+    if (json_lit(J, "null")) return J->c->none;
+    if (json_lit(J, "NaN")) return jj_float(J->c, NAN);
+    if (json_lit(J, "Infinity")) return jj_float(J->c, INFINITY);
+    return json_number(J);
+}
+
+jj_value *jj_parse_json(jj_ctx *c, const char *text, size_t n, const char *what) {
+    jj_json J = {c, text, n, 0, what, 0};
+    jj_value *v = json_value(&J);
+    json_ws(&J);
+    if (J.i != n) json_fail(&J, "extra data after the value");
+    return v;
 }
 
 /* ------------------------------------------------------------------ UTF-8 */
@@ -324,7 +535,9 @@ static int equal_d(const jj_value *a, const jj_value *b, int depth) {
     case JJ_DICT:
         if (a->u.dict.n != b->u.dict.n) return 0;
         for (size_t i = 0; i < a->u.dict.n; i++) {
-            jj_value *o = jj_dict_get(b, a->u.dict.kv[i].key, a->u.dict.kv[i].klen);
+            const jj_kv *kv = &a->u.dict.kv[i];
+            jj_value *o =
+                kv->kval ? jj_dict_get_key(b, kv->kval) : jj_dict_get(b, kv->key, kv->klen);
             if (!o || !equal_d(a->u.dict.kv[i].val, o, depth + 1)) return 0;
         }
         return 1;
@@ -491,7 +704,10 @@ static void repr_rec(jj_ctx *c, jj_buf *b, const jj_value *v) {
         jj_buf_puts(c, b, "{");
         for (size_t i = 0; i < v->u.dict.n; i++) {
             if (i) jj_buf_puts(c, b, ", ");
-            str_repr(c, b, v->u.dict.kv[i].key, v->u.dict.kv[i].klen);
+            if (v->u.dict.kv[i].kval)
+                jj_repr(c, b, v->u.dict.kv[i].kval);
+            else
+                str_repr(c, b, v->u.dict.kv[i].key, v->u.dict.kv[i].klen);
             jj_buf_puts(c, b, ": ");
             jj_repr(c, b, v->u.dict.kv[i].val);
         }
@@ -588,11 +804,42 @@ static void json_nl(jj_ctx *c, jj_buf *b, int indent, int level) {
         jj_buf_put(c, b, " ", 1);
 }
 
-static int cmp_kv(const void *x, const void *y) {
-    const jj_kv *a = x, *b = y;
-    size_t n = a->klen < b->klen ? a->klen : b->klen;
-    int r = memcmp(a->key, b->key, n);
-    return r ? r : (a->klen > b->klen) - (a->klen < b->klen);
+/* Stable merge sort (Python's sorted is stable) by precomputed keys; ti/tk: scratch of n. */
+static void merge_sort(jj_ctx *c, jj_value **items, jj_value **keys, size_t n, jj_value **ti,
+                       jj_value **tk, int line, int col) {
+    if (n < 2) return;
+    size_t h = n / 2;
+    merge_sort(c, items, keys, h, ti, tk, line, col);
+    merge_sort(c, items + h, keys + h, n - h, ti, tk, line, col);
+    size_t i = 0, j = h, k = 0;
+    while (i < h || j < n) {
+        int take_right = i >= h || (j < n && jj_compare(c, keys[j], keys[i], line, col) < 0);
+        size_t from = take_right ? j++ : i++;
+        ti[k] = items[from];
+        tk[k++] = keys[from];
+    }
+    memcpy(items, ti, n * sizeof *items);
+    memcpy(keys, tk, n * sizeof *keys);
+}
+
+void jj_sort(jj_ctx *c, jj_value **items, jj_value **keys, size_t n, int line, int col) {
+    jj_value **ti = jj_alloc(c, (n + 1) * sizeof *ti), **tk = jj_alloc(c, (n + 1) * sizeof *tk);
+    merge_sort(c, items, keys, n, ti, tk, line, col);
+}
+
+/* json.dumps's key text: strings as they are; int, float, bool and None converted */
+static jj_value *json_key(jj_ctx *c, const jj_kv *kv, int line, int col) {
+    if (!kv->kval) return jj_str_ref(c, kv->key, kv->klen);
+    const jj_value *k = kv->kval;
+    if (k->t == JJ_BOOL) return jj_str_ref(c, k->u.b ? "true" : "false", k->u.b ? 4 : 5);
+    if (k->t == JJ_NONE) return jj_str_ref(c, "null", 4);
+    if (k->t == JJ_INT || k->t == JJ_FLOAT) {
+        jj_buf b = {0};
+        jj_to_str(c, &b, k);
+        return jj_str_ref(c, b.p, b.n);
+    }
+    jj_fail(c, line, col, "tojson: keys must be str, int, float, bool or None, not %s",
+            jj_type_name(k));
 }
 
 static void tojson_rec(jj_ctx *c, jj_buf *b, const jj_value *v, int indent, int sort_keys,
@@ -633,18 +880,25 @@ static void tojson_rec(jj_ctx *c, jj_buf *b, const jj_value *v, int indent, int 
             jj_buf_puts(c, b, "{}");
             break;
         }
-        const jj_kv *kv = v->u.dict.kv;
-        if (sort_keys) {
-            jj_kv *sorted = jj_alloc(c, v->u.dict.n * sizeof *sorted);
-            memcpy(sorted, kv, v->u.dict.n * sizeof *sorted);
-            qsort(sorted, v->u.dict.n, sizeof *sorted, cmp_kv);
-            kv = sorted;
+        size_t n = v->u.dict.n;
+        jj_kv *kv = jj_alloc(c, n * sizeof *kv);
+        memcpy(kv, v->u.dict.kv, n * sizeof *kv);
+        if (sort_keys) { /* on the keys themselves: Python sorts before converting them */
+            jj_value **idx = jj_alloc(c, n * sizeof *idx), **keys = jj_alloc(c, n * sizeof *keys);
+            for (size_t i = 0; i < n; i++) {
+                idx[i] = jj_int(c, (int64_t)i);
+                keys[i] = jj_kv_key(c, &v->u.dict.kv[i]);
+            }
+            jj_sort(c, idx, keys, n, line, col);
+            for (size_t i = 0; i < n; i++)
+                kv[i] = v->u.dict.kv[idx[i]->u.i];
         }
         jj_buf_puts(c, b, "{");
         for (size_t i = 0; i < v->u.dict.n; i++) {
             if (i) jj_buf_puts(c, b, isep);
             if (indent >= 0) json_nl(c, b, indent, level + 1);
-            json_str(c, b, kv[i].key, kv[i].klen);
+            jj_value *k = json_key(c, &kv[i], line, col);
+            json_str(c, b, k->u.str.s, k->u.str.n);
             jj_buf_puts(c, b, ksep);
             tojson_rec(c, b, kv[i].val, indent, sort_keys, isep, ksep, level + 1, line, col);
         }
@@ -675,7 +929,7 @@ jj_value *jj_iterate(jj_ctx *c, jj_value *v, int line, int col) {
     case JJ_DICT: {
         jj_value *l = jj_list(c);
         for (size_t i = 0; i < v->u.dict.n; i++)
-            jj_list_push(c, l, jj_str_ref(c, v->u.dict.kv[i].key, v->u.dict.kv[i].klen));
+            jj_list_push(c, l, jj_kv_key(c, &v->u.dict.kv[i]));
         return l;
     }
     case JJ_STR: {

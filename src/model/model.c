@@ -197,6 +197,7 @@ void vkf_model_free(vkf_model *m) {
     vkf_tokenizer_free(m->src_tok);
     pthread_mutex_destroy(&m->tok_lock);
     free(m->chat_template);
+    free(m->chat_template_tool_use);
     free(m->chat_bos);
     free(m->chat_eos);
     free(m);

@@ -127,7 +127,7 @@ struct vkf_model {
      * encode at a time per model; decode only reads and needs no lock */
     pthread_mutex_t tok_lock;
     /* chat templates (model/chat.c): the template and the bos/eos token texts, or NULL */
-    char *chat_template, *chat_bos, *chat_eos;
+    char *chat_template, *chat_template_tool_use, *chat_bos, *chat_eos;
 };
 
 /* Loaders (model/load_*.c); each fills m->hp, m->w, m->tok. A loader whose positions are
