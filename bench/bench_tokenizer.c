@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "cli/args.h"
 #include "io/tokenizer.h"
 
 static double now_s(void) {
@@ -100,27 +101,25 @@ static int cmp_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void usage(void) {
-    fprintf(stderr, "usage: vkformer bench --tokenizer [--data DIR] [--text FILE] [--kind NAME] "
-                    "[--reps N] [--json]\n");
-}
-
 int vkf_bench_tokenizer(int argc, char **argv) {
     const char *data = "tests/data/tokenizers", *text_path = NULL, *only = NULL;
-    int reps = 3, json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--tokenizer")) continue;
-        if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--data") && i + 1 < argc) data = argv[++i];
-        else if (!strcmp(a, "--text") && i + 1 < argc) text_path = argv[++i];
-        else if (!strcmp(a, "--kind") && i + 1 < argc) only = argv[++i];
-        else if (!strcmp(a, "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else {
-            usage();
-            return 2;
-        }
-    }
+    int reps = 3, json = 0, mode = 0;
+    vkf_arg args[] = {
+        {"--tokenizer", VKF_ARG_SET, &mode, .hidden = 1},
+        {"--data", VKF_ARG_STR, &data, .metavar = "DIR",
+         .help = "tokenizer directories (tests/data/tokenizers)"},
+        {"--text", VKF_ARG_STR, &text_path, .metavar = "FILE",
+         .help = "the text (default: DIR/seed.txt, repeated)"},
+        {"--kind", VKF_ARG_STR, &only, .metavar = "NAME", .help = "only this tokenizer directory"},
+        {"--reps", VKF_ARG_INT, &reps, .min = 1, .max = 1000, .metavar = "N",
+         .help = "runs (default 3)"},
+        {"--json", VKF_ARG_SET, &json, .help = "JSON output"},
+        {0}};
+    vkf_cmd_spec spec = {
+        "bench --tokenizer", "[--data DIR] [--text FILE] [--kind NAME] [--reps N] [--json]",
+        "Tokenizer throughput (MB/s) of every tokenizer directory.", args, .epilog = NULL};
+    int prc = vkf_args_parse(&spec, argc, argv);
+    if (prc >= 0) return prc;
     if (reps < 1) reps = 1;
     size_t len = 0;
     char *text;

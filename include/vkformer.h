@@ -446,12 +446,13 @@ vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add
 vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
                              const char *context_json, int add_generation_prompt, char **out, int *used_default);
 
-/* ================================================================ versions and standalone tokenizers (topic: CLI)
+/* ======================================================= versions, tokenizers (topic: CLI)
  *
  *     vkf_tokenizer *t;
- *     if (vkf_tokenizer_open("models/kjv-gpt", &t) != VKF_OK) fprintf(stderr, "%s\n", vkf_last_error());
+ *     if (vkf_tokenizer_open("models/kjv-gpt", &t) != VKF_OK)
+ *         fprintf(stderr, "%s\n", vkf_last_error());
  *     int32_t *ids; size_t n;
- *     vkf_tokenizer_tokenize(t, "In the beginning", 16, VKF_TOKENIZE_ADD_SPECIAL | VKF_TOKENIZE_PARSE_SPECIAL, &ids, &n);
+ *     vkf_tokenizer_tokenize(t, "In the beginning", 16, VKF_TOKENIZE_ADD_SPECIAL, &ids, &n);
  *     free(ids); vkf_tokenizer_close(t);
  */
 
@@ -465,7 +466,8 @@ const char *vkf_glslang_version(void); /* glslang built into the library, "12.0.
 /* A tokenizer on its own (no model, no device): a model directory, a .gguf, tokenizer.json,
  * tokenizer.model (SentencePiece), vocab.json (+ merges.txt) or a char vocabulary .json. */
 typedef struct vkf_tokenizer vkf_tokenizer;
-enum { VKF_TOKENIZE_PARSE_SPECIAL = 8 }; /* read control-token text ("<|endoftext|>") as the token */
+/* read control-token text ("<|endoftext|>") as the token */
+enum { VKF_TOKENIZE_PARSE_SPECIAL = 8 };
 vkf_status vkf_tokenizer_open(const char *path, vkf_tokenizer **out);
 void vkf_tokenizer_close(vkf_tokenizer *t);
 /* flags: VKF_TOKENIZE_ADD_SPECIAL (BOS/EOS where the tokenizer's defaults say so),
@@ -483,6 +485,12 @@ const char *vkf_tokenizer_piece(const vkf_tokenizer *t, int32_t id);
 const char *vkf_tokenizer_algorithm(const vkf_tokenizer *t);
 /* BOS and EOS ids (-1 when none); either pointer may be NULL. */
 void vkf_tokenizer_specials(const vkf_tokenizer *t, int32_t *bos, int32_t *eos);
+
+/* Shader compilation: cb runs after every GLSL -> SPIR-V compilation (a cold cache: the first
+ * run with a device, driver or vkformer build), with the count so far in this process and the
+ * shader's name, on the thread that compiles. Process-wide; NULL turns it off. */
+void vkf_set_shader_compile_callback(void (*cb)(void *user, int n_compiled, const char *shader),
+                                     void *user);
 
 /* ================================================================ end of topic CLI */
 

@@ -41,5 +41,9 @@ void vkf_cli_warn_unknown_chars(const char *cmd, const char *tok_path, const cha
 /* vkf_model_params.progress for the commands: a bar on stderr when it is a terminal (user: the
  * label, e.g. "loading"), nothing otherwise; the line is cleared when done == total. */
 void vkf_cli_progress(void *user, double done, double total);
+/* vkf_set_shader_compile_callback for the commands: a counter line on stderr when it is a
+ * terminal; vkf_cli_progress_clear() removes it before other output. */
+void vkf_cli_compile_progress(void *user, int n_compiled, const char *shader);
+void vkf_cli_progress_clear(void);
 
 #endif

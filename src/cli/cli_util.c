@@ -121,3 +121,21 @@ void vkf_cli_progress(void *user, double done, double total) {
             pct, done / 1048576.0, total / 1048576.0);
     fflush(stderr);
 }
+
+static int g_compile_shown;
+
+void vkf_cli_compile_progress(void *user, int n_compiled, const char *shader) {
+    (void)user;
+    if (!isatty(STDERR_FILENO)) return;
+    fprintf(stderr, "\r\033[Kcompiling shaders (a cold cache: the first run here): %d, %s",
+            n_compiled, shader);
+    fflush(stderr);
+    g_compile_shown = 1;
+}
+
+void vkf_cli_progress_clear(void) {
+    if (!g_compile_shown) return;
+    fprintf(stderr, "\r\033[K");
+    fflush(stderr);
+    g_compile_shown = 0;
+}

@@ -16,6 +16,7 @@
 #include "backend/vulkan/vk_backend.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "io/gguf.h"
 #include "model/context.h"
 
 #define MAX_REVERSE 8
@@ -90,6 +91,7 @@ static void out_write(gen_out *g, const char *p, size_t len) {
 static int on_token(void *user, int32_t token, const char *piece, size_t len) {
     gen_out *g = user;
     (void)token;
+    vkf_cli_progress_clear();
     if (g->prompt) {
         out_write(g, g->prompt, strlen(g->prompt));
         g->prompt = NULL;
@@ -197,6 +199,8 @@ static double kv_budget(vkf_context *ctx, const vkf_model_desc *md) {
     return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
 }
 
+static int kv_report(vkf_context *ctx, const vkf_model_desc *md, double need, int32_t n_ctx);
+
 /* -c N that the KV cache cannot hold fails here, before the session allocates it. */
 static int kv_fits(vkf_context *ctx, vkf_model *m, const vkf_model_desc *md, int32_t n_ctx) {
     char *info = NULL;
@@ -207,14 +211,45 @@ static int kv_fits(vkf_context *ctx, vkf_model *m, const vkf_model_desc *md, int
     double per_seq = cJSON_IsNumber(kv) ? kv->valuedouble : 0;
     cJSON_Delete(j);
     if (per_seq <= 0 || md->n_ctx <= 0) return 1;
-    double need = per_seq / md->n_ctx * (n_ctx ? n_ctx : md->n_ctx), have = kv_budget(ctx, md);
+    return kv_report(ctx, md, per_seq / md->n_ctx * (n_ctx ? n_ctx : md->n_ctx),
+                     n_ctx ? n_ctx : md->n_ctx);
+}
+
+/* Before loading: a GGUF's metadata gives the KV cache size at -c N, so a context the backend
+ * cannot hold fails before the model (and its position tables) are allocated. */
+static int kv_precheck(vkf_context *ctx, const char *path, int32_t n_ctx) {
+    vkf_gguf *g;
+    if (n_ctx <= 0 || vkf_gguf_open(path, &g) != VKF_OK) return 1; /* else checked after loading */
+    const char *arch = vkf_gguf_architecture(g);
+    uint32_t n_layer = 0, n_head = 0, n_kv = 0, n_embd = 0;
+    char k[160];
+    if (arch) { /* a value of the wrong type leaves 0: then the check after loading decides */
+        snprintf(k, sizeof k, "%s.block_count", arch);
+        (void)vkf_gguf_get_u32(g, k, 0, &n_layer);
+        snprintf(k, sizeof k, "%s.attention.head_count", arch);
+        (void)vkf_gguf_get_u32(g, k, 0, &n_head);
+        snprintf(k, sizeof k, "%s.attention.head_count_kv", arch);
+        (void)vkf_gguf_get_u32(g, k, n_head, &n_kv);
+        snprintf(k, sizeof k, "%s.embedding_length", arch);
+        (void)vkf_gguf_get_u32(g, k, 0, &n_embd);
+    }
+    vkf_gguf_close(g);
+    if (!n_layer || !n_head || !n_kv || !n_embd) return 1;
+    struct stat st;
+    vkf_model_desc md = {.weight_bytes = stat(path, &st) == 0 ? (size_t)st.st_size : 0};
+    /* K and V, F32, per layer and KV head: as the session allocates them (model_kv_bytes) */
+    double need = 2.0 * n_layer * n_kv * (double)(n_embd / n_head) * sizeof(float) * n_ctx;
+    return kv_report(ctx, &md, need, n_ctx);
+}
+
+static int kv_report(vkf_context *ctx, const vkf_model_desc *md, double need, int32_t n_ctx) {
+    double have = kv_budget(ctx, md);
     if (have <= 0 || need <= have) return 1;
     fprintf(
         stderr,
         "vkformer: generate: KV cache for -c %d needs %.2f GiB, the %s has %.2f GiB%s; lower -c\n",
-        n_ctx ? n_ctx : md->n_ctx, need / 1073741824.0,
-        vkf_backend_is_vulkan(ctx->be) ? "device" : "host", have / 1073741824.0,
-        vkf_backend_is_vulkan(ctx->be) ? " beside the weights" : " available");
+        n_ctx, need / 1073741824.0, vkf_backend_is_vulkan(ctx->be) ? "device" : "host",
+        have / 1073741824.0, vkf_backend_is_vulkan(ctx->be) ? " beside the weights" : " available");
     return 0;
 }
 
@@ -310,8 +345,17 @@ int vkf_cmd_generate(int argc, char **argv) {
          .help = "keep tokens with p >= P * p(best) (default 0 = off)"},
         {"--typical", VKF_ARG_FLOAT, &o.sp.typical_p, .min = 0, .max = 1, .metavar = "P",
          .help = "locally typical sampling (default 1 = off)"},
-        /* ---- parsed, not wired yet: other helpers add these to the library; wire them in
-         *      apply_pending() below when the fields exist. */
+        /* ---- WIRING POINT (the lead, after merging serve / arch / perf / chat): these are
+         *      llama.cpp's flags whose library fields do not exist on this branch yet. Wiring
+         *      one = replacing VKF_ARG_PENDING by its kind and destination, e.g.
+         *        (--min-p, --typical and the penalties are wired above: serve's
+         *        vkf_sampler_params)
+         *        -ctk/-ctv: VKF_ARG_CALL "f32"|"f16" into one vkf_cache_type (arch's
+         *        cache_type; refuse -ctk and -ctv that differ), then sesp.cache_type below
+         *        {"--no-mmap", VKF_ARG_SET, &o.mp.no_mmap, ...} (perf's vkf_model_params)
+         *        --ignore-eos needs a library flag (none yet); -sys/-cnv: `vkformer chat`
+         *      plus, for -ctk/-ctv and --no-mmap, passing the value into sesp / mp below
+         *      (marked "pending flags"). tests/cli/test_cli.sh lists them as refused "yet". */
         {"--ignore-eos", VKF_ARG_PENDING, .help = "generation always stops at the model's EOS"},
         {"-ctk|--cache-type-k", VKF_ARG_PENDING, .takes_value = 1,
          .help = "the KV cache type is fixed"},
@@ -393,6 +437,7 @@ int vkf_cmd_generate(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 
+    vkf_set_shader_compile_callback(vkf_cli_compile_progress, NULL);
     double t_start = now_ms();
     vkf_context *ctx = NULL;
     vkf_model *m = NULL;
@@ -409,6 +454,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                 o.n_threads);
     o.mp.progress = vkf_cli_progress;
     o.mp.progress_user = "loading the model";
+    if (!kv_precheck(ctx, o.mp.path, o.n_ctx)) goto done;
     if (vkf_model_load(ctx, &o.mp, &m) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;
@@ -494,6 +540,7 @@ int vkf_cmd_generate(int argc, char **argv) {
         c1 = compile_ms(ctx);
     }
     double prompt_ms = chunk_ms + st.prompt_ms;
+    vkf_cli_progress_clear();
     int ok = gs == VKF_OK || st.stop == VKF_STOP_CONTEXT_FULL;
     if (g.prompt && ok) { /* nothing generated: the prompt alone */
         out_write(&g, g.prompt, strlen(g.prompt));

@@ -1,4 +1,6 @@
 /* vkformer translate -m PATH -s "source text" [--beam N]: encoder-decoder models. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +24,30 @@ static int parse_ids(const char *s, int32_t *ids, int cap) {
             continue;
         }
         char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || n == cap) return -1;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || n == cap || errno || v < 0 || v > INT32_MAX ||
+            (*end && *end != ' ' && *end != ','))
+            return -1;
         ids[n++] = (int32_t)v;
         s = end;
     }
     return n;
+}
+
+/* --ids: checked when parsed, before anything loads */
+static int check_ids(void *dst, const char *v, char *err, size_t n) {
+    size_t cap = strlen(v) / 2 + 1;
+    int32_t *tmp = malloc(cap * sizeof *tmp);
+    int k = tmp ? parse_ids(v, tmp, (int)cap) : -1;
+    free(tmp);
+    if (k <= 0) {
+        snprintf(err, n,
+                 "expected token ids (integers >= 0) separated by spaces or commas, got '%s'", v);
+        return -1;
+    }
+    *(const char **)dst = v;
+    return 0;
 }
 
 int vkf_cmd_translate(int argc, char **argv) {
@@ -39,7 +59,7 @@ int vkf_cmd_translate(int argc, char **argv) {
                        .help = "encoder-decoder model directory"},
                       {"-s|--source", VKF_ARG_STR, &source, .metavar = "TEXT",
                        .help = "source text, tokenized with the source tokenizer"},
-                      {"--ids", VKF_ARG_STR, &ids, .metavar = "\"ID ID ...\"",
+                      {"--ids", VKF_ARG_CALL, &ids, .call = check_ids, .metavar = "\"ID ID ...\"",
                        .help = "source token ids instead of text"},
                       {"--beam", VKF_ARG_INT, &tp.beam, .min = 0, .max = 64, .metavar = "N",
                        .help = "beam width (default 1; 0 or 1: greedy)"},

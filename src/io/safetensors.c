@@ -338,7 +338,8 @@ vkf_status vkf_safetensors_open(const char *path, vkf_safetensors **out) {
     *out = NULL;
     char index[1200];
     snprintf(index, sizeof index, "%s.index.json", path);
-    if (access(path, F_OK) != 0 && access(index, F_OK) == 0) return st_open_sharded(path, index, out);
+    if (access(path, F_OK) != 0 && access(index, F_OK) == 0)
+        return st_open_sharded(path, index, out);
     vkf_mapfile map;
     VKF_TRY(vkf_mapfile_open(path, &map));
     return safetensors_from_map(path, map, 0, out);
@@ -362,7 +363,8 @@ void vkf_safetensors_close(vkf_safetensors *st) {
     free(st->by_name);
     free(st->strings);
     free(st->path);
-    for (size_t i = 0; i < st->n_shards; i++) vkf_safetensors_close(st->shards[i]);
+    for (size_t i = 0; i < st->n_shards; i++)
+        vkf_safetensors_close(st->shards[i]);
     free(st->shards);
     free(st);
 }
@@ -427,10 +429,10 @@ vkf_status vkf_safetensors_get(const vkf_safetensors *st, const char *name, int 
 
 /* ------------------------------------------------------------------ sharded checkpoints */
 
-/* path.index.json: {"metadata": {...}, "weight_map": {"tensor": "model-00001-of-00002.safetensors"}}
- * (Hugging Face's layout). Opens every shard named in weight_map (beside the index) and lists
- * their tensors as one handle; each tensor must be in the shard the map names, and no tensor
- * may be in two shards. */
+/* path.index.json: {"metadata": {...}, "weight_map": {"tensor":
+ * "model-00001-of-00002.safetensors"}} (Hugging Face's layout). Opens every shard named in
+ * weight_map (beside the index) and lists their tensors as one handle; each tensor must be in the
+ * shard the map names, and no tensor may be in two shards. */
 static vkf_status st_open_sharded(const char *path, const char *index, vkf_safetensors **out) {
     vkf_mapfile map;
     VKF_TRY(vkf_mapfile_open(index, &map));
@@ -439,13 +441,16 @@ static vkf_status st_open_sharded(const char *path, const char *index, vkf_safet
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(wm)) {
         cJSON_Delete(root);
-        return vkf_error(VKF_ERROR_FORMAT, "%s: expected an object \"weight_map\" (tensor -> shard file)", index);
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s: expected an object \"weight_map\" (tensor -> shard file)", index);
     }
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
     vkf_status s = VKF_OK;
     vkf_safetensors *st = calloc(1, sizeof *st);
     if (!st || !(st->path = strdup(index))) {
@@ -460,12 +465,15 @@ static vkf_status st_open_sharded(const char *path, const char *index, vkf_safet
     /* every shard once, in the order the map first names it */
     for (const cJSON *e = wm->child; s == VKF_OK && e; e = e->next) {
         if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
-            s = vkf_error(VKF_ERROR_FORMAT, "%s: weight_map[\"%s\"]: expected a shard file name beside the index", index,
-                          e->string);
+            s = vkf_error(VKF_ERROR_FORMAT,
+                          "%s: weight_map[\"%s\"]: expected a shard file name beside the index",
+                          index, e->string);
             break;
         }
         size_t k = 0;
-        while (k < st->n_shards && strcmp(strrchr(st->shards[k]->path, '/') + 1, e->valuestring) != 0) k++;
+        while (k < st->n_shards &&
+               strcmp(strrchr(st->shards[k]->path, '/') + 1, e->valuestring) != 0)
+            k++;
         if (k < st->n_shards) continue;
         char shard[1400];
         snprintf(shard, sizeof shard, "%s/%s", dir, e->valuestring);
@@ -473,11 +481,13 @@ static vkf_status st_open_sharded(const char *path, const char *index, vkf_safet
         if (s == VKF_OK) st->n_shards++;
     }
     size_t total = 0;
-    for (size_t k = 0; k < st->n_shards; k++) total += st->shards[k]->n_tensors;
+    for (size_t k = 0; k < st->n_shards; k++)
+        total += st->shards[k]->n_tensors;
     if (s == VKF_OK) {
         st->tensors = calloc(total ? total : 1, sizeof *st->tensors);
         st->by_name = calloc(total ? total : 1, sizeof *st->by_name);
-        if (!st->tensors || !st->by_name) s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", index);
+        if (!st->tensors || !st->by_name)
+            s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", index);
     }
     for (size_t k = 0; s == VKF_OK && k < st->n_shards; k++)
         for (size_t i = 0; i < st->shards[k]->n_tensors; i++) {
@@ -485,8 +495,9 @@ static vkf_status st_open_sharded(const char *path, const char *index, vkf_safet
             const cJSON *where = cJSON_GetObjectItemCaseSensitive(wm, t->name);
             const char *base = strrchr(st->shards[k]->path, '/') + 1;
             if (where && cJSON_IsString(where) && strcmp(where->valuestring, base) != 0) {
-                s = vkf_error(VKF_ERROR_FORMAT, "%s: tensor %s is in %s but the index puts it in %s", index, t->name, base,
-                              where->valuestring);
+                s = vkf_error(VKF_ERROR_FORMAT,
+                              "%s: tensor %s is in %s but the index puts it in %s", index, t->name,
+                              base, where->valuestring);
                 break;
             }
             st->by_name[st->n_tensors] = st->n_tensors;
@@ -495,14 +506,17 @@ static vkf_status st_open_sharded(const char *path, const char *index, vkf_safet
     if (s == VKF_OK) {
         qsort_r(st->by_name, st->n_tensors, sizeof *st->by_name, st_cmp_name, st->tensors);
         for (size_t i = 1; i < st->n_tensors; i++)
-            if (strcmp(st->tensors[st->by_name[i]].name, st->tensors[st->by_name[i - 1]].name) == 0) {
-                s = vkf_error(VKF_ERROR_FORMAT, "%s: tensor %s is in two shards", index, st->tensors[st->by_name[i]].name);
+            if (strcmp(st->tensors[st->by_name[i]].name, st->tensors[st->by_name[i - 1]].name) ==
+                0) {
+                s = vkf_error(VKF_ERROR_FORMAT, "%s: tensor %s is in two shards", index,
+                              st->tensors[st->by_name[i]].name);
                 break;
             }
     }
     for (const cJSON *e = wm->child; s == VKF_OK && e; e = e->next)
         if (!vkf_safetensors_find(st, e->string))
-            s = vkf_error(VKF_ERROR_FORMAT, "%s: tensor %s is in the index but not in %s", index, e->string, e->valuestring);
+            s = vkf_error(VKF_ERROR_FORMAT, "%s: tensor %s is in the index but not in %s", index,
+                          e->string, e->valuestring);
     cJSON_Delete(root);
     if (s != VKF_OK) {
         vkf_safetensors_close(st);

@@ -101,8 +101,9 @@ void vkf_model_extend_ctx(vkf_model *m) {
     if (m->ctx_req > m->hp.n_ctx) m->hp.n_ctx = m->ctx_req;
 }
 
-vkf_status vkf_model_path_check(const char *path); /* api_public.c: common path mistakes, named */
-void vkf_load_progress_begin(const vkf_model_params *p); /* api_public.c: vkf_model_params.progress */
+/* api_public.c: common path mistakes, named; vkf_model_params.progress */
+vkf_status vkf_model_path_check(const char *path);
+void vkf_load_progress_begin(const vkf_model_params *p);
 void vkf_load_progress_end(int ok);
 
 vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model **out) {

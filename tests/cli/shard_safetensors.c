@@ -70,6 +70,13 @@ int main(int argc, char **argv) {
         }
         char *ht = cJSON_PrintUnformatted(hdr);
         uint64_t hl = strlen(ht);
+        /* the safetensors library pads the header with spaces to a multiple of 8 bytes */
+        char *padded = realloc(ht, hl + 8);
+        if (!padded) return 1;
+        ht = padded;
+        while (hl % 8)
+            ht[hl++] = ' ';
+        ht[hl] = 0;
         FILE *f = fopen(path, "wb");
         if (!f) return 1;
         for (int b = 0; b < 8; b++)

@@ -57,12 +57,14 @@ for c in devices selftest generate translate info bench tune verify tokenize det
         eq "$rc" 0 "$form"; has "usage: vkformer $c" "$out" "$form"; eq "$err" "" "$form: stderr"
     done
 done
-for m in --kernels --startup --plot; do
+for m in --kernels --startup --plot --tokenizer; do
     run bench $m --help; eq "$rc" 0 "bench $m --help"; has "usage: vkformer bench $m" "$out" "bench $m --help"
 done
 run --version
 eq "$rc" 0 "--version"; has "vkformer 0.1.0 (git " "$out" "--version"; has "Vulkan loader" "$out" "--version"
 has "glslang" "$out" "--version"
+# the revision of the configure step (a commit re-runs it at the next build)
+checks=$((checks + 1)); echo "$out" | grep -Eq '^vkformer 0\.1\.0 \(git ([0-9a-f]{12}|unknown)\)$' || fail "--version: $out"
 usage_error "unknown command 'nosuch'" help help nosuch
 
 # ------------------------------------------------------------------ one parser, one message
@@ -81,16 +83,22 @@ usage_error "--n-predict: expected an integer, got 'abc'" generate generate -m "
 usage_error "--seed: expected an integer" generate generate -m "$kjv" --seed=x
 usage_error "--cpu takes no value" generate generate -m "$kjv" --cpu=1
 usage_error "unknown option '--bogus'" generate generate -m "$kjv" --bogus
+usage_error "unknown option '-d'" generate generate -m "$kjv" -d 0      # -d is bench's depth; -dev the device
 usage_error "-p and -f" generate generate -m "$kjv" -p a -f b
 usage_error "-ngl 0 (the CPU) and -dev 0" generate generate -m "$kjv" -ngl 0 -dev 0
 usage_error "--beam: expected an integer, got 'abc'" translate translate -m x -s y --beam abc
 usage_error "--max-len: -1 is out of range" translate translate -m x -s y --max-len -1
+usage_error "--ids: expected token ids" translate translate --cpu -m "$src/models/dates-transformer" --ids "3 x 4"
 usage_error "--model PATH is required" info info
 usage_error "FIXTURE_DIR is required" verify verify
 usage_error "-r: 0 is out of range [1, 64]" bench bench -m x -r 0
 usage_error "-d: expected a comma list" bench bench -m x -d abc
 usage_error "-o: expected md, json or csv" "bench --kernels" bench --kernels -o xml
 usage_error "unknown option '--json'" selftest selftest --json
+usage_error "--reps: 0 is out of range" "bench --tokenizer" bench --tokenizer --reps 0
+usage_error "-r: 99 is out of range [1, 64]" "bench --startup" bench --startup -m x -r 99
+usage_error "--plot needs a value" "bench --plot" bench -m x --plot
+usage_error "-dev needs a value" tune tune -dev
 usage_error "unknown option '-x'" devices devices -x
 usage_error "--ids: expected token ids" detokenize detokenize -m "$kjv" --ids 1,x
 usage_error "exactly one of -p TEXT and -f FILE" tokenize tokenize -m "$kjv"
@@ -118,6 +126,14 @@ if command -v script >/dev/null; then # a terminal: the load progress bar shows
     checks=$((checks + 1))
     script -qec "'$V' generate --cpu -m '$llama' -p hi -n 1" /dev/null >"$tmp/tty" 2>&1 </dev/null
     grep -q "loading the model \[" "$tmp/tty" || fail "no progress bar on a terminal: $(head -c 300 "$tmp/tty")"
+    if "$V" devices 2>/dev/null | grep -q .; then # shader compilation on a cold cache: a counter
+        checks=$((checks + 1))
+        script -qec "VKF_CACHE_DIR='$tmp/cold' '$V' generate -m '$kjv' -p hi -n 1" /dev/null >"$tmp/tty" 2>&1 </dev/null
+        grep -aq "compiling shaders" "$tmp/tty" || fail "no shader compilation progress on a terminal"
+        checks=$((checks + 1))
+        VKF_CACHE_DIR="$tmp/cold2" "$V" generate -m "$kjv" -p hi -n 1 2>"$tmp/err" >/dev/null
+        grep -aq "compiling shaders" "$tmp/err" && fail "shader compilation progress on stderr that is not a terminal"
+    fi
 fi
 # the sampler's penalties reach generate: greedy " of the LORD hat" repeats 'h', 'e', 't' and
 # spaces; a repeat penalty of 100 over the whole window forbids every character already seen
@@ -156,6 +172,10 @@ checks=$((checks + 1)); [ -n "$s1" ] && [ "$s1" != "$s2" ] || fail "two runs dre
 run generate -m "$kjv" -p "In the beginning" -n 16 --temp 0 -ngl 0 -t 4 -fa on -no-cnv
 eq "$rc" 0 "-ngl 0 -t 4 -fa on"; has "on cpu" "$err" "-ngl 0 is the CPU"; has "-t 4: the CPU backend runs on one thread" "$err" "-t note"
 eq "$out" "In the beginning$ref0" "-ngl 0 output"
+if "$V" devices 2>/dev/null | grep -q .; then # on a Vulkan device: pipeline compilation apart
+    run generate -dev 0 -m "$kjv" -p "In the beginning" -n 16 --temp 0
+    eq "$out" "In the beginning$ref0" "-dev 0 output"; has "pipeline compile" "$err" "compilation reported apart"
+fi
 run generate --list-devices
 eq "$rc" 0 "--list-devices"; has "device" "$out" "--list-devices"
 run generate --cpu -m "$kjv" -p "In the beginning" -n -1 --temp 0
@@ -183,6 +203,18 @@ for _ in $(seq 1 300); do [ -s "$tmp/sig.out" ] && break; sleep 0.1; done
 kill -INT "$pid"; kill -INT "$pid"; wait "$pid"; rc=$?
 eq "$rc" 130 "two SIGINTs"
 
+# an interrupted tune keeps the classes it measured (saved after each one)
+mkdir "$tmp/tune-cache"
+VKF_CACHE_DIR="$tmp/tune-cache" "$V" tune --quick >"$tmp/tune.out" 2>"$tmp/tune.err" &
+pid=$!
+for _ in $(seq 1 600); do grep -q "M=1 " "$tmp/tune.out" 2>/dev/null && break; sleep 0.1; done
+kill -INT "$pid"; wait "$pid"; rc=$?
+eq "$rc" 130 "interrupted tune exit"; has "interrupted" "$(cat "$tmp/tune.err")" "interrupted tune says so"
+measured=$(grep -c " M=" "$tmp/tune.out")
+saved=$(cat "$tmp"/tune-cache/tune_*.json 2>/dev/null | grep -c '"mclass"')
+checks=$((checks + 1))
+[ "$measured" -ge 1 ] && [ "$saved" -ge "$measured" ] || fail "interrupted tune: $measured classes printed, $saved saved"
+
 # ------------------------------------------------------------------ errors users meet
 runtime_error "nonexistent" generate generate --cpu -m "$tmp/nonexistent" -p x
 runtime_error "pass the directory $kjv" info info -m "$kjv/model.safetensors"
@@ -203,6 +235,12 @@ if [ -n "$heap" ] && [ "$heap" -lt 4000000000 ]; then
     has "lower -c" "$err" "-c too large"
 else
     echo "test_cli: the device heap ($heap bytes) holds -c 1000000; the -c check is not exercised" >&2
+fi
+# the host: -c 16777216 needs 64 GiB of KV cache (4096 bytes per token, as above); refused from
+# the GGUF's metadata before the model loads (no 8 GiB of position tables first)
+avail_kb="$(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo)"
+if [ -n "$avail_kb" ] && [ "$avail_kb" -lt 60000000 ]; then
+    runtime_error "KV cache for -c 16777216 needs 64.00 GiB, the host has" generate generate --cpu -m "$llama" -c 16777216 -p x
 fi
 run tokenize -m "$kjv" -p "Zebra€"
 eq "$rc" 0 "char warning exit"; has "warning: characters outside the model's character vocabulary" "$err" "unknown chars"

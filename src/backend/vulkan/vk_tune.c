@@ -316,6 +316,25 @@ static void vkf_vk_cfg_str(const vkf_vk_mm_cfg *k, int64_t M, char *buf, size_t 
     else snprintf(buf, n, "tiled %ux%u, k %u", k->bm, k->bn, k->bk);
 }
 
+/* Writes the choices so far to the tune file, atomically (a temporary file renamed over it). */
+static vkf_status vkf_vk_tune_save(vkf_vk_backend *vb, const cJSON *root, char *path_out,
+                                   size_t path_n) {
+    char path[1200], tmp[1300];
+    vkf_vk_tune_path(vb, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    vkf_status st = VKF_OK;
+    char *txt = cJSON_Print(root);
+    FILE *f = txt ? fopen(tmp, "wb") : NULL;
+    if (!f || fputs(txt, f) < 0) st = vkf_error(VKF_ERROR_IO, "tune: cannot write %s", tmp);
+    if (f && fclose(f) != 0 && st == VKF_OK)
+        st = vkf_error(VKF_ERROR_IO, "tune: cannot write %s", tmp);
+    if (st == VKF_OK && rename(tmp, path) != 0)
+        st = vkf_error(VKF_ERROR_IO, "tune: cannot rename %s to %s", tmp, path);
+    free(txt);
+    if (path_out) snprintf(path_out, path_n, "%s", path);
+    return st;
+}
+
 vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick, void (*log)(void *user, const char *line), void *user,
                                    char *path_out, size_t path_n) {
     if (!vkf_backend_is_vulkan(be)) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tune: not a Vulkan backend");
@@ -377,19 +396,12 @@ vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick, void (*log)(void 
             cJSON_AddNumberToObject(o, "ms", best_ms);
             cJSON_AddNumberToObject(o, "table_ms", table_ms);
             cJSON_AddItemToArray(arr, o);
+            /* saved after every class: an interrupted tune keeps what it measured */
+            st = vkf_vk_tune_save(vb, root, path_out, path_n);
         }
     }
     vb->tune_loaded = 1;
-    if (st == VKF_OK) {
-        char path[1200];
-        vkf_vk_tune_path(vb, path, sizeof path);
-        char *txt = cJSON_Print(root);
-        FILE *f = txt ? fopen(path, "wb") : NULL;
-        if (!f || fputs(txt, f) < 0) st = vkf_error(VKF_ERROR_IO, "tune: cannot write %s", path);
-        if (f && fclose(f) != 0 && st == VKF_OK) st = vkf_error(VKF_ERROR_IO, "tune: cannot write %s", path);
-        free(txt);
-        if (path_out) snprintf(path_out, path_n, "%s", path);
-    }
+    if (st == VKF_OK) st = vkf_vk_tune_save(vb, root, path_out, path_n); /* also when nothing ran */
     cJSON_Delete(root);
     return st;
 }
