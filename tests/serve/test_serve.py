@@ -23,6 +23,13 @@ import threading
 import time
 
 FAILS = []
+SERVERS = []  # killed at exit, so a failing check never leaves a server running
+
+
+def kill_servers():
+    for p in SERVERS:
+        if p.poll() is None:
+            p.kill()
 
 
 def check(cond, what):
@@ -38,6 +45,7 @@ class Server:
             self.key = extra[extra.index("--api-key") + 1]
         self.p = subprocess.Popen([exe, "serve", "-m", model, "--port", "0"] + extra,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        SERVERS.append(self.p)
         self.log = []
         deadline = time.time() + 120  # model load and pipeline compilation on lavapipe
         self.port = None
@@ -329,4 +337,6 @@ def main():
 
 
 if __name__ == "__main__":
+    import atexit
+    atexit.register(kill_servers)
     sys.exit(main())
