@@ -24,10 +24,10 @@ mode="${1:-run}"
 shift || true
 
 packages=(cmake make gcc g++ pkg-config libvulkan-dev libvulkan-volk-dev glslang-dev glslang-tools
-          spirv-tools mesa-vulkan-drivers vulkan-validationlayers libcjson-dev
+          spirv-tools mesa-vulkan-drivers vulkan-validationlayers libcjson-dev libmicrohttpd-dev
           xz-utils)
 if [ "$mode" = test ]; then # valgrind memcheck, and clang with its sanitizer/libFuzzer runtime
-    packages+=(valgrind clang libclang-rt-dev)
+    packages+=(valgrind clang libclang-rt-dev curl python3)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -270,22 +270,86 @@ vkf_status vkf_session_encode(vkf_session *s, const int32_t *src, int32_t n);
  * n_vocab log-probabilities of the next token (NULL: none). */
 vkf_status vkf_session_decode_step(vkf_session *s, int32_t token, float *logprobs);
 
+/* ---------------------------------------------------------------- parallel sequences (serve)
+ *
+ * Prefix reuse (chat): keep the tokens a new prompt shares with the cache, evaluate the rest:
+ *     vkf_session_truncate(s, n_common); vkf_session_eval_last(s, rest, n_rest, logits);
+ * Parallel sequences with positions of their own (a server's slots, continuous batching): in a
+ * session of n_batch sequences, vkf_session_seq_eval fills one sequence's cache (its prompt),
+ * vkf_session_seq_decode then advances every busy sequence by one token in one batched graph.
+ * These two calls keep their own positions and ignore n_past: do not mix them with
+ * vkf_session_eval on the same session. Each sequence's logits are those of that sequence
+ * alone: they do not depend on what the other sequences hold or whether they are busy. */
+
+/* 1 if token ends a generation (chat and serve stop there): the model's EOS, and every
+ * end-of-generation token its tokenizer lists. */
+int vkf_model_is_eog(const vkf_model *m, int32_t token);
+/* Keeps the first n tokens of the cache (0 <= n <= n_past) and drops the rest. */
+vkf_status vkf_session_truncate(vkf_session *s, int32_t n);
+/* Decoder-only: evaluates tokens[0..n) into sequence seq at positions pos .. pos+n-1 (what
+ * that sequence held from pos on is dropped) and writes the n_vocab logits after the last one
+ * (logits may be NULL). */
+vkf_status vkf_session_seq_eval(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
+                                int32_t n, float *logits);
+/* Decoder-only: one step for all n_batch sequences: sequence b appends tokens[b] at position
+ * pos[b] (pos[b] < 0: idle, its logits row is meaningless); logits gets n_batch * n_vocab
+ * floats (may be NULL). */
+vkf_status vkf_session_seq_decode(vkf_session *s, const int32_t *tokens, const int32_t *pos,
+                                  float *logits);
+
 /* ---------------------------------------------------------------- sampling and generation */
 
 typedef struct vkf_sampler_params {
-    float temp;    /* softmax temperature; <= 0: greedy (argmax, ties to the lowest id) */
+    float temp;    /* softmax temperature; <= 0: greedy (argmax of the penalized logits, ties to
+                      the lowest id) */
     int32_t top_k; /* sample among the k most likely tokens; 0: all */
     float top_p;   /* sample among the most likely tokens whose probabilities sum to >= top_p;
                       0 or >= 1: all */
     uint64_t seed; /* random seed: the same seed, model and prompt give the same tokens */
+    /* (sampling block) fields below: zero = off */
+    float min_p;             /* keep tokens with p >= min_p * p(most likely); 0: off */
+    float typical_p;         /* locally typical sampling (Meister et al.); 0 or >= 1: off */
+    float repeat_penalty;    /* divide a positive logit (multiply a negative one) of every token
+                                seen in the window by this; 0 or 1: off */
+    float presence_penalty;  /* subtract this from the logit of every token seen in the window */
+    float frequency_penalty; /* subtract this times the token's count in the window */
+    int32_t penalty_last_n;  /* window of the penalties: the last N accepted tokens; 0: 64 (as
+                                llama.cpp), -1: every accepted token */
 } vkf_sampler_params;
 
+/* The chain, in llama.cpp's default order (common/sampling.cpp):
+ *   penalties -> top_k -> typical_p -> top_p -> min_p -> temperature -> draw.
+ * Penalties work on the raw logits over the last penalty_last_n tokens given to
+ * vkf_sampler_accept (vkf_generate accepts the prompt and every generated token, as
+ * llama-server does); top_k, typical_p, top_p and min_p each see the probabilities at
+ * temperature 1 of the tokens the previous steps kept; the temperature scales only the final
+ * draw. temp <= 0 is greedy after the penalties. */
 typedef struct vkf_sampler vkf_sampler;
 
 vkf_status vkf_sampler_create(const vkf_sampler_params *p, vkf_sampler **out);
 void vkf_sampler_free(vkf_sampler *s);
-/* Picks a token from logits[0..n_vocab) (temperature, then top-k, then top-p). */
+/* Picks a token from logits[0..n_vocab) through the chain above. */
 vkf_status vkf_sampler_sample(vkf_sampler *s, const float *logits, int32_t n_vocab, int32_t *token);
+/* Records a token in the penalty window (a no-op when every penalty is off). */
+vkf_status vkf_sampler_accept(vkf_sampler *s, int32_t token);
+/* Forgets the window and restarts the random sequence from the seed. */
+void vkf_sampler_reset(vkf_sampler *s);
+
+/* Stop strings, at the text level: a stop string may be spread over several tokens. Each piece
+ * of generated text goes in; what comes out is the text safe to show now: everything except a
+ * tail that may still begin a stop string (or an unfinished UTF-8 character), which is held
+ * back until the next piece resolves it. When a stop string completes, the text before it is
+ * handed out, the stop string and everything after it are dropped, and push returns 1. */
+typedef struct vkf_stopper vkf_stopper;
+/* stops[0..n_stops) (at most 16; empty strings are ignored); copied. */
+vkf_status vkf_stopper_create(const char *const *stops, int n_stops, vkf_stopper **out);
+void vkf_stopper_free(vkf_stopper *st);
+/* Appends piece[0..len); *emit / *emit_len get the text to show now (valid until the next call).
+ * Returns 1 once a stop string has matched (and for every later call). */
+int vkf_stopper_push(vkf_stopper *st, const char *piece, size_t len, const char **emit,
+                     size_t *emit_len);
+/* End of generation without a stop: hands out the held-back tail. */
+void vkf_stopper_flush(vkf_stopper *st, const char **emit, size_t *emit_len);
 
 typedef enum vkf_stop_reason {
     VKF_STOP_NONE = 0,

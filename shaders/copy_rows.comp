@@ -2,7 +2,8 @@
 /* COPY_ROWS: dst[dst_row0 + (dyn ? n_past : 0) + i, :] = src[i, :] (the KV-cache write). The
  * target rows depend on n_past, read at execution time; the host binds dst in windows of rows
  * [row0, row0 + nrows) and each dispatch writes the targets inside its window; targets past
- * d_rows are dropped (the host checks the context length). Bindings: 1 dst, 2 src. */
+ * d_rows are dropped (the host checks the context length). Bindings: 1 dst, 2 src, 3 the optional
+ * row offset (I32; serve's batched decoding gives each sequence its own position). */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -22,9 +23,10 @@ layout(set = 0, binding = 1) writeonly buffer D { uint d[]; };
 layout(set = 0, binding = 1) writeonly buffer D { float d[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer S { float s[]; };
+layout(set = 0, binding = 3) readonly buffer I { int idx[]; };
 
 void main() {
-    int base = p.dst_row0 + (p.dyn != 0 ? vkf_dyn.n_past : 0);
+    int base = p.dst_row0 + (p.dyn != 0 ? vkf_dyn.n_past : 0) + (p.has_idx != 0 ? idx[p.idx_off] : 0);
 #if F16
     uint cols = p.cols / 2u; /* pairs */
 #else

@@ -115,7 +115,8 @@ VKF_PC(vkf_pc_rope) {
     VKF_U32 r0;
 };
 
-/* copy_rows: dst[dst_row0 + (dyn ? n_past : 0) + i] = src[i], for target rows in this window. */
+/* copy_rows: dst[dst_row0 + (dyn ? n_past : 0) + (has_idx ? idx[idx_off] : 0) + i] = src[i],
+ * for target rows in this window. */
 VKF_PC(vkf_pc_copy) {
     VKF_U32 rows, cols;
     VKF_U32 s_off, s_stride;
@@ -123,6 +124,7 @@ VKF_PC(vkf_pc_copy) {
     VKF_I32 dst_row0, dyn;
     VKF_U32 row0, nrows; /* window of dst rows */
     VKF_U32 d_rows;      /* all rows of dst (targets beyond are dropped) */
+    VKF_U32 has_idx, idx_off; /* per-sequence row offset read from binding 3 (serve batching) */
 };
 
 /* argmax / topk: one workgroup per row. */
@@ -209,7 +211,7 @@ _Static_assert(sizeof(vkf_pc_matmul) == 44, "vkf_pc_matmul layout");
 _Static_assert(sizeof(vkf_pc_embed) == 44, "vkf_pc_embed layout");
 _Static_assert(sizeof(vkf_pc_addpos) == 60, "vkf_pc_addpos layout");
 _Static_assert(sizeof(vkf_pc_rope) == 72, "vkf_pc_rope layout");
-_Static_assert(sizeof(vkf_pc_copy) == 44, "vkf_pc_copy layout");
+_Static_assert(sizeof(vkf_pc_copy) == 52, "vkf_pc_copy layout");
 _Static_assert(sizeof(vkf_pc_select) == 28, "vkf_pc_select layout");
 _Static_assert(sizeof(vkf_pc_attn) == 116, "vkf_pc_attn layout");
 #endif

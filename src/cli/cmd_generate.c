@@ -281,6 +281,15 @@ static const char *epilog =
     "  echo \"In the beginning\" | vkformer generate -m models/kjv-gpt -f - --no-display-prompt";
 
 int vkf_cmd_generate(int argc, char **argv) {
+    /* llama-cli's habit: generate -cnv is the chat command (the other flags go with it) */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-cnv") == 0 || strcmp(argv[i], "--conversation") == 0) {
+            for (int j = i; j + 1 < argc; j++)
+                argv[j] = argv[j + 1];
+            argv[0] = "chat";
+            return vkf_cmd_chat(argc - 1, argv);
+        }
+    int cnv = 0; /* handled above; listed in --help */
     gen_opts o = {.sp = {.temp = 0.8f, .top_k = 40, .top_p = 0.95f},
                   .n_predict = 64,
                   .seed = -1,
@@ -335,28 +344,29 @@ int vkf_cmd_generate(int argc, char **argv) {
         {"--list-devices", VKF_ARG_SET, &o.list_devices,
          .help = "list the Vulkan devices and exit"},
         VKF_ARGS_BACKEND(&o.cp),
+        {"--repeat-penalty", VKF_ARG_FLOAT, &o.sp.repeat_penalty, .min = 0, .max = 100,
+         .metavar = "X", .help = "penalize repeated tokens (default 1.0 = off)"},
+        {"--repeat-last-n", VKF_ARG_INT, &o.sp.penalty_last_n, .min = -1, .max = 1 << 30,
+         .metavar = "N", .help = "tokens the penalties look back (default 64, -1 = all)"},
+        {"--presence-penalty", VKF_ARG_FLOAT, &o.sp.presence_penalty, .min = -100, .max = 100,
+         .metavar = "X", .help = "subtracted from the logit of every token seen (default 0)"},
+        {"--frequency-penalty", VKF_ARG_FLOAT, &o.sp.frequency_penalty, .min = -100, .max = 100,
+         .metavar = "X", .help = "subtracted per occurrence of a token seen (default 0)"},
+        {"--min-p", VKF_ARG_FLOAT, &o.sp.min_p, .min = 0, .max = 1, .metavar = "P",
+         .help = "keep tokens with p >= P * p(best) (default 0 = off)"},
+        {"--typical", VKF_ARG_FLOAT, &o.sp.typical_p, .min = 0, .max = 1, .metavar = "P",
+         .help = "locally typical sampling (default 1 = off)"},
         /* ---- WIRING POINT (the lead, after merging serve / arch / perf / chat): these are
          *      llama.cpp's flags whose library fields do not exist on this branch yet. Wiring
          *      one = replacing VKF_ARG_PENDING by its kind and destination, e.g.
-         *        {"--min-p", VKF_ARG_FLOAT, &o.sp.min_p, .min = 0, .max = 1, .metavar = "P", ...}
-         *        --repeat-penalty, --presence-penalty, --frequency-penalty: VKF_ARG_FLOAT into
-         *        o.sp.repeat_penalty / presence_penalty / frequency_penalty; --repeat-last-n:
-         *        VKF_ARG_INT into o.sp.penalty_last_n (serve's vkf_sampler_params)
+         *        (--min-p, --typical and the penalties are wired above: serve's
+         *        vkf_sampler_params)
          *        -ctk/-ctv: VKF_ARG_CALL "f32"|"f16" into one vkf_cache_type (arch's
          *        cache_type; refuse -ctk and -ctv that differ), then sesp.cache_type below
          *        {"--no-mmap", VKF_ARG_SET, &o.mp.no_mmap, ...} (perf's vkf_model_params)
          *        --ignore-eos needs a library flag (none yet); -sys/-cnv: `vkformer chat`
          *      plus, for -ctk/-ctv and --no-mmap, passing the value into sesp / mp below
          *      (marked "pending flags"). tests/cli/test_cli.sh lists them as refused "yet". */
-        {"--repeat-penalty", VKF_ARG_PENDING, .takes_value = 1,
-         .help = "the sampler has no penalties yet"},
-        {"--repeat-last-n", VKF_ARG_PENDING, .takes_value = 1,
-         .help = "the sampler has no penalties yet"},
-        {"--presence-penalty", VKF_ARG_PENDING, .takes_value = 1,
-         .help = "the sampler has no penalties yet"},
-        {"--frequency-penalty", VKF_ARG_PENDING, .takes_value = 1,
-         .help = "the sampler has no penalties yet"},
-        {"--min-p", VKF_ARG_PENDING, .takes_value = 1, .help = "the sampler has no min-p yet"},
         {"--ignore-eos", VKF_ARG_PENDING, .help = "generation always stops at the model's EOS"},
         {"-ctk|--cache-type-k|--cache-type", VKF_ARG_CALL, &o.cache_k, .metavar = "T", .call = parse_cache_type,
          .help = "KV cache f16 or f32 (default: f16 on GPUs, f32 on CPU devices); --cache-type sets both"},
@@ -365,7 +375,8 @@ int vkf_cmd_generate(int argc, char **argv) {
         {"--no-mmap", VKF_ARG_PENDING, .help = "weights are always read through a mapping"},
         {"-sys|--system-prompt", VKF_ARG_PENDING, .takes_value = 1,
          .help = "chat mode is `vkformer chat`"},
-        {"-cnv|--conversation", VKF_ARG_PENDING, .help = "chat mode is `vkformer chat`"},
+        {"-cnv|--conversation", VKF_ARG_SET, &cnv,
+         .help = "chat mode: the same as `vkformer chat`"},
         /* ---- llama.cpp flags vkformer does not implement */
         {"-i|--interactive|--interactive-first", VKF_ARG_REFUSED,
          .help = "no interactive mode in generate"},

@@ -28,6 +28,9 @@ static const vkf_cli_cmd commands[] = {
      "write a quantized GGUF like llama-quantize: IN (GGUF or HF dir) OUT.gguf TYPE (Q4_K_M, Q8_0, ...)"},
     {"detokenize", vkf_cmd_detokenize,
      "print the text of ids: -m MODEL --ids 1,2,3 [--special] [--tokenizer PATH]"},
+    {"chat", vkf_cmd_chat, "talk to a model: -m MODEL [-sys PROMPT] (/exit /clear /save /load)"},
+    {"serve", vkf_cmd_serve,
+     "OpenAI-compatible HTTP server: -m MODEL [--port 8080] [-np N] [--api-key KEY]"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -189,6 +189,7 @@ vkf_status vkf_node_check(const vkf_node *n) {
     case VKF_OP_COPY_ROWS:
         VKF_TRY(expect(n, a, "src", VKF_DTYPE_F32, -1, -1));
         VKF_TRY(expect(n, d, "dst", d->dtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, -1, a->cols));
+        if (b) VKF_TRY(expect(n, b, "row offset", VKF_DTYPE_I32, 1, 1));
         if (n->p.copy.dst_row0 < 0 || n->p.copy.dst_row0 + a->rows > d->rows)
             return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "copy_rows: rows %d..%lld outside %s (%lld rows)",
                              n->p.copy.dst_row0, (long long)(n->p.copy.dst_row0 + a->rows), d->name,

@@ -54,7 +54,9 @@ typedef enum vkf_op {
      * src3 = key lengths (I32 [1, batch], optional). K and V are F32, or both F16 (an F16 KV
      * cache, read as f32). */
     VKF_OP_ATTENTION,
-    /* dst rows [dst_row0 + n_past(if dyn) + i] = src0 rows i, for i < src0.rows (KV write).
+    /* dst rows [dst_row0 + n_past(if dyn) + src1[0](if src1) + i] = src0 rows i, for
+     * i < src0.rows (KV write); src1 optional I32 [1, 1], the row offset of one sequence that
+     * has its own position (serve's batched decoding), read at execution time.
      * dst F32, or F16 (an F16 KV cache: rounded to nearest even). */
     VKF_OP_COPY_ROWS,
     /* dst (I32 [rows, 1]) = argmax of each row of src0 (ties: lowest index). */

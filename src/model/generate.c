@@ -1,7 +1,5 @@
-/* Sampling, decoder-only generation and encoder-decoder translation (greedy and beam search).
- *
- * The sampler is deterministic for a given seed: a splitmix64 generator, candidates ordered by
- * (logit descending, id ascending), probabilities in double. */
+/* Decoder-only generation and encoder-decoder translation (greedy and beam search). The sampler
+ * is in model/sampling.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,153 +8,7 @@
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
 #include "model/model.h"
-
-/* ------------------------------------------------------------------ sampler */
-
-typedef struct cand {
-    float logit;
-    int32_t id;
-} cand;
-
-struct vkf_sampler {
-    vkf_sampler_params p;
-    uint64_t state; /* splitmix64 */
-    cand *c;        /* [cap] candidates */
-    double *prob;   /* [cap] */
-    int32_t cap;
-};
-
-/* End of generation: the model's eos or any end-of-generation token of its tokenizer
- * (<|eot_id|>, <|im_end|>, <end_of_turn>, ...: vkf_tokenizer_eog). */
-static int is_eog(const vkf_model *m, int32_t tok) {
-    return tok == m->hp.eos_id || (m->tok && vkf_tokenizer_is_eog(m->tok, tok));
-}
-
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* uniform in [0, 1) with 53 random bits */
-static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
-
-vkf_status vkf_sampler_create(const vkf_sampler_params *p, vkf_sampler **out) {
-    vkf_sampler_params def = {0};
-    if (!p) p = &def;
-    if (p->top_k < 0 || p->top_p < 0 || isnan(p->temp) || isnan(p->top_p))
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "sampler: top_k %d and top_p %g must be >= 0", p->top_k, (double)p->top_p);
-    vkf_sampler *s = calloc(1, sizeof *s);
-    if (!s) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "sampler: out of host memory");
-    s->p = *p;
-    s->state = p->seed;
-    *out = s;
-    return VKF_OK;
-}
-
-void vkf_sampler_free(vkf_sampler *s) {
-    if (!s) return;
-    free(s->c);
-    free(s->prob);
-    free(s);
-}
-
-/* a ranks before b: higher logit, then lower id */
-static int cand_before(const cand *a, const cand *b) { return a->logit > b->logit || (a->logit == b->logit && a->id < b->id); }
-
-static int cand_cmp(const void *x, const void *y) {
-    const cand *a = x, *b = y;
-    return cand_before(a, b) ? -1 : cand_before(b, a) ? 1 : 0;
-}
-
-/* The k best of v[0..n) into c[0..k), best first: a min-heap (worst at the root) of k. */
-static void select_top_k(const float *v, int32_t n, int32_t k, cand *c) {
-    int32_t size = 0;
-    for (int32_t i = 0; i < n; i++) {
-        cand x = {v[i], i};
-        if (size == k) {
-            if (!cand_before(&x, &c[0])) continue;
-            c[0] = x; /* replace the worst, sift down */
-            int32_t j = 0;
-            for (;;) {
-                int32_t l = 2 * j + 1, r = l + 1, w = j;
-                if (l < size && cand_before(&c[w], &c[l])) w = l;
-                if (r < size && cand_before(&c[w], &c[r])) w = r;
-                if (w == j) break;
-                cand t = c[j];
-                c[j] = c[w];
-                c[w] = t;
-                j = w;
-            }
-        } else { /* push, sift up */
-            int32_t j = size++;
-            c[j] = x;
-            while (j > 0 && cand_before(&c[(j - 1) / 2], &c[j])) {
-                cand t = c[j];
-                c[j] = c[(j - 1) / 2];
-                c[(j - 1) / 2] = t;
-                j = (j - 1) / 2;
-            }
-        }
-    }
-    qsort(c, (size_t)size, sizeof *c, cand_cmp);
-}
-
-static int32_t argmax_f32(const float *v, int32_t n) {
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (v[i] > v[best]) best = i; /* strict: ties keep the lowest id */
-    return best;
-}
-
-vkf_status vkf_sampler_sample(vkf_sampler *s, const float *logits, int32_t n_vocab, int32_t *token) {
-    if (n_vocab < 1) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "sampler: empty vocabulary");
-    if (!(s->p.temp > 0)) {
-        *token = argmax_f32(logits, n_vocab);
-        return VKF_OK;
-    }
-    if (s->cap < n_vocab) {
-        cand *c = realloc(s->c, (size_t)n_vocab * sizeof *c);
-        if (c) s->c = c;
-        double *pr = realloc(s->prob, (size_t)n_vocab * sizeof *pr);
-        if (pr) s->prob = pr;
-        if (!c || !pr) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "sampler: out of host memory");
-        s->cap = n_vocab;
-    }
-    int32_t k = s->p.top_k > 0 && s->p.top_k < n_vocab ? s->p.top_k : n_vocab;
-    select_top_k(logits, n_vocab, k, s->c);
-    /* softmax over the candidates at temperature temp (max subtracted: exp overflows) */
-    double sum = 0.0, inv_t = 1.0 / (double)s->p.temp;
-    for (int32_t i = 0; i < k; i++) {
-        s->prob[i] = exp(((double)s->c[i].logit - (double)s->c[0].logit) * inv_t);
-        sum += s->prob[i];
-    }
-    if (s->p.top_p > 0 && s->p.top_p < 1) { /* nucleus: the shortest prefix reaching top_p */
-        double acc = 0.0;
-        int32_t keep = k;
-        for (int32_t i = 0; i < k; i++) {
-            acc += s->prob[i] / sum;
-            if (acc >= s->p.top_p) {
-                keep = i + 1;
-                break;
-            }
-        }
-        k = keep;
-        sum = 0.0;
-        for (int32_t i = 0; i < k; i++) sum += s->prob[i];
-    }
-    double u = rng_uniform(&s->state) * sum, acc = 0.0;
-    *token = s->c[k - 1].id;
-    for (int32_t i = 0; i < k; i++) {
-        acc += s->prob[i];
-        if (u < acc) {
-            *token = s->c[i].id;
-            break;
-        }
-    }
-    return VKF_OK;
-}
+#include "model/sampling.h"
 
 /* ------------------------------------------------------------------ generation */
 
@@ -196,7 +48,11 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
     vkf_sampler *smp;
     VKF_TRY(vkf_sampler_create(sp, &smp));
     float *logits = malloc((size_t)m->hp.n_vocab * sizeof *logits);
-    if (!logits) {
+    vkf_status ac = VKF_OK;
+    for (int32_t i = 0; i < n_prompt && ac == VKF_OK; i++)
+        ac = vkf_sampler_accept(smp, prompt[i]);
+    if (!logits || ac != VKF_OK) {
+        free(logits);
         vkf_sampler_free(smp);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "generate: out of host memory");
     }
@@ -211,8 +67,9 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
         rc = check_finite(s, logits, m->hp.n_vocab, s->n_past - 1, "logits");
         if (rc != VKF_OK) break;
         rc = vkf_sampler_sample(smp, logits, m->hp.n_vocab, &tok);
+        if (rc == VKF_OK) rc = vkf_sampler_accept(smp, tok);
         if (rc != VKF_OK) break;
-        if (is_eog(m, tok)) {
+        if (vkf_model_is_eog(m, tok)) {
             st.stop = VKF_STOP_EOS;
             break;
         }
@@ -263,7 +120,7 @@ static vkf_status translate_greedy(vkf_session *s, int32_t max_len, int32_t *out
         rc = vkf_session_step(s, 1, 1, &tok, NULL, 1, lp);
         if (rc == VKF_OK) rc = check_finite(s, lp, m->hp.n_vocab, n, "log-probabilities");
         if (rc != VKF_OK) break;
-        tok = argmax_f32(lp, m->hp.n_vocab); /* over the whole vocabulary: nothing suppressed */
+        tok = vkf_argmax_f32(lp, m->hp.n_vocab); /* over the whole vocabulary: nothing suppressed */
         sum += lp[tok];
         out[n++] = tok;
         if (tok == m->hp.eos_id) break;
@@ -305,7 +162,7 @@ static vkf_status translate_beam(vkf_session *s, int32_t beam, int32_t max_len, 
     double *sc = malloc(nb * sizeof *sc), *nsc = malloc(nb * sizeof *nsc);
     int32_t *feed = malloc(nb * sizeof *feed), *from = malloc(nb * sizeof *from);
     beam_cand *cands = malloc(nb * (size_t)kc * sizeof *cands);
-    cand *top = malloc((size_t)kc * sizeof *top);
+    vkf_cand *top = malloc((size_t)kc * sizeof *top);
     int32_t *best = malloc((size_t)max_len * sizeof *best);
     vkf_status rc = VKF_OK;
     if (!lp || !toks || !ntoks || !sc || !nsc || !feed || !from || !cands || !top || !best) {
@@ -324,7 +181,7 @@ static vkf_status translate_beam(vkf_session *s, int32_t beam, int32_t max_len, 
         int32_t nc = 0;
         for (int32_t b = 0; b < beam; b++) {
             if (!isfinite(sc[b])) continue;
-            select_top_k(lp + (size_t)b * V, V, kc, top);
+            vkf_select_top_k(lp + (size_t)b * V, V, kc, top);
             for (int32_t i = 0; i < kc; i++) cands[nc++] = (beam_cand){sc[b] + top[i].logit, b, top[i].id};
         }
         qsort(cands, (size_t)nc, sizeof *cands, beam_cand_cmp);

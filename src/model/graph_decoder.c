@@ -19,12 +19,60 @@
 #include "model/build.h"
 #include "model/model.h"
 
-/* Writes the new K/V rows of each sequence into the caches (row b*n_ctx + n_past + i). */
-static void dec_store_kv(vkf_gb *b, vkf_session *s, int l, vkf_tensor *k, vkf_tensor *v, int32_t B, int32_t n) {
+/* ------------------------------------------------------------------ serve batching
+ * Sequences at their own positions
+ * (VKF_SG_PERSEQ, one token per sequence). Positions come from the input tensor pos: the rows
+ * of a position table (RoPE, learned) are gathered with EMBED, so ROPE / ADD see row r at
+ * position pos[r]; each sequence's K/V row goes to the cache row kvrow[b] (COPY_ROWS with a
+ * row offset source). */
+
+static vkf_status dec_perseq_inputs(vkf_session *s, vkf_sgraph *sg) {
+    sg->pos = vkf_tensor_make(VKF_DTYPE_I32, 1, sg->batch, "positions");
+    sg->kvrow = vkf_tensor_make(VKF_DTYPE_I32, 1, sg->batch, "kv_rows");
+    VKF_TRY(vkf_tensor_alloc(s->m->be, &sg->pos, VKF_BUFFER_IO, NULL));
+    return vkf_tensor_alloc(s->m->be, &sg->kvrow, VKF_BUFFER_IO, NULL);
+}
+
+/* rows pos[0..batch) of a position table */
+static vkf_tensor *dec_perseq_table(vkf_gb *b, vkf_tensor *table, vkf_sgraph *sg,
+                                    const char *name) {
+    vkf_op_params p;
+    memset(&p, 0, sizeof p);
+    p.embed.scale = 1.0f;
+    vkf_tensor *t = vkf_gb_new(b, sg->batch, table->cols, "%s", name);
+    vkf_gb_node(b, VKF_OP_EMBED, t, table, &sg->pos, NULL, NULL, &p);
+    return t;
+}
+
+static void dec_store_kv_perseq(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, vkf_tensor *k,
+                                vkf_tensor *v) {
     int64_t kvd = k->cols;
+    vkf_op_params p;
+    memset(&p, 0, sizeof p);
+    for (int32_t q = 0; q < sg->batch; q++) {
+        vkf_tensor *row = vkf_gb_view(b, &sg->kvrow, 0, 1, q, 1);
+        vkf_gb_node(b, VKF_OP_COPY_ROWS, &s->kc[l], vkf_gb_view(b, k, q, 1, 0, kvd), row, NULL,
+                    NULL, &p);
+        vkf_gb_node(b, VKF_OP_COPY_ROWS, &s->vc[l], vkf_gb_view(b, v, q, 1, 0, kvd), row, NULL,
+                    NULL, &p);
+    }
+}
+
+/* ------------------------------------------------------------------ layers */
+
+/* Writes the new K/V rows of each sequence into the caches (row (seq0+b)*n_ctx + n_past + i). */
+static void dec_store_kv(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, vkf_tensor *k,
+                         vkf_tensor *v, int32_t B, int32_t n) {
+    int64_t kvd = k->cols;
+    if (sg->flags & VKF_SG_PERSEQ) {
+        dec_store_kv_perseq(b, s, sg, l, k, v);
+        return;
+    }
     for (int32_t q = 0; q < B; q++) {
-        vkf_gb_copy_rows(b, &s->kc[l], vkf_gb_view(b, k, (int64_t)q * n, n, 0, kvd), q * s->n_ctx, 1);
-        vkf_gb_copy_rows(b, &s->vc[l], vkf_gb_view(b, v, (int64_t)q * n, n, 0, kvd), q * s->n_ctx, 1);
+        vkf_gb_copy_rows(b, &s->kc[l], vkf_gb_view(b, k, (int64_t)q * n, n, 0, kvd),
+                         (sg->seq0 + q) * s->n_ctx, 1);
+        vkf_gb_copy_rows(b, &s->vc[l], vkf_gb_view(b, v, (int64_t)q * n, n, 0, kvd),
+                         (sg->seq0 + q) * s->n_ctx, 1);
     }
 }
 
@@ -56,8 +104,8 @@ static vkf_tensor *dec_head_norm(vkf_gb *b, const vkf_model *m, vkf_tensor *x, v
     return r;
 }
 
-static vkf_tensor *dec_rope(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, int n_head, int32_t n,
-                            const char *name) {
+static vkf_tensor *dec_rope(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, vkf_tensor *x,
+                            int n_head, int32_t n, const char *name) {
     vkf_model *m = s->m;
     vkf_op_params p;
     memset(&p, 0, sizeof p);
@@ -73,6 +121,13 @@ static vkf_tensor *dec_rope(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, int
     /* the table's base: the CPU's ggml-activation mode recomputes the angles from it (and keeps
      * the table where scaling or frequency factors make them differ) */
     p.rope.freq_base = (float)(table == &m->w.rope_swa ? m->hp.rope_base_swa : m->hp.rope_base);
+    if (sg->flags & VKF_SG_PERSEQ) { /* serve: row r's rotation gathered at pos[r] */
+        char tn[64];
+        snprintf(tn, sizeof tn, "l%d.%s_rows", l, name);
+        table = dec_perseq_table(b, table, sg, tn);
+        p.rope.seq_len = (int32_t)x->rows;
+        p.rope.dyn = 0;
+    }
     vkf_tensor *r = vkf_gb_new(b, x->rows, x->cols, "l%d.%s", l, name);
     vkf_gb_node(b, VKF_OP_ROPE, r, x, table, NULL, NULL, &p);
     return r;
@@ -105,8 +160,8 @@ static vkf_tensor *dec_ffn(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_te
 #undef NM
 }
 
-static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, vkf_tensor *lens,
-                             int32_t B, int32_t n) {
+static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, vkf_tensor *x,
+                             vkf_tensor *lens, int32_t B, int32_t n) {
     vkf_model *m = s->m;
     const vkf_hparams *hp = &m->hp;
     const vkf_arch_desc *a = m->desc;
@@ -132,11 +187,11 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, vk
     if (vkf_tensor_present(&L->k_norm))
         k = dec_head_norm(b, m, k, &L->k_norm, hp->n_kv_head, NM("k_norm"));
     if (a->pos == VKF_POS_ROPE) {
-        q = dec_rope(b, s, l, q, hp->n_head, n, "q_rope");
-        k = dec_rope(b, s, l, k, hp->n_kv_head, n, "k_rope");
+        q = dec_rope(b, s, sg, l, q, hp->n_head, n, "q_rope");
+        k = dec_rope(b, s, sg, l, k, hp->n_kv_head, n, "k_rope");
     }
     if (b->s != VKF_OK) return NULL;
-    dec_store_kv(b, s, l, k, v, B, n);
+    dec_store_kv(b, s, sg, l, k, v, B, n);
     vkf_attn_params ap = {
         .batch = B, .n_q = n, .n_kv = s->n_ctx, .kv_stride = s->n_ctx,
         .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .head_dim = hp->head_dim,
@@ -145,7 +200,15 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, vk
         .window = vkf_layer_swa(hp, l) ? hp->swa_window : 0,
         .softcap = hp->attn_softcap,
     };
-    vkf_tensor *at = vkf_gb_attention(b, q, &s->kc[l], &s->vc[l], lens, &ap, NM("attn"));
+    vkf_tensor *kc = &s->kc[l], *vc = &s->vc[l];
+    if (sg->seq0 > 0) { /* serve: one sequence's prompt, in its own region of the caches */
+        kc = vkf_gb_view(b, kc, (int64_t)sg->seq0 * s->n_ctx, (int64_t)B * s->n_ctx, 0, kvd);
+        vc = vkf_gb_view(b, vc, (int64_t)sg->seq0 * s->n_ctx, (int64_t)B * s->n_ctx, 0, kvd);
+    }
+    /* serve's batched step: sequence b sees its first key_lens[b] keys, with a static key count
+     * so that its result does not depend on the other sequences' positions */
+    if (sg->flags & VKF_SG_PERSEQ) ap.kv_dyn = 0;
+    vkf_tensor *at = vkf_gb_attention(b, q, kc, vc, lens, &ap, NM("attn"));
     vkf_tensor *o = vkf_gb_matmul(b, at, &L->self.wo, &L->self.bo, NM("attn_out"));
     if (a->post_norms) o = vkf_gb_rmsnorm(b, o, &L->post_attn_norm, hp->eps, NM("post_attn_norm"));
     x = vkf_gb_add(b, x, o, NM("res1"));
@@ -183,7 +246,12 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     p.embed.scale = hp->emb_scale; /* gemma: sqrt(d_model) */
     vkf_tensor *x = vkf_gb_new(&b, rows, d, "embd");
     vkf_gb_node(&b, VKF_OP_EMBED, x, &m->w.tok_embd, &sg->ids, NULL, NULL, &p);
-    if (vkf_tensor_present(&m->w.pos_embd)) { /* learned absolute positions at n_past + i */
+    if (sg->flags & VKF_SG_PERSEQ) VKF_TRY(dec_perseq_inputs(s, sg));
+    if (vkf_tensor_present(&m->w.pos_embd) &&
+        (sg->flags & VKF_SG_PERSEQ)) { /* serve: wpe[pos[r]] */
+        x = vkf_gb_add(&b, x, dec_perseq_table(&b, &m->w.pos_embd, sg, "embd_pos_rows"),
+                       "embd_pos");
+    } else if (vkf_tensor_present(&m->w.pos_embd)) { /* learned absolute positions at n_past + i */
         memset(&p, 0, sizeof p);
         p.pos.seq_len = n;
         p.pos.dyn = 1;
@@ -191,7 +259,8 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
         vkf_gb_node(&b, VKF_OP_ADD_POS, xp, x, &m->w.pos_embd, NULL, NULL, &p);
         x = xp;
     }
-    for (int l = 0; l < hp->n_layer && b.s == VKF_OK; l++) x = dec_layer(&b, s, l, x, &sg->lens, B, n);
+    for (int l = 0; l < hp->n_layer && b.s == VKF_OK; l++)
+        x = dec_layer(&b, s, sg, l, x, &sg->lens, B, n);
     VKF_TRY(b.s);
 
     if (last_only) { /* the head on row n-1 of each sequence: a strided view, one row per sequence */

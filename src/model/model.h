@@ -196,6 +196,9 @@ typedef enum vkf_sgraph_kind {
 } vkf_sgraph_kind;
 
 #define VKF_SG_LAST_ONLY 1 /* decoder graph: the LM head runs on each sequence's last row only */
+/* decoder-only graph, one token per sequence, each sequence at its own position (positions and
+ * cache rows from the input tensors pos / kvrow: serve's continuous batching) */
+#define VKF_SG_PERSEQ 2
 
 typedef struct vkf_sgraph {
     vkf_sgraph_kind kind;
@@ -207,6 +210,9 @@ typedef struct vkf_sgraph {
     vkf_tensor ids;   /* I32 [1, batch*n]: input tokens, rewritten before each compute */
     vkf_tensor lens;  /* I32 [1, batch]: key lengths of the (self-)attention, rewritten per compute */
     vkf_tensor out;   /* F32: logits / log-probs [rows, n_vocab], or encoder memory [batch*n, d] */
+    int32_t seq0;     /* first cache sequence the graph works on (vkf_session_seq_eval), else 0 */
+    vkf_tensor pos;   /* VKF_SG_PERSEQ: I32 [1, batch] position of each sequence's token */
+    vkf_tensor kvrow; /* VKF_SG_PERSEQ: I32 [1, batch] cache row it is stored at */
     uint64_t last_use;
 } vkf_sgraph;
 

@@ -18,15 +18,18 @@ static void sg_release(vkf_session *s, vkf_sgraph *sg) {
     if (sg->ids.buf) be->i->buffer_free(be, sg->ids.buf);
     if (sg->lens.buf) be->i->buffer_free(be, sg->lens.buf);
     if (sg->out.buf) be->i->buffer_free(be, sg->out.buf);
+    if (sg->pos.buf) be->i->buffer_free(be, sg->pos.buf);
+    if (sg->kvrow.buf) be->i->buffer_free(be, sg->kvrow.buf);
     memset(sg, 0, sizeof *sg);
 }
 
-static vkf_status sg_get(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_t batch, int32_t rep, int32_t flags,
-                         vkf_sgraph **out) {
+static vkf_status sg_get_seq(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_t batch,
+                             int32_t rep, int32_t flags, int32_t seq0, vkf_sgraph **out) {
     s->clock++;
     for (int i = 0; i < s->n_graphs; i++) {
         vkf_sgraph *g = &s->graphs[i];
-        if (g->kind == kind && g->n == n && g->batch == batch && g->rep == rep && g->flags == flags) {
+        if (g->kind == kind && g->n == n && g->batch == batch && g->rep == rep &&
+            g->flags == flags && g->seq0 == seq0) {
             g->last_use = s->clock;
             *out = g;
             return VKF_OK;
@@ -48,6 +51,7 @@ static vkf_status sg_get(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_
     g->batch = batch;
     g->rep = rep;
     g->flags = flags;
+    g->seq0 = seq0;
     vkf_status st;
     if (kind == VKF_SG_ENCODER)
         st = vkf_build_encoder_graph(s, g);
@@ -66,6 +70,11 @@ static vkf_status sg_get(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_
     g->last_use = s->clock;
     *out = g;
     return VKF_OK;
+}
+
+static vkf_status sg_get(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_t batch,
+                         int32_t rep, int32_t flags, vkf_sgraph **out) {
+    return sg_get_seq(s, kind, n, batch, rep, flags, 0, out);
 }
 
 /* Runs a cached graph. A failure names the graph, its ops and the device: the whole graph is
@@ -365,4 +374,99 @@ vkf_status vkf_session_decode_step(vkf_session *s, int32_t token, float *logprob
     if (s->m->arch != VKF_ARCH_TRANSFORMER)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "decode_step: %s is decoder-only: use vkf_session_eval", s->m->path);
     return vkf_session_step(s, 1, 1, &token, NULL, 1, logprobs);
+}
+
+/* ------------------------------------------------------------------ parallel sequences (serve) */
+
+vkf_status vkf_session_truncate(vkf_session *s, int32_t n) {
+    if (!s || n < 0 || n > s->n_past)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "truncate: keep %d tokens, the cache holds %d",
+                         n, s ? s->n_past : 0);
+    s->n_past = n;
+    return VKF_OK;
+}
+
+static vkf_status seq_eval(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
+                           int32_t n, float *logits) {
+    vkf_backend *be = s->m->be;
+    for (int32_t c0 = 0; c0 < n; c0 += s->max_chunk) {
+        int32_t cn = n - c0 < s->max_chunk ? n - c0 : s->max_chunk;
+        vkf_sgraph *sg;
+        VKF_TRY(sg_get_seq(s, VKF_SG_DECODER, cn, 1, 1, VKF_SG_LAST_ONLY, seq, &sg));
+        s->host_lens[0] = pos + c0 + cn;
+        VKF_TRY(vkf_tensor_write(be, &sg->ids, tokens + c0));
+        VKF_TRY(vkf_tensor_write(be, &sg->lens, s->host_lens));
+        VKF_TRY(sg_compute(s, sg, pos + c0));
+        if (c0 + cn == n && logits) VKF_TRY(vkf_tensor_read(be, &sg->out, logits));
+    }
+    return VKF_OK;
+}
+
+vkf_status vkf_session_seq_eval(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
+                                int32_t n, float *logits) {
+    if (!s || !tokens || n < 1)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "seq_eval: NULL session or tokens, or n %d < 1", n);
+    VKF_TRY(require_decoder_only(s, "seq_eval"));
+    if (seq < 0 || seq >= s->n_batch)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "seq_eval: sequence %d outside [0, %d)", seq,
+                         s->n_batch);
+    if (pos < 0 || (int64_t)pos + n > s->n_ctx)
+        return vkf_error(VKF_ERROR_CONTEXT_FULL,
+                         "context full: %d tokens at position %d exceed the context of %d tokens",
+                         n, pos, s->n_ctx);
+    VKF_TRY(vkf_check_tokens(tokens, n, s->m->hp.n_vocab, "seq_eval"));
+    vkf_context_lock(s->m->ctx);
+    vkf_status st = seq_eval(s, seq, pos, tokens, n, logits);
+    vkf_context_unlock(s->m->ctx);
+    return st;
+}
+
+static vkf_status seq_decode(vkf_session *s, const int32_t *tokens, const int32_t *pos,
+                             float *logits) {
+    vkf_backend *be = s->m->be;
+    int32_t B = s->n_batch;
+    vkf_sgraph *sg;
+    VKF_TRY(sg_get_seq(s, VKF_SG_DECODER, 1, B, 1, VKF_SG_LAST_ONLY | VKF_SG_PERSEQ, 0, &sg));
+    int32_t *buf = malloc((size_t)B * 3 * sizeof *buf);
+    if (!buf) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "seq_decode: out of host memory");
+    int32_t *ids = buf, *p = buf + B, *row = buf + 2 * B;
+    for (int32_t b = 0; b < B; b++) {
+        int idle = pos[b] < 0;
+        ids[b] = idle ? 0 : tokens[b];
+        p[b] = idle ? 0 : pos[b];
+        /* an idle sequence writes its last cache row, which holds nothing it needs */
+        row[b] = b * s->n_ctx + (idle ? s->n_ctx - 1 : pos[b]);
+        s->host_lens[b] = idle ? 0 : pos[b] + 1;
+    }
+    vkf_status st = vkf_tensor_write(be, &sg->ids, ids);
+    if (st == VKF_OK) st = vkf_tensor_write(be, &sg->pos, p);
+    if (st == VKF_OK) st = vkf_tensor_write(be, &sg->kvrow, row);
+    if (st == VKF_OK) st = vkf_tensor_write(be, &sg->lens, s->host_lens);
+    free(buf);
+    VKF_TRY(st);
+    VKF_TRY(sg_compute(s, sg, 0));
+    if (logits) VKF_TRY(vkf_tensor_read(be, &sg->out, logits));
+    return VKF_OK;
+}
+
+vkf_status vkf_session_seq_decode(vkf_session *s, const int32_t *tokens, const int32_t *pos,
+                                  float *logits) {
+    if (!s || !tokens || !pos)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "seq_decode: NULL session, tokens or positions");
+    VKF_TRY(require_decoder_only(s, "seq_decode"));
+    for (int32_t b = 0; b < s->n_batch; b++) {
+        if (pos[b] < 0) continue;
+        if (pos[b] >= s->n_ctx)
+            return vkf_error(
+                VKF_ERROR_CONTEXT_FULL,
+                "context full: sequence %d at position %d, the context holds %d tokens", b, pos[b],
+                s->n_ctx);
+        VKF_TRY(vkf_check_tokens(tokens + b, 1, s->m->hp.n_vocab, "seq_decode"));
+    }
+    vkf_context_lock(s->m->ctx);
+    vkf_status st = seq_decode(s, tokens, pos, logits);
+    vkf_context_unlock(s->m->ctx);
+    return st;
 }

@@ -107,8 +107,7 @@ usage_error "unexpected argument 'extra'" quantize quantize in.gguf out.gguf Q4_
 usage_error "--messages FILE.json is required" template template -t x.jinja
 usage_error "exactly one of -m MODEL and -t TEMPLATE_FILE" template template --messages m.json
 # llama.cpp flags that wait for other work: refused with "yet", never ignored
-for f in "--repeat-penalty 1.1" "--repeat-last-n 64" "--presence-penalty 0.5" "--frequency-penalty 0.5" \
-         "--min-p 0.05" "--ignore-eos" "--no-mmap" "-sys hi" "-cnv"; do
+for f in "--ignore-eos" "--no-mmap" "-sys hi"; do  # -cnv is `vkformer chat` (tests/serve/test_chat.py)
     usage_error "${f%% *}: not supported by vkformer yet" generate generate -m "$kjv" $f
 done
 # the KV cache types vkformer has: f16 and f32, one for K and V
@@ -143,6 +142,13 @@ if command -v script >/dev/null; then # a terminal: the load progress bar shows
         grep -aq "compiling shaders" "$tmp/err" && fail "shader compilation progress on stderr that is not a terminal"
     fi
 fi
+# the sampler's penalties reach generate: greedy " of the LORD hat" repeats 'h', 'e', 't' and
+# spaces; a repeat penalty of 100 over the whole window forbids every character already seen
+run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 --no-display-prompt --repeat-penalty 100 --repeat-last-n -1
+eq "$rc" 0 "--repeat-penalty"
+[ "$out" != "$ref0" ] || fail "--repeat-penalty 100 left the greedy text unchanged"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 --no-display-prompt --min-p 0.5 --presence-penalty 0 --frequency-penalty 0 --typical 1
+eq "$out" "$ref0" "greedy ignores min-p / neutral penalties"
 run tokenize -m "$kjv" -p "In the beginning"
 eq "$out" "1 24 54 5 60 48 45 5 42 45 47 49 54 54 49 54 47" "tokenize = expected.json tokens (= generate's 17)"
 run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 --no-display-prompt

@@ -288,6 +288,7 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
 static vkf_status op_copy_rows(const vkf_node *nd, int32_t n_past) {
     const vkf_tensor *x = nd->src[0], *y = nd->dst;
     int64_t r0 = nd->p.copy.dst_row0 + (nd->p.copy.dyn ? n_past : 0);
+    if (nd->src[1]) r0 += row_i32(nd->src[1], 0)[0]; /* per-sequence offset (serve batching) */
     if (r0 < 0 || r0 + x->rows > y->rows)
         return vkf_error(VKF_ERROR_CONTEXT_FULL, "copy into %s: rows %lld..%lld exceed its %lld rows",
                          y->name, (long long)r0, (long long)(r0 + x->rows), (long long)y->rows);

@@ -950,9 +950,10 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
     int64_t sper = vkf_vk_rows_fit(s, budget), dper = vkf_vk_rows_fit(d, budget);
     if (sper == 0) return vkf_vk_fit_error(r, s);
     if (dper == 0) return vkf_vk_fit_error(r, d);
-    /* static targets: only the rows written; dynamic ones (n_past): all of dst */
+    /* static targets: only the rows written; dynamic ones (n_past, an index): all of dst */
+    const vkf_tensor *ix = n->src[1];
     int64_t lo = 0, hi = d->rows;
-    if (!n->p.copy.dyn) {
+    if (!n->p.copy.dyn && !ix) {
         lo = n->p.copy.dst_row0 < 0 ? 0 : n->p.copy.dst_row0;
         hi = vkf_vk_min64(d->rows, (int64_t)n->p.copy.dst_row0 + s->rows);
         if (hi <= lo) return VKF_OK;
@@ -963,16 +964,22 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
     if (f16 && (s->cols % 2 || d->row_stride % 2 || d->offset % 4))
         return vkf_error(VKF_ERROR_UNSUPPORTED, "copy into F16 %s: %lld columns / stride %lld / offset %zu must be even",
                          d->name, (long long)s->cols, (long long)d->row_stride, d->offset);
-    VKF_TRY(vkf_vk_pipe(r, "copy_rows", f16 ? "F16=1" : "", 2, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, "copy_rows", f16 ? "F16=1" : "", 3, spec, 1, &pl));
     for (int64_t s0 = 0; s0 < s->rows; s0 += sper) {
         int64_t ns = vkf_vk_min64(sper, s->rows - s0);
         for (int64_t t0 = lo; t0 < hi; t0 += dper) {
             int64_t nt = vkf_vk_min64(dper, hi - t0);
-            vkf_vk_win win[2];
+            vkf_vk_win win[3];
             vkf_pc_copy pc;
             memset(&pc, 0, sizeof pc);
             VKF_TRY(vkf_vk_rows_win(r, d, t0, nt, 1, &win[0]));
             VKF_TRY(vkf_vk_rows_win(r, s, s0, ns, 0, &win[1]));
+            win[2] = win[1];
+            if (ix) { /* the row offset: one I32 */
+                VKF_TRY(vkf_vk_window(r, ix->buf, ix->offset, ix->offset + 4, 0, &win[2]));
+                VKF_TRY(vkf_vk_elem_off(&win[2], ix, &pc.idx_off));
+                pc.has_idx = 1;
+            }
             VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
             VKF_TRY(vkf_vk_elem_off(&win[1], s, &pc.s_off));
             pc.rows = (uint32_t)ns;
@@ -986,7 +993,7 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
             pc.d_rows = (uint32_t)d->rows;
             uint32_t g = vkf_vk_groups((uint64_t)ns * (uint64_t)s->cols, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
                                        r->vb->caps.max_wg_count[0]);
-            VKF_TRY(vkf_vk_dispatch(r, pl, win, 2, &pc, sizeof pc, g, 1, 1));
+            VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
         }
     }
     return VKF_OK;

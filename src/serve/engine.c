@@ -1,0 +1,468 @@
+/* The serving engine: n slots of one session, a queue, one thread.
+ *
+ * Each step of the thread:
+ *   1. a slot whose client went away is freed;
+ *   2. queued requests take the free slots: each prompt is evaluated into its slot's region of
+ *      the KV cache (vkf_session_seq_eval) and its first token sampled;
+ *   3. every busy slot advances by one token in one batched graph (vkf_session_seq_decode):
+ *      each slot at its own position, so a request joins at the next step and leaves when it
+ *      finishes, without waiting for the others (continuous batching).
+ * A request's tokens do not depend on the other slots: the batched graph always has n_slots
+ * rows (idle ones included) and each slot has its own sampler, so the same request with the
+ * same seed gives the same tokens alone or in company. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve/serve.h"
+
+struct srv_engine {
+    vkf_model *m;
+    vkf_session *s;
+    int n_slots;
+    int32_t n_ctx, n_vocab;
+    int queue_max;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* work for the engine thread */
+    pthread_t thread;
+    srv_req **slot; /* [n_slots]: the request in each slot, or NULL */
+    srv_req *q_head, *q_tail;
+    int n_queued;
+    int stopping;             /* no new requests; finish the rest, then exit */
+    long n_done, n_cancelled; /* requests finished, of which cancelled (/health) */
+    float *logits;            /* [n_slots * n_vocab] */
+    int32_t *tok, *pos;
+};
+
+srv_req *srv_req_new(void) {
+    srv_req *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    pthread_cond_init(&r->cv, NULL);
+    r->refs = 2; /* the connection and the engine */
+    r->slot = -1;
+    return r;
+}
+
+static void req_free(srv_req *r) {
+    for (int i = 0; i < r->n_ev; i++) {
+        free(r->ev[i].text);
+        free(r->ev[i].piece);
+    }
+    free(r->ev);
+    free(r->prompt);
+    free(r->gen);
+    for (int i = 0; i < r->n_stops; i++)
+        free(r->stops[i]);
+    vkf_sampler_free(r->smp);
+    vkf_stopper_free(r->stopper);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}
+
+/* with the mutex held */
+static void req_unref(srv_req *r) {
+    if (--r->refs == 0) req_free(r);
+}
+
+void srv_req_release(srv_engine *e, srv_req *r) {
+    pthread_mutex_lock(&e->mu);
+    r->cancel = 1; /* a no-op when it is done */
+    req_unref(r);
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void srv_engine_lock(srv_engine *e) { pthread_mutex_lock(&e->mu); }
+void srv_engine_unlock(srv_engine *e) { pthread_mutex_unlock(&e->mu); }
+int32_t srv_engine_n_ctx(const srv_engine *e) { return e->n_ctx; }
+int srv_engine_n_slots(const srv_engine *e) { return e->n_slots; }
+
+void srv_engine_counts(srv_engine *e, long *done, long *cancelled) {
+    pthread_mutex_lock(&e->mu);
+    *done = e->n_done;
+    *cancelled = e->n_cancelled;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void srv_engine_load(srv_engine *e, int *busy, int *queued) {
+    pthread_mutex_lock(&e->mu);
+    int b = 0;
+    for (int i = 0; i < e->n_slots; i++)
+        b += e->slot[i] != NULL;
+    *busy = b;
+    *queued = e->n_queued;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void srv_engine_wait(srv_engine *e, srv_req *r, int timeout_ms) {
+    pthread_mutex_lock(&e->mu);
+    if (r->done) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)timeout_ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(&r->cv, &e->mu, &ts);
+}
+
+int srv_engine_submit(srv_engine *e, srv_req *r) {
+    pthread_mutex_lock(&e->mu);
+    if (e->stopping) {
+        pthread_mutex_unlock(&e->mu);
+        return -2;
+    }
+    int busy = 0;
+    for (int i = 0; i < e->n_slots; i++)
+        busy += e->slot[i] != NULL;
+    /* a free slot takes it at the next step; otherwise it waits, if the queue has room */
+    if (e->n_queued >= (e->n_slots - busy) + e->queue_max) {
+        pthread_mutex_unlock(&e->mu);
+        return -1;
+    }
+    r->next = NULL;
+    if (e->q_tail)
+        e->q_tail->next = r;
+    else
+        e->q_head = r;
+    e->q_tail = r;
+    e->n_queued++;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ per-token work (engine thread)
+ */
+
+/* with the mutex held: the request is over */
+static void finish(srv_engine *e, srv_req *r, srv_finish f) {
+    r->finish = f;
+    r->done = 1;
+    e->n_done++;
+    e->n_cancelled += f == SRV_FINISH_CANCELLED;
+    if (r->slot >= 0) e->slot[r->slot] = NULL;
+    r->slot = -1;
+    pthread_cond_broadcast(&r->cv);
+    req_unref(r);
+}
+
+static int push_event(srv_req *r, srv_event *ev) {
+    if (r->n_ev == r->cap_ev) {
+        int nc = r->cap_ev ? 2 * r->cap_ev : 32;
+        srv_event *n = realloc(r->ev, (size_t)nc * sizeof *n);
+        if (!n) return -1;
+        r->ev = n;
+        r->cap_ev = nc;
+    }
+    r->ev[r->n_ev++] = *ev;
+    return 0;
+}
+
+/* s[0..n) as valid UTF-8 (JSON strings must be): each byte that does not begin a well-formed
+ * sequence becomes U+FFFD. A random or byte-level model may emit any bytes. */
+char *srv_utf8_dup(const char *s, size_t n) {
+    char *d = malloc(3 * n + 1);
+    if (!d) return NULL;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        size_t k = c < 0x80                   ? 1
+                   : (c >= 0xC2 && c <= 0xDF) ? 2
+                   : (c >= 0xE0 && c <= 0xEF) ? 3
+                   : (c >= 0xF0 && c <= 0xF4) ? 4
+                                              : 0;
+        int ok = k > 0 && i + k <= n;
+        for (size_t j = 1; ok && j < k; j++)
+            ok = (p[i + j] & 0xC0) == 0x80;
+        if (ok && k == 3) ok = !(c == 0xE0 && p[i + 1] < 0xA0) && !(c == 0xED && p[i + 1] >= 0xA0);
+        if (ok && k == 4) ok = !(c == 0xF0 && p[i + 1] < 0x90) && !(c == 0xF4 && p[i + 1] >= 0x90);
+        if (ok) {
+            memcpy(d + o, p + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(d + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    d[o] = '\0';
+    return d;
+}
+
+/* log-softmax of one row at token id, and the top k */
+static void logprobs_of(const float *l, int32_t n, int32_t id, int k, srv_event *ev) {
+    float mx = l[0];
+    for (int32_t i = 1; i < n; i++)
+        if (l[i] > mx) mx = l[i];
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++)
+        sum += exp((double)l[i] - mx);
+    double lse = mx + log(sum);
+    ev->logprob = (float)((double)l[id] - lse);
+    ev->n_top = 0;
+    for (int j = 0; j < k && j < n; j++) { /* k passes of selection: k <= 20 */
+        int32_t best = -1;
+        for (int32_t i = 0; i < n; i++) {
+            int taken = 0;
+            for (int t = 0; t < j && !taken; t++)
+                taken = ev->top_id[t] == i;
+            if (!taken && (best < 0 || l[i] > l[best])) best = i;
+        }
+        ev->top_id[j] = best;
+        ev->top_lp[j] = (float)((double)l[best] - lse);
+        ev->n_top++;
+    }
+}
+
+/* Samples the next token of r from its logits row and delivers it. Returns 1 when r is done
+ * (finished under the mutex), 0 to continue. */
+static int take_token(srv_engine *e, srv_req *r, const float *row) {
+    int32_t tok;
+    srv_event ev;
+    memset(&ev, 0, sizeof ev);
+    int bad = 0;
+    for (int32_t i = 0; i < e->n_vocab && !bad; i++)
+        bad = isnan(row[i]) || row[i] == INFINITY;
+    vkf_status st = bad ? VKF_ERROR_INTERNAL : vkf_sampler_sample(r->smp, row, e->n_vocab, &tok);
+    if (st == VKF_OK) st = vkf_sampler_accept(r->smp, tok);
+    if (st != VKF_OK) {
+        pthread_mutex_lock(&e->mu);
+        snprintf(r->err, sizeof r->err, "%s",
+                 bad ? "the logits are not finite (a numerical failure in the backend)"
+                     : vkf_last_error());
+        finish(e, r, SRV_FINISH_ERROR);
+        pthread_mutex_unlock(&e->mu);
+        return 1;
+    }
+    srv_finish f = SRV_FINISH_NONE;
+    const char *emit = "";
+    size_t emit_len = 0;
+    char *all = NULL;
+    if (vkf_model_is_eog(e->m, tok)) {
+        f = SRV_FINISH_STOP;
+        vkf_stopper_flush(r->stopper, &emit, &emit_len);
+    } else {
+        if (r->n_gen == r->cap_gen) {
+            int32_t nc = r->cap_gen ? 2 * r->cap_gen : 64;
+            int32_t *g = realloc(r->gen, (size_t)nc * sizeof *g);
+            if (g) r->gen = g, r->cap_gen = nc;
+        }
+        if (r->n_gen < r->cap_gen) r->gen[r->n_gen] = tok;
+        r->n_gen++;
+        /* the text of the whole generation, detokenized again: a token's own text may depend
+         * on its neighbours (SentencePiece spaces, multi-token characters) */
+        if (vkf_model_detokenize(e->m, r->gen, r->n_gen, 0, &all) == VKF_OK) {
+            size_t n = strlen(all);
+            size_t from = r->text_done < n ? r->text_done : n;
+            if (vkf_stopper_push(r->stopper, all + from, n - from, &emit, &emit_len))
+                f = SRV_FINISH_STOP;
+            r->text_done = n;
+        }
+        /* the token is fed at r->pos next: it must fit the slot's context */
+        if (f == SRV_FINISH_NONE && (r->n_gen >= r->max_tokens || r->pos >= e->n_ctx))
+            f = SRV_FINISH_LENGTH;
+        if (f == SRV_FINISH_LENGTH) {
+            const char *rest;
+            size_t rest_len;
+            char *head = srv_utf8_dup(emit, emit_len);
+            vkf_stopper_flush(r->stopper, &rest, &rest_len);
+            size_t hl = head ? strlen(head) : 0;
+            char *joined = malloc(hl + rest_len + 1);
+            if (joined) {
+                memcpy(joined, head ? head : "", hl);
+                memcpy(joined + hl, rest, rest_len);
+                joined[hl + rest_len] = '\0';
+            }
+            free(head);
+            ev.text = joined ? srv_utf8_dup(joined, hl + rest_len) : NULL;
+            ev.len = ev.text ? strlen(ev.text) : 0;
+            free(joined);
+        }
+    }
+    if (!ev.text) {
+        ev.text = srv_utf8_dup(emit, emit_len);
+        ev.len = ev.text ? strlen(ev.text) : 0;
+    }
+    free(all);
+    ev.id = tok;
+    if (r->logprobs && !vkf_model_is_eog(e->m, tok)) {
+        logprobs_of(row, e->n_vocab, tok, r->top_logprobs, &ev);
+        char *p = NULL;
+        if (vkf_model_detokenize(e->m, &tok, 1, VKF_DETOKENIZE_SPECIAL, &p) == VKF_OK) {
+            ev.piece = srv_utf8_dup(p, strlen(p));
+            free(p);
+        }
+    }
+    pthread_mutex_lock(&e->mu);
+    int keep = !vkf_model_is_eog(e->m, tok) || ev.len > 0;
+    if (keep && push_event(r, &ev) != 0) {
+        free(ev.text);
+        free(ev.piece);
+        snprintf(r->err, sizeof r->err, "out of host memory");
+        f = SRV_FINISH_ERROR;
+    } else if (!keep) {
+        free(ev.text);
+        free(ev.piece);
+    }
+    if (r->cancel) f = SRV_FINISH_CANCELLED;
+    if (f != SRV_FINISH_NONE) {
+        finish(e, r, f);
+        pthread_mutex_unlock(&e->mu);
+        return 1;
+    }
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&e->mu);
+    r->last = tok;
+    return 0;
+}
+
+/* Prefill: r's prompt into slot b, then its first token. */
+static void start_request(srv_engine *e, srv_req *r, int b) {
+    vkf_status st = vkf_sampler_create(&r->sp, &r->smp);
+    if (st == VKF_OK)
+        st = vkf_stopper_create((const char *const *)r->stops, r->n_stops, &r->stopper);
+    for (int32_t i = 0; st == VKF_OK && i < r->n_prompt; i++)
+        st = vkf_sampler_accept(r->smp, r->prompt[i]);
+    float *row = e->logits + (size_t)b * e->n_vocab;
+    if (st == VKF_OK) st = vkf_session_seq_eval(e->s, b, 0, r->prompt, r->n_prompt, row);
+    if (st != VKF_OK) {
+        pthread_mutex_lock(&e->mu);
+        snprintf(r->err, sizeof r->err, "%s", vkf_last_error());
+        finish(e, r, SRV_FINISH_ERROR);
+        pthread_mutex_unlock(&e->mu);
+        return;
+    }
+    r->pos = r->n_prompt; /* tokens in the slot's cache: the first generated token goes there */
+    take_token(e, r, row);
+}
+
+static void *engine_main(void *arg) {
+    srv_engine *e = arg;
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        /* 1. cancelled slots leave */
+        for (int b = 0; b < e->n_slots; b++)
+            if (e->slot[b] && e->slot[b]->cancel) finish(e, e->slot[b], SRV_FINISH_CANCELLED);
+        /* 2. queued requests take free slots */
+        for (int b = 0; b < e->n_slots && e->q_head; b++) {
+            if (e->slot[b]) continue;
+            srv_req *r = e->q_head;
+            e->q_head = r->next;
+            if (!e->q_head) e->q_tail = NULL;
+            e->n_queued--;
+            if (r->cancel) {
+                finish(e, r, SRV_FINISH_CANCELLED);
+                b--;
+                continue;
+            }
+            r->slot = b;
+            e->slot[b] = r;
+            pthread_mutex_unlock(&e->mu);
+            start_request(e, r, b);
+            pthread_mutex_lock(&e->mu);
+        }
+        int busy = 0;
+        for (int b = 0; b < e->n_slots; b++) {
+            srv_req *r = e->slot[b];
+            e->pos[b] = r ? r->pos : -1;
+            e->tok[b] = r ? r->last : 0;
+            busy += r != NULL;
+        }
+        if (!busy) {
+            /* a request that came while a prompt was evaluated (unlocked) and finished at once
+             * found the engine awake: its signal is gone, so look at the queue again */
+            if (e->q_head) continue;
+            if (e->stopping) break;
+            pthread_cond_wait(&e->cv, &e->mu);
+            continue;
+        }
+        /* 3. one batched step for every busy slot */
+        pthread_mutex_unlock(&e->mu);
+        vkf_status st = vkf_session_seq_decode(e->s, e->tok, e->pos, e->logits);
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", st == VKF_OK ? "" : vkf_last_error());
+        for (int b = 0; b < e->n_slots; b++) {
+            if (e->pos[b] < 0) continue;
+            srv_req *r = e->slot[b]; /* only this thread empties slots */
+            if (!r) continue;
+            if (st != VKF_OK) {
+                pthread_mutex_lock(&e->mu);
+                snprintf(r->err, sizeof r->err, "%s", msg);
+                finish(e, r, SRV_FINISH_ERROR);
+                pthread_mutex_unlock(&e->mu);
+                continue;
+            }
+            r->pos++; /* r->last is in the cache now */
+            take_token(e, r, e->logits + (size_t)b * e->n_vocab);
+        }
+        pthread_mutex_lock(&e->mu);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine **out) {
+    srv_engine *e = calloc(1, sizeof *e);
+    if (!e) return VKF_ERROR_OUT_OF_MEMORY;
+    vkf_model_desc d;
+    vkf_model_describe(m, &d);
+    e->m = m;
+    e->n_slots = p->n_slots;
+    e->n_ctx = p->n_ctx;
+    e->n_vocab = d.n_vocab;
+    e->queue_max = p->queue_max;
+    vkf_session_params sp = {.n_ctx = p->n_ctx, .n_batch = p->n_slots};
+    vkf_status st = vkf_session_create(m, &sp, &e->s);
+    e->slot = calloc((size_t)e->n_slots, sizeof *e->slot);
+    e->logits = malloc((size_t)e->n_slots * (size_t)e->n_vocab * sizeof *e->logits);
+    e->tok = calloc((size_t)e->n_slots, sizeof *e->tok);
+    e->pos = calloc((size_t)e->n_slots, sizeof *e->pos);
+    if (st == VKF_OK && (!e->slot || !e->logits || !e->tok || !e->pos))
+        st = VKF_ERROR_OUT_OF_MEMORY;
+    if (st == VKF_OK) { /* warm-up: builds the batched graph now, and fails here if it cannot */
+        for (int b = 0; b < e->n_slots; b++)
+            e->pos[b] = -1;
+        st = vkf_session_seq_decode(e->s, e->tok, e->pos, e->logits);
+    }
+    if (st == VKF_OK) {
+        pthread_mutex_init(&e->mu, NULL);
+        pthread_cond_init(&e->cv, NULL);
+        if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
+            pthread_mutex_destroy(&e->mu);
+            pthread_cond_destroy(&e->cv);
+            st = VKF_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    if (st != VKF_OK) {
+        vkf_session_free(e->s);
+        free(e->slot);
+        free(e->logits);
+        free(e->tok);
+        free(e->pos);
+        free(e);
+        return st;
+    }
+    *out = e;
+    return VKF_OK;
+}
+
+void srv_engine_stop(srv_engine *e) {
+    if (!e) return;
+    pthread_mutex_lock(&e->mu);
+    e->stopping = 1;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    pthread_join(e->thread, NULL);
+    vkf_session_free(e->s);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e->slot);
+    free(e->logits);
+    free(e->tok);
+    free(e->pos);
+    free(e);
+}

@@ -1,0 +1,387 @@
+/* HTTP for vkformer serve over libmicrohttpd: one thread per connection (a request blocks its
+ * own thread while the engine generates), bodies bounded (413), an optional API key (401),
+ * OpenAI-style JSON errors, and server-sent events for stream: true.
+ *
+ * A client that goes away is noticed two ways: a failed write (libmicrohttpd then frees the
+ * streaming response, which cancels the request) and, while waiting, a peek at the socket that
+ * reads end-of-file. Either cancels the request; the engine frees its slot at the next step. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "serve/serve.h"
+
+struct srv_http {
+    struct MHD_Daemon *d;
+    srv_http_params p;
+    const srv_config *c;
+    srv_engine *e;
+    volatile int draining;
+    pthread_mutex_t id_mu;
+    unsigned long next_id;
+};
+
+/* per connection request state (libmicrohttpd's con_cls) */
+typedef struct conn {
+    srv_http *h;
+    char *body;
+    size_t len, cap;
+    int too_large;
+    int fd;
+} conn;
+
+/* a streaming response: owned by libmicrohttpd's response (freed by sse_free) */
+typedef struct stream {
+    srv_http *h;
+    srv_req *r;
+    int fd;
+    int next_ev; /* events formatted so far */
+    int sent_final;
+    int sent_any; /* a chunk went out (the role rides on the first) */
+    char *out;    /* formatted bytes not yet handed to libmicrohttpd */
+    size_t out_len, out_off, out_cap;
+} stream;
+
+/* ------------------------------------------------------------------ responses */
+
+static enum MHD_Result send_json(struct MHD_Connection *mc, int status, char *json) {
+    if (!json)
+        json = strdup(
+            "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"code\":500}}");
+    if (!json) return MHD_NO;
+    struct MHD_Response *res =
+        MHD_create_response_from_buffer(strlen(json), json, MHD_RESPMEM_MUST_FREE);
+    if (!res) {
+        free(json);
+        return MHD_NO;
+    }
+    MHD_add_response_header(res, "Content-Type", "application/json");
+    MHD_add_response_header(res, "Access-Control-Allow-Origin", "*");
+    enum MHD_Result ok = MHD_queue_response(mc, (unsigned)status, res);
+    MHD_destroy_response(res);
+    return ok;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *mc, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static enum MHD_Result send_error(struct MHD_Connection *mc, int status, const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return send_json(mc, status, srv_api_error(status, msg));
+}
+
+/* 1 when the peer has closed its side (end-of-file on a peek) or the socket failed */
+static int peer_gone(int fd) {
+    if (fd < 0) return 0;
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) return 1;
+    return n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+/* ------------------------------------------------------------------ server-sent events */
+
+static int append_out(stream *c, const char *s) {
+    if (!s) return -1;
+    size_t n = strlen(s);
+    if (c->out_off == c->out_len) c->out_off = c->out_len = 0;
+    if (c->out_len + n > c->out_cap) {
+        size_t nc = (c->out_len + n) * 2;
+        char *o = realloc(c->out, nc);
+        if (!o) return -1;
+        c->out = o;
+        c->out_cap = nc;
+    }
+    memcpy(c->out + c->out_len, s, n);
+    c->out_len += n;
+    return 0;
+}
+
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    stream *c = cls;
+    srv_engine *e = c->h->e;
+    while (c->out_off == c->out_len) {
+        if (c->sent_final) return MHD_CONTENT_READER_END_OF_STREAM;
+        srv_engine_wait(e, c->r, 100); /* returns with the engine locked */
+        srv_req *r = c->r;
+        int fail = 0;
+        for (; c->next_ev < r->n_ev && !fail; c->next_ev++) {
+            if (r->ev[c->next_ev].len == 0 && !r->logprobs) continue;
+            char *ev = srv_api_chunk(c->h->c, r, c->next_ev, !c->sent_any);
+            c->sent_any = 1;
+            fail = append_out(c, ev) != 0;
+            free(ev);
+        }
+        if (r->done && !fail) {
+            char *ev = NULL;
+            if (r->finish == SRV_FINISH_ERROR) {
+                char *js = srv_api_error(500, r->err);
+                size_t n = js ? strlen(js) + 16 : 0;
+                ev = js ? malloc(n) : NULL;
+                if (ev) snprintf(ev, n, "data: %s\n\n", js);
+                free(js);
+            } else {
+                ev = srv_api_chunk(c->h->c, r, -1, !c->sent_any);
+            }
+            fail = append_out(c, ev) != 0 || append_out(c, "data: [DONE]\n\n") != 0;
+            free(ev);
+            c->sent_final = 1;
+        }
+        srv_engine_unlock(e);
+        if (fail) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (c->out_off == c->out_len && peer_gone(c->fd)) return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = c->out_len - c->out_off < max ? c->out_len - c->out_off : max;
+    memcpy(buf, c->out + c->out_off, n);
+    c->out_off += n;
+    return (ssize_t)n;
+}
+
+/* libmicrohttpd is done with the stream (finished, or the client went away): cancel */
+static void sse_free(void *cls) {
+    stream *c = cls;
+    srv_req_release(c->h->e, c->r);
+    free(c->out);
+    free(c);
+}
+
+/* ------------------------------------------------------------------ completions */
+
+static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) {
+    srv_http *h = c->h;
+    srv_req *r = srv_req_new();
+    if (!r) return send_error(mc, 500, "out of host memory");
+    char err[768];
+    if (srv_api_parse(h->c, chat, c->body ? c->body : "", c->len, r, err, sizeof err) != 0) {
+        srv_req_release(h->e, r); /* the engine's reference too: it never saw r */
+        srv_req_release(h->e, r);
+        return send_error(mc, 400, "%s", err);
+    }
+    pthread_mutex_lock(&h->id_mu);
+    unsigned long id = ++h->next_id;
+    pthread_mutex_unlock(&h->id_mu);
+    snprintf(r->id, sizeof r->id, "%s-%lx%lu", chat ? "chatcmpl" : "cmpl",
+             (unsigned long)time(NULL), id);
+    r->created = (long)time(NULL);
+    int q = h->draining ? -2 : srv_engine_submit(h->e, r);
+    if (q != 0) {
+        srv_req_release(h->e, r);
+        srv_req_release(h->e, r);
+        return send_error(mc, 503,
+                          q == -2 ? "the server is shutting down"
+                                  : "every slot is busy and the queue is full; retry later");
+    }
+    if (r->stream) {
+        stream *st = calloc(1, sizeof *st);
+        struct MHD_Response *res =
+            st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, st, sse_free)
+               : NULL;
+        if (!res) {
+            free(st);
+            srv_req_release(h->e, r);
+            return MHD_NO;
+        }
+        st->h = h;
+        st->r = r;
+        st->fd = c->fd;
+        MHD_add_response_header(res, "Content-Type", "text/event-stream");
+        MHD_add_response_header(res, "Cache-Control", "no-cache");
+        MHD_add_response_header(res, "Access-Control-Allow-Origin", "*");
+        enum MHD_Result ok = MHD_queue_response(mc, MHD_HTTP_OK, res);
+        MHD_destroy_response(res);
+        return ok;
+    }
+    /* whole response: wait, watching for a client that leaves */
+    for (;;) {
+        srv_engine_wait(h->e, r, 100);
+        int done = r->done;
+        srv_engine_unlock(h->e);
+        if (done) break;
+        if (peer_gone(c->fd)) {
+            srv_req_release(h->e, r);
+            return MHD_NO; /* close the connection */
+        }
+    }
+    enum MHD_Result ok;
+    if (r->finish == SRV_FINISH_ERROR)
+        ok = send_error(mc, 500, "generation failed: %s", r->err);
+    else
+        ok = send_json(mc, 200, srv_api_response(h->c, r));
+    srv_req_release(h->e, r);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ routing */
+
+static int authorized(srv_http *h, struct MHD_Connection *mc) {
+    if (!h->p.api_key) return 1;
+    const char *a = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Authorization");
+    const char *x = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "X-Api-Key");
+    if (x && strcmp(x, h->p.api_key) == 0) return 1;
+    if (!a || strncmp(a, "Bearer ", 7) != 0) return 0;
+    return strcmp(a + 7, h->p.api_key) == 0;
+}
+
+static enum MHD_Result route(struct MHD_Connection *mc, conn *c, const char *url,
+                             const char *method) {
+    srv_http *h = c->h;
+    int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+    if (strcmp(method, "OPTIONS") == 0) return send_json(mc, 200, strdup("{}"));
+    if (strcmp(url, "/health") == 0 || strcmp(url, "/v1/health") == 0) {
+        int busy, queued;
+        long done, cancelled;
+        srv_engine_load(h->e, &busy, &queued);
+        srv_engine_counts(h->e, &done, &cancelled);
+        char js[256];
+        snprintf(js, sizeof js,
+                 "{\"status\":\"%s\",\"slots_idle\":%d,\"slots_processing\":%d,\"queued\":%d,"
+                 "\"requests_done\":%ld,\"requests_cancelled\":%ld}",
+                 h->draining ? "shutting down" : "ok", srv_engine_n_slots(h->e) - busy, busy,
+                 queued, done, cancelled);
+        return send_json(mc, h->draining ? 503 : 200, strdup(js));
+    }
+    if (!authorized(h, mc))
+        return send_error(mc, 401, "invalid or missing API key (Authorization: Bearer KEY)");
+    int chat = strcmp(url, "/v1/chat/completions") == 0 || strcmp(url, "/chat/completions") == 0;
+    int cmpl = strcmp(url, "/v1/completions") == 0 || strcmp(url, "/completions") == 0;
+    int models = strcmp(url, "/v1/models") == 0 || strcmp(url, "/models") == 0;
+    int tok = strcmp(url, "/tokenize") == 0, detok = strcmp(url, "/detokenize") == 0;
+    if (!chat && !cmpl && !models && !tok && !detok)
+        return send_error(mc, 404, "no endpoint %s %s", method, url);
+    if (models ? !get : !post)
+        return send_error(mc, 405, "%s takes %s, not %s", url, models ? "GET" : "POST", method);
+    if (models) return send_json(mc, 200, srv_api_models(h->c));
+    if (c->too_large)
+        return send_error(mc, 413, "the request body exceeds the limit of %zu bytes",
+                          h->p.max_body);
+    if (chat || cmpl) return completion(mc, c, chat);
+    int status = 500;
+    char *js = tok ? srv_api_tokenize(h->c, c->body ? c->body : "", c->len, &status)
+                   : srv_api_detokenize(h->c, c->body ? c->body : "", c->len, &status);
+    return send_json(mc, status, js);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls) {
+    (void)version;
+    srv_http *h = cls;
+    conn *c = *con_cls;
+    if (!c) { /* first call: headers only */
+        c = calloc(1, sizeof *c);
+        if (!c) return MHD_NO;
+        c->h = h;
+        c->fd = -1;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) c->fd = ci->connect_fd;
+        *con_cls = c;
+        const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > h->p.max_body) {
+            c->too_large = 1;
+            return send_error(mc, 413, "the request body (%s bytes) exceeds the limit of %zu bytes",
+                              cl, h->p.max_body);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) { /* a piece of the body */
+        if (!c->too_large && c->len + *upload_size <= h->p.max_body) {
+            if (c->len + *upload_size + 1 > c->cap) {
+                size_t nc = (c->len + *upload_size + 1) * 2;
+                char *b = realloc(c->body, nc);
+                if (!b) return MHD_NO;
+                c->body = b;
+                c->cap = nc;
+            }
+            memcpy(c->body + c->len, upload, *upload_size);
+            c->len += *upload_size;
+            c->body[c->len] = '\0';
+        } else {
+            c->too_large = 1; /* keep reading, answer 413 at the end */
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return route(mc, c, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)mc;
+    (void)toe;
+    conn *c = *con_cls;
+    if (!c) return;
+    free(c->body);
+    free(c);
+    *con_cls = NULL;
+}
+
+/* ------------------------------------------------------------------ start / stop */
+
+vkf_status srv_http_start(const srv_http_params *p, const srv_config *c, srv_engine *e,
+                          srv_http **out) {
+    srv_http *h = calloc(1, sizeof *h);
+    if (!h) return VKF_ERROR_OUT_OF_MEMORY;
+    h->p = *p;
+    h->c = c;
+    h->e = e;
+    pthread_mutex_init(&h->id_mu, NULL);
+    struct sockaddr_in a4;
+    struct sockaddr_in6 a6;
+    memset(&a4, 0, sizeof a4);
+    memset(&a6, 0, sizeof a6);
+    struct sockaddr *sa;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+    if (inet_pton(AF_INET, p->host, &a4.sin_addr) == 1) {
+        a4.sin_family = AF_INET;
+        a4.sin_port = htons((uint16_t)p->port);
+        sa = (struct sockaddr *)&a4;
+    } else if (inet_pton(AF_INET6, p->host, &a6.sin6_addr) == 1) {
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons((uint16_t)p->port);
+        sa = (struct sockaddr *)&a6;
+        flags |= MHD_USE_IPv6;
+    } else {
+        pthread_mutex_destroy(&h->id_mu);
+        free(h);
+        return VKF_ERROR_INVALID_ARGUMENT;
+    }
+    h->d = MHD_start_daemon(flags, (uint16_t)p->port, NULL, NULL, on_request, h,
+                            MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+    if (!h->d) {
+        pthread_mutex_destroy(&h->id_mu);
+        free(h);
+        return VKF_ERROR_IO;
+    }
+    *out = h;
+    return VKF_OK;
+}
+
+int srv_http_port(const srv_http *h) {
+    const union MHD_DaemonInfo *i = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    return i ? i->port : -1;
+}
+
+void srv_http_drain(srv_http *h) { h->draining = 1; }
+
+void srv_http_stop(srv_http *h) {
+    if (!h) return;
+    MHD_stop_daemon(h->d);
+    pthread_mutex_destroy(&h->id_mu);
+    free(h);
+}
