@@ -315,6 +315,9 @@ typedef struct vkf_sampler_params {
     float frequency_penalty; /* subtract this times the token's count in the window */
     int32_t penalty_last_n;  /* window of the penalties: the last N accepted tokens; 0: 64 (as
                                 llama.cpp), -1: every accepted token */
+    int ignore_eos;          /* vkf_generate: end-of-generation tokens are never drawn (their
+                                logits are -inf, llama.cpp's --ignore-eos); generation runs to
+                                n_predict or a full context */
 } vkf_sampler_params;
 
 /* The chain, in llama.cpp's default order (common/sampling.cpp):

@@ -91,6 +91,10 @@ typedef struct gen_out {
     size_t tail_len;
     int reverse_hit;
     const char *prompt; /* printed before the first token (nothing on stdout before that) */
+    double (*compile_now)(void *ctx); /* pipeline compilation so far, ms */
+    void *ctx;
+    double compile_first; /* ... when the first token came: the prompt pass's part ends there */
+    int have_first;
 } gen_out;
 
 static void out_write(gen_out *g, const char *p, size_t len) {
@@ -102,6 +106,10 @@ static void out_write(gen_out *g, const char *p, size_t len) {
 static int on_token(void *user, int32_t token, const char *piece, size_t len) {
     gen_out *g = user;
     (void)token;
+    if (!g->have_first && g->compile_now) {
+        g->compile_first = g->compile_now(g->ctx);
+        g->have_first = 1;
+    }
     vkf_cli_progress_clear();
     if (g->prompt) {
         out_write(g, g->prompt, strlen(g->prompt));
@@ -169,18 +177,26 @@ static double compile_ms(vkf_context *ctx) {
     return st.compile_ms + st.pipeline_ms;
 }
 
+static double compile_ms_any(void *ctx) { return compile_ms(ctx); }
+
+/* Pipelines are built on first use: those of the prompt pass (compile_prompt) and of the first
+ * decoding steps (compile_eval) are reported apart and left out of the speeds. */
 static void print_timings(double load_ms, double compile_load, double prompt_ms,
-                          double compile_prompt, int n_prompt, const vkf_generate_stats *st,
-                          double total_ms) {
+                          double compile_prompt, double compile_eval, int n_prompt,
+                          const vkf_generate_stats *st, double total_ms) {
     double p = prompt_ms - compile_prompt; /* the prompt's speed without pipeline compilation */
+    double e = st->gen_ms - compile_eval;
+    if (p < 0) p = 0;
+    if (e < 0) e = 0;
     fprintf(stderr, "\n");
     fprintf(stderr, "timings:        load time = %10.2f ms\n", load_ms);
-    if (compile_load + compile_prompt > 0)
+    if (compile_load + compile_prompt + compile_eval > 0)
         fprintf(stderr,
                 "timings: pipeline compile = %10.2f ms (shaders and pipelines; %.2f ms at load, "
-                "%.2f ms in "
-                "the first prompt pass, not counted in its speed)\n",
-                compile_load + compile_prompt, compile_load, compile_prompt);
+                "%.2f ms in the prompt pass, %.2f ms in the first steps; not counted in the "
+                "speeds)\n",
+                compile_load + compile_prompt + compile_eval, compile_load, compile_prompt,
+                compile_eval);
     fprintf(stderr,
             "timings: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens "
             "per second)\n",
@@ -188,8 +204,8 @@ static void print_timings(double load_ms, double compile_load, double prompt_ms,
     fprintf(stderr,
             "timings:        eval time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens "
             "per second)\n",
-            st->gen_ms, st->n_generated, st->n_generated ? st->gen_ms / st->n_generated : 0.0,
-            st->gen_ms > 0 ? st->n_generated / (st->gen_ms / 1e3) : 0.0);
+            e, st->n_generated, st->n_generated ? e / st->n_generated : 0.0,
+            e > 0 ? st->n_generated / (e / 1e3) : 0.0);
     fprintf(stderr, "timings:       total time = %10.2f ms / %5d tokens\n", total_ms,
             n_prompt + st->n_generated);
 }
@@ -281,15 +297,26 @@ static const char *epilog =
     "  echo \"In the beginning\" | vkformer generate -m models/kjv-gpt -f - --no-display-prompt";
 
 int vkf_cmd_generate(int argc, char **argv) {
-    /* llama-cli's habit: generate -cnv is the chat command (the other flags go with it) */
+    /* llama-cli's habit: generate -cnv is the chat command (the other flags go with it), and a
+     * system prompt (-sys) means conversation mode too */
+    int help = 0;
     for (int i = 1; i < argc; i++)
+        help |= !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
+    for (int i = 1; i < argc && !help; i++) {
         if (strcmp(argv[i], "-cnv") == 0 || strcmp(argv[i], "--conversation") == 0) {
             for (int j = i; j + 1 < argc; j++)
                 argv[j] = argv[j + 1];
             argv[0] = "chat";
             return vkf_cmd_chat(argc - 1, argv);
         }
-    int cnv = 0; /* handled above; listed in --help */
+        if (strcmp(argv[i], "-sys") == 0 || strcmp(argv[i], "--system-prompt") == 0 ||
+            strncmp(argv[i], "--system-prompt=", 16) == 0) {
+            argv[0] = "chat";
+            return vkf_cmd_chat(argc, argv);
+        }
+    }
+    int cnv = 0;                   /* handled above; listed in --help */
+    const char *sys_unused = NULL; /* the same */
     gen_opts o = {.sp = {.temp = 0.8f, .top_k = 40, .top_p = 0.95f},
                   .n_predict = 64,
                   .seed = -1,
@@ -367,14 +394,18 @@ int vkf_cmd_generate(int argc, char **argv) {
          *        --ignore-eos needs a library flag (none yet); -sys/-cnv: `vkformer chat`
          *      plus, for -ctk/-ctv and --no-mmap, passing the value into sesp / mp below
          *      (marked "pending flags"). tests/cli/test_cli.sh lists them as refused "yet". */
-        {"--ignore-eos", VKF_ARG_PENDING, .help = "generation always stops at the model's EOS"},
-        {"-ctk|--cache-type-k|--cache-type", VKF_ARG_CALL, &o.cache_k, .metavar = "T", .call = parse_cache_type,
-         .help = "KV cache f16 or f32 (default: f16 on GPUs, f32 on CPU devices); --cache-type sets both"},
+        {"--ignore-eos", VKF_ARG_SET, &o.sp.ignore_eos,
+         .help = "never stop at an end-of-generation token (they are not drawn)"},
+        {"-ctk|--cache-type-k|--cache-type", VKF_ARG_CALL, &o.cache_k, .metavar = "T",
+         .call = parse_cache_type,
+         .help = "KV cache f16 or f32 (default: f16 on GPUs, f32 on CPU devices); --cache-type "
+                 "sets both"},
         {"-ctv|--cache-type-v", VKF_ARG_CALL, &o.cache_v, .metavar = "T", .call = parse_cache_type,
          .help = "the same for V: vkformer keeps K and V in one type"},
         {"--no-mmap", VKF_ARG_PENDING, .help = "weights are always read through a mapping"},
-        {"-sys|--system-prompt", VKF_ARG_PENDING, .takes_value = 1,
-         .help = "chat mode is `vkformer chat`"},
+        {"-sys|--system-prompt", VKF_ARG_STR, &sys_unused, .metavar = "TEXT",
+         .help =
+             "system prompt: conversation mode, as llama-cli (the same as `vkformer chat -sys`)"},
         {"-cnv|--conversation", VKF_ARG_SET, &cnv,
          .help = "chat mode: the same as `vkformer chat`"},
         /* ---- llama.cpp flags vkformer does not implement */
@@ -422,7 +453,8 @@ int vkf_cmd_generate(int argc, char **argv) {
     }
     /* pending flags: wire them here once the library has the fields (see the table above) */
     if (o.cache_k && o.cache_v && o.cache_k != o.cache_v)
-        return vkf_usage_error("generate", "-ctk and -ctv differ: vkformer keeps K and V in one type");
+        return vkf_usage_error("generate",
+                               "-ctk and -ctv differ: vkformer keeps K and V in one type");
     int cache_type = o.cache_k ? o.cache_k : o.cache_v;
 
     char *file_text = NULL;
@@ -531,7 +563,10 @@ int vkf_cmd_generate(int argc, char **argv) {
                 "\nvkformer: generate: context %d, temp %g, top-k %d, top-p %g, n_predict %d\n",
                 n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, n_predict);
     }
-    gen_out g = {.o = &o, .prompt = o.no_display_prompt ? NULL : prompt_buf};
+    gen_out g = {.o = &o,
+                 .prompt = o.no_display_prompt ? NULL : prompt_buf,
+                 .compile_now = compile_ms_any,
+                 .ctx = ctx};
 
     /* -b / -ub: all but the last chunk of the prompt here, the last one in vkf_generate */
     int32_t chunk = o.n_batch ? o.n_batch : n;
@@ -576,8 +611,9 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (g.reverse_hit && o.verbose) fprintf(stderr, "vkformer: generate: reverse prompt reached\n");
     if (g_interrupted) fprintf(stderr, "vkformer: generate: interrupted\n");
     /* compilation during the prompt pass (pipelines built on first use) is reported apart */
-    print_timings(load_ms, compile_load, prompt_ms, (c1 > c0 ? c1 - c0 : 0), done_tok + st.n_prompt,
-                  &st, now_ms() - t_start);
+    double cf = g.have_first ? g.compile_first : c1; /* the prompt pass ended at the first token */
+    print_timings(load_ms, compile_load, prompt_ms, cf > c0 ? cf - c0 : 0, c1 > cf ? c1 - cf : 0,
+                  done_tok + st.n_prompt, &st, now_ms() - t_start);
     rc = g_interrupted ? 130 : 0;
 done:
     free(toks);

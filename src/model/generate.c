@@ -30,6 +30,15 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* --ignore-eos: every end-of-generation token out of the draw (llama.cpp biases them to -inf) */
+static void mask_eog(const vkf_model *m, float *logits) {
+    if (m->hp.eos_id >= 0 && m->hp.eos_id < m->hp.n_vocab) logits[m->hp.eos_id] = -INFINITY;
+    const int32_t *ids = NULL;
+    size_t n = m->tok ? vkf_tokenizer_eog(m->tok, &ids) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] >= 0 && ids[i] < m->hp.n_vocab) logits[ids[i]] = -INFINITY;
+}
+
 vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
                         const vkf_sampler_params *sp, vkf_token_callback cb, void *user, vkf_generate_stats *stats) {
     vkf_generate_stats st;
@@ -66,6 +75,7 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
         int32_t tok;
         rc = check_finite(s, logits, m->hp.n_vocab, s->n_past - 1, "logits");
         if (rc != VKF_OK) break;
+        if (sp && sp->ignore_eos) mask_eog(m, logits);
         rc = vkf_sampler_sample(smp, logits, m->hp.n_vocab, &tok);
         if (rc == VKF_OK) rc = vkf_sampler_accept(smp, tok);
         if (rc != VKF_OK) break;

@@ -107,9 +107,22 @@ usage_error "unexpected argument 'extra'" quantize quantize in.gguf out.gguf Q4_
 usage_error "--messages FILE.json is required" template template -t x.jinja
 usage_error "exactly one of -m MODEL and -t TEMPLATE_FILE" template template --messages m.json
 # llama.cpp flags that wait for other work: refused with "yet", never ignored
-for f in "--ignore-eos" "--no-mmap" "-sys hi"; do  # -cnv is `vkformer chat` (tests/serve/test_chat.py)
+for f in "--no-mmap"; do  # -cnv is `vkformer chat` (tests/serve/test_chat.py)
     usage_error "${f%% *}: not supported by vkformer yet" generate generate -m "$kjv" $f
 done
+# --ignore-eos: the phi3 fixture's greedy continuation of "The" reaches an end-of-generation
+# token before 400 tokens (seen with -v); with --ignore-eos all 400 are generated
+phi3="$fx/arch/phi3-f32.gguf"
+run generate -m "$phi3" -p "The" -n 400 --temp 0 -v
+eq "$rc" 0 "generate phi3 greedy"; has "end of sequence" "$err" "generate phi3 greedy stops at EOG"
+run generate -m "$phi3" -p "The" -n 400 --temp 0 -v --ignore-eos
+eq "$rc" 0 "generate --ignore-eos"; has "/   400 runs" "$err" "generate --ignore-eos runs to -n"
+case "$err" in *"end of sequence"*) fail "generate --ignore-eos stopped at EOG" ;; esac
+# -sys means conversation mode (llama-cli): the chat command, one message per stdin line
+printf 'hello\n' | "$V" generate -m "$kjv" -sys "Be brief" -n 8 --temp 0 >"$tmp/out" 2>"$tmp/err"; rc=$?
+eq "$rc" 0 "generate -sys"; has "using ChatML" "$(cat "$tmp/err")" "generate -sys is chat"
+# the timings never go negative (pipelines compiled in the first decoding steps are reported apart)
+case "$err" in *"time =     -"*) fail "negative time in the timings: $err" ;; esac
 # the KV cache types vkformer has: f16 and f32, one for K and V
 usage_error "--cache-type-k: expected f16 or f32" generate generate -m "$kjv" --cache-type-k q8_0
 usage_error "-ctk and -ctv differ" generate generate -m "$kjv" -ctk f16 -ctv f32
