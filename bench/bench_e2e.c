@@ -62,6 +62,7 @@ typedef struct vkf_bench_opts {
     int profile;
     int warmup;
     int quiet; /* no progress lines on stderr */
+    int no_mmap; /* vkf_model_params.no_mmap */
 } vkf_bench_opts;
 
 /* ---------------------------------------------------------------- one test */
@@ -200,23 +201,26 @@ static void vkf_bench_profile_print(vkf_backend *be, const char *what, int token
 static const char *vkf_bench_backend_label(vkf_backend_kind k) { return k == VKF_BACKEND_CPU ? "CPU" : "Vulkan"; }
 
 static void vkf_bench_usage(FILE *f) {
-    fprintf(f,
-            "usage: vkformer bench -m MODEL [options]            end-to-end prompt / generation speed\n"
-            "       vkformer bench --kernels [--quick]          kernel sweeps against measured peaks\n"
-            "       vkformer bench --startup -m MODEL [-r N]    cold / warm time to the first token\n"
-            "       vkformer bench --plot DIR -m MODEL          SVG charts: t/s vs context, matmul roofline\n"
-            "       vkformer bench --tokenizer ...              tokenizer throughput\n"
-            "\nend-to-end options (llama-bench's):\n"
-            "  -m, --model FILE      model (repeatable, or a comma list)\n"
-            "  -p, --n-prompt N,..   prompt lengths (default 512; 0 = none)\n"
-            "  -n, --n-gen N,..      generation lengths (default 128; 0 = none)\n"
-            "  -d, --depth D,..      context already in the cache before the test (default 0)\n"
-            "  -r, --repetitions N   timed runs per test (default 5)\n"
-            "  -o, --output FMT      md (default), json or csv\n"
-            "  --backends LIST       cpu,vulkan (default: vulkan if a device is present, else cpu)\n"
-            "  --device N|NAME       Vulkan device\n"
-            "  --no-warmup           skip the untimed warm-up run\n"
-            "  --profile             per-op device time (Vulkan timestamps) on stderr\n");
+    fprintf(
+        f,
+        "usage: vkformer bench -m MODEL [options]            end-to-end prompt / generation speed\n"
+        "       vkformer bench --kernels [--quick]          kernel sweeps against measured peaks\n"
+        "       vkformer bench --startup -m MODEL [-r N]    cold / warm time to the first token\n"
+        "       vkformer bench --plot DIR -m MODEL          SVG charts: t/s vs context, matmul "
+        "roofline\n"
+        "       vkformer bench --tokenizer ...              tokenizer throughput\n"
+        "\nend-to-end options (llama-bench's):\n"
+        "  -m, --model FILE      model (repeatable, or a comma list)\n"
+        "  -p, --n-prompt N,..   prompt lengths (default 512; 0 = none)\n"
+        "  -n, --n-gen N,..      generation lengths (default 128; 0 = none)\n"
+        "  -d, --depth D,..      context already in the cache before the test (default 0)\n"
+        "  -r, --repetitions N   timed runs per test (default 5)\n"
+        "  -o, --output FMT      md (default), json or csv\n"
+        "  --backends LIST       cpu,vulkan (default: vulkan if a device is present, else cpu)\n"
+        "  --device N|NAME       Vulkan device\n"
+        "  --no-warmup           skip the untimed warm-up run\n"
+        "  --no-mmap             read the model file into memory instead of mapping it\n"
+        "  --profile             per-op device time (Vulkan timestamps) on stderr\n");
 }
 
 static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
@@ -279,6 +283,8 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
             o->n_backends = 1;
         } else if (!strcmp(a, "--no-warmup")) {
             o->warmup = 0;
+        } else if (!strcmp(a, "--no-mmap")) {
+            o->no_mmap = 1;
         } else if (!strcmp(a, "--profile")) {
             o->profile = 1;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
@@ -320,7 +326,7 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
         for (int i = 0; i < o->n_tg; i++)
             if (o->depth[d] + o->tg[i] > max_need) max_need = o->depth[d] + o->tg[i];
     }
-    vkf_model_params mp = {.path = path};
+    vkf_model_params mp = {.path = path, .no_mmap = o->no_mmap};
     vkf_model *m = NULL;
     if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
         fprintf(stderr, "vkformer bench: loading %s: %s\n", path, vkf_last_error());
@@ -452,6 +458,13 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
             }
         }
     }
+    vkf_memory_info mi;
+    if (!o->quiet && vkf_session_memory(s, &mi) == VKF_OK)
+        fprintf(stderr,
+                "memory: weights %.1f MiB (%.1f MiB used in place from the file), KV cache %.1f "
+                "MiB, activations %.1f MiB\n",
+                (double)mi.weights / 1048576.0, (double)mi.weights_in_place / 1048576.0,
+                (double)mi.kv_cache / 1048576.0, (double)mi.activations / 1048576.0);
     free(toks);
     free(logits);
     vkf_session_free(s);

@@ -8,8 +8,9 @@
 #include "cli/cli.h"
 
 static const char *usage_text =
-    "usage: vkformer generate -m PATH [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--seed S]\n"
-    "                         [-c N_CTX] [--tokenizer PATH] [--device N | --cpu]\n"
+    "usage: vkformer generate -m PATH [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] "
+    "[--seed S]\n"
+    "                         [-c N_CTX] [--tokenizer PATH] [--no-mmap] [--device N | --cpu]\n"
     "  -m, --model PATH   model directory (config.json + model.safetensors) or .gguf file\n"
     "  -p, --prompt TEXT  prompt (default: empty, generation starts from BOS)\n"
     "  -n, --n-predict N  tokens to generate (default 64)\n"
@@ -18,7 +19,8 @@ static const char *usage_text =
     "  --top-p P          nucleus sampling threshold, 1 = off (default 0.95)\n"
     "  --seed S           random seed (default: from the clock, printed on stderr)\n"
     "  -c, --ctx-size N   context length in tokens (default: the model's); past the training\n"
-    "                     context for models with computed positions (RoPE, sinusoidal)\n";
+    "                     context for models with computed positions (RoPE, sinusoidal)\n"
+    "  --no-mmap          read the model file into memory instead of mapping it\n";
 
 static int on_token(void *user, int32_t token, const char *piece, size_t len) {
     (void)user;
@@ -53,6 +55,10 @@ int vkf_cmd_generate(int argc, char **argv) {
         }
         if (r) continue;
         const char *a = argv[i];
+        if (strcmp(a, "--no-mmap") == 0) {
+            mp.no_mmap = 1;
+            continue;
+        }
         if (i + 1 >= argc && a[0] == '-') {
             fprintf(stderr, "vkformer generate: %s needs a value\n%s", a, usage_text);
             return 2;
@@ -143,6 +149,13 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (st.stop == VKF_STOP_EOS) fprintf(stderr, "vkformer generate: end of sequence\n");
     fprintf(stderr, "prompt:     %5d tokens in %8.1f ms, %9.1f tokens/s\n", st.n_prompt, st.prompt_ms, st.prompt_tps);
     fprintf(stderr, "generation: %5d tokens in %8.1f ms, %9.1f tokens/s\n", st.n_generated, st.gen_ms, st.gen_tps);
+    vkf_memory_info mi;
+    if (vkf_session_memory(s, &mi) == VKF_OK)
+        fprintf(stderr,
+                "memory:     weights %.1f MiB (%.1f MiB used in place from the file), KV cache "
+                "%.1f MiB, activations %.1f MiB\n",
+                (double)mi.weights / 1048576.0, (double)mi.weights_in_place / 1048576.0,
+                (double)mi.kv_cache / 1048576.0, (double)mi.activations / 1048576.0);
     rc = 0;
 done:
     free(toks);

@@ -49,6 +49,26 @@ static void gguf_value_text(const vkf_gguf_value *v, char *buf, size_t n) {
     }
 }
 
+/* The activation memory of a one-token decode step (decoder-only models): built by running one
+ * step, since the graph's arena is planned when it is built. */
+static void info_activations(vkf_model *m) {
+    vkf_model_desc md;
+    vkf_model_describe(m, &md);
+    if (md.encoder_decoder) return;
+    vkf_session_params sp = {.n_ctx = md.n_ctx < 16 ? md.n_ctx : 16, .n_batch = 1};
+    vkf_session *s = NULL;
+    float *logits = malloc(sizeof *logits * (size_t)md.n_vocab);
+    int32_t tok = md.bos_id >= 0 ? md.bos_id : 0;
+    vkf_memory_info mi;
+    if (logits && vkf_session_create(m, &sp, &s) == VKF_OK &&
+        vkf_session_eval_last(s, &tok, 1, logits) == VKF_OK && vkf_session_memory(s, &mi) == VKF_OK)
+        printf(
+            "activations    %.2f MiB per sequence for a one-token step (prompt chunks take more)\n",
+            (double)mi.activations / 1048576.0);
+    vkf_session_free(s);
+    free(logits);
+}
+
 /* Appends the metadata keys and the tensor list of a GGUF file to the report. */
 static int gguf_listing(const char *path, int json) {
     vkf_gguf *g;
@@ -135,6 +155,7 @@ int vkf_cmd_info(int argc, char **argv) {
         if (json) fputc('\n', stdout);
         free(text);
     }
+    if (s == VKF_OK && !json) info_activations(m);
     vkf_model_free(m);
     vkf_context_free(ctx);
     if (s != VKF_OK) return vkf_cli_fail("info");

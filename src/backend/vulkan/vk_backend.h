@@ -100,6 +100,9 @@ typedef struct vkf_vk_caps {
     uint32_t n_coopmat;
     vkf_vk_coopmat_shape coopmat_shapes[VKF_VK_MAX_COOPMAT];
     uint8_t pipeline_cache_uuid[16];
+    int32_t host_import;        /* VK_EXT_external_memory_host: host allocations (a file mapping)
+                                   can back device memory; VKF_NO_IMPORT clears */
+    uint64_t host_import_align; /* minImportedHostPointerAlignment, bytes */
     char overrides[256];        /* env overrides that were applied, "" if none */
 } vkf_vk_caps;
 

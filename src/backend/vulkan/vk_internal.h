@@ -67,6 +67,7 @@ typedef struct vkf_vk_block {
     VkDeviceSize size;
     void *map;           /* persistent mapping on unified memory, else NULL */
     int dedicated;       /* one buffer owns the whole block */
+    int imported;        /* host memory used in place (VK_EXT_external_memory_host): read-only */
     vkf_vk_range *free;  /* sorted, coalesced free ranges */
     int n_free, cap_free;
     int n_live;          /* live sub-allocations */
@@ -194,6 +195,9 @@ void vkf_vk_buffer_free(vkf_backend *be, vkf_buffer *b);
 vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src,
                                size_t n);
 vkf_status vkf_vk_buffer_read(vkf_backend *be, vkf_buffer *b, size_t off, void *dst, size_t n);
+vkf_status vkf_vk_buffer_import(vkf_backend *be, const void *p, size_t n, const void *region,
+                                size_t region_size, vkf_buffer **out);
+void vkf_vk_memory_info(vkf_backend *be, uint64_t *total, uint64_t *used);
 /* Submits cmd and waits for it on the backend fence. */
 /* VKF_ERROR_VULKAN once a submission timed out or the device was lost. */
 vkf_status vkf_vk_check_usable(const vkf_vk_backend *vb);
