@@ -2,9 +2,11 @@
 /* ATTENTION: fused scaled-dot-product attention with an online softmax; the scores never
  * leave the workgroup. One workgroup per (head, query row). For query i of sequence b:
  *   keys j < n_keys (n_past + n_q when kv_dyn, else n_kv; capped at n_kv), j < len[b] when
- *   key lengths are given, and j <= q_pos(i) when causal, where
+ *   key lengths are given, j <= q_pos(i) when causal, and j > q_pos(i) - window when the
+ *   sliding window is on (a mask: the key loop starts there), where
  *   q_pos(i) = n_past + i (kv_dyn), else i + n_kv - n_q (causal), else i;
- *   out = sum_j softmax_j(scale * q.k_j) v_j, zeros when no key is visible.
+ *   out = sum_j softmax_j(cap(scale * q.k_j)) v_j, zeros when no key is visible; cap is the
+ *   soft-cap softcap * tanh(s / softcap) when softcap > 0.
  * Query head h reads KV head h / (n_head / n_kv_head) (GQA). Keys are processed in blocks of
  * WG: one score per invocation, a running max m and sum l, and the output accumulated as
  * acc = acc * exp(m_old - m_new) + sum p_j v_j with invocations split over (dim, key subset).
@@ -84,6 +86,7 @@ void main() {
                                   : (p.causal != 0u ? int(i) + int(p.n_kv) - int(p.n_q) : int(i));
         int jmax = klen;
         if (p.causal != 0u) jmax = min(jmax, qpos + 1);
+        int jmin = p.window > 0u ? max(qpos - int(p.window) + 1, 0) : 0;
         uint qo = (p.q_off + qr * p.q_stride + h * hd) / W;
         uint dof = (p.d_off + qr * p.d_stride + h * hd) / W;
         uint kbase = b * p.kv_stride;
@@ -107,7 +110,7 @@ void main() {
         }
 #endif
         int jend = min(jmax, int(p.j0 + p.jn)); /* keys of this window */
-        for (int j0 = int(p.j0); j0 < jend; j0 += int(WG)) {
+        for (int j0 = max(int(p.j0), jmin); j0 < jend; j0 += int(WG)) {
             int j = j0 + int(t);
             float s = VKF_NEG_INF;
             if (j < jend) {
@@ -115,6 +118,7 @@ void main() {
                 float dt = 0.0;
                 for (uint e = 0; e < hw; e++) dt += dot(q_s[e], kk[ko + e]);
                 s = dt * p.scale;
+                if (p.softcap > 0.0) s = p.softcap * tanh(clamp(s / p.softcap, -10.0, 10.0));
             }
             float mn = max(m, vkf_wg_max(s));
             float alpha = exp(m - mn); /* 0 on the first block (m = -inf) */

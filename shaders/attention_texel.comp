@@ -16,6 +16,8 @@
  * drivers is no faster than the texel loads and costs barriers. HG > 1 (VKF_ATTN_HG) reads each
  * K/V row once for several query heads; it is off by default (slower on lavapipe).
  *
+ * Sliding window and soft-cap as attention.comp: the key loops start at the window's first key.
+ *
  * Requires head_dim, every offset and stride multiples of 4 (host-checked) and head_dim <=
  * 4 * S * MAXT. Bindings: 1 dst (f32 buffer), 2 q, 3 k, 4 v (texels of f32), 5 key lengths
  * (i32 buffer; bound to dst and ignored when absent). */
@@ -63,6 +65,7 @@ void main() {
     if (p.has_len != 0u) klen = min(klen, lens[p.len_off + p.b0 + b]);
     int qpos = p.kv_dyn != 0u ? n_past + int(i) : (p.causal != 0u ? int(i) + int(p.n_kv) - int(p.n_q) : int(i));
     int jend = p.causal != 0u ? min(klen, qpos + 1) : klen;
+    int jmin = p.window > 0u ? max(qpos - int(p.window) + 1, 0) : 0;
     uint ko = (p.k_off + b * p.kv_stride * p.k_stride + kvh * p.head_dim) >> 2;
     uint vo = (p.v_off + b * p.kv_stride * p.v_stride + kvh * p.head_dim) >> 2;
     uint ks = p.k_stride >> 2, vs = p.v_stride >> 2;
@@ -82,10 +85,11 @@ void main() {
             av[e] = vec4(0.0);
         }
         float mk = VKF_NEG_INF, sk = 0.0;
-        for (int j = int(li); j < jend; j += int(WG)) {
+        for (int j = jmin + int(li); j < jend; j += int(WG)) {
             uint kr = ko + uint(j) * ks, vr = vo + uint(j) * vs;
             float sc = 0.0;
             for (uint e = 0; e < HWMAX; e++) sc += dot(qv[e], uintBitsToFloat(imageLoad(Kt, int(kr + e))));
+            if (p.softcap > 0.0) sc = p.softcap * tanh(clamp(sc / p.softcap, -10.0, 10.0));
             float mn = max(mk, sc);
             float alpha = exp(mk - mn); /* 0 on this lane's first key (mk = -inf) */
             float pj = exp(sc - mn);
@@ -144,7 +148,7 @@ void main() {
         m[hh] = VKF_NEG_INF;
         sum[hh] = 0.0;
     }
-    for (int j = int(g); j < jend; j += int(G)) {
+    for (int j = jmin + int(g); j < jend; j += int(G)) {
         uint kr = ko + uint(j) * ks, vr = vo + uint(j) * vs;
         vec4 kt[MAXT], vt[MAXT];
         for (uint t = 0; t < MAXT; t++) {
@@ -156,6 +160,7 @@ void main() {
             float part = 0.0;
             for (uint t = 0; t < MAXT; t++) part += dot(q[hh][t], kt[t]);
             float s = subgroupAdd(part);
+            if (p.softcap > 0.0) s = p.softcap * tanh(clamp(s / p.softcap, -10.0, 10.0));
             float mn = max(m[hh], s);
             float alpha = exp(m[hh] - mn); /* 0 on the first key (m = -inf) */
             float pj = exp(s - mn);

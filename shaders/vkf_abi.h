@@ -39,6 +39,7 @@ VKF_PC(vkf_pc_eltwise) {
     VKF_U32 b_off, b_stride; /* b_stride 0: one row broadcast */
     VKF_F32 scale;
     VKF_I32 act;             /* vkf_unary */
+    VKF_F32 cap;             /* SCALE: > 0 soft-caps the result, cap * tanh(x * scale / cap) */
 };
 
 /* layernorm / rmsnorm: one workgroup per row. */
@@ -137,6 +138,8 @@ VKF_PC(vkf_pc_attn) {
                        bit 1: save the state for the next key chunk */
     VKF_U32 s_off;  /* element offset of the (max, sum) state, 2 floats per (query row, head) */
     VKF_U32 q0, qn; /* queries [q0, q0 + qn) of each sequence are bound (Q/dst row 0 = query q0) */
+    VKF_U32 window; /* > 0: sliding window, keys j > q_pos - window only */
+    VKF_F32 softcap; /* > 0: scores softcap * tanh(s / softcap) */
 };
 
 /* matmul_texel: dst[M,N] = a[M,K] . w[N,K]^T (+ bias) (+ residual), a and w read as 16-byte
@@ -188,7 +191,7 @@ VKF_PC(vkf_pc_probe) {
 _Static_assert(sizeof(vkf_pc_probe) == 20, "vkf_pc_probe layout");
 _Static_assert(sizeof(vkf_pc_mm) == 96, "vkf_pc_mm layout");
 _Static_assert(sizeof(vkf_pc_kvstore) == 116, "vkf_pc_kvstore layout");
-_Static_assert(sizeof(vkf_pc_eltwise) == 40, "vkf_pc_eltwise layout");
+_Static_assert(sizeof(vkf_pc_eltwise) == 44, "vkf_pc_eltwise layout");
 _Static_assert(sizeof(vkf_pc_norm) == 44, "vkf_pc_norm layout");
 _Static_assert(sizeof(vkf_pc_softmax) == 40, "vkf_pc_softmax layout");
 _Static_assert(sizeof(vkf_pc_matmul) == 44, "vkf_pc_matmul layout");
@@ -197,7 +200,7 @@ _Static_assert(sizeof(vkf_pc_addpos) == 60, "vkf_pc_addpos layout");
 _Static_assert(sizeof(vkf_pc_rope) == 72, "vkf_pc_rope layout");
 _Static_assert(sizeof(vkf_pc_copy) == 44, "vkf_pc_copy layout");
 _Static_assert(sizeof(vkf_pc_select) == 28, "vkf_pc_select layout");
-_Static_assert(sizeof(vkf_pc_attn) == 108, "vkf_pc_attn layout");
+_Static_assert(sizeof(vkf_pc_attn) == 116, "vkf_pc_attn layout");
 #endif
 
 #endif

@@ -170,10 +170,13 @@ vkf_status vkf_node_check(const vkf_node *n) {
     case VKF_OP_ATTENTION: {
         const vkf_attn_params *p = &n->p.attn;
         if (p->batch <= 0 || p->n_q <= 0 || p->n_kv <= 0 || p->n_head <= 0 || p->n_kv_head <= 0 ||
-            p->head_dim <= 0 || p->head_dim > VKF_MAX_HEAD_DIM || p->n_head % p->n_kv_head || p->kv_stride < p->n_kv)
+            p->head_dim <= 0 || p->head_dim > VKF_MAX_HEAD_DIM || p->n_head % p->n_kv_head ||
+            p->kv_stride < p->n_kv || p->window < 0 || !(p->softcap >= 0))
             return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
-                             "attention: bad parameters batch %d n_q %d n_kv %d kv_stride %d heads %d/%d head_dim %d",
-                             p->batch, p->n_q, p->n_kv, p->kv_stride, p->n_head, p->n_kv_head, p->head_dim);
+                             "attention: bad parameters batch %d n_q %d n_kv %d kv_stride %d heads "
+                             "%d/%d head_dim %d window %d softcap %g",
+                             p->batch, p->n_q, p->n_kv, p->kv_stride, p->n_head, p->n_kv_head,
+                             p->head_dim, p->window, (double)p->softcap);
         int64_t kv_rows = (int64_t)(p->batch - 1) * p->kv_stride + p->n_kv;
         VKF_TRY(expect(n, a, "q", VKF_DTYPE_F32, (int64_t)p->batch * p->n_q, (int64_t)p->n_head * p->head_dim));
         VKF_TRY(expect(n, b, "k", VKF_DTYPE_F32, -1, (int64_t)p->n_kv_head * p->head_dim));

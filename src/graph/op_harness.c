@@ -49,7 +49,17 @@ static vkf_op_params attn(int b, int nq, int nkv, int stride, int h, int hkv, in
                           int dyn) {
     vkf_op_params p;
     memset(&p, 0, sizeof p);
-    p.attn = (vkf_attn_params){b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd)};
+    p.attn = (vkf_attn_params){
+        b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd), 0, 0.0f};
+    return p;
+}
+
+/* the same with a sliding window and an attention-logit soft-cap (gemma2/3) */
+static vkf_op_params attn_swa(int b, int nq, int nkv, int stride, int h, int hkv, int hd, int dyn,
+                              int window, float softcap) {
+    vkf_op_params p = attn(b, nq, nkv, stride, h, hkv, hd, 1, dyn);
+    p.attn.window = window;
+    p.attn.softcap = softcap;
     return p;
 }
 
@@ -119,8 +129,14 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
             p.rope.head_dim = rope_cfg[i][1];
             p.rope.n_rot = rope_cfg[i][2];
             p.rope.mode = mode;
-            ADD(VKF_OP_ROPE, 0, rope_cfg[i][3] * (i % 2 ? 2 : 1), 0, 1100, i == 4 ? VKF_HC_STRIDED : 0,
-                rope_cfg[i][4], p, THR_EXACT * 100, "products of the same f32 cos/sin table: within 1 ulp");
+            ADD(VKF_OP_ROPE, 0, rope_cfg[i][3] * (i % 2 ? 2 : 1), 0, 1100,
+                i == 4 ? VKF_HC_STRIDED : 0, rope_cfg[i][4], p, THR_EXACT * 100,
+                "products of the same f32 cos/sin table: within 1 ulp");
+            /* frequency factors, linear scaling and an attention factor in the table (llama3,
+             * phi3 LongRoPE, gemma3 global layers) */
+            if (i < 3)
+                ADD(VKF_OP_ROPE, 0, rope_cfg[i][3], 0, 1100, VKF_HC_FACTORS, rope_cfg[i][4], p,
+                    THR_EXACT * 100, "products of the same f32 cos/sin table: within 1 ulp");
         }
 
     /* elementwise and row ops over ragged widths */
@@ -138,7 +154,14 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                 a == VKF_UNARY_RELU ? WHY_EXACT : WHY_TRANS);
         }
         memset(&p, 0, sizeof p);
+        p.scale.scale = 2.0f;
+        p.scale.softcap = 3.0f; /* final-logit soft-cap: 3 tanh(2x / 3), saturating tails */
+        ADD(VKF_OP_SCALE, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        memset(&p, 0, sizeof p);
         ADD(VKF_OP_SWIGLU, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        p.glu.gelu = 1; /* GeGLU */
+        ADD(VKF_OP_SWIGLU, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        memset(&p, 0, sizeof p);
         p.norm.eps = i % 2 ? 1e-5f : 1e-6f;
         ADD(VKF_OP_LAYERNORM, 0, rows, cols, 0, i == 5 ? VKF_HC_NOAFFINE : 0, 0, p, THR_SUM, WHY_SUM);
         ADD(VKF_OP_RMSNORM, 0, rows, cols, 0, i == 6 ? VKF_HC_NOAFFINE : 0, 0, p, THR_SUM, WHY_SUM);
@@ -180,6 +203,25 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 17, attn(2, 4, 64, 64, 6, 3, 80, 1, 1), THR_ATTN, WHY_ATTN);
     }
 
+    /* per-head norms (q/k norm: rows = tokens x heads, cols = head_dim) */
+    memset(&p, 0, sizeof p);
+    p.norm.eps = 1e-6f;
+    ADD(VKF_OP_RMSNORM, 0, 7 * 4, 32, 0, 0, 0, p, THR_SUM, WHY_SUM);
+    ADD(VKF_OP_RMSNORM, 0, 33 * 8, 128, 0, 0, 0, p, THR_SUM, WHY_SUM);
+    /* sliding window (a mask in the kernel) and soft-cap: prefill past the window, decode deep in
+     * a cache (the window's start far from key 0), GQA, padding lengths, a window wider than
+     * the keys */
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn_swa(1, 30, 30, 30, 2, 1, 48, 0, 8, 4.0f), THR_ATTN,
+        WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 200, attn_swa(1, 33, 512, 512, 4, 1, 32, 1, 8, 0.0f),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 900, attn_swa(1, 1, 1024, 1024, 8, 4, 32, 1, 100, 0.0f),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0,
+        attn_swa(2, 17, 17, 20, 4, 2, 64, 0, 5, 30.0f), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 40, attn_swa(1, 1, 64, 64, 2, 1, 256, 1, 4096, 2.0f),
+        THR_ATTN, WHY_ATTN);
+
     /* KV-cache writes */
     memset(&p, 0, sizeof p);
     p.copy.dst_row0 = 3;
@@ -215,8 +257,20 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
     case VKF_OP_ATTENTION:
         k = snprintf(buf, n, "attention B=%d n_q=%d n_kv=%d heads=%d/%d head_dim=%d%s%s n_past=%d",
                      p->attn.batch, p->attn.n_q, p->attn.n_kv, p->attn.n_head, p->attn.n_kv_head,
-                     p->attn.head_dim, p->attn.causal ? " causal" : "", p->attn.kv_dyn ? " cache" : "",
-                     c->n_past);
+                     p->attn.head_dim, p->attn.causal ? " causal" : "",
+                     p->attn.kv_dyn ? " cache" : "", c->n_past);
+        if (k > 0 && (size_t)k < n && p->attn.window)
+            k += snprintf(buf + k, n - (size_t)k, " window=%d", p->attn.window);
+        if (k > 0 && (size_t)k < n && p->attn.softcap > 0)
+            k += snprintf(buf + k, n - (size_t)k, " softcap=%g", (double)p->attn.softcap);
+        break;
+    case VKF_OP_SWIGLU:
+        k = snprintf(buf, n, "%s %lldx%lld", p->glu.gelu ? "geglu" : "swiglu", (long long)c->m,
+                     (long long)c->n);
+        break;
+    case VKF_OP_SCALE:
+        k = snprintf(buf, n, "scale %g%s %lldx%lld", (double)p->scale.scale,
+                     p->scale.softcap > 0 ? " softcap" : "", (long long)c->m, (long long)c->n);
         break;
     case VKF_OP_UNARY:
         k = snprintf(buf, n, "unary %s %lldx%lld", vkf_unary_name(p->unary.act), (long long)c->m,
@@ -227,10 +281,10 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
         break;
     }
     if (k < 0 || (size_t)k >= n) return;
-    snprintf(buf + k, n - (size_t)k, "%s%s%s%s%s%s", c->flags & VKF_HC_BIAS ? " bias" : "",
+    snprintf(buf + k, n - (size_t)k, "%s%s%s%s%s%s%s", c->flags & VKF_HC_BIAS ? " bias" : "",
              c->flags & VKF_HC_STRIDED ? " strided" : "", c->flags & VKF_HC_MASK ? " mask" : "",
              c->flags & VKF_HC_BCAST ? " bcast" : "", c->flags & VKF_HC_LENS ? " keylens" : "",
-             c->flags & VKF_HC_TIES ? " ties" : "");
+             c->flags & VKF_HC_TIES ? " ties" : "", c->flags & VKF_HC_FACTORS ? " factors" : "");
 }
 
 /* ------------------------------------------------------------------ inputs */
@@ -324,7 +378,14 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, cols, st, "x"));
         VKF_TRY(operand_make(b, VKF_DTYPE_F32, c->k, p->rope.n_rot, 0, "rope_table"));
         fill_normal(a, &r, 0.0f, 2.0f);
-        vkf_rope_table(b->host, (int)c->k, p->rope.n_rot, 10000.0);
+        if (c->flags & VKF_HC_FACTORS) {
+            float f[VKF_MAX_HEAD_DIM / 2];
+            for (int i = 0; i < p->rope.n_rot / 2; i++)
+                f[i] = 1.0f + 31.0f * (float)i / (float)(p->rope.n_rot / 2);
+            vkf_rope_table_ext(b->host, (int)c->k, p->rope.n_rot, 500000.0, 0.125, f, 1.19);
+        } else {
+            vkf_rope_table(b->host, (int)c->k, p->rope.n_rot, 10000.0);
+        }
         s->n_src = 2;
         return operand_make(&s->dst, VKF_DTYPE_F32, c->m, cols, 0, "y");
     }

@@ -7,13 +7,14 @@
 #include "graph/backend.h"
 
 enum {
-    VKF_HC_BIAS = 1,     /* matmul: with bias */
-    VKF_HC_STRIDED = 2,  /* inputs are row-strided views into wider buffers */
-    VKF_HC_MASK = 4,     /* softmax: additive mask with -inf entries (some rows fully masked) */
-    VKF_HC_BCAST = 8,    /* add/mul: src1 is a single broadcast row */
-    VKF_HC_LENS = 16,    /* attention: per-sequence key lengths */
-    VKF_HC_TIES = 32,    /* argmax/topk: integer-valued inputs with many ties */
-    VKF_HC_NOAFFINE = 64 /* norms: no weight/bias */
+    VKF_HC_BIAS = 1,      /* matmul: with bias */
+    VKF_HC_STRIDED = 2,   /* inputs are row-strided views into wider buffers */
+    VKF_HC_MASK = 4,      /* softmax: additive mask with -inf entries (some rows fully masked) */
+    VKF_HC_BCAST = 8,     /* add/mul: src1 is a single broadcast row */
+    VKF_HC_LENS = 16,     /* attention: per-sequence key lengths */
+    VKF_HC_TIES = 32,     /* argmax/topk: integer-valued inputs with many ties */
+    VKF_HC_NOAFFINE = 64, /* norms: no weight/bias */
+    VKF_HC_FACTORS = 128  /* rope: table with frequency factors, linear scaling, attention factor */
 };
 
 typedef struct vkf_harness_case {

@@ -27,10 +27,16 @@ void vkf_sinusoidal_table(float *table, int n_pos, int d) {
 }
 
 void vkf_rope_table(float *table, int n_pos, int n_rot, double freq_base) {
+    vkf_rope_table_ext(table, n_pos, n_rot, freq_base, 1.0, NULL, 1.0);
+}
+
+void vkf_rope_table_ext(float *table, int n_pos, int n_rot, double freq_base, double pos_scale,
+                        const float *factors, double mscale) {
     for (int pos = 0; pos < n_pos; pos++)
         for (int i = 0; i < n_rot / 2; i++) {
-            double theta = pos * pow(freq_base, -2.0 * i / n_rot);
-            table[(size_t)pos * n_rot + 2 * i] = (float)cos(theta);
-            table[(size_t)pos * n_rot + 2 * i + 1] = (float)sin(theta);
+            double theta = pos * pos_scale * pow(freq_base, -2.0 * i / n_rot);
+            if (factors) theta /= factors[i];
+            table[(size_t)pos * n_rot + 2 * i] = (float)(cos(theta) * mscale);
+            table[(size_t)pos * n_rot + 2 * i + 1] = (float)(sin(theta) * mscale);
         }
 }

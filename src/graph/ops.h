@@ -32,7 +32,8 @@ typedef enum vkf_op {
     VKF_OP_ADD,
     /* dst = src0 * src1 (same shape, or src1 one row broadcast). */
     VKF_OP_MUL,
-    /* dst = src0 * scale. */
+    /* dst = src0 * scale, or with params.scale.softcap c > 0: c * tanh(src0 * scale / c) (the
+     * final-logit soft-cap of gemma2). */
     VKF_OP_SCALE,
     /* dst[r] = (x - mean) / sqrt(var + eps) * src1 + src2, var biased; src1/src2 [1,cols],
      * either may be absent (then 1 and 0). */
@@ -41,7 +42,8 @@ typedef enum vkf_op {
     VKF_OP_RMSNORM,
     /* dst = act(src0), act = params.act. */
     VKF_OP_UNARY,
-    /* dst[r, j] = silu(src0[r, j]) * src1[r, j]. */
+    /* dst[r, j] = silu(src0[r, j]) * src1[r, j]; params.glu.gelu = 1: GeGLU with the tanh GELU,
+     * gelu_tanh(src0[r, j]) * src1[r, j] (gemma). */
     VKF_OP_SWIGLU,
     /* dst[r] = softmax(src0[r] * scale + mask[r]) over cols; src1 optional additive mask of the
      * same shape (-INFINITY entries allowed; a fully masked row gives zeros). */
@@ -81,9 +83,13 @@ typedef struct vkf_attn_params {
     int32_t n_head;     /* query heads; Q cols = n_head * head_dim */
     int32_t n_kv_head;  /* K/V heads, divides n_head; query head h uses KV head h / (n_head/n_kv_head) */
     int32_t head_dim;
-    int32_t causal;     /* query i (position q_pos(i)) sees keys j <= q_pos(i) */
-    int32_t kv_dyn;     /* keys per sequence = n_past + n_q (decoding with a cache) */
-    float scale;        /* usually 1/sqrt(head_dim) */
+    int32_t causal; /* query i (position q_pos(i)) sees keys j <= q_pos(i) */
+    int32_t kv_dyn; /* keys per sequence = n_past + n_q (decoding with a cache) */
+    float scale;    /* usually 1/sqrt(head_dim) */
+    int32_t window; /* > 0: sliding window, query i also needs j > q_pos(i) - window (itself
+                       and window-1 earlier keys; gemma2/3 local layers); 0: no window */
+    float softcap;  /* > 0: scores s = scale q.k become softcap * tanh(s / softcap) before
+                       the softmax (gemma2 attention-logit soft-cap); 0: none */
 } /* query position q_pos(i) = n_past + i when kv_dyn, else i + (n_kv - n_q) if causal */
 vkf_attn_params;
 
@@ -102,7 +108,11 @@ typedef union vkf_op_params {
     } rope;
     struct {
         float scale;
-    } scale; /* SCALE, SOFTMAX (scale on logits; 0 means 1) */
+        float softcap; /* SCALE only: > 0 soft-caps the result */
+    } scale;           /* SCALE, SOFTMAX (scale on logits; 0 means 1) */
+    struct {
+        int32_t gelu; /* SWIGLU: 0 silu (SwiGLU), 1 gelu_tanh (GeGLU) */
+    } glu;
     struct {
         float eps;
     } norm; /* LAYERNORM, RMSNORM */
@@ -127,5 +137,10 @@ const char *vkf_unary_name(vkf_unary a);
 void vkf_sinusoidal_table(float *table, int n_pos, int d);
 /* The RoPE rotation table: table[pos*n_rot + 2i] = cos(pos * base^(-2i/n_rot)), [.. + 2i+1] = sin. */
 void vkf_rope_table(float *table, int n_pos, int n_rot, double freq_base);
+/* The same with llama.cpp's variants: theta_i = pos * pos_scale * base^(-2i/n_rot) / factors[i]
+ * (linear scaling; llama3 rope_freqs and LongRoPE factors, n_rot/2 values or NULL), and cos and
+ * sin multiplied by mscale (the LongRoPE attention factor). */
+void vkf_rope_table_ext(float *table, int n_pos, int n_rot, double freq_base, double pos_scale,
+                        const float *factors, double mscale);
 
 #endif

@@ -1,12 +1,17 @@
-/* The decoder-only forward pass (gpt2, llama) as one graph of the foundation's ops.
+/* The decoder-only forward pass of every architecture descriptor (model/arch.h) as one graph
+ * of the foundation's ops.
  *
  * One graph per (tokens per step n, sequences B, last-only head). Positions come from n_past
  * (ADD_POS / ROPE / COPY_ROWS / ATTENTION kv_dyn), token ids and key lengths from input
  * tensors rewritten before each compute, so the same graph replays for every decoding step.
  *
- *   gpt2:  x = wte[ids] + wpe[pos];  per layer: x += attn(LN1 x);  x += W2 act(W1 LN2 x)
- *   llama: x = embd[ids];            per layer: x += attn(RMS1 x); x += down(silu(gate h) * up h)
- *   logits = head(norm(x)) */
+ *   x = embd[ids] * emb_scale (+ pos[n_past + i] when learned)
+ *   per layer: q, k, v = W h (+ b), h = norm1 x; q, k = head_norm(q, k); q, k = rope(q, k)
+ *              x += post_attn_norm(Wo attn(q, K, V))   (window, soft-cap per layer)
+ *              x += post_ffn_norm(down(ffn(norm2 x)))  (act(up), or act(gate) * up)
+ *   logits = softcap(head(norm(x)))
+ * Every switch comes from the descriptor or the hyperparameters; absent post norms / q-k norms
+ * / biases are skipped. */
 #include <stdio.h>
 #include <string.h>
 
@@ -23,15 +28,85 @@ static void dec_store_kv(vkf_gb *b, vkf_session *s, int l, vkf_tensor *k, vkf_te
     }
 }
 
-static vkf_tensor *dec_norm(vkf_gb *b, const vkf_model *m, vkf_tensor *x, vkf_tensor *w, vkf_tensor *bias,
-                            const char *name) {
-    if (m->arch == VKF_ARCH_LLAMA) return vkf_gb_rmsnorm(b, x, w, m->hp.eps, name);
+static vkf_tensor *dec_norm(vkf_gb *b, const vkf_model *m, vkf_tensor *x, vkf_tensor *w,
+                            vkf_tensor *bias, const char *name) {
+    if (m->desc->norm == VKF_NORM_RMS) return vkf_gb_rmsnorm(b, x, w, m->hp.eps, name);
     return vkf_gb_layernorm(b, x, w, bias, m->hp.eps, name);
 }
 
-static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, vkf_tensor *lens, int32_t B, int32_t n) {
+/* Per-head RMSNorm of x [rows, n_head * head_dim] (contiguous): x viewed as [rows * n_head,
+ * head_dim], normalized with the [1, head_dim] weight, viewed back. */
+static vkf_tensor *dec_head_norm(vkf_gb *b, const vkf_model *m, vkf_tensor *x, vkf_tensor *w,
+                                 int n_head, const char *name) {
+    if (b->s != VKF_OK) return NULL;
+    int64_t rows = x->rows, hd = m->hp.head_dim;
+    if (x->row_stride != x->cols) {
+        b->s = vkf_error(VKF_ERROR_INTERNAL, "%s: per-head norm of a strided tensor", name);
+        return NULL;
+    }
+    vkf_tensor *v = vkf_gb_view(b, x, 0, rows, 0, x->cols);
+    if (!v) return NULL;
+    v->rows = rows * n_head;
+    v->cols = v->row_stride = hd;
+    vkf_tensor *y = vkf_gb_rmsnorm(b, v, w, m->hp.eps, name);
+    vkf_tensor *r = y ? vkf_gb_view(b, y, 0, y->rows, 0, hd) : NULL;
+    if (!r) return NULL;
+    r->rows = rows;
+    r->cols = r->row_stride = (int64_t)n_head * hd;
+    return r;
+}
+
+static vkf_tensor *dec_rope(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, int n_head, int32_t n,
+                            const char *name) {
+    vkf_model *m = s->m;
+    vkf_op_params p;
+    memset(&p, 0, sizeof p);
+    p.rope.seq_len = n;
+    p.rope.dyn = 1;
+    p.rope.head_dim = m->hp.head_dim;
+    p.rope.n_rot = m->hp.n_rot;
+    p.rope.mode = m->desc->rope_mode;
+    p.rope.n_head = n_head;
+    vkf_tensor *table = vkf_layer_swa(&m->hp, l) && vkf_tensor_present(&m->w.rope_swa)
+                            ? &m->w.rope_swa
+                            : &m->w.rope;
+    vkf_tensor *r = vkf_gb_new(b, x->rows, x->cols, "l%d.%s", l, name);
+    vkf_gb_node(b, VKF_OP_ROPE, r, x, table, NULL, NULL, &p);
+    return r;
+}
+
+static vkf_tensor *dec_ffn(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_tensor *h, char *nm,
+                           size_t nmsz, int l) {
+    const vkf_hparams *hp = &m->hp;
+#define NM(what) (snprintf(nm, nmsz, "l%d.%s", l, what), nm)
+    if (m->desc->ffn == VKF_FFN_PLAIN) {
+        vkf_tensor *u = vkf_gb_matmul(b, h, &L->w_up, &L->b_up, NM("up"));
+        return vkf_gb_unary(b, u, hp->act, NM("act"));
+    }
+    vkf_tensor *g, *u;
+    if (m->desc->ffn == VKF_FFN_GLU_FUSED) { /* one matrix: gate outputs, then up outputs */
+        vkf_tensor *gu = vkf_gb_matmul(b, h, &L->w_up, &L->b_up, NM("gate_up"));
+        g = gu ? vkf_gb_view(b, gu, 0, gu->rows, 0, hp->n_ff) : NULL;
+        u = gu ? vkf_gb_view(b, gu, 0, gu->rows, hp->n_ff, hp->n_ff) : NULL;
+    } else {
+        g = vkf_gb_matmul(b, h, &L->w_gate, NULL, NM("gate"));
+        u = vkf_gb_matmul(b, h, &L->w_up, &L->b_up, NM("up"));
+    }
+    if (b->s != VKF_OK || !g || !u) return NULL;
+    vkf_op_params p;
+    memset(&p, 0, sizeof p);
+    p.glu.gelu = hp->act == VKF_UNARY_GELU_TANH;
+    vkf_tensor *f = vkf_gb_new(b, g->rows, g->cols, "l%d.glu", l);
+    vkf_gb_node(b, VKF_OP_SWIGLU, f, g, u, NULL, NULL, &p);
+    return f;
+#undef NM
+}
+
+static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, vkf_tensor *lens,
+                             int32_t B, int32_t n) {
     vkf_model *m = s->m;
     const vkf_hparams *hp = &m->hp;
+    const vkf_arch_desc *a = m->desc;
     vkf_layer_w *L = &m->w.dec[l];
     int64_t rows = (int64_t)B * n, qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_kv_head * hp->head_dim;
     char nm[64];
@@ -48,22 +123,14 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, vk
         k = vkf_gb_matmul(b, h, &L->self.wk, &L->self.bk, NM("k"));
         v = vkf_gb_matmul(b, h, &L->self.wv, &L->self.bv, NM("v"));
     }
-    if (m->arch == VKF_ARCH_LLAMA) {
-        vkf_op_params p;
-        memset(&p, 0, sizeof p);
-        p.rope.seq_len = n;
-        p.rope.dyn = 1;
-        p.rope.head_dim = hp->head_dim;
-        p.rope.n_rot = hp->n_rot;
-        p.rope.mode = VKF_ROPE_NORMAL; /* GGUF llama: adjacent pairs (x[2i], x[2i+1]) */
-        p.rope.n_head = hp->n_head;
-        vkf_tensor *qr = vkf_gb_new(b, rows, qd, "l%d.q_rope", l);
-        vkf_gb_node(b, VKF_OP_ROPE, qr, q, &m->w.rope, NULL, NULL, &p);
-        p.rope.n_head = hp->n_kv_head;
-        vkf_tensor *kr = vkf_gb_new(b, rows, kvd, "l%d.k_rope", l);
-        vkf_gb_node(b, VKF_OP_ROPE, kr, k, &m->w.rope, NULL, NULL, &p);
-        q = qr;
-        k = kr;
+    if (b->s != VKF_OK) return NULL;
+    if (vkf_tensor_present(&L->q_norm))
+        q = dec_head_norm(b, m, q, &L->q_norm, hp->n_head, NM("q_norm"));
+    if (vkf_tensor_present(&L->k_norm))
+        k = dec_head_norm(b, m, k, &L->k_norm, hp->n_kv_head, NM("k_norm"));
+    if (a->pos == VKF_POS_ROPE) {
+        q = dec_rope(b, s, l, q, hp->n_head, n, "q_rope");
+        k = dec_rope(b, s, l, k, hp->n_kv_head, n, "k_rope");
     }
     if (b->s != VKF_OK) return NULL;
     dec_store_kv(b, s, l, k, v, B, n);
@@ -72,22 +139,18 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, int l, vkf_tensor *x, vk
         .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .head_dim = hp->head_dim,
         .causal = 1, .kv_dyn = 1,
         .scale = hp->attn_scale_by_layer ? hp->attn_scale / (float)(l + 1) : hp->attn_scale,
+        .window = vkf_layer_swa(hp, l) ? hp->swa_window : 0,
+        .softcap = hp->attn_softcap,
     };
-    vkf_tensor *a = vkf_gb_attention(b, q, &s->kc[l], &s->vc[l], lens, &ap, NM("attn"));
-    vkf_tensor *o = vkf_gb_matmul(b, a, &L->self.wo, &L->self.bo, NM("attn_out"));
+    vkf_tensor *at = vkf_gb_attention(b, q, &s->kc[l], &s->vc[l], lens, &ap, NM("attn"));
+    vkf_tensor *o = vkf_gb_matmul(b, at, &L->self.wo, &L->self.bo, NM("attn_out"));
+    if (a->post_norms) o = vkf_gb_rmsnorm(b, o, &L->post_attn_norm, hp->eps, NM("post_attn_norm"));
     x = vkf_gb_add(b, x, o, NM("res1"));
 
     h = dec_norm(b, m, x, &L->norm2_w, &L->norm2_b, NM("ffn_norm"));
-    vkf_tensor *f;
-    if (m->arch == VKF_ARCH_LLAMA) {
-        vkf_tensor *g = vkf_gb_matmul(b, h, &L->w_gate, NULL, NM("gate"));
-        vkf_tensor *u = vkf_gb_matmul(b, h, &L->w_up, NULL, NM("up"));
-        f = vkf_gb_swiglu(b, g, u, NM("swiglu"));
-    } else {
-        vkf_tensor *u = vkf_gb_matmul(b, h, &L->w_up, &L->b_up, NM("up"));
-        f = vkf_gb_unary(b, u, hp->act, NM("act"));
-    }
+    vkf_tensor *f = dec_ffn(b, m, L, h, nm, sizeof nm, l);
     vkf_tensor *dn = vkf_gb_matmul(b, f, &L->w_down, &L->b_down, NM("down"));
+    if (a->post_norms) dn = vkf_gb_rmsnorm(b, dn, &L->post_ffn_norm, hp->eps, NM("post_ffn_norm"));
     return vkf_gb_add(b, x, dn, NM("res2"));
 #undef NM
 }
@@ -99,7 +162,8 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     int64_t rows = (int64_t)B * n, d = hp->d_model;
     int last_only = (sg->flags & VKF_SG_LAST_ONLY) != 0;
     char name[64];
-    snprintf(name, sizeof name, "%s n%d b%d%s", vkf_arch_name(m->arch), n, B, last_only ? " last" : "");
+    snprintf(name, sizeof name, "%s n%d b%d%s", vkf_model_arch_name(m), n, B,
+             last_only ? " last" : "");
     vkf_gb b = {NULL, VKF_OK};
     VKF_TRY(vkf_graph_create(m->be, name, &b.g));
     sg->g = b.g;
@@ -113,7 +177,7 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
 
     vkf_op_params p;
     memset(&p, 0, sizeof p);
-    p.embed.scale = 1.0f;
+    p.embed.scale = hp->emb_scale; /* gemma: sqrt(d_model) */
     vkf_tensor *x = vkf_gb_new(&b, rows, d, "embd");
     vkf_gb_node(&b, VKF_OP_EMBED, x, &m->w.tok_embd, &sg->ids, NULL, NULL, &p);
     if (vkf_tensor_present(&m->w.pos_embd)) { /* learned absolute positions at n_past + i */
@@ -136,8 +200,16 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
         x = xl;
     }
     vkf_tensor *h = dec_norm(&b, m, x, &m->w.out_norm_w, &m->w.out_norm_b, "out_norm");
-    vkf_gb_node(&b, VKF_OP_MATMUL, &sg->out, h, &m->w.output, vkf_tensor_present(&m->w.output_b) ? &m->w.output_b : NULL,
-                NULL, NULL);
+    vkf_tensor *bias = vkf_tensor_present(&m->w.output_b) ? &m->w.output_b : NULL;
+    if (hp->final_softcap > 0) { /* logits c tanh(l / c) */
+        vkf_tensor *lg = vkf_gb_matmul(&b, h, &m->w.output, bias, "logits_raw");
+        memset(&p, 0, sizeof p);
+        p.scale.scale = 1.0f;
+        p.scale.softcap = hp->final_softcap;
+        if (lg) vkf_gb_node(&b, VKF_OP_SCALE, &sg->out, lg, NULL, NULL, NULL, &p);
+    } else {
+        vkf_gb_node(&b, VKF_OP_MATMUL, &sg->out, h, &m->w.output, bias, NULL, NULL);
+    }
     VKF_TRY(b.s);
     return vkf_graph_plan(b.g);
 }

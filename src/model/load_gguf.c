@@ -1,4 +1,5 @@
-/* Loader for GGUF files (llama.cpp's format): architectures "llama" and "gpt2".
+/* Loader for GGUF files (llama.cpp's format): every decoder architecture of model/arch/, read
+ * through its descriptor (tensor names, keys under the "{arch}." prefix, switches).
  *
  * ggml stores a weight with ne = [in, out]: ne[0] is the row length, so row i is output feature
  * i: exactly the [out, in] layout the MATMUL op wants, with no transpose. Matrices keep their
@@ -17,7 +18,7 @@
 typedef struct gg_ctx {
     vkf_model *m;
     const vkf_gguf *g;
-    const char *arch; /* key prefix: "llama" or "gpt2" */
+    const char *arch; /* key prefix: the architecture name */
 } gg_ctx;
 
 /* Loads `name`: MATRIX ne [ne0 = in, ne1 = out] -> [out, in]; VECTOR ne [ne0]. An absent
@@ -58,6 +59,44 @@ static vkf_status gg_key_f32(gg_ctx *c, const char *key, float def, int required
 
 /* ------------------------------------------------------------------ hyperparameters */
 
+/* RoPE: base, dimensions, linear scaling, LongRoPE attention factor and original context, the
+ * sliding-window layers' base. yarn and other scalings are refused (not implemented). */
+static vkf_status gg_rope_keys(gg_ctx *c) {
+    vkf_hparams *hp = &c->m->hp;
+    const char *path = c->m->path;
+    float base, base_swa, factor, attn_factor;
+    VKF_TRY(gg_key_f32(c, "rope.freq_base", 10000.0f, 0, &base));
+    VKF_TRY(gg_key_f32(c, "rope.freq_base_swa", base, 0, &base_swa));
+    hp->rope_base = base;
+    hp->rope_base_swa = base_swa;
+    VKF_TRY(gg_key_u32(c, "rope.dimension_count", hp->head_dim, &hp->n_rot));
+    if (hp->n_rot <= 0 || hp->n_rot % 2 || hp->n_rot > hp->head_dim)
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s: rope.dimension_count %d must be even and <= head dimension %d", path,
+                         hp->n_rot, hp->head_dim);
+    char full[128];
+    snprintf(full, sizeof full, "%s.rope.scaling.type", c->arch);
+    const char *type;
+    VKF_TRY(vkf_gguf_get_str(c->g, full, "none", &type));
+    VKF_TRY(gg_key_f32(c, "rope.scaling.factor", 0.0f, 0, &factor));
+    hp->rope_scale = 1.0;
+    if (strcmp(type, "linear") == 0 && factor > 0) {
+        hp->rope_scale = 1.0 / factor; /* positions divided by the factor */
+    } else if (strcmp(type, "none") != 0 && strcmp(type, "linear") != 0 &&
+               strcmp(type, "longrope") != 0) {
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: %s \"%s\" is not supported (none, linear, longrope)", path, full,
+                         type);
+    }
+    VKF_TRY(gg_key_f32(c, "rope.scaling.attn_factor", 1.0f, 0, &attn_factor));
+    if (!(attn_factor > 0))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: rope.scaling.attn_factor %g must be > 0", path,
+                         attn_factor);
+    hp->rope_attn_factor = attn_factor;
+    VKF_TRY(gg_key_u32(c, "rope.scaling.original_context_length", 0, &hp->n_ctx_orig));
+    return VKF_OK;
+}
+
 static vkf_status gg_hparams(gg_ctx *c) {
     vkf_hparams *hp = &c->m->hp;
     const char *path = c->m->path;
@@ -67,11 +106,15 @@ static vkf_status gg_hparams(gg_ctx *c) {
     VKF_TRY(gg_key_u32(c, "attention.head_count_kv", hp->n_head, &hp->n_kv_head));
     VKF_TRY(gg_key_u32(c, "feed_forward_length", -1, &hp->n_ff));
     VKF_TRY(gg_key_u32(c, "context_length", -1, &hp->n_ctx));
-    if (hp->n_layer <= 0 || hp->d_model <= 0 || hp->n_head <= 0 || hp->n_kv_head <= 0 || hp->n_ff <= 0 || hp->n_ctx <= 0)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: block_count, embedding_length, head counts, feed_forward_length and context_length must be > 0", path);
-    if (hp->d_model % hp->n_head || hp->n_head % hp->n_kv_head)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: %d heads / %d KV heads do not divide embedding_length %d", path,
-                         hp->n_head, hp->n_kv_head, hp->d_model);
+    if (hp->n_layer <= 0 || hp->d_model <= 0 || hp->n_head <= 0 || hp->n_kv_head <= 0 ||
+        hp->n_ff <= 0 || hp->n_ctx <= 0)
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s: block_count, embedding_length, head counts, feed_forward_length and "
+                         "context_length must be > 0",
+                         path);
+    if (hp->n_head % hp->n_kv_head)
+        return vkf_error(VKF_ERROR_FORMAT, "%s: %d KV heads do not divide %d heads", path,
+                         hp->n_kv_head, hp->n_head);
     /* every layer has several tensors: a corrupt count would size the layer table first */
     if ((size_t)hp->n_layer > vkf_gguf_tensor_count(c->g))
         return vkf_error(VKF_ERROR_FORMAT, "%s: block_count %d exceeds the %zu tensors in the file", path, hp->n_layer,
@@ -79,25 +122,45 @@ static vkf_status gg_hparams(gg_ctx *c) {
     if (hp->n_ctx > VKF_MODEL_MAX_CTX)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: context_length %d exceeds the %d tokens this engine supports", path,
                          hp->n_ctx, VKF_MODEL_MAX_CTX);
-    hp->head_dim = hp->d_model / hp->n_head;
-    VKF_TRY(gg_key_u32(c, "attention.key_length", hp->head_dim, &hp->head_dim));
+    /* head_dim: attention.key_length (qwen3, gemma: n_head * head_dim may differ from d_model) */
+    hp->head_dim = -1;
+    VKF_TRY(gg_key_u32(c, "attention.key_length", INT32_MAX, &hp->head_dim));
+    if (hp->head_dim == INT32_MAX) {
+        if (hp->d_model % hp->n_head)
+            return vkf_error(
+                VKF_ERROR_FORMAT,
+                "%s: %d heads do not divide embedding_length %d (and no attention.key_length)",
+                path, hp->n_head, hp->d_model);
+        hp->head_dim = hp->d_model / hp->n_head;
+    }
     if (hp->head_dim <= 0 || hp->head_dim > VKF_MAX_HEAD_DIM)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head dimension %d outside [1, %d]", path, hp->head_dim, VKF_MAX_HEAD_DIM);
     hp->attn_scale = (float)(1.0 / sqrt((double)hp->head_dim));
-    if (c->m->arch == VKF_ARCH_LLAMA) {
+    const vkf_arch_desc *a = c->m->desc;
+    hp->act = a->ffn_act; /* gpt2: ggml_gelu, the tanh form */
+    if (a->norm == VKF_NORM_RMS)
         VKF_TRY(gg_key_f32(c, "attention.layer_norm_rms_epsilon", 0, 1, &hp->eps));
-        float base;
-        VKF_TRY(gg_key_f32(c, "rope.freq_base", 10000.0f, 0, &base));
-        hp->rope_base = base;
-        VKF_TRY(gg_key_u32(c, "rope.dimension_count", hp->head_dim, &hp->n_rot));
-        if (hp->n_rot <= 0 || hp->n_rot % 2 || hp->n_rot > hp->head_dim)
-            return vkf_error(VKF_ERROR_FORMAT, "%s: rope.dimension_count %d must be even and <= head dimension %d", path,
-                             hp->n_rot, hp->head_dim);
-        /* rope scaling keys (linear/yarn) are for context extension beyond training; this
-         * engine runs models at their trained context and does not read them. */
-    } else {
+    else
         VKF_TRY(gg_key_f32(c, "attention.layer_norm_epsilon", 0, 1, &hp->eps));
-        hp->act = VKF_UNARY_GELU_TANH; /* llama.cpp's gpt2 graph uses ggml_gelu: the tanh form */
+    hp->emb_scale = a->emb_scale_sqrt_d ? sqrtf((float)hp->d_model) : 1.0f; /* f32, as llama.cpp */
+    if (a->pos == VKF_POS_ROPE) VKF_TRY(gg_rope_keys(c));
+    if (a->softcaps) {
+        VKF_TRY(gg_key_f32(c, "attn_logit_softcapping", 0.0f, 0, &hp->attn_softcap));
+        VKF_TRY(gg_key_f32(c, "final_logit_softcapping", 0.0f, 0, &hp->final_softcap));
+        if (hp->attn_softcap < 0 || hp->final_softcap < 0)
+            return vkf_error(VKF_ERROR_FORMAT, "%s: soft-cap values %g / %g must be >= 0", path,
+                             hp->attn_softcap, hp->final_softcap);
+    }
+    if (a->swa_period > 0) {
+        VKF_TRY(gg_key_u32(c, "attention.sliding_window", 0, &hp->swa_window));
+        hp->swa_period = a->swa_period;
+        char full[128]; /* the file's own pattern, when it has one: a period */
+        snprintf(full, sizeof full, "%s.attention.sliding_window_pattern", c->arch);
+        const vkf_gguf_kv *kv = vkf_gguf_find(c->g, full);
+        if (kv && kv->value.type == VKF_GGUF_TYPE_ARRAY)
+            return vkf_error(VKF_ERROR_UNSUPPORTED,
+                             "%s: %s as an array is not supported (a period is)", path, full);
+        if (kv) VKF_TRY(gg_key_u32(c, "attention.sliding_window_pattern", 0, &hp->swa_period));
     }
     if (!(hp->eps > 0)) return vkf_error(VKF_ERROR_FORMAT, "%s: norm epsilon %g must be > 0", path, hp->eps);
 
@@ -118,98 +181,83 @@ static vkf_status gg_hparams(gg_ctx *c) {
 
 /* ------------------------------------------------------------------ weights */
 
-static vkf_status gg_llama_layer(gg_ctx *c, int l) {
-    vkf_hparams *hp = &c->m->hp;
-    vkf_layer_w *L = &c->m->w.dec[l];
-    int64_t d = hp->d_model, q = (int64_t)hp->n_head * hp->head_dim, kv = (int64_t)hp->n_kv_head * hp->head_dim;
-    char n[128];
-#define GG(field, suffix, kind, a, b, opt)                                                         \
-    do {                                                                                           \
-        snprintf(n, sizeof n, "blk.%d.%s", l, suffix);                                             \
-        VKF_TRY(gg_get(c, &L->field, n, kind, a, b, opt));                                         \
-    } while (0)
-    GG(norm1_w, "attn_norm.weight", VKF_W_VECTOR, d, 0, 0);
-    GG(self.wq, "attn_q.weight", VKF_W_MATRIX, d, q, 0);
-    GG(self.wk, "attn_k.weight", VKF_W_MATRIX, d, kv, 0);
-    GG(self.wv, "attn_v.weight", VKF_W_MATRIX, d, kv, 0);
-    GG(self.bq, "attn_q.bias", VKF_W_VECTOR, q, 0, 1);
-    GG(self.bk, "attn_k.bias", VKF_W_VECTOR, kv, 0, 1);
-    GG(self.bv, "attn_v.bias", VKF_W_VECTOR, kv, 0, 1);
-    GG(self.wo, "attn_output.weight", VKF_W_MATRIX, q, d, 0);
-    GG(self.bo, "attn_output.bias", VKF_W_VECTOR, d, 0, 1);
-    GG(norm2_w, "ffn_norm.weight", VKF_W_VECTOR, d, 0, 0);
-    GG(w_gate, "ffn_gate.weight", VKF_W_MATRIX, d, hp->n_ff, 0);
-    GG(w_up, "ffn_up.weight", VKF_W_MATRIX, d, hp->n_ff, 0);
-    GG(w_down, "ffn_down.weight", VKF_W_MATRIX, hp->n_ff, d, 0);
-    return VKF_OK;
+/* One slot of the descriptor: matrices ne [in, out] -> [out, in]; vectors [in]; the position
+ * table as F32 [n_ctx, d] for ADD_POS. */
+static vkf_status gg_slot(void *user, vkf_arch_t slot, const char *name, vkf_tensor *t,
+                          int optional) {
+    gg_ctx *c = user;
+    if (optional && !vkf_gguf_find_tensor(c->g, name)) return VKF_OK;
+    int64_t ne0, ne1;
+    vkf_arch_slot_shape(c->m, slot, &ne0, &ne1);
+    if (slot == VKF_T_POS_EMBD) {
+        const vkf_gguf_tensor *pe;
+        int64_t pne[2] = {ne0, ne1};
+        VKF_TRY(vkf_gguf_get_tensor(c->g, name, -1, 2, pne, &pe));
+        VKF_TRY(vkf_model_upload(c->m, t, name, VKF_W_VECTOR, pe->dtype, ne1, ne0, pe->data));
+        t->rows = ne1;
+        t->cols = t->row_stride = ne0;
+        return VKF_OK;
+    }
+    return gg_get(c, t, name, vkf_arch_slots[slot].vector ? VKF_W_VECTOR : VKF_W_MATRIX, ne0, ne1,
+                  0);
 }
 
-static vkf_status gg_gpt2_layer(gg_ctx *c, int l) {
-    vkf_hparams *hp = &c->m->hp;
-    vkf_layer_w *L = &c->m->w.dec[l];
-    int64_t d = hp->d_model, qkv = (int64_t)(hp->n_head + 2 * hp->n_kv_head) * hp->head_dim;
-    char n[128];
-    GG(norm1_w, "attn_norm.weight", VKF_W_VECTOR, d, 0, 0);
-    GG(norm1_b, "attn_norm.bias", VKF_W_VECTOR, d, 0, 0);
-    GG(self.wqkv, "attn_qkv.weight", VKF_W_MATRIX, d, qkv, 0);
-    GG(self.bqkv, "attn_qkv.bias", VKF_W_VECTOR, qkv, 0, 0);
-    GG(self.wo, "attn_output.weight", VKF_W_MATRIX, (int64_t)hp->n_head * hp->head_dim, d, 0);
-    GG(self.bo, "attn_output.bias", VKF_W_VECTOR, d, 0, 0);
-    GG(norm2_w, "ffn_norm.weight", VKF_W_VECTOR, d, 0, 0);
-    GG(norm2_b, "ffn_norm.bias", VKF_W_VECTOR, d, 0, 0);
-    GG(w_up, "ffn_up.weight", VKF_W_MATRIX, d, hp->n_ff, 0);
-    GG(b_up, "ffn_up.bias", VKF_W_VECTOR, hp->n_ff, 0, 0);
-    GG(w_down, "ffn_down.weight", VKF_W_MATRIX, hp->n_ff, d, 0);
-    GG(b_down, "ffn_down.bias", VKF_W_VECTOR, d, 0, 0);
-#undef GG
+/* The rope factor tensor in use (llama3 rope_freqs, or phi3's short/long factors by the chosen
+ * context, as llama.cpp: long when n_ctx exceeds the original context), as host floats. */
+static vkf_status gg_rope_factors(gg_ctx *c, float **out) {
+    vkf_model *m = c->m;
+    vkf_hparams *hp = &m->hp;
+    const char *const *nm = m->desc->gguf;
+    vkf_arch_t slot = VKF_T_ROPE_FREQS;
+    hp->rope_factors = 1;
+    if (nm[VKF_T_ROPE_SHORT] &&
+        vkf_gguf_find_tensor(c->g, nm[VKF_T_ROPE_SHORT] + (nm[VKF_T_ROPE_SHORT][0] == '?'))) {
+        int use_long = hp->n_ctx_orig > 0 && hp->n_ctx > hp->n_ctx_orig;
+        slot = use_long ? VKF_T_ROPE_LONG : VKF_T_ROPE_SHORT;
+        hp->rope_factors = use_long ? 3 : 2;
+    }
+    *out = NULL;
+    const char *name = nm[slot];
+    if (name && name[0] == '?') name++;
+    if (!name || !vkf_gguf_find_tensor(c->g, name)) {
+        hp->rope_factors = 0;
+        return VKF_OK;
+    }
+    const vkf_gguf_tensor *t;
+    int64_t ne[1] = {hp->n_rot / 2};
+    VKF_TRY(vkf_gguf_get_tensor(c->g, name, -1, 1, ne, &t));
+    if (t->dtype != VKF_DTYPE_F32)
+        return vkf_error(VKF_ERROR_FORMAT, "%s: %s must be F32", m->path, name);
+    float *f = malloc((size_t)ne[0] * sizeof *f);
+    if (!f) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
+    memcpy(f, t->data, (size_t)ne[0] * sizeof *f);
+    for (int64_t i = 0; i < ne[0]; i++)
+        if (!(f[i] > 0)) {
+            free(f);
+            return vkf_error(VKF_ERROR_FORMAT, "%s: %s[%lld] = %g must be > 0", m->path, name,
+                             (long long)i, f[i]);
+        }
+    *out = f;
     return VKF_OK;
 }
 
 static vkf_status gg_weights(gg_ctx *c) {
     vkf_model *m = c->m;
     vkf_hparams *hp = &m->hp;
-    int64_t d = hp->d_model;
     const vkf_gguf_tensor *te;
-    int64_t ne[2] = {d, -1};
+    int64_t ne[2] = {hp->d_model, -1};
     VKF_TRY(vkf_gguf_get_tensor(c->g, "token_embd.weight", -1, 2, ne, &te));
     if (te->rows > INT32_MAX) return vkf_error(VKF_ERROR_FORMAT, "%s: token_embd.weight has %lld rows", m->path, (long long)te->rows);
     hp->n_vocab = hp->n_src_vocab = (int32_t)te->rows;
-    VKF_TRY(gg_get(c, &m->w.tok_embd, "token_embd.weight", VKF_W_MATRIX, d, hp->n_vocab, 0));
-    if (m->arch == VKF_ARCH_GPT2) {
-        const vkf_gguf_tensor *pe;
-        int64_t pne[2] = {d, hp->n_ctx};
-        VKF_TRY(vkf_gguf_get_tensor(c->g, "position_embd.weight", -1, 2, pne, &pe));
-        /* ADD_POS reads an F32 table: converted as a vector, then viewed as [n_ctx, d] */
-        VKF_TRY(vkf_model_upload(m, &m->w.pos_embd, "position_embd.weight", VKF_W_VECTOR, pe->dtype, hp->n_ctx, d, pe->data));
-        m->w.pos_embd.rows = hp->n_ctx;
-        m->w.pos_embd.cols = m->w.pos_embd.row_stride = d;
-    }
-    m->w.dec = calloc((size_t)hp->n_layer, sizeof *m->w.dec);
-    if (!m->w.dec) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
-    for (int l = 0; l < hp->n_layer; l++) {
-        if (m->arch == VKF_ARCH_LLAMA)
-            VKF_TRY(gg_llama_layer(c, l));
-        else
-            VKF_TRY(gg_gpt2_layer(c, l));
-    }
-    m->wtype = m->arch == VKF_ARCH_LLAMA ? m->w.dec[0].self.wq.dtype : m->w.dec[0].self.wqkv.dtype;
-    VKF_TRY(gg_get(c, &m->w.out_norm_w, "output_norm.weight", VKF_W_VECTOR, d, 0, 0));
-    if (m->arch == VKF_ARCH_GPT2) VKF_TRY(gg_get(c, &m->w.out_norm_b, "output_norm.bias", VKF_W_VECTOR, d, 0, 0));
-    if (vkf_gguf_find_tensor(c->g, "output.weight"))
-        VKF_TRY(gg_get(c, &m->w.output, "output.weight", VKF_W_MATRIX, d, hp->n_vocab, 0));
-    else
-        m->w.output = m->w.tok_embd; /* tied embeddings */
-
-    if (m->arch == VKF_ARCH_LLAMA) { /* the rotation table, in double on the host, for every position asked for */
-        vkf_model_extend_ctx(m);
-        float *rt = malloc((size_t)hp->n_ctx * (size_t)hp->n_rot * sizeof *rt);
-        if (!rt) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
-        vkf_rope_table(rt, hp->n_ctx, hp->n_rot, hp->rope_base);
-        vkf_status s = vkf_model_upload_table(m, &m->w.rope, "rope_table", hp->n_ctx, hp->n_rot, rt);
-        free(rt);
-        VKF_TRY(s);
-    }
-    return VKF_OK;
+    if (m->desc->pos == VKF_POS_ROPE)
+        vkf_model_extend_ctx(m); /* computed positions: the context asked for */
+    VKF_TRY(vkf_model_load_slots(m, m->desc->gguf, gg_slot, c));
+    if (m->desc->pos != VKF_POS_ROPE) return VKF_OK;
+    float *factors;
+    VKF_TRY(gg_rope_factors(c, &factors));
+    vkf_status s = vkf_model_rope_tables(m, factors);
+    free(factors);
+    return s;
 }
 
 vkf_status vkf_load_gguf(vkf_model *m, const char *path) {
@@ -221,12 +269,10 @@ vkf_status vkf_load_gguf(vkf_model *m, const char *path) {
     vkf_status s = VKF_OK;
     if (!c.arch)
         s = vkf_error(VKF_ERROR_FORMAT, "%s: missing key general.architecture", path);
-    else if (strcmp(c.arch, "llama") == 0)
-        m->arch = VKF_ARCH_LLAMA;
-    else if (strcmp(c.arch, "gpt2") == 0)
-        m->arch = VKF_ARCH_GPT2;
-    else
-        s = vkf_error(VKF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (llama, gpt2)", path, c.arch);
+    else if (!(m->desc = vkf_arch_by_gguf(c.arch)))
+        s = vkf_error(VKF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (%s)", path,
+                      c.arch, vkf_arch_names());
+    m->arch = VKF_ARCH_DECODER;
     snprintf(m->format, sizeof m->format, "gguf");
     /* the tensor data must fit the device: refused before the first upload */
     if (s == VKF_OK)

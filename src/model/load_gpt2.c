@@ -13,21 +13,53 @@
 #include "io/safetensors.h"
 #include "model/model.h"
 
+extern const vkf_arch_desc vkf_arch_gpt2;
+
 typedef struct g2_ctx {
     vkf_model *m;
     const vkf_safetensors *st;
     const char *prefix; /* "" or "transformer." */
+    int tied;           /* tie_word_embeddings */
 } g2_ctx;
 
-/* kind VECTOR: [d0]; MATRIX: [d0, d1] stored as is; CONV1D: stored [d0 = in, d1 = out]. */
-static vkf_status g2_get(g2_ctx *c, vkf_tensor *t, const char *name, vkf_wkind kind, int64_t d0, int64_t d1) {
+/* One slot of the descriptor's HF names: Conv1D matrices stored [in, out] (transposed at
+ * load), vectors [in]; wpe as an F32 table for ADD_POS; lm_head.weight outside the prefix and
+ * only when the embeddings are not tied. */
+static vkf_status g2_get(void *user, vkf_arch_t slot, const char *name, vkf_tensor *t,
+                         int optional) {
+    g2_ctx *c = user;
+    vkf_model *m = c->m;
     char full[256];
-    snprintf(full, sizeof full, "%s%s", c->prefix, name);
+    snprintf(full, sizeof full, "%s%s", slot == VKF_T_OUTPUT ? "" : c->prefix, name);
+    if (slot == VKF_T_OUTPUT) {
+        const vkf_st_tensor *head = vkf_safetensors_find(c->st, full);
+        if (c->tied) return VKF_OK;
+        if (!head)
+            return vkf_error(VKF_ERROR_FORMAT, "%s: tie_word_embeddings is false but %s is missing",
+                             vkf_safetensors_path(c->st), full);
+        optional = 0;
+    }
+    if (optional && !vkf_safetensors_find(c->st, full)) return VKF_OK;
+    int64_t ne0, ne1;
+    vkf_arch_slot_shape(m, slot, &ne0, &ne1);
     const vkf_st_tensor *s;
-    int64_t dims[2] = {d0, d1};
-    int rank = kind == VKF_W_VECTOR ? 1 : 2;
-    VKF_TRY(vkf_safetensors_get(c->st, full, -1, rank, dims, &s));
-    return vkf_model_upload(c->m, t, full, kind, s->dtype, rank == 1 ? 1 : d0, rank == 1 ? d0 : d1, s->data);
+    if (vkf_arch_slots[slot].vector) {
+        int64_t dims[1] = {ne0};
+        VKF_TRY(vkf_safetensors_get(c->st, full, -1, 1, dims, &s));
+        return vkf_model_upload(m, t, full, VKF_W_VECTOR, s->dtype, 1, ne0, s->data);
+    }
+    int conv = slot != VKF_T_TOK_EMBD && slot != VKF_T_POS_EMBD && slot != VKF_T_OUTPUT;
+    int64_t dims[2] = {conv ? ne0 : ne1, conv ? ne1 : ne0};
+    VKF_TRY(vkf_safetensors_get(c->st, full, -1, 2, dims, &s));
+    if (slot == VKF_T_POS_EMBD) { /* ADD_POS reads an F32 table: converted as a vector, viewed as
+                                     [n_ctx, d] */
+        VKF_TRY(vkf_model_upload(m, t, full, VKF_W_VECTOR, s->dtype, ne1, ne0, s->data));
+        t->rows = ne1;
+        t->cols = t->row_stride = ne0;
+        return VKF_OK;
+    }
+    if (conv) return vkf_model_upload(m, t, full, VKF_W_CONV1D, s->dtype, ne0, ne1, s->data);
+    return vkf_model_upload(m, t, full, VKF_W_MATRIX, s->dtype, ne1, ne0, s->data);
 }
 
 /* ------------------------------------------------------------------ config */
@@ -120,66 +152,6 @@ static vkf_status g2_config(vkf_model *m, const vkf_json_config *c, int *tied) {
     return VKF_OK;
 }
 
-/* ------------------------------------------------------------------ weights */
-
-static vkf_status g2_weights(g2_ctx *c, int tied) {
-    vkf_model *m = c->m;
-    vkf_hparams *hp = &m->hp;
-    int64_t d = hp->d_model, ff = hp->n_ff;
-    VKF_TRY(g2_get(c, &m->w.tok_embd, "wte.weight", VKF_W_MATRIX, hp->n_vocab, d));
-    /* positions go through ADD_POS, which reads an F32 table: converted as a vector, then
-     * viewed as [n_ctx, d] */
-    {
-        char full[256];
-        snprintf(full, sizeof full, "%swpe.weight", c->prefix);
-        const vkf_st_tensor *s;
-        int64_t dims[2] = {hp->n_ctx, d};
-        VKF_TRY(vkf_safetensors_get(c->st, full, -1, 2, dims, &s));
-        VKF_TRY(vkf_model_upload(m, &m->w.pos_embd, full, VKF_W_VECTOR, s->dtype, hp->n_ctx, d, s->data));
-    }
-    m->w.pos_embd.rows = hp->n_ctx;
-    m->w.pos_embd.cols = m->w.pos_embd.row_stride = d;
-    m->w.dec = calloc((size_t)hp->n_layer, sizeof *m->w.dec);
-    if (!m->w.dec) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
-    char name[128];
-    for (int l = 0; l < hp->n_layer; l++) {
-        vkf_layer_w *L = &m->w.dec[l];
-#define G2(field, suffix, kind, a, b)                                                              \
-    do {                                                                                           \
-        snprintf(name, sizeof name, "h.%d.%s", l, suffix);                                         \
-        VKF_TRY(g2_get(c, &L->field, name, kind, a, b));                                           \
-    } while (0)
-        G2(norm1_w, "ln_1.weight", VKF_W_VECTOR, d, 0);
-        G2(norm1_b, "ln_1.bias", VKF_W_VECTOR, d, 0);
-        G2(self.wqkv, "attn.c_attn.weight", VKF_W_CONV1D, d, 3 * d);
-        G2(self.bqkv, "attn.c_attn.bias", VKF_W_VECTOR, 3 * d, 0);
-        G2(self.wo, "attn.c_proj.weight", VKF_W_CONV1D, d, d);
-        G2(self.bo, "attn.c_proj.bias", VKF_W_VECTOR, d, 0);
-        G2(norm2_w, "ln_2.weight", VKF_W_VECTOR, d, 0);
-        G2(norm2_b, "ln_2.bias", VKF_W_VECTOR, d, 0);
-        G2(w_up, "mlp.c_fc.weight", VKF_W_CONV1D, d, ff);
-        G2(b_up, "mlp.c_fc.bias", VKF_W_VECTOR, ff, 0);
-        G2(w_down, "mlp.c_proj.weight", VKF_W_CONV1D, ff, d);
-        G2(b_down, "mlp.c_proj.bias", VKF_W_VECTOR, d, 0);
-#undef G2
-    }
-    m->wtype = m->w.dec[0].self.wqkv.dtype;
-    VKF_TRY(g2_get(c, &m->w.out_norm_w, "ln_f.weight", VKF_W_VECTOR, d, 0));
-    VKF_TRY(g2_get(c, &m->w.out_norm_b, "ln_f.bias", VKF_W_VECTOR, d, 0));
-    /* lm_head.weight is outside the "transformer." prefix in GPT2LMHeadModel */
-    const vkf_st_tensor *head = vkf_safetensors_find(c->st, "lm_head.weight");
-    if (!head && !tied)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: tie_word_embeddings is false but lm_head.weight is missing", vkf_safetensors_path(c->st));
-    if (head && !tied) {
-        int64_t dims[2] = {hp->n_vocab, d};
-        VKF_TRY(vkf_safetensors_get(c->st, "lm_head.weight", -1, 2, dims, &head));
-        VKF_TRY(vkf_model_upload(m, &m->w.output, "lm_head.weight", VKF_W_MATRIX, head->dtype, hp->n_vocab, d, head->data));
-    } else {
-        m->w.output = m->w.tok_embd; /* tied: the same buffer */
-    }
-    return VKF_OK;
-}
-
 static int g2_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;
@@ -198,7 +170,9 @@ vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir) {
     if (s == VKF_OK && tf) snprintf(tok_file, sizeof tok_file, "%s", tf);
     vkf_json_config_free(cfg);
     VKF_TRY(s);
-    m->arch = VKF_ARCH_GPT2;
+    m->arch = VKF_ARCH_DECODER;
+    m->desc = &vkf_arch_gpt2;
+    m->hp.emb_scale = 1.0f;
     snprintf(m->format, sizeof m->format, "safetensors");
 
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -210,10 +184,11 @@ vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir) {
         return vkf_error(VKF_ERROR_FORMAT, "%s/config.json: n_layer %d exceeds the %zu tensors of %s", dir, m->hp.n_layer,
                          n_tensors, path);
     }
-    g2_ctx c = {m, st, ""};
-    if (!vkf_safetensors_find(st, "wte.weight") && vkf_safetensors_find(st, "transformer.wte.weight"))
+    g2_ctx c = {m, st, "", tied};
+    if (!vkf_safetensors_find(st, "wte.weight") &&
+        vkf_safetensors_find(st, "transformer.wte.weight"))
         c.prefix = "transformer.";
-    s = g2_weights(&c, tied);
+    s = vkf_model_load_slots(m, m->desc->hf, g2_get, &c);
     vkf_safetensors_close(st);
     VKF_TRY(s);
 

@@ -13,13 +13,9 @@
 #include "io/tokenizer.h"
 #include "model/model.h"
 
-const char *vkf_arch_name(vkf_arch a) {
-    switch (a) {
-    case VKF_ARCH_TRANSFORMER: return "transformer";
-    case VKF_ARCH_GPT2: return "gpt2";
-    case VKF_ARCH_LLAMA: return "llama";
-    }
-    return "?";
+const char *vkf_model_arch_name(const vkf_model *m) {
+    if (m->arch == VKF_ARCH_TRANSFORMER) return "transformer";
+    return m->desc ? m->desc->name : "?";
 }
 
 /* ------------------------------------------------------------------ paths */
@@ -82,22 +78,38 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
     snprintf(found, sizeof found, "%s", arch ? arch : type ? type : "");
     int is_tf = arch && strcmp(arch, "transformer") == 0;
     int is_gpt2 = !arch && type && strcmp(type, "gpt2") == 0;
+    /* HF "architectures": ["LlamaForCausalLM"] names a descriptor */
+    const vkf_arch_desc *desc = NULL;
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(vkf_json_config_root(c), "architectures");
+    const cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    if (!is_tf && !is_gpt2 && cJSON_IsString(a0)) {
+        desc = vkf_arch_by_hf(a0->valuestring);
+        snprintf(found, sizeof found, "%s", a0->valuestring);
+    }
     vkf_json_config_free(c);
     VKF_TRY(s);
     if (is_tf) return vkf_load_transformer(m, dir);
     if (is_gpt2) return vkf_load_gpt2_hf(m, dir);
+    if (desc && desc->pos == VKF_POS_ROPE) return vkf_load_hf(m, dir, desc);
     if (!found[0])
         return vkf_error(VKF_ERROR_FORMAT, "%s: neither \"architecture\" nor \"model_type\" is set", path);
     return vkf_error(VKF_ERROR_UNSUPPORTED,
-                     "%s: architecture \"%s\" is not supported (directories: \"transformer\", model_type \"gpt2\"; "
-                     "GGUF: llama, gpt2)",
-                     path, found);
+                     "%s: architecture \"%s\" is not supported (directories: \"transformer\", model_type \"gpt2\", "
+                     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
+                     "Gemma3ForCausalLM, Phi3ForCausalLM; GGUF: %s)",
+                     path, found, vkf_arch_names());
 }
 
+/* Computed positions: the tables and the default KV cache are sized by the context asked for,
+ * else min(VKF_MODEL_DEFAULT_CTX, training context) as llama.cpp's default -c 4096; never by a
+ * training context alone (131072 for Llama-3.x). */
 void vkf_model_extend_ctx(vkf_model *m) {
     m->ctx_ext = 1;
     m->hp.n_ctx_train = m->hp.n_ctx;
-    if (m->ctx_req > m->hp.n_ctx) m->hp.n_ctx = m->ctx_req;
+    if (m->ctx_req > 0)
+        m->hp.n_ctx = m->ctx_req;
+    else if (m->hp.n_ctx > VKF_MODEL_DEFAULT_CTX)
+        m->hp.n_ctx = VKF_MODEL_DEFAULT_CTX;
 }
 
 vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model **out) {
@@ -130,8 +142,9 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
         s = vkf_error(VKF_ERROR_UNSUPPORTED,
                       "%s: n_ctx %d exceeds the %d positions of its learned position table (%s); only models with "
                       "computed positions (RoPE, sinusoidal) run past their training context",
-                      p->path, m->ctx_req, m->hp.n_ctx, vkf_arch_name(m->arch));
-    if (s == VKF_OK && p->tokenizer && m->arch == VKF_ARCH_TRANSFORMER && path_is_dir(p->tokenizer)) {
+                      p->path, m->ctx_req, m->hp.n_ctx, vkf_model_arch_name(m));
+    if (s == VKF_OK && p->tokenizer && m->arch == VKF_ARCH_TRANSFORMER &&
+        path_is_dir(p->tokenizer)) {
         /* an encoder-decoder's tokenizer directory: src_vocab.json and tgt_vocab.json */
         char a[1200];
         vkf_tokenizer *t = NULL;
@@ -197,7 +210,7 @@ void vkf_model_free(vkf_model *m) {
 
 void vkf_model_describe(const vkf_model *m, vkf_model_desc *d) {
     memset(d, 0, sizeof *d);
-    d->architecture = vkf_arch_name(m->arch);
+    d->architecture = vkf_model_arch_name(m);
     d->format = m->format;
     d->encoder_decoder = m->arch == VKF_ARCH_TRANSFORMER;
     d->n_vocab = m->hp.n_vocab;
@@ -221,20 +234,35 @@ void vkf_model_describe(const vkf_model *m, vkf_model_desc *d) {
     d->weight_bytes = m->weight_bytes;
 }
 
-/* KV cache bytes per sequence at the model's full context (self-attention; plus the
+static size_t model_kv_bytes_per_token(const vkf_model *m) {
+    const vkf_hparams *hp = &m->hp;
+    return 2 * (size_t)hp->n_layer * (size_t)hp->n_kv_head * (size_t)hp->head_dim * sizeof(float);
+}
+
+static const char *rope_factors_name(int f) {
+    return f == 1   ? "frequency factors (rope_freqs)"
+           : f == 2 ? "LongRoPE short factors"
+                    : "LongRoPE long factors";
+}
+
+/* KV cache bytes per sequence at the model's chosen context (self-attention; plus the
  * cross-attention memory for the encoder-decoder). */
 static size_t model_kv_bytes(const vkf_model *m) {
     const vkf_hparams *hp = &m->hp;
-    size_t per_tok = 2 * (size_t)hp->n_layer * (size_t)hp->n_kv_head * (size_t)hp->head_dim * sizeof(float);
+    size_t per_tok = model_kv_bytes_per_token(m);
     size_t b = per_tok * (size_t)hp->n_ctx;
     if (m->arch == VKF_ARCH_TRANSFORMER) b += 2 * (size_t)hp->n_layer * (size_t)hp->d_model * sizeof(float) * (size_t)hp->n_ctx;
     return b;
 }
 
 static const char *act_name(const vkf_model *m) {
-    if (m->arch == VKF_ARCH_LLAMA) return "swiglu";
+    if (m->desc && m->desc->ffn != VKF_FFN_PLAIN)
+        return m->hp.act == VKF_UNARY_SILU ? "swiglu" : "geglu";
     return vkf_unary_name((vkf_unary)m->hp.act);
 }
+
+static int model_rms(const vkf_model *m) { return m->desc && m->desc->norm == VKF_NORM_RMS; }
+static int model_rope(const vkf_model *m) { return m->desc && m->desc->pos == VKF_POS_ROPE; }
 
 vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     const vkf_hparams *hp = &m->hp;
@@ -250,7 +278,8 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         char buf[4096];
         size_t n = 0;
 #define P(...) n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__)
-        P("architecture   %s (%s)\n", vkf_arch_name(m->arch), m->arch == VKF_ARCH_TRANSFORMER ? "encoder-decoder" : "decoder-only");
+        P("architecture   %s (%s)\n", vkf_model_arch_name(m),
+          m->arch == VKF_ARCH_TRANSFORMER ? "encoder-decoder" : "decoder-only");
         P("file           %s (%s)\n", m->path, m->format);
         if (m->arch == VKF_ARCH_TRANSFORMER) {
             P("vocabulary     source %d, target %d tokens (tokenizers: source %s, target %s)\n", hp->n_src_vocab, hp->n_vocab,
@@ -260,23 +289,49 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
             P("vocabulary     %d tokens (tokenizer: %s)\n", hp->n_vocab, tok);
             P("layers         %d\n", hp->n_layer);
         }
-        if (hp->n_ctx != hp->n_ctx_train)
+        if (hp->n_ctx > hp->n_ctx_train)
             P("context        %d tokens (extended; trained on %d)\n", hp->n_ctx, hp->n_ctx_train);
+        else if (hp->n_ctx < hp->n_ctx_train)
+            P("context        %d tokens (of the %d it was trained on; -c to change)\n", hp->n_ctx,
+              hp->n_ctx_train);
         else
             P("context        %d tokens\n", hp->n_ctx);
         P("d_model        %d\n", hp->d_model);
         P("heads          %d query, %d key/value, head_dim %d\n", hp->n_head, hp->n_kv_head, hp->head_dim);
         P("feed-forward   %d (%s)\n", hp->n_ff, act_name(m));
-        P("norm           %s, eps %g\n", m->arch == VKF_ARCH_LLAMA ? "RMSNorm" : "LayerNorm", (double)hp->eps);
-        if (m->arch == VKF_ARCH_LLAMA) P("rope           %d dims, base %g\n", hp->n_rot, hp->rope_base);
+        P("norm           %s, eps %g\n", model_rms(m) ? "RMSNorm" : "LayerNorm", (double)hp->eps);
+        if (model_rope(m)) {
+            P("rope           %s, %d dims, base %g", m->desc->rope_mode ? "neox" : "normal",
+              hp->n_rot, hp->rope_base);
+            if (hp->rope_scale != 1.0) P(", linear scaling x%g", 1.0 / hp->rope_scale);
+            if (hp->rope_factors) P(", %s", rope_factors_name(hp->rope_factors));
+            if (hp->rope_attn_factor != 1.0) P(", attention factor %g", hp->rope_attn_factor);
+            P("\n");
+        }
+        if (hp->swa_window > 0) {
+            char pat[160] = "";
+            size_t pl = 0;
+            for (int l = 0; l < hp->n_layer && pl + 3 < sizeof pat; l++)
+                pl += (size_t)snprintf(pat + pl, sizeof pat - pl, "%c",
+                                       vkf_layer_swa(hp, l) ? 'L' : 'G');
+            P("window         %d tokens on local layers (L local, G global: %s)", hp->swa_window,
+              pat);
+            if (m->desc->swa_rope_unscaled) P(", local rope base %g", hp->rope_base_swa);
+            P("\n");
+        }
+        if (hp->attn_softcap > 0 || hp->final_softcap > 0)
+            P("soft-caps      attention %g, final %g\n", (double)hp->attn_softcap,
+              (double)hp->final_softcap);
+        if (m->desc && (m->desc->post_norms || m->desc->emb_scale_sqrt_d))
+            P("extras         %s%s\n", m->desc->post_norms ? "post-attention/post-FFN norms; " : "",
+              m->desc->emb_scale_sqrt_d ? "embeddings x sqrt(d_model)" : "");
         P("special ids    bos %d, eos %d, pad %d\n", hp->bos_id, hp->eos_id, hp->pad_id);
         P("parameters     %lld (%.2f M)\n", (long long)m->n_params, (double)m->n_params / 1e6);
         P("weight dtypes  %s (matrices %s)\n", dtypes, vkf_dtype_name(m->wtype));
-        P("memory         weights %.2f MiB (%.2f MiB used in place from the file, %.2f MiB "
-          "copied); KV cache %.2f MiB per "
-          "sequence at %d tokens\n",
+        P("memory         weights %.2f MiB (%.2f MiB used in place from the file, %.2f MiB copied); KV cache %zu "
+          "bytes per token, %.2f MiB per sequence at %d tokens (F32)\n",
           (double)m->weight_bytes / 1048576.0, (double)m->weight_bytes_in_place / 1048576.0,
-          (double)(m->weight_bytes - m->weight_bytes_in_place) / 1048576.0, (double)kv / 1048576.0,
+          (double)(m->weight_bytes - m->weight_bytes_in_place) / 1048576.0, model_kv_bytes_per_token(m), (double)kv / 1048576.0,
           hp->n_ctx);
 #undef P
         *out = strdup(buf);
@@ -284,7 +339,7 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     }
     cJSON *j = cJSON_CreateObject();
     if (!j) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_info: out of host memory");
-    cJSON_AddStringToObject(j, "architecture", vkf_arch_name(m->arch));
+    cJSON_AddStringToObject(j, "architecture", vkf_model_arch_name(m));
     cJSON_AddBoolToObject(j, "encoder_decoder", m->arch == VKF_ARCH_TRANSFORMER);
     cJSON_AddStringToObject(j, "path", m->path);
     cJSON_AddStringToObject(j, "format", m->format);
@@ -306,11 +361,22 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     cJSON_AddNumberToObject(j, "head_dim", hp->head_dim);
     cJSON_AddNumberToObject(j, "n_ff", hp->n_ff);
     cJSON_AddStringToObject(j, "activation", act_name(m));
-    cJSON_AddStringToObject(j, "norm", m->arch == VKF_ARCH_LLAMA ? "rmsnorm" : "layernorm");
+    cJSON_AddStringToObject(j, "norm", model_rms(m) ? "rmsnorm" : "layernorm");
     cJSON_AddNumberToObject(j, "norm_eps", hp->eps);
-    if (m->arch == VKF_ARCH_LLAMA) {
+    if (model_rope(m)) {
         cJSON_AddNumberToObject(j, "rope_dims", hp->n_rot);
         cJSON_AddNumberToObject(j, "rope_freq_base", hp->rope_base);
+        cJSON_AddStringToObject(j, "rope_mode", m->desc->rope_mode ? "neox" : "normal");
+        cJSON_AddNumberToObject(j, "rope_linear_factor", 1.0 / hp->rope_scale);
+        cJSON_AddStringToObject(j, "rope_factors",
+                                hp->rope_factors ? rope_factors_name(hp->rope_factors) : "none");
+        cJSON_AddNumberToObject(j, "rope_attn_factor", hp->rope_attn_factor);
+        cJSON_AddNumberToObject(j, "sliding_window", hp->swa_window);
+        cJSON *pat = cJSON_AddArrayToObject(j, "local_layers");
+        for (int l = 0; l < hp->n_layer && pat; l++)
+            if (vkf_layer_swa(hp, l)) cJSON_AddItemToArray(pat, cJSON_CreateNumber(l));
+        cJSON_AddNumberToObject(j, "attn_softcap", hp->attn_softcap);
+        cJSON_AddNumberToObject(j, "final_softcap", hp->final_softcap);
     }
     cJSON_AddNumberToObject(j, "bos_id", hp->bos_id);
     cJSON_AddNumberToObject(j, "eos_id", hp->eos_id);
@@ -322,6 +388,7 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         if (m->n_by_dtype[t] && dt) cJSON_AddNumberToObject(dt, vkf_dtype_name((vkf_dtype)t), m->n_by_dtype[t]);
     cJSON_AddNumberToObject(j, "weight_bytes", (double)m->weight_bytes);
     cJSON_AddNumberToObject(j, "weight_bytes_in_place", (double)m->weight_bytes_in_place);
+    cJSON_AddNumberToObject(j, "kv_bytes_per_token", (double)model_kv_bytes_per_token(m));
     cJSON_AddNumberToObject(j, "kv_bytes_per_sequence", (double)kv);
     *out = cJSON_Print(j);
     cJSON_Delete(j);

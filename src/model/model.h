@@ -18,15 +18,18 @@
 
 #include "graph/backend.h"
 #include "io/mapfile.h"
+#include "model/arch.h"
 #include "model/context.h"
 
+/* The graph family: the encoder-decoder, or a decoder-only model whose architecture is a
+ * descriptor (model/arch.h: vkf_model.desc). */
 typedef enum vkf_arch {
     VKF_ARCH_TRANSFORMER = 0,
-    VKF_ARCH_GPT2,
-    VKF_ARCH_LLAMA,
+    VKF_ARCH_DECODER,
 } vkf_arch;
 
-const char *vkf_arch_name(vkf_arch a);
+/* The architecture's name: "transformer" or the descriptor's GGUF name. */
+const char *vkf_model_arch_name(const vkf_model *m);
 
 /* ------------------------------------------------------------------ hyperparameters */
 
@@ -48,8 +51,17 @@ typedef struct vkf_hparams {
     float emb_scale;     /* transformer: embeddings are multiplied by this */
     float attn_scale;    /* softmax scale, usually 1/sqrt(head_dim) */
     int32_t attn_scale_by_layer; /* gpt2 scale_attn_by_inverse_layer_idx: scale / (layer + 1) */
-    int32_t n_rot;       /* llama: RoPE dimensions (<= head_dim) */
-    double rope_base;    /* llama: RoPE frequency base */
+    int32_t n_rot;               /* RoPE dimensions (<= head_dim) */
+    double rope_base;            /* RoPE frequency base */
+    double rope_scale;           /* linear RoPE scaling: positions multiplied by this (1: none) */
+    double rope_attn_factor;     /* multiplies cos and sin (LongRoPE attention factor; 1: none) */
+    double rope_base_swa;        /* sliding-window layers' RoPE base */
+    int32_t rope_factors;        /* 0 none, 1 rope_freqs (llama3), 2 short, 3 long (LongRoPE) */
+    int32_t n_ctx_orig;          /* rope.scaling.original_context_length (0: absent) */
+    int32_t swa_window;          /* sliding window W (query p sees p - W < p' <= p); 0: none */
+    int32_t swa_period;          /* layer il is local iff il % period < period - 1; 0: none */
+    float attn_softcap;          /* attention logits c tanh(s / c); 0: none */
+    float final_softcap;         /* LM-head logits soft-cap; 0: none */
     int32_t bos_id, eos_id, pad_id; /* -1 when the model has none */
     int32_t add_bos;     /* tokenizing a prompt prepends BOS by default */
 } vkf_hparams;
@@ -76,13 +88,16 @@ typedef struct vkf_layer_w {
     vkf_tensor w_up, b_up;       /* [n_ff, d], [1, n_ff]: gpt2 c_fc, llama ffn_up, linear1 */
     vkf_tensor w_gate;           /* [n_ff, d]: llama ffn_gate */
     vkf_tensor w_down, b_down;   /* [d, n_ff], [1, d]: gpt2 mlp.c_proj, llama ffn_down, linear2 */
+    vkf_tensor q_norm, k_norm;   /* [1, head_dim]: per-head RMSNorm of q and k (qwen3, gemma3) */
+    vkf_tensor post_attn_norm, post_ffn_norm; /* [1, d]: gemma2/3 norms of the branch outputs */
 } vkf_layer_w;
 
 typedef struct vkf_model_w {
     vkf_tensor tok_embd;         /* [n_vocab, d] (transformer: tgt_embed) */
     vkf_tensor src_embd;         /* transformer: [n_src_vocab, d] */
     vkf_tensor pos_embd;         /* gpt2: learned [n_ctx, d]; transformer: sinusoidal table [n_ctx, d] F32 */
-    vkf_tensor rope;             /* llama: rotation table [n_ctx, n_rot] F32 */
+    vkf_tensor rope;             /* RoPE: rotation table [n_ctx, n_rot] F32 */
+    vkf_tensor rope_swa;         /* sliding-window layers' table when it differs (gemma3), else absent */
     vkf_tensor enc_norm_w, enc_norm_b; /* transformer: final encoder LayerNorm [1, d] */
     vkf_tensor out_norm_w, out_norm_b; /* final norm [1, d] (transformer: decoder norm) */
     vkf_tensor output, output_b; /* LM head [n_vocab, d] (may be tok_embd: tied), bias [1, n_vocab] */
@@ -105,13 +120,17 @@ vkf_status vkf_model_tokenizer_load(const char *path, vkf_tokenizer **out);
 /* Longest context a model file may declare (tokens): a corrupt length would otherwise size the
  * position tables and the default KV cache. */
 #define VKF_MODEL_MAX_CTX (1 << 24)
+/* Context of a RoPE model when none is asked for (capped by its training context): llama.cpp's
+ * default -c. */
+#define VKF_MODEL_DEFAULT_CTX 4096
 
 struct vkf_model {
     vkf_context *ctx;
     vkf_backend *be;
     vkf_arch arch;
-    char path[1024];   /* as given to vkf_model_load */
-    char format[16];   /* "safetensors" or "gguf" */
+    const vkf_arch_desc *desc; /* decoder-only: the architecture; NULL for the transformer */
+    char path[1024];           /* as given to vkf_model_load */
+    char format[16];           /* "safetensors" or "gguf" */
     vkf_hparams hp;
     int32_t ctx_req;   /* vkf_model_params.n_ctx: positions asked for (0: the training context) */
     int ctx_ext;       /* positions are computed: the loader called vkf_model_extend_ctx */
@@ -140,6 +159,19 @@ void vkf_model_extend_ctx(vkf_model *m);
 vkf_status vkf_load_transformer(vkf_model *m, const char *dir);
 vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir);
 vkf_status vkf_load_gguf(vkf_model *m, const char *path);
+/* Hugging Face llama-family directory (model/load_hf.c) of the architecture desc. */
+vkf_status vkf_load_hf(vkf_model *m, const char *dir, const vkf_arch_desc *desc);
+/* Loads the layer and global tensors the descriptor names through get(user, slot, name, t,
+ * optional) for every slot with a name in names (desc->gguf or desc->hf); ties the LM head. */
+typedef vkf_status (*vkf_slot_get)(void *user, vkf_arch_t slot, const char *name, vkf_tensor *t,
+                                   int optional);
+vkf_status vkf_model_load_slots(vkf_model *m, const char *const *names, vkf_slot_get get,
+                                void *user);
+/* Hyperparameters every RoPE decoder derives the same way, and the rotation tables
+ * (rope_factors: head_dim/2 host values or NULL). */
+vkf_status vkf_model_rope_tables(vkf_model *m, const float *rope_factors);
+/* 1 when layer l uses the sliding window. */
+int vkf_layer_swa(const vkf_hparams *hp, int l);
 
 /* ------------------------------------------------------------------ weight upload (model/weights.c) */
 

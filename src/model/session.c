@@ -262,7 +262,7 @@ static vkf_status session_encode_batch(vkf_session *s, int32_t batch, int32_t n,
     vkf_model *m = s->m;
     vkf_backend *be = m->be;
     if (m->arch != VKF_ARCH_TRANSFORMER)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: %s is a decoder-only model", vkf_arch_name(m->arch));
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: %s is a decoder-only model", vkf_model_arch_name(m));
     if (batch < 1 || rep < 1 || (int64_t)batch * rep > s->n_batch || n < 1)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: %d sources x %d copies do not fit a session of %d sequences",
                          batch, rep, s->n_batch);

@@ -104,6 +104,9 @@ static vkf_status op_rope(const vkf_node *nd, int32_t n_past) {
 
 /* ------------------------------------------------------------------ elementwise */
 
+/* c tanh(x / c) for c > 0, else x */
+static float softcap(float x, float c) { return c > 0 ? c * tanhf(x / c) : x; }
+
 static float unary(int act, float x) {
     switch (act) {
     case VKF_UNARY_RELU: return x > 0 ? x : 0;
@@ -125,9 +128,13 @@ static vkf_status op_elementwise(const vkf_node *nd) {
             switch (nd->op) {
             case VKF_OP_ADD: yr[j] = ar[j] + br[j]; break;
             case VKF_OP_MUL: yr[j] = ar[j] * br[j]; break;
-            case VKF_OP_SCALE: yr[j] = ar[j] * nd->p.scale.scale; break;
+            case VKF_OP_SCALE:
+                yr[j] = softcap(ar[j] * nd->p.scale.scale, nd->p.scale.softcap);
+                break;
             case VKF_OP_UNARY: yr[j] = unary(nd->p.unary.act, ar[j]); break;
-            case VKF_OP_SWIGLU: yr[j] = unary(VKF_UNARY_SILU, ar[j]) * br[j]; break;
+            case VKF_OP_SWIGLU:
+                yr[j] = unary(nd->p.glu.gelu ? VKF_UNARY_GELU_TANH : VKF_UNARY_SILU, ar[j]) * br[j];
+                break;
             default: return vkf_error(VKF_ERROR_INTERNAL, "elementwise: op %s", vkf_op_name(nd->op));
             }
         }
@@ -208,8 +215,9 @@ static vkf_status op_log_softmax(const vkf_node *nd) {
 /* ------------------------------------------------------------------ attention */
 
 /* For each sequence b, head h and query i:
- *   out = sum_j softmax_j(scale * q·k_j) v_j over the keys j that query i may see:
- *   j < n_keys, j < key_len[b], and j <= q_pos(i) when causal. */
+ *   out = sum_j softmax_j(cap(scale * q·k_j)) v_j over the keys j that query i may see:
+ *   j < n_keys, j < key_len[b], j <= q_pos(i) when causal, j > q_pos(i) - window when the
+ *   sliding window is on; cap is the soft-cap (or the identity). */
 static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
     const vkf_attn_params *p = &nd->p.attn;
     const vkf_tensor *q = nd->src[0], *k = nd->src[1], *v = nd->src[2], *lens = nd->src[3];
@@ -225,27 +233,28 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
         if (lens && row_i32(lens, 0)[b] < klen) klen = row_i32(lens, 0)[b];
         for (int i = 0; i < p->n_q; i++) {
             int64_t qpos = p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
-            int64_t jmax = klen;
+            int64_t jmax = klen, jmin = 0;
             if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
+            if (p->window > 0 && qpos - p->window + 1 > 0) jmin = qpos - p->window + 1;
             for (int h = 0; h < p->n_head; h++) {
                 int kvh = h / group;
                 const float *qr = row_f32(q, (int64_t)b * p->n_q + i) + h * hd;
                 float *out = row_f32(nd->dst, (int64_t)b * p->n_q + i) + h * hd;
                 float max = -INFINITY;
-                for (int64_t j = 0; j < jmax; j++) {
+                for (int64_t j = jmin; j < jmax; j++) {
                     const float *kr = row_f32(k, (int64_t)b * p->kv_stride + j) + kvh * hd;
                     float dot = 0.0f;
                     for (int d = 0; d < hd; d++) dot += qr[d] * kr[d];
-                    score[j] = dot * p->scale;
+                    score[j] = softcap(dot * p->scale, p->softcap);
                     if (score[j] > max) max = score[j];
                 }
                 float sum = 0.0f;
-                for (int64_t j = 0; j < jmax; j++) {
+                for (int64_t j = jmin; j < jmax; j++) {
                     score[j] = expf(score[j] - max);
                     sum += score[j];
                 }
                 for (int d = 0; d < hd; d++) out[d] = 0.0f;
-                for (int64_t j = 0; j < jmax; j++) { /* jmax == 0: no visible key, zeros */
+                for (int64_t j = jmin; j < jmax; j++) { /* no visible key: zeros */
                     const float *vr = row_f32(v, (int64_t)b * p->kv_stride + j) + kvh * hd;
                     float w = score[j] / sum;
                     for (int d = 0; d < hd; d++) out[d] += w * vr[d];

@@ -143,7 +143,7 @@ static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_
     if (k >= 2 && i + 2 < g->n_nodes) {
         const vkf_node *sw = &g->nodes[i + 2];
         const vkf_tensor *gt = g->nodes[i].dst, *up = g->nodes[i + 1].dst;
-        if (sw->op == VKF_OP_SWIGLU && sw->src[0] == gt && sw->src[1] == up && gt->rows == up->rows &&
+        if (sw->op == VKF_OP_SWIGLU && !sw->p.glu.gelu && sw->src[0] == gt && sw->src[1] == up && gt->rows == up->rows &&
             gt->cols == up->cols && vkf_vk_dead_after(g, gt, i, i + 2) && vkf_vk_dead_after(g, up, i + 1, i + 2)) {
             gr->n_mats = 2;
             gr->swiglu = 1;

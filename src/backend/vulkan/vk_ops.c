@@ -93,7 +93,10 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
     case VKF_OP_ADD: shader = "binary"; break;
     case VKF_OP_MUL: shader = "binary"; snprintf(defs, sizeof defs, "OP_MUL=1"); break;
     case VKF_OP_UNARY: shader = "unary"; snprintf(defs, sizeof defs, "ACT=%d", n->p.unary.act); break;
-    case VKF_OP_SWIGLU: shader = "swiglu"; break;
+    case VKF_OP_SWIGLU:
+        shader = "swiglu";
+        snprintf(defs, sizeof defs, "GELU=%d", n->p.glu.gelu ? 1 : 0);
+        break;
     default: return vkf_error(VKF_ERROR_INTERNAL, "eltwise: op %d", (int)n->op);
     }
     if (b && !b->buf) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "operand b missing");
@@ -132,6 +135,7 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
         pc.a_stride = (uint32_t)a->row_stride;
         pc.scale = n->p.scale.scale;
         pc.act = n->p.unary.act;
+        pc.cap = n->op == VKF_OP_SCALE ? n->p.scale.softcap : 0.0f;
         const vkf_vk_caps *c = &r->vb->caps;
         /* 16-byte accesses when every offset, stride and the row length allow */
         int v4 = pc.cols % 4 == 0 && pc.d_off % 4 == 0 && pc.a_off % 4 == 0 && pc.b_off % 4 == 0 &&
@@ -1007,6 +1011,8 @@ static void vkf_vk_attn_pc(const vkf_node *n, vkf_pc_attn *pc) {
     pc->causal = ap->causal ? 1u : 0u;
     pc->kv_dyn = ap->kv_dyn ? 1u : 0u;
     pc->scale = ap->scale;
+    pc->window = ap->window > 0 ? (uint32_t)ap->window : 0u;
+    pc->softcap = ap->softcap;
     pc->q_stride = (uint32_t)n->src[0]->row_stride;
     pc->k_stride = (uint32_t)n->src[1]->row_stride;
     pc->v_stride = (uint32_t)n->src[2]->row_stride;

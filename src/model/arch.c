@@ -1,0 +1,166 @@
+/* The architecture registry, the tensor slots and what every decoder loader shares: loading
+ * the slots a descriptor names, and the RoPE tables. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "graph/ops.h"
+#include "model/arch.h"
+#include "model/model.h"
+
+extern const vkf_arch_desc vkf_arch_llama, vkf_arch_gpt2, vkf_arch_qwen2, vkf_arch_qwen3,
+    vkf_arch_gemma2, vkf_arch_gemma3, vkf_arch_phi3;
+
+const vkf_arch_desc *const vkf_arch_list[] = {
+    &vkf_arch_llama,  &vkf_arch_gpt2,   &vkf_arch_qwen2, &vkf_arch_qwen3,
+    &vkf_arch_gemma2, &vkf_arch_gemma3, &vkf_arch_phi3,  NULL,
+};
+
+const vkf_arch_desc *vkf_arch_by_gguf(const char *name) {
+    for (int i = 0; name && vkf_arch_list[i]; i++)
+        if (strcmp(vkf_arch_list[i]->name, name) == 0) return vkf_arch_list[i];
+    return NULL;
+}
+
+const vkf_arch_desc *vkf_arch_by_hf(const char *hf_arch) {
+    for (int i = 0; hf_arch && vkf_arch_list[i]; i++)
+        for (int j = 0; j < 3 && vkf_arch_list[i]->hf_arch[j]; j++)
+            if (strcmp(vkf_arch_list[i]->hf_arch[j], hf_arch) == 0) return vkf_arch_list[i];
+    return NULL;
+}
+
+const char *vkf_arch_names(void) {
+    static char buf[256];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (int i = 0; vkf_arch_list[i]; i++)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "",
+                                  vkf_arch_list[i]->name);
+    }
+    return buf;
+}
+
+#define LW(f) offsetof(vkf_layer_w, f)
+#define MW(f) offsetof(vkf_model_w, f)
+#define HOST ((size_t)-1) /* read on the host by the loader (rope factors) */
+
+const vkf_arch_slot vkf_arch_slots[VKF_T_COUNT] = {
+    [VKF_T_ATTN_NORM] = {1, VKF_D_MODEL, VKF_D_0, LW(norm1_w)},
+    [VKF_T_ATTN_NORM_B] = {1, VKF_D_MODEL, VKF_D_0, LW(norm1_b)},
+    [VKF_T_ATTN_QKV] = {0, VKF_D_MODEL, VKF_D_QKV, LW(self.wqkv)},
+    [VKF_T_ATTN_QKV_B] = {1, VKF_D_QKV, VKF_D_0, LW(self.bqkv)},
+    [VKF_T_ATTN_Q] = {0, VKF_D_MODEL, VKF_D_Q, LW(self.wq)},
+    [VKF_T_ATTN_Q_B] = {1, VKF_D_Q, VKF_D_0, LW(self.bq)},
+    [VKF_T_ATTN_K] = {0, VKF_D_MODEL, VKF_D_KV, LW(self.wk)},
+    [VKF_T_ATTN_K_B] = {1, VKF_D_KV, VKF_D_0, LW(self.bk)},
+    [VKF_T_ATTN_V] = {0, VKF_D_MODEL, VKF_D_KV, LW(self.wv)},
+    [VKF_T_ATTN_V_B] = {1, VKF_D_KV, VKF_D_0, LW(self.bv)},
+    [VKF_T_ATTN_Q_NORM] = {1, VKF_D_HEAD, VKF_D_0, LW(q_norm)},
+    [VKF_T_ATTN_K_NORM] = {1, VKF_D_HEAD, VKF_D_0, LW(k_norm)},
+    [VKF_T_ATTN_OUT] = {0, VKF_D_Q, VKF_D_MODEL, LW(self.wo)},
+    [VKF_T_ATTN_OUT_B] = {1, VKF_D_MODEL, VKF_D_0, LW(self.bo)},
+    [VKF_T_POST_ATTN_NORM] = {1, VKF_D_MODEL, VKF_D_0, LW(post_attn_norm)},
+    [VKF_T_FFN_NORM] = {1, VKF_D_MODEL, VKF_D_0, LW(norm2_w)},
+    [VKF_T_FFN_NORM_B] = {1, VKF_D_MODEL, VKF_D_0, LW(norm2_b)},
+    [VKF_T_FFN_GATE] = {0, VKF_D_MODEL, VKF_D_FF, LW(w_gate)},
+    [VKF_T_FFN_UP] = {0, VKF_D_MODEL, VKF_D_FF, LW(w_up)}, /* VKF_D_FF2 for VKF_FFN_GLU_FUSED */
+    [VKF_T_FFN_UP_B] = {1, VKF_D_FF, VKF_D_0, LW(b_up)},
+    [VKF_T_FFN_DOWN] = {0, VKF_D_FF, VKF_D_MODEL, LW(w_down)},
+    [VKF_T_FFN_DOWN_B] = {1, VKF_D_MODEL, VKF_D_0, LW(b_down)},
+    [VKF_T_POST_FFN_NORM] = {1, VKF_D_MODEL, VKF_D_0, LW(post_ffn_norm)},
+    [VKF_T_TOK_EMBD] = {0, VKF_D_MODEL, VKF_D_VOCAB, MW(tok_embd)},
+    [VKF_T_POS_EMBD] = {0, VKF_D_MODEL, VKF_D_CTX, MW(pos_embd)},
+    [VKF_T_OUT_NORM] = {1, VKF_D_MODEL, VKF_D_0, MW(out_norm_w)},
+    [VKF_T_OUT_NORM_B] = {1, VKF_D_MODEL, VKF_D_0, MW(out_norm_b)},
+    [VKF_T_OUTPUT] = {0, VKF_D_MODEL, VKF_D_VOCAB, MW(output)},
+    [VKF_T_ROPE_FREQS] = {1, VKF_D_ROT2, VKF_D_0, HOST},
+    [VKF_T_ROPE_SHORT] = {1, VKF_D_ROT2, VKF_D_0, HOST},
+    [VKF_T_ROPE_LONG] = {1, VKF_D_ROT2, VKF_D_0, HOST},
+};
+
+int64_t vkf_arch_dim_value(const vkf_model *m, vkf_arch_dim d) {
+    const vkf_hparams *hp = &m->hp;
+    switch (d) {
+    case VKF_D_0: return 0;
+    case VKF_D_MODEL: return hp->d_model;
+    case VKF_D_Q: return (int64_t)hp->n_head * hp->head_dim;
+    case VKF_D_KV: return (int64_t)hp->n_kv_head * hp->head_dim;
+    case VKF_D_QKV: return (int64_t)(hp->n_head + 2 * hp->n_kv_head) * hp->head_dim;
+    case VKF_D_HEAD: return hp->head_dim;
+    case VKF_D_FF: return hp->n_ff;
+    case VKF_D_FF2: return 2 * (int64_t)hp->n_ff;
+    case VKF_D_VOCAB: return hp->n_vocab;
+    case VKF_D_CTX: return hp->n_ctx;
+    case VKF_D_ROT2: return hp->n_rot / 2;
+    }
+    return 0;
+}
+
+void vkf_arch_slot_shape(const vkf_model *m, vkf_arch_t t, int64_t *ne0, int64_t *ne1) {
+    vkf_arch_dim out = vkf_arch_slots[t].out;
+    if (t == VKF_T_FFN_UP && m->desc->ffn == VKF_FFN_GLU_FUSED) out = VKF_D_FF2;
+    *ne0 = vkf_arch_dim_value(m, vkf_arch_slots[t].in);
+    *ne1 = vkf_arch_dim_value(m, out);
+}
+
+/* One global slot (absent name or host-read rope factors: nothing). */
+static vkf_status load_global(vkf_model *m, const char *const *names, vkf_slot_get get, void *user,
+                              int t) {
+    const char *nm = names[t];
+    if (!nm || vkf_arch_slots[t].offset == HOST) return VKF_OK;
+    int opt = nm[0] == '?';
+    vkf_tensor *dst = (vkf_tensor *)((char *)&m->w + vkf_arch_slots[t].offset);
+    return get(user, (vkf_arch_t)t, nm + opt, dst, opt);
+}
+
+vkf_status vkf_model_load_slots(vkf_model *m, const char *const *names, vkf_slot_get get,
+                                void *user) {
+    const vkf_hparams *hp = &m->hp;
+    /* file order of the usual checkpoints: embeddings, layers, final norm and head */
+    VKF_TRY(load_global(m, names, get, user, VKF_T_TOK_EMBD));
+    VKF_TRY(load_global(m, names, get, user, VKF_T_POS_EMBD));
+    m->w.dec = calloc((size_t)hp->n_layer, sizeof *m->w.dec);
+    if (!m->w.dec) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
+    char n[160];
+    for (int l = 0; l < hp->n_layer; l++)
+        for (int t = 0; t < VKF_T_LAYER_COUNT; t++) {
+            const char *nm = names[t];
+            if (!nm) continue;
+            int opt = nm[0] == '?';
+            snprintf(n, sizeof n, nm + opt, l);
+            vkf_tensor *dst = (vkf_tensor *)((char *)&m->w.dec[l] + vkf_arch_slots[t].offset);
+            VKF_TRY(get(user, (vkf_arch_t)t, n, dst, opt));
+        }
+    for (int t = VKF_T_POS_EMBD + 1; t < VKF_T_COUNT; t++)
+        VKF_TRY(load_global(m, names, get, user, t));
+    if (!vkf_tensor_present(&m->w.output)) m->w.output = m->w.tok_embd; /* tied embeddings */
+    const vkf_layer_w *L0 = &m->w.dec[0];
+    m->wtype = vkf_tensor_present(&L0->self.wq) ? L0->self.wq.dtype : L0->self.wqkv.dtype;
+    return VKF_OK;
+}
+
+int vkf_layer_swa(const vkf_hparams *hp, int l) {
+    return hp->swa_window > 0 && hp->swa_period > 0 && l % hp->swa_period < hp->swa_period - 1;
+}
+
+vkf_status vkf_model_rope_tables(vkf_model *m, const float *factors) {
+    const vkf_hparams *hp = &m->hp;
+    size_t n = (size_t)hp->n_ctx * (size_t)hp->n_rot;
+    float *rt = malloc(n * sizeof *rt);
+    if (!rt) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
+    vkf_rope_table_ext(rt, hp->n_ctx, hp->n_rot, hp->rope_base, hp->rope_scale, factors,
+                       hp->rope_attn_factor);
+    vkf_status s = vkf_model_upload_table(m, &m->w.rope, "rope_table", hp->n_ctx, hp->n_rot, rt);
+    int local = 0;
+    for (int l = 0; l < hp->n_layer; l++)
+        local |= vkf_layer_swa(hp, l);
+    if (s == VKF_OK && local &&
+        m->desc->swa_rope_unscaled) { /* gemma3: local layers' own base, no scaling */
+        vkf_rope_table_ext(rt, hp->n_ctx, hp->n_rot, hp->rope_base_swa, 1.0, NULL, 1.0);
+        s = vkf_model_upload_table(m, &m->w.rope_swa, "rope_table_swa", hp->n_ctx, hp->n_rot, rt);
+    }
+    free(rt);
+    return s;
+}

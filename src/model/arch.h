@@ -1,0 +1,122 @@
+/* Decoder-only architectures as data: one descriptor per architecture (src/model/arch/<name>.c).
+ *
+ * A descriptor names the architecture (GGUF general.architecture, Hugging Face `architectures`),
+ * every tensor it has in both formats, and the switches the one decoder graph builder
+ * (graph_decoder.c) and the loaders (load_gguf.c, load_hf.c, load_gpt2.c) read. Adding a
+ * llama-like architecture is one new file here plus its entry in vkf_arch_list (arch.c).
+ *
+ * Tensor names: per-layer names hold one "%d" (the layer index). GGUF names are the full names
+ * in the file; HF names follow the loader's prefix ("model." or "transformer.", found by the
+ * loader). A name starting with '?' is optional (absent: no bias, no norm); NULL: the
+ * architecture has no such tensor. */
+#ifndef VKF_MODEL_ARCH_H
+#define VKF_MODEL_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum vkf_arch_norm { VKF_NORM_LAYER = 0, VKF_NORM_RMS } vkf_arch_norm;
+
+typedef enum vkf_arch_pos {
+    VKF_POS_LEARNED = 0, /* learned absolute positions added to the embeddings */
+    VKF_POS_ROPE,        /* rotary embeddings on q and k */
+} vkf_arch_pos;
+
+typedef enum vkf_arch_ffn {
+    VKF_FFN_PLAIN = 0, /* down(act(up x + b) ) + b */
+    VKF_FFN_GLU,       /* down(act(gate x) * up x) (SwiGLU with SiLU, GeGLU with GELU-tanh) */
+    VKF_FFN_GLU_FUSED, /* as GLU with one up matrix [2 n_ff, d]: outputs [0, n_ff) gate, then up */
+} vkf_arch_ffn;
+
+/* Tensor slots: per layer first, then the model's globals. */
+typedef enum vkf_arch_t {
+    VKF_T_ATTN_NORM = 0,
+    VKF_T_ATTN_NORM_B,
+    VKF_T_ATTN_QKV,
+    VKF_T_ATTN_QKV_B,
+    VKF_T_ATTN_Q,
+    VKF_T_ATTN_Q_B,
+    VKF_T_ATTN_K,
+    VKF_T_ATTN_K_B,
+    VKF_T_ATTN_V,
+    VKF_T_ATTN_V_B,
+    VKF_T_ATTN_Q_NORM,
+    VKF_T_ATTN_K_NORM,
+    VKF_T_ATTN_OUT,
+    VKF_T_ATTN_OUT_B,
+    VKF_T_POST_ATTN_NORM,
+    VKF_T_FFN_NORM,
+    VKF_T_FFN_NORM_B,
+    VKF_T_FFN_GATE,
+    VKF_T_FFN_UP,
+    VKF_T_FFN_UP_B,
+    VKF_T_FFN_DOWN,
+    VKF_T_FFN_DOWN_B,
+    VKF_T_POST_FFN_NORM,
+    VKF_T_LAYER_COUNT,
+    VKF_T_TOK_EMBD = VKF_T_LAYER_COUNT,
+    VKF_T_POS_EMBD,
+    VKF_T_OUT_NORM,
+    VKF_T_OUT_NORM_B,
+    VKF_T_OUTPUT, /* absent: tied to the token embeddings */
+    VKF_T_ROPE_FREQS,
+    VKF_T_ROPE_SHORT,
+    VKF_T_ROPE_LONG,
+    VKF_T_COUNT
+} vkf_arch_t;
+
+typedef struct vkf_arch_desc {
+    const char *name;       /* GGUF general.architecture (also the key prefix) */
+    const char *hf_arch[3]; /* HF config.json "architectures" entries, NULL-terminated */
+    vkf_arch_norm norm;     /* every norm of the model */
+    vkf_arch_pos pos;
+    int rope_mode; /* vkf_rope_mode: NORMAL (adjacent pairs) or NEOX (halves) */
+    vkf_arch_ffn ffn;
+    int ffn_act;           /* vkf_unary of the FFN (GLU: of the gate) */
+    int post_norms;        /* x += norm(attn(norm x)); x += norm(ffn(norm x)) (gemma2/3) */
+    int emb_scale_sqrt_d;  /* embeddings multiplied by sqrt(d_model) (gemma) */
+    int softcaps;          /* reads {arch}.attn_logit_softcapping / final_logit_softcapping */
+    int swa_period;        /* > 0: layer il uses the sliding window iff il % period < period - 1
+                              (llama.cpp's default pattern when the file has none); 0: no SWA */
+    int swa_rope_unscaled; /* local layers: rope base {arch}.rope.freq_base_swa, no rope scaling */
+    int hf_norm_plus_one;  /* HF stores RMSNorm weights w - 1 (Gemma: x * (1 + w)) */
+    const char *gguf[VKF_T_COUNT];
+    const char *hf[VKF_T_COUNT];
+} vkf_arch_desc;
+
+/* The registry (arch.c): NULL-terminated list, lookup by GGUF name and by HF architecture. */
+extern const vkf_arch_desc *const vkf_arch_list[];
+const vkf_arch_desc *vkf_arch_by_gguf(const char *name);
+const vkf_arch_desc *vkf_arch_by_hf(const char *hf_arch);
+/* "llama, gpt2, ..." for error messages */
+const char *vkf_arch_names(void);
+
+/* How the loaders read a slot: shape from the hyperparameters and where it goes. */
+typedef enum vkf_arch_dim {
+    VKF_D_0 = 0, /* 1-D */
+    VKF_D_MODEL,
+    VKF_D_Q,    /* n_head * head_dim */
+    VKF_D_KV,   /* n_kv_head * head_dim */
+    VKF_D_QKV,  /* (n_head + 2 n_kv_head) * head_dim */
+    VKF_D_HEAD, /* head_dim */
+    VKF_D_FF,
+    VKF_D_FF2, /* 2 n_ff (fused gate|up) */
+    VKF_D_VOCAB,
+    VKF_D_CTX,
+    VKF_D_ROT2, /* n_rot / 2 */
+} vkf_arch_dim;
+
+typedef struct vkf_arch_slot {
+    int vector;       /* 1-D: stored [in] -> F32 [1, in] */
+    vkf_arch_dim in;  /* ne[0]: the row length */
+    vkf_arch_dim out; /* ne[1]: rows (matrices) */
+    size_t offset;    /* offsetof the vkf_tensor in vkf_layer_w (layers) or vkf_model_w */
+} vkf_arch_slot;
+
+extern const vkf_arch_slot vkf_arch_slots[VKF_T_COUNT];
+struct vkf_model;
+int64_t vkf_arch_dim_value(const struct vkf_model *m, vkf_arch_dim d);
+/* The stored shape of a slot: ne0 (row length) and ne1 (rows; 0 for vectors). */
+void vkf_arch_slot_shape(const struct vkf_model *m, vkf_arch_t t, int64_t *ne0, int64_t *ne1);
+
+#endif

@@ -1,0 +1,54 @@
+/* llama: Llama-2/3.x, Mistral, SmolLM, TinyLlama. Pre-RMSNorm decoder, RoPE on adjacent pairs
+ * (GGUF "normal" layout; HF checkpoints are permuted at load), SwiGLU FFN, grouped-query
+ * attention; optional q/k/v/o biases; Llama-3.x rope_freqs.weight divides the frequencies. */
+#include "graph/ops.h"
+#include "model/arch.h"
+
+const vkf_arch_desc vkf_arch_llama = {
+    .name = "llama",
+    .hf_arch = {"LlamaForCausalLM", "MistralForCausalLM"},
+    .norm = VKF_NORM_RMS,
+    .pos = VKF_POS_ROPE,
+    .rope_mode = VKF_ROPE_NORMAL,
+    .ffn = VKF_FFN_GLU,
+    .ffn_act = VKF_UNARY_SILU,
+    .gguf =
+        {
+            [VKF_T_ATTN_NORM] = "blk.%d.attn_norm.weight",
+            [VKF_T_ATTN_Q] = "blk.%d.attn_q.weight",
+            [VKF_T_ATTN_Q_B] = "?blk.%d.attn_q.bias",
+            [VKF_T_ATTN_K] = "blk.%d.attn_k.weight",
+            [VKF_T_ATTN_K_B] = "?blk.%d.attn_k.bias",
+            [VKF_T_ATTN_V] = "blk.%d.attn_v.weight",
+            [VKF_T_ATTN_V_B] = "?blk.%d.attn_v.bias",
+            [VKF_T_ATTN_OUT] = "blk.%d.attn_output.weight",
+            [VKF_T_ATTN_OUT_B] = "?blk.%d.attn_output.bias",
+            [VKF_T_FFN_NORM] = "blk.%d.ffn_norm.weight",
+            [VKF_T_FFN_GATE] = "blk.%d.ffn_gate.weight",
+            [VKF_T_FFN_UP] = "blk.%d.ffn_up.weight",
+            [VKF_T_FFN_DOWN] = "blk.%d.ffn_down.weight",
+            [VKF_T_TOK_EMBD] = "token_embd.weight",
+            [VKF_T_OUT_NORM] = "output_norm.weight",
+            [VKF_T_OUTPUT] = "?output.weight",
+            [VKF_T_ROPE_FREQS] = "?rope_freqs.weight",
+        },
+    .hf =
+        {
+            [VKF_T_ATTN_NORM] = "layers.%d.input_layernorm.weight",
+            [VKF_T_ATTN_Q] = "layers.%d.self_attn.q_proj.weight",
+            [VKF_T_ATTN_Q_B] = "?layers.%d.self_attn.q_proj.bias",
+            [VKF_T_ATTN_K] = "layers.%d.self_attn.k_proj.weight",
+            [VKF_T_ATTN_K_B] = "?layers.%d.self_attn.k_proj.bias",
+            [VKF_T_ATTN_V] = "layers.%d.self_attn.v_proj.weight",
+            [VKF_T_ATTN_V_B] = "?layers.%d.self_attn.v_proj.bias",
+            [VKF_T_ATTN_OUT] = "layers.%d.self_attn.o_proj.weight",
+            [VKF_T_ATTN_OUT_B] = "?layers.%d.self_attn.o_proj.bias",
+            [VKF_T_FFN_NORM] = "layers.%d.post_attention_layernorm.weight",
+            [VKF_T_FFN_GATE] = "layers.%d.mlp.gate_proj.weight",
+            [VKF_T_FFN_UP] = "layers.%d.mlp.up_proj.weight",
+            [VKF_T_FFN_DOWN] = "layers.%d.mlp.down_proj.weight",
+            [VKF_T_TOK_EMBD] = "embed_tokens.weight",
+            [VKF_T_OUT_NORM] = "norm.weight",
+            [VKF_T_OUTPUT] = "?lm_head.weight",
+        },
+};

@@ -1,0 +1,396 @@
+/* Loader for Hugging Face checkpoints of the llama family: config.json "architectures" names a
+ * descriptor (model/arch/: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
+ * Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM); weights from
+ * model.safetensors or the shards that model.safetensors.index.json lists; tokenizer.json beside
+ * them when present.
+ *
+ * What differs from the GGUF of the same model (llama.cpp's converter does the same):
+ *   - rope in the adjacent-pair layout (llama): HF splits each head's q/k rows in halves; rows
+ *     are permuted at load, row h*hd + 2i + j <- HF row h*hd + j*hd/2 + i;
+ *   - Gemma RMSNorm multiplies by (1 + w): 1 is added to every norm weight at load;
+ *   - rope scaling comes from config.json rope_scaling (llama3 factors computed here as the
+ *     converter does, LongRoPE short/long factor lists, linear factor). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "graph/ops.h"
+#include "io/json_config.h"
+#include "io/safetensors.h"
+#include "io/tokenizer.h"
+#include "model/model.h"
+
+#define HF_MAX_SHARDS 64
+
+typedef struct hf_ctx {
+    vkf_model *m;
+    vkf_safetensors *st[HF_MAX_SHARDS];
+    int n_st;
+} hf_ctx;
+
+static int hf_exists(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+static const vkf_st_tensor *hf_find(const hf_ctx *c, const char *name, const vkf_safetensors **in) {
+    for (int i = 0; i < c->n_st; i++) {
+        const vkf_st_tensor *t = vkf_safetensors_find(c->st[i], name);
+        if (t) {
+            *in = c->st[i];
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ weights */
+
+/* GGUF's adjacent-pair rope layout from HF's halves: rows of each head interleaved. */
+static void *hf_permute_rows(const void *src, int64_t rows, size_t row_bytes, int64_t hd) {
+    char *dst = malloc((size_t)rows * row_bytes);
+    if (!dst) return NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t h = r / hd, k = r % hd, i = k / 2, j = k % 2;
+        memcpy(dst + (size_t)r * row_bytes,
+               (const char *)src + (size_t)(h * hd + j * (hd / 2) + i) * row_bytes, row_bytes);
+    }
+    return dst;
+}
+
+static vkf_status hf_slot(void *user, vkf_arch_t slot, const char *name, vkf_tensor *t,
+                          int optional) {
+    hf_ctx *c = user;
+    vkf_model *m = c->m;
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", slot == VKF_T_OUTPUT ? "" : "model.", name);
+    const vkf_safetensors *st = NULL;
+    const vkf_st_tensor *s = hf_find(c, full, &st);
+    if (!s && optional) return VKF_OK;
+    if (!s) return vkf_error(VKF_ERROR_FORMAT, "%s: missing tensor %s", m->path, full);
+    int64_t ne0, ne1;
+    vkf_arch_slot_shape(m, slot, &ne0, &ne1);
+    int vec = vkf_arch_slots[slot].vector;
+    int64_t dims[2] = {vec ? ne0 : ne1, ne0};
+    VKF_TRY(vkf_safetensors_get(st, full, -1, vec ? 1 : 2, dims, &s));
+    int rope_pairs = m->desc->rope_mode == VKF_ROPE_NORMAL && m->desc->pos == VKF_POS_ROPE;
+    int permute = rope_pairs && (slot == VKF_T_ATTN_Q || slot == VKF_T_ATTN_K ||
+                                 slot == VKF_T_ATTN_Q_B || slot == VKF_T_ATTN_K_B);
+    int plus_one =
+        m->desc->hf_norm_plus_one && vec &&
+        (slot == VKF_T_ATTN_NORM || slot == VKF_T_FFN_NORM || slot == VKF_T_POST_ATTN_NORM ||
+         slot == VKF_T_POST_FFN_NORM || slot == VKF_T_ATTN_Q_NORM || slot == VKF_T_ATTN_K_NORM ||
+         slot == VKF_T_OUT_NORM);
+    if (plus_one) {
+        float *f = malloc((size_t)ne0 * sizeof *f);
+        if (!f) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
+        vkf_dequantize_row(s->dtype, s->data, f, ne0);
+        for (int64_t i = 0; i < ne0; i++)
+            f[i] += 1.0f;
+        vkf_status r = vkf_model_upload(m, t, full, VKF_W_VECTOR, VKF_DTYPE_F32, 1, ne0, f);
+        free(f);
+        return r;
+    }
+    if (permute) {
+        int64_t rows = vec ? ne0 : ne1;
+        size_t rb = vec ? vkf_dtype_row_bytes(s->dtype, 1) : vkf_dtype_row_bytes(s->dtype, ne0);
+        if (m->hp.head_dim % 2 || rows % m->hp.head_dim)
+            return vkf_error(VKF_ERROR_FORMAT, "%s: %s: %lld rows are not whole heads of %d",
+                             m->path, full, (long long)rows, m->hp.head_dim);
+        void *p = hf_permute_rows(s->data, rows, rb, m->hp.head_dim);
+        if (!p) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
+        vkf_status r = vec ? vkf_model_upload(m, t, full, VKF_W_VECTOR, s->dtype, 1, ne0, p)
+                           : vkf_model_upload(m, t, full, VKF_W_MATRIX, s->dtype, ne1, ne0, p);
+        free(p);
+        return r;
+    }
+    if (vec) return vkf_model_upload(m, t, full, VKF_W_VECTOR, s->dtype, 1, ne0, s->data);
+    return vkf_model_upload(m, t, full, VKF_W_MATRIX, s->dtype, ne1, ne0, s->data);
+}
+
+/* ------------------------------------------------------------------ config */
+
+static vkf_status hf_i32(const vkf_json_config *c, const char *key, int64_t def, int32_t *out) {
+    int64_t v;
+    if (def < 0)
+        VKF_TRY(vkf_json_config_require_int(c, key, &v));
+    else
+        VKF_TRY(vkf_json_config_get_int(c, key, def, &v));
+    if (v < 0 || v > INT32_MAX)
+        return vkf_error(VKF_ERROR_FORMAT, "%s: key %s: %lld is out of range",
+                         vkf_json_config_path(c), key, (long long)v);
+    *out = (int32_t)v;
+    return VKF_OK;
+}
+
+/* A number in a nested object (rope_scaling), def when absent. */
+static double hf_num(const cJSON *o, const char *key, double def) {
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+/* llama3 rope scaling as llama.cpp's converter computes rope_freqs: 1 for wavelengths below
+ * original/high, factor above original/low, smoothly interpolated between. */
+static void hf_llama3_factors(const vkf_hparams *hp, const cJSON *rs, float *f) {
+    double factor = hf_num(rs, "factor", 8.0), lo = hf_num(rs, "low_freq_factor", 1.0),
+           hi = hf_num(rs, "high_freq_factor", 4.0);
+    double old_ctx = hf_num(rs, "original_max_position_embeddings", 8192.0);
+    for (int i = 0; i < hp->n_rot / 2; i++) {
+        float freq = (float)(1.0 / pow(hp->rope_base,
+                                       (double)(2 * i) / hp->n_rot)); /* the converter's f32 */
+        double wl = 2.0 * M_PI / freq;
+        if (wl < old_ctx / hi)
+            f[i] = 1.0f;
+        else if (wl > old_ctx / lo)
+            f[i] = (float)factor;
+        else {
+            double s = (old_ctx / wl - lo) / (hi - lo);
+            f[i] = (float)(1.0 / ((1.0 - s) / factor + s));
+        }
+    }
+}
+
+/* LongRoPE: short or long factor list by the chosen context (llama.cpp's rule: long above the
+ * original context), attention factor sqrt(1 + ln(max / original) / ln(original)). */
+static vkf_status hf_longrope(vkf_model *m, const cJSON *rs, int32_t n_train, float *f) {
+    vkf_hparams *hp = &m->hp;
+    int use_long = hp->n_ctx_orig > 0 && hp->n_ctx > hp->n_ctx_orig;
+    const char *key = use_long ? "long_factor" : "short_factor";
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(rs, key);
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != hp->n_rot / 2)
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s/config.json: rope_scaling.%s must be a list of %d numbers", m->path,
+                         key, hp->n_rot / 2);
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a) {
+        if (!cJSON_IsNumber(e) || !(e->valuedouble > 0))
+            return vkf_error(VKF_ERROR_FORMAT,
+                             "%s/config.json: rope_scaling.%s[%d] must be a number > 0", m->path,
+                             key, i);
+        f[i++] = (float)e->valuedouble;
+    }
+    hp->rope_factors = use_long ? 3 : 2;
+    if (hp->n_ctx_orig > 0 && n_train > hp->n_ctx_orig) {
+        double scale = (double)n_train / hp->n_ctx_orig;
+        hp->rope_attn_factor =
+            hf_num(rs, "attention_factor", sqrt(1.0 + log(scale) / log((double)hp->n_ctx_orig)));
+    }
+    return VKF_OK;
+}
+
+static vkf_status hf_config(vkf_model *m, const vkf_json_config *c, int *tied) {
+    const char *path = vkf_json_config_path(c);
+    vkf_hparams *hp = &m->hp;
+    const vkf_arch_desc *a = m->desc;
+    VKF_TRY(hf_i32(c, "hidden_size", -1, &hp->d_model));
+    VKF_TRY(hf_i32(c, "num_hidden_layers", -1, &hp->n_layer));
+    VKF_TRY(hf_i32(c, "num_attention_heads", -1, &hp->n_head));
+    VKF_TRY(hf_i32(c, "num_key_value_heads", hp->n_head, &hp->n_kv_head));
+    VKF_TRY(hf_i32(c, "intermediate_size", -1, &hp->n_ff));
+    VKF_TRY(hf_i32(c, "vocab_size", -1, &hp->n_vocab));
+    VKF_TRY(hf_i32(c, "max_position_embeddings", -1, &hp->n_ctx));
+    if (hp->d_model <= 0 || hp->n_layer <= 0 || hp->n_head <= 0 || hp->n_kv_head <= 0 ||
+        hp->n_ff <= 0 || hp->n_vocab <= 0 || hp->n_ctx <= 0 || hp->n_head % hp->n_kv_head)
+        return vkf_error(
+            VKF_ERROR_FORMAT,
+            "%s: sizes must be > 0 and num_key_value_heads must divide num_attention_heads", path);
+    if (hp->n_ctx > VKF_MODEL_MAX_CTX)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: max_position_embeddings %d exceeds %d", path,
+                         hp->n_ctx, VKF_MODEL_MAX_CTX);
+    hp->n_src_vocab = hp->n_vocab;
+    VKF_TRY(hf_i32(c, "head_dim", hp->d_model / hp->n_head, &hp->head_dim));
+    if (hp->head_dim <= 0 || hp->head_dim > VKF_MAX_HEAD_DIM || hp->head_dim % 2)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head_dim %d outside [2, %d] or odd", path,
+                         hp->head_dim, VKF_MAX_HEAD_DIM);
+    hp->n_rot = hp->head_dim;
+    double v;
+    VKF_TRY(vkf_json_config_get_float(c, "rms_norm_eps", 1e-6, &v));
+    hp->eps = (float)v;
+    if (!(hp->eps > 0))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: rms_norm_eps %g must be > 0", path, v);
+    VKF_TRY(vkf_json_config_get_float(c, "rope_theta", 10000.0, &v));
+    hp->rope_base = (float)v; /* f32, as the GGUF key */
+    VKF_TRY(vkf_json_config_get_float(c, "rope_local_base_freq", hp->rope_base, &v));
+    hp->rope_base_swa = (float)v;
+    hp->rope_scale = 1.0;
+    hp->rope_attn_factor = 1.0;
+    double qs;
+    VKF_TRY(vkf_json_config_get_float(c, "query_pre_attn_scalar", hp->head_dim, &qs));
+    if (!(qs > 0))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: query_pre_attn_scalar %g must be > 0", path, qs);
+    hp->attn_scale = (float)(1.0 / sqrt(qs));
+    hp->act = a->ffn_act;
+    hp->emb_scale = a->emb_scale_sqrt_d ? sqrtf((float)hp->d_model) : 1.0f;
+    if (a->softcaps) {
+        VKF_TRY(vkf_json_config_get_float(c, "attn_logit_softcapping", 0.0, &v));
+        hp->attn_softcap = (float)v;
+        VKF_TRY(vkf_json_config_get_float(c, "final_logit_softcapping", 0.0, &v));
+        hp->final_softcap = (float)v;
+        if (hp->attn_softcap < 0 || hp->final_softcap < 0)
+            return vkf_error(VKF_ERROR_FORMAT, "%s: soft-caps must be >= 0", path);
+    }
+    if (a->swa_period > 0) {
+        VKF_TRY(hf_i32(c, "sliding_window", 0, &hp->swa_window));
+        VKF_TRY(hf_i32(c, "sliding_window_pattern", a->swa_period, &hp->swa_period));
+    }
+    VKF_TRY(hf_i32(c, "original_max_position_embeddings", 0, &hp->n_ctx_orig));
+    int64_t bos, eos;
+    VKF_TRY(vkf_json_config_get_int(c, "bos_token_id", -1, &bos));
+    const cJSON *eo = cJSON_GetObjectItemCaseSensitive(vkf_json_config_root(c), "eos_token_id");
+    if (cJSON_IsArray(eo)) { /* Llama-3.x lists several: the first */
+        const cJSON *e0 = cJSON_GetArrayItem(eo, 0);
+        eos = cJSON_IsNumber(e0) ? (int64_t)e0->valuedouble : -1;
+    } else {
+        VKF_TRY(vkf_json_config_get_int(c, "eos_token_id", -1, &eos));
+    }
+    hp->bos_id = bos >= 0 && bos < hp->n_vocab ? (int32_t)bos : -1;
+    hp->eos_id = eos >= 0 && eos < hp->n_vocab ? (int32_t)eos : -1;
+    hp->pad_id = -1;
+    hp->add_bos = -1; /* the tokenizer decides */
+    VKF_TRY(vkf_json_config_get_bool(c, "tie_word_embeddings", -1, tied));
+    return VKF_OK;
+}
+
+/* rope_scaling: llama3 (factors), longrope / su (phi3 lists), linear; none otherwise. */
+static vkf_status hf_rope(vkf_model *m, const vkf_json_config *c, float **factors) {
+    vkf_hparams *hp = &m->hp;
+    *factors = NULL;
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(vkf_json_config_root(c), "rope_scaling");
+    if (!cJSON_IsObject(rs)) return VKF_OK;
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!cJSON_IsString(ty)) ty = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    const char *type = cJSON_IsString(ty) ? ty->valuestring : "default";
+    if (strcmp(type, "default") == 0) return VKF_OK;
+    if (strcmp(type, "linear") == 0) {
+        double f = hf_num(rs, "factor", 1.0);
+        if (!(f > 0))
+            return vkf_error(VKF_ERROR_FORMAT, "%s/config.json: rope_scaling.factor %g must be > 0",
+                             m->path, f);
+        hp->rope_scale = 1.0 / f;
+        return VKF_OK;
+    }
+    if (strcmp(type, "llama3") != 0 && strcmp(type, "longrope") != 0 && strcmp(type, "su") != 0)
+        return vkf_error(
+            VKF_ERROR_UNSUPPORTED,
+            "%s/config.json: rope_scaling type \"%s\" is not supported (linear, llama3, longrope)",
+            m->path, type);
+    float *f = malloc((size_t)(hp->n_rot / 2) * sizeof *f);
+    if (!f) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
+    vkf_status s = VKF_OK;
+    if (strcmp(type, "llama3") == 0) {
+        hf_llama3_factors(hp, rs, f);
+        hp->rope_factors = 1;
+    } else {
+        s = hf_longrope(m, rs, hp->n_ctx_train, f);
+    }
+    if (s != VKF_OK) {
+        free(f);
+        return s;
+    }
+    *factors = f;
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ shards */
+
+static vkf_status hf_open_shards(hf_ctx *c, const char *dir) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (hf_exists(path)) {
+        c->n_st = 1;
+        return vkf_safetensors_open(path, &c->st[0]);
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    if (!hf_exists(path))
+        return vkf_error(VKF_ERROR_IO,
+                         "%s: neither model.safetensors nor model.safetensors.index.json", dir);
+    vkf_json_config *idx;
+    VKF_TRY(vkf_json_config_load(path, &idx));
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(vkf_json_config_root(idx), "weight_map");
+    vkf_status s = cJSON_IsObject(wm)
+                       ? VKF_OK
+                       : vkf_error(VKF_ERROR_FORMAT, "%s: no \"weight_map\" object", path);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, wm) {
+        if (s != VKF_OK) break;
+        if (!cJSON_IsString(e) || strchr(e->valuestring, '/') || e->valuestring[0] == '.') {
+            s = vkf_error(VKF_ERROR_FORMAT,
+                          "%s: weight_map[\"%s\"] must name a file in the directory", path,
+                          e->string);
+            break;
+        }
+        char shard[1200];
+        snprintf(shard, sizeof shard, "%s/%s", dir, e->valuestring);
+        int seen = 0;
+        for (int i = 0; i < c->n_st && !seen; i++)
+            seen = strcmp(vkf_safetensors_path(c->st[i]), shard) == 0;
+        if (seen) continue;
+        if (c->n_st == HF_MAX_SHARDS) {
+            s = vkf_error(VKF_ERROR_UNSUPPORTED, "%s: more than %d shards", path, HF_MAX_SHARDS);
+            break;
+        }
+        s = vkf_safetensors_open(shard, &c->st[c->n_st]);
+        if (s == VKF_OK) c->n_st++;
+    }
+    vkf_json_config_free(idx);
+    return s;
+}
+
+/* ------------------------------------------------------------------ load */
+
+static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, const char *dir) {
+    int tied = -1;
+    VKF_TRY(hf_config(m, cfg, &tied));
+    VKF_TRY(hf_open_shards(c, dir));
+    size_t n_tensors = 0;
+    for (int i = 0; i < c->n_st; i++)
+        n_tensors += vkf_safetensors_count(c->st[i]);
+    if ((size_t)m->hp.n_layer > n_tensors)
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s/config.json: num_hidden_layers %d exceeds the %zu tensors", dir,
+                         m->hp.n_layer, n_tensors);
+    vkf_model_extend_ctx(m);
+    const char *const *names = m->desc->hf;
+    const char *hf_names[VKF_T_COUNT];
+    memcpy(hf_names, names, sizeof hf_names);
+    /* tie_word_embeddings true: an lm_head.weight in the files is the same matrix; false: it
+     * must be there; absent: the files decide */
+    if (tied == 1) hf_names[VKF_T_OUTPUT] = NULL;
+    if (tied == 0) hf_names[VKF_T_OUTPUT] = "lm_head.weight";
+    names = hf_names;
+    VKF_TRY(vkf_model_load_slots(m, names, hf_slot, c));
+    float *factors;
+    VKF_TRY(hf_rope(m, cfg, &factors));
+    vkf_status s = vkf_model_rope_tables(m, factors);
+    free(factors);
+    VKF_TRY(s);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (hf_exists(path)) VKF_TRY(vkf_tokenizer_from_hf_json(path, &m->tok));
+    return VKF_OK;
+}
+
+vkf_status vkf_load_hf(vkf_model *m, const char *dir, const vkf_arch_desc *desc) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    vkf_json_config *cfg;
+    VKF_TRY(vkf_json_config_load(path, &cfg));
+    m->arch = VKF_ARCH_DECODER;
+    m->desc = desc;
+    snprintf(m->format, sizeof m->format, "safetensors");
+    hf_ctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    vkf_status s = hf_load(m, &c, cfg, dir);
+    for (int i = 0; i < c.n_st; i++)
+        vkf_safetensors_close(c.st[i]);
+    vkf_json_config_free(cfg);
+    return s;
+}
