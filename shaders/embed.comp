@@ -17,7 +17,8 @@ layout(set = 0, binding = 1) writeonly buffer D { float d[]; };
 layout(set = 0, binding = 2) readonly buffer Ids { int ids[]; };
 layout(set = 0, binding = 3) readonly buffer Wq { uint wq[]; };
 
-#include "weights.glsl"
+uint w_word(uint byte) { return wq[byte >> 2]; }
+#include "dtypes.glsl"
 
 void main() {
     uint total = p.n * p.cols;

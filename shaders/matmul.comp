@@ -27,7 +27,20 @@ layout(set = 0, binding = 2) readonly buffer A { float a[]; };
 layout(set = 0, binding = 3) readonly buffer Wq { uint wq[]; };
 layout(set = 0, binding = 4) readonly buffer Bias { float bias[]; };
 
-#include "weights.glsl"
+#ifndef FAST
+#define FAST 0
+#endif
+#if MATVEC && FAST
+/* FAST=1 (the host checked alignment: a rows 16-byte aligned, K a multiple of the unit, float
+ * weight rows 16-byte aligned, quantized rows 2-byte aligned): 16-byte loads, which lavapipe
+ * turns into vector loads instead of per-lane gathers, and whole quant blocks per step. */
+layout(set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
+layout(set = 0, binding = 3) readonly buffer Wq4 { uvec4 wq4[]; };
+#define W_HAVE_QUAD
+uvec4 w_quad(uint byte) { return wq4[byte >> 4]; }
+#endif
+uint w_word(uint byte) { return wq[byte >> 2]; }
+#include "dtypes.glsl"
 
 #if MATVEC
 /* ---------------------------------------------------------------- matrix-vector, M <= 8 */
@@ -39,59 +52,12 @@ layout(set = 0, binding = 4) readonly buffer Bias { float bias[]; };
 #define NOUT 4u /* weight rows per workgroup */
 #endif
 
-#ifndef FAST
-#define FAST 0
-#endif
 #ifndef ROWLANE
 #define ROWLANE 0
 #endif
 #if FAST
-/* FAST=1 (the host checked alignment: a rows 16-byte aligned, K a multiple of the unit, float
- * weight rows 16-byte aligned, quantized rows 2-byte aligned): 16-byte loads, which lavapipe
- * turns into vector loads instead of per-lane gathers, and whole quant blocks per step. */
-layout(set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
-layout(set = 0, binding = 3) readonly buffer Wq4 { uvec4 wq4[]; };
-#if WTYPE == VKF_W_F32
-#define UNIT 4u
-#elif WTYPE == VKF_W_F16 || WTYPE == VKF_W_BF16
-#define UNIT 8u
-#else
-#define UNIT 32u
-#endif
-#define UV (UNIT / 4u)
-
-/* the 32-bit word at byte offset `byte` (2-byte aligned) of the weights */
-uint w_word(uint byte) { return vkf_u32h(byte); }
-
-/* decodes weight unit u of the row at rowb into w[0..UV) */
-void w_unit(uint rowb, uint u, out vec4 w[UV]) {
-#if WTYPE == VKF_W_F32
-    w[0] = uintBitsToFloat(wq4[(rowb >> 4) + u]);
-#elif WTYPE == VKF_W_F16
-    uvec4 q = wq4[(rowb >> 4) + u];
-    w[0] = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
-    w[1] = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
-#elif WTYPE == VKF_W_BF16
-    uvec4 q = wq4[(rowb >> 4) + u];
-    w[0] = uintBitsToFloat(uvec4(q.x << 16, q.x & 0xffff0000u, q.y << 16, q.y & 0xffff0000u));
-    w[1] = uintBitsToFloat(uvec4(q.z << 16, q.z & 0xffff0000u, q.w << 16, q.w & 0xffff0000u));
-#elif WTYPE == VKF_W_Q8_0
-    uint bb = rowb + u * 34u;
-    float dsc = vkf_f16(vkf_u16(bb));
-    for (uint i = 0; i < 8u; i++) {
-        uint q = w_word(bb + 2u + 4u * i);
-        w[i] = dsc * vec4(int(q << 24) >> 24, int(q << 16) >> 24, int(q << 8) >> 24, int(q) >> 24);
-    }
-#else /* Q4_0: byte j holds element j (low nibble) and j + 16 (high nibble) */
-    uint bb = rowb + u * 18u;
-    float dsc = vkf_f16(vkf_u16(bb));
-    for (uint i = 0; i < 4u; i++) {
-        uint q = w_word(bb + 2u + 4u * i);
-        w[i] = dsc * (vec4(q & 15u, (q >> 8) & 15u, (q >> 16) & 15u, (q >> 24) & 15u) - 8.0);
-        w[i + 4u] = dsc * (vec4((q >> 4) & 15u, (q >> 12) & 15u, (q >> 20) & 15u, q >> 28) - 8.0);
-    }
-#endif
-}
+#define UNIT W_UNIT
+#define UV W_UV
 #endif
 
 #if VKF_HAS_SUBGROUP
@@ -115,12 +81,14 @@ void main() {
     uint nunits = p.K / UNIT;
     for (uint u = 0; u < nunits; u++) {
         vec4 wv[UV];
-        w_unit(rowb, u, wv);
+        float sc = w_unit(rowb, u, wv);
         uint a4i = (p.a_off + mb * p.a_stride + u * UNIT) >> 2;
         for (uint m = 0; m < MV_MAXM; m++) {
             if (m < M) {
                 uint ai = a4i + ((m * p.a_stride) >> 2);
-                for (uint i = 0; i < UV; i++) acc[m] += dot(a4[ai + i], wv[i]);
+                float s = 0.0;
+                for (uint i = 0; i < UV; i++) s += dot(a4[ai + i], wv[i]);
+                acc[m] += sc * s;
             }
         }
     }
@@ -147,13 +115,13 @@ void main() {
         uint a4i = (p.a_off + u * UNIT) >> 2;
         for (uint o = 0; o < NOUT; o++) {
             vec4 wv[UV];
-            w_unit(rowb[o], u, wv);
+            float sc = w_unit(rowb[o], u, wv);
             for (uint m = 0; m < MV_MAXM; m++) {
                 if (m < M) {
                     uint ai = a4i + ((m * p.a_stride) >> 2);
                     float s = 0.0;
                     for (uint i = 0; i < UV; i++) s += dot(a4[ai + i], wv[i]);
-                    acc[o][m] += s;
+                    acc[o][m] += sc * s;
                 }
             }
         }

@@ -48,7 +48,8 @@ layout(set = 0, binding = 2) readonly buffer A { float a[]; };
 layout(set = 0, binding = 3) readonly buffer Wq { uint wq[]; };
 layout(set = 0, binding = 4) readonly buffer Bias { float bias[]; };
 
-#include "weights.glsl"
+uint w_word(uint byte) { return wq[byte >> 2]; }
+#include "dtypes.glsl"
 
 shared float16_t As_hi[BM * BK], As_lo[BM * BK]; /* [m][k] */
 shared float16_t Bs[BN * BK];                    /* [n][k]: read as column-major B [k][n] */

@@ -49,9 +49,6 @@ layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint R = 8;  /* weight rows per subgroup */
 layout(constant_id = 2) const uint TM = 1; /* activation rows per workgroup */
 
-#ifndef WTYPE
-#define WTYPE VKF_W_F32
-#endif
 #ifndef NORM
 #define NORM 0
 #endif
@@ -84,91 +81,44 @@ layout(set = 0, binding = 6, rgba32ui) uniform readonly uimageBuffer Gt;
 vec4 a_tex(uint i) { return uintBitsToFloat(imageLoad(At, int(i))); }
 uvec4 w_tex(uint i) { return imageLoad(Wt, int(i)); }
 
-#if WTYPE == VKF_W_F32
-#define UNIT_K 4u  /* values per unit */
-#define A_TEX 1u   /* activation texels per unit */
-#elif WTYPE == VKF_W_F16 || WTYPE == VKF_W_BF16
-#define UNIT_K 8u
-#define A_TEX 2u
-#else
-#define UNIT_K 32u
-#define A_TEX 8u
-#endif
-
-#if WTYPE == VKF_W_Q8_0 || WTYPE == VKF_W_Q4_0
-/* The block at byte `bb` of the weight view: scale and 32-bit words of quants, whatever its
- * (even) offset inside a texel. Words are realigned with selects, not a dynamic array index,
- * which CPU drivers would turn into per-lane memory accesses. */
-#if WTYPE == VKF_W_Q8_0
-#define NQW 8u  /* quant words */
-#define NTW 12u /* words in the texels read */
-#else
-#define NQW 4u
-#define NTW 8u
-#endif
-float w_block(uint bb, out uint qw[NQW]) {
-    uint t = bb >> 4, o = bb & 15u;
-    uint W[NTW];
+/* weight bytes through the texel view (the reads shaders/dtypes.glsl builds on) */
+uint w_word(uint byte) {
+    uvec4 t = w_tex(byte >> 4);
+    uint c = (byte >> 2) & 3u;
+    return c == 0u ? t.x : c == 1u ? t.y : c == 2u ? t.z : t.w;
+}
+#define W_HAVE_QUAD
+uvec4 w_quad(uint byte) { return w_tex(byte >> 4); }
+/* 16 bytes at an even offset: two texels, realigned with selects, not a dynamic array index,
+ * which CPU drivers would turn into per-lane memory accesses */
+#define W_HAVE_QUAD2
+uvec4 w_quad2(uint byte) {
+    uint t = byte >> 4, o4 = (byte >> 2) & 3u;
     uvec4 t0 = w_tex(t), t1 = w_tex(t + 1u);
+    uint W[8];
     W[0] = t0.x; W[1] = t0.y; W[2] = t0.z; W[3] = t0.w;
     W[4] = t1.x; W[5] = t1.y; W[6] = t1.z; W[7] = t1.w;
-#if WTYPE == VKF_W_Q8_0
-    uvec4 t2 = w_tex(t + 2u);
-    W[8] = t2.x; W[9] = t2.y; W[10] = t2.z; W[11] = t2.w;
-#endif
-    uint o4 = o >> 2;
-    bool oh = (o & 2u) != 0u;
-    uint X[NQW + 1u];
-    for (uint j = 0; j <= NQW; j++)
+    uint X[5];
+    for (uint j = 0; j < 5u; j++)
         X[j] = o4 == 0u ? W[j] : o4 == 1u ? W[j + 1u] : o4 == 2u ? W[j + 2u] : W[j + 3u];
-    for (uint i = 0; i < NQW; i++) qw[i] = oh ? X[i + 1u] : (X[i] >> 16) | (X[i + 1u] << 16);
-    return unpackHalf2x16(oh ? X[0] >> 16 : X[0] & 0xffffu).x;
+    if ((byte & 2u) == 0u) return uvec4(X[0], X[1], X[2], X[3]);
+    return uvec4((X[0] >> 16) | (X[1] << 16), (X[1] >> 16) | (X[2] << 16), (X[2] >> 16) | (X[3] << 16),
+                 (X[3] >> 16) | (X[4] << 16));
 }
-#endif
+#include "dtypes.glsl"
+
+#define UNIT_K W_UNIT /* values per unit */
+#define A_TEX W_UV    /* activation texels per unit */
 
 /* the dot products of unit u of weight row `rowb` (bytes) with the TM activation units */
 void w_dots(uint rowb, uint u, vec4 a[TM][A_TEX], inout float acc[TM]) {
-#if WTYPE == VKF_W_F32
-    vec4 w = uintBitsToFloat(w_tex((rowb >> 4) + u));
-    for (uint m = 0; m < TM; m++) acc[m] += dot(w, a[m][0]);
-#elif WTYPE == VKF_W_F16
-    uvec4 q = w_tex((rowb >> 4) + u);
-    vec4 w0 = vec4(unpackHalf2x16(q.x), unpackHalf2x16(q.y));
-    vec4 w1 = vec4(unpackHalf2x16(q.z), unpackHalf2x16(q.w));
-    for (uint m = 0; m < TM; m++) acc[m] += dot(w0, a[m][0]) + dot(w1, a[m][1]);
-#elif WTYPE == VKF_W_BF16
-    uvec4 q = w_tex((rowb >> 4) + u);
-    vec4 w0 = uintBitsToFloat(uvec4(q.x << 16, q.x & 0xffff0000u, q.y << 16, q.y & 0xffff0000u));
-    vec4 w1 = uintBitsToFloat(uvec4(q.z << 16, q.z & 0xffff0000u, q.w << 16, q.w & 0xffff0000u));
-    for (uint m = 0; m < TM; m++) acc[m] += dot(w0, a[m][0]) + dot(w1, a[m][1]);
-#elif WTYPE == VKF_W_Q8_0
-    uint qw[NQW];
-    float sc = w_block(rowb + u * 34u, qw);
-    vec4 wv[8];
-    for (uint i = 0; i < 8u; i++) {
-        uint q = qw[i];
-        wv[i] = vec4(int(q << 24) >> 24, int(q << 16) >> 24, int(q << 8) >> 24, int(q) >> 24);
-    }
+    vec4 wv[A_TEX];
+    float sc = w_unit(rowb, u, wv);
     for (uint m = 0; m < TM; m++) {
         float s = 0.0;
-        for (uint i = 0; i < 8u; i++) s += dot(wv[i], a[m][i]);
+        for (uint i = 0; i < A_TEX; i++) s += dot(wv[i], a[m][i]);
         acc[m] += sc * s;
     }
-#else /* Q4_0: byte j holds element j (low nibble) and j + 16 (high nibble) */
-    uint qw[NQW];
-    float sc = w_block(rowb + u * 18u, qw);
-    vec4 lo[4], hi[4];
-    for (uint i = 0; i < 4u; i++) {
-        uint q = qw[i];
-        lo[i] = vec4(q & 15u, (q >> 8) & 15u, (q >> 16) & 15u, (q >> 24) & 15u) - 8.0;
-        hi[i] = vec4((q >> 4) & 15u, (q >> 12) & 15u, (q >> 20) & 15u, q >> 28) - 8.0;
-    }
-    for (uint m = 0; m < TM; m++) {
-        float s = 0.0;
-        for (uint i = 0; i < 4u; i++) s += dot(lo[i], a[m][i]) + dot(hi[i], a[m][4u + i]);
-        acc[m] += sc * s;
-    }
-#endif
 }
 
 #if LANES

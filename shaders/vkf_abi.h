@@ -24,12 +24,23 @@
     struct name
 #endif
 
-/* Weight dtypes as kernels see them (WTYPE define). */
+/* Weight dtypes as kernels see them (WTYPE define): the vkf_dtype values (include/vkformer.h;
+ * the decoding of each is shaders/dtype_<t>.glsl). */
 #define VKF_W_F32 0
 #define VKF_W_F16 1
 #define VKF_W_BF16 2
 #define VKF_W_Q8_0 3
 #define VKF_W_Q4_0 4
+#define VKF_W_Q4_1 6
+#define VKF_W_Q5_0 7
+#define VKF_W_Q5_1 8
+#define VKF_W_Q2_K 9
+#define VKF_W_Q3_K 10
+#define VKF_W_Q4_K 11
+#define VKF_W_Q5_K 12
+#define VKF_W_Q6_K 13
+#define VKF_W_IQ4_NL 14
+#define VKF_W_IQ4_XS 15
 
 /* Element-wise ops: scale, add, mul, unary, swiglu. dst[r,c] = f(a[r,c], b[r or 0, c]). */
 VKF_PC(vkf_pc_eltwise) {

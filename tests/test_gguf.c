@@ -545,9 +545,9 @@ static void test_malformed(void) {
     expect_fail("alignment zero", &b, VKF_ERROR_FORMAT, "general.alignment");
 
     /* tensor infos */
-    minimal(&b, 12, 32, 256); /* Q4_K */
+    minimal(&b, 16, 32, 256); /* IQ2_XXS: not a type vkformer reads */
     expect_fail("unsupported type", &b, VKF_ERROR_UNSUPPORTED,
-                "tensor y.weight: ggml type 12 (Q4_K)");
+                "tensor y.weight: ggml type 16 (IQ2_XXS)");
     minimal(&b, 77, 32, 8);
     expect_fail("unknown type", &b, VKF_ERROR_UNSUPPORTED, "tensor y.weight: ggml type 77");
     minimal(&b, 0, 36, 8);

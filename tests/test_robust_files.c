@@ -633,8 +633,8 @@ static void test_gguf(void) {
         wr32(d + L->ti_ndims_at[t], 9);
         expect_fail("ffn_up 9 dims", gg_write(d, g.size), VKF_ERROR_FORMAT, "blk.0.ffn_up.weight", NULL);
         d = gg_fresh(&g);
-        wr32(d + L->ti_type_at[t], 12); /* Q4_K */
-        expect_fail("ffn_up Q4_K", gg_write(d, g.size), VKF_ERROR_UNSUPPORTED, "blk.0.ffn_up.weight", NULL);
+        wr32(d + L->ti_type_at[t], 16); /* IQ2_XXS: not read */
+        expect_fail("ffn_up IQ2_XXS", gg_write(d, g.size), VKF_ERROR_UNSUPPORTED, "blk.0.ffn_up.weight", NULL);
         d = gg_fresh(&g);
         wr32(d + L->ti_type_at[t], 0xFFFFFFFFu);
         expect_fail("ffn_up type 2^32-1", gg_write(d, g.size), VKF_ERROR_UNSUPPORTED, "blk.0.ffn_up.weight", NULL);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/wtype.h"
 #include "vkformer.h"
 
 #define VKF_QK 32 /* elements per Q8_0 / Q4_0 block */
@@ -23,7 +24,8 @@ typedef struct vkf_block_q4_0 {
 _Static_assert(sizeof(vkf_block_q8_0) == 34, "ggml Q8_0 block is 34 bytes");
 _Static_assert(sizeof(vkf_block_q4_0) == 18, "ggml Q4_0 block is 18 bytes");
 
-/* Elements per storage block (1 for plain types, 32 for quantized). */
+/* Per-type facts come from the traits table (core/wtype.h); these read it. */
+/* Elements per storage block (1 for plain types, 32 or 256 for quantized). */
 int vkf_dtype_block_elems(vkf_dtype t);
 /* Bytes per storage block. */
 size_t vkf_dtype_block_bytes(vkf_dtype t);
@@ -37,7 +39,8 @@ uint16_t vkf_f32_to_bf16(float f);
 
 /* Dequantizes one row of n elements of type t starting at src into dst (f32). */
 void vkf_dequantize_row(vkf_dtype t, const void *src, float *dst, int64_t n);
-/* Quantizes n floats into type t (F32, F16, BF16, Q8_0, Q4_0) the way ggml does. */
+/* Quantizes n floats into type t the way ggml does, for the types whose traits have a
+ * quantize_row (F32, F16, BF16, Q8_0, Q4_0); other types: dst is left unchanged. */
 void vkf_quantize_row(vkf_dtype t, const float *src, void *dst, int64_t n);
 
 #endif

@@ -83,10 +83,7 @@ vkf_tensor *vkf_graph_view(vkf_graph *g, vkf_tensor *parent, int64_t r0, int64_t
 
 /* ------------------------------------------------------------------ node checks */
 
-static int is_weight_dtype(vkf_dtype t) {
-    return t == VKF_DTYPE_F32 || t == VKF_DTYPE_F16 || t == VKF_DTYPE_BF16 ||
-           t == VKF_DTYPE_Q8_0 || t == VKF_DTYPE_Q4_0;
-}
+static int is_weight_dtype(vkf_dtype t) { return vkf_wtype_is_weight(t); }
 
 #define SHAPE(t) (long long)(t)->rows, (long long)(t)->cols
 

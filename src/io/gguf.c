@@ -291,15 +291,9 @@ static const char *ggml_type_name(uint32_t t) {
     return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
+/* the storage types vkformer reads (src/core/wtype.c); I32 tensors are not model weights */
 static int ggml_to_dtype(uint32_t t, vkf_dtype *d) {
-    switch (t) {
-    case 0: *d = VKF_DTYPE_F32; return 1;
-    case 1: *d = VKF_DTYPE_F16; return 1;
-    case 2: *d = VKF_DTYPE_Q4_0; return 1;
-    case 8: *d = VKF_DTYPE_Q8_0; return 1;
-    case 30: *d = VKF_DTYPE_BF16; return 1;
-    default: return 0;
-    }
+    return vkf_wtype_from_gguf(t, d) && vkf_wtype_is_weight(*d);
 }
 
 static vkf_status gguf_parse_tensor_info(vkf_gguf *g, reader *r, size_t i, vkf_gguf_tensor *t) {
@@ -335,9 +329,9 @@ static vkf_status gguf_parse_tensor_info(vkf_gguf *g, reader *r, size_t i, vkf_g
     VKF_TRY(rd_u32(r, &t->ggml_type));
     if (!ggml_to_dtype(t->ggml_type, &t->dtype))
         return vkf_error(VKF_ERROR_UNSUPPORTED,
-                         "%s: tensor %s: ggml type %u (%s) is not supported (F32, F16, BF16, "
-                         "Q8_0, Q4_0 are)",
-                         g->path, t->name, t->ggml_type, ggml_type_name(t->ggml_type));
+                         "%s: tensor %s: ggml type %u (%s) is not supported (%s are)",
+                         g->path, t->name, t->ggml_type, ggml_type_name(t->ggml_type),
+                         vkf_wtype_weight_list());
     int be = vkf_dtype_block_elems(t->dtype);
     if (t->ne[0] % be)
         return rd_fail(r, "%s rows need ne[0] to be a multiple of %d, found %lld",

@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/error.h"
+#include "core/wtype.h"
 #include "model/model.h"
 
 /* ------------------------------------------------------------------ thresholds */
@@ -345,15 +346,13 @@ static vkf_status verify_shipped_encdec_case(vkf_model *m, const char *dir, cons
 /* ------------------------------------------------------------------ decoder-only core */
 
 static void decoder_tolerance(const vkf_model *m, vkf_verify_case *c) {
-    switch (m->wtype) {
-    case VKF_DTYPE_F16:
-    case VKF_DTYPE_BF16: c->tol_abs = VKF_VERIFY_TOL_F16; break;
-    case VKF_DTYPE_Q8_0:
-    case VKF_DTYPE_Q4_0:
+    if (vkf_wtype_is_quant(m->wtype)) {
         c->tol_abs = VKF_VERIFY_TOL_Q;
         c->tol_rms = VKF_VERIFY_TOL_Q_RMS;
-        break;
-    default: c->tol_abs = VKF_VERIFY_TOL_F32; break;
+    } else if (m->wtype == VKF_DTYPE_F16 || m->wtype == VKF_DTYPE_BF16) {
+        c->tol_abs = VKF_VERIFY_TOL_F16;
+    } else {
+        c->tol_abs = VKF_VERIFY_TOL_F32;
     }
     if (m->desc && m->desc->pos == VKF_POS_LEARNED && c->tol_abs < VKF_VERIFY_TOL_GPT2)
         c->tol_abs = VKF_VERIFY_TOL_GPT2;
@@ -361,7 +360,7 @@ static void decoder_tolerance(const vkf_model *m, vkf_verify_case *c) {
         c->tol_abs < VKF_VERIFY_TOL_GEGLU)
         c->tol_abs = VKF_VERIFY_TOL_GEGLU;
     /* free-running greedy is reproducible only when the noise is below the greedy margins */
-    c->greedy_required = m->wtype != VKF_DTYPE_Q8_0 && m->wtype != VKF_DTYPE_Q4_0;
+    c->greedy_required = !vkf_wtype_is_quant(m->wtype);
 }
 
 /* A prompt of n tokens, then the reference's greedy tokens fed one at a time: ref holds n + nt

@@ -83,10 +83,10 @@ static int model_in_place(vkf_model *m, vkf_tensor *t, const void *data) {
 vkf_status vkf_model_upload(vkf_model *m, vkf_tensor *t, const char *name, vkf_wkind kind,
                             vkf_dtype dtype, int64_t rows, int64_t cols, const void *data) {
     size_t esz = vkf_dtype_block_bytes(dtype);
-    if (dtype >= VKF_DTYPE_I32 || esz == 0)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: tensor %s has dtype %s; weights must be F32, F16, BF16, Q8_0 or Q4_0",
-                         m->path, name, vkf_dtype_name(dtype));
-    int quant = vkf_dtype_block_elems(dtype) > 1;
+    if (!vkf_wtype_is_weight(dtype) || esz == 0)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: tensor %s has dtype %s; weights must be one of %s",
+                         m->path, name, vkf_dtype_name(dtype), vkf_wtype_weight_list());
+    int quant = vkf_wtype_is_quant(dtype);
     void *tmp = NULL;
     if (kind == VKF_W_VECTOR) {
         int64_t n = rows * cols;

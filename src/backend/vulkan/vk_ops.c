@@ -15,7 +15,7 @@
 
 /* ---------------------------------------------------------------- tensor geometry */
 
-static int vkf_vk_is_quant(vkf_dtype t) { return t == VKF_DTYPE_Q8_0 || t == VKF_DTYPE_Q4_0; }
+static int vkf_vk_is_quant(vkf_dtype t) { return vkf_wtype_is_quant(t); }
 
 static uint64_t vkf_vk_elem_size(vkf_dtype t) { return vkf_dtype_block_bytes(t); }
 
@@ -383,19 +383,19 @@ static vkf_status vkf_vk_op_select(vkf_vk_rec *r, const vkf_node *n) {
 
 /* ---------------------------------------------------------------- weights */
 
-static int vkf_vk_wtype(vkf_dtype t) {
-    switch (t) {
-    case VKF_DTYPE_F16: return VKF_W_F16;
-    case VKF_DTYPE_BF16: return VKF_W_BF16;
-    case VKF_DTYPE_Q8_0: return VKF_W_Q8_0;
-    case VKF_DTYPE_Q4_0: return VKF_W_Q4_0;
-    default: return VKF_W_F32;
-    }
-}
+/* the WTYPE define of the kernels: the vkf_dtype value (shaders/dtypes.glsl) */
+static int vkf_vk_wtype(vkf_dtype t) { return vkf_wtype_is_weight(t) ? (int)t : VKF_W_F32; }
 
-/* byte offset of a weight window; rows must start 4-byte (F32) or 2-byte (others) aligned */
+/* elements one kernel step decodes (K must be a multiple for the FAST and texel paths) */
+static int64_t vkf_vk_wunit(vkf_dtype t) { return vkf_wtype_is_weight(t) ? vkf_wtype_of(t)->gpu_unit : 4; }
+
+/* byte alignment the kernels read a weight row with: 4 for F32 and for blocks whose size is a
+ * multiple of 4 (shaders/dtypes.glsl reads their words directly), else 2 */
+static uint64_t vkf_vk_walign(vkf_dtype t) { return t == VKF_DTYPE_F32 || vkf_dtype_block_bytes(t) % 4 == 0 ? 4 : 2; }
+
+/* byte offset of a weight window; rows must start aligned as vkf_vk_walign says */
 static vkf_status vkf_vk_weight_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *boff) {
-    uint64_t need = t->dtype == VKF_DTYPE_F32 ? 4 : 2;
+    uint64_t need = vkf_vk_walign(t->dtype);
     if (w->delta % need || vkf_vk_stride_bytes(t) % need)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "weight %s (%s): offset %zu / row stride must be a "
                          "multiple of %llu bytes", t->name, vkf_dtype_name(t->dtype), t->offset,
@@ -404,10 +404,7 @@ static vkf_status vkf_vk_weight_off(const vkf_vk_win *w, const vkf_tensor *t, ui
     return VKF_OK;
 }
 
-static int vkf_vk_weight_ok(vkf_dtype t) {
-    return t == VKF_DTYPE_F32 || t == VKF_DTYPE_F16 || t == VKF_DTYPE_BF16 || t == VKF_DTYPE_Q8_0 ||
-           t == VKF_DTYPE_Q4_0;
-}
+static int vkf_vk_weight_ok(vkf_dtype t) { return vkf_wtype_is_weight(t); }
 
 /* ---------------------------------------------------------------- matmul on texels */
 
@@ -447,7 +444,7 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
     const vkf_tensor *a = g->a, *w0 = g->w[0];
     int64_t K = a->cols;
     int quant = vkf_vk_is_quant(w0->dtype);
-    int64_t unit = w0->dtype == VKF_DTYPE_F32 ? 4 : quant ? 32 : 8;
+    int64_t unit = vkf_vk_wunit(w0->dtype);
     if (!vkf_vk_weight_ok(w0->dtype) || K % unit || a->offset % 16 || a->row_stride % 4) {
         *why = "alignment";
         return 0;
@@ -460,7 +457,7 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
             *why = "weights differ";
             return 0;
         }
-        if (quant ? w->offset % 2 : (w->offset % 16 || vkf_vk_stride_bytes(w) % 16)) {
+        if (quant ? w->offset % vkf_vk_walign(w->dtype) : (w->offset % 16 || vkf_vk_stride_bytes(w) % 16)) {
             *why = "weight alignment";
             return 0;
         }
@@ -690,7 +687,7 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     int matvec = M <= VKF_VK_MV_MAXM;
     int mv_m = (int)(M < VKF_VK_MV_MAXM ? M : VKF_VK_MV_MAXM);
     int quant = vkf_vk_is_quant(w->dtype);
-    int64_t unit = w->dtype == VKF_DTYPE_F32 ? 4 : quant ? 32 : 8;
+    int64_t unit = vkf_vk_wunit(w->dtype);
     int fast_ok = K % unit == 0 && (M == 1 || a->row_stride % 4 == 0) && !vkf_vk_env_flag("VKF_NO_FAST_MATVEC");
     /* ROWLANE stands in for the texel kernel on CPU devices when that cannot run; a tiled
      * kernel chosen explicitly (tuning) is used as chosen */
@@ -779,7 +776,7 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
             pc.w_bstride = (uint32_t)vkf_vk_stride_bytes(w);
             pc.d_stride = (uint32_t)d->row_stride;
             int fast = pl_fast && pc.a_off % 4 == 0 &&
-                       (quant ? pc.w_boff % 2 == 0 : pc.w_boff % 16 == 0 && pc.w_bstride % 16 == 0);
+                       (quant ? pc.w_boff % vkf_vk_walign(w->dtype) == 0 : pc.w_boff % 16 == 0 && pc.w_bstride % 16 == 0);
             uint32_t gx, gy, gz = 1;
             if (fast || matvec) {
                 uint64_t per_group = fast && rowlane ? VKF_VK_RL_WG : VKF_VK_MV_NOUT;

@@ -44,7 +44,7 @@ static void vkf_vk_table(const vkf_vk_caps *c, int mclass, int64_t M, vkf_dtype 
              * 20-token prompt: R 8 x TM 32 15.5 s, 8 x 16 6.0 s, 4 x 16 2.9 s, 8 x 8 2.8 s) while
              * short prompts run about as fast with 64 of them, so more only where the prompt is
              * long enough to pay (512x4096x4096 F32: 57.8 GFLOP/s at 8 x 32, 40.8 at 8 x 16) */
-            int quant = wt == VKF_DTYPE_Q8_0 || wt == VKF_DTYPE_Q4_0;
+            int quant = vkf_wtype_is_quant(wt);
             o->lanes = 1;
             o->r = M >= 48 || quant ? 8 : 4;
             o->tm = quant ? 8 : M >= 256 && wt == VKF_DTYPE_F32 ? 32 : 16;

@@ -1,0 +1,78 @@
+/* Weight reads for every storage type, dequantized to f32 inside the kernels (DESIGN 5): the
+ * GLSL half of src/core/wtype.c. One file per type (dtype_<t>.glsl) defines, for WTYPE == its
+ * VKF_W_ value (= its vkf_dtype, vkf_abi.h):
+ *   W_UNIT                      elements one step decodes (4, 8 or 32; K is a multiple of it
+ *                               where w_unit is used, the host checks: wtype gpu_unit);
+ *   float w_unit(rowb, u, w[])  decodes unit u of the row at byte rowb into w[0..W_UNIT/4);
+ *                               the result multiplies the unit's dot product (a block scale
+ *                               kept out of the per-element work, or 1.0);
+ *   float w_at(rowb, k)         element k of the row (any k);
+ *   vec4 w_at4(rowb, k)         elements k..k+3 (k a multiple of 4), unless W_GENERIC_AT4.
+ *
+ * The includer declares how weight bytes are read, then includes this file:
+ *   uint w_word(uint byte)      the 32-bit word at a 4-byte aligned byte offset (required);
+ *   W_HAVE_QUAD:  uvec4 w_quad(uint byte), 16 bytes at a 16-byte aligned offset;
+ *   W_HAVE_QUAD2: uvec4 w_quad2(uint byte), 16 bytes at a 2-byte aligned offset.
+ * Words are little-endian, so nothing needs 8- or 16-bit storage (mobile profile). Blocks of
+ * 18, 22, 34, 110 and 210 bytes (Q4_0, IQ4_NL, Q5_0, Q8_0, Q3_K, Q6_K) are only 2-byte
+ * aligned; the other quantized types have 4-byte aligned rows (the host checks both). */
+#ifndef VKF_DTYPES_GLSL
+#define VKF_DTYPES_GLSL
+
+#ifndef WTYPE
+#define WTYPE VKF_W_F32
+#endif
+
+uint vkf_u8(uint byte) { return (w_word(byte & ~3u) >> ((byte & 3u) * 8u)) & 0xffu; }
+
+/* 16-bit value at an even byte offset */
+uint vkf_u16(uint byte) { return (w_word(byte & ~3u) >> ((byte & 2u) * 8u)) & 0xffffu; }
+
+/* 32 bits at a 2-byte aligned offset (reads the next word only when the value straddles it) */
+uint vkf_u32h(uint byte) {
+    uint lo = w_word(byte & ~3u);
+    if ((byte & 2u) == 0u) return lo;
+    return (lo >> 16) | (w_word((byte & ~3u) + 4u) << 16);
+}
+
+#ifndef W_HAVE_QUAD
+uvec4 w_quad(uint byte) { return uvec4(w_word(byte), w_word(byte + 4u), w_word(byte + 8u), w_word(byte + 12u)); }
+#endif
+#ifndef W_HAVE_QUAD2
+uvec4 w_quad2(uint byte) {
+    if ((byte & 2u) == 0u) return uvec4(w_word(byte), w_word(byte + 4u), w_word(byte + 8u), w_word(byte + 12u));
+    uint b = byte - 2u;
+    uint x0 = w_word(b), x1 = w_word(b + 4u), x2 = w_word(b + 8u), x3 = w_word(b + 12u), x4 = w_word(b + 16u);
+    return uvec4((x0 >> 16) | (x1 << 16), (x1 >> 16) | (x2 << 16), (x2 >> 16) | (x3 << 16), (x3 >> 16) | (x4 << 16));
+}
+#endif
+
+float vkf_f16(uint bits) { return unpackHalf2x16(bits).x; }
+
+/* the four low / high nibbles of the bytes of a word, and bits sh..sh+3 of h */
+vec4 vkf_nlo(uint q) { return vec4((uvec4(q) >> uvec4(0u, 8u, 16u, 24u)) & 15u); }
+vec4 vkf_nhi(uint q) { return vec4((uvec4(q) >> uvec4(4u, 12u, 20u, 28u)) & 15u); }
+uvec4 vkf_nlo_u(uint q) { return (uvec4(q) >> uvec4(0u, 8u, 16u, 24u)) & 15u; }
+uvec4 vkf_nhi_u(uint q) { return (uvec4(q) >> uvec4(4u, 12u, 20u, 28u)) & 15u; }
+uvec4 vkf_bits4(uint h, uint sh) { return (uvec4(h) >> (uvec4(0u, 1u, 2u, 3u) + sh)) & 1u; }
+/* the 2-bit fields at shift sh of the four bytes of a word */
+uvec4 vkf_crumbs(uint q, uint sh) { return (uvec4(q) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 3u; }
+/* byte i (0..11) of three words */
+uint vkf_byte3(uvec3 w, uint i) { return (w[i >> 2] >> ((i & 3u) * 8u)) & 0xffu; }
+
+#include "dtype_f32.glsl"
+#include "dtype_f16.glsl"
+#include "dtype_bf16.glsl"
+#include "dtype_q8_0.glsl"
+#include "dtype_q4_0.glsl"
+
+#ifndef W_UNIT
+#error "WTYPE names no weight type"
+#endif
+#define W_UV (W_UNIT / 4u)
+
+#ifdef W_GENERIC_AT4
+vec4 w_at4(uint rowb, uint k) { return vec4(w_at(rowb, k), w_at(rowb, k + 1u), w_at(rowb, k + 2u), w_at(rowb, k + 3u)); }
+#endif
+
+#endif

@@ -1,0 +1,71 @@
+/* Weight types as data: one traits record per storage type (name, GGUF type id, block geometry,
+ * CPU dequantize-row and dot-product functions). Every layer asks this table instead of testing
+ * for particular types; adding a type is one file in src/core/types/, its line in the table
+ * (wtype.c), its enum value (include/vkformer.h) and its GLSL include (shaders/dtype_<t>.glsl). */
+#ifndef VKF_CORE_WTYPE_H
+#define VKF_CORE_WTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vkformer.h"
+
+typedef struct vkf_wtype {
+    const char *name;   /* ggml's name, e.g. "Q4_K" */
+    int gguf_type;      /* ggml_type id in GGUF tensor infos; -1: none */
+    int block_elems;    /* elements per block (1 for plain types) */
+    size_t block_bytes; /* bytes per block */
+    int weight;         /* 1: usable as a matmul / embedding weight (kernels read it in place) */
+    /* GPU decode unit: elements one kernel step decodes (matmul FAST / texel paths need K to be
+     * a multiple of it); 0 for non-weight types */
+    int gpu_unit;
+    /* byte offsets of the f16 scale fields in a block (random valid blocks for the op harness:
+     * random bytes with these fields set to small finite values); n_f16 of them */
+    int n_f16;
+    uint8_t f16_off[2];
+    /* dst[0..n) = the values of the n elements at src (n a multiple of block_elems) */
+    void (*dequantize_row)(const void *src, float *dst, int64_t n);
+    /* sum_i x[i] * w[i] over a row of n elements in this type, f32 accumulation */
+    float (*dot)(const void *w, const float *x, int64_t n);
+    /* the inverse of dequantize_row where this type has one here (F32, F16, BF16, Q8_0, Q4_0;
+     * ggml's reference quantizers of the other types live with `vkformer quantize`); or NULL */
+    void (*quantize_row)(const float *src, void *dst, int64_t n);
+} vkf_wtype;
+
+/* The traits of t, or NULL when t is not a valid vkf_dtype. */
+const vkf_wtype *vkf_wtype_of(vkf_dtype t);
+/* The dtype whose gguf_type is id; 0 if none. */
+int vkf_wtype_from_gguf(uint32_t id, vkf_dtype *out);
+/* 1 if t is a block-quantized type (block_elems > 1). */
+int vkf_wtype_is_quant(vkf_dtype t);
+/* 1 if t can be a matmul / embedding weight. */
+int vkf_wtype_is_weight(vkf_dtype t);
+/* The weight types the Vulkan kernels and CPU reference take, comma separated (for messages). */
+const char *vkf_wtype_weight_list(void);
+/* A generic dot: dequantizes one block at a time. */
+float vkf_wtype_dot_generic(vkf_dtype t, const void *w, const float *x, int64_t n);
+
+/* One file per type in src/core/types/ defines its record. */
+extern const vkf_wtype vkf_wtype_f32, vkf_wtype_f16, vkf_wtype_bf16, vkf_wtype_q8_0, vkf_wtype_q4_0,
+    vkf_wtype_i32;
+
+/* Helpers for the type files: little-endian reads at any byte offset. */
+static inline uint16_t vkf_rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t vkf_rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* Defines the dot function of a type from its dequantize_row, block by block. */
+#define VKF_WTYPE_DOT(fn, deq, BE, BB)                                                             \
+    static float fn(const void *w, const float *x, int64_t n) {                                    \
+        float tmp[BE], acc = 0.0f;                                                                 \
+        const uint8_t *b = w;                                                                      \
+        for (int64_t i = 0; i < n / (BE); i++) {                                                   \
+            deq(b + (size_t)i * (BB), tmp, BE);                                                    \
+            for (int j = 0; j < (BE); j++)                                                         \
+                acc += tmp[j] * x[i * (BE) + j];                                                   \
+        }                                                                                          \
+        return acc;                                                                                \
+    }
+
+#endif
