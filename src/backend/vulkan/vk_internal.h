@@ -109,6 +109,8 @@ typedef struct vkf_vk_layout {
 
 /* ---------------------------------------------------------------- the backend */
 
+#define VKF_VK_RING_SLOTS 4
+
 typedef struct vkf_vk_backend {
     vkf_backend base; /* first: the vkf_backend handed out */
     VkInstance instance;
@@ -148,6 +150,11 @@ typedef struct vkf_vk_backend {
     VkDeviceMemory staging_mem;
     void *staging_map;
     VkDeviceSize staging_size;
+    /* uploads: the staging buffer as a ring of slots, each with its command buffer and fence,
+     * so the host fills one slot while the device copies the others (vk_memory.c) */
+    VkCommandBuffer ring_cmd[VKF_VK_RING_SLOTS];
+    VkFence ring_fence[VKF_VK_RING_SLOTS];
+    int ring_busy[VKF_VK_RING_SLOTS];
     VkBuffer dyn_buf; /* int32 n_past, read by kernels (binding 0) */
     VkDeviceMemory dyn_mem;
     int32_t *dyn_map;

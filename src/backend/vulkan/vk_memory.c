@@ -129,6 +129,13 @@ void vkf_vk_memory_destroy(vkf_vk_backend *vb) {
     free(vb->blocks);
     vb->blocks = NULL;
     vb->n_blocks = 0;
+    for (int i = 0; i < VKF_VK_RING_SLOTS; i++) {
+        if (vb->ring_busy[i])
+            vb->vk.vkWaitForFences(vb->device, 1, &vb->ring_fence[i], VK_TRUE, UINT64_MAX);
+        if (vb->ring_fence[i]) vb->vk.vkDestroyFence(vb->device, vb->ring_fence[i], NULL);
+        vb->ring_fence[i] = VK_NULL_HANDLE;
+        vb->ring_busy[i] = 0;
+    }
     if (vb->staging) vb->vk.vkDestroyBuffer(vb->device, vb->staging, NULL);
     if (vb->staging_mem) vb->vk.vkFreeMemory(vb->device, vb->staging_mem, NULL);
     if (vb->dyn_buf) vb->vk.vkDestroyBuffer(vb->device, vb->dyn_buf, NULL);
@@ -545,6 +552,71 @@ static vkf_status vkf_vk_check_range(const vkf_buffer *b, size_t off, size_t n, 
     return VKF_OK;
 }
 
+/* Waits for ring slot i's copy, if one is in flight. */
+static vkf_status vkf_vk_ring_wait(vkf_vk_backend *vb, int i) {
+    if (!vb->ring_busy[i]) return VKF_OK;
+    VkResult r = vb->vk.vkWaitForFences(vb->device, 1, &vb->ring_fence[i], VK_TRUE,
+                                        vb->timeout_ns ? vb->timeout_ns : UINT64_MAX);
+    if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) vb->unusable = 1;
+    if (r != VK_SUCCESS) return vkf_vk_fail(r, "vkWaitForFences (upload ring)", __FILE__, __LINE__);
+    vb->ring_busy[i] = 0;
+    VKF_VK_CHECK(vb->vk.vkResetFences(vb->device, 1, &vb->ring_fence[i]));
+    return VKF_OK;
+}
+
+/* Uploads through the staging ring (discrete GPUs): while the device copies slot i into b, the
+ * host fills slot i + 1 (reading the model file: page faults or disk reads), so reading and
+ * copying overlap. Returns when every copy of this write is done. */
+static vkf_status vkf_vk_ring_write(vkf_vk_backend *vb, vkf_buffer *b, size_t off, const void *src,
+                                    size_t n) {
+    if (!vb->ring_fence[0]) {
+        VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        cai.commandPool = vb->cmd_pool;
+        cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        cai.commandBufferCount = VKF_VK_RING_SLOTS;
+        VKF_VK_CHECK(vb->vk.vkAllocateCommandBuffers(vb->device, &cai, vb->ring_cmd));
+        VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        for (int i = 0; i < VKF_VK_RING_SLOTS; i++)
+            VKF_VK_CHECK(vb->vk.vkCreateFence(vb->device, &fci, NULL, &vb->ring_fence[i]));
+    }
+    size_t slot = (size_t)(vb->staging_size / VKF_VK_RING_SLOTS) / 256 * 256;
+    vkf_status st = VKF_OK;
+    int i = 0;
+    for (size_t done = 0; done < n && st == VKF_OK; i = (i + 1) % VKF_VK_RING_SLOTS) {
+        size_t k = n - done < slot ? n - done : slot;
+        st = vkf_vk_ring_wait(vb, i);
+        if (st != VKF_OK) break;
+        memcpy((char *)vb->staging_map + (size_t)i * slot, (const char *)src + done, k);
+        VkCommandBuffer cmd = vb->ring_cmd[i];
+        VKF_VK_CHECK_GOTO(vb->vk.vkResetCommandBuffer(cmd, 0), st, out);
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        VKF_VK_CHECK_GOTO(vb->vk.vkBeginCommandBuffer(cmd, &bi), st, out);
+        vkf_vk_cmd_full_barrier(vb, cmd);
+        VkBufferCopy region = {(VkDeviceSize)i * slot, b->offset + off + done, k};
+        vb->vk.vkCmdCopyBuffer(cmd, vb->staging, b->block->buf, 1, &region);
+        vkf_vk_cmd_full_barrier(vb, cmd);
+        VKF_VK_CHECK_GOTO(vb->vk.vkEndCommandBuffer(cmd), st, out);
+        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        si.commandBufferCount = 1;
+        si.pCommandBuffers = &cmd;
+        VkResult r = vb->vk.vkQueueSubmit(vb->queue, 1, &si, vb->ring_fence[i]);
+        if (r == VK_ERROR_DEVICE_LOST) vb->unusable = 1;
+        if (r != VK_SUCCESS) {
+            st = vkf_vk_fail(r, "vkQueueSubmit (upload ring)", __FILE__, __LINE__);
+            break;
+        }
+        vb->ring_busy[i] = 1;
+        done += k;
+    }
+out:
+    for (int j = 0; j < VKF_VK_RING_SLOTS; j++) {
+        vkf_status w = vkf_vk_ring_wait(vb, j);
+        if (st == VKF_OK) st = w;
+    }
+    return st;
+}
+
 vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src, size_t n) {
     vkf_vk_backend *vb = vkf_vk(be);
     VKF_TRY(vkf_vk_check_usable(vb));
@@ -559,6 +631,8 @@ vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const
         return VKF_OK;
     }
     VKF_TRY(vkf_vk_staging_ensure(vb));
+    if (n > vb->staging_size / VKF_VK_RING_SLOTS && !vkf_vk_env_flag("VKF_NO_UPLOAD_RING"))
+        return vkf_vk_ring_write(vb, b, off, src, n);
     for (size_t done = 0; done < n;) {
         size_t k = n - done < vb->staging_size ? n - done : (size_t)vb->staging_size;
         memcpy(vb->staging_map, (const char *)src + done, k);
