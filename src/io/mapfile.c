@@ -70,8 +70,7 @@ vkf_status vkf_mapfile_open_ex(const char *path, vkf_map_mode mode, vkf_mapfile 
         out->size = (size_t)sb.st_size;
         return VKF_OK;
     }
-    int flags = MAP_PRIVATE | (mode == VKF_MAP_POPULATE ? MAP_POPULATE : 0);
-    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, flags, fd, 0);
+    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd); /* the mapping keeps its own reference to the file */
     if (p == MAP_FAILED)

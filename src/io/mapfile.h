@@ -21,9 +21,6 @@ typedef enum vkf_map_mode {
     VKF_MAP_MMAP = 0, /* a read-only file mapping (pages come from the page cache on demand) */
     VKF_MAP_READ,     /* read into anonymous, page-aligned memory (llama.cpp's --no-mmap): the
                          bytes stay resident and no longer depend on the file */
-    VKF_MAP_POPULATE, /* as VKF_MAP_MMAP, with every page mapped up front (MAP_POPULATE, as
-                         llama.cpp does): one pass over the page cache instead of a fault per
-                         page on first use (a model's weights are all read by the first token) */
 } vkf_map_mode;
 
 /* As vkf_mapfile_open, in the given mode. Either way data is page-aligned and released by

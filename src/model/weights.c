@@ -42,7 +42,7 @@ int vkf_tensor_present(const vkf_tensor *t) { return t->buf != NULL; }
 /* ------------------------------------------------------------------ the file, in place */
 
 vkf_status vkf_model_open_file(vkf_model *m, const char *path) {
-    return vkf_mapfile_open_ex(path, m->no_mmap ? VKF_MAP_READ : VKF_MAP_POPULATE, &m->file);
+    return vkf_mapfile_open_ex(path, m->no_mmap ? VKF_MAP_READ : VKF_MAP_MMAP, &m->file);
 }
 
 void vkf_model_release_file(vkf_model *m) {
