@@ -177,6 +177,9 @@ typedef struct vkf_model_params {
                               and is VKF_ERROR_UNSUPPORTED for learned positions (gpt2) */
     int no_mmap;           /* 1: read the file into memory instead of mapping it (llama.cpp's
                               --no-mmap: no page faults on the file later, the file may change).
+                              0 (mapped, as llama.cpp): a GGUF file must not be truncated or
+                              rewritten in place while the model is loaded (replacing it by a
+                              rename is fine); reads past a shrunk file's end raise SIGBUS.
                               Either way, where the backend can use host memory (the CPU, and
                               unified-memory GPUs with VK_EXT_external_memory_host) the weights
                               are used in place, never copied */
