@@ -63,6 +63,7 @@ typedef struct vkf_bench_opts {
     int warmup;
     int quiet; /* no progress lines on stderr */
     int no_mmap; /* vkf_model_params.no_mmap */
+    int cache_type; /* vkf_cache_type (-ctk / -ctv / --cache-type) */
 } vkf_bench_opts;
 
 /* ---------------------------------------------------------------- one test */
@@ -201,26 +202,25 @@ static void vkf_bench_profile_print(vkf_backend *be, const char *what, int token
 static const char *vkf_bench_backend_label(vkf_backend_kind k) { return k == VKF_BACKEND_CPU ? "CPU" : "Vulkan"; }
 
 static void vkf_bench_usage(FILE *f) {
-    fprintf(
-        f,
-        "usage: vkformer bench -m MODEL [options]            end-to-end prompt / generation speed\n"
-        "       vkformer bench --kernels [--quick]          kernel sweeps against measured peaks\n"
-        "       vkformer bench --startup -m MODEL [-r N]    cold / warm time to the first token\n"
-        "       vkformer bench --plot DIR -m MODEL          SVG charts: t/s vs context, matmul "
-        "roofline\n"
-        "       vkformer bench --tokenizer ...              tokenizer throughput\n"
-        "\nend-to-end options (llama-bench's):\n"
-        "  -m, --model FILE      model (repeatable, or a comma list)\n"
-        "  -p, --n-prompt N,..   prompt lengths (default 512; 0 = none)\n"
-        "  -n, --n-gen N,..      generation lengths (default 128; 0 = none)\n"
-        "  -d, --depth D,..      context already in the cache before the test (default 0)\n"
-        "  -r, --repetitions N   timed runs per test (default 5)\n"
-        "  -o, --output FMT      md (default), json or csv\n"
-        "  --backends LIST       cpu,vulkan (default: vulkan if a device is present, else cpu)\n"
-        "  --device N|NAME       Vulkan device\n"
-        "  --no-warmup           skip the untimed warm-up run\n"
-        "  --no-mmap             read the model file into memory instead of mapping it\n"
-        "  --profile             per-op device time (Vulkan timestamps) on stderr\n");
+    fprintf(f,
+            "usage: vkformer bench -m MODEL [options]            end-to-end prompt / generation speed\n"
+            "       vkformer bench --kernels [--quick]          kernel sweeps against measured peaks\n"
+            "       vkformer bench --startup -m MODEL [-r N]    cold / warm time to the first token\n"
+            "       vkformer bench --plot DIR -m MODEL          SVG charts: t/s vs context, matmul roofline\n"
+            "       vkformer bench --tokenizer ...              tokenizer throughput\n"
+            "\nend-to-end options (llama-bench's):\n"
+            "  -m, --model FILE      model (repeatable, or a comma list)\n"
+            "  -p, --n-prompt N,..   prompt lengths (default 512; 0 = none)\n"
+            "  -n, --n-gen N,..      generation lengths (default 128; 0 = none)\n"
+            "  -d, --depth D,..      context already in the cache before the test (default 0)\n"
+            "  -ctk, --cache-type T  KV cache f16 or f32 (default: f16 on GPUs, f32 on CPU devices)\n"
+            "  -r, --repetitions N   timed runs per test (default 5)\n"
+            "  -o, --output FMT      md (default), json or csv\n"
+            "  --backends LIST       cpu,vulkan (default: vulkan if a device is present, else cpu)\n"
+            "  --device N|NAME       Vulkan device\n"
+            "  --no-warmup           skip the untimed warm-up run\n"
+            "  --no-mmap             read the model file into memory instead of mapping it\n"
+            "  --profile             per-op device time (Vulkan timestamps) on stderr\n");
 }
 
 static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
@@ -257,6 +257,10 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
         } else if (!strcmp(a, "-d") || !strcmp(a, "--depth") || !strcmp(a, "--n-depth")) {
             NEED();
             if ((o->n_depth = vkf_bench_parse_ints(v, o->depth, VKF_BENCH_MAX_LIST)) < 1) goto bad;
+        } else if (!strcmp(a, "-ctk") || !strcmp(a, "-ctv") || !strcmp(a, "--cache-type")) {
+            NEED();
+            if (strcmp(v, "f16") && strcmp(v, "f32")) goto bad;
+            o->cache_type = strcmp(v, "f16") ? VKF_CACHE_F32 : VKF_CACHE_F16;
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             NEED();
             o->reps = atoi(v);
@@ -357,7 +361,7 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
     }
     int n_ctx = max_need < md.n_ctx ? max_need : md.n_ctx;
     if (n_ctx < 1) n_ctx = 1;
-    vkf_session_params sp = {.n_ctx = n_ctx, .n_batch = 1};
+    vkf_session_params sp = {.n_ctx = n_ctx, .n_batch = 1, .cache_type = o->cache_type};
     vkf_session *s = NULL;
     if (vkf_session_create(m, &sp, &s) != VKF_OK) {
         fprintf(stderr, "vkformer bench: session: %s\n", vkf_last_error());

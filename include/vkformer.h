@@ -235,10 +235,15 @@ vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t
 /* Detokenizes tokens[0..n) into a malloc'ed NUL-terminated string (the caller frees it). */
 vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags, char **out);
 
+/* ---- KV cache type (architectures topic): F16 halves the cache; default F16 on GPU-type
+ * Vulkan devices (as llama.cpp), F32 on CPU-type devices (lavapipe) and the CPU backend. */
+typedef enum vkf_cache_type { VKF_CACHE_DEFAULT = 0, VKF_CACHE_F32, VKF_CACHE_F16 } vkf_cache_type;
+
 typedef struct vkf_session_params {
     int32_t n_ctx;   /* tokens per sequence the KV cache holds; 0 = the model's maximum */
     int32_t n_batch; /* sequences evaluated together (beam search needs >= the beam width);
                         0 = 1 */
+    int32_t cache_type; /* vkf_cache_type of the self-attention K/V caches (decoder-only) */
 } vkf_session_params;
 
 vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_session **out);

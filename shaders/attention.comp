@@ -16,7 +16,8 @@
  * keys (and queries) in chunks, one sequence per dispatch; each key chunk resumes from the
  * previous chunk's (max, sum) state and normalized output (acc = out * sum) and saves its own.
  * Bindings: 1 dst, 2 q, 3 k, 4 v, 5 key lengths (i32; bound to q and ignored when absent),
- * 6 chunk state (CHUNKED only). WG >= 128 (head_dim <= MAXD * W * WG). */
+ * 6 chunk state (CHUNKED only). WG >= 128 (head_dim <= MAXD * W * WG). KV_F16=1: an F16 KV
+ * cache (K and V bound as packed halves, read one element at a time). */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -50,8 +51,20 @@ layout(set = 0, binding = 1) buffer D { FT d[]; }; /* read back when resuming a 
 layout(set = 0, binding = 1) writeonly buffer D { FT d[]; };
 #endif
 layout(set = 0, binding = 2) readonly buffer Q { FT q[]; };
+#ifndef KV_F16
+#define KV_F16 0 /* 1: K and V are an F16 cache read as packed pairs (VEC4 = 0) */
+#endif
+#if KV_F16
+layout(set = 0, binding = 3) readonly buffer K { uint kk[]; };
+layout(set = 0, binding = 4) readonly buffer V { uint vv[]; };
+#define KLOAD(i) unpackHalf2x16(kk[(i) >> 1u])[(i) & 1u]
+#define VLOAD(i) unpackHalf2x16(vv[(i) >> 1u])[(i) & 1u]
+#else
 layout(set = 0, binding = 3) readonly buffer K { FT kk[]; };
 layout(set = 0, binding = 4) readonly buffer V { FT vv[]; };
+#define KLOAD(i) kk[i]
+#define VLOAD(i) vv[i]
+#endif
 layout(set = 0, binding = 5) readonly buffer L { int lens[]; };
 #if CHUNKED
 layout(set = 0, binding = 6) buffer St { float st[]; };
@@ -116,7 +129,7 @@ void main() {
             if (j < jend) {
                 uint ko = ko0 + (kbase + uint(j) - p.j0) * ks;
                 float dt = 0.0;
-                for (uint e = 0; e < hw; e++) dt += dot(q_s[e], kk[ko + e]);
+                for (uint e = 0; e < hw; e++) dt += dot(q_s[e], KLOAD(ko + e));
                 s = dt * p.scale;
                 if (p.softcap > 0.0) s = p.softcap * tanh(clamp(s / p.softcap, -10.0, 10.0));
             }
@@ -133,7 +146,7 @@ void main() {
                     if (e < hw) {
                         uint vo = vo0 + (kbase + uint(j0) - p.j0) * vs + e;
                         FT a2 = acc[dd] * alpha;
-                        for (uint u = part; u < nb; u += parts) a2 += p_s[u] * vv[vo + u * vs];
+                        for (uint u = part; u < nb; u += parts) a2 += p_s[u] * VLOAD(vo + u * vs);
                         acc[dd] = a2;
                     }
                 }

@@ -10,7 +10,11 @@
 static const char *usage_text =
     "usage: vkformer generate -m PATH [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] "
     "[--seed S]\n"
-    "                         [-c N_CTX] [--tokenizer PATH] [--no-mmap] [--device N | --cpu]\n"
+    "                         [-c N_CTX] [--cache-type f16|f32] [--tokenizer PATH] [--no-mmap] "
+    "[--device N | --cpu]\n"
+    "  -c, --ctx-size N   context: KV cache and RoPE tables (default min(4096, the model's))\n"
+    "  --cache-type T     KV cache f16 or f32 (also -ctk/-ctv; default f16 on GPUs, f32 on CPU "
+    "devices)\n"
     "  -m, --model PATH   model directory (config.json + model.safetensors) or .gguf file\n"
     "  -p, --prompt TEXT  prompt (default: empty, generation starts from BOS)\n"
     "  -n, --n-predict N  tokens to generate (default 64)\n"
@@ -46,7 +50,7 @@ int vkf_cmd_generate(int argc, char **argv) {
     vkf_sampler_params sp = {.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = (uint64_t)time(NULL)};
     const char *prompt = "";
     double n_predict = 64, n_ctx = 0, v;
-    int seed_given = 0;
+    int seed_given = 0, cache_type = VKF_CACHE_DEFAULT;
     for (int i = 1; i < argc; i++) {
         int r = vkf_cli_backend_opt(argc, argv, &i, &cp);
         if (r < 0) {
@@ -73,6 +77,14 @@ int vkf_cmd_generate(int argc, char **argv) {
             if (!parse_num(a, argv[++i], &n_predict)) return 2;
         } else if (strcmp(a, "-c") == 0 || strcmp(a, "--ctx-size") == 0) {
             if (!parse_num(a, argv[++i], &n_ctx)) return 2;
+        } else if (strcmp(a, "--cache-type") == 0 || strcmp(a, "-ctk") == 0 ||
+                   strcmp(a, "-ctv") == 0) {
+            const char *t = argv[++i]; /* one type for K and V */
+            if (strcmp(t, "f16") != 0 && strcmp(t, "f32") != 0) {
+                fprintf(stderr, "vkformer generate: %s %s: expected f16 or f32\n", a, t);
+                return 2;
+            }
+            cache_type = strcmp(t, "f16") == 0 ? VKF_CACHE_F16 : VKF_CACHE_F32;
         } else if (strcmp(a, "--temp") == 0) {
             if (!parse_num(a, argv[++i], &v)) return 2;
             sp.temp = (float)v;
@@ -113,9 +125,10 @@ int vkf_cmd_generate(int argc, char **argv) {
         goto done;
     }
     if (md.n_ctx > md.n_ctx_train)
-        fprintf(stderr, "vkformer generate: context %d tokens, past the %d the model was trained on\n", md.n_ctx,
-                md.n_ctx_train);
-    vkf_session_params sesp = {.n_ctx = (int32_t)n_ctx};
+        fprintf(stderr,
+                "vkformer generate: context %d tokens, past the %d the model was trained on\n",
+                md.n_ctx, md.n_ctx_train);
+    vkf_session_params sesp = {.n_ctx = (int32_t)n_ctx, .cache_type = cache_type};
     if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;

@@ -42,6 +42,7 @@ typedef struct vkf_backend_i {
 struct vkf_backend {
     const vkf_backend_i *i;
     char device_name[256];
+    int kv_f16_default; /* sessions default to an F16 KV cache (GPU-type Vulkan devices) */
 };
 
 vkf_status vkf_backend_cpu_create(vkf_backend **out);

@@ -176,8 +176,10 @@ vkf_status vkf_node_check(const vkf_node *n) {
                              p->head_dim, p->window, (double)p->softcap);
         int64_t kv_rows = (int64_t)(p->batch - 1) * p->kv_stride + p->n_kv;
         VKF_TRY(expect(n, a, "q", VKF_DTYPE_F32, (int64_t)p->batch * p->n_q, (int64_t)p->n_head * p->head_dim));
-        VKF_TRY(expect(n, b, "k", VKF_DTYPE_F32, -1, (int64_t)p->n_kv_head * p->head_dim));
-        VKF_TRY(expect(n, c, "v", VKF_DTYPE_F32, -1, (int64_t)p->n_kv_head * p->head_dim));
+        /* K and V: F32, or both an F16 cache */
+        vkf_dtype kvt = b && b->dtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+        VKF_TRY(expect(n, b, "k", kvt, -1, (int64_t)p->n_kv_head * p->head_dim));
+        VKF_TRY(expect(n, c, "v", kvt, -1, (int64_t)p->n_kv_head * p->head_dim));
         if (b->rows < kv_rows || c->rows < kv_rows)
             return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "attention: k/v have %lld/%lld rows, need %lld",
                              (long long)b->rows, (long long)c->rows, (long long)kv_rows);
@@ -186,7 +188,7 @@ vkf_status vkf_node_check(const vkf_node *n) {
     }
     case VKF_OP_COPY_ROWS:
         VKF_TRY(expect(n, a, "src", VKF_DTYPE_F32, -1, -1));
-        VKF_TRY(expect(n, d, "dst", VKF_DTYPE_F32, -1, a->cols));
+        VKF_TRY(expect(n, d, "dst", d->dtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, -1, a->cols));
         if (n->p.copy.dst_row0 < 0 || n->p.copy.dst_row0 + a->rows > d->rows)
             return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "copy_rows: rows %d..%lld outside %s (%lld rows)",
                              n->p.copy.dst_row0, (long long)(n->p.copy.dst_row0 + a->rows), d->name,

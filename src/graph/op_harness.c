@@ -25,6 +25,8 @@
 #define THR_ATTN 1e-8    /* online softmax rescaling + exp + dot-product order */
 #define WHY_ATTN "online softmax (running max, rescaled sums) vs two-pass, f32 dots in another order"
 #define WHY_INDEX "indices must match exactly (ties: lowest index first)"
+#define THR_F16 1e-7 /* one f16 rounding per element: 1 ulp = 2^-11 relative where roundings differ */
+#define WHY_F16 "f32 -> f16 conversion: GPU packHalf2x16 may round the last bit differently"
 
 /* ------------------------------------------------------------------ the table */
 
@@ -228,6 +230,16 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     ADD(VKF_OP_COPY_ROWS, 0, 5, 64, 16, 0, 0, p, THR_EXACT, WHY_EXACT);
     p.copy.dst_row0 = 0, p.copy.dyn = 1;
     ADD(VKF_OP_COPY_ROWS, 0, 1, 1000, 300, VKF_HC_STRIDED, 250, p, THR_EXACT, WHY_EXACT);
+    /* F16 KV caches (wtype F16: the cache's dtype): the write rounds to f16, attention reads
+     * halves */
+    ADD(VKF_OP_COPY_ROWS, VKF_DTYPE_F16, 1, 1000, 300, VKF_HC_STRIDED, 250, p, THR_F16, WHY_F16);
+    memset(&p, 0, sizeof p);
+    p.copy.dst_row0 = 3;
+    ADD(VKF_OP_COPY_ROWS, VKF_DTYPE_F16, 5, 64, 16, 0, 0, p, THR_F16, WHY_F16);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 900, attn(1, 1, 1024, 1024, 8, 4, 32, 1, 1), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 200, attn(1, 33, 512, 512, 8, 8, 64, 1, 1), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0, attn_swa(2, 17, 17, 20, 4, 2, 64, 0, 5, 30.0f), THR_ATTN,
+        WHY_ATTN);
 
     *out = v;
     return n;
@@ -259,10 +271,15 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
                      p->attn.batch, p->attn.n_q, p->attn.n_kv, p->attn.n_head, p->attn.n_kv_head,
                      p->attn.head_dim, p->attn.causal ? " causal" : "",
                      p->attn.kv_dyn ? " cache" : "", c->n_past);
+        if (k > 0 && (size_t)k < n && c->wtype == VKF_DTYPE_F16) k += snprintf(buf + k, n - (size_t)k, " kv=f16");
         if (k > 0 && (size_t)k < n && p->attn.window)
             k += snprintf(buf + k, n - (size_t)k, " window=%d", p->attn.window);
         if (k > 0 && (size_t)k < n && p->attn.softcap > 0)
             k += snprintf(buf + k, n - (size_t)k, " softcap=%g", (double)p->attn.softcap);
+        break;
+    case VKF_OP_COPY_ROWS:
+        k = snprintf(buf, n, "copy_rows %lldx%lld -> %s cache", (long long)c->m, (long long)c->n,
+                     c->wtype == VKF_DTYPE_F16 ? "f16" : "f32");
         break;
     case VKF_OP_SWIGLU:
         k = snprintf(buf, n, "%s %lldx%lld", p->glu.gelu ? "geglu" : "swiglu", (long long)c->m,
@@ -440,8 +457,9 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         int64_t qc = (int64_t)ap->n_head * ap->head_dim, kc = (int64_t)ap->n_kv_head * ap->head_dim;
         int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, (int64_t)ap->batch * ap->n_q, qc, st, "q"));
-        VKF_TRY(operand_make(b, VKF_DTYPE_F32, kv_rows, kc, st, "k"));
-        VKF_TRY(operand_make(cc, VKF_DTYPE_F32, kv_rows, kc, st, "v"));
+        vkf_dtype kvt = c->wtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32; /* an F16 KV cache */
+        VKF_TRY(operand_make(b, kvt, kv_rows, kc, st, "k"));
+        VKF_TRY(operand_make(cc, kvt, kv_rows, kc, st, "v"));
         fill_normal(a, &r, 0.0f, 1.5f); /* scores of spread ~2: neither uniform nor one-hot */
         fill_normal(b, &r, 0.0f, 1.5f);
         fill_normal(cc, &r, 0.3f, 1.0f);
@@ -460,7 +478,7 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, st, "x"));
         fill_normal(a, &r, 0.0f, 1.0f);
         s->n_src = 1;
-        return operand_make(&s->dst, VKF_DTYPE_F32, c->k, c->n, 0, "cache");
+        return operand_make(&s->dst, c->wtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, c->k, c->n, 0, "cache");
     case VKF_OP_ARGMAX:
     case VKF_OP_TOPK:
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, 0, "x"));
@@ -514,7 +532,7 @@ static vkf_status run_on(vkf_backend *be, const vkf_harness_case *c, setup *s, v
                        s->n_src > 2 ? &src[2] : NULL, s->n_src > 3 ? &src[3] : NULL, &c->p);
     if (st == VKF_OK) st = vkf_graph_plan(g);
     if (st == VKF_OK) st = be->i->graph_compute(be, g, c->n_past);
-    if (st == VKF_OK) st = vkf_tensor_read(be, &dst, out);
+    if (st == VKF_OK) st = dst.dtype == VKF_DTYPE_F16 ? vkf_tensor_read_f32(be, &dst, out) : vkf_tensor_read(be, &dst, out);
 done:
     vkf_graph_free(g);
     if (dst.buf) be->i->buffer_free(be, dst.buf);

@@ -51,9 +51,11 @@ typedef enum vkf_op {
     /* dst[r] = log_softmax(src0[r]) over cols. */
     VKF_OP_LOG_SOFTMAX,
     /* Fused scaled-dot-product attention, see vkf_attn_params. src0 = Q, src1 = K, src2 = V,
-     * src3 = key lengths (I32 [1, batch], optional). */
+     * src3 = key lengths (I32 [1, batch], optional). K and V are F32, or both F16 (an F16 KV
+     * cache, read as f32). */
     VKF_OP_ATTENTION,
-    /* dst rows [dst_row0 + n_past(if dyn) + i] = src0 rows i, for i < src0.rows (KV write). */
+    /* dst rows [dst_row0 + n_past(if dyn) + i] = src0 rows i, for i < src0.rows (KV write).
+     * dst F32, or F16 (an F16 KV cache: rounded to nearest even). */
     VKF_OP_COPY_ROWS,
     /* dst (I32 [rows, 1]) = argmax of each row of src0 (ties: lowest index). */
     VKF_OP_ARGMAX,

@@ -80,6 +80,9 @@ typedef struct vkf_arch_desc {
                               (llama.cpp's default pattern when the file has none); 0: no SWA */
     int swa_rope_unscaled; /* local layers: rope base {arch}.rope.freq_base_swa, no rope scaling */
     int hf_norm_plus_one;  /* HF stores RMSNorm weights w - 1 (Gemma: x * (1 + w)) */
+    int scale_by_d_layers; /* GGUF: with this many layers the query scale is 1/sqrt(d_model /
+                              n_head), else 1/sqrt(head_dim) (llama.cpp's rule for the Gemma 27B
+                              models, whose query_pre_attn_scalar no GGUF key carries); 0: never */
     const char *gguf[VKF_T_COUNT];
     const char *hf[VKF_T_COUNT];
 } vkf_arch_desc;

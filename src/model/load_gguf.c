@@ -135,8 +135,9 @@ static vkf_status gg_hparams(gg_ctx *c) {
     }
     if (hp->head_dim <= 0 || hp->head_dim > VKF_MAX_HEAD_DIM)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head dimension %d outside [1, %d]", path, hp->head_dim, VKF_MAX_HEAD_DIM);
-    hp->attn_scale = (float)(1.0 / sqrt((double)hp->head_dim));
     const vkf_arch_desc *a = c->m->desc;
+    int by_d = a->scale_by_d_layers > 0 && hp->n_layer == a->scale_by_d_layers;
+    hp->attn_scale = (float)(1.0 / sqrt(by_d ? (double)(hp->d_model / hp->n_head) : (double)hp->head_dim));
     hp->act = a->ffn_act; /* gpt2: ggml_gelu, the tanh form */
     if (a->norm == VKF_NORM_RMS)
         VKF_TRY(gg_key_f32(c, "attention.layer_norm_rms_epsilon", 0, 1, &hp->eps));
@@ -233,9 +234,10 @@ static vkf_status gg_rope_factors(gg_ctx *c, float **out) {
     memcpy(f, t->data, (size_t)ne[0] * sizeof *f);
     for (int64_t i = 0; i < ne[0]; i++)
         if (!(f[i] > 0)) {
+            double bad = f[i];
             free(f);
             return vkf_error(VKF_ERROR_FORMAT, "%s: %s[%lld] = %g must be > 0", m->path, name,
-                             (long long)i, f[i]);
+                             (long long)i, bad);
         }
     *out = f;
     return VKF_OK;

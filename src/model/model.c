@@ -84,7 +84,7 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
     const cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
     if (!is_tf && !is_gpt2 && cJSON_IsString(a0)) {
         desc = vkf_arch_by_hf(a0->valuestring);
-        snprintf(found, sizeof found, "%s", a0->valuestring);
+        if (!type) snprintf(found, sizeof found, "%s", a0->valuestring); /* else model_type names it */
     }
     vkf_json_config_free(c);
     VKF_TRY(s);
@@ -329,7 +329,7 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         P("parameters     %lld (%.2f M)\n", (long long)m->n_params, (double)m->n_params / 1e6);
         P("weight dtypes  %s (matrices %s)\n", dtypes, vkf_dtype_name(m->wtype));
         P("memory         weights %.2f MiB (%.2f MiB used in place from the file, %.2f MiB copied); KV cache %zu "
-          "bytes per token, %.2f MiB per sequence at %d tokens (F32)\n",
+          "bytes per token, %.2f MiB per sequence at %d tokens (F32; half with --cache-type f16)\n",
           (double)m->weight_bytes / 1048576.0, (double)m->weight_bytes_in_place / 1048576.0,
           (double)(m->weight_bytes - m->weight_bytes_in_place) / 1048576.0, model_kv_bytes_per_token(m), (double)kv / 1048576.0,
           hp->n_ctx);

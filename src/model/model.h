@@ -233,7 +233,8 @@ struct vkf_session {
     int32_t n_batch;  /* sequences */
     int32_t n_past;   /* tokens already in the cache (every sequence advances together) */
     int32_t max_chunk; /* longest step per graph compute, VKF_SESSION_MAX_CHUNK (tests lower it) */
-    vkf_tensor *kc, *vc; /* [n_layer]: [n_batch*n_ctx, n_kv_head*head_dim] F32 self-attention caches */
+    vkf_tensor *kc, *vc; /* [n_layer]: [n_batch*n_ctx, n_kv_head*head_dim] self-attention caches */
+    vkf_dtype cache_dtype; /* of kc/vc: F32 or F16 (vkf_session_params.cache_type) */
     /* encoder-decoder */
     vkf_tensor *xk, *xv; /* [n_layer]: [n_batch*n_src_max, d] cross-attention K/V of the memory */
     int32_t n_src_max;   /* rows per sequence in xk/xv: the model's n_ctx */

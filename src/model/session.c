@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "model/model.h"
 
@@ -105,8 +106,8 @@ static vkf_status session_alloc_caches(vkf_session *s) {
         VKF_TRY(vkf_memory_check_fit(m, need, what, "lower n_ctx (-c)"));
     }
     for (int l = 0; l < hp->n_layer; l++) {
-        s->kc[l] = vkf_tensor_make(VKF_DTYPE_F32, (int64_t)s->n_batch * s->n_ctx, kvd, "k_cache");
-        s->vc[l] = vkf_tensor_make(VKF_DTYPE_F32, (int64_t)s->n_batch * s->n_ctx, kvd, "v_cache");
+        s->kc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "k_cache");
+        s->vc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "v_cache");
         VKF_TRY(vkf_tensor_alloc(m->be, &s->kc[l], VKF_BUFFER_ACTIVATIONS, NULL));
         VKF_TRY(vkf_tensor_alloc(m->be, &s->vc[l], VKF_BUFFER_ACTIVATIONS, NULL));
     }
@@ -133,13 +134,23 @@ vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_ses
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: n_ctx %d outside [1, %d] (the model's context; 0 means all of it)",
                          p->n_ctx, m->hp.n_ctx);
     if (p->n_batch < 0 || p->n_batch > 4096)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: n_batch %d outside [1, 4096]", p->n_batch);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: n_batch %d outside [1, 4096]",
+                         p->n_batch);
+    if (p->cache_type < VKF_CACHE_DEFAULT || p->cache_type > VKF_CACHE_F16)
+        return vkf_error(
+            VKF_ERROR_INVALID_ARGUMENT,
+            "session_create: cache_type %d is not a vkf_cache_type (0 default, 1 f32, 2 f16)",
+            p->cache_type);
     vkf_session *s = calloc(1, sizeof *s);
     if (!s) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
     s->m = m;
     s->n_ctx = p->n_ctx ? p->n_ctx : m->hp.n_ctx;
     s->n_batch = p->n_batch ? p->n_batch : 1;
     s->max_chunk = VKF_SESSION_MAX_CHUNK;
+    /* the encoder-decoder's caches stay F32 (its graphs read them as F32 views) */
+    int f16 = p->cache_type == VKF_CACHE_F16 ||
+              (p->cache_type == VKF_CACHE_DEFAULT && m->be->kv_f16_default);
+    s->cache_dtype = f16 && m->arch != VKF_ARCH_TRANSFORMER ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
     vkf_context_lock(m->ctx);
     vkf_status st = session_alloc_caches(s);
     vkf_context_unlock(m->ctx);
@@ -305,7 +316,8 @@ static vkf_status session_reorder(vkf_session *s, int32_t batch, const int32_t *
     int32_t np = s->n_past;
     if (np == 0 || batch <= 1) return VKF_OK;
     int64_t kvd = s->kc[0].cols;
-    float *tmp = malloc((size_t)batch * (size_t)np * (size_t)kvd * sizeof *tmp);
+    size_t rb = vkf_dtype_row_bytes(s->kc[0].dtype, kvd); /* bytes of a cache row (F32 or F16) */
+    char *tmp = malloc((size_t)batch * (size_t)np * rb);
     if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session reorder: out of host memory");
     vkf_status st = VKF_OK;
     for (int l = 0; l < s->m->hp.n_layer && st == VKF_OK; l++) {
@@ -313,12 +325,12 @@ static vkf_status session_reorder(vkf_session *s, int32_t batch, const int32_t *
         for (int c = 0; c < 2 && st == VKF_OK; c++) {
             for (int32_t b = 0; b < batch && st == VKF_OK; b++) {
                 vkf_tensor v = vkf_tensor_view(caches[c], (int64_t)b * s->n_ctx, np, 0, kvd);
-                st = vkf_tensor_read(be, &v, tmp + (size_t)b * np * kvd);
+                st = vkf_tensor_read(be, &v, tmp + (size_t)b * np * rb);
             }
             for (int32_t b = 0; b < batch && st == VKF_OK; b++) {
                 if (from[b] == b) continue;
                 vkf_tensor v = vkf_tensor_view(caches[c], (int64_t)b * s->n_ctx, np, 0, kvd);
-                st = vkf_tensor_write(be, &v, tmp + (size_t)from[b] * np * kvd);
+                st = vkf_tensor_write(be, &v, tmp + (size_t)from[b] * np * rb);
             }
         }
     }

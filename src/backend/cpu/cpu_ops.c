@@ -218,6 +218,13 @@ static vkf_status op_log_softmax(const vkf_node *nd) {
  *   out = sum_j softmax_j(cap(scale * q·k_j)) v_j over the keys j that query i may see:
  *   j < n_keys, j < key_len[b], j <= q_pos(i) when causal, j > q_pos(i) - window when the
  *   sliding window is on; cap is the soft-cap (or the identity). */
+/* Row r of a K or V cache as f32: the row itself (F32), or converted into buf (F16). */
+static const float *kv_row(const vkf_tensor *t, int64_t r, float *buf) {
+    if (t->dtype != VKF_DTYPE_F16) return row_f32(t, r);
+    row_deq(t, r, buf);
+    return buf;
+}
+
 static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
     const vkf_attn_params *p = &nd->p.attn;
     const vkf_tensor *q = nd->src[0], *k = nd->src[1], *v = nd->src[2], *lens = nd->src[3];
@@ -227,7 +234,15 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
         return vkf_error(VKF_ERROR_CONTEXT_FULL, "attention: %lld keys exceed the cache of %d",
                          (long long)n_keys, p->n_kv);
     float *score = malloc((size_t)(n_keys > 0 ? n_keys : 1) * sizeof *score);
-    if (!score) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "attention: out of host memory");
+    /* an F16 cache: one key and one value row at a time as f32 */
+    int f16 = k->dtype == VKF_DTYPE_F16;
+    float *kbuf = f16 ? malloc((size_t)k->cols * sizeof *kbuf) : NULL, *vbuf = f16 ? malloc((size_t)v->cols * sizeof *vbuf) : NULL;
+    if (!score || (f16 && (!kbuf || !vbuf))) {
+        free(score);
+        free(kbuf);
+        free(vbuf);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "attention: out of host memory");
+    }
     for (int b = 0; b < p->batch; b++) {
         int64_t klen = n_keys;
         if (lens && row_i32(lens, 0)[b] < klen) klen = row_i32(lens, 0)[b];
@@ -242,7 +257,7 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
                 float *out = row_f32(nd->dst, (int64_t)b * p->n_q + i) + h * hd;
                 float max = -INFINITY;
                 for (int64_t j = jmin; j < jmax; j++) {
-                    const float *kr = row_f32(k, (int64_t)b * p->kv_stride + j) + kvh * hd;
+                    const float *kr = kv_row(k, (int64_t)b * p->kv_stride + j, kbuf) + kvh * hd;
                     float dot = 0.0f;
                     for (int d = 0; d < hd; d++) dot += qr[d] * kr[d];
                     score[j] = softcap(dot * p->scale, p->softcap);
@@ -255,7 +270,7 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
                 }
                 for (int d = 0; d < hd; d++) out[d] = 0.0f;
                 for (int64_t j = jmin; j < jmax; j++) { /* no visible key: zeros */
-                    const float *vr = row_f32(v, (int64_t)b * p->kv_stride + j) + kvh * hd;
+                    const float *vr = kv_row(v, (int64_t)b * p->kv_stride + j, vbuf) + kvh * hd;
                     float w = score[j] / sum;
                     for (int d = 0; d < hd; d++) out[d] += w * vr[d];
                 }
@@ -263,6 +278,8 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
         }
     }
     free(score);
+    free(kbuf);
+    free(vbuf);
     return VKF_OK;
 }
 
@@ -274,8 +291,12 @@ static vkf_status op_copy_rows(const vkf_node *nd, int32_t n_past) {
     if (r0 < 0 || r0 + x->rows > y->rows)
         return vkf_error(VKF_ERROR_CONTEXT_FULL, "copy into %s: rows %lld..%lld exceed its %lld rows",
                          y->name, (long long)r0, (long long)(r0 + x->rows), (long long)y->rows);
-    for (int64_t r = 0; r < x->rows; r++)
-        memcpy(row_f32(y, r0 + r), row_f32(x, r), (size_t)x->cols * sizeof(float));
+    for (int64_t r = 0; r < x->rows; r++) {
+        if (y->dtype == VKF_DTYPE_F16) /* an F16 KV cache: rounded to nearest even */
+            vkf_quantize_row(VKF_DTYPE_F16, row_f32(x, r), (char *)ptr(y) + vkf_tensor_row_offset(y, r0 + r), x->cols);
+        else
+            memcpy(row_f32(y, r0 + r), row_f32(x, r), (size_t)x->cols * sizeof(float));
+    }
     return VKF_OK;
 }
 

@@ -738,6 +738,8 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
                          VK_API_VERSION_MINOR(c->api_version));
     vb->target_vulkan = c->api_version >= VK_API_VERSION_1_2 ? 12 : 11;
     snprintf(vb->base.device_name, sizeof vb->base.device_name, "%s", c->name);
+    /* F16 KV caches on GPUs (llama.cpp's default); CPU drivers convert each half in software */
+    vb->base.kv_f16_default = c->type != VK_PHYSICAL_DEVICE_TYPE_CPU;
 
     /* a compute queue */
     uint32_t nq = 0;

@@ -946,7 +946,11 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
     }
     uint32_t spec[1] = {VKF_VK_ELT_WG};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, "copy_rows", "", 2, spec, 1, &pl));
+    int f16 = d->dtype == VKF_DTYPE_F16; /* an F16 KV cache: pairs of halves */
+    if (f16 && (s->cols % 2 || d->row_stride % 2 || d->offset % 4))
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "copy into F16 %s: %lld columns / stride %lld / offset %zu must be even",
+                         d->name, (long long)s->cols, (long long)d->row_stride, d->offset);
+    VKF_TRY(vkf_vk_pipe(r, "copy_rows", f16 ? "F16=1" : "", 2, spec, 1, &pl));
     for (int64_t s0 = 0; s0 < s->rows; s0 += sper) {
         int64_t ns = vkf_vk_min64(sper, s->rows - s0);
         for (int64_t t0 = lo; t0 < hi; t0 += dper) {
@@ -987,12 +991,12 @@ static int vkf_vk_kv_fits(const vkf_tensor *t, int64_t nb, int64_t kv_stride, in
 
 /* the attention pipeline: CHUNKED for key-chunked sequences, VEC4 when every q/k/v/dst offset
  * and stride and head_dim are multiples of 4 (VKF_NO_VEC4=1 turns it off) */
-static vkf_status vkf_vk_attn_pipe(vkf_vk_rec *r, const vkf_pc_attn *pc, int chunked, vkf_vk_pipeline **pl) {
-    int v4 = pc->head_dim % 4 == 0 && pc->q_off % 4 == 0 && pc->k_off % 4 == 0 && pc->v_off % 4 == 0 &&
+static vkf_status vkf_vk_attn_pipe(vkf_vk_rec *r, const vkf_pc_attn *pc, int chunked, int kv_f16, vkf_vk_pipeline **pl) {
+    int v4 = !kv_f16 && pc->head_dim % 4 == 0 && pc->q_off % 4 == 0 && pc->k_off % 4 == 0 && pc->v_off % 4 == 0 &&
              pc->d_off % 4 == 0 && pc->q_stride % 4 == 0 && pc->k_stride % 4 == 0 && pc->v_stride % 4 == 0 &&
              pc->d_stride % 4 == 0 && !vkf_vk_env_flag("VKF_NO_VEC4");
-    char defs[32];
-    snprintf(defs, sizeof defs, "CHUNKED=%d;VEC4=%d", chunked, v4);
+    char defs[48];
+    snprintf(defs, sizeof defs, "CHUNKED=%d;VEC4=%d;KV_F16=%d", chunked, v4, kv_f16);
     uint32_t spec[1] = {VKF_VK_ATTN_WG};
     return vkf_vk_pipe(r, "attention", defs, chunked ? 6 : 5, spec, 1, pl);
 }
@@ -1069,7 +1073,7 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
             pc.q0 = (uint32_t)q0;
             pc.qn = (uint32_t)qn;
             uint32_t gy = (uint32_t)vkf_vk_min64(qn, c->max_wg_count[1]);
-            VKF_TRY(vkf_vk_attn_pipe(r, &pc, 1, &pl));
+            VKF_TRY(vkf_vk_attn_pipe(r, &pc, 1, k->dtype == VKF_DTYPE_F16, &pl));
             VKF_TRY(vkf_vk_dispatch(r, pl, win, 6, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
         }
         }
@@ -1086,6 +1090,7 @@ static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
     const vkf_vk_caps *c = &r->vb->caps;
     if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION")) return 0;
+    if (k->dtype != VKF_DTYPE_F32) return 0; /* an F16 cache: the general kernel */
     if (ap->head_dim % 4 || d->row_stride % 4 || q->row_stride % 4 || k->row_stride % 4 || v->row_stride % 4) return 0;
     if (d->offset % 16 || q->offset % 16 || k->offset % 16 || v->offset % 16) return 0;
     if ((uint32_t)ap->n_head > c->max_wg_count[0] || (int64_t)ap->batch * ap->n_q > (int64_t)c->max_wg_count[1]) return 0;
@@ -1212,7 +1217,7 @@ static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
         pc.q0 = 0;
         pc.qn = (uint32_t)ap->n_q;
         uint32_t gy = (uint32_t)vkf_vk_min64(bc * ap->n_q, c->max_wg_count[1]);
-        VKF_TRY(vkf_vk_attn_pipe(r, &pc, 0, &pl));
+        VKF_TRY(vkf_vk_attn_pipe(r, &pc, 0, k->dtype == VKF_DTYPE_F16, &pl));
         VKF_TRY(vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
     }
     return VKF_OK;

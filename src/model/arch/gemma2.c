@@ -15,6 +15,7 @@ const vkf_arch_desc vkf_arch_gemma2 = {
     .ffn_act = VKF_UNARY_GELU_TANH,
     .post_norms = 1,
     .hf_norm_plus_one = 1,
+    .scale_by_d_layers = 46, /* 27B */
     .emb_scale_sqrt_d = 1,
     .softcaps = 1,
     .swa_period = 2,

@@ -14,6 +14,7 @@ const vkf_arch_desc vkf_arch_gemma3 = {
     .ffn_act = VKF_UNARY_GELU_TANH,
     .post_norms = 1,
     .hf_norm_plus_one = 1,
+    .scale_by_d_layers = 62, /* 27B */
     .emb_scale_sqrt_d = 1,
     .swa_period = 6,
     .swa_rope_unscaled = 1,
