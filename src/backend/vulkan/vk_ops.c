@@ -1124,7 +1124,8 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     int qlanes = ap->n_q > 1 && hg == 1 && hw <= 16 && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU &&
                  !vkf_vk_env_flag("VKF_NO_QLANES");
     char defs[96];
-    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d", maxt, hw, hg, keylanes, qlanes);
+    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d", maxt, hw, hg,
+             keylanes, qlanes);
     /* decode (one query per sequence): subgroups split the keys (split-K over the cache);
      * prefill: the queries give the parallelism, one subgroup per workgroup needs no merge */
     uint32_t wg = ap->n_q > 1 || keylanes ? S : VKF_VK_ATTN_TEXEL_WG;
@@ -1163,7 +1164,8 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     pc.jn = (uint32_t)ap->n_kv;
     pc.q0 = 0;
     pc.qn = (uint32_t)ap->n_q;
-    uint32_t gy = qlanes ? (uint32_t)((q_rows + wg - 1) / wg) : (uint32_t)q_rows; /* qlanes: tiles of wg rows */
+    /* qlanes: one workgroup per tile of wg query rows */
+    uint32_t gy = qlanes ? (uint32_t)((q_rows + wg - 1) / wg) : (uint32_t)q_rows;
     return vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head / hg, gy, 1);
 }
 
