@@ -63,6 +63,7 @@ typedef struct vkf_bench_opts {
     int profile;
     int warmup;
     int quiet; /* no progress lines on stderr */
+    int no_mmap; /* vkf_model_params.no_mmap */
     int cache_type; /* vkf_cache_type (-ctk / -ctv / --cache-type) */
 } vkf_bench_opts;
 
@@ -319,6 +320,7 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
         {"-dev|--device", VKF_ARG_STR, &o->device, .metavar = "N|NAME", .help = "Vulkan device"},
         {"--cpu", VKF_ARG_CALL0, o, .call = vkf_bench_opt_cpu, .help = "the CPU backend only"},
         {"--no-warmup", VKF_ARG_SET, &no_warmup, .help = "skip the untimed warm-up run"},
+        {"--no-mmap", VKF_ARG_SET, &o->no_mmap, .help = "read the model file into memory instead of mapping it"},
         {"--profile", VKF_ARG_SET, &o->profile,
          .help = "per-op device time (Vulkan timestamps) on stderr"},
         {"-q|--quiet", VKF_ARG_SET, &o->quiet, .help = "no progress lines on stderr"},
@@ -358,7 +360,7 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
         for (int i = 0; i < o->n_tg; i++)
             if (o->depth[d] + o->tg[i] > max_need) max_need = o->depth[d] + o->tg[i];
     }
-    vkf_model_params mp = {.path = path};
+    vkf_model_params mp = {.path = path, .no_mmap = o->no_mmap};
     vkf_model *m = NULL;
     if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
         fprintf(stderr, "vkformer bench: loading %s: %s\n", path, vkf_last_error());
@@ -490,6 +492,13 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
             }
         }
     }
+    vkf_memory_info mi;
+    if (!o->quiet && vkf_session_memory(s, &mi) == VKF_OK)
+        fprintf(stderr,
+                "memory: weights %.1f MiB (%.1f MiB used in place from the file), KV cache %.1f "
+                "MiB, activations %.1f MiB\n",
+                (double)mi.weights / 1048576.0, (double)mi.weights_in_place / 1048576.0,
+                (double)mi.kv_cache / 1048576.0, (double)mi.activations / 1048576.0);
     free(toks);
     free(logits);
     vkf_session_free(s);

@@ -186,6 +186,14 @@ typedef struct vkf_model_params {
      * decreases and the last call has done == total. NULL: none. */
     void (*progress)(void *user, double done, double total);
     void *progress_user;
+    int no_mmap;           /* 1: read the file into memory instead of mapping it (llama.cpp's
+                              --no-mmap: no page faults on the file later, the file may change).
+                              0 (mapped, as llama.cpp): a GGUF file must not be truncated or
+                              rewritten in place while the model is loaded (replacing it by a
+                              rename is fine); reads past a shrunk file's end raise SIGBUS.
+                              Either way, where the backend can use host memory (the CPU, and
+                              unified-memory GPUs with VK_EXT_external_memory_host) the weights
+                              are used in place, never copied */
 } vkf_model_params;
 
 /* Loads the weights onto ctx's backend (uploaded once). Errors name the file and tensor:
@@ -548,6 +556,25 @@ void vkf_set_shader_compile_callback(void (*cb)(void *user, int n_compiled, cons
                                      void *user);
 
 /* ================================================================ end of topic CLI */
+/* ---------------------------------------------------------------- memory (issue 16: memory and
+ * loading) */
+
+/* Memory by use, bytes. On unified-memory devices "device" memory is host RAM. */
+typedef struct vkf_memory_info {
+    uint64_t weights;          /* weights and the tables computed from them, on the backend */
+    uint64_t weights_in_place; /* of weights: used where the model file's bytes are (mapped, or
+                                  read once with no_mmap), no copy made */
+    uint64_t kv_cache;         /* session only: self-attention K/V (and encoder memory) */
+    uint64_t activations;      /* session only: the graphs' activation arenas, inputs, outputs */
+    uint64_t device_total;     /* bytes the device has for buffers (its largest device-local heap,
+                                  or VKF_MAX_DEVICE_MEMORY); 0 = unknown (the CPU backend) */
+    uint64_t device_used;      /* bytes this context's backend holds now (imports included) */
+} vkf_memory_info;
+
+/* The model's weights (kv_cache and activations are 0). */
+vkf_status vkf_model_memory(const vkf_model *m, vkf_memory_info *out);
+/* The model's weights plus this session's KV cache and activations (graphs built so far). */
+vkf_status vkf_session_memory(const vkf_session *s, vkf_memory_info *out);
 
 #ifdef __cplusplus
 }

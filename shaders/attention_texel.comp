@@ -40,6 +40,9 @@ layout(constant_id = 0) const uint WG = 64;
 #ifndef KEYLANES
 #define KEYLANES 0 /* 1: lanes take whole keys (decode on CPU drivers, see main) */
 #endif
+#ifndef QLANES
+#define QLANES 0 /* 1: lanes take whole query rows (prefill on CPU drivers, see main) */
+#endif
 
 layout(push_constant) uniform PC {
     vkf_pc_attn p;
@@ -132,6 +135,51 @@ void main() {
                 if (m_s[k] != VKF_NEG_INF) o += acc_s[k * hw + e] * exp(m_s[k] - M);
             d[dof + e] = o * inv;
         }
+        return;
+    }
+#endif
+
+#if QLANES
+    /* prefill on CPU drivers (host: several query rows, HG = 1, head_dim <= 64, one subgroup per
+     * workgroup): every lane takes one query row of the workgroup's tile (rows y * WG + lane) and
+     * the whole head, so a K/V row is read once per tile of WG queries instead of once per query,
+     * a score needs no cross-lane sum, and the online softmax runs for WG queries at once
+     * (flash-style: scores stay in registers, K/V streamed once per tile). The layout below
+     * spends a subgroupAdd (a scalar loop over the lanes on lavapipe) and a whole subgroup's
+     * softmax update on every (query, key) pair. */
+    {
+        uint qt = gl_WorkGroupID.y * WG + gl_LocalInvocationIndex;
+        if (qt >= p.batch * p.qn) return;
+        uint bt = qt / p.qn, it = p.q0 + qt % p.qn;
+        int klt = min(p.kv_dyn != 0u ? n_past + int(p.n_q) : int(p.n_kv), int(p.n_kv));
+        if (p.has_len != 0u) klt = min(klt, lens[p.len_off + p.b0 + bt]);
+        int qpt = p.kv_dyn != 0u ? n_past + int(it) : (p.causal != 0u ? int(it) + int(p.n_kv) - int(p.n_q) : int(it));
+        int jet = p.causal != 0u ? min(klt, qpt + 1) : klt;
+        int jmt = p.window > 0u ? max(qpt - int(p.window) + 1, 0) : 0;
+        uint kot = (p.k_off + bt * p.kv_stride * p.k_stride + kvh * p.head_dim) >> 2;
+        uint vot = (p.v_off + bt * p.kv_stride * p.v_stride + kvh * p.head_dim) >> 2;
+        uint qo = (p.q_off + qt * p.q_stride + h0 * p.head_dim) >> 2;
+        vec4 qv[HWMAX], av[HWMAX];
+        for (uint e = 0; e < HWMAX; e++) {
+            qv[e] = uintBitsToFloat(imageLoad(Qt, int(qo + e))) * p.scale;
+            av[e] = vec4(0.0);
+        }
+        float mk = VKF_NEG_INF, sk = 0.0;
+        for (int j = jmt; j < jet; j++) {
+            uint kr = kot + uint(j) * ks, vr = vot + uint(j) * vs;
+            float sc = 0.0;
+            for (uint e = 0; e < HWMAX; e++) sc += dot(qv[e], uintBitsToFloat(imageLoad(Kt, int(kr + e))));
+            if (p.softcap > 0.0) sc = p.softcap * tanh(clamp(sc / p.softcap, -10.0, 10.0));
+            float mn = max(mk, sc);
+            float alpha = exp(mk - mn); /* 0 on the first key (mk = -inf) */
+            float pj = exp(sc - mn);
+            sk = sk * alpha + pj;
+            mk = mn;
+            for (uint e = 0; e < HWMAX; e++) av[e] = av[e] * alpha + pj * uintBitsToFloat(imageLoad(Vt, int(vr + e)));
+        }
+        float inv = sk > 0.0 ? 1.0 / sk : 0.0;
+        uint dof = (p.d_off + qt * p.d_stride + h0 * p.head_dim) >> 2;
+        for (uint e = 0; e < HWMAX; e++) d[dof + e] = av[e] * inv;
         return;
     }
 #endif

@@ -402,7 +402,8 @@ int vkf_cmd_generate(int argc, char **argv) {
                  "sets both"},
         {"-ctv|--cache-type-v", VKF_ARG_CALL, &o.cache_v, .metavar = "T", .call = parse_cache_type,
          .help = "the same for V: vkformer keeps K and V in one type"},
-        {"--no-mmap", VKF_ARG_PENDING, .help = "weights are always read through a mapping"},
+        {"--no-mmap", VKF_ARG_SET, &o.mp.no_mmap,
+         .help = "read the model file into memory instead of mapping it"},
         {"-sys|--system-prompt", VKF_ARG_STR, &sys_unused, .metavar = "TEXT",
          .help =
              "system prompt: conversation mode, as llama-cli (the same as `vkformer chat -sys`)"},
@@ -614,6 +615,13 @@ int vkf_cmd_generate(int argc, char **argv) {
     double cf = g.have_first ? g.compile_first : c1; /* the prompt pass ended at the first token */
     print_timings(load_ms, compile_load, prompt_ms, cf > c0 ? cf - c0 : 0, c1 > cf ? c1 - cf : 0,
                   done_tok + st.n_prompt, &st, now_ms() - t_start);
+    vkf_memory_info mi;
+    if (vkf_session_memory(s, &mi) == VKF_OK)
+        fprintf(stderr,
+                "memory:     weights %.1f MiB (%.1f MiB used in place from the file), KV cache "
+                "%.1f MiB, activations %.1f MiB\n",
+                (double)mi.weights / 1048576.0, (double)mi.weights_in_place / 1048576.0,
+                (double)mi.kv_cache / 1048576.0, (double)mi.activations / 1048576.0);
     rc = g_interrupted ? 130 : 0;
 done:
     free(toks);

@@ -53,6 +53,26 @@ static void gguf_value_text(const vkf_gguf_value *v, char *buf, size_t n) {
     }
 }
 
+/* The activation memory of a one-token decode step (decoder-only models): built by running one
+ * step, since the graph's arena is planned when it is built. */
+static double info_activations(vkf_model *m) {
+    vkf_model_desc md;
+    vkf_model_describe(m, &md);
+    if (md.encoder_decoder) return -1;
+    vkf_session_params sp = {.n_ctx = md.n_ctx < 16 ? md.n_ctx : 16, .n_batch = 1};
+    vkf_session *s = NULL;
+    float *logits = malloc(sizeof *logits * (size_t)md.n_vocab);
+    int32_t tok = md.bos_id >= 0 ? md.bos_id : 0;
+    vkf_memory_info mi;
+    double mib = -1;
+    if (logits && vkf_session_create(m, &sp, &s) == VKF_OK &&
+        vkf_session_eval_last(s, &tok, 1, logits) == VKF_OK && vkf_session_memory(s, &mi) == VKF_OK)
+        mib = (double)mi.activations / 1048576.0;
+    vkf_session_free(s);
+    free(logits);
+    return mib;
+}
+
 /* A metadata value as typed JSON: numbers as numbers, booleans, strings; arrays summarised as
  * {"type": T, "count": N, "head": [first 8 elements]}. */
 static cJSON *gguf_value_json(const vkf_gguf_value *v) {
@@ -163,6 +183,7 @@ int vkf_cmd_info(int argc, char **argv) {
     }
     char *text;
     vkf_status s = vkf_model_info(m, json, &text);
+    double act_mib = s == VKF_OK && !json ? info_activations(m) : -1;
     vkf_model_free(m);
     vkf_context_free(ctx);
     if (s != VKF_OK) return vkf_cli_fail("info");
@@ -190,6 +211,10 @@ int vkf_cmd_info(int argc, char **argv) {
     } else {
         fputs(text, stdout);
         free(text);
+        if (act_mib >= 0)
+            printf("activations    %.2f MiB per sequence for a one-token step (prompt chunks take "
+                   "more)\n",
+                   act_mib);
         if (is_gguf) rc = gguf_listing(mp.path, 0, NULL);
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {

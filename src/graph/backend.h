@@ -26,6 +26,17 @@ typedef struct vkf_backend_i {
     vkf_status (*graph_compute)(vkf_backend *be, vkf_graph *g, int32_t n_past);
     /* Releases g->exec. */
     void (*graph_release)(vkf_backend *be, vkf_graph *g);
+    /* Optional (NULL: never). A read-only WEIGHTS buffer over the n bytes at p, used in place
+     * (no copy). p lies in region (a page-aligned host allocation, readable up to its end
+     * rounded up to a page: the model file's mapping), which the backend may import around p;
+     * region must stay valid and unchanged until the buffer is freed. VKF_ERROR_UNSUPPORTED
+     * when this device cannot use that memory directly (no VK_EXT_external_memory_host, memory
+     * not device-local, alignment): the caller copies. */
+    vkf_status (*buffer_import)(vkf_backend *be, const void *p, size_t n, const void *region,
+                                size_t region_size, vkf_buffer **out);
+    /* Optional (NULL: unknown). Device memory: bytes the device has for buffers (the largest
+     * device-local heap, or VKF_MAX_DEVICE_MEMORY) and bytes allocated now. */
+    void (*memory_info)(vkf_backend *be, uint64_t *total, uint64_t *used);
 } vkf_backend_i;
 
 struct vkf_backend {

@@ -264,7 +264,9 @@ static vkf_status gg_weights(gg_ctx *c) {
 
 vkf_status vkf_load_gguf(vkf_model *m, const char *path) {
     vkf_gguf *g;
-    VKF_TRY(vkf_gguf_open(path, &g));
+    /* the model keeps the file's memory: its weights may be used in place (model/weights.c) */
+    VKF_TRY(vkf_model_open_file(m, path));
+    VKF_TRY(vkf_gguf_open_memory(m->file.data, m->file.size, path, &g));
     gg_ctx c = {m, g, vkf_gguf_architecture(g)};
     vkf_status s = VKF_OK;
     if (!c.arch)
@@ -274,6 +276,10 @@ vkf_status vkf_load_gguf(vkf_model *m, const char *path) {
                       c.arch, vkf_arch_names());
     m->arch = VKF_ARCH_DECODER;
     snprintf(m->format, sizeof m->format, "gguf");
+    /* the tensor data must fit the device: refused before the first upload */
+    if (s == VKF_OK)
+        s = vkf_memory_check_fit(m, m->file.size - vkf_gguf_data_offset(g), "the weight data",
+                                 "use a smaller or more quantized model");
     if (s == VKF_OK) s = gg_hparams(&c);
     if (s == VKF_OK) s = gg_weights(&c);
     /* a special id past the embedding rows would fail every prompt that uses it: reject the file */

@@ -105,6 +105,7 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     m->ctx = ctx;
     m->be = ctx->be;
     m->ctx_req = p->n_ctx;
+    m->no_mmap = p->no_mmap;
     snprintf(m->path, sizeof m->path, "%s", p->path);
     vkf_context_lock(ctx); /* uploads go through the shared backend */
     vkf_load_progress_begin(p);
@@ -115,6 +116,7 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
         s = vkf_load_gguf(m, p->path);
     else
         s = vkf_error(VKF_ERROR_IO, "%s: no such file or directory", p->path);
+    vkf_model_release_file(m); /* kept only where weights use it in place */
     if (s == VKF_OK && !m->ctx_ext) m->hp.n_ctx_train = m->hp.n_ctx;
     if (s == VKF_OK && m->ctx_req > m->hp.n_ctx)
         s = vkf_error(VKF_ERROR_UNSUPPORTED,
@@ -176,6 +178,7 @@ void vkf_model_free(vkf_model *m) {
     vkf_context_lock(m->ctx);
     for (int i = 0; i < m->n_bufs; i++) m->be->i->buffer_free(m->be, m->bufs[i]);
     vkf_context_unlock(m->ctx);
+    vkf_mapfile_close(&m->file); /* after the buffers that used it in place */
     free(m->bufs);
     free(m->w.enc);
     free(m->w.dec);
@@ -319,9 +322,10 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         }
         P("parameters     %lld (%.2f M)\n", (long long)m->n_params, (double)m->n_params / 1e6);
         P("weight dtypes  %s (matrices %s)\n", dtypes, vkf_dtype_name(m->wtype));
-        P("memory         weights %.2f MiB; KV cache %zu bytes per token, %.2f MiB per sequence at "
-          "%d tokens (F32; half with --cache-type f16)\n",
-          (double)m->weight_bytes / 1048576.0, model_kv_bytes_per_token(m), (double)kv / 1048576.0,
+        P("memory         weights %.2f MiB (%.2f MiB used in place from the file, %.2f MiB copied); KV cache %zu "
+          "bytes per token, %.2f MiB per sequence at %d tokens (F32; half with --cache-type f16)\n",
+          (double)m->weight_bytes / 1048576.0, (double)m->weight_bytes_in_place / 1048576.0,
+          (double)(m->weight_bytes - m->weight_bytes_in_place) / 1048576.0, model_kv_bytes_per_token(m), (double)kv / 1048576.0,
           hp->n_ctx);
 #undef P
         *out = strdup(buf);
@@ -384,6 +388,7 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     for (int t = 0; t < VKF_DTYPE_COUNT; t++)
         if (m->n_by_dtype[t] && dt) cJSON_AddNumberToObject(dt, vkf_dtype_name((vkf_dtype)t), m->n_by_dtype[t]);
     cJSON_AddNumberToObject(j, "weight_bytes", (double)m->weight_bytes);
+    cJSON_AddNumberToObject(j, "weight_bytes_in_place", (double)m->weight_bytes_in_place);
     cJSON_AddNumberToObject(j, "kv_bytes_per_token", (double)model_kv_bytes_per_token(m));
     cJSON_AddNumberToObject(j, "kv_bytes_per_sequence", (double)kv);
     *out = cJSON_Print(j);

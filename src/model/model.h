@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "graph/backend.h"
+#include "io/mapfile.h"
 #include "model/arch.h"
 #include "model/context.h"
 
@@ -147,6 +148,11 @@ struct vkf_model {
     pthread_mutex_t tok_lock;
     /* chat templates (model/chat.c): the template and the bos/eos token texts, or NULL */
     char *chat_template, *chat_template_tool_use, *chat_bos, *chat_eos;
+    /* loading (model/weights.c): the model file's bytes, kept while a weight uses them in place */
+    vkf_mapfile file;
+    int no_mmap;                  /* vkf_model_params.no_mmap: file read into memory, not mapped */
+    size_t weight_bytes_in_place; /* of weight_bytes: used from the file's memory, not copied */
+    int n_in_place;               /* weight buffers over file */
 };
 
 /* Loaders (model/load_*.c); each fills m->hp, m->w, m->tok. A loader whose positions are
@@ -182,6 +188,14 @@ typedef enum vkf_wkind {
  * shape has already been checked by the caller. name goes into the tensor (error messages). */
 vkf_status vkf_model_upload(vkf_model *m, vkf_tensor *t, const char *name, vkf_wkind kind,
                             vkf_dtype dtype, int64_t rows, int64_t cols, const void *data);
+/* Brings the model file into memory (mapped, or read with no_mmap) as m->file, for a loader
+ * whose weights may then be used in place by vkf_model_upload. */
+vkf_status vkf_model_open_file(vkf_model *m, const char *path);
+/* Releases m->file unless a weight buffer uses it (then vkf_model_free does). */
+void vkf_model_release_file(vkf_model *m);
+/* VKF_ERROR_OUT_OF_MEMORY, before anything is allocated, when need more bytes do not fit the
+ * device's memory (model/memory.c): "<path>: <what> needs X GiB, the device has Y; <advice>". */
+vkf_status vkf_memory_check_fit(vkf_model *m, uint64_t need, const char *what, const char *advice);
 /* Uploads host F32 data [rows, cols] (tables the engine computes). Not counted as parameters. */
 vkf_status vkf_model_upload_table(vkf_model *m, vkf_tensor *t, const char *name, int64_t rows,
                                   int64_t cols, const float *data);

@@ -3,6 +3,7 @@
  * Every sequence of a session advances together (one n_past); a graph is built the first time
  * a (kind, n, batch, flags) shape is needed and replayed afterwards with the current n_past,
  * after rewriting its input tensors (token ids, key lengths). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,17 @@ static vkf_status session_alloc_caches(vkf_session *s) {
     s->vc = calloc((size_t)hp->n_layer, sizeof *s->vc);
     s->host_lens = calloc((size_t)s->n_batch, sizeof *s->host_lens);
     if (!s->kc || !s->vc || !s->host_lens) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
+    { /* refuse a context that cannot fit before allocating any of it (model/memory.c) */
+        uint64_t need = 2 * (uint64_t)hp->n_layer * (uint64_t)s->n_batch * (uint64_t)s->n_ctx *
+                        (uint64_t)kvd * 4;
+        if (m->arch == VKF_ARCH_TRANSFORMER)
+            need += 2 * (uint64_t)hp->n_layer * (uint64_t)s->n_batch * (uint64_t)hp->n_ctx *
+                    (uint64_t)hp->d_model * 4;
+        char what[96];
+        snprintf(what, sizeof what, "the KV cache for n_ctx %d (-c) x %d sequences", s->n_ctx,
+                 s->n_batch);
+        VKF_TRY(vkf_memory_check_fit(m, need, what, "lower n_ctx (-c)"));
+    }
     for (int l = 0; l < hp->n_layer; l++) {
         s->kc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "k_cache");
         s->vc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "v_cache");

@@ -42,6 +42,45 @@ static vkf_status model_alloc(vkf_model *m, vkf_tensor *t, const void *data) {
 
 int vkf_tensor_present(const vkf_tensor *t) { return t->buf != NULL; }
 
+/* ------------------------------------------------------------------ the file, in place */
+
+vkf_status vkf_model_open_file(vkf_model *m, const char *path) {
+    return vkf_mapfile_open_ex(path, m->no_mmap ? VKF_MAP_READ : VKF_MAP_MMAP, &m->file);
+}
+
+void vkf_model_release_file(vkf_model *m) {
+    if (m->n_in_place == 0) vkf_mapfile_close(&m->file);
+}
+
+/* A stored matrix whose bytes lie in m->file: the backend may use them where they are (the CPU,
+ * and unified-memory GPUs with VK_EXT_external_memory_host), so the weights exist once. Returns
+ * 1 when it did; 0 when the caller copies (VKF_NO_IMPORT=1 forces that, for comparison). */
+static int model_in_place(vkf_model *m, vkf_tensor *t, const void *data) {
+    size_t n = vkf_tensor_nbytes(t);
+    const uint8_t *p = data;
+    if (!m->be->i->buffer_import || !m->file.data || p < m->file.data || n > m->file.size ||
+        (size_t)(p - m->file.data) > m->file.size - n)
+        return 0;
+    const char *env = getenv("VKF_NO_IMPORT");
+    if (env && env[0] && strcmp(env, "0") != 0) return 0;
+    vkf_buffer *b = NULL;
+    if (m->be->i->buffer_import(m->be, data, n, m->file.data, m->file.size, &b) != VKF_OK) {
+        vkf_error_clear(); /* not an error: the caller copies */
+        return 0;
+    }
+    t->buf = b;
+    t->offset = 0;
+    if (model_track(m, b) != VKF_OK) {
+        m->be->i->buffer_free(m->be, b);
+        t->buf = NULL;
+        return 0;
+    }
+    m->weight_bytes += n;
+    m->weight_bytes_in_place += n;
+    m->n_in_place++;
+    return 1;
+}
+
 /* ------------------------------------------------------------------ uploads */
 
 vkf_status vkf_model_upload(vkf_model *m, vkf_tensor *t, const char *name, vkf_wkind kind,
@@ -76,7 +115,7 @@ vkf_status vkf_model_upload(vkf_model *m, vkf_tensor *t, const char *name, vkf_w
     } else {
         *t = vkf_tensor_make(dtype, rows, cols, name);
     }
-    vkf_status s = model_alloc(m, t, data);
+    vkf_status s = !tmp && model_in_place(m, t, data) ? VKF_OK : model_alloc(m, t, data);
     free(tmp);
     if (s != VKF_OK) return s;
     m->n_params += rows * cols;

@@ -107,9 +107,6 @@ usage_error "unexpected argument 'extra'" quantize quantize in.gguf out.gguf Q4_
 usage_error "--messages FILE.json is required" template template -t x.jinja
 usage_error "exactly one of -m MODEL and -t TEMPLATE_FILE" template template --messages m.json
 # llama.cpp flags that wait for other work: refused with "yet", never ignored
-for f in "--no-mmap"; do  # -cnv is `vkformer chat` (tests/serve/test_chat.py)
-    usage_error "${f%% *}: not supported by vkformer yet" generate generate -m "$kjv" $f
-done
 # --ignore-eos: the phi3 fixture's greedy continuation of "The" reaches an end-of-generation
 # token before 400 tokens (seen with -v); with --ignore-eos all 400 are generated
 phi3="$fx/arch/phi3-f32.gguf"

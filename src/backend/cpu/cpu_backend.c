@@ -1,4 +1,5 @@
 /* The CPU backend: host buffers and in-order execution of the reference ops. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,7 @@ static vkf_status cpu_buffer_alloc(vkf_backend *be, size_t size, vkf_buffer_usag
 
 static void cpu_buffer_free(vkf_backend *be, vkf_buffer *b) {
     if (!b) return;
-    free(b->data);
+    if (!b->borrowed) free(b->data);
     free(b);
 }
 
@@ -39,6 +40,9 @@ static vkf_status cpu_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, c
                                    size_t n) {
     if (off > b->size || n > b->size - off)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "cpu: write of %zu bytes at %zu past a %zu-byte buffer", n, off, b->size);
+    if (b->borrowed)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "cpu: write to a read-only buffer (weights used in place)");
     memcpy((char *)b->data + off, src, n);
     return VKF_OK;
 }
@@ -64,6 +68,25 @@ static vkf_status cpu_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_pas
 
 static void cpu_graph_release(vkf_backend *be, vkf_graph *g) { g->exec = NULL; }
 
+/* Weights in place: the kernels read host memory, so a stored tensor needs no copy. */
+static vkf_status cpu_buffer_import(vkf_backend *be, const void *p, size_t n, const void *region,
+                                    size_t region_size, vkf_buffer **out) {
+    (void)be;
+    (void)region;
+    (void)region_size;
+    *out = NULL;
+    if ((uintptr_t)p % 16)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "cpu: import of memory that is not 16-byte aligned");
+    vkf_buffer *b = calloc(1, sizeof *b);
+    if (!b) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "cpu: out of host memory");
+    b->data = (void *)(uintptr_t)p; /* read-only: weights are never written by a kernel */
+    b->size = n;
+    b->borrowed = 1;
+    *out = b;
+    return VKF_OK;
+}
+
 static const vkf_backend_i cpu_iface = {
     .name = "cpu",
     .destroy = cpu_destroy,
@@ -73,6 +96,7 @@ static const vkf_backend_i cpu_iface = {
     .buffer_read = cpu_buffer_read,
     .graph_compute = cpu_graph_compute,
     .graph_release = cpu_graph_release,
+    .buffer_import = cpu_buffer_import,
 };
 
 vkf_status vkf_backend_cpu_create_ex(int ggml_activations, vkf_backend **out) {

@@ -28,10 +28,13 @@ static const vkf_backend_i k_vulkan_i = {
     .buffer_read = vkf_vk_buffer_read,
     .graph_compute = vkf_vk_graph_compute,
     .graph_release = vkf_vk_graph_release,
+    .buffer_import = vkf_vk_buffer_import,
+    .memory_info = vkf_vk_memory_info,
 };
 
 vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backend **out) {
-    if (!out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vkf_backend_vulkan_create: out is NULL");
+    if (!out)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vkf_backend_vulkan_create: out is NULL");
     *out = NULL;
     VKF_TRY(vkf_vk_load());
     vkf_vk_backend *vb = calloc(1, sizeof *vb);

@@ -19,7 +19,9 @@
  *     VKF_GPU_TIMEOUT_MS=ms (longest wait for one submission, default 120000; after a timeout
  *     or a lost device the backend refuses every call)  VKF_SIMULATE_DEVICE_LOST=N (tests)
  *     VKF_NO_FP16=1  VKF_NO_SUBGROUP=1  VKF_FORCE_STAGING=1 (upload/download through a staging
- *     buffer even on unified-memory devices)
+ *     buffer even on unified-memory devices)  VKF_NO_IMPORT=1 (copy the weights instead of
+ *     using the model file's memory in place through VK_EXT_external_memory_host)
+ *     VKF_NO_UPLOAD_RING=1 (staged uploads one copy at a time instead of the 4-slot ring)
  * Off switches for kernel fast paths (DESIGN 6): VKF_NO_VEC4=1 (16-byte loads in element-wise
  * ops and attention), VKF_NO_FAST_MATVEC=1 (16-byte / whole-block weight loads in matmul),
  * VKF_NO_ROWLANE=1 (the one-row-per-lane matmul used on CPU devices such as lavapipe),
@@ -100,6 +102,9 @@ typedef struct vkf_vk_caps {
     uint32_t n_coopmat;
     vkf_vk_coopmat_shape coopmat_shapes[VKF_VK_MAX_COOPMAT];
     uint8_t pipeline_cache_uuid[16];
+    int32_t host_import;        /* VK_EXT_external_memory_host: host allocations (a file mapping)
+                                   can back device memory; VKF_NO_IMPORT clears */
+    uint64_t host_import_align; /* minImportedHostPointerAlignment, bytes */
     char overrides[256];        /* env overrides that were applied, "" if none */
 } vkf_vk_caps;
 

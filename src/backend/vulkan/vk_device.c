@@ -298,7 +298,10 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceMaintenance3Properties m3 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT emh = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    int has_emh = v11 && vkf_vk_has_ext(ext, n_ext, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
     int has_sgc = v13 || vkf_vk_has_ext(ext, n_ext, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     int has_drv = v12 || vkf_vk_has_ext(ext, n_ext, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
     int has_m3 = v11 || vkf_vk_has_ext(ext, n_ext, VK_KHR_MAINTENANCE_3_EXTENSION_NAME);
@@ -307,7 +310,15 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     if (has_sgc) { *next = &sgc; next = &sgc.pNext; }
     if (has_drv) { *next = &drv; next = &drv.pNext; }
     if (has_m3) { *next = &m3; next = &m3.pNext; }
+    if (has_emh) {
+        *next = &emh;
+        next = &emh.pNext;
+    }
     vkGetPhysicalDeviceProperties2(pd, &p2);
+    if (has_emh && emh.minImportedHostPointerAlignment) {
+        c->host_import = 1;
+        c->host_import_align = emh.minImportedHostPointerAlignment;
+    }
 
     if (v11) {
         c->subgroup_size = sg.subgroupSize;
@@ -449,6 +460,11 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
         c->has_subgroup = 0;
         size_t l = strlen(c->overrides);
         snprintf(c->overrides + l, sizeof c->overrides - l, "%sVKF_NO_SUBGROUP=1", l ? " " : "");
+    }
+    if (vkf_vk_env_flag("VKF_NO_IMPORT") && c->host_import) {
+        c->host_import = 0;
+        size_t l = strlen(c->overrides);
+        snprintf(c->overrides + l, sizeof c->overrides - l, "%sVKF_NO_IMPORT=1", l ? " " : "");
     }
 }
 
@@ -753,6 +769,11 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
     if (sgc_ext) exts[n_exts++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
     int has_s8 = v12 || vkf_vk_has_ext(ext, n_ext, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
     int has_f16 = v12 || vkf_vk_has_ext(ext, n_ext, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+    if (c->host_import && vkf_vk_has_ext(ext, n_ext, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME))
+        exts[n_exts++] =
+            VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME; /* weights used in place (vk_memory.c) */
+    else
+        c->host_import = 0;
     free(ext);
 
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
@@ -922,6 +943,12 @@ static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *
                        (unsigned long long)c->max_storage_range, b, (unsigned long long)c->max_alloc,
                        (unsigned long long)c->min_storage_align);
     vkf_vk_sbuf_printf(s, "  unified memory: %s\n", c->unified ? "yes" : "no");
+    if (c->host_import)
+        vkf_vk_sbuf_printf(
+            s, "  host memory import: yes (VK_EXT_external_memory_host, %llu-byte alignment)\n",
+            (unsigned long long)c->host_import_align);
+    else
+        vkf_vk_sbuf_printf(s, "  host memory import: no\n");
     for (uint32_t h = 0; h < c->n_heaps; h++) {
         vkf_vk_fmt_bytes(c->heap_size[h], a, sizeof a);
         vkf_vk_flags_str(c->heap_flags[h], k_heap_flag_names, 2, vkf_vk_heap_bit, f, sizeof f);
@@ -991,6 +1018,8 @@ static cJSON *vkf_vk_report_json(uint32_t idx, const vkf_vk_caps *c, int is_defa
     cJSON_AddNumberToObject(d, "min_storage_buffer_offset_alignment", (double)c->min_storage_align);
     cJSON_AddNumberToObject(d, "max_push_constants_size", c->max_push_constants);
     cJSON_AddBoolToObject(d, "unified_memory", c->unified);
+    cJSON_AddBoolToObject(d, "host_memory_import", c->host_import);
+    cJSON_AddNumberToObject(d, "min_imported_host_pointer_alignment", (double)c->host_import_align);
     cJSON *heaps = cJSON_AddArrayToObject(d, "memory_heaps");
     for (uint32_t h = 0; heaps && h < c->n_heaps; h++) {
         cJSON *o = cJSON_CreateObject();

@@ -67,6 +67,7 @@ typedef struct vkf_vk_block {
     VkDeviceSize size;
     void *map;           /* persistent mapping on unified memory, else NULL */
     int dedicated;       /* one buffer owns the whole block */
+    int imported;        /* host memory used in place (VK_EXT_external_memory_host): read-only */
     vkf_vk_range *free;  /* sorted, coalesced free ranges */
     int n_free, cap_free;
     int n_live;          /* live sub-allocations */
@@ -108,6 +109,8 @@ typedef struct vkf_vk_layout {
 
 /* ---------------------------------------------------------------- the backend */
 
+#define VKF_VK_RING_SLOTS 4
+
 typedef struct vkf_vk_backend {
     vkf_backend base; /* first: the vkf_backend handed out */
     VkInstance instance;
@@ -147,6 +150,11 @@ typedef struct vkf_vk_backend {
     VkDeviceMemory staging_mem;
     void *staging_map;
     VkDeviceSize staging_size;
+    /* uploads: the staging buffer as a ring of slots, each with its command buffer and fence,
+     * so the host fills one slot while the device copies the others (vk_memory.c) */
+    VkCommandBuffer ring_cmd[VKF_VK_RING_SLOTS];
+    VkFence ring_fence[VKF_VK_RING_SLOTS];
+    int ring_busy[VKF_VK_RING_SLOTS];
     VkBuffer dyn_buf; /* int32 n_past, read by kernels (binding 0) */
     VkDeviceMemory dyn_mem;
     int32_t *dyn_map;
@@ -194,6 +202,9 @@ void vkf_vk_buffer_free(vkf_backend *be, vkf_buffer *b);
 vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src,
                                size_t n);
 vkf_status vkf_vk_buffer_read(vkf_backend *be, vkf_buffer *b, size_t off, void *dst, size_t n);
+vkf_status vkf_vk_buffer_import(vkf_backend *be, const void *p, size_t n, const void *region,
+                                size_t region_size, vkf_buffer **out);
+void vkf_vk_memory_info(vkf_backend *be, uint64_t *total, uint64_t *used);
 /* Submits cmd and waits for it on the backend fence. */
 /* VKF_ERROR_VULKAN once a submission timed out or the device was lost. */
 vkf_status vkf_vk_check_usable(const vkf_vk_backend *vb);

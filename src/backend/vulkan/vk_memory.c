@@ -129,6 +129,13 @@ void vkf_vk_memory_destroy(vkf_vk_backend *vb) {
     free(vb->blocks);
     vb->blocks = NULL;
     vb->n_blocks = 0;
+    for (int i = 0; i < VKF_VK_RING_SLOTS; i++) {
+        if (vb->ring_busy[i])
+            vb->vk.vkWaitForFences(vb->device, 1, &vb->ring_fence[i], VK_TRUE, UINT64_MAX);
+        if (vb->ring_fence[i]) vb->vk.vkDestroyFence(vb->device, vb->ring_fence[i], NULL);
+        vb->ring_fence[i] = VK_NULL_HANDLE;
+        vb->ring_busy[i] = 0;
+    }
     if (vb->staging) vb->vk.vkDestroyBuffer(vb->device, vb->staging, NULL);
     if (vb->staging_mem) vb->vk.vkFreeMemory(vb->device, vb->staging_mem, NULL);
     if (vb->dyn_buf) vb->vk.vkDestroyBuffer(vb->device, vb->dyn_buf, NULL);
@@ -276,21 +283,183 @@ vkf_status vkf_vk_buffer_alloc(vkf_backend *be, size_t size, vkf_buffer_usage us
     return VKF_OK;
 }
 
+/* Destroys a block that holds no buffer. */
+static void vkf_vk_buffer_release_block(vkf_vk_backend *vb, vkf_vk_block *blk) {
+    vb->vk.vkDeviceWaitIdle(vb->device);
+    for (int i = 0; i < vb->n_blocks; i++)
+        if (vb->blocks[i] == blk) {
+            vb->blocks[i] = vb->blocks[--vb->n_blocks];
+            break;
+        }
+    vkf_vk_block_destroy(vb, blk);
+}
+
 void vkf_vk_buffer_free(vkf_backend *be, vkf_buffer *b) {
     if (!b) return;
     vkf_vk_backend *vb = vkf_vk(be);
     vkf_vk_block *blk = b->block;
-    vkf_vk_block_give(blk, b->offset, b->alloc);
+    if (blk->imported) /* views of an import: only counted */
+        blk->n_live--;
+    else
+        vkf_vk_block_give(blk, b->offset, b->alloc);
     free(b);
-    if (blk->n_live == 0) {
-        vb->vk.vkDeviceWaitIdle(vb->device);
-        for (int i = 0; i < vb->n_blocks; i++)
-            if (vb->blocks[i] == blk) {
-                vb->blocks[i] = vb->blocks[--vb->n_blocks];
-                break;
-            }
-        vkf_vk_block_destroy(vb, blk);
+    if (blk->n_live == 0) vkf_vk_buffer_release_block(vb, blk);
+}
+
+/* ---------------------------------------------------------------- host memory in place */
+
+/* Bytes the device has for buffers (VKF_MAX_DEVICE_MEMORY, else the heap of the device-local
+ * memory type) and bytes its blocks hold now. */
+void vkf_vk_memory_info(vkf_backend *be, uint64_t *total, uint64_t *used) {
+    vkf_vk_backend *vb = vkf_vk(be);
+    uint64_t cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY"), u = 0;
+    if (!cap && vb->mem_type_local < vb->caps.n_mem_types)
+        cap = vb->caps.heap_size[vb->caps.mem_type_heap[vb->mem_type_local]];
+    for (int i = 0; i < vb->n_blocks; i++)
+        u += vb->blocks[i]->size;
+    *total = cap;
+    *used = u;
+}
+
+/* Imports host memory [base, base + size) (page-aligned) as one dedicated, read-only block. */
+static vkf_status vkf_vk_import_block(vkf_vk_backend *vb, uintptr_t base, VkDeviceSize size,
+                                      vkf_vk_block **out) {
+    VkMemoryHostPointerPropertiesEXT hp = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
+    if (!vb->vk.vkGetMemoryHostPointerPropertiesEXT ||
+        vb->vk.vkGetMemoryHostPointerPropertiesEXT(
+            vb->device, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, (const void *)base,
+            &hp) != VK_SUCCESS)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: host pointer properties unavailable",
+                         vb->caps.name);
+    VkDeviceSize cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY"), used = size;
+    for (int i = 0; cap && i < vb->n_blocks; i++)
+        used += vb->blocks[i]->size;
+    if (cap && used > cap)
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY,
+                         "importing %llu bytes would pass VKF_MAX_DEVICE_MEMORY=%llu on %s",
+                         (unsigned long long)size, (unsigned long long)cap, vb->caps.name);
+    vkf_status st = VKF_OK;
+    vkf_vk_block *blk = calloc(1, sizeof *blk);
+    if (!blk) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "imported block descriptor");
+    VkExternalMemoryBufferCreateInfo ebi = {
+        .sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+    ebi.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bci.pNext = &ebi;
+    bci.size = size;
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT |
+                VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
+    bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    VKF_VK_CHECK_GOTO(vb->vk.vkCreateBuffer(vb->device, &bci, NULL, &blk->buf), st, fail);
+    VkMemoryRequirements req;
+    vb->vk.vkGetBufferMemoryRequirements(vb->device, blk->buf, &req);
+    uint32_t bits = req.memoryTypeBits & hp.memoryTypeBits, type = UINT32_MAX;
+    /* device-local types only: host memory on a device with faster memory of its own would
+     * make every weight read cross the bus */
+    for (uint32_t t = 0; t < vb->caps.n_mem_types && type == UINT32_MAX; t++)
+        if ((bits & (1u << t)) &&
+            (vb->caps.mem_type_flags[t] & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
+            type = t;
+    if (type == UINT32_MAX || req.size > size) {
+        st = vkf_error(VKF_ERROR_UNSUPPORTED,
+                       "%s: no device-local memory type for imported host memory", vb->caps.name);
+        goto fail;
     }
+    VkImportMemoryHostPointerInfoEXT imp = {
+        .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
+    imp.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    imp.pHostPointer = (void *)base;
+    VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    mai.pNext = &imp;
+    mai.allocationSize = size;
+    mai.memoryTypeIndex = type;
+    VkResult r = vb->vk.vkAllocateMemory(vb->device, &mai, NULL, &blk->mem);
+    if (r != VK_SUCCESS) {
+        blk->mem = VK_NULL_HANDLE;
+        st = vkf_error(VKF_ERROR_UNSUPPORTED, "%s: import of %llu bytes of host memory failed: %s",
+                       vb->caps.name, (unsigned long long)size, vkf_vk_result_name(r));
+        goto fail;
+    }
+    VKF_VK_CHECK_GOTO(vb->vk.vkBindBufferMemory(vb->device, blk->buf, blk->mem, 0), st, fail);
+    if (vb->n_blocks == vb->cap_blocks) {
+        int cap2 = vb->cap_blocks ? vb->cap_blocks * 2 : 8;
+        vkf_vk_block **nb = realloc(vb->blocks, sizeof *nb * (size_t)cap2);
+        if (!nb) {
+            st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "block list");
+            goto fail;
+        }
+        vb->blocks = nb;
+        vb->cap_blocks = cap2;
+    }
+    blk->size = size;
+    blk->map = (void *)base; /* host reads (vkf_tensor_read) come straight from the pages */
+    blk->dedicated = 1;      /* never sub-allocated: its buffers are views, counted in n_live */
+    blk->imported = 1;
+    vb->blocks[vb->n_blocks++] = blk;
+    *out = blk;
+    return VKF_OK;
+fail:
+    if (blk->buf) vb->vk.vkDestroyBuffer(vb->device, blk->buf, NULL);
+    if (blk->mem) vb->vk.vkFreeMemory(vb->device, blk->mem, NULL);
+    free(blk);
+    return st;
+}
+
+/* A weights buffer over host memory (the model file's mapping, or the memory it was read into),
+ * on devices whose device-local memory is the host's: the kernels read the file's pages
+ * directly, so the weights exist once (DESIGN decision 4). Imports are made in large chunks of
+ * the region (up to maxMemoryAllocationSize, from the page of the first tensor that needs one),
+ * so that neighbouring tensors share a block and the fused matmul groups (Q/K/V, gate/up), which
+ * bind their weights as one window of one block, stay fused; each tensor is a view of the chunk
+ * that holds it. */
+vkf_status vkf_vk_buffer_import(vkf_backend *be, const void *p, size_t n, const void *region,
+                                size_t region_size, vkf_buffer **out) {
+    vkf_vk_backend *vb = vkf_vk(be);
+    *out = NULL;
+    VKF_TRY(vkf_vk_check_usable(vb));
+    if (!vb->caps.host_import || !vb->direct_map)
+        return vkf_error(
+            VKF_ERROR_UNSUPPORTED,
+            "%s: no host memory import (VK_EXT_external_memory_host on unified memory)",
+            vb->caps.name);
+    VkDeviceSize a = vb->caps.host_import_align;
+    uintptr_t lo = (uintptr_t)p, hi = lo + (n ? n : 1), r0 = (uintptr_t)region;
+    /* the region's pages: a mapping covers its last page whole */
+    uintptr_t r1 = r0 + (uintptr_t)vkf_vk_round_up(region_size, a);
+    /* the kernels' windows start at a multiple of minStorageBufferOffsetAlignment and take the
+     * rest as an element offset, which the F16/F32 paths want 16-byte aligned (as a copy is) */
+    if (lo % 16 || r0 % a || lo < r0 || hi > r1)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: host memory at %p (%zu bytes) cannot be imported", vb->caps.name, p,
+                         n);
+    vkf_vk_block *blk = NULL;
+    for (int i = 0; i < vb->n_blocks && !blk; i++) {
+        vkf_vk_block *c = vb->blocks[i];
+        if (c->imported && (uintptr_t)c->map <= lo && hi <= (uintptr_t)c->map + c->size) blk = c;
+    }
+    if (!blk) {
+        uintptr_t base = lo / a * a;
+        VkDeviceSize chunk = vb->caps.max_alloc / a * a, size = vkf_vk_round_up(hi - base, a);
+        if (size > chunk)
+            return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: %zu bytes exceed maxMemoryAllocationSize",
+                             vb->caps.name, n);
+        size = r1 - base < chunk ? r1 - base : chunk;
+        VKF_TRY(vkf_vk_import_block(vb, base, size, &blk));
+    }
+    vkf_buffer *b = calloc(1, sizeof *b);
+    if (!b) {
+        if (blk->n_live == 0) vkf_vk_buffer_release_block(vb, blk);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "imported buffer descriptor");
+    }
+    blk->n_live++;
+    b->block = blk;
+    b->offset = lo - (uintptr_t)blk->map;
+    b->size = n;
+    b->alloc = n ? n : 1;
+    b->usage = VKF_BUFFER_WEIGHTS;
+    *out = b;
+    return VKF_OK;
 }
 
 /* ---------------------------------------------------------------- transfers */
@@ -383,16 +552,87 @@ static vkf_status vkf_vk_check_range(const vkf_buffer *b, size_t off, size_t n, 
     return VKF_OK;
 }
 
+/* Waits for ring slot i's copy, if one is in flight. */
+static vkf_status vkf_vk_ring_wait(vkf_vk_backend *vb, int i) {
+    if (!vb->ring_busy[i]) return VKF_OK;
+    VkResult r = vb->vk.vkWaitForFences(vb->device, 1, &vb->ring_fence[i], VK_TRUE,
+                                        vb->timeout_ns ? vb->timeout_ns : UINT64_MAX);
+    if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) vb->unusable = 1;
+    if (r != VK_SUCCESS) return vkf_vk_fail(r, "vkWaitForFences (upload ring)", __FILE__, __LINE__);
+    vb->ring_busy[i] = 0;
+    VKF_VK_CHECK(vb->vk.vkResetFences(vb->device, 1, &vb->ring_fence[i]));
+    return VKF_OK;
+}
+
+/* Uploads through the staging ring (discrete GPUs): while the device copies slot i into b, the
+ * host fills slot i + 1 (reading the model file: page faults or disk reads), so reading and
+ * copying overlap. Returns when every copy of this write is done. */
+static vkf_status vkf_vk_ring_write(vkf_vk_backend *vb, vkf_buffer *b, size_t off, const void *src,
+                                    size_t n) {
+    if (!vb->ring_fence[0]) {
+        VkCommandBufferAllocateInfo cai = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        cai.commandPool = vb->cmd_pool;
+        cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        cai.commandBufferCount = VKF_VK_RING_SLOTS;
+        VKF_VK_CHECK(vb->vk.vkAllocateCommandBuffers(vb->device, &cai, vb->ring_cmd));
+        VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        for (int i = 0; i < VKF_VK_RING_SLOTS; i++)
+            VKF_VK_CHECK(vb->vk.vkCreateFence(vb->device, &fci, NULL, &vb->ring_fence[i]));
+    }
+    size_t slot = (size_t)(vb->staging_size / VKF_VK_RING_SLOTS) / 256 * 256;
+    vkf_status st = VKF_OK;
+    int i = 0;
+    for (size_t done = 0; done < n && st == VKF_OK; i = (i + 1) % VKF_VK_RING_SLOTS) {
+        size_t k = n - done < slot ? n - done : slot;
+        st = vkf_vk_ring_wait(vb, i);
+        if (st != VKF_OK) break;
+        memcpy((char *)vb->staging_map + (size_t)i * slot, (const char *)src + done, k);
+        VkCommandBuffer cmd = vb->ring_cmd[i];
+        VKF_VK_CHECK_GOTO(vb->vk.vkResetCommandBuffer(cmd, 0), st, out);
+        VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        VKF_VK_CHECK_GOTO(vb->vk.vkBeginCommandBuffer(cmd, &bi), st, out);
+        vkf_vk_cmd_full_barrier(vb, cmd);
+        VkBufferCopy region = {(VkDeviceSize)i * slot, b->offset + off + done, k};
+        vb->vk.vkCmdCopyBuffer(cmd, vb->staging, b->block->buf, 1, &region);
+        vkf_vk_cmd_full_barrier(vb, cmd);
+        VKF_VK_CHECK_GOTO(vb->vk.vkEndCommandBuffer(cmd), st, out);
+        VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO};
+        si.commandBufferCount = 1;
+        si.pCommandBuffers = &cmd;
+        VkResult r = vb->vk.vkQueueSubmit(vb->queue, 1, &si, vb->ring_fence[i]);
+        if (r == VK_ERROR_DEVICE_LOST) vb->unusable = 1;
+        if (r != VK_SUCCESS) {
+            st = vkf_vk_fail(r, "vkQueueSubmit (upload ring)", __FILE__, __LINE__);
+            break;
+        }
+        vb->ring_busy[i] = 1;
+        done += k;
+    }
+out:
+    for (int j = 0; j < VKF_VK_RING_SLOTS; j++) {
+        vkf_status w = vkf_vk_ring_wait(vb, j);
+        if (st == VKF_OK) st = w;
+    }
+    return st;
+}
+
 vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src, size_t n) {
     vkf_vk_backend *vb = vkf_vk(be);
     VKF_TRY(vkf_vk_check_usable(vb));
     VKF_TRY(vkf_vk_check_range(b, off, n, "vulkan buffer_write"));
     if (n == 0) return VKF_OK;
+    if (b->block->imported)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "vulkan buffer_write: the buffer is host memory used in place "
+                         "(read-only weights)");
     if (b->block->map) {
         memcpy((char *)b->block->map + b->offset + off, src, n);
         return VKF_OK;
     }
     VKF_TRY(vkf_vk_staging_ensure(vb));
+    if (n > vb->staging_size / VKF_VK_RING_SLOTS && !vkf_vk_env_flag("VKF_NO_UPLOAD_RING"))
+        return vkf_vk_ring_write(vb, b, off, src, n);
     for (size_t done = 0; done < n;) {
         size_t k = n - done < vb->staging_size ? n - done : (size_t)vb->staging_size;
         memcpy(vb->staging_map, (const char *)src + done, k);

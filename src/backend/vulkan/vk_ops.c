@@ -1139,8 +1139,13 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
      * keeps q and the accumulator (2 * head_dim floats per lane) within reason */
     int keylanes = ap->n_q == 1 && hg == 1 && hw <= 16 && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU &&
                    !vkf_vk_env_flag("VKF_NO_KEYLANES");
-    char defs[80];
-    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d", maxt, hw, hg, keylanes);
+    /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries);
+     * the same register bound as keylanes (bench/RESULTS.md, issue 16) */
+    int qlanes = ap->n_q > 1 && hg == 1 && hw <= 16 && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU &&
+                 !vkf_vk_env_flag("VKF_NO_QLANES");
+    char defs[96];
+    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d", maxt, hw, hg,
+             keylanes, qlanes);
     /* decode (one query per sequence): subgroups split the keys (split-K over the cache);
      * prefill: the queries give the parallelism, one subgroup per workgroup needs no merge */
     uint32_t wg = ap->n_q > 1 || keylanes ? S : VKF_VK_ATTN_TEXEL_WG;
@@ -1179,7 +1184,9 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     pc.jn = (uint32_t)ap->n_kv;
     pc.q0 = 0;
     pc.qn = (uint32_t)ap->n_q;
-    return vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head / hg, (uint32_t)q_rows, 1);
+    /* qlanes: one workgroup per tile of wg query rows */
+    uint32_t gy = qlanes ? (uint32_t)((q_rows + wg - 1) / wg) : (uint32_t)q_rows;
+    return vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head / hg, gy, 1);
 }
 
 static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
