@@ -769,6 +769,31 @@ static void test_synthetic_gguf(void) {
     kv_strs(&b, "tokenizer.ggml.tokens", gtoks, 3);
     kv_strs(&b, "tokenizer.ggml.merges", merges, 1);
     expect_tok_fail("bad merge", &b, 3, VKF_ERROR_FORMAT, "tokenizer.ggml.merges: entry 0");
+
+    /* kimi-k2 through a GGUF: its splitter keeps "aA" one word (no case split), so the merge
+     * "a A" applies: [2]; gpt-4o splits lower from upper ("a", "A"): [0, 1]. Without merges
+     * (llama.cpp accepts that for kimi-k2 only) the word stays two characters: [0, 1]. */
+    const char *ktoks[] = {"a", "A", "aA"}, *kmerges[] = {"a A"};
+    static const struct {
+        const char *pre;
+        int merges;
+        int32_t want[2];
+        size_t n_want;
+    } kc[] = {{"kimi-k2", 1, {2}, 1}, {"gpt-4o", 1, {0, 1}, 2}, {"kimi-k2", 0, {0, 1}, 2}};
+    for (size_t i = 0; i < sizeof kc / sizeof kc[0]; i++) {
+        kv_str(&b, "tokenizer.ggml.model", "gpt2");
+        kv_str(&b, "tokenizer.ggml.pre", kc[i].pre);
+        kv_strs(&b, "tokenizer.ggml.tokens", ktoks, 3);
+        if (kc[i].merges) kv_strs(&b, "tokenizer.ggml.merges", kmerges, 1);
+        vkf_tokenizer *kt = NULL;
+        VKT_OK(gguf_tokenizer(&b, 3 + (uint64_t)kc[i].merges, &kt));
+        if (kt) check_encode(kt, kc[i].pre, "aA", 2, 0, 0, kc[i].want, kc[i].n_want);
+        vkf_tokenizer_free(kt);
+    }
+    kv_str(&b, "tokenizer.ggml.model", "gpt2");
+    kv_str(&b, "tokenizer.ggml.pre", "llama-bpe");
+    kv_strs(&b, "tokenizer.ggml.tokens", ktoks, 3);
+    expect_tok_fail("no merges", &b, 3, VKF_ERROR_FORMAT, "tokenizer.ggml.merges");
 }
 
 int main(void) {

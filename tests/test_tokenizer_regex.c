@@ -11,7 +11,11 @@
  *    naming the pattern.
  * 4. Long runs on the engine itself (no hand-written path): 1 MiB of spaces and of digits
  *    split as the pattern says; the Pike VM has no backtracking, so these take milliseconds
- *    (the ctest timeout catches a regression to super-linear time). */
+ *    (the ctest timeout catches a regression to super-linear time).
+ * 5. llama.cpp's hand-written pre-tokenizers (kimi-k2, afmoe) and SuperBPE's digit grouping,
+ *    through vkf_pretok_from_name: splits worked out by hand from llama.cpp's code
+ *    (src/unicode.cpp), Han, digits and mixed scripts; 1 MiB digit runs through the dedicated
+ *    SuperBPE and AFMoE digit matchers (each run is read once). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,9 +148,10 @@ static void test_fast_vs_engine(void) {
         "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
         "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+        "(?=(\\d{3})+(?!\\d))", /* SuperBPE: the dedicated digit matcher */
     };
     size_t n_pieces = sizeof pieces / sizeof pieces[0], bad = 0, runs = 0;
-    for (size_t p = 0; p < 2; p++)
+    for (size_t p = 0; p < sizeof patterns / sizeof patterns[0]; p++)
         for (int r = 0; r < 2500; r++) {
             char text[512];
             size_t n = 0;
@@ -236,10 +241,109 @@ static void test_long_runs(void) {
     free(buf);
 }
 
+/* ------------------------------------------------------------------ named hand-written sets */
+
+/* Splits text with the named pre-tokenizer; writes the words joined by '|'. */
+static int split_named(const char *name, const char *text, size_t len, char *out, size_t cap,
+                       size_t *n_words) {
+    vkf_pretok *p = NULL;
+    vkf_pretok_info info;
+    if (vkf_pretok_from_name(name, "test", &p, &info) != VKF_OK || !p) return 0;
+    const uint32_t *w;
+    size_t nw = 0, n = 0;
+    int ok = vkf_pretok_split(p, text, len, &w, &nw);
+    if (out) out[0] = 0;
+    for (size_t i = 0; ok && out && i < nw; i++) {
+        n += (size_t)snprintf(out + n, cap - n, "%s%.*s", i ? "|" : "",
+                              (int)(w[2 * i + 1] - w[2 * i]), text + w[2 * i]);
+        if (n >= cap) ok = 0;
+    }
+    if (n_words) *n_words = nw;
+    vkf_pretok_free(p);
+    return ok;
+}
+
+static void test_named_custom(void) {
+    static const struct {
+        const char *name, *text, *want;
+    } k[] = {
+        /* kimi-k2 (unicode_regex_split_custom_kimi_k2). A letter run stops at Han (U+4E16, U+754C
+         * are in CJK Unified Ideographs), the Han run is one word. */
+        {"kimi-k2",
+         "Hello\xe4\xb8\x96\xe7\x95\x8c"
+         "abc",
+         "Hello|\xe4\xb8\x96\xe7\x95\x8c|abc"},
+        /* " " before Han is no lead (the letter after a lead must not be Han) and no punctuation
+         * lead (Han is \p{L}): a lone space; "," then " " (whitespace): ","; " world": lead +
+         * letters */
+        {"kimi-k2", " \xe4\xbd\xa0\xe5\xa5\xbd, world", " |\xe4\xbd\xa0\xe5\xa5\xbd|,| world"},
+        /* digits in threes from the left; Han cuts the run */
+        {"kimi-k2",
+         "12345\xe4\xb8\xad"
+         "6",
+         "123|45|\xe4\xb8\xad|6"},
+        /* no case split (Moonshot's own pattern gives get|User|Name's); the contraction is taken
+         * in either case after the letters */
+        {"kimi-k2", "getUserName's I'M", "getUserName's| I'M"},
+        /* a combining mark (U+0301, Mn) is not a letter there: it ends "e" and leads "x" */
+        {"kimi-k2", "e\xcc\x81x", "e|\xcc\x81x"},
+        /* U+20000 (Extension B) is Han; U+3007 (Nl) is Han to Scripts.txt but outside llama.cpp's
+         * ideograph blocks: a number; U+4E00 Han */
+        {"kimi-k2", "\xf0\xa0\x80\x80\xe3\x80\x87\xe4\xb8\x80",
+         "\xf0\xa0\x80\x80|\xe3\x80\x87|\xe4\xb8\x80"},
+        /* 3 spaces before a letter: two, then " b" (\s+(?!\S)); "\n\n " up to the last newline,
+         * then " c"; "!!" takes the newlines after it */
+        {"kimi-k2", "a   b\n\n c!!\n\nx", "a|  | b|\n\n| c|!!\n\n|x"},
+        /* afmoe: digits split as 1|234|567 (7 = 1 + 3 + 3); the later patterns match nothing in
+         * a digit piece, which stays whole */
+        {"afmoe", "1234567", "1|234|567"},
+        /* llama.cpp cuts only where a digit group ends: "ab1" is one piece after the digit step,
+         * then the main pattern takes "ab" ([\p{L}\p{M}]+) and leaves "1" */
+        {"afmoe", "ab1234cd", "ab|1|234|cd"},
+        /* the same join changes the spaces: "a  12" is one piece, so "\s+(?!\S)" sees the "1"
+         * and leaves one space, then "\s+" takes the other (without the join, "a  " would end
+         * the piece and give "a|  |12") */
+        {"afmoe", "a  12", "a| | |12"},
+        /* the Asian-script step: Hangul (U+D55C, U+AD6D) is cut from "x" before the main
+         * pattern, which alone would keep "x" + letters together */
+        {"afmoe", "x\xed\x95\x9c\xea\xb5\xad", "x|\xed\x95\x9c\xea\xb5\xad"},
+        /* Kanji + Katakana (U+30FC is in the Katakana block) are one run; 333 is one group
+         * joined to that run by the digit step, then cut off by the Asian-script step */
+        {"afmoe",
+         "\xe6\x9d\xb1\xe4\xba\xac\xe3\x82\xbf\xe3\x83\xaf\xe3\x83\xbc"
+         "333m",
+         "\xe6\x9d\xb1\xe4\xba\xac\xe3\x82\xbf\xe3\x83\xaf\xe3\x83\xbc|333|m"},
+        /* superbpe: \p{N}+ isolates the run, then empty matches before each 3-group ending it */
+        {"superbpe", "a1234567b", "a|1|234|567|b"},
+        {"superbpe", "123456 78", "123|456| |78"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        char got[512];
+        int ok = split_named(k[i].name, k[i].text, strlen(k[i].text), got, sizeof got, NULL);
+        VKT_CHECK(ok && strcmp(got, k[i].want) == 0, "%s on \"%s\": got \"%s\", want \"%s\"",
+                  k[i].name, k[i].text, ok ? got : vkf_last_error(), k[i].want);
+    }
+    /* 1 MiB of digits: 2^20 = 3 * 349525 + 1, so one lone digit then 349525 threes (SuperBPE
+     * and AFMoE both put the short group first) */
+    const size_t n = 1 << 20;
+    char *buf = malloc(n);
+    if (!buf) return;
+    memset(buf, '7', n);
+    static const char *const names[] = {"superbpe", "afmoe"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t nw = 0;
+        int ok = split_named(names[i], buf, n, NULL, 0, &nw);
+        VKT_CHECK(ok && nw == 349526, "%s on 1 MiB of digits: %zu words, want 349526", names[i],
+                  nw);
+    }
+    free(buf);
+}
+
 int main(void) {
     test_cases();
     test_fast_vs_engine();
     test_errors();
     test_long_runs();
+    test_named_custom();
     return vkt_finish();
 }

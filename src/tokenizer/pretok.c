@@ -52,6 +52,21 @@
     "\\U000104D8-\\U000104FB\\U00010C80-\\U00010CB2\\U00010CC0-\\U00010CF2"                        \
     "\\U000118A0-\\U000118DF\\U0001E900-\\U0001E943"
 
+/* AFMoE's second pattern: runs of CJK and other Asian-script code points. llama.cpp writes it
+ * with literal characters, the first and last code points of these Unicode blocks: CJK Unified
+ * Ideographs, Extension A, CJK Compatibility Ideographs, Hiragana, Katakana, halfwidth
+ * Katakana, Kangxi Radicals, Thai, Lao, Khmer, Myanmar, Myanmar Extended-A and -B, Hangul
+ * Syllables, Hangul Jamo. (Read through a text index that may normalize: the Thai start showed as
+ * U+0E40 and the compatibility start as U+8C48, the NFC form of U+F900; the block bounds are
+ * taken here. To check against the bytes of llama.cpp's src/llama-vocab.cpp.) */
+#define RX_AFMOE_ASIAN                                                                             \
+    "[\\u4E00-\\u9FFF\\u3400-\\u4DBF\\uF900-\\uFAFF\\u3040-\\u309F\\u30A0-\\u30FF\\uFF65-\\uFF9F"  \
+    "\\u2F00-\\u2FDF\\u0E00-\\u0E7F\\u0E80-\\u0EFF\\u1780-\\u17FF\\u1000-\\u109F\\uAA60-\\uAA7F"   \
+    "\\uA9E0-\\uA9FF\\uAC00-\\uD7AF\\u1100-\\u11FF]+"
+/* Pseudo-patterns (llama.cpp's own names) for the splitters written by hand below. */
+#define CUSTOM_KIMI_K2 "\\p{Han}+"
+#define CUSTOM_AFMOE_DIGITS "\\p{AFMoE_digits}"
+
 #define MAX_PATTERNS 6
 
 typedef struct named_pretok {
@@ -96,15 +111,15 @@ static const named_pretok k_named[] = {
      {"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
       "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"},
      {0}},
+    /* llama.cpp names its two hand-written splitters by these pseudo-patterns (never compiled:
+     * see split_kimi_k2 and split_afmoe_digits below) */
+    {"kimi-k2", {CUSTOM_KIMI_K2}, {0}},
+    {"afmoe", {CUSTOM_AFMOE_DIGITS, RX_AFMOE_ASIAN, RX_DS3_MAIN}, {0}},
     {"seed-coder",
      {RX_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|"
                       "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
      {0}},
 };
-
-/* Known to llama.cpp but split by hand-written code there (script tables this project does not
- * carry): refused by name. */
-static const char *const k_unsupported[] = {"kimi-k2", "afmoe"};
 
 static int name_in(const char *names, const char *name) {
     size_t n = strlen(name);
@@ -119,8 +134,12 @@ static int name_in(const char *names, const char *name) {
 
 /* ------------------------------------------------------------------ create / free */
 
+/* What a step of a pre-tokenizer is: a regex, or one of llama.cpp's hand-written splitters. */
+enum { STEP_REGEX, STEP_KIMI_K2, STEP_AFMOE_DIGITS };
+
 struct vkf_pretok {
-    vkf_regex **re;
+    vkf_regex **re; /* [n]: NULL for a hand-written step */
+    uint8_t *kind;  /* [n]: STEP_* */
     size_t n;
     vkf_cptext text;
     vkf_rx_spans a, b;
@@ -133,6 +152,7 @@ void vkf_pretok_free(vkf_pretok *p) {
     for (size_t i = 0; i < p->n; i++)
         vkf_regex_free(p->re[i]);
     free(p->re);
+    free(p->kind);
     vkf_cptext_free(&p->text);
     free(p->a.v);
     free(p->b.v);
@@ -140,25 +160,42 @@ void vkf_pretok_free(vkf_pretok *p) {
     free(p);
 }
 
-vkf_status vkf_pretok_create(const char *const *patterns, size_t n, const char *what,
-                             vkf_pretok **out) {
+/* custom = 1 reads the pseudo-patterns CUSTOM_* as the hand-written steps (named sets only). */
+static vkf_status create_steps(const char *const *patterns, size_t n, const char *what, int custom,
+                               vkf_pretok **out) {
     *out = NULL;
     vkf_pretok *p = calloc(1, sizeof *p);
-    if (p) p->re = calloc(n ? n : 1, sizeof *p->re);
-    if (!p || !p->re) {
-        free(p);
+    if (p) {
+        p->re = calloc(n ? n : 1, sizeof *p->re);
+        p->kind = calloc(n ? n : 1, 1);
+    }
+    if (!p || !p->re || !p->kind) {
+        vkf_pretok_free(p);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", what);
     }
     for (size_t i = 0; i < n; i++) {
+        p->n++;
+        if (custom && strcmp(patterns[i], CUSTOM_KIMI_K2) == 0) {
+            p->kind[i] = STEP_KIMI_K2;
+            continue;
+        }
+        if (custom && strcmp(patterns[i], CUSTOM_AFMOE_DIGITS) == 0) {
+            p->kind[i] = STEP_AFMOE_DIGITS;
+            continue;
+        }
         vkf_status s = vkf_regex_compile(patterns[i], strlen(patterns[i]), what, &p->re[i]);
         if (s != VKF_OK) {
             vkf_pretok_free(p);
             return s;
         }
-        p->n++;
     }
     *out = p;
     return VKF_OK;
+}
+
+vkf_status vkf_pretok_create(const char *const *patterns, size_t n, const char *what,
+                             vkf_pretok **out) {
+    return create_steps(patterns, n, what, 0, out);
 }
 
 vkf_status vkf_pretok_from_name(const char *name, const char *path, vkf_pretok **out,
@@ -175,19 +212,136 @@ vkf_status vkf_pretok_from_name(const char *name, const char *path, vkf_pretok *
             n++;
         char what[256];
         snprintf(what, sizeof what, "%s: pre-tokenizer \"%s\"", path, name);
-        return vkf_pretok_create(np->patterns, n, what, out);
+        return create_steps(np->patterns, n, what, 1, out);
     }
-    for (size_t i = 0; i < sizeof k_unsupported / sizeof k_unsupported[0]; i++)
-        if (strcmp(k_unsupported[i], name) == 0)
-            return vkf_error(VKF_ERROR_UNSUPPORTED,
-                             "%s: key tokenizer.ggml.pre: pre-tokenizer \"%s\" is not supported "
-                             "(it needs Unicode script tables)",
-                             path, name);
     return vkf_error(VKF_ERROR_UNSUPPORTED,
                      "%s: key tokenizer.ggml.pre: unknown pre-tokenizer \"%s\" (known: the names "
                      "llama.cpp knows, such as gpt-2, llama-bpe, qwen2, deepseek-llm, falcon, "
                      "starcoder, default)",
                      path, name);
+}
+
+/* ------------------------------------------------------------------ hand-written splitters */
+
+static int push_span(vkf_rx_spans *o, size_t s, size_t e) {
+    if (e <= s) return 1;
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 64;
+        vkf_rx_span *v = realloc(o->v, cap * sizeof *v);
+        if (!v) return 0;
+        o->v = v;
+        o->cap = cap;
+    }
+    o->v[o->n++] = (vkf_rx_span){(uint32_t)s, (uint32_t)e, 1};
+    return 1;
+}
+
+/* llama.cpp's unicode_cpt_is_han: the CJK ideograph blocks (Unified, Extensions A to F,
+ * Compatibility and its Supplement), whole blocks, unassigned code points included. */
+static int is_han(uint32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
+           (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2EBEF) ||
+           (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+/* Kimi-K2 (llama.cpp's unicode_regex_split_custom_kimi_k2), in place of Moonshot's pattern
+ *   [\p{Han}]+ | [^\r\n\p{L}\p{N}]?<upper>*<lower>+<contraction>? | ...<upper>+<lower>*... |
+ *   \p{N}{1,3} |  ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * whose letter classes are \p{L} and \p{M} without Han (a class intersection). llama.cpp's code
+ * is simpler and is what a GGUF file gets: a letter run is any non-Han \p{L} (no case split,
+ * "getUserName" stays one word; marks are not letters), the contraction is ASCII only. At
+ * each position, in this order:
+ *   1. a run of Han;
+ *   2. an optional lead (not \r \n \p{L} \p{N}) then non-Han letters, then 's 't 'm 'd 're 've
+ *      'll in either case;
+ *   3. \p{N} cut in threes from the left;
+ *   4. an optional space, a run of [^\s\p{L}\p{N}], then \r \n;
+ *   5. whitespace: through the last \r or \n of the run; else the run less its last character
+ *      when something follows and the run is longer than one; else the run. */
+static int split_kimi_k2(const vkf_cptext *t, size_t a, size_t b, vkf_rx_spans *o) {
+    const uint32_t *cp = t->cp;
+    const uint8_t *gc = t->gc;
+#define LETTER(k) ((k) < b && vkf_gc_is_letter((vkf_gc)gc[k]) && !is_han(cp[k]))
+#define NUMBER(k) vkf_gc_is_number((vkf_gc)gc[k])
+#define SPACE(k) vkf_unicode_is_space(cp[k])
+#define OTHER(k) (!vkf_gc_is_letter((vkf_gc)gc[k]) && !NUMBER(k) && !SPACE(k))
+#define LOW(c) ((c) >= 'A' && (c) <= 'Z' ? (c) | 32 : (c))
+    for (size_t i = a; i < b;) {
+        size_t j = i;
+        if (is_han(cp[i])) {
+            while (j < b && is_han(cp[j]))
+                j++;
+        } else if (LETTER(i) || (cp[i] != '\r' && cp[i] != '\n' &&
+                                 !vkf_gc_is_letter((vkf_gc)gc[i]) && !NUMBER(i) && LETTER(i + 1))) {
+            if (!LETTER(i)) j++; /* the lead */
+            while (LETTER(j))
+                j++;
+            if (j + 1 < b && cp[j] == '\'') {
+                uint32_t x = LOW(cp[j + 1]);
+                if (x == 's' || x == 't' || x == 'm' || x == 'd') {
+                    j += 2;
+                } else if (j + 2 < b) {
+                    uint32_t y = LOW(cp[j + 2]);
+                    if ((x == 'r' && y == 'e') || (x == 'v' && y == 'e') || (x == 'l' && y == 'l'))
+                        j += 3;
+                }
+            }
+        } else if (NUMBER(i)) {
+            while (j < b && j - i < 3 && NUMBER(j))
+                j++;
+        } else if (OTHER(i) || (cp[i] == ' ' && i + 1 < b && OTHER(i + 1))) {
+            j = cp[i] == ' ' ? i + 1 : i;
+            while (j < b && OTHER(j))
+                j++;
+            while (j < b && (cp[j] == '\r' || cp[j] == '\n'))
+                j++;
+        } else {
+            /* whitespace (every code point left is) */
+            size_t last_nl = SIZE_MAX;
+            while (j < b && SPACE(j)) {
+                if (cp[j] == '\r' || cp[j] == '\n') last_nl = j;
+                j++;
+            }
+            if (last_nl != SIZE_MAX)
+                j = last_nl + 1;
+            else if (j < b && j - i > 1)
+                j--;
+            else if (j == i)
+                j++; /* not reached: every code point is one of the above */
+        }
+        if (!push_span(o, i, j)) return 0;
+        i = j;
+    }
+    return 1;
+#undef LETTER
+#undef NUMBER
+#undef SPACE
+#undef OTHER
+#undef LOW
+}
+
+/* AFMoE's digits (llama.cpp's unicode_regex_split_custom_afmoe): a run of \p{N} is cut into
+ * its first (length mod 3) digits, if any, then threes. llama.cpp cuts a piece only where a
+ * digit group ends, so the text before a run stays joined to the run's first group ("ab1234"
+ * gives "ab1", "234"), and the text after the last run is one piece; the later patterns see
+ * those pieces. */
+static int split_afmoe_digits(const vkf_cptext *t, size_t a, size_t b, vkf_rx_spans *o) {
+    size_t prev = a;
+    for (size_t i = a; i < b;) {
+        if (!vkf_gc_is_number((vkf_gc)t->gc[i])) {
+            i++;
+            continue;
+        }
+        size_t e = i;
+        while (e < b && vkf_gc_is_number((vkf_gc)t->gc[e]))
+            e++;
+        for (size_t cut = i + (e - i) % 3; cut <= e; cut += 3) {
+            if (cut > i && !push_span(o, prev, cut)) return 0;
+            if (cut > i) prev = cut;
+        }
+        i = e;
+    }
+    return push_span(o, prev, b);
 }
 
 /* ------------------------------------------------------------------ split */
@@ -244,8 +398,14 @@ int vkf_pretok_split(vkf_pretok *p, const char *s, size_t n, const uint32_t **wo
     }
     for (size_t k = 0; k < p->n; k++) {
         p->b.n = 0;
-        for (size_t i = 0; i < p->a.n; i++)
-            if (!vkf_regex_spans(p->re[k], t->cp, t->gc, p->a.v[i].s, p->a.v[i].e, &p->b)) return 0;
+        for (size_t i = 0; i < p->a.n; i++) {
+            size_t s0 = p->a.v[i].s, e0 = p->a.v[i].e;
+            int ok = p->kind[k] == STEP_KIMI_K2 ? split_kimi_k2(t, s0, e0, &p->b)
+                     : p->kind[k] == STEP_AFMOE_DIGITS
+                         ? split_afmoe_digits(t, s0, e0, &p->b)
+                         : vkf_regex_spans(p->re[k], t->cp, t->gc, s0, e0, &p->b);
+            if (!ok) return 0;
+        }
         vkf_rx_spans tmp = p->a;
         p->a = p->b;
         p->b = tmp;

@@ -2,7 +2,8 @@
  * unicode_regex_split does for a GGUF vocabulary's tokenizer.ggml.pre: each pattern cuts every
  * piece left by the previous ones into its matches and the text between them (both kept).
  * The named sets are llama.cpp's (src/llama-vocab.cpp), written as the regular expressions of
- * the models' tokenizer.json where llama.cpp rewrote them for std::regex. */
+ * the models' tokenizer.json where llama.cpp rewrote them for std::regex; kimi-k2 and afmoe's
+ * digit step are llama.cpp's hand-written splitters, written by hand here too (pretok.c). */
 #ifndef VKF_TOKENIZER_PRETOK_H
 #define VKF_TOKENIZER_PRETOK_H
 

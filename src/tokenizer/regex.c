@@ -157,7 +157,8 @@ struct vkf_regex {
     uint32_t *mark; /* per instruction: the id of the list it was last added to */
     uint32_t *stack;
     uint32_t list_id;
-    int fast; /* 0, or the digit run length of a Llama-3 (3) / Qwen2 (1) pattern: fast_match */
+    int fast; /* 0, the digit run length of a Llama-3 (3) / Qwen2 (1) pattern (fast_match), or
+               * FAST_DIGIT3: SuperBPE's digit grouping (digit3_find, digit3_spans) */
 };
 
 typedef struct parser {
@@ -904,6 +905,12 @@ static vkf_status compile_sub(const char *pat, size_t len, const char *what, int
     return VKF_OK;
 }
 
+/* SuperBPE's second pattern: an empty match before every group of three digits that ends a digit
+ * run. On the engine its lookahead reads the rest of the run at every position (time quadratic
+ * in the run's length); a dedicated matcher reads each run once. */
+#define FAST_DIGIT3 (-1)
+static const char k_digit3[] = "(?=(\\d{3})+(?!\\d))";
+
 /* The Llama-3 and Qwen2 patterns, as tokenizer.json writes them and as llama.cpp rewrites them
  * for std::regex: the most used patterns get a hand-written matcher (fast_match), checked
  * against the engine by tests/test_tokenizer_regex.c. */
@@ -932,6 +939,8 @@ vkf_status vkf_regex_compile_ex(const char *pattern, size_t len, const char *wha
     for (size_t i = 0; !no_fast && i < sizeof k_fast / sizeof k_fast[0]; i++)
         if (strlen(k_fast[i].pattern) == len && memcmp(k_fast[i].pattern, pattern, len) == 0)
             (*out)->fast = k_fast[i].digits;
+    if (!no_fast && len == strlen(k_digit3) && memcmp(k_digit3, pattern, len) == 0)
+        (*out)->fast = FAST_DIGIT3;
     return VKF_OK;
 }
 
@@ -996,6 +1005,52 @@ static size_t fast_match(const uint32_t *cp, const uint8_t *gc, size_t n, size_t
 #undef LOW
 #undef SPACE
 #undef OTHER
+}
+
+/* ------------------------------------------------------------------ SuperBPE digits by hand */
+
+/* (?=(\d{3})+(?!\d)) holds at i when the run of \d (Nd) starting at i, up to end, is a positive
+ * multiple of 3 long. */
+static int digit3_find(const uint8_t *gc, size_t end, size_t from, size_t *at) {
+    for (size_t i = from; i < end;) {
+        if (gc[i] != VKF_GC_ND) {
+            i++;
+            continue;
+        }
+        size_t r = i;
+        while (r < end && gc[r] == VKF_GC_ND)
+            r++;
+        size_t p = i + (r - i) % 3; /* the first point of the run with a multiple of 3 left */
+        if (p < r) {
+            *at = p;
+            return 1;
+        }
+        i = r;
+    }
+    return 0;
+}
+
+/* The split of [a, b) by those empty matches: pieces cut before each group of three digits
+ * that ends a run (not at a). */
+static int span_push(vkf_rx_spans *o, size_t s, size_t e, int match);
+static int digit3_spans(const uint8_t *gc, size_t a, size_t b, vkf_rx_spans *out) {
+    size_t pos = a;
+    for (size_t i = a; i < b;) {
+        if (gc[i] != VKF_GC_ND) {
+            i++;
+            continue;
+        }
+        size_t r = i;
+        while (r < b && gc[r] == VKF_GC_ND)
+            r++;
+        for (size_t p = i + (r - i) % 3; p < r; p += 3)
+            if (p > pos) {
+                if (!span_push(out, pos, p, 0)) return 0;
+                pos = p;
+            }
+        i = r;
+    }
+    return pos < b ? span_push(out, pos, b, 0) : 1;
 }
 
 /* ------------------------------------------------------------------ Pike VM */
@@ -1143,6 +1198,12 @@ static int vm_run(vkf_regex *re, const vm_text *t, size_t from, int anchored, si
 
 int vkf_regex_find(vkf_regex *re, const uint32_t *cp, const uint8_t *gc, size_t begin, size_t end,
                    size_t from, size_t *ms, size_t *me) {
+    if (re->fast == FAST_DIGIT3) {
+        size_t at;
+        if (!digit3_find(gc, end, from, &at)) return 0;
+        *ms = *me = at;
+        return 1;
+    }
     if (re->fast && from < end) {
         *ms = from;
         *me = fast_match(cp + begin, gc + begin, end - begin, from - begin, re->fast) + begin;
@@ -1166,6 +1227,7 @@ static int span_push(vkf_rx_spans *o, size_t s, size_t e, int match) {
 
 int vkf_regex_spans(vkf_regex *re, const uint32_t *cp, const uint8_t *gc, size_t a, size_t b,
                     vkf_rx_spans *out) {
+    if (re->fast == FAST_DIGIT3) return digit3_spans(gc, a, b, out);
     size_t pos = a, from = a;
     while (from <= b) {
         size_t ms, me;

@@ -13,7 +13,9 @@
  * (llama.cpp's std::regex) choose among alternatives, simulated with a Pike VM: every position
  * is visited once per live program state, so the time is O(text length x program size) with
  * no backtracking; lookahead bodies are matched anchored at the position where they are asked
- * (once per position), a single-character body such as (?!\S) in O(1).
+ * (once per position), a single-character body such as (?!\S) in O(1). A longer body can read
+ * ahead at every position (quadratic in a run it spans): SuperBPE's (?=(\d{3})+(?!\d)) has a
+ * dedicated linear matcher for that reason.
  *
  * Text is code points (invalid UTF-8 bytes as VKF_CP_RAW(b): no category, not space). A
  * compiled regex keeps scratch space: one regex is used by one thread at a time. */
@@ -31,8 +33,8 @@ typedef struct vkf_regex vkf_regex;
  * syntax above, VKF_ERROR_FORMAT for a malformed pattern) name the pattern and the offset;
  * what is a prefix for the messages ("tokenizer.json: pre_tokenizer Split"). */
 vkf_status vkf_regex_compile(const char *pattern, size_t len, const char *what, vkf_regex **out);
-/* The same; no_fast = 1 runs the Llama-3 / Qwen2 patterns on the engine too (tests compare
- * the hand-written matcher with it). */
+/* The same; no_fast = 1 runs the Llama-3 / Qwen2 / SuperBPE-digit patterns on the engine too (tests
+ * compare the hand-written matcher with it). */
 vkf_status vkf_regex_compile_ex(const char *pattern, size_t len, const char *what, int no_fast,
                                 vkf_regex **out);
 void vkf_regex_free(vkf_regex *re);

@@ -690,7 +690,12 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
             goto fail;
         }
     }
-    if (kind == VKF_TOK_GPT2) {
+    /* llama.cpp lets a Kimi-K2 vocabulary go without merges (every word is then split into
+     * byte-level characters) */
+    if (kind == VKF_TOK_GPT2 && pre && strcmp(pre, "kimi-k2") == 0 &&
+        !vkf_gguf_find(g, "tokenizer.ggml.merges")) {
+        if ((s = vkf_gpt2_init_bytes(t)) != VKF_OK) goto fail;
+    } else if (kind == VKF_TOK_GPT2) {
         const vkf_gguf_value *merges;
         if ((s = vkf_gguf_require_arr(g, "tokenizer.ggml.merges", VKF_GGUF_TYPE_STRING, &merges)))
             goto fail;
