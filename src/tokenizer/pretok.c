@@ -56,12 +56,13 @@
  * with literal characters, the first and last code points of these Unicode blocks: CJK Unified
  * Ideographs, Extension A, CJK Compatibility Ideographs, Hiragana, Katakana, halfwidth
  * Katakana, Kangxi Radicals, Thai, Lao, Khmer, Myanmar, Myanmar Extended-A and -B, Hangul
- * Syllables, Hangul Jamo. (Read through a text index that may normalize: the Thai start showed as
- * U+0E40 and the compatibility start as U+8C48, the NFC form of U+F900; the block bounds are
- * taken here. To check against the bytes of llama.cpp's src/llama-vocab.cpp.) */
+ * Syllables, Hangul Jamo; except Thai, which llama.cpp starts at U+0E40 (SARA E), not at the
+ * block's U+0E01: so Thai consonants are left to the main pattern, as there. (Read through a
+ * text index that applies NFC: the compatibility start showed as U+8C48, NFC of U+F900, which
+ * is the block's start; NFC changes no Thai code point, so U+0E40 is the source's.) */
 #define RX_AFMOE_ASIAN                                                                             \
     "[\\u4E00-\\u9FFF\\u3400-\\u4DBF\\uF900-\\uFAFF\\u3040-\\u309F\\u30A0-\\u30FF\\uFF65-\\uFF9F"  \
-    "\\u2F00-\\u2FDF\\u0E00-\\u0E7F\\u0E80-\\u0EFF\\u1780-\\u17FF\\u1000-\\u109F\\uAA60-\\uAA7F"   \
+    "\\u2F00-\\u2FDF\\u0E40-\\u0E7F\\u0E80-\\u0EFF\\u1780-\\u17FF\\u1000-\\u109F\\uAA60-\\uAA7F"   \
     "\\uA9E0-\\uA9FF\\uAC00-\\uD7AF\\u1100-\\u11FF]+"
 /* Pseudo-patterns (llama.cpp's own names) for the splitters written by hand below. */
 #define CUSTOM_KIMI_K2 "\\p{Han}+"
