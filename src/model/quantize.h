@@ -11,4 +11,10 @@
  * ffn_down} / output_norm / output tensors, Conv1D weights transposed to [out, in] rows. */
 vkf_status vkf_hf_gpt2_to_gguf(const char *dir, const char *out_path);
 
+/* Writes a Hugging Face directory the engine loads as an F32/F16/BF16 GGUF (the checkpoint's
+ * dtypes kept): gpt2 through vkf_hf_gpt2_to_gguf, the llama family (model/load_hf.c: Llama,
+ * Mistral, Qwen2, Qwen3, Gemma2, Gemma3, Phi3; one file or shards) as llama.cpp's
+ * convert_hf_to_gguf.py does (model/quantize_hf_llama.c). */
+vkf_status vkf_hf_to_gguf(const char *dir, const char *out_path);
+
 #endif
