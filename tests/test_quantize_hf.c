@@ -6,8 +6,11 @@
  *   as from the original GGUF (the independent reference: written by llama.cpp's gguf-py);
  * - the F32 path gives every {arch}.* key of the fixture with its value, and the fixture's
  *   logits on the CPU reference.
- * Not compared: tokenizer.* keys other than bos/eos (the HF directories have no
- * tokenizer.json; the converter writes no tokenizer then) and general.name. */
+ * Not compared there: tokenizer.* keys other than bos/eos (the HF directories have no
+ * tokenizer.json; the converter writes no tokenizer then) and general.name. The tokenizer
+ * conversion is checked on its own: the real Llama-3 tokenizer.json (tests/data/tokenizers/
+ * real_llama3) gives the tokenizer.* arrays of llama.cpp's own ggml-vocab-llama-bpe.gguf
+ * (fixtures/real-vocab, written by its converter from that tokenizer). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,8 @@
 #include <unistd.h>
 
 #include "io/gguf.h"
+#include "io/gguf_write.h"
+#include "model/quantize.h"
 #include "testutil.h"
 #include "vkformer.h"
 
@@ -134,6 +139,69 @@ static float *logits(vkf_context *ctx, const char *path) {
     return lg;
 }
 
+/* The same array (of strings or int32) under key in both files. */
+static int same_arr(const vkf_gguf *a, const vkf_gguf *b, const char *key) {
+    const vkf_gguf_kv *x = vkf_gguf_find(a, key), *y = vkf_gguf_find(b, key);
+    if (!x || !y || x->value.type != VKF_GGUF_TYPE_ARRAY || y->value.type != VKF_GGUF_TYPE_ARRAY ||
+        x->value.elem_type != y->value.elem_type || x->value.count != y->value.count)
+        return 0;
+    if (x->value.elem_type == VKF_GGUF_TYPE_STRING) {
+        for (uint64_t i = 0; i < x->value.count; i++)
+            if (x->value.elems[i].count != y->value.elems[i].count ||
+                memcmp(x->value.elems[i].raw, y->value.elems[i].raw, x->value.elems[i].count))
+                return 0;
+        return 1;
+    }
+    return !memcmp(x->value.raw, y->value.raw, x->value.count * scalar_bytes(x->value.elem_type));
+}
+
+static void test_tokenizer(void) {
+    char dir[128], cmd[512], out[160];
+    snprintf(dir, sizeof dir, "%s/tok", tmpdir);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s' && xz -dc '%s/tests/data/tokenizers/real_llama3/tokenizer.json.xz' > "
+             "'%s/tokenizer.json'",
+             dir, VKF_SOURCE_DIR, dir);
+    if (system(cmd) != 0) {
+        VKT_CHECK(0, "cannot run: %s", cmd);
+        return;
+    }
+    snprintf(out, sizeof out, "%s/vocab.gguf", tmpdir);
+    vkf_gguf_writer *w = NULL;
+    int written = 0;
+    VKT_OK(vkf_gguf_writer_create(&w));
+    if (w) {
+        VKT_OK(vkf_gguf_writer_set_str(w, "general.architecture", "llama"));
+        VKT_OK(vkf_hf_tokenizer_keys(w, dir, 0, &written));
+        VKT_CHECK(written, "real_llama3: tokenizer not converted");
+        VKT_OK(vkf_gguf_writer_begin(w, out));
+        VKT_OK(vkf_gguf_writer_finish(w));
+        vkf_gguf_writer_free(w);
+    }
+    vkf_gguf *a = NULL, *b = NULL;
+    VKT_OK(vkf_gguf_open(vkt_fixture("real-vocab/ggml-vocab-llama-bpe.gguf"), &a));
+    VKT_OK(vkf_gguf_open(out, &b));
+    if (a && b) {
+        static const char *const arrs[] = {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+                                           "tokenizer.ggml.merges"};
+        for (size_t i = 0; i < 3; i++)
+            VKT_CHECK(same_arr(a, b, arrs[i]), "real_llama3: %s differs from llama.cpp's", arrs[i]);
+        static const char *const strs[] = {"tokenizer.ggml.model", "tokenizer.ggml.pre"};
+        for (size_t i = 0; i < 2; i++) {
+            const char *x = "", *y = "";
+            vkf_gguf_get_str(a, strs[i], "", &x);
+            vkf_gguf_get_str(b, strs[i], "", &y);
+            VKT_CHECK(!strcmp(x, y), "real_llama3: %s '%s', llama.cpp '%s'", strs[i], y, x);
+        }
+    }
+    vkf_gguf_close(a);
+    vkf_gguf_close(b);
+    remove(out);
+    snprintf(cmd, sizeof cmd, "%s/tokenizer.json", dir);
+    remove(cmd);
+    rmdir(dir);
+}
+
 static int quantize(const char *in, const char *out, const char *type) {
     vkf_quantize_params qp = {.input = in, .output = out, .type = type};
     vkf_status s = vkf_model_quantize(&qp, NULL);
@@ -186,6 +254,7 @@ int main(void) {
         free(got);
         remove(b);
     }
+    test_tokenizer();
     vkf_context_free(ctx);
     rmdir(tmpdir);
     return vkt_finish();

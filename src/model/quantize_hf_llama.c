@@ -186,6 +186,8 @@ static vkf_status hq_write(const vkf_model *m, const char *dir, const char *out_
     if (s == VKF_OK) s = hq_rope(m, path, vkf_json_config_root(cfg), list, &k, &factors);
     if (s == VKF_OK) s = vkf_gguf_writer_create(&h.w);
     if (s == VKF_OK) s = hq_keys(&h, dir, vkf_json_config_root(cfg));
+    int tok_written = 0;
+    if (s == VKF_OK) s = vkf_hf_tokenizer_keys(h.w, dir, m->hp.n_vocab, &tok_written);
     for (size_t i = 0; i < k && s == VKF_OK; i++) {
         const vkf_tensor *x = list[i].t;
         if (!x) {
