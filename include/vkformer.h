@@ -475,9 +475,11 @@ vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, cons
  * (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM,
  * Gemma3ForCausalLM, Phi3ForCausalLM; model.safetensors or shards listed by
  * model.safetensors.index.json): GGUF tensor names, q/k rows permuted for llama's rope, Gemma
- * norms + 1, rope scaling as rope_freqs / rope_factors_* tensors, the {arch}.* keys. The llama
- * family's tokenizer.json is not converted (only the bos/eos ids are written): load such a file
- * with vkf_model_params.tokenizer = the HF directory. */
+ * norms + 1, rope scaling as rope_freqs / rope_factors_* tensors, the {arch}.* keys, and a
+ * byte-level BPE tokenizer.json (Llama-3, Qwen2/2.5/3, GPT-2 style) as the tokenizer.* keys
+ * (chat template from tokenizer_config.json). Other tokenizers (SentencePiece-style, with byte
+ * fallback) are not converted (only the bos/eos ids are written): load such a file with
+ * vkf_model_params.tokenizer = the HF directory. */
 
 typedef struct vkf_quantize_params {
     const char *input;  /* source GGUF (F32, F16 or BF16 tensors) or Hugging Face directory */

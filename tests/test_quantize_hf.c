@@ -197,6 +197,29 @@ static void test_tokenizer(void) {
     vkf_gguf_close(a);
     vkf_gguf_close(b);
     remove(out);
+    /* Qwen3's tokenizer.json: llama.cpp's converter names its pre-tokenizer "qwen2" (its hash
+     * table maps Qwen2, Qwen2.5 and Qwen3 there) */
+    snprintf(cmd, sizeof cmd,
+             "xz -dc '%s/tests/data/tokenizers/real_qwen3/tokenizer.json.xz' > '%s/tokenizer.json'",
+             VKF_SOURCE_DIR, dir);
+    VKT_CHECK(system(cmd) == 0, "cannot run: %s", cmd);
+    w = NULL;
+    written = 0;
+    VKT_OK(vkf_gguf_writer_create(&w));
+    if (w) {
+        VKT_OK(vkf_hf_tokenizer_keys(w, dir, 0, &written));
+        VKT_CHECK(written, "real_qwen3: tokenizer not converted");
+        VKT_OK(vkf_gguf_writer_begin(w, out));
+        VKT_OK(vkf_gguf_writer_finish(w));
+        vkf_gguf_writer_free(w);
+    }
+    b = NULL;
+    VKT_OK(vkf_gguf_open(out, &b));
+    const char *pre = "";
+    if (b) vkf_gguf_get_str(b, "tokenizer.ggml.pre", "", &pre);
+    VKT_CHECK(!strcmp(pre, "qwen2"), "real_qwen3: pre '%s', llama.cpp names it qwen2", pre);
+    vkf_gguf_close(b);
+    remove(out);
     snprintf(cmd, sizeof cmd, "%s/tokenizer.json", dir);
     remove(cmd);
     rmdir(dir);
