@@ -481,11 +481,19 @@ vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, cons
  * output / tied token embedding at Q6_K, attn_v / ffn_down raised in some layers, fallbacks
  * Q5_0 / Q5_1 / Q8_0 / IQ4_NL / F16 when a row length is not a multiple of the block) and the
  * blocks bit-identical to ggml's reference quantizers. The input is an F32 / F16 / BF16 GGUF or
- * a Hugging Face GPT-2 directory (config.json, model.safetensors, vocab.json, merges.txt),
- * converted first as llama.cpp's convert_hf_to_gguf.py does. */
+ * a Hugging Face directory the engine loads, converted first as llama.cpp's convert_hf_to_gguf.py
+ * does: GPT-2 (config.json, model.safetensors, vocab.json, merges.txt) or the llama family
+ * (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM,
+ * Gemma3ForCausalLM, Phi3ForCausalLM; model.safetensors or shards listed by
+ * model.safetensors.index.json): GGUF tensor names, q/k rows permuted for llama's rope, Gemma
+ * norms + 1, rope scaling as rope_freqs / rope_factors_* tensors, the {arch}.* keys, and a
+ * byte-level BPE tokenizer.json (Llama-3, Qwen2/2.5/3, GPT-2 style) as the tokenizer.* keys
+ * (chat template from tokenizer_config.json). Other tokenizers (SentencePiece-style, with byte
+ * fallback) are not converted (only the bos/eos ids are written): load such a file with
+ * vkf_model_params.tokenizer = the HF directory. */
 
 typedef struct vkf_quantize_params {
-    const char *input;  /* source GGUF (F32, F16 or BF16 tensors) or Hugging Face GPT-2 directory */
+    const char *input;  /* source GGUF (F32, F16 or BF16 tensors) or Hugging Face directory */
     const char *output; /* file to write (written as output.part, then renamed) */
     const char *type;   /* llama.cpp's name: Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0,
                            Q4_1, Q5_0, Q5_1, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, IQ4_NL, IQ4_XS, F16,

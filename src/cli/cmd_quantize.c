@@ -36,7 +36,7 @@ int vkf_cmd_quantize(int argc, char **argv) {
         "types by llama.cpp's rules, blocks bit-identical to ggml's reference quantizers. A "
         "progress\n"
         "bar on stderr when it is a terminal, then a summary of the sizes on stdout.\n"
-        "  IN: an F32/F16/BF16 GGUF or a Hugging Face GPT-2 directory\n"
+        "  IN: an F32/F16/BF16 GGUF or a Hugging Face directory (gpt2, llama family)\n"
         "  TYPE: Q4_K_M Q4_K_S Q5_K_M Q5_K_S Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q3_K_L Q3_K_M Q3_K_S\n"
         "        Q2_K IQ4_NL IQ4_XS F16 BF16 F32",
         args,

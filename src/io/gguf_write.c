@@ -218,6 +218,15 @@ vkf_status vkf_gguf_writer_set_f32(vkf_gguf_writer *w, const char *key, float v)
     return add_kv(w, key, &b);
 }
 
+vkf_status vkf_gguf_writer_set_bool(vkf_gguf_writer *w, const char *key, int v) {
+    buf b = {0};
+    uint8_t one = v ? 1 : 0;
+    put_str(&b, key, strlen(key));
+    put_u32(&b, VKF_GGUF_TYPE_BOOL);
+    put(&b, &one, 1);
+    return add_kv(w, key, &b);
+}
+
 vkf_status vkf_gguf_writer_set_arr_str(vkf_gguf_writer *w, const char *key, const char *const *strs,
                                        const size_t *lens, uint64_t n) {
     buf b = {0};

@@ -33,6 +33,7 @@ vkf_status vkf_gguf_writer_copy_kv(vkf_gguf_writer *w, const vkf_gguf_kv *kv);
 vkf_status vkf_gguf_writer_set_u32(vkf_gguf_writer *w, const char *key, uint32_t v);
 vkf_status vkf_gguf_writer_set_str(vkf_gguf_writer *w, const char *key, const char *v);
 vkf_status vkf_gguf_writer_set_f32(vkf_gguf_writer *w, const char *key, float v);
+vkf_status vkf_gguf_writer_set_bool(vkf_gguf_writer *w, const char *key, int v);
 /* Arrays: n strings (lens[i] bytes each, or strlen when lens is NULL); n int32. */
 vkf_status vkf_gguf_writer_set_arr_str(vkf_gguf_writer *w, const char *key, const char *const *strs,
                                        const size_t *lens, uint64_t n);

@@ -136,22 +136,23 @@ static double hf_num(const cJSON *o, const char *key, double def) {
 }
 
 /* llama3 rope scaling as llama.cpp's converter computes rope_freqs: 1 for wavelengths below
- * original/high, factor above original/low, smoothly interpolated between. */
-static void hf_llama3_factors(const vkf_hparams *hp, const cJSON *rs, float *f) {
+ * original/high, factor above original/low, smoothly interpolated between. The converter works
+ * on float32 torch tensors from the frequencies on, so every step after the config's numbers is
+ * f32 here too (the factors then equal its rope_freqs.weight bit for bit). */
+void vkf_hf_llama3_factors(const vkf_hparams *hp, const cJSON *rs, float *f) {
     double factor = hf_num(rs, "factor", 8.0), lo = hf_num(rs, "low_freq_factor", 1.0),
            hi = hf_num(rs, "high_freq_factor", 4.0);
     double old_ctx = hf_num(rs, "original_max_position_embeddings", 8192.0);
     for (int i = 0; i < hp->n_rot / 2; i++) {
-        float freq = (float)(1.0 / pow(hp->rope_base,
-                                       (double)(2 * i) / hp->n_rot)); /* the converter's f32 */
-        double wl = 2.0 * M_PI / freq;
+        float freq = 1.0f / powf((float)hp->rope_base, (float)(2 * i) / (float)hp->n_rot);
+        float wl = (float)(2.0 * M_PI) / freq;
         if (wl < old_ctx / hi)
             f[i] = 1.0f;
         else if (wl > old_ctx / lo)
             f[i] = (float)factor;
         else {
-            double s = (old_ctx / wl - lo) / (hi - lo);
-            f[i] = (float)(1.0 / ((1.0 - s) / factor + s));
+            float s = ((float)old_ctx / wl - (float)lo) / (float)(hi - lo);
+            f[i] = 1.0f / ((1.0f - s) / (float)factor + s);
         }
     }
 }
@@ -285,7 +286,7 @@ static vkf_status hf_rope(vkf_model *m, const vkf_json_config *c, float **factor
     if (!f) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
     vkf_status s = VKF_OK;
     if (strcmp(type, "llama3") == 0) {
-        hf_llama3_factors(hp, rs, f);
+        vkf_hf_llama3_factors(hp, rs, f);
         hp->rope_factors = 1;
     } else {
         s = hf_longrope(m, rs, hp->n_ctx_train, f);

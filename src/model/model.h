@@ -163,6 +163,11 @@ vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir);
 vkf_status vkf_load_gguf(vkf_model *m, const char *path);
 /* Hugging Face llama-family directory (model/load_hf.c) of the architecture desc. */
 vkf_status vkf_load_hf(vkf_model *m, const char *dir, const vkf_arch_desc *desc);
+/* llama3 rope scaling: the n_rot/2 frequency divisors llama.cpp's converter writes as
+ * rope_freqs.weight, from config.json's rope_scaling object rs (a cJSON *); also used by
+ * `vkformer quantize` (model/quantize_hf_llama.c). */
+struct cJSON;
+void vkf_hf_llama3_factors(const vkf_hparams *hp, const struct cJSON *rs, float *f);
 /* Loads the layer and global tensors the descriptor names through get(user, slot, name, t,
  * optional) for every slot with a name in names (desc->gguf or desc->hf); ties the LM head. */
 typedef vkf_status (*vkf_slot_get)(void *user, vkf_arch_t slot, const char *name, vkf_tensor *t,

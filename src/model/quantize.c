@@ -389,7 +389,7 @@ vkf_status vkf_model_quantize(const vkf_quantize_params *p, vkf_quantize_stats *
         if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "quantize: out of memory");
         memcpy(tmp, p->output, n);
         memcpy(tmp + n, ".hf-f32.gguf", 13);
-        vkf_status s = vkf_hf_gpt2_to_gguf(p->input, tmp);
+        vkf_status s = vkf_hf_to_gguf(p->input, tmp);
         if (s != VKF_OK) {
             free(tmp);
             return s;
