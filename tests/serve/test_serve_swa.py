@@ -12,7 +12,10 @@ prompt as token ids:
     window placed anywhere but at the sequence's own position changes the tokens;
   - together: the greedy cases and two sampled requests (seeded, temperature 1, different
     lengths so the sequences sit at different positions) sent at once over 4 slots, each
-    result identical to the same request made alone.
+    result identical to the same request made alone;
+  - prompt cache: a repeated prompt, a follow-up turn (prompt + generated tokens + a new one)
+    and a shared prefix take those rows from a slot's cache (usage.prompt_tokens_details.
+    cached_tokens) and answer as a fresh evaluation (cache_prompt false) does.
 Standard library only.
 """
 import http.client
@@ -98,6 +101,42 @@ def main():
             t.join()
         for i in range(len(reqs)):
             check(together[i] == alone[i], "request %d: together %r != alone %r" % (i, together[i], alone[i]))
+
+        # prompt cache: a slot holds the last prompt and the generated tokens fed back
+        def cached(body):
+            st, js = post("/v1/completions", body)
+            if st != 200:
+                return None, -1
+            return js["choices"][0]["text"], js["usage"]["prompt_tokens_details"]["cached_tokens"]
+        c0 = cases[0]
+        n0 = len(c0["tokens"])
+        # the same prompt again: everything but its last token from the cache, llama.cpp's answer
+        got, nc = cached(reqs[0])
+        check(got == want[0] and nc == n0 - 1, "cached repeat: %d cached, %r" % (nc, got))
+        # a follow-up turn: the prompt, 10 generated tokens, then a token the model did not
+        # choose: prompt + 10 rows come from the cache; the answer equals a fresh evaluation
+        g = c0["greedy_tokens"]
+        turn = c0["tokens"] + g[:10] + [(g[10] + 1) % 512]
+        body = {"prompt": turn, "max_tokens": 12, "temperature": 0}
+        fresh, nf = cached(dict(body, cache_prompt=False))
+        got, nc = cached(body)
+        check(nf == 0 and nc == n0 + 10 and got == fresh,
+              "follow-up: %d cached (want %d; %d without the cache), %r vs fresh %r"
+              % (nc, n0 + 10, nf, got, fresh))
+        # a shared prefix of 12 tokens with other requests in flight (some slots busy)
+        pre = c0["tokens"][:12] + cases[-1]["tokens"][12:30]
+        body = {"prompt": pre, "max_tokens": 16, "temperature": 0}
+        out = [None, None]
+
+        def busy():
+            out[0] = text(reqs[-1])
+        t = threading.Thread(target=busy)
+        t.start()
+        got, nc = cached(body)
+        t.join()
+        fresh, _ = cached(dict(body, cache_prompt=False))
+        check(12 <= nc < len(pre) - 1 and got == fresh and out[0] == alone[-1],
+              "shared prefix: %d cached, %r vs fresh %r" % (nc, got, fresh))
     finally:
         if p.poll() is None:
             p.terminate()
