@@ -43,6 +43,7 @@ struct srv_engine {
     /* prompt cache (engine thread): ctok[b * n_ctx + i] = token at cache row i of slot b, for
      * i < ctok_n[b] <= n_ctx - 1 (an idle slot's step writes its last row) */
     int32_t *ctok, *ctok_n;
+    long *used, n_started; /* used[b]: when slot b last took a request (n_started then) */
 };
 
 srv_req *srv_req_new(void) {
@@ -341,17 +342,20 @@ static int32_t cached_prefix(const srv_engine *e, const srv_req *r, int b) {
     return n;
 }
 
-/* the free slot for r (with the mutex held): the longest cached prefix, the lowest index of
- * equals; -1 when every slot is busy */
+/* the free slot for r (with the mutex held): the longest cached prefix (the lowest index of
+ * equals) when it covers at least half the prompt, else the least recently used free slot (as
+ * llama-server's similarity threshold: a short common start such as BOS does not evict another
+ * conversation); -1 when every slot is busy */
 static int pick_slot(const srv_engine *e, const srv_req *r) {
-    int best = -1;
+    int best = -1, lru = -1;
     int32_t best_n = -1;
     for (int b = 0; b < e->n_slots; b++) {
         if (e->slot[b]) continue;
         int32_t n = cached_prefix(e, r, b);
         if (n > best_n) best = b, best_n = n;
+        if (lru < 0 || e->used[b] < e->used[lru]) lru = b;
     }
-    return best;
+    return best >= 0 && 2 * (int64_t)best_n >= r->n_prompt ? best : lru;
 }
 
 /* slot b's cache row i now holds token t (rows before it still valid) */
@@ -370,6 +374,7 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
         st = vkf_sampler_accept(r->smp, r->prompt[i]);
     float *row = e->logits + (size_t)b * e->n_vocab;
     int32_t keep = cached_prefix(e, r, b);
+    e->used[b] = ++e->n_started;
     r->n_cached = keep;
     e->ctok_n[b] = keep; /* rows past it are rewritten now */
     if (st == VKF_OK)
@@ -472,7 +477,9 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
     e->pos = calloc((size_t)e->n_slots, sizeof *e->pos);
     e->ctok = malloc((size_t)e->n_slots * (size_t)e->n_ctx * sizeof *e->ctok);
     e->ctok_n = calloc((size_t)e->n_slots, sizeof *e->ctok_n);
-    if (st == VKF_OK && (!e->slot || !e->logits || !e->tok || !e->pos || !e->ctok || !e->ctok_n))
+    e->used = calloc((size_t)e->n_slots, sizeof *e->used);
+    if (st == VKF_OK &&
+        (!e->slot || !e->logits || !e->tok || !e->pos || !e->ctok || !e->ctok_n || !e->used))
         st = VKF_ERROR_OUT_OF_MEMORY;
     if (st == VKF_OK) { /* warm-up: builds the batched graph now, and fails here if it cannot */
         for (int b = 0; b < e->n_slots; b++)
@@ -496,6 +503,7 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
         free(e->pos);
         free(e->ctok);
         free(e->ctok_n);
+        free(e->used);
         free(e);
         return st;
     }
@@ -519,5 +527,6 @@ void srv_engine_stop(srv_engine *e) {
     free(e->pos);
     free(e->ctok);
     free(e->ctok_n);
+    free(e->used);
     free(e);
 }

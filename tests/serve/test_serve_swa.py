@@ -113,6 +113,8 @@ def main():
         # the same prompt again: everything but its last token from the cache, llama.cpp's answer
         got, nc = cached(reqs[0])
         check(got == want[0] and nc == n0 - 1, "cached repeat: %d cached, %r" % (nc, got))
+        # an unrelated request in between (only BOS in common) takes another slot
+        cached({"prompt": c0["tokens"][:1] + [5, 6, 7, 8], "max_tokens": 2, "temperature": 0})
         # a follow-up turn: the prompt, 10 generated tokens, then a token the model did not
         # choose: prompt + 10 rows come from the cache; the answer equals a fresh evaluation
         g = c0["greedy_tokens"]
@@ -123,8 +125,9 @@ def main():
         check(nf == 0 and nc == n0 + 10 and got == fresh,
               "follow-up: %d cached (want %d; %d without the cache), %r vs fresh %r"
               % (nc, n0 + 10, nf, got, fresh))
-        # a shared prefix of 12 tokens with other requests in flight (some slots busy)
-        pre = c0["tokens"][:12] + cases[-1]["tokens"][12:30]
+        # a shared prefix of 20 tokens (at least half the prompt: the slot is reused) with
+        # another request in flight
+        pre = c0["tokens"][:20] + cases[-1]["tokens"][20:30]
         body = {"prompt": pre, "max_tokens": 16, "temperature": 0}
         out = [None, None]
 
@@ -135,7 +138,7 @@ def main():
         got, nc = cached(body)
         t.join()
         fresh, _ = cached(dict(body, cache_prompt=False))
-        check(12 <= nc < len(pre) - 1 and got == fresh and out[0] == alone[-1],
+        check(20 <= nc < len(pre) - 1 and got == fresh and out[0] == alone[-1],
               "shared prefix: %d cached, %r vs fresh %r" % (nc, got, fresh))
     finally:
         if p.poll() is None:
