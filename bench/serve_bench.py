@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Aggregate throughput of `vkformer serve` for 1, 4 and 8 concurrent streams.
 
-Usage: bench/serve_bench.py VKFORMER MODEL [-np 8] [-n 64] [-r 3] [-- extra serve flags]
+Usage: bench/serve_bench.py VKFORMER MODEL [-np 8] [-n 64] [-r 3] [--cache] [-- extra serve flags]
 
 Starts the server (-np slots, --port 0), warms it up (graph building, pipeline compilation),
 then for each stream count S in 1, 4, 8 (those <= -np) sends S streaming /v1/completions
@@ -10,6 +10,10 @@ avoided by counting what came back), and reports per run: aggregate generated to
 time from the first request to the last [DONE], mean time to first token, and tokens/s per
 stream. The best of -r repetitions is reported (the VM is shared: the best is the least
 disturbed). Standard library only.
+
+--cache instead: the prompt cache. Requests that share all but their last few characters with
+the previous one (a long prompt, then " 0", " 1", ...; one token generated), with cache_prompt
+false and true: the median time of 2*r+1 requests and the prompt tokens taken from the cache.
 """
 import http.client
 import json
@@ -72,6 +76,26 @@ def run(port, streams, n, seed):
     return toks / wall, sum(o[2] for o in out) / len(out), [o[3] / (o[1] - o[0]) for o in out], toks
 
 
+def cache_run(port, reps):
+    text = " ".join(PROMPTS) + ". "
+    prompt = (text * (1 + 200 // len(text)))[:200]
+    print("| cache_prompt | prompt tokens | cached tokens | median time ms |")
+    print("|---|---:|---:|---:|")
+    for cp in (False, True):
+        ts, u = [], None
+        for i in range(2 * reps + 2):
+            body = {"prompt": prompt + " %d" % i, "max_tokens": 1, "temperature": 0, "cache_prompt": cp}
+            t0 = time.time()
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+            u = json.loads(c.getresponse().read())["usage"]
+            c.close()
+            if i > 0:  # the first fills the cache
+                ts.append(time.time() - t0)
+        print("| %s | %d | %d | %.1f |" % ("true" if cp else "false", u["prompt_tokens"],
+                                          u["prompt_tokens_details"]["cached_tokens"], sorted(ts)[reps] * 1000))
+
+
 def main():
     args = sys.argv[1:]
     extra = []
@@ -86,6 +110,10 @@ def main():
     p, port, dev = start(exe, model, opt["-np"], extra)
     try:
         run(port, min(opt["-np"], 8), 8, 0)  # warm-up: every graph shape built once
+        if "--cache" in args:
+            print("model %s, device %s, -np %d, prompt cache" % (model, dev, opt["-np"]))
+            cache_run(port, opt["-r"])
+            return
         print("model %s, device %s, -np %d, %d tokens per stream, best of %d" % (model, dev, opt["-np"], opt["-n"], opt["-r"]))
         print("| streams | aggregate t/s | per stream t/s | mean time to first token ms | tokens |")
         print("|---:|---:|---:|---:|---:|")

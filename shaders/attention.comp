@@ -4,7 +4,8 @@
  *   keys j < n_keys (n_past + n_q when kv_dyn, else n_kv; capped at n_kv), j < len[b] when
  *   key lengths are given, j <= q_pos(i) when causal, and j > q_pos(i) - window when the
  *   sliding window is on (a mask: the key loop starts there), where
- *   q_pos(i) = n_past + i (kv_dyn), else i + n_kv - n_q (causal), else i;
+ *   q_pos(i) = n_past + i (kv_dyn), else i + n_kv - n_q (causal), else i; len[b] - n_q + i
+ *   when has_len bit 1 is set (len_pos: serve's batched step, sequences at their own positions);
  *   out = sum_j softmax_j(cap(scale * q.k_j)) v_j, zeros when no key is visible; cap is the
  *   soft-cap softcap * tanh(s / softcap) when softcap > 0.
  * Query head h reads KV head h / (n_head / n_kv_head) (GQA). Keys are processed in blocks of
@@ -97,6 +98,8 @@ void main() {
         if (p.has_len != 0u) klen = min(klen, lens[p.len_off + p.b0 + b]);
         int qpos = p.kv_dyn != 0u ? n_past + int(i)
                                   : (p.causal != 0u ? int(i) + int(p.n_kv) - int(p.n_q) : int(i));
+        if ((p.has_len & 2u) != 0u) /* serve batching: the sequence's own position */
+            qpos = lens[p.len_off + p.b0 + b] - int(p.n_q) + int(i);
         int jmax = klen;
         if (p.causal != 0u) jmax = min(jmax, qpos + 1);
         int jmin = p.window > 0u ? max(qpos - int(p.window) + 1, 0) : 0;

@@ -16,7 +16,8 @@
  * drivers is no faster than the texel loads and costs barriers. HG > 1 (VKF_ATTN_HG) reads each
  * K/V row once for several query heads; it is off by default (slower on lavapipe).
  *
- * Sliding window and soft-cap as attention.comp: the key loops start at the window's first key.
+ * Sliding window, soft-cap and len_pos (has_len bit 1) as attention.comp: the key loops start
+ * at the window's first key.
  *
  * Requires head_dim, every offset and stride multiples of 4 (host-checked) and head_dim <=
  * 4 * S * MAXT. Bindings: 1 dst (f32 buffer), 2 q, 3 k, 4 v (texels of f32), 5 key lengths
@@ -67,6 +68,7 @@ void main() {
     int klen = min(p.kv_dyn != 0u ? n_past + int(p.n_q) : int(p.n_kv), int(p.n_kv));
     if (p.has_len != 0u) klen = min(klen, lens[p.len_off + p.b0 + b]);
     int qpos = p.kv_dyn != 0u ? n_past + int(i) : (p.causal != 0u ? int(i) + int(p.n_kv) - int(p.n_q) : int(i));
+    if ((p.has_len & 2u) != 0u) qpos = lens[p.len_off + p.b0 + b] - int(p.n_q) + int(i); /* len_pos (serve) */
     int jend = p.causal != 0u ? min(klen, qpos + 1) : klen;
     int jmin = p.window > 0u ? max(qpos - int(p.window) + 1, 0) : 0;
     uint ko = (p.k_off + b * p.kv_stride * p.k_stride + kvh * p.head_dim) >> 2;

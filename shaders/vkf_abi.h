@@ -144,7 +144,8 @@ VKF_PC(vkf_pc_attn) {
     VKF_U32 k_off, k_stride;
     VKF_U32 v_off, v_stride;
     VKF_U32 d_off, d_stride;
-    VKF_U32 has_len, len_off;
+    VKF_U32 has_len, len_off; /* has_len bit 0: key lengths bound; bit 1 (len_pos, serve
+                                 batching): q_pos(i) = len[b] - n_q + i */
     VKF_U32 b0;     /* global index of this dispatch's first sequence */
     VKF_U32 j0, jn; /* keys [j0, j0 + jn) of each sequence are bound (K/V row 0 = key j0) */
     VKF_U32 carry;  /* bit 0: continue from the state of the previous key chunk (dst + state),

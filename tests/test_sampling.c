@@ -254,8 +254,15 @@ static void test_sessions(vkf_context *ctx, const char *backend, void *user) {
     const float tol = 1e-3f;
     float *ref = malloc((size_t)V * sizeof *ref), *lg = malloc((size_t)3 * V * sizeof *lg);
     float *solo = malloc((size_t)3 * V * sizeof *solo);
-    int32_t seqs[3][16] = {{1, 5, 9, 2, 7}, {3, 3, 4}, {11, 2, 6, 8, 1, 4, 10}};
+    int32_t seqs[3][32] = {{1, 5, 9, 2, 7}, {3, 3, 4}, {11, 2, 6, 8, 1, 4, 10}};
     int len[3] = {5, 3, 7};
+    if (strstr(path, "gemma")) { /* serve, sliding windows (issue 14): sequences of 21, 12 and
+                                  * 17 tokens, past the fixtures' window of 8 */
+        len[0] = 21, len[1] = 12, len[2] = 17;
+        for (int b = 0; b < 3; b++)
+            for (int i = 0; i < len[b]; i++)
+                seqs[b][i] = 2 + (7 * i + 31 * b + i * i) % 400;
+    }
     for (int b = 0; b < 3; b++)
         for (int i = 0; i < len[b]; i++)
             seqs[b][i] %= V;
@@ -330,5 +337,12 @@ int main(void) {
     snprintf(gpt2, sizeof gpt2, "%s/models/kjv-gpt", VKF_SOURCE_DIR);
     vkt_for_each_backend(test_sessions, llama);
     vkt_for_each_backend(test_sessions, gpt2);
+    /* serve on sliding-window models (issue 14): the batched step's window at each sequence's
+     * own position, against the single-sequence path */
+    static char gemma2[1024], gemma3[1024];
+    snprintf(gemma2, sizeof gemma2, "%s", vkt_fixture("arch/gemma2-f32.gguf"));
+    snprintf(gemma3, sizeof gemma3, "%s", vkt_fixture("arch/gemma3-f32.gguf"));
+    vkt_for_each_backend(test_sessions, gemma2);
+    vkt_for_each_backend(test_sessions, gemma3);
     return vkt_finish();
 }

@@ -52,7 +52,7 @@ static vkf_op_params attn(int b, int nq, int nkv, int stride, int h, int hkv, in
     vkf_op_params p;
     memset(&p, 0, sizeof p);
     p.attn = (vkf_attn_params){
-        b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd), 0, 0.0f};
+        b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd), 0, 0.0f, 0};
     return p;
 }
 
@@ -62,6 +62,15 @@ static vkf_op_params attn_swa(int b, int nq, int nkv, int stride, int h, int hkv
     vkf_op_params p = attn(b, nq, nkv, stride, h, hkv, hd, 1, dyn);
     p.attn.window = window;
     p.attn.softcap = softcap;
+    return p;
+}
+
+/* serve's batched step (len_pos): sequences at their own positions key_len[b] - n_q + i, the
+ * causal limit and the window placed there */
+static vkf_op_params attn_lenpos(int b, int nq, int nkv, int stride, int h, int hkv, int hd,
+                                 int window, float softcap) {
+    vkf_op_params p = attn_swa(b, nq, nkv, stride, h, hkv, hd, 0, window, softcap);
+    p.attn.len_pos = 1;
     return p;
 }
 
@@ -249,6 +258,15 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         attn_swa(2, 17, 17, 20, 4, 2, 64, 0, 5, 30.0f), THR_ATTN, WHY_ATTN);
     ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 40, attn_swa(1, 1, 64, 64, 2, 1, 256, 1, 4096, 2.0f),
         THR_ATTN, WHY_ATTN);
+    /* serve batching (len_pos): one query per sequence at its own position (random key
+     * lengths, one full), windows shorter than most lengths; texel decode (head_dim 64, GQA),
+     * the general kernel (head_dim 80), F16 below; several queries per sequence */
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0,
+        attn_lenpos(8, 1, 300, 320, 8, 2, 64, 16, 0.0f), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0,
+        attn_lenpos(5, 1, 129, 129, 4, 4, 80, 7, 30.0f), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn_lenpos(3, 4, 64, 64, 2, 1, 32, 5, 0.0f),
+        THR_ATTN, WHY_ATTN);
 
     /* KV-cache writes */
     memset(&p, 0, sizeof p);
@@ -266,6 +284,8 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 200, attn(1, 33, 512, 512, 8, 8, 64, 1, 1), THR_ATTN, WHY_ATTN);
     ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0, attn_swa(2, 17, 17, 20, 4, 2, 64, 0, 5, 30.0f), THR_ATTN,
         WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0,
+        attn_lenpos(4, 1, 200, 200, 4, 2, 64, 9, 0.0f), THR_ATTN, WHY_ATTN); /* serve, F16 */
 
     *out = v;
     return n;
@@ -300,6 +320,8 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
         if (k > 0 && (size_t)k < n && c->wtype == VKF_DTYPE_F16) k += snprintf(buf + k, n - (size_t)k, " kv=f16");
         if (k > 0 && (size_t)k < n && p->attn.window)
             k += snprintf(buf + k, n - (size_t)k, " window=%d", p->attn.window);
+        if (k > 0 && (size_t)k < n && p->attn.len_pos)
+            k += snprintf(buf + k, n - (size_t)k, " lenpos");
         if (k > 0 && (size_t)k < n && p->attn.softcap > 0)
             k += snprintf(buf + k, n - (size_t)k, " softcap=%g", (double)p->attn.softcap);
         break;

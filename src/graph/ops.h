@@ -94,7 +94,10 @@ typedef struct vkf_attn_params {
                        and window-1 earlier keys; gemma2/3 local layers); 0: no window */
     float softcap;  /* > 0: scores s = scale q.k become softcap * tanh(s / softcap) before
                        the softmax (gemma2 attention-logit soft-cap); 0: none */
-} /* query position q_pos(i) = n_past + i when kv_dyn, else i + (n_kv - n_q) if causal */
+    int32_t len_pos; /* serve batching, with key lengths (src3): sequences at their own
+                        positions, q_pos(i) = key_len[b] - n_q + i (causal limit and window) */
+} /* query position q_pos(i) = n_past + i when kv_dyn, else i + (n_kv - n_q) if causal; with
+   * len_pos, key_len[b] - n_q + i */
 vkf_attn_params;
 
 typedef union vkf_op_params {

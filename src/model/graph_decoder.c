@@ -206,8 +206,12 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
         vc = vkf_gb_view(b, vc, (int64_t)sg->seq0 * s->n_ctx, (int64_t)B * s->n_ctx, 0, kvd);
     }
     /* serve's batched step: sequence b sees its first key_lens[b] keys, with a static key count
-     * so that its result does not depend on the other sequences' positions */
-    if (sg->flags & VKF_SG_PERSEQ) ap.kv_dyn = 0;
+     * so that its result does not depend on the other sequences' positions; its query sits at
+     * position key_lens[b] - 1 (len_pos), where the sliding window is placed */
+    if (sg->flags & VKF_SG_PERSEQ) {
+        ap.kv_dyn = 0;
+        ap.len_pos = 1;
+    }
     vkf_tensor *at = vkf_gb_attention(b, q, kc, vc, lens, &ap, NM("attn"));
     vkf_tensor *o = vkf_gb_matmul(b, at, &L->self.wo, &L->self.bo, NM("attn_out"));
     if (a->post_norms) o = vkf_gb_rmsnorm(b, o, &L->post_attn_norm, hp->eps, NM("post_attn_norm"));

@@ -260,6 +260,8 @@ int srv_api_parse(const srv_config *c, int chat, const char *body, size_t len, s
         goto done;
     }
     if (get_bool(j, "stream", &r->stream, err, en) < 0) goto done;
+    r->cache_prompt = 1; /* llama-server's field and default */
+    if (get_bool(j, "cache_prompt", &r->cache_prompt, err, en) < 0) goto done;
     /* stop strings */
     const cJSON *stop = cJSON_GetObjectItemCaseSensitive(j, "stop");
     if (cJSON_IsString(stop)) {
@@ -309,6 +311,8 @@ static cJSON *usage(const srv_req *r) {
     cJSON_AddNumberToObject(u, "prompt_tokens", r->n_prompt);
     cJSON_AddNumberToObject(u, "completion_tokens", r->n_gen);
     cJSON_AddNumberToObject(u, "total_tokens", r->n_prompt + r->n_gen);
+    cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details"); /* OpenAI's field */
+    if (d) cJSON_AddNumberToObject(d, "cached_tokens", r->n_cached);
     return u;
 }
 

@@ -63,7 +63,9 @@ int vkf_cmd_serve(int argc, char **argv) {
         "An OpenAI-compatible HTTP server: POST /v1/chat/completions and /v1/completions "
         "(stream: server-sent events), GET /v1/models, GET /health, POST /tokenize and "
         "/detokenize. Requests run in -np slots decoded together (continuous batching); a "
-        "request gives the same tokens alone or with others (same seed). SIGINT/SIGTERM stop "
+        "request gives the same tokens alone or with others (same seed). A prompt reuses the "
+        "longest prefix a free slot's cache holds (request field cache_prompt, default true; "
+        "usage.prompt_tokens_details.cached_tokens). SIGINT/SIGTERM stop "
         "taking requests, finish those in flight, and exit.",
         args,
         .epilog = "example: vkformer serve -m models/kjv-gpt -np 4 --port 8080\n"

@@ -9,7 +9,13 @@
  *      finishes, without waiting for the others (continuous batching).
  * A request's tokens do not depend on the other slots: the batched graph always has n_slots
  * rows (idle ones included) and each slot has its own sampler, so the same request with the
- * same seed gives the same tokens alone or in company. */
+ * same seed gives the same tokens alone or in company.
+ *
+ * Prompt cache: each slot remembers the tokens its cache rows hold (the last request's prompt
+ * and the generated tokens fed back). A queued request takes the free slot holding the longest
+ * prefix of its prompt and evaluates only the rest (cache_prompt, on by default as in
+ * llama-server; at least its last token, for the logits). The cached rows are the same values
+ * a fresh evaluation computes, up to float rounding (the prompt is evaluated in other chunks). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +40,10 @@ struct srv_engine {
     long n_done, n_cancelled; /* requests finished, of which cancelled (/health) */
     float *logits;            /* [n_slots * n_vocab] */
     int32_t *tok, *pos;
+    /* prompt cache (engine thread): ctok[b * n_ctx + i] = token at cache row i of slot b, for
+     * i < ctok_n[b] <= n_ctx - 1 (an idle slot's step writes its last row) */
+    int32_t *ctok, *ctok_n;
+    long *used, n_started; /* used[b]: when slot b last took a request (n_started then) */
 };
 
 srv_req *srv_req_new(void) {
@@ -320,7 +330,42 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
     return 0;
 }
 
-/* Prefill: r's prompt into slot b, then its first token. */
+/* ------------------------------------------------------------------ prompt cache */
+
+/* tokens of r's prompt that slot b's cache holds, leaving at least the last to evaluate */
+static int32_t cached_prefix(const srv_engine *e, const srv_req *r, int b) {
+    if (!r->cache_prompt) return 0;
+    const int32_t *c = e->ctok + (size_t)b * e->n_ctx;
+    int32_t n = 0, lim = e->ctok_n[b] < r->n_prompt - 1 ? e->ctok_n[b] : r->n_prompt - 1;
+    while (n < lim && c[n] == r->prompt[n])
+        n++;
+    return n;
+}
+
+/* the free slot for r (with the mutex held): the longest cached prefix (the lowest index of
+ * equals) when it covers at least half the prompt, else the least recently used free slot (as
+ * llama-server's similarity threshold: a short common start such as BOS does not evict another
+ * conversation); -1 when every slot is busy */
+static int pick_slot(const srv_engine *e, const srv_req *r) {
+    int best = -1, lru = -1;
+    int32_t best_n = -1;
+    for (int b = 0; b < e->n_slots; b++) {
+        if (e->slot[b]) continue;
+        int32_t n = cached_prefix(e, r, b);
+        if (n > best_n) best = b, best_n = n;
+        if (lru < 0 || e->used[b] < e->used[lru]) lru = b;
+    }
+    return best >= 0 && 2 * (int64_t)best_n >= r->n_prompt ? best : lru;
+}
+
+/* slot b's cache row i now holds token t (rows before it still valid) */
+static void cache_note(srv_engine *e, int b, int32_t i, int32_t t) {
+    if (i >= e->n_ctx - 1) return; /* the last row is written by idle steps */
+    e->ctok[(size_t)b * e->n_ctx + i] = t;
+    e->ctok_n[b] = i + 1;
+}
+
+/* Prefill: r's prompt into slot b (past what the slot's cache holds), then its first token. */
 static void start_request(srv_engine *e, srv_req *r, int b) {
     vkf_status st = vkf_sampler_create(&r->sp, &r->smp);
     if (st == VKF_OK)
@@ -328,8 +373,17 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
     for (int32_t i = 0; st == VKF_OK && i < r->n_prompt; i++)
         st = vkf_sampler_accept(r->smp, r->prompt[i]);
     float *row = e->logits + (size_t)b * e->n_vocab;
-    if (st == VKF_OK) st = vkf_session_seq_eval(e->s, b, 0, r->prompt, r->n_prompt, row);
+    int32_t keep = cached_prefix(e, r, b);
+    e->used[b] = ++e->n_started;
+    r->n_cached = keep;
+    e->ctok_n[b] = keep; /* rows past it are rewritten now */
+    if (st == VKF_OK)
+        st = vkf_session_seq_eval(e->s, b, keep, r->prompt + keep, r->n_prompt - keep, row);
+    if (st == VKF_OK)
+        for (int32_t i = keep; i < r->n_prompt; i++)
+            cache_note(e, b, i, r->prompt[i]);
     if (st != VKF_OK) {
+        e->ctok_n[b] = 0;
         pthread_mutex_lock(&e->mu);
         snprintf(r->err, sizeof r->err, "%s", vkf_last_error());
         finish(e, r, SRV_FINISH_ERROR);
@@ -347,16 +401,14 @@ static void *engine_main(void *arg) {
         /* 1. cancelled slots leave */
         for (int b = 0; b < e->n_slots; b++)
             if (e->slot[b] && e->slot[b]->cancel) finish(e, e->slot[b], SRV_FINISH_CANCELLED);
-        /* 2. queued requests take free slots */
-        for (int b = 0; b < e->n_slots && e->q_head; b++) {
-            if (e->slot[b]) continue;
+        /* 2. queued requests take free slots (the one caching most of the prompt) */
+        for (int b; e->q_head && (b = pick_slot(e, e->q_head)) >= 0;) {
             srv_req *r = e->q_head;
             e->q_head = r->next;
             if (!e->q_head) e->q_tail = NULL;
             e->n_queued--;
             if (r->cancel) {
                 finish(e, r, SRV_FINISH_CANCELLED);
-                b--;
                 continue;
             }
             r->slot = b;
@@ -390,12 +442,14 @@ static void *engine_main(void *arg) {
             srv_req *r = e->slot[b]; /* only this thread empties slots */
             if (!r) continue;
             if (st != VKF_OK) {
+                e->ctok_n[b] = 0;
                 pthread_mutex_lock(&e->mu);
                 snprintf(r->err, sizeof r->err, "%s", msg);
                 finish(e, r, SRV_FINISH_ERROR);
                 pthread_mutex_unlock(&e->mu);
                 continue;
             }
+            cache_note(e, b, r->pos, r->last);
             r->pos++; /* r->last is in the cache now */
             take_token(e, r, e->logits + (size_t)b * e->n_vocab);
         }
@@ -421,7 +475,11 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
     e->logits = malloc((size_t)e->n_slots * (size_t)e->n_vocab * sizeof *e->logits);
     e->tok = calloc((size_t)e->n_slots, sizeof *e->tok);
     e->pos = calloc((size_t)e->n_slots, sizeof *e->pos);
-    if (st == VKF_OK && (!e->slot || !e->logits || !e->tok || !e->pos))
+    e->ctok = malloc((size_t)e->n_slots * (size_t)e->n_ctx * sizeof *e->ctok);
+    e->ctok_n = calloc((size_t)e->n_slots, sizeof *e->ctok_n);
+    e->used = calloc((size_t)e->n_slots, sizeof *e->used);
+    if (st == VKF_OK &&
+        (!e->slot || !e->logits || !e->tok || !e->pos || !e->ctok || !e->ctok_n || !e->used))
         st = VKF_ERROR_OUT_OF_MEMORY;
     if (st == VKF_OK) { /* warm-up: builds the batched graph now, and fails here if it cannot */
         for (int b = 0; b < e->n_slots; b++)
@@ -443,6 +501,9 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
         free(e->logits);
         free(e->tok);
         free(e->pos);
+        free(e->ctok);
+        free(e->ctok_n);
+        free(e->used);
         free(e);
         return st;
     }
@@ -464,5 +525,8 @@ void srv_engine_stop(srv_engine *e) {
     free(e->logits);
     free(e->tok);
     free(e->pos);
+    free(e->ctok);
+    free(e->ctok_n);
+    free(e->used);
     free(e);
 }

@@ -214,6 +214,8 @@ static vkf_status ggml_attention(const vkf_node *nd, int32_t n_past) {
         for (int i = 0; i < p->n_q; i++) {
             int64_t qpos =
                 p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
+            if (lens && p->len_pos) /* serve batching: the sequence's own position */
+                qpos = (int64_t)((const int32_t *)row_f32(lens, 0))[b] - p->n_q + i;
             int64_t jmax = klen;
             if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
             for (int h = 0; h < p->n_head; h++) {

@@ -217,7 +217,8 @@ static vkf_status op_log_softmax(const vkf_node *nd) {
 /* For each sequence b, head h and query i:
  *   out = sum_j softmax_j(cap(scale * q·k_j)) v_j over the keys j that query i may see:
  *   j < n_keys, j < key_len[b], j <= q_pos(i) when causal, j > q_pos(i) - window when the
- *   sliding window is on; cap is the soft-cap (or the identity). */
+ *   sliding window is on; cap is the soft-cap (or the identity). With len_pos (serve's batched
+ *   step) each sequence's queries sit at its own positions: q_pos(i) = key_len[b] - n_q + i. */
 /* Row r of a K or V cache as f32: the row itself (F32), or converted into buf (F16). */
 static const float *kv_row(const vkf_tensor *t, int64_t r, float *buf) {
     if (t->dtype != VKF_DTYPE_F16) return row_f32(t, r);
@@ -248,6 +249,7 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
         if (lens && row_i32(lens, 0)[b] < klen) klen = row_i32(lens, 0)[b];
         for (int i = 0; i < p->n_q; i++) {
             int64_t qpos = p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
+            if (lens && p->len_pos) qpos = (int64_t)row_i32(lens, 0)[b] - p->n_q + i; /* serve */
             int64_t jmax = klen, jmin = 0;
             if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
             if (p->window > 0 && qpos - p->window + 1 > 0) jmin = qpos - p->window + 1;

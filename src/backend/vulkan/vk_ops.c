@@ -1081,7 +1081,7 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
             if (lens) {
                 VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
                 VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
-                pc.has_len = 1;
+                pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
             }
             VKF_TRY(vkf_vk_window(r, state, 0, st_bytes, 1, &win[5]));
             pc.s_off = (uint32_t)(win[5].delta / 4);
@@ -1175,7 +1175,7 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     if (lens) {
         VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
         VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
-        pc.has_len = 1;
+        pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
     }
     vkf_vk_attn_pc(n, &pc);
     pc.batch = (uint32_t)ap->batch;
@@ -1229,7 +1229,7 @@ static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
         if (lens) {
             VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
             VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
-            pc.has_len = 1;
+            pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
         }
         vkf_vk_attn_pc(n, &pc);
         pc.batch = (uint32_t)bc;
