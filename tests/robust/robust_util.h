@@ -260,10 +260,7 @@ typedef struct rb_counter {
 
 static rb_counter *g_rb_counter; /* one counted context per test process */
 
-static vkf_status rb_c_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usage, vkf_buffer **out) {
-    rb_counter *c = g_rb_counter;
-    vkf_status s = c->inner->buffer_alloc(be, size, usage, out);
-    if (s != VKF_OK) return s;
+static void rb_c_record(rb_counter *c, vkf_buffer *b, size_t size) {
     if (c->n_live == c->cap_live) {
         size_t cap = c->cap_live ? 2 * c->cap_live : 256;
         rb_live *nl = realloc(c->live, cap * sizeof *nl);
@@ -271,10 +268,26 @@ static vkf_status rb_c_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usag
         c->live = nl;
         c->cap_live = cap;
     }
-    c->live[c->n_live++] = (rb_live){*out, size};
+    c->live[c->n_live++] = (rb_live){b, size};
     c->live_bytes += (int64_t)size;
     c->allocs++;
     if (c->live_bytes > c->peak_bytes) c->peak_bytes = c->live_bytes;
+}
+
+static vkf_status rb_c_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usage, vkf_buffer **out) {
+    rb_counter *c = g_rb_counter;
+    vkf_status s = c->inner->buffer_alloc(be, size, usage, out);
+    if (s == VKF_OK) rb_c_record(c, *out, size);
+    return s;
+}
+
+/* weights used in place (the file's mapping imported): counted like allocations, so that their
+ * frees are known and a leaked import shows */
+static vkf_status rb_c_import(vkf_backend *be, const void *p, size_t n, const void *region, size_t region_size,
+                              vkf_buffer **out) {
+    rb_counter *c = g_rb_counter;
+    vkf_status s = c->inner->buffer_import(be, p, n, region, region_size, out);
+    if (s == VKF_OK) rb_c_record(c, *out, n);
     return s;
 }
 
@@ -300,6 +313,7 @@ static RB_UNUSED void rb_counter_install(vkf_context *ctx, rb_counter *c) {
     c->iface = *ctx->be->i;
     c->iface.buffer_alloc = rb_c_alloc;
     c->iface.buffer_free = rb_c_free;
+    if (c->inner->buffer_import) c->iface.buffer_import = rb_c_import;
     g_rb_counter = c;
     ctx->be->i = &c->iface;
 }
