@@ -156,6 +156,7 @@ void main() {
         int klt = min(p.kv_dyn != 0u ? n_past + int(p.n_q) : int(p.n_kv), int(p.n_kv));
         if (p.has_len != 0u) klt = min(klt, lens[p.len_off + p.b0 + bt]);
         int qpt = p.kv_dyn != 0u ? n_past + int(it) : (p.causal != 0u ? int(it) + int(p.n_kv) - int(p.n_q) : int(it));
+        if ((p.has_len & 2u) != 0u) qpt = lens[p.len_off + p.b0 + bt] - int(p.n_q) + int(it); /* len_pos (serve) */
         int jet = p.causal != 0u ? min(klt, qpt + 1) : klt;
         int jmt = p.window > 0u ? max(qpt - int(p.window) + 1, 0) : 0;
         uint kot = (p.k_off + bt * p.kv_stride * p.k_stride + kvh * p.head_dim) >> 2;
