@@ -32,11 +32,11 @@
 #define VKF_BENCH_MAX_MODELS 8
 
 typedef struct vkf_bench_result {
-    char model[512];       /* file as given */
-    char model_type[96];   /* "llama F32" */
-    double model_size;     /* bytes of weights on the backend */
+    char model[512];     /* file as given */
+    char model_type[96]; /* "llama F32" */
+    double model_size;   /* bytes of weights on the backend */
     double model_n_params;
-    char backend[16];      /* "Vulkan" or "CPU" */
+    char backend[16]; /* "Vulkan" or "CPU" */
     char device[256];
     char driver[256];
     char wtype[16];
@@ -62,8 +62,8 @@ typedef struct vkf_bench_opts {
     const char *device;
     int profile;
     int warmup;
-    int quiet; /* no progress lines on stderr */
-    int no_mmap; /* vkf_model_params.no_mmap */
+    int quiet;      /* no progress lines on stderr */
+    int no_mmap;    /* vkf_model_params.no_mmap */
     int cache_type; /* vkf_cache_type (-ctk / -ctv / --cache-type) */
 } vkf_bench_opts;
 
@@ -78,15 +78,17 @@ static int32_t vkf_bench_rand_token(int32_t n_vocab) {
 }
 
 /* Fills the session with `depth` untimed tokens after a reset. */
-static vkf_status vkf_bench_fill_depth(vkf_session *s, const int32_t *toks, int depth, float *logits) {
+static vkf_status vkf_bench_fill_depth(vkf_session *s, const int32_t *toks, int depth,
+                                       float *logits) {
     vkf_session_reset(s);
     if (depth <= 0) return VKF_OK;
     return vkf_session_eval_last(s, toks, depth, logits);
 }
 
 /* One timed run of pp N or tg N; *ms gets its wall time. */
-static vkf_status vkf_bench_run_once(vkf_session *s, const int32_t *toks, int depth, int n_prompt, int n_gen,
-                                     int32_t n_vocab, float *logits, double *ms, double *cpu) {
+static vkf_status vkf_bench_run_once(vkf_session *s, const int32_t *toks, int depth, int n_prompt,
+                                     int n_gen, int32_t n_vocab, float *logits, double *ms,
+                                     double *cpu) {
     VKF_TRY(vkf_bench_fill_depth(s, toks, depth, logits));
     const int32_t *t = toks + depth;
     double c0 = vkf_bench_cpu_ms();
@@ -108,8 +110,10 @@ static vkf_status vkf_bench_run_once(vkf_session *s, const int32_t *toks, int de
 /* ---------------------------------------------------------------- output */
 
 static const char *vkf_bench_test_name(const vkf_bench_result *r, char *buf, size_t n) {
-    if (r->n_prompt > 0) snprintf(buf, n, "pp%d", r->n_prompt);
-    else snprintf(buf, n, "tg%d", r->n_gen);
+    if (r->n_prompt > 0)
+        snprintf(buf, n, "pp%d", r->n_prompt);
+    else
+        snprintf(buf, n, "tg%d", r->n_gen);
     if (r->n_depth > 0) {
         size_t l = strlen(buf);
         snprintf(buf + l, n - l, " @ d%d", r->n_depth);
@@ -125,19 +129,21 @@ static void vkf_bench_print_md(const vkf_bench_result *res, int n) {
         char sz[32], np[32], tn[48];
         vkf_bench_fmt_bytes(r->model_size, sz, sizeof sz);
         vkf_bench_fmt_count(r->model_n_params, np, sizeof np);
-        printf("| %s | %s | %s | %s | %s | %s | %.2f ± %.2f |\n", r->model_type, sz, np, r->backend, r->device,
-               vkf_bench_test_name(r, tn, sizeof tn), r->avg_ts, r->stddev_ts);
+        printf("| %s | %s | %s | %s | %s | %s | %.2f ± %.2f |\n", r->model_type, sz, np, r->backend,
+               r->device, vkf_bench_test_name(r, tn, sizeof tn), r->avg_ts, r->stddev_ts);
     }
 }
 
 static void vkf_bench_print_csv(const vkf_bench_result *res, int n) {
-    printf("model,model_type,model_size,model_n_params,backend,device,driver,weight_type,n_prompt,n_gen,n_depth,"
+    printf("model,model_type,model_size,model_n_params,backend,device,driver,weight_type,n_prompt,"
+           "n_gen,n_depth,"
            "test_time,avg_ns,stddev_ns,avg_ts,stddev_ts\n");
     for (int i = 0; i < n; i++) {
         const vkf_bench_result *r = &res[i];
-        printf("\"%s\",\"%s\",%.0f,%.0f,\"%s\",\"%s\",\"%s\",%s,%d,%d,%d,%s,%.0f,%.0f,%.6f,%.6f\n", r->model,
-               r->model_type, r->model_size, r->model_n_params, r->backend, r->device, r->driver, r->wtype,
-               r->n_prompt, r->n_gen, r->n_depth, r->test_time, r->avg_ns, r->stddev_ns, r->avg_ts, r->stddev_ts);
+        printf("\"%s\",\"%s\",%.0f,%.0f,\"%s\",\"%s\",\"%s\",%s,%d,%d,%d,%s,%.0f,%.0f,%.6f,%.6f\n",
+               r->model, r->model_type, r->model_size, r->model_n_params, r->backend, r->device,
+               r->driver, r->wtype, r->n_prompt, r->n_gen, r->n_depth, r->test_time, r->avg_ns,
+               r->stddev_ns, r->avg_ts, r->stddev_ts);
     }
 }
 
@@ -184,15 +190,18 @@ static void vkf_bench_profile_print(vkf_backend *be, const char *what, int token
         nd += st.prof_dispatches[o];
     }
     if (st.prof_submits == 0) return;
-    fprintf(stderr, "profile %s: %llu submissions, %.3f ms wall per submission, %.3f ms of dispatches, "
-            "%.1f dispatches per submission\n", what, (unsigned long long)st.prof_submits,
-            st.prof_submit_ms / (double)st.prof_submits, total / (double)st.prof_submits,
-            (double)nd / (double)st.prof_submits);
+    fprintf(stderr,
+            "profile %s: %llu submissions, %.3f ms wall per submission, %.3f ms of dispatches, "
+            "%.1f dispatches per submission\n",
+            what, (unsigned long long)st.prof_submits, st.prof_submit_ms / (double)st.prof_submits,
+            total / (double)st.prof_submits, (double)nd / (double)st.prof_submits);
     for (int o = 0; o < VKF_OP_COUNT; o++) {
         if (!st.prof_dispatches[o]) continue;
-        fprintf(stderr, "  %-12s %6.1f%%  %8.3f ms/submission  %6.1f dispatches  %7.1f us/dispatch\n",
+        fprintf(stderr,
+                "  %-12s %6.1f%%  %8.3f ms/submission  %6.1f dispatches  %7.1f us/dispatch\n",
                 vkf_op_name((vkf_op)o), total > 0 ? 100 * st.prof_ms[o] / total : 0,
-                st.prof_ms[o] / (double)st.prof_submits, (double)st.prof_dispatches[o] / (double)st.prof_submits,
+                st.prof_ms[o] / (double)st.prof_submits,
+                (double)st.prof_dispatches[o] / (double)st.prof_submits,
                 1e3 * st.prof_ms[o] / (double)st.prof_dispatches[o]);
     }
     (void)tokens;
@@ -200,7 +209,9 @@ static void vkf_bench_profile_print(vkf_backend *be, const char *what, int token
 
 /* ---------------------------------------------------------------- driver */
 
-static const char *vkf_bench_backend_label(vkf_backend_kind k) { return k == VKF_BACKEND_CPU ? "CPU" : "Vulkan"; }
+static const char *vkf_bench_backend_label(vkf_backend_kind k) {
+    return k == VKF_BACKEND_CPU ? "CPU" : "Vulkan";
+}
 
 /* ---------------------------------------------------------------- options (cli/args.h) */
 
@@ -309,7 +320,8 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
         {"-d|--depth|--n-depth", VKF_ARG_CALL, &depth, .metavar = "D,..",
          .call = vkf_bench_opt_list,
          .help = "context already in the cache before the test (default 0)"},
-        {"-ctk|-ctv|--cache-type", VKF_ARG_CALL, &o->cache_type, .metavar = "T", .call = vkf_bench_opt_cache,
+        {"-ctk|-ctv|--cache-type", VKF_ARG_CALL, &o->cache_type, .metavar = "T",
+         .call = vkf_bench_opt_cache,
          .help = "KV cache f16 or f32 (default: f16 on GPUs, f32 on CPU devices)"},
         {"-r|--repetitions", VKF_ARG_INT, &o->reps, .min = 1, .max = 64, .metavar = "N",
          .help = "timed runs per test (default 5)"},
@@ -320,7 +332,8 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
         {"-dev|--device", VKF_ARG_STR, &o->device, .metavar = "N|NAME", .help = "Vulkan device"},
         {"--cpu", VKF_ARG_CALL0, o, .call = vkf_bench_opt_cpu, .help = "the CPU backend only"},
         {"--no-warmup", VKF_ARG_SET, &no_warmup, .help = "skip the untimed warm-up run"},
-        {"--no-mmap", VKF_ARG_SET, &o->no_mmap, .help = "read the model file into memory instead of mapping it"},
+        {"--no-mmap", VKF_ARG_SET, &o->no_mmap,
+         .help = "read the model file into memory instead of mapping it"},
         {"--profile", VKF_ARG_SET, &o->profile,
          .help = "per-op device time (Vulkan timestamps) on stderr"},
         {"-q|--quiet", VKF_ARG_SET, &o->quiet, .help = "no progress lines on stderr"},
@@ -351,8 +364,8 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
 }
 
 /* Runs every test of one model on one backend, appending to res. */
-static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char *path, vkf_bench_result *res,
-                           int *n_res, int cap) {
+static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char *path,
+                           vkf_bench_result *res, int *n_res, int cap) {
     int max_need = 0;
     for (int d = 0; d < o->n_depth; d++) {
         for (int i = 0; i < o->n_pp; i++)
@@ -369,7 +382,9 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
     vkf_model_desc md;
     vkf_model_describe(m, &md);
     if (md.encoder_decoder) {
-        fprintf(stderr, "vkformer bench: %s is an encoder-decoder model; the benchmark runs decoder-only models\n",
+        fprintf(stderr,
+                "vkformer bench: %s is an encoder-decoder model; the benchmark runs decoder-only "
+                "models\n",
                 path);
         vkf_model_free(m);
         return 1;
@@ -380,13 +395,15 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
         m = NULL;
         mp.n_ctx = max_need;
         if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
-            fprintf(stderr, "vkformer bench: loading %s with a %d-token context: %s\n", path, max_need,
-                    vkf_last_error());
+            fprintf(stderr, "vkformer bench: loading %s with a %d-token context: %s\n", path,
+                    max_need, vkf_last_error());
             return 1;
         }
         vkf_model_describe(m, &md);
         if (!o->quiet)
-            fprintf(stderr, "note: context %d tokens, past the %d the model was trained on (positions are computed)\n",
+            fprintf(stderr,
+                    "note: context %d tokens, past the %d the model was trained on (positions are "
+                    "computed)\n",
                     md.n_ctx, md.n_ctx_train);
     }
     int n_ctx = max_need < md.n_ctx ? max_need : md.n_ctx;
@@ -408,7 +425,8 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
         vkf_model_free(m);
         return 1;
     }
-    for (int i = 0; i <= max_need; i++) toks[i] = vkf_bench_rand_token(md.n_vocab);
+    for (int i = 0; i <= max_need; i++)
+        toks[i] = vkf_bench_rand_token(md.n_vocab);
 
     vkf_backend_kind kind = vkf_context_backend(ctx);
     const char *dev = vkf_context_device_name(ctx);
@@ -417,8 +435,9 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     if (!o->quiet)
-        fprintf(stderr, "model %s: %s %s, %d layers, d_model %d, context %d; backend %s; device %s%s%s\n", base,
-                md.architecture, vkf_dtype_name(md.wtype), md.n_layer, md.d_model, md.n_ctx,
+        fprintf(stderr,
+                "model %s: %s %s, %d layers, d_model %d, context %d; backend %s; device %s%s%s\n",
+                base, md.architecture, vkf_dtype_name(md.wtype), md.n_layer, md.d_model, md.n_ctx,
                 vkf_bench_backend_label(kind), dev, driver[0] ? "; driver " : "", driver);
 
     int rc = 0;
@@ -430,7 +449,9 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
                 if (n_prompt + n_gen == 0) continue;
                 int depth = o->depth[d];
                 if (depth + n_prompt + n_gen > md.n_ctx) {
-                    fprintf(stderr, "vkformer bench: skipping %s%d at depth %d: exceeds the model's context of %d\n",
+                    fprintf(stderr,
+                            "vkformer bench: skipping %s%d at depth %d: exceeds the model's "
+                            "context of %d\n",
                             n_prompt ? "pp" : "tg", n_prompt ? n_prompt : n_gen, depth, md.n_ctx);
                     continue;
                 }
@@ -438,7 +459,8 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
                 vkf_bench_result *r = &res[(*n_res)];
                 memset(r, 0, sizeof *r);
                 snprintf(r->model, sizeof r->model, "%s", path);
-                snprintf(r->model_type, sizeof r->model_type, "%s %s", md.architecture, vkf_dtype_name(md.wtype));
+                snprintf(r->model_type, sizeof r->model_type, "%s %s", md.architecture,
+                         vkf_dtype_name(md.wtype));
                 r->model_size = (double)md.weight_bytes;
                 r->model_n_params = (double)md.n_params;
                 snprintf(r->backend, sizeof r->backend, "%s", vkf_bench_backend_label(kind));
@@ -452,19 +474,22 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
                 vkf_bench_iso_time(r->test_time, sizeof r->test_time);
                 double ms;
                 double cpu = 0, cpu_sum = 0;
-                if (o->warmup && vkf_bench_run_once(s, toks, depth, n_prompt, n_gen, md.n_vocab, logits, &ms, NULL) != VKF_OK) {
+                if (o->warmup && vkf_bench_run_once(s, toks, depth, n_prompt, n_gen, md.n_vocab,
+                                                    logits, &ms, NULL) != VKF_OK) {
                     fprintf(stderr, "vkformer bench: %s\n", vkf_last_error());
                     rc = 1;
                     break;
                 }
-                if (o->profile && kind == VKF_BACKEND_VULKAN) vkf_backend_vulkan_profile(ctx->be, 1);
+                if (o->profile && kind == VKF_BACKEND_VULKAN)
+                    vkf_backend_vulkan_profile(ctx->be, 1);
                 for (int rep = 0; rep < o->reps; rep++) {
                     if (o->profile && kind == VKF_BACKEND_VULKAN && depth > 0) {
                         /* profile only the timed part: fill the context with profiling off */
                         vkf_backend_vulkan_profile(ctx->be, 0);
                         if (vkf_bench_fill_depth(s, toks, depth, logits) != VKF_OK) break;
                     }
-                    vkf_status st = vkf_bench_run_once(s, toks, depth, n_prompt, n_gen, md.n_vocab, logits, &ms, &cpu);
+                    vkf_status st = vkf_bench_run_once(s, toks, depth, n_prompt, n_gen, md.n_vocab,
+                                                       logits, &ms, &cpu);
                     cpu_sum += cpu;
                     if (st != VKF_OK) {
                         fprintf(stderr, "vkformer bench: %s\n", vkf_last_error());
@@ -480,13 +505,15 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
                 vkf_bench_stats(r->samples_ts, r->reps, &r->avg_ts, &r->stddev_ts);
                 if (o->profile && kind == VKF_BACKEND_VULKAN) {
                     char tn[48];
-                    vkf_bench_profile_print(ctx->be, vkf_bench_test_name(r, tn, sizeof tn), n_prompt + n_gen);
+                    vkf_bench_profile_print(ctx->be, vkf_bench_test_name(r, tn, sizeof tn),
+                                            n_prompt + n_gen);
                     vkf_backend_vulkan_profile(ctx->be, 0);
                 }
                 if (!o->quiet) {
                     char tn[48];
-                    fprintf(stderr, "  %-12s %10.2f ± %.2f t/s  (%.3f ms CPU per token)\n", vkf_bench_test_name(r, tn, sizeof tn),
-                            r->avg_ts, r->stddev_ts, r->cpu_ms_per_token);
+                    fprintf(stderr, "  %-12s %10.2f ± %.2f t/s  (%.3f ms CPU per token)\n",
+                            vkf_bench_test_name(r, tn, sizeof tn), r->avg_ts, r->stddev_ts,
+                            r->cpu_ms_per_token);
                 }
                 (*n_res)++;
             }
@@ -525,17 +552,21 @@ int vkf_bench_e2e(int argc, char **argv) {
         vkf_context_params cp = {.backend = o.backends[b], .device = o.device};
         vkf_context *ctx = NULL;
         if (vkf_context_create(&cp, &ctx) != VKF_OK) {
-            fprintf(stderr, "vkformer bench: backend %s: %s\n", o.backends[b] == VKF_BACKEND_CPU ? "cpu" : "vulkan",
-                    vkf_last_error());
+            fprintf(stderr, "vkformer bench: backend %s: %s\n",
+                    o.backends[b] == VKF_BACKEND_CPU ? "cpu" : "vulkan", vkf_last_error());
             rc = 1;
             break;
         }
-        for (int mi = 0; mi < o.n_models && !rc; mi++) rc = vkf_bench_model(&o, ctx, o.models[mi], res, &n_res, cap);
+        for (int mi = 0; mi < o.n_models && !rc; mi++)
+            rc = vkf_bench_model(&o, ctx, o.models[mi], res, &n_res, cap);
         vkf_context_free(ctx);
     }
-    if (o.fmt == VKF_BENCH_JSON) vkf_bench_print_json(res, n_res);
-    else if (o.fmt == VKF_BENCH_CSV) vkf_bench_print_csv(res, n_res);
-    else vkf_bench_print_md(res, n_res);
+    if (o.fmt == VKF_BENCH_JSON)
+        vkf_bench_print_json(res, n_res);
+    else if (o.fmt == VKF_BENCH_CSV)
+        vkf_bench_print_csv(res, n_res);
+    else
+        vkf_bench_print_md(res, n_res);
     vkf_bench_load(&load, &ncpu);
     if (!o.quiet) fprintf(stderr, "load average after the run: %.2f\n", load);
     free(res);

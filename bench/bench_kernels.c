@@ -1,7 +1,7 @@
 /* Kernel benchmark (`vkformer bench --kernels`): matmul over decode (M = 1..8) and prefill
  * shapes for every weight dtype (src/core/wtype.c; the weight-bound ones also as GB/s of
- * weights read and % of the copy probe), attention over sequence lengths (decode and prefill), norms
- * and softmax. Each figure is set against a peak measured on the same device in the same run
+ * weights read and % of the copy probe), attention over sequence lengths (decode and prefill),
+ * norms and softmax. Each figure is set against a peak measured on the same device in the same run
  * (vk_probe.c): compute-bound kernels against the fp32 FMA probe, bandwidth-bound ones against
  * the best read-bandwidth probe.
  *
@@ -12,9 +12,9 @@
  * The machine's load average is printed with the results: on a shared machine it matters. */
 #include <math.h>
 #include <stdio.h>
-#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <cjson/cJSON.h>
 
@@ -32,7 +32,7 @@ typedef enum { KC_MATMUL, KC_ATTN, KC_RMSNORM, KC_LAYERNORM, KC_SOFTMAX } vkf_kc
 
 typedef struct vkf_kcase {
     vkf_kc_kind kind;
-    int64_t M, N, K;        /* matmul: a [M,K], w [N,K]; norms/softmax: rows M, cols K */
+    int64_t M, N, K; /* matmul: a [M,K], w [N,K]; norms/softmax: rows M, cols K */
     vkf_dtype wt;
     int n_q, n_kv, n_head, n_kv_head, hd, causal;
 } vkf_kcase;
@@ -41,15 +41,15 @@ typedef struct vkf_kresult {
     char name[32];
     char shape[64];
     char dtype[8];
-    double ms;        /* median time per op */
-    double cpu_ms;    /* process CPU time per op (user + system, all threads): on a CPU device this is
-                         the work done, which a loaded machine does not inflate */
-    double gflops;    /* 0 when not meaningful */
-    double gbs;       /* bytes the op must move / time */
-    double wgbs;      /* matmul: weight bytes / time (0 otherwise) */
-    double pct_copy;  /* wgbs as % of the copy probe (read + write bytes per second) */
+    double ms;     /* median time per op */
+    double cpu_ms; /* process CPU time per op (user + system, all threads): on a CPU device this is
+                      the work done, which a loaded machine does not inflate */
+    double gflops; /* 0 when not meaningful */
+    double gbs;    /* bytes the op must move / time */
+    double wgbs;   /* matmul: weight bytes / time (0 otherwise) */
+    double pct_copy; /* wgbs as % of the copy probe (read + write bytes per second) */
     double flop, bytes;
-    double pct_peak;  /* of the FMA peak (compute) or the read peak (memory) */
+    double pct_peak;   /* of the FMA peak (compute) or the read peak (memory) */
     const char *bound; /* "compute" or "memory": which peak pct_peak uses */
     int reps, per_graph;
 } vkf_kresult;
@@ -65,7 +65,8 @@ static float vkf_kb_randf(void) {
 }
 
 /* Allocates t on be filled with uniform(-scale, scale) values in t's dtype. */
-static vkf_status vkf_kb_tensor(vkf_backend *be, vkf_tensor *t, vkf_buffer_usage usage, float scale) {
+static vkf_status vkf_kb_tensor(vkf_backend *be, vkf_tensor *t, vkf_buffer_usage usage,
+                                float scale) {
     size_t rb = vkf_dtype_row_bytes(t->dtype, t->cols);
     unsigned char *data = malloc(rb * (size_t)t->rows);
     float *row = malloc(sizeof *row * (size_t)t->cols);
@@ -79,14 +80,19 @@ static vkf_status vkf_kb_tensor(vkf_backend *be, vkf_tensor *t, vkf_buffer_usage
         unsigned char *dst = data + rb * (size_t)r;
         if (wt && !wt->quantize_row) { /* random blocks, scale fields set to `scale` / 64 */
             uint16_t h = vkf_f32_to_f16(scale / 64.0f);
-            for (size_t i = 0; i < rb; i++) dst[i] = (unsigned char)(vkf_kb_randf() * 127.0f + 128.0f);
+            for (size_t i = 0; i < rb; i++)
+                dst[i] = (unsigned char)(vkf_kb_randf() * 127.0f + 128.0f);
             for (size_t b = 0; b < rb / wt->block_bytes; b++)
-                for (int f = 0; f < wt->n_f16; f++) memcpy(dst + b * wt->block_bytes + wt->f16_off[f], &h, 2);
+                for (int f = 0; f < wt->n_f16; f++)
+                    memcpy(dst + b * wt->block_bytes + wt->f16_off[f], &h, 2);
             continue;
         }
-        for (int64_t c = 0; c < t->cols; c++) row[c] = vkf_kb_randf() * scale;
-        if (t->dtype == VKF_DTYPE_F32) memcpy(dst, row, rb);
-        else vkf_quantize_row(t->dtype, row, dst, t->cols);
+        for (int64_t c = 0; c < t->cols; c++)
+            row[c] = vkf_kb_randf() * scale;
+        if (t->dtype == VKF_DTYPE_F32)
+            memcpy(dst, row, rb);
+        else
+            vkf_quantize_row(t->dtype, row, dst, t->cols);
     }
     vkf_status st = vkf_tensor_alloc(be, t, usage, data);
     free(data);
@@ -114,18 +120,29 @@ static vkf_status vkf_kb_build(vkf_kb_ctx *k, const vkf_kcase *c, int R, vkf_gra
     vkf_status st = VKF_OK;
     for (int i = 0; i < R && st == VKF_OK; i++) {
         switch (c->kind) {
-        case KC_MATMUL: st = vkf_graph_add(g, VKF_OP_MATMUL, &k->t[0], &k->t[1], &k->t[2], NULL, NULL, &p); break;
+        case KC_MATMUL:
+            st = vkf_graph_add(g, VKF_OP_MATMUL, &k->t[0], &k->t[1], &k->t[2], NULL, NULL, &p);
+            break;
         case KC_ATTN:
-            p.attn = (vkf_attn_params){.batch = 1, .n_q = c->n_q, .n_kv = c->n_kv, .kv_stride = c->n_kv,
-                                       .n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = c->hd,
-                                       .causal = c->causal, .kv_dyn = 0, .scale = 1.0f / sqrtf((float)c->hd)};
-            st = vkf_graph_add(g, VKF_OP_ATTENTION, &k->t[0], &k->t[1], &k->t[2], &k->t[3], NULL, &p);
+            p.attn = (vkf_attn_params){.batch = 1,
+                                       .n_q = c->n_q,
+                                       .n_kv = c->n_kv,
+                                       .kv_stride = c->n_kv,
+                                       .n_head = c->n_head,
+                                       .n_kv_head = c->n_kv_head,
+                                       .head_dim = c->hd,
+                                       .causal = c->causal,
+                                       .kv_dyn = 0,
+                                       .scale = 1.0f / sqrtf((float)c->hd)};
+            st = vkf_graph_add(g, VKF_OP_ATTENTION, &k->t[0], &k->t[1], &k->t[2], &k->t[3], NULL,
+                               &p);
             break;
         case KC_RMSNORM:
         case KC_LAYERNORM:
             p.norm.eps = 1e-5f;
-            st = vkf_graph_add(g, c->kind == KC_RMSNORM ? VKF_OP_RMSNORM : VKF_OP_LAYERNORM, &k->t[0], &k->t[1],
-                               &k->t[2], c->kind == KC_LAYERNORM ? &k->t[3] : NULL, NULL, &p);
+            st = vkf_graph_add(g, c->kind == KC_RMSNORM ? VKF_OP_RMSNORM : VKF_OP_LAYERNORM,
+                               &k->t[0], &k->t[1], &k->t[2],
+                               c->kind == KC_LAYERNORM ? &k->t[3] : NULL, NULL, &p);
             break;
         case KC_SOFTMAX:
             p.scale.scale = 1.0f;
@@ -157,7 +174,8 @@ static vkf_status vkf_kb_alloc(vkf_kb_ctx *k, const vkf_kcase *c) {
         k->t[1] = vkf_tensor_make(VKF_DTYPE_F32, c->n_q, (int64_t)c->n_head * c->hd, "q");
         k->t[2] = vkf_tensor_make(VKF_DTYPE_F32, c->n_kv, (int64_t)c->n_kv_head * c->hd, "k");
         k->t[3] = vkf_tensor_make(VKF_DTYPE_F32, c->n_kv, (int64_t)c->n_kv_head * c->hd, "v");
-        for (int i = 1; i < 4; i++) VKF_TRY(vkf_kb_tensor(k->be, &k->t[i], VKF_BUFFER_ACTIVATIONS, 1.0f));
+        for (int i = 1; i < 4; i++)
+            VKF_TRY(vkf_kb_tensor(k->be, &k->t[i], VKF_BUFFER_ACTIVATIONS, 1.0f));
         return vkf_tensor_alloc(k->be, &k->t[0], VKF_BUFFER_ACTIVATIONS, NULL);
     default:
         k->t[0] = vkf_tensor_make(VKF_DTYPE_F32, c->M, c->K, "dst");
@@ -201,26 +219,32 @@ static void vkf_kb_metrics(const vkf_kcase *c, vkf_kresult *r) {
     switch (c->kind) {
     case KC_MATMUL:
         f = 2.0 * (double)c->M * (double)c->N * (double)c->K;
-        b = (double)vkf_dtype_row_bytes(c->wt, c->K) * (double)c->N + 4.0 * (double)c->M * (double)(c->K + c->N);
+        b = (double)vkf_dtype_row_bytes(c->wt, c->K) * (double)c->N +
+            4.0 * (double)c->M * (double)(c->K + c->N);
         snprintf(r->name, sizeof r->name, "matmul");
-        snprintf(r->shape, sizeof r->shape, "M=%lld N=%lld K=%lld", (long long)c->M, (long long)c->N, (long long)c->K);
+        snprintf(r->shape, sizeof r->shape, "M=%lld N=%lld K=%lld", (long long)c->M,
+                 (long long)c->N, (long long)c->K);
         snprintf(r->dtype, sizeof r->dtype, "%s", vkf_dtype_name(c->wt));
         break;
     case KC_ATTN: {
         /* keys each query sees: all (decode), or a causal triangle */
-        double keys = c->causal ? ((double)c->n_kv - c->n_q + 1 + c->n_kv) * 0.5 * c->n_q : (double)c->n_q * c->n_kv;
+        double keys = c->causal ? ((double)c->n_kv - c->n_q + 1 + c->n_kv) * 0.5 * c->n_q
+                                : (double)c->n_q * c->n_kv;
         f = 4.0 * keys * c->hd * c->n_head;
         b = 4.0 * (2.0 * c->n_kv * c->n_kv_head * c->hd + 2.0 * c->n_q * c->n_head * c->hd);
         snprintf(r->name, sizeof r->name, "attention");
-        snprintf(r->shape, sizeof r->shape, "q=%d kv=%d heads=%d/%d hd=%d%s", c->n_q, c->n_kv, c->n_head,
-                 c->n_kv_head, c->hd, c->causal ? " causal" : "");
+        snprintf(r->shape, sizeof r->shape, "q=%d kv=%d heads=%d/%d hd=%d%s", c->n_q, c->n_kv,
+                 c->n_head, c->n_kv_head, c->hd, c->causal ? " causal" : "");
         snprintf(r->dtype, sizeof r->dtype, "F32");
         break;
     }
     default:
         f = 0;
         b = 4.0 * 2.0 * (double)c->M * (double)c->K;
-        snprintf(r->name, sizeof r->name, "%s", c->kind == KC_RMSNORM ? "rmsnorm" : c->kind == KC_LAYERNORM ? "layernorm" : "softmax");
+        snprintf(r->name, sizeof r->name, "%s",
+                 c->kind == KC_RMSNORM     ? "rmsnorm"
+                 : c->kind == KC_LAYERNORM ? "layernorm"
+                                           : "softmax");
         snprintf(r->shape, sizeof r->shape, "%lld x %lld", (long long)c->M, (long long)c->K);
         snprintf(r->dtype, sizeof r->dtype, "F32");
         break;
@@ -229,7 +253,8 @@ static void vkf_kb_metrics(const vkf_kcase *c, vkf_kresult *r) {
     r->bytes = b;
 }
 
-static vkf_status vkf_kb_run(vkf_backend *be, const vkf_kcase *c, int quick, const vkf_vk_peaks *pk, vkf_kresult *r) {
+static vkf_status vkf_kb_run(vkf_backend *be, const vkf_kcase *c, int quick, const vkf_vk_peaks *pk,
+                             vkf_kresult *r) {
     memset(r, 0, sizeof *r);
     vkf_kb_metrics(c, r);
     vkf_kb_ctx k = {.be = be};
@@ -254,7 +279,8 @@ static vkf_status vkf_kb_run(vkf_backend *be, const vkf_kcase *c, int quick, con
         }
     }
     vkf_graph_free(g);
-    for (int i = 0; i < 6; i++) vkf_kb_free(be, &k.t[i]);
+    for (int i = 0; i < 6; i++)
+        vkf_kb_free(be, &k.t[i]);
     if (st != VKF_OK) return st;
     r->ms = ms / R;
     r->cpu_ms = cpu / R;
@@ -299,7 +325,8 @@ static int vkf_kb_wtypes(const char *dtypes, vkf_dtype *out) {
     return n;
 }
 
-static int vkf_kb_cases(int quick, const char *only, const char *shape, const char *dtypes, vkf_kcase *cs, int cap) {
+static int vkf_kb_cases(int quick, const char *only, const char *shape, const char *dtypes,
+                        vkf_kcase *cs, int cap) {
     int n = 0;
     vkf_dtype wts[VKF_DTYPE_COUNT];
     int nw = vkf_kb_wtypes(dtypes, wts);
@@ -314,17 +341,19 @@ static int vkf_kb_cases(int quick, const char *only, const char *shape, const ch
     }
 #define ADD(...)                                                                                   \
     do {                                                                                           \
-        if (n < cap) cs[n++] = (vkf_kcase){__VA_ARGS__};                                          \
+        if (n < cap) cs[n++] = (vkf_kcase){__VA_ARGS__};                                           \
     } while (0)
     int64_t dN = quick ? 1024 : 4096, dK = quick ? 1024 : 4096;
     if (!only || strstr("matmul", only)) {
         for (int w = 0; w < nw; w++) {
             /* decode: matrix-vector and small batches */
             static const int ms[] = {1, 2, 4, 8};
-            for (int i = 0; i < 4; i++) ADD(.kind = KC_MATMUL, .M = ms[i], .N = dN, .K = dK, .wt = wts[w]);
+            for (int i = 0; i < 4; i++)
+                ADD(.kind = KC_MATMUL, .M = ms[i], .N = dN, .K = dK, .wt = wts[w]);
             if (!quick) ADD(.kind = KC_MATMUL, .M = 1, .N = 1024, .K = 4096, .wt = wts[w]);
             /* prefill */
-            ADD(.kind = KC_MATMUL, .M = 64, .N = quick ? 1024 : 1024, .K = quick ? 1024 : 1024, .wt = wts[w]);
+            ADD(.kind = KC_MATMUL, .M = 64, .N = quick ? 1024 : 1024, .K = quick ? 1024 : 1024,
+                .wt = wts[w]);
             ADD(.kind = KC_MATMUL, .M = quick ? 128 : 512, .N = dN, .K = dK, .wt = wts[w]);
         }
     }
@@ -332,12 +361,14 @@ static int vkf_kb_cases(int quick, const char *only, const char *shape, const ch
         static const int kv[] = {128, 512, 2048};
         for (int i = 0; i < 3; i++) {
             if (quick && kv[i] > 512) continue;
-            ADD(.kind = KC_ATTN, .n_q = 1, .n_kv = kv[i], .n_head = 8, .n_kv_head = 4, .hd = 64, .causal = 1);
+            ADD(.kind = KC_ATTN, .n_q = 1, .n_kv = kv[i], .n_head = 8, .n_kv_head = 4, .hd = 64,
+                .causal = 1);
         }
         static const int pq[] = {64, 256, 512};
         for (int i = 0; i < 3; i++) {
             if (quick && pq[i] > 256) continue;
-            ADD(.kind = KC_ATTN, .n_q = pq[i], .n_kv = pq[i], .n_head = 8, .n_kv_head = 4, .hd = 64, .causal = 1);
+            ADD(.kind = KC_ATTN, .n_q = pq[i], .n_kv = pq[i], .n_head = 8, .n_kv_head = 4, .hd = 64,
+                .causal = 1);
         }
     }
     if (!only || strstr("norm", only) || strstr("softmax", only)) {
@@ -359,8 +390,8 @@ static int vkf_kb_cases(int quick, const char *only, const char *shape, const ch
 }
 
 /* JSON of the peaks and results (also read by --plot --from-json). */
-static cJSON *vkf_kb_json(const char *device, const char *driver, const vkf_vk_peaks *pk, const vkf_kresult *res,
-                          int n, double load0, double load1, int ncpu) {
+static cJSON *vkf_kb_json(const char *device, const char *driver, const vkf_vk_peaks *pk,
+                          const vkf_kresult *res, int n, double load0, double load1, int ncpu) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "device", device);
     cJSON_AddStringToObject(root, "driver", driver);
@@ -460,7 +491,8 @@ int vkf_bench_kernels(int argc, char **argv) {
          .help = "matmul, attention, norm or softmax"},
         {"-dev|--device", VKF_ARG_STR, &device, .metavar = "N|NAME", .help = "Vulkan device"},
         {"--shape", VKF_ARG_STR, &shape, .metavar = "MxNxK", .help = "one matmul shape"},
-        {"--dtypes", VKF_ARG_STR, &dtypes, .metavar = "LIST", .help = "weight types of the matmul rows, e.g. Q4_0,Q4_K"},
+        {"--dtypes", VKF_ARG_STR, &dtypes, .metavar = "LIST",
+         .help = "weight types of the matmul rows, e.g. Q4_0,Q4_K"},
         {"-o|--output", VKF_ARG_CALL, &fmt, .metavar = "FMT", .call = vkf_kb_opt_fmt,
          .help = "md (default), json or csv"},
         {"--json-out", VKF_ARG_STR, &json_out, .metavar = "FILE",
@@ -469,7 +501,8 @@ int vkf_bench_kernels(int argc, char **argv) {
          .help = "skip the peak FLOP/s and bandwidth probes"},
         {0}};
     vkf_cmd_spec spec = {
-        "bench --kernels", "[--quick] [--only KIND] [-dev N] [--shape MxNxK] [--dtypes LIST] [-o md|json|csv]",
+        "bench --kernels",
+        "[--quick] [--only KIND] [-dev N] [--shape MxNxK] [--dtypes LIST] [-o md|json|csv]",
         "Kernel sweeps on a Vulkan device against its measured peaks.", args, .epilog = NULL};
     int prc = vkf_args_parse(&spec, argc, argv);
     if (prc >= 0) return prc;
@@ -484,8 +517,8 @@ int vkf_bench_kernels(int argc, char **argv) {
     double load0, load1;
     int ncpu;
     vkf_bench_load(&load0, &ncpu);
-    fprintf(stderr, "device: %s (%s), driver: %s; %d CPUs, load average %.2f\n", caps->name, caps->type_name,
-            driver, ncpu, load0);
+    fprintf(stderr, "device: %s (%s), driver: %s; %d CPUs, load average %.2f\n", caps->name,
+            caps->type_name, driver, ncpu, load0);
     vkf_vk_peaks pk;
     memset(&pk, 0, sizeof pk);
     if (peaks_on && vkf_backend_vulkan_peaks(be, quick, &pk) != VKF_OK) {
@@ -498,10 +531,11 @@ int vkf_bench_kernels(int argc, char **argv) {
         printf("| probe | result |\n| --- | ---: |\n");
         printf("| FMA fp32 | %.2f GFLOP/s |\n", pk.fma_f32_gflops);
         if (pk.fma_f16_gflops > 0) printf("| FMA fp16 | %.2f GFLOP/s |\n", pk.fma_f16_gflops);
-        printf("| copy (read + write), best (median) of the repetitions | %.2f (%.2f) GB/s |\n", pk.copy_gbs,
-               pk.copy_median_gbs);
+        printf("| copy (read + write), best (median) of the repetitions | %.2f (%.2f) GB/s |\n",
+               pk.copy_gbs, pk.copy_median_gbs);
         for (int i = 0; i < pk.n_read; i++)
-            printf("| read: %s | %.2f (%.2f) GB/s |\n", pk.read_names[i], pk.read_gbs[i], pk.read_median_gbs[i]);
+            printf("| read: %s | %.2f (%.2f) GB/s |\n", pk.read_names[i], pk.read_gbs[i],
+                   pk.read_median_gbs[i]);
         printf("| bandwidth probe buffers | %.0f MiB |\n", (double)pk.probe_bytes / (1 << 20));
         printf("| one dispatch (1 workgroup) | %.1f us |\n", pk.dispatch_us);
         printf("| one dispatch behind a barrier | %.1f us |\n", pk.dispatch_barrier_us);
@@ -521,7 +555,8 @@ int vkf_bench_kernels(int argc, char **argv) {
         return 1;
     }
     if (fmt == VKF_BENCH_MD) {
-        printf("## kernels\n\n| kernel | shape | dtype | time | CPU time | GFLOP/s | GB/s | bound | %% of peak "
+        printf("## kernels\n\n| kernel | shape | dtype | time | CPU time | GFLOP/s | GB/s | bound "
+               "| %% of peak "
                "| weights GB/s | %% of copy |\n");
         printf("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n");
     } else if (fmt == VKF_BENCH_CSV) {
@@ -541,12 +576,16 @@ int vkf_bench_kernels(int argc, char **argv) {
             char gf[32] = "-";
             if (r->flop > 0) snprintf(gf, sizeof gf, "%.2f", r->gflops);
             char wg[32] = "-", pc[32] = "-";
-            if (r->wgbs > 0) snprintf(wg, sizeof wg, "%.2f", r->wgbs), snprintf(pc, sizeof pc, "%.1f%%", r->pct_copy);
-            printf("| %s | %s | %s | %.3f ms | %.3f ms | %s | %.2f | %s | %.1f%% | %s | %s |\n", r->name, r->shape,
-                   r->dtype, r->ms, r->cpu_ms, gf, r->gbs, r->bound, r->pct_peak, wg, pc);
+            if (r->wgbs > 0)
+                snprintf(wg, sizeof wg, "%.2f", r->wgbs),
+                    snprintf(pc, sizeof pc, "%.1f%%", r->pct_copy);
+            printf("| %s | %s | %s | %.3f ms | %.3f ms | %s | %.2f | %s | %.1f%% | %s | %s |\n",
+                   r->name, r->shape, r->dtype, r->ms, r->cpu_ms, gf, r->gbs, r->bound, r->pct_peak,
+                   wg, pc);
         } else if (fmt == VKF_BENCH_CSV) {
-            printf("%s,\"%s\",%s,%.6f,%.6f,%.4f,%.4f,%s,%.2f,%.4f,%.2f\n", r->name, r->shape, r->dtype, r->ms,
-                   r->cpu_ms, r->gflops, r->gbs, r->bound, r->pct_peak, r->wgbs, r->pct_copy);
+            printf("%s,\"%s\",%s,%.6f,%.6f,%.4f,%.4f,%s,%.2f,%.4f,%.2f\n", r->name, r->shape,
+                   r->dtype, r->ms, r->cpu_ms, r->gflops, r->gbs, r->bound, r->pct_peak, r->wgbs,
+                   r->pct_copy);
         }
         fflush(stdout);
     }
@@ -564,7 +603,8 @@ int vkf_bench_kernels(int argc, char **argv) {
     }
     free(txt);
     cJSON_Delete(root);
-    if (fmt == VKF_BENCH_MD) printf("\nload average: %.2f before, %.2f after (%d CPUs)\n", load0, load1, ncpu);
+    if (fmt == VKF_BENCH_MD)
+        printf("\nload average: %.2f before, %.2f after (%d CPUs)\n", load0, load1, ncpu);
     free(res);
     vkf_backend_free(be);
     return rc;

@@ -41,7 +41,8 @@ int vkf_bench_first_token(int argc, char **argv) {
         args, .epilog = NULL};
     int prc = vkf_args_parse(&spec, argc, argv);
     if (prc >= 0) return prc;
-    vkf_context_params cp = {.backend = cpu ? VKF_BACKEND_CPU : VKF_BACKEND_VULKAN, .device = device};
+    vkf_context_params cp = {.backend = cpu ? VKF_BACKEND_CPU : VKF_BACKEND_VULKAN,
+                             .device = device};
     vkf_context *ctx = NULL;
     vkf_model *m = NULL;
     vkf_session *s = NULL;
@@ -63,8 +64,8 @@ int vkf_bench_first_token(int argc, char **argv) {
     for (int32_t i = 1; i < md.n_vocab; i++)
         if (logits[i] > logits[best]) best = i;
     double t3 = vkf_bench_now_ms();
-    printf("first_token %d context_ms %.3f load_ms %.3f eval_ms %.3f total_ms %.3f\n", best, t1 - t0, t2 - t1, t3 - t2,
-           t3 - t0);
+    printf("first_token %d context_ms %.3f load_ms %.3f eval_ms %.3f total_ms %.3f\n", best,
+           t1 - t0, t2 - t1, t3 - t2, t3 - t0);
     fflush(stdout);
     rc = 0;
 fail:
@@ -92,8 +93,10 @@ typedef struct vkf_su_run {
     double context_ms, load_ms, eval_ms;
 } vkf_su_run;
 
-/* Spawns `exe bench --first-token ...` with VKF_CACHE_DIR=dir and MESA_SHADER_CACHE_DIR=dir/mesa. */
-static int vkf_su_spawn(const char *exe, const char *model, const char *device, int cpu, const char *dir, vkf_su_run *r) {
+/* Spawns `exe bench --first-token ...` with VKF_CACHE_DIR=dir and MESA_SHADER_CACHE_DIR=dir/mesa.
+ */
+static int vkf_su_spawn(const char *exe, const char *model, const char *device, int cpu,
+                        const char *dir, vkf_su_run *r) {
     int fd[2];
     if (pipe(fd) != 0) return -1;
     char mesa[1200];
@@ -132,18 +135,21 @@ static int vkf_su_spawn(const char *exe, const char *model, const char *device, 
             r->wall_ms = vkf_bench_now_ms() - t0;
             int tok;
             double total;
-            got = sscanf(line, "first_token %d context_ms %lf load_ms %lf eval_ms %lf total_ms %lf", &tok,
-                         &r->context_ms, &r->load_ms, &r->eval_ms, &total) == 5;
+            got = sscanf(line, "first_token %d context_ms %lf load_ms %lf eval_ms %lf total_ms %lf",
+                         &tok, &r->context_ms, &r->load_ms, &r->eval_ms, &total) == 5;
         }
     }
-    if (f) fclose(f);
-    else close(fd[0]);
+    if (f)
+        fclose(f);
+    else
+        close(fd[0]);
     int status = 0;
     waitpid(pid, &status, 0);
     return got && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-static void vkf_su_summary(const vkf_su_run *runs, int n, double *mean, double *sd, double *load, double *eval) {
+static void vkf_su_summary(const vkf_su_run *runs, int n, double *mean, double *sd, double *load,
+                           double *eval) {
     double w[64];
     *load = *eval = 0;
     for (int i = 0; i < n; i++) {
@@ -188,7 +194,8 @@ int vkf_bench_startup(int argc, char **argv) {
     char exe[1024];
     ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (l <= 0) {
-        fprintf(stderr, "vkformer bench --startup: cannot find this executable: %s\n", strerror(errno));
+        fprintf(stderr, "vkformer bench --startup: cannot find this executable: %s\n",
+                strerror(errno));
         return 1;
     }
     exe[l] = 0;
@@ -204,7 +211,9 @@ int vkf_bench_startup(int argc, char **argv) {
             return 1;
         }
         if (vkf_su_spawn(exe, model, device, cpu, dir, &cold[i]) != 0) {
-            fprintf(stderr, "vkformer bench --startup: the cold run failed (run `vkformer bench --first-token -m %s`)\n",
+            fprintf(stderr,
+                    "vkformer bench --startup: the cold run failed (run `vkformer bench "
+                    "--first-token -m %s`)\n",
                     model);
             rc = 1;
         }
@@ -213,7 +222,8 @@ int vkf_bench_startup(int argc, char **argv) {
     char dir[] = "/tmp/vkf-startup-XXXXXX";
     if (!rc && !mkdtemp(dir)) rc = 1;
     vkf_su_run fill;
-    if (!rc && vkf_su_spawn(exe, model, device, cpu, dir, &fill) != 0) rc = 1; /* fills the caches */
+    if (!rc && vkf_su_spawn(exe, model, device, cpu, dir, &fill) != 0)
+        rc = 1; /* fills the caches */
     for (int i = 0; i < reps && !rc; i++)
         if (vkf_su_spawn(exe, model, device, cpu, dir, &warm[i]) != 0) rc = 1;
     if (dir[strlen(dir) - 1] != 'X') vkf_su_rmtree(dir);
@@ -247,16 +257,19 @@ int vkf_bench_startup(int argc, char **argv) {
         free(t);
         cJSON_Delete(root);
     } else if (fmt == VKF_BENCH_CSV) {
-        printf("model,backend,reps,cold_ms,cold_sd_ms,warm_ms,warm_sd_ms\n\"%s\",%s,%d,%.3f,%.3f,%.3f,%.3f\n", model,
-               cpu ? "CPU" : "Vulkan", reps, cm, csd, wm, wsd);
+        printf("model,backend,reps,cold_ms,cold_sd_ms,warm_ms,warm_sd_ms\n\"%s\",%s,%d,%.3f,%.3f,%."
+               "3f,%.3f\n",
+               model, cpu ? "CPU" : "Vulkan", reps, cm, csd, wm, wsd);
     } else {
-        printf("| model | backend | start | process start to first token | context + model load | first eval |\n");
+        printf("| model | backend | start | process start to first token | context + model load | "
+               "first eval |\n");
         printf("| --- | --- | --- | ---: | ---: | ---: |\n");
-        printf("| %s | %s | cold (empty caches) | %.1f ± %.1f ms | %.1f ms | %.1f ms |\n", base, cpu ? "CPU" : "Vulkan",
-               cm, csd, cl, ce);
-        printf("| %s | %s | warm | %.1f ± %.1f ms | %.1f ms | %.1f ms |\n", base, cpu ? "CPU" : "Vulkan", wm, wsd, wl,
-               we);
-        printf("\n%d runs each; load average %.2f before, %.2f after (%d CPUs)\n", reps, load0, load1, ncpu);
+        printf("| %s | %s | cold (empty caches) | %.1f ± %.1f ms | %.1f ms | %.1f ms |\n", base,
+               cpu ? "CPU" : "Vulkan", cm, csd, cl, ce);
+        printf("| %s | %s | warm | %.1f ± %.1f ms | %.1f ms | %.1f ms |\n", base,
+               cpu ? "CPU" : "Vulkan", wm, wsd, wl, we);
+        printf("\n%d runs each; load average %.2f before, %.2f after (%d CPUs)\n", reps, load0,
+               load1, ncpu);
     }
     return 0;
 }

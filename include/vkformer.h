@@ -133,7 +133,8 @@ typedef struct vkf_selftest_result {
 vkf_status vkf_selftest(vkf_context *ctx, int quick, void (*log)(void *user, const char *line),
                         void *user, vkf_selftest_result *out);
 
-/* ================================================================ models, sessions, tokenizers, generation
+/* ================================================================ models, sessions, tokenizers,
+ * generation
  *
  * Usage (decoder-only: gpt2, llama):
  *     vkf_model_params mp = {.path = "models/kjv-gpt"};   // a directory or a .gguf file
@@ -149,8 +150,8 @@ vkf_status vkf_selftest(vkf_context *ctx, int quick, void (*log)(void *user, con
  *     vkf_session_free(s); vkf_model_free(m);
  *
  * Encoder-decoder (transformer):
- *     vkf_model_tokenize(m, "source text", VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL, src, cap, &n_src);
- *     vkf_translate_params tp = {.beam = 4};              // 0 or 1: greedy
+ *     vkf_model_tokenize(m, "source text", VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL, src,
+ * cap, &n_src); vkf_translate_params tp = {.beam = 4};              // 0 or 1: greedy
  *     vkf_translate(s, src, n_src, &tp, out, cap, &n_out, NULL);
  * or step by step: vkf_session_encode(s, src, n_src) then vkf_session_decode_step(s, tok, logprobs)
  * starting from the model's BOS.
@@ -186,14 +187,14 @@ typedef struct vkf_model_params {
      * decreases and the last call has done == total. NULL: none. */
     void (*progress)(void *user, double done, double total);
     void *progress_user;
-    int no_mmap;           /* 1: read the file into memory instead of mapping it (llama.cpp's
-                              --no-mmap: no page faults on the file later, the file may change).
-                              0 (mapped, as llama.cpp): a GGUF file must not be truncated or
-                              rewritten in place while the model is loaded (replacing it by a
-                              rename is fine); reads past a shrunk file's end raise SIGBUS.
-                              Either way, where the backend can use host memory (the CPU, and
-                              unified-memory GPUs with VK_EXT_external_memory_host) the weights
-                              are used in place, never copied */
+    int no_mmap; /* 1: read the file into memory instead of mapping it (llama.cpp's
+                    --no-mmap: no page faults on the file later, the file may change).
+                    0 (mapped, as llama.cpp): a GGUF file must not be truncated or
+                    rewritten in place while the model is loaded (replacing it by a
+                    rename is fine); reads past a shrunk file's end raise SIGBUS.
+                    Either way, where the backend can use host memory (the CPU, and
+                    unified-memory GPUs with VK_EXT_external_memory_host) the weights
+                    are used in place, never copied */
 } vkf_model_params;
 
 /* Loads the weights onto ctx's backend (uploaded once). Errors name the file and tensor:
@@ -204,27 +205,27 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
 void vkf_model_free(vkf_model *m);
 
 typedef struct vkf_model_desc {
-    const char *architecture; /* "transformer", "gpt2" or "llama" */
-    const char *format;       /* "safetensors" or "gguf" */
-    int encoder_decoder;      /* 1: use encode/decode_step/translate; 0: eval/generate */
-    int32_t n_vocab;          /* output (target) vocabulary, tokens */
-    int32_t n_src_vocab;      /* source vocabulary (encoder-decoder), else n_vocab, tokens */
-    int32_t n_ctx;            /* longest sequence the model supports, tokens */
-    int32_t n_ctx_train;      /* the training context from the file (n_ctx may be larger) */
-    int ctx_extendable;       /* 1: positions are computed, so vkf_model_params.n_ctx may
-                                 exceed n_ctx_train */
-    int32_t d_model;          /* residual width */
-    int32_t n_layer;          /* decoder layers (all layers of a decoder-only model) */
-    int32_t n_enc_layer;      /* encoder layers (0 for decoder-only) */
-    int32_t n_head;           /* query heads */
-    int32_t n_kv_head;        /* key/value heads */
-    int32_t n_ff;             /* feed-forward width */
+    const char *architecture;       /* "transformer", "gpt2" or "llama" */
+    const char *format;             /* "safetensors" or "gguf" */
+    int encoder_decoder;            /* 1: use encode/decode_step/translate; 0: eval/generate */
+    int32_t n_vocab;                /* output (target) vocabulary, tokens */
+    int32_t n_src_vocab;            /* source vocabulary (encoder-decoder), else n_vocab, tokens */
+    int32_t n_ctx;                  /* longest sequence the model supports, tokens */
+    int32_t n_ctx_train;            /* the training context from the file (n_ctx may be larger) */
+    int ctx_extendable;             /* 1: positions are computed, so vkf_model_params.n_ctx may
+                                       exceed n_ctx_train */
+    int32_t d_model;                /* residual width */
+    int32_t n_layer;                /* decoder layers (all layers of a decoder-only model) */
+    int32_t n_enc_layer;            /* encoder layers (0 for decoder-only) */
+    int32_t n_head;                 /* query heads */
+    int32_t n_kv_head;              /* key/value heads */
+    int32_t n_ff;                   /* feed-forward width */
     int32_t bos_id, eos_id, pad_id; /* -1 when the model has none */
-    int has_tokenizer;        /* a (target) tokenizer is loaded */
-    int has_src_tokenizer;    /* encoder-decoder: a source tokenizer is loaded */
-    int64_t n_params;         /* parameters (elements of every distinct weight tensor) */
-    vkf_dtype wtype;          /* stored dtype of the attention / FFN matrices */
-    size_t weight_bytes;      /* bytes of weights and tables on the backend */
+    int has_tokenizer;              /* a (target) tokenizer is loaded */
+    int has_src_tokenizer;          /* encoder-decoder: a source tokenizer is loaded */
+    int64_t n_params;               /* parameters (elements of every distinct weight tensor) */
+    vkf_dtype wtype;                /* stored dtype of the attention / FFN matrices */
+    size_t weight_bytes;            /* bytes of weights and tables on the backend */
 } vkf_model_desc;
 
 void vkf_model_describe(const vkf_model *m, vkf_model_desc *out);
@@ -241,19 +242,20 @@ enum {
 /* Tokenizes NUL-terminated text into tokens[0..cap); *n gets the count. VKF_ERROR_INVALID_ARGUMENT
  * if more than cap tokens result (*n still gets the count needed); VKF_ERROR_UNSUPPORTED if the
  * model has no tokenizer. */
-vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t *tokens, int32_t cap,
-                              int32_t *n);
+vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t *tokens,
+                              int32_t cap, int32_t *n);
 /* Detokenizes tokens[0..n) into a malloc'ed NUL-terminated string (the caller frees it). */
-vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags, char **out);
+vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags,
+                                char **out);
 
 /* ---- KV cache type (architectures topic): F16 halves the cache; default F16 on GPU-type
  * Vulkan devices (as llama.cpp), F32 on CPU-type devices (lavapipe) and the CPU backend. */
 typedef enum vkf_cache_type { VKF_CACHE_DEFAULT = 0, VKF_CACHE_F32, VKF_CACHE_F16 } vkf_cache_type;
 
 typedef struct vkf_session_params {
-    int32_t n_ctx;   /* tokens per sequence the KV cache holds; 0 = the model's maximum */
-    int32_t n_batch; /* sequences evaluated together (beam search needs >= the beam width);
-                        0 = 1 */
+    int32_t n_ctx;      /* tokens per sequence the KV cache holds; 0 = the model's maximum */
+    int32_t n_batch;    /* sequences evaluated together (beam search needs >= the beam width);
+                           0 = 1 */
     int32_t cache_type; /* vkf_cache_type of the self-attention K/V caches (decoder-only) */
 } vkf_session_params;
 
@@ -261,8 +263,8 @@ vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_ses
 void vkf_session_free(vkf_session *s);
 /* Empties the KV cache (and forgets the encoded source). */
 void vkf_session_reset(vkf_session *s);
-int32_t vkf_session_n_past(const vkf_session *s); /* tokens in the cache */
-int32_t vkf_session_n_ctx(const vkf_session *s);  /* capacity per sequence, tokens */
+int32_t vkf_session_n_past(const vkf_session *s);  /* tokens in the cache */
+int32_t vkf_session_n_ctx(const vkf_session *s);   /* capacity per sequence, tokens */
 int32_t vkf_session_n_batch(const vkf_session *s); /* sequences */
 
 /* Decoder-only: appends tokens[0..n) to the sequence (positions n_past .. n_past+n-1) and, when
@@ -404,8 +406,9 @@ typedef struct vkf_translate_params {
  * session needs n_batch >= beam). out[0..*n_out) gets the generated tokens without the leading
  * BOS, ending with EOS when one was produced. score (may be NULL) gets the sum of their
  * log-probs. VKF_ERROR_INVALID_ARGUMENT if cap is too small for max_len tokens. */
-vkf_status vkf_translate(vkf_session *s, const int32_t *src, int32_t n_src, const vkf_translate_params *p,
-                         int32_t *out, int32_t cap, int32_t *n_out, float *score);
+vkf_status vkf_translate(vkf_session *s, const int32_t *src, int32_t n_src,
+                         const vkf_translate_params *p, int32_t *out, int32_t cap, int32_t *n_out,
+                         float *score);
 
 /* ---------------------------------------------------------------- fixture verification */
 
@@ -429,17 +432,18 @@ typedef struct vkf_verify_case {
 } vkf_verify_case;
 
 typedef struct vkf_verify_summary {
-    int n_cases;       /* cases run (one per case and model) */
-    int n_failed;      /* cases that did not pass */
-    double worst_abs;  /* largest max_abs over the cases */
+    int n_cases;      /* cases run (one per case and model) */
+    int n_failed;     /* cases that did not pass */
+    double worst_abs; /* largest max_abs over the cases */
 } vkf_verify_summary;
 
 /* Runs the cases of a fixture directory (seed-transformer cases.json, llama.cpp-style
- * cases.json, or a shipped model directory's expected.json) on ctx: teacher-forced logits / log-probs against the reference, tokenization,
- * free-running greedy, with thresholds fixed per architecture and weight type. only: NULL for
- * every case, else only the cases whose name contains it ("fox", "q8_0"). on_case (may be NULL)
- * is called after each case. Returns an error only when the fixtures cannot be read or a model
- * cannot be loaded; failing cases are counted in out->n_failed. */
+ * cases.json, or a shipped model directory's expected.json) on ctx: teacher-forced logits /
+ * log-probs against the reference, tokenization, free-running greedy, with thresholds fixed per
+ * architecture and weight type. only: NULL for every case, else only the cases whose name contains
+ * it ("fox", "q8_0"). on_case (may be NULL) is called after each case. Returns an error only when
+ * the fixtures cannot be read or a model cannot be loaded; failing cases are counted in
+ * out->n_failed. */
 vkf_status vkf_verify(vkf_context *ctx, const char *dir, const char *only,
                       void (*on_case)(void *user, const vkf_verify_case *c), void *user,
                       vkf_verify_summary *out);
@@ -451,9 +455,10 @@ vkf_status vkf_verify(vkf_context *ctx, const char *dir, const char *only,
  * context_json may be NULL (context: a JSON object of further variables); bos/eos may be NULL
  * (""). *out is malloc'ed (caller frees). On a template error returns VKF_ERROR_FORMAT with
  * vkf_last_error() naming line and column, or the raise_exception message. */
-vkf_status vkf_chat_template_render(const char *tmpl, const char *messages_json, const char *tools_json,
-                                    const char *context_json, const char *bos, const char *eos,
-                                    int add_generation_prompt, char **out);
+vkf_status vkf_chat_template_render(const char *tmpl, const char *messages_json,
+                                    const char *tools_json, const char *context_json,
+                                    const char *bos, const char *eos, int add_generation_prompt,
+                                    char **out);
 /* The model's template (GGUF tokenizer.chat_template, HF tokenizer_config.json chat_template or
  * chat_template.jinja), or NULL when it has none. Valid while the model lives. */
 const char *vkf_model_chat_template(const vkf_model *m);
@@ -466,7 +471,8 @@ vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add
  * tools, a model's "tool_use" template is used when it has one (as transformers and llama.cpp
  * do). The ChatML default ignores both. */
 vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
-                             const char *context_json, int add_generation_prompt, char **out, int *used_default);
+                             const char *context_json, int add_generation_prompt, char **out,
+                             int *used_default);
 /* ================================================================ quantize (llama.cpp file types)
  *
  * Usage:
@@ -504,13 +510,13 @@ typedef struct vkf_quantize_params {
 } vkf_quantize_params;
 
 typedef struct vkf_quantize_stats {
-    int n_tensors;                      /* tensors written */
-    int n_quantized;                    /* of those, converted to another type */
-    int n_fallback;                     /* given a fallback type (row length not a multiple) */
-    int n_by_type[VKF_DTYPE_COUNT];     /* tensors per written type */
+    int n_tensors;                           /* tensors written */
+    int n_quantized;                         /* of those, converted to another type */
+    int n_fallback;                          /* given a fallback type (row length not a multiple) */
+    int n_by_type[VKF_DTYPE_COUNT];          /* tensors per written type */
     uint64_t bytes_by_type[VKF_DTYPE_COUNT]; /* tensor bytes per written type */
-    uint64_t in_bytes, out_bytes;       /* tensor data before and after */
-    uint64_t file_bytes;                /* size of the written file */
+    uint64_t in_bytes, out_bytes;            /* tensor data before and after */
+    uint64_t file_bytes;                     /* size of the written file */
 } vkf_quantize_stats;
 
 /* VKF_ERROR_INVALID_ARGUMENT for an unknown type name, VKF_ERROR_UNSUPPORTED for an input whose
@@ -543,12 +549,12 @@ vkf_status vkf_tokenizer_open(const char *path, vkf_tokenizer **out);
 void vkf_tokenizer_close(vkf_tokenizer *t);
 /* flags: VKF_TOKENIZE_ADD_SPECIAL (BOS/EOS where the tokenizer's defaults say so),
  * VKF_TOKENIZE_PARSE_SPECIAL. *ids is malloc'ed (the caller frees it), *n tokens. */
-vkf_status vkf_tokenizer_tokenize(vkf_tokenizer *t, const char *text, size_t len, int flags, int32_t **ids,
-                                  size_t *n);
+vkf_status vkf_tokenizer_tokenize(vkf_tokenizer *t, const char *text, size_t len, int flags,
+                                  int32_t **ids, size_t *n);
 /* flags: VKF_DETOKENIZE_SPECIAL. *text is malloc'ed and NUL-terminated, *len bytes. Ids out of
  * range are VKF_ERROR_TOKEN. */
-vkf_status vkf_tokenizer_detokenize(const vkf_tokenizer *t, const int32_t *ids, size_t n, int flags, char **text,
-                                    size_t *len);
+vkf_status vkf_tokenizer_detokenize(const vkf_tokenizer *t, const int32_t *ids, size_t n, int flags,
+                                    char **text, size_t *len);
 int32_t vkf_tokenizer_vocab_size(const vkf_tokenizer *t);
 /* The vocabulary string of a token ("Ġthe", "▁the", "<0x0A>"); NULL if out of range. */
 const char *vkf_tokenizer_piece(const vkf_tokenizer *t, int32_t id);

@@ -49,8 +49,8 @@ VKF_PC(vkf_pc_eltwise) {
     VKF_U32 a_off, a_stride;
     VKF_U32 b_off, b_stride; /* b_stride 0: one row broadcast */
     VKF_F32 scale;
-    VKF_I32 act;             /* vkf_unary */
-    VKF_F32 cap;             /* SCALE: > 0 soft-caps the result, cap * tanh(x * scale / cap) */
+    VKF_I32 act; /* vkf_unary */
+    VKF_F32 cap; /* SCALE: > 0 soft-caps the result, cap * tanh(x * scale / cap) */
 };
 
 /* layernorm / rmsnorm: one workgroup per row. */
@@ -100,7 +100,7 @@ VKF_PC(vkf_pc_addpos) {
     VKF_U32 t_off, t_stride;
     VKF_U32 row0, nrows, t_rows; /* window [row0, row0 + nrows) of a t_rows table */
     VKF_I32 seq_len, pos0, dyn;
-    VKF_U32 r0;                  /* global index of this dispatch's first row (pos uses r % seq_len) */
+    VKF_U32 r0; /* global index of this dispatch's first row (pos uses r % seq_len) */
 };
 
 /* rope: rotation table [n_pos, n_rot] of (cos, sin) pairs. */
@@ -122,8 +122,8 @@ VKF_PC(vkf_pc_copy) {
     VKF_U32 s_off, s_stride;
     VKF_U32 d_off, d_stride;
     VKF_I32 dst_row0, dyn;
-    VKF_U32 row0, nrows; /* window of dst rows */
-    VKF_U32 d_rows;      /* all rows of dst (targets beyond are dropped) */
+    VKF_U32 row0, nrows;      /* window of dst rows */
+    VKF_U32 d_rows;           /* all rows of dst (targets beyond are dropped) */
     VKF_U32 has_idx, idx_off; /* per-sequence row offset read from binding 3 (serve batching) */
 };
 
@@ -146,13 +146,13 @@ VKF_PC(vkf_pc_attn) {
     VKF_U32 d_off, d_stride;
     VKF_U32 has_len, len_off; /* has_len bit 0: key lengths bound; bit 1 (len_pos, serve
                                  batching): q_pos(i) = len[b] - n_q + i */
-    VKF_U32 b0;     /* global index of this dispatch's first sequence */
-    VKF_U32 j0, jn; /* keys [j0, j0 + jn) of each sequence are bound (K/V row 0 = key j0) */
-    VKF_U32 carry;  /* bit 0: continue from the state of the previous key chunk (dst + state),
-                       bit 1: save the state for the next key chunk */
-    VKF_U32 s_off;  /* element offset of the (max, sum) state, 2 floats per (query row, head) */
-    VKF_U32 q0, qn; /* queries [q0, q0 + qn) of each sequence are bound (Q/dst row 0 = query q0) */
-    VKF_U32 window; /* > 0: sliding window, keys j > q_pos - window only */
+    VKF_U32 b0;               /* global index of this dispatch's first sequence */
+    VKF_U32 j0, jn;  /* keys [j0, j0 + jn) of each sequence are bound (K/V row 0 = key j0) */
+    VKF_U32 carry;   /* bit 0: continue from the state of the previous key chunk (dst + state),
+                        bit 1: save the state for the next key chunk */
+    VKF_U32 s_off;   /* element offset of the (max, sum) state, 2 floats per (query row, head) */
+    VKF_U32 q0, qn;  /* queries [q0, q0 + qn) of each sequence are bound (Q/dst row 0 = query q0) */
+    VKF_U32 window;  /* > 0: sliding window, keys j > q_pos - window only */
     VKF_F32 softcap; /* > 0: scores softcap * tanh(s / softcap) */
 };
 
@@ -168,7 +168,7 @@ VKF_PC(vkf_pc_mm) {
     VKF_U32 a_off, a_stride;
     VKF_U32 w_boff, w_bstride;
     VKF_U32 d_off, d_stride;
-    VKF_U32 flags;           /* VKF_MM_BIAS | VKF_MM_RESIDUAL */
+    VKF_U32 flags; /* VKF_MM_BIAS | VKF_MM_RESIDUAL */
     VKF_U32 b_off;
     VKF_U32 r_off, r_stride; /* residual: dst = r + a.w^T */
     VKF_U32 n_mats, N1, N2;

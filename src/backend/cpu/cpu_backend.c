@@ -39,7 +39,8 @@ static void cpu_buffer_free(vkf_backend *be, vkf_buffer *b) {
 static vkf_status cpu_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src,
                                    size_t n) {
     if (off > b->size || n > b->size - off)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "cpu: write of %zu bytes at %zu past a %zu-byte buffer", n, off, b->size);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "cpu: write of %zu bytes at %zu past a %zu-byte buffer", n, off, b->size);
     if (b->borrowed)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                          "cpu: write to a read-only buffer (weights used in place)");
@@ -49,7 +50,8 @@ static vkf_status cpu_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, c
 
 static vkf_status cpu_buffer_read(vkf_backend *be, vkf_buffer *b, size_t off, void *dst, size_t n) {
     if (off > b->size || n > b->size - off)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "cpu: read of %zu bytes at %zu past a %zu-byte buffer", n, off, b->size);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "cpu: read of %zu bytes at %zu past a %zu-byte buffer", n, off, b->size);
     memcpy(dst, (char *)b->data + off, n);
     return VKF_OK;
 }

@@ -15,8 +15,12 @@
 static void *ptr(const vkf_tensor *t) { return (char *)t->buf->data + t->offset; }
 
 /* Row r of an f32 or i32 tensor. */
-static float *row_f32(const vkf_tensor *t, int64_t r) { return (float *)ptr(t) + r * t->row_stride; }
-static int32_t *row_i32(const vkf_tensor *t, int64_t r) { return (int32_t *)ptr(t) + r * t->row_stride; }
+static float *row_f32(const vkf_tensor *t, int64_t r) {
+    return (float *)ptr(t) + r * t->row_stride;
+}
+static int32_t *row_i32(const vkf_tensor *t, int64_t r) {
+    return (int32_t *)ptr(t) + r * t->row_stride;
+}
 /* Row r of a tensor of any storage type, dequantized into out[cols]. */
 static void row_deq(const vkf_tensor *t, int64_t r, float *out) {
     vkf_dequantize_row(t->dtype, (const char *)ptr(t) + vkf_tensor_row_offset(t, r), out, t->cols);
@@ -36,7 +40,8 @@ static vkf_status op_matmul(const vkf_node *nd) {
         for (int64_t m = 0; m < M; m++) {
             const float *xr = row_f32(x, m);
             float acc = 0.0f;
-            for (int64_t k = 0; k < K; k++) acc += xr[k] * wrow[k];
+            for (int64_t k = 0; k < K; k++)
+                acc += xr[k] * wrow[k];
             row_f32(y, m)[n] = acc + bias;
         }
     }
@@ -50,11 +55,13 @@ static vkf_status op_embed(const vkf_node *nd) {
     for (int64_t i = 0; i < ids->cols; i++) {
         int32_t id = row_i32(ids, 0)[i];
         if (id < 0 || id >= table->rows)
-            return vkf_error(VKF_ERROR_TOKEN, "embed %s: token id %d at position %lld is outside [0, %lld)",
+            return vkf_error(VKF_ERROR_TOKEN,
+                             "embed %s: token id %d at position %lld is outside [0, %lld)",
                              table->name, id, (long long)i, (long long)table->rows);
         float *out = row_f32(y, i);
         row_deq(table, id, out);
-        for (int64_t j = 0; j < table->cols; j++) out[j] *= nd->p.embed.scale;
+        for (int64_t j = 0; j < table->cols; j++)
+            out[j] *= nd->p.embed.scale;
     }
     return VKF_OK;
 }
@@ -66,11 +73,13 @@ static vkf_status op_add_pos(const vkf_node *nd, int32_t n_past) {
     for (int64_t r = 0; r < x->rows; r++) {
         int64_t pos = nd->p.pos.pos0 + (nd->p.pos.dyn ? n_past : 0) + r % nd->p.pos.seq_len;
         if (pos < 0 || pos >= table->rows)
-            return vkf_error(VKF_ERROR_CONTEXT_FULL, "position %lld is outside the position table %s (%lld rows)",
+            return vkf_error(VKF_ERROR_CONTEXT_FULL,
+                             "position %lld is outside the position table %s (%lld rows)",
                              (long long)pos, table->name, (long long)table->rows);
         const float *xr = row_f32(x, r), *pr = row_f32(table, pos);
         float *yr = row_f32(y, r);
-        for (int64_t j = 0; j < x->cols; j++) yr[j] = xr[j] + pr[j];
+        for (int64_t j = 0; j < x->cols; j++)
+            yr[j] = xr[j] + pr[j];
     }
     return VKF_OK;
 }
@@ -81,7 +90,8 @@ static vkf_status op_rope(const vkf_node *nd, int32_t n_past) {
     for (int64_t r = 0; r < x->rows; r++) {
         int64_t pos = nd->p.rope.pos0 + (nd->p.rope.dyn ? n_past : 0) + r % nd->p.rope.seq_len;
         if (pos < 0 || pos >= table->rows)
-            return vkf_error(VKF_ERROR_CONTEXT_FULL, "position %lld is outside the rope table %s (%lld rows)",
+            return vkf_error(VKF_ERROR_CONTEXT_FULL,
+                             "position %lld is outside the rope table %s (%lld rows)",
                              (long long)pos, table->name, (long long)table->rows);
         const float *xr = row_f32(x, r), *cs = row_f32(table, pos);
         float *yr = row_f32(y, r);
@@ -135,7 +145,8 @@ static vkf_status op_elementwise(const vkf_node *nd) {
             case VKF_OP_SWIGLU:
                 yr[j] = unary(nd->p.glu.gelu ? VKF_UNARY_GELU_TANH : VKF_UNARY_SILU, ar[j]) * br[j];
                 break;
-            default: return vkf_error(VKF_ERROR_INTERNAL, "elementwise: op %s", vkf_op_name(nd->op));
+            default:
+                return vkf_error(VKF_ERROR_INTERNAL, "elementwise: op %s", vkf_op_name(nd->op));
             }
         }
     }
@@ -152,10 +163,12 @@ static vkf_status op_norm(const vkf_node *nd) {
         float *yr = row_f32(y, r);
         float mean = 0.0f, var = 0.0f;
         if (nd->op == VKF_OP_LAYERNORM) {
-            for (int64_t j = 0; j < n; j++) mean += xr[j];
+            for (int64_t j = 0; j < n; j++)
+                mean += xr[j];
             mean /= (float)n;
         }
-        for (int64_t j = 0; j < n; j++) var += (xr[j] - mean) * (xr[j] - mean);
+        for (int64_t j = 0; j < n; j++)
+            var += (xr[j] - mean) * (xr[j] - mean);
         var /= (float)n; /* biased variance (LayerNorm); mean of squares (RMSNorm, mean = 0) */
         float inv = 1.0f / sqrtf(var + nd->p.norm.eps);
         for (int64_t j = 0; j < n; j++) {
@@ -192,7 +205,8 @@ static vkf_status op_softmax(const vkf_node *nd) {
             yr[j] = expf(yr[j] - max); /* subtract the max: exp() overflows above 88 */
             sum += yr[j];
         }
-        for (int64_t j = 0; j < n; j++) yr[j] /= sum;
+        for (int64_t j = 0; j < n; j++)
+            yr[j] /= sum;
     }
     return VKF_OK;
 }
@@ -203,11 +217,14 @@ static vkf_status op_log_softmax(const vkf_node *nd) {
         const float *xr = row_f32(x, r);
         float *yr = row_f32(y, r);
         float max = -INFINITY;
-        for (int64_t j = 0; j < x->cols; j++) max = fmaxf(max, xr[j]);
+        for (int64_t j = 0; j < x->cols; j++)
+            max = fmaxf(max, xr[j]);
         double sum = 0.0; /* the log of the sum: double keeps log-probs exact to f32 */
-        for (int64_t j = 0; j < x->cols; j++) sum += exp((double)xr[j] - max);
+        for (int64_t j = 0; j < x->cols; j++)
+            sum += exp((double)xr[j] - max);
         float lse = max + (float)log(sum);
-        for (int64_t j = 0; j < x->cols; j++) yr[j] = xr[j] - lse;
+        for (int64_t j = 0; j < x->cols; j++)
+            yr[j] = xr[j] - lse;
     }
     return VKF_OK;
 }
@@ -237,7 +254,8 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
     float *score = malloc((size_t)(n_keys > 0 ? n_keys : 1) * sizeof *score);
     /* an F16 cache: one key and one value row at a time as f32 */
     int f16 = k->dtype == VKF_DTYPE_F16;
-    float *kbuf = f16 ? malloc((size_t)k->cols * sizeof *kbuf) : NULL, *vbuf = f16 ? malloc((size_t)v->cols * sizeof *vbuf) : NULL;
+    float *kbuf = f16 ? malloc((size_t)k->cols * sizeof *kbuf) : NULL,
+          *vbuf = f16 ? malloc((size_t)v->cols * sizeof *vbuf) : NULL;
     if (!score || (f16 && (!kbuf || !vbuf))) {
         free(score);
         free(kbuf);
@@ -248,7 +266,8 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
         int64_t klen = n_keys;
         if (lens && row_i32(lens, 0)[b] < klen) klen = row_i32(lens, 0)[b];
         for (int i = 0; i < p->n_q; i++) {
-            int64_t qpos = p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
+            int64_t qpos =
+                p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
             if (lens && p->len_pos) qpos = (int64_t)row_i32(lens, 0)[b] - p->n_q + i; /* serve */
             int64_t jmax = klen, jmin = 0;
             if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
@@ -261,7 +280,8 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
                 for (int64_t j = jmin; j < jmax; j++) {
                     const float *kr = kv_row(k, (int64_t)b * p->kv_stride + j, kbuf) + kvh * hd;
                     float dot = 0.0f;
-                    for (int d = 0; d < hd; d++) dot += qr[d] * kr[d];
+                    for (int d = 0; d < hd; d++)
+                        dot += qr[d] * kr[d];
                     score[j] = softcap(dot * p->scale, p->softcap);
                     if (score[j] > max) max = score[j];
                 }
@@ -270,11 +290,13 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
                     score[j] = expf(score[j] - max);
                     sum += score[j];
                 }
-                for (int d = 0; d < hd; d++) out[d] = 0.0f;
+                for (int d = 0; d < hd; d++)
+                    out[d] = 0.0f;
                 for (int64_t j = jmin; j < jmax; j++) { /* no visible key: zeros */
                     const float *vr = kv_row(v, (int64_t)b * p->kv_stride + j, vbuf) + kvh * hd;
                     float w = score[j] / sum;
-                    for (int d = 0; d < hd; d++) out[d] += w * vr[d];
+                    for (int d = 0; d < hd; d++)
+                        out[d] += w * vr[d];
                 }
             }
         }
@@ -292,11 +314,13 @@ static vkf_status op_copy_rows(const vkf_node *nd, int32_t n_past) {
     int64_t r0 = nd->p.copy.dst_row0 + (nd->p.copy.dyn ? n_past : 0);
     if (nd->src[1]) r0 += row_i32(nd->src[1], 0)[0]; /* per-sequence offset (serve batching) */
     if (r0 < 0 || r0 + x->rows > y->rows)
-        return vkf_error(VKF_ERROR_CONTEXT_FULL, "copy into %s: rows %lld..%lld exceed its %lld rows",
-                         y->name, (long long)r0, (long long)(r0 + x->rows), (long long)y->rows);
+        return vkf_error(VKF_ERROR_CONTEXT_FULL,
+                         "copy into %s: rows %lld..%lld exceed its %lld rows", y->name,
+                         (long long)r0, (long long)(r0 + x->rows), (long long)y->rows);
     for (int64_t r = 0; r < x->rows; r++) {
         if (y->dtype == VKF_DTYPE_F16) /* an F16 KV cache: rounded to nearest even */
-            vkf_quantize_row(VKF_DTYPE_F16, row_f32(x, r), (char *)ptr(y) + vkf_tensor_row_offset(y, r0 + r), x->cols);
+            vkf_quantize_row(VKF_DTYPE_F16, row_f32(x, r),
+                             (char *)ptr(y) + vkf_tensor_row_offset(y, r0 + r), x->cols);
         else
             memcpy(row_f32(y, r0 + r), row_f32(x, r), (size_t)x->cols * sizeof(float));
     }
