@@ -5,8 +5,8 @@
 #include "graph/graph.h"
 
 struct vkf_buffer {
-    void *data;  /* host memory, 64-byte aligned (imported: the caller's, 16-byte aligned) */
-    size_t size; /* bytes */
+    void *data;   /* host memory, 64-byte aligned (imported: the caller's, 16-byte aligned) */
+    size_t size;  /* bytes */
     int borrowed; /* data belongs to the caller (buffer_import): not freed */
 };
 

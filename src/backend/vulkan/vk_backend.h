@@ -2,7 +2,8 @@
  *
  * Usage:
  *     vkf_backend *be;
- *     if (vkf_backend_vulkan_create(NULL, 0, &be) != VKF_OK) fprintf(stderr, "%s\n", vkf_last_error());
+ *     if (vkf_backend_vulkan_create(NULL, 0, &be) != VKF_OK) fprintf(stderr, "%s\n",
+ * vkf_last_error());
  *     ... vkf_tensor_alloc(be, ...), be->i->graph_compute(be, g, n_past) ...
  *     vkf_backend_free(be);
  *
@@ -53,30 +54,30 @@ typedef struct vkf_vk_coopmat_shape {
 typedef struct vkf_vk_caps {
     char name[256];
     uint32_t vendor_id, device_id;
-    const char *vendor;         /* "NVIDIA", "AMD", "Intel", "Mesa", ... (static string) */
-    char driver_name[256];      /* VkPhysicalDeviceDriverProperties::driverName */
-    char driver_info[256];      /* driverInfo, e.g. "Mesa 22.3.6 (LLVM 15.0.6)" */
-    uint32_t driver_version;    /* raw driverVersion */
-    int32_t type;               /* VkPhysicalDeviceType */
-    const char *type_name;      /* "discrete", "integrated", "virtual", "cpu", "other" */
-    uint32_t api_version;       /* VK_MAKE_API_VERSION encoded */
-    uint32_t subgroup_size;     /* default subgroup size */
+    const char *vendor;                  /* "NVIDIA", "AMD", "Intel", "Mesa", ... (static string) */
+    char driver_name[256];               /* VkPhysicalDeviceDriverProperties::driverName */
+    char driver_info[256];               /* driverInfo, e.g. "Mesa 22.3.6 (LLVM 15.0.6)" */
+    uint32_t driver_version;             /* raw driverVersion */
+    int32_t type;                        /* VkPhysicalDeviceType */
+    const char *type_name;               /* "discrete", "integrated", "virtual", "cpu", "other" */
+    uint32_t api_version;                /* VK_MAKE_API_VERSION encoded */
+    uint32_t subgroup_size;              /* default subgroup size */
     uint32_t subgroup_min, subgroup_max; /* size control range (== subgroup_size without it) */
     int32_t subgroup_size_control;       /* a pipeline may require a subgroup size */
-    uint32_t subgroup_stages;   /* VkShaderStageFlags */
-    uint32_t subgroup_ops;      /* VkSubgroupFeatureFlags */
-    int32_t has_subgroup;       /* basic+arithmetic+ballot+shuffle in compute; VKF_NO_SUBGROUP clears */
-    uint32_t max_shared;        /* bytes of shared memory per workgroup */
+    uint32_t subgroup_stages;            /* VkShaderStageFlags */
+    uint32_t subgroup_ops;               /* VkSubgroupFeatureFlags */
+    int32_t has_subgroup; /* basic+arithmetic+ballot+shuffle in compute; VKF_NO_SUBGROUP clears */
+    uint32_t max_shared;  /* bytes of shared memory per workgroup */
     uint32_t max_wg_size[3];
     uint32_t max_wg_invocations;
     uint32_t max_wg_count[3];
-    uint32_t max_push_constants; /* bytes */
+    uint32_t max_push_constants;            /* bytes */
     uint32_t max_storage_buffers_per_stage; /* maxPerStageDescriptorStorageBuffers */
     uint32_t max_storage_images_per_stage;  /* maxPerStageDescriptorStorageImages (texel buffers) */
-    uint64_t max_storage_range;  /* maxStorageBufferRange, bytes */
-    uint64_t max_alloc;          /* maxMemoryAllocationSize, bytes */
-    uint64_t min_storage_align;  /* minStorageBufferOffsetAlignment, bytes */
-    int32_t texel;               /* R32G32B32A32_UINT storage texel buffers usable; VKF_NO_TEXEL clears */
+    uint64_t max_storage_range;             /* maxStorageBufferRange, bytes */
+    uint64_t max_alloc;                     /* maxMemoryAllocationSize, bytes */
+    uint64_t min_storage_align;             /* minStorageBufferOffsetAlignment, bytes */
+    int32_t texel; /* R32G32B32A32_UINT storage texel buffers usable; VKF_NO_TEXEL clears */
     uint64_t max_texel_elements; /* maxTexelBufferElements */
     uint64_t min_texel_align;    /* minTexelBufferOffsetAlignment, bytes */
     float timestamp_period;      /* nanoseconds per timestamp tick */
@@ -87,18 +88,18 @@ typedef struct vkf_vk_caps {
     uint32_t n_mem_types;
     uint32_t mem_type_flags[VKF_VK_MAX_MEM_TYPES]; /* VkMemoryPropertyFlags */
     uint32_t mem_type_heap[VKF_VK_MAX_MEM_TYPES];
-    int32_t unified;            /* every device-local heap has a host-visible memory type */
-    int32_t storage16;          /* storageBuffer16BitAccess */
-    int32_t storage8;           /* storageBuffer8BitAccess */
-    int32_t fp16;               /* shaderFloat16; VKF_NO_FP16 clears */
-    int32_t int8;               /* shaderInt8 */
-    int32_t coopmat;            /* VK_KHR_cooperative_matrix present */
-    int32_t coopmat_use;        /* the coopmat matmul may run: allow-listed vendor and driver (or
-                                   VKF_COOPMAT=1), an f16 x f16 -> f32 subgroup shape, the
-                                   memory model, and a glslang that knows GL_KHR_cooperative_matrix;
-                                   VKF_NO_COOPMAT=1 clears */
+    int32_t unified;     /* every device-local heap has a host-visible memory type */
+    int32_t storage16;   /* storageBuffer16BitAccess */
+    int32_t storage8;    /* storageBuffer8BitAccess */
+    int32_t fp16;        /* shaderFloat16; VKF_NO_FP16 clears */
+    int32_t int8;        /* shaderInt8 */
+    int32_t coopmat;     /* VK_KHR_cooperative_matrix present */
+    int32_t coopmat_use; /* the coopmat matmul may run: allow-listed vendor and driver (or
+                            VKF_COOPMAT=1), an f16 x f16 -> f32 subgroup shape, the
+                            memory model, and a glslang that knows GL_KHR_cooperative_matrix;
+                            VKF_NO_COOPMAT=1 clears */
     uint32_t coopmat_m, coopmat_n, coopmat_k; /* the shape it uses */
-    int32_t vulkan_memory_model; /* vulkanMemoryModel feature */
+    int32_t vulkan_memory_model;              /* vulkanMemoryModel feature */
     uint32_t n_coopmat;
     vkf_vk_coopmat_shape coopmat_shapes[VKF_VK_MAX_COOPMAT];
     uint8_t pipeline_cache_uuid[16];
@@ -147,14 +148,14 @@ vkf_status vkf_backend_vulkan_profile(vkf_backend *be, int on);
 
 /* Peaks measured on the device by vkf_backend_vulkan_peaks (vk_probe.c). */
 typedef struct vkf_vk_peaks {
-    double fma_f32_gflops;      /* fp32 FMA throughput */
-    double fma_f16_gflops;      /* fp16 FMA throughput (0 without shaderFloat16) */
-    double copy_gbs;            /* buffer copy in a kernel, bytes read + written per second
-                                   (best repetition) */
-    double copy_median_gbs;     /* the same, median repetition */
+    double fma_f32_gflops;  /* fp32 FMA throughput */
+    double fma_f16_gflops;  /* fp16 FMA throughput (0 without shaderFloat16) */
+    double copy_gbs;        /* buffer copy in a kernel, bytes read + written per second
+                               (best repetition) */
+    double copy_median_gbs; /* the same, median repetition */
     double read_gbs[VKF_VK_MAX_READ_PROBES]; /* read-only bandwidth by access pattern (best) */
     double read_median_gbs[VKF_VK_MAX_READ_PROBES]; /* the same, median repetition */
-    uint64_t probe_bytes;       /* bytes per probe buffer (512 MiB unless the device holds less) */
+    uint64_t probe_bytes; /* bytes per probe buffer (512 MiB unless the device holds less) */
     const char *read_names[VKF_VK_MAX_READ_PROBES];
     int n_read;
     double read_best_gbs;       /* the best of read_gbs: the denominator of weight-bound kernels */
@@ -172,7 +173,8 @@ vkf_status vkf_backend_vulkan_peaks(vkf_backend *be, int quick, vkf_vk_peaks *ou
  * keeps the fastest, and writes them to the cache directory (path_out gets the file), where
  * later backends on the same device and driver read them instead of the tuning table. log (may
  * be NULL) gets one line per choice. quick: smaller shapes and fewer candidates. */
-vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick, void (*log)(void *user, const char *line), void *user,
+vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick,
+                                   void (*log)(void *user, const char *line), void *user,
                                    char *path_out, size_t path_n);
 
 /* Clears every counter of vkf_vk_stats. */

@@ -40,9 +40,12 @@ uint64_t vkf_vk_env_u64(const char *name) {
     unsigned long long v = strtoull(s, &end, 0);
     if (end == s) return 0;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; break;
-    case 'm': case 'M': v <<= 20; break;
-    case 'g': case 'G': v <<= 30; break;
+    case 'k':
+    case 'K': v <<= 10; break;
+    case 'm':
+    case 'M': v <<= 20; break;
+    case 'g':
+    case 'G': v <<= 30; break;
     default: break;
     }
     return (uint64_t)v;
@@ -57,19 +60,24 @@ int vkf_vk_env_flag(const char *name) {
 
 const char *vkf_vk_result_name(VkResult r) {
     switch (r) {
-#define C(x) case x: return #x;
-        C(VK_SUCCESS) C(VK_NOT_READY) C(VK_TIMEOUT) C(VK_EVENT_SET) C(VK_EVENT_RESET)
-        C(VK_INCOMPLETE) C(VK_ERROR_OUT_OF_HOST_MEMORY) C(VK_ERROR_OUT_OF_DEVICE_MEMORY)
-        C(VK_ERROR_INITIALIZATION_FAILED) C(VK_ERROR_DEVICE_LOST) C(VK_ERROR_MEMORY_MAP_FAILED)
-        C(VK_ERROR_LAYER_NOT_PRESENT) C(VK_ERROR_EXTENSION_NOT_PRESENT)
-        C(VK_ERROR_FEATURE_NOT_PRESENT) C(VK_ERROR_INCOMPATIBLE_DRIVER) C(VK_ERROR_TOO_MANY_OBJECTS)
-        C(VK_ERROR_FORMAT_NOT_SUPPORTED) C(VK_ERROR_FRAGMENTED_POOL) C(VK_ERROR_UNKNOWN)
-        C(VK_ERROR_OUT_OF_POOL_MEMORY) C(VK_ERROR_INVALID_EXTERNAL_HANDLE) C(VK_ERROR_FRAGMENTATION)
-        C(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS) C(VK_PIPELINE_COMPILE_REQUIRED)
-        C(VK_ERROR_SURFACE_LOST_KHR) C(VK_ERROR_NATIVE_WINDOW_IN_USE_KHR) C(VK_SUBOPTIMAL_KHR)
-        C(VK_ERROR_OUT_OF_DATE_KHR) C(VK_ERROR_VALIDATION_FAILED_EXT)
+#define C(x)                                                                                       \
+    case x: return #x;
+        C(VK_SUCCESS)
+        C(VK_NOT_READY) C(VK_TIMEOUT) C(VK_EVENT_SET) C(VK_EVENT_RESET) C(VK_INCOMPLETE) C(
+            VK_ERROR_OUT_OF_HOST_MEMORY) C(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+            C(VK_ERROR_INITIALIZATION_FAILED) C(VK_ERROR_DEVICE_LOST) C(VK_ERROR_MEMORY_MAP_FAILED)
+                C(VK_ERROR_LAYER_NOT_PRESENT) C(VK_ERROR_EXTENSION_NOT_PRESENT)
+                    C(VK_ERROR_FEATURE_NOT_PRESENT) C(VK_ERROR_INCOMPATIBLE_DRIVER)
+                        C(VK_ERROR_TOO_MANY_OBJECTS) C(VK_ERROR_FORMAT_NOT_SUPPORTED)
+                            C(VK_ERROR_FRAGMENTED_POOL) C(VK_ERROR_UNKNOWN) C(
+                                VK_ERROR_OUT_OF_POOL_MEMORY) C(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+                                C(VK_ERROR_FRAGMENTATION) C(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS)
+                                    C(VK_PIPELINE_COMPILE_REQUIRED) C(VK_ERROR_SURFACE_LOST_KHR)
+                                        C(VK_ERROR_NATIVE_WINDOW_IN_USE_KHR) C(VK_SUBOPTIMAL_KHR)
+                                            C(VK_ERROR_OUT_OF_DATE_KHR)
+                                                C(VK_ERROR_VALIDATION_FAILED_EXT)
 #undef C
-    default: return "VK_RESULT_UNKNOWN";
+                                                    default : return "VK_RESULT_UNKNOWN";
     }
 }
 
@@ -137,22 +145,18 @@ static void vkf_vk_driver_version_str(const vkf_vk_caps *c, char *out, size_t n)
                  VK_API_VERSION_PATCH(v));
 }
 
-static const char *const k_subgroup_op_names[] = {"basic",   "vote",    "arithmetic",
-                                                  "ballot",  "shuffle", "shuffle_relative",
-                                                  "clustered", "quad"};
-static const char *const k_mem_flag_names[] = {"device_local",     "host_visible", "host_coherent",
-                                               "host_cached",      "lazily_allocated", "protected",
-                                               "device_coherent_amd", "device_uncached_amd"};
+static const char *const k_subgroup_op_names[] = {
+    "basic", "vote", "arithmetic", "ballot", "shuffle", "shuffle_relative", "clustered", "quad"};
+static const char *const k_mem_flag_names[] = {
+    "device_local",     "host_visible", "host_coherent",       "host_cached",
+    "lazily_allocated", "protected",    "device_coherent_amd", "device_uncached_amd"};
 
 static uint32_t vkf_vk_mem_flag_bit(int i) {
-    static const uint32_t bits[] = {VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
-                                    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
-                                    VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                                    VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
-                                    VK_MEMORY_PROPERTY_LAZILY_ALLOCATED_BIT,
-                                    VK_MEMORY_PROPERTY_PROTECTED_BIT,
-                                    VK_MEMORY_PROPERTY_DEVICE_COHERENT_BIT_AMD,
-                                    VK_MEMORY_PROPERTY_DEVICE_UNCACHED_BIT_AMD};
+    static const uint32_t bits[] = {
+        VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT,
+        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,       VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+        VK_MEMORY_PROPERTY_LAZILY_ALLOCATED_BIT,    VK_MEMORY_PROPERTY_PROTECTED_BIT,
+        VK_MEMORY_PROPERTY_DEVICE_COHERENT_BIT_AMD, VK_MEMORY_PROPERTY_DEVICE_UNCACHED_BIT_AMD};
     return bits[i];
 }
 
@@ -194,7 +198,8 @@ static int vkf_vk_has_ext(const VkExtensionProperties *e, uint32_t n, const char
 
 static VkExtensionProperties *vkf_vk_device_exts(VkPhysicalDevice pd, uint32_t *n) {
     *n = 0;
-    if (vkEnumerateDeviceExtensionProperties(pd, NULL, n, NULL) != VK_SUCCESS || *n == 0) return NULL;
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, n, NULL) != VK_SUCCESS || *n == 0)
+        return NULL;
     VkExtensionProperties *e = calloc(*n, sizeof *e);
     if (!e || vkEnumerateDeviceExtensionProperties(pd, NULL, n, e) != VK_SUCCESS) {
         free(e);
@@ -227,7 +232,9 @@ static void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
     for (uint32_t i = 0; i < c->n_coopmat; i++) {
         const vkf_vk_coopmat_shape *s = &c->coopmat_shapes[i];
         /* VkComponentTypeKHR: 0 FLOAT16, 1 FLOAT32; VkScopeKHR 3: subgroup */
-        if (s->a_type != 0 || s->b_type != 0 || s->c_type != 1 || s->result_type != 1 || s->scope != 3) continue;
+        if (s->a_type != 0 || s->b_type != 0 || s->c_type != 1 || s->result_type != 1 ||
+            s->scope != 3)
+            continue;
         if (s->m > 32 || s->n > 32 || s->k > 32) continue;
         if (!best || (s->m == 16 && s->n == 16 && s->k == 16)) best = s;
     }
@@ -235,9 +242,11 @@ static void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
     /* NVIDIA proprietary (tensor cores since Volta), AMD RADV / AMDVLK / proprietary (WMMA on
      * RDNA3), Intel ANV on discrete Arc (XMX); 4 = NVIDIA_PROPRIETARY, 1 AMD_PROPRIETARY,
      * 2 AMD_OPEN_SOURCE, 3 MESA_RADV, 6 INTEL_OPEN_SOURCE_MESA (VkDriverId) */
-    int allowed = (c->vendor_id == 0x10de && driver_id == 4) ||
-                  (c->vendor_id == 0x1002 && (driver_id == 1 || driver_id == 2 || driver_id == 3)) ||
-                  (c->vendor_id == 0x8086 && driver_id == 6 && c->type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
+    int allowed =
+        (c->vendor_id == 0x10de && driver_id == 4) ||
+        (c->vendor_id == 0x1002 && (driver_id == 1 || driver_id == 2 || driver_id == 3)) ||
+        (c->vendor_id == 0x8086 && driver_id == 6 &&
+         c->type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
     if (vkf_vk_env_flag("VKF_COOPMAT")) allowed = 1;
     if (vkf_vk_env_flag("VKF_NO_COOPMAT")) allowed = 0;
     if (!allowed) return;
@@ -285,17 +294,20 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
         /* 16-byte texel loads: on CPU drivers (lavapipe) the image path is vectorized where
          * storage-buffer loads are not (bench/RESULTS.md) */
         c->texel = (fp.bufferFeatures & VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) != 0 &&
-                   c->max_texel_elements >= 65536 && props.limits.maxPerStageDescriptorStorageImages >= 4;
+                   c->max_texel_elements >= 65536 &&
+                   props.limits.maxPerStageDescriptorStorageImages >= 4;
     }
     c->timestamps = props.limits.timestampComputeAndGraphics ? 1 : 0;
     c->max_alloc = (uint64_t)1 << 30; /* the Vulkan 1.0 guarantee when maintenance3 is absent */
     memcpy(c->pipeline_cache_uuid, props.pipelineCacheUUID, 16);
 
     /* properties2 chain: only structs the device knows */
-    VkPhysicalDeviceSubgroupProperties sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties sg = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceSubgroupSizeControlProperties sgc = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
-    VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceDriverProperties drv = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     VkPhysicalDeviceMaintenance3Properties m3 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceExternalMemoryHostPropertiesEXT emh = {
@@ -306,10 +318,22 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     int has_drv = v12 || vkf_vk_has_ext(ext, n_ext, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
     int has_m3 = v11 || vkf_vk_has_ext(ext, n_ext, VK_KHR_MAINTENANCE_3_EXTENSION_NAME);
     void **next = &p2.pNext;
-    if (v11) { *next = &sg; next = &sg.pNext; }
-    if (has_sgc) { *next = &sgc; next = &sgc.pNext; }
-    if (has_drv) { *next = &drv; next = &drv.pNext; }
-    if (has_m3) { *next = &m3; next = &m3.pNext; }
+    if (v11) {
+        *next = &sg;
+        next = &sg.pNext;
+    }
+    if (has_sgc) {
+        *next = &sgc;
+        next = &sgc.pNext;
+    }
+    if (has_drv) {
+        *next = &drv;
+        next = &drv.pNext;
+    }
+    if (has_m3) {
+        *next = &m3;
+        next = &m3.pNext;
+    }
     if (has_emh) {
         *next = &emh;
         next = &emh.pNext;
@@ -339,22 +363,39 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     /* features2 chain */
     VkPhysicalDevice16BitStorageFeatures s16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-    VkPhysicalDevice8BitStorageFeatures s8 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+    VkPhysicalDevice8BitStorageFeatures s8 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceSubgroupSizeControlFeatures sgcf = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
-    VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     int has_s16 = v11 || vkf_vk_has_ext(ext, n_ext, VK_KHR_16BIT_STORAGE_EXTENSION_NAME);
     int has_s8 = v12 || vkf_vk_has_ext(ext, n_ext, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
     int has_f16 = v12 || vkf_vk_has_ext(ext, n_ext, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
     next = &f2.pNext;
-    if (has_s16) { *next = &s16; next = &s16.pNext; }
-    if (has_s8) { *next = &s8; next = &s8.pNext; }
-    if (has_f16) { *next = &f16; next = &f16.pNext; }
-    if (has_sgc) { *next = &sgcf; next = &sgcf.pNext; }
-    if (v12) { *next = &vmm; next = &vmm.pNext; }
+    if (has_s16) {
+        *next = &s16;
+        next = &s16.pNext;
+    }
+    if (has_s8) {
+        *next = &s8;
+        next = &s8.pNext;
+    }
+    if (has_f16) {
+        *next = &f16;
+        next = &f16.pNext;
+    }
+    if (has_sgc) {
+        *next = &sgcf;
+        next = &sgcf.pNext;
+    }
+    if (v12) {
+        *next = &vmm;
+        next = &vmm.pNext;
+    }
     vkGetPhysicalDeviceFeatures2(pd, &f2);
     c->vulkan_memory_model = v12 && vmm.vulkanMemoryModel;
     c->storage16 = has_s16 && s16.storageBuffer16BitAccess;
@@ -371,7 +412,8 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(pd, &mp);
     c->n_heaps = mp.memoryHeapCount < VKF_VK_MAX_HEAPS ? mp.memoryHeapCount : VKF_VK_MAX_HEAPS;
-    c->n_mem_types = mp.memoryTypeCount < VKF_VK_MAX_MEM_TYPES ? mp.memoryTypeCount : VKF_VK_MAX_MEM_TYPES;
+    c->n_mem_types =
+        mp.memoryTypeCount < VKF_VK_MAX_MEM_TYPES ? mp.memoryTypeCount : VKF_VK_MAX_MEM_TYPES;
     for (uint32_t i = 0; i < c->n_heaps; i++) {
         c->heap_size[i] = mp.memoryHeaps[i].size;
         c->heap_flags[i] = mp.memoryHeaps[i].flags;
@@ -384,7 +426,8 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     for (uint32_t h = 0; h < c->n_heaps; h++) {
         if (!(c->heap_flags[h] & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) continue;
         n_local++;
-        const uint32_t want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+        const uint32_t want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                              VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                               VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
         for (uint32_t t = 0; t < c->n_mem_types; t++)
             if (c->mem_type_heap[t] == h && (c->mem_type_flags[t] & want) == want) {
@@ -470,9 +513,9 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
 
 /* ---------------------------------------------------------------- validation messages */
 
-static VKAPI_ATTR VkBool32 VKAPI_CALL vkf_vk_debug_cb(
-    VkDebugUtilsMessageSeverityFlagBitsEXT sev, VkDebugUtilsMessageTypeFlagsEXT type,
-    const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
+static VKAPI_ATTR VkBool32 VKAPI_CALL
+vkf_vk_debug_cb(VkDebugUtilsMessageSeverityFlagBitsEXT sev, VkDebugUtilsMessageTypeFlagsEXT type,
+                const VkDebugUtilsMessengerCallbackDataEXT *data, void *user) {
     (void)type;
     vkf_vk_backend *vb = user;
     if (!vb || !(sev & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
@@ -485,11 +528,9 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL vkf_vk_debug_cb(
     char *p = realloc(vb->msgs, vb->msgs_len + add);
     if (p) {
         vb->msgs = p;
-        vb->msgs_len += (size_t)snprintf(p + vb->msgs_len, add, "%s[%s %s] %s",
-                                         vb->msgs_len ? "\n" : "",
-                                         sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT
-                                             ? "error" : "warning",
-                                         id, msg);
+        vb->msgs_len += (size_t)snprintf(
+            p + vb->msgs_len, add, "%s[%s %s] %s", vb->msgs_len ? "\n" : "",
+            sev & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning", id, msg);
     }
     vb->n_msgs++;
     vb->stats.validation_messages++;
@@ -522,8 +563,10 @@ static vkf_status vkf_vk_instance_create(vkf_vk_backend *vb, int validate, VkIns
     uint32_t api = VK_API_VERSION_1_0;
     if (vkEnumerateInstanceVersion) vkEnumerateInstanceVersion(&api);
     if (api < VK_API_VERSION_1_1)
-        return vkf_error(VKF_ERROR_NO_VULKAN, "the Vulkan loader supports only %u.%u; vkformer "
-                         "needs Vulkan 1.1", VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
+        return vkf_error(VKF_ERROR_NO_VULKAN,
+                         "the Vulkan loader supports only %u.%u; vkformer "
+                         "needs Vulkan 1.1",
+                         VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
     if (api > VK_API_VERSION_1_3) api = VK_API_VERSION_1_3;
 
     uint32_t n_iext = 0;
@@ -542,9 +585,11 @@ static vkf_status vkf_vk_instance_create(vkf_vk_backend *vb, int validate, VkIns
     int have_debug_utils = vkf_vk_has_ext(iext, n_iext, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
     free(iext);
 
-    VkValidationFeatureEnableEXT vf_enable[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+    VkValidationFeatureEnableEXT vf_enable[] = {
+        VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
     VkValidationFeaturesEXT vf = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
-    VkDebugUtilsMessengerCreateInfoEXT mci = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+    VkDebugUtilsMessengerCreateInfoEXT mci = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
     const char *layers[1];
     uint32_t n_layers = 0;
     if (validate) {
@@ -560,7 +605,8 @@ static vkf_status vkf_vk_instance_create(vkf_vk_backend *vb, int validate, VkIns
         if (!found)
             return vkf_error(VKF_ERROR_UNSUPPORTED,
                              "validation requested (validate=1 or VKF_VALIDATE=1) but %s is not "
-                             "installed (Debian: vulkan-validationlayers)", k_validation_layer);
+                             "installed (Debian: vulkan-validationlayers)",
+                             k_validation_layer);
         /* the layer provides VK_EXT_validation_features (and debug utils) itself */
         uint32_t n_lext = 0;
         VKF_VK_CHECK(vkEnumerateInstanceExtensionProperties(k_validation_layer, &n_lext, NULL));
@@ -569,8 +615,8 @@ static vkf_status vkf_vk_instance_create(vkf_vk_backend *vb, int validate, VkIns
         r = vkEnumerateInstanceExtensionProperties(k_validation_layer, &n_lext, lext);
         int have_vf = r == VK_SUCCESS &&
                       vkf_vk_has_ext(lext, n_lext, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
-        have_debug_utils |= r == VK_SUCCESS &&
-                            vkf_vk_has_ext(lext, n_lext, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+        have_debug_utils |=
+            r == VK_SUCCESS && vkf_vk_has_ext(lext, n_lext, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
         free(lext);
         if (!have_vf || !have_debug_utils)
             return vkf_error(VKF_ERROR_UNSUPPORTED, "%s lacks %s", k_validation_layer,
@@ -594,7 +640,8 @@ static vkf_status vkf_vk_instance_create(vkf_vk_backend *vb, int validate, VkIns
 
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "vkformer";
-    app.applicationVersion = VK_MAKE_API_VERSION(0, VKF_VERSION_MAJOR, VKF_VERSION_MINOR, VKF_VERSION_PATCH);
+    app.applicationVersion =
+        VK_MAKE_API_VERSION(0, VKF_VERSION_MAJOR, VKF_VERSION_MINOR, VKF_VERSION_PATCH);
     app.pEngineName = "vkformer";
     app.engineVersion = app.applicationVersion;
     app.apiVersion = api;
@@ -607,14 +654,17 @@ static vkf_status vkf_vk_instance_create(vkf_vk_backend *vb, int validate, VkIns
     ici.enabledExtensionCount = n_exts;
     ici.ppEnabledExtensionNames = exts;
     r = vkCreateInstance(&ici, NULL, out); /* no ICD at all: INCOMPATIBLE_DRIVER, i.e. no device */
-    if (r == VK_ERROR_INCOMPATIBLE_DRIVER) return vkf_error(VKF_ERROR_NO_DEVICE, "no Vulkan driver: vkCreateInstance failed: VK_ERROR_INCOMPATIBLE_DRIVER");
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+        return vkf_error(VKF_ERROR_NO_DEVICE,
+                         "no Vulkan driver: vkCreateInstance failed: VK_ERROR_INCOMPATIBLE_DRIVER");
     VKF_VK_CHECK(r);
     /* instance-level pointers: the loader's trampolines, valid for every instance */
     volkLoadInstanceOnly(*out);
 
     if (validate && vb) {
         PFN_vkCreateDebugUtilsMessengerEXT create =
-            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(*out, "vkCreateDebugUtilsMessengerEXT");
+            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+                *out, "vkCreateDebugUtilsMessengerEXT");
         vb->destroy_messenger = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
             *out, "vkDestroyDebugUtilsMessengerEXT");
         if (!create || !vb->destroy_messenger) {
@@ -668,16 +718,18 @@ static int vkf_vk_icontains(const char *hay, const char *needle) {
     size_t nl = strlen(needle);
     for (const char *h = hay; *h; h++) {
         size_t i = 0;
-        while (i < nl && h[i] && tolower((unsigned char)h[i]) == tolower((unsigned char)needle[i])) i++;
+        while (i < nl && h[i] && tolower((unsigned char)h[i]) == tolower((unsigned char)needle[i]))
+            i++;
         if (i == nl) return 1;
     }
     return nl == 0;
 }
 
-static vkf_status vkf_vk_select(VkPhysicalDevice *pds, uint32_t n, const char *spec, uint32_t *out) {
+static vkf_status vkf_vk_select(VkPhysicalDevice *pds, uint32_t n, const char *spec,
+                                uint32_t *out) {
     if (n == 0)
         return vkf_error(VKF_ERROR_NO_DEVICE, "no Vulkan device found (install a driver, e.g. "
-                         "mesa-vulkan-drivers for the lavapipe CPU device)");
+                                              "mesa-vulkan-drivers for the lavapipe CPU device)");
     if (!spec || !*spec) {
         *out = vkf_vk_default_device(pds, n);
         return VKF_OK;
@@ -710,8 +762,10 @@ static vkf_status vkf_vk_select(VkPhysicalDevice *pds, uint32_t n, const char *s
                               p.deviceName, vkf_vk_type_name(p.deviceType));
         if (l >= sizeof list) l = sizeof list - 1;
     }
-    return vkf_error(VKF_ERROR_NO_DEVICE, "no Vulkan device matches \"%s\" (an index or a name "
-                     "substring); devices: %s", spec, list);
+    return vkf_error(VKF_ERROR_NO_DEVICE,
+                     "no Vulkan device matches \"%s\" (an index or a name "
+                     "substring); devices: %s",
+                     spec, list);
 }
 
 /* ---------------------------------------------------------------- logical device */
@@ -733,9 +787,9 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
     vkf_vk_caps_read(vb->instance, vb->phys, &vb->caps);
     vkf_vk_caps *c = &vb->caps;
     if (c->api_version < VK_API_VERSION_1_1)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "device %s supports Vulkan %u.%u; vkformer needs 1.1",
-                         c->name, VK_API_VERSION_MAJOR(c->api_version),
-                         VK_API_VERSION_MINOR(c->api_version));
+        return vkf_error(
+            VKF_ERROR_UNSUPPORTED, "device %s supports Vulkan %u.%u; vkformer needs 1.1", c->name,
+            VK_API_VERSION_MAJOR(c->api_version), VK_API_VERSION_MINOR(c->api_version));
     vb->target_vulkan = c->api_version >= VK_API_VERSION_1_2 ? 12 : 11;
     snprintf(vb->base.device_name, sizeof vb->base.device_name, "%s", c->name);
     /* F16 KV caches on GPUs (llama.cpp's default); CPU drivers convert each half in software */
@@ -760,7 +814,8 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
     const char *exts[8];
     uint32_t n_exts = 0;
     int v12 = c->api_version >= VK_API_VERSION_1_2, v13 = c->api_version >= VK_API_VERSION_1_3;
-    if (vkf_vk_has_ext(ext, n_ext, "VK_KHR_portability_subset")) exts[n_exts++] = "VK_KHR_portability_subset";
+    if (vkf_vk_has_ext(ext, n_ext, "VK_KHR_portability_subset"))
+        exts[n_exts++] = "VK_KHR_portability_subset";
     if (!v12 && vkf_vk_has_ext(ext, n_ext, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME))
         exts[n_exts++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
     if (!v12 && vkf_vk_has_ext(ext, n_ext, VK_KHR_8BIT_STORAGE_EXTENSION_NAME))
@@ -776,40 +831,52 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
         c->host_import = 0;
     free(ext);
 
-    VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-    VkPhysicalDevice8BitStorageFeatures s8 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
-    VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-    VkPhysicalDeviceSubgroupSizeControlFeatures sgcf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+    VkPhysicalDevice16BitStorageFeatures s16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDevice8BitStorageFeatures s8 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceSubgroupSizeControlFeatures sgcf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     void **next = &f2.pNext;
     s16.storageBuffer16BitAccess = c->storage16 ? VK_TRUE : VK_FALSE;
-    *next = &s16; next = &s16.pNext;
+    *next = &s16;
+    next = &s16.pNext;
     if (has_s8) {
         s8.storageBuffer8BitAccess = c->storage8 ? VK_TRUE : VK_FALSE;
-        *next = &s8; next = &s8.pNext;
+        *next = &s8;
+        next = &s8.pNext;
     }
     if (has_f16) {
         f16.shaderFloat16 = c->fp16 ? VK_TRUE : VK_FALSE;
         f16.shaderInt8 = c->int8 ? VK_TRUE : VK_FALSE;
-        *next = &f16; next = &f16.pNext;
+        *next = &f16;
+        next = &f16.pNext;
     }
     if (v13 || sgc_ext) {
         sgcf.subgroupSizeControl = c->subgroup_size_control ? VK_TRUE : VK_FALSE;
         sgcf.computeFullSubgroups = c->subgroup_size_control ? VK_TRUE : VK_FALSE;
-        *next = &sgcf; next = &sgcf.pNext;
+        *next = &sgcf;
+        next = &sgcf.pNext;
     }
     /* cooperative matrix (only where it will be used) and the memory model its GLSL needs */
     struct {
         VkStructureType sType;
         void *pNext;
         VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
-    } cmf = {(VkStructureType)1000506000 /* COOPERATIVE_MATRIX_FEATURES_KHR */, NULL, VK_TRUE, VK_FALSE};
-    VkPhysicalDeviceVulkanMemoryModelFeatures vmmf = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    } cmf = {(VkStructureType)1000506000 /* COOPERATIVE_MATRIX_FEATURES_KHR */, NULL, VK_TRUE,
+             VK_FALSE};
+    VkPhysicalDeviceVulkanMemoryModelFeatures vmmf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
     if (c->coopmat_use && n_exts < 8) {
         exts[n_exts++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
-        *next = &cmf; next = &cmf.pNext;
+        *next = &cmf;
+        next = &cmf.pNext;
         vmmf.vulkanMemoryModel = VK_TRUE;
-        *next = &vmmf; next = &vmmf.pNext;
+        *next = &vmmf;
+        next = &vmmf.pNext;
     }
 
     float prio = 1.0f;
@@ -879,7 +946,8 @@ static void vkf_vk_sbuf_printf(vkf_vk_sbuf *s, const char *fmt, ...) {
             return;
         }
         size_t cap = s->cap ? s->cap * 2 : 4096;
-        while (cap < s->n + (size_t)k + 1) cap *= 2;
+        while (cap < s->n + (size_t)k + 1)
+            cap *= 2;
         char *np = realloc(s->p, cap);
         if (!np) {
             s->oom = 1;
@@ -901,8 +969,8 @@ static void vkf_vk_fmt_bytes(uint64_t b, char *out, size_t n) {
         snprintf(out, n, "%llu B", (unsigned long long)b);
 }
 
-static void vkf_vk_flags_str(uint32_t flags, const char *const *names, int n_names, uint32_t (*bit)(int),
-                             char *out, size_t n) {
+static void vkf_vk_flags_str(uint32_t flags, const char *const *names, int n_names,
+                             uint32_t (*bit)(int), char *out, size_t n) {
     size_t l = 0;
     out[0] = 0;
     for (int i = 0; i < n_names; i++)
@@ -914,7 +982,9 @@ static void vkf_vk_flags_str(uint32_t flags, const char *const *names, int n_nam
 }
 
 static uint32_t vkf_vk_subgroup_bit(int i) { return 1u << i; }
-static uint32_t vkf_vk_heap_bit(int i) { return i == 0 ? VK_MEMORY_HEAP_DEVICE_LOCAL_BIT : VK_MEMORY_HEAP_MULTI_INSTANCE_BIT; }
+static uint32_t vkf_vk_heap_bit(int i) {
+    return i == 0 ? VK_MEMORY_HEAP_DEVICE_LOCAL_BIT : VK_MEMORY_HEAP_MULTI_INSTANCE_BIT;
+}
 static const char *const k_heap_flag_names[] = {"device_local", "multi_instance"};
 
 static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *c, int is_default) {
@@ -923,8 +993,8 @@ static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *
     vkf_vk_sbuf_printf(s, "device %u: %s%s\n", idx, c->name, is_default ? "  (default)" : "");
     vkf_vk_sbuf_printf(s, "  vendor: %s (0x%04x), device id 0x%04x, type: %s\n", c->vendor,
                        c->vendor_id, c->device_id, c->type_name);
-    vkf_vk_sbuf_printf(s, "  driver: %s %s (version %s)\n", c->driver_name[0] ? c->driver_name : "?",
-                       c->driver_info, a);
+    vkf_vk_sbuf_printf(s, "  driver: %s %s (version %s)\n",
+                       c->driver_name[0] ? c->driver_name : "?", c->driver_info, a);
     vkf_vk_sbuf_printf(s, "  Vulkan API: %u.%u.%u\n", VK_API_VERSION_MAJOR(c->api_version),
                        VK_API_VERSION_MINOR(c->api_version), VK_API_VERSION_PATCH(c->api_version));
     vkf_vk_flags_str(c->subgroup_ops, k_subgroup_op_names, 8, vkf_vk_subgroup_bit, f, sizeof f);
@@ -938,10 +1008,11 @@ static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *
                        c->max_wg_size[1], c->max_wg_size[2], c->max_wg_invocations);
     vkf_vk_fmt_bytes(c->max_storage_range, a, sizeof a);
     vkf_vk_fmt_bytes(c->max_alloc, b, sizeof b);
-    vkf_vk_sbuf_printf(s, "  maxStorageBufferRange: %s (%llu), maxMemoryAllocationSize: %s (%llu), "
-                       "minStorageBufferOffsetAlignment: %llu\n", a,
-                       (unsigned long long)c->max_storage_range, b, (unsigned long long)c->max_alloc,
-                       (unsigned long long)c->min_storage_align);
+    vkf_vk_sbuf_printf(s,
+                       "  maxStorageBufferRange: %s (%llu), maxMemoryAllocationSize: %s (%llu), "
+                       "minStorageBufferOffsetAlignment: %llu\n",
+                       a, (unsigned long long)c->max_storage_range, b,
+                       (unsigned long long)c->max_alloc, (unsigned long long)c->min_storage_align);
     vkf_vk_sbuf_printf(s, "  unified memory: %s\n", c->unified ? "yes" : "no");
     if (c->host_import)
         vkf_vk_sbuf_printf(
@@ -955,10 +1026,12 @@ static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *
         vkf_vk_sbuf_printf(s, "  heap %u: %s [%s]\n", h, a, f);
     }
     for (uint32_t t = 0; t < c->n_mem_types; t++) {
-        vkf_vk_flags_str(c->mem_type_flags[t], k_mem_flag_names, 8, vkf_vk_mem_flag_bit, f, sizeof f);
+        vkf_vk_flags_str(c->mem_type_flags[t], k_mem_flag_names, 8, vkf_vk_mem_flag_bit, f,
+                         sizeof f);
         vkf_vk_sbuf_printf(s, "  memory type %u: heap %u [%s]\n", t, c->mem_type_heap[t], f);
     }
-    vkf_vk_sbuf_printf(s, "  features: 16-bit storage %s, 8-bit storage %s, fp16 arithmetic %s, "
+    vkf_vk_sbuf_printf(s,
+                       "  features: 16-bit storage %s, 8-bit storage %s, fp16 arithmetic %s, "
                        "int8 %s, subgroup ops %s, cooperative matrix %s\n",
                        c->storage16 ? "yes" : "no", c->storage8 ? "yes" : "no",
                        c->fp16 ? "yes" : "no", c->int8 ? "yes" : "no",
@@ -973,7 +1046,8 @@ static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *
     if (c->overrides[0]) vkf_vk_sbuf_printf(s, "  env overrides: %s\n", c->overrides);
 }
 
-static cJSON *vkf_vk_flags_json(uint32_t flags, const char *const *names, int n_names, uint32_t (*bit)(int)) {
+static cJSON *vkf_vk_flags_json(uint32_t flags, const char *const *names, int n_names,
+                                uint32_t (*bit)(int)) {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < n_names; i++)
         if (flags & bit(i)) cJSON_AddItemToArray(a, cJSON_CreateString(names[i]));
@@ -1004,13 +1078,15 @@ static cJSON *vkf_vk_report_json(uint32_t idx, const vkf_vk_caps *c, int is_defa
         cJSON_AddNumberToObject(sg, "min_size", c->subgroup_min);
         cJSON_AddNumberToObject(sg, "max_size", c->subgroup_max);
         cJSON_AddBoolToObject(sg, "size_control", c->subgroup_size_control);
-        cJSON_AddBoolToObject(sg, "compute", (c->subgroup_stages & VK_SHADER_STAGE_COMPUTE_BIT) != 0);
-        cJSON_AddItemToObject(sg, "ops", vkf_vk_flags_json(c->subgroup_ops, k_subgroup_op_names, 8,
-                                                           vkf_vk_subgroup_bit));
+        cJSON_AddBoolToObject(sg, "compute",
+                              (c->subgroup_stages & VK_SHADER_STAGE_COMPUTE_BIT) != 0);
+        cJSON_AddItemToObject(
+            sg, "ops",
+            vkf_vk_flags_json(c->subgroup_ops, k_subgroup_op_names, 8, vkf_vk_subgroup_bit));
     }
     cJSON_AddNumberToObject(d, "shared_memory_per_workgroup", c->max_shared);
-    cJSON *ws = cJSON_CreateIntArray((const int[]){(int)c->max_wg_size[0], (int)c->max_wg_size[1],
-                                                   (int)c->max_wg_size[2]}, 3);
+    cJSON *ws = cJSON_CreateIntArray(
+        (const int[]){(int)c->max_wg_size[0], (int)c->max_wg_size[1], (int)c->max_wg_size[2]}, 3);
     cJSON_AddItemToObject(d, "max_workgroup_size", ws);
     cJSON_AddNumberToObject(d, "max_workgroup_invocations", c->max_wg_invocations);
     cJSON_AddNumberToObject(d, "max_storage_buffer_range", (double)c->max_storage_range);
@@ -1024,16 +1100,17 @@ static cJSON *vkf_vk_report_json(uint32_t idx, const vkf_vk_caps *c, int is_defa
     for (uint32_t h = 0; heaps && h < c->n_heaps; h++) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "size", (double)c->heap_size[h]);
-        cJSON_AddItemToObject(o, "flags", vkf_vk_flags_json(c->heap_flags[h], k_heap_flag_names, 2,
-                                                            vkf_vk_heap_bit));
+        cJSON_AddItemToObject(
+            o, "flags", vkf_vk_flags_json(c->heap_flags[h], k_heap_flag_names, 2, vkf_vk_heap_bit));
         cJSON_AddItemToArray(heaps, o);
     }
     cJSON *types = cJSON_AddArrayToObject(d, "memory_types");
     for (uint32_t t = 0; types && t < c->n_mem_types; t++) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "heap", c->mem_type_heap[t]);
-        cJSON_AddItemToObject(o, "flags", vkf_vk_flags_json(c->mem_type_flags[t], k_mem_flag_names,
-                                                            8, vkf_vk_mem_flag_bit));
+        cJSON_AddItemToObject(
+            o, "flags",
+            vkf_vk_flags_json(c->mem_type_flags[t], k_mem_flag_names, 8, vkf_vk_mem_flag_bit));
         cJSON_AddItemToArray(types, o);
     }
     cJSON *fe = cJSON_AddObjectToObject(d, "features");

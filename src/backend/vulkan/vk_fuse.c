@@ -99,12 +99,16 @@ static int vkf_vk_dead_after(const vkf_graph *g, const vkf_tensor *t, int produc
 
 /* ---------------------------------------------------------------- matching */
 
-static int vkf_vk_is_mm(const vkf_graph *g, int i) { return i < g->n_nodes && g->nodes[i].op == VKF_OP_MATMUL; }
+static int vkf_vk_is_mm(const vkf_graph *g, int i) {
+    return i < g->n_nodes && g->nodes[i].op == VKF_OP_MATMUL;
+}
 
 /* Matmuls i.. (at most 3) reading `a`, without bias; returns how many. */
 static int vkf_vk_mm_run(const vkf_graph *g, int i, const vkf_tensor *a) {
     int k = 0;
-    while (k < 3 && vkf_vk_is_mm(g, i + k) && g->nodes[i + k].src[0] == a && !g->nodes[i + k].src[2]) k++;
+    while (k < 3 && vkf_vk_is_mm(g, i + k) && g->nodes[i + k].src[0] == a &&
+           !g->nodes[i + k].src[2])
+        k++;
     return k;
 }
 
@@ -113,7 +117,9 @@ static int vkf_vk_group_disjoint(const vkf_vk_mm_group *gr) {
     int n_out = gr->swiglu ? 1 : gr->n_mats;
     for (int i = 0; i < n_out; i++) {
         const vkf_tensor *d = gr->d[i];
-        if (vkf_vk_overlap(d, gr->a) || vkf_vk_overlap(d, gr->norm_w) || vkf_vk_overlap(d, gr->bias)) return 0;
+        if (vkf_vk_overlap(d, gr->a) || vkf_vk_overlap(d, gr->norm_w) ||
+            vkf_vk_overlap(d, gr->bias))
+            return 0;
         for (int j = 0; j < gr->n_mats; j++)
             if (vkf_vk_overlap(d, gr->w[j])) return 0;
         for (int j = 0; j < n_out; j++)
@@ -129,8 +135,8 @@ static int vkf_vk_group_disjoint(const vkf_vk_mm_group *gr) {
 
 /* Builds the matmul group for the matmuls starting at node i (reading a), with the optional
  * norm; returns the nodes it covers after i - 1 (0: no group). */
-static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_tensor *a, const vkf_node *norm,
-                            vkf_vk_mm_group *gr) {
+static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_tensor *a,
+                            const vkf_node *norm, vkf_vk_mm_group *gr) {
     memset(gr, 0, sizeof *gr);
     int k = vkf_vk_mm_run(g, i, a);
     gr->a = norm ? norm->src[0] : a;
@@ -143,14 +149,16 @@ static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_
     if (k >= 2 && i + 2 < g->n_nodes) {
         const vkf_node *sw = &g->nodes[i + 2];
         const vkf_tensor *gt = g->nodes[i].dst, *up = g->nodes[i + 1].dst;
-        if (sw->op == VKF_OP_SWIGLU && !sw->p.glu.gelu && sw->src[0] == gt && sw->src[1] == up && gt->rows == up->rows &&
-            gt->cols == up->cols && vkf_vk_dead_after(g, gt, i, i + 2) && vkf_vk_dead_after(g, up, i + 1, i + 2)) {
+        if (sw->op == VKF_OP_SWIGLU && !sw->p.glu.gelu && sw->src[0] == gt && sw->src[1] == up &&
+            gt->rows == up->rows && gt->cols == up->cols && vkf_vk_dead_after(g, gt, i, i + 2) &&
+            vkf_vk_dead_after(g, up, i + 1, i + 2)) {
             gr->n_mats = 2;
             gr->swiglu = 1;
             gr->w[0] = g->nodes[i].src[1];
             gr->w[1] = g->nodes[i + 1].src[1];
             gr->d[0] = sw->dst;
-            if (gr->w[0]->rows == gr->w[1]->rows && vkf_vk_group_disjoint(gr) && vkf_vk_mm_group_ok(r, gr, NULL))
+            if (gr->w[0]->rows == gr->w[1]->rows && vkf_vk_group_disjoint(gr) &&
+                vkf_vk_mm_group_ok(r, gr, NULL))
                 return 3;
             memset(gr, 0, sizeof *gr);
             gr->a = norm ? norm->src[0] : a;
@@ -169,7 +177,8 @@ static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_
             gr->d[j] = g->nodes[i + j].dst;
         }
         /* a single matmul is only a fusion with a norm (or a residual, below) */
-        if ((k > 1 || norm) && vkf_vk_group_disjoint(gr) && vkf_vk_mm_group_ok(r, gr, NULL)) return k;
+        if ((k > 1 || norm) && vkf_vk_group_disjoint(gr) && vkf_vk_mm_group_ok(r, gr, NULL))
+            return k;
         k--;
     }
     return 0;
@@ -182,20 +191,22 @@ typedef struct vkf_vk_kvfuse {
     vkf_tensor k, v;         /* the rows stored: kr (or k) and v, [B*n, kvd] (views spanning every
                                 sequence's copy source) */
     const vkf_tensor *kc, *vc;
-    int32_t seq;             /* rows per sequence */
-    int32_t c_row0, c_seq;   /* cache row of sequence b: c_row0 + b * c_seq (+ n_past + i) */
+    int32_t seq;           /* rows per sequence */
+    int32_t c_row0, c_seq; /* cache row of sequence b: c_row0 + b * c_seq (+ n_past + i) */
     int n_copies;
 } vkf_vk_kvfuse;
 
 /* the copy's source is rows [b*seq, (b+1)*seq) of t, every column */
 static int vkf_vk_is_rows_of(const vkf_tensor *src, const vkf_tensor *t, int64_t b, int32_t seq) {
-    return src->buf == t->buf && src->dtype == t->dtype && src->cols == t->cols && src->row_stride == t->row_stride &&
-           src->rows == seq && src->offset == t->offset + (size_t)(b * seq) * (size_t)t->row_stride * 4;
+    return src->buf == t->buf && src->dtype == t->dtype && src->cols == t->cols &&
+           src->row_stride == t->row_stride && src->rows == seq &&
+           src->offset == t->offset + (size_t)(b * seq) * (size_t)t->row_stride * 4;
 }
 
 /* COPY_ROWS nodes from j on that store the rows of K (given, or taken from the first copy)
  * and of one V into two caches, alternating or not; returns the nodes matched. */
-static int vkf_vk_match_copies(const vkf_graph *g, int j, const vkf_tensor *K, int32_t seq, vkf_vk_kvfuse *f) {
+static int vkf_vk_match_copies(const vkf_graph *g, int j, const vkf_tensor *K, int32_t seq,
+                               vkf_vk_kvfuse *f) {
     int n = 0;
     const vkf_tensor *V = NULL;
     f->kc = f->vc = NULL;
@@ -203,15 +214,20 @@ static int vkf_vk_match_copies(const vkf_graph *g, int j, const vkf_tensor *K, i
     while (j + n < g->n_nodes && g->nodes[j + n].op == VKF_OP_COPY_ROWS) {
         const vkf_node *c = &g->nodes[j + n];
         const vkf_tensor *src = c->src[0], *dst = c->dst;
-        if (!c->p.copy.dyn || src->dtype != VKF_DTYPE_F32 || dst->dtype != VKF_DTYPE_F32 || src->rows != seq) break;
+        if (!c->p.copy.dyn || src->dtype != VKF_DTYPE_F32 || dst->dtype != VKF_DTYPE_F32 ||
+            src->rows != seq)
+            break;
         int is_k = (K && vkf_vk_is_rows_of(src, K, nk, seq)) || (!K && n == 0);
         if (is_k) {
             if (!K) K = src; /* b = 0: the view itself describes the rows of sequence 0 */
             if (!vkf_vk_is_rows_of(src, K, nk, seq) || (f->kc && dst != f->kc)) break;
             f->kc = dst;
-            if (nk == 0) f->c_row0 = c->p.copy.dst_row0;
-            else if (nk == 1) f->c_seq = c->p.copy.dst_row0 - f->c_row0;
-            else if (c->p.copy.dst_row0 != f->c_row0 + nk * f->c_seq) break;
+            if (nk == 0)
+                f->c_row0 = c->p.copy.dst_row0;
+            else if (nk == 1)
+                f->c_seq = c->p.copy.dst_row0 - f->c_row0;
+            else if (c->p.copy.dst_row0 != f->c_row0 + nk * f->c_seq)
+                break;
             nk++;
         } else {
             if (!V) V = src;
@@ -235,7 +251,8 @@ static int vkf_vk_match_copies(const vkf_graph *g, int j, const vkf_tensor *K, i
     return n;
 }
 
-static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_vk_kvfuse *f, int last, int *ok) {
+static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_vk_kvfuse *f,
+                                   int last, int *ok) {
     *ok = 0;
     const vkf_vk_caps *c = &r->vb->caps;
     const vkf_node *rq = f->rq, *rk = f->rk;
@@ -257,23 +274,28 @@ static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_
     /* with RoPE the stored rows are all of kr (and so of k) */
     if (K->rows != rows || V->rows != rows || (kr && kr->rows != rows)) return VKF_OK;
     /* outputs in place or apart from every input */
-    if (qr && qr != q && (vkf_vk_overlap(qr, q) || vkf_vk_overlap(qr, K) || vkf_vk_overlap(qr, V))) {
+    if (qr && qr != q &&
+        (vkf_vk_overlap(qr, q) || vkf_vk_overlap(qr, K) || vkf_vk_overlap(qr, V))) {
         vkf_vk_span a = vkf_vk_span_of(qr), b = vkf_vk_span_of(q);
-        if (!(a.lo == b.lo && qr->row_stride == q->row_stride) || vkf_vk_overlap(qr, K) || vkf_vk_overlap(qr, V))
+        if (!(a.lo == b.lo && qr->row_stride == q->row_stride) || vkf_vk_overlap(qr, K) ||
+            vkf_vk_overlap(qr, V))
             return VKF_OK;
     }
     int write_kr = kr && !vkf_vk_dead_after(g, kr, (int)(rk - g->nodes), last);
-    if (write_kr && kr != K && (vkf_vk_overlap(kr, K) || vkf_vk_overlap(kr, V) || vkf_vk_overlap(kr, q)))
+    if (write_kr && kr != K &&
+        (vkf_vk_overlap(kr, K) || vkf_vk_overlap(kr, V) || vkf_vk_overlap(kr, q)))
         return VKF_OK;
     const vkf_tensor *tab = rk ? rk->src[1] : rq ? rq->src[1] : NULL;
-    if (rq && rk && (rq->src[1] != rk->src[1] || rq->p.rope.seq_len != rk->p.rope.seq_len ||
-                     rq->p.rope.pos0 != rk->p.rope.pos0 || rq->p.rope.dyn != rk->p.rope.dyn ||
-                     rq->p.rope.n_rot != rk->p.rope.n_rot || rq->p.rope.mode != rk->p.rope.mode ||
-                     rq->p.rope.head_dim != rk->p.rope.head_dim))
+    if (rq && rk &&
+        (rq->src[1] != rk->src[1] || rq->p.rope.seq_len != rk->p.rope.seq_len ||
+         rq->p.rope.pos0 != rk->p.rope.pos0 || rq->p.rope.dyn != rk->p.rope.dyn ||
+         rq->p.rope.n_rot != rk->p.rope.n_rot || rq->p.rope.mode != rk->p.rope.mode ||
+         rq->p.rope.head_dim != rk->p.rope.head_dim))
         return VKF_OK;
     if (rk && (rk->p.rope.seq_len != f->seq || rk->p.rope.n_head != (int32_t)kh)) return VKF_OK;
 
-    /* windows: activations (all of the rows involved), caches (whole: rows depend on n_past), table */
+    /* windows: activations (all of the rows involved), caches (whole: rows depend on n_past), table
+     */
     uint64_t lo = UINT64_MAX, hi = 0;
     for (int i = 0; i < 5; i++) {
         if (!acts[i]) continue;
@@ -282,19 +304,23 @@ static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_
         if (sp.hi > hi) hi = sp.hi;
     }
     uint64_t budget = vkf_vk_window_budget(r->vb);
-    if (hi - lo > budget || vkf_tensor_nbytes(f->kc) > budget || vkf_tensor_nbytes(f->vc) > budget ||
-        (tab && vkf_tensor_nbytes(tab) > budget))
+    if (hi - lo > budget || vkf_tensor_nbytes(f->kc) > budget ||
+        vkf_tensor_nbytes(f->vc) > budget || (tab && vkf_tensor_nbytes(tab) > budget))
         return VKF_OK;
     uint32_t wg = 32, spec[1] = {wg};
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get(r->vb, "kv_store", "", 5, spec, 1, &pl));
     vkf_vk_win win[4];
     VKF_TRY(vkf_vk_window_block(r, K->buf->block, lo, hi, 1, 0, &win[0]));
-    VKF_TRY(vkf_vk_window(r, f->kc->buf, f->kc->offset, f->kc->offset + vkf_tensor_nbytes(f->kc), 1, &win[1]));
-    VKF_TRY(vkf_vk_window(r, f->vc->buf, f->vc->offset, f->vc->offset + vkf_tensor_nbytes(f->vc), 1, &win[2]));
+    VKF_TRY(vkf_vk_window(r, f->kc->buf, f->kc->offset, f->kc->offset + vkf_tensor_nbytes(f->kc), 1,
+                          &win[1]));
+    VKF_TRY(vkf_vk_window(r, f->vc->buf, f->vc->offset, f->vc->offset + vkf_tensor_nbytes(f->vc), 1,
+                          &win[2]));
     win[3] = win[0];
     win[3].write = 0;
-    if (tab) VKF_TRY(vkf_vk_window(r, tab->buf, tab->offset, tab->offset + vkf_tensor_nbytes(tab), 0, &win[3]));
+    if (tab)
+        VKF_TRY(vkf_vk_window(r, tab->buf, tab->offset, tab->offset + vkf_tensor_nbytes(tab), 0,
+                              &win[3]));
     vkf_pc_kvstore pc;
     memset(&pc, 0, sizeof pc);
 #define OFF(t, w) (uint32_t)(((t)->buf->offset + (t)->offset - (w).off) / 4)
@@ -400,9 +426,9 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
     }
 
     /* matmul (+ bias) + activation */
-    if (i + 1 < g->n_nodes && g->nodes[i + 1].op == VKF_OP_UNARY && g->nodes[i + 1].src[0] == n->dst &&
-        g->nodes[i + 1].p.unary.act >= 0 && g->nodes[i + 1].p.unary.act < VKF_UNARY_COUNT &&
-        vkf_vk_dead_after(g, n->dst, i, i + 1)) {
+    if (i + 1 < g->n_nodes && g->nodes[i + 1].op == VKF_OP_UNARY &&
+        g->nodes[i + 1].src[0] == n->dst && g->nodes[i + 1].p.unary.act >= 0 &&
+        g->nodes[i + 1].p.unary.act < VKF_UNARY_COUNT && vkf_vk_dead_after(g, n->dst, i, i + 1)) {
         memset(&gr, 0, sizeof gr);
         gr.a = n->src[0];
         gr.w[0] = n->src[1];
@@ -410,8 +436,8 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
         gr.n_mats = 1;
         gr.bias = n->src[2];
         gr.act = 1 + g->nodes[i + 1].p.unary.act;
-        if (gr.d[0]->rows == n->dst->rows && gr.d[0]->cols == n->dst->cols && vkf_vk_group_disjoint(&gr) &&
-            vkf_vk_mm_group_ok(r, &gr, NULL)) {
+        if (gr.d[0]->rows == n->dst->rows && gr.d[0]->cols == n->dst->cols &&
+            vkf_vk_group_disjoint(&gr) && vkf_vk_mm_group_ok(r, &gr, NULL)) {
             r->op = VKF_OP_MATMUL;
             VKF_TRY(vkf_vk_mm_group_record(r, &gr));
             *used = 2;

@@ -65,12 +65,12 @@ typedef struct vkf_vk_block {
     VkDeviceMemory mem;
     VkBuffer buf;
     VkDeviceSize size;
-    void *map;           /* persistent mapping on unified memory, else NULL */
-    int dedicated;       /* one buffer owns the whole block */
-    int imported;        /* host memory used in place (VK_EXT_external_memory_host): read-only */
-    vkf_vk_range *free;  /* sorted, coalesced free ranges */
+    void *map;          /* persistent mapping on unified memory, else NULL */
+    int dedicated;      /* one buffer owns the whole block */
+    int imported;       /* host memory used in place (VK_EXT_external_memory_host): read-only */
+    vkf_vk_range *free; /* sorted, coalesced free ranges */
     int n_free, cap_free;
-    int n_live;          /* live sub-allocations */
+    int n_live; /* live sub-allocations */
 } vkf_vk_block;
 
 struct vkf_buffer {
@@ -88,12 +88,12 @@ struct vkf_buffer {
 #define VKF_VK_MAX_SPEC 8
 
 typedef struct vkf_vk_pipeline {
-    char *key;        /* "shader|defines|bindings|texel mask|spec" */
+    char *key; /* "shader|defines|bindings|texel mask|spec" */
     uint64_t hash;
-    int n_bindings;   /* including binding 0 (dyn) */
+    int n_bindings;      /* including binding 0 (dyn) */
     uint32_t texel_mask; /* bit i: binding i is a storage texel buffer (R32G32B32A32_UINT) */
     VkPipeline pipeline;
-    VkPipelineLayout layout;        /* borrowed from the backend */
+    VkPipelineLayout layout;          /* borrowed from the backend */
     VkDescriptorSetLayout set_layout; /* borrowed from the backend */
 } vkf_vk_pipeline;
 
@@ -141,11 +141,11 @@ typedef struct vkf_vk_backend {
     /* memory */
     vkf_vk_block **blocks;
     int n_blocks, cap_blocks;
-    VkDeviceSize block_size;   /* size of shared blocks */
-    VkDeviceSize sub_align;    /* alignment of sub-allocations */
-    int direct_map;            /* unified memory: host reads/writes buffers through mappings */
-    uint32_t mem_type_local;   /* device-local (host-visible too when direct_map) */
-    uint32_t mem_type_host;    /* host-visible coherent, for staging and the dyn buffer */
+    VkDeviceSize block_size; /* size of shared blocks */
+    VkDeviceSize sub_align;  /* alignment of sub-allocations */
+    int direct_map;          /* unified memory: host reads/writes buffers through mappings */
+    uint32_t mem_type_local; /* device-local (host-visible too when direct_map) */
+    uint32_t mem_type_host;  /* host-visible coherent, for staging and the dyn buffer */
     VkBuffer staging;
     VkDeviceMemory staging_mem;
     void *staging_map;
@@ -172,7 +172,7 @@ typedef struct vkf_vk_backend {
     /* tuning (vk_tune.c): choices cached by `vkformer tune`, per shape class and weight dtype */
     int tune_loaded;
     int tune_have[3][VKF_DTYPE_COUNT];
-    struct vkf_vk_mm_cfg *tune_cfg; /* [3][VKF_DTYPE_COUNT] */
+    struct vkf_vk_mm_cfg *tune_cfg;         /* [3][VKF_DTYPE_COUNT] */
     const struct vkf_vk_mm_cfg *tune_force; /* while timing a candidate */
 
     vkf_vk_stats stats;
@@ -225,8 +225,8 @@ vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const cha
 /* The same with texel_mask: bit i makes binding i a storage texel buffer of 16-byte
  * R32G32B32A32_UINT texels (GLSL `uimageBuffer` with layout rgba32ui). */
 vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, const char *defines,
-                                     int n_bindings, uint32_t texel_mask, const uint32_t *spec, int n_spec,
-                                     vkf_vk_pipeline **out);
+                                     int n_bindings, uint32_t texel_mask, const uint32_t *spec,
+                                     int n_spec, vkf_vk_pipeline **out);
 /* 1 if the glslang linked in compiles GL_KHR_cooperative_matrix (13.1 and later). */
 int vkf_vk_glslang_has_coopmat(void);
 /* GLSL -> SPIR-V through the disk cache; *words malloc'ed. For tests via the backend. */
@@ -241,7 +241,7 @@ typedef struct vkf_vk_win {
     VkDeviceSize off, range; /* descriptor offset/range (offset aligned) */
     VkDeviceSize delta;      /* bytes from the window start to the requested first byte */
     int write;
-    int texel;               /* bound as a storage texel buffer: range a multiple of 16 bytes */
+    int texel; /* bound as a storage texel buffer: range a multiple of 16 bytes */
 } vkf_vk_win;
 
 typedef struct vkf_vk_access {
@@ -267,27 +267,26 @@ vkf_status vkf_vk_window(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64
                          vkf_vk_win *w);
 /* The same as a texel window (caps.texel): the start aligned for texel views, the range whole
  * 16-byte texels within the block; w->delta is then the byte offset of lo inside the view. */
-vkf_status vkf_vk_window_texel(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64_t hi, int write,
-                               vkf_vk_win *w);
+vkf_status vkf_vk_window_texel(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64_t hi,
+                               int write, vkf_vk_win *w);
 /* A window over absolute bytes [abs_lo, abs_hi) of a block (several tensors of one block:
  * fused dispatches); texel: as vkf_vk_window_texel, else as vkf_vk_window. */
-vkf_status vkf_vk_window_block(vkf_vk_rec *r, const vkf_vk_block *blk, uint64_t abs_lo, uint64_t abs_hi, int write,
-                               int texel, vkf_vk_win *w);
+vkf_status vkf_vk_window_block(vkf_vk_rec *r, const vkf_vk_block *blk, uint64_t abs_lo,
+                               uint64_t abs_hi, int write, int texel, vkf_vk_win *w);
 /* Bytes a texel window may span (maxTexelBufferElements and maxStorageBufferRange). */
 uint64_t vkf_vk_texel_budget(const vkf_vk_backend *vb);
 /* Records one dispatch: a barrier first if it reads what was written since the last barrier or
  * writes what was read or written; then binds dyn + wins[0..n) at bindings 0..n. */
 vkf_status vkf_vk_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *p, const vkf_vk_win *wins, int n,
-                           const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy,
-                           uint32_t gz);
+                           const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy, uint32_t gz);
 /* A device buffer that lives as long as the recording being made (kernel scratch). */
 vkf_status vkf_vk_scratch(vkf_vk_rec *r, size_t bytes, vkf_buffer **out);
 vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past);
 /* Records the dispatches of fn (called once) into a command buffer and submits it reps times,
  * each submission timed on the host (submit to fence); ms[0..reps) gets the times (may be
  * NULL). For peak probes and micro-benchmarks outside any graph. */
-vkf_status vkf_vk_run_recorded(vkf_vk_backend *vb, vkf_status (*fn)(vkf_vk_rec *r, void *user), void *user,
-                               int reps, double *ms);
+vkf_status vkf_vk_run_recorded(vkf_vk_backend *vb, vkf_status (*fn)(vkf_vk_rec *r, void *user),
+                               void *user, int reps, double *ms);
 void vkf_vk_graph_release(vkf_backend *be, vkf_graph *g);
 
 /* ---------------------------------------------------------------- vk_ops.c */
@@ -297,16 +296,16 @@ vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n);
 
 /* One dispatch of matmul_texel.comp: a plain matmul, or a fused group built by vk_fuse.c. */
 typedef struct vkf_vk_mm_group {
-    const vkf_tensor *a;        /* [M, K] activations (the RMSNorm input when norm_w is set) */
-    const vkf_tensor *w[3];     /* [N_i, K] weights, one dtype, all in one memory block */
-    const vkf_tensor *d[3];     /* [M, N_i] outputs, all in one memory block (swiglu: d[0] only) */
-    int n_mats;                 /* 1..3 (swiglu: 2, gate then up) */
-    const vkf_tensor *bias;     /* [1, N_0], single matrix only */
-    const vkf_tensor *res;      /* [M, N_0] residual added to the product, single matrix only */
-    const vkf_tensor *norm_w;   /* [1, K] RMSNorm weight folded in (NULL: none) */
+    const vkf_tensor *a;      /* [M, K] activations (the RMSNorm input when norm_w is set) */
+    const vkf_tensor *w[3];   /* [N_i, K] weights, one dtype, all in one memory block */
+    const vkf_tensor *d[3];   /* [M, N_i] outputs, all in one memory block (swiglu: d[0] only) */
+    int n_mats;               /* 1..3 (swiglu: 2, gate then up) */
+    const vkf_tensor *bias;   /* [1, N_0], single matrix only */
+    const vkf_tensor *res;    /* [M, N_0] residual added to the product, single matrix only */
+    const vkf_tensor *norm_w; /* [1, K] RMSNorm weight folded in (NULL: none) */
     float eps;
-    int swiglu;                 /* d[0] = silu(a.w0^T) * (a.w1^T) */
-    int act;                    /* 1 + vkf_unary applied after the bias (0: none) */
+    int swiglu; /* d[0] = silu(a.w0^T) * (a.w1^T) */
+    int act;    /* 1 + vkf_unary applied after the bias (0: none) */
 } vkf_vk_mm_group;
 
 /* Whether the group can run as one matmul_texel dispatch on this device (texels, alignment,
@@ -331,9 +330,9 @@ typedef enum vkf_vk_mm_kind {
 
 struct vkf_vk_mm_cfg {
     vkf_vk_mm_kind kind;
-    uint32_t wg;         /* workgroup size */
-    uint32_t r, tm;      /* texel: weight rows per subgroup (per lane with lanes), activation rows */
-    uint32_t lanes;      /* texel: 1 = each lane owns r weight rows and walks all of K (no split-K) */
+    uint32_t wg;    /* workgroup size */
+    uint32_t r, tm; /* texel: weight rows per subgroup (per lane with lanes), activation rows */
+    uint32_t lanes; /* texel: 1 = each lane owns r weight rows and walks all of K (no split-K) */
     uint32_t bm, bn, bk; /* tiled: output tile and K slice */
 };
 typedef struct vkf_vk_mm_cfg vkf_vk_mm_cfg;

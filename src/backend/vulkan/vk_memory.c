@@ -33,8 +33,7 @@ static vkf_status vkf_vk_raw_buffer(vkf_vk_backend *vb, VkDeviceSize size, uint3
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bci.size = size;
     bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT |
-                VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+                VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     VKF_VK_CHECK(vb->vk.vkCreateBuffer(vb->device, &bci, NULL, buf));
     VkMemoryRequirements req;
@@ -50,8 +49,10 @@ static vkf_status vkf_vk_raw_buffer(vkf_vk_backend *vb, VkDeviceSize size, uint3
     /* VKF_MAX_DEVICE_MEMORY=bytes simulates a small device: an allocation that would take the
      * blocks past it fails as the driver's would */
     VkDeviceSize used = req.size, cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY");
-    for (int i = 0; cap && i < vb->n_blocks; i++) used += vb->blocks[i]->size;
-    VkResult r = cap && used > cap ? VK_ERROR_OUT_OF_DEVICE_MEMORY : vb->vk.vkAllocateMemory(vb->device, &mai, NULL, mem);
+    for (int i = 0; cap && i < vb->n_blocks; i++)
+        used += vb->blocks[i]->size;
+    VkResult r = cap && used > cap ? VK_ERROR_OUT_OF_DEVICE_MEMORY
+                                   : vb->vk.vkAllocateMemory(vb->device, &mai, NULL, mem);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
         st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "vkAllocateMemory of %llu bytes failed: %s on %s",
                        (unsigned long long)req.size, vkf_vk_result_name(r), vb->caps.name);
@@ -59,7 +60,9 @@ static vkf_status vkf_vk_raw_buffer(vkf_vk_backend *vb, VkDeviceSize size, uint3
     }
     VKF_VK_CHECK_GOTO(r, st, fail);
     VKF_VK_CHECK_GOTO(vb->vk.vkBindBufferMemory(vb->device, *buf, *mem, 0), st, fail);
-    if (map) VKF_VK_CHECK_GOTO(vb->vk.vkMapMemory(vb->device, *mem, 0, VK_WHOLE_SIZE, 0, mapped), st, fail);
+    if (map)
+        VKF_VK_CHECK_GOTO(vb->vk.vkMapMemory(vb->device, *mem, 0, VK_WHOLE_SIZE, 0, mapped), st,
+                          fail);
     return VKF_OK;
 fail:
     if (*buf) vb->vk.vkDestroyBuffer(vb->device, *buf, NULL);
@@ -78,8 +81,7 @@ vkf_status vkf_vk_memory_init(vkf_vk_backend *vb) {
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bci.size = 4096;
     bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT |
-                VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+                VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     VkBuffer probe;
     VKF_VK_CHECK(vb->vk.vkCreateBuffer(vb->device, &bci, NULL, &probe));
     VkMemoryRequirements req;
@@ -89,20 +91,23 @@ vkf_status vkf_vk_memory_init(vkf_vk_backend *vb) {
 
     const uint32_t hv = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     if (vb->direct_map) {
-        vb->mem_type_local = vkf_vk_mem_type(c, req.memoryTypeBits,
-                                             VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | hv,
-                                             VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+        vb->mem_type_local =
+            vkf_vk_mem_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | hv,
+                            VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         if (vb->mem_type_local == UINT32_MAX) vb->direct_map = 0;
     }
     if (!vb->direct_map)
-        vb->mem_type_local = vkf_vk_mem_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+        vb->mem_type_local =
+            vkf_vk_mem_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
     if (vb->mem_type_local == UINT32_MAX)
         vb->mem_type_local = vkf_vk_mem_type(c, req.memoryTypeBits, 0, 0);
-    vb->mem_type_host = vkf_vk_mem_type(c, req.memoryTypeBits, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    vb->mem_type_host =
+        vkf_vk_mem_type(c, req.memoryTypeBits, hv, VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
     if (vb->mem_type_local == UINT32_MAX || vb->mem_type_host == UINT32_MAX)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "device %s has no usable memory type for storage "
-                         "buffers (device-local %s, host-visible %s)", c->name,
-                         vb->mem_type_local == UINT32_MAX ? "missing" : "ok",
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "device %s has no usable memory type for storage "
+                         "buffers (device-local %s, host-visible %s)",
+                         c->name, vb->mem_type_local == UINT32_MAX ? "missing" : "ok",
                          vb->mem_type_host == UINT32_MAX ? "missing" : "ok");
     vb->block_size = VKF_VK_BLOCK_MAX < c->max_alloc ? VKF_VK_BLOCK_MAX : c->max_alloc;
     vb->block_size = vb->block_size / vb->sub_align * vb->sub_align;
@@ -125,7 +130,8 @@ static void vkf_vk_block_destroy(vkf_vk_backend *vb, vkf_vk_block *blk) {
 
 void vkf_vk_memory_destroy(vkf_vk_backend *vb) {
     if (!vb->device) return;
-    for (int i = 0; i < vb->n_blocks; i++) vkf_vk_block_destroy(vb, vb->blocks[i]);
+    for (int i = 0; i < vb->n_blocks; i++)
+        vkf_vk_block_destroy(vb, vb->blocks[i]);
     free(vb->blocks);
     vb->blocks = NULL;
     vb->n_blocks = 0;
@@ -188,7 +194,8 @@ static int vkf_vk_block_take(vkf_vk_block *blk, VkDeviceSize size, VkDeviceSize 
         blk->free[i].off += size;
         blk->free[i].size -= size;
         if (blk->free[i].size == 0) {
-            memmove(&blk->free[i], &blk->free[i + 1], sizeof *blk->free * (size_t)(blk->n_free - i - 1));
+            memmove(&blk->free[i], &blk->free[i + 1],
+                    sizeof *blk->free * (size_t)(blk->n_free - i - 1));
             blk->n_free--;
         }
         blk->n_live++;
@@ -199,12 +206,14 @@ static int vkf_vk_block_take(vkf_vk_block *blk, VkDeviceSize size, VkDeviceSize 
 
 static vkf_status vkf_vk_block_give(vkf_vk_block *blk, VkDeviceSize off, VkDeviceSize size) {
     int i = 0;
-    while (i < blk->n_free && blk->free[i].off < off) i++;
+    while (i < blk->n_free && blk->free[i].off < off)
+        i++;
     int merge_prev = i > 0 && blk->free[i - 1].off + blk->free[i - 1].size == off;
     int merge_next = i < blk->n_free && off + size == blk->free[i].off;
     if (merge_prev && merge_next) {
         blk->free[i - 1].size += size + blk->free[i].size;
-        memmove(&blk->free[i], &blk->free[i + 1], sizeof *blk->free * (size_t)(blk->n_free - i - 1));
+        memmove(&blk->free[i], &blk->free[i + 1],
+                sizeof *blk->free * (size_t)(blk->n_free - i - 1));
         blk->n_free--;
     } else if (merge_prev) {
         blk->free[i - 1].size += size;
@@ -229,16 +238,18 @@ static vkf_status vkf_vk_block_give(vkf_vk_block *blk, VkDeviceSize off, VkDevic
 
 /* ---------------------------------------------------------------- buffers */
 
-vkf_status vkf_vk_buffer_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usage, vkf_buffer **out) {
+vkf_status vkf_vk_buffer_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usage,
+                               vkf_buffer **out) {
     vkf_vk_backend *vb = vkf_vk(be);
     *out = NULL;
     VkDeviceSize asize = vkf_vk_round_up(size ? size : 1, vb->sub_align);
     if (asize > vb->caps.max_alloc)
-        return vkf_error(VKF_ERROR_OUT_OF_MEMORY,
-                         "buffer of %zu bytes exceeds maxMemoryAllocationSize %llu of %s%s; split it "
-                         "into buffers of at most that size", size,
-                         (unsigned long long)vb->caps.max_alloc, vb->caps.name,
-                         strstr(vb->caps.overrides, "VKF_MAX_ALLOC") ? " (capped by VKF_MAX_ALLOC)" : "");
+        return vkf_error(
+            VKF_ERROR_OUT_OF_MEMORY,
+            "buffer of %zu bytes exceeds maxMemoryAllocationSize %llu of %s%s; split it "
+            "into buffers of at most that size",
+            size, (unsigned long long)vb->caps.max_alloc, vb->caps.name,
+            strstr(vb->caps.overrides, "VKF_MAX_ALLOC") ? " (capped by VKF_MAX_ALLOC)" : "");
     vkf_buffer *b = calloc(1, sizeof *b);
     if (!b) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "buffer descriptor");
     b->size = size;
@@ -267,9 +278,11 @@ vkf_status vkf_vk_buffer_alloc(vkf_backend *be, size_t size, vkf_buffer_usage us
     for (int i = 0; i < vb->n_blocks; i++)
         if (!vb->blocks[i]->dedicated) total += vb->blocks[i]->size;
     VkDeviceSize bs = VKF_VK_BLOCK_MIN;
-    while (bs < total && bs < vb->block_size) bs *= 2;
+    while (bs < total && bs < vb->block_size)
+        bs *= 2;
     if (bs > vb->block_size) bs = vb->block_size;
-    while (bs < asize) bs *= 2;
+    while (bs < asize)
+        bs *= 2;
     if (bs > vb->caps.max_alloc) bs = asize;
     vkf_vk_block *blk;
     vkf_status st = vkf_vk_block_create(vb, bs, 0, &blk);
@@ -467,13 +480,15 @@ vkf_status vkf_vk_buffer_import(vkf_backend *be, const void *p, size_t n, const 
 void vkf_vk_cmd_full_barrier(vkf_vk_backend *vb, VkCommandBuffer cmd) {
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
-                       VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+                       VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT |
+                       VK_ACCESS_TRANSFER_READ_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                        VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
                        VK_ACCESS_HOST_READ_BIT;
-    vb->vk.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,
-                                VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
-                                &mb, 0, NULL, 0, NULL);
+    vb->vk.vkCmdPipelineBarrier(cmd,
+                                VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT,
+                                VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0,
+                                1, &mb, 0, NULL, 0, NULL);
 }
 
 /* Submits cmd and waits at most timeout_ns. A wait that times out leaves the work pending on
@@ -482,7 +497,9 @@ void vkf_vk_cmd_full_barrier(vkf_vk_backend *vb, VkCommandBuffer cmd) {
  * (the CPU) instead of reading half-written results. */
 vkf_status vkf_vk_check_usable(const vkf_vk_backend *vb) {
     if (vb->unusable)
-        return vkf_error(VKF_ERROR_VULKAN, "%s is unusable after an earlier GPU timeout or device loss", vb->caps.name);
+        return vkf_error(VKF_ERROR_VULKAN,
+                         "%s is unusable after an earlier GPU timeout or device loss",
+                         vb->caps.name);
     return VKF_OK;
 }
 
@@ -502,7 +519,9 @@ vkf_status vkf_vk_submit_wait(vkf_vk_backend *vb, VkCommandBuffer cmd) {
     r = vb->vk.vkWaitForFences(vb->device, 1, &vb->fence, VK_TRUE, vb->timeout_ns);
     if (r == VK_TIMEOUT) {
         vb->unusable = 1;
-        return vkf_error(VKF_ERROR_VULKAN, "%s: the GPU did not finish within %.0f ms (VK_TIMEOUT; VKF_GPU_TIMEOUT_MS sets the limit)",
+        return vkf_error(VKF_ERROR_VULKAN,
+                         "%s: the GPU did not finish within %.0f ms (VK_TIMEOUT; "
+                         "VKF_GPU_TIMEOUT_MS sets the limit)",
                          vb->caps.name, (double)vb->timeout_ns / 1e6);
     }
     if (r != VK_SUCCESS) {
@@ -515,7 +534,8 @@ vkf_status vkf_vk_submit_wait(vkf_vk_backend *vb, VkCommandBuffer cmd) {
 
 static vkf_status vkf_vk_staging_ensure(vkf_vk_backend *vb) {
     if (vb->staging) return VKF_OK;
-    VkDeviceSize size = VKF_VK_STAGING_MAX < vb->caps.max_alloc ? VKF_VK_STAGING_MAX : vb->caps.max_alloc;
+    VkDeviceSize size =
+        VKF_VK_STAGING_MAX < vb->caps.max_alloc ? VKF_VK_STAGING_MAX : vb->caps.max_alloc;
     void *m = NULL;
     VKF_TRY(vkf_vk_raw_buffer(vb, size, vb->mem_type_host, 1, &vb->staging, &vb->staging_mem, &m));
     vb->staging_map = m;
@@ -547,8 +567,9 @@ static vkf_status vkf_vk_staged_copy(vkf_vk_backend *vb, vkf_buffer *b, size_t o
 static vkf_status vkf_vk_check_range(const vkf_buffer *b, size_t off, size_t n, const char *what) {
     if (!b) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "%s: buffer is NULL", what);
     if (off > b->size || n > b->size - off)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "%s: bytes [%zu, %zu) outside a buffer of %llu bytes",
-                         what, off, off + n, (unsigned long long)b->size);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "%s: bytes [%zu, %zu) outside a buffer of %llu bytes", what, off, off + n,
+                         (unsigned long long)b->size);
     return VKF_OK;
 }
 
@@ -617,7 +638,8 @@ out:
     return st;
 }
 
-vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src, size_t n) {
+vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const void *src,
+                               size_t n) {
     vkf_vk_backend *vb = vkf_vk(be);
     VKF_TRY(vkf_vk_check_usable(vb));
     VKF_TRY(vkf_vk_check_range(b, off, n, "vulkan buffer_write"));

@@ -20,11 +20,14 @@ static int vkf_vk_is_quant(vkf_dtype t) { return vkf_wtype_is_quant(t); }
 static uint64_t vkf_vk_elem_size(vkf_dtype t) { return vkf_dtype_block_bytes(t); }
 
 /* bytes of one row's data */
-static uint64_t vkf_vk_row_bytes(const vkf_tensor *t) { return vkf_dtype_row_bytes(t->dtype, t->cols); }
+static uint64_t vkf_vk_row_bytes(const vkf_tensor *t) {
+    return vkf_dtype_row_bytes(t->dtype, t->cols);
+}
 
 /* bytes between row starts */
 static uint64_t vkf_vk_stride_bytes(const vkf_tensor *t) {
-    return vkf_vk_is_quant(t->dtype) ? vkf_vk_row_bytes(t) : (uint64_t)t->row_stride * vkf_vk_elem_size(t->dtype);
+    return vkf_vk_is_quant(t->dtype) ? vkf_vk_row_bytes(t)
+                                     : (uint64_t)t->row_stride * vkf_vk_elem_size(t->dtype);
 }
 
 /* rows of t that fit one window, at least 1 unless a single row is too long (then 0) */
@@ -37,15 +40,17 @@ static int64_t vkf_vk_rows_fit(const vkf_tensor *t, uint64_t budget) {
 }
 
 static vkf_status vkf_vk_fit_error(vkf_vk_rec *r, const vkf_tensor *t) {
-    return vkf_error(VKF_ERROR_UNSUPPORTED, "tensor %s: one row of %llu bytes exceeds the storage "
-                     "window of %llu bytes (maxStorageBufferRange %llu)", t->name,
-                     (unsigned long long)vkf_vk_row_bytes(t), (unsigned long long)vkf_vk_window_budget(r->vb),
+    return vkf_error(VKF_ERROR_UNSUPPORTED,
+                     "tensor %s: one row of %llu bytes exceeds the storage "
+                     "window of %llu bytes (maxStorageBufferRange %llu)",
+                     t->name, (unsigned long long)vkf_vk_row_bytes(t),
+                     (unsigned long long)vkf_vk_window_budget(r->vb),
                      (unsigned long long)r->vb->caps.max_storage_range);
 }
 
 /* the window over rows [r0, r0+n) of t */
-static vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, int write,
-                                  vkf_vk_win *w) {
+static vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
+                                  int write, vkf_vk_win *w) {
     if (!t->buf) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tensor %s has no buffer", t->name);
     if (n <= 0) n = 1;
     uint64_t sb = vkf_vk_stride_bytes(t);
@@ -58,14 +63,17 @@ static vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0
 static vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *out) {
     uint64_t es = vkf_vk_elem_size(t->dtype);
     if (w->delta % es)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tensor %s: byte offset %zu is not a multiple of "
-                         "its element size %llu", t->name, t->offset, (unsigned long long)es);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "tensor %s: byte offset %zu is not a multiple of "
+                         "its element size %llu",
+                         t->name, t->offset, (unsigned long long)es);
     *out = (uint32_t)(w->delta / es);
     return VKF_OK;
 }
 
 static int64_t vkf_vk_min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, vkf_vk_win *w);
+static vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
+                                     vkf_vk_win *w);
 
 static uint32_t vkf_vk_groups(uint64_t items, uint64_t per_group, uint32_t cap) {
     uint64_t g = (items + per_group - 1) / per_group;
@@ -85,14 +93,21 @@ static vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *def
 
 static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *a = n->src[0];
-    const vkf_tensor *b = (n->op == VKF_OP_ADD || n->op == VKF_OP_MUL || n->op == VKF_OP_SWIGLU) ? n->src[1] : NULL;
+    const vkf_tensor *b =
+        (n->op == VKF_OP_ADD || n->op == VKF_OP_MUL || n->op == VKF_OP_SWIGLU) ? n->src[1] : NULL;
     const char *shader = NULL;
     char defs[64] = "";
     switch (n->op) {
     case VKF_OP_SCALE: shader = "scale"; break;
     case VKF_OP_ADD: shader = "binary"; break;
-    case VKF_OP_MUL: shader = "binary"; snprintf(defs, sizeof defs, "OP_MUL=1"); break;
-    case VKF_OP_UNARY: shader = "unary"; snprintf(defs, sizeof defs, "ACT=%d", n->p.unary.act); break;
+    case VKF_OP_MUL:
+        shader = "binary";
+        snprintf(defs, sizeof defs, "OP_MUL=1");
+        break;
+    case VKF_OP_UNARY:
+        shader = "unary";
+        snprintf(defs, sizeof defs, "ACT=%d", n->p.unary.act);
+        break;
     case VKF_OP_SWIGLU:
         shader = "swiglu";
         snprintf(defs, sizeof defs, "GELU=%d", n->p.glu.gelu ? 1 : 0);
@@ -105,7 +120,9 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
     int64_t per = vkf_vk_min64(vkf_vk_rows_fit(d, budget), vkf_vk_rows_fit(a, budget));
     if (b && !bcast) per = vkf_vk_min64(per, vkf_vk_rows_fit(b, budget));
     if (per == 0)
-        return vkf_vk_fit_error(r, vkf_vk_rows_fit(d, budget) == 0 ? d : vkf_vk_rows_fit(a, budget) == 0 ? a : b);
+        return vkf_vk_fit_error(r, vkf_vk_rows_fit(d, budget) == 0   ? d
+                                   : vkf_vk_rows_fit(a, budget) == 0 ? a
+                                                                     : b);
     if (bcast && vkf_vk_rows_fit(b, budget) == 0) return vkf_vk_fit_error(r, b);
     /* rows*cols must fit the 32-bit element index of a chunk */
     int64_t by_index = (int64_t)(0xffffffffu / (uint64_t)(a->cols ? a->cols : 1));
@@ -114,7 +131,8 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
     uint32_t spec[1] = {VKF_VK_ELT_WG};
     vkf_vk_pipeline *pl;
     /* contiguous operands: one long row (more parallel columns, fewer row iterations) */
-    int flat = d->row_stride == d->cols && a->row_stride == a->cols && (!b || (!bcast && b->row_stride == b->cols));
+    int flat = d->row_stride == d->cols && a->row_stride == a->cols &&
+               (!b || (!bcast && b->row_stride == b->cols));
     for (int64_t r0 = 0; r0 < a->rows; r0 += per) {
         int64_t nr = vkf_vk_min64(per, a->rows - r0);
         vkf_vk_win w[3];
@@ -139,12 +157,14 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
         const vkf_vk_caps *c = &r->vb->caps;
         /* 16-byte accesses when every offset, stride and the row length allow */
         int v4 = pc.cols % 4 == 0 && pc.d_off % 4 == 0 && pc.a_off % 4 == 0 && pc.b_off % 4 == 0 &&
-                 (pc.rows == 1 || (pc.d_stride % 4 == 0 && pc.a_stride % 4 == 0 && pc.b_stride % 4 == 0)) &&
+                 (pc.rows == 1 ||
+                  (pc.d_stride % 4 == 0 && pc.a_stride % 4 == 0 && pc.b_stride % 4 == 0)) &&
                  !vkf_vk_env_flag("VKF_NO_VEC4");
         char vdefs[80];
         snprintf(vdefs, sizeof vdefs, "%s%sVEC4=%d", defs, defs[0] ? ";" : "", v4);
         VKF_TRY(vkf_vk_pipe(r, shader, vdefs, b ? 3 : 2, spec, 1, &pl));
-        uint32_t gx = vkf_vk_groups(pc.cols / (v4 ? 4 : 1), VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD, c->max_wg_count[0]);
+        uint32_t gx = vkf_vk_groups(pc.cols / (v4 ? 4 : 1), VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
+                                    c->max_wg_count[0]);
         uint32_t gy = (uint32_t)vkf_vk_min64(pc.rows, c->max_wg_count[1]);
         VKF_TRY(vkf_vk_dispatch(r, pl, w, b ? 3 : 2, &pc, sizeof pc, gx, gy, 1));
     }
@@ -177,8 +197,10 @@ static vkf_status vkf_vk_first_unfit(vkf_vk_rec *r, const vkf_tensor *const *ts,
 static int vkf_vk_norm_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
     const vkf_tensor *d = n->dst, *x = n->src[0], *w = n->src[1], *b = n->src[2];
     const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_NORM")) return 0;
-    if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4) return 0;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_NORM"))
+        return 0;
+    if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4)
+        return 0;
     if ((w && w->offset % 16) || (b && b->offset % 16)) return 0;
     if (vkf_vk_rows_fit(x, vkf_vk_texel_budget(r->vb) - 32) < x->rows ||
         vkf_vk_rows_fit(d, vkf_vk_texel_budget(r->vb) - 32) < x->rows)
@@ -186,7 +208,9 @@ static int vkf_vk_norm_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
     uint32_t rows_per_group = VKF_VK_NORM_TEXEL_WG / c->subgroup_min;
     /* with larger subgroups a workgroup holds fewer rows: size the grid for the smallest */
     uint64_t groups = ((uint64_t)x->rows + rows_per_group - 1) / rows_per_group;
-    if (c->subgroup_max > c->subgroup_min) groups = ((uint64_t)x->rows * c->subgroup_max + VKF_VK_NORM_TEXEL_WG - 1) / VKF_VK_NORM_TEXEL_WG;
+    if (c->subgroup_max > c->subgroup_min)
+        groups =
+            ((uint64_t)x->rows * c->subgroup_max + VKF_VK_NORM_TEXEL_WG - 1) / VKF_VK_NORM_TEXEL_WG;
     if (groups > c->max_wg_count[0]) return 0;
     uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
     vkf_vk_pipeline *pl;
@@ -271,11 +295,15 @@ static int vkf_vk_softmax_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st
     const vkf_tensor *d = n->dst, *x = n->src[0];
     const vkf_tensor *m = n->op == VKF_OP_SOFTMAX ? n->src[1] : NULL;
     const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_SOFTMAX")) return 0;
-    if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4) return 0;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min ||
+        vkf_vk_env_flag("VKF_NO_TEXEL_SOFTMAX"))
+        return 0;
+    if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4)
+        return 0;
     if (m && (m->offset % 16 || m->row_stride % 4)) return 0;
     uint64_t tb = vkf_vk_texel_budget(r->vb) - 32;
-    if (vkf_vk_rows_fit(x, tb) < x->rows || vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) < x->rows ||
+    if (vkf_vk_rows_fit(x, tb) < x->rows ||
+        vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) < x->rows ||
         (m && vkf_vk_rows_fit(m, tb) < x->rows))
         return 0;
     uint32_t smax = c->subgroup_max ? c->subgroup_max : c->subgroup_min;
@@ -283,7 +311,8 @@ static int vkf_vk_softmax_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st
     if (groups > c->max_wg_count[0]) return 0;
     uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
     vkf_vk_pipeline *pl;
-    *st = vkf_vk_pipeline_get_texel(r->vb, "softmax_texel", n->op == VKF_OP_LOG_SOFTMAX ? "LOG=1" : "", 4,
+    *st = vkf_vk_pipeline_get_texel(r->vb, "softmax_texel",
+                                    n->op == VKF_OP_LOG_SOFTMAX ? "LOG=1" : "", 4,
                                     (1u << 2) | (1u << 3), spec, 1, &pl);
     if (*st != VKF_OK) return 1;
     vkf_vk_win win[3];
@@ -387,19 +416,24 @@ static vkf_status vkf_vk_op_select(vkf_vk_rec *r, const vkf_node *n) {
 static int vkf_vk_wtype(vkf_dtype t) { return vkf_wtype_is_weight(t) ? (int)t : VKF_W_F32; }
 
 /* elements one kernel step decodes (K must be a multiple for the FAST and texel paths) */
-static int64_t vkf_vk_wunit(vkf_dtype t) { return vkf_wtype_is_weight(t) ? vkf_wtype_of(t)->gpu_unit : 4; }
+static int64_t vkf_vk_wunit(vkf_dtype t) {
+    return vkf_wtype_is_weight(t) ? vkf_wtype_of(t)->gpu_unit : 4;
+}
 
 /* byte alignment the kernels read a weight row with: 4 for F32 and for blocks whose size is a
  * multiple of 4 (shaders/dtypes.glsl reads their words directly), else 2 */
-static uint64_t vkf_vk_walign(vkf_dtype t) { return t == VKF_DTYPE_F32 || vkf_dtype_block_bytes(t) % 4 == 0 ? 4 : 2; }
+static uint64_t vkf_vk_walign(vkf_dtype t) {
+    return t == VKF_DTYPE_F32 || vkf_dtype_block_bytes(t) % 4 == 0 ? 4 : 2;
+}
 
 /* byte offset of a weight window; rows must start aligned as vkf_vk_walign says */
 static vkf_status vkf_vk_weight_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *boff) {
     uint64_t need = vkf_vk_walign(t->dtype);
     if (w->delta % need || vkf_vk_stride_bytes(t) % need)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "weight %s (%s): offset %zu / row stride must be a "
-                         "multiple of %llu bytes", t->name, vkf_dtype_name(t->dtype), t->offset,
-                         (unsigned long long)need);
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "weight %s (%s): offset %zu / row stride must be a "
+                         "multiple of %llu bytes",
+                         t->name, vkf_dtype_name(t->dtype), t->offset, (unsigned long long)need);
     *boff = (uint32_t)w->delta;
     return VKF_OK;
 }
@@ -409,7 +443,8 @@ static int vkf_vk_weight_ok(vkf_dtype t) { return vkf_wtype_is_weight(t); }
 /* ---------------------------------------------------------------- matmul on texels */
 
 /* the texel window over rows [r0, r0+n) of t */
-static vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, vkf_vk_win *w) {
+static vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
+                                     vkf_vk_win *w) {
     if (n <= 0) n = 1;
     uint64_t sb = vkf_vk_stride_bytes(t);
     uint64_t lo = t->offset + (uint64_t)r0 * sb;
@@ -429,7 +464,8 @@ static int vkf_vk_texel_fits(const vkf_vk_backend *vb, const vkf_tensor *t) {
 
 /* t can be read as whole 16-byte texels of f32 (rows start 16-byte aligned, cols % 4 == 0) */
 static int vkf_vk_f32_texel_ok(const vkf_tensor *t) {
-    return t->dtype == VKF_DTYPE_F32 && t->offset % 16 == 0 && t->row_stride % 4 == 0 && t->cols % 4 == 0;
+    return t->dtype == VKF_DTYPE_F32 && t->offset % 16 == 0 && t->row_stride % 4 == 0 &&
+           t->cols % 4 == 0;
 }
 
 int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why) {
@@ -452,10 +488,11 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
     /* the group kernel is the texel one: where the table or the tuner picks the tiled kernel
      * for this shape (GPU prefill), the ops run unfused on it (its config has no R/TM) */
     int64_t Ntot = 0;
-    for (int i = 0; i < g->n_mats; i++) Ntot += g->w[i]->rows;
+    for (int i = 0; i < g->n_mats; i++)
+        Ntot += g->w[i]->rows;
     vkf_vk_mm_cfg cfg;
-    if (vkf_vk_tune_matmul(r->vb, a->rows, Ntot, K, w0->dtype, &cfg) != VKF_OK || cfg.kind != VKF_VK_MM_TEXEL ||
-        !cfg.r || !cfg.tm || !cfg.wg) {
+    if (vkf_vk_tune_matmul(r->vb, a->rows, Ntot, K, w0->dtype, &cfg) != VKF_OK ||
+        cfg.kind != VKF_VK_MM_TEXEL || !cfg.r || !cfg.tm || !cfg.wg) {
         *why = "the tiled kernel serves this shape";
         return 0;
     }
@@ -467,13 +504,15 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
             *why = "weights differ";
             return 0;
         }
-        if (quant ? w->offset % vkf_vk_walign(w->dtype) : (w->offset % 16 || vkf_vk_stride_bytes(w) % 16)) {
+        if (quant ? w->offset % vkf_vk_walign(w->dtype)
+                  : (w->offset % 16 || vkf_vk_stride_bytes(w) % 16)) {
             *why = "weight alignment";
             return 0;
         }
     }
     for (int i = 0; i < n_out; i++)
-        if (!g->d[i]->buf || g->d[i]->buf->block != g->d[0]->buf->block || g->d[i]->rows != a->rows) {
+        if (!g->d[i]->buf || g->d[i]->buf->block != g->d[0]->buf->block ||
+            g->d[i]->rows != a->rows) {
             *why = "outputs differ";
             return 0;
         }
@@ -509,8 +548,8 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
 }
 
 /* the dispatch grid for `rows` padded output rows of R per subgroup */
-static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, uint32_t R, uint64_t rows, uint32_t *gx,
-                           uint32_t *gy) {
+static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, uint32_t R,
+                           uint64_t rows, uint32_t *gx, uint32_t *gy) {
     /* size for the fewest subgroups a workgroup may have (the largest subgroup size): extra
      * subgroups find no rows and return; with lanes every invocation owns R rows */
     uint32_t smax = c->subgroup_max ? c->subgroup_max : 64;
@@ -526,7 +565,8 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     const vkf_vk_caps *c = &r->vb->caps;
     int64_t M = a->rows, K = a->cols;
     int64_t Ntot = 0;
-    for (int i = 0; i < g->n_mats; i++) Ntot += g->w[i]->rows;
+    for (int i = 0; i < g->n_mats; i++)
+        Ntot += g->w[i]->rows;
     vkf_vk_mm_cfg cfg;
     VKF_TRY(vkf_vk_tune_matmul(r->vb, M, Ntot, K, w0->dtype, &cfg));
     uint32_t R = cfg.r;
@@ -535,7 +575,8 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
      * is smaller (a few pipelines per variant, not one per prompt length: each costs a compile) */
     uint32_t tm = cfg.tm;
     if ((int64_t)tm > M) {
-        for (tm = 1; (int64_t)tm < M;) tm *= 2;
+        for (tm = 1; (int64_t)tm < M;)
+            tm *= 2;
         if (tm > cfg.tm) tm = cfg.tm;
     }
     uint32_t spec[3] = {cfg.wg, R, tm};
@@ -543,10 +584,12 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     int64_t sg = c->subgroup_size ? c->subgroup_size : 32;
     int small = !cfg.lanes && vkf_vk_wunit(w0->dtype) > 32 && K / vkf_vk_wunit(w0->dtype) < sg;
     char defs[96];
-    snprintf(defs, sizeof defs, "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d", vkf_vk_wtype(w0->dtype),
-             g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0, small);
+    snprintf(defs, sizeof defs, "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d",
+             vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0,
+             small);
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7, (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
+    VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7,
+                                      (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
     int plain = g->n_mats == 1 && !g->swiglu && !g->norm_w;
     uint64_t budget = vkf_vk_window_budget(r->vb);
     int64_t mper = M, nper = w0->rows;
@@ -568,29 +611,36 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
             vkf_vk_win win[6];
             vkf_pc_mm pc;
             memset(&pc, 0, sizeof pc);
-            /* outputs: one storage window over rows m0.. of every output (columns n0.. when plain) */
+            /* outputs: one storage window over rows m0.. of every output (columns n0.. when plain)
+             */
             uint64_t dlo = UINT64_MAX, dhi = 0;
             for (int i = 0; i < n_out; i++) {
                 const vkf_tensor *d = g->d[i];
                 uint64_t sb = vkf_vk_stride_bytes(d), base = d->buf->offset + d->offset;
                 uint64_t lo = base + (uint64_t)m0 * sb + (plain ? (uint64_t)n0 * 4 : 0);
-                uint64_t hi = base + (uint64_t)(m0 + mc - 1) * sb + (plain ? (uint64_t)(n0 + nc) : (uint64_t)d->cols) * 4;
+                uint64_t hi = base + (uint64_t)(m0 + mc - 1) * sb +
+                              (plain ? (uint64_t)(n0 + nc) : (uint64_t)d->cols) * 4;
                 if (lo < dlo) dlo = lo;
                 if (hi > dhi) dhi = hi;
             }
             VKF_TRY(vkf_vk_window_block(r, d0->buf->block, dlo, dhi, 1, 0, &win[0]));
-            /* element offsets of each output inside the window (rows m0.., column 0 of the chunk) */
+            /* element offsets of each output inside the window (rows m0.., column 0 of the chunk)
+             */
             uint32_t doff[3] = {0, 0, 0};
             for (int i = 0; i < n_out; i++) {
                 const vkf_tensor *d = g->d[i];
-                uint64_t at = d->buf->offset + d->offset + (uint64_t)m0 * vkf_vk_stride_bytes(d) + (plain ? (uint64_t)n0 * 4 : 0);
+                uint64_t at = d->buf->offset + d->offset + (uint64_t)m0 * vkf_vk_stride_bytes(d) +
+                              (plain ? (uint64_t)n0 * 4 : 0);
                 uint64_t rel = at - win[0].off;
-                if (rel % 4) return vkf_error(VKF_ERROR_INTERNAL, "matmul %s: output offset not a float", d->name);
+                if (rel % 4)
+                    return vkf_error(VKF_ERROR_INTERNAL, "matmul %s: output offset not a float",
+                                     d->name);
                 doff[i] = (uint32_t)(rel / 4);
             }
             VKF_TRY(vkf_vk_rows_texwin(r, a, m0, mc, &win[1]));
             if (win[1].delta % 16)
-                return vkf_error(VKF_ERROR_INTERNAL, "matmul %s: activation window not texel aligned", d0->name);
+                return vkf_error(VKF_ERROR_INTERNAL,
+                                 "matmul %s: activation window not texel aligned", d0->name);
             pc.a_off = (uint32_t)(win[1].delta / 4);
             /* weights: one texel window over rows n0.. of every matrix */
             uint64_t wlo = UINT64_MAX, whi = 0;
@@ -598,7 +648,8 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
                 const vkf_tensor *w = g->w[i];
                 uint64_t sb = vkf_vk_stride_bytes(w), base = w->buf->offset + w->offset;
                 uint64_t lo = base + (plain ? (uint64_t)n0 * sb : 0);
-                uint64_t hi = base + (uint64_t)((plain ? n0 + nc : w->rows) - 1) * sb + vkf_vk_row_bytes(w);
+                uint64_t hi =
+                    base + (uint64_t)((plain ? n0 + nc : w->rows) - 1) * sb + vkf_vk_row_bytes(w);
                 if (lo < wlo) wlo = lo;
                 if (hi > whi) whi = hi;
             }
@@ -606,8 +657,9 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
             uint32_t wboff[3] = {0, 0, 0};
             for (int i = 0; i < g->n_mats; i++) {
                 const vkf_tensor *w = g->w[i];
-                wboff[i] = (uint32_t)(w->buf->offset + w->offset + (plain ? (uint64_t)n0 * vkf_vk_stride_bytes(w) : 0) -
-                                      win[2].off);
+                wboff[i] =
+                    (uint32_t)(w->buf->offset + w->offset +
+                               (plain ? (uint64_t)n0 * vkf_vk_stride_bytes(w) : 0) - win[2].off);
             }
             win[3] = win[4] = win[0];
             win[3].write = win[4].write = 0;
@@ -622,7 +674,8 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
                 const vkf_tensor *res = g->res;
                 uint64_t rsb = vkf_vk_stride_bytes(res);
                 uint64_t rlo = res->offset + (uint64_t)m0 * rsb + (uint64_t)n0 * 4;
-                uint64_t rhi = res->offset + (uint64_t)(m0 + mc - 1) * rsb + (uint64_t)(n0 + nc) * 4;
+                uint64_t rhi =
+                    res->offset + (uint64_t)(m0 + mc - 1) * rsb + (uint64_t)(n0 + nc) * 4;
                 VKF_TRY(vkf_vk_window(r, res->buf, rlo, rhi, 0, &win[4]));
                 VKF_TRY(vkf_vk_elem_off(&win[4], res, &pc.r_off));
                 pc.r_stride = (uint32_t)res->row_stride;
@@ -686,7 +739,8 @@ static int vb_tiled_forced(const vkf_vk_backend *vb) { return vb->tune_force != 
 static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *a = n->src[0], *w = n->src[1], *bias = n->src[2];
     if (!vkf_vk_weight_ok(w->dtype))
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "matmul: weight %s has dtype %s", w->name, vkf_dtype_name(w->dtype));
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "matmul: weight %s has dtype %s", w->name,
+                         vkf_dtype_name(w->dtype));
     int64_t M = a->rows, N = w->rows, K = a->cols;
     vkf_vk_mm_cfg cfg;
     VKF_TRY(vkf_vk_tune_matmul(r->vb, M, N, K, w->dtype, &cfg));
@@ -701,10 +755,12 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     int mv_m = (int)(M < VKF_VK_MV_MAXM ? M : VKF_VK_MV_MAXM);
     int quant = vkf_vk_is_quant(w->dtype);
     int64_t unit = vkf_vk_wunit(w->dtype);
-    int fast_ok = K % unit == 0 && (M == 1 || a->row_stride % 4 == 0) && !vkf_vk_env_flag("VKF_NO_FAST_MATVEC");
+    int fast_ok = K % unit == 0 && (M == 1 || a->row_stride % 4 == 0) &&
+                  !vkf_vk_env_flag("VKF_NO_FAST_MATVEC");
     /* ROWLANE stands in for the texel kernel on CPU devices when that cannot run; a tiled
      * kernel chosen explicitly (tuning) is used as chosen */
-    int rowlane = fast_ok && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_NO_ROWLANE") &&
+    int rowlane = fast_ok && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU &&
+                  !vkf_vk_env_flag("VKF_NO_ROWLANE") &&
                   !(cfg.kind == VKF_VK_MM_TILED && !matvec && vb_tiled_forced(r->vb));
     if (!matvec && !rowlane) fast_ok = 0;
 
@@ -720,7 +776,8 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     } else {
         snprintf(defs, sizeof defs, "WTYPE=%d", wt);
         /* 2*BK*(BM+BN) floats of shared memory, plus slack */
-        if (c->max_shared < 2 * bk * (bm + bn) * 4 + 1024 || c->max_wg_invocations < 256) bm = bn = 32;
+        if (c->max_shared < 2 * bk * (bm + bn) * 4 + 1024 || c->max_wg_invocations < 256)
+            bm = bn = 32;
         spec[0] = (bm / 4) * (bn / 4);
         spec[1] = bm;
         spec[2] = bn;
@@ -732,10 +789,12 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
      * such device here; see shaders/matmul_coopmat.comp) */
     int coop = !matvec && w->dtype == VKF_DTYPE_F16 && c->coopmat_use && c->subgroup_size &&
                !vkf_vk_env_flag("VKF_NO_COOPMAT") && !vb_tiled_forced(r->vb) &&
-               2 * 2 * c->coopmat_k * 2 * (c->coopmat_m + c->coopmat_n) + 4 * 4 * c->coopmat_m * c->coopmat_n + 64 <=
+               2 * 2 * c->coopmat_k * 2 * (c->coopmat_m + c->coopmat_n) +
+                       4 * 4 * c->coopmat_m * c->coopmat_n + 64 <=
                    c->max_shared;
     if (coop) {
-        snprintf(defs, sizeof defs, "CM_M=%u;CM_N=%u;CM_K=%u", c->coopmat_m, c->coopmat_n, c->coopmat_k);
+        snprintf(defs, sizeof defs, "CM_M=%u;CM_N=%u;CM_K=%u", c->coopmat_m, c->coopmat_n,
+                 c->coopmat_k);
         spec[0] = 4 * c->subgroup_size;
         n_spec = 1;
         bm = 2 * c->coopmat_m;
@@ -746,8 +805,8 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     uint32_t fast_wg = rowlane ? VKF_VK_RL_WG : VKF_VK_MV_WG;
     if (fast_ok) {
         char fdefs[128];
-        snprintf(fdefs, sizeof fdefs, "WTYPE=%d;MATVEC=1;MV_M=%d;NOUT=%du;FAST=1%s", wt, mv_m, VKF_VK_MV_NOUT,
-                 rowlane ? ";ROWLANE=1" : "");
+        snprintf(fdefs, sizeof fdefs, "WTYPE=%d;MATVEC=1;MV_M=%d;NOUT=%du;FAST=1%s", wt, mv_m,
+                 VKF_VK_MV_NOUT, rowlane ? ";ROWLANE=1" : "");
         VKF_TRY(vkf_vk_pipe(r, "matmul", fdefs, 4, &fast_wg, 1, &pl_fast));
     }
 
@@ -789,7 +848,8 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
             pc.w_bstride = (uint32_t)vkf_vk_stride_bytes(w);
             pc.d_stride = (uint32_t)d->row_stride;
             int fast = pl_fast && pc.a_off % 4 == 0 &&
-                       (quant ? pc.w_boff % vkf_vk_walign(w->dtype) == 0 : pc.w_boff % 16 == 0 && pc.w_bstride % 16 == 0);
+                       (quant ? pc.w_boff % vkf_vk_walign(w->dtype) == 0
+                              : pc.w_boff % 16 == 0 && pc.w_bstride % 16 == 0);
             uint32_t gx, gy, gz = 1;
             if (fast || matvec) {
                 uint64_t per_group = fast && rowlane ? VKF_VK_RL_WG : VKF_VK_MV_NOUT;
@@ -801,8 +861,10 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
                 gx = (uint32_t)((nc + bn - 1) / bn);
                 gy = (uint32_t)((mc + bm - 1) / bm);
                 if (gy > c->max_wg_count[1] || gx > c->max_wg_count[0])
-                    return vkf_error(VKF_ERROR_UNSUPPORTED, "matmul %s: %lld x %lld output tiles exceed "
-                                     "the workgroup count limit", d->name, (long long)gy, (long long)gx);
+                    return vkf_error(VKF_ERROR_UNSUPPORTED,
+                                     "matmul %s: %lld x %lld output tiles exceed "
+                                     "the workgroup count limit",
+                                     d->name, (long long)gy, (long long)gx);
             }
             VKF_TRY(vkf_vk_dispatch(r, fast ? pl_fast : pl, win, 4, &pc, sizeof pc, gx, gy, gz));
         }
@@ -816,7 +878,8 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
 static vkf_status vkf_vk_op_embed(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *tab = n->src[0], *ids = n->src[1];
     if (!vkf_vk_weight_ok(tab->dtype))
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "embed: table %s has dtype %s", tab->name, vkf_dtype_name(tab->dtype));
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "embed: table %s has dtype %s", tab->name,
+                         vkf_dtype_name(tab->dtype));
     uint64_t budget = vkf_vk_window_budget(r->vb);
     int64_t nid = ids->cols;
     int64_t iper = vkf_vk_rows_fit(d, budget), tper = vkf_vk_rows_fit(tab, budget);
@@ -849,8 +912,9 @@ static vkf_status vkf_vk_op_embed(vkf_vk_rec *r, const vkf_node *n) {
             pc.vocab = (uint32_t)tab->rows;
             pc.d_stride = (uint32_t)d->row_stride;
             pc.scale = n->p.embed.scale;
-            uint32_t g = vkf_vk_groups((uint64_t)ni * (uint64_t)tab->cols, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
-                                       r->vb->caps.max_wg_count[0]);
+            uint32_t g =
+                vkf_vk_groups((uint64_t)ni * (uint64_t)tab->cols,
+                              VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD, r->vb->caps.max_wg_count[0]);
             VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
         }
     }
@@ -872,10 +936,12 @@ static vkf_status vkf_vk_op_pos(vkf_vk_rec *r, const vkf_node *n) {
     if (tper == 0) return vkf_vk_fit_error(r, tab);
     int32_t seq_len = rope ? n->p.rope.seq_len : n->p.pos.seq_len;
     if (seq_len <= 0) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "seq_len %d <= 0", seq_len);
-    if (rope && (n->p.rope.n_rot <= 0 || n->p.rope.n_rot % 2 || n->p.rope.n_rot > n->p.rope.head_dim ||
-                 (int64_t)n->p.rope.n_head * n->p.rope.head_dim > x->cols))
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "rope: n_rot %d, head_dim %d, n_head %d for %lld cols",
-                         n->p.rope.n_rot, n->p.rope.head_dim, n->p.rope.n_head, (long long)x->cols);
+    if (rope &&
+        (n->p.rope.n_rot <= 0 || n->p.rope.n_rot % 2 || n->p.rope.n_rot > n->p.rope.head_dim ||
+         (int64_t)n->p.rope.n_head * n->p.rope.head_dim > x->cols))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "rope: n_rot %d, head_dim %d, n_head %d for %lld cols", n->p.rope.n_rot,
+                         n->p.rope.head_dim, n->p.rope.n_head, (long long)x->cols);
     uint32_t spec[1] = {VKF_VK_ELT_WG};
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipe(r, rope ? "rope" : "add_pos", "", 3, spec, 1, &pl));
@@ -912,8 +978,10 @@ static vkf_status vkf_vk_op_pos(vkf_vk_rec *r, const vkf_node *n) {
                 pc.pos0 = n->p.rope.pos0;
                 pc.dyn = n->p.rope.dyn;
                 pc.r0 = (uint32_t)r0;
-                uint64_t items = (uint64_t)nr * (uint64_t)pc.n_head * (pc.n_rot / 2 + pc.head_dim - pc.n_rot);
-                uint32_t g = vkf_vk_groups(items, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD, r->vb->caps.max_wg_count[0]);
+                uint64_t items =
+                    (uint64_t)nr * (uint64_t)pc.n_head * (pc.n_rot / 2 + pc.head_dim - pc.n_rot);
+                uint32_t g = vkf_vk_groups(items, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
+                                           r->vb->caps.max_wg_count[0]);
                 VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
             } else {
                 vkf_pc_addpos pc;
@@ -933,7 +1001,8 @@ static vkf_status vkf_vk_op_pos(vkf_vk_rec *r, const vkf_node *n) {
                 pc.pos0 = n->p.pos.pos0;
                 pc.dyn = n->p.pos.dyn;
                 pc.r0 = (uint32_t)r0;
-                uint32_t g = vkf_vk_groups((uint64_t)nr * (uint64_t)x->cols, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
+                uint32_t g = vkf_vk_groups((uint64_t)nr * (uint64_t)x->cols,
+                                           VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
                                            r->vb->caps.max_wg_count[0]);
                 VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
             }
@@ -962,7 +1031,8 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
     vkf_vk_pipeline *pl;
     int f16 = d->dtype == VKF_DTYPE_F16; /* an F16 KV cache: pairs of halves */
     if (f16 && (s->cols % 2 || d->row_stride % 2 || d->offset % 4))
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "copy into F16 %s: %lld columns / stride %lld / offset %zu must be even",
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "copy into F16 %s: %lld columns / stride %lld / offset %zu must be even",
                          d->name, (long long)s->cols, (long long)d->row_stride, d->offset);
     VKF_TRY(vkf_vk_pipe(r, "copy_rows", f16 ? "F16=1" : "", 3, spec, 1, &pl));
     for (int64_t s0 = 0; s0 < s->rows; s0 += sper) {
@@ -991,8 +1061,9 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
             pc.row0 = (uint32_t)t0;
             pc.nrows = (uint32_t)nt;
             pc.d_rows = (uint32_t)d->rows;
-            uint32_t g = vkf_vk_groups((uint64_t)ns * (uint64_t)s->cols, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
-                                       r->vb->caps.max_wg_count[0]);
+            uint32_t g =
+                vkf_vk_groups((uint64_t)ns * (uint64_t)s->cols,
+                              VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD, r->vb->caps.max_wg_count[0]);
             VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
         }
     }
@@ -1004,17 +1075,20 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
 #define VKF_VK_ATTN_WG 128
 
 /* rows spanned by nb sequences of kv_stride rows with n_kv used rows each */
-static int vkf_vk_kv_fits(const vkf_tensor *t, int64_t nb, int64_t kv_stride, int64_t n_kv, uint64_t budget) {
+static int vkf_vk_kv_fits(const vkf_tensor *t, int64_t nb, int64_t kv_stride, int64_t n_kv,
+                          uint64_t budget) {
     uint64_t rows = (uint64_t)(nb - 1) * (uint64_t)kv_stride + (uint64_t)n_kv;
     return (rows - 1) * vkf_vk_stride_bytes(t) + vkf_vk_row_bytes(t) <= budget;
 }
 
 /* the attention pipeline: CHUNKED for key-chunked sequences, VEC4 when every q/k/v/dst offset
  * and stride and head_dim are multiples of 4 (VKF_NO_VEC4=1 turns it off) */
-static vkf_status vkf_vk_attn_pipe(vkf_vk_rec *r, const vkf_pc_attn *pc, int chunked, int kv_f16, vkf_vk_pipeline **pl) {
-    int v4 = !kv_f16 && pc->head_dim % 4 == 0 && pc->q_off % 4 == 0 && pc->k_off % 4 == 0 && pc->v_off % 4 == 0 &&
-             pc->d_off % 4 == 0 && pc->q_stride % 4 == 0 && pc->k_stride % 4 == 0 && pc->v_stride % 4 == 0 &&
-             pc->d_stride % 4 == 0 && !vkf_vk_env_flag("VKF_NO_VEC4");
+static vkf_status vkf_vk_attn_pipe(vkf_vk_rec *r, const vkf_pc_attn *pc, int chunked, int kv_f16,
+                                   vkf_vk_pipeline **pl) {
+    int v4 = !kv_f16 && pc->head_dim % 4 == 0 && pc->q_off % 4 == 0 && pc->k_off % 4 == 0 &&
+             pc->v_off % 4 == 0 && pc->d_off % 4 == 0 && pc->q_stride % 4 == 0 &&
+             pc->k_stride % 4 == 0 && pc->v_stride % 4 == 0 && pc->d_stride % 4 == 0 &&
+             !vkf_vk_env_flag("VKF_NO_VEC4");
     char defs[48];
     snprintf(defs, sizeof defs, "CHUNKED=%d;VEC4=%d;KV_F16=%d", chunked, v4, kv_f16);
     uint32_t spec[1] = {VKF_VK_ATTN_WG};
@@ -1048,54 +1122,62 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
     uint64_t budget = vkf_vk_window_budget(r->vb);
     const vkf_vk_caps *c = &r->vb->caps;
-    int64_t qc = vkf_vk_min64(vkf_vk_min64(vkf_vk_rows_fit(q, budget), vkf_vk_rows_fit(d, budget)), ap->n_q);
-    int64_t kc = vkf_vk_min64(vkf_vk_min64(vkf_vk_rows_fit(k, budget), vkf_vk_rows_fit(v, budget)), ap->n_kv);
+    int64_t qc =
+        vkf_vk_min64(vkf_vk_min64(vkf_vk_rows_fit(q, budget), vkf_vk_rows_fit(d, budget)), ap->n_q);
+    int64_t kc = vkf_vk_min64(vkf_vk_min64(vkf_vk_rows_fit(k, budget), vkf_vk_rows_fit(v, budget)),
+                              ap->n_kv);
     if (qc == 0 || kc == 0)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "attention %s: one query or key row does not fit the "
-                         "storage window of %llu bytes", d->name, (unsigned long long)budget);
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "attention %s: one query or key row does not fit the "
+                         "storage window of %llu bytes",
+                         d->name, (unsigned long long)budget);
     uint64_t st_bytes = (uint64_t)ap->batch * (uint64_t)ap->n_q * (uint64_t)ap->n_head * 8;
     if (st_bytes > budget)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "attention %s: chunk state of %llu bytes exceeds the "
-                         "storage window", d->name, (unsigned long long)st_bytes);
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "attention %s: chunk state of %llu bytes exceeds the "
+                         "storage window",
+                         d->name, (unsigned long long)st_bytes);
     vkf_buffer *state;
     VKF_TRY(vkf_vk_scratch(r, st_bytes, &state));
     vkf_vk_pipeline *pl;
     for (int64_t b = 0; b < ap->batch; b++) {
         for (int64_t q0 = 0; q0 < ap->n_q; q0 += qc) {
-        int64_t qn = vkf_vk_min64(qc, ap->n_q - q0);
-        for (int64_t j0 = 0; j0 < ap->n_kv; j0 += kc) {
-            int64_t jn = vkf_vk_min64(kc, ap->n_kv - j0);
-            vkf_vk_win win[6];
-            vkf_pc_attn pc;
-            memset(&pc, 0, sizeof pc);
-            vkf_vk_attn_pc(n, &pc);
-            VKF_TRY(vkf_vk_rows_win(r, d, b * ap->n_q + q0, qn, 1, &win[0]));
-            VKF_TRY(vkf_vk_rows_win(r, q, b * ap->n_q + q0, qn, 0, &win[1]));
-            VKF_TRY(vkf_vk_rows_win(r, k, b * ap->kv_stride + j0, jn, 0, &win[2]));
-            VKF_TRY(vkf_vk_rows_win(r, v, b * ap->kv_stride + j0, jn, 0, &win[3]));
-            VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
-            VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc.q_off));
-            VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc.k_off));
-            VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc.v_off));
-            win[4] = win[1];
-            if (lens) {
-                VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
-                VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
-                pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
+            int64_t qn = vkf_vk_min64(qc, ap->n_q - q0);
+            for (int64_t j0 = 0; j0 < ap->n_kv; j0 += kc) {
+                int64_t jn = vkf_vk_min64(kc, ap->n_kv - j0);
+                vkf_vk_win win[6];
+                vkf_pc_attn pc;
+                memset(&pc, 0, sizeof pc);
+                vkf_vk_attn_pc(n, &pc);
+                VKF_TRY(vkf_vk_rows_win(r, d, b * ap->n_q + q0, qn, 1, &win[0]));
+                VKF_TRY(vkf_vk_rows_win(r, q, b * ap->n_q + q0, qn, 0, &win[1]));
+                VKF_TRY(vkf_vk_rows_win(r, k, b * ap->kv_stride + j0, jn, 0, &win[2]));
+                VKF_TRY(vkf_vk_rows_win(r, v, b * ap->kv_stride + j0, jn, 0, &win[3]));
+                VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+                VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc.q_off));
+                VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc.k_off));
+                VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc.v_off));
+                win[4] = win[1];
+                if (lens) {
+                    VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset,
+                                          lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
+                    VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
+                    pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
+                }
+                VKF_TRY(vkf_vk_window(r, state, 0, st_bytes, 1, &win[5]));
+                pc.s_off = (uint32_t)(win[5].delta / 4);
+                pc.batch = 1;
+                pc.b0 = (uint32_t)b;
+                pc.j0 = (uint32_t)j0;
+                pc.jn = (uint32_t)jn;
+                pc.carry = (j0 > 0 ? 1u : 0u) | (j0 + jn < ap->n_kv ? 2u : 0u);
+                pc.q0 = (uint32_t)q0;
+                pc.qn = (uint32_t)qn;
+                uint32_t gy = (uint32_t)vkf_vk_min64(qn, c->max_wg_count[1]);
+                VKF_TRY(vkf_vk_attn_pipe(r, &pc, 1, k->dtype == VKF_DTYPE_F16, &pl));
+                VKF_TRY(
+                    vkf_vk_dispatch(r, pl, win, 6, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
             }
-            VKF_TRY(vkf_vk_window(r, state, 0, st_bytes, 1, &win[5]));
-            pc.s_off = (uint32_t)(win[5].delta / 4);
-            pc.batch = 1;
-            pc.b0 = (uint32_t)b;
-            pc.j0 = (uint32_t)j0;
-            pc.jn = (uint32_t)jn;
-            pc.carry = (j0 > 0 ? 1u : 0u) | (j0 + jn < ap->n_kv ? 2u : 0u);
-            pc.q0 = (uint32_t)q0;
-            pc.qn = (uint32_t)qn;
-            uint32_t gy = (uint32_t)vkf_vk_min64(qn, c->max_wg_count[1]);
-            VKF_TRY(vkf_vk_attn_pipe(r, &pc, 1, k->dtype == VKF_DTYPE_F16, &pl));
-            VKF_TRY(vkf_vk_dispatch(r, pl, win, 6, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
-        }
         }
     }
     return VKF_OK;
@@ -1109,15 +1191,22 @@ static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_attn_params *ap = &n->p.attn;
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
     const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION")) return 0;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min ||
+        vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION"))
+        return 0;
     if (k->dtype != VKF_DTYPE_F32) return 0; /* an F16 cache: the general kernel */
-    if (ap->head_dim % 4 || d->row_stride % 4 || q->row_stride % 4 || k->row_stride % 4 || v->row_stride % 4) return 0;
+    if (ap->head_dim % 4 || d->row_stride % 4 || q->row_stride % 4 || k->row_stride % 4 ||
+        v->row_stride % 4)
+        return 0;
     if (d->offset % 16 || q->offset % 16 || k->offset % 16 || v->offset % 16) return 0;
-    if ((uint32_t)ap->n_head > c->max_wg_count[0] || (int64_t)ap->batch * ap->n_q > (int64_t)c->max_wg_count[1]) return 0;
+    if ((uint32_t)ap->n_head > c->max_wg_count[0] ||
+        (int64_t)ap->batch * ap->n_q > (int64_t)c->max_wg_count[1])
+        return 0;
     uint64_t budget = vkf_vk_texel_budget(r->vb) - 32;
     int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
     int64_t q_rows = (int64_t)ap->batch * ap->n_q;
-    return vkf_vk_rows_fit(q, budget) >= q_rows && vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) >= q_rows &&
+    return vkf_vk_rows_fit(q, budget) >= q_rows &&
+           vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) >= q_rows &&
            vkf_vk_rows_fit(k, budget) >= kv_rows && vkf_vk_rows_fit(v, budget) >= kv_rows;
 }
 
@@ -1133,7 +1222,8 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
      * them). Measured slower on lavapipe (its register arrays), so 1 unless VKF_ATTN_HG asks */
     uint32_t hg = 1;
     uint64_t hge = vkf_vk_env_u64("VKF_ATTN_HG");
-    if (hge > 1 && hge <= 8 && (uint64_t)ap->n_head % hge == 0 && (uint64_t)(ap->n_head / ap->n_kv_head) % hge == 0)
+    if (hge > 1 && hge <= 8 && (uint64_t)ap->n_head % hge == 0 &&
+        (uint64_t)(ap->n_head / ap->n_kv_head) % hge == 0)
         hg = (uint32_t)hge;
     /* decode on CPU drivers: lanes take whole keys (no subgroupAdd per key); head_dim <= 64
      * keeps q and the accumulator (2 * head_dim floats per lane) within reason */
@@ -1153,8 +1243,8 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     if (wge >= 1 && wge <= c->max_wg_invocations) wg = (uint32_t)wge;
     uint32_t spec[1] = {wg};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "attention_texel", defs, 6, (1u << 2) | (1u << 3) | (1u << 4), spec, 1,
-                                      &pl));
+    VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "attention_texel", defs, 6,
+                                      (1u << 2) | (1u << 3) | (1u << 4), spec, 1, &pl));
     int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
     int64_t q_rows = (int64_t)ap->batch * ap->n_q;
     vkf_vk_win win[5];
@@ -1173,7 +1263,8 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     win[4] = win[0];
     win[4].write = 0;
     if (lens) {
-        VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
+        VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0,
+                              &win[4]));
         VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
         pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
     }
@@ -1193,10 +1284,13 @@ static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_attn_params *ap = &n->p.attn;
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
     if (ap->batch <= 0 || ap->n_q <= 0 || ap->n_kv <= 0 || ap->n_head <= 0 || ap->n_kv_head <= 0 ||
-        ap->head_dim <= 0 || ap->head_dim > 1024 || ap->n_head % ap->n_kv_head || ap->kv_stride < ap->n_kv)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "attention: bad parameters batch %d n_q %d n_kv %d "
-                         "kv_stride %d heads %d/%d head_dim %d", ap->batch, ap->n_q, ap->n_kv,
-                         ap->kv_stride, ap->n_head, ap->n_kv_head, ap->head_dim);
+        ap->head_dim <= 0 || ap->head_dim > 1024 || ap->n_head % ap->n_kv_head ||
+        ap->kv_stride < ap->n_kv)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "attention: bad parameters batch %d n_q %d n_kv %d "
+                         "kv_stride %d heads %d/%d head_dim %d",
+                         ap->batch, ap->n_q, ap->n_kv, ap->kv_stride, ap->n_head, ap->n_kv_head,
+                         ap->head_dim);
     if (vkf_vk_attn_texel_ok(r, n)) return vkf_vk_attention_texel(r, n);
     uint64_t budget = vkf_vk_window_budget(r->vb);
     const vkf_vk_caps *c = &r->vb->caps;
@@ -1208,7 +1302,8 @@ static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
                        vkf_vk_kv_fits(v, nb, ap->kv_stride, ap->n_kv, budget)))
         nb--;
     if ((uint32_t)ap->n_head > c->max_wg_count[0])
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "attention: %d heads exceed the workgroup count limit", ap->n_head);
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "attention: %d heads exceed the workgroup count limit", ap->n_head);
     if (nb == 0) return vkf_vk_attention_chunked(r, n);
     vkf_vk_pipeline *pl;
     for (int64_t b0 = 0; b0 < ap->batch; b0 += nb) {
@@ -1227,7 +1322,8 @@ static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
         VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc.v_off));
         win[4] = win[1];
         if (lens) {
-            VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
+            VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset,
+                                  lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
             VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
             pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
         }
@@ -1248,10 +1344,12 @@ static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
 /* ---------------------------------------------------------------- dispatch by op */
 
 vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n) {
-    if (!n->dst || !n->src[0]) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "node without dst or src0");
+    if (!n->dst || !n->src[0])
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "node without dst or src0");
     for (int i = -1; i < VKF_MAX_SRC; i++) {
         const vkf_tensor *t = i < 0 ? n->dst : n->src[i];
-        if (t && !t->buf) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tensor %s has no buffer", t->name);
+        if (t && !t->buf)
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tensor %s has no buffer", t->name);
     }
     switch (n->op) {
     case VKF_OP_ADD:

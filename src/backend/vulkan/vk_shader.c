@@ -79,7 +79,8 @@ typedef struct vkf_str {
 static int vkf_str_add(vkf_str *s, const char *p, size_t n) {
     if (s->n + n + 1 > s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 4096;
-        while (cap < s->n + n + 1) cap *= 2;
+        while (cap < s->n + n + 1)
+            cap *= 2;
         char *np = realloc(s->p, cap);
         if (!np) return 0;
         s->p = np;
@@ -103,9 +104,11 @@ static const vkf_embedded_file *vkf_vk_embedded(const char *name) {
  * guarded anyway). glslang 12's C API has no include callback. */
 static vkf_status vkf_vk_expand(const char *name, vkf_str *out, const char **seen, int *n_seen,
                                 int depth) {
-    if (depth > 16) return vkf_error(VKF_ERROR_SHADER, "shader %s: #include nesting deeper than 16", name);
+    if (depth > 16)
+        return vkf_error(VKF_ERROR_SHADER, "shader %s: #include nesting deeper than 16", name);
     const vkf_embedded_file *f = vkf_vk_embedded(name);
-    if (!f) return vkf_error(VKF_ERROR_SHADER, "shader \"%s\" is not among the embedded shaders", name);
+    if (!f)
+        return vkf_error(VKF_ERROR_SHADER, "shader \"%s\" is not among the embedded shaders", name);
     for (int i = 0; i < *n_seen; i++)
         if (strcmp(seen[i], name) == 0) return VKF_OK;
     if (*n_seen < 64) seen[(*n_seen)++] = f->name;
@@ -114,25 +117,33 @@ static vkf_status vkf_vk_expand(const char *name, vkf_str *out, const char **see
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl + 1 : end;
         const char *q = p;
-        while (q < le && (*q == ' ' || *q == '\t')) q++;
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
         int is_inc = 0;
         if (q < le && *q == '#') {
             q++;
-            while (q < le && (*q == ' ' || *q == '\t')) q++;
+            while (q < le && (*q == ' ' || *q == '\t'))
+                q++;
             if ((size_t)(le - q) > 7 && strncmp(q, "include", 7) == 0) {
                 q += 7;
-                while (q < le && (*q == ' ' || *q == '\t')) q++;
+                while (q < le && (*q == ' ' || *q == '\t'))
+                    q++;
                 if (q < le && *q == '"') {
                     const char *e = memchr(q + 1, '"', (size_t)(le - q - 1));
-                    if (!e) return vkf_error(VKF_ERROR_SHADER, "shader %s: malformed #include", name);
+                    if (!e)
+                        return vkf_error(VKF_ERROR_SHADER, "shader %s: malformed #include", name);
                     char inc[128];
                     size_t l = (size_t)(e - q - 1);
-                    if (l >= sizeof inc) return vkf_error(VKF_ERROR_SHADER, "shader %s: include name too long", name);
+                    if (l >= sizeof inc)
+                        return vkf_error(VKF_ERROR_SHADER, "shader %s: include name too long",
+                                         name);
                     memcpy(inc, q + 1, l);
                     inc[l] = 0;
                     if (!vkf_vk_embedded(inc))
-                        return vkf_error(VKF_ERROR_SHADER, "shader %s: #include \"%s\" not found among "
-                                         "the embedded shader files", name, inc);
+                        return vkf_error(VKF_ERROR_SHADER,
+                                         "shader %s: #include \"%s\" not found among "
+                                         "the embedded shader files",
+                                         name, inc);
                     VKF_TRY(vkf_vk_expand(inc, out, seen, n_seen, depth + 1));
                     is_inc = 1;
                 }
@@ -140,7 +151,8 @@ static vkf_status vkf_vk_expand(const char *name, vkf_str *out, const char **see
         }
         if (!is_inc && !vkf_str_add(out, p, (size_t)(le - p)))
             return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "shader source");
-        if (is_inc && !vkf_str_add(out, "\n", 1)) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "shader source");
+        if (is_inc && !vkf_str_add(out, "\n", 1))
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "shader source");
         p = le;
     }
     if (out->n && out->p[out->n - 1] != '\n' && !vkf_str_add(out, "\n", 1))
@@ -156,7 +168,8 @@ static vkf_status vkf_vk_preamble(const char *defines, vkf_str *out) {
         size_t l = e ? (size_t)(e - p) : strlen(p);
         if (l) {
             const char *eq = memchr(p, '=', l);
-            if (!vkf_str_add(out, "#define ", 8)) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "defines");
+            if (!vkf_str_add(out, "#define ", 8))
+                return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "defines");
             if (eq) {
                 if (!vkf_str_add(out, p, (size_t)(eq - p)) || !vkf_str_add(out, " ", 1) ||
                     !vkf_str_add(out, eq + 1, l - (size_t)(eq - p) - 1))
@@ -207,9 +220,11 @@ static vkf_status vkf_vk_glslang(vkf_vk_backend *vb, const char *shader, const c
     in.language = GLSLANG_SOURCE_GLSL;
     in.stage = GLSLANG_STAGE_COMPUTE;
     in.client = GLSLANG_CLIENT_VULKAN;
-    in.client_version = vb->target_vulkan >= 12 ? GLSLANG_TARGET_VULKAN_1_2 : GLSLANG_TARGET_VULKAN_1_1;
+    in.client_version =
+        vb->target_vulkan >= 12 ? GLSLANG_TARGET_VULKAN_1_2 : GLSLANG_TARGET_VULKAN_1_1;
     in.target_language = GLSLANG_TARGET_SPV;
-    in.target_language_version = vb->target_vulkan >= 12 ? GLSLANG_TARGET_SPV_1_5 : GLSLANG_TARGET_SPV_1_3;
+    in.target_language_version =
+        vb->target_vulkan >= 12 ? GLSLANG_TARGET_SPV_1_5 : GLSLANG_TARGET_SPV_1_3;
     in.code = src;
     in.default_version = 450;
     in.default_profile = GLSLANG_NO_PROFILE;
@@ -224,13 +239,15 @@ static vkf_status vkf_vk_glslang(vkf_vk_backend *vb, const char *shader, const c
     glslang_shader_set_preamble(sh, preamble);
     if (!glslang_shader_preprocess(sh, &in)) {
         const char *log = glslang_shader_get_info_log(sh);
-        st = vkf_error(VKF_ERROR_SHADER, "%s.comp: preprocessing failed: %s", shader, log ? log : "");
+        st = vkf_error(VKF_ERROR_SHADER, "%s.comp: preprocessing failed: %s", shader,
+                       log ? log : "");
         goto done;
     }
     if (!glslang_shader_parse(sh, &in)) {
         const char *log = glslang_shader_get_info_log(sh);
         vkf_vk_line_of(glslang_shader_get_preprocessed_code(sh), log, where, sizeof where);
-        st = vkf_error(VKF_ERROR_SHADER, "%s.comp: compile failed: %s%s", shader, log ? log : "", where);
+        st = vkf_error(VKF_ERROR_SHADER, "%s.comp: compile failed: %s%s", shader, log ? log : "",
+                       where);
         goto done;
     }
     prog = glslang_program_create();
@@ -251,7 +268,8 @@ static vkf_status vkf_vk_glslang(vkf_vk_backend *vb, const char *shader, const c
     size_t n = glslang_program_SPIRV_get_size(prog);
     if (n == 0) {
         const char *m = glslang_program_SPIRV_get_messages(prog);
-        st = vkf_error(VKF_ERROR_SHADER, "%s.comp: SPIR-V generation failed: %s", shader, m ? m : "");
+        st = vkf_error(VKF_ERROR_SHADER, "%s.comp: SPIR-V generation failed: %s", shader,
+                       m ? m : "");
         goto done;
     }
     *words = malloc(n * 4);
@@ -301,7 +319,8 @@ static void vkf_vk_cache_dir_init(vkf_vk_backend *vb) {
     if (path[0] && vkf_vk_mkdir_p(path)) snprintf(vb->cache_dir, sizeof vb->cache_dir, "%s", path);
 }
 
-static void vkf_vk_write_atomic(const char *path, const void *a, size_t na, const void *b, size_t nb) {
+static void vkf_vk_write_atomic(const char *path, const void *a, size_t na, const void *b,
+                                size_t nb) {
     char tmp[1200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
@@ -317,7 +336,8 @@ static void vkf_vk_spv_path(const vkf_vk_backend *vb, const uint64_t key[2], cha
 }
 
 /* 1: served from the cache; 0: absent; -1: present but corrupt or stale. */
-static int vkf_vk_spv_load(vkf_vk_backend *vb, const uint64_t key[2], uint32_t **words, size_t *n_words) {
+static int vkf_vk_spv_load(vkf_vk_backend *vb, const uint64_t key[2], uint32_t **words,
+                           size_t *n_words) {
     char path[1200];
     vkf_vk_spv_path(vb, key, path, sizeof path);
     FILE *f = fopen(path, "rb");
@@ -343,7 +363,8 @@ static int vkf_vk_spv_load(vkf_vk_backend *vb, const uint64_t key[2], uint32_t *
     return 1;
 }
 
-static void vkf_vk_spv_store(vkf_vk_backend *vb, const uint64_t key[2], const uint32_t *words, size_t n_words) {
+static void vkf_vk_spv_store(vkf_vk_backend *vb, const uint64_t key[2], const uint32_t *words,
+                             size_t n_words) {
     if (!vb->cache_dir[0]) return;
     char path[1200];
     vkf_vk_spv_path(vb, key, path, sizeof path);
@@ -402,9 +423,10 @@ done:
 static void vkf_vk_pipeline_cache_path(vkf_vk_backend *vb) {
     const vkf_vk_caps *c = &vb->caps;
     char uuid[33];
-    for (int i = 0; i < 16; i++) snprintf(uuid + 2 * i, 3, "%02x", c->pipeline_cache_uuid[i]);
-    snprintf(vb->pipeline_cache_path, sizeof vb->pipeline_cache_path, "%s/pipelines_%04x_%04x_%s.bin",
-             vb->cache_dir, c->vendor_id, c->device_id, uuid);
+    for (int i = 0; i < 16; i++)
+        snprintf(uuid + 2 * i, 3, "%02x", c->pipeline_cache_uuid[i]);
+    snprintf(vb->pipeline_cache_path, sizeof vb->pipeline_cache_path,
+             "%s/pipelines_%04x_%04x_%s.bin", vb->cache_dir, c->vendor_id, c->device_id, uuid);
 }
 
 static vkf_status vkf_vk_pipeline_cache_load(vkf_vk_backend *vb) {
@@ -450,9 +472,11 @@ static vkf_status vkf_vk_pipeline_cache_load(vkf_vk_backend *vb) {
 static void vkf_vk_pipeline_cache_save(vkf_vk_backend *vb) {
     if (!vb->cache_dir[0] || !vb->pipeline_cache || vb->stats.pipelines == 0) return;
     size_t n = 0;
-    if (vb->vk.vkGetPipelineCacheData(vb->device, vb->pipeline_cache, &n, NULL) != VK_SUCCESS || !n) return;
+    if (vb->vk.vkGetPipelineCacheData(vb->device, vb->pipeline_cache, &n, NULL) != VK_SUCCESS || !n)
+        return;
     void *data = malloc(n);
-    if (data && vb->vk.vkGetPipelineCacheData(vb->device, vb->pipeline_cache, &n, data) == VK_SUCCESS)
+    if (data &&
+        vb->vk.vkGetPipelineCacheData(vb->device, vb->pipeline_cache, &n, data) == VK_SUCCESS)
         vkf_vk_write_atomic(vb->pipeline_cache_path, data, n, NULL, 0);
     free(data);
 }
@@ -495,7 +519,8 @@ void vkf_vk_shaders_destroy(vkf_vk_backend *vb) {
 
 /* ---------------------------------------------------------------- pipelines */
 
-static vkf_status vkf_vk_layout_get(vkf_vk_backend *vb, int n_bindings, uint32_t texel_mask, vkf_vk_layout **out) {
+static vkf_status vkf_vk_layout_get(vkf_vk_backend *vb, int n_bindings, uint32_t texel_mask,
+                                    vkf_vk_layout **out) {
     for (int i = 0; i < vb->n_layouts; i++)
         if (vb->layouts[i].n_bindings == n_bindings && vb->layouts[i].texel_mask == texel_mask) {
             *out = &vb->layouts[i];
@@ -511,7 +536,8 @@ static vkf_status vkf_vk_layout_get(vkf_vk_backend *vb, int n_bindings, uint32_t
                                                     : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         b[i] = (VkDescriptorSetLayoutBinding){(uint32_t)i, t, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
     }
-    VkDescriptorSetLayoutCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    VkDescriptorSetLayoutCreateInfo dci = {.sType =
+                                               VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     dci.bindingCount = (uint32_t)n_bindings;
     dci.pBindings = b;
     VKF_VK_CHECK(vb->vk.vkCreateDescriptorSetLayout(vb->device, &dci, NULL, &L->set_layout));
@@ -534,21 +560,25 @@ static vkf_status vkf_vk_layout_get(vkf_vk_backend *vb, int n_bindings, uint32_t
 }
 
 vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const char *defines,
-                               int n_bindings, const uint32_t *spec, int n_spec, vkf_vk_pipeline **out) {
+                               int n_bindings, const uint32_t *spec, int n_spec,
+                               vkf_vk_pipeline **out) {
     return vkf_vk_pipeline_get_texel(vb, shader, defines, n_bindings, 0, spec, n_spec, out);
 }
 
 vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, const char *defines,
-                                     int n_bindings, uint32_t texel_mask, const uint32_t *spec, int n_spec,
-                                     vkf_vk_pipeline **out) {
-    if (n_bindings < 1 || n_bindings > VKF_VK_MAX_BINDINGS || n_spec < 0 || n_spec > VKF_VK_MAX_SPEC)
+                                     int n_bindings, uint32_t texel_mask, const uint32_t *spec,
+                                     int n_spec, vkf_vk_pipeline **out) {
+    if (n_bindings < 1 || n_bindings > VKF_VK_MAX_BINDINGS || n_spec < 0 ||
+        n_spec > VKF_VK_MAX_SPEC)
         return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: %d bindings, %d spec constants", shader,
                          n_bindings, n_spec);
     char key[512];
-    int l = snprintf(key, sizeof key, "%s|%s|%d|%x|", shader, defines ? defines : "", n_bindings, texel_mask);
+    int l = snprintf(key, sizeof key, "%s|%s|%d|%x|", shader, defines ? defines : "", n_bindings,
+                     texel_mask);
     for (int i = 0; i < n_spec && l < (int)sizeof key; i++)
         l += snprintf(key + l, sizeof key - (size_t)l, "%u,", spec[i]);
-    if (l >= (int)sizeof key) return vkf_error(VKF_ERROR_INTERNAL, "pipeline key too long: %s", shader);
+    if (l >= (int)sizeof key)
+        return vkf_error(VKF_ERROR_INTERNAL, "pipeline key too long: %s", shader);
     uint64_t h = vkf_fnv1a(0xcbf29ce484222325ull, key, (size_t)l);
     for (int i = 0; i < vb->n_pipelines; i++)
         if (vb->pipelines[i]->hash == h && strcmp(vb->pipelines[i]->key, key) == 0) {
@@ -557,7 +587,8 @@ vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, con
         }
 
     if (texel_mask && !vb->caps.texel)
-        return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: texel bindings on a device without them", shader);
+        return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: texel bindings on a device without them",
+                         shader);
     vkf_vk_layout *lay = NULL;
     VKF_TRY(vkf_vk_layout_get(vb, n_bindings, texel_mask, &lay));
     uint32_t *words = NULL;
@@ -573,7 +604,8 @@ vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, con
     VKF_VK_CHECK(r);
 
     VkSpecializationMapEntry me[VKF_VK_MAX_SPEC];
-    for (int i = 0; i < n_spec; i++) me[i] = (VkSpecializationMapEntry){(uint32_t)i, (uint32_t)i * 4, 4};
+    for (int i = 0; i < n_spec; i++)
+        me[i] = (VkSpecializationMapEntry){(uint32_t)i, (uint32_t)i * 4, 4};
     VkSpecializationInfo si = {(uint32_t)n_spec, me, (size_t)n_spec * 4, spec};
     VkComputePipelineCreateInfo cpci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     cpci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
@@ -587,7 +619,8 @@ vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, con
     vb->vk.vkDestroyShaderModule(vb->device, mod, NULL);
     vb->stats.pipeline_ms += vkf_vk_now_ms() - t0;
     if (r != VK_SUCCESS)
-        return vkf_error(VKF_ERROR_VULKAN, "vkCreateComputePipelines(%s) failed: %s", key, vkf_vk_result_name(r));
+        return vkf_error(VKF_ERROR_VULKAN, "vkCreateComputePipelines(%s) failed: %s", key,
+                         vkf_vk_result_name(r));
     vb->stats.pipelines++;
 
     vkf_vk_pipeline *p = calloc(1, sizeof *p);
