@@ -16,8 +16,6 @@
 
 #include "testutil.h"
 
-extern char **environ;
-
 typedef struct tcase {
     const char *name;
     char *tmpl;
@@ -108,28 +106,6 @@ static int lib_case(const tcase *t) {
 
 /* ------------------------------------------------------------------ CLI */
 
-static int write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    fputs(text, f);
-    return fclose(f) == 0;
-}
-
-/* Runs argv with stdout and stderr to files; returns the exit status (-1 on spawn failure). */
-static int run(char **argv, const char *out_path, const char *err_path) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return -1;
-    int st;
-    if (waitpid(pid, &st, 0) < 0) return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static int cli_case(const tcase *t, const char *dir) {
     char mp[1200], tp[1200], cp[1200], op[1200], ep[1200];
     snprintf(mp, sizeof mp, "%s/messages.json", dir);
@@ -137,7 +113,7 @@ static int cli_case(const tcase *t, const char *dir) {
     snprintf(cp, sizeof cp, "%s/context.json", dir);
     snprintf(op, sizeof op, "%s/out.txt", dir);
     snprintf(ep, sizeof ep, "%s/err.txt", dir);
-    write_file(mp, t->messages);
+    vkt_write_file(mp, t->messages);
     char *argv[20];
     int k = 0;
     argv[k++] = "./vkformer";
@@ -147,12 +123,12 @@ static int cli_case(const tcase *t, const char *dir) {
     argv[k++] = "--messages";
     argv[k++] = mp;
     if (t->tools) {
-        write_file(tp, t->tools);
+        vkt_write_file(tp, t->tools);
         argv[k++] = "--tools";
         argv[k++] = tp;
     }
     if (t->context) {
-        write_file(cp, t->context);
+        vkt_write_file(cp, t->context);
         argv[k++] = "--context";
         argv[k++] = cp;
     }
@@ -162,7 +138,7 @@ static int cli_case(const tcase *t, const char *dir) {
     argv[k++] = (char *)t->eos;
     if (!t->add_gen) argv[k++] = "--no-generation-prompt";
     argv[k] = NULL;
-    int rc = run(argv, op, ep);
+    int rc = vkt_run(argv, op, ep);
     size_t n = 0, en = 0;
     char *out = vkt_read_file(op, &n), *err = vkt_read_file(ep, &en);
     int ok;

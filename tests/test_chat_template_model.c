@@ -18,8 +18,6 @@
 #include "model/chat.h"
 #include "testutil.h"
 
-extern char **environ;
-
 static char *read_all(const char *path) {
     size_t n;
     char *p = vkt_read_file(path, &n);
@@ -31,27 +29,6 @@ static char *read_all(const char *path) {
     }
     z[n] = 0;
     return z;
-}
-
-static int write_file(const char *path, const char *text) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    fputs(text, f);
-    return fclose(f) == 0;
-}
-
-static int run(char **argv, const char *out_path, const char *err_path) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return -1;
-    int st;
-    if (waitpid(pid, &st, 0) < 0) return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 static void check_gguf(const char *rel, const char *tmpl_rel, const char *bos, const char *eos) {
@@ -74,7 +51,7 @@ static void check_hf_dirs(const char *dir) {
     char *t, *b, *e;
     /* a string template, special tokens as a string and as an AddedToken object */
     snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
-    write_file(
+    vkt_write_file(
         p, "{\"chat_template\": \"{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor "
            "%}\", "
            "\"bos_token\": \"<s>\", \"eos_token\": {\"content\": \"</s>\", \"lstrip\": false}}");
@@ -85,8 +62,9 @@ static void check_hf_dirs(const char *dir) {
     VKT_CHECK(b && !strcmp(b, "<s>") && e && !strcmp(e, "</s>"), "special tokens");
     free(t), free(b), free(e);
     /* named templates: "default" is used */
-    write_file(p, "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"T\"}, {\"name\": "
-                  "\"default\", \"template\": \"D\"}]}");
+    vkt_write_file(p,
+                   "{\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"T\"}, {\"name\": "
+                   "\"default\", \"template\": \"D\"}]}");
     VKT_OK(vkf_chat_model_files(dir, &t, &b, &e));
     VKT_CHECK(t && strcmp(t, "D") == 0, "named templates: got %s", t ? t : "(null)");
     VKT_CHECK(!b && !e, "no special tokens expected");
@@ -95,11 +73,11 @@ static void check_hf_dirs(const char *dir) {
     VKT_CHECK(t && strcmp(t, "T") == 0, "tool_use: got %s", t ? t : "(null)");
     free(t);
     /* transformers' additional_chat_templates/NAME.jinja */
-    write_file(p, "{\"chat_template\": \"D\"}");
+    vkt_write_file(p, "{\"chat_template\": \"D\"}");
     snprintf(q, sizeof q, "%s/additional_chat_templates", dir);
     mkdir(q, 0700);
     snprintf(q, sizeof q, "%s/additional_chat_templates/tool_use.jinja", dir);
-    write_file(q, "TU");
+    vkt_write_file(q, "TU");
     VKT_OK(vkf_chat_model_named_template(dir, "tool_use", &t));
     VKT_CHECK(t && strcmp(t, "TU") == 0, "additional_chat_templates: got %s", t ? t : "(null)");
     free(t);
@@ -107,9 +85,9 @@ static void check_hf_dirs(const char *dir) {
     snprintf(q, sizeof q, "%s/additional_chat_templates", dir);
     rmdir(q);
     /* no chat_template key: chat_template.jinja beside it */
-    write_file(p, "{\"bos_token\": null}");
+    vkt_write_file(p, "{\"bos_token\": null}");
     snprintf(q, sizeof q, "%s/chat_template.jinja", dir);
-    write_file(q, "J{{ messages | length }}\n");
+    vkt_write_file(q, "J{{ messages | length }}\n");
     VKT_OK(vkf_chat_model_files(dir, &t, &b, &e));
     VKT_CHECK(t && strcmp(t, "J{{ messages | length }}\n") == 0, "chat_template.jinja: got %s",
               t ? t : "(null)");
@@ -120,7 +98,7 @@ static void check_hf_dirs(const char *dir) {
     VKT_CHECK(t == NULL, "template where there is none");
     free(t), free(b), free(e);
     /* malformed tokenizer_config.json names the file */
-    write_file(p, "{\"chat_template\": ");
+    vkt_write_file(p, "{\"chat_template\": ");
     VKT_CHECK(vkf_chat_model_files(dir, &t, &b, &e) == VKF_ERROR_FORMAT,
               "malformed config accepted");
     VKT_CHECK(strstr(vkf_last_error(), "tokenizer_config.json") != NULL, "file not named: %s",
@@ -170,7 +148,7 @@ static void check_model_template(const char *dir) {
         VKT_CHECK(symlink(p, l) == 0, "symlink %s", l);
     }
     snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
-    write_file(
+    vkt_write_file(
         p, "{\"bos_token\": \"<B>\", \"eos_token\": \"<E>\", \"chat_template\": [{\"name\": "
            "\"default\", "
            "\"template\": \"{{ bos_token }}{% for m in messages %}{{ m.role }}:{{ m.content }}{{ "
@@ -224,18 +202,18 @@ static void check_cli(const char *dir) {
     snprintf(op, sizeof op, "%s/out.txt", dir);
     snprintf(ep, sizeof ep, "%s/err.txt", dir);
     snprintf(gguf, sizeof gguf, "%s", vkt_fixture("real-vocab/ggml-vocab-phi-3.gguf"));
-    write_file(mp, "[{\"role\": \"user\", \"content\": \"Hello\"}]");
+    vkt_write_file(mp, "[{\"role\": \"user\", \"content\": \"Hello\"}]");
     /* Phi-3-mini.jinja on one user message (fixture Phi-3-mini/single_user renders it with
      * bos_token ""): "<|user|>\nHello<|end|>\n<|assistant|>\n"; -m adds the GGUF's "<s>" */
     const char *body = "<|user|>\nHello<|end|>\n<|assistant|>\n";
     char *argv1[] = {"./vkformer", "template", "-m", gguf, "--messages", mp, NULL};
-    int rc = run(argv1, op, ep);
+    int rc = vkt_run(argv1, op, ep);
     char *out = read_all(op);
     VKT_CHECK(rc == 0 && out && strncmp(out, "<s>", 3) == 0 && strcmp(out + 3, body) == 0,
               "-m gguf: exit %d, '%s'", rc, out ? out : "(null)");
     free(out);
     char *argv2[] = {"./vkformer", "template", "-m", gguf, "--messages", mp, "--bos", "", NULL};
-    rc = run(argv2, op, ep);
+    rc = vkt_run(argv2, op, ep);
     out = read_all(op);
     VKT_CHECK(rc == 0 && out && strcmp(out, body) == 0, "--bos '': exit %d, '%s'", rc,
               out ? out : "(null)");
@@ -249,7 +227,7 @@ static void check_cli(const char *dir) {
                      mp,
                      "--no-generation-prompt",
                      NULL};
-    rc = run(argv3, op, ep);
+    rc = vkt_run(argv3, op, ep);
     out = read_all(op);
     char *err = read_all(ep);
     VKT_CHECK(rc == 0 && out && strcmp(out, "<|im_start|>user\nHello<|im_end|>\n") == 0,
@@ -261,9 +239,9 @@ static void check_cli(const char *dir) {
     /* a raising template exits non-zero with its message on stderr and prints nothing */
     char tp[1200];
     snprintf(tp, sizeof tp, "%s/t.jinja", dir);
-    write_file(tp, "x{{ raise_exception('no system role') }}");
+    vkt_write_file(tp, "x{{ raise_exception('no system role') }}");
     char *argv4[] = {"./vkformer", "template", "-t", tp, "--messages", mp, NULL};
-    rc = run(argv4, op, ep);
+    rc = vkt_run(argv4, op, ep);
     out = read_all(op);
     err = read_all(ep);
     VKT_CHECK(rc != 0 && out && !*out && err && strstr(err, "no system role"),
@@ -274,19 +252,20 @@ static void check_cli(const char *dir) {
     char cfg[1200], tools[1200];
     snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", dir);
     snprintf(tools, sizeof tools, "%s/tools.json", dir);
-    write_file(cfg, "{\"chat_template\": [{\"name\": \"default\", \"template\": \"D\"}, {\"name\": "
-                    "\"tool_use\", "
-                    "\"template\": \"T{{ tools | length }}\"}]}");
-    write_file(tools, "[{\"type\": \"function\"}, {\"type\": \"function\"}]");
+    vkt_write_file(cfg,
+                   "{\"chat_template\": [{\"name\": \"default\", \"template\": \"D\"}, {\"name\": "
+                   "\"tool_use\", "
+                   "\"template\": \"T{{ tools | length }}\"}]}");
+    vkt_write_file(tools, "[{\"type\": \"function\"}, {\"type\": \"function\"}]");
     char *argv6[] = {"./vkformer", "template", "-m",  (char *)dir, "--messages",
                      mp,           "--tools",  tools, NULL};
-    rc = run(argv6, op, ep);
+    rc = vkt_run(argv6, op, ep);
     out = read_all(op);
     VKT_CHECK(rc == 0 && out && strcmp(out, "T2") == 0, "-m dir --tools: exit %d, '%s'", rc,
               out ? out : "(null)");
     free(out);
     char *argv7[] = {"./vkformer", "template", "-m", (char *)dir, "--messages", mp, NULL};
-    rc = run(argv7, op, ep);
+    rc = vkt_run(argv7, op, ep);
     out = read_all(op);
     VKT_CHECK(rc == 0 && out && strcmp(out, "D") == 0, "-m dir: exit %d, '%s'", rc,
               out ? out : "(null)");
@@ -295,7 +274,7 @@ static void check_cli(const char *dir) {
     unlink(tools);
     /* bad usage */
     char *argv5[] = {"./vkformer", "template", "--messages", mp, NULL};
-    VKT_CHECK(run(argv5, op, ep) == 2, "no -m/-t accepted");
+    VKT_CHECK(vkt_run(argv5, op, ep) == 2, "no -m/-t accepted");
     unlink(tp);
     unlink(mp);
     unlink(op);

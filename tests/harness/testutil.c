@@ -1,7 +1,12 @@
 #include "testutil.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+
+extern char **environ;
 
 int vkt_passed, vkt_failed;
 
@@ -37,7 +42,8 @@ void *vkt_read_file(const char *path, size_t *n) {
     return p;
 }
 
-void vkt_for_each_backend(void (*fn)(vkf_context *ctx, const char *backend, void *user), void *user) {
+void vkt_for_each_backend(void (*fn)(vkf_context *ctx, const char *backend, void *user),
+                          void *user) {
     vkf_context *ctx;
     vkf_context_params cpu = {.backend = VKF_BACKEND_CPU};
     vkf_status s = vkf_context_create(&cpu, &ctx);
@@ -54,7 +60,8 @@ void vkt_for_each_backend(void (*fn)(vkf_context *ctx, const char *backend, void
         printf("SKIP vulkan (VKF_TEST_NO_VULKAN=1): %s\n", vkf_last_error());
         return;
     }
-    VKT_CHECK(s == VKF_OK, "no Vulkan context (set VKF_TEST_NO_VULKAN=1 on a machine without one): %s",
+    VKT_CHECK(s == VKF_OK,
+              "no Vulkan context (set VKF_TEST_NO_VULKAN=1 on a machine without one): %s",
               vkf_last_error());
     if (s != VKF_OK) return;
     printf("vulkan (%s):\n", vkf_context_device_name(ctx));
@@ -65,4 +72,25 @@ void vkt_for_each_backend(void (*fn)(vkf_context *ctx, const char *backend, void
 int vkt_finish(void) {
     printf("%d passed, %d failed\n", vkt_passed, vkt_failed);
     return vkt_failed ? 1 : 0;
+}
+
+int vkt_write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    fputs(text, f);
+    return fclose(f) == 0;
+}
+
+int vkt_run(char **argv, const char *out_path, const char *err_path) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid;
+    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return -1;
+    int st;
+    if (waitpid(pid, &st, 0) < 0) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }

@@ -30,10 +30,16 @@ const char *vkt_fixture(const char *rel);
 int vkt_have_fixtures(void);
 /* Reads a whole file; NULL on failure. *n gets the size. Caller frees. */
 void *vkt_read_file(const char *path, size_t *n);
+/* Writes text to path; 1 on success. */
+int vkt_write_file(const char *path, const char *text);
+/* Runs argv (argv[0] a path) with stdout and stderr to the given files; returns its exit status
+ * (128 when it did not exit normally, -1 when it could not be started). */
+int vkt_run(char **argv, const char *out_path, const char *err_path);
 /* Runs fn on a CPU context, then on a Vulkan context (lavapipe in CI). A machine without a
  * Vulkan device fails the test, unless VKF_TEST_NO_VULKAN=1 says so on purpose: a suite that
  * silently skips its Vulkan half would pass with the backend missing. */
-void vkt_for_each_backend(void (*fn)(vkf_context *ctx, const char *backend, void *user), void *user);
+void vkt_for_each_backend(void (*fn)(vkf_context *ctx, const char *backend, void *user),
+                          void *user);
 /* Prints "N passed, N failed" and returns the process exit code. */
 int vkt_finish(void);
 
