@@ -33,16 +33,21 @@ typedef struct ext {
     size_t bytes;
 } ext;
 
-static void ext_make(ext *e, vkf_dtype dt, int64_t rows, int64_t cols, float scale, const char *name, int zero) {
+static void ext_make(ext *e, vkf_dtype dt, int64_t rows, int64_t cols, float scale,
+                     const char *name, int zero) {
     e->t = vkf_tensor_make(dt, rows, cols, name);
     e->bytes = vkf_dtype_row_bytes(dt, cols) * (size_t)rows;
     e->data = calloc(1, e->bytes);
     if (zero) return;
     float *row = malloc(sizeof *row * (size_t)cols);
     for (int64_t r = 0; r < rows; r++) {
-        for (int64_t c = 0; c < cols; c++) row[c] = rnd() * scale;
-        if (dt == VKF_DTYPE_F32) memcpy((char *)e->data + (size_t)r * cols * 4, row, (size_t)cols * 4);
-        else vkf_quantize_row(dt, row, (char *)e->data + vkf_dtype_row_bytes(dt, cols) * (size_t)r, cols);
+        for (int64_t c = 0; c < cols; c++)
+            row[c] = rnd() * scale;
+        if (dt == VKF_DTYPE_F32)
+            memcpy((char *)e->data + (size_t)r * cols * 4, row, (size_t)cols * 4);
+        else
+            vkf_quantize_row(dt, row, (char *)e->data + vkf_dtype_row_bytes(dt, cols) * (size_t)r,
+                             cols);
     }
     free(row);
 }
@@ -60,7 +65,24 @@ typedef struct layer {
     int gelu;         /* MLP as up(+bias) -> GELU -> down instead of SWIGLU */
 } layer;
 
-enum { E_X, E_NORM1, E_WQ, E_WK, E_WV, E_WO, E_NORM2, E_WG, E_WU, E_WD, E_KC, E_VC, E_ROPE, E_BU, E_OUT, E_OUT2 };
+enum {
+    E_X,
+    E_NORM1,
+    E_WQ,
+    E_WK,
+    E_WV,
+    E_WO,
+    E_NORM2,
+    E_WG,
+    E_WU,
+    E_WD,
+    E_KC,
+    E_VC,
+    E_ROPE,
+    E_BU,
+    E_OUT,
+    E_OUT2
+};
 
 static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu) {
     memset(L, 0, sizeof *L);
@@ -98,15 +120,17 @@ static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu) {
 }
 
 static void layer_free(layer *L) {
-    for (int i = 0; i < L->n_ext; i++) free(L->e[i].data);
+    for (int i = 0; i < L->n_ext; i++)
+        free(L->e[i].data);
 }
 
 /* Allocates copies of the externals on be (into ts) and builds the layer graph. */
 static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_graph **out) {
     for (int i = 0; i < L->n_ext; i++) {
         ts[i] = L->e[i].t;
-        VKF_TRY(vkf_tensor_alloc(be, &ts[i], i == E_KC || i == E_VC || i >= E_OUT ? VKF_BUFFER_ACTIVATIONS
-                                                                                   : VKF_BUFFER_WEIGHTS,
+        VKF_TRY(vkf_tensor_alloc(be, &ts[i],
+                                 i == E_KC || i == E_VC || i >= E_OUT ? VKF_BUFFER_ACTIVATIONS
+                                                                      : VKF_BUFFER_WEIGHTS,
                                  L->e[i].data));
     }
     vkf_graph *g;
@@ -146,14 +170,22 @@ static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_gra
         memset(&p, 0, sizeof p);
         p.copy.dst_row0 = (int32_t)(b * L->n_ctx);
         p.copy.dyn = 1;
-        ADD(VKF_OP_COPY_ROWS, &ts[E_KC], vkf_graph_view(g, kr, b * L->seq, L->seq, 0, L->kvd, "kv"), NULL, NULL, NULL);
-        ADD(VKF_OP_COPY_ROWS, &ts[E_VC], vkf_graph_view(g, v, b * L->seq, L->seq, 0, L->kvd, "vv"), NULL, NULL, NULL);
+        ADD(VKF_OP_COPY_ROWS, &ts[E_KC], vkf_graph_view(g, kr, b * L->seq, L->seq, 0, L->kvd, "kv"),
+            NULL, NULL, NULL);
+        ADD(VKF_OP_COPY_ROWS, &ts[E_VC], vkf_graph_view(g, v, b * L->seq, L->seq, 0, L->kvd, "vv"),
+            NULL, NULL, NULL);
     }
     memset(&p, 0, sizeof p);
-    p.attn = (vkf_attn_params){.batch = (int32_t)L->batch, .n_q = (int32_t)L->seq, .n_kv = (int32_t)L->n_ctx,
-                               .kv_stride = (int32_t)L->n_ctx, .n_head = (int32_t)L->n_head,
-                               .n_kv_head = (int32_t)L->n_kv_head, .head_dim = (int32_t)L->head_dim, .causal = 1,
-                               .kv_dyn = 1, .scale = 0.25f};
+    p.attn = (vkf_attn_params){.batch = (int32_t)L->batch,
+                               .n_q = (int32_t)L->seq,
+                               .n_kv = (int32_t)L->n_ctx,
+                               .kv_stride = (int32_t)L->n_ctx,
+                               .n_head = (int32_t)L->n_head,
+                               .n_kv_head = (int32_t)L->n_kv_head,
+                               .head_dim = (int32_t)L->head_dim,
+                               .causal = 1,
+                               .kv_dyn = 1,
+                               .scale = 0.25f};
     vkf_tensor *a = T(R, L->d, "attn");
     ADD(VKF_OP_ATTENTION, a, qr, &ts[E_KC], &ts[E_VC], NULL);
     memset(&p, 0, sizeof p);
@@ -211,17 +243,19 @@ static double nmse(const float *a, const float *ref, size_t n, int *nonfinite) {
 
 /* Runs the layer on both backends for two steps (n_past 0 then seq) and compares the outputs
  * and the caches. */
-static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int extra_reader, int gelu, int no_fuse,
-                        uint64_t *dispatches) {
+static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int extra_reader, int gelu,
+                        int no_fuse, uint64_t *dispatches) {
     layer L;
     layer_init(&L, wt, extra_reader, gelu);
     vkf_tensor tc[N_EXT], tv[N_EXT];
     vkf_graph *gc = NULL, *gv = NULL;
     char what[128];
-    snprintf(what, sizeof what, "%s%s%s%s", vkf_dtype_name(wt), extra_reader ? " +reader" : "", gelu ? " gelu" : " swiglu",
-             no_fuse ? " VKF_NO_FUSE" : "");
-    if (no_fuse) setenv("VKF_NO_FUSE", "1", 1);
-    else unsetenv("VKF_NO_FUSE");
+    snprintf(what, sizeof what, "%s%s%s%s", vkf_dtype_name(wt), extra_reader ? " +reader" : "",
+             gelu ? " gelu" : " swiglu", no_fuse ? " VKF_NO_FUSE" : "");
+    if (no_fuse)
+        setenv("VKF_NO_FUSE", "1", 1);
+    else
+        unsetenv("VKF_NO_FUSE");
     VKT_OK(layer_build(&L, cpu, tc, &gc));
     VKT_OK(layer_build(&L, vk, tv, &gv));
     vkf_vk_stats s0 = vkf_backend_vulkan_stats(vk);
@@ -239,7 +273,8 @@ static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int ext
             int nf;
             double err = nmse(a, b, n, &nf);
             double thr = wt == VKF_DTYPE_F32 ? 1e-10 : 1e-8;
-            VKT_CHECK(err <= thr && nf == 0, "%s step %d %s: nmse %.3e (threshold %.0e), nonfinite %d", what, step,
+            VKT_CHECK(err <= thr && nf == 0,
+                      "%s step %d %s: nmse %.3e (threshold %.0e), nonfinite %d", what, step,
                       tc[e].name, err, thr, nf);
             free(a);
             free(b);
@@ -278,8 +313,9 @@ int main(void) {
             check_layer(cpu, vk, wts[w], 1, gelu, 0, &blocked);
             /* with texels and subgroups the fusions must have removed dispatches */
             if (caps->texel && caps->has_subgroup)
-                VKT_CHECK(fused < unfused, "%s: %llu dispatches fused vs %llu unfused", vkf_dtype_name(wts[w]),
-                          (unsigned long long)fused, (unsigned long long)unfused);
+                VKT_CHECK(fused < unfused, "%s: %llu dispatches fused vs %llu unfused",
+                          vkf_dtype_name(wts[w]), (unsigned long long)fused,
+                          (unsigned long long)unfused);
         }
     }
     vkf_backend_free(vk);

@@ -19,17 +19,19 @@
 
 /* Shape classes: decode (M = 1), small batches (2..8), prefill (M > 8). */
 static int vkf_vk_mclass(int64_t M) { return M <= 1 ? 0 : M <= 8 ? 1 : 2; }
-static const char *const k_mclass_names[3] = {"decode (M = 1)", "batch (M 2..8)", "prefill (M > 8)"};
+static const char *const k_mclass_names[3] = {"decode (M = 1)", "batch (M 2..8)",
+                                              "prefill (M > 8)"};
 
 /* Defaults by device kind. CPU drivers (lavapipe, SwiftShader): the texel kernel for every M;
  * split-K with 8 weight rows per subgroup and 8 activation rows for M <= 8; for prefill, weight
  * rows per lane and no split-K (`lanes`: nothing to reduce across lanes, 2-3x faster on
  * lavapipe): 4 rows per lane x 16 activation rows (8 x 8 for the quant types), 8 x 16 from
- * M = 48 and 8 x 32 for F32 from M = 256 (bench/RESULTS.md). GPUs: the texel split-K kernel for M <= 8 (a
- * bandwidth-bound matrix-vector product reduced with subgroup adds) and the shared-memory
+ * M = 48 and 8 x 32 for F32 from M = 256 (bench/RESULTS.md). GPUs: the texel split-K kernel for M
+ * <= 8 (a bandwidth-bound matrix-vector product reduced with subgroup adds) and the shared-memory
  * tiled kernel for prefill, with smaller tiles where shared memory or invocations are scarce
  * and on vendors whose GPUs favour small workgroups. */
-static void vkf_vk_table(const vkf_vk_caps *c, int mclass, int64_t M, vkf_dtype wt, vkf_vk_mm_cfg *o) {
+static void vkf_vk_table(const vkf_vk_caps *c, int mclass, int64_t M, vkf_dtype wt,
+                         vkf_vk_mm_cfg *o) {
     memset(o, 0, sizeof *o);
     o->bm = o->bn = 64;
     o->bk = 16;
@@ -63,7 +65,8 @@ static void vkf_vk_table(const vkf_vk_caps *c, int mclass, int64_t M, vkf_dtype 
     o->kind = VKF_VK_MM_TILED;
     o->wg = 256;
     if (c->max_shared < 2 * o->bk * (o->bm + o->bn) * 4 + 1024 || c->max_wg_invocations < 256 ||
-        c->vendor_id == 0x8086 || c->vendor_id == 0x13b5 || c->vendor_id == 0x5143) { /* Intel, ARM, Qualcomm */
+        c->vendor_id == 0x8086 || c->vendor_id == 0x13b5 ||
+        c->vendor_id == 0x5143) { /* Intel, ARM, Qualcomm */
         o->bm = o->bn = 32;
         o->wg = 64;
     }
@@ -74,12 +77,15 @@ static void vkf_vk_table(const vkf_vk_caps *c, int mclass, int64_t M, vkf_dtype 
 static void vkf_vk_tune_path(const vkf_vk_backend *vb, char *out, size_t n) {
     const vkf_vk_caps *c = &vb->caps;
     char uuid[17];
-    for (int i = 0; i < 8; i++) snprintf(uuid + 2 * i, 3, "%02x", c->pipeline_cache_uuid[i]);
-    snprintf(out, n, "%s/tune_%04x_%04x_%08x_%s.json", vb->cache_dir, c->vendor_id, c->device_id, c->driver_version,
-             uuid);
+    for (int i = 0; i < 8; i++)
+        snprintf(uuid + 2 * i, 3, "%02x", c->pipeline_cache_uuid[i]);
+    snprintf(out, n, "%s/tune_%04x_%04x_%08x_%s.json", vb->cache_dir, c->vendor_id, c->device_id,
+             c->driver_version, uuid);
 }
 
-static const char *vkf_vk_kind_name(vkf_vk_mm_kind k) { return k == VKF_VK_MM_TEXEL ? "texel" : "tiled"; }
+static const char *vkf_vk_kind_name(vkf_vk_mm_kind k) {
+    return k == VKF_VK_MM_TEXEL ? "texel" : "tiled";
+}
 
 static int vkf_vk_tune_alloc(vkf_vk_backend *vb) {
     if (vb->tune_cfg) return 1;
@@ -117,7 +123,10 @@ static void vkf_vk_tune_load(vkf_vk_backend *vb) {
         vkf_vk_mm_cfg c;
         memset(&c, 0, sizeof c);
         c.kind = strcmp(kind->valuestring, "tiled") == 0 ? VKF_VK_MM_TILED : VKF_VK_MM_TEXEL;
-#define U(name) (uint32_t)(cJSON_IsNumber(cJSON_GetObjectItem(e, #name)) ? cJSON_GetObjectItem(e, #name)->valueint : 0)
+#define U(name)                                                                                    \
+    (uint32_t)(cJSON_IsNumber(cJSON_GetObjectItem(e, #name))                                       \
+                   ? cJSON_GetObjectItem(e, #name)->valueint                                       \
+                   : 0)
         c.wg = U(wg);
         c.r = U(r);
         c.tm = U(tm);
@@ -127,12 +136,13 @@ static void vkf_vk_tune_load(vkf_vk_backend *vb) {
         c.bk = U(bk);
 #undef U
         /* sanity: what the kernels accept */
-        if (c.kind == VKF_VK_MM_TEXEL && (c.wg < 1 || c.wg > vb->caps.max_wg_invocations || c.r < 1 || c.r > 32 ||
-                                          c.tm < 1 || c.tm > 32))
+        if (c.kind == VKF_VK_MM_TEXEL && (c.wg < 1 || c.wg > vb->caps.max_wg_invocations ||
+                                          c.r < 1 || c.r > 32 || c.tm < 1 || c.tm > 32))
             continue;
-        if (c.kind == VKF_VK_MM_TILED && (c.bm % 4 || c.bn % 4 || c.bm < 16 || c.bn < 16 || c.bk < 4 || c.bk > 64 ||
-                                          2 * c.bk * (c.bm + c.bn) * 4 > vb->caps.max_shared ||
-                                          (c.bm / 4) * (c.bn / 4) > vb->caps.max_wg_invocations))
+        if (c.kind == VKF_VK_MM_TILED &&
+            (c.bm % 4 || c.bn % 4 || c.bm < 16 || c.bn < 16 || c.bk < 4 || c.bk > 64 ||
+             2 * c.bk * (c.bm + c.bn) * 4 > vb->caps.max_shared ||
+             (c.bm / 4) * (c.bn / 4) > vb->caps.max_wg_invocations))
             continue;
         vb->tune_cfg[m * VKF_DTYPE_COUNT + t] = c;
         vb->tune_have[m][t] = 1;
@@ -156,14 +166,17 @@ vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t 
     int mc = vkf_vk_mclass(M);
     vkf_vk_table(&vb->caps, mc, M, wtype, out);
     if (!vb->tune_loaded) vkf_vk_tune_load(vb);
-    if ((unsigned)wtype < VKF_DTYPE_COUNT && vb->tune_have[mc][wtype]) *out = vb->tune_cfg[mc * VKF_DTYPE_COUNT + wtype];
+    if ((unsigned)wtype < VKF_DTYPE_COUNT && vb->tune_have[mc][wtype])
+        *out = vb->tune_cfg[mc * VKF_DTYPE_COUNT + wtype];
     /* experiments: VKF_MM_R / VKF_MM_TM / VKF_MM_WG override the texel kernel's shape */
     uint64_t v;
     if ((v = vkf_vk_env_u64("VKF_MM_R")) > 0 && v <= 32) out->r = (uint32_t)v;
     if ((v = vkf_vk_env_u64("VKF_MM_TM")) > 0 && v <= 64) out->tm = (uint32_t)v;
-    if ((v = vkf_vk_env_u64("VKF_MM_WG")) > 0 && v <= vb->caps.max_wg_invocations) out->wg = (uint32_t)v;
+    if ((v = vkf_vk_env_u64("VKF_MM_WG")) > 0 && v <= vb->caps.max_wg_invocations)
+        out->wg = (uint32_t)v;
     if ((v = vkf_vk_env_u64("VKF_MM_LANES")) > 0) out->lanes = v == 1;
-    if (vkf_vk_env_flag("VKF_NO_TEXEL_MATMUL") && out->kind == VKF_VK_MM_TEXEL) out->kind = VKF_VK_MM_TILED;
+    if (vkf_vk_env_flag("VKF_NO_TEXEL_MATMUL") && out->kind == VKF_VK_MM_TEXEL)
+        out->kind = VKF_VK_MM_TILED;
     return VKF_OK;
 }
 
@@ -183,8 +196,8 @@ static void vkf_vk_tune_bench_free(vkf_vk_tune_bench *b) {
         if (ts[i]->buf) b->be->i->buffer_free(b->be, ts[i]->buf);
 }
 
-static vkf_status vkf_vk_tune_bench_make(vkf_backend *be, int64_t M, int64_t N, int64_t K, vkf_dtype wt, int reps_per_graph,
-                                         vkf_vk_tune_bench *b) {
+static vkf_status vkf_vk_tune_bench_make(vkf_backend *be, int64_t M, int64_t N, int64_t K,
+                                         vkf_dtype wt, int reps_per_graph, vkf_vk_tune_bench *b) {
     memset(b, 0, sizeof *b);
     b->be = be;
     b->a = vkf_tensor_make(VKF_DTYPE_F32, M, K, "tune.a");
@@ -201,10 +214,13 @@ static vkf_status vkf_vk_tune_bench_make(vkf_backend *be, int64_t M, int64_t N, 
             x = x * 1664525u + 1013904223u;
             row[c] = (float)(x >> 8) / 16777216.0f - 0.5f;
         }
-        if (wt == VKF_DTYPE_F32) memcpy(wd + rb * (size_t)r, row, rb);
-        else vkf_quantize_row(wt, row, wd + rb * (size_t)r, K);
+        if (wt == VKF_DTYPE_F32)
+            memcpy(wd + rb * (size_t)r, row, rb);
+        else
+            vkf_quantize_row(wt, row, wd + rb * (size_t)r, K);
     }
-    for (int64_t i = 0; ad && i < M * K; i++) ad[i] = (float)(i % 13) * 0.05f - 0.3f;
+    for (int64_t i = 0; ad && i < M * K; i++)
+        ad[i] = (float)(i % 13) * 0.05f - 0.3f;
     if (st == VKF_OK) st = vkf_tensor_alloc(be, &b->a, VKF_BUFFER_ACTIVATIONS, ad);
     if (st == VKF_OK) st = vkf_tensor_alloc(be, &b->w, VKF_BUFFER_WEIGHTS, wd);
     if (st == VKF_OK) st = vkf_tensor_alloc(be, &b->d, VKF_BUFFER_ACTIVATIONS, NULL);
@@ -223,8 +239,9 @@ static vkf_status vkf_vk_tune_bench_make(vkf_backend *be, int64_t M, int64_t N, 
 
 /* Best (minimum) time of `reps` runs of the bench graph with cfg forced, ms per matmul. A
  * candidate the device rejects (pipeline creation, limits) is reported as not runnable. */
-static vkf_status vkf_vk_tune_time(vkf_vk_backend *vb, vkf_vk_tune_bench *b, const vkf_vk_mm_cfg *cfg, int reps,
-                                   int per_graph, double *ms, int *ok) {
+static vkf_status vkf_vk_tune_time(vkf_vk_backend *vb, vkf_vk_tune_bench *b,
+                                   const vkf_vk_mm_cfg *cfg, int reps, int per_graph, double *ms,
+                                   int *ok) {
     vkf_backend *be = &vb->base;
     *ok = 0;
     vb->tune_force = cfg;
@@ -239,7 +256,8 @@ static vkf_status vkf_vk_tune_time(vkf_vk_backend *vb, vkf_vk_tune_bench *b, con
     }
     be->i->graph_release(be, b->g);
     vb->tune_force = NULL;
-    if (st == VKF_ERROR_SHADER || st == VKF_ERROR_UNSUPPORTED || st == VKF_ERROR_VULKAN) return VKF_OK;
+    if (st == VKF_ERROR_SHADER || st == VKF_ERROR_UNSUPPORTED || st == VKF_ERROR_VULKAN)
+        return VKF_OK;
     VKF_TRY(st);
     *ok = 1;
     *ms = best / per_graph;
@@ -247,8 +265,8 @@ static vkf_status vkf_vk_tune_time(vkf_vk_backend *vb, vkf_vk_tune_bench *b, con
 }
 
 /* The candidates of one shape class (table choice first). */
-static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt, int64_t M, int quick, vkf_vk_mm_cfg *out,
-                                  int cap) {
+static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt, int64_t M,
+                                  int quick, vkf_vk_mm_cfg *out, int cap) {
     int n = 0;
     vkf_vk_table(c, mclass, M, wt, &out[n++]);
     uint32_t sg = c->subgroup_size ? c->subgroup_size : 32;
@@ -282,7 +300,8 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt
             for (size_t ri = 0; ri < 3; ri++)
                 for (size_t ti = 0; ti < ntm; ti++) {
                     if (n == cap || lwgs[wi] > c->max_wg_invocations) continue;
-                    if (quick && (mclass == 2 ? lrs[ri] == 16 || ltms[ti] == 8 : lrs[ri] == 1)) continue;
+                    if (quick && (mclass == 2 ? lrs[ri] == 16 || ltms[ti] == 8 : lrs[ri] == 1))
+                        continue;
                     vkf_vk_mm_cfg k;
                     memset(&k, 0, sizeof k);
                     k.kind = VKF_VK_MM_TEXEL;
@@ -303,7 +322,8 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt
             k.bn = tiles[i][1];
             k.bk = tiles[i][2];
             k.wg = (k.bm / 4) * (k.bn / 4);
-            if (2 * k.bk * (k.bm + k.bn) * 4 + 1024 > c->max_shared || k.wg > c->max_wg_invocations) continue;
+            if (2 * k.bk * (k.bm + k.bn) * 4 + 1024 > c->max_shared || k.wg > c->max_wg_invocations)
+                continue;
             out[n++] = k;
         }
     }
@@ -312,9 +332,10 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt
 
 static void vkf_vk_cfg_str(const vkf_vk_mm_cfg *k, int64_t M, char *buf, size_t n) {
     if (k->kind == VKF_VK_MM_TEXEL)
-        snprintf(buf, n, "texel wg %u, %u rows/%s, %u act rows", k->wg, k->r, k->lanes ? "lane" : "subgroup",
-                 k->tm < M ? k->tm : (uint32_t)M);
-    else snprintf(buf, n, "tiled %ux%u, k %u", k->bm, k->bn, k->bk);
+        snprintf(buf, n, "texel wg %u, %u rows/%s, %u act rows", k->wg, k->r,
+                 k->lanes ? "lane" : "subgroup", k->tm < M ? k->tm : (uint32_t)M);
+    else
+        snprintf(buf, n, "tiled %ux%u, k %u", k->bm, k->bn, k->bk);
 }
 
 /* Writes the choices so far to the tune file, atomically (a temporary file renamed over it). */
@@ -336,12 +357,15 @@ static vkf_status vkf_vk_tune_save(vkf_vk_backend *vb, const cJSON *root, char *
     return st;
 }
 
-vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick, void (*log)(void *user, const char *line), void *user,
+vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick,
+                                   void (*log)(void *user, const char *line), void *user,
                                    char *path_out, size_t path_n) {
-    if (!vkf_backend_is_vulkan(be)) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tune: not a Vulkan backend");
+    if (!vkf_backend_is_vulkan(be))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tune: not a Vulkan backend");
     vkf_vk_backend *vb = vkf_vk(be);
     if (!vb->cache_dir[0])
-        return vkf_error(VKF_ERROR_IO, "tune: no cache directory (set VKF_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+        return vkf_error(VKF_ERROR_IO,
+                         "tune: no cache directory (set VKF_CACHE_DIR, XDG_CACHE_HOME or HOME)");
     if (!vkf_vk_tune_alloc(vb)) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "tune table");
     static const vkf_dtype wts[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
     static const int64_t Ms[3] = {1, 4, 64};
@@ -377,9 +401,10 @@ vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick, void (*log)(void 
             vkf_vk_tune_bench_free(&b);
             if (st != VKF_OK || best < 0) continue;
             vkf_vk_cfg_str(&cand[best], M, cs, sizeof cs);
-            snprintf(line, sizeof line, "%-16s %-5s M=%lld N=%lld K=%lld: %s, %.3f ms (table %.3f ms, %d candidates)",
-                     k_mclass_names[mc], vkf_dtype_name(wts[wi]), (long long)M, (long long)N, (long long)K, cs, best_ms,
-                     table_ms, nc);
+            snprintf(line, sizeof line,
+                     "%-16s %-5s M=%lld N=%lld K=%lld: %s, %.3f ms (table %.3f ms, %d candidates)",
+                     k_mclass_names[mc], vkf_dtype_name(wts[wi]), (long long)M, (long long)N,
+                     (long long)K, cs, best_ms, table_ms, nc);
             if (log) log(user, line);
             vb->tune_cfg[mc * VKF_DTYPE_COUNT + wts[wi]] = cand[best];
             vb->tune_have[mc][wts[wi]] = 1;
