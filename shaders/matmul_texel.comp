@@ -41,6 +41,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "math.glsl"
 
@@ -57,6 +58,9 @@ layout(constant_id = 2) const uint TM = 1; /* activation rows per workgroup */
 #endif
 #ifndef LANES
 #define LANES 0 /* 1: each lane owns R weight rows and walks all of K (see below) */
+#endif
+#ifndef ROWSEQ
+#define ROWSEQ 0 /* > 0: decode walking the rows one after another, ROWSEQ units per lane (see main) */
 #endif
 #ifndef ACT
 #define ACT -1 /* vkf_unary applied after the bias; -1: none */
@@ -170,6 +174,22 @@ void w_dots(uint rowb, uint u, vec4 a[TM][A_TEX], inout float acc[TM]) {
 #define RED(x) subgroupAdd(x)
 #endif
 
+/* output element (row m, column n) = s (+ bias) (activation) (+ residual) */
+void mm_store(uint doff, uint dstr, uint n, uint m, float s) {
+    if ((p.flags & VKF_MM_BIAS) != 0u) s += bias[p.b_off + n];
+#if ACT == 0
+    s = max(s, 0.0);
+#elif ACT == 1
+    s = vkf_gelu_erf(s);
+#elif ACT == 2
+    s = vkf_gelu_tanh(s);
+#elif ACT == 3
+    s = vkf_silu(s);
+#endif
+    if ((p.flags & VKF_MM_RESIDUAL) != 0u) s += res[p.r_off + m * p.r_stride + n];
+    d[doff + m * dstr + n] = s;
+}
+
 void main() {
     uint blk = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
 #if LANES
@@ -201,6 +221,63 @@ void main() {
 #endif
     if (n0 >= N) return; /* the whole subgroup: no barriers follow */
     uint m0 = gl_WorkGroupID.z * TM;
+#if ROWSEQ
+    /* ROWSEQ (decode, M = 1, on CPU drivers; the host asks for it when K <= ROWSEQ * S units):
+     * lane l loads its activation units l, l + S, ... once, and the subgroup then walks its R
+     * rows one after another, the lanes splitting each row's units as in split-K. Consecutive
+     * rows are consecutive in memory, so the subgroup reads one contiguous stream of R rows
+     * instead of R streams of one row each: with rows of a few KiB (K = 2048) the interleaved
+     * streams are each too short for the CPU's prefetchers, and reading them one by one is
+     * faster (bench/RESULTS.md), while the activations come from registers, not texel loads. */
+    {
+        uint units = p.K / UNIT_K, arw = (p.a_off + min(m0, p.M - 1u) * p.a_stride) >> 2;
+        vec4 a[ROWSEQ][A_TEX];
+        float ss = 0.0;
+        for (uint i = 0; i < ROWSEQ; i++) {
+            uint u = l + i * S;
+            for (uint j = 0; j < A_TEX; j++) {
+                a[i][j] = u < units ? a_tex(arw + u * A_TEX + j) : vec4(0.0);
+#if NORM
+                vec4 g = u < units ? uintBitsToFloat(imageLoad(Gt, int((p.g_off >> 2) + u * A_TEX + j))) : vec4(0.0);
+                ss += dot(a[i][j], a[i][j]);
+                a[i][j] *= g;
+#endif
+            }
+        }
+#if NORM
+        float inv = 1.0 / sqrt(subgroupAdd(ss) / float(p.K) + p.eps);
+#endif
+        [[dont_unroll]] for (uint r = 0; r < R; r++) {
+            uint n = n0 + r;
+            if (n >= N) break;
+            float acc0[NW];
+            for (uint v = 0; v < NW; v++) {
+                uint rowb = (v == 0u ? wb : p.w_boff1) + n * p.w_bstride;
+                float t = 0.0;
+                for (uint i = 0; i < ROWSEQ; i++) {
+                    uint u = l + i * S;
+                    if (u < units) {
+                        vec4 wv[A_TEX];
+                        float sc = w_unit(rowb, u, wv);
+                        float dt = 0.0;
+                        for (uint j = 0; j < A_TEX; j++) dt += dot(wv[j], a[i][j]);
+                        t += sc * dt;
+                    }
+                }
+                acc0[v] = subgroupAdd(t);
+#if NORM
+                acc0[v] *= inv;
+#endif
+            }
+            float s = acc0[0];
+#if SWIGLU
+            s = vkf_silu(s) * acc0[1];
+#endif
+            if (l == r % S) mm_store(doff, dstr, n, m0, s);
+        }
+        return;
+    }
+#endif
     uint arow[TM];
     for (uint m = 0; m < TM; m++) arow[m] = (p.a_off + min(m0 + m, p.M - 1u) * p.a_stride) >> 2;
     uint wrow[NW][R];
@@ -257,20 +334,7 @@ void main() {
 #endif
             s = vkf_silu(s) * up;
 #endif
-            if (l == (r * TM + m) % S && n < N && m < mc) {
-                if ((p.flags & VKF_MM_BIAS) != 0u) s += bias[p.b_off + n];
-#if ACT == 0
-                s = max(s, 0.0);
-#elif ACT == 1
-                s = vkf_gelu_erf(s);
-#elif ACT == 2
-                s = vkf_gelu_tanh(s);
-#elif ACT == 3
-                s = vkf_silu(s);
-#endif
-                if ((p.flags & VKF_MM_RESIDUAL) != 0u) s += res[p.r_off + (m0 + m) * p.r_stride + n];
-                d[doff + (m0 + m) * dstr + n] = s;
-            }
+            if (l == (r * TM + m) % S && n < N && m < mc) mm_store(doff, dstr, n, m0 + m, s);
         }
     }
 }

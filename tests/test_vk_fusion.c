@@ -84,20 +84,24 @@ enum {
     E_OUT2
 };
 
-static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu) {
+/* decode = 0: two sequences of three tokens per step, d 64; decode = 1: one token per step
+ * (M = 1, the matrix-vector kernels: on CPU drivers the rows-in-sequence ROWSEQ variant of
+ * shaders/matmul_texel.comp) with d 256 and ff 768, so that the rows span several subgroups
+ * and K several units per lane */
+static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int decode) {
     memset(L, 0, sizeof *L);
     L->wt = wt;
     L->extra_reader = extra_reader;
     L->gelu = gelu;
-    L->batch = 2;
-    L->seq = 3;
+    L->batch = decode ? 1 : 2;
+    L->seq = decode ? 1 : 3;
     L->rows = L->batch * L->seq;
-    L->head_dim = 16;
-    L->n_head = 4;
+    L->head_dim = decode ? 32 : 16;
+    L->n_head = decode ? 8 : 4;
     L->n_kv_head = 2;
-    L->d = L->n_head * L->head_dim; /* 64 */
+    L->d = L->n_head * L->head_dim; /* 64 or 256 */
     L->kvd = L->n_kv_head * L->head_dim;
-    L->ff = 96;
+    L->ff = decode ? 768 : 96;
     L->n_ctx = 8;
     ext_make(&L->e[E_X], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "x", 0);
     ext_make(&L->e[E_NORM1], VKF_DTYPE_F32, 1, L->d, 1.0f, "norm1", 0);
@@ -244,14 +248,14 @@ static double nmse(const float *a, const float *ref, size_t n, int *nonfinite) {
 /* Runs the layer on both backends for two steps (n_past 0 then seq) and compares the outputs
  * and the caches. */
 static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int extra_reader, int gelu,
-                        int no_fuse, uint64_t *dispatches) {
+                        int no_fuse, int decode, uint64_t *dispatches) {
     layer L;
-    layer_init(&L, wt, extra_reader, gelu);
+    layer_init(&L, wt, extra_reader, gelu, decode);
     vkf_tensor tc[N_EXT], tv[N_EXT];
     vkf_graph *gc = NULL, *gv = NULL;
     char what[128];
-    snprintf(what, sizeof what, "%s%s%s%s", vkf_dtype_name(wt), extra_reader ? " +reader" : "",
-             gelu ? " gelu" : " swiglu", no_fuse ? " VKF_NO_FUSE" : "");
+    snprintf(what, sizeof what, "%s%s%s%s%s", vkf_dtype_name(wt), extra_reader ? " +reader" : "",
+             gelu ? " gelu" : " swiglu", no_fuse ? " VKF_NO_FUSE" : "", decode ? " decode" : "");
     if (no_fuse)
         setenv("VKF_NO_FUSE", "1", 1);
     else
@@ -306,11 +310,12 @@ int main(void) {
     const vkf_vk_caps *caps = vkf_backend_vulkan_caps(vk);
     static const vkf_dtype wts[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
     for (int w = 0; w < 4; w++) {
-        for (int gelu = 0; gelu < 2; gelu++) {
+        for (int gelu = 0; gelu < 4; gelu++) {
             uint64_t fused = 0, unfused = 0, blocked = 0;
-            check_layer(cpu, vk, wts[w], 0, gelu, 0, &fused);
-            check_layer(cpu, vk, wts[w], 0, gelu, 1, &unfused);
-            check_layer(cpu, vk, wts[w], 1, gelu, 0, &blocked);
+            int decode = gelu / 2;
+            check_layer(cpu, vk, wts[w], 0, gelu % 2, 0, decode, &fused);
+            check_layer(cpu, vk, wts[w], 0, gelu % 2, 1, decode, &unfused);
+            check_layer(cpu, vk, wts[w], 1, gelu % 2, 0, decode, &blocked);
             /* with texels and subgroups the fusions must have removed dispatches */
             if (caps->texel && caps->has_subgroup)
                 VKT_CHECK(fused < unfused, "%s: %llu dispatches fused vs %llu unfused",

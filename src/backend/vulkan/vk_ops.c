@@ -560,6 +560,30 @@ static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, uint3
     *gy = (uint32_t)((groups + *gx - 1) / *gx);
 }
 
+/* ROWSEQ in matmul_texel.comp: decode (M = 1) on CPU drivers, split-K, when every lane's share
+ * of a row fits ROWSEQ units (held in registers): the subgroup walks its rows one after
+ * another. Returns the units per lane (256 / unit values, at most 32: 64 activation texels), or
+ * 0. VKF_NO_ROWSEQ=1 turns it off, and so does VKF_GPU_TABLE=1 (lavapipe taking the GPUs'
+ * choices). */
+static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M,
+                            int64_t K, vkf_dtype wt, int small) {
+    if (M != 1 || cfg->lanes || small || vb->caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU ||
+        !vb->caps.subgroup_size || vkf_vk_env_flag("VKF_NO_ROWSEQ") ||
+        vkf_vk_env_flag("VKF_GPU_TABLE"))
+        return 0;
+    int64_t unit = vkf_vk_wunit(wt),
+            per = (K / unit + vb->caps.subgroup_size - 1) / vb->caps.subgroup_size;
+    int64_t mx = 256 / unit; /* 64 activation texels per lane */
+    if (mx > 32) mx = 32;
+    return per <= mx ? (int)mx : 0;
+}
+
+/* rows per subgroup of ROWSEQ (VKF_ROWSEQ_R overrides) */
+static uint32_t vkf_vk_rowseq_rows(void) {
+    uint64_t v = vkf_vk_env_u64("VKF_ROWSEQ_R");
+    return v >= 2 && v <= 256 ? (uint32_t)v : 32;
+}
+
 vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     const vkf_tensor *a = g->a, *w0 = g->w[0], *d0 = g->d[0];
     const vkf_vk_caps *c = &r->vb->caps;
@@ -583,10 +607,15 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     /* split-K over rows of few 64-element units (K = 256: 4) would idle lanes: 32-element units */
     int64_t sg = c->subgroup_size ? c->subgroup_size : 32;
     int small = !cfg.lanes && vkf_vk_wunit(w0->dtype) > 32 && K / vkf_vk_wunit(w0->dtype) < sg;
-    char defs[96];
-    snprintf(defs, sizeof defs, "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d",
+    int rowseq = vkf_vk_mm_rowseq(r->vb, &cfg, M, K, w0->dtype, small);
+    if (rowseq) {
+        spec[1] = R = cfg.r = vkf_vk_rowseq_rows();
+        if (g->swiglu) spec[1] = R = R / 2;
+    }
+    char defs[112];
+    snprintf(defs, sizeof defs, "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d",
              vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0,
-             small);
+             small, rowseq);
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7,
                                       (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
