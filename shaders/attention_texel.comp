@@ -44,6 +44,9 @@ layout(constant_id = 0) const uint WG = 64;
 #ifndef QLANES
 #define QLANES 0 /* 1: lanes take whole query rows (prefill on CPU drivers, see main) */
 #endif
+#ifndef QR
+#define QR 1u /* query rows per lane with QLANES */
+#endif
 
 layout(push_constant) uniform PC {
     vkf_pc_attn p;
@@ -143,46 +146,72 @@ void main() {
 
 #if QLANES
     /* prefill on CPU drivers (host: several query rows, HG = 1, head_dim <= 64, one subgroup per
-     * workgroup): every lane takes one query row of the workgroup's tile (rows y * WG + lane) and
-     * the whole head, so a K/V row is read once per tile of WG queries instead of once per query,
-     * a score needs no cross-lane sum, and the online softmax runs for WG queries at once
-     * (flash-style: scores stay in registers, K/V streamed once per tile). The layout below
-     * spends a subgroupAdd (a scalar loop over the lanes on lavapipe) and a whole subgroup's
-     * softmax update on every (query, key) pair. */
+     * workgroup): every lane takes QR consecutive query rows of the workgroup's tile (rows
+     * (y * WG + lane) * QR ..) and the whole head, so a K/V row is read once per tile of
+     * WG * QR queries instead of once per query, a score needs no cross-lane sum, and the online
+     * softmax runs for all of them at once (flash-style: scores stay in registers, K/V streamed
+     * once per tile). With QR = 2 (the host's choice when each sequence has an even number of
+     * rows, so a lane's rows share a sequence) each K/V texel load serves two queries. The
+     * layout below spends a subgroupAdd (a scalar loop over the lanes on lavapipe) and a whole
+     * subgroup's softmax update on every (query, key) pair. */
     {
-        uint qt = gl_WorkGroupID.y * WG + gl_LocalInvocationIndex;
-        if (qt >= p.batch * p.qn) return;
-        uint bt = qt / p.qn, it = p.q0 + qt % p.qn;
+        uint qt0 = (gl_WorkGroupID.y * WG + gl_LocalInvocationIndex) * QR;
+        if (qt0 >= p.batch * p.qn) return;
+        uint bt = qt0 / p.qn;
         int klt = min(p.kv_dyn != 0u ? n_past + int(p.n_q) : int(p.n_kv), int(p.n_kv));
         if (p.has_len != 0u) klt = min(klt, lens[p.len_off + p.b0 + bt]);
-        int qpt = p.kv_dyn != 0u ? n_past + int(it) : (p.causal != 0u ? int(it) + int(p.n_kv) - int(p.n_q) : int(it));
-        if ((p.has_len & 2u) != 0u) qpt = lens[p.len_off + p.b0 + bt] - int(p.n_q) + int(it); /* len_pos (serve) */
-        int jet = p.causal != 0u ? min(klt, qpt + 1) : klt;
-        int jmt = p.window > 0u ? max(qpt - int(p.window) + 1, 0) : 0;
         uint kot = (p.k_off + bt * p.kv_stride * p.k_stride + kvh * p.head_dim) >> 2;
         uint vot = (p.v_off + bt * p.kv_stride * p.v_stride + kvh * p.head_dim) >> 2;
-        uint qo = (p.q_off + qt * p.q_stride + h0 * p.head_dim) >> 2;
-        vec4 qv[HWMAX], av[HWMAX];
-        for (uint e = 0; e < HWMAX; e++) {
-            qv[e] = uintBitsToFloat(imageLoad(Qt, int(qo + e))) * p.scale;
-            av[e] = vec4(0.0);
+        int jet[QR], jmt[QR];
+        vec4 qv[QR][HWMAX], av[QR][HWMAX];
+        float mk[QR], sk[QR];
+        int jlo = int(p.n_kv), jhi = 0;
+        for (uint x = 0; x < QR; x++) {
+            uint qt = qt0 + x, it = p.q0 + qt % p.qn;
+            int qpt = p.kv_dyn != 0u ? n_past + int(it) : (p.causal != 0u ? int(it) + int(p.n_kv) - int(p.n_q) : int(it));
+            if ((p.has_len & 2u) != 0u) qpt = lens[p.len_off + p.b0 + bt] - int(p.n_q) + int(it); /* len_pos (serve) */
+            jet[x] = p.causal != 0u ? min(klt, qpt + 1) : klt;
+            jmt[x] = p.window > 0u ? max(qpt - int(p.window) + 1, 0) : 0;
+            jlo = min(jlo, jmt[x]);
+            jhi = max(jhi, jet[x]);
+            uint qo = (p.q_off + qt * p.q_stride + h0 * p.head_dim) >> 2;
+            for (uint e = 0; e < HWMAX; e++) {
+                qv[x][e] = uintBitsToFloat(imageLoad(Qt, int(qo + e))) * p.scale;
+                av[x][e] = vec4(0.0);
+            }
+            mk[x] = VKF_NEG_INF;
+            sk[x] = 0.0;
         }
-        float mk = VKF_NEG_INF, sk = 0.0;
-        for (int j = jmt; j < jet; j++) {
+        for (int j = jlo; j < jhi; j++) {
             uint kr = kot + uint(j) * ks, vr = vot + uint(j) * vs;
-            float sc = 0.0;
-            for (uint e = 0; e < HWMAX; e++) sc += dot(qv[e], uintBitsToFloat(imageLoad(Kt, int(kr + e))));
-            if (p.softcap > 0.0) sc = p.softcap * tanh(clamp(sc / p.softcap, -10.0, 10.0));
-            float mn = max(mk, sc);
-            float alpha = exp(mk - mn); /* 0 on the first key (mk = -inf) */
-            float pj = exp(sc - mn);
-            sk = sk * alpha + pj;
-            mk = mn;
-            for (uint e = 0; e < HWMAX; e++) av[e] = av[e] * alpha + pj * uintBitsToFloat(imageLoad(Vt, int(vr + e)));
+            float sc[QR];
+            for (uint x = 0; x < QR; x++) sc[x] = 0.0;
+            for (uint e = 0; e < HWMAX; e++) {
+                vec4 kt = uintBitsToFloat(imageLoad(Kt, int(kr + e)));
+                for (uint x = 0; x < QR; x++) sc[x] += dot(qv[x][e], kt);
+            }
+            float alpha[QR], pj[QR];
+            for (uint x = 0; x < QR; x++) {
+                if (p.softcap > 0.0) sc[x] = p.softcap * tanh(clamp(sc[x] / p.softcap, -10.0, 10.0));
+                bool in_x = j >= jmt[x] && j < jet[x]; /* this row's keys (causal, window) */
+                float mn = in_x ? max(mk[x], sc[x]) : mk[x];
+                alpha[x] = in_x ? exp(mk[x] - mn) : 1.0; /* 0 on the row's first key (mk = -inf) */
+                pj[x] = in_x ? exp(sc[x] - mn) : 0.0;
+                sk[x] = sk[x] * alpha[x] + pj[x];
+                mk[x] = mn;
+            }
+            for (uint e = 0; e < HWMAX; e++) {
+                vec4 vt = uintBitsToFloat(imageLoad(Vt, int(vr + e)));
+                for (uint x = 0; x < QR; x++) av[x][e] = av[x][e] * alpha[x] + pj[x] * vt;
+            }
         }
-        float inv = sk > 0.0 ? 1.0 / sk : 0.0;
-        uint dof = (p.d_off + qt * p.d_stride + h0 * p.head_dim) >> 2;
-        for (uint e = 0; e < HWMAX; e++) d[dof + e] = av[e] * inv;
+        for (uint x = 0; x < QR; x++) {
+            uint qt = qt0 + x;
+            if (qt >= p.batch * p.qn) break;
+            float inv = sk[x] > 0.0 ? 1.0 / sk[x] : 0.0;
+            uint dof = (p.d_off + qt * p.d_stride + h0 * p.head_dim) >> 2;
+            for (uint e = 0; e < HWMAX; e++) d[dof + e] = av[x][e] * inv;
+        }
         return;
     }
 #endif

@@ -1262,9 +1262,16 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
      * the same register bound as keylanes (bench/RESULTS.md, issue 16) */
     int qlanes = ap->n_q > 1 && hg == 1 && hw <= 16 && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU &&
                  !vkf_vk_env_flag("VKF_NO_QLANES");
-    char defs[96];
-    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d", maxt, hw, hg,
-             keylanes, qlanes);
+    /* with qlanes, 4 (or 2) query rows per lane where every sequence's row count is a multiple
+     * (a lane's rows then share one sequence's K/V): each K/V load serves all of them. pp512
+     * on TinyLlama's attention shape, ms per layer: 1 row 80.5, 2 rows 54.2, 4 rows 44.0, 8 rows
+     * 42.3 (bench/RESULTS.md). VKF_ATTN_QR=N sets it (1 turns it off). */
+    uint64_t qre = vkf_vk_env_u64("VKF_ATTN_QR");
+    uint32_t qr = qre >= 1 && qre <= 8 ? (uint32_t)qre : ap->n_q % 4 == 0 ? 4 : 2;
+    if (!qlanes || ap->n_q % qr) qr = 1;
+    char defs[112];
+    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d;QR=%uu", maxt, hw,
+             hg, keylanes, qlanes, qr);
     /* decode (one query per sequence): subgroups split the keys (split-K over the cache);
      * prefill: the queries give the parallelism, one subgroup per workgroup needs no merge */
     uint32_t wg = ap->n_q > 1 || keylanes ? S : VKF_VK_ATTN_TEXEL_WG;
@@ -1305,7 +1312,7 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     pc.q0 = 0;
     pc.qn = (uint32_t)ap->n_q;
     /* qlanes: one workgroup per tile of wg query rows */
-    uint32_t gy = qlanes ? (uint32_t)((q_rows + wg - 1) / wg) : (uint32_t)q_rows;
+    uint32_t gy = qlanes ? (uint32_t)((q_rows + wg * qr - 1) / (wg * qr)) : (uint32_t)q_rows;
     return vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head / hg, gy, 1);
 }
 
