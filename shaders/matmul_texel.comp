@@ -96,7 +96,16 @@ uvec4 w_quad(uint byte) { return w_tex(byte >> 4); }
 /* 16 bytes at an even offset: two texels, realigned with selects, not a dynamic array index,
  * which CPU drivers would turn into per-lane memory accesses */
 #define W_HAVE_QUAD2
+#ifndef W_ALIGN16
+#define W_ALIGN16 0 /* 1: every w_quad2 offset is a multiple of 16 (the host checks; see below) */
+#endif
 uvec4 w_quad2(uint byte) {
+#if W_ALIGN16
+    /* blocks of a multiple of 16 bytes (Q4_K, Q5_K) in rows that start on a texel: one load,
+     * not the realigning path below, which CPU drivers run in full (both sides of its branch)
+     * whether or not a lane needs it */
+    return w_tex(byte >> 4);
+#endif
     uint t = byte >> 4, o4 = (byte >> 2) & 3u;
     uvec4 t0 = w_tex(t);
     if ((byte & 15u) == 0u) return t0; /* aligned (every lane alike when the rows are) */

@@ -578,6 +578,11 @@ static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, 
     return per <= mx ? (int)mx : 0;
 }
 
+/* the quantized types whose blocks fill whole texels (Q4_K: 144 bytes, Q5_K: 176) */
+static int quant_bytes16(vkf_dtype t) {
+    return vkf_vk_is_quant(t) && vkf_dtype_block_bytes(t) % 16 == 0;
+}
+
 /* rows per subgroup of ROWSEQ (VKF_ROWSEQ_R overrides) */
 static uint32_t vkf_vk_rowseq_rows(void) {
     uint64_t v = vkf_vk_env_u64("VKF_ROWSEQ_R");
@@ -612,10 +617,17 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
         spec[1] = R = cfg.r = vkf_vk_rowseq_rows();
         if (g->swiglu) spec[1] = R = R / 2;
     }
-    char defs[112];
-    snprintf(defs, sizeof defs, "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d",
+    /* blocks of a multiple of 16 bytes in rows that all start on a texel (texel windows start on
+     * 16 bytes at least, vkf_vk_window_block): the kernel reads them without realigning */
+    int align16 = quant_bytes16(w0->dtype) && vkf_vk_stride_bytes(w0) % 16 == 0 &&
+                  !vkf_vk_env_flag("VKF_NO_ALIGN16");
+    for (int i = 0; i < g->n_mats; i++)
+        if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) align16 = 0;
+    char defs[128];
+    snprintf(defs, sizeof defs,
+             "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d;W_ALIGN16=%d",
              vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0,
-             small, rowseq);
+             small, rowseq, align16);
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7,
                                       (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
@@ -689,6 +701,10 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
                 wboff[i] =
                     (uint32_t)(w->buf->offset + w->offset +
                                (plain ? (uint64_t)n0 * vkf_vk_stride_bytes(w) : 0) - win[2].off);
+                if (align16 && wboff[i] % 16)
+                    return vkf_error(VKF_ERROR_INTERNAL,
+                                     "matmul %s: weight rows not on a texel in their window",
+                                     w->name);
             }
             win[3] = win[4] = win[0];
             win[3].write = win[4].write = 0;
