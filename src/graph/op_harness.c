@@ -86,7 +86,7 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     static const int64_t mm[][3] = {{1, 1, 32},   {1, 7, 64},    {2, 17, 96},   {3, 33, 128},
                                     {7, 65, 256}, {8, 255, 64},  {9, 127, 160}, {17, 1000, 64},
                                     {33, 65, 512}, {65, 33, 96}, {127, 17, 32}, {255, 64, 256},
-                                    {1, 4097, 64}, {4, 64, 4096}, {128, 128, 128}};
+                                    {1, 4097, 64}, {4, 64, 4096}, {128, 128, 128}, {1, 100, 4096}};
     const int n_mm = quick ? 6 : (int)(sizeof mm / sizeof mm[0]);
     for (int w = 0; w < 5; w++)
         for (int i = 0; i < n_mm; i++) {
@@ -110,7 +110,7 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                                        VKF_DTYPE_Q2_K, VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K,
                                        VKF_DTYPE_Q6_K, VKF_DTYPE_IQ4_XS};
     static const int64_t bmm[][3] = {{1, 1, 1}, {1, 7, 3},  {3, 33, 2},  {8, 255, 1},
-                                     {9, 127, 3}, {33, 65, 2}, {65, 17, 1}, {2, 64, 11}};
+                                     {9, 127, 3}, {33, 65, 2}, {65, 17, 1}, {2, 64, 11}, {1, 40, 22}};
     const int n_bmm = quick ? 4 : (int)(sizeof bmm / sizeof bmm[0]);
     for (int w = 0; w < (int)(sizeof btypes / sizeof btypes[0]); w++) {
         int64_t be = vkf_dtype_block_elems(btypes[w]);

@@ -562,9 +562,8 @@ static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, uint3
 
 /* ROWSEQ in matmul_texel.comp: decode (M = 1) on CPU drivers, split-K, when every lane's share
  * of a row fits ROWSEQ units (held in registers): the subgroup walks its rows one after
- * another. Returns the units per lane (256 / unit values, at most 32: 64 activation texels), or
- * 0. VKF_NO_ROWSEQ=1 turns it off, and so does VKF_GPU_TABLE=1 (lavapipe taking the GPUs'
- * choices). */
+ * another. Returns the units per lane (a multiple of 4), or 0. VKF_NO_ROWSEQ=1 turns it off,
+ * and so does VKF_GPU_TABLE=1 (lavapipe taking the GPUs' choices). */
 static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M,
                             int64_t K, vkf_dtype wt, int small) {
     if (M != 1 || cfg->lanes || small || vb->caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU ||
@@ -573,9 +572,14 @@ static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, 
         return 0;
     int64_t unit = vkf_vk_wunit(wt),
             per = (K / unit + vb->caps.subgroup_size - 1) / vb->caps.subgroup_size;
-    int64_t mx = 256 / unit; /* 64 activation texels per lane */
-    if (mx > 32) mx = 32;
-    return per <= mx ? (int)mx : 0;
+    /* at most 192 activation texels and 16 units per lane (32 for units of 8 values or fewer):
+     * the units are unrolled, and beyond that the code outgrows the instruction cache. 1xNxK
+     * CPU ms, split-K -> ROWSEQ: K = 4096 Q8_0 16.4 -> 11.7, Q4_K 17.7 -> 9.7; K = 5632 Q4_K
+     * 16.1 -> 11.1, but Q8_0 at 24 units 16.1 -> 15.5 and at 32 units 20.1 (slower) */
+    int64_t mx = 768 / unit, cap = unit <= 8 ? 32 : 16;
+    if (mx > cap) mx = cap;
+    int64_t rs = (per + 3) / 4 * 4; /* a few pipeline variants: 4, 8, 12, ... units */
+    return rs <= mx ? (int)rs : 0;
 }
 
 /* the quantized types whose blocks fill whole texels (Q4_K: 144 bytes, Q5_K: 176) */
