@@ -40,10 +40,19 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
 float w_unit(uint rowb, uint u, out vec4 w[16]) {
     uint bb = rowb + (u >> 2) * 210u, n = (u >> 1) & 1u, g0 = 2u * (u & 1u);
     uint lb = bb + 64u * n, hb = bb + 128u + 32u * n;
-    uint scw = vkf_u32h(bb + 192u + 8u * n + 2u * g0);
+    /* the 16 scales and d (18 bytes), the 64 low-nibble bytes and the 32 high-bit bytes as three
+     * realigned runs of texels: 10 texel reads per 64 weights, not 15 */
+    uint de;
+    uvec4 sq = w_quad2e(bb + 192u, de);
+    uint wi = 2u * n + (g0 >> 1); /* the scale word of groups g0, g0 + 1: bytes 8n + 2g0.. */
+    uint scw = wi == 0u ? sq.x : wi == 1u ? sq.y : wi == 2u ? sq.z : sq.w;
     vec4 sc = vec4(ivec4(uvec4(scw) << uvec4(24u, 16u, 8u, 0u)) >> 24);
-    uvec4 l0 = w_quad2(lb), l1 = w_quad2(lb + 16u), l2 = w_quad2(lb + 32u), l3 = w_quad2(lb + 48u);
-    uvec4 h0 = w_quad2(hb), h1 = w_quad2(hb + 16u);
+    uvec4 lq[4];
+    w_hex2(lb, lq);
+    uvec4 l0 = lq[0], l1 = lq[1], l2 = lq[2], l3 = lq[3];
+    uvec4 h0, h1;
+    uint he;
+    w_oct2e(hb, h0, h1, he);
     uint sl = 4u * (g0 >> 1), sa = 2u * g0, sb = sa + 2u;
     uvec4 o = uvec4(0u, 8u, 16u, 24u);
     for (uint i = 0; i < 4u; i++) {
@@ -53,7 +62,7 @@ float w_unit(uint rowb, uint u, out vec4 w[16]) {
         w[i + 8u] = sc.z * (vec4(((uvec4(l2[i]) >> (o + sl)) & 15u) | (((hq0 >> sb) & 3u) << 4)) - 32.0);
         w[i + 12u] = sc.w * (vec4(((uvec4(l3[i]) >> (o + sl)) & 15u) | (((hq1 >> sb) & 3u) << 4)) - 32.0);
     }
-    return vkf_f16(vkf_u16(bb + 208u));
+    return vkf_f16(de);
 }
 #endif
 #endif

@@ -64,6 +64,12 @@ void w_oct2e(uint byte, out uvec4 lo, out uvec4 hi, out uint e) {
     e = vkf_u16(byte + 32u);
 }
 #endif
+#ifndef W_HAVE_HEX2
+/* 64 bytes at a 2-byte aligned offset */
+void w_hex2(uint byte, out uvec4 q[4]) {
+    for (uint i = 0; i < 4u; i++) q[i] = w_quad2(byte + 16u * i);
+}
+#endif
 
 float vkf_f16(uint bits) { return unpackHalf2x16(bits).x; }
 

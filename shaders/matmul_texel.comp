@@ -139,6 +139,30 @@ uvec4 w_quad2e(uint byte, out uint e) {
     return uvec4((X[0] >> 16) | (X[1] << 16), (X[1] >> 16) | (X[2] << 16), (X[2] >> 16) | (X[3] << 16),
                  (X[3] >> 16) | (X[4] << 16));
 }
+/* 64 bytes at a 2-byte aligned offset: five texels realigned (they must all be in the window:
+ * the caller's block goes on past the 64 bytes, as Q6_K's low nibbles are followed by its high
+ * bits) */
+#define W_HAVE_HEX2
+void w_hex2(uint byte, out uvec4 q[4]) {
+    uint t = byte >> 4, o4 = (byte >> 2) & 3u;
+    uint W[20];
+    for (uint k = 0; k < 5u; k++) {
+        uvec4 x = w_tex(t + k);
+        W[4u * k] = x.x;
+        W[4u * k + 1u] = x.y;
+        W[4u * k + 2u] = x.z;
+        W[4u * k + 3u] = x.w;
+    }
+    uint X[17];
+    for (uint j = 0; j < 17u; j++)
+        X[j] = o4 == 0u ? W[j] : o4 == 1u ? W[j + 1u] : o4 == 2u ? W[j + 2u] : W[j + 3u];
+    bool h = (byte & 2u) != 0u;
+    for (uint i = 0; i < 4u; i++) {
+        uvec4 a = uvec4(X[4u * i], X[4u * i + 1u], X[4u * i + 2u], X[4u * i + 3u]);
+        uvec4 b = uvec4(X[4u * i + 1u], X[4u * i + 2u], X[4u * i + 3u], X[4u * i + 4u]);
+        q[i] = h ? (a >> 16) | (b << 16) : a;
+    }
+}
 /* 32 bytes and the 16 bits after them: three texels (the offset in the first is at most 14) */
 void w_oct2e(uint byte, out uvec4 lo, out uvec4 hi, out uint e) {
     uint t = byte >> 4, o4 = (byte >> 2) & 3u;

@@ -26,7 +26,7 @@ static const char *const k_mclass_names[3] = {"decode (M = 1)", "batch (M 2..8)"
  * split-K with 8 weight rows per subgroup and 8 activation rows for M <= 8; for prefill, weight
  * rows per lane and no split-K (`lanes`: nothing to reduce across lanes, 2-3x faster on
  * lavapipe): 4 rows per lane x 16 activation rows (8 x 8 for the quant types), 8 x 16 from
- * M = 48, 8 x 32 for F32 from M = 256 and 16 x 16 for the others but Q6_K from M = 64
+ * M = 48, 8 x 32 for F32 from M = 256 and 16 x 16 for the other types from M = 64
  * (bench/RESULTS.md). GPUs: the texel split-K kernel for M <= 8 (a
  * bandwidth-bound matrix-vector product reduced with subgroup adds) and the shared-memory
  * tiled kernel for prefill, with smaller tiles where shared memory or invocations are scarce
@@ -53,12 +53,12 @@ static void vkf_vk_table(const vkf_vk_caps *c, int mclass, int64_t M, vkf_dtype 
             o->r = M >= 48 || quant ? 8 : 4;
             o->tm = quant ? 8 : M >= 256 && wt == VKF_DTYPE_F32 ? 32 : 16;
             o->wg = sg * 4 < 32 ? 32 : sg * 4;
-            /* from 64 rows, 16 x 16 for every type but F32 and Q6_K (512x2048x2048, GFLOP/s,
-             * 8 x 8 or 8 x 16 -> 16 x 16: Q8_0 48.5 -> 56.4, Q4_0 48.8 -> 60.3, Q4_K 46.7 ->
-             * 50.4, Q5_K 40.1-41.6 -> 43.0-44.6, F16 60.4 -> 67.5; Q6_K within noise and F32
-             * slower (bench/RESULTS.md)); its compile costs ~0.7 s more once, hence not for
-             * short prompts */
-            if (M >= 64 && wt != VKF_DTYPE_F32 && wt != VKF_DTYPE_Q6_K) o->r = o->tm = 16;
+            /* from 64 rows, 16 x 16 for every type but F32 (512x2048x2048, GFLOP/s, 8 x 8 or
+             * 8 x 16 -> 16 x 16: Q8_0 48.5 -> 56.4, Q4_0 48.8 -> 60.3, Q4_K 46.7 -> 50.4, Q5_K
+             * 40.1-41.6 -> 43.0-44.6, Q6_K 32.0-32.7 -> 36.3-36.8, F16 60.4 -> 67.5; F32 is
+             * slower, 58.7 -> 53.4; bench/RESULTS.md); its compile costs ~0.7 s more once,
+             * hence not for short prompts */
+            if (M >= 64 && wt != VKF_DTYPE_F32) o->r = o->tm = 16;
         }
         return;
     }
