@@ -16,16 +16,18 @@
 
 /* Why each threshold is what it is. A wrong index, a missing term or a transposed operand
  * gives NMSE of order 1e-2..1, so every threshold leaves four or more orders of margin. */
-#define THR_EXACT 1e-12  /* one IEEE op per element: results should be bitwise equal */
+#define THR_EXACT 1e-12 /* one IEEE op per element: results should be bitwise equal */
 #define WHY_EXACT "one IEEE op per element, bitwise equal expected"
-#define THR_SUM 1e-9     /* f32 sums in another order: relative error ~sqrt(K)*6e-8 */
+#define THR_SUM 1e-9 /* f32 sums in another order: relative error ~sqrt(K)*6e-8 */
 #define WHY_SUM "f32 accumulation in a different order (tree vs serial)"
-#define THR_TRANS 1e-9   /* exp/tanh/erf implementations differ by a few ulp */
+#define THR_TRANS 1e-9 /* exp/tanh/erf implementations differ by a few ulp */
 #define WHY_TRANS "transcendental functions differ by a few ulp between libm and the GPU"
-#define THR_ATTN 1e-8    /* online softmax rescaling + exp + dot-product order */
-#define WHY_ATTN "online softmax (running max, rescaled sums) vs two-pass, f32 dots in another order"
+#define THR_ATTN 1e-8 /* online softmax rescaling + exp + dot-product order */
+#define WHY_ATTN                                                                                   \
+    "online softmax (running max, rescaled sums) vs two-pass, f32 dots in another order"
 #define WHY_INDEX "indices must match exactly (ties: lowest index first)"
-#define THR_F16 1e-7 /* one f16 rounding per element: 1 ulp = 2^-11 relative where roundings differ */
+#define THR_F16                                                                                    \
+    1e-7 /* one f16 rounding per element: 1 ulp = 2^-11 relative where roundings differ */
 #define WHY_F16 "f32 -> f16 conversion: GPU packHalf2x16 may round the last bit differently"
 
 /* ------------------------------------------------------------------ the table */
@@ -79,45 +81,49 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     int n = 0, cap = 0;
     static const int64_t ragged[] = {1, 3, 7, 17, 33, 65, 127, 255, 1000, 4097};
     const int n_ragged = quick ? 5 : 10;
-    const vkf_dtype wtypes[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_BF16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
+    const vkf_dtype wtypes[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_BF16, VKF_DTYPE_Q8_0,
+                                VKF_DTYPE_Q4_0};
     vkf_op_params p;
 
     /* matmul: decode shapes (M <= 8), prefill shapes, ragged N and K, bias, strided x */
-    static const int64_t mm[][3] = {{1, 1, 32},   {1, 7, 64},    {2, 17, 96},   {3, 33, 128},
-                                    {7, 65, 256}, {8, 255, 64},  {9, 127, 160}, {17, 1000, 64},
-                                    {33, 65, 512}, {65, 33, 96}, {127, 17, 32}, {255, 64, 256},
+    static const int64_t mm[][3] = {{1, 1, 32},    {1, 7, 64},    {2, 17, 96},     {3, 33, 128},
+                                    {7, 65, 256},  {8, 255, 64},  {9, 127, 160},   {17, 1000, 64},
+                                    {33, 65, 512}, {65, 33, 96},  {127, 17, 32},   {255, 64, 256},
                                     {1, 4097, 64}, {4, 64, 4096}, {128, 128, 128}, {1, 100, 4096}};
     const int n_mm = quick ? 6 : (int)(sizeof mm / sizeof mm[0]);
     for (int w = 0; w < 5; w++)
         for (int i = 0; i < n_mm; i++) {
             memset(&p, 0, sizeof p);
             int flags = (i % 2 ? VKF_HC_BIAS : 0) | (i % 3 == 1 ? VKF_HC_STRIDED : 0);
-            ADD(VKF_OP_MATMUL, wtypes[w], mm[i][0], mm[i][1], mm[i][2], flags, 0, p, THR_SUM, WHY_SUM);
+            ADD(VKF_OP_MATMUL, wtypes[w], mm[i][0], mm[i][1], mm[i][2], flags, 0, p, THR_SUM,
+                WHY_SUM);
         }
     if (!quick) /* K not a multiple of 32 for the plain types */
         for (int w = 0; w < 3; w++) {
-            static const int64_t mk[][3] = {{1, 3, 1}, {3, 7, 17}, {5, 9, 1000}, {2, 65, 4097}, {33, 17, 7}};
+            static const int64_t mk[][3] = {
+                {1, 3, 1}, {3, 7, 17}, {5, 9, 1000}, {2, 65, 4097}, {33, 17, 7}};
             for (int i = 0; i < 5; i++)
-                ADD(VKF_OP_MATMUL, wtypes[w], mk[i][0], mk[i][1], mk[i][2], i % 2 ? VKF_HC_BIAS : 0, 0,
-                    p, THR_SUM, WHY_SUM);
+                ADD(VKF_OP_MATMUL, wtypes[w], mk[i][0], mk[i][1], mk[i][2], i % 2 ? VKF_HC_BIAS : 0,
+                    0, p, THR_SUM, WHY_SUM);
         }
 
     /* ggml's other block types: ragged N, K one or several blocks (K not a multiple of the
      * tiles, the texel unit count or the workgroup size), decode and prefill shapes; the
      * kernels dequantize in place, so the CPU reference and the GPU multiply the same values
      * in another order: THR_SUM */
-    static const vkf_dtype btypes[] = {VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1, VKF_DTYPE_IQ4_NL,
-                                       VKF_DTYPE_Q2_K, VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K,
-                                       VKF_DTYPE_Q6_K, VKF_DTYPE_IQ4_XS};
-    static const int64_t bmm[][3] = {{1, 1, 1}, {1, 7, 3},  {3, 33, 2},  {8, 255, 1},
-                                     {9, 127, 3}, {33, 65, 2}, {65, 17, 1}, {2, 64, 11}, {1, 40, 22}};
+    static const vkf_dtype btypes[] = {
+        VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1, VKF_DTYPE_IQ4_NL, VKF_DTYPE_Q2_K,
+        VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K, VKF_DTYPE_Q6_K,   VKF_DTYPE_IQ4_XS};
+    static const int64_t bmm[][3] = {{1, 1, 1},   {1, 7, 3},   {3, 33, 2},
+                                     {8, 255, 1}, {9, 127, 3}, {33, 65, 2},
+                                     {65, 17, 1}, {2, 64, 11}, {1, 40, 22}};
     const int n_bmm = quick ? 4 : (int)(sizeof bmm / sizeof bmm[0]);
     for (int w = 0; w < (int)(sizeof btypes / sizeof btypes[0]); w++) {
         int64_t be = vkf_dtype_block_elems(btypes[w]);
         for (int i = 0; i < n_bmm; i++) {
             memset(&p, 0, sizeof p);
-            ADD(VKF_OP_MATMUL, btypes[w], bmm[i][0], bmm[i][1], bmm[i][2] * be, i % 2 ? VKF_HC_BIAS : 0, 0, p,
-                THR_SUM, WHY_SUM);
+            ADD(VKF_OP_MATMUL, btypes[w], bmm[i][0], bmm[i][1], bmm[i][2] * be,
+                i % 2 ? VKF_HC_BIAS : 0, 0, p, THR_SUM, WHY_SUM);
         }
         memset(&p, 0, sizeof p);
         p.embed.scale = w % 2 ? 8.0f : 1.0f;
@@ -140,7 +146,8 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         for (int i = 0; i < 3; i++) {
             memset(&p, 0, sizeof p);
             p.embed.scale = 1.5f;
-            ADD(VKF_OP_EMBED, VKF_DTYPE_F32, ragged[i + 2], 33, ragged[i], 0, 0, p, THR_EXACT, WHY_EXACT);
+            ADD(VKF_OP_EMBED, VKF_DTYPE_F32, ragged[i + 2], 33, ragged[i], 0, 0, p, THR_EXACT,
+                WHY_EXACT);
         }
 
     /* positions: additive table (learned or sinusoidal), static and dynamic offsets */
@@ -154,8 +161,9 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
 
     /* rope: both conventions, 1..16 heads, head_dim 32/64/80/128, partial rotation */
     static const int rope_cfg[][5] = {/* heads, head_dim, n_rot, rows(seq), n_past */
-                                      {1, 32, 32, 1, 0},  {4, 64, 64, 7, 3},   {8, 80, 80, 17, 100},
-                                      {16, 128, 128, 5, 1000}, {2, 64, 32, 33, 0}, {3, 128, 64, 2, 500}};
+                                      {1, 32, 32, 1, 0},    {4, 64, 64, 7, 3},
+                                      {8, 80, 80, 17, 100}, {16, 128, 128, 5, 1000},
+                                      {2, 64, 32, 33, 0},   {3, 128, 64, 2, 500}};
     const int n_rope = quick ? 3 : 6;
     for (int mode = 0; mode < 2; mode++)
         for (int i = 0; i < n_rope; i++) {
@@ -183,11 +191,13 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         ADD(VKF_OP_ADD, 0, rows, cols, 0, i % 2 ? VKF_HC_BCAST : 0, 0, p, THR_EXACT, WHY_EXACT);
         ADD(VKF_OP_MUL, 0, rows, cols, 0, i % 2 ? 0 : VKF_HC_BCAST, 0, p, THR_EXACT, WHY_EXACT);
         p.scale.scale = 0.125f * (float)(i + 1);
-        ADD(VKF_OP_SCALE, 0, rows, cols, 0, i == 4 ? VKF_HC_STRIDED : 0, 0, p, THR_EXACT, WHY_EXACT);
+        ADD(VKF_OP_SCALE, 0, rows, cols, 0, i == 4 ? VKF_HC_STRIDED : 0, 0, p, THR_EXACT,
+            WHY_EXACT);
         for (int a = 0; a < VKF_UNARY_COUNT; a++) {
             memset(&p, 0, sizeof p);
             p.unary.act = a;
-            ADD(VKF_OP_UNARY, 0, rows, cols, 0, 0, 0, p, a == VKF_UNARY_RELU ? THR_EXACT : THR_TRANS,
+            ADD(VKF_OP_UNARY, 0, rows, cols, 0, 0, 0, p,
+                a == VKF_UNARY_RELU ? THR_EXACT : THR_TRANS,
                 a == VKF_UNARY_RELU ? WHY_EXACT : WHY_TRANS);
         }
         memset(&p, 0, sizeof p);
@@ -200,11 +210,13 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         ADD(VKF_OP_SWIGLU, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
         memset(&p, 0, sizeof p);
         p.norm.eps = i % 2 ? 1e-5f : 1e-6f;
-        ADD(VKF_OP_LAYERNORM, 0, rows, cols, 0, i == 5 ? VKF_HC_NOAFFINE : 0, 0, p, THR_SUM, WHY_SUM);
+        ADD(VKF_OP_LAYERNORM, 0, rows, cols, 0, i == 5 ? VKF_HC_NOAFFINE : 0, 0, p, THR_SUM,
+            WHY_SUM);
         ADD(VKF_OP_RMSNORM, 0, rows, cols, 0, i == 6 ? VKF_HC_NOAFFINE : 0, 0, p, THR_SUM, WHY_SUM);
         memset(&p, 0, sizeof p);
         p.scale.scale = i % 2 ? 0.25f : 0.0f;
-        ADD(VKF_OP_SOFTMAX, 0, rows + 4, cols, 0, i % 2 ? VKF_HC_MASK : 0, 0, p, THR_TRANS, WHY_TRANS);
+        ADD(VKF_OP_SOFTMAX, 0, rows + 4, cols, 0, i % 2 ? VKF_HC_MASK : 0, 0, p, THR_TRANS,
+            WHY_TRANS);
         ADD(VKF_OP_LOG_SOFTMAX, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
         memset(&p, 0, sizeof p);
         ADD(VKF_OP_ARGMAX, 0, rows, cols, 0, i % 2 ? VKF_HC_TIES : 0, 0, p, 0, WHY_INDEX);
@@ -222,22 +234,35 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
 
     /* attention: MHA, GQA, causal, key padding, cross (n_q != n_kv), cache offsets, long */
     ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 1, 1, 1, 1, 1, 32, 1, 0), THR_ATTN, WHY_ATTN);
-    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 7, 7, 7, 4, 4, 64, 1, 0), THR_ATTN, WHY_ATTN);
-    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(3, 5, 17, 20, 8, 2, 80, 0, 0), THR_ATTN, WHY_ATTN);
-    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 1000, attn(1, 1, 1024, 1024, 16, 4, 128, 1, 1), THR_ATTN, WHY_ATTN);
-    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_STRIDED, 200, attn(1, 33, 512, 512, 8, 8, 64, 1, 1), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 7, 7, 7, 4, 4, 64, 1, 0), THR_ATTN,
+        WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(3, 5, 17, 20, 8, 2, 80, 0, 0), THR_ATTN,
+        WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 1000, attn(1, 1, 1024, 1024, 16, 4, 128, 1, 1), THR_ATTN,
+        WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_STRIDED, 200, attn(1, 33, 512, 512, 8, 8, 64, 1, 1),
+        THR_ATTN, WHY_ATTN);
     /* decode (one query row): the key-per-lane layout on CPU drivers; head_dim below, at and
      * above the subgroup's texel count, padding lengths, GQA, a deep cache */
-    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 900, attn(1, 1, 1024, 1024, 8, 4, 32, 1, 1), THR_ATTN, WHY_ATTN);
-    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 1, 300, 320, 8, 2, 64, 1, 0), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 900, attn(1, 1, 1024, 1024, 8, 4, 32, 1, 1), THR_ATTN,
+        WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 1, 300, 320, 8, 2, 64, 1, 0),
+        THR_ATTN, WHY_ATTN);
     if (!quick) {
-        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_STRIDED, 0, attn(1, 1, 77, 77, 4, 4, 48, 0, 0), THR_ATTN, WHY_ATTN);
-        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 3, attn(3, 1, 5, 8, 2, 1, 16, 1, 1), THR_ATTN, WHY_ATTN);
-        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 65, 65, 65, 2, 1, 128, 1, 0), THR_ATTN, WHY_ATTN);
-        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 1024, 1024, 1024, 1, 1, 32, 1, 0), THR_ATTN, WHY_ATTN);
-        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(4, 3, 255, 300, 16, 16, 32, 0, 0), THR_ATTN, WHY_ATTN);
-        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 127, 1000, 1000, 4, 2, 64, 1, 0), THR_ATTN, WHY_ATTN);
-        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 17, attn(2, 4, 64, 64, 6, 3, 80, 1, 1), THR_ATTN, WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_STRIDED, 0, attn(1, 1, 77, 77, 4, 4, 48, 0, 0),
+            THR_ATTN, WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 3, attn(3, 1, 5, 8, 2, 1, 16, 1, 1), THR_ATTN,
+            WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 65, 65, 65, 2, 1, 128, 1, 0),
+            THR_ATTN, WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 1024, 1024, 1024, 1, 1, 32, 1, 0), THR_ATTN,
+            WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(4, 3, 255, 300, 16, 16, 32, 0, 0),
+            THR_ATTN, WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 127, 1000, 1000, 4, 2, 64, 1, 0), THR_ATTN,
+            WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 17, attn(2, 4, 64, 64, 6, 3, 80, 1, 1),
+            THR_ATTN, WHY_ATTN);
     }
 
     /* per-head norms (q/k norm: rows = tokens x heads, cols = head_dim) */
@@ -280,10 +305,12 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     memset(&p, 0, sizeof p);
     p.copy.dst_row0 = 3;
     ADD(VKF_OP_COPY_ROWS, VKF_DTYPE_F16, 5, 64, 16, 0, 0, p, THR_F16, WHY_F16);
-    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 900, attn(1, 1, 1024, 1024, 8, 4, 32, 1, 1), THR_ATTN, WHY_ATTN);
-    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 200, attn(1, 33, 512, 512, 8, 8, 64, 1, 1), THR_ATTN, WHY_ATTN);
-    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0, attn_swa(2, 17, 17, 20, 4, 2, 64, 0, 5, 30.0f), THR_ATTN,
-        WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 900, attn(1, 1, 1024, 1024, 8, 4, 32, 1, 1),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 200, attn(1, 33, 512, 512, 8, 8, 64, 1, 1),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0,
+        attn_swa(2, 17, 17, 20, 4, 2, 64, 0, 5, 30.0f), THR_ATTN, WHY_ATTN);
     ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0,
         attn_lenpos(4, 1, 200, 200, 4, 2, 64, 9, 0.0f), THR_ATTN, WHY_ATTN); /* serve, F16 */
 
@@ -317,7 +344,8 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
                      p->attn.batch, p->attn.n_q, p->attn.n_kv, p->attn.n_head, p->attn.n_kv_head,
                      p->attn.head_dim, p->attn.causal ? " causal" : "",
                      p->attn.kv_dyn ? " cache" : "", c->n_past);
-        if (k > 0 && (size_t)k < n && c->wtype == VKF_DTYPE_F16) k += snprintf(buf + k, n - (size_t)k, " kv=f16");
+        if (k > 0 && (size_t)k < n && c->wtype == VKF_DTYPE_F16)
+            k += snprintf(buf + k, n - (size_t)k, " kv=f16");
         if (k > 0 && (size_t)k < n && p->attn.window)
             k += snprintf(buf + k, n - (size_t)k, " window=%d", p->attn.window);
         if (k > 0 && (size_t)k < n && p->attn.len_pos)
@@ -354,7 +382,9 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
 
 /* ------------------------------------------------------------------ inputs */
 
-typedef struct rng { uint64_t s; } rng;
+typedef struct rng {
+    uint64_t s;
+} rng;
 
 static uint32_t rng_u32(rng *r) {
     r->s ^= r->s << 13;
@@ -392,21 +422,25 @@ static void fill_blocks(operand *o, rng *r, float sd) {
     const vkf_wtype *wt = vkf_wtype_of(o->t.dtype);
     int64_t n = o->t.rows * o->t.row_stride, nb = n / wt->block_elems;
     uint8_t *b = o->host;
-    float *u = malloc((size_t)(nb * wt->n_f16 + 1) * sizeof *u), *tmp = malloc((size_t)n * sizeof *tmp);
+    float *u = malloc((size_t)(nb * wt->n_f16 + 1) * sizeof *u),
+          *tmp = malloc((size_t)n * sizeof *tmp);
     if (!u || !tmp) goto out;
-    for (size_t i = 0; i < (size_t)nb * wt->block_bytes; i++) b[i] = (uint8_t)rng_u32(r);
+    for (size_t i = 0; i < (size_t)nb * wt->block_bytes; i++)
+        b[i] = (uint8_t)rng_u32(r);
     for (int pass = 0; pass < 2; pass++) {
         double ss = 0;
         float c = 1.0f;
         if (pass == 1) {
             vkf_dequantize_row(o->t.dtype, b, tmp, n);
-            for (int64_t i = 0; i < n; i++) ss += (double)tmp[i] * tmp[i];
+            for (int64_t i = 0; i < n; i++)
+                ss += (double)tmp[i] * tmp[i];
             c = ss > 0 ? sd / (float)sqrt(ss / (double)n) : 1.0f;
         }
         for (int64_t i = 0; i < nb; i++)
             for (int f = 0; f < wt->n_f16; f++) {
                 float *uf = &u[i * wt->n_f16 + f];
-                if (pass == 0) *uf = (0.5f + rng_unif(r)) * (f == 0 && (rng_u32(r) & 1) ? -1.0f : 1.0f);
+                if (pass == 0)
+                    *uf = (0.5f + rng_unif(r)) * (f == 0 && (rng_u32(r) & 1) ? -1.0f : 1.0f);
                 uint16_t h = vkf_f32_to_f16(c * *uf);
                 memcpy(b + (size_t)i * wt->block_bytes + wt->f16_off[f], &h, 2);
             }
@@ -426,9 +460,11 @@ static void fill_normal(operand *o, rng *r, float mean, float sd) {
     }
     float *tmp = malloc((size_t)n * sizeof *tmp);
     if (!tmp) return;
-    for (int64_t i = 0; i < n; i++) tmp[i] = mean + sd * rng_normal(r);
+    for (int64_t i = 0; i < n; i++)
+        tmp[i] = mean + sd * rng_normal(r);
     if (o->t.dtype == VKF_DTYPE_I32)
-        for (int64_t i = 0; i < n; i++) ((int32_t *)o->host)[i] = (int32_t)tmp[i];
+        for (int64_t i = 0; i < n; i++)
+            ((int32_t *)o->host)[i] = (int32_t)tmp[i];
     else
         vkf_quantize_row(o->t.dtype, tmp, o->host, n);
     free(tmp);
@@ -443,7 +479,8 @@ typedef struct setup {
 } setup;
 
 static vkf_status build(const vkf_harness_case *c, setup *s) {
-    rng r = {0x9E3779B97F4A7C15ull ^ (uint64_t)(c->op * 7919 + c->m * 104729 + c->n * 1299709 + c->k * 15485863 + c->wtype)};
+    rng r = {0x9E3779B97F4A7C15ull ^ (uint64_t)(c->op * 7919 + c->m * 104729 + c->n * 1299709 +
+                                                c->k * 15485863 + c->wtype)};
     const vkf_op_params *p = &c->p;
     int st = (c->flags & VKF_HC_STRIDED) != 0;
     operand *a = &s->src[0], *b = &s->src[1], *cc = &s->src[2], *d = &s->src[3];
@@ -465,7 +502,8 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         VKF_TRY(operand_make(a, c->wtype, c->n, c->k, 0, "table"));
         VKF_TRY(operand_make(b, VKF_DTYPE_I32, 1, c->m, 0, "ids"));
         fill_normal(a, &r, 0.0f, 1.0f);
-        for (int64_t i = 0; i < c->m; i++) ((int32_t *)b->host)[i] = (int32_t)(rng_u32(&r) % (uint32_t)c->n);
+        for (int64_t i = 0; i < c->m; i++)
+            ((int32_t *)b->host)[i] = (int32_t)(rng_u32(&r) % (uint32_t)c->n);
         if (c->m > 1) ((int32_t *)b->host)[c->m - 1] = (int32_t)c->n - 1; /* the last row */
         s->n_src = 2;
         return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->k, 0, "y");
@@ -527,14 +565,16 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
     case VKF_OP_SOFTMAX:
     case VKF_OP_LOG_SOFTMAX:
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, 0, "x"));
-        fill_normal(a, &r, 20.0f, 6.0f); /* logits around 20: exp() without max subtraction overflows at 88 */
+        fill_normal(a, &r, 20.0f,
+                    6.0f); /* logits around 20: exp() without max subtraction overflows at 88 */
         s->n_src = 1;
         if (c->flags & VKF_HC_MASK) {
             VKF_TRY(operand_make(b, VKF_DTYPE_F32, c->m, c->n, 0, "mask"));
             float *m = b->host;
             for (int64_t i = 0; i < c->m; i++)
                 for (int64_t j = 0; j < c->n; j++)
-                    m[i * c->n + j] = (i % 5 == 4 || rng_unif(&r) < 0.3f) ? -INFINITY : rng_normal(&r);
+                    m[i * c->n + j] =
+                        (i % 5 == 4 || rng_unif(&r) < 0.3f) ? -INFINITY : rng_normal(&r);
             s->n_src = 2;
         }
         return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "y");
@@ -543,7 +583,8 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         int64_t qc = (int64_t)ap->n_head * ap->head_dim, kc = (int64_t)ap->n_kv_head * ap->head_dim;
         int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, (int64_t)ap->batch * ap->n_q, qc, st, "q"));
-        vkf_dtype kvt = c->wtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32; /* an F16 KV cache */
+        vkf_dtype kvt =
+            c->wtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32; /* an F16 KV cache */
         VKF_TRY(operand_make(b, kvt, kv_rows, kc, st, "k"));
         VKF_TRY(operand_make(cc, kvt, kv_rows, kc, st, "v"));
         fill_normal(a, &r, 0.0f, 1.5f); /* scores of spread ~2: neither uniform nor one-hot */
@@ -564,23 +605,27 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, st, "x"));
         fill_normal(a, &r, 0.0f, 1.0f);
         s->n_src = 1;
-        return operand_make(&s->dst, c->wtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, c->k, c->n, 0, "cache");
+        return operand_make(&s->dst, c->wtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32,
+                            c->k, c->n, 0, "cache");
     case VKF_OP_ARGMAX:
     case VKF_OP_TOPK:
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, 0, "x"));
         if (c->flags & VKF_HC_TIES)
-            for (int64_t i = 0; i < c->m * c->n; i++) ((float *)a->host)[i] = (float)(rng_u32(&r) % 5);
+            for (int64_t i = 0; i < c->m * c->n; i++)
+                ((float *)a->host)[i] = (float)(rng_u32(&r) % 5);
         else
             fill_normal(a, &r, 0.0f, 3.0f);
         s->n_src = 1;
-        return operand_make(&s->dst, VKF_DTYPE_I32, c->m, c->op == VKF_OP_ARGMAX ? 1 : p->topk.k, 0, "idx");
+        return operand_make(&s->dst, VKF_DTYPE_I32, c->m, c->op == VKF_OP_ARGMAX ? 1 : p->topk.k, 0,
+                            "idx");
     default: break;
     }
     return vkf_error(VKF_ERROR_INTERNAL, "harness: no inputs for op %s", vkf_op_name(c->op));
 }
 
 static void setup_free(setup *s) {
-    for (int i = 0; i < VKF_MAX_SRC; i++) free(s->src[i].host);
+    for (int i = 0; i < VKF_MAX_SRC; i++)
+        free(s->src[i].host);
     free(s->dst.host);
 }
 
@@ -607,7 +652,8 @@ static vkf_status run_on(vkf_backend *be, const vkf_harness_case *c, setup *s, v
             st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "harness: out of memory");
             goto done;
         }
-        for (size_t i = 0; i < n; i++) fill[i] = dst.dtype == VKF_DTYPE_I32 ? 0xFFFFFF85u : 0x4640E400u; /* -123 / 12345.0f */
+        for (size_t i = 0; i < n; i++)
+            fill[i] = dst.dtype == VKF_DTYPE_I32 ? 0xFFFFFF85u : 0x4640E400u; /* -123 / 12345.0f */
         st = vkf_tensor_write(be, &dst, fill);
         free(fill);
         if (st != VKF_OK) goto done;
@@ -618,11 +664,14 @@ static vkf_status run_on(vkf_backend *be, const vkf_harness_case *c, setup *s, v
                        s->n_src > 2 ? &src[2] : NULL, s->n_src > 3 ? &src[3] : NULL, &c->p);
     if (st == VKF_OK) st = vkf_graph_plan(g);
     if (st == VKF_OK) st = be->i->graph_compute(be, g, c->n_past);
-    if (st == VKF_OK) st = dst.dtype == VKF_DTYPE_F16 ? vkf_tensor_read_f32(be, &dst, out) : vkf_tensor_read(be, &dst, out);
+    if (st == VKF_OK)
+        st = dst.dtype == VKF_DTYPE_F16 ? vkf_tensor_read_f32(be, &dst, out)
+                                        : vkf_tensor_read(be, &dst, out);
 done:
     vkf_graph_free(g);
     if (dst.buf) be->i->buffer_free(be, dst.buf);
-    for (int i = 0; i < n_alloc; i++) be->i->buffer_free(be, src[i].buf);
+    for (int i = 0; i < n_alloc; i++)
+        be->i->buffer_free(be, src[i].buf);
     return st;
 }
 
