@@ -2,9 +2,9 @@
  * driver lookup, size formatting. */
 #include <math.h>
 #include <stdio.h>
-#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,8 +30,10 @@ int vkf_bench_parse_ints(const char *s, int *out, int cap) {
         if (end == p || v < 0 || v > 1 << 24 || n == cap) return -1;
         out[n++] = (int)v;
         p = end;
-        if (*p == ',') p++;
-        else if (*p) return -1;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return -1;
     }
     return n;
 }
@@ -51,9 +53,11 @@ double vkf_bench_cpu_ms(void) {
 
 void vkf_bench_stats(const double *x, int n, double *mean, double *sd) {
     double s = 0, v = 0;
-    for (int i = 0; i < n; i++) s += x[i];
+    for (int i = 0; i < n; i++)
+        s += x[i];
     double m = n ? s / n : 0;
-    for (int i = 0; i < n; i++) v += (x[i] - m) * (x[i] - m);
+    for (int i = 0; i < n; i++)
+        v += (x[i] - m) * (x[i] - m);
     *mean = m;
     *sd = n > 1 ? sqrt(v / (n - 1)) : 0;
 }
@@ -108,15 +112,23 @@ void vkf_bench_driver_of(const char *name, char *out, size_t n) {
 }
 
 void vkf_bench_fmt_bytes(double b, char *out, size_t n) {
-    if (b >= 1024.0 * 1024 * 1024) snprintf(out, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-    else if (b >= 1024.0 * 1024) snprintf(out, n, "%.2f MiB", b / (1024.0 * 1024));
-    else if (b >= 1024.0) snprintf(out, n, "%.2f KiB", b / 1024.0);
-    else snprintf(out, n, "%.0f B", b);
+    if (b >= 1024.0 * 1024 * 1024)
+        snprintf(out, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+    else if (b >= 1024.0 * 1024)
+        snprintf(out, n, "%.2f MiB", b / (1024.0 * 1024));
+    else if (b >= 1024.0)
+        snprintf(out, n, "%.2f KiB", b / 1024.0);
+    else
+        snprintf(out, n, "%.0f B", b);
 }
 
 void vkf_bench_fmt_count(double c, char *out, size_t n) {
-    if (c >= 1e9) snprintf(out, n, "%.2f B", c / 1e9);
-    else if (c >= 1e6) snprintf(out, n, "%.2f M", c / 1e6);
-    else if (c >= 1e3) snprintf(out, n, "%.2f K", c / 1e3);
-    else snprintf(out, n, "%.0f", c);
+    if (c >= 1e9)
+        snprintf(out, n, "%.2f B", c / 1e9);
+    else if (c >= 1e6)
+        snprintf(out, n, "%.2f M", c / 1e6);
+    else if (c >= 1e3)
+        snprintf(out, n, "%.2f K", c / 1e3);
+    else
+        snprintf(out, n, "%.0f", c);
 }

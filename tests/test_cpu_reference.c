@@ -38,37 +38,46 @@ static void test_softmax_and_norms(void) {
     VKT_OK(run1(VKF_OP_SOFTMAX, &ty, &tx, NULL, NULL, NULL, &p, 0));
     for (int r = 0; r < 3; r++) {
         double sum = 0, max = -1e30, den = 0;
-        for (int j = 0; j < 5; j++) max = fmax(max, x[r * 5 + j]);
-        for (int j = 0; j < 5; j++) den += exp((double)x[r * 5 + j] - max);
+        for (int j = 0; j < 5; j++)
+            max = fmax(max, x[r * 5 + j]);
+        for (int j = 0; j < 5; j++)
+            den += exp((double)x[r * 5 + j] - max);
         for (int j = 0; j < 5; j++) {
             sum += f(&ty)[r * 5 + j];
             double want = exp((double)x[r * 5 + j] - max) / den;
-            VKT_CHECK(fabs(f(&ty)[r * 5 + j] - want) < 1e-6, "softmax[%d,%d] = %g, want %g", r, j, f(&ty)[r * 5 + j], want);
+            VKT_CHECK(fabs(f(&ty)[r * 5 + j] - want) < 1e-6, "softmax[%d,%d] = %g, want %g", r, j,
+                      f(&ty)[r * 5 + j], want);
         }
         VKT_CHECK(fabs(sum - 1.0) < 1e-6, "softmax row %d sums to %.9f", r, sum);
     }
     /* a fully masked row gives zeros, a partly masked row ignores the masked entries */
     float mask[3 * 5];
-    for (int i = 0; i < 15; i++) mask[i] = (i < 5 || i % 2) ? -INFINITY : 0.0f;
+    for (int i = 0; i < 15; i++)
+        mask[i] = (i < 5 || i % 2) ? -INFINITY : 0.0f;
     vkf_tensor tm = mk(VKF_DTYPE_F32, 3, 5, mask);
     VKT_OK(run1(VKF_OP_SOFTMAX, &ty, &tx, &tm, NULL, NULL, &p, 0));
-    for (int j = 0; j < 5; j++) VKT_CHECK(f(&ty)[j] == 0.0f, "fully masked row: %g", f(&ty)[j]);
+    for (int j = 0; j < 5; j++)
+        VKT_CHECK(f(&ty)[j] == 0.0f, "fully masked row: %g", f(&ty)[j]);
     /* row 1 keeps j = 1 (x = 0) and j = 3 (x = 0.5) */
-    VKT_CHECK(f(&ty)[5] == 0.0f && f(&ty)[7] == 0.0f && f(&ty)[9] == 0.0f, "masked entries must be 0");
+    VKT_CHECK(f(&ty)[5] == 0.0f && f(&ty)[7] == 0.0f && f(&ty)[9] == 0.0f,
+              "masked entries must be 0");
     double want_1_1 = 1.0 / (1.0 + exp(0.5));
     VKT_CHECK(fabs(f(&ty)[6] - want_1_1) < 1e-7, "masked softmax %g want %g", f(&ty)[6], want_1_1);
 
     /* LayerNorm without gamma/beta: mean 0, variance 1 (biased), per row */
     float xl[2 * 64];
-    for (int i = 0; i < 128; i++) xl[i] = 5.0f + 3.0f * sinf((float)i * 1.7f) + (float)(i % 7);
+    for (int i = 0; i < 128; i++)
+        xl[i] = 5.0f + 3.0f * sinf((float)i * 1.7f) + (float)(i % 7);
     vkf_tensor a = mk(VKF_DTYPE_F32, 2, 64, xl), y = mk(VKF_DTYPE_F32, 2, 64, NULL);
     p.norm.eps = 1e-5f;
     VKT_OK(run1(VKF_OP_LAYERNORM, &y, &a, NULL, NULL, NULL, &p, 0));
     for (int r = 0; r < 2; r++) {
         double m = 0, v = 0, mx = 0, vx = 0;
-        for (int j = 0; j < 64; j++) m += f(&y)[r * 64 + j], mx += xl[r * 64 + j];
+        for (int j = 0; j < 64; j++)
+            m += f(&y)[r * 64 + j], mx += xl[r * 64 + j];
         m /= 64, mx /= 64;
-        for (int j = 0; j < 64; j++) v += pow(f(&y)[r * 64 + j] - m, 2), vx += pow(xl[r * 64 + j] - mx, 2);
+        for (int j = 0; j < 64; j++)
+            v += pow(f(&y)[r * 64 + j] - m, 2), vx += pow(xl[r * 64 + j] - mx, 2);
         v /= 64, vx /= 64;
         VKT_CHECK(fabs(m) < 1e-6, "layernorm mean %g", m);
         double want_var = vx / (vx + 1e-5); /* eps shrinks the variance a hair below 1 */
@@ -77,7 +86,8 @@ static void test_softmax_and_norms(void) {
     VKT_OK(run1(VKF_OP_RMSNORM, &y, &a, NULL, NULL, NULL, &p, 0));
     for (int r = 0; r < 2; r++) {
         double ms = 0, msx = 0;
-        for (int j = 0; j < 64; j++) ms += pow(f(&y)[r * 64 + j], 2), msx += pow(xl[r * 64 + j], 2);
+        for (int j = 0; j < 64; j++)
+            ms += pow(f(&y)[r * 64 + j], 2), msx += pow(xl[r * 64 + j], 2);
         ms /= 64, msx /= 64;
         VKT_CHECK(fabs(ms - msx / (msx + 1e-5)) < 1e-5, "rmsnorm mean square %.9f", ms);
     }
@@ -95,7 +105,9 @@ static void test_activations(void) {
             switch (a) {
             case VKF_UNARY_RELU: want = x > 0 ? x : 0; break;
             case VKF_UNARY_GELU_ERF: want = 0.5 * x * (1 + erf(x / sqrt(2.0))); break;
-            case VKF_UNARY_GELU_TANH: want = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); break;
+            case VKF_UNARY_GELU_TANH:
+                want = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+                break;
             case VKF_UNARY_SILU: want = x / (1 + exp(-x)); break;
             }
             VKT_CHECK(fabs(f(&ty)[i] - want) < 2e-7 * (1 + fabs(want)), "%s(%g) = %.9g want %.9g",
@@ -118,25 +130,33 @@ static void test_matmul_embed(void) {
     VKT_OK(run1(VKF_OP_MATMUL, &ty, &tx, &tw, &tb, NULL, NULL, 0));
     /* [[1,2],[3,4]] · [[5,6],[7,8]]ᵀ + [0.5,-1] = [[17.5, 22], [39.5, 52]] */
     const float want[4] = {17.5f, 22, 39.5f, 52};
-    for (int i = 0; i < 4; i++) VKT_CHECK(f(&ty)[i] == want[i], "matmul[%d] = %g want %g", i, f(&ty)[i], want[i]);
+    for (int i = 0; i < 4; i++)
+        VKT_CHECK(f(&ty)[i] == want[i], "matmul[%d] = %g want %g", i, f(&ty)[i], want[i]);
 
     /* Q8_0 / Q4_0 blocks decode by the ggml formulas */
     vkf_block_q8_0 q8 = {.d = 0x3800 /* 0.5 */};
     vkf_block_q4_0 q4 = {.d = 0x4000 /* 2.0 */};
-    for (int i = 0; i < 32; i++) q8.qs[i] = (int8_t)(i - 16);
-    for (int i = 0; i < 16; i++) q4.qs[i] = (uint8_t)(i | ((15 - i) << 4));
+    for (int i = 0; i < 32; i++)
+        q8.qs[i] = (int8_t)(i - 16);
+    for (int i = 0; i < 16; i++)
+        q4.qs[i] = (uint8_t)(i | ((15 - i) << 4));
     float o8[32], o4[32];
     vkf_dequantize_row(VKF_DTYPE_Q8_0, &q8, o8, 32);
     vkf_dequantize_row(VKF_DTYPE_Q4_0, &q4, o4, 32);
     int ok = 1;
-    for (int i = 0; i < 32; i++) ok &= o8[i] == 0.5f * (float)(i - 16);
-    for (int i = 0; i < 16; i++) ok &= o4[i] == 2.0f * (float)(i - 8) && o4[i + 16] == 2.0f * (float)(7 - i);
+    for (int i = 0; i < 32; i++)
+        ok &= o8[i] == 0.5f * (float)(i - 16);
+    for (int i = 0; i < 16; i++)
+        ok &= o4[i] == 2.0f * (float)(i - 8) && o4[i + 16] == 2.0f * (float)(7 - i);
     VKT_CHECK(ok, "Q8_0/Q4_0 dequantization");
 
     /* f16 conversions: exact values from IEEE 754 binary16 */
     VKT_CHECK(vkf_f32_to_f16(1.0f) == 0x3C00 && vkf_f32_to_f16(-2.0f) == 0xC000, "f16 1, -2");
-    VKT_CHECK(vkf_f32_to_f16(65504.0f) == 0x7BFF && vkf_f32_to_f16(65520.0f) == 0x7C00, "f16 max, overflow");
-    VKT_CHECK(vkf_f32_to_f16(5.960464477539063e-08f) == 0x0001 && vkf_f16_to_f32(0x0001) == 5.960464477539063e-08f, "f16 subnormal");
+    VKT_CHECK(vkf_f32_to_f16(65504.0f) == 0x7BFF && vkf_f32_to_f16(65520.0f) == 0x7C00,
+              "f16 max, overflow");
+    VKT_CHECK(vkf_f32_to_f16(5.960464477539063e-08f) == 0x0001 &&
+                  vkf_f16_to_f32(0x0001) == 5.960464477539063e-08f,
+              "f16 subnormal");
     VKT_CHECK(vkf_f32_to_f16(1.0009765625f + 0.00048828125f) == 0x3C02, "f16 ties to even");
     VKT_CHECK(vkf_bf16_to_f32(0x3F80) == 1.0f && vkf_f32_to_bf16(3.140625f) == 0x4049, "bf16");
 
@@ -150,7 +170,8 @@ static void test_matmul_embed(void) {
     VKT_CHECK(f(&te)[0] == 10 && f(&te)[1] == 12 && f(&te)[2] == 2 && f(&te)[3] == 4, "embed rows");
     vkf_tensor tbad = mk(VKF_DTYPE_I32, 1, 1, bad), te1 = mk(VKF_DTYPE_F32, 1, 2, NULL);
     vkf_status s = run1(VKF_OP_EMBED, &te1, &tt, &tbad, NULL, NULL, &p, 0);
-    VKT_CHECK(s == VKF_ERROR_TOKEN && strstr(vkf_last_error(), "token id 3"), "bad id: %s", vkf_last_error());
+    VKT_CHECK(s == VKF_ERROR_TOKEN && strstr(vkf_last_error(), "token id 3"), "bad id: %s",
+              vkf_last_error());
 }
 
 static void test_positions(void) {
@@ -162,7 +183,8 @@ static void test_positions(void) {
     for (int k = 0; k < 5; k++)
         for (int i = 0; i < D / 2; i += 7) {
             double a = poss[k] * exp(-(2.0 * i) * log(10000.0) / D);
-            VKT_CHECK(pe[poss[k] * D + 2 * i] == (float)sin(a) && pe[poss[k] * D + 2 * i + 1] == (float)cos(a),
+            VKT_CHECK(pe[poss[k] * D + 2 * i] == (float)sin(a) &&
+                          pe[poss[k] * D + 2 * i + 1] == (float)cos(a),
                       "PE[%d, %d]", poss[k], 2 * i);
         }
     /* RoPE NORMAL rotates (x0, x1) by theta_0 = pos; NEOX pairs i with i + n_rot/2 */
@@ -171,14 +193,23 @@ static void test_positions(void) {
     vkf_rope_table(rt, 64, HD, 10000.0);
     vkf_tensor tx = mk(VKF_DTYPE_F32, 1, HD, x), ttab = mk(VKF_DTYPE_F32, 64, HD, rt),
                ty = mk(VKF_DTYPE_F32, 1, HD, NULL);
-    vkf_op_params p = {.rope = {.seq_len = 1, .pos0 = 0, .dyn = 1, .n_head = 1, .head_dim = HD, .n_rot = HD, .mode = VKF_ROPE_NORMAL}};
+    vkf_op_params p = {.rope = {.seq_len = 1,
+                                .pos0 = 0,
+                                .dyn = 1,
+                                .n_head = 1,
+                                .head_dim = HD,
+                                .n_rot = HD,
+                                .mode = VKF_ROPE_NORMAL}};
     VKT_OK(run1(VKF_OP_ROPE, &ty, &tx, &ttab, NULL, NULL, &p, 5));
     double th1 = 5 * pow(10000.0, -2.0 / HD);
-    VKT_CHECK(fabs(f(&ty)[0] - cos(5.0)) < 1e-6 && fabs(f(&ty)[1] - sin(5.0)) < 1e-6, "rope pair 0");
-    VKT_CHECK(fabs(f(&ty)[2] + sin(th1)) < 1e-6 && fabs(f(&ty)[3] - cos(th1)) < 1e-6, "rope pair 1");
+    VKT_CHECK(fabs(f(&ty)[0] - cos(5.0)) < 1e-6 && fabs(f(&ty)[1] - sin(5.0)) < 1e-6,
+              "rope pair 0");
+    VKT_CHECK(fabs(f(&ty)[2] + sin(th1)) < 1e-6 && fabs(f(&ty)[3] - cos(th1)) < 1e-6,
+              "rope pair 1");
     p.rope.mode = VKF_ROPE_NEOX; /* pairs (0,4), (1,5), ...: x0 = 1, x4 = 2 rotate by theta_0 = 5 */
     VKT_OK(run1(VKF_OP_ROPE, &ty, &tx, &ttab, NULL, NULL, &p, 5));
-    VKT_CHECK(fabs(f(&ty)[0] - (cos(5.0) - 2 * sin(5.0))) < 1e-6 && fabs(f(&ty)[4] - (sin(5.0) + 2 * cos(5.0))) < 1e-6,
+    VKT_CHECK(fabs(f(&ty)[0] - (cos(5.0) - 2 * sin(5.0))) < 1e-6 &&
+                  fabs(f(&ty)[4] - (sin(5.0) + 2 * cos(5.0))) < 1e-6,
               "rope neox pair 0: %g %g", f(&ty)[0], f(&ty)[4]);
 }
 
@@ -187,28 +218,34 @@ static void test_attention(void) {
      * 1 does the same for every query; GQA maps query head h to KV head h / 2. */
     enum { T = 4, H = 2, HKV = 1, HD = 4 };
     float q[T * H * HD], k[T * HKV * HD], v[T * HKV * HD];
-    for (int i = 0; i < T * H * HD; i++) q[i] = sinf((float)i);
-    for (int i = 0; i < T * HKV * HD; i++) k[i] = cosf((float)i * 0.7f), v[i] = (float)i;
+    for (int i = 0; i < T * H * HD; i++)
+        q[i] = sinf((float)i);
+    for (int i = 0; i < T * HKV * HD; i++)
+        k[i] = cosf((float)i * 0.7f), v[i] = (float)i;
     vkf_tensor tq = mk(VKF_DTYPE_F32, T, H * HD, q), tk = mk(VKF_DTYPE_F32, T, HKV * HD, k),
                tv = mk(VKF_DTYPE_F32, T, HKV * HD, v), to = mk(VKF_DTYPE_F32, T, H * HD, NULL);
     vkf_op_params p = {.attn = {1, T, T, T, H, HKV, HD, 1, 0, 0.5f}};
     VKT_OK(run1(VKF_OP_ATTENTION, &to, &tq, &tk, &tv, NULL, &p, 0));
     for (int h = 0; h < H; h++)
-        for (int d = 0; d < HD; d++) VKT_CHECK(f(&to)[h * HD + d] == v[d], "causal query 0 head %d", h);
+        for (int d = 0; d < HD; d++)
+            VKT_CHECK(f(&to)[h * HD + d] == v[d], "causal query 0 head %d", h);
     /* query 1 in double: softmax over keys 0..1 */
     for (int h = 0; h < H; h++) {
         double s[2], m, z = 0;
         for (int j = 0; j < 2; j++) {
             s[j] = 0;
-            for (int d = 0; d < HD; d++) s[j] += (double)q[1 * H * HD + h * HD + d] * k[j * HD + d];
+            for (int d = 0; d < HD; d++)
+                s[j] += (double)q[1 * H * HD + h * HD + d] * k[j * HD + d];
             s[j] *= 0.5;
         }
         m = fmax(s[0], s[1]);
-        for (int j = 0; j < 2; j++) z += exp(s[j] - m);
+        for (int j = 0; j < 2; j++)
+            z += exp(s[j] - m);
         for (int d = 0; d < HD; d++) {
             double want = (exp(s[0] - m) * v[d] + exp(s[1] - m) * v[HD + d]) / z;
-            VKT_CHECK(fabs(f(&to)[H * HD + h * HD + d] - want) < 1e-5, "query 1 head %d dim %d: %g want %g", h, d,
-                      f(&to)[H * HD + h * HD + d], want);
+            VKT_CHECK(fabs(f(&to)[H * HD + h * HD + d] - want) < 1e-5,
+                      "query 1 head %d dim %d: %g want %g", h, d, f(&to)[H * HD + h * HD + d],
+                      want);
         }
     }
     int32_t one = 1;
@@ -218,13 +255,15 @@ static void test_attention(void) {
     int ok = 1;
     for (int i = 0; i < T; i++)
         for (int h = 0; h < H; h++)
-            for (int d = 0; d < HD; d++) ok &= f(&to)[i * H * HD + h * HD + d] == v[d];
+            for (int d = 0; d < HD; d++)
+                ok &= f(&to)[i * H * HD + h * HD + d] == v[d];
     VKT_CHECK(ok, "key length 1: every query returns value row 0");
 }
 
 static void test_select_and_plan(void) {
     float x[8] = {1, 3, 3, 2, 3, 0, -1, 2};
-    vkf_tensor tx = mk(VKF_DTYPE_F32, 1, 8, x), ti = mk(VKF_DTYPE_I32, 1, 1, NULL), tk = mk(VKF_DTYPE_I32, 1, 5, NULL);
+    vkf_tensor tx = mk(VKF_DTYPE_F32, 1, 8, x), ti = mk(VKF_DTYPE_I32, 1, 1, NULL),
+               tk = mk(VKF_DTYPE_I32, 1, 5, NULL);
     VKT_OK(run1(VKF_OP_ARGMAX, &ti, &tx, NULL, NULL, NULL, NULL, 0));
     VKT_CHECK(((int32_t *)f(&ti))[0] == 1, "argmax ties go to the lowest index");
     vkf_op_params p = {.topk = {5}};
@@ -236,21 +275,26 @@ static void test_select_and_plan(void) {
     vkf_graph *g;
     vkf_graph_create(cpu, "plan", &g);
     vkf_tensor in = mk(VKF_DTYPE_F32, 4, 64, NULL);
-    vkf_tensor *a = vkf_graph_tensor(g, VKF_DTYPE_F32, 4, 64, "a"), *b = vkf_graph_tensor(g, VKF_DTYPE_F32, 4, 64, "b"),
-               *c = vkf_graph_tensor(g, VKF_DTYPE_F32, 4, 64, "c"), *d = vkf_graph_tensor(g, VKF_DTYPE_F32, 4, 64, "d");
+    vkf_tensor *a = vkf_graph_tensor(g, VKF_DTYPE_F32, 4, 64, "a"),
+               *b = vkf_graph_tensor(g, VKF_DTYPE_F32, 4, 64, "b"),
+               *c = vkf_graph_tensor(g, VKF_DTYPE_F32, 4, 64, "c"),
+               *d = vkf_graph_tensor(g, VKF_DTYPE_F32, 4, 64, "d");
     vkf_op_params sp = {.scale = {2.0f}};
     vkf_graph_add(g, VKF_OP_SCALE, a, &in, NULL, NULL, NULL, &sp);
     vkf_graph_add(g, VKF_OP_SCALE, b, a, NULL, NULL, NULL, &sp);
     vkf_graph_add(g, VKF_OP_SCALE, c, b, NULL, NULL, NULL, &sp);
     vkf_graph_add(g, VKF_OP_SCALE, d, c, NULL, NULL, NULL, &sp);
     VKT_OK(vkf_graph_plan(g));
-    VKT_CHECK(a->offset != b->offset && b->offset != c->offset && c->offset != d->offset, "live tensors apart");
-    VKT_CHECK(g->arena_bytes == 2 * 1024, "arena %zu bytes, want 2 KiB (two 1 KiB tensors live at a time)", g->arena_bytes);
+    VKT_CHECK(a->offset != b->offset && b->offset != c->offset && c->offset != d->offset,
+              "live tensors apart");
+    VKT_CHECK(g->arena_bytes == 2 * 1024,
+              "arena %zu bytes, want 2 KiB (two 1 KiB tensors live at a time)", g->arena_bytes);
     vkf_graph_free(g);
     /* a bad shape is rejected with both shapes in the message */
     vkf_tensor w = mk(VKF_DTYPE_F32, 3, 5, NULL), y = mk(VKF_DTYPE_F32, 4, 3, NULL);
     vkf_status s = run1(VKF_OP_MATMUL, &y, &in, &w, NULL, NULL, NULL, 0);
-    VKT_CHECK(s == VKF_ERROR_INVALID_ARGUMENT && strstr(vkf_last_error(), "expected"), "%s", vkf_last_error());
+    VKT_CHECK(s == VKF_ERROR_INVALID_ARGUMENT && strstr(vkf_last_error(), "expected"), "%s",
+              vkf_last_error());
 }
 
 int main(void) {

@@ -81,7 +81,8 @@ static void test_sampler(void) {
     vkf_sampler_params k1 = {.temp = 5.0f, .top_k = 1, .seed = 7};
     VKT_OK(vkf_sampler_create(&k1, &s));
     int ok = 1;
-    for (int i = 0; i < 100; i++) ok &= vkf_sampler_sample(s, logits, 5, &t) == VKF_OK && t == 1;
+    for (int i = 0; i < 100; i++)
+        ok &= vkf_sampler_sample(s, logits, 5, &t) == VKF_OK && t == 1;
     VKT_CHECK(ok, "top_k 1 did not always pick the argmax");
     vkf_sampler_free(s);
     /* frequencies follow softmax(logits / T) over the top-k */
@@ -95,13 +96,14 @@ static void test_sampler(void) {
     vkf_sampler_free(s);
     double want[3] = {1.0 / 7, 2.0 / 7, 4.0 / 7};
     for (int i = 0; i < 3; i++) /* 4 sigma of a binomial with N = 70000 is below 0.008 */
-        VKT_CHECK(fabs((double)count[i] / N - want[i]) < 0.008, "token %d drawn %.4f, want %.4f", i, (double)count[i] / N,
-                  want[i]);
+        VKT_CHECK(fabs((double)count[i] / N - want[i]) < 0.008, "token %d drawn %.4f, want %.4f", i,
+                  (double)count[i] / N, want[i]);
     /* top_p 0.5 keeps only the 4/7 token; 0.6 keeps the top two (4/7 + 2/7 >= 0.6) */
     vkf_sampler_params pp = {.temp = 1.0f, .top_p = 0.5f, .seed = 9};
     VKT_OK(vkf_sampler_create(&pp, &s));
     ok = 1;
-    for (int i = 0; i < 200; i++) ok &= vkf_sampler_sample(s, l3, 3, &t) == VKF_OK && t == 2;
+    for (int i = 0; i < 200; i++)
+        ok &= vkf_sampler_sample(s, l3, 3, &t) == VKF_OK && t == 2;
     VKT_CHECK(ok, "top_p 0.5 sampled outside the nucleus");
     vkf_sampler_free(s);
     pp.top_p = 0.6f;
@@ -109,7 +111,8 @@ static void test_sampler(void) {
     int seen[3] = {0};
     for (int i = 0; i < 400; i++)
         if (vkf_sampler_sample(s, l3, 3, &t) == VKF_OK) seen[t]++;
-    VKT_CHECK(seen[0] == 0 && seen[1] > 0 && seen[2] > 0, "top_p 0.6: counts %d %d %d", seen[0], seen[1], seen[2]);
+    VKT_CHECK(seen[0] == 0 && seen[1] > 0 && seen[2] > 0, "top_p 0.6: counts %d %d %d", seen[0],
+              seen[1], seen[2]);
     vkf_sampler_free(s);
     /* top_k 2 excludes the third */
     vkf_sampler_params kk = {.temp = 1.0f, .top_k = 2, .seed = 5};
@@ -142,11 +145,12 @@ static void test_generation(vkf_context *ctx, const char *backend) {
     collect g = {0};
     vkf_sampler_params greedy = {.temp = 0};
     VKT_OK(vkf_generate(s, prompt, np, nw, &greedy, on_token, &g, &st));
-    VKT_CHECK(g.n == nw && memcmp(g.toks, want, (size_t)nw * sizeof *want) == 0, "%s: greedy generation differs from the fixture",
-              backend);
-    VKT_CHECK(st.stop == VKF_STOP_LENGTH && st.n_prompt == np && st.n_generated == nw, "%s: stats stop %d prompt %d gen %d",
-              backend, st.stop, st.n_prompt, st.n_generated);
-    VKT_CHECK(st.prompt_tps > 0 && st.gen_tps > 0, "%s: speeds %.1f / %.1f", backend, st.prompt_tps, st.gen_tps);
+    VKT_CHECK(g.n == nw && memcmp(g.toks, want, (size_t)nw * sizeof *want) == 0,
+              "%s: greedy generation differs from the fixture", backend);
+    VKT_CHECK(st.stop == VKF_STOP_LENGTH && st.n_prompt == np && st.n_generated == nw,
+              "%s: stats stop %d prompt %d gen %d", backend, st.stop, st.n_prompt, st.n_generated);
+    VKT_CHECK(st.prompt_tps > 0 && st.gen_tps > 0, "%s: speeds %.1f / %.1f", backend, st.prompt_tps,
+              st.gen_tps);
     vkf_session_reset(s);
     float *lg = malloc(512 * sizeof *lg);
     int same = 1;
@@ -168,16 +172,19 @@ static void test_generation(vkf_context *ctx, const char *backend) {
     sp.seed = 43;
     vkf_session_reset(s);
     VKT_OK(vkf_generate(s, prompt, np, 32, &sp, on_token, &c, NULL));
-    VKT_CHECK(a.n == 32 && b.n == 32 && memcmp(a.toks, b.toks, sizeof a.toks) == 0, "%s: seed 42 twice gave different tokens",
-              backend);
-    VKT_CHECK(c.n == 32 && memcmp(a.toks, c.toks, 32 * sizeof a.toks[0]) != 0, "%s: seeds 42 and 43 gave the same tokens", backend);
-    VKT_CHECK(memcmp(a.toks, g.toks, 24 * sizeof a.toks[0]) != 0, "%s: sampling at T=0.9 reproduced greedy", backend);
+    VKT_CHECK(a.n == 32 && b.n == 32 && memcmp(a.toks, b.toks, sizeof a.toks) == 0,
+              "%s: seed 42 twice gave different tokens", backend);
+    VKT_CHECK(c.n == 32 && memcmp(a.toks, c.toks, 32 * sizeof a.toks[0]) != 0,
+              "%s: seeds 42 and 43 gave the same tokens", backend);
+    VKT_CHECK(memcmp(a.toks, g.toks, 24 * sizeof a.toks[0]) != 0,
+              "%s: sampling at T=0.9 reproduced greedy", backend);
 
     /* a callback can stop generation */
     collect cb = {.stop_after = 3};
     vkf_session_reset(s);
     VKT_OK(vkf_generate(s, prompt, np, 32, &sp, on_token, &cb, &st));
-    VKT_CHECK(cb.n == 3 && st.stop == VKF_STOP_CALLBACK, "%s: callback stop gave %d tokens, stop %d", backend, cb.n, st.stop);
+    VKT_CHECK(cb.n == 3 && st.stop == VKF_STOP_CALLBACK,
+              "%s: callback stop gave %d tokens, stop %d", backend, cb.n, st.stop);
     vkf_session_free(s);
 
     /* context full: a prompt that does not fit, and generation that fills the context */
@@ -186,19 +193,25 @@ static void test_generation(vkf_context *ctx, const char *backend) {
     collect f = {0};
     int32_t longer[64];
     memcpy(longer, prompt, (size_t)np * sizeof *prompt);
-    for (int i = np; i < np + 9; i++) longer[i] = 100 + i;
+    for (int i = np; i < np + 9; i++)
+        longer[i] = 100 + i;
     vkf_status r = vkf_generate(s, longer, np + 9, 4, &greedy, on_token, &f, &st);
-    printf("  %s prompt of %d in %d: %s: %s\n", backend, np + 9, np + 8, vkf_status_name(r), vkf_last_error());
-    VKT_CHECK(r == VKF_ERROR_CONTEXT_FULL && strstr(vkf_last_error(), "context") && f.n == 0 && vkf_session_n_past(s) == 0,
+    printf("  %s prompt of %d in %d: %s: %s\n", backend, np + 9, np + 8, vkf_status_name(r),
+           vkf_last_error());
+    VKT_CHECK(r == VKF_ERROR_CONTEXT_FULL && strstr(vkf_last_error(), "context") && f.n == 0 &&
+                  vkf_session_n_past(s) == 0,
               "%s: an over-long prompt gave %s", backend, vkf_status_name(r));
     r = vkf_generate(s, prompt, np, 20, &greedy, on_token, &f, &st);
-    printf("  %s %d + 20 in %d: %s: %s (%d generated)\n", backend, np, np + 8, vkf_status_name(r), vkf_last_error(), f.n);
+    printf("  %s %d + 20 in %d: %s: %s (%d generated)\n", backend, np, np + 8, vkf_status_name(r),
+           vkf_last_error(), f.n);
     /* 8 tokens fed back fill the context; the 9th comes from the full context and cannot be
      * fed back */
-    VKT_CHECK(r == VKF_ERROR_CONTEXT_FULL && st.stop == VKF_STOP_CONTEXT_FULL && f.n == 9 && st.n_generated == 9 &&
-                  strstr(vkf_last_error(), "context full"),
-              "%s: filling the context gave %s, stop %d, %d tokens", backend, vkf_status_name(r), st.stop, f.n);
-    VKT_CHECK(memcmp(f.toks, want, 9 * sizeof *want) == 0, "%s: tokens before the context filled differ from greedy", backend);
+    VKT_CHECK(r == VKF_ERROR_CONTEXT_FULL && st.stop == VKF_STOP_CONTEXT_FULL && f.n == 9 &&
+                  st.n_generated == 9 && strstr(vkf_last_error(), "context full"),
+              "%s: filling the context gave %s, stop %d, %d tokens", backend, vkf_status_name(r),
+              st.stop, f.n);
+    VKT_CHECK(memcmp(f.toks, want, 9 * sizeof *want) == 0,
+              "%s: tokens before the context filled differ from greedy", backend);
     vkf_session_free(s);
     free(lg);
     vkf_model_free(m);
@@ -209,9 +222,10 @@ static void test_chunking(vkf_context *ctx, const char *backend) {
     vkf_model *m = load(ctx, vkt_fixture("llama-tiny/llama-tiny-f32.gguf"));
     if (!m) return;
     int32_t toks[100];
-    for (int i = 0; i < 100; i++) toks[i] = (int32_t)((i * 37 + 11) % 509) + 3;
-    float *a = malloc(100 * 512 * sizeof *a), *b = malloc(100 * 512 * sizeof *b), *la = malloc(512 * sizeof *la),
-          *lb = malloc(512 * sizeof *lb);
+    for (int i = 0; i < 100; i++)
+        toks[i] = (int32_t)((i * 37 + 11) % 509) + 3;
+    float *a = malloc(100 * 512 * sizeof *a), *b = malloc(100 * 512 * sizeof *b),
+          *la = malloc(512 * sizeof *la), *lb = malloc(512 * sizeof *lb);
     vkf_session *s1, *s2;
     VKT_OK(vkf_session_create(m, NULL, &s1));
     VKT_OK(vkf_session_create(m, NULL, &s2));
@@ -219,17 +233,21 @@ static void test_chunking(vkf_context *ctx, const char *backend) {
     VKT_OK(vkf_session_eval(s1, toks, 100, a));
     VKT_OK(vkf_session_eval(s2, toks, 100, b));
     double md = 0;
-    for (int i = 0; i < 100 * 512; i++) md = fmax(md, fabs((double)a[i] - b[i]));
+    for (int i = 0; i < 100 * 512; i++)
+        md = fmax(md, fabs((double)a[i] - b[i]));
     /* then one more token on both: the caches written chunk by chunk must match */
     VKT_OK(vkf_session_eval_last(s1, toks, 1, la));
     VKT_OK(vkf_session_eval_last(s2, toks, 1, lb));
-    for (int i = 0; i < 512; i++) md = fmax(md, fabs((double)la[i] - lb[i]));
+    for (int i = 0; i < 512; i++)
+        md = fmax(md, fabs((double)la[i] - lb[i]));
     /* and the last-only path in chunks */
     vkf_session_reset(s2);
     VKT_OK(vkf_session_eval_last(s2, toks, 100, lb));
-    for (int i = 0; i < 512; i++) md = fmax(md, fabs((double)a[99 * 512 + i] - lb[i]));
+    for (int i = 0; i < 512; i++)
+        md = fmax(md, fabs((double)a[99 * 512 + i] - lb[i]));
     printf("  %s chunked (16) vs whole prompt of 100: max|d| %.3e\n", backend, md);
-    VKT_CHECK(md <= 1e-4 && vkf_session_n_past(s2) == 100, "%s: chunked logits differ by %.3e", backend, md);
+    VKT_CHECK(md <= 1e-4 && vkf_session_n_past(s2) == 100, "%s: chunked logits differ by %.3e",
+              backend, md);
     vkf_session_free(s1);
     vkf_session_free(s2);
     free(a);
@@ -242,7 +260,8 @@ static void test_chunking(vkf_context *ctx, const char *backend) {
 /* ------------------------------------------------------------------ encoder-decoder */
 
 /* Teacher-forces out[0..n) after BOS and returns the sum of the chosen tokens' log-probs. */
-static double rescore(vkf_session *s, const vkf_model_desc *d, const int32_t *src, int ns, const int32_t *out, int n) {
+static double rescore(vkf_session *s, const vkf_model_desc *d, const int32_t *src, int ns,
+                      const int32_t *out, int n) {
     float *lp = malloc((size_t)d->n_vocab * sizeof *lp);
     double sum = 0;
     if (vkf_session_encode(s, src, ns) != VKF_OK) sum = NAN;
@@ -273,7 +292,8 @@ static void test_translate(vkf_context *ctx, const char *backend) {
     vkf_session *s;
     VKT_OK(vkf_session_create(m, &sp, &s));
     const cJSON *c0 = cJSON_GetArrayItem(cases, 0);
-    const cJSON *src_rows = cJSON_GetObjectItem(c0, "src_tokens"), *lens = cJSON_GetObjectItem(c0, "src_lengths");
+    const cJSON *src_rows = cJSON_GetObjectItem(c0, "src_tokens"),
+                *lens = cJSON_GetObjectItem(c0, "src_lengths");
     const cJSON *greedy_rows = cJSON_GetObjectItem(c0, "greedy");
     for (int b = 0; b < cJSON_GetArraySize(src_rows); b++) {
         int32_t src[256], want[32], out[64], gout[64];
@@ -284,26 +304,31 @@ static void test_translate(vkf_context *ctx, const char *backend) {
         float score = 0, gscore = 0;
         vkf_translate_params g = {.beam = 1, .max_len = 20};
         VKT_OK(vkf_translate(s, src, ns, &g, gout, 64, &n_g, &gscore));
-        VKT_CHECK(n_g + 1 == nw && memcmp(gout, want + 1, (size_t)n_g * sizeof *gout) == 0, "%s row %d: greedy differs from the fixture",
-                  backend, b);
+        VKT_CHECK(n_g + 1 == nw && memcmp(gout, want + 1, (size_t)n_g * sizeof *gout) == 0,
+                  "%s row %d: greedy differs from the fixture", backend, b);
         vkf_translate_params bp = {.beam = 4, .max_len = 20};
         VKT_OK(vkf_translate(s, src, ns, &bp, out, 64, &n_out, &score));
         /* the beam's score must be what the model assigns to its tokens: a wrong KV-cache
          * reorder between steps would break this */
         double re = rescore(s, &d, src, ns, out, n_out);
-        printf("  %s row %d: greedy %d tokens log-prob %.5f, beam 4 %d tokens log-prob %.5f (rescored %.5f)\n", backend, b, n_g,
-               (double)gscore, n_out, (double)score, re);
-        VKT_CHECK(fabs(re - score) < 1e-3, "%s row %d: beam score %.6f, rescored %.6f", backend, b, (double)score, re);
+        printf("  %s row %d: greedy %d tokens log-prob %.5f, beam 4 %d tokens log-prob %.5f "
+               "(rescored %.5f)\n",
+               backend, b, n_g, (double)gscore, n_out, (double)score, re);
+        VKT_CHECK(fabs(re - score) < 1e-3, "%s row %d: beam score %.6f, rescored %.6f", backend, b,
+                  (double)score, re);
         double rg = rescore(s, &d, src, ns, gout, n_g);
-        VKT_CHECK(fabs(rg - gscore) < 1e-3, "%s row %d: greedy score %.6f, rescored %.6f", backend, b, (double)gscore, rg);
+        VKT_CHECK(fabs(rg - gscore) < 1e-3, "%s row %d: greedy score %.6f, rescored %.6f", backend,
+                  b, (double)gscore, rg);
         /* ending in EOS (or at max_len) and scoring at least as well as greedy on these rows */
         VKT_CHECK(n_out >= 1 && n_out <= 20, "%s row %d: beam gave %d tokens", backend, b, n_out);
-        VKT_CHECK(score >= gscore - 1e-4, "%s row %d: beam %.5f < greedy %.5f", backend, b, (double)score, (double)gscore);
+        VKT_CHECK(score >= gscore - 1e-4, "%s row %d: beam %.5f < greedy %.5f", backend, b,
+                  (double)score, (double)gscore);
     }
     /* beam wider than the session */
     int32_t one = 5, out[64], n_out;
     vkf_translate_params wide = {.beam = 8, .max_len = 4};
-    VKT_CHECK(vkf_translate(s, &one, 1, &wide, out, 64, &n_out, NULL) == VKF_ERROR_INVALID_ARGUMENT, "beam 8 in a 4-sequence session");
+    VKT_CHECK(vkf_translate(s, &one, 1, &wide, out, 64, &n_out, NULL) == VKF_ERROR_INVALID_ARGUMENT,
+              "beam 8 in a 4-sequence session");
     vkf_session_free(s);
     vkf_model_free(m);
     cJSON_Delete(cases);
@@ -345,16 +370,18 @@ static void test_kjv(vkf_context *ctx, const char *backend) {
         int32_t nm = 0;
         const char *prompt = cJSON_GetObjectItem(c, "prompt")->valuestring;
         VKT_OK(vkf_model_tokenize(m, prompt, VKF_TOKENIZE_ADD_SPECIAL, mine, 512, &nm));
-        VKT_CHECK(nm == nt && memcmp(mine, want_tok, (size_t)nt * sizeof *mine) == 0, "%s kjv case %d: tokenization differs", backend, k);
+        VKT_CHECK(nm == nt && memcmp(mine, want_tok, (size_t)nt * sizeof *mine) == 0,
+                  "%s kjv case %d: tokenization differs", backend, k);
         /* vkf_generate at temperature 0 (it stops at EOS) */
         collect g = {0};
         vkf_sampler_params gp = {.temp = 0};
         vkf_session_reset(s);
         VKT_OK(vkf_generate(s, want_tok, nt, ng, &gp, on_token, &g, NULL));
         int upto = 0;
-        while (upto < ng && greedy[upto] != d.eos_id) upto++;
-        VKT_CHECK(g.n == upto && memcmp(g.toks, greedy, (size_t)upto * sizeof *greedy) == 0, "%s kjv case %d: vkf_generate differs",
-                  backend, k);
+        while (upto < ng && greedy[upto] != d.eos_id)
+            upto++;
+        VKT_CHECK(g.n == upto && memcmp(g.toks, greedy, (size_t)upto * sizeof *greedy) == 0,
+                  "%s kjv case %d: vkf_generate differs", backend, k);
         k++;
     }
     VKT_CHECK(k > 0, "kjv-gpt expected.json has no cases");
@@ -393,17 +420,21 @@ static void test_dates(vkf_context *ctx, const char *backend) {
         const char *source = cJSON_GetObjectItem(c, "source")->valuestring;
         const char *target = cJSON_GetObjectItem(c, "target")->valuestring;
         int32_t nm = 0, n_out = 0;
-        VKT_OK(vkf_model_tokenize(m, source, VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL, mine, 256, &nm));
-        VKT_CHECK(nm == ns && memcmp(mine, src, (size_t)ns * sizeof *src) == 0, "%s dates case %d: source tokens differ", backend, k);
+        VKT_OK(vkf_model_tokenize(m, source, VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL, mine,
+                                  256, &nm));
+        VKT_CHECK(nm == ns && memcmp(mine, src, (size_t)ns * sizeof *src) == 0,
+                  "%s dates case %d: source tokens differ", backend, k);
         /* greedy through vkf_translate (KV cache), max 20 steps */
         vkf_translate_params tp = {.beam = 1, .max_len = 20};
         VKT_OK(vkf_translate(s, src, ns, &tp, out, 128, &n_out, NULL));
-        VKT_CHECK(n_out + 1 == ng && memcmp(out, greedy + 1, (size_t)n_out * sizeof *out) == 0, "%s dates case %d: greedy differs",
-                  backend, k);
+        VKT_CHECK(n_out + 1 == ng && memcmp(out, greedy + 1, (size_t)n_out * sizeof *out) == 0,
+                  "%s dates case %d: greedy differs", backend, k);
         char *text = NULL;
         VKT_OK(vkf_model_detokenize(m, out, n_out, 0, &text));
-        printf("  %s dates case %d: \"%s\" -> \"%s\" (expected \"%s\")\n", backend, k, source, text ? text : "", target);
-        VKT_CHECK(text && strcmp(text, target) == 0, "%s dates case %d: decoded \"%s\", want \"%s\"", backend, k, text ? text : "",
+        printf("  %s dates case %d: \"%s\" -> \"%s\" (expected \"%s\")\n", backend, k, source,
+               text ? text : "", target);
+        VKT_CHECK(text && strcmp(text, target) == 0,
+                  "%s dates case %d: decoded \"%s\", want \"%s\"", backend, k, text ? text : "",
                   target);
         free(text);
         /* beam search finds the same date on these held-out examples */
@@ -411,7 +442,8 @@ static void test_dates(vkf_context *ctx, const char *backend) {
         VKT_OK(vkf_translate(s, src, ns, &bp, out, 128, &n_out, NULL));
         text = NULL;
         VKT_OK(vkf_model_detokenize(m, out, n_out, 0, &text));
-        VKT_CHECK(text && strcmp(text, target) == 0, "%s dates case %d: beam 4 decoded \"%s\", want \"%s\"", backend, k,
+        VKT_CHECK(text && strcmp(text, target) == 0,
+                  "%s dates case %d: beam 4 decoded \"%s\", want \"%s\"", backend, k,
                   text ? text : "", target);
         free(text);
         k++;
@@ -426,9 +458,11 @@ static void test_dates(vkf_context *ctx, const char *backend) {
 
 /* The shipped models through vkf_verify (`vkformer verify models/...`). */
 static void verify_cb(void *user, const vkf_verify_case *c) {
-    printf("  %s verify %-44s max|d| %.3e (<= %.2g)%s greedy %s\n", (const char *)user, c->name, c->max_abs, c->tol_abs,
-           c->enc_max_abs >= 0 ? " +enc" : "", c->greedy_match ? "match" : "DIFFER");
-    VKT_CHECK(c->pass && c->greedy_match && c->tokens_match == 1, "%s verify %s failed", (const char *)user, c->name);
+    printf("  %s verify %-44s max|d| %.3e (<= %.2g)%s greedy %s\n", (const char *)user, c->name,
+           c->max_abs, c->tol_abs, c->enc_max_abs >= 0 ? " +enc" : "",
+           c->greedy_match ? "match" : "DIFFER");
+    VKT_CHECK(c->pass && c->greedy_match && c->tokens_match == 1, "%s verify %s failed",
+              (const char *)user, c->name);
 }
 
 static void test_verify_shipped(vkf_context *ctx, const char *backend, const char *name) {
@@ -441,7 +475,8 @@ static void test_verify_shipped(vkf_context *ctx, const char *backend, const cha
     free(probe);
     vkf_verify_summary sum;
     VKT_OK(vkf_verify(ctx, dir, NULL, verify_cb, (void *)backend, &sum));
-    VKT_CHECK(sum.n_cases > 0 && sum.n_failed == 0, "%s verify %s: %d cases, %d failed", backend, name, sum.n_cases, sum.n_failed);
+    VKT_CHECK(sum.n_cases > 0 && sum.n_failed == 0, "%s verify %s: %d cases, %d failed", backend,
+              name, sum.n_cases, sum.n_failed);
 }
 
 static double now_s(void) {
@@ -450,14 +485,19 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void timed(const char *what, const char *backend, void (*fn)(vkf_context *, const char *), vkf_context *ctx) {
+static void timed(const char *what, const char *backend, void (*fn)(vkf_context *, const char *),
+                  vkf_context *ctx) {
     double t0 = now_s();
     fn(ctx, backend);
     printf("  %s %s: %.2fs\n", backend, what, now_s() - t0);
 }
 
-static void test_verify_kjv(vkf_context *ctx, const char *backend) { test_verify_shipped(ctx, backend, "kjv-gpt"); }
-static void test_verify_dates(vkf_context *ctx, const char *backend) { test_verify_shipped(ctx, backend, "dates-transformer"); }
+static void test_verify_kjv(vkf_context *ctx, const char *backend) {
+    test_verify_shipped(ctx, backend, "kjv-gpt");
+}
+static void test_verify_dates(vkf_context *ctx, const char *backend) {
+    test_verify_shipped(ctx, backend, "dates-transformer");
+}
 
 static void run_backend(vkf_context *ctx, const char *backend) {
     printf("%s (%s):\n", backend, vkf_context_device_name(ctx));
@@ -475,7 +515,9 @@ static void run_backend(vkf_context *ctx, const char *backend) {
     timed("verify dates-transformer", backend, test_verify_dates, ctx);
 }
 
-static void per_backend(vkf_context *ctx, const char *backend, void *user) { run_backend(ctx, backend); }
+static void per_backend(vkf_context *ctx, const char *backend, void *user) {
+    run_backend(ctx, backend);
+}
 
 int main(void) {
     test_sampler();

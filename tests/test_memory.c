@@ -152,7 +152,8 @@ static void staging_ring(void) {
     uint8_t *src = malloc(n), *back = malloc(n);
     vkf_buffer *b = NULL;
     VKT_OK(be->i->buffer_alloc(be, n + off, VKF_BUFFER_WEIGHTS, &b));
-    for (size_t i = 0; src && i < n; i++) src[i] = (uint8_t)(i * 2654435761u >> 13);
+    for (size_t i = 0; src && i < n; i++)
+        src[i] = (uint8_t)(i * 2654435761u >> 13);
     if (b && src && back) {
         VKT_OK(be->i->buffer_write(be, b, off, src, n));
         VKT_OK(be->i->buffer_read(be, b, off, back, n));

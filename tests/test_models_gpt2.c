@@ -19,18 +19,21 @@
 
 static void check_case(void *user, const vkf_verify_case *c) {
     const char *backend = user;
-    printf("  %s %-30s max|d| %.3e rms %.2e tokens %d argmax %d/%d greedy %s %.2fs\n", backend, c->name, c->max_abs, c->rms,
-           c->tokens_match, c->argmax_checked - c->argmax_mismatch, c->argmax_checked, c->greedy_match ? "match" : "DIFFER",
-           c->seconds);
+    printf("  %s %-30s max|d| %.3e rms %.2e tokens %d argmax %d/%d greedy %s %.2fs\n", backend,
+           c->name, c->max_abs, c->rms, c->tokens_match, c->argmax_checked - c->argmax_mismatch,
+           c->argmax_checked, c->greedy_match ? "match" : "DIFFER", c->seconds);
     VKT_CHECK(c->pass, "%s %s failed", backend, c->name);
     VKT_CHECK(c->max_abs <= GPT2_TOL, "%s %s: max|d| %.3e", backend, c->name, c->max_abs);
-    VKT_CHECK(c->tokens_match == 1, "%s %s: tokenization differs from the fixture", backend, c->name);
-    VKT_CHECK(c->greedy_required && c->greedy_match, "%s %s: free-running greedy differs", backend, c->name);
+    VKT_CHECK(c->tokens_match == 1, "%s %s: tokenization differs from the fixture", backend,
+              c->name);
+    VKT_CHECK(c->greedy_required && c->greedy_match, "%s %s: free-running greedy differs", backend,
+              c->name);
 }
 
 /* ------------------------------------------------------------------ logits of one prompt */
 
-static float *prompt_logits(vkf_context *ctx, const char *path, const int32_t *toks, int n, int *vocab) {
+static float *prompt_logits(vkf_context *ctx, const char *path, const int32_t *toks, int n,
+                            int *vocab) {
     vkf_model_params mp = {.path = path};
     vkf_model *m;
     float *out = NULL;
@@ -99,10 +102,12 @@ static int write_file(const char *path, const void *data, size_t n) {
  * checkpoints carry them. */
 static int write_prefixed(const char *dir) {
     vkf_safetensors *st;
-    if (vkf_safetensors_open(vkt_fixture("gpt2-tiny/hf/model.safetensors"), &st) != VKF_OK) return 0;
+    if (vkf_safetensors_open(vkt_fixture("gpt2-tiny/hf/model.safetensors"), &st) != VKF_OK)
+        return 0;
     cJSON *h = cJSON_CreateObject();
     size_t total = 0, nt = vkf_safetensors_count(st);
-    for (size_t i = 0; i < nt; i++) total += vkf_safetensors_tensor(st, i)->nbytes;
+    for (size_t i = 0; i < nt; i++)
+        total += vkf_safetensors_tensor(st, i)->nbytes;
     const size_t mask_bytes = 256 * 256;
     total += 2 * (mask_bytes + 4);
     char *data = calloc(1, total);
@@ -113,7 +118,8 @@ static int write_prefixed(const char *dir) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "dtype", t->dtype_name);
         cJSON *shape = cJSON_AddArrayToObject(e, "shape");
-        for (int r = 0; r < t->rank; r++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[r]));
+        for (int r = 0; r < t->rank; r++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[r]));
         cJSON *offs = cJSON_AddArrayToObject(e, "data_offsets");
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(off + t->nbytes)));
@@ -127,11 +133,13 @@ static int write_prefixed(const char *dir) {
         cJSON_AddStringToObject(e, "dtype", "BOOL");
         cJSON *shape = cJSON_AddArrayToObject(e, "shape");
         int dims[4] = {1, 1, 256, 256};
-        for (int r = 0; r < 4; r++) cJSON_AddItemToArray(shape, cJSON_CreateNumber(dims[r]));
+        for (int r = 0; r < 4; r++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber(dims[r]));
         cJSON *offs = cJSON_AddArrayToObject(e, "data_offsets");
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(off + mask_bytes)));
-        for (size_t q = 0; q < 256; q++) memset(data + off + q * 256, 1, q + 1); /* lower-triangular */
+        for (size_t q = 0; q < 256; q++)
+            memset(data + off + q * 256, 1, q + 1); /* lower-triangular */
         off += mask_bytes;
         snprintf(name, sizeof name, "transformer.h.%d.attn.bias", l);
         cJSON_AddItemToObject(h, name, e);
@@ -206,7 +214,8 @@ static void test_prefixed_checkpoint(vkf_context *ctx) {
 static void run_backend(vkf_context *ctx, const char *backend) {
     vkf_verify_summary sum;
     VKT_OK(vkf_verify(ctx, vkt_fixture("gpt2-tiny"), NULL, check_case, (void *)backend, &sum));
-    VKT_CHECK(sum.n_cases == 6 && sum.n_failed == 0, "%s: %d cases, %d failed", backend, sum.n_cases, sum.n_failed);
+    VKT_CHECK(sum.n_cases == 6 && sum.n_failed == 0, "%s: %d cases, %d failed", backend,
+              sum.n_cases, sum.n_failed);
     test_hf_equals_gguf(ctx, backend);
 }
 

@@ -15,22 +15,24 @@
 
 static void check_case(void *user, const vkf_verify_case *c) {
     const char *backend = user;
-    printf("  %s %-12s logprobs max|d| %.3e  encoder_out max|d| %.3e  greedy %s  %.2fs\n", backend, c->name, c->max_abs,
-           c->enc_max_abs, c->greedy_match ? "match" : "DIFFER", c->seconds);
+    printf("  %s %-12s logprobs max|d| %.3e  encoder_out max|d| %.3e  greedy %s  %.2fs\n", backend,
+           c->name, c->max_abs, c->enc_max_abs, c->greedy_match ? "match" : "DIFFER", c->seconds);
     VKT_CHECK(c->pass, "%s %s failed", backend, c->name);
     VKT_CHECK(c->max_abs <= SEED_TOL, "%s %s: logprobs max|d| %.3e", backend, c->name, c->max_abs);
-    VKT_CHECK(c->enc_max_abs >= 0 && c->enc_max_abs <= SEED_TOL, "%s %s: encoder_out max|d| %.3e", backend, c->name,
-              c->enc_max_abs);
-    VKT_CHECK(c->greedy_required && c->greedy_match, "%s %s: greedy decode differs", backend, c->name);
-    VKT_CHECK(c->argmax_checked > 0 && c->argmax_mismatch == 0, "%s %s: argmax %d/%d", backend, c->name,
-              c->argmax_checked - c->argmax_mismatch, c->argmax_checked);
+    VKT_CHECK(c->enc_max_abs >= 0 && c->enc_max_abs <= SEED_TOL, "%s %s: encoder_out max|d| %.3e",
+              backend, c->name, c->enc_max_abs);
+    VKT_CHECK(c->greedy_required && c->greedy_match, "%s %s: greedy decode differs", backend,
+              c->name);
+    VKT_CHECK(c->argmax_checked > 0 && c->argmax_mismatch == 0, "%s %s: argmax %d/%d", backend,
+              c->name, c->argmax_checked - c->argmax_mismatch, c->argmax_checked);
 }
 
-static void run_fixture(vkf_context *ctx, const char *backend, const char *fixture, int want_cases) {
+static void run_fixture(vkf_context *ctx, const char *backend, const char *fixture,
+                        int want_cases) {
     vkf_verify_summary sum;
     VKT_OK(vkf_verify(ctx, vkt_fixture(fixture), NULL, check_case, (void *)backend, &sum));
-    VKT_CHECK(sum.n_cases == want_cases && sum.n_failed == 0, "%s %s: %d cases, %d failed", backend, fixture, sum.n_cases,
-              sum.n_failed);
+    VKT_CHECK(sum.n_cases == want_cases && sum.n_failed == 0, "%s %s: %d cases, %d failed", backend,
+              fixture, sum.n_cases, sum.n_failed);
 }
 
 /* ------------------------------------------------------------------ corrupted checkpoints */
@@ -44,7 +46,8 @@ static int write_file(const char *path, const void *data, size_t n) {
 
 /* Copies seed-transformer-tiny into dir with `from` replaced by `to` (same length) in the
  * safetensors header, and config.json with `cfrom` -> `cto` (may be NULL). */
-static int make_copy(const char *dir, const char *from, const char *to, const char *cfrom, const char *cto) {
+static int make_copy(const char *dir, const char *from, const char *to, const char *cfrom,
+                     const char *cto) {
     size_t n, cn;
     char *st = vkt_read_file(vkt_fixture("seed-transformer-tiny/model.safetensors"), &n);
     char *cfg = vkt_read_file(vkt_fixture("seed-transformer-tiny/config.json"), &cn);
@@ -76,16 +79,19 @@ static int make_copy(const char *dir, const char *from, const char *to, const ch
     return ok;
 }
 
-static void expect_load_error(vkf_context *ctx, const char *dir, vkf_status want, const char *what, const char *must1,
-                              const char *must2) {
+static void expect_load_error(vkf_context *ctx, const char *dir, vkf_status want, const char *what,
+                              const char *must1, const char *must2) {
     vkf_model_params mp = {.path = dir};
     vkf_model *m = NULL;
     vkf_status s = vkf_model_load(ctx, &mp, &m);
     const char *msg = vkf_last_error();
     printf("  %s: %s: %s\n", what, vkf_status_name(s), msg);
-    VKT_CHECK(s == want, "%s: expected %s, got %s (%s)", what, vkf_status_name(want), vkf_status_name(s), msg);
+    VKT_CHECK(s == want, "%s: expected %s, got %s (%s)", what, vkf_status_name(want),
+              vkf_status_name(s), msg);
     VKT_CHECK(strstr(msg, must1) != NULL, "%s: message does not name \"%s\": %s", what, must1, msg);
-    if (must2) VKT_CHECK(strstr(msg, must2) != NULL, "%s: message does not say \"%s\": %s", what, must2, msg);
+    if (must2)
+        VKT_CHECK(strstr(msg, must2) != NULL, "%s: message does not say \"%s\": %s", what, must2,
+                  msg);
     if (s == VKF_OK) vkf_model_free(m);
 }
 
@@ -94,7 +100,8 @@ static void test_load_errors(vkf_context *ctx) {
     VKT_CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
     char p[512];
     /* a missing tensor: "generator.bias" renamed in the header */
-    VKT_CHECK(make_copy(dir, "\"generator.bias\"", "\"generator.bxas\"", NULL, NULL), "copy failed");
+    VKT_CHECK(make_copy(dir, "\"generator.bias\"", "\"generator.bxas\"", NULL, NULL),
+              "copy failed");
     expect_load_error(ctx, dir, VKF_ERROR_FORMAT, "missing tensor", "generator.bias", "missing");
     /* a wrong shape: linear1.weight [128, 64] stored as [64, 128] (same bytes) */
     VKT_CHECK(make_copy(dir, "\"shape\":[128,64]", "\"shape\":[64,128]", NULL, NULL) ||
@@ -113,7 +120,8 @@ static void test_load_errors(vkf_context *ctx) {
     unlink(p);
     rmdir(dir);
     /* a path that does not exist */
-    expect_load_error(ctx, "/nonexistent/model", VKF_ERROR_IO, "missing path", "/nonexistent/model", NULL);
+    expect_load_error(ctx, "/nonexistent/model", VKF_ERROR_IO, "missing path", "/nonexistent/model",
+                      NULL);
 }
 
 /* ------------------------------------------------------------------ main */

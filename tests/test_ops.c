@@ -31,14 +31,18 @@ int main(void) {
         VKT_CHECK(s == VKF_OK, "%s: %s", desc, vkf_last_error());
         if (s != VKF_OK) continue;
         per_op[cases[i].op]++;
-        VKT_CHECK(r.pass, "%s: nmse %.3e (threshold %.0e: %s), max|d| %.3e at %lld, nonfinite %d, index mismatches %d",
-                  desc, r.nmse, cases[i].thr, cases[i].why, r.max_abs, (long long)r.worst, r.nonfinite,
-                  r.index_mismatch);
-        printf("%-4s %-70s nmse %.2e max|d| %.2e\n", r.pass ? "ok" : "FAIL", desc, r.nmse, r.max_abs);
+        VKT_CHECK(r.pass,
+                  "%s: nmse %.3e (threshold %.0e: %s), max|d| %.3e at %lld, nonfinite %d, index "
+                  "mismatches %d",
+                  desc, r.nmse, cases[i].thr, cases[i].why, r.max_abs, (long long)r.worst,
+                  r.nonfinite, r.index_mismatch);
+        printf("%-4s %-70s nmse %.2e max|d| %.2e\n", r.pass ? "ok" : "FAIL", desc, r.nmse,
+               r.max_abs);
         double ratio = cases[i].thr > 0 ? r.nmse / cases[i].thr : 0;
         if (ratio >= worst_ratio) {
             worst_ratio = ratio;
-            snprintf(worst, sizeof worst, "%s (nmse %.2e, %.1f%% of its threshold)", desc, r.nmse, 100 * ratio);
+            snprintf(worst, sizeof worst, "%s (nmse %.2e, %.1f%% of its threshold)", desc, r.nmse,
+                     100 * ratio);
         }
     }
     printf("cases per op:");

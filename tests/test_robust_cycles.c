@@ -24,7 +24,8 @@ static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     if (!d) return -1;
     int n = 0;
-    while (readdir(d)) n++;
+    while (readdir(d))
+        n++;
     closedir(d);
     return n;
 }
@@ -78,7 +79,8 @@ static void test_cycles(vkf_backend_kind kind, int n) {
             continue;
         }
         bad_left += left != 0;
-        if (getenv("VKT_TRACE")) printf("    cycle %d: RSS %ld KiB, heap %ld KiB\n", i, rb_rss_kib(), rb_heap_kib());
+        if (getenv("VKT_TRACE"))
+            printf("    cycle %d: RSS %ld KiB, heap %ld KiB\n", i, rb_rss_kib(), rb_heap_kib());
         if (i > 0 && memcmp(first, cur, sizeof cur) != 0) bad_logits++;
         if (i + 1 == warm) {
             rss_warm = rb_rss_kib();
@@ -89,9 +91,11 @@ static void test_cycles(vkf_backend_kind kind, int n) {
     double dt = now_s() - t0;
     long rss_end = rb_rss_kib(), heap_end = rb_heap_kib();
     int fds_end = count_fds();
-    printf("  %s: %d cycles in %.1f s; after cycle %d / %d: RSS %ld / %ld KiB (%+ld), malloc in use %ld / %ld KiB (%+ld); "
+    printf("  %s: %d cycles in %.1f s; after cycle %d / %d: RSS %ld / %ld KiB (%+ld), malloc in "
+           "use %ld / %ld KiB (%+ld); "
            "fds %d -> %d\n",
-           label, n, dt, warm, n, rss_warm, rss_end, rss_end - rss_warm, heap_warm, heap_end, heap_end - heap_warm, fds_warm, fds_end);
+           label, n, dt, warm, n, rss_warm, rss_end, rss_end - rss_warm, heap_warm, heap_end,
+           heap_end - heap_warm, fds_warm, fds_end);
     VKT_CHECK(fails == 0, "%s: %d cycles failed", label, fails);
     VKT_CHECK(bad_left == 0, "%s: %d cycles left backend buffers behind", label, bad_left);
     VKT_CHECK(bad_logits == 0, "%s: %d cycles computed different logits", label, bad_logits);
@@ -100,11 +104,12 @@ static void test_cycles(vkf_backend_kind kind, int n) {
      * also moves with the arenas' high-water mark (1 MiB steps on Vulkan), so it only gets a
      * loose bound that catches a leak of the model's 3.7 MB file or its tables */
     if (heap_warm > 0 && heap_end > 0)
-        VKT_CHECK(heap_end - heap_warm < 256, "%s: malloc in use grew by %ld KiB over %d cycles", label, heap_end - heap_warm,
-                  n - warm);
+        VKT_CHECK(heap_end - heap_warm < 256, "%s: malloc in use grew by %ld KiB over %d cycles",
+                  label, heap_end - heap_warm, n - warm);
     /* ASan's quarantine keeps freed memory resident (LeakSanitizer checks leaks there) */
     if (!rb_asan())
-        VKT_CHECK(rss_end - rss_warm < 8192, "%s: RSS grew by %ld KiB over %d cycles", label, rss_end - rss_warm, n - warm);
+        VKT_CHECK(rss_end - rss_warm < 8192, "%s: RSS grew by %ld KiB over %d cycles", label,
+                  rss_end - rss_warm, n - warm);
     if (val) {
         setenv("VKF_VALIDATE", val, 1);
         free(val);

@@ -56,11 +56,14 @@ static void load_kjv_expected(void) {
         if (g_n_kjv == 4) break;
         kjv_case *k = &g_kjv[g_n_kjv++];
         snprintf(k->prompt, sizeof k->prompt, "%s", cJSON_GetObjectItem(c, "prompt")->valuestring);
-        snprintf(k->greedy_text, sizeof k->greedy_text, "%s", cJSON_GetObjectItem(c, "greedy_text")->valuestring);
+        snprintf(k->greedy_text, sizeof k->greedy_text, "%s",
+                 cJSON_GetObjectItem(c, "greedy_text")->valuestring);
         const cJSON *e;
-        cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "tokens")) if (k->n_tokens < 64) k->tokens[k->n_tokens++] = e->valueint;
-        cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "greedy_tokens")) if (k->n_greedy < KJV_GREEDY_MAX) k->greedy[k->n_greedy++] =
-            e->valueint;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "tokens")) if (k->n_tokens < 64)
+            k->tokens[k->n_tokens++] = e->valueint;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "greedy_tokens")) if (k->n_greedy <
+                                                                           KJV_GREEDY_MAX)
+            k->greedy[k->n_greedy++] = e->valueint;
     }
     cJSON_Delete(j);
 }
@@ -101,7 +104,8 @@ static void check_kjv_greedy(vkf_model *m, const kjv_case *k, int n, const char 
     vkf_generate_stats st;
     VKT_OK(vkf_generate(s, k->tokens, k->n_tokens, n, &sp, on_token, &c, &st));
     VKT_CHECK(c.n == n && memcmp(c.toks, k->greedy, (size_t)n * sizeof *c.toks) == 0,
-              "%s: greedy \"%s\" gave %d tokens \"%s\", expected \"%.*s\"", where, k->prompt, c.n, c.text, n, k->greedy_text);
+              "%s: greedy \"%s\" gave %d tokens \"%s\", expected \"%.*s\"", where, k->prompt, c.n,
+              c.text, n, k->greedy_text);
     vkf_session_free(s);
 }
 
@@ -111,22 +115,30 @@ static void test_cli_no_driver(void) {
     const kjv_case *k = &g_kjv[0];
     char expect[256];
     snprintf(expect, sizeof expect, "%s%.16s\n", k->prompt, k->greedy_text);
-    const char *argv_auto[] = {rb_cli(), "generate", "-m", rb_repo("models/kjv-gpt"), "-p", k->prompt, "-n", "16", "--temp", "0",
-                               "--seed", "1", NULL};
-    const char *argv_dev[] = {rb_cli(), "generate", "--device", "0", "-m", rb_repo("models/kjv-gpt"), "-p", k->prompt, "-n", "4",
-                              NULL};
+    const char *argv_auto[] = {rb_cli(), "generate", "-m",     rb_repo("models/kjv-gpt"),
+                               "-p",     k->prompt,  "-n",     "16",
+                               "--temp", "0",        "--seed", "1",
+                               NULL};
+    const char *argv_dev[] = {
+        rb_cli(), "generate", "--device", "0", "-m", rb_repo("models/kjv-gpt"),
+        "-p",     k->prompt,  "-n",       "4", NULL};
     const char *argv_devices[] = {rb_cli(), "devices", NULL};
     /* both loader generations: VK_ICD_FILENAMES (old name) and VK_DRIVER_FILES (1.3.207+) */
-    const char *no_icd[] = {"VK_ICD_FILENAMES=/nonexistent/vkf_icd.json", "VK_DRIVER_FILES=/nonexistent/vkf_icd.json",
-                            "VK_ADD_DRIVER_FILES", "VKF_DEVICE", NULL};
+    const char *no_icd[] = {"VK_ICD_FILENAMES=/nonexistent/vkf_icd.json",
+                            "VK_DRIVER_FILES=/nonexistent/vkf_icd.json", "VK_ADD_DRIVER_FILES",
+                            "VKF_DEVICE", NULL};
     rb_run r;
     rb_run_cmd(argv_auto, no_icd, 60, &r);
-    VKT_CHECK(r.exited && r.code == 0, "no driver, auto: exit %d signal %d: %s", r.code, r.signal, r.err);
-    VKT_CHECK(strcmp(r.out, expect) == 0, "no driver, auto: printed \"%s\", expected \"%s\"", r.out, expect);
-    VKT_CHECK(strstr(r.err, " on cpu") != NULL, "no driver, auto: stderr does not say it runs on the CPU: %s", r.err);
+    VKT_CHECK(r.exited && r.code == 0, "no driver, auto: exit %d signal %d: %s", r.code, r.signal,
+              r.err);
+    VKT_CHECK(strcmp(r.out, expect) == 0, "no driver, auto: printed \"%s\", expected \"%s\"", r.out,
+              expect);
+    VKT_CHECK(strstr(r.err, " on cpu") != NULL,
+              "no driver, auto: stderr does not say it runs on the CPU: %s", r.err);
     rb_run_cmd(argv_dev, no_icd, 60, &r);
     VKT_CHECK(rb_clean_failure(&r), "no driver, --device 0: exit %d signal %d", r.code, r.signal);
-    VKT_CHECK(strstr(r.err, "no Vulkan driver") != NULL, "no driver, --device 0: unclear message: %s", r.err);
+    VKT_CHECK(strstr(r.err, "no Vulkan driver") != NULL,
+              "no driver, --device 0: unclear message: %s", r.err);
     rb_run_cmd(argv_devices, no_icd, 60, &r);
     VKT_CHECK(rb_clean_failure(&r), "no driver, devices: exit %d signal %d", r.code, r.signal);
 
@@ -135,15 +147,20 @@ static void test_cli_no_driver(void) {
     char pre[1024], asan[1024];
     snprintf(pre, sizeof pre, "LD_PRELOAD=%s", VKT_HIDE_VULKAN);
     const char *ao = getenv("ASAN_OPTIONS");
-    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", ao ? ao : "", ao && *ao ? ":" : "");
+    snprintf(asan, sizeof asan, "ASAN_OPTIONS=%s%sverify_asan_link_order=0", ao ? ao : "",
+             ao && *ao ? ":" : "");
     const char *no_loader[] = {pre, asan, "VKF_DEVICE", NULL};
     rb_run_cmd(argv_auto, no_loader, 60, &r);
-    VKT_CHECK(r.exited && r.code == 0, "no loader, auto: exit %d signal %d: %s", r.code, r.signal, r.err);
-    VKT_CHECK(strcmp(r.out, expect) == 0, "no loader, auto: printed \"%s\", expected \"%s\"", r.out, expect);
-    VKT_CHECK(strstr(r.err, " on cpu") != NULL, "no loader, auto: stderr does not say it runs on the CPU: %s", r.err);
+    VKT_CHECK(r.exited && r.code == 0, "no loader, auto: exit %d signal %d: %s", r.code, r.signal,
+              r.err);
+    VKT_CHECK(strcmp(r.out, expect) == 0, "no loader, auto: printed \"%s\", expected \"%s\"", r.out,
+              expect);
+    VKT_CHECK(strstr(r.err, " on cpu") != NULL,
+              "no loader, auto: stderr does not say it runs on the CPU: %s", r.err);
     rb_run_cmd(argv_dev, no_loader, 60, &r);
     VKT_CHECK(rb_clean_failure(&r), "no loader, --device 0: exit %d signal %d", r.code, r.signal);
-    VKT_CHECK(strstr(r.err, "no Vulkan loader") != NULL, "no loader, --device 0: unclear message: %s", r.err);
+    VKT_CHECK(strstr(r.err, "no Vulkan loader") != NULL,
+              "no loader, --device 0: unclear message: %s", r.err);
 #else
     printf("  (no LD_PRELOAD shim in this build: the missing-loader case is not run)\n");
 #endif
@@ -152,14 +169,17 @@ static void test_cli_no_driver(void) {
 static void test_context_params(int vulkan) {
     vkf_context *ctx = NULL;
     vkf_context_params bad = {.backend = (vkf_backend_kind)42};
-    VKT_CHECK(vkf_context_create(&bad, &ctx) == VKF_ERROR_INVALID_ARGUMENT && ctx == NULL, "backend 42 accepted");
+    VKT_CHECK(vkf_context_create(&bad, &ctx) == VKF_ERROR_INVALID_ARGUMENT && ctx == NULL,
+              "backend 42 accepted");
     VKT_CHECK(vkf_context_create(NULL, NULL) == VKF_ERROR_INVALID_ARGUMENT, "NULL output accepted");
     /* an explicit device that does not exist never falls back to the CPU */
     vkf_context_params cp = {.backend = VKF_BACKEND_AUTO, .device = "no-such-gpu-xyz"};
     vkf_status s = vkf_context_create(&cp, &ctx);
-    VKT_CHECK(s == (vulkan ? VKF_ERROR_NO_DEVICE : s) && s != VKF_OK && ctx == NULL, "unknown device: %s",
-              vkf_status_name(s));
-    if (vulkan) VKT_CHECK(strstr(vkf_last_error(), "no-such-gpu-xyz") != NULL, "message does not name the device: %s", vkf_last_error());
+    VKT_CHECK(s == (vulkan ? VKF_ERROR_NO_DEVICE : s) && s != VKF_OK && ctx == NULL,
+              "unknown device: %s", vkf_status_name(s));
+    if (vulkan)
+        VKT_CHECK(strstr(vkf_last_error(), "no-such-gpu-xyz") != NULL,
+                  "message does not name the device: %s", vkf_last_error());
     cp.device = "99";
     s = vkf_context_create(&cp, &ctx);
     VKT_CHECK(s != VKF_OK && ctx == NULL, "device index 99 accepted");
@@ -183,11 +203,13 @@ static void test_alloc_caps(void) {
     rb_counter cnt;
     rb_counter_install(ctx, &cnt);
     s = vkf_model_load(ctx, &mp, &m);
-    VKT_CHECK(s == VKF_ERROR_OUT_OF_MEMORY && m == NULL, "VKF_MAX_ALLOC 64K: load gave %s", vkf_status_name(s));
+    VKT_CHECK(s == VKF_ERROR_OUT_OF_MEMORY && m == NULL, "VKF_MAX_ALLOC 64K: load gave %s",
+              vkf_status_name(s));
     VKT_CHECK(strstr(vkf_last_error(), "wpe") && strstr(vkf_last_error(), "VKF_MAX_ALLOC"),
               "message names neither the tensor nor the cap: %s", vkf_last_error());
     VKT_CHECK(cnt.live_bytes == 0 && cnt.n_live == 0 && cnt.unknown_frees == 0,
-              "a failed load left %lld bytes in %zu buffers", (long long)cnt.live_bytes, cnt.n_live);
+              "a failed load left %lld bytes in %zu buffers", (long long)cnt.live_bytes,
+              cnt.n_live);
     rb_counter_remove(ctx, &cnt);
     vkf_context_free(ctx);
 
@@ -207,15 +229,19 @@ static void test_alloc_caps(void) {
         vkf_session *sess = NULL;
         vkf_session_params sp = {.n_batch = 64};
         s = vkf_session_create(m, &sp, &sess);
-        VKT_CHECK(s == VKF_ERROR_OUT_OF_MEMORY && sess == NULL, "64 sequences under a 48 MiB device: %s", vkf_status_name(s));
+        VKT_CHECK(s == VKF_ERROR_OUT_OF_MEMORY && sess == NULL,
+                  "64 sequences under a 48 MiB device: %s", vkf_status_name(s));
         /* refused before any allocation, naming the need and the remedy (model/memory.c) */
-        VKT_CHECK(strstr(vkf_last_error(), "KV cache for n_ctx") != NULL && strstr(vkf_last_error(), "lower n_ctx") != NULL,
+        VKT_CHECK(strstr(vkf_last_error(), "KV cache for n_ctx") != NULL &&
+                      strstr(vkf_last_error(), "lower n_ctx") != NULL,
                   "unclear message: %s", vkf_last_error());
-        VKT_CHECK(cnt.live_bytes == after_load, "the failed session left %lld bytes", (long long)(cnt.live_bytes - after_load));
+        VKT_CHECK(cnt.live_bytes == after_load, "the failed session left %lld bytes",
+                  (long long)(cnt.live_bytes - after_load));
         check_kjv_greedy(m, k, 16, "vulkan after a failed session");
         vkf_model_free(m);
     }
-    VKT_CHECK(cnt.live_bytes == 0 && cnt.unknown_frees == 0, "%lld bytes left after freeing everything", (long long)cnt.live_bytes);
+    VKT_CHECK(cnt.live_bytes == 0 && cnt.unknown_frees == 0,
+              "%lld bytes left after freeing everything", (long long)cnt.live_bytes);
     /* a cap below the first block: the load itself fails cleanly */
     unsetenv("VKF_MAX_DEVICE_MEMORY");
     rb_counter_remove(ctx, &cnt);
@@ -225,7 +251,8 @@ static void test_alloc_caps(void) {
     if (s == VKF_OK) {
         m = NULL;
         s = vkf_model_load(ctx, &mp, &m);
-        VKT_CHECK(s == VKF_ERROR_OUT_OF_MEMORY && m == NULL, "1 MiB device: load gave %s", vkf_status_name(s));
+        VKT_CHECK(s == VKF_ERROR_OUT_OF_MEMORY && m == NULL, "1 MiB device: load gave %s",
+                  vkf_status_name(s));
         vkf_context_free(ctx);
     }
     unsetenv("VKF_MAX_DEVICE_MEMORY");
@@ -244,12 +271,14 @@ static void test_context_full(vkf_model *m, const char *where) {
     vkf_generate_stats st;
     vkf_status rc = vkf_generate(s, k->tokens, k->n_tokens, 8, &sp, on_token, &c, &st);
     VKT_CHECK(rc == VKF_ERROR_CONTEXT_FULL && c.n == 0 && vkf_session_n_past(s) == 0,
-              "%s: 17-token prompt in a 16-token context: %s, %d tokens, n_past %d", where, vkf_status_name(rc), c.n,
-              vkf_session_n_past(s));
-    VKT_CHECK(strstr(vkf_last_error(), "17") && strstr(vkf_last_error(), "16"), "message lacks the sizes: %s", vkf_last_error());
+              "%s: 17-token prompt in a 16-token context: %s, %d tokens, n_past %d", where,
+              vkf_status_name(rc), c.n, vkf_session_n_past(s));
+    VKT_CHECK(strstr(vkf_last_error(), "17") && strstr(vkf_last_error(), "16"),
+              "message lacks the sizes: %s", vkf_last_error());
     float logits[67 * 17];
     rc = vkf_session_eval(s, k->tokens, 17, logits);
-    VKT_CHECK(rc == VKF_ERROR_CONTEXT_FULL && vkf_session_n_past(s) == 0, "%s: eval of 17 tokens: %s", where, vkf_status_name(rc));
+    VKT_CHECK(rc == VKF_ERROR_CONTEXT_FULL && vkf_session_n_past(s) == 0,
+              "%s: eval of 17 tokens: %s", where, vkf_status_name(rc));
     vkf_session_free(s);
 
     /* 24 tokens of context: 17 prompt tokens + 8 generated (the last one needs no pass), then
@@ -261,35 +290,41 @@ static void test_context_full(vkf_model *m, const char *where) {
     rc = vkf_generate(s, k->tokens, k->n_tokens, 100, &sp, on_token, &c, &st);
     VKT_CHECK(rc == VKF_ERROR_CONTEXT_FULL && st.stop == VKF_STOP_CONTEXT_FULL && c.n == 8 &&
                   memcmp(c.toks, k->greedy, 8 * sizeof *c.toks) == 0,
-              "%s: filling the context: %s, stop %d, %d tokens \"%s\"", where, vkf_status_name(rc), (int)st.stop, c.n, c.text);
+              "%s: filling the context: %s, stop %d, %d tokens \"%s\"", where, vkf_status_name(rc),
+              (int)st.stop, c.n, c.text);
     /* full: even one more token is refused, and reset makes room again */
     int32_t one = k->greedy[8];
     rc = vkf_session_eval_last(s, &one, 1, logits);
-    VKT_CHECK(rc == VKF_ERROR_CONTEXT_FULL && vkf_session_n_past(s) == 24, "%s: eval into a full context: %s", where,
-              vkf_status_name(rc));
+    VKT_CHECK(rc == VKF_ERROR_CONTEXT_FULL && vkf_session_n_past(s) == 24,
+              "%s: eval into a full context: %s", where, vkf_status_name(rc));
     vkf_session_reset(s);
     memset(&c, 0, sizeof c);
     VKT_OK(vkf_generate(s, k->tokens, k->n_tokens, 4, &sp, on_token, &c, &st));
-    VKT_CHECK(c.n == 4 && memcmp(c.toks, k->greedy, 4 * sizeof *c.toks) == 0, "%s: after reset: \"%s\"", where, c.text);
+    VKT_CHECK(c.n == 4 && memcmp(c.toks, k->greedy, 4 * sizeof *c.toks) == 0,
+              "%s: after reset: \"%s\"", where, c.text);
     vkf_session_free(s);
 
     /* session sizes outside the model's context */
     vkf_session_params bad = {.n_ctx = 257};
     s = NULL;
-    VKT_CHECK(vkf_session_create(m, &bad, &s) == VKF_ERROR_INVALID_ARGUMENT && s == NULL, "n_ctx 257 > 256 accepted");
+    VKT_CHECK(vkf_session_create(m, &bad, &s) == VKF_ERROR_INVALID_ARGUMENT && s == NULL,
+              "n_ctx 257 > 256 accepted");
     bad.n_ctx = -1;
-    VKT_CHECK(vkf_session_create(m, &bad, &s) == VKF_ERROR_INVALID_ARGUMENT && s == NULL, "n_ctx -1 accepted");
+    VKT_CHECK(vkf_session_create(m, &bad, &s) == VKF_ERROR_INVALID_ARGUMENT && s == NULL,
+              "n_ctx -1 accepted");
     vkf_session_params nb = {.n_batch = -3};
-    VKT_CHECK(vkf_session_create(m, &nb, &s) == VKF_ERROR_INVALID_ARGUMENT && s == NULL, "n_batch -3 accepted");
+    VKT_CHECK(vkf_session_create(m, &nb, &s) == VKF_ERROR_INVALID_ARGUMENT && s == NULL,
+              "n_batch -3 accepted");
 }
 
 static void test_cli_context_full(void) {
-    const char *gen[] = {rb_cli(), "generate", "--cpu", "-m", rb_repo("models/kjv-gpt"), "-c", "8", "-p", "In the beginning", "-n", "4",
-                         NULL};
+    const char *gen[] = {
+        rb_cli(),           "generate", "--cpu", "-m", rb_repo("models/kjv-gpt"), "-c", "8", "-p",
+        "In the beginning", "-n",       "4",     NULL};
     rb_run r;
     rb_run_cmd(gen, NULL, 60, &r);
-    VKT_CHECK(rb_clean_failure(&r) && strstr(r.err, "context full"), "CLI, prompt > -c 8: exit %d signal %d: %s", r.code, r.signal,
-              r.err);
+    VKT_CHECK(rb_clean_failure(&r) && strstr(r.err, "context full"),
+              "CLI, prompt > -c 8: exit %d signal %d: %s", r.code, r.signal, r.err);
 }
 
 /* ------------------------------------------------------------------ token ids */
@@ -305,26 +340,30 @@ static void test_bad_tokens(vkf_model *m, const char *where) {
         vkf_status rc = vkf_session_eval(s, toks, 3, logits);
         char want[64];
         snprintf(want, sizeof want, "token id %d at position 2", bad_ids[i]);
-        VKT_CHECK(rc == VKF_ERROR_TOKEN && vkf_session_n_past(s) == 0 && strstr(vkf_last_error(), want),
-                  "%s: eval with id %d: %s \"%s\"", where, bad_ids[i], vkf_status_name(rc), vkf_last_error());
+        VKT_CHECK(rc == VKF_ERROR_TOKEN && vkf_session_n_past(s) == 0 &&
+                      strstr(vkf_last_error(), want),
+                  "%s: eval with id %d: %s \"%s\"", where, bad_ids[i], vkf_status_name(rc),
+                  vkf_last_error());
     }
     collect c = {0};
     vkf_sampler_params sp = {.temp = 0};
-    VKT_CHECK(vkf_generate(s, NULL, 0, 4, &sp, on_token, &c, NULL) == VKF_ERROR_INVALID_ARGUMENT, "an empty prompt accepted");
+    VKT_CHECK(vkf_generate(s, NULL, 0, 4, &sp, on_token, &c, NULL) == VKF_ERROR_INVALID_ARGUMENT,
+              "an empty prompt accepted");
     int32_t prompt[2] = {1, 500};
     vkf_status rc = vkf_generate(s, prompt, 2, 4, &sp, on_token, &c, NULL);
-    VKT_CHECK(rc == VKF_ERROR_TOKEN && c.n == 0 && vkf_session_n_past(s) == 0, "%s: generate with id 500: %s", where,
-              vkf_status_name(rc));
+    VKT_CHECK(rc == VKF_ERROR_TOKEN && c.n == 0 && vkf_session_n_past(s) == 0,
+              "%s: generate with id 500: %s", where, vkf_status_name(rc));
     /* the session is intact: PyTorch's greedy tokens after the errors */
     const kjv_case *k = &g_kjv[1];
     memset(&c, 0, sizeof c);
     VKT_OK(vkf_generate(s, k->tokens, k->n_tokens, 6, &sp, on_token, &c, NULL));
-    VKT_CHECK(c.n == 6 && memcmp(c.toks, k->greedy, 6 * sizeof *c.toks) == 0, "%s: generation after the errors: \"%s\"", where,
-              c.text);
+    VKT_CHECK(c.n == 6 && memcmp(c.toks, k->greedy, 6 * sizeof *c.toks) == 0,
+              "%s: generation after the errors: \"%s\"", where, c.text);
     vkf_session_free(s);
     char *txt = NULL;
     int32_t bad = 67;
-    VKT_CHECK(vkf_model_detokenize(m, &bad, 1, 0, &txt) == VKF_ERROR_TOKEN && txt == NULL, "detokenize of id 67 accepted");
+    VKT_CHECK(vkf_model_detokenize(m, &bad, 1, 0, &txt) == VKF_ERROR_TOKEN && txt == NULL,
+              "detokenize of id 67 accepted");
     free(txt);
 }
 
@@ -336,8 +375,8 @@ static void test_bad_tokens_encdec(vkf_context *ctx) {
     if (s) {
         int32_t src[3] = {36, 43, 2}; /* 43 == n_src_vocab */
         vkf_status rc = vkf_session_encode(s, src, 3);
-        VKT_CHECK(rc == VKF_ERROR_TOKEN && strstr(vkf_last_error(), "43"), "encode with id 43: %s %s", vkf_status_name(rc),
-                  vkf_last_error());
+        VKT_CHECK(rc == VKF_ERROR_TOKEN && strstr(vkf_last_error(), "43"),
+                  "encode with id 43: %s %s", vkf_status_name(rc), vkf_last_error());
         int32_t ok_src[3] = {36, 24, 2};
         VKT_OK(vkf_session_encode(s, ok_src, 3));
         float lp[15];
@@ -345,23 +384,28 @@ static void test_bad_tokens_encdec(vkf_context *ctx) {
         VKT_CHECK(rc == VKF_ERROR_TOKEN, "decode_step with id 15: %s", vkf_status_name(rc));
         VKT_OK(vkf_session_decode_step(s, 1, lp));
         /* decoder-only calls on an encoder-decoder, and the reverse */
-        VKT_CHECK(vkf_session_eval(s, ok_src, 1, NULL) == VKF_ERROR_INVALID_ARGUMENT, "eval on an encoder-decoder accepted");
+        VKT_CHECK(vkf_session_eval(s, ok_src, 1, NULL) == VKF_ERROR_INVALID_ARGUMENT,
+                  "eval on an encoder-decoder accepted");
         vkf_sampler_params sp = {0};
-        VKT_CHECK(vkf_generate(s, ok_src, 1, 1, &sp, NULL, NULL, NULL) == VKF_ERROR_INVALID_ARGUMENT,
+        VKT_CHECK(vkf_generate(s, ok_src, 1, 1, &sp, NULL, NULL, NULL) ==
+                      VKF_ERROR_INVALID_ARGUMENT,
                   "generate on an encoder-decoder accepted");
         /* a source longer than the model's 128 positions */
         int32_t longsrc[129];
-        for (int i = 0; i < 129; i++) longsrc[i] = 5;
+        for (int i = 0; i < 129; i++)
+            longsrc[i] = 5;
         int32_t out[128], n_out = -1;
         vkf_translate_params tp = {0};
         rc = vkf_translate(s, longsrc, 129, &tp, out, 128, &n_out, NULL);
-        VKT_CHECK(rc == VKF_ERROR_CONTEXT_FULL && n_out == 0, "129-token source: %s", vkf_status_name(rc));
+        VKT_CHECK(rc == VKF_ERROR_CONTEXT_FULL && n_out == 0, "129-token source: %s",
+                  vkf_status_name(rc));
         tp.max_len = 200;
         rc = vkf_translate(s, ok_src, 3, &tp, out, 128, &n_out, NULL);
         VKT_CHECK(rc == VKF_ERROR_CONTEXT_FULL, "max_len 200 > 128: %s", vkf_status_name(rc));
         tp.max_len = 0;
         rc = vkf_translate(s, ok_src, 3, &tp, out, 16, &n_out, NULL);
-        VKT_CHECK(rc == VKF_ERROR_INVALID_ARGUMENT, "a 16-token output buffer for max_len 128: %s", vkf_status_name(rc));
+        VKT_CHECK(rc == VKF_ERROR_INVALID_ARGUMENT, "a 16-token output buffer for max_len 128: %s",
+                  vkf_status_name(rc));
         vkf_session_free(s);
     }
     vkf_model_free(m);
@@ -369,15 +413,18 @@ static void test_bad_tokens_encdec(vkf_context *ctx) {
 
 /* ------------------------------------------------------------------ invalid UTF-8 */
 
-static const char k_bad_utf8[] = "And\xff\xfe God \xc3 said \xe2\x82 \xed\xa0\x80 \xf4\x90\x80\x80 \xc0\xaf!";
+static const char k_bad_utf8[] =
+    "And\xff\xfe God \xc3 said \xe2\x82 \xed\xa0\x80 \xf4\x90\x80\x80 \xc0\xaf!";
 
 static void test_utf8_char(vkf_model *m) {
     int32_t toks[256], n = 0;
     VKT_OK(vkf_model_tokenize(m, k_bad_utf8, VKF_TOKENIZE_ADD_SPECIAL, toks, 256, &n));
     int unk = 0;
-    for (int i = 0; i < n; i++) unk += toks[i] == 3;
+    for (int i = 0; i < n; i++)
+        unk += toks[i] == 3;
     /* every invalid byte is one <unk>: ff fe c3 e2 82 ed a0 80 f4 90 80 80 c0 af */
-    VKT_CHECK(n > 0 && toks[0] == 1 && unk == 14, "char vocabulary: %d tokens, %d unk (want 14)", n, unk);
+    VKT_CHECK(n > 0 && toks[0] == 1 && unk == 14, "char vocabulary: %d tokens, %d unk (want 14)", n,
+              unk);
     vkf_session *s = NULL;
     VKT_OK(vkf_session_create(m, NULL, &s));
     if (s) {
@@ -388,8 +435,11 @@ static void test_utf8_char(vkf_model *m) {
         vkf_session_free(s);
     }
     /* NULL text and a too small buffer */
-    VKT_CHECK(vkf_model_tokenize(m, NULL, 0, toks, 256, &n) == VKF_ERROR_INVALID_ARGUMENT, "NULL text accepted");
-    VKT_CHECK(vkf_model_tokenize(m, "In the beginning", VKF_TOKENIZE_ADD_SPECIAL, toks, 4, &n) == VKF_ERROR_INVALID_ARGUMENT && n == 17,
+    VKT_CHECK(vkf_model_tokenize(m, NULL, 0, toks, 256, &n) == VKF_ERROR_INVALID_ARGUMENT,
+              "NULL text accepted");
+    VKT_CHECK(vkf_model_tokenize(m, "In the beginning", VKF_TOKENIZE_ADD_SPECIAL, toks, 4, &n) ==
+                      VKF_ERROR_INVALID_ARGUMENT &&
+                  n == 17,
               "a 4-token buffer for 17 tokens: n %d", n);
 }
 
@@ -401,7 +451,8 @@ static void test_utf8_roundtrip(vkf_context *ctx, const char *path, const char *
     VKT_OK(vkf_model_tokenize(m, k_bad_utf8, 0, toks, 512, &n));
     char *back = NULL;
     VKT_OK(vkf_model_detokenize(m, toks, n, 0, &back));
-    VKT_CHECK(back && strcmp(back, k_bad_utf8) == 0, "%s: invalid UTF-8 does not round-trip (%d tokens)", what, n);
+    VKT_CHECK(back && strcmp(back, k_bad_utf8) == 0,
+              "%s: invalid UTF-8 does not round-trip (%d tokens)", what, n);
     free(back);
     vkf_session *s = NULL;
     vkf_session_params sp16 = {.n_ctx = 128};
@@ -417,10 +468,13 @@ static void test_utf8_roundtrip(vkf_context *ctx, const char *path, const char *
 }
 
 static void test_cli_bad_utf8(void) {
-    const char *gen[] = {rb_cli(), "generate", "--cpu", "-m", rb_repo("models/kjv-gpt"), "-p", k_bad_utf8, "-n", "4", "--seed", "3", NULL};
+    const char *gen[] = {rb_cli(), "generate", "--cpu", "-m", rb_repo("models/kjv-gpt"),
+                         "-p",     k_bad_utf8, "-n",    "4",  "--seed",
+                         "3",      NULL};
     rb_run r;
     rb_run_cmd(gen, NULL, 60, &r);
-    VKT_CHECK(r.exited && r.code == 0, "CLI with an invalid UTF-8 prompt: exit %d signal %d: %s", r.code, r.signal, r.err);
+    VKT_CHECK(r.exited && r.code == 0, "CLI with an invalid UTF-8 prompt: exit %d signal %d: %s",
+              r.code, r.signal, r.err);
 }
 
 /* ------------------------------------------------------------------ shader cache directory */
@@ -437,9 +491,11 @@ static double kjv_logits_vs_cpu(const float *cpu, int n_rows, vkf_vk_stats *stat
     vkf_model *m = load_model(ctx, rb_repo("models/kjv-gpt"));
     vkf_session *s = NULL;
     float *lg = malloc((size_t)n_rows * 67 * sizeof *lg);
-    if (m && lg && vkf_session_create(m, NULL, &s) == VKF_OK && vkf_session_eval(s, g_kjv[0].tokens, n_rows, lg) == VKF_OK) {
+    if (m && lg && vkf_session_create(m, NULL, &s) == VKF_OK &&
+        vkf_session_eval(s, g_kjv[0].tokens, n_rows, lg) == VKF_OK) {
         worst = 0;
-        for (int i = 0; i < n_rows * 67; i++) worst = fmax(worst, fabs((double)lg[i] - cpu[i]));
+        for (int i = 0; i < n_rows * 67; i++)
+            worst = fmax(worst, fabs((double)lg[i] - cpu[i]));
     } else {
         VKT_CHECK(0, "vulkan eval: %s", vkf_last_error());
     }
@@ -456,7 +512,8 @@ static void corrupt_file(const char *path, int how) {
     unsigned char *p = vkt_read_file(path, &n);
     if (!p) return;
     if (how == 0 && n > 40) { /* flip bytes after the headers */
-        for (size_t i = 36; i < n; i += 97) p[i] ^= 0x5a;
+        for (size_t i = 36; i < n; i += 97)
+            p[i] ^= 0x5a;
         rb_write_file(path, p, n);
     } else if (how == 1) { /* truncated */
         rb_write_file(path, p, n / 2);
@@ -473,7 +530,8 @@ static void test_cache_dir(void) {
     VKT_OK(vkf_context_create(&ccp, &cctx));
     vkf_model *cm = cctx ? load_model(cctx, rb_repo("models/kjv-gpt")) : NULL;
     vkf_session *cs = NULL;
-    if (!cm || vkf_session_create(cm, NULL, &cs) != VKF_OK || vkf_session_eval(cs, g_kjv[0].tokens, 17, cpu) != VKF_OK) {
+    if (!cm || vkf_session_create(cm, NULL, &cs) != VKF_OK ||
+        vkf_session_eval(cs, g_kjv[0].tokens, 17, cpu) != VKF_OK) {
         VKT_CHECK(0, "cpu reference: %s", vkf_last_error());
         vkf_session_free(cs);
         vkf_model_free(cm);
@@ -516,17 +574,20 @@ static void test_cache_dir(void) {
         corrupt_file(f, n_files++ % 3);
     }
     if (ls) pclose(ls);
-    VKT_CHECK(n_spv > 0 && compiled > 0, "the first run cached nothing (%d files, %llu compiles)", n_files, (unsigned long long)compiled);
+    VKT_CHECK(n_spv > 0 && compiled > 0, "the first run cached nothing (%d files, %llu compiles)",
+              n_files, (unsigned long long)compiled);
     d = kjv_logits_vs_cpu(cpu, 17, &st);
     VKT_CHECK(d < 1e-3, "corrupt cache: max |vulkan - cpu| = %g", d);
     VKT_CHECK(st.spirv_cache_hits == 0 && st.shader_compiles == compiled,
-              "corrupt SPIR-V was used: %llu hits, %llu compiles (first run %llu)", (unsigned long long)st.spirv_cache_hits,
-              (unsigned long long)st.shader_compiles, (unsigned long long)compiled);
-    printf("  cache: %d files damaged, %llu rejected, %llu recompiled\n", n_files, (unsigned long long)st.spirv_cache_rejects,
-           (unsigned long long)st.shader_compiles);
+              "corrupt SPIR-V was used: %llu hits, %llu compiles (first run %llu)",
+              (unsigned long long)st.spirv_cache_hits, (unsigned long long)st.shader_compiles,
+              (unsigned long long)compiled);
+    printf("  cache: %d files damaged, %llu rejected, %llu recompiled\n", n_files,
+           (unsigned long long)st.spirv_cache_rejects, (unsigned long long)st.shader_compiles);
     /* and the rebuilt cache serves the next run */
     d = kjv_logits_vs_cpu(cpu, 17, &st);
-    VKT_CHECK(d < 1e-3 && st.spirv_cache_hits > 0 && st.shader_compiles == 0, "rebuilt cache: %g, %llu hits, %llu compiles", d,
+    VKT_CHECK(d < 1e-3 && st.spirv_cache_hits > 0 && st.shader_compiles == 0,
+              "rebuilt cache: %g, %llu hits, %llu compiles", d,
               (unsigned long long)st.spirv_cache_hits, (unsigned long long)st.shader_compiles);
     if (old) {
         setenv("VKF_CACHE_DIR", old, 1);
@@ -559,14 +620,17 @@ static void test_device_lost(void) {
             vkf_generate_stats st;
             s = vkf_generate(sess, k->tokens, k->n_tokens, n_total, &sp, on_token, &c, &st);
             const char *e = vkf_last_error();
-            VKT_CHECK(s == VKF_ERROR_VULKAN && st.stop == VKF_STOP_NONE, "device lost: %s, stop %d", vkf_status_name(s), (int)st.stop);
-            VKT_CHECK(strstr(e, "VK_ERROR_DEVICE_LOST") && strstr(e, "graph \"gpt2 n1 b1 last\"") && strstr(e, "kjv-gpt") &&
-                          strstr(e, "ops"),
+            VKT_CHECK(s == VKF_ERROR_VULKAN && st.stop == VKF_STOP_NONE, "device lost: %s, stop %d",
+                      vkf_status_name(s), (int)st.stop);
+            VKT_CHECK(strstr(e, "VK_ERROR_DEVICE_LOST") && strstr(e, "graph \"gpt2 n1 b1 last\"") &&
+                          strstr(e, "kjv-gpt") && strstr(e, "ops"),
                       "the message does not name the graph, its ops and the error: %s", e);
-            VKT_CHECK(c.n == 5 && memcmp(c.toks, k->greedy, 5 * sizeof *c.toks) == 0, "tokens before the loss: %d \"%s\"", c.n, c.text);
+            VKT_CHECK(c.n == 5 && memcmp(c.toks, k->greedy, 5 * sizeof *c.toks) == 0,
+                      "tokens before the loss: %d \"%s\"", c.n, c.text);
             /* later calls fail the same way instead of hanging or crashing */
             float lg[67];
-            VKT_CHECK(vkf_session_eval_last(sess, k->greedy, 1, lg) == VKF_ERROR_VULKAN, "a call after the loss succeeded");
+            VKT_CHECK(vkf_session_eval_last(sess, k->greedy, 1, lg) == VKF_ERROR_VULKAN,
+                      "a call after the loss succeeded");
         }
         vkf_session_free(sess);
         vkf_model_free(m);
@@ -583,23 +647,29 @@ static void test_device_lost(void) {
     if (m && vkf_session_create(m, NULL, &sess) == VKF_OK) {
         int32_t seq[128];
         int n = 0;
-        for (int i = 0; i < k->n_tokens; i++) seq[n++] = k->tokens[i];
-        for (int i = 0; i < c.n; i++) seq[n++] = c.toks[i];
+        for (int i = 0; i < k->n_tokens; i++)
+            seq[n++] = k->tokens[i];
+        for (int i = 0; i < c.n; i++)
+            seq[n++] = c.toks[i];
         int had = c.n;
         VKT_OK(vkf_generate(sess, seq, n, n_total - had, &sp, on_token, &c, NULL));
-        VKT_CHECK(c.n == n_total && memcmp(c.toks, k->greedy, (size_t)n_total * sizeof *c.toks) == 0,
-                  "vulkan then cpu: %d tokens \"%s\", expected \"%.24s\"", c.n, c.text, k->greedy_text);
+        VKT_CHECK(
+            c.n == n_total && memcmp(c.toks, k->greedy, (size_t)n_total * sizeof *c.toks) == 0,
+            "vulkan then cpu: %d tokens \"%s\", expected \"%.24s\"", c.n, c.text, k->greedy_text);
     }
     vkf_session_free(sess);
     vkf_model_free(m);
     vkf_context_free(ctx);
 
     /* the CLI reports it and exits cleanly */
-    const char *gen[] = {rb_cli(), "generate", "-m", rb_repo("models/kjv-gpt"), "-p", "The", "-n", "16", "--temp", "0", NULL};
+    const char *gen[] = {rb_cli(), "generate", "-m", rb_repo("models/kjv-gpt"),
+                         "-p",     "The",      "-n", "16",
+                         "--temp", "0",        NULL};
     const char *env[] = {"VKF_SIMULATE_DEVICE_LOST=3", "VKF_DEVICE", NULL};
     rb_run r;
     rb_run_cmd(gen, env, 60, &r);
-    VKT_CHECK(rb_clean_failure(&r) && strstr(r.err, "VK_ERROR_DEVICE_LOST") && strstr(r.err, "graph"),
+    VKT_CHECK(rb_clean_failure(&r) && strstr(r.err, "VK_ERROR_DEVICE_LOST") &&
+                  strstr(r.err, "graph"),
               "CLI, device lost: exit %d signal %d: %s", r.code, r.signal, r.err);
 }
 
@@ -614,11 +684,14 @@ static void test_mobile_profile(void) {
     VKT_OK(s);
     if (s != VKF_OK) return;
     const vkf_vk_caps *c = vkf_backend_vulkan_caps(ctx->be);
-    VKT_CHECK(c && c->max_storage_range <= (128u << 20) && c->max_alloc <= (256u << 20) && c->max_shared <= 16384 && !c->fp16 &&
-                  !c->int8 && !c->storage16 && !c->storage8 && !c->has_subgroup && strstr(c->overrides, "mobile"),
-              "mobile profile not applied: range %llu alloc %llu shared %u fp16 %d int8 %d s16 %d sg %d", c ? (unsigned long long)c->max_storage_range : 0,
-              c ? (unsigned long long)c->max_alloc : 0, c ? c->max_shared : 0, c ? c->fp16 : -1, c ? c->int8 : -1,
-              c ? c->storage16 : -1, c ? c->has_subgroup : -1);
+    VKT_CHECK(
+        c && c->max_storage_range <= (128u << 20) && c->max_alloc <= (256u << 20) &&
+            c->max_shared <= 16384 && !c->fp16 && !c->int8 && !c->storage16 && !c->storage8 &&
+            !c->has_subgroup && strstr(c->overrides, "mobile"),
+        "mobile profile not applied: range %llu alloc %llu shared %u fp16 %d int8 %d s16 %d sg %d",
+        c ? (unsigned long long)c->max_storage_range : 0, c ? (unsigned long long)c->max_alloc : 0,
+        c ? c->max_shared : 0, c ? c->fp16 : -1, c ? c->int8 : -1, c ? c->storage16 : -1,
+        c ? c->has_subgroup : -1);
     vkf_model *m = load_model(ctx, rb_repo("models/kjv-gpt"));
     if (m) {
         check_kjv_greedy(m, &g_kjv[0], 48, "mobile profile");
@@ -704,7 +777,8 @@ static void test_nonfinite_logits(vkf_context *ctx, const char *where) {
             vkf_status rc = vkf_generate(s, prompt, 2, 4, &sp, on_token, &c, &st);
             VKT_CHECK(rc == VKF_ERROR_INTERNAL && c.n == 0 && strstr(vkf_last_error(), "NaN") &&
                           strstr(vkf_last_error(), "not finite"),
-                      "%s: NaN logits: %s, %d tokens: %s", where, vkf_status_name(rc), c.n, vkf_last_error());
+                      "%s: NaN logits: %s, %d tokens: %s", where, vkf_status_name(rc), c.n,
+                      vkf_last_error());
         }
         vkf_session_free(s);
         vkf_model_free(m);
@@ -740,7 +814,8 @@ int main(void) {
     test_bad_tokens_encdec(cpu);
     if (vkt_have_fixtures()) {
         test_utf8_roundtrip(cpu, vkt_fixture("gpt2-tiny/hf"), "gpt2 byte-level BPE");
-        test_utf8_roundtrip(cpu, vkt_fixture("llama-tiny/llama-tiny-q4_0.gguf"), "llama SentencePiece BPE");
+        test_utf8_roundtrip(cpu, vkt_fixture("llama-tiny/llama-tiny-q4_0.gguf"),
+                            "llama SentencePiece BPE");
     }
     test_cli_bad_utf8();
     test_nonfinite_logits(cpu, "cpu");

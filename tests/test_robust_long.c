@@ -30,7 +30,8 @@ static int count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     if (!d) return -1;
     int n = 0;
-    while (readdir(d)) n++;
+    while (readdir(d))
+        n++;
     closedir(d);
     return n;
 }
@@ -88,8 +89,8 @@ static void test_long_generation(vkf_backend_kind kind, int64_t n_tokens) {
     }
     int32_t prompt[64];
     int32_t n_prompt = 0;
-    VKT_OK(vkf_model_tokenize(m, "In the beginning God created the heaven and the earth.", VKF_TOKENIZE_ADD_SPECIAL, prompt, 64,
-                              &n_prompt));
+    VKT_OK(vkf_model_tokenize(m, "In the beginning God created the heaven and the earth.",
+                              VKF_TOKENIZE_ADD_SPECIAL, prompt, 64, &n_prompt));
     vkf_sampler_params smp = {.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = 1234};
     ring r = {{0}, 0, 0};
     long rss0 = 0, rss_peak = 0;
@@ -130,32 +131,40 @@ static void test_long_generation(vkf_backend_kind kind, int64_t n_tokens) {
         fds0 = count_fds();
         if (kind == VKF_BACKEND_VULKAN) st0 = vk_stats(ctx, &cnt);
     }
-    VKT_CHECK(rc == VKF_OK, "%s: generation failed after %lld tokens: %s", label, (long long)r.total, vkf_last_error());
+    VKT_CHECK(rc == VKF_OK, "%s: generation failed after %lld tokens: %s", label,
+              (long long)r.total, vkf_last_error());
     long rss1 = rb_rss_kib();
     int64_t bytes1 = cnt.live_bytes;
     int fds1 = count_fds();
-    printf("  %s: %lld tokens in %.1f s (%.0f tokens/s), %d refills (%d at EOS)\n", label, (long long)r.total, dt, (double)r.total / dt,
-           refills, eos);
-    printf("  %s: RSS %ld KiB after the second refill, %ld KiB at the end (peak %ld, %+ld KiB); backend bytes %lld -> %lld "
+    printf("  %s: %lld tokens in %.1f s (%.0f tokens/s), %d refills (%d at EOS)\n", label,
+           (long long)r.total, dt, (double)r.total / dt, refills, eos);
+    printf("  %s: RSS %ld KiB after the second refill, %ld KiB at the end (peak %ld, %+ld KiB); "
+           "backend bytes %lld -> %lld "
            "(peak %lld); fds %d -> %d\n",
-           label, rss0, rss1, rss_peak, rss1 - rss0, (long long)bytes0, (long long)bytes1, (long long)cnt.peak_bytes, fds0, fds1);
+           label, rss0, rss1, rss_peak, rss1 - rss0, (long long)bytes0, (long long)bytes1,
+           (long long)cnt.peak_bytes, fds0, fds1);
     if (kind == VKF_BACKEND_VULKAN) {
         vkf_vk_stats st1 = vk_stats(ctx, &cnt);
-        printf("  %s: %llu submissions, %llu recordings (%llu after the second refill), %llu pipelines\n", label,
-               (unsigned long long)st1.submits, (unsigned long long)st1.recordings,
-               (unsigned long long)(st1.recordings - st0.recordings), (unsigned long long)st1.pipelines);
-        VKT_CHECK(st1.recordings == st0.recordings, "%s: graphs re-recorded in steady state (%llu -> %llu)", label,
+        printf("  %s: %llu submissions, %llu recordings (%llu after the second refill), %llu "
+               "pipelines\n",
+               label, (unsigned long long)st1.submits, (unsigned long long)st1.recordings,
+               (unsigned long long)(st1.recordings - st0.recordings),
+               (unsigned long long)st1.pipelines);
+        VKT_CHECK(st1.recordings == st0.recordings,
+                  "%s: graphs re-recorded in steady state (%llu -> %llu)", label,
                   (unsigned long long)st0.recordings, (unsigned long long)st1.recordings);
     }
-    VKT_CHECK(r.total >= n_tokens, "%s: %lld of %lld tokens", label, (long long)r.total, (long long)n_tokens);
-    VKT_CHECK(bytes1 == bytes0, "%s: backend bytes grew from %lld to %lld", label, (long long)bytes0, (long long)bytes1);
+    VKT_CHECK(r.total >= n_tokens, "%s: %lld of %lld tokens", label, (long long)r.total,
+              (long long)n_tokens);
+    VKT_CHECK(bytes1 == bytes0, "%s: backend bytes grew from %lld to %lld", label,
+              (long long)bytes0, (long long)bytes1);
     if (!rb_asan()) /* ASan's quarantine keeps freed memory resident */
         VKT_CHECK(rss1 - rss0 < 8192, "%s: RSS grew by %ld KiB", label, rss1 - rss0);
     VKT_CHECK(fds1 == fds0, "%s: file descriptors %d -> %d", label, fds0, fds1);
     vkf_session_free(s);
     vkf_model_free(m);
-    VKT_CHECK(cnt.live_bytes == 0 && cnt.unknown_frees == 0, "%s: %lld backend bytes left after freeing", label,
-              (long long)cnt.live_bytes);
+    VKT_CHECK(cnt.live_bytes == 0 && cnt.unknown_frees == 0,
+              "%s: %lld backend bytes left after freeing", label, (long long)cnt.live_bytes);
     rb_counter_remove(ctx, &cnt);
     vkf_context_free(ctx);
 }
@@ -168,7 +177,8 @@ int main(void) {
     int vulkan = rb_has_vulkan();
     const char *env = getenv("VKT_LONG_TOKENS");
     int64_t n_tokens = env && *env ? atoll(env) : 20000;
-    if ((rb_asan() || rb_valgrind()) && !(env && *env)) n_tokens = 2000; /* the same paths, at sanitizer speed */
+    if ((rb_asan() || rb_valgrind()) && !(env && *env))
+        n_tokens = 2000; /* the same paths, at sanitizer speed */
     if (vulkan)
         test_long_generation(VKF_BACKEND_VULKAN, n_tokens);
     else

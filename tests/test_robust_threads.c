@@ -57,7 +57,8 @@ static void run_job(job *j) {
         int32_t first[MAX_OUT], cur[MAX_OUT], n0 = 0, n1 = 0;
         for (int i = 0; i < 200 && j->st == VKF_OK; i++) {
             j->st = vkf_model_tokenize(j->m, j->text, 0, i ? cur : first, MAX_OUT, i ? &n1 : &n0);
-            if (j->st == VKF_OK && i && (n1 != n0 || memcmp(first, cur, (size_t)n0 * sizeof *cur) != 0)) {
+            if (j->st == VKF_OK && i &&
+                (n1 != n0 || memcmp(first, cur, (size_t)n0 * sizeof *cur) != 0)) {
                 j->st = VKF_ERROR_INTERNAL;
                 snprintf(j->err, sizeof j->err, "tokenization %d differs from the first", i);
             }
@@ -70,7 +71,8 @@ static void run_job(job *j) {
         if (j->st == VKF_OK && j->kind == 2) {
             j->st = vkf_session_eval(s, j->prompt, j->n_prompt, j->logits);
         } else if (j->st == VKF_OK) {
-            vkf_sampler_params smp = {.temp = j->kind == 0 ? 0.0f : 0.9f, .top_k = 30, .top_p = 0.9f, .seed = j->seed};
+            vkf_sampler_params smp = {
+                .temp = j->kind == 0 ? 0.0f : 0.9f, .top_k = 30, .top_p = 0.9f, .seed = j->seed};
             j->st = vkf_generate(s, j->prompt, j->n_prompt, j->n_gen, &smp, on_token, j, NULL);
         }
     }
@@ -109,20 +111,25 @@ static void *loader_main(void *arg) {
 }
 
 static int same(const job *a, const job *b, int n_logits) {
-    if (a->st != b->st || a->n != b->n || memcmp(a->toks, b->toks, (size_t)a->n * sizeof *a->toks) != 0) return 0;
+    if (a->st != b->st || a->n != b->n ||
+        memcmp(a->toks, b->toks, (size_t)a->n * sizeof *a->toks) != 0)
+        return 0;
     return !n_logits || memcmp(a->logits, b->logits, (size_t)n_logits * sizeof *a->logits) == 0;
 }
 
 /* Runs jobs a and b one after the other (the reference), then `rounds` times concurrently (with
  * a model loader as a third thread), and compares. */
-static void run_pair(const char *label, vkf_context *ctx, job *a, job *b, int n_logits, int rounds) {
+static void run_pair(const char *label, vkf_context *ctx, job *a, job *b, int n_logits,
+                     int rounds) {
     job ra = *a, rb = *b;
-    float *la = n_logits ? malloc((size_t)n_logits * sizeof *la) : NULL, *lb = n_logits ? malloc((size_t)n_logits * sizeof *lb) : NULL;
+    float *la = n_logits ? malloc((size_t)n_logits * sizeof *la) : NULL,
+          *lb = n_logits ? malloc((size_t)n_logits * sizeof *lb) : NULL;
     if (a->kind == 2) ra.logits = la;
     if (b->kind == 2) rb.logits = lb;
     run_job(&ra);
     run_job(&rb);
-    VKT_CHECK(ra.st == VKF_OK && rb.st == VKF_OK, "%s: sequential run failed: %s / %s", label, ra.err, rb.err);
+    VKT_CHECK(ra.st == VKF_OK && rb.st == VKF_OK, "%s: sequential run failed: %s / %s", label,
+              ra.err, rb.err);
     int bad = 0;
     for (int r = 0; r < rounds; r++) {
         pthread_barrier_t bar;
@@ -142,12 +149,15 @@ static void run_pair(const char *label, vkf_context *ctx, job *a, job *b, int n_
         pthread_join(tl, NULL);
         pthread_barrier_destroy(&bar);
         VKT_CHECK(ld.st == VKF_OK, "%s round %d: loading a model meanwhile: %s", label, r, ld.err);
-        int ok_a = same(&ca, &ra, a->kind == 2 ? n_logits : 0), ok_b = same(&cb, &rb, b->kind == 2 ? n_logits : 0);
+        int ok_a = same(&ca, &ra, a->kind == 2 ? n_logits : 0),
+            ok_b = same(&cb, &rb, b->kind == 2 ? n_logits : 0);
         free(cl);
         if (!ok_a || !ok_b) {
             bad++;
-            VKT_CHECK(0, "%s round %d: concurrent results differ from sequential ones (a: %s %s, b: %s %s)", label, r,
-                      ok_a ? "same" : "DIFFERENT", ca.err, ok_b ? "same" : "DIFFERENT", cb.err);
+            VKT_CHECK(
+                0,
+                "%s round %d: concurrent results differ from sequential ones (a: %s %s, b: %s %s)",
+                label, r, ok_a ? "same" : "DIFFERENT", ca.err, ok_b ? "same" : "DIFFERENT", cb.err);
         }
     }
     VKT_CHECK(bad == 0, "%s: %d of %d rounds differ", label, bad, rounds);
@@ -170,8 +180,10 @@ static void load_kjv(void) {
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "cases")) {
         if (k == 2) break;
         const cJSON *e;
-        cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "tokens")) if (g_kjv_n[k] < 64) g_kjv_tokens[k][g_kjv_n[k]++] = e->valueint;
-        cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "greedy_tokens")) if (g_kjv_ng[k] < 64) g_kjv_greedy[k][g_kjv_ng[k]++] = e->valueint;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "tokens")) if (g_kjv_n[k] < 64)
+            g_kjv_tokens[k][g_kjv_n[k]++] = e->valueint;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "greedy_tokens")) if (g_kjv_ng[k] < 64)
+            g_kjv_greedy[k][g_kjv_ng[k]++] = e->valueint;
         k++;
     }
     cJSON_Delete(j);
@@ -194,10 +206,17 @@ static void test_backend(vkf_backend_kind kind, int rounds) {
         job b = {.m = m, .kind = 0, .prompt = g_kjv_tokens[1], .n_prompt = g_kjv_n[1], .n_gen = 48};
         snprintf(l, sizeof l, "%s greedy/greedy", label);
         run_pair(l, ctx, &a, &b, 0, rounds);
-        VKT_CHECK(a.n == 48 && memcmp(a.toks, g_kjv_greedy[0], 48 * sizeof *a.toks) == 0, "%s: greedy 0 differs from PyTorch", label);
-        VKT_CHECK(b.n == 48 && memcmp(b.toks, g_kjv_greedy[1], 48 * sizeof *b.toks) == 0, "%s: greedy 1 differs from PyTorch", label);
+        VKT_CHECK(a.n == 48 && memcmp(a.toks, g_kjv_greedy[0], 48 * sizeof *a.toks) == 0,
+                  "%s: greedy 0 differs from PyTorch", label);
+        VKT_CHECK(b.n == 48 && memcmp(b.toks, g_kjv_greedy[1], 48 * sizeof *b.toks) == 0,
+                  "%s: greedy 1 differs from PyTorch", label);
         /* sampled + logits */
-        job c = {.m = m, .kind = 1, .prompt = g_kjv_tokens[0], .n_prompt = g_kjv_n[0], .n_gen = 64, .seed = 99};
+        job c = {.m = m,
+                 .kind = 1,
+                 .prompt = g_kjv_tokens[0],
+                 .n_prompt = g_kjv_n[0],
+                 .n_gen = 64,
+                 .seed = 99};
         job d = {.m = m, .kind = 2, .prompt = g_kjv_tokens[1], .n_prompt = g_kjv_n[1]};
         snprintf(l, sizeof l, "%s sampled/logits", label);
         run_pair(l, ctx, &c, &d, g_kjv_n[1] * 67, rounds);
@@ -216,11 +235,13 @@ static void test_tokenizer_threads(void) {
     if (ctx) VKT_OK(vkf_model_load(ctx, &mp, &m));
     if (m) {
         /* many distinct words, so the pre-token cache is written while the other thread reads */
-        static const char ta[] =
-            "In the beginning God created the heaven and the earth. And the earth was without form, and void; and darkness "
-            "was upon the face of the deep. The quick brown fox jumps over the lazy dog 0123456789 times!";
+        static const char ta[] = "In the beginning God created the heaven and the earth. And the "
+                                 "earth was without form, and void; and darkness "
+                                 "was upon the face of the deep. The quick brown fox jumps over "
+                                 "the lazy dog 0123456789 times!";
         static const char tb[] =
-            "Vulkan 1.3 runs on AMD, Intel & NVIDIA \xe2\x80\x94 42 tokens/s! Numbers: 3.14159 -273.15 1,000,000 "
+            "Vulkan 1.3 runs on AMD, Intel & NVIDIA \xe2\x80\x94 42 tokens/s! Numbers: 3.14159 "
+            "-273.15 1,000,000 "
             "unbelievably antidisestablishmentarianism supercalifragilistic expialidocious";
         job a = {.m = m, .kind = 3, .text = ta}, b = {.m = m, .kind = 3, .text = tb};
         run_pair("gpt2 tokenizer", ctx, &a, &b, 0, 5);
@@ -243,14 +264,16 @@ static void *tok_load_main(void *arg) {
     pthread_barrier_wait(j->bar);
     vkf_tokenizer *t = NULL;
     j->st = vkf_tokenizer_from_hf_json(j->path, &t);
-    if (j->st == VKF_OK) j->st = vkf_tokenizer_encode(t, j->text, strlen(j->text), 0, &j->ids, &j->n);
+    if (j->st == VKF_OK)
+        j->st = vkf_tokenizer_encode(t, j->text, strlen(j->text), 0, &j->ids, &j->n);
     vkf_tokenizer_free(t);
     return NULL;
 }
 
 static void test_tokenizer_load_threads(void) {
     const char *path = rb_repo("tests/data/tokenizers/bpe_bytelevel/tokenizer.json");
-    const char *text = "Threads load tokenizers: caf\xc3\xa9 \xe2\x80\x94 42 \xf0\x9f\x98\x80 naïve   spaces";
+    const char *text =
+        "Threads load tokenizers: caf\xc3\xa9 \xe2\x80\x94 42 \xf0\x9f\x98\x80 naïve   spaces";
     vkf_tokenizer *t = NULL;
     int32_t *ref = NULL;
     size_t n_ref = 0;
@@ -272,7 +295,8 @@ static void test_tokenizer_load_threads(void) {
     for (int i = 0; i < N; i++) {
         VKT_CHECK(j[i].st == VKF_OK && j[i].n == n_ref && n_ref > 5 &&
                       memcmp(j[i].ids, ref, n_ref * sizeof *ref) == 0,
-                  "tokenizer loaded by thread %d tokenizes differently (%zu ids, alone %zu)", i, j[i].n, n_ref);
+                  "tokenizer loaded by thread %d tokenizes differently (%zu ids, alone %zu)", i,
+                  j[i].n, n_ref);
         free(j[i].ids);
     }
     free(ref);

@@ -45,7 +45,8 @@ int main(void) {
         VKT_CHECK(st == VKF_ERROR_VULKAN && strstr(vkf_last_error(), "VK_TIMEOUT"), "status %s: %s",
                   vkf_status_name(st), vkf_last_error());
         st = eval_last(ctx, "And God said", gpu, &nv); /* the context refuses further work */
-        VKT_CHECK(st != VKF_OK && strstr(vkf_last_error(), "unusable"), "after a timeout: %s", vkf_last_error());
+        VKT_CHECK(st != VKF_OK && strstr(vkf_last_error(), "unusable"), "after a timeout: %s",
+                  vkf_last_error());
         vkf_context_free(ctx); /* waits for the pending work, then frees */
     }
     unsetenv("VKF_GPU_TIMEOUT_MS");
@@ -58,7 +59,8 @@ int main(void) {
     VKT_OK(eval_last(ctx, "And God said", cpu2, &nv));
     vkf_context_free(ctx);
     double md = 0;
-    for (int i = 0; i < nv; i++) md = fmax(md, fabs(cpu[i] - cpu2[i]));
+    for (int i = 0; i < nv; i++)
+        md = fmax(md, fabs(cpu[i] - cpu2[i]));
     VKT_CHECK(nv > 0 && md < 1e-4, "a new Vulkan context after the timeout: max |d| %g vs CPU", md);
     return vkt_finish();
 }

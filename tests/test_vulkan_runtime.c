@@ -35,7 +35,8 @@ static float frand(void) {
 }
 
 static void fill(float *p, size_t n) {
-    for (size_t i = 0; i < n; i++) p[i] = frand();
+    for (size_t i = 0; i < n; i++)
+        p[i] = frand();
 }
 
 static double max_abs_diff(const float *a, const float *b, size_t n) {
@@ -68,18 +69,31 @@ static void test_devices(void) {
     cJSON *devs = cJSON_GetObjectItem(root, "devices");
     VKT_CHECK(cJSON_IsArray(devs) && cJSON_GetArraySize(devs) >= 1, "devices array");
     cJSON *d0 = cJSON_GetArrayItem(devs, 0);
-    const char *keys[] = {"name", "vendor", "driver_name", "driver_version", "type", "api_version",
-                          "subgroup", "shared_memory_per_workgroup", "max_workgroup_size",
-                          "max_workgroup_invocations", "max_storage_buffer_range",
-                          "max_memory_allocation_size", "memory_heaps", "memory_types", "features",
+    const char *keys[] = {"name",
+                          "vendor",
+                          "driver_name",
+                          "driver_version",
+                          "type",
+                          "api_version",
+                          "subgroup",
+                          "shared_memory_per_workgroup",
+                          "max_workgroup_size",
+                          "max_workgroup_invocations",
+                          "max_storage_buffer_range",
+                          "max_memory_allocation_size",
+                          "memory_heaps",
+                          "memory_types",
+                          "features",
                           "cooperative_matrix_shapes"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         VKT_CHECK(cJSON_GetObjectItem(d0, keys[i]) != NULL, "JSON device lacks \"%s\"", keys[i]);
     cJSON *f = cJSON_GetObjectItem(d0, "features");
-    VKT_CHECK(cJSON_IsBool(cJSON_GetObjectItem(f, "fp16")) && cJSON_IsBool(cJSON_GetObjectItem(f, "cooperative_matrix")),
+    VKT_CHECK(cJSON_IsBool(cJSON_GetObjectItem(f, "fp16")) &&
+                  cJSON_IsBool(cJSON_GetObjectItem(f, "cooperative_matrix")),
               "features are booleans");
     cJSON *sg = cJSON_GetObjectItem(d0, "subgroup");
-    VKT_CHECK(cJSON_GetObjectItem(sg, "min_size") && cJSON_GetObjectItem(sg, "max_size"), "subgroup range");
+    VKT_CHECK(cJSON_GetObjectItem(sg, "min_size") && cJSON_GetObjectItem(sg, "max_size"),
+              "subgroup range");
     /* the device name in the text report matches the JSON */
     cJSON *name = cJSON_GetObjectItem(d0, "name");
     VKT_CHECK(cJSON_IsString(name) && txt && strstr(txt, name->valuestring), "names agree");
@@ -95,11 +109,14 @@ static void test_missing_layer(void) {
     setenv("VK_LAYER_PATH", "/nonexistent-vkf-layers", 1);
     vkf_backend *be = NULL;
     vkf_status s = vkf_backend_vulkan_create(NULL, 1, &be);
-    VKT_CHECK(s == VKF_ERROR_UNSUPPORTED && be == NULL && strstr(vkf_last_error(), "VK_LAYER_KHRONOS_validation"),
+    VKT_CHECK(s == VKF_ERROR_UNSUPPORTED && be == NULL &&
+                  strstr(vkf_last_error(), "VK_LAYER_KHRONOS_validation"),
               "missing layer: %s %s", vkf_status_name(s), vkf_last_error());
     if (be) vkf_backend_free(be);
-    if (saved) setenv("VK_LAYER_PATH", saved, 1);
-    else unsetenv("VK_LAYER_PATH");
+    if (saved)
+        setenv("VK_LAYER_PATH", saved, 1);
+    else
+        unsetenv("VK_LAYER_PATH");
     free(saved);
 }
 
@@ -119,7 +136,8 @@ static void test_selection(void) {
         snprintf(sub, sizeof sub, "%.4s", be->device_name);
         vkf_backend_free(be);
         be = NULL;
-        VKT_CHECK(vkf_backend_vulkan_create(sub, 1, &be) == VKF_OK, "substring \"%s\": %s", sub, vkf_last_error());
+        VKT_CHECK(vkf_backend_vulkan_create(sub, 1, &be) == VKF_OK, "substring \"%s\": %s", sub,
+                  vkf_last_error());
         vkf_backend_free(be);
     }
 }
@@ -129,7 +147,8 @@ static void test_selection(void) {
 static void round_trip(vkf_backend *be, const char *label) {
     size_t n = (3u << 20) + 12; /* not a multiple of anything nice */
     unsigned char *src = malloc(n), *dst = malloc(n);
-    for (size_t i = 0; i < n; i++) src[i] = (unsigned char)(i * 131u + 7u);
+    for (size_t i = 0; i < n; i++)
+        src[i] = (unsigned char)(i * 131u + 7u);
     vkf_buffer *b = NULL;
     VKT_OK(be->i->buffer_alloc(be, n, VKF_BUFFER_IO, &b));
     if (b) {
@@ -139,7 +158,8 @@ static void round_trip(vkf_backend *be, const char *label) {
         VKT_CHECK(memcmp(src, dst, n) == 0, "%s: round trip differs", label);
         /* an unaligned window in the middle */
         unsigned char patch[37];
-        for (int i = 0; i < 37; i++) patch[i] = (unsigned char)(255 - i);
+        for (int i = 0; i < 37; i++)
+            patch[i] = (unsigned char)(255 - i);
         VKT_OK(be->i->buffer_write(be, b, 1001, patch, sizeof patch));
         memcpy(src + 1001, patch, sizeof patch);
         VKT_OK(be->i->buffer_read(be, b, 990, dst, 60));
@@ -150,8 +170,10 @@ static void round_trip(vkf_backend *be, const char *label) {
     }
     /* many small buffers share blocks and come back */
     vkf_buffer *small[64];
-    for (int i = 0; i < 64; i++) VKT_OK(be->i->buffer_alloc(be, 1000 + (size_t)i * 77, VKF_BUFFER_ACTIVATIONS, &small[i]));
-    for (int i = 0; i < 64; i += 2) be->i->buffer_free(be, small[i]);
+    for (int i = 0; i < 64; i++)
+        VKT_OK(be->i->buffer_alloc(be, 1000 + (size_t)i * 77, VKF_BUFFER_ACTIVATIONS, &small[i]));
+    for (int i = 0; i < 64; i += 2)
+        be->i->buffer_free(be, small[i]);
     for (int i = 1; i < 64; i += 2) {
         float v = (float)i;
         VKT_OK(be->i->buffer_write(be, small[i], 0, &v, 4));
@@ -193,7 +215,8 @@ typedef struct scale_graph {
 } scale_graph;
 
 /* A one-node graph dst = src * s, built by hand (no arena). */
-static void scale_graph_init(vkf_backend *be, scale_graph *sg, int64_t rows, int64_t cols, float s) {
+static void scale_graph_init(vkf_backend *be, scale_graph *sg, int64_t rows, int64_t cols,
+                             float s) {
     memset(sg, 0, sizeof *sg);
     sg->x = vkf_tensor_make(VKF_DTYPE_F32, rows, cols, "x");
     sg->y = vkf_tensor_make(VKF_DTYPE_F32, rows, cols, "y");
@@ -223,7 +246,8 @@ static double timed_scale_run(vkf_vk_stats *stats) {
     scale_graph_init(be, &sg, 3, 100, 2.5f);
     float x[300], y[300], want[300];
     fill(x, 300);
-    for (int i = 0; i < 300; i++) want[i] = x[i] * 2.5f;
+    for (int i = 0; i < 300; i++)
+        want[i] = x[i] * 2.5f;
     VKT_OK(vkf_tensor_write(be, &sg.x, x));
     VKT_OK(be->i->graph_compute(be, &sg.g, 0));
     VKT_OK(vkf_tensor_read(be, &sg.y, y));
@@ -242,7 +266,8 @@ static int count_spv(const char *dir, char paths[][1024], int max) {
     struct dirent *e;
     while ((e = readdir(d)) && n < max) {
         size_t l = strlen(e->d_name);
-        if (l > 4 && strcmp(e->d_name + l - 4, ".spv") == 0) snprintf(paths[n++], 1024, "%.500s/%.300s", dir, e->d_name);
+        if (l > 4 && strcmp(e->d_name + l - 4, ".spv") == 0)
+            snprintf(paths[n++], 1024, "%.500s/%.300s", dir, e->d_name);
     }
     closedir(d);
     return n;
@@ -260,15 +285,18 @@ static void test_shader_cache(void) {
     double warm = timed_scale_run(&st);
     VKT_CHECK(st.shader_compiles == 0 && st.spirv_cache_hits >= 1, "warm: %llu compiles, %llu hits",
               (unsigned long long)st.shader_compiles, (unsigned long long)st.spirv_cache_hits);
-    printf("start to first dispatch done (create + upload + record + submit + read), validation on: "
-           "cold %.1f ms, warm %.1f ms\n", cold, warm);
+    printf(
+        "start to first dispatch done (create + upload + record + submit + read), validation on: "
+        "cold %.1f ms, warm %.1f ms\n",
+        cold, warm);
 
     /* the VkPipelineCache file: written with the driver's header; a corrupt one is discarded */
     char pc_path[1024] = "";
     DIR *dir = opendir(g_cache);
     struct dirent *de;
     while (dir && (de = readdir(dir)))
-        if (strncmp(de->d_name, "pipelines_", 10) == 0) snprintf(pc_path, sizeof pc_path, "%.500s/%.300s", g_cache, de->d_name);
+        if (strncmp(de->d_name, "pipelines_", 10) == 0)
+            snprintf(pc_path, sizeof pc_path, "%.500s/%.300s", g_cache, de->d_name);
     if (dir) closedir(dir);
     VKT_CHECK(pc_path[0] != 0, "pipeline cache file written in %s", g_cache);
     if (pc_path[0]) {
@@ -303,7 +331,8 @@ static void test_shader_cache(void) {
               "corrupt: %llu rejects, %llu compiles", (unsigned long long)st.spirv_cache_rejects,
               (unsigned long long)st.shader_compiles);
     /* truncated entries too */
-    for (int i = 0; i < n; i++) truncate(spv[i], 30);
+    for (int i = 0; i < n; i++)
+        truncate(spv[i], 30);
     timed_scale_run(&st);
     VKT_CHECK(st.spirv_cache_rejects >= 1 && st.shader_compiles >= 1, "truncated: %llu rejects",
               (unsigned long long)st.spirv_cache_rejects);
@@ -335,11 +364,14 @@ static void test_hazards_and_replay(void) {
     vkf_backend *be = make_backend();
     if (!be) return;
     const int64_t R = 5, C = 33;
-    vkf_tensor x = vkf_tensor_make(VKF_DTYPE_F32, R, C, "x"), y = vkf_tensor_make(VKF_DTYPE_F32, R, C, "y");
-    vkf_tensor a = vkf_tensor_make(VKF_DTYPE_F32, R, C, "a"), b = vkf_tensor_make(VKF_DTYPE_F32, R, C, "b");
+    vkf_tensor x = vkf_tensor_make(VKF_DTYPE_F32, R, C, "x"),
+               y = vkf_tensor_make(VKF_DTYPE_F32, R, C, "y");
+    vkf_tensor a = vkf_tensor_make(VKF_DTYPE_F32, R, C, "a"),
+               b = vkf_tensor_make(VKF_DTYPE_F32, R, C, "b");
     vkf_tensor s = vkf_tensor_make(VKF_DTYPE_F32, R, C, "s");
     vkf_tensor *all[] = {&x, &y, &a, &b, &s};
-    for (int i = 0; i < 5; i++) VKT_OK(vkf_tensor_alloc(be, all[i], VKF_BUFFER_ACTIVATIONS, NULL));
+    for (int i = 0; i < 5; i++)
+        VKT_OK(vkf_tensor_alloc(be, all[i], VKF_BUFFER_ACTIVATIONS, NULL));
     vkf_node nodes[3];
     memset(nodes, 0, sizeof nodes);
     nodes[0] = (vkf_node){.op = VKF_OP_SCALE, .dst = &a, .src = {&x}, .p.scale.scale = 2.0f};
@@ -354,7 +386,8 @@ static void test_hazards_and_replay(void) {
     for (int rep = 0; rep < 3; rep++) {
         fill(hx, (size_t)(R * C));
         fill(hy, (size_t)(R * C));
-        for (int i = 0; i < R * C; i++) want[i] = hx[i] * 2.0f + hy[i] * -3.0f;
+        for (int i = 0; i < R * C; i++)
+            want[i] = hx[i] * 2.0f + hy[i] * -3.0f;
         VKT_OK(vkf_tensor_write(be, &x, hx));
         VKT_OK(vkf_tensor_write(be, &y, hy));
         vkf_vk_stats before = vkf_backend_vulkan_stats(be);
@@ -363,7 +396,8 @@ static void test_hazards_and_replay(void) {
         VKT_OK(vkf_tensor_read(be, &s, out));
         VKT_CHECK(max_abs_diff(out, want, (size_t)(R * C)) < 1e-6, "rep %d result", rep);
         if (rep == 0)
-            VKT_CHECK(after.barriers - before.barriers == 1 && after.recordings - before.recordings == 1,
+            VKT_CHECK(after.barriers - before.barriers == 1 &&
+                          after.recordings - before.recordings == 1,
                       "one barrier (got %llu), one recording",
                       (unsigned long long)(after.barriers - before.barriers));
         else
@@ -372,7 +406,8 @@ static void test_hazards_and_replay(void) {
     }
     VKT_CHECK(vkf_backend_vulkan_stats(be).validation_messages == 0, "no validation messages");
     be->i->graph_release(be, &g);
-    for (int i = 0; i < 5; i++) be->i->buffer_free(be, all[i]->buf);
+    for (int i = 0; i < 5; i++)
+        be->i->buffer_free(be, all[i]->buf);
     vkf_backend_free(be);
 }
 
@@ -389,14 +424,17 @@ static void test_big_tensors(void) {
     const int64_t R = 1000, C = 250, W = 300; /* x is a [R, C] view of a [R, W] buffer */
     vkf_tensor xb = vkf_tensor_make(VKF_DTYPE_F32, R, W, "x_wide");
     vkf_tensor bias = vkf_tensor_make(VKF_DTYPE_F32, 1, C, "bias");
-    vkf_tensor y = vkf_tensor_make(VKF_DTYPE_F32, R, C, "y"), z = vkf_tensor_make(VKF_DTYPE_F32, R, C, "z");
+    vkf_tensor y = vkf_tensor_make(VKF_DTYPE_F32, R, C, "y"),
+               z = vkf_tensor_make(VKF_DTYPE_F32, R, C, "z");
     VKT_OK(vkf_tensor_alloc(be, &xb, VKF_BUFFER_WEIGHTS, NULL));
     VKT_OK(vkf_tensor_alloc(be, &bias, VKF_BUFFER_WEIGHTS, NULL));
     VKT_OK(vkf_tensor_alloc(be, &y, VKF_BUFFER_ACTIVATIONS, NULL));
     VKT_OK(vkf_tensor_alloc(be, &z, VKF_BUFFER_ACTIVATIONS, NULL));
-    vkf_tensor x = vkf_tensor_view(&xb, 0, R, 7, C); /* starts 28 bytes in: unaligned window start */
+    vkf_tensor x =
+        vkf_tensor_view(&xb, 0, R, 7, C); /* starts 28 bytes in: unaligned window start */
     float *hx = malloc(sizeof(float) * (size_t)(R * W)), *hb = malloc(sizeof(float) * (size_t)C);
-    float *out = malloc(sizeof(float) * (size_t)(R * C)), *want = malloc(sizeof(float) * (size_t)(R * C));
+    float *out = malloc(sizeof(float) * (size_t)(R * C)),
+          *want = malloc(sizeof(float) * (size_t)(R * C));
     fill(hx, (size_t)(R * W));
     fill(hb, (size_t)C);
     VKT_OK(vkf_tensor_write(be, &xb, hx));
@@ -413,16 +451,18 @@ static void test_big_tensors(void) {
     VKT_OK(be->i->graph_compute(be, &g, 0));
     VKT_OK(vkf_tensor_read(be, &z, out));
     for (int64_t r = 0; r < R; r++)
-        for (int64_t c = 0; c < C; c++) want[r * C + c] = (hx[r * W + 7 + c] + hb[c]) * 0.5f;
+        for (int64_t c = 0; c < C; c++)
+            want[r * C + c] = (hx[r * W + 7 + c] + hb[c]) * 0.5f;
     VKT_CHECK(max_abs_diff(out, want, (size_t)(R * C)) == 0, "windowed add+scale: max diff %g",
               max_abs_diff(out, want, (size_t)(R * C)));
     vkf_vk_stats st = vkf_backend_vulkan_stats(be);
-    VKT_CHECK(st.dispatches >= 2 * (uint64_t)((R * C * 4) / 65536), "split into windows: %llu dispatches",
-              (unsigned long long)st.dispatches);
+    VKT_CHECK(st.dispatches >= 2 * (uint64_t)((R * C * 4) / 65536),
+              "split into windows: %llu dispatches", (unsigned long long)st.dispatches);
     VKT_CHECK(st.validation_messages == 0, "no validation messages");
     be->i->graph_release(be, &g);
     vkf_tensor *all[] = {&xb, &bias, &y, &z};
-    for (int i = 0; i < 4; i++) be->i->buffer_free(be, all[i]->buf);
+    for (int i = 0; i < 4; i++)
+        be->i->buffer_free(be, all[i]->buf);
     free(hx);
     free(hb);
     free(out);
@@ -449,8 +489,8 @@ static void test_big_ops(void) {
     int n = vkf_harness_cases(0, &cases), ran = 0;
     for (int i = 0; i < n; i++) {
         vkf_op op = cases[i].op;
-        if (op != VKF_OP_MATMUL && op != VKF_OP_EMBED && op != VKF_OP_ATTENTION && op != VKF_OP_ADD_POS &&
-            op != VKF_OP_ROPE && op != VKF_OP_COPY_ROWS)
+        if (op != VKF_OP_MATMUL && op != VKF_OP_EMBED && op != VKF_OP_ATTENTION &&
+            op != VKF_OP_ADD_POS && op != VKF_OP_ROPE && op != VKF_OP_COPY_ROWS)
             continue;
         char desc[256];
         vkf_harness_describe(&cases[i], desc, sizeof desc);
@@ -461,9 +501,11 @@ static void test_big_ops(void) {
         ran++;
     }
     vkf_vk_stats st = vkf_backend_vulkan_stats(be);
-    VKT_CHECK(ran > 50 && st.dispatches > (uint64_t)ran + 100, "%d cases took %llu dispatches (windows split)",
-              ran, (unsigned long long)st.dispatches);
-    printf("capped window (64 KiB): %d matmul/embed/position/copy/attention cases, %llu dispatches, %llu barriers\n",
+    VKT_CHECK(ran > 50 && st.dispatches > (uint64_t)ran + 100,
+              "%d cases took %llu dispatches (windows split)", ran,
+              (unsigned long long)st.dispatches);
+    printf("capped window (64 KiB): %d matmul/embed/position/copy/attention cases, %llu "
+           "dispatches, %llu barriers\n",
            ran, (unsigned long long)st.dispatches, (unsigned long long)st.barriers);
     VKT_CHECK(st.validation_messages == 0, "no validation messages");
     free(cases);
@@ -480,18 +522,21 @@ static void test_validation_surfaces(void) {
     if (!be) return;
     vkf_vk_backend *vb = vkf_vk(be);
     PFN_vkSubmitDebugUtilsMessageEXT submit =
-        (PFN_vkSubmitDebugUtilsMessageEXT)vkGetInstanceProcAddr(vb->instance, "vkSubmitDebugUtilsMessageEXT");
+        (PFN_vkSubmitDebugUtilsMessageEXT)vkGetInstanceProcAddr(vb->instance,
+                                                                "vkSubmitDebugUtilsMessageEXT");
     VKT_CHECK(submit != NULL, "vkSubmitDebugUtilsMessageEXT");
     scale_graph sg;
     scale_graph_init(be, &sg, 1, 4, 1.0f);
     if (submit) {
-        VkDebugUtilsMessengerCallbackDataEXT cd = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CALLBACK_DATA_EXT};
+        VkDebugUtilsMessengerCallbackDataEXT cd = {
+            .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CALLBACK_DATA_EXT};
         cd.pMessageIdName = "VKF-test";
         cd.pMessage = "injected hazard text 4711";
         submit(vb->instance, VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
                VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT, &cd);
         vkf_status s = be->i->graph_compute(be, &sg.g, 0);
-        VKT_CHECK(s == VKF_ERROR_VALIDATION && strstr(vkf_last_error(), "injected hazard text 4711"),
+        VKT_CHECK(s == VKF_ERROR_VALIDATION &&
+                      strstr(vkf_last_error(), "injected hazard text 4711"),
                   "validation message surfaces: %s %s", vkf_status_name(s), vkf_last_error());
         VKT_OK(be->i->graph_compute(be, &sg.g, 0));
     }

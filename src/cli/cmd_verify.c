@@ -26,13 +26,14 @@ int vkf_cmd_verify(int argc, char **argv) {
     vkf_context_params cp = {0};
     const char *dir = NULL, *only = NULL;
     int ggml = 0;
-    vkf_arg args[] = {{"--case", VKF_ARG_STR, &only, .metavar = "SUBSTRING",
-                       .help = "only the cases whose name contains it"},
-                      {"--ggml-activations", VKF_ARG_SET, &ggml,
-                       .help = "the CPU reference with llama.cpp's arithmetic (activations quantized as "
-                               "ggml does, integer dot products): quantized fixtures at a tight tolerance"},
-                      VKF_ARGS_BACKEND(&cp),
-                      {0}};
+    vkf_arg args[] = {
+        {"--case", VKF_ARG_STR, &only, .metavar = "SUBSTRING",
+         .help = "only the cases whose name contains it"},
+        {"--ggml-activations", VKF_ARG_SET, &ggml,
+         .help = "the CPU reference with llama.cpp's arithmetic (activations quantized as "
+                 "ggml does, integer dot products): quantized fixtures at a tight tolerance"},
+        VKF_ARGS_BACKEND(&cp),
+        {0}};
     vkf_cmd_spec spec = {
         "verify",
         "FIXTURE_DIR [--case SUBSTRING] [-dev N | --cpu | --ggml-activations]",
@@ -60,7 +61,8 @@ int vkf_cmd_verify(int argc, char **argv) {
     }
     vkf_context *ctx;
     if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("verify");
-    printf("verify %s on %s%s\n", dir, vkf_context_device_name(ctx), cp.ggml_activations ? " (ggml activations)" : "");
+    printf("verify %s on %s%s\n", dir, vkf_context_device_name(ctx),
+           cp.ggml_activations ? " (ggml activations)" : "");
     vkf_verify_summary sum;
     vkf_status s = vkf_verify(ctx, dir, only, print_case, NULL, &sum);
     vkf_context_free(ctx);

@@ -22,10 +22,12 @@ static const vkf_cli_cmd commands[] = {
     {"tokenize", vkf_cmd_tokenize,
      "print token ids: -m MODEL (-p TEXT | -f FILE) [--json] [--no-special] [--tokenizer PATH]"},
     {"template", vkf_cmd_template,
-     "render a chat template: (-m MODEL | -t FILE) --messages FILE.json [--tools F --context F --bos S "
+     "render a chat template: (-m MODEL | -t FILE) --messages FILE.json [--tools F --context F "
+     "--bos S "
      "--eos S --no-generation-prompt]"},
     {"quantize", vkf_cmd_quantize,
-     "write a quantized GGUF like llama-quantize: IN (GGUF or HF dir) OUT.gguf TYPE (Q4_K_M, Q8_0, ...)"},
+     "write a quantized GGUF like llama-quantize: IN (GGUF or HF dir) OUT.gguf TYPE (Q4_K_M, Q8_0, "
+     "...)"},
     {"detokenize", vkf_cmd_detokenize,
      "print the text of ids: -m MODEL --ids 1,2,3 [--special] [--tokenizer PATH]"},
     {"chat", vkf_cmd_chat, "talk to a model: -m MODEL [-sys PROMPT] (/exit /clear /save /load)"},

@@ -36,8 +36,8 @@ uint16_t vkf_f32_to_f16(float f) {
     uint32_t ax = x & 0x7fffffff;
     if (ax >= 0x7f800000) return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 : 0));
     if (ax >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
-    if (ax < 0x38800000) {                                   /* subnormal or zero in f16 */
-        if (ax < 0x33000000) return (uint16_t)sign;          /* < half the smallest subnormal */
+    if (ax < 0x38800000) {                                  /* subnormal or zero in f16 */
+        if (ax < 0x33000000) return (uint16_t)sign;         /* < half the smallest subnormal */
         uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
         uint32_t shift = 126 - e; /* 14 + (113 - e) - 1 ... bits dropped = shift */
         uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);

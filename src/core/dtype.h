@@ -12,14 +12,14 @@
 #define VKF_QK 32 /* elements per Q8_0 / Q4_0 block */
 
 typedef struct vkf_block_q8_0 {
-    uint16_t d;       /* f16 scale */
+    uint16_t d;        /* f16 scale */
     int8_t qs[VKF_QK]; /* x[i] = d * qs[i] */
-} vkf_block_q8_0;     /* 34 bytes */
+} vkf_block_q8_0;      /* 34 bytes */
 
 typedef struct vkf_block_q4_0 {
-    uint16_t d;            /* f16 scale */
+    uint16_t d;             /* f16 scale */
     uint8_t qs[VKF_QK / 2]; /* x[i] = d * ((qs[i] & 15) - 8), x[i+16] = d * ((qs[i] >> 4) - 8) */
-} vkf_block_q4_0;          /* 18 bytes */
+} vkf_block_q4_0;           /* 18 bytes */
 
 _Static_assert(sizeof(vkf_block_q8_0) == 34, "ggml Q8_0 block is 34 bytes");
 _Static_assert(sizeof(vkf_block_q4_0) == 18, "ggml Q4_0 block is 18 bytes");

@@ -30,7 +30,8 @@ vkf_status vkf_error_prefix(vkf_status s, const char *fmt, ...) {
     memcpy(g_msg, prefix, n);
     memcpy(g_msg + n, ": ", 2);
     size_t m = strlen(old);
-    if (m > sizeof g_msg - n - 3) m = sizeof g_msg - n - 3; /* keep the tail of the old message cut, not the context */
+    if (m > sizeof g_msg - n - 3)
+        m = sizeof g_msg - n - 3; /* keep the tail of the old message cut, not the context */
     memcpy(g_msg + n + 2, old, m);
     g_msg[n + 2 + m] = 0;
     return s;

@@ -23,7 +23,8 @@ void vkf_graph_free(vkf_graph *g) {
     if (!g) return;
     if (g->exec && g->backend) g->backend->i->graph_release(g->backend, g);
     if (g->arena && g->backend) g->backend->i->buffer_free(g->backend, g->arena);
-    for (int i = 0; i < g->n_tensors; i++) free(g->tensors[i]);
+    for (int i = 0; i < g->n_tensors; i++)
+        free(g->tensors[i]);
     free(g->tensors);
     free(g->parent);
     free(g->view_offset);
@@ -99,7 +100,8 @@ static vkf_status expect(const vkf_node *n, const vkf_tensor *t, const char *wha
                          vkf_op_name(n->op), what, t->name,
                          vkf_dtype_name(dt == VKF_DTYPE_COUNT ? t->dtype : dt),
                          (long long)(rows >= 0 ? rows : t->rows),
-                         (long long)(cols >= 0 ? cols : t->cols), vkf_dtype_name(t->dtype), SHAPE(t));
+                         (long long)(cols >= 0 ? cols : t->cols), vkf_dtype_name(t->dtype),
+                         SHAPE(t));
     return VKF_OK;
 }
 
@@ -126,17 +128,21 @@ vkf_status vkf_node_check(const vkf_node *n) {
         VKF_TRY(expect(n, a, "x", VKF_DTYPE_F32, -1, -1));
         VKF_TRY(expect(n, b, "table", VKF_DTYPE_F32, -1, a->cols));
         if (n->p.pos.seq_len <= 0 || a->rows % n->p.pos.seq_len)
-            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "add_pos: seq_len %d does not divide %lld rows",
-                             n->p.pos.seq_len, (long long)a->rows);
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "add_pos: seq_len %d does not divide %lld rows", n->p.pos.seq_len,
+                             (long long)a->rows);
         return expect(n, d, "dst", VKF_DTYPE_F32, a->rows, a->cols);
     case VKF_OP_ROPE:
-        VKF_TRY(expect(n, a, "x", VKF_DTYPE_F32, -1, (int64_t)n->p.rope.n_head * n->p.rope.head_dim));
+        VKF_TRY(
+            expect(n, a, "x", VKF_DTYPE_F32, -1, (int64_t)n->p.rope.n_head * n->p.rope.head_dim));
         VKF_TRY(expect(n, b, "rope table", VKF_DTYPE_F32, -1, n->p.rope.n_rot));
-        if (n->p.rope.n_rot <= 0 || n->p.rope.n_rot % 2 || n->p.rope.n_rot > n->p.rope.head_dim || n->p.rope.head_dim > VKF_MAX_HEAD_DIM ||
-            n->p.rope.seq_len <= 0 || a->rows % n->p.rope.seq_len)
-            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
-                             "rope: n_rot %d must be even and <= head_dim %d; seq_len %d must divide %lld rows",
-                             n->p.rope.n_rot, n->p.rope.head_dim, n->p.rope.seq_len, (long long)a->rows);
+        if (n->p.rope.n_rot <= 0 || n->p.rope.n_rot % 2 || n->p.rope.n_rot > n->p.rope.head_dim ||
+            n->p.rope.head_dim > VKF_MAX_HEAD_DIM || n->p.rope.seq_len <= 0 ||
+            a->rows % n->p.rope.seq_len)
+            return vkf_error(
+                VKF_ERROR_INVALID_ARGUMENT,
+                "rope: n_rot %d must be even and <= head_dim %d; seq_len %d must divide %lld rows",
+                n->p.rope.n_rot, n->p.rope.head_dim, n->p.rope.seq_len, (long long)a->rows);
         return expect(n, d, "dst", VKF_DTYPE_F32, a->rows, a->cols);
     case VKF_OP_ADD:
     case VKF_OP_MUL:
@@ -147,7 +153,8 @@ vkf_status vkf_node_check(const vkf_node *n) {
     case VKF_OP_UNARY:
     case VKF_OP_LOG_SOFTMAX:
         if (n->op == VKF_OP_UNARY && (unsigned)n->p.unary.act >= VKF_UNARY_COUNT)
-            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "unary: unknown activation %d", n->p.unary.act);
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "unary: unknown activation %d",
+                             n->p.unary.act);
         VKF_TRY(expect(n, a, "x", VKF_DTYPE_F32, -1, -1));
         return expect(n, d, "dst", VKF_DTYPE_F32, a->rows, a->cols);
     case VKF_OP_LAYERNORM:
@@ -175,24 +182,28 @@ vkf_status vkf_node_check(const vkf_node *n) {
                              p->batch, p->n_q, p->n_kv, p->kv_stride, p->n_head, p->n_kv_head,
                              p->head_dim, p->window, (double)p->softcap);
         int64_t kv_rows = (int64_t)(p->batch - 1) * p->kv_stride + p->n_kv;
-        VKF_TRY(expect(n, a, "q", VKF_DTYPE_F32, (int64_t)p->batch * p->n_q, (int64_t)p->n_head * p->head_dim));
+        VKF_TRY(expect(n, a, "q", VKF_DTYPE_F32, (int64_t)p->batch * p->n_q,
+                       (int64_t)p->n_head * p->head_dim));
         /* K and V: F32, or both an F16 cache */
         vkf_dtype kvt = b && b->dtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
         VKF_TRY(expect(n, b, "k", kvt, -1, (int64_t)p->n_kv_head * p->head_dim));
         VKF_TRY(expect(n, c, "v", kvt, -1, (int64_t)p->n_kv_head * p->head_dim));
         if (b->rows < kv_rows || c->rows < kv_rows)
-            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "attention: k/v have %lld/%lld rows, need %lld",
-                             (long long)b->rows, (long long)c->rows, (long long)kv_rows);
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "attention: k/v have %lld/%lld rows, need %lld", (long long)b->rows,
+                             (long long)c->rows, (long long)kv_rows);
         if (n->src[3]) VKF_TRY(expect(n, n->src[3], "key lengths", VKF_DTYPE_I32, 1, p->batch));
         return expect(n, d, "dst", VKF_DTYPE_F32, a->rows, a->cols);
     }
     case VKF_OP_COPY_ROWS:
         VKF_TRY(expect(n, a, "src", VKF_DTYPE_F32, -1, -1));
-        VKF_TRY(expect(n, d, "dst", d->dtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, -1, a->cols));
+        VKF_TRY(expect(n, d, "dst", d->dtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, -1,
+                       a->cols));
         if (b) VKF_TRY(expect(n, b, "row offset", VKF_DTYPE_I32, 1, 1));
         if (n->p.copy.dst_row0 < 0 || n->p.copy.dst_row0 + a->rows > d->rows)
-            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "copy_rows: rows %d..%lld outside %s (%lld rows)",
-                             n->p.copy.dst_row0, (long long)(n->p.copy.dst_row0 + a->rows), d->name,
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "copy_rows: rows %d..%lld outside %s (%lld rows)", n->p.copy.dst_row0,
+                             (long long)(n->p.copy.dst_row0 + a->rows), d->name,
                              (long long)d->rows);
         return VKF_OK;
     case VKF_OP_ARGMAX:
@@ -201,8 +212,8 @@ vkf_status vkf_node_check(const vkf_node *n) {
     case VKF_OP_TOPK:
         VKF_TRY(expect(n, a, "x", VKF_DTYPE_F32, -1, -1));
         if (n->p.topk.k <= 0 || n->p.topk.k > a->cols)
-            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "topk: k = %d outside [1, %lld]", n->p.topk.k,
-                             (long long)a->cols);
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "topk: k = %d outside [1, %lld]",
+                             n->p.topk.k, (long long)a->cols);
         return expect(n, d, "dst", VKF_DTYPE_I32, a->rows, n->p.topk.k);
     default: break;
     }
@@ -251,7 +262,8 @@ static int cmp_size_desc(const void *x, const void *y) {
 }
 
 static int root_of(const vkf_graph *g, int i) {
-    while (g->parent[i] >= 0) i = g->parent[i];
+    while (g->parent[i] >= 0)
+        i = g->parent[i];
     return i;
 }
 
@@ -293,7 +305,8 @@ vkf_status vkf_graph_plan(vkf_graph *g) {
             again = 0;
             for (int j = 0; j < i; j++) {
                 int t_overlap = roots[j].first <= roots[i].last && roots[i].first <= roots[j].last;
-                int m_overlap = roots[j].off < off + roots[i].size && off < roots[j].off + roots[j].size;
+                int m_overlap =
+                    roots[j].off < off + roots[i].size && off < roots[j].off + roots[j].size;
                 if (t_overlap && m_overlap) {
                     off = roots[j].off + roots[j].size;
                     again = 1;
@@ -306,10 +319,12 @@ vkf_status vkf_graph_plan(vkf_graph *g) {
     }
     free(roots);
     g->arena_bytes = total ? total : VKF_ALIGN;
-    vkf_status s = g->backend->i->buffer_alloc(g->backend, g->arena_bytes, VKF_BUFFER_ACTIVATIONS, &g->arena);
+    vkf_status s =
+        g->backend->i->buffer_alloc(g->backend, g->arena_bytes, VKF_BUFFER_ACTIVATIONS, &g->arena);
     if (s != VKF_OK) {
         free(items);
-        return vkf_error_prefix(s, "graph %s: activation arena of %zu bytes", g->name, g->arena_bytes);
+        return vkf_error_prefix(s, "graph %s: activation arena of %zu bytes", g->name,
+                                g->arena_bytes);
     }
     for (int i = 0; i < nt; i++) { /* parents precede their views in creation order */
         vkf_tensor *t = g->tensors[i];

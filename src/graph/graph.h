@@ -25,8 +25,9 @@ typedef struct vkf_graph {
     vkf_node *nodes;
     int n_nodes, cap_nodes;
     vkf_tensor **tensors; /* intermediates owned by the graph (placed in the arena) */
-    int *parent;          /* per tensor: index of the intermediate it views, -1 (a root), -2 (views an external tensor) */
-    size_t *view_offset;  /* per view: byte offset inside its parent */
+    int *parent; /* per tensor: index of the intermediate it views, -1 (a root), -2 (views an
+                    external tensor) */
+    size_t *view_offset; /* per view: byte offset inside its parent */
     int n_tensors, cap_tensors;
     size_t arena_bytes;   /* set by vkf_graph_plan */
     vkf_buffer *arena;    /* allocated on the backend by vkf_graph_plan */

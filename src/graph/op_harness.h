@@ -30,11 +30,11 @@ typedef struct vkf_harness_case {
 } vkf_harness_case;
 
 typedef struct vkf_harness_result {
-    double nmse;       /* normalized mean squared error vs the CPU: sum (a-b)² / sum b² */
-    double max_abs;    /* largest absolute difference */
-    int64_t worst;     /* element index of max_abs */
-    int nonfinite;     /* NaN/Inf in one result but not at the same place in the other */
-    int index_mismatch;/* argmax/topk: differing indices */
+    double nmse;        /* normalized mean squared error vs the CPU: sum (a-b)² / sum b² */
+    double max_abs;     /* largest absolute difference */
+    int64_t worst;      /* element index of max_abs */
+    int nonfinite;      /* NaN/Inf in one result but not at the same place in the other */
+    int index_mismatch; /* argmax/topk: differing indices */
     int pass;
 } vkf_harness_result;
 

@@ -80,20 +80,21 @@ typedef enum vkf_unary {
 typedef enum vkf_rope_mode { VKF_ROPE_NORMAL = 0, VKF_ROPE_NEOX = 1 } vkf_rope_mode;
 
 typedef struct vkf_attn_params {
-    int32_t batch;      /* B sequences */
-    int32_t n_q;        /* queries per sequence; Q rows = B * n_q, row b*n_q + i */
-    int32_t n_kv;       /* keys per sequence when !kv_dyn; max keys (cache rows) otherwise */
-    int32_t kv_stride;  /* rows between sequences in K and V (>= n_kv) */
-    int32_t n_head;     /* query heads; Q cols = n_head * head_dim */
-    int32_t n_kv_head;  /* K/V heads, divides n_head; query head h uses KV head h / (n_head/n_kv_head) */
+    int32_t batch;     /* B sequences */
+    int32_t n_q;       /* queries per sequence; Q rows = B * n_q, row b*n_q + i */
+    int32_t n_kv;      /* keys per sequence when !kv_dyn; max keys (cache rows) otherwise */
+    int32_t kv_stride; /* rows between sequences in K and V (>= n_kv) */
+    int32_t n_head;    /* query heads; Q cols = n_head * head_dim */
+    int32_t
+        n_kv_head; /* K/V heads, divides n_head; query head h uses KV head h / (n_head/n_kv_head) */
     int32_t head_dim;
-    int32_t causal; /* query i (position q_pos(i)) sees keys j <= q_pos(i) */
-    int32_t kv_dyn; /* keys per sequence = n_past + n_q (decoding with a cache) */
-    float scale;    /* usually 1/sqrt(head_dim) */
-    int32_t window; /* > 0: sliding window, query i also needs j > q_pos(i) - window (itself
-                       and window-1 earlier keys; gemma2/3 local layers); 0: no window */
-    float softcap;  /* > 0: scores s = scale q.k become softcap * tanh(s / softcap) before
-                       the softmax (gemma2 attention-logit soft-cap); 0: none */
+    int32_t causal;  /* query i (position q_pos(i)) sees keys j <= q_pos(i) */
+    int32_t kv_dyn;  /* keys per sequence = n_past + n_q (decoding with a cache) */
+    float scale;     /* usually 1/sqrt(head_dim) */
+    int32_t window;  /* > 0: sliding window, query i also needs j > q_pos(i) - window (itself
+                        and window-1 earlier keys; gemma2/3 local layers); 0: no window */
+    float softcap;   /* > 0: scores s = scale q.k become softcap * tanh(s / softcap) before
+                        the softmax (gemma2 attention-logit soft-cap); 0: none */
     int32_t len_pos; /* serve batching, with key lengths (src3): sequences at their own
                         positions, q_pos(i) = key_len[b] - n_q + i (causal limit and window) */
 } /* query position q_pos(i) = n_past + i when kv_dyn, else i + (n_kv - n_q) if causal; with
@@ -144,7 +145,8 @@ const char *vkf_unary_name(vkf_unary a);
 /* The sinusoidal table of "Attention Is All You Need", computed in double and rounded:
  * table[pos*d + 2i] = sin(pos / 10000^(2i/d)), table[pos*d + 2i+1] = cos(same). */
 void vkf_sinusoidal_table(float *table, int n_pos, int d);
-/* The RoPE rotation table: table[pos*n_rot + 2i] = cos(pos * base^(-2i/n_rot)), [.. + 2i+1] = sin. */
+/* The RoPE rotation table: table[pos*n_rot + 2i] = cos(pos * base^(-2i/n_rot)), [.. + 2i+1] = sin.
+ */
 void vkf_rope_table(float *table, int n_pos, int n_rot, double freq_base);
 /* The same with llama.cpp's variants: theta_i = pos * pos_scale * base^(-2i/n_rot) / factors[i]
  * (linear scaling; llama3 rope_freqs and LongRoPE factors, n_rot/2 values or NULL), and cos and

@@ -328,10 +328,9 @@ static vkf_status gguf_parse_tensor_info(vkf_gguf *g, reader *r, size_t i, vkf_g
     t->rows = t->ne[1] * t->ne[2] * t->ne[3]; /* no overflow: bounded by n_elems */
     VKF_TRY(rd_u32(r, &t->ggml_type));
     if (!ggml_to_dtype(t->ggml_type, &t->dtype))
-        return vkf_error(VKF_ERROR_UNSUPPORTED,
-                         "%s: tensor %s: ggml type %u (%s) is not supported (%s are)",
-                         g->path, t->name, t->ggml_type, ggml_type_name(t->ggml_type),
-                         vkf_wtype_weight_list());
+        return vkf_error(
+            VKF_ERROR_UNSUPPORTED, "%s: tensor %s: ggml type %u (%s) is not supported (%s are)",
+            g->path, t->name, t->ggml_type, ggml_type_name(t->ggml_type), vkf_wtype_weight_list());
     int be = vkf_dtype_block_elems(t->dtype);
     if (t->ne[0] % be)
         return rd_fail(r, "%s rows need ne[0] to be a multiple of %d, found %lld",

@@ -44,9 +44,9 @@ typedef struct vkf_trie {
     int32_t *val;     /* [n_nodes] */
     size_t n_nodes, cap;
     /* after vkf_trie_freeze: each node's edges sorted by byte, the root's as a direct table */
-    uint32_t *first;  /* [n_nodes + 1] edge range of each node */
-    uint8_t *byte;    /* [n_edges] */
-    int32_t *child;   /* [n_edges] */
+    uint32_t *first; /* [n_nodes + 1] edge range of each node */
+    uint8_t *byte;   /* [n_edges] */
+    int32_t *child;  /* [n_edges] */
     int32_t root[256];
     int frozen;
 } vkf_trie;

@@ -22,7 +22,7 @@ typedef struct vkf_st_meta {
 struct vkf_safetensors {
     char *path;
     vkf_mapfile map;
-    int borrowed; /* map points at the caller's memory (open_memory): not unmapped */
+    int borrowed;           /* map points at the caller's memory (open_memory): not unmapped */
     vkf_st_tensor *tensors; /* header order */
     size_t n_tensors;
     size_t *by_name; /* indices sorted by name, for bsearch */
@@ -312,7 +312,8 @@ done:
 
 /* The handle over map, named `name` in errors; borrowed maps (open_memory) are not unmapped
  * at close. On failure map is released as close would. */
-static vkf_status safetensors_from_map(const char *name, vkf_mapfile map, int borrowed, vkf_safetensors **out) {
+static vkf_status safetensors_from_map(const char *name, vkf_mapfile map, int borrowed,
+                                       vkf_safetensors **out) {
     vkf_safetensors *st = calloc(1, sizeof *st);
     char *path = st ? strdup(name) : NULL;
     if (!path) {
@@ -345,7 +346,8 @@ vkf_status vkf_safetensors_open(const char *path, vkf_safetensors **out) {
     return safetensors_from_map(path, map, 0, out);
 }
 
-vkf_status vkf_safetensors_open_memory(const void *data, size_t size, const char *name, vkf_safetensors **out) {
+vkf_status vkf_safetensors_open_memory(const void *data, size_t size, const char *name,
+                                       vkf_safetensors **out) {
     *out = NULL;
     vkf_mapfile map = {size ? data : NULL, size};
     return safetensors_from_map(name ? name : "(memory)", map, 1, out);

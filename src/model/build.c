@@ -28,15 +28,16 @@ vkf_tensor *vkf_gb_view(vkf_gb *b, vkf_tensor *t, int64_t r0, int64_t n, int64_t
     return v;
 }
 
-void vkf_gb_node(vkf_gb *b, vkf_op op, vkf_tensor *dst, vkf_tensor *s0, vkf_tensor *s1, vkf_tensor *s2,
-                 vkf_tensor *s3, const vkf_op_params *p) {
+void vkf_gb_node(vkf_gb *b, vkf_op op, vkf_tensor *dst, vkf_tensor *s0, vkf_tensor *s1,
+                 vkf_tensor *s2, vkf_tensor *s3, const vkf_op_params *p) {
     if (b->s != VKF_OK) return;
     b->s = vkf_graph_add(b->g, op, dst, s0, s1, s2, s3, p);
 }
 
 /* A new [rows, cols] destination and one node writing it. */
-static vkf_tensor *gb_op(vkf_gb *b, vkf_op op, int64_t rows, int64_t cols, const char *name, vkf_tensor *s0,
-                         vkf_tensor *s1, vkf_tensor *s2, vkf_tensor *s3, const vkf_op_params *p) {
+static vkf_tensor *gb_op(vkf_gb *b, vkf_op op, int64_t rows, int64_t cols, const char *name,
+                         vkf_tensor *s0, vkf_tensor *s1, vkf_tensor *s2, vkf_tensor *s3,
+                         const vkf_op_params *p) {
     vkf_tensor *d = vkf_gb_new(b, rows, cols, "%s", name);
     vkf_gb_node(b, op, d, s0, s1, s2, s3, p);
     return b->s == VKF_OK ? d : NULL;
@@ -44,18 +45,21 @@ static vkf_tensor *gb_op(vkf_gb *b, vkf_op op, int64_t rows, int64_t cols, const
 
 /* ------------------------------------------------------------------ ops */
 
-vkf_tensor *vkf_gb_matmul(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, vkf_tensor *bias, const char *name) {
+vkf_tensor *vkf_gb_matmul(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, vkf_tensor *bias,
+                          const char *name) {
     if (b->s != VKF_OK) return NULL;
-    return gb_op(b, VKF_OP_MATMUL, x->rows, w->rows, name, x, w, bias ? vkf_opt(bias) : NULL, NULL, NULL);
+    return gb_op(b, VKF_OP_MATMUL, x->rows, w->rows, name, x, w, bias ? vkf_opt(bias) : NULL, NULL,
+                 NULL);
 }
 
-vkf_tensor *vkf_gb_layernorm(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, vkf_tensor *bias, float eps, const char *name) {
+vkf_tensor *vkf_gb_layernorm(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, vkf_tensor *bias, float eps,
+                             const char *name) {
     if (b->s != VKF_OK) return NULL;
     vkf_op_params p;
     memset(&p, 0, sizeof p);
     p.norm.eps = eps;
-    return gb_op(b, VKF_OP_LAYERNORM, x->rows, x->cols, name, x, w ? vkf_opt(w) : NULL, bias ? vkf_opt(bias) : NULL,
-                 NULL, &p);
+    return gb_op(b, VKF_OP_LAYERNORM, x->rows, x->cols, name, x, w ? vkf_opt(w) : NULL,
+                 bias ? vkf_opt(bias) : NULL, NULL, &p);
 }
 
 vkf_tensor *vkf_gb_rmsnorm(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, float eps, const char *name) {
@@ -63,7 +67,8 @@ vkf_tensor *vkf_gb_rmsnorm(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, float eps, c
     vkf_op_params p;
     memset(&p, 0, sizeof p);
     p.norm.eps = eps;
-    return gb_op(b, VKF_OP_RMSNORM, x->rows, x->cols, name, x, w ? vkf_opt(w) : NULL, NULL, NULL, &p);
+    return gb_op(b, VKF_OP_RMSNORM, x->rows, x->cols, name, x, w ? vkf_opt(w) : NULL, NULL, NULL,
+                 &p);
 }
 
 vkf_tensor *vkf_gb_add(vkf_gb *b, vkf_tensor *x, vkf_tensor *y, const char *name) {
@@ -84,8 +89,8 @@ vkf_tensor *vkf_gb_swiglu(vkf_gb *b, vkf_tensor *gate, vkf_tensor *up, const cha
     return gb_op(b, VKF_OP_SWIGLU, gate->rows, gate->cols, name, gate, up, NULL, NULL, NULL);
 }
 
-vkf_tensor *vkf_gb_attention(vkf_gb *b, vkf_tensor *q, vkf_tensor *k, vkf_tensor *v, vkf_tensor *lens,
-                             const vkf_attn_params *ap, const char *name) {
+vkf_tensor *vkf_gb_attention(vkf_gb *b, vkf_tensor *q, vkf_tensor *k, vkf_tensor *v,
+                             vkf_tensor *lens, const vkf_attn_params *ap, const char *name) {
     if (b->s != VKF_OK) return NULL;
     vkf_op_params p;
     memset(&p, 0, sizeof p);

@@ -16,19 +16,21 @@ vkf_tensor *vkf_gb_new(vkf_gb *b, int64_t rows, int64_t cols, const char *fmt, .
 /* A view of rows [r0, r0+n), columns [c0, c0+nc) of t. */
 vkf_tensor *vkf_gb_view(vkf_gb *b, vkf_tensor *t, int64_t r0, int64_t n, int64_t c0, int64_t nc);
 /* x[M,K] · w[N,K]ᵀ (+ bias when present) -> [M,N]. */
-vkf_tensor *vkf_gb_matmul(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, vkf_tensor *bias, const char *name);
-vkf_tensor *vkf_gb_layernorm(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, vkf_tensor *bias, float eps, const char *name);
+vkf_tensor *vkf_gb_matmul(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, vkf_tensor *bias,
+                          const char *name);
+vkf_tensor *vkf_gb_layernorm(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, vkf_tensor *bias, float eps,
+                             const char *name);
 vkf_tensor *vkf_gb_rmsnorm(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, float eps, const char *name);
 vkf_tensor *vkf_gb_add(vkf_gb *b, vkf_tensor *x, vkf_tensor *y, const char *name);
 vkf_tensor *vkf_gb_unary(vkf_gb *b, vkf_tensor *x, int act, const char *name);
 vkf_tensor *vkf_gb_swiglu(vkf_gb *b, vkf_tensor *gate, vkf_tensor *up, const char *name);
-vkf_tensor *vkf_gb_attention(vkf_gb *b, vkf_tensor *q, vkf_tensor *k, vkf_tensor *v, vkf_tensor *lens,
-                             const vkf_attn_params *p, const char *name);
+vkf_tensor *vkf_gb_attention(vkf_gb *b, vkf_tensor *q, vkf_tensor *k, vkf_tensor *v,
+                             vkf_tensor *lens, const vkf_attn_params *p, const char *name);
 /* dst rows [row0 + (dyn ? n_past : 0) + i] = src rows i. */
 void vkf_gb_copy_rows(vkf_gb *b, vkf_tensor *dst, vkf_tensor *src, int32_t row0, int dyn);
 /* Any other node with an explicit destination. */
-void vkf_gb_node(vkf_gb *b, vkf_op op, vkf_tensor *dst, vkf_tensor *s0, vkf_tensor *s1, vkf_tensor *s2,
-                 vkf_tensor *s3, const vkf_op_params *p);
+void vkf_gb_node(vkf_gb *b, vkf_op op, vkf_tensor *dst, vkf_tensor *s0, vkf_tensor *s1,
+                 vkf_tensor *s2, vkf_tensor *s3, const vkf_op_params *p);
 
 /* NULL for an absent optional weight (bias, norm), else t. */
 static inline vkf_tensor *vkf_opt(vkf_tensor *t) { return t->buf ? t : NULL; }

@@ -9,9 +9,9 @@
 
 #include "core/error.h"
 #include "io/gguf.h"
-#include "tokenizer/tokenizer.h"
 #include "model/jinja.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 /* ------------------------------------------------------------------ rendering */
 

@@ -13,8 +13,10 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
     if (!p) p = &def;
     if (!out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "context_create: NULL output");
     *out = NULL;
-    if (p->backend != VKF_BACKEND_AUTO && p->backend != VKF_BACKEND_CPU && p->backend != VKF_BACKEND_VULKAN)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "context_create: backend %d is not AUTO, CPU or VULKAN", (int)p->backend);
+    if (p->backend != VKF_BACKEND_AUTO && p->backend != VKF_BACKEND_CPU &&
+        p->backend != VKF_BACKEND_VULKAN)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "context_create: backend %d is not AUTO, CPU or VULKAN", (int)p->backend);
     vkf_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "context: out of host memory");
     pthread_mutexattr_t ma;
@@ -30,7 +32,8 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
     if (p->ggml_activations && p->backend == VKF_BACKEND_VULKAN) {
         pthread_mutex_destroy(&ctx->lock);
         free(ctx);
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "context_create: ggml_activations is a CPU backend mode");
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "context_create: ggml_activations is a CPU backend mode");
     }
     if (p->backend == VKF_BACKEND_CPU || p->ggml_activations) {
         s = vkf_backend_cpu_create_ex(p->ggml_activations != 0, &ctx->be);
@@ -46,13 +49,14 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
          * device request or a broken device is an error the caller must see. The reason stays
          * in ctx->fallback and in vkf_last_error() (the CPU backend sets no message), so a
          * front end can print a one-line notice. */
-        if (s != VKF_OK && p->backend == VKF_BACKEND_AUTO && !(p->device && *p->device) && !getenv("VKF_DEVICE") &&
-            (s == VKF_ERROR_NO_VULKAN || s == VKF_ERROR_NO_DEVICE)) {
+        if (s != VKF_OK && p->backend == VKF_BACKEND_AUTO && !(p->device && *p->device) &&
+            !getenv("VKF_DEVICE") && (s == VKF_ERROR_NO_VULKAN || s == VKF_ERROR_NO_DEVICE)) {
             snprintf(ctx->fallback, sizeof ctx->fallback, "%s", vkf_last_error());
             s = vkf_backend_cpu_create(&ctx->be);
             ctx->kind = VKF_BACKEND_CPU;
             ctx->serialize = 0;
-            if (s == VKF_OK) vkf_error(VKF_OK, "no usable Vulkan device, running on the CPU: %s", ctx->fallback);
+            if (s == VKF_OK)
+                vkf_error(VKF_OK, "no usable Vulkan device, running on the CPU: %s", ctx->fallback);
         }
     }
     if (s != VKF_OK) {

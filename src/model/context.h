@@ -7,7 +7,7 @@
 #include "graph/backend.h"
 
 struct vkf_context {
-    vkf_backend *be;      /* the backend everything in this context runs on */
+    vkf_backend *be; /* the backend everything in this context runs on */
     vkf_backend_kind kind;
     /* Serializes the backend calls of models and sessions that share this context (a Vulkan
      * device has one queue, one fence, one staging buffer and a recording state); recursive,

@@ -6,21 +6,24 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "tokenizer/tokenizer.h"
 #include "model/model.h"
 #include "model/sampling.h"
+#include "tokenizer/tokenizer.h"
 
 /* ------------------------------------------------------------------ generation */
 
 /* A NaN or +Inf logit is never a model's answer (a -Inf log-prob can be): it means a numerical
  * failure in a kernel or the driver, and sampling from it would silently pick garbage. */
-static vkf_status check_finite(const vkf_session *s, const float *v, int32_t n_vocab, int32_t pos, const char *what) {
+static vkf_status check_finite(const vkf_session *s, const float *v, int32_t n_vocab, int32_t pos,
+                               const char *what) {
     for (int32_t i = 0; i < n_vocab; i++)
         if (isnan(v[i]) || v[i] == INFINITY)
             return vkf_error(VKF_ERROR_INTERNAL,
-                             "%s: the %s after position %d are not finite (%s at token id %d) on %s: a numerical failure in "
+                             "%s: the %s after position %d are not finite (%s at token id %d) on "
+                             "%s: a numerical failure in "
                              "the backend; try the CPU (--cpu) or the VKF_NO_* fast-path switches",
-                             s->m->path, what, pos, isnan(v[i]) ? "NaN" : "+Inf", i, s->m->be->device_name);
+                             s->m->path, what, pos, isnan(v[i]) ? "NaN" : "+Inf", i,
+                             s->m->be->device_name);
     return VKF_OK;
 }
 
@@ -40,19 +43,25 @@ static void mask_eog(const vkf_model *m, float *logits) {
 }
 
 vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
-                        const vkf_sampler_params *sp, vkf_token_callback cb, void *user, vkf_generate_stats *stats) {
+                        const vkf_sampler_params *sp, vkf_token_callback cb, void *user,
+                        vkf_generate_stats *stats) {
     vkf_generate_stats st;
     memset(&st, 0, sizeof st);
     if (stats) *stats = st;
     vkf_model *m = s->m;
     if (m->arch == VKF_ARCH_TRANSFORMER)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "generate: %s is an encoder-decoder model: use vkf_translate", m->path);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "generate: %s is an encoder-decoder model: use vkf_translate", m->path);
     if (n_prompt < 1 || !prompt)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "generate: the prompt is empty (it needs at least one token, e.g. BOS)");
-    if (n_predict < 0) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "generate: n_predict %d < 0", n_predict);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "generate: the prompt is empty (it needs at least one token, e.g. BOS)");
+    if (n_predict < 0)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "generate: n_predict %d < 0", n_predict);
     if ((int64_t)s->n_past + n_prompt > s->n_ctx)
-        return vkf_error(VKF_ERROR_CONTEXT_FULL, "context full: the prompt has %d tokens but the context holds %d (%d already used)",
-                         n_prompt, s->n_ctx, s->n_past);
+        return vkf_error(
+            VKF_ERROR_CONTEXT_FULL,
+            "context full: the prompt has %d tokens but the context holds %d (%d already used)",
+            n_prompt, s->n_ctx, s->n_past);
     VKF_TRY(vkf_check_tokens(prompt, n_prompt, m->hp.n_vocab, "prompt"));
     vkf_sampler *smp;
     VKF_TRY(vkf_sampler_create(sp, &smp));
@@ -88,7 +97,8 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
             char *piece = NULL;
             size_t len = 0;
             /* NO_STRIP: a continuation keeps the leading space a SentencePiece token carries */
-            if (m->tok) rc = vkf_tokenizer_decode_ex(m->tok, &tok, 1, VKF_DECODE_NO_STRIP, &piece, &len);
+            if (m->tok)
+                rc = vkf_tokenizer_decode_ex(m->tok, &tok, 1, VKF_DECODE_NO_STRIP, &piece, &len);
             int stop = rc == VKF_OK ? cb(user, tok, piece ? piece : "", len) : 0;
             free(piece);
             if (rc != VKF_OK) break;
@@ -100,8 +110,10 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
         if (i + 1 == n_predict) break; /* the last token needs no forward pass */
         if (s->n_past >= s->n_ctx) {
             st.stop = VKF_STOP_CONTEXT_FULL;
-            rc = vkf_error(VKF_ERROR_CONTEXT_FULL, "context full: generation stopped after %d tokens; the context holds %d tokens",
-                           st.n_generated, s->n_ctx);
+            rc = vkf_error(
+                VKF_ERROR_CONTEXT_FULL,
+                "context full: generation stopped after %d tokens; the context holds %d tokens",
+                st.n_generated, s->n_ctx);
             break;
         }
         rc = vkf_session_eval_last(s, &tok, 1, logits);
@@ -119,7 +131,8 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
 
 /* ------------------------------------------------------------------ translation */
 
-static vkf_status translate_greedy(vkf_session *s, int32_t max_len, int32_t *out, int32_t *n_out, float *score) {
+static vkf_status translate_greedy(vkf_session *s, int32_t max_len, int32_t *out, int32_t *n_out,
+                                   float *score) {
     vkf_model *m = s->m;
     float *lp = malloc((size_t)m->hp.n_vocab * sizeof *lp);
     if (!lp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "translate: out of host memory");
@@ -162,13 +175,14 @@ static double beam_norm(double score, int32_t len, float penalty) {
  * last token, extends each by its 2*beam best tokens, keeps the beam best non-EOS extensions as
  * the new slots (the KV caches follow their parents) and sets EOS extensions aside as finished.
  * Stops when beam hypotheses have finished or after max_len tokens. */
-static vkf_status translate_beam(vkf_session *s, int32_t beam, int32_t max_len, float penalty, int32_t *out, int32_t *n_out,
-                                 float *score) {
+static vkf_status translate_beam(vkf_session *s, int32_t beam, int32_t max_len, float penalty,
+                                 int32_t *out, int32_t *n_out, float *score) {
     vkf_model *m = s->m;
     int32_t V = m->hp.n_vocab, kc = 2 * beam < V ? 2 * beam : V;
     size_t nb = (size_t)beam;
     float *lp = malloc(nb * (size_t)V * sizeof *lp);
-    int32_t *toks = calloc(nb * (size_t)max_len, sizeof *toks), *ntoks = calloc(nb * (size_t)max_len, sizeof *ntoks);
+    int32_t *toks = calloc(nb * (size_t)max_len, sizeof *toks),
+            *ntoks = calloc(nb * (size_t)max_len, sizeof *ntoks);
     double *sc = malloc(nb * sizeof *sc), *nsc = malloc(nb * sizeof *nsc);
     int32_t *feed = malloc(nb * sizeof *feed), *from = malloc(nb * sizeof *from);
     beam_cand *cands = malloc(nb * (size_t)kc * sizeof *cands);
@@ -179,20 +193,24 @@ static vkf_status translate_beam(vkf_session *s, int32_t beam, int32_t max_len, 
         rc = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "translate: out of host memory");
         goto done;
     }
-    for (int32_t b = 0; b < beam; b++) sc[b] = b == 0 ? 0.0 : -INFINITY; /* one hypothesis: BOS */
+    for (int32_t b = 0; b < beam; b++)
+        sc[b] = b == 0 ? 0.0 : -INFINITY; /* one hypothesis: BOS */
     int32_t n_fin = 0, best_len = 0;
     double best_norm = -INFINITY, best_raw = -INFINITY;
     for (int32_t t = 0; t < max_len; t++) {
-        for (int32_t b = 0; b < beam; b++) feed[b] = t == 0 || !isfinite(sc[b]) ? m->hp.bos_id : toks[(size_t)b * max_len + t - 1];
+        for (int32_t b = 0; b < beam; b++)
+            feed[b] = t == 0 || !isfinite(sc[b]) ? m->hp.bos_id : toks[(size_t)b * max_len + t - 1];
         rc = vkf_session_step(s, beam, 1, feed, NULL, 1, lp);
         for (int32_t b = 0; rc == VKF_OK && b < beam; b++)
-            if (isfinite(sc[b])) rc = check_finite(s, lp + (size_t)b * V, V, t, "log-probabilities");
+            if (isfinite(sc[b]))
+                rc = check_finite(s, lp + (size_t)b * V, V, t, "log-probabilities");
         if (rc != VKF_OK) break;
         int32_t nc = 0;
         for (int32_t b = 0; b < beam; b++) {
             if (!isfinite(sc[b])) continue;
             vkf_select_top_k(lp + (size_t)b * V, V, kc, top);
-            for (int32_t i = 0; i < kc; i++) cands[nc++] = (beam_cand){sc[b] + top[i].logit, b, top[i].id};
+            for (int32_t i = 0; i < kc; i++)
+                cands[nc++] = (beam_cand){sc[b] + top[i].logit, b, top[i].id};
         }
         qsort(cands, (size_t)nc, sizeof *cands, beam_cand_cmp);
         int32_t live = 0;
@@ -212,7 +230,8 @@ static vkf_status translate_beam(vkf_session *s, int32_t beam, int32_t max_len, 
                 n_fin++;
                 if (c->tok == m->hp.eos_id) continue;
             }
-            memcpy(ntoks + (size_t)live * max_len, toks + (size_t)c->from * max_len, (size_t)t * sizeof *toks);
+            memcpy(ntoks + (size_t)live * max_len, toks + (size_t)c->from * max_len,
+                   (size_t)t * sizeof *toks);
             ntoks[(size_t)live * max_len + t] = c->tok;
             nsc[live] = c->score;
             from[live] = c->from;
@@ -251,24 +270,31 @@ done:
     return rc;
 }
 
-vkf_status vkf_translate(vkf_session *s, const int32_t *src, int32_t n_src, const vkf_translate_params *p, int32_t *out,
-                         int32_t cap, int32_t *n_out, float *score) {
+vkf_status vkf_translate(vkf_session *s, const int32_t *src, int32_t n_src,
+                         const vkf_translate_params *p, int32_t *out, int32_t cap, int32_t *n_out,
+                         float *score) {
     vkf_translate_params def = {0};
     if (!p) p = &def;
     vkf_model *m = s->m;
     *n_out = 0;
     if (m->arch != VKF_ARCH_TRANSFORMER)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "translate: %s is decoder-only: use vkf_generate", m->path);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "translate: %s is decoder-only: use vkf_generate", m->path);
     if (n_src < 1) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "translate: empty source");
     int32_t beam = p->beam > 1 ? p->beam : 1;
     int32_t max_len = p->max_len > 0 ? p->max_len : s->n_ctx;
     if (max_len > s->n_ctx)
-        return vkf_error(VKF_ERROR_CONTEXT_FULL, "translate: max_len %d exceeds the session's context of %d tokens", max_len, s->n_ctx);
+        return vkf_error(VKF_ERROR_CONTEXT_FULL,
+                         "translate: max_len %d exceeds the session's context of %d tokens",
+                         max_len, s->n_ctx);
     if (cap < max_len)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "translate: the output buffer holds %d tokens, max_len is %d", cap, max_len);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "translate: the output buffer holds %d tokens, max_len is %d", cap,
+                         max_len);
     if (beam > s->n_batch)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "translate: beam %d needs a session with n_batch >= %d (it has %d)", beam, beam,
-                         s->n_batch);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "translate: beam %d needs a session with n_batch >= %d (it has %d)", beam,
+                         beam, s->n_batch);
     VKF_TRY(vkf_session_encode_batch(s, 1, n_src, src, &n_src, beam, NULL));
     if (beam == 1) return translate_greedy(s, max_len, out, n_out, score);
     return translate_beam(s, beam, max_len, p->length_penalty, out, n_out, score);

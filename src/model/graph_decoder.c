@@ -166,7 +166,8 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
     const vkf_hparams *hp = &m->hp;
     const vkf_arch_desc *a = m->desc;
     vkf_layer_w *L = &m->w.dec[l];
-    int64_t rows = (int64_t)B * n, qd = (int64_t)hp->n_head * hp->head_dim, kvd = (int64_t)hp->n_kv_head * hp->head_dim;
+    int64_t rows = (int64_t)B * n, qd = (int64_t)hp->n_head * hp->head_dim,
+            kvd = (int64_t)hp->n_kv_head * hp->head_dim;
     char nm[64];
 #define NM(what) (snprintf(nm, sizeof nm, "l%d.%s", l, what), nm)
     vkf_tensor *h = dec_norm(b, m, x, &L->norm1_w, &L->norm1_b, NM("attn_norm"));
@@ -193,9 +194,15 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
     if (b->s != VKF_OK) return NULL;
     dec_store_kv(b, s, sg, l, k, v, B, n);
     vkf_attn_params ap = {
-        .batch = B, .n_q = n, .n_kv = s->n_ctx, .kv_stride = s->n_ctx,
-        .n_head = hp->n_head, .n_kv_head = hp->n_kv_head, .head_dim = hp->head_dim,
-        .causal = 1, .kv_dyn = 1,
+        .batch = B,
+        .n_q = n,
+        .n_kv = s->n_ctx,
+        .kv_stride = s->n_ctx,
+        .n_head = hp->n_head,
+        .n_kv_head = hp->n_kv_head,
+        .head_dim = hp->head_dim,
+        .causal = 1,
+        .kv_dyn = 1,
         .scale = hp->attn_scale_by_layer ? hp->attn_scale / (float)(l + 1) : hp->attn_scale,
         .window = vkf_layer_swa(hp, l) ? hp->swa_window : 0,
         .softcap = hp->attn_softcap,
@@ -267,7 +274,8 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
         x = dec_layer(&b, s, sg, l, x, &sg->lens, B, n);
     VKF_TRY(b.s);
 
-    if (last_only) { /* the head on row n-1 of each sequence: a strided view, one row per sequence */
+    if (last_only) { /* the head on row n-1 of each sequence: a strided view, one row per sequence
+                      */
         vkf_tensor *xl = vkf_gb_view(&b, x, n - 1, 1, 0, d);
         if (xl) {
             xl->rows = B;

@@ -19,17 +19,19 @@
 
 /* Residual sublayer: post-LN gives norm(x + f), pre-LN gives x + f with f computed on norm(x);
  * `in` returns the sublayer's input. */
-static vkf_tensor *tf_sub_in(vkf_gb *b, const vkf_model *m, vkf_tensor *x, vkf_tensor *nw, vkf_tensor *nb, const char *name) {
+static vkf_tensor *tf_sub_in(vkf_gb *b, const vkf_model *m, vkf_tensor *x, vkf_tensor *nw,
+                             vkf_tensor *nb, const char *name) {
     return m->hp.norm_first ? vkf_gb_layernorm(b, x, nw, nb, m->hp.eps, name) : x;
 }
 
-static vkf_tensor *tf_sub_out(vkf_gb *b, const vkf_model *m, vkf_tensor *x, vkf_tensor *f, vkf_tensor *nw, vkf_tensor *nb,
-                              const char *name) {
+static vkf_tensor *tf_sub_out(vkf_gb *b, const vkf_model *m, vkf_tensor *x, vkf_tensor *f,
+                              vkf_tensor *nw, vkf_tensor *nb, const char *name) {
     vkf_tensor *r = vkf_gb_add(b, x, f, name);
     return m->hp.norm_first ? r : vkf_gb_layernorm(b, r, nw, nb, m->hp.eps, name);
 }
 
-static vkf_tensor *tf_ffn(vkf_gb *b, const vkf_model *m, const vkf_layer_w *L, vkf_tensor *x, int l, const char *side) {
+static vkf_tensor *tf_ffn(vkf_gb *b, const vkf_model *m, const vkf_layer_w *L, vkf_tensor *x, int l,
+                          const char *side) {
     char nm[64];
     snprintf(nm, sizeof nm, "%s%d.ff1", side, l);
     vkf_tensor *u = vkf_gb_matmul(b, x, (vkf_tensor *)&L->w_up, (vkf_tensor *)&L->b_up, nm);
@@ -40,8 +42,8 @@ static vkf_tensor *tf_ffn(vkf_gb *b, const vkf_model *m, const vkf_layer_w *L, v
 }
 
 /* x = E[ids] * emb_scale + PE[pos] */
-static vkf_tensor *tf_embed(vkf_gb *b, const vkf_model *m, vkf_tensor *table, vkf_tensor *ids, int64_t rows, int32_t n,
-                            int dyn) {
+static vkf_tensor *tf_embed(vkf_gb *b, const vkf_model *m, vkf_tensor *table, vkf_tensor *ids,
+                            int64_t rows, int32_t n, int dyn) {
     vkf_op_params p;
     memset(&p, 0, sizeof p);
     p.embed.scale = m->hp.emb_scale;
@@ -76,8 +78,16 @@ vkf_status vkf_build_encoder_graph(vkf_session *s, vkf_sgraph *sg) {
 
     vkf_tensor *x = tf_embed(&b, m, &m->w.src_embd, &sg->ids, rows, n, 0);
     vkf_attn_params ap = {
-        .batch = B, .n_q = n, .n_kv = n, .kv_stride = n, .n_head = hp->n_head, .n_kv_head = hp->n_head,
-        .head_dim = hp->head_dim, .causal = 0, .kv_dyn = 0, .scale = hp->attn_scale,
+        .batch = B,
+        .n_q = n,
+        .n_kv = n,
+        .kv_stride = n,
+        .n_head = hp->n_head,
+        .n_kv_head = hp->n_head,
+        .head_dim = hp->head_dim,
+        .causal = 0,
+        .kv_dyn = 0,
+        .scale = hp->attn_scale,
     };
     for (int l = 0; l < hp->n_enc_layer && b.s == VKF_OK; l++) {
         vkf_layer_w *L = &m->w.enc[l];
@@ -135,7 +145,8 @@ vkf_status vkf_build_encdec_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     int32_t B = sg->batch, n = sg->n;
     int64_t rows = (int64_t)B * n, d = hp->d_model;
     char name[64], nm[64];
-    snprintf(name, sizeof name, "transformer decoder n%d b%d%s", n, B, (sg->flags & VKF_SG_LAST_ONLY) ? " last" : "");
+    snprintf(name, sizeof name, "transformer decoder n%d b%d%s", n, B,
+             (sg->flags & VKF_SG_LAST_ONLY) ? " last" : "");
     vkf_gb b = {NULL, VKF_OK};
     VKF_TRY(vkf_graph_create(m->be, name, &b.g));
     sg->g = b.g;
@@ -151,14 +162,30 @@ vkf_status vkf_build_encdec_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
 
     vkf_tensor *x = tf_embed(&b, m, &m->w.tok_embd, &sg->ids, rows, n, 1);
     vkf_attn_params self = {
-        .batch = B, .n_q = n, .n_kv = s->n_ctx, .kv_stride = s->n_ctx, .n_head = hp->n_head, .n_kv_head = hp->n_head,
-        .head_dim = hp->head_dim, .causal = 1, .kv_dyn = 1, .scale = hp->attn_scale,
+        .batch = B,
+        .n_q = n,
+        .n_kv = s->n_ctx,
+        .kv_stride = s->n_ctx,
+        .n_head = hp->n_head,
+        .n_kv_head = hp->n_head,
+        .head_dim = hp->head_dim,
+        .causal = 1,
+        .kv_dyn = 1,
+        .scale = hp->attn_scale,
     };
     /* cross-attention reads n_src_max memory rows per sequence; the source lengths mask the
      * rest, so one decoder graph serves every source length */
     vkf_attn_params cross = {
-        .batch = B, .n_q = n, .n_kv = s->n_src_max, .kv_stride = s->n_src_max, .n_head = hp->n_head,
-        .n_kv_head = hp->n_head, .head_dim = hp->head_dim, .causal = 0, .kv_dyn = 0, .scale = hp->attn_scale,
+        .batch = B,
+        .n_q = n,
+        .n_kv = s->n_src_max,
+        .kv_stride = s->n_src_max,
+        .n_head = hp->n_head,
+        .n_kv_head = hp->n_head,
+        .head_dim = hp->head_dim,
+        .causal = 0,
+        .kv_dyn = 0,
+        .scale = hp->attn_scale,
     };
     for (int l = 0; l < hp->n_layer && b.s == VKF_OK; l++) {
         vkf_layer_w *L = &m->w.dec[l];
@@ -170,8 +197,10 @@ vkf_status vkf_build_encdec_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
         if (!qkv) break;
         vkf_tensor *q = vkf_gb_view(&b, qkv, 0, rows, 0, d);
         for (int32_t sq = 0; sq < B; sq++) {
-            vkf_gb_copy_rows(&b, &s->kc[l], vkf_gb_view(&b, qkv, (int64_t)sq * n, n, d, d), sq * s->n_ctx, 1);
-            vkf_gb_copy_rows(&b, &s->vc[l], vkf_gb_view(&b, qkv, (int64_t)sq * n, n, 2 * d, d), sq * s->n_ctx, 1);
+            vkf_gb_copy_rows(&b, &s->kc[l], vkf_gb_view(&b, qkv, (int64_t)sq * n, n, d, d),
+                             sq * s->n_ctx, 1);
+            vkf_gb_copy_rows(&b, &s->vc[l], vkf_gb_view(&b, qkv, (int64_t)sq * n, n, 2 * d, d),
+                             sq * s->n_ctx, 1);
         }
         snprintf(nm, sizeof nm, "d%d.self_attn", l);
         vkf_tensor *a = vkf_gb_attention(&b, q, &s->kc[l], &s->vc[l], &sg->lens, &self, nm);
@@ -206,7 +235,8 @@ vkf_status vkf_build_encdec_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
         }
         x = xl;
     }
-    vkf_tensor *y = vkf_gb_layernorm(&b, x, &m->w.out_norm_w, &m->w.out_norm_b, hp->eps, "dec_norm");
+    vkf_tensor *y =
+        vkf_gb_layernorm(&b, x, &m->w.out_norm_w, &m->w.out_norm_b, hp->eps, "dec_norm");
     vkf_tensor *logits = vkf_gb_matmul(&b, y, &m->w.output, &m->w.output_b, "generator");
     vkf_gb_node(&b, VKF_OP_LOG_SOFTMAX, &sg->out, logits, NULL, NULL, NULL, NULL);
     VKF_TRY(b.s);

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "tokenizer/unicode.h"
 #include "model/jinja_case.h"
 #include "model/jinja_int.h"
+#include "tokenizer/unicode.h"
 
 /* ------------------------------------------------------------------ arguments */
 

@@ -12,8 +12,8 @@
 #include "core/error.h"
 #include "graph/ops.h"
 #include "io/gguf.h"
-#include "tokenizer/tokenizer.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct gg_ctx {
     vkf_model *m;
@@ -33,7 +33,8 @@ static vkf_status gg_get(gg_ctx *c, vkf_tensor *t, const char *name, vkf_wkind k
     int64_t ne[2] = {ne0, ne1};
     int nd = kind == VKF_W_VECTOR ? 1 : 2;
     VKF_TRY(vkf_gguf_get_tensor(c->g, name, -1, nd, ne, &s));
-    if (kind == VKF_W_VECTOR) return vkf_model_upload(c->m, t, name, kind, s->dtype, 1, ne0, s->data);
+    if (kind == VKF_W_VECTOR)
+        return vkf_model_upload(c->m, t, name, kind, s->dtype, 1, ne0, s->data);
     return vkf_model_upload(c->m, t, name, kind, s->dtype, ne1, ne0, s->data);
 }
 
@@ -45,7 +46,8 @@ static vkf_status gg_key_u32(gg_ctx *c, const char *key, int64_t def, int32_t *o
         VKF_TRY(vkf_gguf_require_u32(c->g, full, &v));
     else
         VKF_TRY(vkf_gguf_get_u32(c->g, full, (uint32_t)def, &v));
-    if (v > INT32_MAX) return vkf_error(VKF_ERROR_FORMAT, "%s: key %s: %u is out of range", c->m->path, full, v);
+    if (v > INT32_MAX)
+        return vkf_error(VKF_ERROR_FORMAT, "%s: key %s: %u is out of range", c->m->path, full, v);
     *out = (int32_t)v;
     return VKF_OK;
 }
@@ -117,10 +119,11 @@ static vkf_status gg_hparams(gg_ctx *c) {
                          hp->n_kv_head, hp->n_head);
     /* every layer has several tensors: a corrupt count would size the layer table first */
     if ((size_t)hp->n_layer > vkf_gguf_tensor_count(c->g))
-        return vkf_error(VKF_ERROR_FORMAT, "%s: block_count %d exceeds the %zu tensors in the file", path, hp->n_layer,
-                         vkf_gguf_tensor_count(c->g));
+        return vkf_error(VKF_ERROR_FORMAT, "%s: block_count %d exceeds the %zu tensors in the file",
+                         path, hp->n_layer, vkf_gguf_tensor_count(c->g));
     if (hp->n_ctx > VKF_MODEL_MAX_CTX)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: context_length %d exceeds the %d tokens this engine supports", path,
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: context_length %d exceeds the %d tokens this engine supports", path,
                          hp->n_ctx, VKF_MODEL_MAX_CTX);
     /* head_dim: attention.key_length (qwen3, gemma: n_head * head_dim may differ from d_model) */
     hp->head_dim = -1;
@@ -134,10 +137,12 @@ static vkf_status gg_hparams(gg_ctx *c) {
         hp->head_dim = hp->d_model / hp->n_head;
     }
     if (hp->head_dim <= 0 || hp->head_dim > VKF_MAX_HEAD_DIM)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head dimension %d outside [1, %d]", path, hp->head_dim, VKF_MAX_HEAD_DIM);
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head dimension %d outside [1, %d]", path,
+                         hp->head_dim, VKF_MAX_HEAD_DIM);
     const vkf_arch_desc *a = c->m->desc;
     int by_d = a->scale_by_d_layers > 0 && hp->n_layer == a->scale_by_d_layers;
-    hp->attn_scale = (float)(1.0 / sqrt(by_d ? (double)(hp->d_model / hp->n_head) : (double)hp->head_dim));
+    hp->attn_scale =
+        (float)(1.0 / sqrt(by_d ? (double)(hp->d_model / hp->n_head) : (double)hp->head_dim));
     hp->act = a->ffn_act; /* gpt2: ggml_gelu, the tanh form */
     if (a->norm == VKF_NORM_RMS)
         VKF_TRY(gg_key_f32(c, "attention.layer_norm_rms_epsilon", 0, 1, &hp->eps));
@@ -163,7 +168,8 @@ static vkf_status gg_hparams(gg_ctx *c) {
                              "%s: %s as an array is not supported (a period is)", path, full);
         if (kv) VKF_TRY(gg_key_u32(c, "attention.sliding_window_pattern", 0, &hp->swa_period));
     }
-    if (!(hp->eps > 0)) return vkf_error(VKF_ERROR_FORMAT, "%s: norm epsilon %g must be > 0", path, hp->eps);
+    if (!(hp->eps > 0))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: norm epsilon %g must be > 0", path, hp->eps);
 
     /* special tokens; llama.cpp adds BOS by default for SentencePiece ("llama") vocabularies */
     uint32_t bos, eos;
@@ -175,7 +181,8 @@ static vkf_status gg_hparams(gg_ctx *c) {
     const char *tm;
     VKF_TRY(vkf_gguf_get_str(c->g, "tokenizer.ggml.model", "", &tm));
     int add_bos;
-    VKF_TRY(vkf_gguf_get_bool(c->g, "tokenizer.ggml.add_bos_token", strcmp(tm, "llama") == 0, &add_bos));
+    VKF_TRY(vkf_gguf_get_bool(c->g, "tokenizer.ggml.add_bos_token", strcmp(tm, "llama") == 0,
+                              &add_bos));
     hp->add_bos = add_bos && hp->bos_id >= 0;
     return VKF_OK;
 }
@@ -249,7 +256,9 @@ static vkf_status gg_weights(gg_ctx *c) {
     const vkf_gguf_tensor *te;
     int64_t ne[2] = {hp->d_model, -1};
     VKF_TRY(vkf_gguf_get_tensor(c->g, "token_embd.weight", -1, 2, ne, &te));
-    if (te->rows > INT32_MAX) return vkf_error(VKF_ERROR_FORMAT, "%s: token_embd.weight has %lld rows", m->path, (long long)te->rows);
+    if (te->rows > INT32_MAX)
+        return vkf_error(VKF_ERROR_FORMAT, "%s: token_embd.weight has %lld rows", m->path,
+                         (long long)te->rows);
     hp->n_vocab = hp->n_src_vocab = (int32_t)te->rows;
     if (m->desc->pos == VKF_POS_ROPE)
         vkf_model_extend_ctx(m); /* computed positions: the context asked for */
@@ -284,11 +293,15 @@ vkf_status vkf_load_gguf(vkf_model *m, const char *path) {
     if (s == VKF_OK) s = gg_weights(&c);
     /* a special id past the embedding rows would fail every prompt that uses it: reject the file */
     if (s == VKF_OK && (m->hp.bos_id >= m->hp.n_vocab || m->hp.eos_id >= m->hp.n_vocab))
-        s = vkf_error(VKF_ERROR_FORMAT, "%s: tokenizer.ggml.bos_token_id %d / eos_token_id %d outside the vocabulary [0, %d)", path,
-                      m->hp.bos_id, m->hp.eos_id, m->hp.n_vocab);
-    if (s == VKF_OK && vkf_gguf_find(g, "tokenizer.ggml.tokens")) s = vkf_tokenizer_from_gguf(g, &m->tok);
+        s = vkf_error(
+            VKF_ERROR_FORMAT,
+            "%s: tokenizer.ggml.bos_token_id %d / eos_token_id %d outside the vocabulary [0, %d)",
+            path, m->hp.bos_id, m->hp.eos_id, m->hp.n_vocab);
+    if (s == VKF_OK && vkf_gguf_find(g, "tokenizer.ggml.tokens"))
+        s = vkf_tokenizer_from_gguf(g, &m->tok);
     if (s == VKF_OK && m->tok && vkf_tokenizer_n_vocab(m->tok) > m->hp.n_vocab)
-        s = vkf_error(VKF_ERROR_FORMAT, "%s: the tokenizer has %d tokens, token_embd.weight only %d rows", path,
+        s = vkf_error(VKF_ERROR_FORMAT,
+                      "%s: the tokenizer has %d tokens, token_embd.weight only %d rows", path,
                       vkf_tokenizer_n_vocab(m->tok), m->hp.n_vocab);
     vkf_gguf_close(g);
     return s;

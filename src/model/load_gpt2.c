@@ -64,7 +64,8 @@ static vkf_status g2_get(void *user, vkf_arch_t slot, const char *name, vkf_tens
 
 /* ------------------------------------------------------------------ config */
 
-static vkf_status g2_int(const vkf_json_config *c, const char *key, const char *alt, int64_t def, int32_t *out) {
+static vkf_status g2_int(const vkf_json_config *c, const char *key, const char *alt, int64_t def,
+                         int32_t *out) {
     int64_t v;
     if (vkf_json_config_has(c, key) || !alt) {
         if (def < 0)
@@ -77,7 +78,8 @@ static vkf_status g2_int(const vkf_json_config *c, const char *key, const char *
         VKF_TRY(vkf_json_config_get_int(c, alt, def, &v));
     }
     if (v < 0 || v > INT32_MAX)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: key %s: %lld is out of range", vkf_json_config_path(c), key, (long long)v);
+        return vkf_error(VKF_ERROR_FORMAT, "%s: key %s: %lld is out of range",
+                         vkf_json_config_path(c), key, (long long)v);
     *out = (int32_t)v;
     return VKF_OK;
 }
@@ -88,9 +90,9 @@ static vkf_status g2_act(const char *path, const char *name, int32_t *act) {
         const char *name;
         vkf_unary act;
     } table[] = {
-        {"gelu_new", VKF_UNARY_GELU_TANH},          {"gelu_pytorch_tanh", VKF_UNARY_GELU_TANH},
-        {"gelu_fast", VKF_UNARY_GELU_TANH},         {"gelu", VKF_UNARY_GELU_ERF},
-        {"relu", VKF_UNARY_RELU},                   {"silu", VKF_UNARY_SILU},
+        {"gelu_new", VKF_UNARY_GELU_TANH},  {"gelu_pytorch_tanh", VKF_UNARY_GELU_TANH},
+        {"gelu_fast", VKF_UNARY_GELU_TANH}, {"gelu", VKF_UNARY_GELU_ERF},
+        {"relu", VKF_UNARY_RELU},           {"silu", VKF_UNARY_SILU},
         {"swish", VKF_UNARY_SILU},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
@@ -98,7 +100,9 @@ static vkf_status g2_act(const char *path, const char *name, int32_t *act) {
             *act = table[i].act;
             return VKF_OK;
         }
-    return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: activation_function \"%s\" is not supported (gelu_new, gelu, relu, silu)", path, name);
+    return vkf_error(VKF_ERROR_UNSUPPORTED,
+                     "%s: activation_function \"%s\" is not supported (gelu_new, gelu, relu, silu)",
+                     path, name);
 }
 
 static vkf_status g2_config(vkf_model *m, const vkf_json_config *c, int *tied) {
@@ -110,21 +114,28 @@ static vkf_status g2_config(vkf_model *m, const vkf_json_config *c, int *tied) {
     VKF_TRY(g2_int(c, "vocab_size", NULL, -1, &hp->n_vocab));
     VKF_TRY(g2_int(c, "n_positions", "n_ctx", -1, &hp->n_ctx));
     VKF_TRY(g2_int(c, "n_inner", NULL, 4 * (int64_t)hp->d_model, &hp->n_ff)); /* null: 4 n_embd */
-    if (hp->d_model <= 0 || hp->n_head <= 0 || hp->n_layer <= 0 || hp->n_vocab <= 0 || hp->n_ctx <= 0 || hp->n_ff <= 0)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: n_embd, n_head, n_layer, vocab_size, n_positions and n_inner must be > 0", path);
+    if (hp->d_model <= 0 || hp->n_head <= 0 || hp->n_layer <= 0 || hp->n_vocab <= 0 ||
+        hp->n_ctx <= 0 || hp->n_ff <= 0)
+        return vkf_error(
+            VKF_ERROR_FORMAT,
+            "%s: n_embd, n_head, n_layer, vocab_size, n_positions and n_inner must be > 0", path);
     if (hp->d_model % hp->n_head)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: n_head %d does not divide n_embd %d", path, hp->n_head, hp->d_model);
+        return vkf_error(VKF_ERROR_FORMAT, "%s: n_head %d does not divide n_embd %d", path,
+                         hp->n_head, hp->d_model);
     if (hp->n_ctx > VKF_MODEL_MAX_CTX)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: n_positions %d exceeds the %d tokens this engine supports", path, hp->n_ctx,
-                         VKF_MODEL_MAX_CTX);
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: n_positions %d exceeds the %d tokens this engine supports", path,
+                         hp->n_ctx, VKF_MODEL_MAX_CTX);
     if (hp->d_model / hp->n_head > VKF_MAX_HEAD_DIM)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head dimension %d exceeds %d", path, hp->d_model / hp->n_head, VKF_MAX_HEAD_DIM);
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head dimension %d exceeds %d", path,
+                         hp->d_model / hp->n_head, VKF_MAX_HEAD_DIM);
     hp->n_src_vocab = hp->n_vocab;
     hp->n_kv_head = hp->n_head;
     hp->head_dim = hp->d_model / hp->n_head;
     double eps;
     VKF_TRY(vkf_json_config_get_float(c, "layer_norm_epsilon", 1e-5, &eps));
-    if (!(eps > 0) || !((float)eps > 0)) return vkf_error(VKF_ERROR_FORMAT, "%s: layer_norm_epsilon %g must be > 0", path, eps);
+    if (!(eps > 0) || !((float)eps > 0))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: layer_norm_epsilon %g must be > 0", path, eps);
     hp->eps = (float)eps;
     const char *act;
     VKF_TRY(vkf_json_config_get_str(c, "activation_function", "gelu_new", &act));
@@ -181,8 +192,9 @@ vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir) {
     size_t n_tensors = vkf_safetensors_count(st);
     if ((size_t)m->hp.n_layer > n_tensors) { /* a corrupt count would size the layer table first */
         vkf_safetensors_close(st);
-        return vkf_error(VKF_ERROR_FORMAT, "%s/config.json: n_layer %d exceeds the %zu tensors of %s", dir, m->hp.n_layer,
-                         n_tensors, path);
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s/config.json: n_layer %d exceeds the %zu tensors of %s", dir,
+                         m->hp.n_layer, n_tensors, path);
     }
     g2_ctx c = {m, st, "", tied};
     if (!vkf_safetensors_find(st, "wte.weight") &&

@@ -23,8 +23,8 @@
 #include "graph/ops.h"
 #include "io/json_config.h"
 #include "io/safetensors.h"
-#include "tokenizer/tokenizer.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 #define HF_MAX_SHARDS 64
 

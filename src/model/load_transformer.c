@@ -11,8 +11,8 @@
 #include "graph/ops.h"
 #include "io/json_config.h"
 #include "io/safetensors.h"
-#include "tokenizer/tokenizer.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 /* ------------------------------------------------------------------ tensors */
 
@@ -23,11 +23,13 @@ static vkf_status tf_get(vkf_model *m, const vkf_safetensors *st, vkf_tensor *t,
     int64_t dims[2] = {d0, d1};
     int rank = kind == VKF_W_VECTOR ? 1 : 2;
     VKF_TRY(vkf_safetensors_get(st, name, -1, rank, dims, &s));
-    return vkf_model_upload(m, t, name, kind, s->dtype, rank == 1 ? 1 : d0, rank == 1 ? d0 : d1, s->data);
+    return vkf_model_upload(m, t, name, kind, s->dtype, rank == 1 ? 1 : d0, rank == 1 ? d0 : d1,
+                            s->data);
 }
 
 /* One nn.MultiheadAttention: in_proj (fused Q|K|V rows) and out_proj. */
-static vkf_status tf_attn(vkf_model *m, const vkf_safetensors *st, vkf_attn_w *a, const char *prefix, int cross) {
+static vkf_status tf_attn(vkf_model *m, const vkf_safetensors *st, vkf_attn_w *a,
+                          const char *prefix, int cross) {
     int64_t d = m->hp.d_model;
     char name[256];
     snprintf(name, sizeof name, "%s.in_proj_weight", prefix);
@@ -52,7 +54,8 @@ static vkf_status tf_attn(vkf_model *m, const vkf_safetensors *st, vkf_attn_w *a
     return VKF_OK;
 }
 
-static vkf_status tf_norm(vkf_model *m, const vkf_safetensors *st, vkf_tensor *w, vkf_tensor *b, const char *prefix) {
+static vkf_status tf_norm(vkf_model *m, const vkf_safetensors *st, vkf_tensor *w, vkf_tensor *b,
+                          const char *prefix) {
     char name[256];
     snprintf(name, sizeof name, "%s.weight", prefix);
     VKF_TRY(tf_get(m, st, w, name, VKF_W_VECTOR, m->hp.d_model, 0));
@@ -60,7 +63,8 @@ static vkf_status tf_norm(vkf_model *m, const vkf_safetensors *st, vkf_tensor *w
     return tf_get(m, st, b, name, VKF_W_VECTOR, m->hp.d_model, 0);
 }
 
-static vkf_status tf_layer(vkf_model *m, const vkf_safetensors *st, vkf_layer_w *L, const char *prefix, int decoder) {
+static vkf_status tf_layer(vkf_model *m, const vkf_safetensors *st, vkf_layer_w *L,
+                           const char *prefix, int decoder) {
     int64_t d = m->hp.d_model, ff = m->hp.n_ff;
     char name[256];
     snprintf(name, sizeof name, "%s.self_attn", prefix);
@@ -90,11 +94,13 @@ static vkf_status tf_layer(vkf_model *m, const vkf_safetensors *st, vkf_layer_w 
 
 /* ------------------------------------------------------------------ config */
 
-static vkf_status tf_int(const vkf_json_config *c, const char *key, int64_t lo, int64_t hi, int32_t *out) {
+static vkf_status tf_int(const vkf_json_config *c, const char *key, int64_t lo, int64_t hi,
+                         int32_t *out) {
     int64_t v;
     VKF_TRY(vkf_json_config_require_int(c, key, &v));
     if (v < lo || v > hi)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: key %s: expected an integer in [%lld, %lld], found %lld",
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s: key %s: expected an integer in [%lld, %lld], found %lld",
                          vkf_json_config_path(c), key, (long long)lo, (long long)hi, (long long)v);
     *out = (int32_t)v;
     return VKF_OK;
@@ -112,11 +118,13 @@ static vkf_status tf_config(vkf_model *m, const vkf_json_config *c) {
     VKF_TRY(tf_int(c, "tgt_vocab_size", 1, INT32_MAX, &hp->n_vocab));
     VKF_TRY(tf_int(c, "max_len", 1, 1 << 20, &hp->n_ctx));
     if (hp->d_model % hp->n_head)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: nhead %d does not divide d_model %d", path, hp->n_head, hp->d_model);
+        return vkf_error(VKF_ERROR_FORMAT, "%s: nhead %d does not divide d_model %d", path,
+                         hp->n_head, hp->d_model);
     hp->n_kv_head = hp->n_head;
     hp->head_dim = hp->d_model / hp->n_head;
     if (hp->head_dim > VKF_MAX_HEAD_DIM)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head dimension %d exceeds %d", path, hp->head_dim, VKF_MAX_HEAD_DIM);
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head dimension %d exceeds %d", path,
+                         hp->head_dim, VKF_MAX_HEAD_DIM);
     hp->attn_scale = (float)(1.0 / sqrt((double)hp->head_dim));
 
     const char *act;
@@ -126,11 +134,13 @@ static vkf_status tf_config(vkf_model *m, const vkf_json_config *c) {
     else if (strcmp(act, "gelu") == 0) /* PyTorch's F.gelu default: the exact erf form */
         hp->act = VKF_UNARY_GELU_ERF;
     else
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: activation \"%s\": expected \"relu\" or \"gelu\"", path, act);
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: activation \"%s\": expected \"relu\" or \"gelu\"", path, act);
 
     double eps;
     VKF_TRY(vkf_json_config_get_float(c, "layer_norm_eps", 1e-5, &eps));
-    if (!(eps > 0)) return vkf_error(VKF_ERROR_FORMAT, "%s: layer_norm_eps %g must be > 0", path, eps);
+    if (!(eps > 0))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: layer_norm_eps %g must be > 0", path, eps);
     hp->eps = (float)eps;
     int norm_first;
     VKF_TRY(vkf_json_config_get_bool(c, "norm_first", 0, &norm_first));
@@ -139,7 +149,9 @@ static vkf_status tf_config(vkf_model *m, const vkf_json_config *c) {
     const char *pe;
     VKF_TRY(vkf_json_config_get_str(c, "positional_encoding", "sinusoidal", &pe));
     if (strcmp(pe, "sinusoidal") != 0)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: positional_encoding \"%s\": only \"sinusoidal\" is supported", path, pe);
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: positional_encoding \"%s\": only \"sinusoidal\" is supported", path,
+                         pe);
     double scale;
     VKF_TRY(vkf_json_config_get_float(c, "embedding_scale", sqrt((double)hp->d_model), &scale));
     hp->emb_scale = (float)scale; /* float32(sqrt(d)) as the reference multiplies in f32 */
@@ -149,7 +161,8 @@ static vkf_status tf_config(vkf_model *m, const vkf_json_config *c) {
     VKF_TRY(vkf_json_config_get_int(c, "bos_id", 1, &bos));
     VKF_TRY(vkf_json_config_get_int(c, "eos_id", 2, &eos));
     if (bos < 0 || bos >= hp->n_vocab || eos < 0 || eos >= hp->n_vocab)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: bos_id %lld / eos_id %lld outside the target vocabulary [0, %d)",
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s: bos_id %lld / eos_id %lld outside the target vocabulary [0, %d)",
                          path, (long long)bos, (long long)eos, hp->n_vocab);
     hp->pad_id = (int32_t)pad;
     hp->bos_id = (int32_t)bos;
@@ -176,10 +189,12 @@ static vkf_status tf_tokenizers(vkf_model *m, const char *dir) {
     snprintf(p, sizeof p, "%s/tgt_vocab.json", dir);
     if (tf_exists(p)) VKF_TRY(vkf_model_tokenizer_load(p, &m->tok));
     if (m->src_tok && vkf_tokenizer_n_vocab(m->src_tok) > m->hp.n_src_vocab)
-        return vkf_error(VKF_ERROR_FORMAT, "%s/src_vocab.json: %d tokens, but the model's source vocabulary has %d",
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s/src_vocab.json: %d tokens, but the model's source vocabulary has %d",
                          dir, vkf_tokenizer_n_vocab(m->src_tok), m->hp.n_src_vocab);
     if (m->tok && vkf_tokenizer_n_vocab(m->tok) > m->hp.n_vocab)
-        return vkf_error(VKF_ERROR_FORMAT, "%s/tgt_vocab.json: %d tokens, but the model's target vocabulary has %d",
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s/tgt_vocab.json: %d tokens, but the model's target vocabulary has %d",
                          dir, vkf_tokenizer_n_vocab(m->tok), m->hp.n_vocab);
     return VKF_OK;
 }
@@ -194,7 +209,8 @@ static vkf_status tf_weights(vkf_model *m, const vkf_safetensors *st) {
     m->wtype = m->w.tok_embd.dtype;
     m->w.enc = calloc((size_t)hp->n_enc_layer, sizeof *m->w.enc);
     m->w.dec = calloc((size_t)hp->n_layer, sizeof *m->w.dec);
-    if (!m->w.enc || !m->w.dec) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
+    if (!m->w.enc || !m->w.dec)
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
     char prefix[128];
     for (int l = 0; l < hp->n_enc_layer; l++) {
         snprintf(prefix, sizeof prefix, "transformer.encoder.layers.%d", l);

@@ -11,8 +11,8 @@
 #include "io/gguf.h"
 #include "io/json_config.h"
 #include "model/chat.h"
-#include "tokenizer/tokenizer.h"
 #include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 const char *vkf_model_arch_name(const vkf_model *m) {
     if (m->arch == VKF_ARCH_TRANSFORMER) return "transformer";
@@ -34,7 +34,9 @@ static int path_exists(const char *p) {
 /* ------------------------------------------------------------------ tokenizers */
 
 /* One detector for the CLI's tokenize and the model loader: see vkf_tokenizer_open_auto. */
-vkf_status vkf_model_tokenizer_load(const char *path, vkf_tokenizer **out) { return vkf_tokenizer_open_auto(path, out); }
+vkf_status vkf_model_tokenizer_load(const char *path, vkf_tokenizer **out) {
+    return vkf_tokenizer_open_auto(path, out);
+}
 
 /* ------------------------------------------------------------------ load / free */
 
@@ -57,7 +59,8 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
     const cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
     if (!is_tf && !is_gpt2 && cJSON_IsString(a0)) {
         desc = vkf_arch_by_hf(a0->valuestring);
-        if (!type) snprintf(found, sizeof found, "%s", a0->valuestring); /* else model_type names it */
+        if (!type)
+            snprintf(found, sizeof found, "%s", a0->valuestring); /* else model_type names it */
     }
     vkf_json_config_free(c);
     VKF_TRY(s);
@@ -65,10 +68,13 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
     if (is_gpt2) return vkf_load_gpt2_hf(m, dir);
     if (desc && desc->pos == VKF_POS_ROPE) return vkf_load_hf(m, dir, desc);
     if (!found[0])
-        return vkf_error(VKF_ERROR_FORMAT, "%s: neither \"architecture\" nor \"model_type\" is set", path);
+        return vkf_error(VKF_ERROR_FORMAT, "%s: neither \"architecture\" nor \"model_type\" is set",
+                         path);
     return vkf_error(VKF_ERROR_UNSUPPORTED,
-                     "%s: architecture \"%s\" is not supported (directories: \"transformer\", model_type \"gpt2\", "
-                     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
+                     "%s: architecture \"%s\" is not supported (directories: \"transformer\", "
+                     "model_type \"gpt2\", "
+                     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                     "Gemma2ForCausalLM, "
                      "Gemma3ForCausalLM, Phi3ForCausalLM; GGUF: %s)",
                      path, found, vkf_arch_names());
 }
@@ -91,11 +97,14 @@ void vkf_load_progress_begin(const vkf_model_params *p);
 void vkf_load_progress_end(int ok);
 
 vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model **out) {
-    if (!ctx || !p || !p->path || !out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: NULL context, params, path or output");
+    if (!ctx || !p || !p->path || !out)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "model_load: NULL context, params, path or output");
     *out = NULL;
     VKF_TRY(vkf_model_path_check(p->path));
     if (p->n_ctx < 0 || p->n_ctx > VKF_MODEL_MAX_CTX)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: n_ctx %d outside [0, %d]", p->n_ctx, VKF_MODEL_MAX_CTX);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: n_ctx %d outside [0, %d]",
+                         p->n_ctx, VKF_MODEL_MAX_CTX);
     vkf_model *m = calloc(1, sizeof *m);
     if (!m) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_load: out of host memory");
     if (pthread_mutex_init(&m->tok_lock, NULL) != 0) {
@@ -120,7 +129,8 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     if (s == VKF_OK && !m->ctx_ext) m->hp.n_ctx_train = m->hp.n_ctx;
     if (s == VKF_OK && m->ctx_req > m->hp.n_ctx)
         s = vkf_error(VKF_ERROR_UNSUPPORTED,
-                      "%s: n_ctx %d exceeds the %d positions of its learned position table (%s); only models with "
+                      "%s: n_ctx %d exceeds the %d positions of its learned position table (%s); "
+                      "only models with "
                       "computed positions (RoPE, sinusoidal) run past their training context",
                       p->path, m->ctx_req, m->hp.n_ctx, vkf_model_arch_name(m));
     if (s == VKF_OK && p->tokenizer && m->arch == VKF_ARCH_TRANSFORMER &&
@@ -137,7 +147,8 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
         }
         snprintf(a, sizeof a, "%s/tgt_vocab.json", p->tokenizer);
         if (s == VKF_OK && !path_exists(a))
-            s = vkf_error(VKF_ERROR_IO, "%s: expected src_vocab.json and tgt_vocab.json", p->tokenizer);
+            s = vkf_error(VKF_ERROR_IO, "%s: expected src_vocab.json and tgt_vocab.json",
+                          p->tokenizer);
         if (s == VKF_OK) s = vkf_model_tokenizer_load(a, &t);
         if (t) {
             vkf_tokenizer_free(m->tok);
@@ -152,8 +163,9 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
         }
     }
     if (s == VKF_OK && m->tok && vkf_tokenizer_n_vocab(m->tok) > m->hp.n_vocab)
-        s = vkf_error(VKF_ERROR_FORMAT, "%s: the tokenizer has %d tokens but the model's vocabulary only %d",
-                      p->tokenizer ? p->tokenizer : p->path, vkf_tokenizer_n_vocab(m->tok), m->hp.n_vocab);
+        s = vkf_error(
+            VKF_ERROR_FORMAT, "%s: the tokenizer has %d tokens but the model's vocabulary only %d",
+            p->tokenizer ? p->tokenizer : p->path, vkf_tokenizer_n_vocab(m->tok), m->hp.n_vocab);
     if (s == VKF_OK && m->tok && m->arch != VKF_ARCH_TRANSFORMER) {
         /* the tokenizer knows the special ids when the config does not */
         if (m->hp.eos_id < 0) m->hp.eos_id = vkf_tokenizer_eos(m->tok);
@@ -176,7 +188,8 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
 void vkf_model_free(vkf_model *m) {
     if (!m) return;
     vkf_context_lock(m->ctx);
-    for (int i = 0; i < m->n_bufs; i++) m->be->i->buffer_free(m->be, m->bufs[i]);
+    for (int i = 0; i < m->n_bufs; i++)
+        m->be->i->buffer_free(m->be, m->bufs[i]);
     vkf_context_unlock(m->ctx);
     vkf_mapfile_close(&m->file); /* after the buffers that used it in place */
     free(m->bufs);
@@ -237,7 +250,8 @@ static size_t model_kv_bytes(const vkf_model *m) {
     const vkf_hparams *hp = &m->hp;
     size_t per_tok = model_kv_bytes_per_token(m);
     size_t b = per_tok * (size_t)hp->n_ctx;
-    if (m->arch == VKF_ARCH_TRANSFORMER) b += 2 * (size_t)hp->n_layer * (size_t)hp->d_model * sizeof(float) * (size_t)hp->n_ctx;
+    if (m->arch == VKF_ARCH_TRANSFORMER)
+        b += 2 * (size_t)hp->n_layer * (size_t)hp->d_model * sizeof(float) * (size_t)hp->n_ctx;
     return b;
 }
 
@@ -256,8 +270,8 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     size_t dl = 0;
     for (int t = 0; t < VKF_DTYPE_COUNT; t++)
         if (m->n_by_dtype[t])
-            dl += (size_t)snprintf(dtypes + dl, sizeof dtypes - dl, "%s%s x %d", dl ? ", " : "", vkf_dtype_name((vkf_dtype)t),
-                                   m->n_by_dtype[t]);
+            dl += (size_t)snprintf(dtypes + dl, sizeof dtypes - dl, "%s%s x %d", dl ? ", " : "",
+                                   vkf_dtype_name((vkf_dtype)t), m->n_by_dtype[t]);
     const char *tok = m->tok ? vkf_tokenizer_kind(m->tok) : "none";
     size_t kv = model_kv_bytes(m);
     if (!json) {
@@ -268,9 +282,11 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
           m->arch == VKF_ARCH_TRANSFORMER ? "encoder-decoder" : "decoder-only");
         P("file           %s (%s)\n", m->path, m->format);
         if (m->arch == VKF_ARCH_TRANSFORMER) {
-            P("vocabulary     source %d, target %d tokens (tokenizers: source %s, target %s)\n", hp->n_src_vocab, hp->n_vocab,
-              m->src_tok ? vkf_tokenizer_kind(m->src_tok) : "none", tok);
-            P("layers         %d encoder + %d decoder (%s)\n", hp->n_enc_layer, hp->n_layer, hp->norm_first ? "pre-LN" : "post-LN");
+            P("vocabulary     source %d, target %d tokens (tokenizers: source %s, target %s)\n",
+              hp->n_src_vocab, hp->n_vocab, m->src_tok ? vkf_tokenizer_kind(m->src_tok) : "none",
+              tok);
+            P("layers         %d encoder + %d decoder (%s)\n", hp->n_enc_layer, hp->n_layer,
+              hp->norm_first ? "pre-LN" : "post-LN");
         } else {
             P("vocabulary     %d tokens (tokenizer: %s)\n", hp->n_vocab, tok);
             P("layers         %d\n", hp->n_layer);
@@ -283,7 +299,8 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         else
             P("context        %d tokens\n", hp->n_ctx);
         P("d_model        %d\n", hp->d_model);
-        P("heads          %d query, %d key/value, head_dim %d\n", hp->n_head, hp->n_kv_head, hp->head_dim);
+        P("heads          %d query, %d key/value, head_dim %d\n", hp->n_head, hp->n_kv_head,
+          hp->head_dim);
         P("feed-forward   %d (%s)\n", hp->n_ff, act_name(m));
         P("norm           %s, eps %g\n", model_rms(m) ? "RMSNorm" : "LayerNorm", (double)hp->eps);
         if (model_rope(m)) {
@@ -322,11 +339,12 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         }
         P("parameters     %lld (%.2f M)\n", (long long)m->n_params, (double)m->n_params / 1e6);
         P("weight dtypes  %s (matrices %s)\n", dtypes, vkf_dtype_name(m->wtype));
-        P("memory         weights %.2f MiB (%.2f MiB used in place from the file, %.2f MiB copied); KV cache %zu "
+        P("memory         weights %.2f MiB (%.2f MiB used in place from the file, %.2f MiB "
+          "copied); KV cache %zu "
           "bytes per token, %.2f MiB per sequence at %d tokens (F32; half with --cache-type f16)\n",
           (double)m->weight_bytes / 1048576.0, (double)m->weight_bytes_in_place / 1048576.0,
-          (double)(m->weight_bytes - m->weight_bytes_in_place) / 1048576.0, model_kv_bytes_per_token(m), (double)kv / 1048576.0,
-          hp->n_ctx);
+          (double)(m->weight_bytes - m->weight_bytes_in_place) / 1048576.0,
+          model_kv_bytes_per_token(m), (double)kv / 1048576.0, hp->n_ctx);
 #undef P
         *out = strdup(buf);
         return *out ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_info: out of host memory");
@@ -343,7 +361,8 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         cJSON_AddNumberToObject(j, "n_enc_layer", hp->n_enc_layer);
         cJSON_AddBoolToObject(j, "norm_first", hp->norm_first);
         cJSON_AddNumberToObject(j, "embedding_scale", hp->emb_scale);
-        cJSON_AddStringToObject(j, "src_tokenizer", m->src_tok ? vkf_tokenizer_kind(m->src_tok) : "none");
+        cJSON_AddStringToObject(j, "src_tokenizer",
+                                m->src_tok ? vkf_tokenizer_kind(m->src_tok) : "none");
     }
     cJSON_AddStringToObject(j, "tokenizer", tok);
     cJSON_AddNumberToObject(j, "n_ctx", hp->n_ctx);
@@ -386,7 +405,8 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     cJSON_AddStringToObject(j, "matrix_dtype", vkf_dtype_name(m->wtype));
     cJSON *dt = cJSON_AddObjectToObject(j, "weight_dtypes");
     for (int t = 0; t < VKF_DTYPE_COUNT; t++)
-        if (m->n_by_dtype[t] && dt) cJSON_AddNumberToObject(dt, vkf_dtype_name((vkf_dtype)t), m->n_by_dtype[t]);
+        if (m->n_by_dtype[t] && dt)
+            cJSON_AddNumberToObject(dt, vkf_dtype_name((vkf_dtype)t), m->n_by_dtype[t]);
     cJSON_AddNumberToObject(j, "weight_bytes", (double)m->weight_bytes);
     cJSON_AddNumberToObject(j, "weight_bytes_in_place", (double)m->weight_bytes_in_place);
     cJSON_AddNumberToObject(j, "kv_bytes_per_token", (double)model_kv_bytes_per_token(m));
@@ -399,14 +419,18 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
 /* ------------------------------------------------------------------ tokenization */
 
 static vkf_tokenizer *model_tok(const vkf_model *m, int flags, const char *what) {
-    vkf_tokenizer *t = (flags & VKF_TOKENIZE_SOURCE) && m->arch == VKF_ARCH_TRANSFORMER ? m->src_tok : m->tok;
+    vkf_tokenizer *t =
+        (flags & VKF_TOKENIZE_SOURCE) && m->arch == VKF_ARCH_TRANSFORMER ? m->src_tok : m->tok;
     if (!t)
-        vkf_error(VKF_ERROR_UNSUPPORTED, "%s: %s has no %stokenizer (pass one with --tokenizer / vkf_model_params.tokenizer)", what,
-                  m->path, (flags & VKF_TOKENIZE_SOURCE) ? "source " : "");
+        vkf_error(
+            VKF_ERROR_UNSUPPORTED,
+            "%s: %s has no %stokenizer (pass one with --tokenizer / vkf_model_params.tokenizer)",
+            what, m->path, (flags & VKF_TOKENIZE_SOURCE) ? "source " : "");
     return t;
 }
 
-vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t *tokens, int32_t cap, int32_t *n) {
+vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t *tokens,
+                              int32_t cap, int32_t *n) {
     vkf_tokenizer *t = model_tok(m, flags, "tokenize");
     if (!t) return VKF_ERROR_UNSUPPORTED;
     if (!text || !n || (cap > 0 && !tokens))
@@ -435,7 +459,8 @@ vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t
     *n = (int32_t)total;
     if (total > (size_t)(cap > 0 ? cap : 0)) {
         free(ids);
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tokenize: %zu tokens do not fit a buffer of %d", total, cap);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "tokenize: %zu tokens do not fit a buffer of %d", total, cap);
     }
     if (prepend) tokens[0] = bos;
     memcpy(tokens + prepend, ids, count * sizeof *ids);
@@ -444,10 +469,12 @@ vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t
     return VKF_OK;
 }
 
-vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags, char **out) {
+vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags,
+                                char **out) {
     vkf_tokenizer *t = model_tok(m, flags, "detokenize");
     if (!t) return VKF_ERROR_UNSUPPORTED;
     size_t len;
-    return vkf_tokenizer_decode_ex(t, tokens, (size_t)(n > 0 ? n : 0), (flags & VKF_DETOKENIZE_SPECIAL) ? VKF_DECODE_SPECIAL : 0,
-                                   out, &len);
+    return vkf_tokenizer_decode_ex(t, tokens, (size_t)(n > 0 ? n : 0),
+                                   (flags & VKF_DETOKENIZE_SPECIAL) ? VKF_DECODE_SPECIAL : 0, out,
+                                   &len);
 }

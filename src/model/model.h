@@ -63,7 +63,7 @@ typedef struct vkf_hparams {
     float attn_softcap;          /* attention logits c tanh(s / c); 0: none */
     float final_softcap;         /* LM-head logits soft-cap; 0: none */
     int32_t bos_id, eos_id, pad_id; /* -1 when the model has none */
-    int32_t add_bos;     /* tokenizing a prompt prepends BOS by default */
+    int32_t add_bos;                /* tokenizing a prompt prepends BOS by default */
 } vkf_hparams;
 
 /* ------------------------------------------------------------------ weights */
@@ -71,17 +71,18 @@ typedef struct vkf_hparams {
 /* Matrix weights keep their stored dtype ([out, in] rows: row i is output feature i); vectors
  * (norms, biases) are F32 [1, n]. A tensor with buf == NULL is absent (no bias, no norm). */
 typedef struct vkf_attn_w {
-    vkf_tensor wqkv, bqkv; /* fused [(n_head + 2 n_kv_head) * head_dim, d] and [1, same], or absent */
-    vkf_tensor wq, bq;     /* [n_head*head_dim, d], [1, n_head*head_dim] (views of wqkv when fused) */
-    vkf_tensor wk, bk;     /* [n_kv_head*head_dim, d] */
-    vkf_tensor wv, bv;     /* [n_kv_head*head_dim, d] */
-    vkf_tensor wkv, bkv;   /* transformer cross-attention: rows [d, 3d) of in_proj, [2d, d] */
-    vkf_tensor wo, bo;     /* [d, n_head*head_dim], [1, d] */
+    vkf_tensor wqkv,
+        bqkv;            /* fused [(n_head + 2 n_kv_head) * head_dim, d] and [1, same], or absent */
+    vkf_tensor wq, bq;   /* [n_head*head_dim, d], [1, n_head*head_dim] (views of wqkv when fused) */
+    vkf_tensor wk, bk;   /* [n_kv_head*head_dim, d] */
+    vkf_tensor wv, bv;   /* [n_kv_head*head_dim, d] */
+    vkf_tensor wkv, bkv; /* transformer cross-attention: rows [d, 3d) of in_proj, [2d, d] */
+    vkf_tensor wo, bo;   /* [d, n_head*head_dim], [1, d] */
 } vkf_attn_w;
 
 typedef struct vkf_layer_w {
-    vkf_attn_w self;        /* self-attention */
-    vkf_attn_w cross;       /* transformer decoder: cross-attention (multihead_attn) */
+    vkf_attn_w self;             /* self-attention */
+    vkf_attn_w cross;            /* transformer decoder: cross-attention (multihead_attn) */
     vkf_tensor norm1_w, norm1_b; /* [1, d]: gpt2 ln_1, llama attn_norm, transformer norm1 */
     vkf_tensor norm2_w, norm2_b; /* [1, d]: gpt2 ln_2, llama ffn_norm, transformer norm2 */
     vkf_tensor norm3_w, norm3_b; /* [1, d]: transformer decoder norm3 */
@@ -93,16 +94,18 @@ typedef struct vkf_layer_w {
 } vkf_layer_w;
 
 typedef struct vkf_model_w {
-    vkf_tensor tok_embd;         /* [n_vocab, d] (transformer: tgt_embed) */
-    vkf_tensor src_embd;         /* transformer: [n_src_vocab, d] */
-    vkf_tensor pos_embd;         /* gpt2: learned [n_ctx, d]; transformer: sinusoidal table [n_ctx, d] F32 */
-    vkf_tensor rope;             /* RoPE: rotation table [n_ctx, n_rot] F32 */
-    vkf_tensor rope_swa;         /* sliding-window layers' table when it differs (gemma3), else absent */
+    vkf_tensor tok_embd; /* [n_vocab, d] (transformer: tgt_embed) */
+    vkf_tensor src_embd; /* transformer: [n_src_vocab, d] */
+    vkf_tensor
+        pos_embd;    /* gpt2: learned [n_ctx, d]; transformer: sinusoidal table [n_ctx, d] F32 */
+    vkf_tensor rope; /* RoPE: rotation table [n_ctx, n_rot] F32 */
+    vkf_tensor rope_swa; /* sliding-window layers' table when it differs (gemma3), else absent */
     vkf_tensor enc_norm_w, enc_norm_b; /* transformer: final encoder LayerNorm [1, d] */
     vkf_tensor out_norm_w, out_norm_b; /* final norm [1, d] (transformer: decoder norm) */
-    vkf_tensor output, output_b; /* LM head [n_vocab, d] (may be tok_embd: tied), bias [1, n_vocab] */
-    vkf_layer_w *enc;            /* [n_enc_layer] */
-    vkf_layer_w *dec;            /* [n_layer] */
+    vkf_tensor output,
+        output_b;     /* LM head [n_vocab, d] (may be tok_embd: tied), bias [1, n_vocab] */
+    vkf_layer_w *enc; /* [n_enc_layer] */
+    vkf_layer_w *dec; /* [n_layer] */
 } vkf_model_w;
 
 /* ------------------------------------------------------------------ tokenizers */
@@ -132,19 +135,19 @@ struct vkf_model {
     char path[1024];           /* as given to vkf_model_load */
     char format[16];           /* "safetensors" or "gguf" */
     vkf_hparams hp;
-    int32_t ctx_req;   /* vkf_model_params.n_ctx: positions asked for (0: the training context) */
-    int ctx_ext;       /* positions are computed: the loader called vkf_model_extend_ctx */
+    int32_t ctx_req; /* vkf_model_params.n_ctx: positions asked for (0: the training context) */
+    int ctx_ext;     /* positions are computed: the loader called vkf_model_extend_ctx */
     vkf_model_w w;
-    vkf_dtype wtype;   /* dtype of the attention/FFN matrices (verify tolerances, info) */
-    int64_t n_params;  /* elements of every distinct weight tensor */
+    vkf_dtype wtype;     /* dtype of the attention/FFN matrices (verify tolerances, info) */
+    int64_t n_params;    /* elements of every distinct weight tensor */
     size_t weight_bytes; /* bytes uploaded to the backend for weights and tables */
     int n_by_dtype[VKF_DTYPE_COUNT]; /* weight tensors per stored dtype */
     vkf_buffer **bufs; /* every buffer this model allocated (freed by vkf_model_free) */
     int n_bufs, cap_bufs;
     vkf_tokenizer *tok;     /* decoder/target tokenizer, or NULL */
     vkf_tokenizer *src_tok; /* encoder-decoder source tokenizer, or NULL */
-    /* encode keeps a pre-token cache and scratch buffers in the tokenizer (tokenizer/tokenizer.h): one
-     * encode at a time per model; decode only reads and needs no lock */
+    /* encode keeps a pre-token cache and scratch buffers in the tokenizer (tokenizer/tokenizer.h):
+     * one encode at a time per model; decode only reads and needs no lock */
     pthread_mutex_t tok_lock;
     /* chat templates (model/chat.c): the template and the bos/eos token texts, or NULL */
     char *chat_template, *chat_template_tool_use, *chat_bos, *chat_eos;
@@ -180,7 +183,8 @@ vkf_status vkf_model_rope_tables(vkf_model *m, const float *rope_factors);
 /* 1 when layer l uses the sliding window. */
 int vkf_layer_swa(const vkf_hparams *hp, int l);
 
-/* ------------------------------------------------------------------ weight upload (model/weights.c) */
+/* ------------------------------------------------------------------ weight upload
+ * (model/weights.c) */
 
 /* How a stored tensor becomes a backend tensor. */
 typedef enum vkf_wkind {
@@ -221,16 +225,17 @@ typedef enum vkf_sgraph_kind {
 
 typedef struct vkf_sgraph {
     vkf_sgraph_kind kind;
-    int32_t n;        /* tokens per sequence in one step */
-    int32_t batch;    /* sequences (decoder) or source sequences (encoder) */
-    int32_t rep;      /* encoder: copies of each source's cross K/V (beam search), else 1 */
-    int32_t flags;    /* VKF_SG_* */
+    int32_t n;     /* tokens per sequence in one step */
+    int32_t batch; /* sequences (decoder) or source sequences (encoder) */
+    int32_t rep;   /* encoder: copies of each source's cross K/V (beam search), else 1 */
+    int32_t flags; /* VKF_SG_* */
     vkf_graph *g;
-    vkf_tensor ids;   /* I32 [1, batch*n]: input tokens, rewritten before each compute */
-    vkf_tensor lens;  /* I32 [1, batch]: key lengths of the (self-)attention, rewritten per compute */
-    vkf_tensor out;   /* F32: logits / log-probs [rows, n_vocab], or encoder memory [batch*n, d] */
-    int32_t seq0;     /* first cache sequence the graph works on (vkf_session_seq_eval), else 0 */
-    vkf_tensor pos;   /* VKF_SG_PERSEQ: I32 [1, batch] position of each sequence's token */
+    vkf_tensor ids; /* I32 [1, batch*n]: input tokens, rewritten before each compute */
+    vkf_tensor
+        lens;       /* I32 [1, batch]: key lengths of the (self-)attention, rewritten per compute */
+    vkf_tensor out; /* F32: logits / log-probs [rows, n_vocab], or encoder memory [batch*n, d] */
+    int32_t seq0;   /* first cache sequence the graph works on (vkf_session_seq_eval), else 0 */
+    vkf_tensor pos; /* VKF_SG_PERSEQ: I32 [1, batch] position of each sequence's token */
     vkf_tensor kvrow; /* VKF_SG_PERSEQ: I32 [1, batch] cache row it is stored at */
     uint64_t last_use;
 } vkf_sgraph;
@@ -242,9 +247,9 @@ typedef struct vkf_sgraph {
 
 struct vkf_session {
     vkf_model *m;
-    int32_t n_ctx;    /* tokens per sequence in the KV cache */
-    int32_t n_batch;  /* sequences */
-    int32_t n_past;   /* tokens already in the cache (every sequence advances together) */
+    int32_t n_ctx;     /* tokens per sequence in the KV cache */
+    int32_t n_batch;   /* sequences */
+    int32_t n_past;    /* tokens already in the cache (every sequence advances together) */
     int32_t max_chunk; /* longest step per graph compute, VKF_SESSION_MAX_CHUNK (tests lower it) */
     vkf_tensor *kc, *vc; /* [n_layer]: [n_batch*n_ctx, n_kv_head*head_dim] self-attention caches */
     vkf_dtype cache_dtype; /* of kc/vc: F32 or F16 (vkf_session_params.cache_type) */

@@ -18,8 +18,8 @@
 
 #include "core/error.h"
 #include "model/model.h"
-#include "tokenizer/tokenizer.h"
 #include "model/sampling.h"
+#include "tokenizer/tokenizer.h"
 
 struct vkf_sampler {
     vkf_sampler_params p;

@@ -29,7 +29,8 @@ vkf_status vkf_selftest(vkf_context *ctx, int quick, void (*log)(void *user, con
         if (!r.pass) out->n_failed++;
         if (log) {
             if (cases[i].thr > 0 || !r.pass)
-                snprintf(line, sizeof line, "%-4s %-64s nmse %.2e (<= %.0e) max|d| %.2e at %lld%s%s",
+                snprintf(line, sizeof line,
+                         "%-4s %-64s nmse %.2e (<= %.0e) max|d| %.2e at %lld%s%s",
                          r.pass ? "ok" : "FAIL", desc, r.nmse, cases[i].thr, r.max_abs,
                          (long long)r.worst, r.nonfinite ? " NaN/Inf mismatch" : "",
                          r.index_mismatch ? " index mismatch" : "");

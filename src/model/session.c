@@ -88,9 +88,11 @@ static vkf_status sg_compute(vkf_session *s, vkf_sgraph *sg, int32_t n_past) {
     const vkf_graph *g = sg->g;
     const char *first = g->n_nodes ? vkf_op_name(g->nodes[0].op) : "-";
     const char *last = g->n_nodes ? vkf_op_name(g->nodes[g->n_nodes - 1].op) : "-";
-    const char *last_dst = g->n_nodes && g->nodes[g->n_nodes - 1].dst ? g->nodes[g->n_nodes - 1].dst->name : "?";
-    return vkf_error_prefix(st, "%s: graph \"%s\" (%d ops, %s .. %s -> %s) at position %d on %s", s->m->path, g->name,
-                            g->n_nodes, first, last, last_dst, n_past, be->device_name);
+    const char *last_dst =
+        g->n_nodes && g->nodes[g->n_nodes - 1].dst ? g->nodes[g->n_nodes - 1].dst->name : "?";
+    return vkf_error_prefix(st, "%s: graph \"%s\" (%d ops, %s .. %s -> %s) at position %d on %s",
+                            s->m->path, g->name, g->n_nodes, first, last, last_dst, n_past,
+                            be->device_name);
 }
 
 /* ------------------------------------------------------------------ create / free */
@@ -102,7 +104,8 @@ static vkf_status session_alloc_caches(vkf_session *s) {
     s->kc = calloc((size_t)hp->n_layer, sizeof *s->kc);
     s->vc = calloc((size_t)hp->n_layer, sizeof *s->vc);
     s->host_lens = calloc((size_t)s->n_batch, sizeof *s->host_lens);
-    if (!s->kc || !s->vc || !s->host_lens) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
+    if (!s->kc || !s->vc || !s->host_lens)
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
     { /* refuse a context that cannot fit before allocating any of it (model/memory.c) */
         uint64_t need = 2 * (uint64_t)hp->n_layer * (uint64_t)s->n_batch * (uint64_t)s->n_ctx *
                         (uint64_t)kvd * 4;
@@ -126,8 +129,10 @@ static vkf_status session_alloc_caches(vkf_session *s) {
     s->xv = calloc((size_t)hp->n_layer, sizeof *s->xv);
     if (!s->xk || !s->xv) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
     for (int l = 0; l < hp->n_layer; l++) {
-        s->xk[l] = vkf_tensor_make(VKF_DTYPE_F32, (int64_t)s->n_batch * s->n_src_max, hp->d_model, "cross_k");
-        s->xv[l] = vkf_tensor_make(VKF_DTYPE_F32, (int64_t)s->n_batch * s->n_src_max, hp->d_model, "cross_v");
+        s->xk[l] = vkf_tensor_make(VKF_DTYPE_F32, (int64_t)s->n_batch * s->n_src_max, hp->d_model,
+                                   "cross_k");
+        s->xv[l] = vkf_tensor_make(VKF_DTYPE_F32, (int64_t)s->n_batch * s->n_src_max, hp->d_model,
+                                   "cross_v");
         VKF_TRY(vkf_tensor_alloc(m->be, &s->xk[l], VKF_BUFFER_ACTIVATIONS, NULL));
         VKF_TRY(vkf_tensor_alloc(m->be, &s->xv[l], VKF_BUFFER_ACTIVATIONS, NULL));
     }
@@ -138,10 +143,13 @@ static vkf_status session_alloc_caches(vkf_session *s) {
 vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_session **out) {
     vkf_session_params def = {0};
     if (!p) p = &def;
-    if (!m || !out) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: NULL model or output");
+    if (!m || !out)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: NULL model or output");
     if (p->n_ctx < 0 || p->n_ctx > m->hp.n_ctx)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: n_ctx %d outside [1, %d] (the model's context; 0 means all of it)",
-                         p->n_ctx, m->hp.n_ctx);
+        return vkf_error(
+            VKF_ERROR_INVALID_ARGUMENT,
+            "session_create: n_ctx %d outside [1, %d] (the model's context; 0 means all of it)",
+            p->n_ctx, m->hp.n_ctx);
     if (p->n_batch < 0 || p->n_batch > 4096)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: n_batch %d outside [1, 4096]",
                          p->n_batch);
@@ -182,7 +190,8 @@ void vkf_session_free(vkf_session *s) {
     if (!s) return;
     vkf_backend *be = s->m->be;
     vkf_context_lock(s->m->ctx);
-    for (int i = 0; i < s->n_graphs; i++) sg_release(s, &s->graphs[i]);
+    for (int i = 0; i < s->n_graphs; i++)
+        sg_release(s, &s->graphs[i]);
     free_tensors(be, s->kc, s->m->hp.n_layer);
     free_tensors(be, s->vc, s->m->hp.n_layer);
     free_tensors(be, s->xk, s->m->hp.n_layer);
@@ -204,8 +213,8 @@ int32_t vkf_session_n_batch(const vkf_session *s) { return s->n_batch; }
 
 /* ------------------------------------------------------------------ stepping */
 
-static vkf_status step_chunk(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens, const int32_t *key_lens,
-                             int last_only, float *out) {
+static vkf_status step_chunk(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens,
+                             const int32_t *key_lens, int last_only, float *out) {
     vkf_backend *be = s->m->be;
     vkf_sgraph *sg;
     VKF_TRY(sg_get(s, VKF_SG_DECODER, n, batch, 1, last_only ? VKF_SG_LAST_ONLY : 0, &sg));
@@ -222,20 +231,24 @@ static vkf_status step_chunk(vkf_session *s, int32_t batch, int32_t n, const int
     return VKF_OK;
 }
 
-static vkf_status session_step(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens, const int32_t *key_lens,
-                               int last_only, float *out) {
+static vkf_status session_step(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens,
+                               const int32_t *key_lens, int last_only, float *out) {
     vkf_model *m = s->m;
     if (batch < 1 || batch > s->n_batch || n < 1)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session: %d sequences of %d tokens (the session holds %d sequences)",
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "session: %d sequences of %d tokens (the session holds %d sequences)",
                          batch, n, s->n_batch);
     if (m->arch == VKF_ARCH_TRANSFORMER && s->enc_slots != batch)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
-                         "decode: %d sequences, but %d source sequences are encoded (call vkf_session_encode first)", batch,
-                         s->enc_slots);
+                         "decode: %d sequences, but %d source sequences are encoded (call "
+                         "vkf_session_encode first)",
+                         batch, s->enc_slots);
     VKF_TRY(vkf_check_tokens(tokens, (int64_t)batch * n, m->hp.n_vocab, "decode"));
     if ((int64_t)s->n_past + n > s->n_ctx)
-        return vkf_error(VKF_ERROR_CONTEXT_FULL, "context full: %d tokens in the cache + %d new exceed the context of %d tokens",
-                         s->n_past, n, s->n_ctx);
+        return vkf_error(
+            VKF_ERROR_CONTEXT_FULL,
+            "context full: %d tokens in the cache + %d new exceed the context of %d tokens",
+            s->n_past, n, s->n_ctx);
     if (n <= s->max_chunk) return step_chunk(s, batch, n, tokens, key_lens, last_only, out);
 
     /* long inputs: chunks of at most max_chunk tokens per sequence */
@@ -251,7 +264,8 @@ static vkf_status session_step(vkf_session *s, int32_t batch, int32_t n, const i
     for (int32_t c0 = 0; c0 < n && st == VKF_OK; c0 += s->max_chunk) {
         int32_t cn = n - c0 < s->max_chunk ? n - c0 : s->max_chunk;
         int final = c0 + cn == n;
-        for (int32_t b = 0; b < batch; b++) memcpy(ct + (size_t)b * cn, tokens + (size_t)b * n + c0, (size_t)cn * sizeof *ct);
+        for (int32_t b = 0; b < batch; b++)
+            memcpy(ct + (size_t)b * cn, tokens + (size_t)b * n + c0, (size_t)cn * sizeof *ct);
         int lo = last_only || !out;
         st = step_chunk(s, batch, cn, ct, key_lens, lo, out && (final || !last_only) ? co : NULL);
         if (st != VKF_OK || !out) continue;
@@ -259,7 +273,8 @@ static vkf_status session_step(vkf_session *s, int32_t batch, int32_t n, const i
             if (final) memcpy(out, co, (size_t)batch * (size_t)V * sizeof *co);
         } else {
             for (int32_t b = 0; b < batch; b++)
-                memcpy(out + ((size_t)b * n + c0) * V, co + (size_t)b * cn * V, (size_t)cn * V * sizeof *co);
+                memcpy(out + ((size_t)b * n + c0) * V, co + (size_t)b * cn * V,
+                       (size_t)cn * V * sizeof *co);
         }
     }
     free(ct);
@@ -267,8 +282,8 @@ static vkf_status session_step(vkf_session *s, int32_t batch, int32_t n, const i
     return st;
 }
 
-vkf_status vkf_session_step(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens, const int32_t *key_lens,
-                            int last_only, float *out) {
+vkf_status vkf_session_step(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens,
+                            const int32_t *key_lens, int last_only, float *out) {
     if (!s || (n > 0 && batch > 0 && !tokens))
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session: NULL session or tokens");
     vkf_context_lock(s->m->ctx);
@@ -277,21 +292,25 @@ vkf_status vkf_session_step(vkf_session *s, int32_t batch, int32_t n, const int3
     return st;
 }
 
-static vkf_status session_encode_batch(vkf_session *s, int32_t batch, int32_t n, const int32_t *src, const int32_t *src_lens,
-                                       int32_t rep, float *mem_out) {
+static vkf_status session_encode_batch(vkf_session *s, int32_t batch, int32_t n, const int32_t *src,
+                                       const int32_t *src_lens, int32_t rep, float *mem_out) {
     vkf_model *m = s->m;
     vkf_backend *be = m->be;
     if (m->arch != VKF_ARCH_TRANSFORMER)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: %s is a decoder-only model", vkf_model_arch_name(m));
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: %s is a decoder-only model",
+                         vkf_model_arch_name(m));
     if (batch < 1 || rep < 1 || (int64_t)batch * rep > s->n_batch || n < 1)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: %d sources x %d copies do not fit a session of %d sequences",
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "encode: %d sources x %d copies do not fit a session of %d sequences",
                          batch, rep, s->n_batch);
     if (n > s->n_src_max)
-        return vkf_error(VKF_ERROR_CONTEXT_FULL, "encode: a source of %d tokens exceeds the model's maximum length of %d", n,
-                         s->n_src_max);
+        return vkf_error(VKF_ERROR_CONTEXT_FULL,
+                         "encode: a source of %d tokens exceeds the model's maximum length of %d",
+                         n, s->n_src_max);
     for (int32_t b = 0; b < batch; b++)
         if (src_lens[b] < 1 || src_lens[b] > n)
-            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: source %d has length %d, outside [1, %d]", b, src_lens[b], n);
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "encode: source %d has length %d, outside [1, %d]", b, src_lens[b], n);
     VKF_TRY(vkf_check_tokens(src, (int64_t)batch * n, m->hp.n_src_vocab, "encode"));
     vkf_sgraph *sg;
     VKF_TRY(sg_get(s, VKF_SG_ENCODER, n, batch, rep, 0, &sg));
@@ -299,7 +318,8 @@ static vkf_status session_encode_batch(vkf_session *s, int32_t batch, int32_t n,
     VKF_TRY(vkf_tensor_write(be, &sg->lens, src_lens));
     /* the decoder's cross-attention masks: one entry per slot */
     for (int32_t b = 0; b < batch; b++)
-        for (int32_t r = 0; r < rep; r++) s->host_lens[b * rep + r] = src_lens[b];
+        for (int32_t r = 0; r < rep; r++)
+            s->host_lens[b * rep + r] = src_lens[b];
     vkf_tensor sl = vkf_tensor_view(&s->src_lens, 0, 1, 0, (int64_t)batch * rep);
     VKF_TRY(vkf_tensor_write(be, &sl, s->host_lens));
     s->enc_slots = 0;
@@ -310,8 +330,8 @@ static vkf_status session_encode_batch(vkf_session *s, int32_t batch, int32_t n,
     return VKF_OK;
 }
 
-vkf_status vkf_session_encode_batch(vkf_session *s, int32_t batch, int32_t n, const int32_t *src, const int32_t *src_lens,
-                                    int32_t rep, float *mem_out) {
+vkf_status vkf_session_encode_batch(vkf_session *s, int32_t batch, int32_t n, const int32_t *src,
+                                    const int32_t *src_lens, int32_t rep, float *mem_out) {
     if (!s || (n > 0 && batch > 0 && (!src || !src_lens)))
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "encode: NULL session, source or lengths");
     vkf_context_lock(s->m->ctx);
@@ -348,21 +368,28 @@ static vkf_status session_reorder(vkf_session *s, int32_t batch, const int32_t *
 }
 
 vkf_status vkf_session_reorder(vkf_session *s, int32_t batch, const int32_t *from) {
-    if (batch > s->n_batch) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "reorder: %d sequences, the session holds %d", batch, s->n_batch);
+    if (batch > s->n_batch)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "reorder: %d sequences, the session holds %d",
+                         batch, s->n_batch);
     for (int32_t b = 0; b < batch; b++)
         if (from[b] < 0 || from[b] >= batch)
-            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "reorder: sequence %d would come from %d, outside [0, %d)", b, from[b], batch);
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "reorder: sequence %d would come from %d, outside [0, %d)", b, from[b],
+                             batch);
     vkf_context_lock(s->m->ctx);
     vkf_status st = session_reorder(s, batch, from);
     vkf_context_unlock(s->m->ctx);
     return st;
 }
 
-/* ------------------------------------------------------------------ public single-sequence calls */
+/* ------------------------------------------------------------------ public single-sequence calls
+ */
 
 static vkf_status require_decoder_only(const vkf_session *s, const char *what) {
     if (s->m->arch == VKF_ARCH_TRANSFORMER)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "%s: %s is an encoder-decoder model: use vkf_session_encode and vkf_session_decode_step",
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "%s: %s is an encoder-decoder model: use vkf_session_encode and "
+                         "vkf_session_decode_step",
                          what, s->m->path);
     return VKF_OK;
 }
@@ -384,7 +411,8 @@ vkf_status vkf_session_encode(vkf_session *s, const int32_t *src, int32_t n) {
 
 vkf_status vkf_session_decode_step(vkf_session *s, int32_t token, float *logprobs) {
     if (s->m->arch != VKF_ARCH_TRANSFORMER)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "decode_step: %s is decoder-only: use vkf_session_eval", s->m->path);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "decode_step: %s is decoder-only: use vkf_session_eval", s->m->path);
     return vkf_session_step(s, 1, 1, &token, NULL, 1, logprobs);
 }
 

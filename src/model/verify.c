@@ -21,8 +21,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "core/error.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "model/model.h"
 
 /* ------------------------------------------------------------------ thresholds */
@@ -76,7 +76,8 @@ static void cmp_row(cmp_acc *a, const float *ours, const float *ref, int64_t n) 
     for (int64_t i = 0; i < n; i++) {
         double d = (double)ours[i] - (double)ref[i];
         double ad = fabs(d);
-        if (!(ad <= a->max_abs)) a->max_abs = isnan(ad) ? INFINITY : ad > a->max_abs ? ad : a->max_abs;
+        if (!(ad <= a->max_abs))
+            a->max_abs = isnan(ad) ? INFINITY : ad > a->max_abs ? ad : a->max_abs;
         a->sum_d2 += d * d;
         a->sum_r2 += (double)ref[i] * ref[i];
     }
@@ -116,7 +117,8 @@ static vkf_status read_f32(const char *dir, const char *file, size_t count, floa
     fseek(f, 0, SEEK_SET);
     if (size < 0 || (size_t)size != count * sizeof(float)) {
         fclose(f);
-        return vkf_error(VKF_ERROR_FORMAT, "%s: expected %zu bytes (%zu floats), found %ld", path, count * sizeof(float), count, size);
+        return vkf_error(VKF_ERROR_FORMAT, "%s: expected %zu bytes (%zu floats), found %ld", path,
+                         count * sizeof(float), count, size);
     }
     float *p = malloc(count * sizeof *p + 1);
     if (!p) {
@@ -153,11 +155,14 @@ static vkf_status read_json(const char *path, cJSON **out) {
     return VKF_OK;
 }
 
-static const cJSON *jget(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
+static const cJSON *jget(const cJSON *o, const char *key) {
+    return cJSON_GetObjectItemCaseSensitive(o, key);
+}
 
 /* A JSON array of integers into a malloc'ed int32 array. */
 static vkf_status jints(const cJSON *a, const char *what, int32_t **out, int *n) {
-    if (!cJSON_IsArray(a)) return vkf_error(VKF_ERROR_FORMAT, "cases.json: %s: expected an array", what);
+    if (!cJSON_IsArray(a))
+        return vkf_error(VKF_ERROR_FORMAT, "cases.json: %s: expected an array", what);
     int k = cJSON_GetArraySize(a);
     int32_t *v = malloc((size_t)(k > 0 ? k : 1) * sizeof *v);
     if (!v) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "cases.json: out of host memory");
@@ -177,7 +182,8 @@ static vkf_status jints(const cJSON *a, const char *what, int32_t **out, int *n)
 
 /* A JSON list of B lists of T integers (right-padded rows) into [B*T]. */
 static vkf_status jmatrix(const cJSON *a, const char *what, int32_t **out, int *B, int *T) {
-    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1) return vkf_error(VKF_ERROR_FORMAT, "cases.json: %s: expected a list of rows", what);
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) < 1)
+        return vkf_error(VKF_ERROR_FORMAT, "cases.json: %s: expected a list of rows", what);
     *B = cJSON_GetArraySize(a);
     *T = cJSON_GetArraySize(cJSON_GetArrayItem(a, 0));
     int32_t *v = malloc((size_t)*B * (size_t)(*T > 0 ? *T : 1) * sizeof *v);
@@ -188,7 +194,8 @@ static vkf_status jmatrix(const cJSON *a, const char *what, int32_t **out, int *
         vkf_status s = jints(cJSON_GetArrayItem(a, b), what, &row, &n);
         if (s == VKF_OK && n != *T) {
             free(row);
-            s = vkf_error(VKF_ERROR_FORMAT, "cases.json: %s: row %d has %d entries, row 0 has %d", what, b, n, *T);
+            s = vkf_error(VKF_ERROR_FORMAT, "cases.json: %s: row %d has %d entries, row 0 has %d",
+                          what, b, n, *T);
         }
         if (s != VKF_OK) {
             free(v);
@@ -230,8 +237,10 @@ static vkf_status verify_encdec(vkf_model *m, const encdec_case *e, vkf_verify_c
     int64_t d = m->hp.d_model, V = m->hp.n_vocab;
     int B = e->B, Ts = e->Ts, Tt = e->Tt;
     vkf_session *s = NULL;
-    float *enc = malloc((size_t)B * Ts * d * sizeof *enc), *lp = malloc((size_t)B * Tt * V * sizeof *lp);
-    vkf_status st = enc && lp ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "verify: out of host memory");
+    float *enc = malloc((size_t)B * Ts * d * sizeof *enc),
+          *lp = malloc((size_t)B * Tt * V * sizeof *lp);
+    vkf_status st =
+        enc && lp ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "verify: out of host memory");
     vkf_session_params sp = {.n_ctx = 0, .n_batch = B, .cache_type = VKF_CACHE_F32};
     if (st == VKF_OK) st = vkf_session_create(m, &sp, &s);
     /* teacher forcing over the padded batch */
@@ -241,9 +250,11 @@ static vkf_status verify_encdec(vkf_model *m, const encdec_case *e, vkf_verify_c
         cmp_acc ea = {0}, la = {0};
         for (int b = 0; b < B; b++) {
             for (int j = 0; j < e->slen[b] && j < Ts; j++) /* padded positions are not meaningful */
-                cmp_row(&ea, enc + ((size_t)b * Ts + j) * d, e->ref_enc + ((size_t)b * Ts + j) * d, d);
+                cmp_row(&ea, enc + ((size_t)b * Ts + j) * d, e->ref_enc + ((size_t)b * Ts + j) * d,
+                        d);
             for (int t = 0; t < e->tlen[b] && t < Tt; t++) {
-                const float *o = lp + ((size_t)b * Tt + t) * V, *r = e->ref_lp + ((size_t)b * Tt + t) * V;
+                const float *o = lp + ((size_t)b * Tt + t) * V,
+                            *r = e->ref_lp + ((size_t)b * Tt + t) * V;
                 cmp_row(&la, o, r, V);
                 float gap;
                 int32_t ra = argmax_row(r, V, &gap);
@@ -266,9 +277,11 @@ static vkf_status verify_encdec(vkf_model *m, const encdec_case *e, vkf_verify_c
             const int32_t *want = e->greedy[b];
             int nw = e->n_greedy[b];
             vkf_translate_params tp = {.beam = 1, .max_len = e->steps};
-            st = vkf_translate(s, e->src + (size_t)b * Ts, e->slen[b], &tp, out, e->steps, &n_out, NULL);
+            st = vkf_translate(s, e->src + (size_t)b * Ts, e->slen[b], &tp, out, e->steps, &n_out,
+                               NULL);
             /* the reference rows start with BOS */
-            if (st == VKF_OK && (nw != n_out + 1 || want[0] != m->hp.bos_id || memcmp(want + 1, out, (size_t)n_out * sizeof *out) != 0))
+            if (st == VKF_OK && (nw != n_out + 1 || want[0] != m->hp.bos_id ||
+                                 memcmp(want + 1, out, (size_t)n_out * sizeof *out) != 0))
                 c->greedy_match = 0;
         }
         free(out);
@@ -280,7 +293,8 @@ static vkf_status verify_encdec(vkf_model *m, const encdec_case *e, vkf_verify_c
 }
 
 /* seed-transformer cases.json: one batch per case. */
-static vkf_status verify_seed_case(vkf_model *m, const char *dir, const cJSON *jc, vkf_verify_case *c) {
+static vkf_status verify_seed_case(vkf_model *m, const char *dir, const cJSON *jc,
+                                   vkf_verify_case *c) {
     int32_t *src = NULL, *tgt = NULL, *slen = NULL, *tlen = NULL, **greedy = NULL;
     int *ng = NULL;
     float *ref_enc = NULL, *ref_lp = NULL;
@@ -291,9 +305,14 @@ static vkf_status verify_seed_case(vkf_model *m, const char *dir, const cJSON *j
     if (st == VKF_OK) st = jints(jget(jc, "src_lengths"), "src_lengths", &slen, &nsl);
     if (st == VKF_OK) st = jints(jget(jc, "tgt_lengths"), "tgt_lengths", &tlen, &ntl);
     if (st == VKF_OK && (Bt != B || nsl != B || ntl != B))
-        st = vkf_error(VKF_ERROR_FORMAT, "%s/cases.json: case %s: src/tgt rows and lengths disagree on the batch size", dir, c->name);
+        st =
+            vkf_error(VKF_ERROR_FORMAT,
+                      "%s/cases.json: case %s: src/tgt rows and lengths disagree on the batch size",
+                      dir, c->name);
     const char *fe = jstr(jc, "encoder_out"), *fl = jstr(jc, "logprobs");
-    if (st == VKF_OK && (!fe || !fl)) st = vkf_error(VKF_ERROR_FORMAT, "%s/cases.json: case %s: missing encoder_out or logprobs", dir, c->name);
+    if (st == VKF_OK && (!fe || !fl))
+        st = vkf_error(VKF_ERROR_FORMAT, "%s/cases.json: case %s: missing encoder_out or logprobs",
+                       dir, c->name);
     if (st == VKF_OK) st = read_f32(dir, fe, (size_t)B * Ts * d, &ref_enc);
     if (st == VKF_OK) st = read_f32(dir, fl, (size_t)B * Tt * V, &ref_lp);
     const cJSON *jg = jget(jc, "greedy"), *jsteps = jget(jc, "greedy_max_steps");
@@ -302,14 +321,26 @@ static vkf_status verify_seed_case(vkf_model *m, const char *dir, const cJSON *j
         greedy = calloc((size_t)B, sizeof *greedy);
         ng = calloc((size_t)B, sizeof *ng);
         if (!greedy || !ng) st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "verify: out of host memory");
-        for (int b = 0; b < B && st == VKF_OK; b++) st = jints(cJSON_GetArrayItem(jg, b), "greedy", &greedy[b], &ng[b]);
+        for (int b = 0; b < B && st == VKF_OK; b++)
+            st = jints(cJSON_GetArrayItem(jg, b), "greedy", &greedy[b], &ng[b]);
     }
     if (st == VKF_OK) {
-        encdec_case e = {B, Ts, Tt, cJSON_IsNumber(jsteps) ? jsteps->valueint : 20, src, slen, tgt, tlen, ref_enc, ref_lp,
-                         has_greedy ? greedy : NULL, ng};
+        encdec_case e = {B,
+                         Ts,
+                         Tt,
+                         cJSON_IsNumber(jsteps) ? jsteps->valueint : 20,
+                         src,
+                         slen,
+                         tgt,
+                         tlen,
+                         ref_enc,
+                         ref_lp,
+                         has_greedy ? greedy : NULL,
+                         ng};
         st = verify_encdec(m, &e, c);
     }
-    for (int b = 0; greedy && b < B; b++) free(greedy[b]);
+    for (int b = 0; greedy && b < B; b++)
+        free(greedy[b]);
     free(greedy);
     free(ng);
     free(src);
@@ -323,7 +354,8 @@ static vkf_status verify_seed_case(vkf_model *m, const char *dir, const cJSON *j
 
 /* Shipped encoder-decoder models' expected.json: one source per case (no padding), targets
  * teacher-forced on greedy[:-1]. */
-static vkf_status verify_shipped_encdec_case(vkf_model *m, const char *dir, const cJSON *jc, int steps, vkf_verify_case *c) {
+static vkf_status verify_shipped_encdec_case(vkf_model *m, const char *dir, const cJSON *jc,
+                                             int steps, vkf_verify_case *c) {
     int32_t *src = NULL, *greedy = NULL;
     int ns = 0, ng = 0;
     float *ref_enc = NULL, *ref_lp = NULL;
@@ -331,24 +363,31 @@ static vkf_status verify_shipped_encdec_case(vkf_model *m, const char *dir, cons
     vkf_status st = jints(jget(jc, "src_tokens"), "src_tokens", &src, &ns);
     if (st == VKF_OK) st = jints(jget(jc, "greedy"), "greedy", &greedy, &ng);
     if (st == VKF_OK && (ns < 1 || ng < 2))
-        st = vkf_error(VKF_ERROR_FORMAT, "%s/expected.json: case %s: empty src_tokens or greedy", dir, c->name);
-    const char *fe = jstr(jc, "encoder_out"), *fl = jstr(jc, "logprobs"), *source = jstr(jc, "source");
+        st = vkf_error(VKF_ERROR_FORMAT, "%s/expected.json: case %s: empty src_tokens or greedy",
+                       dir, c->name);
+    const char *fe = jstr(jc, "encoder_out"), *fl = jstr(jc, "logprobs"),
+               *source = jstr(jc, "source");
     if (st == VKF_OK && (!fe || !fl))
-        st = vkf_error(VKF_ERROR_FORMAT, "%s/expected.json: case %s: missing encoder_out or logprobs", dir, c->name);
+        st = vkf_error(VKF_ERROR_FORMAT,
+                       "%s/expected.json: case %s: missing encoder_out or logprobs", dir, c->name);
     if (st == VKF_OK) st = read_f32(dir, fe, (size_t)ns * d, &ref_enc);
     if (st == VKF_OK) st = read_f32(dir, fl, (size_t)(ng - 1) * V, &ref_lp);
     c->tokens_match = -1;
     if (st == VKF_OK && source && m->src_tok) { /* the source text tokenizes to src_tokens */
         int32_t *mine = malloc(((size_t)ns + 4096) * sizeof *mine), nm = 0;
-        vkf_status ts = mine ? vkf_model_tokenize(m, source, VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL, mine, ns + 4096, &nm)
-                             : VKF_ERROR_OUT_OF_MEMORY;
-        c->tokens_match = ts == VKF_OK && nm == ns && memcmp(mine, src, (size_t)ns * sizeof *mine) == 0;
+        vkf_status ts =
+            mine ? vkf_model_tokenize(m, source, VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL,
+                                      mine, ns + 4096, &nm)
+                 : VKF_ERROR_OUT_OF_MEMORY;
+        c->tokens_match =
+            ts == VKF_OK && nm == ns && memcmp(mine, src, (size_t)ns * sizeof *mine) == 0;
         free(mine);
     }
     if (st == VKF_OK) {
         int32_t tlen = ng - 1;
         int n_greedy = ng;
-        encdec_case e = {1, ns, ng - 1, steps, src, &ns, greedy, &tlen, ref_enc, ref_lp, &greedy, &n_greedy};
+        encdec_case e = {1,      ns,    ng - 1,  steps,  src,     &ns,
+                         greedy, &tlen, ref_enc, ref_lp, &greedy, &n_greedy};
         st = verify_encdec(m, &e, c);
     }
     free(src);
@@ -383,7 +422,8 @@ static void decoder_tolerance(const vkf_model *m, vkf_verify_case *c) {
         c->tol_abs = VKF_VERIFY_TOL_GEGLU;
     /* free-running greedy is reproducible only when the noise is below the greedy margins */
     c->greedy_required = !vkf_wtype_is_quant(m->wtype);
-    if (m->ctx->ggml_activations && m->desc && strcmp(m->desc->name, "llama") == 0) { /* llama.cpp's arithmetic */
+    if (m->ctx->ggml_activations && m->desc &&
+        strcmp(m->desc->name, "llama") == 0) { /* llama.cpp's arithmetic */
         c->tol_abs = VKF_VERIFY_TOL_GGML;
         c->tol_rms = 0;
         c->greedy_required = 1;
@@ -393,8 +433,9 @@ static void decoder_tolerance(const vkf_model *m, vkf_verify_case *c) {
 /* A prompt of n tokens, then the reference's greedy tokens fed one at a time: ref holds n + nt
  * rows, row n+i after feeding greedy[i] (nt <= ng). Then free-running greedy from the prompt must
  * give greedy[0..ng). prompt (may be NULL) must tokenize to tokens. */
-static vkf_status verify_decoder(vkf_model *m, const char *prompt, const int32_t *tokens, int n, const int32_t *greedy, int ng,
-                                 const float *ref, int nt, vkf_verify_case *c) {
+static vkf_status verify_decoder(vkf_model *m, const char *prompt, const int32_t *tokens, int n,
+                                 const int32_t *greedy, int ng, const float *ref, int nt,
+                                 vkf_verify_case *c) {
     int64_t V = m->hp.n_vocab;
     vkf_session *s = NULL;
     float *lo = malloc((size_t)(n > 1 ? n : 1) * V * sizeof *lo);
@@ -403,8 +444,11 @@ static vkf_status verify_decoder(vkf_model *m, const char *prompt, const int32_t
     c->tokens_match = -1;
     if (st == VKF_OK && prompt && m->tok) {
         int32_t *mine = malloc(((size_t)n + 4096) * sizeof *mine), nm = 0;
-        vkf_status ts = mine ? vkf_model_tokenize(m, prompt, VKF_TOKENIZE_ADD_SPECIAL, mine, n + 4096, &nm) : VKF_ERROR_OUT_OF_MEMORY;
-        c->tokens_match = ts == VKF_OK && nm == n && memcmp(mine, tokens, (size_t)n * sizeof *mine) == 0;
+        vkf_status ts =
+            mine ? vkf_model_tokenize(m, prompt, VKF_TOKENIZE_ADD_SPECIAL, mine, n + 4096, &nm)
+                 : VKF_ERROR_OUT_OF_MEMORY;
+        c->tokens_match =
+            ts == VKF_OK && nm == n && memcmp(mine, tokens, (size_t)n * sizeof *mine) == 0;
         free(mine);
     }
     /* teacher forcing: the prompt as one batch, then each reference greedy token alone */
@@ -448,7 +492,8 @@ static vkf_status verify_decoder(vkf_model *m, const char *prompt, const int32_t
 }
 
 /* llama.cpp cases.json: prompt_logits [n] + greedy_logits [ng] (row i after greedy[i]). */
-static vkf_status verify_llama_case(vkf_model *m, const char *dir, const cJSON *jc, vkf_verify_case *c) {
+static vkf_status verify_llama_case(vkf_model *m, const char *dir, const cJSON *jc,
+                                    vkf_verify_case *c) {
     int32_t *tokens = NULL, *greedy = NULL;
     int n = 0, ng = 0;
     float *ref_p = NULL, *ref_g = NULL, *ref = NULL;
@@ -457,10 +502,12 @@ static vkf_status verify_llama_case(vkf_model *m, const char *dir, const cJSON *
     vkf_status st = jints(jget(jc, "tokens"), "tokens", &tokens, &n);
     if (st == VKF_OK) st = jints(jget(jc, "greedy_tokens"), "greedy_tokens", &greedy, &ng);
     if (st == VKF_OK && (!cJSON_IsNumber(jv) || (int64_t)jv->valuedouble != V))
-        st = vkf_error(VKF_ERROR_FORMAT, "%s: case %s: n_vocab %g, but the model has %lld", dir, c->name,
-                       cJSON_IsNumber(jv) ? jv->valuedouble : -1.0, (long long)V);
+        st = vkf_error(VKF_ERROR_FORMAT, "%s: case %s: n_vocab %g, but the model has %lld", dir,
+                       c->name, cJSON_IsNumber(jv) ? jv->valuedouble : -1.0, (long long)V);
     const char *fp = jstr(jc, "prompt_logits"), *fg = jstr(jc, "greedy_logits");
-    if (st == VKF_OK && (!fp || !fg)) st = vkf_error(VKF_ERROR_FORMAT, "%s/cases.json: case %s: missing logits files", dir, c->name);
+    if (st == VKF_OK && (!fp || !fg))
+        st = vkf_error(VKF_ERROR_FORMAT, "%s/cases.json: case %s: missing logits files", dir,
+                       c->name);
     if (st == VKF_OK) st = read_f32(dir, fp, (size_t)n * V, &ref_p);
     if (st == VKF_OK) st = read_f32(dir, fg, (size_t)ng * V, &ref_g);
     if (st == VKF_OK) {
@@ -482,7 +529,8 @@ static vkf_status verify_llama_case(vkf_model *m, const char *dir, const cJSON *
 
 /* Shipped decoder-only models' expected.json: logits_file holds the teacher-forced sequence
  * tokens + greedy_tokens[:-1] (row n-1+i predicts greedy[i]). */
-static vkf_status verify_shipped_decoder_case(vkf_model *m, const char *dir, const cJSON *jc, vkf_verify_case *c) {
+static vkf_status verify_shipped_decoder_case(vkf_model *m, const char *dir, const cJSON *jc,
+                                              vkf_verify_case *c) {
     int32_t *tokens = NULL, *greedy = NULL;
     int n = 0, ng = 0;
     float *ref = NULL;
@@ -490,9 +538,12 @@ static vkf_status verify_shipped_decoder_case(vkf_model *m, const char *dir, con
     if (st == VKF_OK) st = jints(jget(jc, "greedy_tokens"), "greedy_tokens", &greedy, &ng);
     const char *fl = jstr(jc, "logits_file");
     if (st == VKF_OK && (!fl || n < 1 || ng < 1))
-        st = vkf_error(VKF_ERROR_FORMAT, "%s/expected.json: case %s: missing tokens, greedy_tokens or logits_file", dir, c->name);
+        st = vkf_error(VKF_ERROR_FORMAT,
+                       "%s/expected.json: case %s: missing tokens, greedy_tokens or logits_file",
+                       dir, c->name);
     if (st == VKF_OK) st = read_f32(dir, fl, (size_t)(n + ng - 1) * m->hp.n_vocab, &ref);
-    if (st == VKF_OK) st = verify_decoder(m, jstr(jc, "prompt"), tokens, n, greedy, ng, ref, ng - 1, c);
+    if (st == VKF_OK)
+        st = verify_decoder(m, jstr(jc, "prompt"), tokens, n, greedy, ng, ref, ng - 1, c);
     free(tokens);
     free(greedy);
     free(ref);
@@ -510,8 +561,8 @@ static int case_pass(const vkf_verify_case *c) {
     return 1;
 }
 
-static void report(vkf_verify_case *c, double t0, vkf_verify_summary *out, void (*on_case)(void *, const vkf_verify_case *),
-                   void *user) {
+static void report(vkf_verify_case *c, double t0, vkf_verify_summary *out,
+                   void (*on_case)(void *, const vkf_verify_case *), void *user) {
     c->seconds = now_s() - t0;
     c->pass = case_pass(c);
     out->n_cases++;
@@ -550,13 +601,17 @@ static vkf_status cache_get(vkf_context *ctx, model_cache *mc, const char *path,
 /* A shipped model directory (models/kjv-gpt, models/dates-transformer): expected.json, computed
  * by PyTorch in float32 on the stored weights, so the float32 bounds apply whatever the storage
  * type (f16 storage is exact in f32). */
-static vkf_status verify_shipped(vkf_context *ctx, const char *dir, const cJSON *e, const char *only,
-                                 void (*on_case)(void *user, const vkf_verify_case *c), void *user, vkf_verify_summary *out) {
+static vkf_status verify_shipped(vkf_context *ctx, const char *dir, const cJSON *e,
+                                 const char *only,
+                                 void (*on_case)(void *user, const vkf_verify_case *c), void *user,
+                                 vkf_verify_summary *out) {
     vkf_model_params mp = {.path = dir};
     vkf_model *m;
     VKF_TRY(vkf_model_load(ctx, &mp, &m));
     const cJSON *cases = jget(e, "cases"), *jsteps = jget(e, "greedy_max_steps");
-    vkf_status st = cJSON_IsArray(cases) ? VKF_OK : vkf_error(VKF_ERROR_FORMAT, "%s/expected.json: no \"cases\" list", dir);
+    vkf_status st = cJSON_IsArray(cases)
+                        ? VKF_OK
+                        : vkf_error(VKF_ERROR_FORMAT, "%s/expected.json: no \"cases\" list", dir);
     const cJSON *jc;
     int k = 0;
     cJSON_ArrayForEach(jc, cases) {
@@ -571,7 +626,8 @@ static vkf_status verify_shipped(vkf_context *ctx, const char *dir, const cJSON 
         if (m->arch == VKF_ARCH_TRANSFORMER) {
             c.compared = "logprobs";
             c.tol_abs = VKF_VERIFY_TOL_SEED;
-            st = verify_shipped_encdec_case(m, dir, jc, cJSON_IsNumber(jsteps) ? jsteps->valueint : 20, &c);
+            st = verify_shipped_encdec_case(m, dir, jc,
+                                            cJSON_IsNumber(jsteps) ? jsteps->valueint : 20, &c);
         } else {
             c.compared = "logits";
             c.enc_max_abs = -1;
@@ -590,7 +646,8 @@ static vkf_status verify_shipped(vkf_context *ctx, const char *dir, const cJSON 
 }
 
 vkf_status vkf_verify(vkf_context *ctx, const char *dir, const char *only,
-                      void (*on_case)(void *user, const vkf_verify_case *c), void *user, vkf_verify_summary *out) {
+                      void (*on_case)(void *user, const vkf_verify_case *c), void *user,
+                      vkf_verify_summary *out) {
     memset(out, 0, sizeof *out);
     char path[1400];
     snprintf(path, sizeof path, "%s/cases.json", dir);
@@ -644,7 +701,8 @@ vkf_status vkf_verify(vkf_context *ctx, const char *dir, const char *only,
         /* llama.cpp format: the GGUF model, and the equivalent HF checkpoint when listed */
         const char *variants[2] = {jstr(jc, "model"), jstr(jc, "hf_model")};
         if (!variants[0]) {
-            st = vkf_error(VKF_ERROR_FORMAT, "%s: case %s has no \"model\"", path, name ? name : "?");
+            st = vkf_error(VKF_ERROR_FORMAT, "%s: case %s has no \"model\"", path,
+                           name ? name : "?");
             break;
         }
         for (int v = 0; v < 2 && st == VKF_OK; v++) {
@@ -656,7 +714,8 @@ vkf_status vkf_verify(vkf_context *ctx, const char *dir, const char *only,
             if (st != VKF_OK) break;
             vkf_verify_case c;
             memset(&c, 0, sizeof c);
-            snprintf(c.name, sizeof c.name, "%s%s", name ? name : "?", variants[1] ? (v ? " [hf]" : " [gguf]") : "");
+            snprintf(c.name, sizeof c.name, "%s%s", name ? name : "?",
+                     variants[1] ? (v ? " [hf]" : " [gguf]") : "");
             snprintf(c.model, sizeof c.model, "%.511s", mpath);
             c.compared = "logits";
             c.enc_max_abs = -1;
@@ -671,7 +730,8 @@ vkf_status vkf_verify(vkf_context *ctx, const char *dir, const char *only,
         }
         if (st != VKF_OK) break;
     }
-    for (int i = 0; i < mc.n; i++) vkf_model_free(mc.m[i]);
+    for (int i = 0; i < mc.n; i++)
+        vkf_model_free(mc.m[i]);
     cJSON_Delete(cases);
     return st;
 }

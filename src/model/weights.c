@@ -87,8 +87,9 @@ vkf_status vkf_model_upload(vkf_model *m, vkf_tensor *t, const char *name, vkf_w
                             vkf_dtype dtype, int64_t rows, int64_t cols, const void *data) {
     size_t esz = vkf_dtype_block_bytes(dtype);
     if (!vkf_wtype_is_weight(dtype) || esz == 0)
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: tensor %s has dtype %s; weights must be one of %s",
-                         m->path, name, vkf_dtype_name(dtype), vkf_wtype_weight_list());
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: tensor %s has dtype %s; weights must be one of %s", m->path, name,
+                         vkf_dtype_name(dtype), vkf_wtype_weight_list());
     int quant = vkf_wtype_is_quant(dtype);
     void *tmp = NULL;
     if (kind == VKF_W_VECTOR) {
@@ -96,16 +97,21 @@ vkf_status vkf_model_upload(vkf_model *m, vkf_tensor *t, const char *name, vkf_w
         *t = vkf_tensor_make(VKF_DTYPE_F32, 1, n, name);
         if (dtype != VKF_DTYPE_F32) { /* norms and biases are read as F32 by every kernel */
             tmp = malloc((size_t)n * sizeof(float) + 1);
-            if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", m->path, name);
+            if (!tmp)
+                return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", m->path,
+                                 name);
             vkf_dequantize_row(dtype, data, tmp, n);
             data = tmp;
         }
     } else if (kind == VKF_W_CONV1D) {
-        if (quant) return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: Conv1D tensor %s cannot be %s", m->path, name, vkf_dtype_name(dtype));
+        if (quant)
+            return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: Conv1D tensor %s cannot be %s", m->path,
+                             name, vkf_dtype_name(dtype));
         /* stored [in = rows, out = cols]; kernels want [out, in] */
         *t = vkf_tensor_make(dtype, cols, rows, name);
         tmp = malloc((size_t)(rows * cols) * esz + 1);
-        if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", m->path, name);
+        if (!tmp)
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: %s: out of host memory", m->path, name);
         const char *src = data;
         char *dst = tmp;
         for (int64_t i = 0; i < rows; i++)
@@ -134,7 +140,8 @@ vkf_status vkf_model_upload_table(vkf_model *m, vkf_tensor *t, const char *name,
 vkf_status vkf_check_tokens(const int32_t *tokens, int64_t n, int32_t n_vocab, const char *what) {
     for (int64_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
-            return vkf_error(VKF_ERROR_TOKEN, "%s: token id %d at position %lld is outside the vocabulary [0, %d)",
+            return vkf_error(VKF_ERROR_TOKEN,
+                             "%s: token id %d at position %lld is outside the vocabulary [0, %d)",
                              what, tokens[i], (long long)i, n_vocab);
     return VKF_OK;
 }

@@ -54,7 +54,7 @@ typedef struct srv_req {
     int logprobs, top_logprobs;
     int cache_prompt; /* 1 (default): reuse the longest prefix of the prompt some free slot's
                          cache still holds (prompt cache) */
-    char id[48]; /* "chatcmpl-..." / "cmpl-..." */
+    char id[48];      /* "chatcmpl-..." / "cmpl-..." */
     long created;
     /* engine (guarded by the engine mutex) */
     pthread_cond_t cv;
@@ -69,10 +69,10 @@ typedef struct srv_req {
     struct srv_req *next; /* queue link */
     /* engine thread only */
     int slot;
-    int32_t pos;  /* tokens in the slot's cache: where last goes */
-    int32_t last; /* token to feed at pos */
+    int32_t pos;      /* tokens in the slot's cache: where last goes */
+    int32_t last;     /* token to feed at pos */
     int32_t n_cached; /* prompt tokens taken from the slot's cache (usage.prompt_tokens_details) */
-    int32_t *gen; /* generated tokens, for incremental detokenization */
+    int32_t *gen;     /* generated tokens, for incremental detokenization */
     int32_t cap_gen;
     size_t text_done; /* bytes of the detokenized generation already pushed to the stopper */
     vkf_sampler *smp;

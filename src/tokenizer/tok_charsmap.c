@@ -22,9 +22,11 @@ vkf_status vkf_charsmap_init(const void *blob, size_t n, const char *name, vkf_c
     memset(out, 0, sizeof *out);
     if (!n) return VKF_OK;
     if (n < 4)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: precompiled charsmap: %zu bytes, too short", name, n);
+        return vkf_error(VKF_ERROR_FORMAT, "%s: precompiled charsmap: %zu bytes, too short", name,
+                         n);
     const uint8_t *b = blob;
-    uint32_t tsize = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    uint32_t tsize =
+        (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
     if (tsize % 4 || tsize > n - 4 || tsize < 4)
         return vkf_error(VKF_ERROR_FORMAT,
                          "%s: precompiled charsmap: trie size %u does not fit the %zu-byte blob",

@@ -23,8 +23,7 @@ typedef struct vkf_charsmap {
 /* Copies and checks a blob; an empty blob gives an empty map (no rules). */
 vkf_status vkf_charsmap_init(const void *blob, size_t n, const char *name, vkf_charsmap *out);
 /* Same from base64 text (tokenizer.json). */
-vkf_status vkf_charsmap_from_base64(const char *b64, size_t n, const char *name,
-                                    vkf_charsmap *out);
+vkf_status vkf_charsmap_from_base64(const char *b64, size_t n, const char *name, vkf_charsmap *out);
 void vkf_charsmap_free(vkf_charsmap *m);
 /* The longest rule matching a prefix of s[0..n): returns its length in bytes (0: none) and
  * sets *rep and *rep_len to the replacement. */

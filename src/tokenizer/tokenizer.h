@@ -172,8 +172,8 @@ int vkf_tokenizer_is_eog(const vkf_tokenizer *tok, int32_t id);
 /* Whether encode(add_special = 1) adds BOS / EOS. */
 int vkf_tokenizer_add_bos(const vkf_tokenizer *tok);
 int vkf_tokenizer_add_eos(const vkf_tokenizer *tok);
-/* "gpt2", "llama", "bert", "char", "hf-bpe", "hf-wordpiece", "hf-unigram", "hf-wordlevel", "spm-bpe",
- * "spm-unigram", "spm-char" or "spm-word". */
+/* "gpt2", "llama", "bert", "char", "hf-bpe", "hf-wordpiece", "hf-unigram", "hf-wordlevel",
+ * "spm-bpe", "spm-unigram", "spm-char" or "spm-word". */
 const char *vkf_tokenizer_kind(const vkf_tokenizer *tok);
 
 #endif

@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const vkf_gguf_tensor *t = vkf_gguf_tensor_at(g, i);
         if (vkf_gguf_find_tensor(g, t->name) == NULL) abort();
         /* touch the first and last byte of the tensor's data: it must lie inside the input */
-        if (t->nbytes) sink += ((const uint8_t *)t->data)[0] + ((const uint8_t *)t->data)[t->nbytes - 1];
+        if (t->nbytes)
+            sink += ((const uint8_t *)t->data)[0] + ((const uint8_t *)t->data)[t->nbytes - 1];
     }
     vkf_tokenizer *tok = NULL;
     if (vkf_tokenizer_from_gguf(g, &tok) == VKF_OK) {

@@ -13,9 +13,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (c) abort();
         return 0;
     }
-    static const char *const keys[] = {"n_embd", "n_layer", "hidden_size", "vocab_size",
-                                       "model_type", "layer_norm_epsilon", "tie_word_embeddings",
-                                       "rope_theta", "architectures", ""};
+    static const char *const keys[] = {"n_embd",
+                                       "n_layer",
+                                       "hidden_size",
+                                       "vocab_size",
+                                       "model_type",
+                                       "layer_norm_epsilon",
+                                       "tie_word_embeddings",
+                                       "rope_theta",
+                                       "architectures",
+                                       ""};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         int64_t iv;
         double fv;

@@ -79,9 +79,9 @@ static RB_UNUSED void rb_rmtree(const char *dir) {
 /* ------------------------------------------------------------------ the CLI in a child process */
 
 typedef struct rb_run {
-    int exited;   /* 1: exited normally (else killed by a signal or timed out) */
-    int code;     /* exit status when exited */
-    int signal;   /* signal when not exited */
+    int exited; /* 1: exited normally (else killed by a signal or timed out) */
+    int code;   /* exit status when exited */
+    int signal; /* signal when not exited */
     int timed_out;
     char out[16384]; /* stdout, truncated */
     char err[16384]; /* stderr, truncated */
@@ -106,7 +106,8 @@ static void rb_drain(int fd, char *buf, size_t cap, size_t *len) {
 
 /* Runs argv (argv[0] is the program) with the environment changes env[] ("NAME=value" sets,
  * "NAME" alone unsets; NULL-terminated), at most timeout_s seconds. */
-static RB_UNUSED void rb_run_cmd(const char *const *argv, const char *const *env, int timeout_s, rb_run *r) {
+static RB_UNUSED void rb_run_cmd(const char *const *argv, const char *const *env, int timeout_s,
+                                 rb_run *r) {
     memset(r, 0, sizeof *r);
     int po[2], pe[2];
     if (pipe(po) != 0 || pipe(pe) != 0) {
@@ -169,7 +170,9 @@ static RB_UNUSED void rb_run_cmd(const char *const *argv, const char *const *env
 }
 
 /* A clean failure: exited (no signal, no timeout) with status 1 and a message on stderr. */
-static RB_UNUSED int rb_clean_failure(const rb_run *r) { return r->exited && r->code == 1 && r->err[0]; }
+static RB_UNUSED int rb_clean_failure(const rb_run *r) {
+    return r->exited && r->code == 1 && r->err[0];
+}
 
 /* ------------------------------------------------------------------ the Vulkan device */
 
@@ -187,7 +190,8 @@ static RB_UNUSED int rb_has_vulkan(void) {
         printf("SKIP vulkan (VKF_TEST_NO_VULKAN=1): %s\n", vkf_last_error());
         return 0;
     }
-    VKT_CHECK(0, "no Vulkan context (set VKF_TEST_NO_VULKAN=1 on a machine without one): %s", vkf_last_error());
+    VKT_CHECK(0, "no Vulkan context (set VKF_TEST_NO_VULKAN=1 on a machine without one): %s",
+              vkf_last_error());
     return 0;
 }
 
@@ -274,7 +278,8 @@ static void rb_c_record(rb_counter *c, vkf_buffer *b, size_t size) {
     if (c->live_bytes > c->peak_bytes) c->peak_bytes = c->live_bytes;
 }
 
-static vkf_status rb_c_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usage, vkf_buffer **out) {
+static vkf_status rb_c_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usage,
+                             vkf_buffer **out) {
     rb_counter *c = g_rb_counter;
     vkf_status s = c->inner->buffer_alloc(be, size, usage, out);
     if (s == VKF_OK) rb_c_record(c, *out, size);
@@ -283,8 +288,8 @@ static vkf_status rb_c_alloc(vkf_backend *be, size_t size, vkf_buffer_usage usag
 
 /* weights used in place (the file's mapping imported): counted like allocations, so that their
  * frees are known and a leaked import shows */
-static vkf_status rb_c_import(vkf_backend *be, const void *p, size_t n, const void *region, size_t region_size,
-                              vkf_buffer **out) {
+static vkf_status rb_c_import(vkf_backend *be, const void *p, size_t n, const void *region,
+                              size_t region_size, vkf_buffer **out) {
     rb_counter *c = g_rb_counter;
     vkf_status s = c->inner->buffer_import(be, p, n, region, region_size, out);
     if (s == VKF_OK) rb_c_record(c, *out, n);
@@ -295,7 +300,8 @@ static void rb_c_free(vkf_backend *be, vkf_buffer *b) {
     rb_counter *c = g_rb_counter;
     if (b) {
         size_t i = 0;
-        while (i < c->n_live && c->live[i].b != b) i++;
+        while (i < c->n_live && c->live[i].b != b)
+            i++;
         if (i == c->n_live) {
             c->unknown_frees++;
         } else {

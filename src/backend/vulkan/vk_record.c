@@ -32,7 +32,7 @@ struct vkf_vk_exec {
         VkBuffer buf;
         VkDeviceSize off, range;
         VkBufferView view;
-    } *views;
+    } * views;
     int n_views, cap_views;
 };
 
@@ -50,8 +50,9 @@ vkf_status vkf_vk_window(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64
     const vkf_vk_backend *vb = r->vb;
     if (!b) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vulkan: a tensor has no buffer");
     if (hi < lo || hi > b->size)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vulkan: bytes [%llu, %llu) outside a buffer of %llu",
-                         (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)b->size);
+        return vkf_error(
+            VKF_ERROR_INVALID_ARGUMENT, "vulkan: bytes [%llu, %llu) outside a buffer of %llu",
+            (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)b->size);
     uint64_t a = vb->caps.min_storage_align ? vb->caps.min_storage_align : 1;
     uint64_t abs_lo = b->offset + lo, abs_hi = b->offset + hi;
     uint64_t ws = abs_lo / a * a;
@@ -59,7 +60,8 @@ vkf_status vkf_vk_window(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64
     if (range == 0) range = 4;
     if (ws + range > b->block->size) range = b->block->size - ws;
     if (range > vb->caps.max_storage_range)
-        return vkf_error(VKF_ERROR_INTERNAL, "vulkan: window of %llu bytes exceeds maxStorageBufferRange %llu",
+        return vkf_error(VKF_ERROR_INTERNAL,
+                         "vulkan: window of %llu bytes exceeds maxStorageBufferRange %llu",
                          (unsigned long long)range, (unsigned long long)vb->caps.max_storage_range);
     w->buf = b->block->buf;
     w->off = ws;
@@ -78,8 +80,8 @@ uint64_t vkf_vk_texel_budget(const vkf_vk_backend *vb) {
     return b < t ? b : t;
 }
 
-vkf_status vkf_vk_window_block(vkf_vk_rec *r, const vkf_vk_block *blk, uint64_t abs_lo, uint64_t abs_hi, int write,
-                               int texel, vkf_vk_win *w) {
+vkf_status vkf_vk_window_block(vkf_vk_rec *r, const vkf_vk_block *blk, uint64_t abs_lo,
+                               uint64_t abs_hi, int write, int texel, vkf_vk_win *w) {
     const vkf_vk_backend *vb = r->vb;
     if (!texel) {
         uint64_t a = vb->caps.min_storage_align ? vb->caps.min_storage_align : 1;
@@ -88,32 +90,40 @@ vkf_status vkf_vk_window_block(vkf_vk_rec *r, const vkf_vk_block *blk, uint64_t 
         if (range == 0) range = 4;
         if (ws + range > blk->size) range = blk->size - ws;
         if (range > vb->caps.max_storage_range)
-            return vkf_error(VKF_ERROR_INTERNAL, "vulkan: window of %llu bytes exceeds maxStorageBufferRange %llu",
-                             (unsigned long long)range, (unsigned long long)vb->caps.max_storage_range);
+            return vkf_error(VKF_ERROR_INTERNAL,
+                             "vulkan: window of %llu bytes exceeds maxStorageBufferRange %llu",
+                             (unsigned long long)range,
+                             (unsigned long long)vb->caps.max_storage_range);
         *w = (vkf_vk_win){blk->buf, ws, range, abs_lo - ws, write, 0};
         return VKF_OK;
     }
-    if (!vb->caps.texel) return vkf_error(VKF_ERROR_INTERNAL, "vulkan: texel window on a device without them");
+    if (!vb->caps.texel)
+        return vkf_error(VKF_ERROR_INTERNAL, "vulkan: texel window on a device without them");
     uint64_t a = vb->caps.min_storage_align ? vb->caps.min_storage_align : 1;
     uint64_t ta = vb->caps.min_texel_align ? vb->caps.min_texel_align : 1;
-    while (a % ta || a % 16) a += a % ta ? ta - a % ta : 16 - a % 16; /* a multiple of both and 16 */
+    while (a % ta || a % 16)
+        a += a % ta ? ta - a % ta : 16 - a % 16; /* a multiple of both and 16 */
     uint64_t ws = abs_lo / a * a;
     uint64_t range = (abs_hi - ws + 15) / 16 * 16;
     if (range == 0) range = 16;
     if (ws + range > blk->size) range = (blk->size - ws) / 16 * 16;
-    if (range == 0 || range / 16 > vb->caps.max_texel_elements || range > vb->caps.max_storage_range)
-        return vkf_error(VKF_ERROR_INTERNAL, "vulkan: texel window of %llu bytes at %llu does not fit the "
-                         "block or the texel limit", (unsigned long long)range, (unsigned long long)ws);
+    if (range == 0 || range / 16 > vb->caps.max_texel_elements ||
+        range > vb->caps.max_storage_range)
+        return vkf_error(VKF_ERROR_INTERNAL,
+                         "vulkan: texel window of %llu bytes at %llu does not fit the "
+                         "block or the texel limit",
+                         (unsigned long long)range, (unsigned long long)ws);
     *w = (vkf_vk_win){blk->buf, ws, range, abs_lo - ws, write, 1};
     return VKF_OK;
 }
 
-vkf_status vkf_vk_window_texel(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64_t hi, int write,
-                               vkf_vk_win *w) {
+vkf_status vkf_vk_window_texel(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64_t hi,
+                               int write, vkf_vk_win *w) {
     if (!b) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vulkan: a tensor has no buffer");
     if (hi < lo || hi > b->size)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vulkan: bytes [%llu, %llu) outside a buffer of %llu",
-                         (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)b->size);
+        return vkf_error(
+            VKF_ERROR_INVALID_ARGUMENT, "vulkan: bytes [%llu, %llu) outside a buffer of %llu",
+            (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)b->size);
     return vkf_vk_window_block(r, b->block, b->offset + lo, b->offset + hi, write, 1, w);
 }
 
@@ -121,7 +131,8 @@ vkf_status vkf_vk_window_texel(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, 
 static vkf_status vkf_vk_view_get(vkf_vk_rec *r, const vkf_vk_win *w, VkBufferView *out) {
     vkf_vk_exec *ex = r->ex;
     for (int i = 0; i < ex->n_views; i++)
-        if (ex->views[i].buf == w->buf && ex->views[i].off == w->off && ex->views[i].range == w->range) {
+        if (ex->views[i].buf == w->buf && ex->views[i].off == w->off &&
+            ex->views[i].range == w->range) {
             *out = ex->views[i].view;
             return VKF_OK;
         }
@@ -146,7 +157,8 @@ static vkf_status vkf_vk_view_get(vkf_vk_rec *r, const vkf_vk_win *w, VkBufferVi
 
 /* ---------------------------------------------------------------- hazards */
 
-static int vkf_vk_overlaps(const vkf_vk_access *list, int n, VkBuffer buf, VkDeviceSize lo, VkDeviceSize hi) {
+static int vkf_vk_overlaps(const vkf_vk_access *list, int n, VkBuffer buf, VkDeviceSize lo,
+                           VkDeviceSize hi) {
     for (int i = 0; i < n; i++)
         if (list[i].buf == buf && list[i].lo < hi && lo < list[i].hi) return 1;
     return 0;
@@ -207,19 +219,21 @@ static vkf_status vkf_vk_alloc_set(vkf_vk_rec *r, const vkf_vk_pipeline *p, VkDe
 /* ---------------------------------------------------------------- dispatch */
 
 vkf_status vkf_vk_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *p, const vkf_vk_win *wins, int n,
-                           const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy, uint32_t gz) {
+                           const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy,
+                           uint32_t gz) {
     vkf_vk_backend *vb = r->vb;
     if (n + 1 != p->n_bindings)
-        return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s has %d bindings, dispatch gives %d", p->key,
-                         p->n_bindings, n + 1);
+        return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s has %d bindings, dispatch gives %d",
+                         p->key, p->n_bindings, n + 1);
     if (pc_size > VKF_VK_PC_BYTES || pc_size % 4)
         return vkf_error(VKF_ERROR_INTERNAL, "push constants of %u bytes for %s", pc_size, p->key);
     for (int i = 0; i < n; i++)
         if (((p->texel_mask >> (i + 1)) & 1u) != (wins[i].texel ? 1u : 0u))
-            return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: binding %d is %s, the window is not", p->key, i + 1,
-                             wins[i].texel ? "a storage buffer" : "a texel buffer");
+            return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: binding %d is %s, the window is not",
+                             p->key, i + 1, wins[i].texel ? "a storage buffer" : "a texel buffer");
     if (gx == 0 || gy == 0 || gz == 0) return VKF_OK;
-    if (gx > vb->caps.max_wg_count[0] || gy > vb->caps.max_wg_count[1] || gz > vb->caps.max_wg_count[2])
+    if (gx > vb->caps.max_wg_count[0] || gy > vb->caps.max_wg_count[1] ||
+        gz > vb->caps.max_wg_count[2])
         return vkf_error(VKF_ERROR_INTERNAL, "%s: %u x %u x %u workgroups exceed the device limit",
                          p->key, gx, gy, gz);
 
@@ -235,7 +249,8 @@ vkf_status vkf_vk_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *p, const vkf_vk_win *
         mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
         mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
         vb->vk.vkCmdPipelineBarrier(r->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+                                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
+                                    NULL);
         r->n_reads = r->n_writes = 0;
         r->ex->barriers++;
         vb->stats.barriers++;
@@ -276,12 +291,15 @@ vkf_status vkf_vk_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *p, const vkf_vk_win *
         vb->vk.vkCmdBindPipeline(r->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
         r->ex->bound = p;
     }
-    vb->vk.vkCmdBindDescriptorSets(r->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
-    if (pc_size) vb->vk.vkCmdPushConstants(r->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pc_size, pc);
+    vb->vk.vkCmdBindDescriptorSets(r->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0,
+                                   NULL);
+    if (pc_size)
+        vb->vk.vkCmdPushConstants(r->cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, pc_size, pc);
     vb->vk.vkCmdDispatch(r->cmd, gx, gy, gz);
     vkf_vk_exec *ex = r->ex;
     if (ex->qpool && ex->n_ts < VKF_VK_PROF_MAX) {
-        vb->vk.vkCmdWriteTimestamp(r->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ex->qpool, ex->n_ts);
+        vb->vk.vkCmdWriteTimestamp(r->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ex->qpool,
+                                   ex->n_ts);
         ex->ts_op[ex->n_ts - 1] = r->op;
         ex->n_ts++;
     }
@@ -304,14 +322,17 @@ vkf_status vkf_vk_scratch(vkf_vk_rec *r, size_t bytes, vkf_buffer **out) {
 
 static void vkf_vk_exec_free(vkf_vk_backend *vb, vkf_vk_exec *ex) {
     if (!ex) return;
-    for (int i = 0; i < ex->n_scratch; i++) vkf_vk_buffer_free(&vb->base, ex->scratch[i]);
+    for (int i = 0; i < ex->n_scratch; i++)
+        vkf_vk_buffer_free(&vb->base, ex->scratch[i]);
     free(ex->scratch);
     if (ex->cmd) vb->vk.vkFreeCommandBuffers(vb->device, vb->cmd_pool, 1, &ex->cmd);
     if (ex->qpool) vb->vk.vkDestroyQueryPool(vb->device, ex->qpool, NULL);
-    for (int i = 0; i < ex->n_views; i++) vb->vk.vkDestroyBufferView(vb->device, ex->views[i].view, NULL);
+    for (int i = 0; i < ex->n_views; i++)
+        vb->vk.vkDestroyBufferView(vb->device, ex->views[i].view, NULL);
     free(ex->views);
     free(ex->ts_op);
-    for (int i = 0; i < ex->n_pools; i++) vb->vk.vkDestroyDescriptorPool(vb->device, ex->pools[i], NULL);
+    for (int i = 0; i < ex->n_pools; i++)
+        vb->vk.vkDestroyDescriptorPool(vb->device, ex->pools[i], NULL);
     free(ex->pools);
     free(ex);
 }
@@ -323,7 +344,6 @@ void vkf_vk_graph_release(vkf_backend *be, vkf_graph *g) {
     vkf_vk_exec_free(vb, g->exec);
     g->exec = NULL;
 }
-
 
 /* A new exec with its command buffer begun (and the profiling query pool when on). */
 static vkf_status vkf_vk_exec_begin(vkf_vk_backend *vb, vkf_vk_exec **out) {
@@ -381,8 +401,9 @@ static vkf_status vkf_vk_exec_submit(vkf_vk_backend *vb, vkf_vk_exec *ex, double
     if (!ex->qpool || ex->n_ts < 2) return VKF_OK;
     uint64_t *ts = malloc(sizeof *ts * ex->n_ts);
     if (!ts) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "profile timestamps");
-    VkResult r = vb->vk.vkGetQueryPoolResults(vb->device, ex->qpool, 0, ex->n_ts, sizeof *ts * ex->n_ts, ts,
-                                              sizeof *ts, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    VkResult r =
+        vb->vk.vkGetQueryPoolResults(vb->device, ex->qpool, 0, ex->n_ts, sizeof *ts * ex->n_ts, ts,
+                                     sizeof *ts, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
     if (r != VK_SUCCESS) {
         free(ts);
         return vkf_vk_fail(r, "vkGetQueryPoolResults", __FILE__, __LINE__);
@@ -421,8 +442,8 @@ static vkf_status vkf_vk_record(vkf_vk_backend *vb, vkf_graph *g, vkf_vk_exec **
         }
         i += used;
         if (st != VKF_OK) {
-            vkf_error_prefix(st, "graph %s: node %d (%s -> %s)", g->name, i - used, vkf_op_name(nd->op),
-                             nd->dst ? nd->dst->name : "?");
+            vkf_error_prefix(st, "graph %s: node %d (%s -> %s)", g->name, i - used,
+                             vkf_op_name(nd->op), nd->dst ? nd->dst->name : "?");
             vb->vk.vkEndCommandBuffer(ex->cmd);
             goto fail;
         }
@@ -443,8 +464,8 @@ fail:
     return st;
 }
 
-vkf_status vkf_vk_run_recorded(vkf_vk_backend *vb, vkf_status (*fn)(vkf_vk_rec *r, void *user), void *user,
-                               int reps, double *ms) {
+vkf_status vkf_vk_run_recorded(vkf_vk_backend *vb, vkf_status (*fn)(vkf_vk_rec *r, void *user),
+                               void *user, int reps, double *ms) {
     vkf_vk_exec *ex;
     VKF_TRY(vkf_vk_check_messages(vb));
     VKF_TRY(vkf_vk_exec_begin(vb, &ex));
@@ -458,7 +479,8 @@ vkf_status vkf_vk_run_recorded(vkf_vk_backend *vb, vkf_status (*fn)(vkf_vk_rec *
     free(rec.writes);
     if (st != VKF_OK) vb->vk.vkEndCommandBuffer(ex->cmd);
     if (st == VKF_OK) st = vkf_vk_exec_end(vb, ex);
-    for (int i = 0; st == VKF_OK && i < reps; i++) st = vkf_vk_exec_submit(vb, ex, ms ? &ms[i] : NULL);
+    for (int i = 0; st == VKF_OK && i < reps; i++)
+        st = vkf_vk_exec_submit(vb, ex, ms ? &ms[i] : NULL);
     vkf_vk_exec_free(vb, ex);
     if (st != VKF_OK) return st;
     return vkf_vk_check_messages(vb);
@@ -469,9 +491,11 @@ vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past) {
     VKF_TRY(vkf_vk_check_usable(vb));
     VKF_TRY(vkf_vk_check_messages(vb));
     if (!g) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vulkan graph_compute: graph is NULL");
-    if (n_past < 0) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "graph %s: n_past %d < 0", g->name, n_past);
+    if (n_past < 0)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "graph %s: n_past %d < 0", g->name, n_past);
     vkf_vk_exec *ex = g->exec;
-    if (ex && (ex->n_nodes != g->n_nodes || ex->arena != g->arena || ex->profiled != (vb->profile && vb->ts_bits))) {
+    if (ex && (ex->n_nodes != g->n_nodes || ex->arena != g->arena ||
+               ex->profiled != (vb->profile && vb->ts_bits))) {
         vkf_vk_graph_release(be, g);
         ex = NULL;
     }
@@ -484,7 +508,9 @@ vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past) {
     /* tests: VKF_SIMULATE_DEVICE_LOST=N fails the Nth graph submission and every later one */
     uint64_t lost_at = vkf_vk_env_u64("VKF_SIMULATE_DEVICE_LOST");
     if (lost_at && vb->stats.submits + 1 >= lost_at && (vb->unusable = 1))
-        return vkf_vk_fail(VK_ERROR_DEVICE_LOST, "vkQueueSubmit (simulated by VKF_SIMULATE_DEVICE_LOST)", __FILE__, __LINE__);
+        return vkf_vk_fail(VK_ERROR_DEVICE_LOST,
+                           "vkQueueSubmit (simulated by VKF_SIMULATE_DEVICE_LOST)", __FILE__,
+                           __LINE__);
     VKF_TRY(vkf_vk_exec_submit(vb, ex, NULL));
     vb->stats.submits++;
     return vkf_vk_check_messages(vb);
@@ -493,10 +519,12 @@ vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past) {
 /* ---------------------------------------------------------------- profiling */
 
 vkf_status vkf_backend_vulkan_profile(vkf_backend *be, int on) {
-    if (!vkf_backend_is_vulkan(be)) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "profile: not a Vulkan backend");
+    if (!vkf_backend_is_vulkan(be))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "profile: not a Vulkan backend");
     vkf_vk_backend *vb = vkf_vk(be);
     if (on && (!vb->ts_bits || vb->caps.timestamp_period <= 0))
-        return vkf_error(VKF_ERROR_UNSUPPORTED, "profile: the queue of %s has no timestamps", vb->caps.name);
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "profile: the queue of %s has no timestamps",
+                         vb->caps.name);
     vb->profile = on ? 1 : 0;
     memset(vb->stats.prof_ms, 0, sizeof vb->stats.prof_ms);
     memset(vb->stats.prof_dispatches, 0, sizeof vb->stats.prof_dispatches);
