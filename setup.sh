@@ -26,8 +26,8 @@ shift || true
 packages=(cmake make gcc g++ pkg-config libvulkan-dev libvulkan-volk-dev glslang-dev glslang-tools
           spirv-tools mesa-vulkan-drivers vulkan-validationlayers libcjson-dev libmicrohttpd-dev
           xz-utils)
-if [ "$mode" = test ]; then # valgrind memcheck, and clang with its sanitizer/libFuzzer runtime
-    packages+=(valgrind clang libclang-rt-dev curl python3)
+if [ "$mode" = test ]; then # valgrind memcheck, clang with its sanitizer/libFuzzer runtime, the format check
+    packages+=(valgrind clang libclang-rt-dev curl python3 clang-format)
 fi
 missing=()
 for p in "${packages[@]}"; do
