@@ -2,9 +2,11 @@
 # The GPU checklist, in one call on a lent GPU machine (see bench/gpu-pack.sh, which prepares
 # the .gpu/ folder this reads; carry it):
 #
-#   bench/gpu-check.sh [all|tests|bench|quick] (default all; tests and bench each fit one
+#   bench/gpu-check.sh [all|tests|bench|quick|profile|steps FILE] (default all; tests and bench each fit one
 #                                              10-minute call; quick: selftest, llama-tiny,
-#                                              kernels and one 1.1B Q4_0 bench)
+#                                              kernels and one 1.1B Q4_0 bench; profile: the
+#                                              per-op profile of 1.1B Q4_0 decode and prefill,
+#                                              and decode at depth under the attention knobs)
 #
 #   tests: devices, selftest (every op vs the CPU reference) with the validation layer, the same
 #          in the small-device profile, verify on every packed fixture on the GPU with
@@ -23,8 +25,13 @@ OUT="${OUT:-/tmp/gpu-check}"
 mkdir -p "$OUT"
 summary="$OUT/summary.txt"
 log="$OUT/gpu-check.log"
-V="$PWD/.gpu/bin/vkformer"
-[ -x "$V" ] || { echo "gpu-check: $V missing: run bench/gpu-pack.sh here and carry .gpu" >&2; exit 2; }
+[ -x .gpu/bin/vkformer ] || { echo "gpu-check: .gpu/bin/vkformer missing: run bench/gpu-pack.sh here and carry .gpu" >&2; exit 2; }
+# the binary runs with .gpu/lib (libmicrohttpd and its libraries) on its library path; the
+# machine's own programs (python3 for the bench models) keep theirs
+V=/tmp/vkf-run
+printf '#!/bin/sh\nLD_LIBRARY_PATH="%s/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s/.gpu/bin/vkformer" "$@"\n' \
+    "$PWD" "$PWD" >"$V"
+chmod +x "$V"
 
 # ---- the loader, libcjson and the validation layer from the packed .debs
 # (the NVIDIA driver's ICD links glvnd's libGLX/libGLdispatch, which a bare machine lacks)
@@ -75,6 +82,32 @@ if [ "$part" = all ] || [ "$part" = tests ]; then
     step verify_cpu_llama-tiny "$V" verify .gpu/fixtures/llama-tiny --cpu
 fi
 
+if [ "$part" = profile ]; then # where decode's time goes on this GPU, and the knobs that move it
+    m=/tmp/vkf-bench-tinyllama-q4_0.gguf
+    [ -f "$m" ] || step make_model_q4_0 python3 tools/make_bench_model.py --shape tinyllama-1.1b --type q4_0 -o "$m"
+    step profile_pp512_tg32 "$V" bench -m "$m" -p 512 -n 32 -r 1 --profile --backends vulkan
+    step profile_tg16_d2048 "$V" bench -m "$m" -p 0 -n 16 -d 2048 -r 1 --profile --backends vulkan
+    for wg in 128 256 512; do
+        step "attn_wg$wg" env VKF_ATTN_WG=$wg "$V" bench -m "$m" -p 512 -n 32 -d 128,2048 -r 1 --backends vulkan
+        step "attn_subgroups_wg$wg" env VKF_NO_KEYLANES=1 VKF_ATTN_WG=$wg "$V" bench -m "$m" -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
+    done
+    step attn_hg8_wg256 env VKF_NO_KEYLANES=1 VKF_ATTN_HG=8 VKF_ATTN_WG=256 "$V" bench -m "$m" -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
+    step attn_old env VKF_NO_TEXEL_ATTENTION=1 "$V" bench -m "$m" -p 512 -n 32 -d 128,2048 -r 1 --backends vulkan
+fi
+
+if [ "$part" = steps ]; then # experiments: one step per line of the file "$2" (see bench/README.md)
+    m=/tmp/vkf-bench-tinyllama-q4_0.gguf
+    [ -f "$m" ] || step make_model_q4_0 python3 tools/make_bench_model.py --shape tinyllama-1.1b --type q4_0 -o "$m"
+    # each line: NAME [VAR=VALUE ...] vkformer-arguments; $m is the 1.1B Q4_0 model
+    while read -r name rest; do
+        case "$name" in '' | '#'*) continue ;; esac
+        eval "set -- $rest"
+        envs=()
+        while [ $# -gt 0 ] && [[ "$1" == *=* ]]; do envs+=("$1"); shift; done
+        step "$name" env "${envs[@]}" "$V" "$@"
+    done <"$2"
+fi
+
 if [ "$part" = quick ]; then # the checklist's core in one short call
     step selftest "$V" selftest --validate
     step verify_llama-tiny "$V" verify .gpu/fixtures/llama-tiny --validate
@@ -92,6 +125,10 @@ if [ "$part" = all ] || [ "$part" = bench ]; then
         step "bench_tinyllama_$t" "$V" bench -m "$m" -p 64,512 -n 16,128 -r 3 --backends vulkan
     done
     step bench_depth_q4_0 "$V" bench -m /tmp/vkf-bench-tinyllama-q4_0.gguf -p 0 -n 32 -d 128,512,2048 -r 2 --backends vulkan
+    # Q4_K_M (the users' download) is made from the F16 model by vkformer's own quantizer
+    m=/tmp/vkf-bench-tinyllama-q4_k_m.gguf
+    [ -f "$m" ] || step make_model_q4_k_m "$V" quantize /tmp/vkf-bench-tinyllama-f16.gguf "$m" Q4_K_M
+    step bench_tinyllama_q4_k_m "$V" bench -m "$m" -p 64,512 -n 16,128 -r 3 --backends vulkan
 fi
 
 (cd "$OUT" && tar czf logs.tar.gz gpu-check.log summary.txt 2>/dev/null)

@@ -8,6 +8,7 @@
 # .gpu/ holds:
 #   bin/vkformer   the CLI built here (Release; glslang, SPIRV-Tools and volk are linked in
 #                  statically, so it needs only libc, libstdc++, libcjson and the Vulkan loader)
+#   lib/           libmicrohttpd and the libraries it links (copied from this machine)
 #   debs/          libcjson1, libvulkan1 (the loader) and vulkan-validationlayers, as .debs that
 #                  gpu-check.sh unpacks there (dpkg -x)
 #   fixtures/      a subset of ../shared/fixtures that fits the device tool's 64 MiB (working
@@ -29,7 +30,16 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DVKF_BUILD_TESTS=OFF >/dev/n
 cmake --build build-gpu -j"$(nproc)" --target vkformer_cli >&2
 strip -o "$out/bin/vkformer" build-gpu/vkformer
 
-# ---- the shared libraries it needs there, as Debian packages
+# ---- the shared libraries it needs there: the server's libmicrohttpd and what it links (GnuTLS
+# and its helpers) are copied as files into lib/, which gpu-check.sh puts on the binary's library
+# path only (the machine's own programs keep their libraries); the loader and glvnd as .debs
+mkdir -p "$out/lib"
+ldd build-gpu/vkformer | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
+    case "$(basename "$lib")" in
+    libc.so.* | libm.so.* | libstdc++.so.* | libgcc_s.so.* | ld-linux*) ;;
+    *) cp -L "$lib" "$out/lib/" ;;
+    esac
+done
 (cd "$out/debs" && apt-get download libcjson1 libvulkan1 vulkan-validationlayers \
     libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 >/dev/null) # the NVIDIA ICD needs glvnd
 
