@@ -85,11 +85,15 @@ static vkf_status vkf_bench_fill_depth(vkf_session *s, const int32_t *toks, int 
     return vkf_session_eval_last(s, toks, depth, logits);
 }
 
-/* One timed run of pp N or tg N; *ms gets its wall time. */
+/* One timed run of pp N or tg N; *ms gets its wall time. With prof (a Vulkan backend), the timed
+ * part is profiled and only it: profiling is off while the context is filled to the depth, and
+ * turning it on clears the previous repetition's times (the caller prints and turns it off). */
 static vkf_status vkf_bench_run_once(vkf_session *s, const int32_t *toks, int depth, int n_prompt,
                                      int n_gen, int32_t n_vocab, float *logits, double *ms,
-                                     double *cpu) {
+                                     double *cpu, vkf_backend *prof) {
+    if (prof) VKF_TRY(vkf_backend_vulkan_profile(prof, 0));
     VKF_TRY(vkf_bench_fill_depth(s, toks, depth, logits));
+    if (prof) VKF_TRY(vkf_backend_vulkan_profile(prof, 1));
     const int32_t *t = toks + depth;
     double c0 = vkf_bench_cpu_ms();
     double t0 = vkf_bench_now_ms();
@@ -475,21 +479,15 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
                 double ms;
                 double cpu = 0, cpu_sum = 0;
                 if (o->warmup && vkf_bench_run_once(s, toks, depth, n_prompt, n_gen, md.n_vocab,
-                                                    logits, &ms, NULL) != VKF_OK) {
+                                                    logits, &ms, NULL, NULL) != VKF_OK) {
                     fprintf(stderr, "vkformer bench: %s\n", vkf_last_error());
                     rc = 1;
                     break;
                 }
-                if (o->profile && kind == VKF_BACKEND_VULKAN)
-                    vkf_backend_vulkan_profile(ctx->be, 1);
+                vkf_backend *prof = o->profile && kind == VKF_BACKEND_VULKAN ? ctx->be : NULL;
                 for (int rep = 0; rep < o->reps; rep++) {
-                    if (o->profile && kind == VKF_BACKEND_VULKAN && depth > 0) {
-                        /* profile only the timed part: fill the context with profiling off */
-                        vkf_backend_vulkan_profile(ctx->be, 0);
-                        if (vkf_bench_fill_depth(s, toks, depth, logits) != VKF_OK) break;
-                    }
                     vkf_status st = vkf_bench_run_once(s, toks, depth, n_prompt, n_gen, md.n_vocab,
-                                                       logits, &ms, &cpu);
+                                                       logits, &ms, &cpu, prof);
                     cpu_sum += cpu;
                     if (st != VKF_OK) {
                         fprintf(stderr, "vkformer bench: %s\n", vkf_last_error());
@@ -503,7 +501,7 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
                 r->cpu_ms_per_token = cpu_sum / r->reps / (n_prompt + n_gen);
                 vkf_bench_stats(r->samples_ns, r->reps, &r->avg_ns, &r->stddev_ns);
                 vkf_bench_stats(r->samples_ts, r->reps, &r->avg_ts, &r->stddev_ts);
-                if (o->profile && kind == VKF_BACKEND_VULKAN) {
+                if (prof) { /* the last repetition's profile */
                     char tn[48];
                     vkf_bench_profile_print(ctx->be, vkf_bench_test_name(r, tn, sizeof tn),
                                             n_prompt + n_gen);
