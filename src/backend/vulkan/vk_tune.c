@@ -63,10 +63,13 @@ static void vkf_vk_table(const vkf_vk_caps *c, int mclass, int64_t M, vkf_dtype 
         return;
     }
     if (mclass < 2) {
+        /* 4 activation rows per pass: on an H200 8 rows fell off a cliff for the quantized
+         * types (1x4096x4096 at M = 8, ms, TM 8 -> 4: Q4_0 0.439 -> 0.083, Q8_0 0.466 -> 0.088,
+         * Q4_K 0.535 -> 0.087; F16 0.043 -> 0.032; bench/RESULTS.md) */
         o->kind = VKF_VK_MM_TEXEL;
         o->wg = sg * 4 < 64 ? 64 : sg * 4;
         o->r = 2;
-        o->tm = 8;
+        o->tm = 4;
         return;
     }
     o->kind = VKF_VK_MM_TILED;
