@@ -19,9 +19,14 @@
  * Sliding window, soft-cap and len_pos (has_len bit 1) as attention.comp: the key loops start
  * at the window's first key.
  *
- * Requires head_dim, every offset and stride multiples of 4 (host-checked) and head_dim <=
- * 4 * S * MAXT. Bindings: 1 dst (f32 buffer), 2 q, 3 k, 4 v (texels of f32), 5 key lengths
- * (i32 buffer; bound to dst and ignored when absent). */
+ * KV_F16=1: an F16 KV cache. A K/V texel then holds 8 halves (two 4-wide units); the loops
+ * below walk K/V in texels and use KV_U = 1 or 2 units of each, so one texel load serves both
+ * halves, and the unit indices of q, the accumulators and the output stay those of F32.
+ *
+ * Requires head_dim, every offset and stride multiples of 4 (8 for an F16 cache; host-checked)
+ * and head_dim <= 4 * KV_U * S * MAXT. Bindings: 1 dst (f32 buffer), 2 q (texels of f32), 3 k,
+ * 4 v (texels of f32, or of f16 with KV_F16), 5 key lengths (i32 buffer; bound to dst and
+ * ignored when absent). */
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -47,6 +52,26 @@ layout(constant_id = 0) const uint WG = 64;
 #ifndef QR
 #define QR 1u /* query rows per lane with QLANES */
 #endif
+#ifndef KV_F16
+#define KV_F16 0
+#endif
+#if KV_F16
+#define KV_U 2u  /* 4-wide units per K/V texel */
+#define KV_SH 3u /* K/V element offsets -> texels */
+#else
+#define KV_U 1u
+#define KV_SH 2u
+#endif
+
+/* unit u (0 .. KV_U - 1) of a K/V texel */
+vec4 kv_unit(uvec4 t, uint u) {
+#if KV_F16
+    return u == 0u ? vec4(unpackHalf2x16(t.x), unpackHalf2x16(t.y))
+                   : vec4(unpackHalf2x16(t.z), unpackHalf2x16(t.w));
+#else
+    return uintBitsToFloat(t);
+#endif
+}
 
 layout(push_constant) uniform PC {
     vkf_pc_attn p;
@@ -65,7 +90,7 @@ void main() {
     uint S = gl_SubgroupSize, l = gl_SubgroupInvocationID, g = gl_SubgroupID, G = gl_NumSubgroups;
     uint h0 = gl_WorkGroupID.x * HG; /* this workgroup's query heads h0 .. h0 + HG - 1 share one KV head */
     uint qr = gl_WorkGroupID.y, b = qr / p.qn, i = p.q0 + qr % p.qn;
-    uint hw = p.head_dim / 4u; /* texels per head */
+    uint hw = p.head_dim / 4u; /* 4-wide units per head (texels of q and dst) */
     uint kvh = h0 / (p.n_head / p.n_kv_head);
     int n_past = vkf_dyn.n_past;
     int klen = min(p.kv_dyn != 0u ? n_past + int(p.n_q) : int(p.n_kv), int(p.n_kv));
@@ -74,9 +99,10 @@ void main() {
     if ((p.has_len & 2u) != 0u) qpos = lens[p.len_off + p.b0 + b] - int(p.n_q) + int(i); /* len_pos (serve) */
     int jend = p.causal != 0u ? min(klen, qpos + 1) : klen;
     int jmin = p.window > 0u ? max(qpos - int(p.window) + 1, 0) : 0;
-    uint ko = (p.k_off + b * p.kv_stride * p.k_stride + kvh * p.head_dim) >> 2;
-    uint vo = (p.v_off + b * p.kv_stride * p.v_stride + kvh * p.head_dim) >> 2;
-    uint ks = p.k_stride >> 2, vs = p.v_stride >> 2;
+    uint ko = (p.k_off + b * p.kv_stride * p.k_stride + kvh * p.head_dim) >> KV_SH;
+    uint vo = (p.v_off + b * p.kv_stride * p.v_stride + kvh * p.head_dim) >> KV_SH;
+    uint ks = p.k_stride >> KV_SH, vs = p.v_stride >> KV_SH;
+    uint hwt = hw / KV_U; /* K/V texels per head */
 
 #if KEYLANES
     /* decode on CPU drivers (host: one query row, HG = 1, head_dim <= 64, one subgroup per
@@ -96,14 +122,21 @@ void main() {
         for (int j = jmin + int(li); j < jend; j += int(WG)) {
             uint kr = ko + uint(j) * ks, vr = vo + uint(j) * vs;
             float sc = 0.0;
-            for (uint e = 0; e < HWMAX; e++) sc += dot(qv[e], uintBitsToFloat(imageLoad(Kt, int(kr + e))));
+            for (uint e = 0; e < HWMAX / KV_U; e++) {
+                uvec4 kt = imageLoad(Kt, int(kr + e));
+                for (uint u = 0; u < KV_U; u++) sc += dot(qv[e * KV_U + u], kv_unit(kt, u));
+            }
             if (p.softcap > 0.0) sc = p.softcap * tanh(clamp(sc / p.softcap, -10.0, 10.0));
             float mn = max(mk, sc);
             float alpha = exp(mk - mn); /* 0 on this lane's first key (mk = -inf) */
             float pj = exp(sc - mn);
             sk = sk * alpha + pj;
             mk = mn;
-            for (uint e = 0; e < HWMAX; e++) av[e] = av[e] * alpha + pj * uintBitsToFloat(imageLoad(Vt, int(vr + e)));
+            for (uint e = 0; e < HWMAX / KV_U; e++) {
+                uvec4 vt = imageLoad(Vt, int(vr + e));
+                for (uint u = 0; u < KV_U; u++)
+                    av[e * KV_U + u] = av[e * KV_U + u] * alpha + pj * kv_unit(vt, u);
+            }
         }
         /* the subgroup's state: max, rescaled sums; lane e % S keeps texel e for the merge */
         float Mg = subgroupMax(mk);
@@ -160,8 +193,8 @@ void main() {
         uint bt = qt0 / p.qn;
         int klt = min(p.kv_dyn != 0u ? n_past + int(p.n_q) : int(p.n_kv), int(p.n_kv));
         if (p.has_len != 0u) klt = min(klt, lens[p.len_off + p.b0 + bt]);
-        uint kot = (p.k_off + bt * p.kv_stride * p.k_stride + kvh * p.head_dim) >> 2;
-        uint vot = (p.v_off + bt * p.kv_stride * p.v_stride + kvh * p.head_dim) >> 2;
+        uint kot = (p.k_off + bt * p.kv_stride * p.k_stride + kvh * p.head_dim) >> KV_SH;
+        uint vot = (p.v_off + bt * p.kv_stride * p.v_stride + kvh * p.head_dim) >> KV_SH;
         int jet[QR], jmt[QR];
         vec4 qv[QR][HWMAX], av[QR][HWMAX];
         float mk[QR], sk[QR];
@@ -186,9 +219,12 @@ void main() {
             uint kr = kot + uint(j) * ks, vr = vot + uint(j) * vs;
             float sc[QR];
             for (uint x = 0; x < QR; x++) sc[x] = 0.0;
-            for (uint e = 0; e < HWMAX; e++) {
-                vec4 kt = uintBitsToFloat(imageLoad(Kt, int(kr + e)));
-                for (uint x = 0; x < QR; x++) sc[x] += dot(qv[x][e], kt);
+            for (uint e = 0; e < HWMAX / KV_U; e++) {
+                uvec4 kt = imageLoad(Kt, int(kr + e));
+                for (uint u = 0; u < KV_U; u++) {
+                    vec4 k4 = kv_unit(kt, u);
+                    for (uint x = 0; x < QR; x++) sc[x] += dot(qv[x][e * KV_U + u], k4);
+                }
             }
             float alpha[QR], pj[QR];
             for (uint x = 0; x < QR; x++) {
@@ -200,9 +236,13 @@ void main() {
                 sk[x] = sk[x] * alpha[x] + pj[x];
                 mk[x] = mn;
             }
-            for (uint e = 0; e < HWMAX; e++) {
-                vec4 vt = uintBitsToFloat(imageLoad(Vt, int(vr + e)));
-                for (uint x = 0; x < QR; x++) av[x][e] = av[x][e] * alpha[x] + pj[x] * vt;
+            for (uint e = 0; e < HWMAX / KV_U; e++) {
+                uvec4 vt = imageLoad(Vt, int(vr + e));
+                for (uint u = 0; u < KV_U; u++) {
+                    vec4 v4 = kv_unit(vt, u);
+                    for (uint x = 0; x < QR; x++)
+                        av[x][e * KV_U + u] = av[x][e * KV_U + u] * alpha[x] + pj[x] * v4;
+                }
             }
         }
         for (uint x = 0; x < QR; x++) {
@@ -216,29 +256,36 @@ void main() {
     }
 #endif
 
-    vec4 q[HG][MAXT], acc[HG][MAXT];
+    /* lane l holds K/V texels e = l + t * S (t < MAXT) of the head, i.e. units e * KV_U + u */
+    vec4 q[HG][MAXT * KV_U], acc[HG][MAXT * KV_U];
     float m[HG], sum[HG];
     for (uint hh = 0; hh < HG; hh++) {
         uint qo = (p.q_off + qr * p.q_stride + (h0 + hh) * p.head_dim) >> 2;
         for (uint t = 0; t < MAXT; t++) {
             uint e = l + t * S;
-            q[hh][t] = e < hw ? uintBitsToFloat(imageLoad(Qt, int(qo + e))) * p.scale : vec4(0.0);
-            acc[hh][t] = vec4(0.0);
+            for (uint u = 0; u < KV_U; u++) {
+                q[hh][t * KV_U + u] = e < hwt ? uintBitsToFloat(imageLoad(Qt, int(qo + e * KV_U + u))) * p.scale : vec4(0.0);
+                acc[hh][t * KV_U + u] = vec4(0.0);
+            }
         }
         m[hh] = VKF_NEG_INF;
         sum[hh] = 0.0;
     }
     for (int j = jmin + int(g); j < jend; j += int(G)) {
         uint kr = ko + uint(j) * ks, vr = vo + uint(j) * vs;
-        vec4 kt[MAXT], vt[MAXT];
+        vec4 kt[MAXT * KV_U], vt[MAXT * KV_U];
         for (uint t = 0; t < MAXT; t++) {
             uint e = l + t * S;
-            kt[t] = e < hw ? uintBitsToFloat(imageLoad(Kt, int(kr + e))) : vec4(0.0);
-            vt[t] = e < hw ? uintBitsToFloat(imageLoad(Vt, int(vr + e))) : vec4(0.0);
+            uvec4 kx = e < hwt ? imageLoad(Kt, int(kr + e)) : uvec4(0u);
+            uvec4 vx = e < hwt ? imageLoad(Vt, int(vr + e)) : uvec4(0u);
+            for (uint u = 0; u < KV_U; u++) {
+                kt[t * KV_U + u] = kv_unit(kx, u);
+                vt[t * KV_U + u] = kv_unit(vx, u);
+            }
         }
         for (uint hh = 0; hh < HG; hh++) {
             float part = 0.0;
-            for (uint t = 0; t < MAXT; t++) part += dot(q[hh][t], kt[t]);
+            for (uint t = 0; t < MAXT * KV_U; t++) part += dot(q[hh][t], kt[t]);
             float s = subgroupAdd(part);
             if (p.softcap > 0.0) s = p.softcap * tanh(clamp(s / p.softcap, -10.0, 10.0));
             float mn = max(m[hh], s);
@@ -246,7 +293,7 @@ void main() {
             float pj = exp(s - mn);
             sum[hh] = sum[hh] * alpha + pj;
             m[hh] = mn;
-            for (uint t = 0; t < MAXT; t++) acc[hh][t] = acc[hh][t] * alpha + pj * vt[t];
+            for (uint t = 0; t < MAXT * KV_U; t++) acc[hh][t] = acc[hh][t] * alpha + pj * vt[t];
         }
     }
 
@@ -256,7 +303,8 @@ void main() {
             uint dof = (p.d_off + qr * p.d_stride + (h0 + hh) * p.head_dim) >> 2;
             for (uint t = 0; t < MAXT; t++) {
                 uint e = l + t * S;
-                if (e < hw) d[dof + e] = acc[hh][t] * inv;
+                for (uint u = 0; u < KV_U; u++)
+                    if (e < hwt) d[dof + e * KV_U + u] = acc[hh][t * KV_U + u] * inv;
             }
         }
         return;
@@ -269,7 +317,8 @@ void main() {
         }
         for (uint t = 0; t < MAXT; t++) {
             uint e = l + t * S;
-            if (e < hw) acc_s[g * hw + e] = acc[hh][t];
+            for (uint u = 0; u < KV_U; u++)
+                if (e < hwt) acc_s[g * hw + e * KV_U + u] = acc[hh][t * KV_U + u];
         }
         barrier();
         if (g == 0u) {
@@ -279,9 +328,7 @@ void main() {
             for (uint k = 0; k < G; k++) tot += m_s[k] == VKF_NEG_INF ? 0.0 : l_s[k] * exp(m_s[k] - M);
             float inv = tot > 0.0 ? 1.0 / tot : 0.0;
             uint dof = (p.d_off + qr * p.d_stride + (h0 + hh) * p.head_dim) >> 2;
-            for (uint t = 0; t < MAXT; t++) {
-                uint e = l + t * S;
-                if (e >= hw) continue;
+            for (uint e = l; e < hw; e += S) {
                 vec4 o = vec4(0.0);
                 for (uint k = 0; k < G; k++)
                     if (m_s[k] != VKF_NEG_INF) o += acc_s[k * hw + e] * exp(m_s[k] - M);

@@ -313,6 +313,20 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         attn_swa(2, 17, 17, 20, 4, 2, 64, 0, 5, 30.0f), THR_ATTN, WHY_ATTN);
     ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0,
         attn_lenpos(4, 1, 200, 200, 4, 2, 64, 9, 0.0f), THR_ATTN, WHY_ATTN); /* serve, F16 */
+    /* F16 caches in attention_texel.comp (a K/V texel holds 8 halves): decode with lanes taking
+     * keys (head_dim 64, TinyLlama's GQA 32/4), prefill with 4 query rows per lane (64 rows),
+     * the subgroup layout (head_dim 128 and 80: 16 and 10 texels per head), and head_dim 36,
+     * not a multiple of 8, which stays on attention.comp */
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 700, attn(1, 1, 1024, 1024, 32, 4, 64, 1, 1),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 100, attn(1, 64, 256, 256, 8, 2, 64, 1, 1),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 300, attn(1, 1, 512, 512, 4, 2, 128, 1, 1),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0,
+        attn(2, 9, 40, 48, 4, 4, 80, 1, 0), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 20, attn(1, 3, 64, 64, 2, 1, 36, 1, 1),
+        THR_ATTN, WHY_ATTN);
 
     *out = v;
     return n;

@@ -1235,7 +1235,8 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
 #define VKF_VK_ATTN_TEXEL_WG 64
 
 /* attention_texel.comp when the device has texels and subgroups, head_dim and every offset and
- * stride are multiples of 4 and one dispatch binds everything (else 0: the general kernel). */
+ * stride are multiples of 4 (of 8 with an F16 cache: a K/V texel holds 8 halves) and one
+ * dispatch binds everything (else 0: the general kernel). */
 static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_attn_params *ap = &n->p.attn;
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
@@ -1243,9 +1244,12 @@ static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
     if (!c->texel || !c->has_subgroup || !c->subgroup_min ||
         vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION"))
         return 0;
-    if (k->dtype != VKF_DTYPE_F32) return 0; /* an F16 cache: the general kernel */
-    if (ap->head_dim % 4 || d->row_stride % 4 || q->row_stride % 4 || k->row_stride % 4 ||
-        v->row_stride % 4)
+    int kvu = k->dtype == VKF_DTYPE_F16 ? 2 : 1; /* 4-wide units per K/V texel */
+    if ((k->dtype != VKF_DTYPE_F32 && k->dtype != VKF_DTYPE_F16) || v->dtype != k->dtype ||
+        q->dtype != VKF_DTYPE_F32 || d->dtype != VKF_DTYPE_F32)
+        return 0;
+    if (ap->head_dim % (4 * kvu) || d->row_stride % 4 || q->row_stride % 4 ||
+        k->row_stride % (4 * kvu) || v->row_stride % (4 * kvu))
         return 0;
     if (d->offset % 16 || q->offset % 16 || k->offset % 16 || v->offset % 16) return 0;
     if ((uint32_t)ap->n_head > c->max_wg_count[0] ||
@@ -1263,8 +1267,9 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_attn_params *ap = &n->p.attn;
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
     const vkf_vk_caps *c = &r->vb->caps;
+    uint32_t kv_f16 = k->dtype == VKF_DTYPE_F16, kvu = kv_f16 ? 2u : 1u;
     uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
-    uint32_t maxt = (hw + S - 1) / S;
+    uint32_t maxt = (hw / kvu + S - 1) / S; /* K/V texels of a head per lane */
     /* queries per workgroup: K/V rows are loaded once for all of them (prefill); registers
      * bound it (2 * TQ * MAXT vec4 per lane) */
     /* query heads per workgroup sharing a KV head (GQA: each K/V row loaded once for all of
@@ -1276,12 +1281,16 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
         hg = (uint32_t)hge;
     /* decode on CPU drivers: lanes take whole keys (no subgroupAdd per key); head_dim <= 64
      * keeps q and the accumulator (2 * head_dim floats per lane) within reason */
-    int keylanes = ap->n_q == 1 && hg == 1 && hw <= 16 && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU &&
-                   !vkf_vk_env_flag("VKF_NO_KEYLANES");
+    /* CPU drivers' choices, unless VKF_GPU_TABLE=1 (lavapipe taking the GPUs') */
+    int cpu = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_GPU_TABLE");
+    /* decode: lanes take whole keys on every device. On an H200 (TinyLlama Q4_0, F16 cache,
+     * tg32 t/s at depth 128 / 2048): subgroups splitting the keys, 64 invocations 289 / 49,
+     * 512 409 / 220; lanes taking keys, 256 invocations 397 / 279 (bench/RESULTS.md) */
+    int keylanes = ap->n_q == 1 && hg == 1 && hw <= 16 && !vkf_vk_env_flag("VKF_NO_KEYLANES");
     /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries);
      * the same register bound as keylanes (bench/RESULTS.md, issue 16) */
-    int qlanes = ap->n_q > 1 && hg == 1 && hw <= 16 && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU &&
-                 !vkf_vk_env_flag("VKF_NO_QLANES");
+    int qlanes = ap->n_q > 1 && hg == 1 && hw <= 16 &&
+                 (cpu || vkf_vk_env_flag("VKF_ATTN_QLANES")) && !vkf_vk_env_flag("VKF_NO_QLANES");
     /* with qlanes, 4 (or 2) query rows per lane where every sequence's row count is a multiple
      * (a lane's rows then share one sequence's K/V): each K/V load serves all of them. pp512
      * on TinyLlama's attention shape, ms per layer: 1 row 80.5, 2 rows 54.2, 4 rows 44.0, 8 rows
@@ -1289,14 +1298,22 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     uint64_t qre = vkf_vk_env_u64("VKF_ATTN_QR");
     uint32_t qr = qre >= 1 && qre <= 8 ? (uint32_t)qre : ap->n_q % 4 == 0 ? 4 : 2;
     if (!qlanes || ap->n_q % qr) qr = 1;
-    char defs[112];
-    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d;QR=%uu", maxt, hw,
-             hg, keylanes, qlanes, qr);
-    /* decode (one query per sequence): subgroups split the keys (split-K over the cache);
-     * prefill: the queries give the parallelism, one subgroup per workgroup needs no merge */
-    uint32_t wg = ap->n_q > 1 || keylanes ? S : VKF_VK_ATTN_TEXEL_WG;
+    char defs[128];
+    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d;QR=%uu;KV_F16=%u",
+             maxt, hw, hg, keylanes, qlanes, qr, kv_f16);
+    /* CPU drivers: one subgroup per workgroup (no shared-memory merge; their barriers are
+     * expensive) except decode in the subgroup layout (split-K over the cache, 64). GPUs: the
+     * subgroups of 256 invocations split the keys of a query row (prefill, decode with lanes
+     * taking keys), 512 in decode's subgroup layout; on the H200, pp512 t/s at depth 128 / 2048:
+     * one subgroup 6905 / 3313, 256 invocations 7192 / 3778 (attention.comp: 4892 / 1555) */
+    uint32_t wg = cpu ? (ap->n_q > 1 || keylanes ? S : VKF_VK_ATTN_TEXEL_WG)
+                      : (ap->n_q == 1 && !keylanes ? 512u : 256u);
     uint64_t wge = vkf_vk_env_u64("VKF_ATTN_WG");
     if (wge >= 1 && wge <= c->max_wg_invocations) wg = (uint32_t)wge;
+    /* the merge's shared memory: (wg / S) x (head_dim / 4) texels and two floats per subgroup */
+    while (wg > S &&
+           (wg > c->max_wg_invocations || (uint64_t)(wg / S) * (hw * 16u + 8u) > c->max_shared))
+        wg /= 2;
     uint32_t spec[1] = {wg};
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "attention_texel", defs, 6,
@@ -1314,8 +1331,9 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     if (win[0].delta % 16 || win[1].delta % 16 || win[2].delta % 16 || win[3].delta % 16)
         return vkf_error(VKF_ERROR_INTERNAL, "attention %s: windows not texel aligned", d->name);
     pc.q_off = (uint32_t)(win[1].delta / 4);
-    pc.k_off = (uint32_t)(win[2].delta / 4);
-    pc.v_off = (uint32_t)(win[3].delta / 4);
+    /* element offsets: floats, or halves for an F16 cache */
+    pc.k_off = (uint32_t)(win[2].delta / (kv_f16 ? 2 : 4));
+    pc.v_off = (uint32_t)(win[3].delta / (kv_f16 ? 2 : 4));
     win[4] = win[0];
     win[4].write = 0;
     if (lens) {
