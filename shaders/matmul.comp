@@ -198,8 +198,11 @@ void main() {
 layout(constant_id = 1) const uint BM = 64;
 layout(constant_id = 2) const uint BN = 64;
 layout(constant_id = 3) const uint BK = 16;
-#define TM 4
-#define TN 4
+#ifndef TT
+#define TT 4 /* outputs per invocation, TT x TT: 8 halves the shared-memory reads per FMA */
+#endif
+#define TM TT
+#define TN TT
 /* WG == (BM / TM) * (BN / TN), chosen by the host */
 
 shared float As[BK * BM]; /* [k][m] */

@@ -334,6 +334,7 @@ struct vkf_vk_mm_cfg {
     uint32_t r, tm; /* texel: weight rows per subgroup (per lane with lanes), activation rows */
     uint32_t lanes; /* texel: 1 = each lane owns r weight rows and walks all of K (no split-K) */
     uint32_t bm, bn, bk; /* tiled: output tile and K slice */
+    uint32_t tt;         /* tiled: each invocation's outputs, tt x tt (0: 4) */
 };
 typedef struct vkf_vk_mm_cfg vkf_vk_mm_cfg;
 

@@ -818,16 +818,20 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     uint32_t spec[4];
     int n_spec;
     uint32_t bm = cfg.bm ? cfg.bm : 64, bn = cfg.bn ? cfg.bn : 64, bk = cfg.bk ? cfg.bk : 16;
+    uint32_t tt = cfg.tt ? cfg.tt : 4;
     if (matvec) {
         snprintf(defs, sizeof defs, "WTYPE=%d;MATVEC=1;MV_M=%d;NOUT=%du", wt, mv_m, VKF_VK_MV_NOUT);
         spec[0] = VKF_VK_MV_WG;
         n_spec = 1;
     } else {
-        snprintf(defs, sizeof defs, "WTYPE=%d", wt);
         /* 2*BK*(BM+BN) floats of shared memory, plus slack */
-        if (c->max_shared < 2 * bk * (bm + bn) * 4 + 1024 || c->max_wg_invocations < 256)
+        if (c->max_shared < 2 * bk * (bm + bn) * 4 + 1024 ||
+            (bm / tt) * (bn / tt) > c->max_wg_invocations || bm % tt || bn % tt) {
             bm = bn = 32;
-        spec[0] = (bm / 4) * (bn / 4);
+            tt = 4;
+        }
+        snprintf(defs, sizeof defs, "WTYPE=%d;TT=%u", wt, tt);
+        spec[0] = (bm / tt) * (bn / tt);
         spec[1] = bm;
         spec[2] = bn;
         spec[3] = bk;

@@ -144,15 +144,17 @@ static void vkf_vk_tune_load(vkf_vk_backend *vb) {
         c.bm = U(bm);
         c.bn = U(bn);
         c.bk = U(bk);
+        c.tt = U(tt);
 #undef U
         /* sanity: what the kernels accept */
         if (c.kind == VKF_VK_MM_TEXEL && (c.wg < 1 || c.wg > vb->caps.max_wg_invocations ||
                                           c.r < 1 || c.r > 32 || c.tm < 1 || c.tm > 32))
             continue;
+        uint32_t tt = c.tt ? c.tt : 4;
         if (c.kind == VKF_VK_MM_TILED &&
-            (c.bm % 4 || c.bn % 4 || c.bm < 16 || c.bn < 16 || c.bk < 4 || c.bk > 64 ||
-             2 * c.bk * (c.bm + c.bn) * 4 > vb->caps.max_shared ||
-             (c.bm / 4) * (c.bn / 4) > vb->caps.max_wg_invocations))
+            ((tt != 4 && tt != 8) || c.bm % tt || c.bn % tt || c.bm < 16 || c.bn < 16 || c.bk < 4 ||
+             c.bk > 64 || 2 * c.bk * (c.bm + c.bn) * 4 > vb->caps.max_shared ||
+             (c.bm / tt) * (c.bn / tt) > vb->caps.max_wg_invocations))
             continue;
         vb->tune_cfg[m * VKF_DTYPE_COUNT + t] = c;
         vb->tune_have[m][t] = 1;
@@ -187,6 +189,20 @@ vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t 
     if ((v = vkf_vk_env_u64("VKF_MM_LANES")) > 0) out->lanes = v == 1;
     if (vkf_vk_env_flag("VKF_NO_TEXEL_MATMUL") && out->kind == VKF_VK_MM_TEXEL)
         out->kind = VKF_VK_MM_TILED;
+    /* VKF_MM_TILE=BMxBNxBKxTT: that tiled kernel for M > 8 (experiments) */
+    const char *tile = getenv("VKF_MM_TILE");
+    unsigned bm, bn, bk, tt;
+    if (mc == 2 && tile && sscanf(tile, "%ux%ux%ux%u", &bm, &bn, &bk, &tt) == 4 &&
+        (tt == 4 || tt == 8) && bm % tt == 0 && bn % tt == 0 && bk >= 4 && bk <= 64 &&
+        bk % 4 == 0 && 2 * bk * (bm + bn) * 4 + 1024 <= vb->caps.max_shared &&
+        (bm / tt) * (bn / tt) <= vb->caps.max_wg_invocations) {
+        out->kind = VKF_VK_MM_TILED;
+        out->bm = bm;
+        out->bn = bn;
+        out->bk = bk;
+        out->tt = tt;
+        out->wg = (bm / tt) * (bn / tt);
+    }
     return VKF_OK;
 }
 
@@ -323,7 +339,13 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt
                 }
     }
     if (mclass == 2) {
-        static const uint32_t tiles[][3] = {{64, 64, 16}, {32, 32, 16}, {64, 32, 8}};
+        /* BM, BN, BK, outputs per invocation TT x TT. On an H200 8 x 8 per invocation was not
+         * faster (TinyLlama Q4_0 pp512 t/s: 64x64x16x4 7634, 64x128x16x8 7381, 128x128x16x8
+         * 7022; 512x4096x4096 F16 at 128x128x8x8 32.7% of the FMA probe, 31.7% at 64x64x16x4),
+         * so the table keeps 4 x 4; the tuner tries both on the user's device */
+        static const uint32_t tiles[][4] = {{64, 64, 16, 4},  {32, 32, 16, 4},   {64, 32, 8, 4},
+                                            {128, 128, 8, 8}, {128, 128, 16, 8}, {64, 64, 16, 8},
+                                            {128, 64, 16, 8}};
         for (size_t i = 0; i < (quick ? 1 : sizeof tiles / sizeof tiles[0]) && n < cap; i++) {
             vkf_vk_mm_cfg k;
             memset(&k, 0, sizeof k);
@@ -331,7 +353,8 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt
             k.bm = tiles[i][0];
             k.bn = tiles[i][1];
             k.bk = tiles[i][2];
-            k.wg = (k.bm / 4) * (k.bn / 4);
+            k.tt = tiles[i][3];
+            k.wg = (k.bm / k.tt) * (k.bn / k.tt);
             if (2 * k.bk * (k.bm + k.bn) * 4 + 1024 > c->max_shared || k.wg > c->max_wg_invocations)
                 continue;
             out[n++] = k;
@@ -345,7 +368,8 @@ static void vkf_vk_cfg_str(const vkf_vk_mm_cfg *k, int64_t M, char *buf, size_t 
         snprintf(buf, n, "texel wg %u, %u rows/%s, %u act rows", k->wg, k->r,
                  k->lanes ? "lane" : "subgroup", k->tm < M ? k->tm : (uint32_t)M);
     else
-        snprintf(buf, n, "tiled %ux%u, k %u", k->bm, k->bn, k->bk);
+        snprintf(buf, n, "tiled %ux%u, k %u, %ux%u per invocation", k->bm, k->bn, k->bk,
+                 k->tt ? k->tt : 4, k->tt ? k->tt : 4);
 }
 
 /* Writes the choices so far to the tune file, atomically (a temporary file renamed over it). */
@@ -429,6 +453,7 @@ vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick,
             cJSON_AddNumberToObject(o, "bm", cand[best].bm);
             cJSON_AddNumberToObject(o, "bn", cand[best].bn);
             cJSON_AddNumberToObject(o, "bk", cand[best].bk);
+            cJSON_AddNumberToObject(o, "tt", cand[best].tt);
             cJSON_AddNumberToObject(o, "ms", best_ms);
             cJSON_AddNumberToObject(o, "table_ms", table_ms);
             cJSON_AddItemToArray(arr, o);
