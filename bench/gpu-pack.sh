@@ -49,9 +49,11 @@ used_kb=$(( tree_kb + $(du -sk "$out" | cut -f1) ))
 /usr/bin/python3 - "$fixtures" "$out/fixtures" "$(( budget_mb * 1024 - used_kb ))" <<'PY'
 import json, os, shutil, sys
 src, dst, budget_kb = sys.argv[1], sys.argv[2], int(sys.argv[3])
-# (directory, models in order of preference); the f32 files are the largest, so they come last
-wanted = ["seed-transformer-tiny", "llama-tiny", "arch", "llama-kq"]
+# the smallest models of every directory first, so that each directory is represented; the f32
+# files are the largest, so they come last
+wanted = ["seed-transformer-tiny", "llama-tiny", "llama-kq", "arch"]
 def size(path): return os.path.getsize(path) // 1024 + 1
+cands, all_cases, n_models = [], {}, {}
 for d in wanted:
     sd = os.path.join(src, d)
     if not os.path.isdir(sd):
@@ -59,24 +61,30 @@ for d in wanted:
     cases = json.load(open(os.path.join(sd, "cases.json")))
     if not isinstance(cases, list) or not cases or "model" not in cases[0]:
         # seed-transformer layout: the whole directory is one model
-        need = sum(size(os.path.join(sd, f)) for f in os.listdir(sd))
-        if need <= budget_kb:
-            shutil.copytree(sd, os.path.join(dst, d)); budget_kb -= need
+        cands.append((sum(size(os.path.join(sd, f)) for f in os.listdir(sd)), d, None, None))
         continue
-    models = sorted({c["model"] for c in cases}, key=lambda m: os.path.getsize(os.path.join(sd, m)))
-    keep = []
+    all_cases[d] = cases
+    models = sorted({c["model"] for c in cases})
+    n_models[d] = len(models)
     for m in models:
         files = [m] + [c[k] for c in cases if c["model"] == m for k in ("prompt_logits", "greedy_logits")]
-        need = sum(size(os.path.join(sd, f)) for f in files)
-        if need > budget_kb: continue
+        cands.append((sum(size(os.path.join(sd, f)) for f in files), d, m, files))
+keep = {}
+for need, d, m, files in sorted(cands, key=lambda c: c[0]):
+    if need > budget_kb: continue
+    sd = os.path.join(src, d)
+    if m is None:
+        shutil.copytree(sd, os.path.join(dst, d))
+    else:
         os.makedirs(os.path.join(dst, d), exist_ok=True)
         for f in files: shutil.copy2(os.path.join(sd, f), os.path.join(dst, d, f))
-        budget_kb -= need; keep.append(m)
-    if keep:
-        json.dump([c for c in cases if c["model"] in keep], open(os.path.join(dst, d, "cases.json"), "w"), indent=1)
-        for extra in ("README.md",):
-            if os.path.exists(os.path.join(sd, extra)): shutil.copy2(os.path.join(sd, extra), os.path.join(dst, d))
-    print("gpu-pack: %s: %d of %d models" % (d, len(keep), len(models)), file=sys.stderr)
+        keep.setdefault(d, []).append(m)
+    budget_kb -= need
+for d, ms in keep.items():
+    json.dump([c for c in all_cases[d] if c["model"] in ms], open(os.path.join(dst, d, "cases.json"), "w"), indent=1)
+    if os.path.exists(os.path.join(src, d, "README.md")): shutil.copy2(os.path.join(src, d, "README.md"), os.path.join(dst, d))
+for d in n_models:
+    print("gpu-pack: %s: %d of %d models" % (d, len(keep.get(d, [])), n_models[d]), file=sys.stderr)
 PY
 
 {
