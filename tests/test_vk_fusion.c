@@ -63,6 +63,8 @@ typedef struct layer {
     vkf_dtype wt;
     int extra_reader; /* also read the normalized rows after the matmuls (blocks that fusion) */
     int gelu;         /* MLP as up(+bias) -> GELU -> down instead of SWIGLU */
+    int kv;           /* 0: F32 caches, NORMAL RoPE; 1: F16 caches; 2: F16 caches, NEOX RoPE on
+                         half of each head (the pass-through dims too) */
 } layer;
 
 enum {
@@ -88,8 +90,9 @@ enum {
  * (M = 1, the matrix-vector kernels: on CPU drivers the rows-in-sequence ROWSEQ variant of
  * shaders/matmul_texel.comp) with d 256 and ff 768, so that the rows span several subgroups
  * and K several units per lane */
-static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int decode) {
+static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int decode, int kv) {
     memset(L, 0, sizeof *L);
+    L->kv = kv;
     L->wt = wt;
     L->extra_reader = extra_reader;
     L->gelu = gelu;
@@ -113,10 +116,12 @@ static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int d
     ext_make(&L->e[E_WG], wt, L->ff, L->d, 0.2f, "wg", 0);
     ext_make(&L->e[E_WU], wt, L->ff, L->d, 0.2f, "wu", 0);
     ext_make(&L->e[E_WD], wt, L->d, L->ff, 0.2f, "wd", 0);
-    ext_make(&L->e[E_KC], VKF_DTYPE_F32, L->batch * L->n_ctx, L->kvd, 1.0f, "k_cache", 1);
-    ext_make(&L->e[E_VC], VKF_DTYPE_F32, L->batch * L->n_ctx, L->kvd, 1.0f, "v_cache", 1);
-    ext_make(&L->e[E_ROPE], VKF_DTYPE_F32, L->n_ctx, L->head_dim, 1.0f, "rope", 1);
-    vkf_rope_table((float *)L->e[E_ROPE].data, (int)L->n_ctx, (int)L->head_dim, 10000.0);
+    vkf_dtype ct = kv ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+    ext_make(&L->e[E_KC], ct, L->batch * L->n_ctx, L->kvd, 1.0f, "k_cache", 1);
+    ext_make(&L->e[E_VC], ct, L->batch * L->n_ctx, L->kvd, 1.0f, "v_cache", 1);
+    int64_t n_rot = kv == 2 ? L->head_dim / 2 : L->head_dim; /* the table covers the rotated dims */
+    ext_make(&L->e[E_ROPE], VKF_DTYPE_F32, L->n_ctx, n_rot, 1.0f, "rope", 1);
+    vkf_rope_table((float *)L->e[E_ROPE].data, (int)L->n_ctx, (int)n_rot, 10000.0);
     ext_make(&L->e[E_BU], VKF_DTYPE_F32, 1, L->ff, 0.5f, "b_up", 0);
     ext_make(&L->e[E_OUT], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "out", 1);
     ext_make(&L->e[E_OUT2], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "out2", 1);
@@ -163,8 +168,8 @@ static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_gra
     p.rope.seq_len = (int32_t)L->seq;
     p.rope.dyn = 1;
     p.rope.head_dim = (int32_t)L->head_dim;
-    p.rope.n_rot = (int32_t)L->head_dim;
-    p.rope.mode = VKF_ROPE_NORMAL;
+    p.rope.n_rot = (int32_t)(L->kv == 2 ? L->head_dim / 2 : L->head_dim);
+    p.rope.mode = L->kv == 2 ? VKF_ROPE_NEOX : VKF_ROPE_NORMAL;
     p.rope.n_head = (int32_t)L->n_head;
     vkf_tensor *qr = T(R, L->d, "q_rope"), *kr = T(R, L->kvd, "k_rope");
     ADD(VKF_OP_ROPE, qr, q, &ts[E_ROPE], NULL, NULL);
@@ -248,14 +253,17 @@ static double nmse(const float *a, const float *ref, size_t n, int *nonfinite) {
 /* Runs the layer on both backends for two steps (n_past 0 then seq) and compares the outputs
  * and the caches. */
 static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int extra_reader, int gelu,
-                        int no_fuse, int decode, uint64_t *dispatches) {
+                        int no_fuse, int decode, int kv, uint64_t *dispatches) {
     layer L;
-    layer_init(&L, wt, extra_reader, gelu, decode);
+    layer_init(&L, wt, extra_reader, gelu, decode, kv);
     vkf_tensor tc[N_EXT], tv[N_EXT];
     vkf_graph *gc = NULL, *gv = NULL;
     char what[128];
-    snprintf(what, sizeof what, "%s%s%s%s%s", vkf_dtype_name(wt), extra_reader ? " +reader" : "",
-             gelu ? " gelu" : " swiglu", no_fuse ? " VKF_NO_FUSE" : "", decode ? " decode" : "");
+    snprintf(what, sizeof what, "%s%s%s%s%s%s", vkf_dtype_name(wt), extra_reader ? " +reader" : "",
+             gelu ? " gelu" : " swiglu", no_fuse ? " VKF_NO_FUSE" : "", decode ? " decode" : "",
+             kv == 1   ? " f16-cache"
+             : kv == 2 ? " f16-cache neox"
+                       : "");
     if (no_fuse)
         setenv("VKF_NO_FUSE", "1", 1);
     else
@@ -272,11 +280,14 @@ static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int ext
             int e = outs[k];
             size_t n = (size_t)tc[e].rows * (size_t)tc[e].cols;
             float *a = malloc(n * 4), *b = malloc(n * 4);
-            VKT_OK(vkf_tensor_read(vk, &tv[e], a));
-            VKT_OK(vkf_tensor_read(cpu, &tc[e], b));
+            VKT_OK(vkf_tensor_read_f32(vk, &tv[e], a));
+            VKT_OK(vkf_tensor_read_f32(cpu, &tc[e], b));
             int nf;
             double err = nmse(a, b, n, &nf);
             double thr = wt == VKF_DTYPE_F32 ? 1e-10 : 1e-8;
+            /* an F16 cache: where the f32 inputs differ in the last bits, a value near a
+             * rounding boundary can round to the neighbouring half (2^-11 relative) */
+            if (kv && (e == E_KC || e == E_VC)) thr = 1e-7;
             VKT_CHECK(err <= thr && nf == 0,
                       "%s step %d %s: nmse %.3e (threshold %.0e), nonfinite %d", what, step,
                       tc[e].name, err, thr, nf);
@@ -313,14 +324,26 @@ int main(void) {
         for (int gelu = 0; gelu < 4; gelu++) {
             uint64_t fused = 0, unfused = 0, blocked = 0;
             int decode = gelu / 2;
-            check_layer(cpu, vk, wts[w], 0, gelu % 2, 0, decode, &fused);
-            check_layer(cpu, vk, wts[w], 0, gelu % 2, 1, decode, &unfused);
-            check_layer(cpu, vk, wts[w], 1, gelu % 2, 0, decode, &blocked);
+            check_layer(cpu, vk, wts[w], 0, gelu % 2, 0, decode, 0, &fused);
+            check_layer(cpu, vk, wts[w], 0, gelu % 2, 1, decode, 0, &unfused);
+            check_layer(cpu, vk, wts[w], 1, gelu % 2, 0, decode, 0, &blocked);
             /* with texels and subgroups the fusions must have removed dispatches */
             if (caps->texel && caps->has_subgroup)
                 VKT_CHECK(fused < unfused, "%s: %llu dispatches fused vs %llu unfused",
                           vkf_dtype_name(wts[w]), (unsigned long long)fused,
                           (unsigned long long)unfused);
+        }
+    }
+    /* F16 caches (the GPUs' default): the RoPE + KV-store fusion writes halves; NORMAL and
+     * NEOX with pass-through dims, prefill-shaped and decode, fused and not */
+    for (int kv = 1; kv <= 2; kv++) {
+        for (int decode = 0; decode < 2; decode++) {
+            uint64_t fused = 0, unfused = 0;
+            check_layer(cpu, vk, VKF_DTYPE_Q8_0, 0, 0, 0, decode, kv, &fused);
+            check_layer(cpu, vk, VKF_DTYPE_Q8_0, 0, 0, 1, decode, kv, &unfused);
+            if (caps->texel && caps->has_subgroup)
+                VKT_CHECK(fused < unfused, "f16 cache %d: %llu dispatches fused vs %llu unfused",
+                          kv, (unsigned long long)fused, (unsigned long long)unfused);
         }
     }
     vkf_backend_free(vk);

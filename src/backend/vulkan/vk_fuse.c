@@ -10,7 +10,8 @@
  *   2-3 consecutive MATMULs with the same input (q, k, v)      -> one dispatch
  *   MATMUL o, ADD y = x + o                                    -> one dispatch writing y
  *   MATMUL o (+ bias), UNARY y = act(o)                        -> one dispatch writing y
- *   ROPE q, ROPE k, COPY_ROWS of k and v into the KV cache     -> one dispatch (kv_store.comp),
+ *   ROPE q, ROPE k, COPY_ROWS of k and v into the KV cache     -> one dispatch (kv_store.comp;
+ *                                                                 F32 or F16 caches),
  *   or the COPY_ROWS alone (models without RoPE)
  * and combinations (norm + q/k/v, norm + gate/up + swiglu). A tensor that a fusion does not
  * write must be an intermediate of the graph's arena that no other node reads while it lives;
@@ -214,8 +215,8 @@ static int vkf_vk_match_copies(const vkf_graph *g, int j, const vkf_tensor *K, i
     while (j + n < g->n_nodes && g->nodes[j + n].op == VKF_OP_COPY_ROWS) {
         const vkf_node *c = &g->nodes[j + n];
         const vkf_tensor *src = c->src[0], *dst = c->dst;
-        if (!c->p.copy.dyn || src->dtype != VKF_DTYPE_F32 || dst->dtype != VKF_DTYPE_F32 ||
-            src->rows != seq)
+        if (!c->p.copy.dyn || src->dtype != VKF_DTYPE_F32 ||
+            (dst->dtype != VKF_DTYPE_F32 && dst->dtype != VKF_DTYPE_F16) || src->rows != seq)
             break;
         int is_k = (K && vkf_vk_is_rows_of(src, K, nk, seq)) || (!K && n == 0);
         if (is_k) {
@@ -241,7 +242,9 @@ static int vkf_vk_match_copies(const vkf_graph *g, int j, const vkf_tensor *K, i
     }
     /* every sequence of both: B copies each, the same layout */
     if (!K || !V || nk == 0 || nk != nv) return 0;
-    if (f->kc->cols != K->cols || f->vc->cols != V->cols || K->cols != V->cols) return 0;
+    if (f->kc->cols != K->cols || f->vc->cols != V->cols || K->cols != V->cols ||
+        f->kc->dtype != f->vc->dtype)
+        return 0;
     f->k = *K;
     f->v = *V;
     f->k.rows = f->v.rows = (int64_t)nk * seq; /* sequence b's rows follow sequence 0's */
@@ -293,6 +296,14 @@ static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_
          rq->p.rope.head_dim != rk->p.rope.head_dim))
         return VKF_OK;
     if (rk && (rk->p.rope.seq_len != f->seq || rk->p.rope.n_head != (int32_t)kh)) return VKF_OK;
+    /* F16 caches (GPUs' default): an invocation writes two whole words of halves, so head_dim
+     * and the rotated dims come in fours and the caches' offsets and strides in pairs */
+    int f16 = f->kc->dtype == VKF_DTYPE_F16;
+    if (f16 &&
+        (hd % 4 || (rk && rk->p.rope.n_rot % 4) || (rq && rq->p.rope.n_rot % 4) ||
+         f->kc->row_stride % 2 || f->vc->row_stride % 2 ||
+         (f->kc->buf->offset + f->kc->offset) % 4 || (f->vc->buf->offset + f->vc->offset) % 4))
+        return VKF_OK;
 
     /* windows: activations (all of the rows involved), caches (whole: rows depend on n_past), table
      */
@@ -309,7 +320,7 @@ static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_
         return VKF_OK;
     uint32_t wg = 32, spec[1] = {wg};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipeline_get(r->vb, "kv_store", "", 5, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipeline_get(r->vb, "kv_store", f16 ? "KV_F16=1" : "", 5, spec, 1, &pl));
     vkf_vk_win win[4];
     VKF_TRY(vkf_vk_window_block(r, K->buf->block, lo, hi, 1, 0, &win[0]));
     VKF_TRY(vkf_vk_window(r, f->kc->buf, f->kc->offset, f->kc->offset + vkf_tensor_nbytes(f->kc), 1,
@@ -350,9 +361,12 @@ static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_
     pc.k_stride = (uint32_t)K->row_stride;
     pc.v_off = OFF(V, win[0]);
     pc.v_stride = (uint32_t)V->row_stride;
-    pc.kc_off = OFF(f->kc, win[1]);
+    /* cache offsets in elements: floats, or halves */
+    pc.kc_off = f16 ? (uint32_t)((f->kc->buf->offset + f->kc->offset - win[1].off) / 2)
+                    : OFF(f->kc, win[1]);
     pc.kc_stride = (uint32_t)f->kc->row_stride;
-    pc.vc_off = OFF(f->vc, win[2]);
+    pc.vc_off = f16 ? (uint32_t)((f->vc->buf->offset + f->vc->offset - win[2].off) / 2)
+                    : OFF(f->vc, win[2]);
     pc.vc_stride = (uint32_t)f->vc->row_stride;
     pc.c_seq = (uint32_t)f->c_seq;
     pc.c_row0 = (uint32_t)f->c_row0;
@@ -365,7 +379,7 @@ static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_
         pc.t_rows = 1;
     }
 #undef OFF
-    uint32_t gx = (hd / 2 + wg - 1) / wg;
+    uint32_t gx = ((f16 ? hd / 4 : hd / 2) + wg - 1) / wg;
     r->op = rk ? VKF_OP_ROPE : VKF_OP_COPY_ROWS;
     VKF_TRY(vkf_vk_dispatch(r, pl, win, 4, &pc, sizeof pc, gx, (uint32_t)rows, qh + 2 * kh));
     *ok = 1;
