@@ -613,9 +613,15 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
         if (tm > cfg.tm) tm = cfg.tm;
     }
     uint32_t spec[3] = {cfg.wg, R, tm};
-    /* split-K over rows of few 64-element units (K = 256: 4) would idle lanes: 32-element units */
+    /* 32-element units (W_SMALL) where a type's unit is larger: split-K over rows of few
+     * 64-element units (K = 256: 4) would idle lanes; and with rows per lane (prefill on CPU
+     * drivers) each lane holds TM activation units, half the registers with 32-element units:
+     * 512x2048x2048, ms, 64 -> 32: Q4_K 85.4 -> 71.4, Q5_K 95.3 -> 85.4, Q6_K 111.0 -> 103.4,
+     * Q3_K 126.6 -> 113.5, IQ4_XS 91.0 -> 85.6, Q2_K 79.4 -> 80.0; 32x2048x2048 Q4_K 8.0 -> 5.5
+     * (bench/RESULTS.md). VKF_NO_LANES_SMALL=1 keeps the large units with rows per lane. */
     int64_t sg = c->subgroup_size ? c->subgroup_size : 32;
-    int small = !cfg.lanes && vkf_vk_wunit(w0->dtype) > 32 && K / vkf_vk_wunit(w0->dtype) < sg;
+    int small = vkf_vk_wunit(w0->dtype) > 32 && (cfg.lanes ? !vkf_vk_env_flag("VKF_NO_LANES_SMALL")
+                                                           : K / vkf_vk_wunit(w0->dtype) < sg);
     int rowseq = vkf_vk_mm_rowseq(r->vb, &cfg, M, K, w0->dtype, small);
     if (rowseq) {
         spec[1] = R = cfg.r = vkf_vk_rowseq_rows();
