@@ -55,6 +55,12 @@ layout(constant_id = 0) const uint WG = 64;
 #ifndef KV_F16
 #define KV_F16 0
 #endif
+#ifndef SPLIT
+#define SPLIT 1 /* > 1 (decode with KEYLANES, VKF_ATTN_SPLIT): workgroup z takes part z of the
+                   keys and writes a partial state to binding 1 instead of the output: per (query
+                   row, head, part) one texel (max, sum, 0, 0) and the head's HWMAX texels of the
+                   accumulator scaled to that max; attention_merge.comp combines the parts */
+#endif
 #if KV_F16
 #define KV_U 2u  /* 4-wide units per K/V texel */
 #define KV_SH 3u /* K/V element offsets -> texels */
@@ -119,7 +125,14 @@ void main() {
             av[e] = vec4(0.0);
         }
         float mk = VKF_NEG_INF, sk = 0.0;
-        for (int j = jmin + int(li); j < jend; j += int(WG)) {
+        int jlo = jmin, jhi = jend;
+#if SPLIT > 1
+        int per = (max(jend - jmin, 0) + int(SPLIT) - 1) / int(SPLIT);
+        jlo = jmin + int(gl_WorkGroupID.z) * per;
+        jhi = min(jend, jlo + per);
+        uint pb = (p.d_off >> 2) + ((qr * p.n_head + h0) * SPLIT + gl_WorkGroupID.z) * (HWMAX + 1u);
+#endif
+        for (int j = jlo + int(li); j < jhi; j += int(WG)) {
             uint kr = ko + uint(j) * ks, vr = vo + uint(j) * vs;
             float sc = 0.0;
             for (uint e = 0; e < HWMAX / KV_U; e++) {
@@ -143,12 +156,20 @@ void main() {
         float f = mk == VKF_NEG_INF ? 0.0 : exp(mk - Mg);
         float tg = subgroupAdd(sk * f);
         if (G == 1u) { /* one subgroup per workgroup (the host's choice): no shared merge */
+#if SPLIT > 1
+            if (l == 0u) d[pb] = vec4(Mg, tg, 0.0, 0.0);
+            for (uint e = 0; e < HWMAX; e++) {
+                vec4 a = subgroupAdd(av[e] * f);
+                if (e % S == l) d[pb + 1u + e] = a;
+            }
+#else
             float inv = tg > 0.0 ? 1.0 / tg : 0.0;
             uint dof = (p.d_off + qr * p.d_stride + h0 * p.head_dim) >> 2;
             for (uint e = 0; e < HWMAX; e++) {
                 vec4 a = subgroupAdd(av[e] * f);
                 if (e % S == l) d[dof + e] = a * inv;
             }
+#endif
             return;
         }
         if (l == 0u) {
@@ -165,6 +186,15 @@ void main() {
         for (uint k = 0; k < G; k++) M = max(M, m_s[k]);
         float tot = 0.0;
         for (uint k = 0; k < G; k++) tot += m_s[k] == VKF_NEG_INF ? 0.0 : l_s[k] * exp(m_s[k] - M);
+#if SPLIT > 1
+        if (l == 0u) d[pb] = vec4(M, tot, 0.0, 0.0);
+        for (uint e = l; e < hw; e += S) {
+            vec4 o = vec4(0.0);
+            for (uint k = 0; k < G; k++)
+                if (m_s[k] != VKF_NEG_INF) o += acc_s[k * hw + e] * exp(m_s[k] - M);
+            d[pb + 1u + e] = o;
+        }
+#else
         float inv = tot > 0.0 ? 1.0 / tot : 0.0;
         uint dof = (p.d_off + qr * p.d_stride + h0 * p.head_dim) >> 2;
         for (uint e = l; e < hw; e += S) {
@@ -173,6 +203,7 @@ void main() {
                 if (m_s[k] != VKF_NEG_INF) o += acc_s[k * hw + e] * exp(m_s[k] - M);
             d[dof + e] = o * inv;
         }
+#endif
         return;
     }
 #endif

@@ -345,6 +345,27 @@ vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t 
                               vkf_vk_mm_cfg *out);
 void vkf_vk_tune_destroy(vkf_vk_backend *vb);
 
+/* ---------------------------------------------------------------- op encoders (vk_ops.c) */
+
+/* bytes of one row's data; bytes between row starts */
+uint64_t vkf_vk_row_bytes(const vkf_tensor *t);
+uint64_t vkf_vk_stride_bytes(const vkf_tensor *t);
+/* rows of t that fit one window, at least 1 unless a single row is too long (then 0) */
+int64_t vkf_vk_rows_fit(const vkf_tensor *t, uint64_t budget);
+/* the storage window over rows [r0, r0+n) of t; the texel window (16-byte texels) */
+vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, int write,
+                           vkf_vk_win *w);
+vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
+                              vkf_vk_win *w);
+/* element offset of the window's first requested byte, for plain dtypes */
+vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *out);
+int64_t vkf_vk_min64(int64_t a, int64_t b);
+/* the pipeline of shaders/<shader>.comp with n_tensors storage bindings after binding 0 */
+vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *defines, int n_tensors,
+                       const uint32_t *spec, int n_spec, vkf_vk_pipeline **p);
+/* the ATTENTION encoder (vk_attention.c) */
+vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n);
+
 /* ---------------------------------------------------------------- small helpers */
 
 double vkf_vk_now_ms(void);

@@ -20,18 +20,16 @@ static int vkf_vk_is_quant(vkf_dtype t) { return vkf_wtype_is_quant(t); }
 static uint64_t vkf_vk_elem_size(vkf_dtype t) { return vkf_dtype_block_bytes(t); }
 
 /* bytes of one row's data */
-static uint64_t vkf_vk_row_bytes(const vkf_tensor *t) {
-    return vkf_dtype_row_bytes(t->dtype, t->cols);
-}
+uint64_t vkf_vk_row_bytes(const vkf_tensor *t) { return vkf_dtype_row_bytes(t->dtype, t->cols); }
 
 /* bytes between row starts */
-static uint64_t vkf_vk_stride_bytes(const vkf_tensor *t) {
+uint64_t vkf_vk_stride_bytes(const vkf_tensor *t) {
     return vkf_vk_is_quant(t->dtype) ? vkf_vk_row_bytes(t)
                                      : (uint64_t)t->row_stride * vkf_vk_elem_size(t->dtype);
 }
 
 /* rows of t that fit one window, at least 1 unless a single row is too long (then 0) */
-static int64_t vkf_vk_rows_fit(const vkf_tensor *t, uint64_t budget) {
+int64_t vkf_vk_rows_fit(const vkf_tensor *t, uint64_t budget) {
     uint64_t rb = vkf_vk_row_bytes(t), sb = vkf_vk_stride_bytes(t);
     if (rb > budget) return 0;
     if (sb == 0) return t->rows;
@@ -49,8 +47,8 @@ static vkf_status vkf_vk_fit_error(vkf_vk_rec *r, const vkf_tensor *t) {
 }
 
 /* the window over rows [r0, r0+n) of t */
-static vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
-                                  int write, vkf_vk_win *w) {
+vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, int write,
+                           vkf_vk_win *w) {
     if (!t->buf) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tensor %s has no buffer", t->name);
     if (n <= 0) n = 1;
     uint64_t sb = vkf_vk_stride_bytes(t);
@@ -60,7 +58,7 @@ static vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0
 }
 
 /* element offset of the window's first requested byte, for plain dtypes */
-static vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *out) {
+vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *out) {
     uint64_t es = vkf_vk_elem_size(t->dtype);
     if (w->delta % es)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
@@ -71,9 +69,7 @@ static vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint
     return VKF_OK;
 }
 
-static int64_t vkf_vk_min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
-                                     vkf_vk_win *w);
+int64_t vkf_vk_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static uint32_t vkf_vk_groups(uint64_t items, uint64_t per_group, uint32_t cap) {
     uint64_t g = (items + per_group - 1) / per_group;
@@ -81,8 +77,8 @@ static uint32_t vkf_vk_groups(uint64_t items, uint64_t per_group, uint32_t cap) 
     return g > cap ? cap : (uint32_t)g;
 }
 
-static vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *defines, int n_tensors,
-                              const uint32_t *spec, int n_spec, vkf_vk_pipeline **p) {
+vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *defines, int n_tensors,
+                       const uint32_t *spec, int n_spec, vkf_vk_pipeline **p) {
     return vkf_vk_pipeline_get(r->vb, shader, defines, n_tensors + 1, spec, n_spec, p);
 }
 
@@ -443,8 +439,8 @@ static int vkf_vk_weight_ok(vkf_dtype t) { return vkf_wtype_is_weight(t); }
 /* ---------------------------------------------------------------- matmul on texels */
 
 /* the texel window over rows [r0, r0+n) of t */
-static vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
-                                     vkf_vk_win *w) {
+vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
+                              vkf_vk_win *w) {
     if (n <= 0) n = 1;
     uint64_t sb = vkf_vk_stride_bytes(t);
     uint64_t lo = t->offset + (uint64_t)r0 * sb;
@@ -1125,302 +1121,6 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
                               VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD, r->vb->caps.max_wg_count[0]);
             VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
         }
-    }
-    return VKF_OK;
-}
-
-/* ---------------------------------------------------------------- attention */
-
-#define VKF_VK_ATTN_WG 128
-
-/* rows spanned by nb sequences of kv_stride rows with n_kv used rows each */
-static int vkf_vk_kv_fits(const vkf_tensor *t, int64_t nb, int64_t kv_stride, int64_t n_kv,
-                          uint64_t budget) {
-    uint64_t rows = (uint64_t)(nb - 1) * (uint64_t)kv_stride + (uint64_t)n_kv;
-    return (rows - 1) * vkf_vk_stride_bytes(t) + vkf_vk_row_bytes(t) <= budget;
-}
-
-/* the attention pipeline: CHUNKED for key-chunked sequences, VEC4 when every q/k/v/dst offset
- * and stride and head_dim are multiples of 4 (VKF_NO_VEC4=1 turns it off) */
-static vkf_status vkf_vk_attn_pipe(vkf_vk_rec *r, const vkf_pc_attn *pc, int chunked, int kv_f16,
-                                   vkf_vk_pipeline **pl) {
-    int v4 = !kv_f16 && pc->head_dim % 4 == 0 && pc->q_off % 4 == 0 && pc->k_off % 4 == 0 &&
-             pc->v_off % 4 == 0 && pc->d_off % 4 == 0 && pc->q_stride % 4 == 0 &&
-             pc->k_stride % 4 == 0 && pc->v_stride % 4 == 0 && pc->d_stride % 4 == 0 &&
-             !vkf_vk_env_flag("VKF_NO_VEC4");
-    char defs[48];
-    snprintf(defs, sizeof defs, "CHUNKED=%d;VEC4=%d;KV_F16=%d", chunked, v4, kv_f16);
-    uint32_t spec[1] = {VKF_VK_ATTN_WG};
-    return vkf_vk_pipe(r, "attention", defs, chunked ? 6 : 5, spec, 1, pl);
-}
-
-static void vkf_vk_attn_pc(const vkf_node *n, vkf_pc_attn *pc) {
-    const vkf_attn_params *ap = &n->p.attn;
-    pc->n_q = (uint32_t)ap->n_q;
-    pc->n_kv = (uint32_t)ap->n_kv;
-    pc->kv_stride = (uint32_t)ap->kv_stride;
-    pc->n_head = (uint32_t)ap->n_head;
-    pc->n_kv_head = (uint32_t)ap->n_kv_head;
-    pc->head_dim = (uint32_t)ap->head_dim;
-    pc->causal = ap->causal ? 1u : 0u;
-    pc->kv_dyn = ap->kv_dyn ? 1u : 0u;
-    pc->scale = ap->scale;
-    pc->window = ap->window > 0 ? (uint32_t)ap->window : 0u;
-    pc->softcap = ap->softcap;
-    pc->q_stride = (uint32_t)n->src[0]->row_stride;
-    pc->k_stride = (uint32_t)n->src[1]->row_stride;
-    pc->v_stride = (uint32_t)n->src[2]->row_stride;
-    pc->d_stride = (uint32_t)n->dst->row_stride;
-}
-
-/* One sequence exceeds a window: per sequence and query chunk, key chunks in order, each
- * resuming from the (max, sum) state and normalized output the previous chunk left (scratch +
- * dst). */
-static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
-    const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
-    uint64_t budget = vkf_vk_window_budget(r->vb);
-    const vkf_vk_caps *c = &r->vb->caps;
-    int64_t qc =
-        vkf_vk_min64(vkf_vk_min64(vkf_vk_rows_fit(q, budget), vkf_vk_rows_fit(d, budget)), ap->n_q);
-    int64_t kc = vkf_vk_min64(vkf_vk_min64(vkf_vk_rows_fit(k, budget), vkf_vk_rows_fit(v, budget)),
-                              ap->n_kv);
-    if (qc == 0 || kc == 0)
-        return vkf_error(VKF_ERROR_UNSUPPORTED,
-                         "attention %s: one query or key row does not fit the "
-                         "storage window of %llu bytes",
-                         d->name, (unsigned long long)budget);
-    uint64_t st_bytes = (uint64_t)ap->batch * (uint64_t)ap->n_q * (uint64_t)ap->n_head * 8;
-    if (st_bytes > budget)
-        return vkf_error(VKF_ERROR_UNSUPPORTED,
-                         "attention %s: chunk state of %llu bytes exceeds the "
-                         "storage window",
-                         d->name, (unsigned long long)st_bytes);
-    vkf_buffer *state;
-    VKF_TRY(vkf_vk_scratch(r, st_bytes, &state));
-    vkf_vk_pipeline *pl;
-    for (int64_t b = 0; b < ap->batch; b++) {
-        for (int64_t q0 = 0; q0 < ap->n_q; q0 += qc) {
-            int64_t qn = vkf_vk_min64(qc, ap->n_q - q0);
-            for (int64_t j0 = 0; j0 < ap->n_kv; j0 += kc) {
-                int64_t jn = vkf_vk_min64(kc, ap->n_kv - j0);
-                vkf_vk_win win[6];
-                vkf_pc_attn pc;
-                memset(&pc, 0, sizeof pc);
-                vkf_vk_attn_pc(n, &pc);
-                VKF_TRY(vkf_vk_rows_win(r, d, b * ap->n_q + q0, qn, 1, &win[0]));
-                VKF_TRY(vkf_vk_rows_win(r, q, b * ap->n_q + q0, qn, 0, &win[1]));
-                VKF_TRY(vkf_vk_rows_win(r, k, b * ap->kv_stride + j0, jn, 0, &win[2]));
-                VKF_TRY(vkf_vk_rows_win(r, v, b * ap->kv_stride + j0, jn, 0, &win[3]));
-                VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
-                VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc.q_off));
-                VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc.k_off));
-                VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc.v_off));
-                win[4] = win[1];
-                if (lens) {
-                    VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset,
-                                          lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
-                    VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
-                    pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
-                }
-                VKF_TRY(vkf_vk_window(r, state, 0, st_bytes, 1, &win[5]));
-                pc.s_off = (uint32_t)(win[5].delta / 4);
-                pc.batch = 1;
-                pc.b0 = (uint32_t)b;
-                pc.j0 = (uint32_t)j0;
-                pc.jn = (uint32_t)jn;
-                pc.carry = (j0 > 0 ? 1u : 0u) | (j0 + jn < ap->n_kv ? 2u : 0u);
-                pc.q0 = (uint32_t)q0;
-                pc.qn = (uint32_t)qn;
-                uint32_t gy = (uint32_t)vkf_vk_min64(qn, c->max_wg_count[1]);
-                VKF_TRY(vkf_vk_attn_pipe(r, &pc, 1, k->dtype == VKF_DTYPE_F16, &pl));
-                VKF_TRY(
-                    vkf_vk_dispatch(r, pl, win, 6, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
-            }
-        }
-    }
-    return VKF_OK;
-}
-
-#define VKF_VK_ATTN_TEXEL_WG 64
-
-/* attention_texel.comp when the device has texels and subgroups, head_dim and every offset and
- * stride are multiples of 4 (of 8 with an F16 cache: a K/V texel holds 8 halves) and one
- * dispatch binds everything (else 0: the general kernel). */
-static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
-    const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
-    const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min ||
-        vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION"))
-        return 0;
-    int kvu = k->dtype == VKF_DTYPE_F16 ? 2 : 1; /* 4-wide units per K/V texel */
-    if ((k->dtype != VKF_DTYPE_F32 && k->dtype != VKF_DTYPE_F16) || v->dtype != k->dtype ||
-        q->dtype != VKF_DTYPE_F32 || d->dtype != VKF_DTYPE_F32)
-        return 0;
-    if (ap->head_dim % (4 * kvu) || d->row_stride % 4 || q->row_stride % 4 ||
-        k->row_stride % (4 * kvu) || v->row_stride % (4 * kvu))
-        return 0;
-    if (d->offset % 16 || q->offset % 16 || k->offset % 16 || v->offset % 16) return 0;
-    if ((uint32_t)ap->n_head > c->max_wg_count[0] ||
-        (int64_t)ap->batch * ap->n_q > (int64_t)c->max_wg_count[1])
-        return 0;
-    uint64_t budget = vkf_vk_texel_budget(r->vb) - 32;
-    int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
-    int64_t q_rows = (int64_t)ap->batch * ap->n_q;
-    return vkf_vk_rows_fit(q, budget) >= q_rows &&
-           vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) >= q_rows &&
-           vkf_vk_rows_fit(k, budget) >= kv_rows && vkf_vk_rows_fit(v, budget) >= kv_rows;
-}
-
-static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
-    const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
-    const vkf_vk_caps *c = &r->vb->caps;
-    uint32_t kv_f16 = k->dtype == VKF_DTYPE_F16, kvu = kv_f16 ? 2u : 1u;
-    uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
-    uint32_t maxt = (hw / kvu + S - 1) / S; /* K/V texels of a head per lane */
-    /* queries per workgroup: K/V rows are loaded once for all of them (prefill); registers
-     * bound it (2 * TQ * MAXT vec4 per lane) */
-    /* query heads per workgroup sharing a KV head (GQA: each K/V row loaded once for all of
-     * them). Measured slower on lavapipe (its register arrays), so 1 unless VKF_ATTN_HG asks */
-    uint32_t hg = 1;
-    uint64_t hge = vkf_vk_env_u64("VKF_ATTN_HG");
-    if (hge > 1 && hge <= 8 && (uint64_t)ap->n_head % hge == 0 &&
-        (uint64_t)(ap->n_head / ap->n_kv_head) % hge == 0)
-        hg = (uint32_t)hge;
-    /* decode on CPU drivers: lanes take whole keys (no subgroupAdd per key); head_dim <= 64
-     * keeps q and the accumulator (2 * head_dim floats per lane) within reason */
-    /* CPU drivers' choices, unless VKF_GPU_TABLE=1 (lavapipe taking the GPUs') */
-    int cpu = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_GPU_TABLE");
-    /* decode: lanes take whole keys on every device. On an H200 (TinyLlama Q4_0, F16 cache,
-     * tg32 t/s at depth 128 / 2048): subgroups splitting the keys, 64 invocations 289 / 49,
-     * 512 409 / 220; lanes taking keys, 256 invocations 397 / 279 (bench/RESULTS.md) */
-    int keylanes = ap->n_q == 1 && hg == 1 && hw <= 16 && !vkf_vk_env_flag("VKF_NO_KEYLANES");
-    /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries);
-     * the same register bound as keylanes (bench/RESULTS.md, issue 16) */
-    int qlanes = ap->n_q > 1 && hg == 1 && hw <= 16 &&
-                 (cpu || vkf_vk_env_flag("VKF_ATTN_QLANES")) && !vkf_vk_env_flag("VKF_NO_QLANES");
-    /* with qlanes, 4 (or 2) query rows per lane where every sequence's row count is a multiple
-     * (a lane's rows then share one sequence's K/V): each K/V load serves all of them. pp512
-     * on TinyLlama's attention shape, ms per layer: 1 row 80.5, 2 rows 54.2, 4 rows 44.0, 8 rows
-     * 42.3 (bench/RESULTS.md). VKF_ATTN_QR=N sets it (1 turns it off). */
-    uint64_t qre = vkf_vk_env_u64("VKF_ATTN_QR");
-    uint32_t qr = qre >= 1 && qre <= 8 ? (uint32_t)qre : ap->n_q % 4 == 0 ? 4 : 2;
-    if (!qlanes || ap->n_q % qr) qr = 1;
-    char defs[128];
-    snprintf(defs, sizeof defs, "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d;QR=%uu;KV_F16=%u",
-             maxt, hw, hg, keylanes, qlanes, qr, kv_f16);
-    /* CPU drivers: one subgroup per workgroup (no shared-memory merge; their barriers are
-     * expensive) except decode in the subgroup layout (split-K over the cache, 64). GPUs: the
-     * subgroups of 256 invocations split the keys of a query row (prefill, decode with lanes
-     * taking keys), 512 in decode's subgroup layout; on the H200, pp512 t/s at depth 128 / 2048:
-     * one subgroup 6905 / 3313, 256 invocations 7192 / 3778 (attention.comp: 4892 / 1555) */
-    uint32_t wg = cpu ? (ap->n_q > 1 || keylanes ? S : VKF_VK_ATTN_TEXEL_WG)
-                      : (ap->n_q == 1 && !keylanes ? 512u : 256u);
-    uint64_t wge = vkf_vk_env_u64("VKF_ATTN_WG");
-    if (wge >= 1 && wge <= c->max_wg_invocations) wg = (uint32_t)wge;
-    /* the merge's shared memory: (wg / S) x (head_dim / 4) texels and two floats per subgroup */
-    while (wg > S &&
-           (wg > c->max_wg_invocations || (uint64_t)(wg / S) * (hw * 16u + 8u) > c->max_shared))
-        wg /= 2;
-    uint32_t spec[1] = {wg};
-    vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "attention_texel", defs, 6,
-                                      (1u << 2) | (1u << 3) | (1u << 4), spec, 1, &pl));
-    int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
-    int64_t q_rows = (int64_t)ap->batch * ap->n_q;
-    vkf_vk_win win[5];
-    vkf_pc_attn pc;
-    memset(&pc, 0, sizeof pc);
-    VKF_TRY(vkf_vk_rows_win(r, d, 0, q_rows, 1, &win[0]));
-    VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
-    VKF_TRY(vkf_vk_rows_texwin(r, q, 0, q_rows, &win[1]));
-    VKF_TRY(vkf_vk_rows_texwin(r, k, 0, kv_rows, &win[2]));
-    VKF_TRY(vkf_vk_rows_texwin(r, v, 0, kv_rows, &win[3]));
-    if (win[0].delta % 16 || win[1].delta % 16 || win[2].delta % 16 || win[3].delta % 16)
-        return vkf_error(VKF_ERROR_INTERNAL, "attention %s: windows not texel aligned", d->name);
-    pc.q_off = (uint32_t)(win[1].delta / 4);
-    /* element offsets: floats, or halves for an F16 cache */
-    pc.k_off = (uint32_t)(win[2].delta / (kv_f16 ? 2 : 4));
-    pc.v_off = (uint32_t)(win[3].delta / (kv_f16 ? 2 : 4));
-    win[4] = win[0];
-    win[4].write = 0;
-    if (lens) {
-        VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0,
-                              &win[4]));
-        VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
-        pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
-    }
-    vkf_vk_attn_pc(n, &pc);
-    pc.batch = (uint32_t)ap->batch;
-    pc.b0 = 0;
-    pc.j0 = 0;
-    pc.jn = (uint32_t)ap->n_kv;
-    pc.q0 = 0;
-    pc.qn = (uint32_t)ap->n_q;
-    /* qlanes: one workgroup per tile of wg query rows */
-    uint32_t gy = qlanes ? (uint32_t)((q_rows + wg * qr - 1) / (wg * qr)) : (uint32_t)q_rows;
-    return vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head / hg, gy, 1);
-}
-
-static vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
-    const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
-    if (ap->batch <= 0 || ap->n_q <= 0 || ap->n_kv <= 0 || ap->n_head <= 0 || ap->n_kv_head <= 0 ||
-        ap->head_dim <= 0 || ap->head_dim > 1024 || ap->n_head % ap->n_kv_head ||
-        ap->kv_stride < ap->n_kv)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
-                         "attention: bad parameters batch %d n_q %d n_kv %d "
-                         "kv_stride %d heads %d/%d head_dim %d",
-                         ap->batch, ap->n_q, ap->n_kv, ap->kv_stride, ap->n_head, ap->n_kv_head,
-                         ap->head_dim);
-    if (vkf_vk_attn_texel_ok(r, n)) return vkf_vk_attention_texel(r, n);
-    uint64_t budget = vkf_vk_window_budget(r->vb);
-    const vkf_vk_caps *c = &r->vb->caps;
-    /* sequences per dispatch: Q/dst rows nb*n_q, K/V rows (nb-1)*kv_stride + n_kv */
-    int64_t nb = ap->batch;
-    int64_t qfit = vkf_vk_min64(vkf_vk_rows_fit(q, budget), vkf_vk_rows_fit(d, budget));
-    nb = vkf_vk_min64(nb, qfit / ap->n_q);
-    while (nb > 0 && !(vkf_vk_kv_fits(k, nb, ap->kv_stride, ap->n_kv, budget) &&
-                       vkf_vk_kv_fits(v, nb, ap->kv_stride, ap->n_kv, budget)))
-        nb--;
-    if ((uint32_t)ap->n_head > c->max_wg_count[0])
-        return vkf_error(VKF_ERROR_UNSUPPORTED,
-                         "attention: %d heads exceed the workgroup count limit", ap->n_head);
-    if (nb == 0) return vkf_vk_attention_chunked(r, n);
-    vkf_vk_pipeline *pl;
-    for (int64_t b0 = 0; b0 < ap->batch; b0 += nb) {
-        int64_t bc = vkf_vk_min64(nb, ap->batch - b0);
-        vkf_vk_win win[5];
-        vkf_pc_attn pc;
-        memset(&pc, 0, sizeof pc);
-        int64_t kv_rows = (bc - 1) * ap->kv_stride + ap->n_kv;
-        VKF_TRY(vkf_vk_rows_win(r, d, b0 * ap->n_q, bc * ap->n_q, 1, &win[0]));
-        VKF_TRY(vkf_vk_rows_win(r, q, b0 * ap->n_q, bc * ap->n_q, 0, &win[1]));
-        VKF_TRY(vkf_vk_rows_win(r, k, b0 * ap->kv_stride, kv_rows, 0, &win[2]));
-        VKF_TRY(vkf_vk_rows_win(r, v, b0 * ap->kv_stride, kv_rows, 0, &win[3]));
-        VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
-        VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc.q_off));
-        VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc.k_off));
-        VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc.v_off));
-        win[4] = win[1];
-        if (lens) {
-            VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset,
-                                  lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
-            VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
-            pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
-        }
-        vkf_vk_attn_pc(n, &pc);
-        pc.batch = (uint32_t)bc;
-        pc.b0 = (uint32_t)b0;
-        pc.j0 = 0;
-        pc.jn = (uint32_t)ap->n_kv;
-        pc.q0 = 0;
-        pc.qn = (uint32_t)ap->n_q;
-        uint32_t gy = (uint32_t)vkf_vk_min64(bc * ap->n_q, c->max_wg_count[1]);
-        VKF_TRY(vkf_vk_attn_pipe(r, &pc, 0, k->dtype == VKF_DTYPE_F16, &pl));
-        VKF_TRY(vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
     }
     return VKF_OK;
 }
