@@ -64,5 +64,23 @@ float w_unit(uint rowb, uint u, out vec4 w[16]) {
     }
     return 1.0;
 }
+/* the raw nibbles and x = al[g] * q + be[g] for the unit's two sub-blocks (texels 0-7, 8-15) */
+#define W_HAVE_RAW 1
+#define W_NG 2u
+void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
+    uint bb = rowb + (u >> 2) * 144u, j = u & 3u;
+    uvec4 hd = w_quad2(bb);
+    vec2 lo = vkf_k4_sm_h(hd, 2u * j), hi = vkf_k4_sm_h(hd, 2u * j + 1u);
+    uint qb = bb + 16u + 32u * j;
+    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
+    for (uint i = 0; i < 4u; i++) {
+        w[i] = vkf_nlo(q0[i]);
+        w[i + 4u] = vkf_nlo(q1[i]);
+        w[i + 8u] = vkf_nhi(q0[i]);
+        w[i + 12u] = vkf_nhi(q1[i]);
+    }
+    al = vec4(lo.x, hi.x, 0.0, 0.0);
+    be = vec4(-lo.y, -hi.y, 0.0, 0.0);
+}
 #endif
 #endif

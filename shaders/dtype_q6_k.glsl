@@ -64,5 +64,33 @@ float w_unit(uint rowb, uint u, out vec4 w[16]) {
     }
     return vkf_f16(de);
 }
+/* the raw 6-bit quants and x = al[g] * q + be[g] for the unit's four groups of 16 (texels
+ * 0-3, 4-7, 8-11, 12-15): al = d * scale, be = -32 al */
+#define W_HAVE_RAW 1
+#define W_NG 4u
+void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
+    uint bb = rowb + (u >> 2) * 210u, n = (u >> 1) & 1u, g0 = 2u * (u & 1u);
+    uint lb = bb + 64u * n, hb = bb + 128u + 32u * n;
+    uint de;
+    uvec4 sq = w_quad2e(bb + 192u, de);
+    uint wi = 2u * n + (g0 >> 1);
+    uint scw = wi == 0u ? sq.x : wi == 1u ? sq.y : wi == 2u ? sq.z : sq.w;
+    al = vkf_f16(de) * vec4(ivec4(uvec4(scw) << uvec4(24u, 16u, 8u, 0u)) >> 24);
+    be = -32.0 * al;
+    uvec4 lq[4];
+    w_hex2(lb, lq);
+    uvec4 h0, h1;
+    uint he;
+    w_oct2e(hb, h0, h1, he);
+    uint sl = 4u * (g0 >> 1), sa = 2u * g0, sb = sa + 2u;
+    uvec4 o = uvec4(0u, 8u, 16u, 24u);
+    for (uint i = 0; i < 4u; i++) {
+        uvec4 hq0 = uvec4(h0[i]) >> o, hq1 = uvec4(h1[i]) >> o;
+        w[i] = vec4(((uvec4(lq[0][i]) >> (o + sl)) & 15u) | (((hq0 >> sa) & 3u) << 4));
+        w[i + 4u] = vec4(((uvec4(lq[1][i]) >> (o + sl)) & 15u) | (((hq1 >> sa) & 3u) << 4));
+        w[i + 8u] = vec4(((uvec4(lq[2][i]) >> (o + sl)) & 15u) | (((hq0 >> sb) & 3u) << 4));
+        w[i + 12u] = vec4(((uvec4(lq[3][i]) >> (o + sl)) & 15u) | (((hq1 >> sb) & 3u) << 4));
+    }
+}
 #endif
 #endif

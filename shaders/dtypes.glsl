@@ -108,6 +108,13 @@ uint vkf_byte3(uvec3 w, uint i) {
 #error "WTYPE names no weight type"
 #endif
 #define W_UV (W_UNIT / 4u)
+/* W_HAVE_RAW (Q4_0, Q4_K, Q5_K, Q6_K): w_unit_raw(rowb, u, q[W_UV], al, be) gives a unit's raw
+ * quants and, for its W_NG groups of W_UV / W_NG texels, x = al[g] * q + be[g]; a dot product
+ * with activations a is then al[g] * dot(q, a) + be[g] * sum(a), where sum(a) is computed once
+ * for every weight row (decode, ROWSEQ in matmul_texel.comp): two operations per weight fewer */
+#ifndef W_HAVE_RAW
+#define W_HAVE_RAW 0
+#endif
 
 #ifdef W_GENERIC_AT4
 vec4 w_at4(uint rowb, uint k) { return vec4(w_at(rowb, k), w_at(rowb, k + 1u), w_at(rowb, k + 2u), w_at(rowb, k + 3u)); }

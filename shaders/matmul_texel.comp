@@ -281,6 +281,14 @@ void main() {
 #if NORM
         float inv = 1.0 / sqrt(subgroupAdd(ss) / float(p.K) + p.eps);
 #endif
+#if W_HAVE_RAW && !W_SMALL
+        /* the sums of each unit's activation groups, for the weights' offsets */
+        vec4 asum[ROWSEQ];
+        for (uint i = 0; i < ROWSEQ; i++) {
+            asum[i] = vec4(0.0);
+            for (uint j = 0; j < A_TEX; j++) asum[i][j / (A_TEX / W_NG)] += dot(a[i][j], vec4(1.0));
+        }
+#endif
         [[dont_unroll]] for (uint r = 0; r < R; r++) {
             uint n = n0 + r;
             if (n >= N) break;
@@ -292,10 +300,17 @@ void main() {
                     uint u = l + i * S;
                     if (u < units) {
                         vec4 wv[A_TEX];
+#if W_HAVE_RAW && !W_SMALL
+                        vec4 al, be, gd = vec4(0.0);
+                        w_unit_raw(rowb, u, wv, al, be);
+                        for (uint j = 0; j < A_TEX; j++) gd[j / (A_TEX / W_NG)] += dot(wv[j], a[i][j]);
+                        t += dot(al, gd) + dot(be, asum[i]);
+#else
                         float sc = w_unit(rowb, u, wv);
                         float dt = 0.0;
                         for (uint j = 0; j < A_TEX; j++) dt += dot(wv[j], a[i][j]);
                         t += sc * dt;
+#endif
                     }
                 }
                 acc0[v] = subgroupAdd(t);
