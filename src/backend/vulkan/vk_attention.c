@@ -160,8 +160,6 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     uint32_t kv_f16 = k->dtype == VKF_DTYPE_F16, kvu = kv_f16 ? 2u : 1u;
     uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
     uint32_t maxt = (hw / kvu + S - 1) / S; /* K/V texels of a head per lane */
-    /* queries per workgroup: K/V rows are loaded once for all of them (prefill); registers
-     * bound it (2 * TQ * MAXT vec4 per lane) */
     /* query heads per workgroup sharing a KV head (GQA: each K/V row loaded once for all of
      * them). Measured slower on lavapipe (its register arrays), so 1 unless VKF_ATTN_HG asks */
     uint32_t hg = 1;
@@ -169,13 +167,13 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     if (hge > 1 && hge <= 8 && (uint64_t)ap->n_head % hge == 0 &&
         (uint64_t)(ap->n_head / ap->n_kv_head) % hge == 0)
         hg = (uint32_t)hge;
-    /* decode on CPU drivers: lanes take whole keys (no subgroupAdd per key); head_dim <= 64
-     * keeps q and the accumulator (2 * head_dim floats per lane) within reason */
     /* CPU drivers' choices, unless VKF_GPU_TABLE=1 (lavapipe taking the GPUs') */
     int cpu = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_GPU_TABLE");
-    /* decode: lanes take whole keys on every device. On an H200 (TinyLlama Q4_0, F16 cache,
-     * tg32 t/s at depth 128 / 2048): subgroups splitting the keys, 64 invocations 289 / 49,
-     * 512 409 / 220; lanes taking keys, 256 invocations 397 / 279 (bench/RESULTS.md) */
+    /* decode: lanes take whole keys (no subgroupAdd per key) on every device; head_dim <= 64
+     * keeps q and the accumulator (2 * head_dim floats per lane) within reason. On an H200
+     * (TinyLlama Q4_0, F16 cache, tg32 t/s at depth 128 / 2048): subgroups splitting the keys,
+     * 64 invocations 289 / 49, 512 409 / 220; lanes taking keys, 256 invocations 397 / 279
+     * (bench/RESULTS.md) */
     int keylanes = ap->n_q == 1 && hg == 1 && hw <= 16 && !vkf_vk_env_flag("VKF_NO_KEYLANES");
     /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries);
      * the same register bound as keylanes (bench/RESULTS.md, issue 16) */
