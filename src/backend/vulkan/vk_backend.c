@@ -1,6 +1,7 @@
 /* The Vulkan vkf_backend: create/destroy and the interface table. The work lives in
  * vk_device.c (device), vk_memory.c (buffers), vk_shader.c (pipelines), vk_record.c
- * (command buffers) and vk_ops.c (one encoder per op). */
+ * (command buffers), vk_ops.c (one encoder per op; attention in vk_attention.c), vk_fuse.c
+ * (record-time fusions) and vk_tune.c (kernel variants per device). */
 #include <stdlib.h>
 #include <string.h>
 
