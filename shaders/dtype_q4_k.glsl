@@ -50,22 +50,9 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     return 1.0;
 }
 #else
-float w_unit(uint rowb, uint u, out vec4 w[16]) {
-    uint bb = rowb + (u >> 2) * 144u, j = u & 3u;
-    uvec4 hd = w_quad2(bb);
-    vec2 lo = vkf_k4_sm_h(hd, 2u * j), hi = vkf_k4_sm_h(hd, 2u * j + 1u);
-    uint qb = bb + 16u + 32u * j;
-    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
-    for (uint i = 0; i < 4u; i++) {
-        w[i] = lo.x * vkf_nlo(q0[i]) - lo.y;
-        w[i + 4u] = lo.x * vkf_nlo(q1[i]) - lo.y;
-        w[i + 8u] = hi.x * vkf_nhi(q0[i]) - hi.y;
-        w[i + 12u] = hi.x * vkf_nhi(q1[i]) - hi.y;
-    }
-    return 1.0;
-}
-/* the raw nibbles and x = al[g] * q + be[g] for the unit's two sub-blocks (texels 0-7, 8-15) */
+/* w_unit from w_unit_raw (dtypes.glsl, W_UNIT_FROM_RAW); the raw nibbles and x = al[g] * q + be[g] for the unit's two sub-blocks (texels 0-7, 8-15) */
 #define W_HAVE_RAW 1
+#define W_UNIT_FROM_RAW 1
 #define W_NG 2u
 void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     uint bb = rowb + (u >> 2) * 144u, j = u & 3u;

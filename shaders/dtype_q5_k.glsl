@@ -35,25 +35,9 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     return 1.0;
 }
 #else
-float w_unit(uint rowb, uint u, out vec4 w[16]) {
-    uint bb = rowb + (u >> 2) * 176u, j = u & 3u;
-    uvec4 hd = w_quad2(bb);
-    vec2 lo = vkf_k4_sm_h(hd, 2u * j), hi = vkf_k4_sm_h(hd, 2u * j + 1u);
-    uvec4 h0 = w_quad2(bb + 16u), h1 = w_quad2(bb + 32u);
-    uint qb = bb + 48u + 32u * j;
-    uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
-    uvec4 o = uvec4(0u, 8u, 16u, 24u);
-    uint s0 = 2u * j, s1 = s0 + 1u;
-    for (uint i = 0; i < 4u; i++) {
-        w[i] = lo.x * vec4(vkf_nlo_u(q0[i]) | (((uvec4(h0[i]) >> (o + s0)) & 1u) << 4)) - lo.y;
-        w[i + 4u] = lo.x * vec4(vkf_nlo_u(q1[i]) | (((uvec4(h1[i]) >> (o + s0)) & 1u) << 4)) - lo.y;
-        w[i + 8u] = hi.x * vec4(vkf_nhi_u(q0[i]) | (((uvec4(h0[i]) >> (o + s1)) & 1u) << 4)) - hi.y;
-        w[i + 12u] = hi.x * vec4(vkf_nhi_u(q1[i]) | (((uvec4(h1[i]) >> (o + s1)) & 1u) << 4)) - hi.y;
-    }
-    return 1.0;
-}
-/* the raw 5-bit quants and x = al[g] * q + be[g] for the unit's two sub-blocks (see Q4_K) */
+/* w_unit from w_unit_raw (dtypes.glsl, W_UNIT_FROM_RAW); the raw 5-bit quants and x = al[g] * q + be[g] for the unit's two sub-blocks (see Q4_K) */
 #define W_HAVE_RAW 1
+#define W_UNIT_FROM_RAW 1
 #define W_NG 2u
 void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     uint bb = rowb + (u >> 2) * 176u, j = u & 3u;

@@ -36,37 +36,13 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
 }
 #else
 /* a unit is 64 elements, groups g0 = 2 (u & 1) and g0 + 1 of half-block n: their ql bytes
- * 64n..64n+63 (g0 the first 32, g0 + 1 the next), the shared 32 qh bytes, four scales */
-float w_unit(uint rowb, uint u, out vec4 w[16]) {
-    uint bb = rowb + (u >> 2) * 210u, n = (u >> 1) & 1u, g0 = 2u * (u & 1u);
-    uint lb = bb + 64u * n, hb = bb + 128u + 32u * n;
-    /* the 16 scales and d (18 bytes), the 64 low-nibble bytes and the 32 high-bit bytes as three
-     * realigned runs of texels: 10 texel reads per 64 weights, not 15 */
-    uint de;
-    uvec4 sq = w_quad2e(bb + 192u, de);
-    uint wi = 2u * n + (g0 >> 1); /* the scale word of groups g0, g0 + 1: bytes 8n + 2g0.. */
-    uint scw = wi == 0u ? sq.x : wi == 1u ? sq.y : wi == 2u ? sq.z : sq.w;
-    vec4 sc = vec4(ivec4(uvec4(scw) << uvec4(24u, 16u, 8u, 0u)) >> 24);
-    uvec4 lq[4];
-    w_hex2(lb, lq);
-    uvec4 l0 = lq[0], l1 = lq[1], l2 = lq[2], l3 = lq[3];
-    uvec4 h0, h1;
-    uint he;
-    w_oct2e(hb, h0, h1, he);
-    uint sl = 4u * (g0 >> 1), sa = 2u * g0, sb = sa + 2u;
-    uvec4 o = uvec4(0u, 8u, 16u, 24u);
-    for (uint i = 0; i < 4u; i++) {
-        uvec4 hq0 = uvec4(h0[i]) >> o, hq1 = uvec4(h1[i]) >> o;
-        w[i] = sc.x * (vec4(((uvec4(l0[i]) >> (o + sl)) & 15u) | (((hq0 >> sa) & 3u) << 4)) - 32.0);
-        w[i + 4u] = sc.y * (vec4(((uvec4(l1[i]) >> (o + sl)) & 15u) | (((hq1 >> sa) & 3u) << 4)) - 32.0);
-        w[i + 8u] = sc.z * (vec4(((uvec4(l2[i]) >> (o + sl)) & 15u) | (((hq0 >> sb) & 3u) << 4)) - 32.0);
-        w[i + 12u] = sc.w * (vec4(((uvec4(l3[i]) >> (o + sl)) & 15u) | (((hq1 >> sb) & 3u) << 4)) - 32.0);
-    }
-    return vkf_f16(de);
-}
-/* the raw 6-bit quants and x = al[g] * q + be[g] for the unit's four groups of 16 (texels
- * 0-3, 4-7, 8-11, 12-15): al = d * scale, be = -32 al */
+ * 64n..64n+63 (g0 the first 32, g0 + 1 the next), the shared 32 qh bytes, four scales; the 16
+ * scales and d (18 bytes), the 64 low-nibble bytes and the 32 high-bit bytes are read as three
+ * realigned runs of texels: 10 texel reads per 64 weights, not 15. The raw 6-bit quants and
+ * x = al[g] * q + be[g] for the unit's four groups of 16 (texels 0-3, 4-7, 8-11, 12-15):
+ * al = d * scale, be = -32 al; w_unit from w_unit_raw (dtypes.glsl, W_UNIT_FROM_RAW) */
 #define W_HAVE_RAW 1
+#define W_UNIT_FROM_RAW 1
 #define W_NG 4u
 void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     uint bb = rowb + (u >> 2) * 210u, n = (u >> 1) & 1u, g0 = 2u * (u & 1u);

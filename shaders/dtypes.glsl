@@ -115,6 +115,15 @@ uint vkf_byte3(uvec3 w, uint i) {
 #ifndef W_HAVE_RAW
 #define W_HAVE_RAW 0
 #endif
+#ifdef W_UNIT_FROM_RAW
+/* the dequantized unit (scale 1) from the raw one: x = al[g] * q + be[g] */
+float w_unit(uint rowb, uint u, out vec4 w[W_UV]) {
+    vec4 al, be;
+    w_unit_raw(rowb, u, w, al, be);
+    for (uint j = 0; j < W_UV; j++) w[j] = al[j / (W_UV / W_NG)] * w[j] + be[j / (W_UV / W_NG)];
+    return 1.0;
+}
+#endif
 
 #ifdef W_GENERIC_AT4
 vec4 w_at4(uint rowb, uint k) { return vec4(w_at(rowb, k), w_at(rowb, k + 1u), w_at(rowb, k + 2u), w_at(rowb, k + 3u)); }
