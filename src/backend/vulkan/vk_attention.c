@@ -53,12 +53,36 @@ static void vkf_vk_attn_pc(const vkf_node *n, vkf_pc_attn *pc) {
     pc->d_stride = (uint32_t)n->dst->row_stride;
 }
 
+/* attention.comp's windows: dst and q over query rows [q0, q0 + nq), k and v over key rows
+ * [k0, k0 + nk), the key lengths (bound to q when absent), and their element offsets in pc */
+static vkf_status vkf_vk_attn_bind(vkf_vk_rec *r, const vkf_node *n, int64_t q0, int64_t nq,
+                                   int64_t k0, int64_t nk, vkf_vk_win win[5], vkf_pc_attn *pc) {
+    const vkf_attn_params *ap = &n->p.attn;
+    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
+    VKF_TRY(vkf_vk_rows_win(r, d, q0, nq, 1, &win[0]));
+    VKF_TRY(vkf_vk_rows_win(r, q, q0, nq, 0, &win[1]));
+    VKF_TRY(vkf_vk_rows_win(r, k, k0, nk, 0, &win[2]));
+    VKF_TRY(vkf_vk_rows_win(r, v, k0, nk, 0, &win[3]));
+    VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc->d_off));
+    VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc->q_off));
+    VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc->k_off));
+    VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc->v_off));
+    win[4] = win[1];
+    if (lens) {
+        VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0,
+                              &win[4]));
+        VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc->len_off));
+        pc->has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
+    }
+    return VKF_OK;
+}
+
 /* One sequence exceeds a window: per sequence and query chunk, key chunks in order, each
  * resuming from the (max, sum) state and normalized output the previous chunk left (scratch +
  * dst). */
 static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
+    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
     uint64_t budget = vkf_vk_window_budget(r->vb);
     const vkf_vk_caps *c = &r->vb->caps;
     int64_t qc =
@@ -88,21 +112,8 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
                 vkf_pc_attn pc;
                 memset(&pc, 0, sizeof pc);
                 vkf_vk_attn_pc(n, &pc);
-                VKF_TRY(vkf_vk_rows_win(r, d, b * ap->n_q + q0, qn, 1, &win[0]));
-                VKF_TRY(vkf_vk_rows_win(r, q, b * ap->n_q + q0, qn, 0, &win[1]));
-                VKF_TRY(vkf_vk_rows_win(r, k, b * ap->kv_stride + j0, jn, 0, &win[2]));
-                VKF_TRY(vkf_vk_rows_win(r, v, b * ap->kv_stride + j0, jn, 0, &win[3]));
-                VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
-                VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc.q_off));
-                VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc.k_off));
-                VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc.v_off));
-                win[4] = win[1];
-                if (lens) {
-                    VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset,
-                                          lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
-                    VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
-                    pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
-                }
+                VKF_TRY(vkf_vk_attn_bind(r, n, b * ap->n_q + q0, qn, b * ap->kv_stride + j0, jn,
+                                         win, &pc));
                 VKF_TRY(vkf_vk_window(r, state, 0, st_bytes, 1, &win[5]));
                 pc.s_off = (uint32_t)(win[5].delta / 4);
                 pc.batch = 1;
@@ -278,7 +289,7 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
 
 vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
+    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
     if (ap->batch <= 0 || ap->n_q <= 0 || ap->n_kv <= 0 || ap->n_head <= 0 || ap->n_kv_head <= 0 ||
         ap->head_dim <= 0 || ap->head_dim > 1024 || ap->n_head % ap->n_kv_head ||
         ap->kv_stride < ap->n_kv)
@@ -308,21 +319,8 @@ vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
         vkf_pc_attn pc;
         memset(&pc, 0, sizeof pc);
         int64_t kv_rows = (bc - 1) * ap->kv_stride + ap->n_kv;
-        VKF_TRY(vkf_vk_rows_win(r, d, b0 * ap->n_q, bc * ap->n_q, 1, &win[0]));
-        VKF_TRY(vkf_vk_rows_win(r, q, b0 * ap->n_q, bc * ap->n_q, 0, &win[1]));
-        VKF_TRY(vkf_vk_rows_win(r, k, b0 * ap->kv_stride, kv_rows, 0, &win[2]));
-        VKF_TRY(vkf_vk_rows_win(r, v, b0 * ap->kv_stride, kv_rows, 0, &win[3]));
-        VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
-        VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc.q_off));
-        VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc.k_off));
-        VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc.v_off));
-        win[4] = win[1];
-        if (lens) {
-            VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset,
-                                  lens->offset + (uint64_t)ap->batch * 4, 0, &win[4]));
-            VKF_TRY(vkf_vk_elem_off(&win[4], lens, &pc.len_off));
-            pc.has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
-        }
+        VKF_TRY(vkf_vk_attn_bind(r, n, b0 * ap->n_q, bc * ap->n_q, b0 * ap->kv_stride, kv_rows, win,
+                                 &pc));
         vkf_vk_attn_pc(n, &pc);
         pc.batch = (uint32_t)bc;
         pc.b0 = (uint32_t)b0;
