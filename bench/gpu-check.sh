@@ -2,11 +2,14 @@
 # The GPU checklist, in one call on a lent GPU machine (see bench/gpu-pack.sh, which prepares
 # the .gpu/ folder this reads; carry it):
 #
-#   bench/gpu-check.sh [all|tests|bench|quick|profile|steps FILE] (default all; tests and bench each fit one
-#                                              10-minute call; quick: selftest, llama-tiny,
-#                                              kernels and one 1.1B Q4_0 bench; profile: the
-#                                              per-op profile of 1.1B Q4_0 decode and prefill,
-#                                              and decode at depth under the attention knobs)
+#   bench/gpu-check.sh [all|tests|bench|quick|profile|coopmat|steps FILE] (default all; tests and
+#                                              bench each fit one 10-minute call; quick:
+#                                              selftest, llama-tiny, kernels and one 1.1B Q4_0
+#                                              bench; profile: the per-op profile of 1.1B Q4_0
+#                                              decode and prefill, and decode at depth under
+#                                              the attention knobs; coopmat: the cooperative-
+#                                              matrix prefill matmul (selftest, then matmul
+#                                              shapes and pp512 with and without it))
 #
 #   tests: devices, selftest (every op vs the CPU reference) with the validation layer, the same
 #          in the small-device profile, verify on every packed fixture on the GPU with
@@ -95,6 +98,22 @@ if [ "$part" = profile ]; then # where decode's time goes on this GPU, and the k
     step attn_old env VKF_NO_TEXEL_ATTENTION=1 "$V" bench -m "$m" -p 512 -n 32 -d 128,2048 -r 1 --backends vulkan
     for sp in 4 8 16; do
         step "attn_split$sp" env VKF_ATTN_SPLIT=$sp "$V" bench -m "$m" -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
+    done
+fi
+
+if [ "$part" = coopmat ]; then # the cooperative-matrix prefill matmul against the tiled kernel
+    "$V" devices 2>&1 | grep -i -E "coopmat|cooperative" | tee -a "$summary"
+    step selftest "$V" selftest --validate
+    step verify_llama-tiny "$V" verify .gpu/fixtures/llama-tiny --validate
+    for sh in 4096x4096x4096 512x2048x2048 512x5632x2048 512x2048x5632; do
+        step "mm_coop_$sh" "$V" bench --kernels --only matmul --shape "$sh" --dtypes F16,F32,Q8_0,Q4_0,Q4_K,Q6_K
+        step "mm_tiled_$sh" env VKF_NO_COOPMAT=1 "$V" bench --kernels --only matmul --shape "$sh" --dtypes F16,F32,Q8_0,Q4_0,Q4_K,Q6_K
+    done
+    for t in q4_0 f16; do
+        m="/tmp/vkf-bench-tinyllama-$t.gguf"
+        [ -f "$m" ] || step "make_model_$t" python3 tools/make_bench_model.py --shape tinyllama-1.1b --type "$t" -o "$m"
+        step "pp512_coop_$t" "$V" bench -m "$m" -p 512 -n 0 -r 2 --backends vulkan
+        step "pp512_tiled_$t" env VKF_NO_COOPMAT=1 "$V" bench -m "$m" -p 512 -n 0 -r 2 --backends vulkan
     done
 fi
 

@@ -48,7 +48,16 @@ typedef struct vkf_vk_coopmat_shape {
     int32_t a_type, b_type, c_type, result_type; /* VkComponentTypeKHR */
     int32_t saturating;                          /* saturatingAccumulation */
     int32_t scope;                               /* VkScopeKHR */
+    int32_t nv; /* listed by VK_NV_cooperative_matrix (else VK_KHR_cooperative_matrix) */
 } vkf_vk_coopmat_shape;
+
+/* how the cooperative-matrix matmul is spelled (shaders/matmul_coopmat.comp) */
+typedef enum vkf_vk_coopmat_kind {
+    VKF_VK_COOPMAT_NONE = 0,
+    VKF_VK_COOPMAT_KHR, /* VK_KHR_cooperative_matrix, GL_KHR_cooperative_matrix (glslang 13.1+) */
+    VKF_VK_COOPMAT_NV,  /* VK_NV_cooperative_matrix, GL_NV_cooperative_matrix */
+    VKF_VK_COOPMAT_EMU, /* written out per invocation, for tests on any device */
+} vkf_vk_coopmat_kind;
 
 /* Capabilities of one physical device, read once; env overrides already applied. */
 typedef struct vkf_vk_caps {
@@ -94,10 +103,13 @@ typedef struct vkf_vk_caps {
     int32_t fp16;        /* shaderFloat16; VKF_NO_FP16 clears */
     int32_t int8;        /* shaderInt8 */
     int32_t coopmat;     /* VK_KHR_cooperative_matrix present */
+    int32_t coopmat_nv;  /* VK_NV_cooperative_matrix present */
     int32_t coopmat_use; /* the coopmat matmul may run: allow-listed vendor and driver (or
-                            VKF_COOPMAT=1), an f16 x f16 -> f32 subgroup shape, the
-                            memory model, and a glslang that knows GL_KHR_cooperative_matrix;
+                            VKF_COOPMAT=1), an f16 x f16 -> f32 subgroup shape, the memory
+                            model, and a glslang that compiles the extension's GLSL (KHR:
+                            13.1+, NV: any); VKF_COOPMAT_EMU=1 sets it with the emulation;
                             VKF_NO_COOPMAT=1 clears */
+    vkf_vk_coopmat_kind coopmat_kind;         /* the spelling in use, when coopmat_use */
     uint32_t coopmat_m, coopmat_n, coopmat_k; /* the shape it uses */
     int32_t vulkan_memory_model;              /* vulkanMemoryModel feature */
     uint32_t n_coopmat;

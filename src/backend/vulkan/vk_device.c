@@ -234,24 +234,55 @@ static void vkf_vk_cap_override(vkf_vk_caps *c, const char *env, uint64_t *field
     }
 }
 
+const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k) {
+    switch (k) {
+    case VKF_VK_COOPMAT_KHR: return "KHR";
+    case VKF_VK_COOPMAT_NV: return "NV";
+    case VKF_VK_COOPMAT_EMU: return "emulated";
+    default: return "none";
+    }
+}
+
 /* The cooperative-matrix matmul runs only where it is known to be worth it (DESIGN, lessons
- * from the field: drivers advertise VK_KHR_cooperative_matrix without fast hardware): an
- * allow-list by vendor and driver, an f16 x f16 -> f32 shape at subgroup scope, the Vulkan
- * memory model and shaderFloat16 (the GLSL extension needs them), and a glslang new enough to
- * compile GL_KHR_cooperative_matrix (13.1+; Debian 12 ships 12.0, where the path is off).
- * VKF_COOPMAT=1 skips the allow-list (to try a device), VKF_NO_COOPMAT=1 turns it off. */
+ * from the field: drivers advertise cooperative matrices without fast hardware): an allow-list
+ * by vendor and driver, an f16 x f16 -> f32 shape at subgroup scope, shaderFloat16, subgroups,
+ * the Vulkan memory model (the GLSL extensions need it), and a glslang that compiles the
+ * extension's GLSL: GL_KHR_cooperative_matrix needs 13.1+ (Debian 12 ships 12.0), so with it
+ * VK_NV_cooperative_matrix (NVIDIA, GL_NV_cooperative_matrix, any glslang) is the path.
+ * VKF_COOPMAT=1 skips the allow-list (to try a device), VKF_NO_COOPMAT=1 turns it off.
+ * VKF_COOPMAT_EMU=1 (tests): the same kernel with the matrix operations written out per
+ * invocation, 16 x 16 x 16 (VKF_COOPMAT_EMU=8: 8 x 8 x 8), on any device with fp16 and a fixed
+ * subgroup size. */
 static void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
     c->coopmat_use = 0;
-    if (!c->coopmat || !c->fp16 || !c->vulkan_memory_model || !vkf_vk_glslang_has_coopmat()) return;
+    c->coopmat_kind = VKF_VK_COOPMAT_NONE;
+    if (!c->fp16 || !c->has_subgroup || vkf_vk_env_flag("VKF_NO_COOPMAT")) return;
+    uint64_t emu = vkf_vk_env_u64("VKF_COOPMAT_EMU");
+    if (emu) {
+        uint32_t sz = emu == 8 ? 8 : 16;
+        if (c->subgroup_min != c->subgroup_max || sz * sz % c->subgroup_size) return;
+        c->coopmat_use = 1;
+        c->coopmat_kind = VKF_VK_COOPMAT_EMU;
+        c->coopmat_m = c->coopmat_n = c->coopmat_k = sz;
+        return;
+    }
+    if (!c->vulkan_memory_model) return;
+    int khr = c->coopmat && vkf_vk_glslang_has_coopmat(), nv = c->coopmat_nv;
     const vkf_vk_coopmat_shape *best = NULL;
     for (uint32_t i = 0; i < c->n_coopmat; i++) {
         const vkf_vk_coopmat_shape *s = &c->coopmat_shapes[i];
+        if (s->nv ? !nv || khr : !khr) continue; /* KHR where glslang compiles it, else NV */
         /* VkComponentTypeKHR: 0 FLOAT16, 1 FLOAT32; VkScopeKHR 3: subgroup */
         if (s->a_type != 0 || s->b_type != 0 || s->c_type != 1 || s->result_type != 1 ||
             s->scope != 3)
             continue;
-        if (s->m > 32 || s->n > 32 || s->k > 32) continue;
-        if (!best || (s->m == 16 && s->n == 16 && s->k == 16)) best = s;
+        if (s->m > 32 || s->n > 32 || s->k > 32 || s->m % 8 || s->n % 8 || s->k % 8) continue;
+        /* 16 x 16 x 16 first, else the deepest K (the kernel's weight units need BK = 2 K
+         * of at least 32 elements for the block types) */
+        int sq = s->m == 16 && s->n == 16 && s->k == 16;
+        if (!best || (sq && !(best->m == 16 && best->n == 16 && best->k == 16)) ||
+            (!sq && !(best->m == 16 && best->n == 16 && best->k == 16) && s->k > best->k))
+            best = s;
     }
     if (!best) return;
     /* NVIDIA proprietary (tensor cores since Volta), AMD RADV / AMDVLK / proprietary (WMMA on
@@ -263,9 +294,9 @@ static void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
         (c->vendor_id == 0x8086 && driver_id == 6 &&
          c->type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
     if (vkf_vk_env_flag("VKF_COOPMAT")) allowed = 1;
-    if (vkf_vk_env_flag("VKF_NO_COOPMAT")) allowed = 0;
     if (!allowed) return;
     c->coopmat_use = 1;
+    c->coopmat_kind = best->nv ? VKF_VK_COOPMAT_NV : VKF_VK_COOPMAT_KHR;
     c->coopmat_m = best->m;
     c->coopmat_n = best->n;
     c->coopmat_k = best->k;
@@ -386,7 +417,10 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cmnv = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    int has_cmnv = vkf_vk_has_ext(ext, n_ext, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     int has_s16 = v11 || vkf_vk_has_ext(ext, n_ext, VK_KHR_16BIT_STORAGE_EXTENSION_NAME);
     int has_s8 = v12 || vkf_vk_has_ext(ext, n_ext, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
     int has_f16 = v12 || vkf_vk_has_ext(ext, n_ext, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
@@ -411,7 +445,12 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
         *next = &vmm;
         next = &vmm.pNext;
     }
+    if (has_cmnv) {
+        *next = &cmnv;
+        next = &cmnv.pNext;
+    }
     vkGetPhysicalDeviceFeatures2(pd, &f2);
+    c->coopmat_nv = has_cmnv && cmnv.cooperativeMatrix;
     c->vulkan_memory_model = v12 && vmm.vulkanMemoryModel;
     c->storage16 = has_s16 && s16.storageBuffer16BitAccess;
     c->storage8 = has_s8 && s8.storageBuffer8BitAccess;
@@ -483,8 +522,38 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
             }
         }
     }
+    if (c->coopmat_nv) {
+        PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV fn =
+            (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+                inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+        uint32_t n = 0;
+        if (fn && fn(pd, &n, NULL) == VK_SUCCESS && n) {
+            VkCooperativeMatrixPropertiesNV *cp = calloc(n, sizeof *cp);
+            if (cp) {
+                for (uint32_t i = 0; i < n; i++)
+                    cp[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+                VkResult r = fn(pd, &n, cp);
+                if (r == VK_SUCCESS || r == VK_INCOMPLETE) {
+                    /* VkComponentTypeNV and VkScopeNV number as their KHR successors */
+                    for (uint32_t i = 0; i < n && c->n_coopmat < VKF_VK_MAX_COOPMAT; i++) {
+                        vkf_vk_coopmat_shape *s = &c->coopmat_shapes[c->n_coopmat++];
+                        s->m = cp[i].MSize;
+                        s->n = cp[i].NSize;
+                        s->k = cp[i].KSize;
+                        s->a_type = (int32_t)cp[i].AType;
+                        s->b_type = (int32_t)cp[i].BType;
+                        s->c_type = (int32_t)cp[i].CType;
+                        s->result_type = (int32_t)cp[i].DType;
+                        s->scope = (int32_t)cp[i].scope;
+                        s->nv = 1;
+                    }
+                }
+                free(cp);
+            }
+        }
+    }
     free(ext);
-    vkf_vk_coopmat_choose(c, has_drv ? (int32_t)drv.driverID : 0);
+    int32_t driver_id = has_drv ? (int32_t)drv.driverID : 0;
 
     /* VKF_DEVICE_PROFILE=mobile: a small mobile GPU (128 MiB storage range, 256 MiB allocations,
      * 16 KiB shared memory, no fp16, int8, 16/8-bit storage or subgroup ops); the single caps
@@ -510,7 +579,6 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     }
     if (vkf_vk_env_flag("VKF_NO_FP16") && c->fp16) {
         c->fp16 = 0;
-        c->coopmat_use = 0;
         size_t l = strlen(c->overrides);
         snprintf(c->overrides + l, sizeof c->overrides - l, "%sVKF_NO_FP16=1", l ? " " : "");
     }
@@ -524,6 +592,8 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
         size_t l = strlen(c->overrides);
         snprintf(c->overrides + l, sizeof c->overrides - l, "%sVKF_NO_IMPORT=1", l ? " " : "");
     }
+    /* after the overrides: a profile without fp16 or subgroups has no cooperative matrices */
+    vkf_vk_coopmat_choose(c, driver_id);
 }
 
 /* ---------------------------------------------------------------- validation messages */
@@ -885,10 +955,21 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
              VK_FALSE};
     VkPhysicalDeviceVulkanMemoryModelFeatures vmmf = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-    if (c->coopmat_use && n_exts < 8) {
-        exts[n_exts++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
-        *next = &cmf;
-        next = &cmf.pNext;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cmnvf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .cooperativeMatrix = VK_TRUE};
+    int cm_ext = c->coopmat_use &&
+                 (c->coopmat_kind == VKF_VK_COOPMAT_KHR || c->coopmat_kind == VKF_VK_COOPMAT_NV);
+    if (cm_ext && n_exts < 8) {
+        if (c->coopmat_kind == VKF_VK_COOPMAT_NV) {
+            exts[n_exts++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+            *next = &cmnvf;
+            next = &cmnvf.pNext;
+        } else {
+            exts[n_exts++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
+            *next = &cmf;
+            next = &cmf.pNext;
+        }
         vmmf.vulkanMemoryModel = VK_TRUE;
         *next = &vmmf;
         next = &vmmf.pNext;
@@ -1050,14 +1131,23 @@ static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *
                        "int8 %s, subgroup ops %s, cooperative matrix %s\n",
                        c->storage16 ? "yes" : "no", c->storage8 ? "yes" : "no",
                        c->fp16 ? "yes" : "no", c->int8 ? "yes" : "no",
-                       c->has_subgroup ? "yes" : "no", c->coopmat ? "yes" : "no");
+                       c->has_subgroup ? "yes" : "no",
+                       c->coopmat && c->coopmat_nv ? "KHR and NV"
+                       : c->coopmat                ? "KHR"
+                       : c->coopmat_nv             ? "NV"
+                                                   : "no");
     for (uint32_t i = 0; i < c->n_coopmat; i++) {
         const vkf_vk_coopmat_shape *m = &c->coopmat_shapes[i];
-        vkf_vk_sbuf_printf(s, "    coopmat %ux%ux%u A %s B %s C %s -> %s, %s scope%s\n", m->m, m->n,
-                           m->k, vkf_vk_component_name(m->a_type), vkf_vk_component_name(m->b_type),
+        vkf_vk_sbuf_printf(s, "    coopmat %s %ux%ux%u A %s B %s C %s -> %s, %s scope%s\n",
+                           m->nv ? "NV " : "KHR", m->m, m->n, m->k,
+                           vkf_vk_component_name(m->a_type), vkf_vk_component_name(m->b_type),
                            vkf_vk_component_name(m->c_type), vkf_vk_component_name(m->result_type),
                            vkf_vk_scope_name(m->scope), m->saturating ? ", saturating" : "");
     }
+    if (c->coopmat_use)
+        vkf_vk_sbuf_printf(s, "  prefill matmul: cooperative matrices, %s %ux%ux%u\n",
+                           vkf_vk_coopmat_kind_name(c->coopmat_kind), c->coopmat_m, c->coopmat_n,
+                           c->coopmat_k);
     if (c->overrides[0]) vkf_vk_sbuf_printf(s, "  env overrides: %s\n", c->overrides);
 }
 
@@ -1136,7 +1226,13 @@ static cJSON *vkf_vk_report_json(uint32_t idx, const vkf_vk_caps *c, int is_defa
         cJSON_AddBoolToObject(fe, "int8", c->int8);
         cJSON_AddBoolToObject(fe, "subgroup_ops", c->has_subgroup);
         cJSON_AddBoolToObject(fe, "cooperative_matrix", c->coopmat);
+        cJSON_AddBoolToObject(fe, "cooperative_matrix_nv", c->coopmat_nv);
     }
+    if (c->coopmat_use)
+        cJSON_AddStringToObject(d, "cooperative_matrix_in_use",
+                                vkf_vk_coopmat_kind_name(c->coopmat_kind));
+    else
+        cJSON_AddNullToObject(d, "cooperative_matrix_in_use");
     cJSON *cm = cJSON_AddArrayToObject(d, "cooperative_matrix_shapes");
     for (uint32_t i = 0; cm && i < c->n_coopmat; i++) {
         const vkf_vk_coopmat_shape *m = &c->coopmat_shapes[i];
@@ -1149,6 +1245,8 @@ static cJSON *vkf_vk_report_json(uint32_t idx, const vkf_vk_caps *c, int is_defa
         cJSON_AddStringToObject(o, "c", vkf_vk_component_name(m->c_type));
         cJSON_AddStringToObject(o, "result", vkf_vk_component_name(m->result_type));
         cJSON_AddStringToObject(o, "scope", vkf_vk_scope_name(m->scope));
+        cJSON_AddStringToObject(o, "extension",
+                                m->nv ? "VK_NV_cooperative_matrix" : "VK_KHR_cooperative_matrix");
         cJSON_AddBoolToObject(o, "saturating", m->saturating);
         cJSON_AddItemToArray(cm, o);
     }

@@ -229,6 +229,8 @@ vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, con
                                      int n_spec, vkf_vk_pipeline **out);
 /* 1 if the glslang linked in compiles GL_KHR_cooperative_matrix (13.1 and later). */
 int vkf_vk_glslang_has_coopmat(void);
+/* "KHR", "NV", "emulated" or "none" */
+const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k);
 /* GLSL -> SPIR-V through the disk cache; *words malloc'ed. For tests via the backend. */
 vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *defines,
                             uint32_t **words, size_t *n_words);

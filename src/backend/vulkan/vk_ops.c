@@ -779,6 +779,57 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
 #define VKF_VK_MV_NOUT 4
 #define VKF_VK_RL_WG 32 /* rows per workgroup of the ROWLANE matvec */
 
+/* The cooperative-matrix kernel (shaders/matmul_coopmat.comp) for weights w and depth K: its
+ * defines, workgroup size and output tile, or 0 where it cannot run. It reads each weight row in
+ * units of at most 32 elements (W_SMALL), so K must be a multiple of that unit, and rows must
+ * start where the unit's reads may (4-byte words for the 2-byte float types). The workgroup has
+ * WSM x WSN = 2 x 2 subgroup tiles of SM x SN matrices; shared memory: activations hi and lo and
+ * weights hi (and lo, but for F16) as f16 in BK + 8 padded rows, and one f32 matrix per
+ * subgroup. */
+static int vkf_vk_coopmat_defs(const vkf_vk_backend *vb, const vkf_tensor *w, int64_t K, char *defs,
+                               size_t n_defs, uint32_t *wg, uint32_t *bm, uint32_t *bn) {
+    const vkf_vk_caps *c = &vb->caps;
+    int64_t unit = vkf_vk_wunit(w->dtype);
+    if (unit > 32) unit = 32;
+    int two_byte = w->dtype == VKF_DTYPE_F16 || w->dtype == VKF_DTYPE_BF16;
+    if (K % unit || (two_byte && ((w->buf->offset + w->offset) % 4 || w->row_stride % 2))) return 0;
+    uint32_t cm_m = c->coopmat_m, cm_n = c->coopmat_n, cm_k = c->coopmat_k;
+    uint32_t sg = c->subgroup_size, nsg = 4, bk = 2 * cm_k, bkp = bk + 8;
+    uint32_t halves_b = w->dtype == VKF_DTYPE_F16 ? 1 : 2;
+    uint32_t sm = 2;
+    for (;; sm = 1) {
+        uint64_t shared = 2ull * (2 * 2 * sm * cm_m + halves_b * 2 * sm * cm_n) * bkp +
+                          4ull * nsg * cm_m * cm_n + 16;
+        if (c->coopmat_kind == VKF_VK_COOPMAT_EMU) /* its accumulators */
+            shared += 4ull * nsg * sm * sm * (c->subgroup_max / sg) * cm_m * cm_n;
+        if (shared <= c->max_shared) break;
+        if (sm == 1) return 0;
+    }
+    if (nsg * sg > c->max_wg_invocations || bk % unit || (cm_m * cm_n) % sg) return 0;
+    uint32_t tps = (c->subgroup_max + sg - 1) / sg;
+    if (tps < 1) tps = 1;
+    if (c->coopmat_kind == VKF_VK_COOPMAT_EMU) {
+        /* llvmpipe stops an invocation's loops after 65535 iterations in all (the shader's
+         * note): bound them, counted generously (a unit's inner loops as if not unrolled) */
+        uint64_t wgn = (uint64_t)nsg * sg, bmn = 2ull * sm * cm_m;
+        uint64_t per_slice = (bmn * bk + wgn - 1) / wgn + 2 +
+                             (bmn * (bk / unit) + wgn - 1) / wgn * (1 + (uint64_t)unit) +
+                             2ull * sm * sm * 3 * (cm_m * cm_n / sg + 1) + 8;
+        if ((uint64_t)(K + bk - 1) / bk * per_slice > 50000) return 0;
+    }
+    const char *kind = c->coopmat_kind == VKF_VK_COOPMAT_NV    ? "COOPMAT_NV=1"
+                       : c->coopmat_kind == VKF_VK_COOPMAT_EMU ? "COOPMAT_EMU=1"
+                                                               : "COOPMAT_KHR=1";
+    int len = snprintf(defs, n_defs,
+                       "%s;WTYPE=%d;W_SMALL=1;CM_M=%u;CM_N=%u;CM_K=%u;SM=%u;SN=%u;TPS=%u;SGS=%u",
+                       kind, vkf_vk_wtype(w->dtype), cm_m, cm_n, cm_k, sm, sm, tps, sg);
+    if (len < 0 || (size_t)len >= n_defs) return 0;
+    *wg = nsg * sg;
+    *bm = 2 * sm * cm_m;
+    *bn = 2 * sm * cm_n;
+    return 1;
+}
+
 /* the tuner is timing a tiled variant: run it even where ROWLANE would stand in */
 static int vb_tiled_forced(const vkf_vk_backend *vb) { return vb->tune_force != NULL; }
 
@@ -816,7 +867,7 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     if (!matvec && !rowlane) fast_ok = 0;
 
     /* the general pipeline (any alignment) */
-    char defs[96];
+    char defs[192];
     uint32_t spec[4];
     int n_spec;
     uint32_t bm = cfg.bm ? cfg.bm : 64, bn = cfg.bn ? cfg.bn : 64, bk = cfg.bk ? cfg.bk : 16;
@@ -840,20 +891,11 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
         n_spec = 4;
     }
     vkf_vk_pipeline *pl, *pl_fast = NULL;
-    /* cooperative matrices for prefill with F16 weights on allow-listed devices (untested: no
-     * such device here; see shaders/matmul_coopmat.comp) */
-    int coop = !matvec && w->dtype == VKF_DTYPE_F16 && c->coopmat_use && c->subgroup_size &&
-               !vkf_vk_env_flag("VKF_NO_COOPMAT") && !vb_tiled_forced(r->vb) &&
-               2 * 2 * c->coopmat_k * 2 * (c->coopmat_m + c->coopmat_n) +
-                       4 * 4 * c->coopmat_m * c->coopmat_n + 64 <=
-                   c->max_shared;
+    /* cooperative matrices for prefill on allow-listed devices (vk_device.c) */
+    int coop = !matvec && c->coopmat_use && !vb_tiled_forced(r->vb) &&
+               vkf_vk_coopmat_defs(r->vb, w, K, defs, sizeof defs, &spec[0], &bm, &bn);
     if (coop) {
-        snprintf(defs, sizeof defs, "CM_M=%u;CM_N=%u;CM_K=%u", c->coopmat_m, c->coopmat_n,
-                 c->coopmat_k);
-        spec[0] = 4 * c->subgroup_size;
         n_spec = 1;
-        bm = 2 * c->coopmat_m;
-        bn = 2 * c->coopmat_n;
         fast_ok = rowlane = 0;
     }
     VKF_TRY(vkf_vk_pipe(r, coop ? "matmul_coopmat" : "matmul", defs, 4, spec, n_spec, &pl));
