@@ -77,10 +77,23 @@ static vkf_status vkf_vk_attn_bind(vkf_vk_rec *r, const vkf_node *n, int64_t q0,
     return VKF_OK;
 }
 
-/* One sequence exceeds a window: per sequence and query chunk, key chunks in order, each
- * resuming from the (max, sum) state and normalized output the previous chunk left (scratch +
- * dst). */
-static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
+/* llvmpipe (gallivm) ends every loop of an invocation once the invocation's loops have run
+ * 65535 iterations in all (its loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), silently: decode or
+ * prefill attention with one invocation walking more keys than that gave wrong results on
+ * lavapipe (op harness, n_q = 16 at 131072 keys: NMSE 1e-2; bench/RESULTS.md). On CPU drivers
+ * a dispatch therefore walks at most this many keys: longer contexts go through the chunked
+ * kernel in chunks of this size (its invocations walk them WG at a time, a few hundred loop
+ * iterations per block at most). */
+#define VKF_VK_CPU_KEYS_MAX 16384
+
+static int vkf_vk_cpu_driver(const vkf_vk_caps *c) {
+    return c->type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
+/* One sequence exceeds a window (or, on CPU drivers, VKF_VK_CPU_KEYS_MAX keys): per sequence
+ * and query chunk, key chunks of at most kmax in order, each resuming from the (max, sum) state
+ * and normalized output the previous chunk left (scratch + dst). */
+static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n, int64_t kmax) {
     const vkf_attn_params *ap = &n->p.attn;
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
     uint64_t budget = vkf_vk_window_budget(r->vb);
@@ -88,7 +101,7 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n) {
     int64_t qc =
         vkf_vk_min64(vkf_vk_min64(vkf_vk_rows_fit(q, budget), vkf_vk_rows_fit(d, budget)), ap->n_q);
     int64_t kc = vkf_vk_min64(vkf_vk_min64(vkf_vk_rows_fit(k, budget), vkf_vk_rows_fit(v, budget)),
-                              ap->n_kv);
+                              vkf_vk_min64(ap->n_kv, kmax));
     if (qc == 0 || kc == 0)
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "attention %s: one query or key row does not fit the "
@@ -145,6 +158,14 @@ static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
     if (!c->texel || !c->has_subgroup || !c->subgroup_min ||
         vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION"))
         return 0;
+    /* keys one invocation walks: every key of its query rows in prefill, 1 / S of them in
+     * decode with lanes taking keys (one subgroup per workgroup on CPU drivers) */
+    if (vkf_vk_cpu_driver(c)) {
+        int keylanes = ap->n_q == 1 && ap->head_dim <= 64 && !vkf_vk_env_flag("VKF_NO_KEYLANES") &&
+                       !vkf_vk_env_u64("VKF_ATTN_HG") && !vkf_vk_env_u64("VKF_ATTN_WG");
+        int64_t S = c->subgroup_min, walk = keylanes ? (ap->n_kv + S - 1) / S : (int64_t)ap->n_kv;
+        if (walk > VKF_VK_CPU_KEYS_MAX) return 0;
+    }
     int kvu = k->dtype == VKF_DTYPE_F16 ? 2 : 1; /* 4-wide units per K/V texel */
     if ((k->dtype != VKF_DTYPE_F32 && k->dtype != VKF_DTYPE_F16) || v->dtype != k->dtype ||
         q->dtype != VKF_DTYPE_F32 || d->dtype != VKF_DTYPE_F32)
@@ -311,7 +332,8 @@ vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
     if ((uint32_t)ap->n_head > c->max_wg_count[0])
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "attention: %d heads exceed the workgroup count limit", ap->n_head);
-    if (nb == 0) return vkf_vk_attention_chunked(r, n);
+    int64_t kmax = vkf_vk_cpu_driver(c) ? VKF_VK_CPU_KEYS_MAX : ap->n_kv;
+    if (nb == 0 || ap->n_kv > kmax) return vkf_vk_attention_chunked(r, n, kmax);
     vkf_vk_pipeline *pl;
     for (int64_t b0 = 0; b0 < ap->batch; b0 += nb) {
         int64_t bc = vkf_vk_min64(nb, ap->batch - b0);
