@@ -230,6 +230,10 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         ADD(VKF_OP_ARGMAX, 0, 2, 50257, 0, 0, 0, p, 0, WHY_INDEX);
         p.topk.k = 64;
         ADD(VKF_OP_TOPK, 0, 2, 50257, 0, 0, 0, p, 0, WHY_INDEX);
+        /* Gemma-3's 262144 words, 200 rounds: llvmpipe's loop limiter (65535 iterations per
+         * invocation) cut the rounds short before topk.comp took 8 columns per iteration */
+        p.topk.k = 200;
+        ADD(VKF_OP_TOPK, 0, 2, 262144, 0, 0, 0, p, 0, WHY_INDEX);
     }
 
     /* attention: MHA, GQA, causal, key padding, cross (n_q != n_kv), cache offsets, long */

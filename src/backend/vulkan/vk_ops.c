@@ -384,6 +384,16 @@ static vkf_status vkf_vk_op_select(vkf_vk_rec *r, const vkf_node *n) {
     int64_t per = vkf_vk_fit_all(r, rowwise, 2, x->rows);
     if (per == 0) return vkf_vk_first_unfit(r, rowwise, 2);
     uint32_t spec[1] = {VKF_VK_ROW_WG};
+    /* llvmpipe ends an invocation's loops after 65535 iterations in all: topk's k rounds each
+     * walk cols / (WG * 8) iterations and a log2(WG)-step reduction (shaders/topk.comp) */
+    uint64_t k = n->op == VKF_OP_TOPK ? (uint64_t)n->p.topk.k : 1;
+    uint64_t iters = k * (((uint64_t)x->cols + VKF_VK_ROW_WG * 8 - 1) / (VKF_VK_ROW_WG * 8) + 12);
+    if (r->vb->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && iters > 60000)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "topk %s: k = %llu over %lld columns needs %llu loop iterations in one "
+                         "invocation; this CPU driver (llvmpipe) stops at 65535",
+                         d->name, (unsigned long long)k, (long long)x->cols,
+                         (unsigned long long)iters);
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipe(r, n->op == VKF_OP_ARGMAX ? "argmax" : "topk", "", 2, spec, 1, &pl));
     for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
