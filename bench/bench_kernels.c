@@ -370,6 +370,12 @@ static int vkf_kb_cases(int quick, const char *only, const char *shape, const ch
             ADD(.kind = KC_ATTN, .n_q = pq[i], .n_kv = pq[i], .n_head = 8, .n_kv_head = 4, .hd = 64,
                 .causal = 1);
         }
+        /* a 64-query prefill chunk deep in a long context: at 32768 keys CPU drivers take the
+         * chunked kernel (16384 keys per dispatch; llvmpipe's loop limiter, vk_attention.c) */
+        static const int dk[] = {16384, 32768};
+        for (int i = 0; i < 2 && !quick; i++)
+            ADD(.kind = KC_ATTN, .n_q = 64, .n_kv = dk[i], .n_head = 8, .n_kv_head = 4, .hd = 64,
+                .causal = 1);
     }
     if (!only || strstr("norm", only) || strstr("softmax", only)) {
         if (!only || strstr("rmsnorm", only)) {

@@ -56,7 +56,9 @@ layout(constant_id = 0) const uint WG = 64;
 #define KV_F16 0
 #endif
 #ifndef SPLIT
-#define SPLIT 1 /* > 1 (decode with KEYLANES, VKF_ATTN_SPLIT): workgroup z takes part z of the
+#define SPLIT 1 /* > 1 (KEYLANES or QLANES; VKF_ATTN_SPLIT, or the host on CPU drivers, whose
+                   loop limiter ends an invocation's loops after 65535 iterations in all):
+                   workgroup z takes part z of the
                    keys and writes a partial state to binding 1 instead of the output: per (query
                    row, head, part) one texel (max, sum, 0, 0) and the head's HWMAX texels of the
                    accumulator scaled to that max; attention_merge.comp combines the parts */
@@ -246,6 +248,12 @@ void main() {
             mk[x] = VKF_NEG_INF;
             sk[x] = 0.0;
         }
+#if SPLIT > 1
+        /* part z of the keys: [z per, (z + 1) per) */
+        int per = (int(p.n_kv) + int(SPLIT) - 1) / int(SPLIT);
+        jlo = max(jlo, int(gl_WorkGroupID.z) * per);
+        jhi = min(jhi, int(gl_WorkGroupID.z + 1u) * per);
+#endif
         for (int j = jlo; j < jhi; j++) {
             uint kr = kot + uint(j) * ks, vr = vot + uint(j) * vs;
             float sc[QR];
@@ -279,9 +287,16 @@ void main() {
         for (uint x = 0; x < QR; x++) {
             uint qt = qt0 + x;
             if (qt >= p.batch * p.qn) break;
+#if SPLIT > 1
+            /* this part's state (the accumulator is scaled to mk) */
+            uint pb = (p.d_off >> 2) + ((qt * p.n_head + h0) * SPLIT + gl_WorkGroupID.z) * (HWMAX + 1u);
+            d[pb] = vec4(mk[x], sk[x], 0.0, 0.0);
+            for (uint e = 0; e < HWMAX; e++) d[pb + 1u + e] = av[x][e];
+#else
             float inv = sk[x] > 0.0 ? 1.0 / sk[x] : 0.0;
             uint dof = (p.d_off + qt * p.d_stride + h0 * p.head_dim) >> 2;
             for (uint e = 0; e < HWMAX; e++) d[dof + e] = av[x][e] * inv;
+#endif
         }
         return;
     }

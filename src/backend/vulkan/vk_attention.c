@@ -81,10 +81,11 @@ static vkf_status vkf_vk_attn_bind(vkf_vk_rec *r, const vkf_node *n, int64_t q0,
  * 65535 iterations in all (its loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), silently: decode or
  * prefill attention with one invocation walking more keys than that gave wrong results on
  * lavapipe (op harness, n_q = 16 at 131072 keys: NMSE 1e-2; bench/RESULTS.md). On CPU drivers
- * a dispatch therefore walks at most this many keys: longer contexts go through the chunked
- * kernel in chunks of this size (its invocations walk them WG at a time, a few hundred loop
- * iterations per block at most). */
-#define VKF_VK_CPU_KEYS_MAX 16384
+ * no invocation walks more than this many keys: the texel kernel's lanes-take-keys and
+ * lanes-take-query-rows layouts split the keys across workgroups and merge the parts
+ * (vkf_vk_attn_layout_of), the rest goes to the general kernel in chunks of this size (its
+ * invocations walk them WG at a time, a few hundred loop iterations per block at most). */
+#define VKF_VK_CPU_KEYS_MAX 16384u
 
 static int vkf_vk_cpu_driver(const vkf_vk_caps *c) {
     return c->type == VK_PHYSICAL_DEVICE_TYPE_CPU;
@@ -148,50 +149,17 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n, int
 
 #define VKF_VK_ATTN_TEXEL_WG 64
 
-/* attention_texel.comp when the device has texels and subgroups, head_dim and every offset and
- * stride are multiples of 4 (of 8 with an F16 cache: a K/V texel holds 8 halves) and one
- * dispatch binds everything (else 0: the general kernel). */
-static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
-    const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
-    const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min ||
-        vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION"))
-        return 0;
-    /* keys one invocation walks: every key of its query rows in prefill, 1 / S of them in
-     * decode with lanes taking keys (one subgroup per workgroup on CPU drivers) */
-    if (vkf_vk_cpu_driver(c)) {
-        int keylanes = ap->n_q == 1 && ap->head_dim <= 64 && !vkf_vk_env_flag("VKF_NO_KEYLANES") &&
-                       !vkf_vk_env_u64("VKF_ATTN_HG") && !vkf_vk_env_u64("VKF_ATTN_WG");
-        int64_t S = c->subgroup_min, walk = keylanes ? (ap->n_kv + S - 1) / S : (int64_t)ap->n_kv;
-        if (walk > VKF_VK_CPU_KEYS_MAX) return 0;
-    }
-    int kvu = k->dtype == VKF_DTYPE_F16 ? 2 : 1; /* 4-wide units per K/V texel */
-    if ((k->dtype != VKF_DTYPE_F32 && k->dtype != VKF_DTYPE_F16) || v->dtype != k->dtype ||
-        q->dtype != VKF_DTYPE_F32 || d->dtype != VKF_DTYPE_F32)
-        return 0;
-    if (ap->head_dim % (4 * kvu) || d->row_stride % 4 || q->row_stride % 4 ||
-        k->row_stride % (4 * kvu) || v->row_stride % (4 * kvu))
-        return 0;
-    if (d->offset % 16 || q->offset % 16 || k->offset % 16 || v->offset % 16) return 0;
-    if ((uint32_t)ap->n_head > c->max_wg_count[0] ||
-        (int64_t)ap->batch * ap->n_q > (int64_t)c->max_wg_count[1])
-        return 0;
-    uint64_t budget = vkf_vk_texel_budget(r->vb) - 32;
-    int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
-    int64_t q_rows = (int64_t)ap->batch * ap->n_q;
-    return vkf_vk_rows_fit(q, budget) >= q_rows &&
-           vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) >= q_rows &&
-           vkf_vk_rows_fit(k, budget) >= kv_rows && vkf_vk_rows_fit(v, budget) >= kv_rows;
-}
+/* attention_texel.comp's layout for a node: heads per workgroup, who takes keys or query
+ * rows, the workgroup size, the key parts; walk: the keys one invocation walks (0 if unsafe
+ * on a CPU driver: the general kernel then runs in chunks) */
+typedef struct vkf_vk_attn_layout {
+    uint32_t hg, qr, split, wg;
+    int keylanes, qlanes;
+} vkf_vk_attn_layout;
 
-static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
-    const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
-    const vkf_vk_caps *c = &r->vb->caps;
-    uint32_t kv_f16 = k->dtype == VKF_DTYPE_F16, kvu = kv_f16 ? 2u : 1u;
+static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap,
+                                 vkf_vk_attn_layout *o) {
     uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
-    uint32_t maxt = (hw / kvu + S - 1) / S; /* K/V texels of a head per lane */
     /* query heads per workgroup sharing a KV head (GQA: each K/V row loaded once for all of
      * them). Measured slower on lavapipe (its register arrays), so 1 unless VKF_ATTN_HG asks */
     uint32_t hg = 1;
@@ -223,10 +191,6 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
      * 2..64 parts; lanes taking keys only) */
     uint64_t spe = vkf_vk_env_u64("VKF_ATTN_SPLIT");
     uint32_t split = keylanes && spe >= 2 && spe <= 64 ? (uint32_t)spe : 1u;
-    char defs[144];
-    snprintf(defs, sizeof defs,
-             "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d;QR=%uu;KV_F16=%u;SPLIT=%u", maxt, hw,
-             hg, keylanes, qlanes, qr, kv_f16, split);
     /* CPU drivers: one subgroup per workgroup (no shared-memory merge; their barriers are
      * expensive) except decode in the subgroup layout (split-K over the cache, 64). GPUs: the
      * subgroups of 256 invocations split the keys of a query row (prefill, decode with lanes
@@ -240,6 +204,83 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     while (wg > S &&
            (wg > c->max_wg_invocations || (uint64_t)(wg / S) * (hw * 16u + 8u) > c->max_shared))
         wg /= 2;
+    /* llvmpipe's loop limiter (VKF_VK_CPU_KEYS_MAX): on CPU drivers the layouts whose lanes
+     * take keys or query rows split the keys across workgroups so that no invocation walks more
+     * than VKF_VK_CPU_KEYS_MAX; the subgroup layout (head_dim > 64), whose invocations spend
+     * about two loop iterations per key (262144 keys over 8 subgroups failed, 131072 held), is
+     * left to the chunked general kernel past that many keys per subgroup */
+    if (vkf_vk_cpu_driver(c)) {
+        uint64_t walk = keylanes ? ((uint64_t)ap->n_kv + wg - 1) / wg : (uint64_t)ap->n_kv;
+        if (!keylanes && !qlanes) {
+            uint64_t G = ap->n_q == 1 && wg / S > 1 ? wg / S : 1;
+            if (((uint64_t)ap->n_kv + G - 1) / G > VKF_VK_CPU_KEYS_MAX) return 0;
+        } else {
+            uint64_t need = (walk + VKF_VK_CPU_KEYS_MAX - 1) / VKF_VK_CPU_KEYS_MAX;
+            if (need > 64) return 0;
+            if (need > split) split = (uint32_t)need;
+        }
+    }
+    o->hg = hg;
+    o->qr = qr;
+    o->split = split;
+    o->wg = wg;
+    o->keylanes = keylanes;
+    o->qlanes = qlanes;
+    return 1;
+}
+
+/* attention_texel.comp when the device has texels and subgroups, head_dim and every offset and
+ * stride are multiples of 4 (of 8 with an F16 cache: a K/V texel holds 8 halves) and one
+ * dispatch binds everything (else 0: the general kernel). */
+static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_attn_params *ap = &n->p.attn;
+    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
+    const vkf_vk_caps *c = &r->vb->caps;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min ||
+        vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION"))
+        return 0;
+    vkf_vk_attn_layout lo;
+    if (!vkf_vk_attn_layout_of(c, ap, &lo)) return 0;
+    /* key parts: their states must fit one window */
+    if (lo.split > 1 &&
+        (uint64_t)ap->batch * ap->n_q * ap->n_head * lo.split * (ap->head_dim / 4 + 1) * 16u >
+            vkf_vk_window_budget(r->vb))
+        return 0;
+    int kvu = k->dtype == VKF_DTYPE_F16 ? 2 : 1; /* 4-wide units per K/V texel */
+    if ((k->dtype != VKF_DTYPE_F32 && k->dtype != VKF_DTYPE_F16) || v->dtype != k->dtype ||
+        q->dtype != VKF_DTYPE_F32 || d->dtype != VKF_DTYPE_F32)
+        return 0;
+    if (ap->head_dim % (4 * kvu) || d->row_stride % 4 || q->row_stride % 4 ||
+        k->row_stride % (4 * kvu) || v->row_stride % (4 * kvu))
+        return 0;
+    if (d->offset % 16 || q->offset % 16 || k->offset % 16 || v->offset % 16) return 0;
+    if ((uint32_t)ap->n_head > c->max_wg_count[0] ||
+        (int64_t)ap->batch * ap->n_q > (int64_t)c->max_wg_count[1])
+        return 0;
+    uint64_t budget = vkf_vk_texel_budget(r->vb) - 32;
+    int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
+    int64_t q_rows = (int64_t)ap->batch * ap->n_q;
+    return vkf_vk_rows_fit(q, budget) >= q_rows &&
+           vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) >= q_rows &&
+           vkf_vk_rows_fit(k, budget) >= kv_rows && vkf_vk_rows_fit(v, budget) >= kv_rows;
+}
+
+static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_attn_params *ap = &n->p.attn;
+    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
+    const vkf_vk_caps *c = &r->vb->caps;
+    uint32_t kv_f16 = k->dtype == VKF_DTYPE_F16, kvu = kv_f16 ? 2u : 1u;
+    uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
+    uint32_t maxt = (hw / kvu + S - 1) / S; /* K/V texels of a head per lane */
+    vkf_vk_attn_layout lo;
+    if (!vkf_vk_attn_layout_of(c, ap, &lo))
+        return vkf_error(VKF_ERROR_INTERNAL, "attention %s: no texel layout", d->name);
+    uint32_t hg = lo.hg, qr = lo.qr, split = lo.split, wg = lo.wg;
+    int keylanes = lo.keylanes, qlanes = lo.qlanes;
+    char defs[144];
+    snprintf(defs, sizeof defs,
+             "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d;QR=%uu;KV_F16=%u;SPLIT=%u", maxt, hw,
+             hg, keylanes, qlanes, qr, kv_f16, split);
     uint32_t spec[1] = {wg};
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "attention_texel", defs, 6,
@@ -305,7 +346,9 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     mwin[1] = pw;
     mwin[1].write = 0;
     mpc.s_off = (uint32_t)(pw.delta / 16);
-    return vkf_vk_dispatch(r, ml, mwin, 2, &mpc, sizeof mpc, (uint32_t)ap->n_head, gy, 1);
+    /* one merge workgroup per (head, query row) */
+    return vkf_vk_dispatch(r, ml, mwin, 2, &mpc, sizeof mpc, (uint32_t)ap->n_head, (uint32_t)q_rows,
+                           1);
 }
 
 vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
@@ -332,7 +375,7 @@ vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
     if ((uint32_t)ap->n_head > c->max_wg_count[0])
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "attention: %d heads exceed the workgroup count limit", ap->n_head);
-    int64_t kmax = vkf_vk_cpu_driver(c) ? VKF_VK_CPU_KEYS_MAX : ap->n_kv;
+    int64_t kmax = vkf_vk_cpu_driver(c) ? (int64_t)VKF_VK_CPU_KEYS_MAX : (int64_t)ap->n_kv;
     if (nb == 0 || ap->n_kv > kmax) return vkf_vk_attention_chunked(r, n, kmax);
     vkf_vk_pipeline *pl;
     for (int64_t b0 = 0; b0 < ap->batch; b0 += nb) {
