@@ -23,6 +23,11 @@
  * below walk K/V in texels and use KV_U = 1 or 2 units of each, so one texel load serves both
  * halves, and the unit indices of q, the accumulators and the output stay those of F32.
  *
+ * Loops over a head's texels, query rows and heads are [[unroll]]: llvmpipe counts every loop
+ * iteration of an invocation against its limit of 65535 (vk_attention.c, VKF_VK_CPU_KEYS_MAX),
+ * and with an F16 cache it had kept them rolled, ~8 iterations per key (prefill was wrong from
+ * 8192 keys).
+ *
  * Requires head_dim, every offset and stride multiples of 4 (8 for an F16 cache; host-checked)
  * and head_dim <= 4 * KV_U * S * MAXT. Bindings: 1 dst (f32 buffer), 2 q (texels of f32), 3 k,
  * 4 v (texels of f32, or of f16 with KV_F16), 5 key lengths (i32 buffer; bound to dst and
@@ -30,6 +35,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -122,7 +128,7 @@ void main() {
         uint li = gl_LocalInvocationIndex;
         uint qo = (p.q_off + qr * p.q_stride + h0 * p.head_dim) >> 2;
         vec4 qv[HWMAX], av[HWMAX];
-        for (uint e = 0; e < HWMAX; e++) {
+        [[unroll]] for (uint e = 0; e < HWMAX; e++) {
             qv[e] = uintBitsToFloat(imageLoad(Qt, int(qo + e))) * p.scale;
             av[e] = vec4(0.0);
         }
@@ -137,9 +143,9 @@ void main() {
         for (int j = jlo + int(li); j < jhi; j += int(WG)) {
             uint kr = ko + uint(j) * ks, vr = vo + uint(j) * vs;
             float sc = 0.0;
-            for (uint e = 0; e < HWMAX / KV_U; e++) {
+            [[unroll]] for (uint e = 0; e < HWMAX / KV_U; e++) {
                 uvec4 kt = imageLoad(Kt, int(kr + e));
-                for (uint u = 0; u < KV_U; u++) sc += dot(qv[e * KV_U + u], kv_unit(kt, u));
+                [[unroll]] for (uint u = 0; u < KV_U; u++) sc += dot(qv[e * KV_U + u], kv_unit(kt, u));
             }
             if (p.softcap > 0.0) sc = p.softcap * tanh(clamp(sc / p.softcap, -10.0, 10.0));
             float mn = max(mk, sc);
@@ -147,9 +153,9 @@ void main() {
             float pj = exp(sc - mn);
             sk = sk * alpha + pj;
             mk = mn;
-            for (uint e = 0; e < HWMAX / KV_U; e++) {
+            [[unroll]] for (uint e = 0; e < HWMAX / KV_U; e++) {
                 uvec4 vt = imageLoad(Vt, int(vr + e));
-                for (uint u = 0; u < KV_U; u++)
+                [[unroll]] for (uint u = 0; u < KV_U; u++)
                     av[e * KV_U + u] = av[e * KV_U + u] * alpha + pj * kv_unit(vt, u);
             }
         }
@@ -160,14 +166,14 @@ void main() {
         if (G == 1u) { /* one subgroup per workgroup (the host's choice): no shared merge */
 #if SPLIT > 1
             if (l == 0u) d[pb] = vec4(Mg, tg, 0.0, 0.0);
-            for (uint e = 0; e < HWMAX; e++) {
+            [[unroll]] for (uint e = 0; e < HWMAX; e++) {
                 vec4 a = subgroupAdd(av[e] * f);
                 if (e % S == l) d[pb + 1u + e] = a;
             }
 #else
             float inv = tg > 0.0 ? 1.0 / tg : 0.0;
             uint dof = (p.d_off + qr * p.d_stride + h0 * p.head_dim) >> 2;
-            for (uint e = 0; e < HWMAX; e++) {
+            [[unroll]] for (uint e = 0; e < HWMAX; e++) {
                 vec4 a = subgroupAdd(av[e] * f);
                 if (e % S == l) d[dof + e] = a * inv;
             }
@@ -178,7 +184,7 @@ void main() {
             m_s[g] = Mg;
             l_s[g] = tg;
         }
-        for (uint e = 0; e < HWMAX; e++) {
+        [[unroll]] for (uint e = 0; e < HWMAX; e++) {
             vec4 a = subgroupAdd(av[e] * f);
             if (e % S == l) acc_s[g * hw + e] = a;
         }
@@ -232,7 +238,7 @@ void main() {
         vec4 qv[QR][HWMAX], av[QR][HWMAX];
         float mk[QR], sk[QR];
         int jlo = int(p.n_kv), jhi = 0;
-        for (uint x = 0; x < QR; x++) {
+        [[unroll]] for (uint x = 0; x < QR; x++) {
             uint qt = qt0 + x, it = p.q0 + qt % p.qn;
             int qpt = p.kv_dyn != 0u ? n_past + int(it) : (p.causal != 0u ? int(it) + int(p.n_kv) - int(p.n_q) : int(it));
             if ((p.has_len & 2u) != 0u) qpt = lens[p.len_off + p.b0 + bt] - int(p.n_q) + int(it); /* len_pos (serve) */
@@ -241,7 +247,7 @@ void main() {
             jlo = min(jlo, jmt[x]);
             jhi = max(jhi, jet[x]);
             uint qo = (p.q_off + qt * p.q_stride + h0 * p.head_dim) >> 2;
-            for (uint e = 0; e < HWMAX; e++) {
+            [[unroll]] for (uint e = 0; e < HWMAX; e++) {
                 qv[x][e] = uintBitsToFloat(imageLoad(Qt, int(qo + e))) * p.scale;
                 av[x][e] = vec4(0.0);
             }
@@ -257,16 +263,16 @@ void main() {
         for (int j = jlo; j < jhi; j++) {
             uint kr = kot + uint(j) * ks, vr = vot + uint(j) * vs;
             float sc[QR];
-            for (uint x = 0; x < QR; x++) sc[x] = 0.0;
-            for (uint e = 0; e < HWMAX / KV_U; e++) {
+            [[unroll]] for (uint x = 0; x < QR; x++) sc[x] = 0.0;
+            [[unroll]] for (uint e = 0; e < HWMAX / KV_U; e++) {
                 uvec4 kt = imageLoad(Kt, int(kr + e));
-                for (uint u = 0; u < KV_U; u++) {
+                [[unroll]] for (uint u = 0; u < KV_U; u++) {
                     vec4 k4 = kv_unit(kt, u);
-                    for (uint x = 0; x < QR; x++) sc[x] += dot(qv[x][e * KV_U + u], k4);
+                    [[unroll]] for (uint x = 0; x < QR; x++) sc[x] += dot(qv[x][e * KV_U + u], k4);
                 }
             }
             float alpha[QR], pj[QR];
-            for (uint x = 0; x < QR; x++) {
+            [[unroll]] for (uint x = 0; x < QR; x++) {
                 if (p.softcap > 0.0) sc[x] = p.softcap * tanh(clamp(sc[x] / p.softcap, -10.0, 10.0));
                 bool in_x = j >= jmt[x] && j < jet[x]; /* this row's keys (causal, window) */
                 float mn = in_x ? max(mk[x], sc[x]) : mk[x];
@@ -275,27 +281,27 @@ void main() {
                 sk[x] = sk[x] * alpha[x] + pj[x];
                 mk[x] = mn;
             }
-            for (uint e = 0; e < HWMAX / KV_U; e++) {
+            [[unroll]] for (uint e = 0; e < HWMAX / KV_U; e++) {
                 uvec4 vt = imageLoad(Vt, int(vr + e));
-                for (uint u = 0; u < KV_U; u++) {
+                [[unroll]] for (uint u = 0; u < KV_U; u++) {
                     vec4 v4 = kv_unit(vt, u);
-                    for (uint x = 0; x < QR; x++)
+                    [[unroll]] for (uint x = 0; x < QR; x++)
                         av[x][e * KV_U + u] = av[x][e * KV_U + u] * alpha[x] + pj[x] * v4;
                 }
             }
         }
-        for (uint x = 0; x < QR; x++) {
+        [[unroll]] for (uint x = 0; x < QR; x++) {
             uint qt = qt0 + x;
             if (qt >= p.batch * p.qn) break;
 #if SPLIT > 1
             /* this part's state (the accumulator is scaled to mk) */
             uint pb = (p.d_off >> 2) + ((qt * p.n_head + h0) * SPLIT + gl_WorkGroupID.z) * (HWMAX + 1u);
             d[pb] = vec4(mk[x], sk[x], 0.0, 0.0);
-            for (uint e = 0; e < HWMAX; e++) d[pb + 1u + e] = av[x][e];
+            [[unroll]] for (uint e = 0; e < HWMAX; e++) d[pb + 1u + e] = av[x][e];
 #else
             float inv = sk[x] > 0.0 ? 1.0 / sk[x] : 0.0;
             uint dof = (p.d_off + qt * p.d_stride + h0 * p.head_dim) >> 2;
-            for (uint e = 0; e < HWMAX; e++) d[dof + e] = av[x][e] * inv;
+            [[unroll]] for (uint e = 0; e < HWMAX; e++) d[dof + e] = av[x][e] * inv;
 #endif
         }
         return;
@@ -305,11 +311,11 @@ void main() {
     /* lane l holds K/V texels e = l + t * S (t < MAXT) of the head, i.e. units e * KV_U + u */
     vec4 q[HG][MAXT * KV_U], acc[HG][MAXT * KV_U];
     float m[HG], sum[HG];
-    for (uint hh = 0; hh < HG; hh++) {
+    [[unroll]] for (uint hh = 0; hh < HG; hh++) {
         uint qo = (p.q_off + qr * p.q_stride + (h0 + hh) * p.head_dim) >> 2;
-        for (uint t = 0; t < MAXT; t++) {
+        [[unroll]] for (uint t = 0; t < MAXT; t++) {
             uint e = l + t * S;
-            for (uint u = 0; u < KV_U; u++) {
+            [[unroll]] for (uint u = 0; u < KV_U; u++) {
                 q[hh][t * KV_U + u] = e < hwt ? uintBitsToFloat(imageLoad(Qt, int(qo + e * KV_U + u))) * p.scale : vec4(0.0);
                 acc[hh][t * KV_U + u] = vec4(0.0);
             }
@@ -320,18 +326,18 @@ void main() {
     for (int j = jmin + int(g); j < jend; j += int(G)) {
         uint kr = ko + uint(j) * ks, vr = vo + uint(j) * vs;
         vec4 kt[MAXT * KV_U], vt[MAXT * KV_U];
-        for (uint t = 0; t < MAXT; t++) {
+        [[unroll]] for (uint t = 0; t < MAXT; t++) {
             uint e = l + t * S;
             uvec4 kx = e < hwt ? imageLoad(Kt, int(kr + e)) : uvec4(0u);
             uvec4 vx = e < hwt ? imageLoad(Vt, int(vr + e)) : uvec4(0u);
-            for (uint u = 0; u < KV_U; u++) {
+            [[unroll]] for (uint u = 0; u < KV_U; u++) {
                 kt[t * KV_U + u] = kv_unit(kx, u);
                 vt[t * KV_U + u] = kv_unit(vx, u);
             }
         }
-        for (uint hh = 0; hh < HG; hh++) {
+        [[unroll]] for (uint hh = 0; hh < HG; hh++) {
             float part = 0.0;
-            for (uint t = 0; t < MAXT * KV_U; t++) part += dot(q[hh][t], kt[t]);
+            [[unroll]] for (uint t = 0; t < MAXT * KV_U; t++) part += dot(q[hh][t], kt[t]);
             float s = subgroupAdd(part);
             if (p.softcap > 0.0) s = p.softcap * tanh(clamp(s / p.softcap, -10.0, 10.0));
             float mn = max(m[hh], s);
@@ -339,31 +345,31 @@ void main() {
             float pj = exp(s - mn);
             sum[hh] = sum[hh] * alpha + pj;
             m[hh] = mn;
-            for (uint t = 0; t < MAXT * KV_U; t++) acc[hh][t] = acc[hh][t] * alpha + pj * vt[t];
+            [[unroll]] for (uint t = 0; t < MAXT * KV_U; t++) acc[hh][t] = acc[hh][t] * alpha + pj * vt[t];
         }
     }
 
     if (G == 1u) { /* one subgroup per workgroup (prefill): no merge, no barrier */
-        for (uint hh = 0; hh < HG; hh++) {
+        [[unroll]] for (uint hh = 0; hh < HG; hh++) {
             float inv = sum[hh] > 0.0 ? 1.0 / sum[hh] : 0.0;
             uint dof = (p.d_off + qr * p.d_stride + (h0 + hh) * p.head_dim) >> 2;
-            for (uint t = 0; t < MAXT; t++) {
+            [[unroll]] for (uint t = 0; t < MAXT; t++) {
                 uint e = l + t * S;
-                for (uint u = 0; u < KV_U; u++)
+                [[unroll]] for (uint u = 0; u < KV_U; u++)
                     if (e < hwt) d[dof + e * KV_U + u] = acc[hh][t * KV_U + u] * inv;
             }
         }
         return;
     }
     /* merge the subgroups' states, one head at a time */
-    for (uint hh = 0; hh < HG; hh++) {
+    [[unroll]] for (uint hh = 0; hh < HG; hh++) {
         if (l == 0u) {
             m_s[g] = m[hh];
             l_s[g] = sum[hh];
         }
-        for (uint t = 0; t < MAXT; t++) {
+        [[unroll]] for (uint t = 0; t < MAXT; t++) {
             uint e = l + t * S;
-            for (uint u = 0; u < KV_U; u++)
+            [[unroll]] for (uint u = 0; u < KV_U; u++)
                 if (e < hwt) acc_s[g * hw + e * KV_U + u] = acc[hh][t * KV_U + u];
         }
         barrier();

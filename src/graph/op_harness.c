@@ -241,9 +241,13 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     /* a prefill chunk deep in a long context: 131072 keys, more than one invocation may walk
      * on llvmpipe (its loop limiter ends an invocation's loops after 65535 iterations in all:
      * NMSE 1e-2 before vk_attention.c chunked the keys there) */
-    if (!quick)
+    if (!quick) {
         ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 16, 131072, 131072, 2, 1, 64, 1, 0),
             THR_ATTN, WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 0,
+            attn(1, 8, 100000, 100000, 4, 2, 64, 1, 0), THR_ATTN,
+            WHY_ATTN); /* an F16 cache, GQA, 7 parts */
+    }
     ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(2, 7, 7, 7, 4, 4, 64, 1, 0), THR_ATTN,
         WHY_ATTN);
     ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn(3, 5, 17, 20, 8, 2, 80, 0, 0), THR_ATTN,
