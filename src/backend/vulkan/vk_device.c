@@ -234,6 +234,11 @@ static void vkf_vk_cap_override(vkf_vk_caps *c, const char *env, uint64_t *field
     }
 }
 
+/* one more shape a cooperative-matrix extension lists (as many as the caps hold) */
+static void vkf_vk_coopmat_add(vkf_vk_caps *c, const vkf_vk_coopmat_shape *s) {
+    if (c->n_coopmat < VKF_VK_MAX_COOPMAT) c->coopmat_shapes[c->n_coopmat++] = *s;
+}
+
 const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k) {
     switch (k) {
     case VKF_VK_COOPMAT_KHR: return "KHR";
@@ -505,17 +510,18 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
                     cp[i].sType = VKF_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
                 VkResult r = fn(pd, &n, cp);
                 if (r == VK_SUCCESS || r == VK_INCOMPLETE) {
-                    for (uint32_t i = 0; i < n && c->n_coopmat < VKF_VK_MAX_COOPMAT; i++) {
-                        vkf_vk_coopmat_shape *s = &c->coopmat_shapes[c->n_coopmat++];
-                        s->m = cp[i].MSize;
-                        s->n = cp[i].NSize;
-                        s->k = cp[i].KSize;
-                        s->a_type = (int32_t)cp[i].AType;
-                        s->b_type = (int32_t)cp[i].BType;
-                        s->c_type = (int32_t)cp[i].CType;
-                        s->result_type = (int32_t)cp[i].ResultType;
-                        s->saturating = (int32_t)cp[i].saturatingAccumulation;
-                        s->scope = (int32_t)cp[i].scope;
+                    for (uint32_t i = 0; i < n; i++) {
+                        vkf_vk_coopmat_shape sh = {cp[i].MSize,
+                                                   cp[i].NSize,
+                                                   cp[i].KSize,
+                                                   (int32_t)cp[i].AType,
+                                                   (int32_t)cp[i].BType,
+                                                   (int32_t)cp[i].CType,
+                                                   (int32_t)cp[i].ResultType,
+                                                   (int32_t)cp[i].saturatingAccumulation,
+                                                   (int32_t)cp[i].scope,
+                                                   0};
+                        vkf_vk_coopmat_add(c, &sh);
                     }
                 }
                 free(cp);
@@ -535,17 +541,13 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
                 VkResult r = fn(pd, &n, cp);
                 if (r == VK_SUCCESS || r == VK_INCOMPLETE) {
                     /* VkComponentTypeNV and VkScopeNV number as their KHR successors */
-                    for (uint32_t i = 0; i < n && c->n_coopmat < VKF_VK_MAX_COOPMAT; i++) {
-                        vkf_vk_coopmat_shape *s = &c->coopmat_shapes[c->n_coopmat++];
-                        s->m = cp[i].MSize;
-                        s->n = cp[i].NSize;
-                        s->k = cp[i].KSize;
-                        s->a_type = (int32_t)cp[i].AType;
-                        s->b_type = (int32_t)cp[i].BType;
-                        s->c_type = (int32_t)cp[i].CType;
-                        s->result_type = (int32_t)cp[i].DType;
-                        s->scope = (int32_t)cp[i].scope;
-                        s->nv = 1;
+                    for (uint32_t i = 0; i < n; i++) {
+                        vkf_vk_coopmat_shape sh = {cp[i].MSize,          cp[i].NSize,
+                                                   cp[i].KSize,          (int32_t)cp[i].AType,
+                                                   (int32_t)cp[i].BType, (int32_t)cp[i].CType,
+                                                   (int32_t)cp[i].DType, 0,
+                                                   (int32_t)cp[i].scope, 1};
+                        vkf_vk_coopmat_add(c, &sh);
                     }
                 }
                 free(cp);
