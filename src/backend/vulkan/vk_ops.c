@@ -830,10 +830,12 @@ static int vkf_vk_coopmat_defs(const vkf_vk_backend *vb, const vkf_tensor *w, in
     const char *kind = c->coopmat_kind == VKF_VK_COOPMAT_NV    ? "COOPMAT_NV=1"
                        : c->coopmat_kind == VKF_VK_COOPMAT_EMU ? "COOPMAT_EMU=1"
                                                                : "COOPMAT_KHR=1";
-    int len = snprintf(defs, n_defs,
+    char buf[192]; /* defs stays the tiled kernel's unless this one can run */
+    int len = snprintf(buf, sizeof buf,
                        "%s;WTYPE=%d;W_SMALL=1;CM_M=%u;CM_N=%u;CM_K=%u;SM=%u;SN=%u;TPS=%u;SGS=%u",
                        kind, vkf_vk_wtype(w->dtype), cm_m, cm_n, cm_k, sm, sm, tps, sg);
     if (len < 0 || (size_t)len >= n_defs) return 0;
+    memcpy(defs, buf, (size_t)len + 1);
     *wg = nsg * sg;
     *bm = 2 * sm * cm_m;
     *bn = 2 * sm * cm_n;
