@@ -102,18 +102,20 @@ if [ "$part" = profile ]; then # where decode's time goes on this GPU, and the k
 fi
 
 if [ "$part" = coopmat ]; then # the cooperative-matrix prefill matmul against the tiled kernel
+    # no spelling runs by default before it has passed here (vk_device.c): VKF_COOPMAT=1
     "$V" devices 2>&1 | grep -i -E "coopmat|cooperative" | tee -a "$summary"
-    step selftest "$V" selftest --validate
-    step verify_llama-tiny "$V" verify .gpu/fixtures/llama-tiny --validate
+    VKF_COOPMAT=1 "$V" devices 2>&1 | grep -i -E "prefill matmul" | tee -a "$summary"
+    step selftest env VKF_COOPMAT=1 "$V" selftest --validate
+    step verify_llama-tiny env VKF_COOPMAT=1 "$V" verify .gpu/fixtures/llama-tiny --validate
     for sh in 4096x4096x4096 512x2048x2048 512x5632x2048 512x2048x5632; do
-        step "mm_coop_$sh" "$V" bench --kernels --only matmul --shape "$sh" --dtypes F16,F32,Q8_0,Q4_0,Q4_K,Q6_K
-        step "mm_tiled_$sh" env VKF_NO_COOPMAT=1 "$V" bench --kernels --only matmul --shape "$sh" --dtypes F16,F32,Q8_0,Q4_0,Q4_K,Q6_K
+        step "mm_coop_$sh" env VKF_COOPMAT=1 "$V" bench --kernels --only matmul --shape "$sh" --dtypes F16,F32,Q8_0,Q4_0,Q4_K,Q6_K
+        step "mm_tiled_$sh" "$V" bench --kernels --only matmul --shape "$sh" --dtypes F16,F32,Q8_0,Q4_0,Q4_K,Q6_K
     done
     for t in q4_0 f16; do
         m="/tmp/vkf-bench-tinyllama-$t.gguf"
         [ -f "$m" ] || step "make_model_$t" python3 tools/make_bench_model.py --shape tinyllama-1.1b --type "$t" -o "$m"
-        step "pp512_coop_$t" "$V" bench -m "$m" -p 512 -n 0 -r 2 --backends vulkan
-        step "pp512_tiled_$t" env VKF_NO_COOPMAT=1 "$V" bench -m "$m" -p 512 -n 0 -r 2 --backends vulkan
+        step "pp512_coop_$t" env VKF_COOPMAT=1 "$V" bench -m "$m" -p 512 -n 0 -r 2 --backends vulkan
+        step "pp512_tiled_$t" "$V" bench -m "$m" -p 512 -n 0 -r 2 --backends vulkan
     done
 fi
 

@@ -597,6 +597,43 @@ static void test_coopmat_spirv(void) {
     vkf_backend_free(be);
 }
 
+/* Which devices take the cooperative-matrix matmul: caps as an H100 reports them (NVIDIA
+ * proprietary driver, VK_NV_cooperative_matrix with 16 x 16 x 16 and 16 x 8 x 16 f16 -> f32).
+ * No spelling has passed selftest on a GPU yet, so the kernel stays off by default even there,
+ * says why, and runs only with VKF_COOPMAT=1; a device off the allow-list says so. */
+static void test_coopmat_choice(void) {
+    vkf_vk_caps c;
+    memset(&c, 0, sizeof c);
+    c.vendor_id = 0x10de;
+    c.type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+    c.fp16 = c.has_subgroup = c.vulkan_memory_model = 1;
+    c.coopmat_nv = 1;
+    c.subgroup_size = c.subgroup_min = c.subgroup_max = 32;
+    vkf_vk_coopmat_shape sq = {16, 16, 16, 0, 0, 1, 1, 0, 3, 1}, wide = sq;
+    wide.n = 8;
+    c.coopmat_shapes[c.n_coopmat++] = wide;
+    c.coopmat_shapes[c.n_coopmat++] = sq;
+    const char *save = getenv("VKF_COOPMAT");
+    unsetenv("VKF_COOPMAT");
+    vkf_vk_coopmat_choose(&c, 4 /* VK_DRIVER_ID_NVIDIA_PROPRIETARY */);
+    VKT_CHECK(!c.coopmat_use, "NVIDIA: the unverified NV spelling must not run by default");
+    VKT_CHECK(c.coopmat_off && strstr(c.coopmat_off, "verified"), "NVIDIA: reason %s",
+              c.coopmat_off ? c.coopmat_off : "(none)");
+    setenv("VKF_COOPMAT", "1", 1);
+    vkf_vk_coopmat_choose(&c, 4);
+    VKT_CHECK(c.coopmat_use && c.coopmat_kind == VKF_VK_COOPMAT_NV && c.coopmat_m == 16 &&
+                  c.coopmat_n == 16 && c.coopmat_k == 16,
+              "NVIDIA with VKF_COOPMAT=1: use %d kind %d shape %ux%ux%u (want NV 16x16x16)",
+              c.coopmat_use, (int)c.coopmat_kind, c.coopmat_m, c.coopmat_n, c.coopmat_k);
+    unsetenv("VKF_COOPMAT");
+    c.vendor_id = 0x5143; /* a vendor off the allow-list */
+    vkf_vk_coopmat_choose(&c, 4);
+    VKT_CHECK(!c.coopmat_use && c.coopmat_off && strstr(c.coopmat_off, "allow-list"),
+              "off-list vendor: use %d reason %s", c.coopmat_use,
+              c.coopmat_off ? c.coopmat_off : "(none)");
+    if (save) setenv("VKF_COOPMAT", save, 1);
+}
+
 int main(void) {
     snprintf(g_cache, sizeof g_cache, "/tmp/vkf-test-cache-XXXXXX");
     if (!mkdtemp(g_cache)) {
@@ -615,6 +652,7 @@ int main(void) {
     test_big_ops();
     test_validation_surfaces();
     test_coopmat_spirv();
+    test_coopmat_choice();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cache);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_cache);

@@ -97,18 +97,20 @@ typedef struct vkf_vk_caps {
     uint32_t n_mem_types;
     uint32_t mem_type_flags[VKF_VK_MAX_MEM_TYPES]; /* VkMemoryPropertyFlags */
     uint32_t mem_type_heap[VKF_VK_MAX_MEM_TYPES];
-    int32_t unified;     /* every device-local heap has a host-visible memory type */
-    int32_t storage16;   /* storageBuffer16BitAccess */
-    int32_t storage8;    /* storageBuffer8BitAccess */
-    int32_t fp16;        /* shaderFloat16; VKF_NO_FP16 clears */
-    int32_t int8;        /* shaderInt8 */
-    int32_t coopmat;     /* VK_KHR_cooperative_matrix present */
-    int32_t coopmat_nv;  /* VK_NV_cooperative_matrix present */
-    int32_t coopmat_use; /* the coopmat matmul may run: allow-listed vendor and driver (or
-                            VKF_COOPMAT=1), an f16 x f16 -> f32 subgroup shape, the memory
-                            model, and a glslang that compiles the extension's GLSL (KHR:
-                            13.1+, NV: any); VKF_COOPMAT_EMU=1 sets it with the emulation;
-                            VKF_NO_COOPMAT=1 clears */
+    int32_t unified;         /* every device-local heap has a host-visible memory type */
+    int32_t storage16;       /* storageBuffer16BitAccess */
+    int32_t storage8;        /* storageBuffer8BitAccess */
+    int32_t fp16;            /* shaderFloat16; VKF_NO_FP16 clears */
+    int32_t int8;            /* shaderInt8 */
+    int32_t coopmat;         /* VK_KHR_cooperative_matrix present */
+    int32_t coopmat_nv;      /* VK_NV_cooperative_matrix present */
+    int32_t coopmat_use;     /* the coopmat matmul may run: allow-listed vendor and driver, its
+                                spelling verified on such hardware (or VKF_COOPMAT=1 for both), an
+                                f16 x f16 -> f32 subgroup shape, the memory model, and a glslang
+                                that compiles the extension's GLSL (KHR: 13.1+, NV: any);
+                                VKF_COOPMAT_EMU=1 sets it with the emulation; VKF_NO_COOPMAT=1
+                                clears */
+    const char *coopmat_off; /* why not, when the device has the extension and !coopmat_use */
     vkf_vk_coopmat_kind coopmat_kind;         /* the spelling in use, when coopmat_use */
     uint32_t coopmat_m, coopmat_n, coopmat_k; /* the shape it uses */
     int32_t vulkan_memory_model;              /* vulkanMemoryModel feature */

@@ -254,14 +254,26 @@ const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k) {
  * the Vulkan memory model (the GLSL extensions need it), and a glslang that compiles the
  * extension's GLSL: GL_KHR_cooperative_matrix needs 13.1+ (Debian 12 ships 12.0), so with it
  * VK_NV_cooperative_matrix (NVIDIA, GL_NV_cooperative_matrix, any glslang) is the path.
- * VKF_COOPMAT=1 skips the allow-list (to try a device), VKF_NO_COOPMAT=1 turns it off.
+ * A spelling also runs by default only once it has passed `selftest` on such hardware (a
+ * GPU run of bench/gpu-check.sh coopmat): a wrong result on every prefill of a vendor's GPUs
+ * would cost more than the speed it buys. Neither the NV nor the KHR spelling has run on a GPU
+ * yet (bench/RESULTS.md): both wait for VKF_COOPMAT=1, which skips the allow-list and this
+ * check (to try a device). VKF_NO_COOPMAT=1 turns it off.
  * VKF_COOPMAT_EMU=1 (tests): the same kernel with the matrix operations written out per
  * invocation, 16 x 16 x 16 (VKF_COOPMAT_EMU=8: 8 x 8 x 8), on any device with fp16 and a fixed
  * subgroup size. */
-static void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
+void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
     c->coopmat_use = 0;
     c->coopmat_kind = VKF_VK_COOPMAT_NONE;
-    if (!c->fp16 || !c->has_subgroup || vkf_vk_env_flag("VKF_NO_COOPMAT")) return;
+    c->coopmat_off = NULL;
+    if (vkf_vk_env_flag("VKF_NO_COOPMAT")) {
+        c->coopmat_off = "VKF_NO_COOPMAT=1";
+        return;
+    }
+    if (!c->fp16 || !c->has_subgroup) {
+        c->coopmat_off = !c->fp16 ? "no fp16 arithmetic" : "no subgroup operations";
+        return;
+    }
     uint64_t emu = vkf_vk_env_u64("VKF_COOPMAT_EMU");
     if (emu) {
         uint32_t sz = emu == 8 ? 8 : 16;
@@ -271,7 +283,10 @@ static void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
         c->coopmat_m = c->coopmat_n = c->coopmat_k = sz;
         return;
     }
-    if (!c->vulkan_memory_model) return;
+    if (!c->vulkan_memory_model) {
+        c->coopmat_off = "no Vulkan memory model";
+        return;
+    }
     int khr = c->coopmat && vkf_vk_glslang_has_coopmat(), nv = c->coopmat_nv;
     const vkf_vk_coopmat_shape *best = NULL;
     for (uint32_t i = 0; i < c->n_coopmat; i++) {
@@ -289,7 +304,12 @@ static void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
             (!sq && !(best->m == 16 && best->n == 16 && best->k == 16) && s->k > best->k))
             best = s;
     }
-    if (!best) return;
+    if (!best) {
+        c->coopmat_off = c->coopmat && !nv && !khr
+                             ? "GL_KHR_cooperative_matrix needs glslang 13.1 or later"
+                             : "no f16 x f16 -> f32 subgroup shape the kernel takes";
+        return;
+    }
     /* NVIDIA proprietary (tensor cores since Volta), AMD RADV / AMDVLK / proprietary (WMMA on
      * RDNA3), Intel ANV on discrete Arc (XMX); 4 = NVIDIA_PROPRIETARY, 1 AMD_PROPRIETARY,
      * 2 AMD_OPEN_SOURCE, 3 MESA_RADV, 6 INTEL_OPEN_SOURCE_MESA (VkDriverId) */
@@ -298,8 +318,16 @@ static void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
         (c->vendor_id == 0x1002 && (driver_id == 1 || driver_id == 2 || driver_id == 3)) ||
         (c->vendor_id == 0x8086 && driver_id == 6 &&
          c->type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
-    if (vkf_vk_env_flag("VKF_COOPMAT")) allowed = 1;
-    if (!allowed) return;
+    /* the spellings that have passed selftest on allow-listed hardware: none yet */
+    int verified = 0;
+    if (vkf_vk_env_flag("VKF_COOPMAT")) allowed = verified = 1;
+    if (!allowed || !verified) {
+        c->coopmat_off = !allowed
+                             ? "vendor and driver not on the allow-list (VKF_COOPMAT=1 tries it)"
+                             : "this spelling has not yet been verified on a GPU "
+                               "(VKF_COOPMAT=1 tries it)";
+        return;
+    }
     c->coopmat_use = 1;
     c->coopmat_kind = best->nv ? VKF_VK_COOPMAT_NV : VKF_VK_COOPMAT_KHR;
     c->coopmat_m = best->m;
@@ -1150,6 +1178,9 @@ static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *
         vkf_vk_sbuf_printf(s, "  prefill matmul: cooperative matrices, %s %ux%ux%u\n",
                            vkf_vk_coopmat_kind_name(c->coopmat_kind), c->coopmat_m, c->coopmat_n,
                            c->coopmat_k);
+    else if ((c->coopmat || c->coopmat_nv) && c->coopmat_off)
+        vkf_vk_sbuf_printf(s, "  prefill matmul: tiled kernel; cooperative matrices not used: %s\n",
+                           c->coopmat_off);
     if (c->overrides[0]) vkf_vk_sbuf_printf(s, "  env overrides: %s\n", c->overrides);
 }
 
@@ -1235,6 +1266,8 @@ static cJSON *vkf_vk_report_json(uint32_t idx, const vkf_vk_caps *c, int is_defa
                                 vkf_vk_coopmat_kind_name(c->coopmat_kind));
     else
         cJSON_AddNullToObject(d, "cooperative_matrix_in_use");
+    if (!c->coopmat_use && (c->coopmat || c->coopmat_nv) && c->coopmat_off)
+        cJSON_AddStringToObject(d, "cooperative_matrix_not_used", c->coopmat_off);
     cJSON *cm = cJSON_AddArrayToObject(d, "cooperative_matrix_shapes");
     for (uint32_t i = 0; cm && i < c->n_coopmat; i++) {
         const vkf_vk_coopmat_shape *m = &c->coopmat_shapes[i];

@@ -231,6 +231,8 @@ vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, con
 int vkf_vk_glslang_has_coopmat(void);
 /* "KHR", "NV", "emulated" or "none" */
 const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k);
+/* sets c->coopmat_use, _kind, the shape and coopmat_off from the caps read so far (vk_device.c) */
+void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id);
 /* GLSL -> SPIR-V through the disk cache; *words malloc'ed. For tests via the backend. */
 vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *defines,
                             uint32_t **words, size_t *n_words);
