@@ -569,12 +569,16 @@ static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, uint3
 /* ROWSEQ in matmul_texel.comp: decode (M = 1) on CPU drivers, split-K, when every lane's share
  * of a row fits ROWSEQ units (held in registers): the subgroup walks its rows one after
  * another. Returns the units per lane (a multiple of 4), or 0. VKF_NO_ROWSEQ=1 turns it off,
- * and so does VKF_GPU_TABLE=1 (lavapipe taking the GPUs' choices). */
+ * and so does VKF_GPU_TABLE=1 (lavapipe taking the GPUs' choices). VKF_ROWSEQ=1 (an experiment
+ * for GPUs, whose split-K decode reads 4-8 activation texels per weight texel, bench/RESULTS.md)
+ * takes it on any device; VKF_ROWSEQ_R then sets the rows per subgroup. */
 static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M,
                             int64_t K, vkf_dtype wt, int small) {
-    if (M != 1 || cfg->lanes || small || vb->caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU ||
-        !vb->caps.subgroup_size || vkf_vk_env_flag("VKF_NO_ROWSEQ") ||
-        vkf_vk_env_flag("VKF_GPU_TABLE"))
+    int any = vkf_vk_env_flag("VKF_ROWSEQ");
+    if (M != 1 || cfg->lanes || small || !vb->caps.subgroup_size ||
+        vkf_vk_env_flag("VKF_NO_ROWSEQ") ||
+        (!any &&
+         (vb->caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU || vkf_vk_env_flag("VKF_GPU_TABLE"))))
         return 0;
     int64_t unit = vkf_vk_wunit(wt),
             per = (K / unit + vb->caps.subgroup_size - 1) / vb->caps.subgroup_size;
