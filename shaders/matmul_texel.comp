@@ -27,7 +27,8 @@
  *
  * Fusions (vk_fuse.c picks them; each saves a dispatch and a pass over memory):
  *   n_mats 2..3: several weight matrices that share a (q, k, v) in one dispatch; subgroups are
- *     assigned to row blocks of matrix 0, then 1, then 2;
+ *     assigned to row blocks of matrix 0, then 1, then 2; with VKF_MM_BIAS each matrix has its
+ *     bias (b_off, b_off1, b_off2 in one bias window: qwen2's q/k/v);
  *   NORM=1: a is the input of an RMSNorm with weight g: each lane also sums a^2 and multiplies
  *     a by g as it loads them, and the dot products are scaled by 1/sqrt(mean(a^2) + eps) at
  *     the end (the normalized rows are never written);
@@ -208,8 +209,8 @@ void w_dots(uint rowb, uint u, vec4 a[TM][A_TEX], inout float acc[TM]) {
 #endif
 
 /* output element (row m, column n) = s (+ bias) (activation) (+ residual) */
-void mm_store(uint doff, uint dstr, uint n, uint m, float s) {
-    if ((p.flags & VKF_MM_BIAS) != 0u) s += bias[p.b_off + n];
+void mm_store(uint doff, uint dstr, uint boff, uint n, uint m, float s) {
+    if ((p.flags & VKF_MM_BIAS) != 0u) s += bias[boff + n];
 #if ACT == 0
     s = max(s, 0.0);
 #elif ACT == 1
@@ -233,7 +234,7 @@ void main() {
     uint n0 = (blk * gl_NumSubgroups + gl_SubgroupID) * R;
 #endif
     /* which matrix this subgroup's rows belong to: row blocks are padded to R per matrix */
-    uint N = p.N, wb = p.w_boff, doff = p.d_off, dstr = p.d_stride;
+    uint N = p.N, wb = p.w_boff, doff = p.d_off, dstr = p.d_stride, boff = p.b_off;
     uint P0 = (p.N + R - 1u) / R * R, P1 = (p.N1 + R - 1u) / R * R;
 #if !SWIGLU
     if (p.n_mats > 1u && n0 >= P0) {
@@ -243,12 +244,14 @@ void main() {
             wb = p.w_boff2;
             doff = p.d_off2;
             dstr = p.d_stride2;
+            boff = p.b_off2;
         } else {
             n0 -= P0;
             N = p.N1;
             wb = p.w_boff1;
             doff = p.d_off1;
             dstr = p.d_stride1;
+            boff = p.b_off1;
         }
     }
 #endif
@@ -322,7 +325,7 @@ void main() {
 #if SWIGLU
             s = vkf_silu(s) * acc0[1];
 #endif
-            if (l == r % S) mm_store(doff, dstr, n, m0, s);
+            if (l == r % S) mm_store(doff, dstr, boff, n, m0, s);
         }
         return;
     }
@@ -383,7 +386,7 @@ void main() {
 #endif
             s = vkf_silu(s) * up;
 #endif
-            if (l == (r * TM + m) % S && n < N && m < mc) mm_store(doff, dstr, n, m0 + m, s);
+            if (l == (r * TM + m) % S && n < N && m < mc) mm_store(doff, dstr, boff, n, m0 + m, s);
         }
     }
 }

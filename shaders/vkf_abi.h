@@ -176,6 +176,7 @@ VKF_PC(vkf_pc_mm) {
     VKF_U32 d_off1, d_off2, d_stride1, d_stride2;
     VKF_U32 g_off;
     VKF_F32 eps;
+    VKF_U32 b_off1, b_off2; /* the biases of matrices 1 and 2 (VKF_MM_BIAS) in the bias window */
 };
 #define VKF_MM_BIAS 1u
 #define VKF_MM_RESIDUAL 2u
@@ -203,7 +204,7 @@ VKF_PC(vkf_pc_probe) {
 
 #ifndef VKF_GLSL
 _Static_assert(sizeof(vkf_pc_probe) == 20, "vkf_pc_probe layout");
-_Static_assert(sizeof(vkf_pc_mm) == 96, "vkf_pc_mm layout");
+_Static_assert(sizeof(vkf_pc_mm) == 104, "vkf_pc_mm layout");
 _Static_assert(sizeof(vkf_pc_kvstore) == 116, "vkf_pc_kvstore layout");
 _Static_assert(sizeof(vkf_pc_eltwise) == 44, "vkf_pc_eltwise layout");
 _Static_assert(sizeof(vkf_pc_norm) == 44, "vkf_pc_norm layout");

@@ -1,6 +1,7 @@
 /* The Vulkan backend's record-time fusions (src/backend/vulkan/vk_fuse.c) against the CPU
  * reference: graphs shaped like a decoder layer (RMSNorm -> q/k/v, RoPE + KV-cache stores,
- * output projection + residual, RMSNorm -> gate/up -> SWIGLU, MLP bias + activation), for
+ * output projection + residual, RMSNorm -> gate/up -> SWIGLU, MLP bias + activation, q/k/v
+ * with biases as qwen2 and GPT-2 have them), for
  * several weight types, compared output by output by NMSE. Each graph also runs with
  * VKF_NO_FUSE=1 and with an extra reader of an intermediate (which must stop its fusion), so
  * the fused and unfused paths are both checked. Dispatch counts show that fusion happened. */
@@ -54,7 +55,7 @@ static void ext_make(ext *e, vkf_dtype dt, int64_t rows, int64_t cols, float sca
 
 /* ---------------------------------------------------------------- the layer graph */
 
-enum { N_EXT = 16 };
+enum { N_EXT = 19 };
 
 typedef struct layer {
     ext e[N_EXT];
@@ -63,6 +64,7 @@ typedef struct layer {
     vkf_dtype wt;
     int extra_reader; /* also read the normalized rows after the matmuls (blocks that fusion) */
     int gelu;         /* MLP as up(+bias) -> GELU -> down instead of SWIGLU */
+    int qkv_bias;     /* q, k and v projections with biases */
     int kv;           /* 0: F32 caches, NORMAL RoPE; 1: F16 caches; 2: F16 caches, NEOX RoPE on
                          half of each head (the pass-through dims too) */
 } layer;
@@ -82,6 +84,9 @@ enum {
     E_VC,
     E_ROPE,
     E_BU,
+    E_BQ,
+    E_BK,
+    E_BV,
     E_OUT,
     E_OUT2
 };
@@ -90,8 +95,10 @@ enum {
  * (M = 1, the matrix-vector kernels: on CPU drivers the rows-in-sequence ROWSEQ variant of
  * shaders/matmul_texel.comp) with d 256 and ff 768, so that the rows span several subgroups
  * and K several units per lane */
-static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int decode, int kv) {
+static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int qkv_bias, int decode,
+                       int kv) {
     memset(L, 0, sizeof *L);
+    L->qkv_bias = qkv_bias;
     L->kv = kv;
     L->wt = wt;
     L->extra_reader = extra_reader;
@@ -123,6 +130,9 @@ static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int d
     ext_make(&L->e[E_ROPE], VKF_DTYPE_F32, L->n_ctx, n_rot, 1.0f, "rope", 1);
     vkf_rope_table((float *)L->e[E_ROPE].data, (int)L->n_ctx, (int)n_rot, 10000.0);
     ext_make(&L->e[E_BU], VKF_DTYPE_F32, 1, L->ff, 0.5f, "b_up", 0);
+    ext_make(&L->e[E_BQ], VKF_DTYPE_F32, 1, L->d, 0.5f, "b_q", 0);
+    ext_make(&L->e[E_BK], VKF_DTYPE_F32, 1, L->kvd, 0.5f, "b_k", 0);
+    ext_make(&L->e[E_BV], VKF_DTYPE_F32, 1, L->kvd, 0.5f, "b_v", 0);
     ext_make(&L->e[E_OUT], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "out", 1);
     ext_make(&L->e[E_OUT2], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "out2", 1);
     L->n_ext = N_EXT;
@@ -161,9 +171,10 @@ static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_gra
     ADD(VKF_OP_RMSNORM, h, &ts[E_X], &ts[E_NORM1], NULL, NULL);
     memset(&p, 0, sizeof p);
     vkf_tensor *q = T(R, L->d, "q"), *k = T(R, L->kvd, "k"), *v = T(R, L->kvd, "v");
-    ADD(VKF_OP_MATMUL, q, h, &ts[E_WQ], NULL, NULL);
-    ADD(VKF_OP_MATMUL, k, h, &ts[E_WK], NULL, NULL);
-    ADD(VKF_OP_MATMUL, v, h, &ts[E_WV], NULL, NULL);
+    int qb = L->qkv_bias;
+    ADD(VKF_OP_MATMUL, q, h, &ts[E_WQ], qb ? &ts[E_BQ] : NULL, NULL);
+    ADD(VKF_OP_MATMUL, k, h, &ts[E_WK], qb ? &ts[E_BK] : NULL, NULL);
+    ADD(VKF_OP_MATMUL, v, h, &ts[E_WV], qb ? &ts[E_BV] : NULL, NULL);
     memset(&p, 0, sizeof p);
     p.rope.seq_len = (int32_t)L->seq;
     p.rope.dyn = 1;
@@ -253,14 +264,15 @@ static double nmse(const float *a, const float *ref, size_t n, int *nonfinite) {
 /* Runs the layer on both backends for two steps (n_past 0 then seq) and compares the outputs
  * and the caches. */
 static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int extra_reader, int gelu,
-                        int no_fuse, int decode, int kv, uint64_t *dispatches) {
+                        int qkv_bias, int no_fuse, int decode, int kv, uint64_t *dispatches) {
     layer L;
-    layer_init(&L, wt, extra_reader, gelu, decode, kv);
+    layer_init(&L, wt, extra_reader, gelu, qkv_bias, decode, kv);
     vkf_tensor tc[N_EXT], tv[N_EXT];
     vkf_graph *gc = NULL, *gv = NULL;
     char what[128];
-    snprintf(what, sizeof what, "%s%s%s%s%s%s", vkf_dtype_name(wt), extra_reader ? " +reader" : "",
-             gelu ? " gelu" : " swiglu", no_fuse ? " VKF_NO_FUSE" : "", decode ? " decode" : "",
+    snprintf(what, sizeof what, "%s%s%s%s%s%s%s", vkf_dtype_name(wt),
+             extra_reader ? " +reader" : "", gelu ? " gelu" : " swiglu",
+             qkv_bias ? " qkv-bias" : "", no_fuse ? " VKF_NO_FUSE" : "", decode ? " decode" : "",
              kv == 1   ? " f16-cache"
              : kv == 2 ? " f16-cache neox"
                        : "");
@@ -322,16 +334,24 @@ int main(void) {
     static const vkf_dtype wts[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
     for (int w = 0; w < 4; w++) {
         for (int gelu = 0; gelu < 4; gelu++) {
-            uint64_t fused = 0, unfused = 0, blocked = 0;
-            int decode = gelu / 2;
-            check_layer(cpu, vk, wts[w], 0, gelu % 2, 0, decode, 0, &fused);
-            check_layer(cpu, vk, wts[w], 0, gelu % 2, 1, decode, 0, &unfused);
-            check_layer(cpu, vk, wts[w], 1, gelu % 2, 0, decode, 0, &blocked);
+            uint64_t fused = 0, unfused = 0, blocked = 0, plain = 0;
+            int decode = gelu / 2, ge = gelu % 2;
+            /* the GELU layer is GPT-2's and qwen2's kind: q/k/v with biases */
+            check_layer(cpu, vk, wts[w], 0, ge, ge, 0, decode, 0, &fused);
+            check_layer(cpu, vk, wts[w], 0, ge, ge, 1, decode, 0, &unfused);
+            check_layer(cpu, vk, wts[w], 1, ge, ge, 0, decode, 0, &blocked);
             /* with texels and subgroups the fusions must have removed dispatches */
             if (caps->texel && caps->has_subgroup)
                 VKT_CHECK(fused < unfused, "%s: %llu dispatches fused vs %llu unfused",
                           vkf_dtype_name(wts[w]), (unsigned long long)fused,
                           (unsigned long long)unfused);
+            if (ge && caps->texel && caps->has_subgroup) {
+                /* biases take nothing from the fusion: norm + q/k/v stay one dispatch */
+                check_layer(cpu, vk, wts[w], 0, 1, 0, 0, decode, 0, &plain);
+                VKT_CHECK(fused == plain, "%s: %llu dispatches with q/k/v biases vs %llu without",
+                          vkf_dtype_name(wts[w]), (unsigned long long)fused,
+                          (unsigned long long)plain);
+            }
         }
     }
     /* F16 caches (the GPUs' default): the RoPE + KV-store fusion writes halves; NORMAL and
@@ -339,8 +359,8 @@ int main(void) {
     for (int kv = 1; kv <= 2; kv++) {
         for (int decode = 0; decode < 2; decode++) {
             uint64_t fused = 0, unfused = 0;
-            check_layer(cpu, vk, VKF_DTYPE_Q8_0, 0, 0, 0, decode, kv, &fused);
-            check_layer(cpu, vk, VKF_DTYPE_Q8_0, 0, 0, 1, decode, kv, &unfused);
+            check_layer(cpu, vk, VKF_DTYPE_Q8_0, 0, 0, 0, 0, decode, kv, &fused);
+            check_layer(cpu, vk, VKF_DTYPE_Q8_0, 0, 0, 0, 1, decode, kv, &unfused);
             if (caps->texel && caps->has_subgroup)
                 VKT_CHECK(fused < unfused, "f16 cache %d: %llu dispatches fused vs %llu unfused",
                           kv, (unsigned long long)fused, (unsigned long long)unfused);

@@ -7,7 +7,8 @@
  *   RMSNORM h = norm(x) followed by the matmuls that read h   -> matmuls on x with the norm
  *                                                                folded in (h is not written)
  *   MATMUL g, MATMUL u (same input), SWIGLU f = silu(g) * u    -> one dispatch writing f
- *   2-3 consecutive MATMULs with the same input (q, k, v)      -> one dispatch
+ *   2-3 consecutive MATMULs with the same input (q, k, v), each -> one dispatch
+ *   with a bias or none of them (qwen2 has q/k/v biases)
  *   MATMUL o, ADD y = x + o                                    -> one dispatch writing y
  *   MATMUL o (+ bias), UNARY y = act(o)                        -> one dispatch writing y
  *   ROPE q, ROPE k, COPY_ROWS of k and v into the KV cache     -> one dispatch (kv_store.comp;
@@ -104,11 +105,12 @@ static int vkf_vk_is_mm(const vkf_graph *g, int i) {
     return i < g->n_nodes && g->nodes[i].op == VKF_OP_MATMUL;
 }
 
-/* Matmuls i.. (at most 3) reading `a`, without bias; returns how many. */
+/* Matmuls i.. (at most 3) reading `a`, each with a bias or none (as the first); returns how
+ * many. */
 static int vkf_vk_mm_run(const vkf_graph *g, int i, const vkf_tensor *a) {
-    int k = 0;
+    int k = 0, biased = vkf_vk_is_mm(g, i) && g->nodes[i].src[2];
     while (k < 3 && vkf_vk_is_mm(g, i + k) && g->nodes[i + k].src[0] == a &&
-           !g->nodes[i + k].src[2])
+           !g->nodes[i + k].src[2] == !biased)
         k++;
     return k;
 }
@@ -118,9 +120,9 @@ static int vkf_vk_group_disjoint(const vkf_vk_mm_group *gr) {
     int n_out = gr->swiglu ? 1 : gr->n_mats;
     for (int i = 0; i < n_out; i++) {
         const vkf_tensor *d = gr->d[i];
-        if (vkf_vk_overlap(d, gr->a) || vkf_vk_overlap(d, gr->norm_w) ||
-            vkf_vk_overlap(d, gr->bias))
-            return 0;
+        if (vkf_vk_overlap(d, gr->a) || vkf_vk_overlap(d, gr->norm_w)) return 0;
+        for (int j = 0; j < gr->n_mats; j++)
+            if (vkf_vk_overlap(d, gr->bias[j])) return 0;
         for (int j = 0; j < gr->n_mats; j++)
             if (vkf_vk_overlap(d, gr->w[j])) return 0;
         for (int j = 0; j < n_out; j++)
@@ -146,8 +148,8 @@ static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_
         gr->eps = norm->p.norm.eps;
         if (!gr->norm_w) return 0; /* an unweighted RMSNorm: not folded (the kernel scales by g) */
     }
-    /* gate, up, swiglu */
-    if (k >= 2 && i + 2 < g->n_nodes) {
+    /* gate, up, swiglu (without biases) */
+    if (k >= 2 && i + 2 < g->n_nodes && !g->nodes[i].src[2]) {
         const vkf_node *sw = &g->nodes[i + 2];
         const vkf_tensor *gt = g->nodes[i].dst, *up = g->nodes[i + 1].dst;
         if (sw->op == VKF_OP_SWIGLU && !sw->p.glu.gelu && sw->src[0] == gt && sw->src[1] == up &&
@@ -173,9 +175,10 @@ static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_
     while (k >= 1) {
         gr->n_mats = k;
         gr->swiglu = 0;
-        for (int j = 0; j < k; j++) {
-            gr->w[j] = g->nodes[i + j].src[1];
-            gr->d[j] = g->nodes[i + j].dst;
+        for (int j = 0; j < 3; j++) {
+            gr->w[j] = j < k ? g->nodes[i + j].src[1] : NULL;
+            gr->d[j] = j < k ? g->nodes[i + j].dst : NULL;
+            gr->bias[j] = j < k ? g->nodes[i + j].src[2] : NULL;
         }
         /* a single matmul is only a fusion with a norm (or a residual, below) */
         if ((k > 1 || norm) && vkf_vk_group_disjoint(gr) && vkf_vk_mm_group_ok(r, gr, NULL))
@@ -393,8 +396,7 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
     vkf_vk_mm_group gr;
 
     /* norm folded into the matmuls that read it */
-    if (n->op == VKF_OP_RMSNORM && vkf_vk_is_mm(g, i + 1) && g->nodes[i + 1].src[0] == n->dst &&
-        !g->nodes[i + 1].src[2]) {
+    if (n->op == VKF_OP_RMSNORM && vkf_vk_is_mm(g, i + 1) && g->nodes[i + 1].src[0] == n->dst) {
         int k = vkf_vk_match_mms(r, g, i + 1, n->dst, n, &gr);
         if (k > 0 && vkf_vk_dead_after(g, n->dst, i, i + k)) {
             r->op = VKF_OP_MATMUL;
@@ -428,8 +430,8 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
     }
     if (n->op != VKF_OP_MATMUL) return VKF_OK;
 
-    /* gate/up + swiglu, or q/k/v */
-    if (!n->src[2]) {
+    /* gate/up + swiglu, or q/k/v (with or without biases) */
+    {
         int k = vkf_vk_match_mms(r, g, i, n->src[0], NULL, &gr);
         if (k > 1) {
             r->op = VKF_OP_MATMUL;
@@ -448,7 +450,7 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
         gr.w[0] = n->src[1];
         gr.d[0] = g->nodes[i + 1].dst;
         gr.n_mats = 1;
-        gr.bias = n->src[2];
+        gr.bias[0] = n->src[2];
         gr.act = 1 + g->nodes[i + 1].p.unary.act;
         if (gr.d[0]->rows == n->dst->rows && gr.d[0]->cols == n->dst->cols &&
             vkf_vk_group_disjoint(&gr) && vkf_vk_mm_group_ok(r, &gr, NULL)) {
@@ -471,7 +473,7 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
             gr.w[0] = n->src[1];
             gr.d[0] = ad->dst;
             gr.n_mats = 1;
-            gr.bias = n->src[2];
+            gr.bias[0] = n->src[2];
             gr.res = x;
             if (vkf_vk_group_disjoint(&gr) && vkf_vk_mm_group_ok(r, &gr, NULL)) {
                 r->op = VKF_OP_MATMUL;

@@ -300,13 +300,14 @@ vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n);
 
 /* One dispatch of matmul_texel.comp: a plain matmul, or a fused group built by vk_fuse.c. */
 typedef struct vkf_vk_mm_group {
-    const vkf_tensor *a;      /* [M, K] activations (the RMSNorm input when norm_w is set) */
-    const vkf_tensor *w[3];   /* [N_i, K] weights, one dtype, all in one memory block */
-    const vkf_tensor *d[3];   /* [M, N_i] outputs, all in one memory block (swiglu: d[0] only) */
-    int n_mats;               /* 1..3 (swiglu: 2, gate then up) */
-    const vkf_tensor *bias;   /* [1, N_0], single matrix only */
-    const vkf_tensor *res;    /* [M, N_0] residual added to the product, single matrix only */
-    const vkf_tensor *norm_w; /* [1, K] RMSNorm weight folded in (NULL: none) */
+    const vkf_tensor *a;       /* [M, K] activations (the RMSNorm input when norm_w is set) */
+    const vkf_tensor *w[3];    /* [N_i, K] weights, one dtype, all in one memory block */
+    const vkf_tensor *d[3];    /* [M, N_i] outputs, all in one memory block (swiglu: d[0] only) */
+    int n_mats;                /* 1..3 (swiglu: 2, gate then up) */
+    const vkf_tensor *bias[3]; /* [1, N_i] F32 per matrix, all or none, in one memory block
+                                  (q/k/v with biases: qwen2); swiglu: none */
+    const vkf_tensor *res;     /* [M, N_0] residual added to the product, single matrix only */
+    const vkf_tensor *norm_w;  /* [1, K] RMSNorm weight folded in (NULL: none) */
     float eps;
     int swiglu; /* d[0] = silu(a.w0^T) * (a.w1^T) */
     int act;    /* 1 + vkf_unary applied after the bias (0: none) */

@@ -526,6 +526,17 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
         *why = "norm weight alignment";
         return 0;
     }
+    /* biases: F32 rows of each matrix's width, all or none, in one block (one window) */
+    for (int i = 0; i < g->n_mats; i++) {
+        const vkf_tensor *b = g->bias[i];
+        if (!b != !g->bias[0] ||
+            (b &&
+             (g->swiglu || b->dtype != VKF_DTYPE_F32 || b->rows != 1 || b->cols != g->w[i]->rows ||
+              !b->buf || b->buf->block != g->bias[0]->buf->block || b->offset % 4))) {
+            *why = "biases";
+            return 0;
+        }
+    }
     if (g->n_mats == 1 && !g->swiglu && !g->norm_w) return 1; /* plain: chunked as needed */
     /* fused groups bind each operand set as one window */
     uint64_t tb = vkf_vk_texel_budget(vb) - 32, sb = vkf_vk_window_budget(vb);
@@ -539,6 +550,17 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
         uint64_t lo = g->d[i]->buf->offset + g->d[i]->offset, hi = lo + vkf_tensor_nbytes(g->d[i]);
         if (lo < dlo) dlo = lo;
         if (hi > dhi) dhi = hi;
+    }
+    uint64_t blo = UINT64_MAX, bhi = 0;
+    for (int i = 0; i < g->n_mats && g->bias[0]; i++) {
+        uint64_t lo = g->bias[i]->buf->offset + g->bias[i]->offset,
+                 hi = lo + vkf_tensor_nbytes(g->bias[i]);
+        if (lo < blo) blo = lo;
+        if (hi > bhi) bhi = hi;
+    }
+    if (g->bias[0] && bhi - blo > sb) {
+        *why = "bias windows";
+        return 0;
     }
     if (whi - wlo > tb || dhi - dlo > sb || !vkf_vk_texel_fits(vb, a) ||
         (g->res && vkf_vk_rows_fit(g->res, sb) < g->res->rows)) {
@@ -729,10 +751,25 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
             win[3] = win[4] = win[0];
             win[3].write = win[4].write = 0;
             win[5] = win[1];
-            if (g->bias) {
-                uint64_t blo = g->bias->offset + (uint64_t)n0 * 4, bhi = blo + (uint64_t)nc * 4;
-                VKF_TRY(vkf_vk_window(r, g->bias->buf, blo, bhi, 0, &win[3]));
-                VKF_TRY(vkf_vk_elem_off(&win[3], g->bias, &pc.b_off));
+            if (g->bias[0] && plain) { /* columns n0.. of the one bias */
+                const vkf_tensor *b = g->bias[0];
+                uint64_t blo = b->offset + (uint64_t)n0 * 4, bhi = blo + (uint64_t)nc * 4;
+                VKF_TRY(vkf_vk_window(r, b->buf, blo, bhi, 0, &win[3]));
+                VKF_TRY(vkf_vk_elem_off(&win[3], b, &pc.b_off));
+                pc.flags |= VKF_MM_BIAS;
+            } else if (g->bias[0]) { /* every matrix's bias, whole, in one window of their block */
+                uint64_t blo = UINT64_MAX, bhi = 0;
+                for (int i = 0; i < g->n_mats; i++) {
+                    uint64_t lo = g->bias[i]->buf->offset + g->bias[i]->offset,
+                             hi = lo + vkf_tensor_nbytes(g->bias[i]);
+                    if (lo < blo) blo = lo;
+                    if (hi > bhi) bhi = hi;
+                }
+                VKF_TRY(vkf_vk_window_block(r, g->bias[0]->buf->block, blo, bhi, 0, 0, &win[3]));
+                uint32_t *bo[3] = {&pc.b_off, &pc.b_off1, &pc.b_off2};
+                for (int i = 0; i < g->n_mats; i++)
+                    *bo[i] =
+                        (uint32_t)((g->bias[i]->buf->offset + g->bias[i]->offset - win[3].off) / 4);
                 pc.flags |= VKF_MM_BIAS;
             }
             if (g->res) {
@@ -863,7 +900,7 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     vkf_vk_mm_cfg cfg;
     VKF_TRY(vkf_vk_tune_matmul(r->vb, M, N, K, w->dtype, &cfg));
     if (cfg.kind == VKF_VK_MM_TEXEL) {
-        vkf_vk_mm_group grp = {.a = a, .w = {w}, .d = {d}, .n_mats = 1, .bias = bias};
+        vkf_vk_mm_group grp = {.a = a, .w = {w}, .d = {d}, .n_mats = 1, .bias = {bias}};
         if (vkf_vk_mm_group_ok(r, &grp, NULL)) return vkf_vk_mm_group_record(r, &grp);
     }
     const vkf_vk_caps *c = &r->vb->caps;
