@@ -271,11 +271,8 @@ def main():
            (arch + ".rope.freq_base", GGUF_F32, rope_base),
            (arch + ".rope.dimension_count", GGUF_U32, hd),
            (arch + ".attention.layer_norm_rms_epsilon", GGUF_F32, 1e-5 if arch == "llama" else 1e-6)]
-    if "llama3_rope" in extra:
-        f, lo, hi, orig = extra["llama3_rope"]
-        kvs += [(arch + ".rope.scaling.type", GGUF_STR, "llama3"),
-                (arch + ".rope.scaling.factor", GGUF_F32, f),
-                (arch + ".rope.scaling.original_context_length", GGUF_U32, orig)]
+    # llama3 rope scaling: as llama.cpp's converter writes it, the factors in rope_freqs.weight
+    # and no rope.scaling.* keys ("llama3" is not a GGUF scaling type: loaders refuse it)
     header_kv = b"".join(kv_bytes(*k) for k in kvs)
     n_kv_total = len(kvs)
     if vocab_keys is not None:
