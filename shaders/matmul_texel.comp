@@ -32,7 +32,8 @@
  *   NORM=1: a is the input of an RMSNorm with weight g: each lane also sums a^2 and multiplies
  *     a by g as it loads them, and the dot products are scaled by 1/sqrt(mean(a^2) + eps) at
  *     the end (the normalized rows are never written);
- *   SWIGLU=1: matrices 0 (gate) and 1 (up) with the same rows; the output is silu(gate) * up;
+ *   SWIGLU=1: matrices 0 (gate) and 1 (up) with the same rows; the output is silu(gate) * up
+ *     (SWIGLU=2: gelu_tanh(gate) * up, the GeGLU of gemma);
  *   VKF_MM_RESIDUAL: dst = residual + a . w^T (the add after an output projection);
  *   ACT >= 0: dst = act(a . w^T + bias), act a vkf_unary (the bias + activation of an MLP).
  *
@@ -187,6 +188,12 @@ void w_oct2e(uint byte, out uvec4 lo, out uvec4 hi, out uint e) {
 }
 #include "dtypes.glsl"
 
+#if SWIGLU == 2
+float glu_gate(float g) { return vkf_gelu_tanh(g); }
+#else
+float glu_gate(float g) { return vkf_silu(g); }
+#endif
+
 #define UNIT_K W_UNIT /* values per unit */
 #define A_TEX W_UV    /* activation texels per unit */
 
@@ -323,7 +330,7 @@ void main() {
             }
             float s = acc0[0];
 #if SWIGLU
-            s = vkf_silu(s) * acc0[1];
+            s = glu_gate(s) * acc0[1];
 #endif
             if (l == r % S) mm_store(doff, dstr, boff, n, m0, s);
         }
@@ -384,7 +391,7 @@ void main() {
 #if NORM
             up *= inv[m];
 #endif
-            s = vkf_silu(s) * up;
+            s = glu_gate(s) * up;
 #endif
             if (l == (r * TM + m) % S && n < N && m < mc) mm_store(doff, dstr, boff, n, m0 + m, s);
         }

@@ -63,7 +63,7 @@ typedef struct layer {
     int64_t rows, d, kvd, ff, seq, batch, n_ctx, head_dim, n_head, n_kv_head;
     vkf_dtype wt;
     int extra_reader; /* also read the normalized rows after the matmuls (blocks that fusion) */
-    int gelu;         /* MLP as up(+bias) -> GELU -> down instead of SWIGLU */
+    int gelu;         /* 1: MLP as up(+bias) -> GELU -> down instead of SWIGLU; 2: GeGLU */
     int qkv_bias;     /* q, k and v projections with biases */
     int kv;           /* 0: F32 caches, NORMAL RoPE; 1: F16 caches; 2: F16 caches, NEOX RoPE on
                          half of each head (the pass-through dims too) */
@@ -217,7 +217,7 @@ static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_gra
     ADD(VKF_OP_RMSNORM, h2, x1, &ts[E_NORM2], NULL, NULL);
     memset(&p, 0, sizeof p);
     vkf_tensor *f = T(R, L->ff, "f");
-    if (L->gelu) {
+    if (L->gelu == 1) {
         vkf_tensor *u = T(R, L->ff, "up");
         ADD(VKF_OP_MATMUL, u, h2, &ts[E_WU], &ts[E_BU], NULL);
         p.unary.act = VKF_UNARY_GELU_ERF;
@@ -227,7 +227,9 @@ static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_gra
         vkf_tensor *gt = T(R, L->ff, "gate"), *u = T(R, L->ff, "up");
         ADD(VKF_OP_MATMUL, gt, h2, &ts[E_WG], NULL, NULL);
         ADD(VKF_OP_MATMUL, u, h2, &ts[E_WU], NULL, NULL);
+        p.glu.gelu = L->gelu == 2; /* gemma's GeGLU: gelu_tanh(gate) * up */
         ADD(VKF_OP_SWIGLU, f, gt, u, NULL, NULL);
+        memset(&p, 0, sizeof p);
     }
     vkf_tensor *dn = T(R, L->d, "down");
     ADD(VKF_OP_MATMUL, dn, f, &ts[E_WD], NULL, NULL);
@@ -271,7 +273,10 @@ static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int ext
     vkf_graph *gc = NULL, *gv = NULL;
     char what[128];
     snprintf(what, sizeof what, "%s%s%s%s%s%s%s", vkf_dtype_name(wt),
-             extra_reader ? " +reader" : "", gelu ? " gelu" : " swiglu",
+             extra_reader ? " +reader" : "",
+             gelu == 2   ? " geglu"
+             : gelu == 1 ? " gelu"
+                         : " swiglu",
              qkv_bias ? " qkv-bias" : "", no_fuse ? " VKF_NO_FUSE" : "", decode ? " decode" : "",
              kv == 1   ? " f16-cache"
              : kv == 2 ? " f16-cache neox"
@@ -333,13 +338,13 @@ int main(void) {
     const vkf_vk_caps *caps = vkf_backend_vulkan_caps(vk);
     static const vkf_dtype wts[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
     for (int w = 0; w < 4; w++) {
-        for (int gelu = 0; gelu < 4; gelu++) {
-            uint64_t fused = 0, unfused = 0, blocked = 0, plain = 0;
-            int decode = gelu / 2, ge = gelu % 2;
+        for (int v = 0; v < 6; v++) {
+            uint64_t fused = 0, unfused = 0, blocked = 0, plain = 0, swiglu = 0;
+            int decode = v / 3, mlp = v % 3, ge = mlp == 1;
             /* the GELU layer is GPT-2's and qwen2's kind: q/k/v with biases */
-            check_layer(cpu, vk, wts[w], 0, ge, ge, 0, decode, 0, &fused);
-            check_layer(cpu, vk, wts[w], 0, ge, ge, 1, decode, 0, &unfused);
-            check_layer(cpu, vk, wts[w], 1, ge, ge, 0, decode, 0, &blocked);
+            check_layer(cpu, vk, wts[w], 0, mlp, ge, 0, decode, 0, &fused);
+            check_layer(cpu, vk, wts[w], 0, mlp, ge, 1, decode, 0, &unfused);
+            check_layer(cpu, vk, wts[w], 1, mlp, ge, 0, decode, 0, &blocked);
             /* with texels and subgroups the fusions must have removed dispatches */
             if (caps->texel && caps->has_subgroup)
                 VKT_CHECK(fused < unfused, "%s: %llu dispatches fused vs %llu unfused",
@@ -351,6 +356,13 @@ int main(void) {
                 VKT_CHECK(fused == plain, "%s: %llu dispatches with q/k/v biases vs %llu without",
                           vkf_dtype_name(wts[w]), (unsigned long long)fused,
                           (unsigned long long)plain);
+            }
+            if (mlp == 2 && caps->texel && caps->has_subgroup) {
+                /* GeGLU fuses with gate/up as SwiGLU does */
+                check_layer(cpu, vk, wts[w], 0, 0, 0, 0, decode, 0, &swiglu);
+                VKT_CHECK(fused == swiglu, "%s: %llu dispatches with GeGLU vs %llu with SwiGLU",
+                          vkf_dtype_name(wts[w]), (unsigned long long)fused,
+                          (unsigned long long)swiglu);
             }
         }
     }

@@ -7,6 +7,7 @@
  *   RMSNORM h = norm(x) followed by the matmuls that read h   -> matmuls on x with the norm
  *                                                                folded in (h is not written)
  *   MATMUL g, MATMUL u (same input), SWIGLU f = silu(g) * u    -> one dispatch writing f
+ *   (or GeGLU, gelu_tanh(g) * u: gemma)
  *   2-3 consecutive MATMULs with the same input (q, k, v), each -> one dispatch
  *   with a bias or none of them (qwen2 has q/k/v biases)
  *   MATMUL o, ADD y = x + o                                    -> one dispatch writing y
@@ -152,11 +153,11 @@ static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_
     if (k >= 2 && i + 2 < g->n_nodes && !g->nodes[i].src[2]) {
         const vkf_node *sw = &g->nodes[i + 2];
         const vkf_tensor *gt = g->nodes[i].dst, *up = g->nodes[i + 1].dst;
-        if (sw->op == VKF_OP_SWIGLU && !sw->p.glu.gelu && sw->src[0] == gt && sw->src[1] == up &&
+        if (sw->op == VKF_OP_SWIGLU && sw->src[0] == gt && sw->src[1] == up &&
             gt->rows == up->rows && gt->cols == up->cols && vkf_vk_dead_after(g, gt, i, i + 2) &&
             vkf_vk_dead_after(g, up, i + 1, i + 2)) {
             gr->n_mats = 2;
-            gr->swiglu = 1;
+            gr->swiglu = sw->p.glu.gelu ? 2 : 1;
             gr->w[0] = g->nodes[i].src[1];
             gr->w[1] = g->nodes[i + 1].src[1];
             gr->d[0] = sw->dst;

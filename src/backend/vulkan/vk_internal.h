@@ -309,7 +309,7 @@ typedef struct vkf_vk_mm_group {
     const vkf_tensor *res;     /* [M, N_0] residual added to the product, single matrix only */
     const vkf_tensor *norm_w;  /* [1, K] RMSNorm weight folded in (NULL: none) */
     float eps;
-    int swiglu; /* d[0] = silu(a.w0^T) * (a.w1^T) */
+    int swiglu; /* 1: d[0] = silu(a.w0^T) * (a.w1^T); 2: gelu_tanh(a.w0^T) * (a.w1^T) (GeGLU) */
     int act;    /* 1 + vkf_unary applied after the bias (0: none) */
 } vkf_vk_mm_group;
 
