@@ -3,7 +3,10 @@
  * row (WG / S rows per workgroup), lanes splitting the row in texels, statistics reduced with
  * subgroupAdd: no shared memory and no barriers, which CPU drivers run as costly context
  * switches. cols, offsets and strides are multiples of 4 (host-checked).
- * Bindings: 1 dst (f32 buffer), 2 x, 3 weight, 4 bias (texels; absent ones bound to x). */
+ * RES=1: dst = residual + norm(x), the residual add after a post-norm (gemma) in the same pass;
+ * the residual may be dst itself (each lane reads its texel before writing it).
+ * Bindings: 1 dst (f32 buffer), 2 x, 3 weight, 4 bias, 5 residual (RES=1) (texels; absent ones
+ * bound to x). */
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -15,6 +18,9 @@ layout(constant_id = 0) const uint WG = 64;
 #ifndef RMS
 #define RMS 0
 #endif
+#ifndef RES
+#define RES 0
+#endif
 
 layout(push_constant) uniform PC {
     vkf_pc_norm p;
@@ -24,6 +30,9 @@ layout(set = 0, binding = 1) writeonly buffer D { vec4 d[]; };
 layout(set = 0, binding = 2, rgba32ui) uniform readonly uimageBuffer Xt;
 layout(set = 0, binding = 3, rgba32ui) uniform readonly uimageBuffer Wt;
 layout(set = 0, binding = 4, rgba32ui) uniform readonly uimageBuffer Bt;
+#if RES
+layout(set = 0, binding = 5, rgba32ui) uniform readonly uimageBuffer Rt;
+#endif
 
 vec4 ld(uint i) { return uintBitsToFloat(imageLoad(Xt, int(i))); }
 
@@ -50,6 +59,9 @@ void main() {
         vec4 y = (ld(xo + c) - mean) * inv;
         if (p.has_w != 0u) y *= uintBitsToFloat(imageLoad(Wt, int((p.w_off >> 2) + c)));
         if (p.has_b != 0u) y += uintBitsToFloat(imageLoad(Bt, int((p.b_off >> 2) + c)));
+#if RES
+        y += uintBitsToFloat(imageLoad(Rt, int(((p.r_off + row * p.r_stride) >> 2) + c)));
+#endif
         d[dof + c] = y;
     }
 }

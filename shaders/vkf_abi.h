@@ -61,6 +61,7 @@ VKF_PC(vkf_pc_norm) {
     VKF_U32 w_off, b_off;
     VKF_U32 has_w, has_b;
     VKF_F32 eps;
+    VKF_U32 r_off, r_stride; /* norm_texel RES=1: dst = residual + norm(x) (gemma's post-norms) */
 };
 
 /* softmax / log_softmax: one workgroup per row. */
@@ -207,7 +208,7 @@ _Static_assert(sizeof(vkf_pc_probe) == 20, "vkf_pc_probe layout");
 _Static_assert(sizeof(vkf_pc_mm) == 104, "vkf_pc_mm layout");
 _Static_assert(sizeof(vkf_pc_kvstore) == 116, "vkf_pc_kvstore layout");
 _Static_assert(sizeof(vkf_pc_eltwise) == 44, "vkf_pc_eltwise layout");
-_Static_assert(sizeof(vkf_pc_norm) == 44, "vkf_pc_norm layout");
+_Static_assert(sizeof(vkf_pc_norm) == 52, "vkf_pc_norm layout");
 _Static_assert(sizeof(vkf_pc_softmax) == 40, "vkf_pc_softmax layout");
 _Static_assert(sizeof(vkf_pc_matmul) == 44, "vkf_pc_matmul layout");
 _Static_assert(sizeof(vkf_pc_embed) == 44, "vkf_pc_embed layout");

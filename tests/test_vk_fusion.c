@@ -55,7 +55,7 @@ static void ext_make(ext *e, vkf_dtype dt, int64_t rows, int64_t cols, float sca
 
 /* ---------------------------------------------------------------- the layer graph */
 
-enum { N_EXT = 19 };
+enum { N_EXT = 21 };
 
 typedef struct layer {
     ext e[N_EXT];
@@ -63,7 +63,8 @@ typedef struct layer {
     int64_t rows, d, kvd, ff, seq, batch, n_ctx, head_dim, n_head, n_kv_head;
     vkf_dtype wt;
     int extra_reader; /* also read the normalized rows after the matmuls (blocks that fusion) */
-    int gelu;         /* 1: MLP as up(+bias) -> GELU -> down instead of SWIGLU; 2: GeGLU */
+    int gelu;         /* 1: MLP as up(+bias) -> GELU -> down instead of SWIGLU; 2: GeGLU, and
+                         RMSNorms after the attention output and the MLP (gemma's post-norms) */
     int qkv_bias;     /* q, k and v projections with biases */
     int kv;           /* 0: F32 caches, NORMAL RoPE; 1: F16 caches; 2: F16 caches, NEOX RoPE on
                          half of each head (the pass-through dims too) */
@@ -87,6 +88,8 @@ enum {
     E_BQ,
     E_BK,
     E_BV,
+    E_PN1,
+    E_PN2,
     E_OUT,
     E_OUT2
 };
@@ -133,6 +136,8 @@ static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int q
     ext_make(&L->e[E_BQ], VKF_DTYPE_F32, 1, L->d, 0.5f, "b_q", 0);
     ext_make(&L->e[E_BK], VKF_DTYPE_F32, 1, L->kvd, 0.5f, "b_k", 0);
     ext_make(&L->e[E_BV], VKF_DTYPE_F32, 1, L->kvd, 0.5f, "b_v", 0);
+    ext_make(&L->e[E_PN1], VKF_DTYPE_F32, 1, L->d, 1.0f, "post_norm1", 0);
+    ext_make(&L->e[E_PN2], VKF_DTYPE_F32, 1, L->d, 1.0f, "post_norm2", 0);
     ext_make(&L->e[E_OUT], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "out", 1);
     ext_make(&L->e[E_OUT2], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "out2", 1);
     L->n_ext = N_EXT;
@@ -211,6 +216,12 @@ static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_gra
     memset(&p, 0, sizeof p);
     vkf_tensor *o = T(R, L->d, "o"), *x1 = T(R, L->d, "res1");
     ADD(VKF_OP_MATMUL, o, a, &ts[E_WO], NULL, NULL);
+    if (L->gelu == 2) { /* post-norm (the extra reader then reads the normalized o) */
+        p.norm.eps = 1e-5f;
+        vkf_tensor *on = T(R, L->d, "o_post");
+        ADD(VKF_OP_RMSNORM, on, o, &ts[E_PN1], NULL, NULL);
+        o = on;
+    }
     ADD(VKF_OP_ADD, x1, &ts[E_X], o, NULL, NULL);
     p.norm.eps = 1e-5f;
     vkf_tensor *h2 = T(R, L->d, "h2");
@@ -233,6 +244,13 @@ static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_gra
     }
     vkf_tensor *dn = T(R, L->d, "down");
     ADD(VKF_OP_MATMUL, dn, f, &ts[E_WD], NULL, NULL);
+    if (L->gelu == 2) {
+        p.norm.eps = 1e-5f;
+        vkf_tensor *dnn = T(R, L->d, "down_post");
+        ADD(VKF_OP_RMSNORM, dnn, dn, &ts[E_PN2], NULL, NULL);
+        memset(&p, 0, sizeof p);
+        dn = dnn;
+    }
     ADD(VKF_OP_ADD, &ts[E_OUT], x1, dn, NULL, NULL);
     if (L->extra_reader) { /* reads the normalized rows and the attention output late */
         p.scale.scale = 0.5f;
@@ -358,9 +376,12 @@ int main(void) {
                           (unsigned long long)plain);
             }
             if (mlp == 2 && caps->texel && caps->has_subgroup) {
-                /* GeGLU fuses with gate/up as SwiGLU does */
+                /* GeGLU fuses with gate/up as SwiGLU does, and each post-norm with its residual
+                 * add: one dispatch more per post-norm than the SwiGLU layer, whose output
+                 * projection and down projection take their adds themselves */
                 check_layer(cpu, vk, wts[w], 0, 0, 0, 0, decode, 0, &swiglu);
-                VKT_CHECK(fused == swiglu, "%s: %llu dispatches with GeGLU vs %llu with SwiGLU",
+                VKT_CHECK(fused == swiglu + 2,
+                          "%s: %llu dispatches with GeGLU and post-norms vs %llu with SwiGLU",
                           vkf_dtype_name(wts[w]), (unsigned long long)fused,
                           (unsigned long long)swiglu);
             }

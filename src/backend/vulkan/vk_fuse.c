@@ -12,6 +12,7 @@
  *   with a bias or none of them (qwen2 has q/k/v biases)
  *   MATMUL o, ADD y = x + o                                    -> one dispatch writing y
  *   MATMUL o (+ bias), UNARY y = act(o)                        -> one dispatch writing y
+ *   RMSNORM o' = norm(o), ADD y = x + o' (a post-norm: gemma)  -> one dispatch writing y
  *   ROPE q, ROPE k, COPY_ROWS of k and v into the KV cache     -> one dispatch (kv_store.comp;
  *                                                                 F32 or F16 caches),
  *   or the COPY_ROWS alone (models without RoPE)
@@ -404,6 +405,29 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
             VKF_TRY(vkf_vk_mm_group_record(r, &gr));
             *used = 1 + k;
             return VKF_OK;
+        }
+    }
+    /* post-norm + residual add: y = x + norm(o) */
+    if ((n->op == VKF_OP_RMSNORM || n->op == VKF_OP_LAYERNORM) && i + 1 < g->n_nodes &&
+        g->nodes[i + 1].op == VKF_OP_ADD) {
+        const vkf_node *ad = &g->nodes[i + 1];
+        const vkf_tensor *o = n->dst, *y = ad->dst;
+        const vkf_tensor *x = ad->src[0] == o ? ad->src[1] : ad->src[1] == o ? ad->src[0] : NULL;
+        /* y may be x itself (in place: each element is read before it is written), but must not
+         * touch what the norm reads in its passes over the row */
+        int in_place = x && vkf_vk_span_of(x).lo == vkf_vk_span_of(y).lo &&
+                       vkf_vk_span_of(x).block == vkf_vk_span_of(y).block &&
+                       x->row_stride == y->row_stride;
+        if (x && x != o && x->rows == o->rows && x->cols == o->cols && y->rows == o->rows &&
+            y->cols == o->cols && x->dtype == VKF_DTYPE_F32 && vkf_vk_dead_after(g, o, i, i + 1) &&
+            !vkf_vk_overlap(y, n->src[0]) && !vkf_vk_overlap(y, n->src[1]) &&
+            !vkf_vk_overlap(y, n->src[2]) && (in_place || !vkf_vk_overlap(y, x))) {
+            vkf_status st = VKF_OK;
+            r->op = n->op;
+            if (vkf_vk_norm_res_record(r, n, x, y, &st)) {
+                *used = 2;
+                return st;
+            }
         }
     }
     /* rope q, rope k, store k and v; or the stores alone */

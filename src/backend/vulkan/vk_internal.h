@@ -313,6 +313,11 @@ typedef struct vkf_vk_mm_group {
     int act;    /* 1 + vkf_unary applied after the bias (0: none) */
 } vkf_vk_mm_group;
 
+/* Records norm (LAYERNORM or RMSNORM) with the residual added, dst = res + norm(x), as one
+ * norm_texel dispatch; returns 0 (nothing recorded) where the texel kernel cannot take it, else
+ * 1 with the status in *st. res may be dst itself. */
+int vkf_vk_norm_res_record(vkf_vk_rec *r, const vkf_node *norm, const vkf_tensor *res,
+                           const vkf_tensor *dst, vkf_status *st);
 /* Whether the group can run as one matmul_texel dispatch on this device (texels, alignment,
  * shared blocks, windows); *why (may be NULL) gets the reason when not. */
 int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why);

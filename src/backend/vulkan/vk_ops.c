@@ -189,17 +189,20 @@ static vkf_status vkf_vk_first_unfit(vkf_vk_rec *r, const vkf_tensor *const *ts,
 
 #define VKF_VK_NORM_TEXEL_WG 64
 
-/* norm_texel.comp: one subgroup per row on texels (see the shader) */
-static int vkf_vk_norm_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
-    const vkf_tensor *d = n->dst, *x = n->src[0], *w = n->src[1], *b = n->src[2];
+/* norm_texel.comp: one subgroup per row on texels (see the shader); res: dst = res + norm(x),
+ * in place or not (vkf_vk_norm_res_record) */
+static int vkf_vk_norm_texel_rec(vkf_vk_rec *r, const vkf_node *n, const vkf_tensor *d,
+                                 const vkf_tensor *res, vkf_status *st) {
+    const vkf_tensor *x = n->src[0], *w = n->src[1], *b = n->src[2];
     const vkf_vk_caps *c = &r->vb->caps;
     if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_NORM"))
         return 0;
     if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4)
         return 0;
     if ((w && w->offset % 16) || (b && b->offset % 16)) return 0;
-    if (vkf_vk_rows_fit(x, vkf_vk_texel_budget(r->vb) - 32) < x->rows ||
-        vkf_vk_rows_fit(d, vkf_vk_texel_budget(r->vb) - 32) < x->rows)
+    uint64_t tb = vkf_vk_texel_budget(r->vb) - 32;
+    if (vkf_vk_rows_fit(x, tb) < x->rows || vkf_vk_rows_fit(d, tb) < x->rows) return 0;
+    if (res && (res->offset % 16 || res->row_stride % 4 || vkf_vk_rows_fit(res, tb) < x->rows))
         return 0;
     uint32_t rows_per_group = VKF_VK_NORM_TEXEL_WG / c->subgroup_min;
     /* with larger subgroups a workgroup holds fewer rows: size the grid for the smallest */
@@ -210,10 +213,13 @@ static int vkf_vk_norm_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
     if (groups > c->max_wg_count[0]) return 0;
     uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
     vkf_vk_pipeline *pl;
-    *st = vkf_vk_pipeline_get_texel(r->vb, "norm_texel", n->op == VKF_OP_RMSNORM ? "RMS=1" : "", 5,
-                                    (1u << 2) | (1u << 3) | (1u << 4), spec, 1, &pl);
+    const char *defs =
+        n->op == VKF_OP_RMSNORM ? (res ? "RMS=1;RES=1" : "RMS=1") : (res ? "RES=1" : "");
+    *st = vkf_vk_pipeline_get_texel(r->vb, "norm_texel", defs, res ? 6 : 5,
+                                    (1u << 2) | (1u << 3) | (1u << 4) | (res ? 1u << 5 : 0u), spec,
+                                    1, &pl);
     if (*st != VKF_OK) return 1;
-    vkf_vk_win win[4];
+    vkf_vk_win win[5];
     vkf_pc_norm pc;
     memset(&pc, 0, sizeof pc);
     if ((*st = vkf_vk_rows_win(r, d, 0, x->rows, 1, &win[0])) != VKF_OK) return 1;
@@ -231,7 +237,14 @@ static int vkf_vk_norm_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
         pc.b_off = (uint32_t)(win[3].delta / 4);
         pc.has_b = 1;
     }
-    if (win[0].delta % 16 || win[1].delta % 16 || win[2].delta % 16 || win[3].delta % 16) {
+    win[4] = win[1];
+    if (res) {
+        if ((*st = vkf_vk_rows_texwin(r, res, 0, x->rows, &win[4])) != VKF_OK) return 1;
+        pc.r_off = (uint32_t)(win[4].delta / 4);
+        pc.r_stride = (uint32_t)res->row_stride;
+    }
+    if (win[0].delta % 16 || win[1].delta % 16 || win[2].delta % 16 || win[3].delta % 16 ||
+        win[4].delta % 16) {
         *st = vkf_error(VKF_ERROR_INTERNAL, "norm %s: windows not texel aligned", d->name);
         return 1;
     }
@@ -240,8 +253,17 @@ static int vkf_vk_norm_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
     pc.d_stride = (uint32_t)d->row_stride;
     pc.x_stride = (uint32_t)x->row_stride;
     pc.eps = n->p.norm.eps;
-    *st = vkf_vk_dispatch(r, pl, win, 4, &pc, sizeof pc, (uint32_t)groups, 1, 1);
+    *st = vkf_vk_dispatch(r, pl, win, res ? 5 : 4, &pc, sizeof pc, (uint32_t)groups, 1, 1);
     return 1;
+}
+
+static int vkf_vk_norm_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
+    return vkf_vk_norm_texel_rec(r, n, n->dst, NULL, st);
+}
+
+int vkf_vk_norm_res_record(vkf_vk_rec *r, const vkf_node *norm, const vkf_tensor *res,
+                           const vkf_tensor *dst, vkf_status *st) {
+    return vkf_vk_norm_texel_rec(r, norm, dst, res, st);
 }
 
 /* layernorm, rmsnorm: bindings dst, x, weight, bias */
