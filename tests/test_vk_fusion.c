@@ -55,7 +55,7 @@ static void ext_make(ext *e, vkf_dtype dt, int64_t rows, int64_t cols, float sca
 
 /* ---------------------------------------------------------------- the layer graph */
 
-enum { N_EXT = 21 };
+enum { N_EXT = 22 };
 
 typedef struct layer {
     ext e[N_EXT];
@@ -64,7 +64,8 @@ typedef struct layer {
     vkf_dtype wt;
     int extra_reader; /* also read the normalized rows after the matmuls (blocks that fusion) */
     int gelu;         /* 1: MLP as up(+bias) -> GELU -> down instead of SWIGLU; 2: GeGLU, and
-                         RMSNorms after the attention output and the MLP (gemma's post-norms) */
+                         RMSNorms after the attention output and the MLP (gemma's post-norms);
+                         3: SWIGLU of the two column halves of one fused gate|up matrix (phi3) */
     int qkv_bias;     /* q, k and v projections with biases */
     int kv;           /* 0: F32 caches, NORMAL RoPE; 1: F16 caches; 2: F16 caches, NEOX RoPE on
                          half of each head (the pass-through dims too) */
@@ -90,6 +91,7 @@ enum {
     E_BV,
     E_PN1,
     E_PN2,
+    E_WGU,
     E_OUT,
     E_OUT2
 };
@@ -138,6 +140,7 @@ static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int q
     ext_make(&L->e[E_BV], VKF_DTYPE_F32, 1, L->kvd, 0.5f, "b_v", 0);
     ext_make(&L->e[E_PN1], VKF_DTYPE_F32, 1, L->d, 1.0f, "post_norm1", 0);
     ext_make(&L->e[E_PN2], VKF_DTYPE_F32, 1, L->d, 1.0f, "post_norm2", 0);
+    ext_make(&L->e[E_WGU], wt, 2 * L->ff, L->d, 0.2f, "w_gate_up", 0);
     ext_make(&L->e[E_OUT], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "out", 1);
     ext_make(&L->e[E_OUT2], VKF_DTYPE_F32, L->rows, L->d, 1.0f, "out2", 1);
     L->n_ext = N_EXT;
@@ -234,6 +237,11 @@ static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_gra
         p.unary.act = VKF_UNARY_GELU_ERF;
         ADD(VKF_OP_UNARY, f, u, NULL, NULL, NULL);
         memset(&p, 0, sizeof p);
+    } else if (L->gelu == 3) {
+        vkf_tensor *gu = T(R, 2 * L->ff, "gate_up");
+        ADD(VKF_OP_MATMUL, gu, h2, &ts[E_WGU], NULL, NULL);
+        ADD(VKF_OP_SWIGLU, f, vkf_graph_view(g, gu, 0, R, 0, L->ff, "gate"),
+            vkf_graph_view(g, gu, 0, R, L->ff, L->ff, "up"), NULL, NULL);
     } else {
         vkf_tensor *gt = T(R, L->ff, "gate"), *u = T(R, L->ff, "up");
         ADD(VKF_OP_MATMUL, gt, h2, &ts[E_WG], NULL, NULL);
@@ -292,7 +300,8 @@ static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int ext
     char what[128];
     snprintf(what, sizeof what, "%s%s%s%s%s%s%s", vkf_dtype_name(wt),
              extra_reader ? " +reader" : "",
-             gelu == 2   ? " geglu"
+             gelu == 3   ? " gate|up"
+             : gelu == 2 ? " geglu"
              : gelu == 1 ? " gelu"
                          : " swiglu",
              qkv_bias ? " qkv-bias" : "", no_fuse ? " VKF_NO_FUSE" : "", decode ? " decode" : "",
@@ -356,9 +365,9 @@ int main(void) {
     const vkf_vk_caps *caps = vkf_backend_vulkan_caps(vk);
     static const vkf_dtype wts[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
     for (int w = 0; w < 4; w++) {
-        for (int v = 0; v < 6; v++) {
+        for (int v = 0; v < 8; v++) {
             uint64_t fused = 0, unfused = 0, blocked = 0, plain = 0, swiglu = 0;
-            int decode = v / 3, mlp = v % 3, ge = mlp == 1;
+            int decode = v / 4, mlp = v % 4, ge = mlp == 1;
             /* the GELU layer is GPT-2's and qwen2's kind: q/k/v with biases */
             check_layer(cpu, vk, wts[w], 0, mlp, ge, 0, decode, 0, &fused);
             check_layer(cpu, vk, wts[w], 0, mlp, ge, 1, decode, 0, &unfused);
@@ -382,6 +391,13 @@ int main(void) {
                 check_layer(cpu, vk, wts[w], 0, 0, 0, 0, decode, 0, &swiglu);
                 VKT_CHECK(fused == swiglu + 2,
                           "%s: %llu dispatches with GeGLU and post-norms vs %llu with SwiGLU",
+                          vkf_dtype_name(wts[w]), (unsigned long long)fused,
+                          (unsigned long long)swiglu);
+            }
+            if (mlp == 3 && caps->texel && caps->has_subgroup) {
+                /* a fused gate|up matrix: as many dispatches as separate gate and up */
+                check_layer(cpu, vk, wts[w], 0, 0, 0, 0, decode, 0, &swiglu);
+                VKT_CHECK(fused == swiglu, "%s: %llu dispatches with gate|up vs %llu with SwiGLU",
                           vkf_dtype_name(wts[w]), (unsigned long long)fused,
                           (unsigned long long)swiglu);
             }

@@ -8,6 +8,7 @@
  *                                                                folded in (h is not written)
  *   MATMUL g, MATMUL u (same input), SWIGLU f = silu(g) * u    -> one dispatch writing f
  *   (or GeGLU, gelu_tanh(g) * u: gemma)
+ *   MATMUL gu (a fused gate|up matrix), SWIGLU of its halves     -> the same (phi3)
  *   2-3 consecutive MATMULs with the same input (q, k, v), each -> one dispatch
  *   with a bias or none of them (qwen2 has q/k/v biases)
  *   MATMUL o, ADD y = x + o                                    -> one dispatch writing y
@@ -138,6 +139,16 @@ static int vkf_vk_group_disjoint(const vkf_vk_mm_group *gr) {
     return 1;
 }
 
+/* a and b are the left and right column halves of all of gu's rows (views) */
+static int vkf_vk_halves_of(const vkf_tensor *a, const vkf_tensor *b, const vkf_tensor *gu) {
+    int64_t h = gu->cols / 2;
+    return gu->dtype == VKF_DTYPE_F32 && gu->cols % 2 == 0 && a->buf == gu->buf &&
+           b->buf == gu->buf && a->dtype == gu->dtype && b->dtype == gu->dtype &&
+           a->rows == gu->rows && b->rows == gu->rows && a->cols == h && b->cols == h &&
+           a->row_stride == gu->row_stride && b->row_stride == gu->row_stride &&
+           a->offset == gu->offset && b->offset == gu->offset + (size_t)h * 4;
+}
+
 /* Builds the matmul group for the matmuls starting at node i (reading a), with the optional
  * norm; returns the nodes it covers after i - 1 (0: no group). */
 static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_tensor *a,
@@ -149,6 +160,30 @@ static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_
         gr->norm_w = norm->src[1];
         gr->eps = norm->p.norm.eps;
         if (!gr->norm_w) return 0; /* an unweighted RMSNorm: not folded (the kernel scales by g) */
+    }
+    /* one fused gate|up matrix (phi3), swiglu of the output's halves: the two row halves of the
+     * matrix as gate and up */
+    if (k >= 1 && i + 1 < g->n_nodes && !g->nodes[i].src[2]) {
+        const vkf_node *sw = &g->nodes[i + 1];
+        const vkf_tensor *gu = g->nodes[i].dst, *W = g->nodes[i].src[1];
+        if (sw->op == VKF_OP_SWIGLU && W->rows % 2 == 0 && W->rows / 2 == gu->cols / 2 &&
+            vkf_vk_halves_of(sw->src[0], sw->src[1], gu) && vkf_vk_dead_after(g, gu, i, i + 1)) {
+            int64_t ff = W->rows / 2;
+            gr->wv[0] = vkf_tensor_view(W, 0, ff, 0, W->cols);
+            gr->wv[1] = vkf_tensor_view(W, ff, ff, 0, W->cols);
+            gr->n_mats = 2;
+            gr->swiglu = sw->p.glu.gelu ? 2 : 1;
+            gr->w[0] = &gr->wv[0];
+            gr->w[1] = &gr->wv[1];
+            gr->d[0] = sw->dst;
+            if (vkf_vk_group_disjoint(gr) && vkf_vk_mm_group_ok(r, gr, NULL)) return 2;
+            memset(gr, 0, sizeof *gr);
+            gr->a = norm ? norm->src[0] : a;
+            if (norm) {
+                gr->norm_w = norm->src[1];
+                gr->eps = norm->p.norm.eps;
+            }
+        }
     }
     /* gate, up, swiglu (without biases) */
     if (k >= 2 && i + 2 < g->n_nodes && !g->nodes[i].src[2]) {

@@ -311,6 +311,8 @@ typedef struct vkf_vk_mm_group {
     float eps;
     int swiglu; /* 1: d[0] = silu(a.w0^T) * (a.w1^T); 2: gelu_tanh(a.w0^T) * (a.w1^T) (GeGLU) */
     int act;    /* 1 + vkf_unary applied after the bias (0: none) */
+    vkf_tensor wv[2]; /* w[0] and w[1] when they are the two row halves of one fused gate|up
+                         matrix (phi3) */
 } vkf_vk_mm_group;
 
 /* Records norm (LAYERNORM or RMSNORM) with the residual added, dst = res + norm(x), as one
