@@ -3,6 +3,8 @@
  * row (WG / S rows per workgroup), lanes splitting the row in texels, statistics reduced with
  * subgroupAdd: no shared memory and no barriers, which CPU drivers run as costly context
  * switches. cols, offsets and strides are multiples of 4 (host-checked).
+ * PAIR=1: two independent norms of the same width in one dispatch (the per-head q and k norms of
+ * qwen3 and gemma3): rows from rows1 on read x_off2, write d_off2 and scale by w_off2.
  * RES=1: dst = residual + norm(x), the residual add after a post-norm (gemma) in the same pass;
  * the residual may be dst itself (each lane reads its texel before writing it).
  * Bindings: 1 dst (f32 buffer), 2 x, 3 weight, 4 bias, 5 residual (RES=1) (texels; absent ones
@@ -20,6 +22,9 @@ layout(constant_id = 0) const uint WG = 64;
 #endif
 #ifndef RES
 #define RES 0
+#endif
+#ifndef PAIR
+#define PAIR 0
 #endif
 
 layout(push_constant) uniform PC {
@@ -41,7 +46,15 @@ void main() {
     uint row = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
     if (row >= p.rows) return;
     uint c4 = p.cols / 4u;
-    uint xo = (p.x_off + row * p.x_stride) >> 2, dof = (p.d_off + row * p.d_stride) >> 2;
+#if PAIR
+    bool two = row >= p.rows1;
+    uint rr = two ? row - p.rows1 : row;
+    uint xo = ((two ? p.x_off2 : p.x_off) + rr * p.x_stride) >> 2,
+         dof = ((two ? p.d_off2 : p.d_off) + rr * p.d_stride) >> 2, wo = two ? p.w_off2 : p.w_off;
+#else
+    uint xo = (p.x_off + row * p.x_stride) >> 2, dof = (p.d_off + row * p.d_stride) >> 2,
+         wo = p.w_off;
+#endif
     float mean = 0.0;
 #if !RMS
     vec4 s4 = vec4(0.0);
@@ -57,7 +70,7 @@ void main() {
     float inv = 1.0 / sqrt(var + p.eps);
     for (uint c = l; c < c4; c += S) {
         vec4 y = (ld(xo + c) - mean) * inv;
-        if (p.has_w != 0u) y *= uintBitsToFloat(imageLoad(Wt, int((p.w_off >> 2) + c)));
+        if (p.has_w != 0u) y *= uintBitsToFloat(imageLoad(Wt, int((wo >> 2) + c)));
         if (p.has_b != 0u) y += uintBitsToFloat(imageLoad(Bt, int((p.b_off >> 2) + c)));
 #if RES
         y += uintBitsToFloat(imageLoad(Rt, int(((p.r_off + row * p.r_stride) >> 2) + c)));

@@ -62,6 +62,8 @@ VKF_PC(vkf_pc_norm) {
     VKF_U32 has_w, has_b;
     VKF_F32 eps;
     VKF_U32 r_off, r_stride; /* norm_texel RES=1: dst = residual + norm(x) (gemma's post-norms) */
+    VKF_U32 rows1, x_off2, d_off2, w_off2; /* norm_texel PAIR=1: rows rows1.. are a second norm's
+                                              (x, dst and weight at these offsets, same strides) */
 };
 
 /* softmax / log_softmax: one workgroup per row. */
@@ -208,7 +210,7 @@ _Static_assert(sizeof(vkf_pc_probe) == 20, "vkf_pc_probe layout");
 _Static_assert(sizeof(vkf_pc_mm) == 104, "vkf_pc_mm layout");
 _Static_assert(sizeof(vkf_pc_kvstore) == 116, "vkf_pc_kvstore layout");
 _Static_assert(sizeof(vkf_pc_eltwise) == 44, "vkf_pc_eltwise layout");
-_Static_assert(sizeof(vkf_pc_norm) == 52, "vkf_pc_norm layout");
+_Static_assert(sizeof(vkf_pc_norm) == 68, "vkf_pc_norm layout");
 _Static_assert(sizeof(vkf_pc_softmax) == 40, "vkf_pc_softmax layout");
 _Static_assert(sizeof(vkf_pc_matmul) == 44, "vkf_pc_matmul layout");
 _Static_assert(sizeof(vkf_pc_embed) == 44, "vkf_pc_embed layout");

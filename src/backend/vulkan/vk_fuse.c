@@ -14,6 +14,8 @@
  *   MATMUL o, ADD y = x + o                                    -> one dispatch writing y
  *   MATMUL o (+ bias), UNARY y = act(o)                        -> one dispatch writing y
  *   RMSNORM o' = norm(o), ADD y = x + o' (a post-norm: gemma)  -> one dispatch writing y
+ *   RMSNORM q' = norm(q), RMSNORM k' = norm(k), independent    -> one dispatch (per-head q/k
+ *                                                                 norms: qwen3, gemma3)
  *   ROPE q, ROPE k, COPY_ROWS of k and v into the KV cache     -> one dispatch (kv_store.comp;
  *                                                                 F32 or F16 caches),
  *   or the COPY_ROWS alone (models without RoPE)
@@ -460,6 +462,22 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
             vkf_status st = VKF_OK;
             r->op = n->op;
             if (vkf_vk_norm_res_record(r, n, x, y, &st)) {
+                *used = 2;
+                return st;
+            }
+        }
+    }
+    /* two independent norms (per-head q and k norms), unless the second would fold into the
+     * matmuls that follow it */
+    if (n->op == VKF_OP_RMSNORM && i + 1 < g->n_nodes && g->nodes[i + 1].op == VKF_OP_RMSNORM &&
+        !(vkf_vk_is_mm(g, i + 2) && g->nodes[i + 2].src[0] == g->nodes[i + 1].dst)) {
+        const vkf_node *n2 = &g->nodes[i + 1];
+        if (!vkf_vk_overlap(n->dst, n2->src[0]) && !vkf_vk_overlap(n->dst, n2->src[1]) &&
+            !vkf_vk_overlap(n2->dst, n->src[0]) && !vkf_vk_overlap(n2->dst, n->src[1]) &&
+            !vkf_vk_overlap(n->dst, n2->dst)) {
+            vkf_status st = VKF_OK;
+            r->op = VKF_OP_RMSNORM;
+            if (vkf_vk_norm_pair_record(r, n, n2, &st)) {
                 *used = 2;
                 return st;
             }

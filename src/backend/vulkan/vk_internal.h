@@ -320,6 +320,10 @@ typedef struct vkf_vk_mm_group {
  * 1 with the status in *st. res may be dst itself. */
 int vkf_vk_norm_res_record(vkf_vk_rec *r, const vkf_node *norm, const vkf_tensor *res,
                            const vkf_tensor *dst, vkf_status *st);
+/* Records two independent weighted RMSNORMs of the same width (qwen3's and gemma3's per-head q
+ * and k norms) as one norm_texel dispatch; 0 (nothing recorded) where it cannot, else 1 with
+ * the status in *st. The caller checks that neither reads or overwrites what the other writes. */
+int vkf_vk_norm_pair_record(vkf_vk_rec *r, const vkf_node *n1, const vkf_node *n2, vkf_status *st);
 /* Whether the group can run as one matmul_texel dispatch on this device (texels, alignment,
  * shared blocks, windows); *why (may be NULL) gets the reason when not. */
 int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why);

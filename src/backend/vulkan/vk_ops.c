@@ -266,6 +266,75 @@ int vkf_vk_norm_res_record(vkf_vk_rec *r, const vkf_node *norm, const vkf_tensor
     return vkf_vk_norm_texel_rec(r, norm, dst, res, st);
 }
 
+/* [lo, hi): the absolute bytes tensors a and b span in their (one) block */
+static int vkf_vk_pair_span(const vkf_tensor *a, const vkf_tensor *b, uint64_t *lo, uint64_t *hi) {
+    if (!a->buf || !b->buf || a->buf->block != b->buf->block) return 0;
+    uint64_t al = a->buf->offset + a->offset, bl = b->buf->offset + b->offset;
+    uint64_t ah = al + vkf_tensor_nbytes(a), bh = bl + vkf_tensor_nbytes(b);
+    *lo = al < bl ? al : bl;
+    *hi = ah > bh ? ah : bh;
+    return 1;
+}
+
+/* element offset of t inside window w, when it is a whole texel */
+static int vkf_vk_texel_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *out) {
+    uint64_t rel = t->buf->offset + t->offset - w->off;
+    *out = (uint32_t)(rel / 4);
+    return rel % 16 == 0;
+}
+
+int vkf_vk_norm_pair_record(vkf_vk_rec *r, const vkf_node *n1, const vkf_node *n2, vkf_status *st) {
+    const vkf_tensor *x1 = n1->src[0], *x2 = n2->src[0], *d1 = n1->dst, *d2 = n2->dst;
+    const vkf_tensor *w1 = n1->src[1], *w2 = n2->src[1];
+    const vkf_vk_caps *c = &r->vb->caps;
+    *st = VKF_OK;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_NORM"))
+        return 0;
+    if (n1->op != VKF_OP_RMSNORM || n2->op != VKF_OP_RMSNORM || n1->src[2] || n2->src[2] || !w1 ||
+        !w2 || n1->p.norm.eps != n2->p.norm.eps || x1->cols != x2->cols || x1->cols % 4 ||
+        x1->row_stride != x2->row_stride || d1->row_stride != d2->row_stride ||
+        x1->row_stride % 4 || d1->row_stride % 4 || w1->cols != x1->cols || w2->cols != x1->cols ||
+        x1->dtype != VKF_DTYPE_F32 || x2->dtype != VKF_DTYPE_F32 || w1->dtype != VKF_DTYPE_F32 ||
+        w2->dtype != VKF_DTYPE_F32)
+        return 0;
+    uint64_t xlo, xhi, dlo, dhi, wlo, whi, tb = vkf_vk_texel_budget(r->vb) - 32;
+    if (!vkf_vk_pair_span(x1, x2, &xlo, &xhi) || !vkf_vk_pair_span(d1, d2, &dlo, &dhi) ||
+        !vkf_vk_pair_span(w1, w2, &wlo, &whi) || xhi - xlo > tb || dhi - dlo > tb || whi - wlo > tb)
+        return 0;
+    uint64_t rows = (uint64_t)x1->rows + (uint64_t)x2->rows;
+    uint32_t smax = c->subgroup_max > c->subgroup_min ? c->subgroup_max : c->subgroup_min;
+    uint64_t groups = (rows * smax + VKF_VK_NORM_TEXEL_WG - 1) / VKF_VK_NORM_TEXEL_WG;
+    if (groups > c->max_wg_count[0]) return 0;
+    vkf_vk_win win[4];
+    vkf_pc_norm pc;
+    memset(&pc, 0, sizeof pc);
+    if (vkf_vk_window_block(r, d1->buf->block, dlo, dhi, 1, 0, &win[0]) != VKF_OK ||
+        vkf_vk_window_block(r, x1->buf->block, xlo, xhi, 0, 1, &win[1]) != VKF_OK ||
+        vkf_vk_window_block(r, w1->buf->block, wlo, whi, 0, 1, &win[2]) != VKF_OK) {
+        vkf_error_clear();
+        return 0;
+    }
+    win[3] = win[1];
+    if (!vkf_vk_texel_off(&win[0], d1, &pc.d_off) || !vkf_vk_texel_off(&win[0], d2, &pc.d_off2) ||
+        !vkf_vk_texel_off(&win[1], x1, &pc.x_off) || !vkf_vk_texel_off(&win[1], x2, &pc.x_off2) ||
+        !vkf_vk_texel_off(&win[2], w1, &pc.w_off) || !vkf_vk_texel_off(&win[2], w2, &pc.w_off2))
+        return 0;
+    uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
+    vkf_vk_pipeline *pl;
+    *st = vkf_vk_pipeline_get_texel(r->vb, "norm_texel", "RMS=1;PAIR=1", 5,
+                                    (1u << 2) | (1u << 3) | (1u << 4), spec, 1, &pl);
+    if (*st != VKF_OK) return 1;
+    pc.rows = (uint32_t)rows;
+    pc.rows1 = (uint32_t)x1->rows;
+    pc.cols = (uint32_t)x1->cols;
+    pc.d_stride = (uint32_t)d1->row_stride;
+    pc.x_stride = (uint32_t)x1->row_stride;
+    pc.has_w = 1;
+    pc.eps = n1->p.norm.eps;
+    *st = vkf_vk_dispatch(r, pl, win, 4, &pc, sizeof pc, (uint32_t)groups, 1, 1);
+    return 1;
+}
+
 /* layernorm, rmsnorm: bindings dst, x, weight, bias */
 static vkf_status vkf_vk_op_norm(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *x = n->src[0], *w = n->src[1], *b = n->src[2];
