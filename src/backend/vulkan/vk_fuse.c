@@ -52,6 +52,13 @@ static int vkf_vk_overlap(const vkf_tensor *a, const vkf_tensor *b) {
     return a && b && vkf_vk_spans_overlap(vkf_vk_span_of(a), vkf_vk_span_of(b));
 }
 
+/* a and b are the same elements: same block, start, shape and row stride */
+static int vkf_vk_same_rows(const vkf_tensor *a, const vkf_tensor *b) {
+    vkf_vk_span sa = vkf_vk_span_of(a), sb = vkf_vk_span_of(b);
+    return sa.block && sa.block == sb.block && sa.lo == sb.lo && a->rows == b->rows &&
+           a->cols == b->cols && a->row_stride == b->row_stride && a->dtype == b->dtype;
+}
+
 /* t, written by node `producer`, is an arena intermediate that no node after `last` reads
  * before its bytes are overwritten (the arena reuses memory, so later tensors may occupy parts
  * of it): the fused dispatch covering nodes producer..last may skip writing it. The live part
@@ -450,15 +457,15 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
         const vkf_node *ad = &g->nodes[i + 1];
         const vkf_tensor *o = n->dst, *y = ad->dst;
         const vkf_tensor *x = ad->src[0] == o ? ad->src[1] : ad->src[1] == o ? ad->src[0] : NULL;
-        /* y may be x itself (in place: each element is read before it is written), but must not
-         * touch what the norm reads in its passes over the row */
-        int in_place = x && vkf_vk_span_of(x).lo == vkf_vk_span_of(y).lo &&
-                       vkf_vk_span_of(x).block == vkf_vk_span_of(y).block &&
-                       x->row_stride == y->row_stride;
+        /* y may be x itself or the norm's input itself (in place: one subgroup takes a row,
+         * its statistics are reduced before the last pass, and each lane reads every element it
+         * writes first), but must not overlap either partly (the arena gives y the bytes of
+         * the dead norm input at real sizes: gemma-3-1b's post-attention norms) */
         if (x && x != o && x->rows == o->rows && x->cols == o->cols && y->rows == o->rows &&
             y->cols == o->cols && x->dtype == VKF_DTYPE_F32 && vkf_vk_dead_after(g, o, i, i + 1) &&
-            !vkf_vk_overlap(y, n->src[0]) && !vkf_vk_overlap(y, n->src[1]) &&
-            !vkf_vk_overlap(y, n->src[2]) && (in_place || !vkf_vk_overlap(y, x))) {
+            (vkf_vk_same_rows(y, n->src[0]) || !vkf_vk_overlap(y, n->src[0])) &&
+            !vkf_vk_overlap(y, n->src[1]) && !vkf_vk_overlap(y, n->src[2]) &&
+            (vkf_vk_same_rows(y, x) || !vkf_vk_overlap(y, x))) {
             vkf_status st = VKF_OK;
             r->op = n->op;
             if (vkf_vk_norm_res_record(r, n, x, y, &st)) {
