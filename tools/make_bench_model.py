@@ -33,6 +33,11 @@ SHAPES = {
                      {"tied": True, "llama3_rope": (32.0, 1.0, 4.0, 8192)}),
     "qwen2.5-0.5b": ("qwen2", 24, 896, 14, 2, 4864, 151936, 32768, 1000000.0,
                      {"tied": True, "qkv_bias": True}),
+    # head_dim 256 (not d_model / heads), per-head q/k norms, post-norms, GeGLU, five
+    # sliding-window layers (512 keys, rope base 10000) per global one
+    "gemma-3-1b": ("gemma3", 26, 1152, 4, 1, 6912, 262144, 32768, 1000000.0,
+                   {"tied": True, "head_dim": 256, "qk_norm": True, "post_norms": True,
+                    "swa": (512, 10000.0)}),
     # a small shape for testing this tool and quick runs
     "tiny-256": ("llama", 4, 256, 8, 4, 768, 512, 512, 10000.0, {}),
 }
@@ -229,7 +234,7 @@ def main():
     vocab_keys = None
     if a.vocab:
         vocab_keys, n_vocab = copied_vocab(a.vocab)
-    hd = d // n_head
+    hd = extra.get("head_dim", d // n_head)
     rng = np.random.default_rng(a.seed)
 
     # (name, shape as ggml ne [in, out], kind): kind picks the initialisation and the type
@@ -246,11 +251,18 @@ def main():
             tensors += [(p + "attn_q.bias", (n_head * hd,), "bias"),
                         (p + "attn_k.bias", (n_kv * hd,), "bias"),
                         (p + "attn_v.bias", (n_kv * hd,), "bias")]
-        tensors += [(p + "attn_output.weight", (n_head * hd, d), "w"),
-                    (p + "ffn_norm.weight", (d,), "norm"),
+        if extra.get("qk_norm"):
+            tensors += [(p + "attn_q_norm.weight", (hd,), "norm"),
+                        (p + "attn_k_norm.weight", (hd,), "norm")]
+        tensors += [(p + "attn_output.weight", (n_head * hd, d), "w")]
+        if extra.get("post_norms"):
+            tensors += [(p + "post_attention_norm.weight", (d,), "norm")]
+        tensors += [(p + "ffn_norm.weight", (d,), "norm"),
                     (p + "ffn_gate.weight", (d, n_ff), "w"),
                     (p + "ffn_up.weight", (d, n_ff), "w"),
                     (p + "ffn_down.weight", (n_ff, d), "w")]
+        if extra.get("post_norms"):
+            tensors += [(p + "post_ffw_norm.weight", (d,), "norm")]
     tensors.append(("output_norm.weight", (d,), "norm"))
     if not extra.get("tied"):
         tensors.append(("output.weight", (d, n_vocab), "w"))
@@ -271,6 +283,12 @@ def main():
            (arch + ".rope.freq_base", GGUF_F32, rope_base),
            (arch + ".rope.dimension_count", GGUF_U32, hd),
            (arch + ".attention.layer_norm_rms_epsilon", GGUF_F32, 1e-5 if arch == "llama" else 1e-6)]
+    if "head_dim" in extra:
+        kvs += [(arch + ".attention.key_length", GGUF_U32, hd),
+                (arch + ".attention.value_length", GGUF_U32, hd)]
+    if "swa" in extra:
+        kvs += [(arch + ".attention.sliding_window", GGUF_U32, extra["swa"][0]),
+                (arch + ".rope.freq_base_swa", GGUF_F32, extra["swa"][1])]
     # llama3 rope scaling: as llama.cpp's converter writes it, the factors in rope_freqs.weight
     # and no rope.scaling.* keys ("llama3" is not a GGUF scaling type: loaders refuse it)
     header_kv = b"".join(kv_bytes(*k) for k in kvs)
