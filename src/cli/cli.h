@@ -46,5 +46,8 @@ void vkf_cli_progress(void *user, double done, double total);
  * terminal; vkf_cli_progress_clear() removes it before other output. */
 void vkf_cli_compile_progress(void *user, int n_compiled, const char *shader);
 void vkf_cli_progress_clear(void);
+/* vkf_model_tokenize into a malloc'ed array grown to what the tokenizer needs (byte fallback can
+ * give several tokens per byte), with one spare slot; *out is NULL after an error. */
+vkf_status vkf_cli_tokenize(vkf_model *m, const char *text, int flags, int32_t **out, int32_t *n);
 
 #endif

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/error.h"
 
 char *vkf_cli_read_text(const char *cmd, const char *flag, const char *path) {
     struct stat st;
@@ -138,4 +139,27 @@ void vkf_cli_progress_clear(void) {
     fprintf(stderr, "\r\033[K");
     fflush(stderr);
     g_compile_shown = 0;
+}
+
+vkf_status vkf_cli_tokenize(vkf_model *m, const char *text, int flags, int32_t **out, int32_t *n) {
+    int32_t cap = (int32_t)strlen(text) + 8;
+    int32_t *t = malloc((size_t)cap * sizeof *t);
+    *out = NULL;
+    if (!t) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "tokenize: out of memory");
+    vkf_status st = vkf_model_tokenize(m, text, flags, t, cap, n);
+    if (st == VKF_ERROR_INVALID_ARGUMENT && *n >= cap) { /* more tokens than bytes + 8 */
+        int32_t *g = realloc(t, ((size_t)*n + 1) * sizeof *t);
+        if (!g) {
+            free(t);
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "tokenize: out of memory");
+        }
+        t = g;
+        st = vkf_model_tokenize(m, text, flags, t, *n + 1, n);
+    }
+    if (st != VKF_OK) {
+        free(t);
+        return st;
+    }
+    *out = t;
+    return VKF_OK;
 }

@@ -65,21 +65,8 @@ static vkf_status render(chat *c, int32_t **out, int32_t *n) {
     vkf_status st = vkf_chat_apply(c->m, js, 1, &text, NULL);
     free(js);
     if (st != VKF_OK) return st;
-    int32_t cap = (int32_t)strlen(text) + 8;
-    *out = malloc((size_t)cap * sizeof **out);
-    if (!*out) {
-        free(text);
-        return VKF_ERROR_OUT_OF_MEMORY;
-    }
-    st = vkf_model_tokenize(c->m, text, VKF_TOKENIZE_ADD_SPECIAL, *out, cap, n);
-    if (st == VKF_ERROR_INVALID_ARGUMENT && *n > cap) {
-        int32_t *g = realloc(*out, (size_t)*n * sizeof **out);
-        if (g)
-            *out = g, cap = *n,
-            st = vkf_model_tokenize(c->m, text, VKF_TOKENIZE_ADD_SPECIAL, *out, cap, n);
-    }
+    st = vkf_cli_tokenize(c->m, text, VKF_TOKENIZE_ADD_SPECIAL, out, n);
     free(text);
-    if (st != VKF_OK) free(*out);
     return st;
 }
 

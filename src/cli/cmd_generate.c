@@ -529,10 +529,8 @@ int vkf_cmd_generate(int argc, char **argv) {
         rc = 130;
         goto done;
     }
-    int32_t cap = (int32_t)strlen(prompt_buf) + 8, n = 0;
-    toks = malloc((size_t)cap * sizeof *toks);
-    if (!toks ||
-        vkf_model_tokenize(m, prompt_buf, VKF_TOKENIZE_ADD_SPECIAL, toks, cap, &n) != VKF_OK) {
+    int32_t n = 0;
+    if (vkf_cli_tokenize(m, prompt_buf, VKF_TOKENIZE_ADD_SPECIAL, &toks, &n) != VKF_OK) {
         vkf_cli_fail("generate: tokenizing the prompt");
         goto done;
     }

@@ -105,9 +105,9 @@ int vkf_cmd_translate(int argc, char **argv) {
         goto done;
     }
     int32_t cap = (int32_t)strlen(source ? source : ids) + 8, n = 0;
-    src = malloc((size_t)cap * sizeof *src);
+    src = ids ? malloc((size_t)cap * sizeof *src) : NULL;
     out = malloc((size_t)md.n_ctx * sizeof *out);
-    if (!src || !out) {
+    if ((ids && !src) || !out) {
         fprintf(stderr, "vkformer: translate: out of memory\n");
         goto done;
     }
@@ -118,8 +118,8 @@ int vkf_cmd_translate(int argc, char **argv) {
                     "vkformer: translate: --ids expects token ids separated by spaces or commas\n");
             goto done;
         }
-    } else if (vkf_model_tokenize(m, source, VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL, src,
-                                  cap, &n) != VKF_OK) {
+    } else if (vkf_cli_tokenize(m, source, VKF_TOKENIZE_SOURCE | VKF_TOKENIZE_ADD_SPECIAL, &src,
+                                &n) != VKF_OK) {
         vkf_cli_fail("translate: tokenizing the source");
         goto done;
     }
