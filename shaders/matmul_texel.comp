@@ -265,8 +265,8 @@ void main() {
     if (n0 >= N) return; /* the whole subgroup: no barriers follow */
     uint m0 = gl_WorkGroupID.z * TM;
 #if ROWSEQ
-    /* ROWSEQ (decode, M = 1, on CPU drivers; the host asks for it when K <= ROWSEQ * S units,
-     * ROWSEQ a multiple of 4 up to 16 units or 192 activation texels per lane, 32 small units):
+    /* ROWSEQ (decode, M = 1, on CPU drivers; the host asks for it with ROWSEQ = ceil(K units /
+     * S), up to 16 units or 192 activation texels per lane, 32 small units):
      * lane l loads its activation units l, l + S, ... once, and the subgroup then walks its R
      * rows one after another, the lanes splitting each row's units as in split-K. Consecutive
      * rows are consecutive in memory, so the subgroup reads one contiguous stream of R rows

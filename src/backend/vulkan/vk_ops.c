@@ -681,7 +681,7 @@ static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, uint3
 
 /* ROWSEQ in matmul_texel.comp: decode (M = 1) on CPU drivers, split-K, when every lane's share
  * of a row fits ROWSEQ units (held in registers): the subgroup walks its rows one after
- * another. Returns the units per lane (a multiple of 4), or 0. VKF_NO_ROWSEQ=1 turns it off,
+ * another. Returns the units per lane, or 0. VKF_NO_ROWSEQ=1 turns it off,
  * and so does VKF_GPU_TABLE=1 (lavapipe taking the GPUs' choices). VKF_ROWSEQ=1 (an experiment
  * for GPUs, whose split-K decode reads 4-8 activation texels per weight texel, bench/RESULTS.md)
  * takes it on any device; VKF_ROWSEQ_R then sets the rows per subgroup. */
@@ -701,7 +701,11 @@ static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, 
      * 16.1 -> 11.1, but Q8_0 at 24 units 16.1 -> 15.5 and at 32 units 20.1 (slower) */
     int64_t mx = 768 / unit, cap = unit <= 8 ? 32 : 16;
     if (mx > cap) mx = cap;
-    int64_t rs = (per + 3) / 4 * 4; /* a few pipeline variants: 4, 8, 12, ... units */
+    /* exactly the units a lane needs: llvmpipe runs an iteration whose lanes are all masked
+     * off at full cost, so rounding up to a few pipeline variants (4, 8, 12, ...) cost K = 1152
+     * (gemma-3-1b: 5 units, run as 8) 29-40% (1x16384x1152 CPU ms: Q4_0 5.03 -> 3.57, Q8_0
+     * 6.1-7.2 -> 4.2-4.4); a model has one or two such K */
+    int64_t rs = per;
     return rs <= mx ? (int)rs : 0;
 }
 
