@@ -64,9 +64,6 @@ layout(constant_id = 2) const uint TM = 1; /* activation rows per workgroup */
 #ifndef ROWSEQ
 #define ROWSEQ 0 /* > 0: decode walking the rows one after another, ROWSEQ units per lane (see main) */
 #endif
-#ifndef ROWSEQ_P
-#define ROWSEQ_P 1 /* ROWSEQ: rows taken together as one stream of units (see main) */
-#endif
 #ifndef ACT
 #define ACT -1 /* vkf_unary applied after the bias; -1: none */
 #endif
@@ -277,33 +274,16 @@ void main() {
      * streams are each too short for the CPU's prefetchers, and reading them one by one is
      * faster (bench/RESULTS.md), while the activations come from registers, not texel loads. */
     {
-        /* ROWSEQ_P > 1: P consecutive rows are one stream of P * units units split over the
-         * lanes, when one row's units do not divide among them (K = 896: 28 units, 3.5 per
-         * lane; two rows: 7): llvmpipe runs an iteration whose lanes are all masked off at full
-         * cost. Slot i of lane l is unit su[i] of row sj[i] of the group. */
         uint units = p.K / UNIT_K, arw = (p.a_off + min(m0, p.M - 1u) * p.a_stride) >> 2;
-        uint su[ROWSEQ], sj[ROWSEQ];
-        bool live[ROWSEQ];
-        for (uint i = 0; i < ROWSEQ; i++) {
-            uint sl = l + i * S;
-#if ROWSEQ_P == 1
-            sj[i] = 0u;
-            su[i] = sl;
-#else
-            sj[i] = sl / units;
-            su[i] = sl - sj[i] * units;
-#endif
-            live[i] = sl < ROWSEQ_P * units;
-        }
         vec4 a[ROWSEQ][A_TEX];
         float ss = 0.0;
         for (uint i = 0; i < ROWSEQ; i++) {
-            uint u = su[i];
+            uint u = l + i * S;
             for (uint j = 0; j < A_TEX; j++) {
-                a[i][j] = live[i] ? a_tex(arw + u * A_TEX + j) : vec4(0.0);
+                a[i][j] = u < units ? a_tex(arw + u * A_TEX + j) : vec4(0.0);
 #if NORM
-                vec4 g = live[i] ? uintBitsToFloat(imageLoad(Gt, int((p.g_off >> 2) + u * A_TEX + j))) : vec4(0.0);
-                if (sj[i] == 0u) ss += dot(a[i][j], a[i][j]); /* each unit once */
+                vec4 g = u < units ? uintBitsToFloat(imageLoad(Gt, int((p.g_off >> 2) + u * A_TEX + j))) : vec4(0.0);
+                ss += dot(a[i][j], a[i][j]);
                 a[i][j] *= g;
 #endif
             }
@@ -319,48 +299,40 @@ void main() {
             for (uint j = 0; j < A_TEX; j++) asum[i][j / (A_TEX / W_NG)] += dot(a[i][j], vec4(1.0));
         }
 #endif
-        [[dont_unroll]] for (uint r = 0; r < R; r += ROWSEQ_P) {
+        [[dont_unroll]] for (uint r = 0; r < R; r++) {
             uint n = n0 + r;
             if (n >= N) break;
-            float acc0[NW][ROWSEQ_P];
+            float acc0[NW];
             for (uint v = 0; v < NW; v++) {
-                uint rowb0 = (v == 0u ? wb : p.w_boff1) + n * p.w_bstride;
-                float t[ROWSEQ_P];
-                for (uint q = 0; q < ROWSEQ_P; q++) t[q] = 0.0;
+                uint rowb = (v == 0u ? wb : p.w_boff1) + n * p.w_bstride;
+                float t = 0.0;
                 for (uint i = 0; i < ROWSEQ; i++) {
-                    if (live[i] && n + sj[i] < N) {
-                        uint rowb = rowb0 + sj[i] * p.w_bstride, u = su[i];
+                    uint u = l + i * S;
+                    if (u < units) {
                         vec4 wv[A_TEX];
-                        float c;
 #if W_HAVE_RAW && !W_SMALL
                         vec4 al, be, gd = vec4(0.0);
                         w_unit_raw(rowb, u, wv, al, be);
                         for (uint j = 0; j < A_TEX; j++) gd[j / (A_TEX / W_NG)] += dot(wv[j], a[i][j]);
-                        c = dot(al, gd) + dot(be, asum[i]);
+                        t += dot(al, gd) + dot(be, asum[i]);
 #else
                         float sc = w_unit(rowb, u, wv);
                         float dt = 0.0;
                         for (uint j = 0; j < A_TEX; j++) dt += dot(wv[j], a[i][j]);
-                        c = sc * dt;
+                        t += sc * dt;
 #endif
-                        for (uint q = 0; q < ROWSEQ_P; q++)
-                            if (sj[i] == q) t[q] += c;
                     }
                 }
-                for (uint q = 0; q < ROWSEQ_P; q++) {
-                    acc0[v][q] = subgroupAdd(t[q]);
+                acc0[v] = subgroupAdd(t);
 #if NORM
-                    acc0[v][q] *= inv;
+                acc0[v] *= inv;
 #endif
-                }
             }
-            for (uint q = 0; q < ROWSEQ_P; q++) {
-                float s = acc0[0][q];
+            float s = acc0[0];
 #if SWIGLU
-                s = glu_gate(s) * acc0[1][q];
+            s = glu_gate(s) * acc0[1];
 #endif
-                if (n + q < N && l == (r + q) % S) mm_store(doff, dstr, boff, n + q, m0, s);
-            }
+            if (l == r % S) mm_store(doff, dstr, boff, n, m0, s);
         }
         return;
     }

@@ -101,9 +101,8 @@ enum {
 
 /* decode = 0: two sequences of three tokens per step, d 64; decode = 1: one token per step
  * (M = 1, the matrix-vector kernels: on CPU drivers the rows-in-sequence ROWSEQ variant of
- * shaders/matmul_texel.comp) with d 384 and ff 768, so that the rows span several subgroups
- * and K several units per lane; Q8_0 and Q4_0 rows of 384 are 12 units, which 8 lanes take two
- * rows at a time (ROWSEQ_P = 2, with the norm and the gate/up pairs folded in) */
+ * shaders/matmul_texel.comp) with d 256 and ff 768, so that the rows span several subgroups
+ * and K several units per lane */
 static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int qkv_bias, int decode,
                        int kv) {
     memset(L, 0, sizeof *L);
@@ -116,9 +115,9 @@ static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int q
     L->seq = decode ? 1 : 3;
     L->rows = L->batch * L->seq;
     L->head_dim = decode ? 32 : 16;
-    L->n_head = decode ? 12 : 4;
+    L->n_head = decode ? 8 : 4;
     L->n_kv_head = 2;
-    L->d = L->n_head * L->head_dim; /* 64 or 384 */
+    L->d = L->n_head * L->head_dim; /* 64 or 256 */
     L->kvd = L->n_kv_head * L->head_dim;
     L->ff = decode ? 768 : 96;
     L->n_ctx = 8;

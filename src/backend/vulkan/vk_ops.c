@@ -681,46 +681,32 @@ static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, uint3
 
 /* ROWSEQ in matmul_texel.comp: decode (M = 1) on CPU drivers, split-K, when every lane's share
  * of a row fits ROWSEQ units (held in registers): the subgroup walks its rows one after
- * another. Returns the units per lane, or 0, and in *rows_p the rows taken together as one
- * stream of units (ROWSEQ_P: 2 or 4 where one row's units do not divide among the lanes).
- * VKF_NO_ROWSEQ=1 turns it off, and so does VKF_GPU_TABLE=1 (lavapipe taking the GPUs' choices).
- * VKF_ROWSEQ=1 (an experiment for GPUs, whose split-K decode reads 4-8 activation texels per weight
- * texel, bench/RESULTS.md) takes it on any device; VKF_ROWSEQ_R then sets the rows per subgroup. */
+ * another. Returns the units per lane, or 0. VKF_NO_ROWSEQ=1 turns it off,
+ * and so does VKF_GPU_TABLE=1 (lavapipe taking the GPUs' choices). VKF_ROWSEQ=1 (an experiment
+ * for GPUs, whose split-K decode reads 4-8 activation texels per weight texel, bench/RESULTS.md)
+ * takes it on any device; VKF_ROWSEQ_R then sets the rows per subgroup. */
 static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M,
-                            int64_t K, vkf_dtype wt, int small, int *rows_p) {
+                            int64_t K, vkf_dtype wt, int small) {
     int any = vkf_vk_env_flag("VKF_ROWSEQ");
-    *rows_p = 1;
     if (M != 1 || cfg->lanes || small || !vb->caps.subgroup_size ||
         vkf_vk_env_flag("VKF_NO_ROWSEQ") ||
         (!any &&
          (vb->caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU || vkf_vk_env_flag("VKF_GPU_TABLE"))))
         return 0;
-    int64_t unit = vkf_vk_wunit(wt), units = K / unit, S = vb->caps.subgroup_size;
-    /* exactly the units a lane needs: llvmpipe runs an iteration whose lanes are all masked
-     * off at full cost, so rounding up to a few pipeline variants (4, 8, 12, ...) cost K = 1152
-     * (gemma-3-1b: 5 units, run as 8) 29-40% (1x16384x1152 CPU ms: Q4_0 5.03 -> 3.57, Q8_0
-     * 6.1-7.2 -> 4.2-4.4). For the same reason P rows are one stream where one row's units
-     * leave lanes idle in the last iteration: K = 896 (Qwen2.5-0.5B) is 28 units, 3.5 per
-     * lane, and two rows are 7. VKF_NO_ROWSEQ_P=1 takes the rows one at a time. */
-    int P = 1;
-    for (int q = 2; q <= 4 && units % S && !vkf_vk_env_flag("VKF_NO_ROWSEQ_P"); q *= 2)
-        if ((q * units) % S == 0) {
-            P = q;
-            break;
-        }
-    int64_t per = (P * units + S - 1) / S;
+    int64_t unit = vkf_vk_wunit(wt),
+            per = (K / unit + vb->caps.subgroup_size - 1) / vb->caps.subgroup_size;
     /* at most 192 activation texels and 16 units per lane (32 for units of 8 values or fewer):
      * the units are unrolled, and beyond that the code outgrows the instruction cache. 1xNxK
      * CPU ms, split-K -> ROWSEQ: K = 4096 Q8_0 16.4 -> 11.7, Q4_K 17.7 -> 9.7; K = 5632 Q4_K
      * 16.1 -> 11.1, but Q8_0 at 24 units 16.1 -> 15.5 and at 32 units 20.1 (slower) */
     int64_t mx = 768 / unit, cap = unit <= 8 ? 32 : 16;
     if (mx > cap) mx = cap;
-    if (P > 1 && per > mx) { /* the rows one at a time, if those fit */
-        P = 1;
-        per = (units + S - 1) / S;
-    }
-    *rows_p = P;
-    return per <= mx ? (int)per : 0;
+    /* exactly the units a lane needs: llvmpipe runs an iteration whose lanes are all masked
+     * off at full cost, so rounding up to a few pipeline variants (4, 8, 12, ...) cost K = 1152
+     * (gemma-3-1b: 5 units, run as 8) 29-40% (1x16384x1152 CPU ms: Q4_0 5.03 -> 3.57, Q8_0
+     * 6.1-7.2 -> 4.2-4.4); a model has one or two such K */
+    int64_t rs = per;
+    return rs <= mx ? (int)rs : 0;
 }
 
 /* the quantized types whose blocks fill whole texels (Q4_K: 144 bytes, Q5_K: 176) */
@@ -763,11 +749,10 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     int64_t sg = c->subgroup_size ? c->subgroup_size : 32;
     int small = vkf_vk_wunit(w0->dtype) > 32 && (cfg.lanes ? !vkf_vk_env_flag("VKF_NO_LANES_SMALL")
                                                            : K / vkf_vk_wunit(w0->dtype) < sg);
-    int rowseq_p = 1, rowseq = vkf_vk_mm_rowseq(r->vb, &cfg, M, K, w0->dtype, small, &rowseq_p);
+    int rowseq = vkf_vk_mm_rowseq(r->vb, &cfg, M, K, w0->dtype, small);
     if (rowseq) {
         spec[1] = R = cfg.r = vkf_vk_rowseq_rows();
         if (g->swiglu) spec[1] = R = R / 2;
-        spec[1] = R = (R + rowseq_p - 1) / rowseq_p * rowseq_p; /* whole row groups */
     }
     /* blocks of a multiple of 16 bytes in rows that all start on a texel (texel windows start on
      * 16 bytes at least, vkf_vk_window_block): the kernel reads them without realigning */
@@ -777,10 +762,9 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
         if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) align16 = 0;
     char defs[128];
     snprintf(defs, sizeof defs,
-             "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d;ROWSEQ_P=%d;"
-             "W_ALIGN16=%d",
+             "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d;W_ALIGN16=%d",
              vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0,
-             small, rowseq, rowseq_p, align16);
+             small, rowseq, align16);
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7,
                                       (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
