@@ -33,6 +33,9 @@ SHAPES = {
                      {"tied": True, "llama3_rope": (32.0, 1.0, 4.0, 8192)}),
     "qwen2.5-0.5b": ("qwen2", 24, 896, 14, 2, 4864, 151936, 32768, 1000000.0,
                      {"tied": True, "qkv_bias": True}),
+    # head_dim 128 (not d_model / heads), per-head q/k norms
+    "qwen3-0.6b": ("qwen3", 28, 1024, 16, 8, 3072, 151936, 40960, 1000000.0,
+                   {"tied": True, "head_dim": 128, "qk_norm": True}),
     # head_dim 256 (not d_model / heads), per-head q/k norms, post-norms, GeGLU, five
     # sliding-window layers (512 keys, rope base 10000) per global one
     "gemma-3-1b": ("gemma3", 26, 1152, 4, 1, 6912, 262144, 32768, 1000000.0,
