@@ -252,6 +252,11 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 0,
             attn(1, 8, 100000, 100000, 4, 2, 64, 1, 0), THR_ATTN,
             WHY_ATTN); /* an F16 cache, GQA, 7 parts */
+        /* the same past 16384 keys at head_dim 128 and 256 (3 and 2 parts on CPU drivers) */
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 0, attn(1, 8, 40000, 40000, 2, 1, 128, 1, 0), THR_ATTN,
+            WHY_ATTN);
+        ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 0,
+            attn(1, 4, 20000, 20000, 2, 1, 256, 1, 0), THR_ATTN, WHY_ATTN);
         /* decode past 262144 keys (head_dim 128: the subgroup layout, in 16384-key chunks on
          * CPU drivers; an F16 cache, half an F32 one's memory): an f32 running sum in the CPU
          * reference drifted to NMSE 2.9e-8 here (3.5e-7 at 600000 keys), above THR_ATTN; it
@@ -308,6 +313,14 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         attn_swa(2, 17, 17, 20, 4, 2, 64, 0, 5, 30.0f), THR_ATTN, WHY_ATTN);
     ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 40, attn_swa(1, 1, 64, 64, 2, 1, 256, 1, 4096, 2.0f),
         THR_ATTN, WHY_ATTN);
+    /* prefill at head_dim 128 and 256 (qwen3, gemma): lanes take query rows on CPU drivers
+     * (4 per lane, head_dim / 4 texels of q and of the accumulator each) */
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 76, attn_swa(1, 24, 100, 100, 4, 1, 256, 1, 16, 2.0f),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 0, attn(1, 8, 8, 8, 4, 1, 256, 1, 1), THR_ATTN,
+        WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, 0, 28, attn(1, 12, 40, 40, 4, 2, 128, 1, 1), THR_ATTN,
+        WHY_ATTN);
     /* serve batching (len_pos): one query per sequence at its own position (random key
      * lengths, one full), windows shorter than most lengths; texel decode (head_dim 64, GQA),
      * the general kernel (head_dim 80), F16 below; several queries per sequence */

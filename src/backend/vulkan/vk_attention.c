@@ -175,9 +175,11 @@ static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap
      * 64 invocations 289 / 49, 512 409 / 220; lanes taking keys, 256 invocations 397 / 279
      * (bench/RESULTS.md) */
     int keylanes = ap->n_q == 1 && hg == 1 && hw <= 16 && !vkf_vk_env_flag("VKF_NO_KEYLANES");
-    /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries);
-     * the same register bound as keylanes (bench/RESULTS.md, issue 16) */
-    int qlanes = ap->n_q > 1 && hg == 1 && hw <= 16 &&
+    /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries),
+     * up to head_dim 256 there (qwen3's 128 and gemma's 256 spill registers, and still beat the
+     * subgroup layout: pp512 attention ms per token, qwen3-0.6b 10.0 -> 2.4, gemma-3-1b 3.3 ->
+     * 1.1; bench/RESULTS.md); on GPUs (VKF_ATTN_QLANES=1) the same bound as keylanes */
+    int qlanes = ap->n_q > 1 && hg == 1 && hw <= (cpu ? 64u : 16u) &&
                  (cpu || vkf_vk_env_flag("VKF_ATTN_QLANES")) && !vkf_vk_env_flag("VKF_NO_QLANES");
     /* with qlanes, 4 (or 2) query rows per lane where every sequence's row count is a multiple
      * (a lane's rows then share one sequence's K/V): each K/V load serves all of them. pp512
