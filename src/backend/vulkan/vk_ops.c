@@ -71,6 +71,18 @@ vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *o
 
 int64_t vkf_vk_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* [lo, hi): the absolute bytes tensors t[0..n) span in their block (one block, checked by the
+ * caller) */
+static void vkf_vk_tensors_span(const vkf_tensor *const *t, int n, uint64_t *lo, uint64_t *hi) {
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t l = t[i]->buf->offset + t[i]->offset, h = l + vkf_tensor_nbytes(t[i]);
+        if (l < *lo) *lo = l;
+        if (h > *hi) *hi = h;
+    }
+}
+
 static uint32_t vkf_vk_groups(uint64_t items, uint64_t per_group, uint32_t cap) {
     uint64_t g = (items + per_group - 1) / per_group;
     if (g < 1) g = 1;
@@ -269,10 +281,8 @@ int vkf_vk_norm_res_record(vkf_vk_rec *r, const vkf_node *norm, const vkf_tensor
 /* [lo, hi): the absolute bytes tensors a and b span in their (one) block */
 static int vkf_vk_pair_span(const vkf_tensor *a, const vkf_tensor *b, uint64_t *lo, uint64_t *hi) {
     if (!a->buf || !b->buf || a->buf->block != b->buf->block) return 0;
-    uint64_t al = a->buf->offset + a->offset, bl = b->buf->offset + b->offset;
-    uint64_t ah = al + vkf_tensor_nbytes(a), bh = bl + vkf_tensor_nbytes(b);
-    *lo = al < bl ? al : bl;
-    *hi = ah > bh ? ah : bh;
+    const vkf_tensor *t[2] = {a, b};
+    vkf_vk_tensors_span(t, 2, lo, hi);
     return 1;
 }
 
@@ -631,25 +641,11 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
     if (g->n_mats == 1 && !g->swiglu && !g->norm_w) return 1; /* plain: chunked as needed */
     /* fused groups bind each operand set as one window */
     uint64_t tb = vkf_vk_texel_budget(vb) - 32, sb = vkf_vk_window_budget(vb);
-    uint64_t wlo = UINT64_MAX, whi = 0, dlo = UINT64_MAX, dhi = 0;
-    for (int i = 0; i < g->n_mats; i++) {
-        uint64_t lo = g->w[i]->buf->offset + g->w[i]->offset, hi = lo + vkf_tensor_nbytes(g->w[i]);
-        if (lo < wlo) wlo = lo;
-        if (hi > whi) whi = hi;
-    }
-    for (int i = 0; i < n_out; i++) {
-        uint64_t lo = g->d[i]->buf->offset + g->d[i]->offset, hi = lo + vkf_tensor_nbytes(g->d[i]);
-        if (lo < dlo) dlo = lo;
-        if (hi > dhi) dhi = hi;
-    }
-    uint64_t blo = UINT64_MAX, bhi = 0;
-    for (int i = 0; i < g->n_mats && g->bias[0]; i++) {
-        uint64_t lo = g->bias[i]->buf->offset + g->bias[i]->offset,
-                 hi = lo + vkf_tensor_nbytes(g->bias[i]);
-        if (lo < blo) blo = lo;
-        if (hi > bhi) bhi = hi;
-    }
-    if (g->bias[0] && bhi - blo > sb) {
+    uint64_t wlo, whi, dlo, dhi, blo = 0, bhi = 0;
+    vkf_vk_tensors_span(g->w, g->n_mats, &wlo, &whi);
+    vkf_vk_tensors_span(g->d, n_out, &dlo, &dhi);
+    if (g->bias[0]) vkf_vk_tensors_span(g->bias, g->n_mats, &blo, &bhi);
+    if (bhi - blo > sb) {
         *why = "bias windows";
         return 0;
     }
@@ -853,13 +849,8 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
                 VKF_TRY(vkf_vk_elem_off(&win[3], b, &pc.b_off));
                 pc.flags |= VKF_MM_BIAS;
             } else if (g->bias[0]) { /* every matrix's bias, whole, in one window of their block */
-                uint64_t blo = UINT64_MAX, bhi = 0;
-                for (int i = 0; i < g->n_mats; i++) {
-                    uint64_t lo = g->bias[i]->buf->offset + g->bias[i]->offset,
-                             hi = lo + vkf_tensor_nbytes(g->bias[i]);
-                    if (lo < blo) blo = lo;
-                    if (hi > bhi) bhi = hi;
-                }
+                uint64_t blo, bhi;
+                vkf_vk_tensors_span(g->bias, g->n_mats, &blo, &bhi);
                 VKF_TRY(vkf_vk_window_block(r, g->bias[0]->buf->block, blo, bhi, 0, 0, &win[3]));
                 uint32_t *bo[3] = {&pc.b_off, &pc.b_off1, &pc.b_off2};
                 for (int i = 0; i < g->n_mats; i++)
