@@ -257,7 +257,7 @@ void main() {
         }
         barrier();
     }
-    bool big = false; //DBG
+    bool big = too_big != 0u; /* a staged value was past f16 range (split_hi): f32 dots */
     /* out through this subgroup's CM_M x CM_N of Cs, one matrix at a time */
     uint cs0 = gl_SubgroupID * CM_M * CM_N;
     for (uint r = 0; r < TPS; r++) {

@@ -99,6 +99,14 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
             ADD(VKF_OP_MATMUL, wtypes[w], mm[i][0], mm[i][1], mm[i][2], flags, 0, p, THR_SUM,
                 WHY_SUM);
         }
+    /* activations past f16's range (the cooperative-matrix kernel splits them into f16 halves
+     * and must fall back to f32 dot products): prefill shapes, float and block weights */
+    if (!quick)
+        for (int w = 0; w < 4; w++) {
+            memset(&p, 0, sizeof p);
+            ADD(VKF_OP_MATMUL, wtypes[w], 65, 33, 256, VKF_HC_HUGE | (w % 2 ? VKF_HC_BIAS : 0), 0,
+                p, THR_SUM, WHY_SUM);
+        }
     if (!quick) /* K not a multiple of 32 for the plain types */
         for (int w = 0; w < 3; w++) {
             static const int64_t mk[][3] = {
@@ -426,10 +434,11 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
         break;
     }
     if (k < 0 || (size_t)k >= n) return;
-    snprintf(buf + k, n - (size_t)k, "%s%s%s%s%s%s%s", c->flags & VKF_HC_BIAS ? " bias" : "",
+    snprintf(buf + k, n - (size_t)k, "%s%s%s%s%s%s%s%s", c->flags & VKF_HC_BIAS ? " bias" : "",
              c->flags & VKF_HC_STRIDED ? " strided" : "", c->flags & VKF_HC_MASK ? " mask" : "",
              c->flags & VKF_HC_BCAST ? " bcast" : "", c->flags & VKF_HC_LENS ? " keylens" : "",
-             c->flags & VKF_HC_TIES ? " ties" : "", c->flags & VKF_HC_FACTORS ? " factors" : "");
+             c->flags & VKF_HC_TIES ? " ties" : "", c->flags & VKF_HC_FACTORS ? " factors" : "",
+             c->flags & VKF_HC_HUGE ? " huge" : "");
 }
 
 /* ------------------------------------------------------------------ inputs */
@@ -541,7 +550,7 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
     case VKF_OP_MATMUL:
         VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->k, st, "x"));
         VKF_TRY(operand_make(b, c->wtype, c->n, c->k, 0, "w"));
-        fill_normal(a, &r, 0.0f, 1.0f);
+        fill_normal(a, &r, 0.0f, c->flags & VKF_HC_HUGE ? 1e5f : 1.0f);
         fill_normal(b, &r, 0.0f, 3.0f / sqrtf((float)c->k));
         s->n_src = 2;
         if (c->flags & VKF_HC_BIAS) {

@@ -14,7 +14,8 @@ enum {
     VKF_HC_LENS = 16,     /* attention: per-sequence key lengths */
     VKF_HC_TIES = 32,     /* argmax/topk: integer-valued inputs with many ties */
     VKF_HC_NOAFFINE = 64, /* norms: no weight/bias */
-    VKF_HC_FACTORS = 128  /* rope: table with frequency factors, linear scaling, attention factor */
+    VKF_HC_FACTORS = 128, /* rope: table with frequency factors, linear scaling, attention factor */
+    VKF_HC_HUGE = 256     /* matmul: activations past f16's range (sd 1e5) */
 };
 
 typedef struct vkf_harness_case {
