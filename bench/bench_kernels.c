@@ -35,6 +35,7 @@ typedef struct vkf_kcase {
     int64_t M, N, K; /* matmul: a [M,K], w [N,K]; norms/softmax: rows M, cols K */
     vkf_dtype wt;
     int n_q, n_kv, n_head, n_kv_head, hd, causal;
+    vkf_dtype kv; /* attention: the K/V cache's type (F32 or F16) */
 } vkf_kcase;
 
 typedef struct vkf_kresult {
@@ -64,11 +65,12 @@ static float vkf_kb_randf(void) {
     return (float)((g_krng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
 }
 
-/* Allocates t on be filled with uniform(-scale, scale) values in t's dtype. */
-static vkf_status vkf_kb_tensor(vkf_backend *be, vkf_tensor *t, vkf_buffer_usage usage,
-                                float scale) {
+/* Allocates t on be filled with uniform(-scale, scale) values in t's dtype; with copies > 1,
+ * t's rows repeated that many times (t->rows grows to rows * copies: see vkf_kb_cold). */
+static vkf_status vkf_kb_tensor_n(vkf_backend *be, vkf_tensor *t, vkf_buffer_usage usage,
+                                  float scale, int copies) {
     size_t rb = vkf_dtype_row_bytes(t->dtype, t->cols);
-    unsigned char *data = malloc(rb * (size_t)t->rows);
+    unsigned char *data = malloc(rb * (size_t)t->rows * (size_t)copies);
     float *row = malloc(sizeof *row * (size_t)t->cols);
     if (!data || !row) {
         free(data);
@@ -94,10 +96,35 @@ static vkf_status vkf_kb_tensor(vkf_backend *be, vkf_tensor *t, vkf_buffer_usage
         else
             vkf_quantize_row(t->dtype, row, dst, t->cols);
     }
+    for (int c = 1; c < copies; c++)
+        memcpy(data + rb * (size_t)t->rows * (size_t)c, data, rb * (size_t)t->rows);
+    t->rows *= copies;
     vkf_status st = vkf_tensor_alloc(be, t, usage, data);
     free(data);
     free(row);
     return st;
+}
+
+static vkf_status vkf_kb_tensor(vkf_backend *be, vkf_tensor *t, vkf_buffer_usage usage,
+                                float scale) {
+    return vkf_kb_tensor_n(be, t, usage, scale, 1);
+}
+
+/* Decode-shaped matmuls (M <= 8) and attention read their weights / K and V once per op, as a
+ * model's decode step does, where they come from memory: every layer's are different and a
+ * step reads more than any cache holds. A benchmark repeating the op on one copy would read
+ * them from the last-level cache instead, and rank kernels wrongly: on lavapipe a decode
+ * attention layout 36% faster than the default on cache-hot K/V (2048 keys, heads of 128) was
+ * 17% slower in qwen3-0.6b's decode (bench/RESULTS.md). So those operands get
+ * enough copies to span VKF_KB_COLD_BYTES, and the graph's repetitions take them in turn. */
+/* past the last-level caches of the devices measured so far: the H100's 50 MiB and H200's
+ * 60 MiB L2, this VM's 32 MiB L3 */
+#define VKF_KB_COLD_BYTES (192ull << 20)
+/* the most repetitions a graph has (vkf_kb_run) */
+#define VKF_KB_COPIES_MAX 64
+static int vkf_kb_copies(size_t bytes) {
+    uint64_t n = bytes ? (VKF_KB_COLD_BYTES + bytes - 1) / bytes : 1;
+    return n > VKF_KB_COPIES_MAX ? VKF_KB_COPIES_MAX : (int)(n < 1 ? 1 : n);
 }
 
 static void vkf_kb_free(vkf_backend *be, vkf_tensor *t) {
@@ -110,7 +137,19 @@ static void vkf_kb_free(vkf_backend *be, vkf_tensor *t) {
 typedef struct vkf_kb_ctx {
     vkf_backend *be;
     vkf_tensor t[6];
+    int copies;                            /* of t[2] (and t[3] for attention), >= 1 */
+    vkf_tensor view[2][VKF_KB_COPIES_MAX]; /* [operand][copy]: rows of one copy each */
 } vkf_kb_ctx;
+
+/* the copies' views of t[2] (w, or k) and, for attention, t[3] (v) */
+static void vkf_kb_views(vkf_kb_ctx *k, int n_ops) {
+    for (int o = 0; o < n_ops; o++) {
+        const vkf_tensor *t = &k->t[2 + o];
+        int64_t rows = t->rows / k->copies;
+        for (int c = 0; c < k->copies; c++)
+            k->view[o][c] = vkf_tensor_view(t, c * rows, rows, 0, t->cols);
+    }
+}
 
 static vkf_status vkf_kb_build(vkf_kb_ctx *k, const vkf_kcase *c, int R, vkf_graph **out) {
     vkf_graph *g;
@@ -119,9 +158,10 @@ static vkf_status vkf_kb_build(vkf_kb_ctx *k, const vkf_kcase *c, int R, vkf_gra
     memset(&p, 0, sizeof p);
     vkf_status st = VKF_OK;
     for (int i = 0; i < R && st == VKF_OK; i++) {
+        vkf_tensor *w = &k->view[0][i % k->copies], *v = &k->view[1][i % k->copies];
         switch (c->kind) {
         case KC_MATMUL:
-            st = vkf_graph_add(g, VKF_OP_MATMUL, &k->t[0], &k->t[1], &k->t[2], NULL, NULL, &p);
+            st = vkf_graph_add(g, VKF_OP_MATMUL, &k->t[0], &k->t[1], w, NULL, NULL, &p);
             break;
         case KC_ATTN:
             p.attn = (vkf_attn_params){.batch = 1,
@@ -134,8 +174,7 @@ static vkf_status vkf_kb_build(vkf_kb_ctx *k, const vkf_kcase *c, int R, vkf_gra
                                        .causal = c->causal,
                                        .kv_dyn = 0,
                                        .scale = 1.0f / sqrtf((float)c->hd)};
-            st = vkf_graph_add(g, VKF_OP_ATTENTION, &k->t[0], &k->t[1], &k->t[2], &k->t[3], NULL,
-                               &p);
+            st = vkf_graph_add(g, VKF_OP_ATTENTION, &k->t[0], &k->t[1], w, v, NULL, &p);
             break;
         case KC_RMSNORM:
         case KC_LAYERNORM:
@@ -161,21 +200,29 @@ static vkf_status vkf_kb_build(vkf_kb_ctx *k, const vkf_kcase *c, int R, vkf_gra
 
 static vkf_status vkf_kb_alloc(vkf_kb_ctx *k, const vkf_kcase *c) {
     memset(k->t, 0, sizeof k->t);
+    k->copies = 1;
     switch (c->kind) {
     case KC_MATMUL:
         k->t[0] = vkf_tensor_make(VKF_DTYPE_F32, c->M, c->N, "dst");
         k->t[1] = vkf_tensor_make(VKF_DTYPE_F32, c->M, c->K, "a");
         k->t[2] = vkf_tensor_make(c->wt, c->N, c->K, "w");
+        if (c->M <= 8) k->copies = vkf_kb_copies(vkf_dtype_row_bytes(c->wt, c->K) * (size_t)c->N);
         VKF_TRY(vkf_kb_tensor(k->be, &k->t[1], VKF_BUFFER_ACTIVATIONS, 1.0f));
-        VKF_TRY(vkf_kb_tensor(k->be, &k->t[2], VKF_BUFFER_WEIGHTS, 0.05f));
+        VKF_TRY(vkf_kb_tensor_n(k->be, &k->t[2], VKF_BUFFER_WEIGHTS, 0.05f, k->copies));
+        vkf_kb_views(k, 1);
         return vkf_tensor_alloc(k->be, &k->t[0], VKF_BUFFER_ACTIVATIONS, NULL);
     case KC_ATTN:
         k->t[0] = vkf_tensor_make(VKF_DTYPE_F32, c->n_q, (int64_t)c->n_head * c->hd, "out");
         k->t[1] = vkf_tensor_make(VKF_DTYPE_F32, c->n_q, (int64_t)c->n_head * c->hd, "q");
-        k->t[2] = vkf_tensor_make(VKF_DTYPE_F32, c->n_kv, (int64_t)c->n_kv_head * c->hd, "k");
-        k->t[3] = vkf_tensor_make(VKF_DTYPE_F32, c->n_kv, (int64_t)c->n_kv_head * c->hd, "v");
-        for (int i = 1; i < 4; i++)
-            VKF_TRY(vkf_kb_tensor(k->be, &k->t[i], VKF_BUFFER_ACTIVATIONS, 1.0f));
+        k->t[2] = vkf_tensor_make(c->kv, c->n_kv, (int64_t)c->n_kv_head * c->hd, "k");
+        k->t[3] = vkf_tensor_make(c->kv, c->n_kv, (int64_t)c->n_kv_head * c->hd, "v");
+        if (c->n_q == 1)
+            k->copies =
+                vkf_kb_copies(2 * vkf_dtype_row_bytes(c->kv, k->t[2].cols) * (size_t)c->n_kv);
+        VKF_TRY(vkf_kb_tensor(k->be, &k->t[1], VKF_BUFFER_ACTIVATIONS, 1.0f));
+        for (int i = 2; i < 4; i++)
+            VKF_TRY(vkf_kb_tensor_n(k->be, &k->t[i], VKF_BUFFER_ACTIVATIONS, 1.0f, k->copies));
+        vkf_kb_views(k, 2);
         return vkf_tensor_alloc(k->be, &k->t[0], VKF_BUFFER_ACTIVATIONS, NULL);
     default:
         k->t[0] = vkf_tensor_make(VKF_DTYPE_F32, c->M, c->K, "dst");
@@ -231,11 +278,12 @@ static void vkf_kb_metrics(const vkf_kcase *c, vkf_kresult *r) {
         double keys = c->causal ? ((double)c->n_kv - c->n_q + 1 + c->n_kv) * 0.5 * c->n_q
                                 : (double)c->n_q * c->n_kv;
         f = 4.0 * keys * c->hd * c->n_head;
-        b = 4.0 * (2.0 * c->n_kv * c->n_kv_head * c->hd + 2.0 * c->n_q * c->n_head * c->hd);
+        b = (double)vkf_dtype_row_bytes(c->kv, 1) * 2.0 * c->n_kv * c->n_kv_head * c->hd +
+            4.0 * 2.0 * c->n_q * c->n_head * c->hd;
         snprintf(r->name, sizeof r->name, "attention");
         snprintf(r->shape, sizeof r->shape, "q=%d kv=%d heads=%d/%d hd=%d%s", c->n_q, c->n_kv,
                  c->n_head, c->n_kv_head, c->hd, c->causal ? " causal" : "");
-        snprintf(r->dtype, sizeof r->dtype, "F32");
+        snprintf(r->dtype, sizeof r->dtype, "%s", vkf_dtype_name(c->kv));
         break;
     }
     default:
@@ -325,11 +373,35 @@ static int vkf_kb_wtypes(const char *dtypes, vkf_dtype *out) {
     return n;
 }
 
+/* one attention shape "NQxNKVxHEADSxKV_HEADSxHEAD_DIM[xf16|xf32]" (causal; the K/V cache's
+ * type, F32 unless the suffix says f16, as models use by default): 1 case, or -1 when malformed */
+static int vkf_kb_attn_case(const char *attn, vkf_kcase *c) {
+    int nq, nkv, h, kvh, hd, used = 0;
+    if (sscanf(attn, "%dx%dx%dx%dx%d%n", &nq, &nkv, &h, &kvh, &hd, &used) != 5 || nq < 1 ||
+        nkv < 1 || h < 1 || kvh < 1 || h % kvh || hd < 1)
+        return -1;
+    vkf_dtype kv = VKF_DTYPE_F32;
+    if (!strcmp(attn + used, "xf16"))
+        kv = VKF_DTYPE_F16;
+    else if (attn[used] && strcmp(attn + used, "xf32"))
+        return -1;
+    *c = (vkf_kcase){.kind = KC_ATTN,
+                     .n_q = nq,
+                     .n_kv = nkv,
+                     .n_head = h,
+                     .n_kv_head = kvh,
+                     .hd = hd,
+                     .causal = 1,
+                     .kv = kv};
+    return 1;
+}
+
 static int vkf_kb_cases(int quick, const char *only, const char *shape, const char *dtypes,
-                        vkf_kcase *cs, int cap) {
+                        const char *attn, vkf_kcase *cs, int cap) {
     int n = 0;
     vkf_dtype wts[VKF_DTYPE_COUNT];
     int nw = vkf_kb_wtypes(dtypes, wts);
+    if (attn) return cap > 0 ? vkf_kb_attn_case(attn, cs) : 0;
     if (shape) { /* one matmul shape "MxNxK" for every weight dtype */
         long long M, N, K;
         if (sscanf(shape, "%lldx%lldx%lld", &M, &N, &K) != 3 || M < 1 || N < 1 || K < 1) return -1;
@@ -362,20 +434,20 @@ static int vkf_kb_cases(int quick, const char *only, const char *shape, const ch
         for (int i = 0; i < 3; i++) {
             if (quick && kv[i] > 512) continue;
             ADD(.kind = KC_ATTN, .n_q = 1, .n_kv = kv[i], .n_head = 8, .n_kv_head = 4, .hd = 64,
-                .causal = 1);
+                .causal = 1, .kv = VKF_DTYPE_F32);
         }
         static const int pq[] = {64, 256, 512};
         for (int i = 0; i < 3; i++) {
             if (quick && pq[i] > 256) continue;
             ADD(.kind = KC_ATTN, .n_q = pq[i], .n_kv = pq[i], .n_head = 8, .n_kv_head = 4, .hd = 64,
-                .causal = 1);
+                .causal = 1, .kv = VKF_DTYPE_F32);
         }
         /* a 64-query prefill chunk deep in a long context: at 32768 keys CPU drivers take the
          * chunked kernel (16384 keys per dispatch; llvmpipe's loop limiter, vk_attention.c) */
         static const int dk[] = {16384, 32768};
         for (int i = 0; i < 2 && !quick; i++)
             ADD(.kind = KC_ATTN, .n_q = 64, .n_kv = dk[i], .n_head = 8, .n_kv_head = 4, .hd = 64,
-                .causal = 1);
+                .causal = 1, .kv = VKF_DTYPE_F32);
     }
     if (!only || strstr("norm", only) || strstr("softmax", only)) {
         if (!only || strstr("rmsnorm", only)) {
@@ -461,7 +533,7 @@ char *vkf_bench_kernels_json(const char *device, int quick, const char *only) {
     vkf_vk_peaks pk;
     char *txt = NULL;
     vkf_kcase cs[256];
-    int nc = vkf_kb_cases(quick, only, NULL, NULL, cs, 256), n = 0;
+    int nc = vkf_kb_cases(quick, only, NULL, NULL, NULL, cs, 256), n = 0;
     vkf_kresult *res = calloc((size_t)(nc > 0 ? nc : 1), sizeof *res);
     if (res && vkf_backend_vulkan_peaks(be, quick, &pk) == VKF_OK) {
         for (int i = 0; i < nc; i++)
@@ -489,6 +561,7 @@ static int vkf_kb_opt_fmt(void *dst, const char *value, char *err, size_t n) {
 int vkf_bench_kernels(int argc, char **argv) {
     int quick = 0, fmt = VKF_BENCH_MD, peaks_on = 1;
     const char *device = NULL, *only = NULL, *json_out = NULL, *shape = NULL, *dtypes = NULL;
+    const char *attn = NULL;
     int mode = 0;
     vkf_arg args[] = {
         {"--kernels", VKF_ARG_SET, &mode, .hidden = 1},
@@ -497,6 +570,9 @@ int vkf_bench_kernels(int argc, char **argv) {
          .help = "matmul, attention, norm or softmax"},
         {"-dev|--device", VKF_ARG_STR, &device, .metavar = "N|NAME", .help = "Vulkan device"},
         {"--shape", VKF_ARG_STR, &shape, .metavar = "MxNxK", .help = "one matmul shape"},
+        {"--attn", VKF_ARG_STR, &attn, .metavar = "SHAPE",
+         .help = "one causal attention shape NQxNKVxHEADSxKV_HEADSxHEAD_DIM[xf16|xf32], e.g. "
+                 "1x2048x16x8x128xf16 (decode at depth 2048, an F16 cache)"},
         {"--dtypes", VKF_ARG_STR, &dtypes, .metavar = "LIST",
          .help = "weight types of the matmul rows, e.g. Q4_0,Q4_K"},
         {"-o|--output", VKF_ARG_CALL, &fmt, .metavar = "FMT", .call = vkf_kb_opt_fmt,
@@ -508,10 +584,25 @@ int vkf_bench_kernels(int argc, char **argv) {
         {0}};
     vkf_cmd_spec spec = {
         "bench --kernels",
-        "[--quick] [--only KIND] [-dev N] [--shape MxNxK] [--dtypes LIST] [-o md|json|csv]",
+        "[--quick] [--only KIND] [-dev N] [--shape MxNxK] [--attn SHAPE] [--dtypes LIST] "
+        "[-o md|json|csv]",
         "Kernel sweeps on a Vulkan device against its measured peaks.", args, .epilog = NULL};
     int prc = vkf_args_parse(&spec, argc, argv);
     if (prc >= 0) return prc;
+    /* the cases first: a malformed --shape or --attn fails before any probe runs */
+    vkf_kcase cs[256];
+    int nc = vkf_kb_cases(quick, only, shape, dtypes, attn, cs, 256);
+    if (nc < 0) {
+        if (attn)
+            fprintf(stderr,
+                    "vkformer: bench --kernels: bad --attn '%s' (expected "
+                    "NQxNKVxHEADSxKV_HEADSxHEAD_DIM[xf16|xf32], HEADS a multiple of KV_HEADS)\n",
+                    attn);
+        else
+            fprintf(stderr, "vkformer: bench --kernels: bad --shape '%s' (expected MxNxK)\n",
+                    shape);
+        return 2;
+    }
     vkf_backend *be = NULL;
     if (vkf_backend_vulkan_create(device, 0, &be) != VKF_OK) {
         fprintf(stderr, "vkformer: bench --kernels: %s\n", vkf_last_error());
@@ -547,13 +638,6 @@ int vkf_bench_kernels(int argc, char **argv) {
         printf("| one dispatch behind a barrier | %.1f us |\n", pk.dispatch_barrier_us);
         printf("| one dispatch of 64 workgroups | %.1f us |\n", pk.dispatch_64wg_us);
         printf("| one submission (submit to fence) | %.1f us |\n\n", pk.submit_us);
-    }
-    vkf_kcase cs[256];
-    int nc = vkf_kb_cases(quick, only, shape, dtypes, cs, 256);
-    if (nc < 0) {
-        fprintf(stderr, "vkformer: bench --kernels: bad --shape '%s' (expected MxNxK)\n", shape);
-        vkf_backend_free(be);
-        return 2;
     }
     vkf_kresult *res = calloc((size_t)nc + 1, sizeof *res);
     if (!res) {

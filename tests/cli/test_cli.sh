@@ -94,6 +94,9 @@ usage_error "FIXTURE_DIR is required" verify verify
 usage_error "-r: 0 is out of range [1, 64]" bench bench -m x -r 0
 usage_error "-d: expected a comma list" bench bench -m x -d abc
 usage_error "-o: expected md, json or csv" "bench --kernels" bench --kernels -o xml
+usage_error "bad --shape '1x2' (expected MxNxK)" "bench --kernels" bench --kernels --shape 1x2
+usage_error "HEADS a multiple of KV_HEADS" "bench --kernels" bench --kernels --attn 1x2048x16x3x64
+usage_error "bad --attn '1x64x8x8x64xq8'" "bench --kernels" bench --kernels --attn 1x64x8x8x64xq8
 usage_error "unknown option '--json'" selftest selftest --json
 usage_error "--reps: 0 is out of range" "bench --tokenizer" bench --tokenizer --reps 0
 usage_error "-r: 99 is out of range [1, 64]" "bench --startup" bench --startup -m x -r 99
