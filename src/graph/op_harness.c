@@ -86,11 +86,27 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     vkf_op_params p;
 
     /* matmul: decode shapes (M <= 8), prefill shapes, ragged N and K, bias, strided x */
-    static const int64_t mm[][3] = {{1, 1, 32},     {1, 7, 64},    {2, 17, 96},     {3, 33, 128},
-                                    {7, 65, 256},   {8, 255, 64},  {9, 127, 160},   {17, 1000, 64},
-                                    {33, 65, 512},  {65, 33, 96},  {127, 17, 32},   {255, 64, 256},
-                                    {1, 4097, 64},  {4, 64, 4096}, {128, 128, 128}, {1, 100, 4096},
-                                    {64, 64, 32768}}; /* long K: llvmpipe's loop limiter */
+    static const int64_t mm[][3] = {{1, 1, 32},
+                                    {1, 7, 64},
+                                    {2, 17, 96},
+                                    {3, 33, 128},
+                                    {7, 65, 256},
+                                    {8, 255, 64},
+                                    {9, 127, 160},
+                                    {17, 1000, 64},
+                                    {33, 65, 512},
+                                    {65, 33, 96},
+                                    {127, 17, 32},
+                                    {255, 64, 256},
+                                    {1, 4097, 64},
+                                    {4, 64, 4096},
+                                    {128, 128, 128},
+                                    {1, 100, 4096},
+                                    {64, 64, 32768}, /* long K: llvmpipe's loop limiter */
+                                    /* decode with many rows: the rows-in-sequence kernel on CPU
+                                     * drivers takes 128 and 256 rows per subgroup (ragged) */
+                                    {1, 8231, 64},
+                                    {1, 16411, 96}};
     const int n_mm = quick ? 6 : (int)(sizeof mm / sizeof mm[0]);
     for (int w = 0; w < 5; w++)
         for (int i = 0; i < n_mm; i++) {

@@ -710,10 +710,22 @@ static int quant_bytes16(vkf_dtype t) {
     return vkf_vk_is_quant(t) && vkf_dtype_block_bytes(t) % 16 == 0;
 }
 
-/* rows per subgroup of ROWSEQ (VKF_ROWSEQ_R overrides) */
-static uint32_t vkf_vk_rowseq_rows(void) {
+/* weight rows per subgroup of ROWSEQ for a group of `wrows` weight rows in all (VKF_ROWSEQ_R
+ * overrides). A subgroup loads its lanes' activations once and then walks its rows, so more
+ * rows amortize that: 32, doubled up to 256 while the dispatch keeps at least 8 workgroups for
+ * the driver's threads to share. 1xNxK CPU ms on lavapipe (weights read cold), 32 -> 64 -> 128
+ * -> 256 rows: 1x11264x2048 Q8_0 4.25, 4.06, 3.98, 3.94, Q4_0 3.49, 3.35, 3.29, 3.30; 1x32000x2048
+ * Q4_0 (32 -> 64) 9.9-10.5 -> 9.5; 1x2048x5632 (8 workgroups already) unchanged
+ * (bench/RESULTS.md) */
+static uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, int64_t wrows) {
     uint64_t v = vkf_vk_env_u64("VKF_ROWSEQ_R");
-    return v >= 2 && v <= 256 ? (uint32_t)v : 32;
+    if (v >= 2 && v <= 256) return (uint32_t)v;
+    uint32_t smax = c->subgroup_max ? c->subgroup_max : 64;
+    uint64_t nsg = cfg->wg / smax ? cfg->wg / smax : 1;
+    uint32_t R = 32;
+    while (R < 256 && ((uint64_t)wrows + 2u * R * nsg - 1) / (2u * R * nsg) >= 8)
+        R *= 2;
+    return R;
 }
 
 vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
@@ -747,7 +759,7 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
                                                            : K / vkf_vk_wunit(w0->dtype) < sg);
     int rowseq = vkf_vk_mm_rowseq(r->vb, &cfg, M, K, w0->dtype, small);
     if (rowseq) {
-        spec[1] = R = cfg.r = vkf_vk_rowseq_rows();
+        spec[1] = R = cfg.r = vkf_vk_rowseq_rows(c, &cfg, Ntot);
         if (g->swiglu) spec[1] = R = R / 2;
     }
     /* blocks of a multiple of 16 bytes in rows that all start on a texel (texel windows start on
