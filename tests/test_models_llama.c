@@ -182,7 +182,8 @@ static void test_batch(vkf_context *ctx, const char *backend) {
         for (int i = 0; i < T; i++)
             flat[b * T + i] = i < lens[b] ? toks[b][i] : 0; /* pad with <unk> */
     float *out = malloc((size_t)B * T * V * sizeof *out);
-    vkf_session_params sp = {.n_batch = B};
+    /* F32 caches (Vulkan devices default to F16): llama.cpp's f32 logits, held to 1e-4 */
+    vkf_session_params sp = {.n_batch = B, .cache_type = VKF_CACHE_F32};
     vkf_session *s;
     VKT_OK(vkf_session_create(m, &sp, &s));
     VKT_OK(vkf_session_step(s, B, T, flat, lens, 0, out));
@@ -225,7 +226,8 @@ static void test_extended_ctx(vkf_context *ctx, const char *backend) {
               "%s: n_ctx %d, trained %d, extendable %d", backend, md.n_ctx, md.n_ctx_train,
               md.ctx_extendable);
     vkf_session *s = NULL;
-    VKT_OK(vkf_session_create(m, NULL, &s));
+    vkf_session_params sp = {.cache_type = VKF_CACHE_F32}; /* llama.cpp's f32 logits at 1e-4 */
+    VKT_OK(vkf_session_create(m, &sp, &s));
     VKT_CHECK(s && vkf_session_n_ctx(s) == EXT_CTX, "%s: session n_ctx %d", backend,
               s ? vkf_session_n_ctx(s) : -1);
     /* case 0 (f32 genesis) from position 0: llama.cpp's logits */
