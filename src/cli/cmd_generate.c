@@ -228,23 +228,29 @@ static double kv_budget(vkf_context *ctx, const vkf_model_desc *md) {
 
 static int kv_report(vkf_context *ctx, const vkf_model_desc *md, double need, int32_t n_ctx);
 
-/* -c N that the KV cache cannot hold fails here, before the session allocates it. */
-static int kv_fits(vkf_context *ctx, vkf_model *m, const vkf_model_desc *md, int32_t n_ctx) {
+/* -c N that the KV cache cannot hold fails here, before the session allocates it. cache_type:
+ * -ctk / -ctv (0: the device's default, which the model's info sizes). */
+static int kv_fits(vkf_context *ctx, vkf_model *m, const vkf_model_desc *md, int32_t n_ctx,
+                   int cache_type) {
     char *info = NULL;
     if (vkf_model_info(m, 1, &info) != VKF_OK) return 1;
     cJSON *j = cJSON_Parse(info);
     free(info);
     const cJSON *kv = cJSON_GetObjectItemCaseSensitive(j, "kv_bytes_per_sequence");
+    const cJSON *kt = cJSON_GetObjectItemCaseSensitive(j, "kv_cache_type");
     double per_seq = cJSON_IsNumber(kv) ? kv->valuedouble : 0;
+    int f16 = cJSON_IsString(kt) && !strcmp(kt->valuestring, "F16");
     cJSON_Delete(j);
     if (per_seq <= 0 || md->n_ctx <= 0) return 1;
+    if (f16 && cache_type == VKF_CACHE_F32) per_seq *= 2;
+    if (!f16 && cache_type == VKF_CACHE_F16 && !md->encoder_decoder) per_seq /= 2;
     return kv_report(ctx, md, per_seq / md->n_ctx * (n_ctx ? n_ctx : md->n_ctx),
                      n_ctx ? n_ctx : md->n_ctx);
 }
 
 /* Before loading: a GGUF's metadata gives the KV cache size at -c N, so a context the backend
  * cannot hold fails before the model (and its position tables) are allocated. */
-static int kv_precheck(vkf_context *ctx, const char *path, int32_t n_ctx) {
+static int kv_precheck(vkf_context *ctx, const char *path, int32_t n_ctx, int cache_type) {
     vkf_gguf *g;
     if (n_ctx <= 0 || vkf_gguf_open(path, &g) != VKF_OK) return 1; /* else checked after loading */
     const char *arch = vkf_gguf_architecture(g);
@@ -264,8 +270,10 @@ static int kv_precheck(vkf_context *ctx, const char *path, int32_t n_ctx) {
     if (!n_layer || !n_head || !n_kv || !n_embd) return 1;
     struct stat st;
     vkf_model_desc md = {.weight_bytes = stat(path, &st) == 0 ? (size_t)st.st_size : 0};
-    /* K and V, F32, per layer and KV head: as the session allocates them (model_kv_bytes) */
-    double need = 2.0 * n_layer * n_kv * (double)(n_embd / n_head) * sizeof(float) * n_ctx;
+    /* K and V per layer and KV head, in the type the session will allocate (session.c): -ctk,
+     * else the backend's default */
+    int f16 = cache_type == VKF_CACHE_F16 || (cache_type == 0 && ctx->be->kv_f16_default);
+    double need = 2.0 * n_layer * n_kv * (double)(n_embd / n_head) * (f16 ? 2 : 4) * n_ctx;
     return kv_report(ctx, &md, need, n_ctx);
 }
 
@@ -398,8 +406,8 @@ int vkf_cmd_generate(int argc, char **argv) {
          .help = "never stop at an end-of-generation token (they are not drawn)"},
         {"-ctk|--cache-type-k|--cache-type", VKF_ARG_CALL, &o.cache_k, .metavar = "T",
          .call = parse_cache_type,
-         .help = "KV cache f16 or f32 (default: f16 on GPUs, f32 on CPU devices); --cache-type "
-                 "sets both"},
+         .help = "KV cache f16 or f32 (default: f16 on Vulkan devices, f32 on the CPU backend); "
+                 "--cache-type sets both"},
         {"-ctv|--cache-type-v", VKF_ARG_CALL, &o.cache_v, .metavar = "T", .call = parse_cache_type,
          .help = "the same for V: vkformer keeps K and V in one type"},
         {"--no-mmap", VKF_ARG_SET, &o.mp.no_mmap,
@@ -501,7 +509,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                 o.n_threads);
     o.mp.progress = vkf_cli_progress;
     o.mp.progress_user = "loading the model";
-    if (!kv_precheck(ctx, o.mp.path, o.n_ctx)) goto done;
+    if (!kv_precheck(ctx, o.mp.path, o.n_ctx, cache_type)) goto done;
     if (vkf_model_load(ctx, &o.mp, &m) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;
@@ -517,7 +525,7 @@ int vkf_cmd_generate(int argc, char **argv) {
         fprintf(stderr,
                 "vkformer: generate: context %d tokens, past the %d the model was trained on\n",
                 md.n_ctx, md.n_ctx_train);
-    if (!kv_fits(ctx, m, &md, o.n_ctx)) goto done;
+    if (!kv_fits(ctx, m, &md, o.n_ctx, cache_type)) goto done;
     vkf_session_params sesp = {.n_ctx = o.n_ctx, .cache_type = cache_type};
     if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
         vkf_cli_fail("generate");

@@ -233,9 +233,16 @@ void vkf_model_describe(const vkf_model *m, vkf_model_desc *d) {
     d->weight_bytes = m->weight_bytes;
 }
 
+/* the KV cache a session gets by default (session.c): F16 where the backend defaults to it, F32
+ * on the CPU backend and for the encoder-decoder */
+static int model_kv_f16(const vkf_model *m) {
+    return m->be && m->be->kv_f16_default && m->arch != VKF_ARCH_TRANSFORMER;
+}
+
 static size_t model_kv_bytes_per_token(const vkf_model *m) {
     const vkf_hparams *hp = &m->hp;
-    return 2 * (size_t)hp->n_layer * (size_t)hp->n_kv_head * (size_t)hp->head_dim * sizeof(float);
+    return 2 * (size_t)hp->n_layer * (size_t)hp->n_kv_head * (size_t)hp->head_dim *
+           (model_kv_f16(m) ? 2 : sizeof(float));
 }
 
 static const char *rope_factors_name(int f) {
@@ -341,10 +348,14 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         P("weight dtypes  %s (matrices %s)\n", dtypes, vkf_dtype_name(m->wtype));
         P("memory         weights %.2f MiB (%.2f MiB used in place from the file, %.2f MiB "
           "copied); KV cache %zu "
-          "bytes per token, %.2f MiB per sequence at %d tokens (F32; half with --cache-type f16)\n",
+          "bytes per token, %.2f MiB per sequence at %d tokens (%s)\n",
           (double)m->weight_bytes / 1048576.0, (double)m->weight_bytes_in_place / 1048576.0,
           (double)(m->weight_bytes - m->weight_bytes_in_place) / 1048576.0,
-          model_kv_bytes_per_token(m), (double)kv / 1048576.0, hp->n_ctx);
+          model_kv_bytes_per_token(m), (double)kv / 1048576.0, hp->n_ctx,
+          m->arch == VKF_ARCH_TRANSFORMER ? "F32"
+          : model_kv_f16(m)               ? "F16, the default on Vulkan devices; twice that as F32"
+                            : "F32, the CPU backend's default; half that as F16, the default on "
+                              "Vulkan devices");
 #undef P
         *out = strdup(buf);
         return *out ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_info: out of host memory");
@@ -409,6 +420,7 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
             cJSON_AddNumberToObject(dt, vkf_dtype_name((vkf_dtype)t), m->n_by_dtype[t]);
     cJSON_AddNumberToObject(j, "weight_bytes", (double)m->weight_bytes);
     cJSON_AddNumberToObject(j, "weight_bytes_in_place", (double)m->weight_bytes_in_place);
+    cJSON_AddStringToObject(j, "kv_cache_type", model_kv_f16(m) ? "F16" : "F32");
     cJSON_AddNumberToObject(j, "kv_bytes_per_token", (double)model_kv_bytes_per_token(m));
     cJSON_AddNumberToObject(j, "kv_bytes_per_sequence", (double)kv);
     *out = cJSON_Print(j);

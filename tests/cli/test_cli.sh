@@ -248,16 +248,18 @@ runtime_error "no such directory" verify verify "$tmp/no-such-fixtures"
 # a tokenizer larger than the model's vocabulary: both sizes named
 runtime_error "67" generate generate --cpu -m "$kjv" --tokenizer "$src/tests/data/tokenizers/gpt2_files" -p x
 has "tokens but the model's vocabulary only 67" "$err" "vocabulary sizes"
-# -c that the device cannot hold: KV = 2 (K, V) x 4 layers x 4 kv heads x 32 dims x 4 bytes
-# = 4096 bytes per token (llama-tiny's GGUF metadata), 3.81 GiB at -c 1000000
+# -c that the device cannot hold: KV = 2 (K, V) x 4 layers x 4 kv heads x 32 dims x 2 bytes
+# (F16, the default on Vulkan devices) = 2048 bytes per token (llama-tiny's GGUF metadata),
+# 3.81 GiB at -c 2000000; -ctk f32 doubles it, and -c 1000000 then needs as much
 heap="$("$V" devices --json 2>/dev/null | grep -A1 '"memory_heaps"' | grep -o '"size":[[:space:]]*[0-9]*' | grep -o '[0-9]*$')"
 if [ -n "$heap" ] && [ "$heap" -lt 4000000000 ]; then
-    runtime_error "KV cache for -c 1000000 needs 3.81 GiB, the device has" generate generate -m "$llama" -c 1000000 -p x
+    runtime_error "KV cache for -c 2000000 needs 3.81 GiB, the device has" generate generate -m "$llama" -c 2000000 -p x
     has "lower -c" "$err" "-c too large"
+    runtime_error "KV cache for -c 1000000 needs 3.81 GiB, the device has" generate generate -m "$llama" -c 1000000 -ctk f32 -p x
 else
-    echo "test_cli: the device heap ($heap bytes) holds -c 1000000; the -c check is not exercised" >&2
+    echo "test_cli: the device heap ($heap bytes) holds -c 2000000; the -c check is not exercised" >&2
 fi
-# the host: -c 16777216 needs 64 GiB of KV cache (4096 bytes per token, as above); refused from
+# the host: -c 16777216 needs 64 GiB of KV cache (F32 on the CPU backend: 4096 bytes per token); refused from
 # the GGUF's metadata before the model loads (no 8 GiB of position tables first)
 avail_kb="$(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo)"
 if [ -n "$avail_kb" ] && [ "$avail_kb" -lt 60000000 ]; then

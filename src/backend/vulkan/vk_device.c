@@ -907,8 +907,12 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
             VK_API_VERSION_MAJOR(c->api_version), VK_API_VERSION_MINOR(c->api_version));
     vb->target_vulkan = c->api_version >= VK_API_VERSION_1_2 ? 12 : 11;
     snprintf(vb->base.device_name, sizeof vb->base.device_name, "%s", c->name);
-    /* F16 KV caches on GPUs (llama.cpp's default); CPU drivers convert each half in software */
-    vb->base.kv_f16_default = c->type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+    /* F16 KV caches (llama.cpp's default): half the memory, and on CPU drivers too no slower
+     * since attention_texel.comp reads F16 texels (lavapipe, decode attention at 2048 keys with
+     * K/V from memory, CPU ms F32 / F16: heads of 64 2.9-3.4 / 2.3-2.6, 128 4.5 / 4.6-4.8, 256
+     * 2.4-2.5 / 1.6-1.8; qwen3-0.6b at depth 1536 pp512 32.6 / 34.3, tg16 8.34 / 8.27 t/s;
+     * bench/RESULTS.md) */
+    vb->base.kv_f16_default = 1;
 
     /* a compute queue */
     uint32_t nq = 0;
