@@ -282,10 +282,10 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
             WHY_ATTN);
         ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 0,
             attn(1, 4, 20000, 20000, 2, 1, 256, 1, 0), THR_ATTN, WHY_ATTN);
-        /* decode past 262144 keys (head_dim 128: the subgroup layout, in 16384-key chunks on
-         * CPU drivers; an F16 cache, half an F32 one's memory): an f32 running sum in the CPU
-         * reference drifted to NMSE 2.9e-8 here (3.5e-7 at 600000 keys), above THR_ATTN; it
-         * sums in double since */
+        /* decode past 262144 keys (head_dim 128: lanes taking keys in 3 parts on CPU drivers,
+         * the subgroup layout in the GPU table; an F16 cache, half an F32 one's memory): an f32
+         * running sum in the CPU reference drifted to NMSE 2.9e-8 here (3.5e-7 at 600000 keys),
+         * above THR_ATTN; it sums in double since */
         ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 0,
             attn(1, 1, 270000, 270000, 2, 1, 128, 1, 0), THR_ATTN, WHY_ATTN);
     }
@@ -377,9 +377,10 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0,
         attn_lenpos(4, 1, 200, 200, 4, 2, 64, 9, 0.0f), THR_ATTN, WHY_ATTN); /* serve, F16 */
     /* F16 caches in attention_texel.comp (a K/V texel holds 8 halves): decode with lanes taking
-     * keys (head_dim 64, TinyLlama's GQA 32/4), prefill with 4 query rows per lane (64 rows),
-     * the subgroup layout (head_dim 128 and 80: 16 and 10 texels per head), and head_dim 36,
-     * not a multiple of 8, which stays on attention.comp */
+     * keys (head_dim 64, TinyLlama's GQA 32/4; 128 and 80 on CPU drivers), prefill with 4 query
+     * rows per lane (64 rows), the subgroup layout (decode at head_dim 256, gemma's 4/1 heads, on
+     * CPU drivers; 128 and 80, 16 and 10 texels per head, in the GPU table), and head_dim 36, not
+     * a multiple of 8, which stays on attention.comp */
     ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 700, attn(1, 1, 1024, 1024, 32, 4, 64, 1, 1),
         THR_ATTN, WHY_ATTN);
     ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 100, attn(1, 64, 256, 256, 8, 2, 64, 1, 1),
@@ -389,6 +390,8 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, VKF_HC_LENS, 0,
         attn(2, 9, 40, 48, 4, 4, 80, 1, 0), THR_ATTN, WHY_ATTN);
     ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 20, attn(1, 3, 64, 64, 2, 1, 36, 1, 1),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 600, attn(1, 1, 700, 700, 4, 1, 256, 1, 1),
         THR_ATTN, WHY_ATTN);
 
     *out = v;

@@ -169,12 +169,17 @@ static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap
         hg = (uint32_t)hge;
     /* CPU drivers' choices, unless VKF_GPU_TABLE=1 (lavapipe taking the GPUs') */
     int cpu = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_GPU_TABLE");
-    /* decode: lanes take whole keys (no subgroupAdd per key) on every device; head_dim <= 64
-     * keeps q and the accumulator (2 * head_dim floats per lane) within reason. On an H200
-     * (TinyLlama Q4_0, F16 cache, tg32 t/s at depth 128 / 2048): subgroups splitting the keys,
-     * 64 invocations 289 / 49, 512 409 / 220; lanes taking keys, 256 invocations 397 / 279
-     * (bench/RESULTS.md) */
-    int keylanes = ap->n_q == 1 && hg == 1 && hw <= 16 && !vkf_vk_env_flag("VKF_NO_KEYLANES");
+    /* decode: lanes take whole keys (no subgroupAdd per key) on every device; on GPUs up to
+     * head_dim 64, which keeps q and the accumulator (2 * head_dim floats per lane) within
+     * reason. On an H200 (TinyLlama Q4_0, F16 cache, tg32 t/s at depth 128 / 2048): subgroups
+     * splitting the keys, 64 invocations 289 / 49, 512 409 / 220; lanes taking keys, 256
+     * invocations 397 / 279. CPU drivers take it up to head_dim 128, where the registers spill
+     * and it still wins with K/V read from memory (lavapipe, 1x2048 keys, 16/8 heads of 128, CPU
+     * ms: F16 cache 4.7-5.0 -> 3.1, F32 4.4-4.5 -> 4.0-4.2; qwen3-0.6b Q8_0 at depth 2048,
+     * attention 71.2 -> 37.7 ms per token); at 256 it is even (1.60 / 1.63 ms, gemma's 4/1
+     * heads) (bench/RESULTS.md) */
+    int keylanes =
+        ap->n_q == 1 && hg == 1 && hw <= (cpu ? 32u : 16u) && !vkf_vk_env_flag("VKF_NO_KEYLANES");
     /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries),
      * up to head_dim 256 there (qwen3's 128 and gemma's 256 spill registers, and still beat the
      * subgroup layout: pp512 attention ms per token, qwen3-0.6b 10.0 -> 2.4, gemma-3-1b 3.3 ->
