@@ -177,9 +177,10 @@ static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap
      * and it still wins with K/V read from memory (lavapipe, 1x2048 keys, 16/8 heads of 128, CPU
      * ms: F16 cache 4.7-5.0 -> 3.1, F32 4.4-4.5 -> 4.0-4.2; qwen3-0.6b Q8_0 at depth 2048,
      * attention 71.2 -> 37.7 ms per token); at 256 it is even (1.60 / 1.63 ms, gemma's 4/1
-     * heads) (bench/RESULTS.md) */
-    int keylanes =
-        ap->n_q == 1 && hg == 1 && hw <= (cpu ? 32u : 16u) && !vkf_vk_env_flag("VKF_NO_KEYLANES");
+     * heads) (bench/RESULTS.md). VKF_ATTN_KEYLANES=1 gives GPUs the CPU drivers' bound (an
+     * experiment: bench/steps-gpu-decode.txt) */
+    uint32_t kl_hw = cpu || vkf_vk_env_flag("VKF_ATTN_KEYLANES") ? 32u : 16u;
+    int keylanes = ap->n_q == 1 && hg == 1 && hw <= kl_hw && !vkf_vk_env_flag("VKF_NO_KEYLANES");
     /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries),
      * up to head_dim 256 there (qwen3's 128 and gemma's 256 spill registers, and still beat the
      * subgroup layout: pp512 attention ms per token, qwen3-0.6b 10.0 -> 2.4, gemma-3-1b 3.3 ->
