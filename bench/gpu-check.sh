@@ -2,14 +2,17 @@
 # The GPU checklist, in one call on a lent GPU machine (see bench/gpu-pack.sh, which prepares
 # the .gpu/ folder this reads; carry it):
 #
-#   bench/gpu-check.sh [all|tests|bench|quick|profile|coopmat|steps FILE] (default all; tests and
-#                                              bench each fit one 10-minute call; quick:
-#                                              selftest, llama-tiny, kernels and one 1.1B Q4_0
-#                                              bench; profile: the per-op profile of 1.1B Q4_0
-#                                              decode and prefill, and decode at depth under
+#   bench/gpu-check.sh [all|tests|bench|quick|profile|coopmat|archs|steps FILE] (default all;
+#                                              tests and bench each fit one 10-minute call;
+#                                              quick: selftest, llama-tiny, kernels and one 1.1B
+#                                              Q4_0 bench; profile: the per-op profile of 1.1B
+#                                              Q4_0 decode and prefill, and decode at depth under
 #                                              the attention knobs; coopmat: the cooperative-
 #                                              matrix prefill matmul (selftest, then matmul
-#                                              shapes and pp512 with and without it))
+#                                              shapes and pp512 with and without it); archs: the
+#                                              other architectures at real sizes (Qwen2.5-0.5B,
+#                                              qwen3-0.6b, gemma-3-1b): speed, per-op profile,
+#                                              decode at depth with head_dim 128 and 256)
 #
 #   tests: devices, selftest (every op vs the CPU reference) with the validation layer, the same
 #          in the small-device profile, verify on every packed fixture on the GPU with
@@ -117,6 +120,20 @@ if [ "$part" = coopmat ]; then # the cooperative-matrix prefill matmul against t
         step "pp512_coop_$t" env VKF_COOPMAT=1 "$V" bench -m "$m" -p 512 -n 0 -r 2 --backends vulkan
         step "pp512_tiled_$t" "$V" bench -m "$m" -p 512 -n 0 -r 2 --backends vulkan
     done
+fi
+
+if [ "$part" = archs ]; then # the fused layers of qwen2, qwen3 and gemma3 at real sizes
+    for sh in qwen2.5-0.5b:q8_0 qwen3-0.6b:q8_0 gemma-3-1b:q4_0; do
+        m="/tmp/vkf-bench-${sh%%:*}-${sh##*:}.gguf"
+        [ -f "$m" ] || step "make_model_${sh%%:*}" python3 tools/make_bench_model.py --shape "${sh%%:*}" --type "${sh##*:}" -o "$m"
+        step "bench_${sh%%:*}" "$V" bench -m "$m" -p 512 -n 128 -r 2 --backends vulkan
+        step "profile_${sh%%:*}" "$V" bench -m "$m" -p 0 -n 32 -r 1 --profile --backends vulkan
+    done
+    # decode at depth: heads of 128 (qwen3) under both decode attention layouts, 256 (gemma)
+    m=/tmp/vkf-bench-qwen3-0.6b-q8_0.gguf
+    step depth_qwen3 "$V" bench -m "$m" -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
+    step depth_qwen3_keylanes env VKF_ATTN_KEYLANES=1 "$V" bench -m "$m" -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
+    step depth_gemma3 "$V" bench -m /tmp/vkf-bench-gemma-3-1b-q4_0.gguf -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
 fi
 
 if [ "$part" = steps ]; then # experiments: one step per line of the file "$2" (see bench/README.md)
