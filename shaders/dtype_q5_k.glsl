@@ -25,10 +25,9 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     uint qb = bb + 48u + 32u * (s >> 1);
     uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
     uint sh = 4u * (s & 1u);
-    uvec4 o = uvec4(0u, 8u, 16u, 24u);
-    for (uint i = 0; i < 4u; i++) {
-        uvec4 v0 = ((uvec4(q0[i]) >> (o + sh)) & 15u) | (((uvec4(h0[i]) >> (o + s)) & 1u) << 4);
-        uvec4 v1 = ((uvec4(q1[i]) >> (o + sh)) & 15u) | (((uvec4(h1[i]) >> (o + s)) & 1u) << 4);
+    for (uint i = 0; i < 4u; i++) { /* each word's four quants assembled in its bytes */
+        uvec4 v0 = vkf_bytes(((q0[i] >> sh) & 0x0F0F0F0Fu) | (((h0[i] >> s) & 0x01010101u) << 4));
+        uvec4 v1 = vkf_bytes(((q1[i] >> sh) & 0x0F0F0F0Fu) | (((h1[i] >> s) & 0x01010101u) << 4));
         w[i] = sm.x * vec4(v0) - sm.y;
         w[i + 4u] = sm.x * vec4(v1) - sm.y;
     }
@@ -46,13 +45,14 @@ void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     uvec4 h0 = w_quad2(bb + 16u), h1 = w_quad2(bb + 32u);
     uint qb = bb + 48u + 32u * j;
     uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
-    uvec4 o = uvec4(0u, 8u, 16u, 24u);
     uint s0 = 2u * j, s1 = s0 + 1u;
-    for (uint i = 0; i < 4u; i++) {
-        w[i] = vec4(vkf_nlo_u(q0[i]) | (((uvec4(h0[i]) >> (o + s0)) & 1u) << 4));
-        w[i + 4u] = vec4(vkf_nlo_u(q1[i]) | (((uvec4(h1[i]) >> (o + s0)) & 1u) << 4));
-        w[i + 8u] = vec4(vkf_nhi_u(q0[i]) | (((uvec4(h0[i]) >> (o + s1)) & 1u) << 4));
-        w[i + 12u] = vec4(vkf_nhi_u(q1[i]) | (((uvec4(h1[i]) >> (o + s1)) & 1u) << 4));
+    for (uint i = 0; i < 4u; i++) { /* each word's four quants assembled in its bytes */
+        w[i] = vec4(vkf_bytes((q0[i] & 0x0F0F0F0Fu) | (((h0[i] >> s0) & 0x01010101u) << 4)));
+        w[i + 4u] = vec4(vkf_bytes((q1[i] & 0x0F0F0F0Fu) | (((h1[i] >> s0) & 0x01010101u) << 4)));
+        w[i + 8u] =
+            vec4(vkf_bytes(((q0[i] >> 4) & 0x0F0F0F0Fu) | (((h0[i] >> s1) & 0x01010101u) << 4)));
+        w[i + 12u] =
+            vec4(vkf_bytes(((q1[i] >> 4) & 0x0F0F0F0Fu) | (((h1[i] >> s1) & 0x01010101u) << 4)));
     }
     al = vec4(lo.x, hi.x, 0.0, 0.0);
     be = vec4(-lo.y, -hi.y, 0.0, 0.0);

@@ -25,10 +25,9 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     uint lb = bb + 64u * n + 32u * (g & 1u), hb = bb + 128u + 32u * n;
     uvec4 l0 = w_quad2(lb), l1 = w_quad2(lb + 16u), h0 = w_quad2(hb), h1 = w_quad2(hb + 16u);
     uint sl = 4u * (g >> 1), sh = 2u * g;
-    uvec4 o = uvec4(0u, 8u, 16u, 24u);
-    for (uint i = 0; i < 4u; i++) {
-        uvec4 v0 = ((uvec4(l0[i]) >> (o + sl)) & 15u) | (((uvec4(h0[i]) >> (o + sh)) & 3u) << 4);
-        uvec4 v1 = ((uvec4(l1[i]) >> (o + sl)) & 15u) | (((uvec4(h1[i]) >> (o + sh)) & 3u) << 4);
+    for (uint i = 0; i < 4u; i++) { /* each word's four quants assembled in its bytes */
+        uvec4 v0 = vkf_bytes(((l0[i] >> sl) & 0x0F0F0F0Fu) | (((h0[i] >> sh) & 0x03030303u) << 4));
+        uvec4 v1 = vkf_bytes(((l1[i] >> sl) & 0x0F0F0F0Fu) | (((h1[i] >> sh) & 0x03030303u) << 4));
         w[i] = s0 * (vec4(v0) - 32.0);
         w[i + 4u] = s1 * (vec4(v1) - 32.0);
     }
@@ -59,13 +58,16 @@ void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     uint he;
     w_oct2e(hb, h0, h1, he);
     uint sl = 4u * (g0 >> 1), sa = 2u * g0, sb = sa + 2u;
-    uvec4 o = uvec4(0u, 8u, 16u, 24u);
+    /* each word's four 6-bit quants assembled in its bytes (vkf_bytes) */
     for (uint i = 0; i < 4u; i++) {
-        uvec4 hq0 = uvec4(h0[i]) >> o, hq1 = uvec4(h1[i]) >> o;
-        w[i] = vec4(((uvec4(lq[0][i]) >> (o + sl)) & 15u) | (((hq0 >> sa) & 3u) << 4));
-        w[i + 4u] = vec4(((uvec4(lq[1][i]) >> (o + sl)) & 15u) | (((hq1 >> sa) & 3u) << 4));
-        w[i + 8u] = vec4(((uvec4(lq[2][i]) >> (o + sl)) & 15u) | (((hq0 >> sb) & 3u) << 4));
-        w[i + 12u] = vec4(((uvec4(lq[3][i]) >> (o + sl)) & 15u) | (((hq1 >> sb) & 3u) << 4));
+        uint q0 = ((lq[0][i] >> sl) & 0x0F0F0F0Fu) | (((h0[i] >> sa) & 0x03030303u) << 4);
+        uint q1 = ((lq[1][i] >> sl) & 0x0F0F0F0Fu) | (((h1[i] >> sa) & 0x03030303u) << 4);
+        uint q2 = ((lq[2][i] >> sl) & 0x0F0F0F0Fu) | (((h0[i] >> sb) & 0x03030303u) << 4);
+        uint q3 = ((lq[3][i] >> sl) & 0x0F0F0F0Fu) | (((h1[i] >> sb) & 0x03030303u) << 4);
+        w[i] = vec4(vkf_bytes(q0));
+        w[i + 4u] = vec4(vkf_bytes(q1));
+        w[i + 8u] = vec4(vkf_bytes(q2));
+        w[i + 12u] = vec4(vkf_bytes(q3));
     }
 }
 #endif

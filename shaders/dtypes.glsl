@@ -77,6 +77,11 @@ float vkf_f16(uint bits) { return unpackHalf2x16(bits).x; }
 vec4 vkf_nlo(uint q) { return vec4((uvec4(q) >> uvec4(0u, 8u, 16u, 24u)) & 15u); }
 vec4 vkf_nhi(uint q) { return vec4((uvec4(q) >> uvec4(4u, 12u, 20u, 28u)) & 15u); }
 uvec4 vkf_nlo_u(uint q) { return (uvec4(q) >> uvec4(0u, 8u, 16u, 24u)) & 15u; }
+/* the four bytes of a word; with quants of 5 or 6 bits assembled in place first (low nibbles
+ * and high bits masked per byte, 0x0F0F0F0F and 0x01010101 / 0x03030303), a word's four
+ * elements cost fewer operations than assembling each from its own shifts: Q6_K matrix-vector
+ * 1x32000x2048 on lavapipe 17.5-29 -> 14.7-16.4 CPU ms (bench/RESULTS.md) */
+uvec4 vkf_bytes(uint q) { return (uvec4(q) >> uvec4(0u, 8u, 16u, 24u)) & 0xFFu; }
 uvec4 vkf_nhi_u(uint q) { return (uvec4(q) >> uvec4(4u, 12u, 20u, 28u)) & 15u; }
 uvec4 vkf_bits4(uint h, uint sh) { return (uvec4(h) >> (uvec4(0u, 1u, 2u, 3u) + sh)) & 1u; }
 /* the 2-bit fields at shift sh of the four bytes of a word */
