@@ -32,11 +32,11 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     uvec4 h0 = w_quad2(bb), h1 = w_quad2(bb + 16u);
     uint qb = bb + 32u + 32u * (s >> 2);
     uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
-    for (uint i = 0; i < 4u; i++) {
-        vec4 hb0 = vec4((uvec4(h0[i]) >> (uvec4(0u, 8u, 16u, 24u) + s)) & 1u);
-        vec4 hb1 = vec4((uvec4(h1[i]) >> (uvec4(0u, 8u, 16u, 24u) + s)) & 1u);
-        w[i] = s0 * (vec4(vkf_crumbs(q0[i], sh)) - 4.0 + 4.0 * hb0);
-        w[i + 4u] = s1 * (vec4(vkf_crumbs(q1[i], sh)) - 4.0 + 4.0 * hb1);
+    for (uint i = 0; i < 4u; i++) { /* each word's four 3-bit quants assembled in its bytes */
+        uvec4 v0 = vkf_bytes(((q0[i] >> sh) & 0x03030303u) | (((h0[i] >> s) & 0x01010101u) << 2));
+        uvec4 v1 = vkf_bytes(((q1[i] >> sh) & 0x03030303u) | (((h1[i] >> s) & 0x01010101u) << 2));
+        w[i] = s0 * (vec4(v0) - 4.0);
+        w[i + 4u] = s1 * (vec4(v1) - 4.0);
     }
     return vkf_f16(vkf_u16(bb + 108u));
 }
@@ -52,13 +52,15 @@ float w_unit(uint rowb, uint u, out vec4 w[16]) {
     uvec4 h0 = w_quad2(bb), h1 = w_quad2(bb + 16u);
     uint qb = bb + 32u + 32u * n;
     uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
-    uvec4 o = uvec4(0u, 8u, 16u, 24u);
-    for (uint i = 0; i < 4u; i++) {
-        uvec4 hb0 = uvec4(h0[i]) >> o, hb1 = uvec4(h1[i]) >> o;
-        w[i] = c0 * (vec4(vkf_crumbs(q0[i], sh0)) - 4.0 + 4.0 * vec4((hb0 >> s0) & 1u));
-        w[i + 4u] = c1 * (vec4(vkf_crumbs(q1[i], sh0)) - 4.0 + 4.0 * vec4((hb1 >> s0) & 1u));
-        w[i + 8u] = c2 * (vec4(vkf_crumbs(q0[i], sh1)) - 4.0 + 4.0 * vec4((hb0 >> s1) & 1u));
-        w[i + 12u] = c3 * (vec4(vkf_crumbs(q1[i], sh1)) - 4.0 + 4.0 * vec4((hb1 >> s1) & 1u));
+    for (uint i = 0; i < 4u; i++) { /* each word's four 3-bit quants assembled in its bytes */
+        uvec4 v0 = vkf_bytes(((q0[i] >> sh0) & 0x03030303u) | (((h0[i] >> s0) & 0x01010101u) << 2));
+        uvec4 v1 = vkf_bytes(((q1[i] >> sh0) & 0x03030303u) | (((h1[i] >> s0) & 0x01010101u) << 2));
+        uvec4 v2 = vkf_bytes(((q0[i] >> sh1) & 0x03030303u) | (((h0[i] >> s1) & 0x01010101u) << 2));
+        uvec4 v3 = vkf_bytes(((q1[i] >> sh1) & 0x03030303u) | (((h1[i] >> s1) & 0x01010101u) << 2));
+        w[i] = c0 * (vec4(v0) - 4.0);
+        w[i + 4u] = c1 * (vec4(v1) - 4.0);
+        w[i + 8u] = c2 * (vec4(v2) - 4.0);
+        w[i + 12u] = c3 * (vec4(v3) - 4.0);
     }
     return vkf_f16(vkf_u16(bb + 108u));
 }
