@@ -64,6 +64,12 @@ layout(constant_id = 2) const uint TM = 1; /* activation rows per workgroup */
 #ifndef ROWSEQ
 #define ROWSEQ 0 /* > 0: decode walking the rows one after another, ROWSEQ units per lane (see main) */
 #endif
+#ifndef ROWSEQ_CH
+#define ROWSEQ_CH 0 /* > 0: ROWSEQ with chunks of ROWSEQ_CH whole blocks per lane (see main) */
+#endif
+#ifndef ROWSEQ_CT
+#define ROWSEQ_CT 1 /* the texels of such a chunk (ROWSEQ_CH * block bytes / 16) */
+#endif
 #ifndef ACT
 #define ACT -1 /* vkf_unary applied after the bias; -1: none */
 #endif
@@ -85,7 +91,15 @@ layout(set = 0, binding = 5) readonly buffer Res { float res[]; };
 layout(set = 0, binding = 6, rgba32ui) uniform readonly uimageBuffer Gt;
 
 vec4 a_tex(uint i) { return uintBitsToFloat(imageLoad(At, int(i))); }
+#if ROWSEQ_CH
+/* ROWSEQ_CH: the weight texels of the chunk being decoded, loaded at once (see main); the
+ * weight reads below then index it at offsets known at compile time (the units of a chunk are
+ * unrolled and start at byte 0), so their realigning folds away */
+uint wch;
+uvec4 w_tex(uint i) { return imageLoad(Wt, int(wch + i)); }
+#else
 uvec4 w_tex(uint i) { return imageLoad(Wt, int(i)); }
+#endif
 
 /* weight bytes through the texel view (the reads shaders/dtypes.glsl builds on) */
 uint w_word(uint byte) {
@@ -273,12 +287,23 @@ void main() {
      * instead of R streams of one row each: with rows of a few KiB (K = 2048) the interleaved
      * streams are each too short for the CPU's prefetchers, and reading them one by one is
      * faster (bench/RESULTS.md), while the activations come from registers, not texel loads. */
+    /* ROWSEQ_CH (blocks of 32 values whose bytes fill whole texels ROWSEQ_CH at a time, in rows
+     * that start on a texel; Q4_0: 8 blocks of 18 bytes in 9 texels): lane l takes the chunks l,
+     * l + S, ... of ROWSEQ_CH consecutive blocks instead of single blocks, loads a chunk's
+     * texels at once, and decodes its blocks from registers at offsets known at compile time:
+     * 9 texel loads for 8 Q4_0 blocks instead of 16, and no realigning (the host asks for it
+     * when the row's chunks split evenly among the lanes) */
+#if ROWSEQ_CH
+#define RS_UNIT(i) ((l + ((i) / ROWSEQ_CH) * S) * ROWSEQ_CH + (i) % ROWSEQ_CH)
+#else
+#define RS_UNIT(i) (l + (i) * S)
+#endif
     {
         uint units = p.K / UNIT_K, arw = (p.a_off + min(m0, p.M - 1u) * p.a_stride) >> 2;
         vec4 a[ROWSEQ][A_TEX];
         float ss = 0.0;
-        for (uint i = 0; i < ROWSEQ; i++) {
-            uint u = l + i * S;
+        [[unroll]] for (uint i = 0; i < ROWSEQ; i++) {
+            uint u = RS_UNIT(i);
             for (uint j = 0; j < A_TEX; j++) {
                 a[i][j] = u < units ? a_tex(arw + u * A_TEX + j) : vec4(0.0);
 #if NORM
@@ -306,17 +331,23 @@ void main() {
             for (uint v = 0; v < NW; v++) {
                 uint rowb = (v == 0u ? wb : p.w_boff1) + n * p.w_bstride;
                 float t = 0.0;
-                for (uint i = 0; i < ROWSEQ; i++) {
-                    uint u = l + i * S;
+                [[unroll]] for (uint i = 0; i < ROWSEQ; i++) {
+                    uint u = RS_UNIT(i);
                     if (u < units) {
                         vec4 wv[A_TEX];
+#if ROWSEQ_CH
+                        wch = (rowb >> 4) + u / ROWSEQ_CH * ROWSEQ_CT;
+                        uint ub = 0u, uu = i % ROWSEQ_CH; /* the unit inside the chunk */
+#else
+                        uint ub = rowb, uu = u;
+#endif
 #if W_HAVE_RAW && !W_SMALL
                         vec4 al, be, gd = vec4(0.0);
-                        w_unit_raw(rowb, u, wv, al, be);
+                        w_unit_raw(ub, uu, wv, al, be);
                         for (uint j = 0; j < A_TEX; j++) gd[j / (A_TEX / W_NG)] += dot(wv[j], a[i][j]);
                         t += dot(al, gd) + dot(be, asum[i]);
 #else
-                        float sc = w_unit(rowb, u, wv);
+                        float sc = w_unit(ub, uu, wv);
                         float dt = 0.0;
                         for (uint j = 0; j < A_TEX; j++) dt += dot(wv[j], a[i][j]);
                         t += sc * dt;
@@ -337,6 +368,7 @@ void main() {
         return;
     }
 #endif
+#if !ROWSEQ_CH /* the chunk's weight reads serve ROWSEQ only */
     uint arow[TM];
     for (uint m = 0; m < TM; m++) arow[m] = (p.a_off + min(m0 + m, p.M - 1u) * p.a_stride) >> 2;
     uint wrow[NW][R];
@@ -396,4 +428,5 @@ void main() {
             if (l == (r * TM + m) % S && n < N && m < mc) mm_store(doff, dstr, boff, n, m0 + m, s);
         }
     }
+#endif
 }

@@ -107,7 +107,9 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                                      * drivers takes 128 and 256 rows per subgroup (ragged; an
                                      * output row within a 64 KiB storage window) */
                                     {1, 8231, 64},
-                                    {1, 16001, 96}};
+                                    {1, 16001, 96},
+                                    /* decode rows of 176 blocks: 22 per lane of 8 */
+                                    {1, 40, 5632}};
     const int n_mm = quick ? 6 : (int)(sizeof mm / sizeof mm[0]);
     for (int w = 0; w < 5; w++)
         for (int i = 0; i < n_mm; i++) {
@@ -140,9 +142,20 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     static const vkf_dtype btypes[] = {
         VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1, VKF_DTYPE_IQ4_NL, VKF_DTYPE_Q2_K,
         VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K, VKF_DTYPE_Q6_K,   VKF_DTYPE_IQ4_XS};
-    static const int64_t bmm[][3] = {{1, 1, 1},   {1, 7, 3},   {3, 33, 2},
-                                     {8, 255, 1}, {9, 127, 3}, {33, 65, 2},
-                                     {65, 17, 1}, {2, 64, 11}, {1, 40, 22}};
+    static const int64_t bmm[][3] = {{1, 1, 1},
+                                     {1, 7, 3},
+                                     {3, 33, 2},
+                                     {8, 255, 1},
+                                     {9, 127, 3},
+                                     {33, 65, 2},
+                                     {65, 17, 1},
+                                     {2, 64, 11},
+                                     {1, 40, 22},
+                                     /* decode rows of 64 and 176 blocks: on CPU drivers,
+                                      * lanes of 8 taking whole texels of blocks at a time
+                                      * (ROWSEQ_CH), and 22 blocks a lane */
+                                     {1, 40, 64},
+                                     {1, 9, 176}};
     const int n_bmm = quick ? 4 : (int)(sizeof bmm / sizeof bmm[0]);
     for (int w = 0; w < (int)(sizeof btypes / sizeof btypes[0]); w++) {
         int64_t be = vkf_dtype_block_elems(btypes[w]);

@@ -691,11 +691,12 @@ static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, 
         return 0;
     int64_t unit = vkf_vk_wunit(wt),
             per = (K / unit + vb->caps.subgroup_size - 1) / vb->caps.subgroup_size;
-    /* at most 192 activation texels and 16 units per lane (32 for units of 8 values or fewer):
+    /* at most 192 activation texels and 24 units per lane (32 for units of 8 values or fewer):
      * the units are unrolled, and beyond that the code outgrows the instruction cache. 1xNxK
      * CPU ms, split-K -> ROWSEQ: K = 4096 Q8_0 16.4 -> 11.7, Q4_K 17.7 -> 9.7; K = 5632 Q4_K
-     * 16.1 -> 11.1, but Q8_0 at 24 units 16.1 -> 15.5 and at 32 units 20.1 (slower) */
-    int64_t mx = 768 / unit, cap = unit <= 8 ? 32 : 16;
+     * 16.1 -> 11.1, Q8_0 (22 units) 2.78-2.98 -> 2.37-2.43, Q4_0 2.36-2.62 -> 1.81-2.28 (N =
+     * 2048: TinyLlama's ffn_down); at 32 units Q8_0 was slower (20.1) */
+    int64_t mx = 768 / unit, cap = unit <= 8 ? 32 : 24;
     if (mx > cap) mx = cap;
     /* exactly the units a lane needs: llvmpipe runs an iteration whose lanes are all masked
      * off at full cost, so rounding up to a few pipeline variants (4, 8, 12, ...) cost K = 1152
@@ -703,6 +704,34 @@ static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, 
      * 6.1-7.2 -> 4.2-4.4); a model has one or two such K */
     int64_t rs = per;
     return rs <= mx ? (int)rs : 0;
+}
+
+/* ROWSEQ_CH in matmul_texel.comp: for the types whose step is one block of 32 values (Q4_0,
+ * Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL), the fewest consecutive blocks whose bytes fill whole texels
+ * (Q4_0: 8 blocks of 18 bytes in 9 texels), which a ROWSEQ lane then loads at once and decodes
+ * without realigning. Only when the row's chunks split evenly among the subgroup's lanes (a
+ * lane whose chunk is past the row would idle at full cost on a CPU driver), every row starts
+ * on a texel, and at most 11 texels a chunk. 1x32000x2048 on lavapipe, CPU ms, single blocks ->
+ * chunks: Q4_1 11.7 -> 8.6-9.4, Q5_1 14.4 -> 9.7-10.5, IQ4_NL 20.6 -> 15.3-15.9, Q5_0 13.5-14.2
+ * -> 11.4-12.3, Q4_0 9.1-9.6 -> 8.3-9.4; Q8_0 (17 texels) 11.1 -> 14.6-16.4: lanes reading
+ * 272 bytes apart instead of 34 cost more than the realigning saves (bench/RESULTS.md).
+ * Returns the blocks per chunk and sets *texels, or 0. VKF_NO_ROWSEQ_CH=1 turns it off. */
+static int vkf_vk_rowseq_chunk(const vkf_vk_caps *c, const vkf_vk_mm_group *g, int64_t K,
+                               int *texels) {
+    vkf_dtype t = g->w[0]->dtype;
+    int64_t S = c->subgroup_size;
+    if (!vkf_vk_is_quant(t) || vkf_dtype_block_elems(t) != 32 || vkf_vk_wunit(t) != 32 || S <= 0 ||
+        vkf_vk_env_flag("VKF_NO_ROWSEQ_CH"))
+        return 0;
+    int64_t bb = (int64_t)vkf_dtype_block_bytes(t), units = K / 32, ch = 1;
+    while (ch < 8 && ch * bb % 16)
+        ch *= 2;
+    if (ch * bb % 16 || ch * bb / 16 > 11 || units % ch || (units / ch) % S) return 0;
+    for (int i = 0; i < g->n_mats; i++)
+        if ((g->w[i]->buf->offset + g->w[i]->offset) % 16 || vkf_vk_stride_bytes(g->w[i]) % 16)
+            return 0;
+    *texels = (int)(ch * bb / 16);
+    return (int)ch;
 }
 
 /* the quantized types whose blocks fill whole texels (Q4_K: 144 bytes, Q5_K: 176) */
@@ -768,11 +797,13 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
                   !vkf_vk_env_flag("VKF_NO_ALIGN16");
     for (int i = 0; i < g->n_mats; i++)
         if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) align16 = 0;
-    char defs[128];
+    int rs_ct = 1, rs_ch = rowseq ? vkf_vk_rowseq_chunk(c, g, K, &rs_ct) : 0;
+    char defs[192];
     snprintf(defs, sizeof defs,
-             "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d;W_ALIGN16=%d",
+             "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d;W_ALIGN16=%d;"
+             "ROWSEQ_CH=%d;ROWSEQ_CT=%d",
              vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0,
-             small, rowseq, align16);
+             small, rowseq, align16, rs_ch, rs_ct);
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7,
                                       (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
@@ -846,7 +877,7 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
                 wboff[i] =
                     (uint32_t)(w->buf->offset + w->offset +
                                (plain ? (uint64_t)n0 * vkf_vk_stride_bytes(w) : 0) - win[2].off);
-                if (align16 && wboff[i] % 16)
+                if ((align16 || rs_ch) && wboff[i] % 16)
                     return vkf_error(VKF_ERROR_INTERNAL,
                                      "matmul %s: weight rows not on a texel in their window",
                                      w->name);
