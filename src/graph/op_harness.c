@@ -108,8 +108,10 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                                      * output row within a 64 KiB storage window) */
                                     {1, 8231, 64},
                                     {1, 16001, 96},
-                                    /* decode rows of 176 blocks: 22 per lane of 8 */
-                                    {1, 40, 5632}};
+                                    /* decode rows of 176 and 256 blocks: 22 and 32 per
+                                     * lane of 8 */
+                                    {1, 40, 5632},
+                                    {1, 24, 8192}};
     const int n_mm = quick ? 6 : (int)(sizeof mm / sizeof mm[0]);
     for (int w = 0; w < 5; w++)
         for (int i = 0; i < n_mm; i++) {
@@ -153,9 +155,11 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                                      {1, 40, 22},
                                      /* decode rows of 64 and 176 blocks: on CPU drivers,
                                       * lanes of 8 taking whole texels of blocks at a time
-                                      * (ROWSEQ_CH), and 22 blocks a lane */
+                                      * (ROWSEQ_CH), and 22 blocks a lane; 56 super-blocks:
+                                      * 28 units of 64 values a lane */
                                      {1, 40, 64},
-                                     {1, 9, 176}};
+                                     {1, 9, 176},
+                                     {1, 9, 56}};
     const int n_bmm = quick ? 4 : (int)(sizeof bmm / sizeof bmm[0]);
     for (int w = 0; w < (int)(sizeof btypes / sizeof btypes[0]); w++) {
         int64_t be = vkf_dtype_block_elems(btypes[w]);

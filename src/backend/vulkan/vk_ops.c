@@ -691,12 +691,15 @@ static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, 
         return 0;
     int64_t unit = vkf_vk_wunit(wt),
             per = (K / unit + vb->caps.subgroup_size - 1) / vb->caps.subgroup_size;
-    /* at most 192 activation texels and 24 units per lane (32 for units of 8 values or fewer):
-     * the units are unrolled, and beyond that the code outgrows the instruction cache. 1xNxK
-     * CPU ms, split-K -> ROWSEQ: K = 4096 Q8_0 16.4 -> 11.7, Q4_K 17.7 -> 9.7; K = 5632 Q4_K
-     * 16.1 -> 11.1, Q8_0 (22 units) 2.78-2.98 -> 2.37-2.43, Q4_0 2.36-2.62 -> 1.81-2.28 (N =
-     * 2048: TinyLlama's ffn_down); at 32 units Q8_0 was slower (20.1) */
-    int64_t mx = 768 / unit, cap = unit <= 8 ? 32 : 24;
+    /* at most 32 units and 448 activation texels per lane (the units are unrolled): every
+     * ffn_down of the 0.5B-8B models (K = 4864..14336). 1xNxK CPU ms, split-K -> ROWSEQ (weights
+     * read cold, bench/RESULTS.md): K = 5632 (22 units) Q4_0 2.36-2.62 -> 1.81-2.28, Q8_0
+     * 2.78-2.98 -> 2.37-2.43; K = 6912 Q4_K (14) 1.95-1.99 -> 1.18, Q6_K 3.8-4.0 -> 2.19; K =
+     * 8192 (N = 2048) Q4_0 (32) 3.16-3.34 -> 2.46-2.48, Q4_K (16) 3.85-3.92 -> 2.40, Q6_K 7.0-7.6
+     * -> 4.3-4.7, Q8_0 3.5-3.7 either way; K = 14336 (N = 4096) Q4_K (28) 12.4-12.5 -> 8.3-9.9,
+     * Q6_K 22.8-23.3 -> 14.6-14.8. Past 32 units it loses: K = 11008 Q4_0 (43) 8.4-8.5 ->
+     * 10.5-11.6, K = 14336 Q4_0 (56) 10.5 -> 15.0 */
+    int64_t mx = 1792 / unit, cap = 32;
     if (mx > cap) mx = cap;
     /* exactly the units a lane needs: llvmpipe runs an iteration whose lanes are all masked
      * off at full cost, so rounding up to a few pipeline variants (4, 8, 12, ...) cost K = 1152
