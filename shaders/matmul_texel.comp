@@ -129,9 +129,10 @@ uvec4 w_quad2(uint byte) {
     uint W[8];
     W[0] = t0.x; W[1] = t0.y; W[2] = t0.z; W[3] = t0.w;
     W[4] = t1.x; W[5] = t1.y; W[6] = t1.z; W[7] = t1.w;
-    uint X[5];
-    for (uint j = 0; j < 5u; j++)
-        X[j] = o4 == 0u ? W[j] : o4 == 1u ? W[j + 1u] : o4 == 2u ? W[j + 2u] : W[j + 3u];
+    uint Y[6], X[5];
+    /* two select stages (2 words, then 1), not a 4-way select per word */
+    for (uint j = 0; j < 6u; j++) Y[j] = (o4 & 2u) != 0u ? W[j + 2u] : W[j];
+    for (uint j = 0; j < 5u; j++) X[j] = (o4 & 1u) != 0u ? Y[j + 1u] : Y[j];
     if ((byte & 2u) == 0u) return uvec4(X[0], X[1], X[2], X[3]);
     return uvec4((X[0] >> 16) | (X[1] << 16), (X[1] >> 16) | (X[2] << 16), (X[2] >> 16) | (X[3] << 16),
                  (X[3] >> 16) | (X[4] << 16));
@@ -144,9 +145,10 @@ uvec4 w_quad2e(uint byte, out uint e) {
     uint W[8];
     W[0] = t0.x; W[1] = t0.y; W[2] = t0.z; W[3] = t0.w;
     W[4] = t1.x; W[5] = t1.y; W[6] = t1.z; W[7] = t1.w;
-    uint X[5];
-    for (uint j = 0; j < 5u; j++)
-        X[j] = o4 == 0u ? W[j] : o4 == 1u ? W[j + 1u] : o4 == 2u ? W[j + 2u] : W[j + 3u];
+    uint Y[6], X[5];
+    /* two select stages (2 words, then 1), not a 4-way select per word */
+    for (uint j = 0; j < 6u; j++) Y[j] = (o4 & 2u) != 0u ? W[j + 2u] : W[j];
+    for (uint j = 0; j < 5u; j++) X[j] = (o4 & 1u) != 0u ? Y[j + 1u] : Y[j];
     if ((byte & 2u) == 0u) {
         e = X[4] & 0xffffu;
         return uvec4(X[0], X[1], X[2], X[3]);
@@ -169,9 +171,10 @@ void w_hex2(uint byte, out uvec4 q[4]) {
         W[4u * k + 2u] = x.z;
         W[4u * k + 3u] = x.w;
     }
-    uint X[17];
-    for (uint j = 0; j < 17u; j++)
-        X[j] = o4 == 0u ? W[j] : o4 == 1u ? W[j + 1u] : o4 == 2u ? W[j + 2u] : W[j + 3u];
+    uint Y[18], X[17];
+    /* two select stages (2 words, then 1), not a 4-way select per word */
+    for (uint j = 0; j < 18u; j++) Y[j] = (o4 & 2u) != 0u ? W[j + 2u] : W[j];
+    for (uint j = 0; j < 17u; j++) X[j] = (o4 & 1u) != 0u ? Y[j + 1u] : Y[j];
     bool h = (byte & 2u) != 0u;
     for (uint i = 0; i < 4u; i++) {
         uvec4 a = uvec4(X[4u * i], X[4u * i + 1u], X[4u * i + 2u], X[4u * i + 3u]);
@@ -187,9 +190,10 @@ void w_oct2e(uint byte, out uvec4 lo, out uvec4 hi, out uint e) {
     W[0] = t0.x; W[1] = t0.y; W[2] = t0.z; W[3] = t0.w;
     W[4] = t1.x; W[5] = t1.y; W[6] = t1.z; W[7] = t1.w;
     W[8] = t2.x; W[9] = t2.y; W[10] = t2.z; W[11] = t2.w;
-    uint X[9];
-    for (uint j = 0; j < 9u; j++)
-        X[j] = o4 == 0u ? W[j] : o4 == 1u ? W[j + 1u] : o4 == 2u ? W[j + 2u] : W[j + 3u];
+    uint Y[10], X[9];
+    /* two select stages (2 words, then 1), not a 4-way select per word */
+    for (uint j = 0; j < 10u; j++) Y[j] = (o4 & 2u) != 0u ? W[j + 2u] : W[j];
+    for (uint j = 0; j < 9u; j++) X[j] = (o4 & 1u) != 0u ? Y[j + 1u] : Y[j];
     if ((byte & 2u) == 0u) {
         lo = uvec4(X[0], X[1], X[2], X[3]);
         hi = uvec4(X[4], X[5], X[6], X[7]);
