@@ -6,16 +6,13 @@
 /* (d * sc[s], dmin * m[s]) from a block's first 16 bytes hd (d, dmin, 12 scale bytes) */
 vec2 vkf_k4_sm_h(uvec4 hd, uint s) {
     vec2 dm = unpackHalf2x16(hd.x);
-    uvec3 sw = hd.yzw;
-    uint sc, m;
-    if (s < 4u) {
-        sc = vkf_byte3(sw, s) & 63u;
-        m = vkf_byte3(sw, s + 4u) & 63u;
-    } else {
-        uint b = vkf_byte3(sw, s + 4u);
-        sc = (b & 15u) | ((vkf_byte3(sw, s - 4u) >> 6) << 4);
-        m = (b >> 4) | ((vkf_byte3(sw, s) >> 6) << 4);
-    }
+    /* byte s & 3 of each scale word (one shift each, not a select of words then a shift): the
+     * 6-bit scale and min of s < 4, or the nibbles of byte s + 4 and the top bits of bytes s - 4
+     * and s for s >= 4 */
+    uint sh = (s & 3u) * 8u, x = hd.y >> sh, y = hd.z >> sh, z = hd.w >> sh;
+    bool lo = s < 4u;
+    uint sc = lo ? x & 63u : (z & 15u) | (((x >> 6) & 3u) << 4);
+    uint m = lo ? y & 63u : ((z >> 4) & 15u) | (((y >> 6) & 3u) << 4);
     return vec2(dm.x * float(sc), dm.y * float(m));
 }
 vec2 vkf_k4_sm(uint bb, uint s) { return vkf_k4_sm_h(w_quad2(bb), s); }
