@@ -92,9 +92,10 @@ layout(set = 0, binding = 6, rgba32ui) uniform readonly uimageBuffer Gt;
 
 vec4 a_tex(uint i) { return uintBitsToFloat(imageLoad(At, int(i))); }
 #if ROWSEQ_CH
-/* ROWSEQ_CH: the weight texels of the chunk being decoded, loaded at once (see main); the
- * weight reads below then index it at offsets known at compile time (the units of a chunk are
- * unrolled and start at byte 0), so their realigning folds away */
+/* ROWSEQ_CH: weight texels counted from the start of the chunk being decoded (see main); the
+ * units of a chunk are unrolled and read from byte 0 of it, so the offsets in the reads below
+ * are known at compile time and their realigning selects fold away (loading the chunk's texels
+ * into an array first measured the same) */
 uint wch;
 uvec4 w_tex(uint i) { return imageLoad(Wt, int(wch + i)); }
 #else
@@ -293,10 +294,10 @@ void main() {
      * faster (bench/RESULTS.md), while the activations come from registers, not texel loads. */
     /* ROWSEQ_CH (blocks of 32 values whose bytes fill whole texels ROWSEQ_CH at a time, in rows
      * that start on a texel; Q4_0: 8 blocks of 18 bytes in 9 texels): lane l takes the chunks l,
-     * l + S, ... of ROWSEQ_CH consecutive blocks instead of single blocks, loads a chunk's
-     * texels at once, and decodes its blocks from registers at offsets known at compile time:
-     * 9 texel loads for 8 Q4_0 blocks instead of 16, and no realigning (the host asks for it
-     * when the row's chunks split evenly among the lanes) */
+     * l + S, ... of ROWSEQ_CH consecutive blocks instead of single blocks and decodes them at
+     * offsets inside the chunk known at compile time: 9 distinct texels for 8 Q4_0 blocks
+     * instead of 16, and no realigning selects (the host asks for it when the row's chunks
+     * split evenly among the lanes) */
 #if ROWSEQ_CH
 #define RS_UNIT(i) ((l + ((i) / ROWSEQ_CH) * S) * ROWSEQ_CH + (i) % ROWSEQ_CH)
 #else
