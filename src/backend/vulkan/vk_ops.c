@@ -712,10 +712,10 @@ static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, 
 /* ROWSEQ_CH in matmul_texel.comp: for the types whose step is one block of 32 values (Q4_0,
  * Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL), the fewest consecutive blocks whose bytes fill whole texels
  * (Q4_0: 8 blocks of 18 bytes in 9 texels), which a ROWSEQ lane then decodes at offsets known
- * at compile time, without realigning. Only when the row's chunks split evenly among the subgroup's lanes (a
- * lane whose chunk is past the row would idle at full cost on a CPU driver), every row starts
- * on a texel, and at most 11 texels a chunk. 1x32000x2048 on lavapipe, CPU ms, single blocks ->
- * chunks: Q4_1 11.7 -> 8.6-9.4, Q5_1 14.4 -> 9.7-10.5, IQ4_NL 20.6 -> 15.3-15.9, Q5_0 13.5-14.2
+ * at compile time, without realigning. Only when the row's chunks split evenly among the subgroup's
+ * lanes (a lane whose chunk is past the row would idle at full cost on a CPU driver), every row
+ * starts on a texel, and at most 11 texels a chunk. 1x32000x2048 on lavapipe, CPU ms, single blocks
+ * -> chunks: Q4_1 11.7 -> 8.6-9.4, Q5_1 14.4 -> 9.7-10.5, IQ4_NL 20.6 -> 15.3-15.9, Q5_0 13.5-14.2
  * -> 11.4-12.3, Q4_0 9.1-9.6 -> 8.3-9.4; Q8_0 (17 texels) 11.1 -> 14.6-16.4: lanes reading
  * 272 bytes apart instead of 34 cost more than the realigning saves (bench/RESULTS.md).
  * Returns the blocks per chunk and sets *texels, or 0. VKF_NO_ROWSEQ_CH=1 turns it off. */
