@@ -31,12 +31,13 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
 /* the raw quants of unit u and x = al * q + be (one group; see W_HAVE_RAW in dtypes.glsl) */
 #define W_HAVE_RAW 1
 #define W_NG 1u
+#define W_RAWP_SCALE(j) ((j) < 4u ? VKF_LO_S : VKF_HI_S)
 void w_unit_raw(uint rowb, uint u, out vec4 w[8], out vec4 al, out vec4 be) {
     uvec4 q;
     float d = vkf_blk18(rowb + u * 18u, q);
     for (uint i = 0; i < 4u; i++) {
-        w[i] = vkf_nlo(q[i]);
-        w[i + 4u] = vkf_nhi(q[i]);
+        w[i] = vkf_nlo_r(q[i]);
+        w[i + 4u] = vkf_nhi_r(q[i]);
     }
     al = vec4(d);
     be = vec4(-8.0 * d);

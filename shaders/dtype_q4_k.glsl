@@ -51,6 +51,7 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
 #define W_HAVE_RAW 1
 #define W_UNIT_FROM_RAW 1
 #define W_NG 2u
+#define W_RAWP_SCALE(j) ((j) < 8u ? VKF_LO_S : VKF_HI_S)
 void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     uint bb = rowb + (u >> 2) * 144u, j = u & 3u;
     uvec4 hd = w_quad2(bb);
@@ -58,10 +59,10 @@ void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     uint qb = bb + 16u + 32u * j;
     uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
     for (uint i = 0; i < 4u; i++) {
-        w[i] = vkf_nlo(q0[i]);
-        w[i + 4u] = vkf_nlo(q1[i]);
-        w[i + 8u] = vkf_nhi(q0[i]);
-        w[i + 12u] = vkf_nhi(q1[i]);
+        w[i] = vkf_nlo_r(q0[i]);
+        w[i + 4u] = vkf_nlo_r(q1[i]);
+        w[i + 8u] = vkf_nhi_r(q0[i]);
+        w[i + 12u] = vkf_nhi_r(q1[i]);
     }
     al = vec4(lo.x, hi.x, 0.0, 0.0);
     be = vec4(-lo.y, -hi.y, 0.0, 0.0);

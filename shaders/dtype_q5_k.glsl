@@ -38,6 +38,7 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
 #define W_HAVE_RAW 1
 #define W_UNIT_FROM_RAW 1
 #define W_NG 2u
+#define W_RAWP_SCALE(j) VKF_B_S
 void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     uint bb = rowb + (u >> 2) * 176u, j = u & 3u;
     uvec4 hd = w_quad2(bb);
@@ -47,12 +48,10 @@ void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
     uint s0 = 2u * j, s1 = s0 + 1u;
     for (uint i = 0; i < 4u; i++) { /* each word's four quants assembled in its bytes */
-        w[i] = vec4(vkf_bytes((q0[i] & 0x0F0F0F0Fu) | (((h0[i] >> s0) & 0x01010101u) << 4)));
-        w[i + 4u] = vec4(vkf_bytes((q1[i] & 0x0F0F0F0Fu) | (((h1[i] >> s0) & 0x01010101u) << 4)));
-        w[i + 8u] =
-            vec4(vkf_bytes(((q0[i] >> 4) & 0x0F0F0F0Fu) | (((h0[i] >> s1) & 0x01010101u) << 4)));
-        w[i + 12u] =
-            vec4(vkf_bytes(((q1[i] >> 4) & 0x0F0F0F0Fu) | (((h1[i] >> s1) & 0x01010101u) << 4)));
+        w[i] = vkf_bytes_r((q0[i] & 0x0F0F0F0Fu) | (((h0[i] >> s0) & 0x01010101u) << 4));
+        w[i + 4u] = vkf_bytes_r((q1[i] & 0x0F0F0F0Fu) | (((h1[i] >> s0) & 0x01010101u) << 4));
+        w[i + 8u] = vkf_bytes_r(((q0[i] >> 4) & 0x0F0F0F0Fu) | (((h0[i] >> s1) & 0x01010101u) << 4));
+        w[i + 12u] = vkf_bytes_r(((q1[i] >> 4) & 0x0F0F0F0Fu) | (((h1[i] >> s1) & 0x01010101u) << 4));
     }
     al = vec4(lo.x, hi.x, 0.0, 0.0);
     be = vec4(-lo.y, -hi.y, 0.0, 0.0);

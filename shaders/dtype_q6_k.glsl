@@ -43,6 +43,7 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
 #define W_HAVE_RAW 1
 #define W_UNIT_FROM_RAW 1
 #define W_NG 4u
+#define W_RAWP_SCALE(j) VKF_B_S
 void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     uint bb = rowb + (u >> 2) * 210u, n = (u >> 1) & 1u, g0 = 2u * (u & 1u);
     uint lb = bb + 64u * n, hb = bb + 128u + 32u * n;
@@ -64,10 +65,10 @@ void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
         uint q1 = ((lq[1][i] >> sl) & 0x0F0F0F0Fu) | (((h1[i] >> sa) & 0x03030303u) << 4);
         uint q2 = ((lq[2][i] >> sl) & 0x0F0F0F0Fu) | (((h0[i] >> sb) & 0x03030303u) << 4);
         uint q3 = ((lq[3][i] >> sl) & 0x0F0F0F0Fu) | (((h1[i] >> sb) & 0x03030303u) << 4);
-        w[i] = vec4(vkf_bytes(q0));
-        w[i + 4u] = vec4(vkf_bytes(q1));
-        w[i + 8u] = vec4(vkf_bytes(q2));
-        w[i + 12u] = vec4(vkf_bytes(q3));
+        w[i] = vkf_bytes_r(q0);
+        w[i + 4u] = vkf_bytes_r(q1);
+        w[i + 8u] = vkf_bytes_r(q2);
+        w[i + 12u] = vkf_bytes_r(q3);
     }
 }
 #endif

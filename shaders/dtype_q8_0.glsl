@@ -23,4 +23,21 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     }
     return vkf_f16(lo.x & 0xffffu);
 }
+/* the raw quants (see W_HAVE_RAW and W_RAWP in dtypes.glsl): x = d * q, no offset */
+#define W_HAVE_RAW 1
+#define W_NG 1u
+#define W_RAWP_SCALE(j) VKF_I8_S
+void w_unit_raw(uint rowb, uint u, out vec4 w[8], out vec4 al, out vec4 be) {
+    uvec4 lo, hi;
+    uint e;
+    w_oct2e(rowb + u * 34u, lo, hi, e);
+    uvec4 q0 = uvec4((lo.x >> 16) | (lo.y << 16), (lo.y >> 16) | (lo.z << 16), (lo.z >> 16) | (lo.w << 16), (lo.w >> 16) | (hi.x << 16));
+    uvec4 q1 = uvec4((hi.x >> 16) | (hi.y << 16), (hi.y >> 16) | (hi.z << 16), (hi.z >> 16) | (hi.w << 16), (hi.w >> 16) | (e << 16));
+    for (uint i = 0; i < 4u; i++) {
+        w[i] = vkf_i8x4_r(q0[i]);
+        w[i + 4u] = vkf_i8x4_r(q1[i]);
+    }
+    al = vec4(vkf_f16(lo.x & 0xffffu));
+    be = vec4(0.0);
+}
 #endif

@@ -83,6 +83,37 @@ uvec4 vkf_nlo_u(uint q) { return (uvec4(q) >> uvec4(0u, 8u, 16u, 24u)) & 15u; }
  * 1x32000x2048 on lavapipe 17.5-29 -> 14.7-16.4 CPU ms (bench/RESULTS.md) */
 uvec4 vkf_bytes(uint q) { return (uvec4(q) >> uvec4(0u, 8u, 16u, 24u)) & 0xFFu; }
 uvec4 vkf_nhi_u(uint q) { return (uvec4(q) >> uvec4(4u, 12u, 20u, 28u)) & 15u; }
+/* W_RAWP (matmul_texel.comp's decode, ROWSEQ, sets it): the raw units (W_HAVE_RAW below) leave
+ * each quant where it sits in its word, q * 2^s, taken with one mask, or one shift for the top
+ * one, instead of a shift and a mask; the kernel multiplies its activations by the powers of
+ * two W_RAWP_SCALE(j) (texel j of a unit) once per dispatch, so every product is the same,
+ * exactly. On lavapipe a weight costs mask, convert, multiply and add: 1x32000x2048 Q4_0 8.6-9.0
+ * -> 8.0-8.5 CPU ms (bench/RESULTS.md). Without it the _r forms are the plain ones. */
+#ifndef W_RAWP
+#define W_RAWP 0
+#endif
+#if W_RAWP
+vec4 vkf_nlo_r(uint q) { return vec4(uvec4(q) & uvec4(0xFu, 0xF00u, 0xF0000u, 0xF000000u)); }
+vec4 vkf_nhi_r(uint q) { return vec4(uvec4(q & 0xF0u, q & 0xF000u, q & 0xF00000u, q >> 28)); }
+vec4 vkf_bytes_r(uint q) { return vec4(uvec4(q & 0xFFu, q & 0xFF00u, q & 0xFF0000u, q >> 24)); }
+/* signed bytes at the top of the word (q * 2^24, exact in a float: 8 significant bits) */
+vec4 vkf_i8x4_r(uint q) {
+    return vec4(ivec4(q << 24, (q << 16) & 0xFF000000u, (q << 8) & 0xFF000000u, q & 0xFF000000u));
+}
+#define VKF_LO_S vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 16777216.0)
+#define VKF_HI_S vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 1048576.0, 1.0)
+#define VKF_B_S vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0)
+#define VKF_I8_S vec4(1.0 / 16777216.0)
+#else
+vec4 vkf_nlo_r(uint q) { return vkf_nlo(q); }
+vec4 vkf_nhi_r(uint q) { return vkf_nhi(q); }
+vec4 vkf_bytes_r(uint q) { return vec4(vkf_bytes(q)); }
+vec4 vkf_i8x4_r(uint q) { return vec4(ivec4(uvec4(q) << uvec4(24u, 16u, 8u, 0u)) >> 24); }
+#define VKF_LO_S vec4(1.0)
+#define VKF_HI_S vec4(1.0)
+#define VKF_B_S vec4(1.0)
+#define VKF_I8_S vec4(1.0)
+#endif
 uvec4 vkf_bits4(uint h, uint sh) { return (uvec4(h) >> (uvec4(0u, 1u, 2u, 3u) + sh)) & 1u; }
 /* the 2-bit fields at shift sh of the four bytes of a word */
 uvec4 vkf_crumbs(uint q, uint sh) { return (uvec4(q) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 3u; }
@@ -113,10 +144,11 @@ uint vkf_byte3(uvec3 w, uint i) {
 #error "WTYPE names no weight type"
 #endif
 #define W_UV (W_UNIT / 4u)
-/* W_HAVE_RAW (Q4_0, Q4_K, Q5_K, Q6_K): w_unit_raw(rowb, u, q[W_UV], al, be) gives a unit's raw
- * quants and, for its W_NG groups of W_UV / W_NG texels, x = al[g] * q + be[g]; a dot product
- * with activations a is then al[g] * dot(q, a) + be[g] * sum(a), where sum(a) is computed once
- * for every weight row (decode, ROWSEQ in matmul_texel.comp): two operations per weight fewer */
+/* W_HAVE_RAW (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K): w_unit_raw(rowb, u, q[W_UV], al, be) gives a
+ * unit's raw quants and, for its W_NG groups of W_UV / W_NG texels, x = al[g] * q + be[g]; a dot
+ * product with activations a is then al[g] * dot(q, a) + be[g] * sum(a), where sum(a) is
+ * computed once for every weight row (decode, ROWSEQ in matmul_texel.comp): two operations per
+ * weight fewer. With W_RAWP, texel j of q holds q / W_RAWP_SCALE(j) (see above). */
 #ifndef W_HAVE_RAW
 #define W_HAVE_RAW 0
 #endif
@@ -125,7 +157,8 @@ uint vkf_byte3(uvec3 w, uint i) {
 float w_unit(uint rowb, uint u, out vec4 w[W_UV]) {
     vec4 al, be;
     w_unit_raw(rowb, u, w, al, be);
-    for (uint j = 0; j < W_UV; j++) w[j] = al[j / (W_UV / W_NG)] * w[j] + be[j / (W_UV / W_NG)];
+    for (uint j = 0; j < W_UV; j++)
+        w[j] = al[j / (W_UV / W_NG)] * (w[j] * W_RAWP_SCALE(j)) + be[j / (W_UV / W_NG)];
     return 1.0;
 }
 #endif

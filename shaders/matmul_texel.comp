@@ -328,6 +328,11 @@ void main() {
             asum[i] = vec4(0.0);
             for (uint j = 0; j < A_TEX; j++) asum[i][j / (A_TEX / W_NG)] += dot(a[i][j], vec4(1.0));
         }
+#if W_RAWP
+        /* the raw quants stay in place in their words, q * 2^s: these powers of two undo that */
+        for (uint i = 0; i < ROWSEQ; i++)
+            for (uint j = 0; j < A_TEX; j++) a[i][j] *= W_RAWP_SCALE(j);
+#endif
 #endif
         [[dont_unroll]] for (uint r = 0; r < R; r++) {
             uint n = n0 + r;

@@ -1,5 +1,6 @@
 /* The op harness on Vulkan (lavapipe in CI) against the CPU reference: every op x dtype x
- * shape of the full table, validation layer on. Prints every case and the worst one. */
+ * shape of the full table, validation layer on. Prints every case and the worst one.
+ * VKT_OPS_ONLY=NAME runs one op's cases (the profiles that only change one kernel's paths). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,13 @@ int main(void) {
     int per_op[VKF_OP_COUNT] = {0};
     double worst_ratio = 0;
     char worst[512] = "";
+    const char *only = getenv("VKT_OPS_ONLY");
+    int only_op = -1;
+    for (int o = 0; only && o < VKF_OP_COUNT; o++)
+        if (strcmp(only, vkf_op_name((vkf_op)o)) == 0) only_op = o;
+    VKT_CHECK(!only || only_op >= 0, "VKT_OPS_ONLY=%s names no op", only);
     for (int i = 0; i < n; i++) {
+        if (only_op >= 0 && (int)cases[i].op != only_op) continue;
         vkf_harness_result r;
         char desc[256];
         vkf_harness_describe(&cases[i], desc, sizeof desc);
@@ -48,7 +55,8 @@ int main(void) {
     printf("cases per op:");
     for (int o = 0; o < VKF_OP_COUNT; o++) {
         printf(" %s=%d", vkf_op_name((vkf_op)o), per_op[o]);
-        VKT_CHECK(per_op[o] > 0, "op %s has no harness case", vkf_op_name((vkf_op)o));
+        VKT_CHECK(per_op[o] > 0 || (only_op >= 0 && o != only_op), "op %s has no harness case",
+                  vkf_op_name((vkf_op)o));
     }
     printf("\nworst case relative to its threshold: %s\n", worst);
     free(cases);

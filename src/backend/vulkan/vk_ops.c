@@ -804,9 +804,9 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     char defs[192];
     snprintf(defs, sizeof defs,
              "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d;W_ALIGN16=%d;"
-             "ROWSEQ_CH=%d;ROWSEQ_CT=%d",
+             "ROWSEQ_CH=%d;ROWSEQ_CT=%d;W_RAWP=%d",
              vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0,
-             small, rowseq, align16, rs_ch, rs_ct);
+             small, rowseq, align16, rs_ch, rs_ct, rowseq && !vkf_vk_env_flag("VKF_NO_RAWP"));
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7,
                                       (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
