@@ -19,4 +19,19 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     }
     return 1.0;
 }
+/* the raw quants (see W_HAVE_RAW and W_RAWP in dtypes.glsl): x = d * q + m */
+#define W_HAVE_RAW 1
+#define W_NG 1u
+#define W_RAWP_SCALE(j) ((j) < 4u ? VKF_LO_S : VKF_HI_S)
+void w_unit_raw(uint rowb, uint u, out vec4 w[8], out vec4 al, out vec4 be) {
+    uint bb = rowb + u * 20u;
+    vec2 dm = unpackHalf2x16(w_word(bb));
+    uvec4 q = w_quad2(bb + 4u);
+    for (uint i = 0; i < 4u; i++) {
+        w[i] = vkf_nlo_r(q[i]);
+        w[i + 4u] = vkf_nhi_r(q[i]);
+    }
+    al = vec4(dm.x);
+    be = vec4(dm.y);
+}
 #endif

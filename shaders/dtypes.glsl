@@ -144,7 +144,7 @@ uint vkf_byte3(uvec3 w, uint i) {
 #error "WTYPE names no weight type"
 #endif
 #define W_UV (W_UNIT / 4u)
-/* W_HAVE_RAW (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K): w_unit_raw(rowb, u, q[W_UV], al, be) gives a
+/* W_HAVE_RAW (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K): w_unit_raw(rowb, u, q[W_UV], al, be) gives a
  * unit's raw quants and, for its W_NG groups of W_UV / W_NG texels, x = al[g] * q + be[g]; a dot
  * product with activations a is then al[g] * dot(q, a) + be[g] * sum(a), where sum(a) is
  * computed once for every weight row (decode, ROWSEQ in matmul_texel.comp): two operations per
