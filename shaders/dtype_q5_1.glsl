@@ -21,19 +21,19 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     }
     return 1.0;
 }
-/* the raw 5-bit quants (see W_HAVE_RAW in dtypes.glsl; shifted down, not in place): x = d * q +
+/* the raw 5-bit quants (see W_HAVE_RAW and W_RAWP in dtypes.glsl): x = d * q +
  * m */
 #define W_HAVE_RAW 1
 #define W_NG 1u
-#define W_RAWP_SCALE(j) vec4(1.0)
+#define W_RAWP_SCALE(j) VKF_B_S
 void w_unit_raw(uint rowb, uint u, out vec4 w[8], out vec4 al, out vec4 be) {
     uint bb = rowb + u * 24u;
     vec2 dm = unpackHalf2x16(w_word(bb));
     uint qh = w_word(bb + 4u);
     uvec4 q = w_quad2(bb + 8u);
-    for (uint i = 0; i < 4u; i++) {
-        w[i] = vec4(vkf_nlo_u(q[i]) | (vkf_bits4(qh, 4u * i) << 4));
-        w[i + 4u] = vec4(vkf_nhi_u(q[i]) | (vkf_bits4(qh, 16u + 4u * i) << 4));
+    for (uint i = 0; i < 4u; i++) { /* each word's four 5-bit quants assembled in its bytes */
+        w[i] = vkf_bytes_r((q[i] & 0x0F0F0F0Fu) | (vkf_spread4(qh, 4u * i) << 4));
+        w[i + 4u] = vkf_bytes_r(((q[i] >> 4) & 0x0F0F0F0Fu) | (vkf_spread4(qh, 16u + 4u * i) << 4));
     }
     al = vec4(dm.x);
     be = vec4(dm.y);

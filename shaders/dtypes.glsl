@@ -115,6 +115,9 @@ vec4 vkf_i8x4_r(uint q) { return vec4(ivec4(uvec4(q) << uvec4(24u, 16u, 8u, 0u))
 #define VKF_I8_S vec4(1.0)
 #endif
 uvec4 vkf_bits4(uint h, uint sh) { return (uvec4(h) >> (uvec4(0u, 1u, 2u, 3u) + sh)) & 1u; }
+/* bits sh..sh+3 of h moved to bit 0 of the four bytes of a word (bit c lands at 8c: the
+ * multiply's four shifted copies, by 0, 7, 14 and 21, never overlap, so nothing carries) */
+uint vkf_spread4(uint h, uint sh) { return (((h >> sh) & 15u) * 0x00204081u) & 0x01010101u; }
 /* the 2-bit fields at shift sh of the four bytes of a word */
 uvec4 vkf_crumbs(uint q, uint sh) { return (uvec4(q) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 3u; }
 /* byte i (0..11) of three words (selects: a dynamic component index can become a per-lane
