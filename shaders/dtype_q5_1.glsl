@@ -16,8 +16,8 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     uint qh = w_word(bb + 4u);
     uvec4 q = w_quad2(bb + 8u);
     for (uint i = 0; i < 4u; i++) {
-        w[i] = dm.x * vec4(vkf_nlo_u(q[i]) | (vkf_bits4(qh, 4u * i) << 4)) + dm.y;
-        w[i + 4u] = dm.x * vec4(vkf_nhi_u(q[i]) | (vkf_bits4(qh, 16u + 4u * i) << 4)) + dm.y;
+        w[i] = dm.x * vec4(vkf_bytes((q[i] & 0x0F0F0F0Fu) | (vkf_spread4(qh, 4u * i) << 4))) + dm.y;
+        w[i + 4u] = dm.x * vec4(vkf_bytes(((q[i] >> 4) & 0x0F0F0F0Fu) | (vkf_spread4(qh, 16u + 4u * i) << 4))) + dm.y;
     }
     return 1.0;
 }
