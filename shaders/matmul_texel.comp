@@ -70,6 +70,9 @@ layout(constant_id = 2) const uint TM = 1; /* activation rows per workgroup */
 #ifndef ROWSEQ_CT
 #define ROWSEQ_CT 1 /* the texels of such a chunk (ROWSEQ_CH * block bytes / 16) */
 #endif
+#ifndef RS_P
+#define RS_P 1 /* ROWSEQ: rows per step, 1 or 2 (see main) */
+#endif
 #ifndef ACT
 #define ACT -1 /* vkf_unary applied after the bias; -1: none */
 #endif
@@ -298,6 +301,11 @@ void main() {
      * offsets inside the chunk known at compile time: 9 distinct texels for 8 Q4_0 blocks
      * instead of 16, and no realigning selects (the host asks for it when the row's chunks
      * split evenly among the lanes) */
+    /* RS_P = 2 (rows whose units do not split evenly among the lanes, but two rows' do: gemma's
+     * K = 1152 is 36 blocks, 4.5 a lane): a step takes two consecutive rows, whose units the lanes
+     * split as one run (lane l: units l, l + S, ... of row n, then of row n + 1), so no lane idles
+     * in a last, partial round, which a CPU driver runs at full cost. Each lane's slot i belongs
+     * to row rp[i] (0 or 1) and holds its unit uu[i] of that row. */
 #if ROWSEQ_CH
 #define RS_UNIT(i) ((l + ((i) / ROWSEQ_CH) * S) * ROWSEQ_CH + (i) % ROWSEQ_CH)
 #else
@@ -306,14 +314,31 @@ void main() {
     {
         uint units = p.K / UNIT_K, arw = (p.a_off + min(m0, p.M - 1u) * p.a_stride) >> 2;
         vec4 a[ROWSEQ][A_TEX];
+        uint uu[ROWSEQ];
+        bool ok[ROWSEQ];
+#if RS_P > 1
+        bool rp[ROWSEQ];
+#endif
         float ss = 0.0;
         [[unroll]] for (uint i = 0; i < ROWSEQ; i++) {
             uint u = RS_UNIT(i);
+#if RS_P > 1
+            ok[i] = u < 2u * units;
+            rp[i] = u >= units;
+            if (rp[i]) u -= units;
+#else
+            ok[i] = u < units;
+#endif
+            uu[i] = u;
             for (uint j = 0; j < A_TEX; j++) {
-                a[i][j] = u < units ? a_tex(arw + u * A_TEX + j) : vec4(0.0);
+                a[i][j] = ok[i] ? a_tex(arw + u * A_TEX + j) : vec4(0.0);
 #if NORM
-                vec4 g = u < units ? uintBitsToFloat(imageLoad(Gt, int((p.g_off >> 2) + u * A_TEX + j))) : vec4(0.0);
+                vec4 g = ok[i] ? uintBitsToFloat(imageLoad(Gt, int((p.g_off >> 2) + u * A_TEX + j))) : vec4(0.0);
+#if RS_P > 1
+                ss += rp[i] ? 0.0 : dot(a[i][j], a[i][j]); /* each unit once */
+#else
                 ss += dot(a[i][j], a[i][j]);
+#endif
                 a[i][j] *= g;
 #endif
             }
@@ -334,46 +359,67 @@ void main() {
             for (uint j = 0; j < A_TEX; j++) a[i][j] *= W_RAWP_SCALE(j);
 #endif
 #endif
-        [[dont_unroll]] for (uint r = 0; r < R; r++) {
+        [[dont_unroll]] for (uint r = 0; r < R; r += RS_P) {
             uint n = n0 + r;
             if (n >= N) break;
-            float acc0[NW];
+            float acc0[NW][RS_P];
             for (uint v = 0; v < NW; v++) {
-                uint rowb = (v == 0u ? wb : p.w_boff1) + n * p.w_bstride;
-                float t = 0.0;
+                uint rowb0 = (v == 0u ? wb : p.w_boff1) + n * p.w_bstride;
+#if RS_P > 1
+                /* the second row: the last one again past N (read, never stored) */
+                uint rowb1 = (v == 0u ? wb : p.w_boff1) + min(n + 1u, N - 1u) * p.w_bstride;
+#endif
+                float t[RS_P];
+                for (uint q = 0; q < RS_P; q++) t[q] = 0.0;
                 [[unroll]] for (uint i = 0; i < ROWSEQ; i++) {
-                    uint u = RS_UNIT(i);
-                    if (u < units) {
+                    uint u = uu[i];
+#if RS_P > 1
+                    uint rowb = rp[i] ? rowb1 : rowb0;
+#else
+                    uint rowb = rowb0;
+#endif
+                    if (ok[i]) {
                         vec4 wv[A_TEX];
+                        float c;
 #if ROWSEQ_CH
                         wch = (rowb >> 4) + u / ROWSEQ_CH * ROWSEQ_CT;
-                        uint ub = 0u, uu = i % ROWSEQ_CH; /* the unit inside the chunk */
+                        uint ub = 0u, ui = i % ROWSEQ_CH; /* the unit inside the chunk */
 #else
-                        uint ub = rowb, uu = u;
+                        uint ub = rowb, ui = u;
 #endif
 #if W_HAVE_RAW && !W_SMALL
                         vec4 al, be, gd = vec4(0.0);
-                        w_unit_raw(ub, uu, wv, al, be);
+                        w_unit_raw(ub, ui, wv, al, be);
                         for (uint j = 0; j < A_TEX; j++) gd[j / (A_TEX / W_NG)] += dot(wv[j], a[i][j]);
-                        t += dot(al, gd) + dot(be, asum[i]);
+                        c = dot(al, gd) + dot(be, asum[i]);
 #else
-                        float sc = w_unit(ub, uu, wv);
+                        float sc = w_unit(ub, ui, wv);
                         float dt = 0.0;
                         for (uint j = 0; j < A_TEX; j++) dt += dot(wv[j], a[i][j]);
-                        t += sc * dt;
+                        c = sc * dt;
+#endif
+#if RS_P > 1
+                        t[0] += rp[i] ? 0.0 : c;
+                        t[1] += rp[i] ? c : 0.0;
+#else
+                        t[0] += c;
 #endif
                     }
                 }
-                acc0[v] = subgroupAdd(t);
+                for (uint q = 0; q < RS_P; q++) {
+                    acc0[v][q] = subgroupAdd(t[q]);
 #if NORM
-                acc0[v] *= inv;
+                    acc0[v][q] *= inv;
 #endif
+                }
             }
-            float s = acc0[0];
+            for (uint q = 0; q < RS_P; q++) {
+                float s = acc0[0][q];
 #if SWIGLU
-            s = glu_gate(s) * acc0[1];
+                s = glu_gate(s) * acc0[1][q];
 #endif
-            if (l == r % S) mm_store(doff, dstr, boff, n, m0, s);
+                if (l == (r + q) % S && n + q < N) mm_store(doff, dstr, boff, n + q, m0, s);
+            }
         }
         return;
     }

@@ -102,7 +102,8 @@ enum {
 /* decode = 0: two sequences of three tokens per step, d 64; decode = 1: one token per step
  * (M = 1, the matrix-vector kernels: on CPU drivers the rows-in-sequence ROWSEQ variant of
  * shaders/matmul_texel.comp) with d 256 and ff 768, so that the rows span several subgroups
- * and K several units per lane */
+ * and K several units per lane; decode = 2: d 384, 12 blocks of 32 a row, which lanes of 8
+ * take two rows at a time (RS_P = 2), in the fused norm, gate/up and residual variants too */
 static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int qkv_bias, int decode,
                        int kv) {
     memset(L, 0, sizeof *L);
@@ -115,9 +116,9 @@ static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int q
     L->seq = decode ? 1 : 3;
     L->rows = L->batch * L->seq;
     L->head_dim = decode ? 32 : 16;
-    L->n_head = decode ? 8 : 4;
+    L->n_head = decode == 2 ? 12 : decode ? 8 : 4;
     L->n_kv_head = 2;
-    L->d = L->n_head * L->head_dim; /* 64 or 256 */
+    L->d = L->n_head * L->head_dim; /* 64, 256 or 384 */
     L->kvd = L->n_kv_head * L->head_dim;
     L->ff = decode ? 768 : 96;
     L->n_ctx = 8;
@@ -327,7 +328,10 @@ static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int ext
              : gelu == 2 ? " geglu"
              : gelu == 1 ? " gelu"
                          : " swiglu",
-             qkv_bias ? " qkv-bias" : "", no_fuse ? " VKF_NO_FUSE" : "", decode ? " decode" : "",
+             qkv_bias ? " qkv-bias" : "", no_fuse ? " VKF_NO_FUSE" : "",
+             decode == 2 ? " decode d384"
+             : decode    ? " decode"
+                         : "",
              kv == 1   ? " f16-cache"
              : kv == 2 ? " f16-cache neox"
                        : "");
@@ -390,7 +394,8 @@ int main(void) {
     const vkf_vk_caps *caps = vkf_backend_vulkan_caps(vk);
     static const vkf_dtype wts[] = {VKF_DTYPE_F32, VKF_DTYPE_F16, VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0};
     for (int w = 0; w < 4; w++) {
-        for (int v = 0; v < 8; v++) {
+        /* the d 384 decode layer for the block types only (their 32-value units) */
+        for (int v = 0; v < (w >= 2 ? 12 : 8); v++) {
             uint64_t fused = 0, unfused = 0, blocked = 0, plain = 0, swiglu = 0;
             int decode = v / 4, mlp = v % 4, ge = mlp == 1;
             /* the GELU layer is GPT-2's and qwen2's kind: q/k/v with biases */

@@ -111,7 +111,10 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                                     /* decode rows of 176 and 256 blocks: 22 and 32 per
                                      * lane of 8 */
                                     {1, 40, 5632},
-                                    {1, 24, 8192}};
+                                    {1, 24, 8192},
+                                    /* 36 blocks a row (gemma's K = 1152): 4.5 a lane, so two
+                                     * rows a step (RS_P = 2); an odd N */
+                                    {1, 9, 1152}};
     const int n_mm = quick ? 6 : (int)(sizeof mm / sizeof mm[0]);
     for (int w = 0; w < 5; w++)
         for (int i = 0; i < n_mm; i++) {
@@ -159,7 +162,9 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                                       * 28 units of 64 values a lane */
                                      {1, 40, 64},
                                      {1, 9, 176},
-                                     {1, 9, 56}};
+                                     {1, 9, 56},
+                                     /* 36 blocks of 32: two rows a step (RS_P = 2) */
+                                     {1, 9, 36}};
     const int n_bmm = quick ? 4 : (int)(sizeof bmm / sizeof bmm[0]);
     for (int w = 0; w < (int)(sizeof btypes / sizeof btypes[0]); w++) {
         int64_t be = vkf_dtype_block_elems(btypes[w]);

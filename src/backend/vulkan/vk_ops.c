@@ -680,9 +680,11 @@ static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, uint3
  * another. Returns the units per lane, or 0. VKF_NO_ROWSEQ=1 turns it off,
  * and so does VKF_GPU_TABLE=1 (lavapipe taking the GPUs' choices). VKF_ROWSEQ=1 (an experiment
  * for GPUs, whose split-K decode reads 4-8 activation texels per weight texel, bench/RESULTS.md)
- * takes it on any device; VKF_ROWSEQ_R then sets the rows per subgroup. */
+ * takes it on any device; VKF_ROWSEQ_R then sets the rows per subgroup. Sets *pair to 2 where
+ * the lanes take two rows' units as one run (RS_P in the shader), else 1. */
 static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M,
-                            int64_t K, vkf_dtype wt, int small) {
+                            int64_t K, vkf_dtype wt, int small, int *pair) {
+    *pair = 1;
     int any = vkf_vk_env_flag("VKF_ROWSEQ");
     if (M != 1 || cfg->lanes || small || !vb->caps.subgroup_size ||
         vkf_vk_env_flag("VKF_NO_ROWSEQ") ||
@@ -706,6 +708,19 @@ static int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, 
      * (gemma-3-1b: 5 units, run as 8) 29-40% (1x16384x1152 CPU ms: Q4_0 5.03 -> 3.57, Q8_0
      * 6.1-7.2 -> 4.2-4.4); a model has one or two such K */
     int64_t rs = per;
+    /* rows whose units leave the last round of lanes part idle (10% of the slots or more), when
+     * two rows' units split evenly into at most 16 a lane: two rows a step (RS_P = 2).
+     * gemma-3-1b's K = 1152 (36 blocks, 4.5 a lane) and Qwen2.5-0.5B's K = 896 (28); llvmpipe
+     * runs the idle lanes at full cost. 1xNxK CPU ms: 1x262144x1152 Q8_0 (gemma's LM head)
+     * 57.9-58.0 -> 52.1-52.6, 1x6912x1152 Q5_0 1.76-2.01 -> 1.68-1.72; with 27 units a lane
+     * (K = 6912 Q4_K, 3.7% idle) it lost, 1.08-1.11 -> 1.39-1.47 (bench/RESULTS.md).
+     * VKF_NO_RSPAIR=1 turns it off. */
+    int64_t S = vb->caps.subgroup_size, units = K / unit;
+    if (units % S && (2 * units) % S == 0 && (per * S - units) * 10 >= units &&
+        2 * units / S <= 16 && 2 * units / S <= mx && !vkf_vk_env_flag("VKF_NO_RSPAIR")) {
+        *pair = 2;
+        return (int)(2 * units / S);
+    }
     return rs <= mx ? (int)rs : 0;
 }
 
@@ -789,10 +804,14 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     int64_t sg = c->subgroup_size ? c->subgroup_size : 32;
     int small = vkf_vk_wunit(w0->dtype) > 32 && (cfg.lanes ? !vkf_vk_env_flag("VKF_NO_LANES_SMALL")
                                                            : K / vkf_vk_wunit(w0->dtype) < sg);
-    int rowseq = vkf_vk_mm_rowseq(r->vb, &cfg, M, K, w0->dtype, small);
+    int rs_p = 1, rowseq = vkf_vk_mm_rowseq(r->vb, &cfg, M, K, w0->dtype, small, &rs_p);
     if (rowseq) {
         spec[1] = R = cfg.r = vkf_vk_rowseq_rows(c, &cfg, Ntot);
         if (g->swiglu) spec[1] = R = R / 2;
+        if (rs_p > 1) { /* whole steps of rs_p rows */
+            R -= R % (uint32_t)rs_p;
+            spec[1] = R = R ? R : (uint32_t)rs_p;
+        }
     }
     /* blocks of a multiple of 16 bytes in rows that all start on a texel (texel windows start on
      * 16 bytes at least, vkf_vk_window_block): the kernel reads them without realigning */
@@ -804,9 +823,9 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     char defs[192];
     snprintf(defs, sizeof defs,
              "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d;W_ALIGN16=%d;"
-             "ROWSEQ_CH=%d;ROWSEQ_CT=%d;W_RAWP=%d",
+             "ROWSEQ_CH=%d;ROWSEQ_CT=%d;W_RAWP=%d;RS_P=%d",
              vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0,
-             small, rowseq, align16, rs_ch, rs_ct, rowseq && !vkf_vk_env_flag("VKF_NO_RAWP"));
+             small, rowseq, align16, rs_ch, rs_ct, rowseq && !vkf_vk_env_flag("VKF_NO_RAWP"), rs_p);
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7,
                                       (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
