@@ -378,6 +378,9 @@ void main() {
 #else
                     uint rowb = rowb0;
 #endif
+                    /* a branch even where every lane's units are in the row: without it a
+                     * lane's units become one basic block, which LLVM schedules loads-first and
+                     * spills, 7-8x slower on lavapipe (bench/RESULTS.md) */
                     if (ok[i]) {
                         vec4 wv[A_TEX];
                         float c;
