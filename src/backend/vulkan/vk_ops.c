@@ -820,12 +820,19 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     for (int i = 0; i < g->n_mats; i++)
         if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) align16 = 0;
     int rs_ct = 1, rs_ch = rowseq ? vkf_vk_rowseq_chunk(c, g, K, &rs_ct) : 0;
+    /* Q6_K's unit pairs share their texels (RS_PAIRU in matmul_texel.comp): where the row's
+     * units are a multiple of twice the subgroup's lanes. VKF_NO_RS_PAIRU=1 turns it off. */
+    int64_t wu = vkf_vk_wunit(w0->dtype);
+    int rs_pairu = rowseq && !rs_ch && rs_p == 1 && w0->dtype == VKF_DTYPE_Q6_K &&
+                   c->subgroup_size && (K / wu) % (2 * (int64_t)c->subgroup_size) == 0 &&
+                   !vkf_vk_env_flag("VKF_NO_RS_PAIRU");
     char defs[192];
     snprintf(defs, sizeof defs,
              "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d;W_ALIGN16=%d;"
-             "ROWSEQ_CH=%d;ROWSEQ_CT=%d;W_RAWP=%d;RS_P=%d",
+             "ROWSEQ_CH=%d;ROWSEQ_CT=%d;W_RAWP=%d;RS_P=%d;RS_PAIRU=%d",
              vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0,
-             small, rowseq, align16, rs_ch, rs_ct, rowseq && !vkf_vk_env_flag("VKF_NO_RAWP"), rs_p);
+             small, rowseq, align16, rs_ch, rs_ct, rowseq && !vkf_vk_env_flag("VKF_NO_RAWP"), rs_p,
+             rs_pairu);
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7,
                                       (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
