@@ -52,9 +52,15 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
 #define W_UNIT_FROM_RAW 1
 #define W_NG 2u
 #define W_RAWP_SCALE(j) ((j) < 8u ? VKF_LO_S : VKF_HI_S)
-void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
+/* the texel units 2k and 2k + 1 share (W_HAVE_PAIRLOAD, dtypes.glsl): the super-block's header */
+#define W_HAVE_PAIRLOAD 1
+struct w_pl {
+    uvec4 hd;
+};
+void w_pair_load(uint rowb, uint u, out w_pl pl) { pl.hd = w_quad2(rowb + (u >> 2) * 144u); }
+void w_unit_raw_pl(uint rowb, uint u, w_pl pl, out vec4 w[16], out vec4 al, out vec4 be) {
     uint bb = rowb + (u >> 2) * 144u, j = u & 3u;
-    uvec4 hd = w_quad2(bb);
+    uvec4 hd = pl.hd;
     vec2 lo = vkf_k4_sm_h(hd, 2u * j), hi = vkf_k4_sm_h(hd, 2u * j + 1u);
     uint qb = bb + 16u + 32u * j;
     uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
@@ -66,6 +72,11 @@ void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     }
     al = vec4(lo.x, hi.x, 0.0, 0.0);
     be = vec4(-lo.y, -hi.y, 0.0, 0.0);
+}
+void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
+    w_pl pl;
+    w_pair_load(rowb, u, pl);
+    w_unit_raw_pl(rowb, u, pl, w, al, be);
 }
 #endif
 #endif

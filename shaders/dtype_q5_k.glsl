@@ -39,11 +39,22 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
 #define W_UNIT_FROM_RAW 1
 #define W_NG 2u
 #define W_RAWP_SCALE(j) VKF_B_S
-void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
+/* the texels units 2k and 2k + 1 share (W_HAVE_PAIRLOAD, dtypes.glsl): the super-block's
+ * header and its 32 high-bit bytes */
+#define W_HAVE_PAIRLOAD 1
+struct w_pl {
+    uvec4 hd, h0, h1;
+};
+void w_pair_load(uint rowb, uint u, out w_pl pl) {
+    uint bb = rowb + (u >> 2) * 176u;
+    pl.hd = w_quad2(bb);
+    pl.h0 = w_quad2(bb + 16u);
+    pl.h1 = w_quad2(bb + 32u);
+}
+void w_unit_raw_pl(uint rowb, uint u, w_pl pl, out vec4 w[16], out vec4 al, out vec4 be) {
     uint bb = rowb + (u >> 2) * 176u, j = u & 3u;
-    uvec4 hd = w_quad2(bb);
-    vec2 lo = vkf_k4_sm_h(hd, 2u * j), hi = vkf_k4_sm_h(hd, 2u * j + 1u);
-    uvec4 h0 = w_quad2(bb + 16u), h1 = w_quad2(bb + 32u);
+    vec2 lo = vkf_k4_sm_h(pl.hd, 2u * j), hi = vkf_k4_sm_h(pl.hd, 2u * j + 1u);
+    uvec4 h0 = pl.h0, h1 = pl.h1;
     uint qb = bb + 48u + 32u * j;
     uvec4 q0 = w_quad2(qb), q1 = w_quad2(qb + 16u);
     uint s0 = 2u * j, s1 = s0 + 1u;
@@ -55,6 +66,11 @@ void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
     }
     al = vec4(lo.x, hi.x, 0.0, 0.0);
     be = vec4(-lo.y, -hi.y, 0.0, 0.0);
+}
+void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
+    w_pl pl;
+    w_pair_load(rowb, u, pl);
+    w_unit_raw_pl(rowb, u, pl, w, al, be);
 }
 #endif
 #endif

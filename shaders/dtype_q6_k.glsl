@@ -44,20 +44,24 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
 #define W_UNIT_FROM_RAW 1
 #define W_NG 4u
 #define W_RAWP_SCALE(j) VKF_B_S
-/* the texels unit u reads: its super-block's scales and d, its half-block's low nibbles and high
- * bits. Units 2k and 2k + 1 read the same ones (W_HAVE_PAIRLOAD: the decode loads them once for
- * both, RS_PAIRU in matmul_texel.comp). */
+/* the texels units 2k and 2k + 1 share (W_HAVE_PAIRLOAD, dtypes.glsl): all that they read,
+ * their super-block's scales and d, their half-block's low nibbles and high bits */
 #define W_HAVE_PAIRLOAD 1
-void q6k_load(uint rowb, uint u, out uvec4 sq, out uint de, out uvec4 lq[4], out uvec4 h0, out uvec4 h1) {
+struct w_pl {
+    uvec4 sq, lq[4], h0, h1;
+    uint de;
+};
+void w_pair_load(uint rowb, uint u, out w_pl pl) {
     uint bb = rowb + (u >> 2) * 210u, n = (u >> 1) & 1u;
-    sq = w_quad2e(bb + 192u, de);
-    w_hex2(bb + 64u * n, lq);
+    pl.sq = w_quad2e(bb + 192u, pl.de);
+    w_hex2(bb + 64u * n, pl.lq);
     uint he;
-    w_oct2e(bb + 128u + 32u * n, h0, h1, he);
+    w_oct2e(bb + 128u + 32u * n, pl.h0, pl.h1, he);
 }
-/* unit u from the texels q6k_load read */
-void q6k_raw(uint u, uvec4 sq, uint de, uvec4 lq[4], uvec4 h0, uvec4 h1, out vec4 w[16], out vec4 al, out vec4 be) {
+void w_unit_raw_pl(uint rowb, uint u, w_pl pl, out vec4 w[16], out vec4 al, out vec4 be) {
     uint n = (u >> 1) & 1u, g0 = 2u * (u & 1u);
+    uvec4 sq = pl.sq, h0 = pl.h0, h1 = pl.h1;
+    uint de = pl.de;
     uint wi = 2u * n + (g0 >> 1);
     uint scw = wi == 0u ? sq.x : wi == 1u ? sq.y : wi == 2u ? sq.z : sq.w;
     al = vkf_f16(de) * vec4(ivec4(uvec4(scw) << uvec4(24u, 16u, 8u, 0u)) >> 24);
@@ -65,10 +69,10 @@ void q6k_raw(uint u, uvec4 sq, uint de, uvec4 lq[4], uvec4 h0, uvec4 h1, out vec
     uint sl = 4u * (g0 >> 1), sa = 2u * g0, sb = sa + 2u;
     /* each word's four 6-bit quants assembled in its bytes (vkf_bytes) */
     for (uint i = 0; i < 4u; i++) {
-        uint q0 = ((lq[0][i] >> sl) & 0x0F0F0F0Fu) | (((h0[i] >> sa) & 0x03030303u) << 4);
-        uint q1 = ((lq[1][i] >> sl) & 0x0F0F0F0Fu) | (((h1[i] >> sa) & 0x03030303u) << 4);
-        uint q2 = ((lq[2][i] >> sl) & 0x0F0F0F0Fu) | (((h0[i] >> sb) & 0x03030303u) << 4);
-        uint q3 = ((lq[3][i] >> sl) & 0x0F0F0F0Fu) | (((h1[i] >> sb) & 0x03030303u) << 4);
+        uint q0 = ((pl.lq[0][i] >> sl) & 0x0F0F0F0Fu) | (((h0[i] >> sa) & 0x03030303u) << 4);
+        uint q1 = ((pl.lq[1][i] >> sl) & 0x0F0F0F0Fu) | (((h1[i] >> sa) & 0x03030303u) << 4);
+        uint q2 = ((pl.lq[2][i] >> sl) & 0x0F0F0F0Fu) | (((h0[i] >> sb) & 0x03030303u) << 4);
+        uint q3 = ((pl.lq[3][i] >> sl) & 0x0F0F0F0Fu) | (((h1[i] >> sb) & 0x03030303u) << 4);
         w[i] = vkf_bytes_r(q0);
         w[i + 4u] = vkf_bytes_r(q1);
         w[i + 8u] = vkf_bytes_r(q2);
@@ -76,10 +80,9 @@ void q6k_raw(uint u, uvec4 sq, uint de, uvec4 lq[4], uvec4 h0, uvec4 h1, out vec
     }
 }
 void w_unit_raw(uint rowb, uint u, out vec4 w[16], out vec4 al, out vec4 be) {
-    uvec4 sq, lq[4], h0, h1;
-    uint de;
-    q6k_load(rowb, u, sq, de, lq, h0, h1);
-    q6k_raw(u, sq, de, lq, h0, h1, w, al, be);
+    w_pl pl;
+    w_pair_load(rowb, u, pl);
+    w_unit_raw_pl(rowb, u, pl, w, al, be);
 }
 #endif
 #endif

@@ -155,6 +155,12 @@ uint vkf_byte3(uvec3 w, uint i) {
 #ifndef W_HAVE_RAW
 #define W_HAVE_RAW 0
 #endif
+/* W_HAVE_PAIRLOAD (Q4_K, Q5_K, Q6_K): units 2k and 2k + 1 share texels; w_pair_load(rowb, u, pl)
+ * reads them into a w_pl and w_unit_raw_pl(rowb, u, pl, ...) is w_unit_raw from them (the decode's
+ * RS_PAIRU in matmul_texel.comp) */
+#ifndef W_HAVE_PAIRLOAD
+#define W_HAVE_PAIRLOAD 0
+#endif
 #ifdef W_UNIT_FROM_RAW
 /* the dequantized unit (scale 1) from the raw one: x = al[g] * q + be[g] */
 float w_unit(uint rowb, uint u, out vec4 w[W_UV]) {

@@ -309,9 +309,10 @@ void main() {
      * split as one run (lane l: units l, l + S, ... of row n, then of row n + 1), so no lane idles
      * in a last, partial round, which a CPU driver runs at full cost. Each lane's slot i belongs
      * to row rp[i] (0 or 1) and holds its unit uu[i] of that row. */
-    /* RS_PAIRU (Q6_K, W_HAVE_PAIRLOAD; rows of a multiple of 2 S units): lane l takes the unit
-     * pairs (2l, 2l + 1), (2l + 2S, 2l + 2S + 1), ..., whose two units read the same texels,
-     * loaded once for both: 10 texel reads per 128 weights instead of 20 */
+    /* RS_PAIRU (W_HAVE_PAIRLOAD: Q4_K, Q5_K, Q6_K; rows of a multiple of 2 S units): lane l takes
+     * the unit pairs (2l, 2l + 1), (2l + 2S, 2l + 2S + 1), ..., which share texels, loaded once
+     * for both (w_pair_load): Q6_K 10 texel reads per 128 weights instead of 20, Q5_K 7 instead
+     * of 10, Q4_K 5 instead of 6 */
 #if ROWSEQ_CH
 #define RS_UNIT(i) ((l + ((i) / ROWSEQ_CH) * S) * ROWSEQ_CH + (i) % ROWSEQ_CH)
 #elif RS_PAIRU
@@ -380,8 +381,7 @@ void main() {
                 float t[RS_P];
                 for (uint q = 0; q < RS_P; q++) t[q] = 0.0;
 #if RS_PAIRU
-                uvec4 pl_sq, pl_lq[4], pl_h0, pl_h1; /* a unit pair's texels */
-                uint pl_de;
+                w_pl pl; /* the texels a unit pair shares */
 #endif
                 [[unroll]] for (uint i = 0; i < ROWSEQ; i++) {
                     uint u = uu[i];
@@ -404,8 +404,8 @@ void main() {
 #endif
 #if RS_PAIRU
                         vec4 al, be, gd = vec4(0.0);
-                        if ((i & 1u) == 0u) q6k_load(ub, ui, pl_sq, pl_de, pl_lq, pl_h0, pl_h1);
-                        q6k_raw(ui, pl_sq, pl_de, pl_lq, pl_h0, pl_h1, wv, al, be);
+                        if ((i & 1u) == 0u) w_pair_load(ub, ui, pl);
+                        w_unit_raw_pl(ub, ui, pl, wv, al, be);
                         for (uint j = 0; j < A_TEX; j++) gd[j / (A_TEX / W_NG)] += dot(wv[j], a[i][j]);
                         c = dot(al, gd) + dot(be, asum[i]);
 #elif W_HAVE_RAW && !W_SMALL

@@ -820,10 +820,12 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     for (int i = 0; i < g->n_mats; i++)
         if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) align16 = 0;
     int rs_ct = 1, rs_ch = rowseq ? vkf_vk_rowseq_chunk(c, g, K, &rs_ct) : 0;
-    /* Q6_K's unit pairs share their texels (RS_PAIRU in matmul_texel.comp): where the row's
-     * units are a multiple of twice the subgroup's lanes. VKF_NO_RS_PAIRU=1 turns it off. */
+    /* K-quant unit pairs share texels (RS_PAIRU in matmul_texel.comp): where the row's units
+     * are a multiple of twice the subgroup's lanes. VKF_NO_RS_PAIRU=1 turns it off. */
     int64_t wu = vkf_vk_wunit(w0->dtype);
-    int rs_pairu = rowseq && !rs_ch && rs_p == 1 && w0->dtype == VKF_DTYPE_Q6_K &&
+    vkf_dtype wt0 = w0->dtype;
+    int rs_pairu = rowseq && !rs_ch && rs_p == 1 &&
+                   (wt0 == VKF_DTYPE_Q6_K || wt0 == VKF_DTYPE_Q5_K || wt0 == VKF_DTYPE_Q4_K) &&
                    c->subgroup_size && (K / wu) % (2 * (int64_t)c->subgroup_size) == 0 &&
                    !vkf_vk_env_flag("VKF_NO_RS_PAIRU");
     char defs[192];
