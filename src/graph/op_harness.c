@@ -166,8 +166,10 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                                      /* 36 blocks of 32: two rows a step (RS_P = 2) */
                                      {1, 9, 36},
                                      /* K = 2048 in K-quants (the LM heads of TinyLlama and
-                                      * Llama-3.2-1B): Q6_K's unit pairs (RS_PAIRU) */
-                                     {1, 33, 8}};
+                                      * Llama-3.2-1B): unit pairs (RS_PAIRU); 27 super-blocks
+                                      * (gemma's ffn_down): pairs with a last, partial round */
+                                     {1, 33, 8},
+                                     {1, 9, 27}};
     const int n_bmm = quick ? 4 : (int)(sizeof bmm / sizeof bmm[0]);
     for (int w = 0; w < (int)(sizeof btypes / sizeof btypes[0]); w++) {
         int64_t be = vkf_dtype_block_elems(btypes[w]);

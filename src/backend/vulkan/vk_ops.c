@@ -820,13 +820,14 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     for (int i = 0; i < g->n_mats; i++)
         if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) align16 = 0;
     int rs_ct = 1, rs_ch = rowseq ? vkf_vk_rowseq_chunk(c, g, K, &rs_ct) : 0;
-    /* K-quant unit pairs share texels (RS_PAIRU in matmul_texel.comp): where the row's units
-     * are a multiple of twice the subgroup's lanes. VKF_NO_RS_PAIRU=1 turns it off. */
-    int64_t wu = vkf_vk_wunit(w0->dtype);
+    /* K-quant unit pairs share texels (RS_PAIRU in matmul_texel.comp): where taking the units in
+     * pairs leaves a lane no more slots than taking them one by one (K = 2048, 6912, 8192; not
+     * 5632: 12 slots instead of 11). VKF_NO_RS_PAIRU=1 turns it off. */
+    int64_t wu = vkf_vk_wunit(w0->dtype), sgs = c->subgroup_size, wun = K / wu;
     vkf_dtype wt0 = w0->dtype;
     int rs_pairu = rowseq && !rs_ch && rs_p == 1 &&
                    (wt0 == VKF_DTYPE_Q6_K || wt0 == VKF_DTYPE_Q5_K || wt0 == VKF_DTYPE_Q4_K) &&
-                   c->subgroup_size && (K / wu) % (2 * (int64_t)c->subgroup_size) == 0 &&
+                   sgs && wun % 2 == 0 && 2 * ((wun + 2 * sgs - 1) / (2 * sgs)) == rowseq &&
                    !vkf_vk_env_flag("VKF_NO_RS_PAIRU");
     char defs[192];
     snprintf(defs, sizeof defs,
