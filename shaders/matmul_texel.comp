@@ -309,8 +309,8 @@ void main() {
      * split as one run (lane l: units l, l + S, ... of row n, then of row n + 1), so no lane idles
      * in a last, partial round, which a CPU driver runs at full cost. Each lane's slot i belongs
      * to row rp[i] (0 or 1) and holds its unit uu[i] of that row. */
-    /* RS_PAIRU (W_HAVE_PAIRLOAD: Q4_K, Q5_K, Q6_K; rows of a multiple of 2 S units): lane l takes
-     * the unit pairs (2l, 2l + 1), (2l + 2S, 2l + 2S + 1), ..., which share texels, loaded once
+    /* RS_PAIRU (W_HAVE_PAIRLOAD: Q4_K, Q5_K, Q6_K; where pairs need no more slots a lane than
+     * single units, vk_ops.c): lane l takes the unit pairs (2l, 2l + 1), (2l + 2S, 2l + 2S + 1), ..., which share texels, loaded once
      * for both (w_pair_load): Q6_K 10 texel reads per 128 weights instead of 20, Q5_K 7 instead
      * of 10, Q4_K 5 instead of 6 */
 #if ROWSEQ_CH
@@ -402,15 +402,14 @@ void main() {
 #else
                         uint ub = rowb, ui = u;
 #endif
+#if W_HAVE_RAW && !W_SMALL
+                        vec4 al, be, gd = vec4(0.0);
 #if RS_PAIRU
-                        vec4 al, be, gd = vec4(0.0);
-                        if ((i & 1u) == 0u) w_pair_load(ub, ui, pl);
+                        if ((i & 1u) == 0u) w_pair_load(ub, ui, pl); /* a pair's first unit */
                         w_unit_raw_pl(ub, ui, pl, wv, al, be);
-                        for (uint j = 0; j < A_TEX; j++) gd[j / (A_TEX / W_NG)] += dot(wv[j], a[i][j]);
-                        c = dot(al, gd) + dot(be, asum[i]);
-#elif W_HAVE_RAW && !W_SMALL
-                        vec4 al, be, gd = vec4(0.0);
+#else
                         w_unit_raw(ub, ui, wv, al, be);
+#endif
                         for (uint j = 0; j < A_TEX; j++) gd[j / (A_TEX / W_NG)] += dot(wv[j], a[i][j]);
                         c = dot(al, gd) + dot(be, asum[i]);
 #else
