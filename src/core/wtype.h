@@ -30,6 +30,9 @@ typedef struct vkf_wtype {
     /* the inverse of dequantize_row where this type has one here (F32, F16, BF16, Q8_0, Q4_0;
      * ggml's reference quantizers of the other types live with `vkformer quantize`); or NULL */
     void (*quantize_row)(const float *src, void *dst, int64_t n);
+    /* 1: decode units 2k and 2k + 1 share texels, which the GLSL include loads once for both
+     * (W_HAVE_PAIRLOAD in shaders/dtypes.glsl; the Vulkan decode's RS_PAIRU) */
+    int gpu_pairload;
 } vkf_wtype;
 
 /* The traits of t, or NULL when t is not a valid vkf_dtype. */

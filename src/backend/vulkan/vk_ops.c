@@ -824,10 +824,8 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
      * pairs leaves a lane no more slots than taking them one by one (K = 2048, 6912, 8192; not
      * 5632: 12 slots instead of 11). VKF_NO_RS_PAIRU=1 turns it off. */
     int64_t wu = vkf_vk_wunit(w0->dtype), sgs = c->subgroup_size, wun = K / wu;
-    vkf_dtype wt0 = w0->dtype;
-    int rs_pairu = rowseq && !rs_ch && rs_p == 1 &&
-                   (wt0 == VKF_DTYPE_Q6_K || wt0 == VKF_DTYPE_Q5_K || wt0 == VKF_DTYPE_Q4_K) &&
-                   sgs && wun % 2 == 0 && 2 * ((wun + 2 * sgs - 1) / (2 * sgs)) == rowseq &&
+    int rs_pairu = rowseq && !rs_ch && rs_p == 1 && vkf_wtype_of(w0->dtype)->gpu_pairload && sgs &&
+                   wun % 2 == 0 && 2 * ((wun + 2 * sgs - 1) / (2 * sgs)) == rowseq &&
                    !vkf_vk_env_flag("VKF_NO_RS_PAIRU");
     char defs[192];
     snprintf(defs, sizeof defs,

@@ -17,4 +17,4 @@ static void deq(const void *src, float *dst, int64_t n) {
 
 VKF_WTYPE_DOT(dot, deq, 32, 18)
 
-const vkf_wtype vkf_wtype_iq4_nl = {"IQ4_NL", 20, 32, 18, 1, 32, 1, {0, 0}, deq, dot, NULL};
+const vkf_wtype vkf_wtype_iq4_nl = {"IQ4_NL", 20, 32, 18, 1, 32, 1, {0, 0}, deq, dot, NULL, 0};

@@ -25,4 +25,4 @@ static void deq(const void *src, float *dst, int64_t n) {
 
 VKF_WTYPE_DOT(dot, deq, 256, 136)
 
-const vkf_wtype vkf_wtype_iq4_xs = {"IQ4_XS", 23, 256, 136, 1, 32, 1, {0, 0}, deq, dot, NULL};
+const vkf_wtype vkf_wtype_iq4_xs = {"IQ4_XS", 23, 256, 136, 1, 32, 1, {0, 0}, deq, dot, NULL, 0};

@@ -20,4 +20,4 @@ static void deq(const void *src, float *dst, int64_t n) {
 
 VKF_WTYPE_DOT(dot, deq, 256, 84)
 
-const vkf_wtype vkf_wtype_q2_k = {"Q2_K", 10, 256, 84, 1, 32, 2, {80, 82}, deq, dot, NULL};
+const vkf_wtype vkf_wtype_q2_k = {"Q2_K", 10, 256, 84, 1, 32, 2, {80, 82}, deq, dot, NULL, 0};

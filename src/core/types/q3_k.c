@@ -29,4 +29,4 @@ static void deq(const void *src, float *dst, int64_t n) {
 
 VKF_WTYPE_DOT(dot, deq, 256, 110)
 
-const vkf_wtype vkf_wtype_q3_k = {"Q3_K", 11, 256, 110, 1, 64, 1, {108, 0}, deq, dot, NULL};
+const vkf_wtype vkf_wtype_q3_k = {"Q3_K", 11, 256, 110, 1, 64, 1, {108, 0}, deq, dot, NULL, 0};

@@ -39,4 +39,4 @@ static void quant(const float *src, void *dst, int64_t n) {
     }
 }
 
-const vkf_wtype vkf_wtype_q4_0 = {"Q4_0", 2, 32, 18, 1, 32, 1, {0, 0}, deq, dot, quant};
+const vkf_wtype vkf_wtype_q4_0 = {"Q4_0", 2, 32, 18, 1, 32, 1, {0, 0}, deq, dot, quant, 0};

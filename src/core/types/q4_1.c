@@ -17,4 +17,4 @@ static void deq(const void *src, float *dst, int64_t n) {
 
 VKF_WTYPE_DOT(dot, deq, 32, 20)
 
-const vkf_wtype vkf_wtype_q4_1 = {"Q4_1", 3, 32, 20, 1, 32, 2, {0, 2}, deq, dot, NULL};
+const vkf_wtype vkf_wtype_q4_1 = {"Q4_1", 3, 32, 20, 1, 32, 2, {0, 2}, deq, dot, NULL, 0};

@@ -35,4 +35,4 @@ static void deq(const void *src, float *dst, int64_t n) {
 
 VKF_WTYPE_DOT(dot, deq, 256, 144)
 
-const vkf_wtype vkf_wtype_q4_k = {"Q4_K", 12, 256, 144, 1, 64, 2, {0, 2}, deq, dot, NULL};
+const vkf_wtype vkf_wtype_q4_k = {"Q4_K", 12, 256, 144, 1, 64, 2, {0, 2}, deq, dot, NULL, 1};

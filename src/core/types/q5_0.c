@@ -21,4 +21,4 @@ static void deq(const void *src, float *dst, int64_t n) {
 
 VKF_WTYPE_DOT(dot, deq, 32, 22)
 
-const vkf_wtype vkf_wtype_q5_0 = {"Q5_0", 6, 32, 22, 1, 32, 1, {0, 0}, deq, dot, NULL};
+const vkf_wtype vkf_wtype_q5_0 = {"Q5_0", 6, 32, 22, 1, 32, 1, {0, 0}, deq, dot, NULL, 0};

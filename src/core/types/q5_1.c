@@ -20,4 +20,4 @@ static void deq(const void *src, float *dst, int64_t n) {
 
 VKF_WTYPE_DOT(dot, deq, 32, 24)
 
-const vkf_wtype vkf_wtype_q5_1 = {"Q5_1", 7, 32, 24, 1, 32, 2, {0, 2}, deq, dot, NULL};
+const vkf_wtype vkf_wtype_q5_1 = {"Q5_1", 7, 32, 24, 1, 32, 2, {0, 2}, deq, dot, NULL, 0};

@@ -25,4 +25,4 @@ static void deq(const void *src, float *dst, int64_t n) {
 
 VKF_WTYPE_DOT(dot, deq, 256, 176)
 
-const vkf_wtype vkf_wtype_q5_k = {"Q5_K", 13, 256, 176, 1, 64, 2, {0, 2}, deq, dot, NULL};
+const vkf_wtype vkf_wtype_q5_k = {"Q5_K", 13, 256, 176, 1, 64, 2, {0, 2}, deq, dot, NULL, 1};

@@ -21,4 +21,4 @@ static void deq(const void *src, float *dst, int64_t n) {
 
 VKF_WTYPE_DOT(dot, deq, 256, 210)
 
-const vkf_wtype vkf_wtype_q6_k = {"Q6_K", 14, 256, 210, 1, 64, 1, {208, 0}, deq, dot, NULL};
+const vkf_wtype vkf_wtype_q6_k = {"Q6_K", 14, 256, 210, 1, 64, 1, {208, 0}, deq, dot, NULL, 1};

@@ -29,4 +29,4 @@ static void quant(const float *src, void *dst, int64_t n) {
     }
 }
 
-const vkf_wtype vkf_wtype_q8_0 = {"Q8_0", 8, 32, 34, 1, 32, 1, {0, 0}, deq, dot, quant};
+const vkf_wtype vkf_wtype_q8_0 = {"Q8_0", 8, 32, 34, 1, 32, 1, {0, 0}, deq, dot, quant, 0};
