@@ -14,8 +14,8 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     uint qh = vkf_u32h(bb + 2u);
     uvec4 q = w_quad2(bb + 6u);
     for (uint i = 0; i < 4u; i++) {
-        w[i] = vec4(vkf_bytes((q[i] & 0x0F0F0F0Fu) | (vkf_spread4(qh, 4u * i) << 4))) - 16.0;
-        w[i + 4u] = vec4(vkf_bytes(((q[i] >> 4) & 0x0F0F0F0Fu) | (vkf_spread4(qh, 16u + 4u * i) << 4))) - 16.0;
+        w[i] = vec4(vkf_bytes(vkf_q5_lo(q, qh, i))) - 16.0;
+        w[i + 4u] = vec4(vkf_bytes(vkf_q5_hi(q, qh, i))) - 16.0;
     }
     return vkf_f16(vkf_u16(bb));
 }
@@ -29,8 +29,8 @@ void w_unit_raw(uint rowb, uint u, out vec4 w[8], out vec4 al, out vec4 be) {
     uint qh = vkf_u32h(bb + 2u);
     uvec4 q = w_quad2(bb + 6u);
     for (uint i = 0; i < 4u; i++) { /* each word's four 5-bit quants assembled in its bytes */
-        w[i] = vkf_bytes_r((q[i] & 0x0F0F0F0Fu) | (vkf_spread4(qh, 4u * i) << 4));
-        w[i + 4u] = vkf_bytes_r(((q[i] >> 4) & 0x0F0F0F0Fu) | (vkf_spread4(qh, 16u + 4u * i) << 4));
+        w[i] = vkf_bytes_r(vkf_q5_lo(q, qh, i));
+        w[i + 4u] = vkf_bytes_r(vkf_q5_hi(q, qh, i));
     }
     float d = vkf_f16(vkf_u16(bb));
     al = vec4(d);

@@ -16,8 +16,8 @@ float w_unit(uint rowb, uint u, out vec4 w[8]) {
     uint qh = w_word(bb + 4u);
     uvec4 q = w_quad2(bb + 8u);
     for (uint i = 0; i < 4u; i++) {
-        w[i] = dm.x * vec4(vkf_bytes((q[i] & 0x0F0F0F0Fu) | (vkf_spread4(qh, 4u * i) << 4))) + dm.y;
-        w[i + 4u] = dm.x * vec4(vkf_bytes(((q[i] >> 4) & 0x0F0F0F0Fu) | (vkf_spread4(qh, 16u + 4u * i) << 4))) + dm.y;
+        w[i] = dm.x * vec4(vkf_bytes(vkf_q5_lo(q, qh, i))) + dm.y;
+        w[i + 4u] = dm.x * vec4(vkf_bytes(vkf_q5_hi(q, qh, i))) + dm.y;
     }
     return 1.0;
 }
@@ -32,8 +32,8 @@ void w_unit_raw(uint rowb, uint u, out vec4 w[8], out vec4 al, out vec4 be) {
     uint qh = w_word(bb + 4u);
     uvec4 q = w_quad2(bb + 8u);
     for (uint i = 0; i < 4u; i++) { /* each word's four 5-bit quants assembled in its bytes */
-        w[i] = vkf_bytes_r((q[i] & 0x0F0F0F0Fu) | (vkf_spread4(qh, 4u * i) << 4));
-        w[i + 4u] = vkf_bytes_r(((q[i] >> 4) & 0x0F0F0F0Fu) | (vkf_spread4(qh, 16u + 4u * i) << 4));
+        w[i] = vkf_bytes_r(vkf_q5_lo(q, qh, i));
+        w[i + 4u] = vkf_bytes_r(vkf_q5_hi(q, qh, i));
     }
     al = vec4(dm.x);
     be = vec4(dm.y);

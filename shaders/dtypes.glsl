@@ -83,6 +83,8 @@ uvec4 vkf_nlo_u(uint q) { return (uvec4(q) >> uvec4(0u, 8u, 16u, 24u)) & 15u; }
  * 1x32000x2048 on lavapipe 17.5-29 -> 14.7-16.4 CPU ms (bench/RESULTS.md) */
 uvec4 vkf_bytes(uint q) { return (uvec4(q) >> uvec4(0u, 8u, 16u, 24u)) & 0xFFu; }
 uvec4 vkf_nhi_u(uint q) { return (uvec4(q) >> uvec4(4u, 12u, 20u, 28u)) & 15u; }
+/* the four signed bytes of a word */
+vec4 vkf_i8x4(uint q) { return vec4(ivec4(uvec4(q) << uvec4(24u, 16u, 8u, 0u)) >> 24); }
 /* W_RAWP (matmul_texel.comp's decode, ROWSEQ, sets it): the raw units (W_HAVE_RAW below) leave
  * each quant where it sits in its word, q * 2^s, taken with one mask, or one shift for the top
  * one, instead of a shift and a mask; the kernel multiplies its activations by the powers of
@@ -108,7 +110,7 @@ vec4 vkf_i8x4_r(uint q) {
 vec4 vkf_nlo_r(uint q) { return vkf_nlo(q); }
 vec4 vkf_nhi_r(uint q) { return vkf_nhi(q); }
 vec4 vkf_bytes_r(uint q) { return vec4(vkf_bytes(q)); }
-vec4 vkf_i8x4_r(uint q) { return vec4(ivec4(uvec4(q) << uvec4(24u, 16u, 8u, 0u)) >> 24); }
+vec4 vkf_i8x4_r(uint q) { return vkf_i8x4(q); }
 #define VKF_LO_S vec4(1.0)
 #define VKF_HI_S vec4(1.0)
 #define VKF_B_S vec4(1.0)
@@ -118,6 +120,12 @@ uvec4 vkf_bits4(uint h, uint sh) { return (uvec4(h) >> (uvec4(0u, 1u, 2u, 3u) + 
 /* bits sh..sh+3 of h moved to bit 0 of the four bytes of a word (bit c lands at 8c: the
  * multiply's four shifted copies, by 0, 7, 14 and 21, never overlap, so nothing carries) */
 uint vkf_spread4(uint h, uint sh) { return (((h >> sh) & 15u) * 0x00204081u) & 0x01010101u; }
+/* Q5_0 / Q5_1: word i's four low-nibble and four high-nibble 5-bit quants assembled in their
+ * bytes (the fifth bits from qh: bits 4i.. and 16 + 4i..) */
+uint vkf_q5_lo(uvec4 q, uint qh, uint i) { return (q[i] & 0x0F0F0F0Fu) | (vkf_spread4(qh, 4u * i) << 4); }
+uint vkf_q5_hi(uvec4 q, uint qh, uint i) {
+    return ((q[i] >> 4) & 0x0F0F0F0Fu) | (vkf_spread4(qh, 16u + 4u * i) << 4);
+}
 /* the 2-bit fields at shift sh of the four bytes of a word */
 uvec4 vkf_crumbs(uint q, uint sh) { return (uvec4(q) >> (uvec4(0u, 8u, 16u, 24u) + sh)) & 3u; }
 /* byte i (0..11) of three words (selects: a dynamic component index can become a per-lane
