@@ -63,14 +63,15 @@ typedef enum vkf_vk_coopmat_kind {
 typedef struct vkf_vk_caps {
     char name[256];
     uint32_t vendor_id, device_id;
-    const char *vendor;                  /* "NVIDIA", "AMD", "Intel", "Mesa", ... (static string) */
-    char driver_name[256];               /* VkPhysicalDeviceDriverProperties::driverName */
-    char driver_info[256];               /* driverInfo, e.g. "Mesa 22.3.6 (LLVM 15.0.6)" */
-    uint32_t driver_version;             /* raw driverVersion */
-    int32_t type;                        /* VkPhysicalDeviceType */
-    const char *type_name;               /* "discrete", "integrated", "virtual", "cpu", "other" */
-    uint32_t api_version;                /* VK_MAKE_API_VERSION encoded */
-    uint32_t subgroup_size;              /* default subgroup size */
+    const char *vendor;      /* "NVIDIA", "AMD", "Intel", "Mesa", ... (static string) */
+    char driver_name[256];   /* VkPhysicalDeviceDriverProperties::driverName */
+    char driver_info[256];   /* driverInfo, e.g. "Mesa 22.3.6 (LLVM 15.0.6)" */
+    uint32_t driver_version; /* raw driverVersion */
+    int32_t type;            /* VkPhysicalDeviceType */
+    const char *type_name;   /* "discrete", "integrated", "virtual", "cpu", "other" */
+    uint32_t cpu_threads;   /* CPU drivers: threads that share a dispatch's workgroups; 0 on GPUs */
+    uint32_t api_version;   /* VK_MAKE_API_VERSION encoded */
+    uint32_t subgroup_size; /* default subgroup size */
     uint32_t subgroup_min, subgroup_max; /* size control range (== subgroup_size without it) */
     int32_t subgroup_size_control;       /* a pipeline may require a subgroup size */
     uint32_t subgroup_stages;            /* VkShaderStageFlags */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -352,6 +353,15 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     c->driver_version = props.driverVersion;
     c->type = (int32_t)props.deviceType;
     c->type_name = vkf_vk_type_name(c->type);
+    /* a CPU driver runs a dispatch's workgroups on its own threads: llvmpipe starts one a CPU
+     * online, or LP_NUM_THREADS, at most 32 (LP_MAX_THREADS); the decode kernel sizes its
+     * workgroups for them (vkf_vk_rowseq_rows) */
+    if (c->type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        uint64_t t = vkf_vk_env_u64("LP_NUM_THREADS");
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        if (!t) t = online > 1 ? (uint64_t)online : 1;
+        c->cpu_threads = (uint32_t)(t < 32 ? t : 32);
+    }
     c->api_version = api;
     c->max_shared = props.limits.maxComputeSharedMemorySize;
     for (int i = 0; i < 3; i++) {
@@ -1127,6 +1137,7 @@ static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *
                        c->driver_name[0] ? c->driver_name : "?", c->driver_info, a);
     vkf_vk_sbuf_printf(s, "  Vulkan API: %u.%u.%u\n", VK_API_VERSION_MAJOR(c->api_version),
                        VK_API_VERSION_MINOR(c->api_version), VK_API_VERSION_PATCH(c->api_version));
+    if (c->cpu_threads) vkf_vk_sbuf_printf(s, "  driver threads: %u\n", c->cpu_threads);
     vkf_vk_flags_str(c->subgroup_ops, k_subgroup_op_names, 8, vkf_vk_subgroup_bit, f, sizeof f);
     vkf_vk_sbuf_printf(s, "  subgroup: size %u (range %u..%u%s), ops: %s%s\n", c->subgroup_size,
                        c->subgroup_min, c->subgroup_max,
@@ -1214,6 +1225,7 @@ static cJSON *vkf_vk_report_json(uint32_t idx, const vkf_vk_caps *c, int is_defa
     snprintf(buf, sizeof buf, "%u.%u.%u", VK_API_VERSION_MAJOR(c->api_version),
              VK_API_VERSION_MINOR(c->api_version), VK_API_VERSION_PATCH(c->api_version));
     cJSON_AddStringToObject(d, "api_version", buf);
+    if (c->cpu_threads) cJSON_AddNumberToObject(d, "driver_threads", c->cpu_threads);
     cJSON *sg = cJSON_AddObjectToObject(d, "subgroup");
     if (sg) {
         cJSON_AddNumberToObject(sg, "size", c->subgroup_size);

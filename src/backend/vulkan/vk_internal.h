@@ -386,6 +386,15 @@ vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n);
 
 double vkf_vk_now_ms(void);
 /* Reads env var name as an unsigned byte count (accepts K/M/G suffixes); 0 if unset/invalid. */
+/* elements one matmul kernel step decodes (vk_ops.c) */
+int64_t vkf_vk_wunit(vkf_dtype t);
+/* the decode kernel on CPU drivers, ROWSEQ (vk_rowseq.c): units a lane takes (0: not taken, and
+ * *pair the rows a step), blocks per lane chunk, weight rows per subgroup */
+int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M, int64_t K,
+                     vkf_dtype wt, int small, int *pair);
+int vkf_vk_rowseq_chunk(const vkf_vk_caps *c, const vkf_vk_mm_group *g, int64_t K, int *texels);
+uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, const int64_t *n,
+                            int n_rows, int64_t K, int nw, uint32_t step);
 uint64_t vkf_vk_env_u64(const char *name);
 int vkf_vk_env_flag(const char *name);
 
