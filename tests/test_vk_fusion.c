@@ -99,6 +99,10 @@ enum {
     E_OUT2
 };
 
+/* the v projection's weight type when it differs from the others' (0: the same), as Q4_K_M
+ * files keep v in Q6_K beside Q4_K q and k */
+static vkf_dtype g_wv_type;
+
 /* decode = 0: two sequences of three tokens per step, d 64; decode = 1: one token per step
  * (M = 1, the matrix-vector kernels: on CPU drivers the rows-in-sequence ROWSEQ variant of
  * shaders/matmul_texel.comp) with d 256 and ff 768, so that the rows span several subgroups
@@ -126,7 +130,7 @@ static void layer_init(layer *L, vkf_dtype wt, int extra_reader, int gelu, int q
     ext_make(&L->e[E_NORM1], VKF_DTYPE_F32, 1, L->d, 1.0f, "norm1", 0);
     ext_make(&L->e[E_WQ], wt, L->d, L->d, 0.2f, "wq", 0);
     ext_make(&L->e[E_WK], wt, L->kvd, L->d, 0.2f, "wk", 0);
-    ext_make(&L->e[E_WV], wt, L->kvd, L->d, 0.2f, "wv", 0);
+    ext_make(&L->e[E_WV], g_wv_type ? g_wv_type : wt, L->kvd, L->d, 0.2f, "wv", 0);
     ext_make(&L->e[E_WO], wt, L->d, L->d, 0.2f, "wo", 0);
     ext_make(&L->e[E_NORM2], VKF_DTYPE_F32, 1, L->d, 1.0f, "norm2", 0);
     ext_make(&L->e[E_WG], wt, L->ff, L->d, 0.2f, "wg", 0);
@@ -322,7 +326,8 @@ static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int ext
     vkf_tensor tc[N_EXT], tv[N_EXT];
     vkf_graph *gc = NULL, *gv = NULL;
     char what[128];
-    snprintf(what, sizeof what, "%s%s%s%s%s%s%s", vkf_dtype_name(wt),
+    snprintf(what, sizeof what, "%s%s%s%s%s%s%s%s", vkf_dtype_name(wt),
+             g_wv_type ? (g_wv_type == VKF_DTYPE_Q8_0 ? " v:Q8_0" : " v:other") : "",
              extra_reader ? " +reader" : "",
              gelu == 3   ? " gate|up"
              : gelu == 2 ? " geglu"
@@ -444,6 +449,21 @@ int main(void) {
                 VKT_CHECK(fused < unfused, "f16 cache %d: %llu dispatches fused vs %llu unfused",
                           kv, (unsigned long long)fused, (unsigned long long)unfused);
         }
+    }
+    /* v in another weight type than q and k: the norm folds into the q/k group and into v's,
+     * one dispatch more than with a single type (not two: a norm dispatch writing h and v) */
+    for (int decode = 0; decode < 2; decode++) {
+        uint64_t same = 0, mixed = 0, unfused = 0;
+        check_layer(cpu, vk, VKF_DTYPE_Q4_0, 0, 0, 0, 0, decode, 1, &same);
+        g_wv_type = VKF_DTYPE_Q8_0;
+        check_layer(cpu, vk, VKF_DTYPE_Q4_0, 0, 0, 0, 0, decode, 1, &mixed);
+        check_layer(cpu, vk, VKF_DTYPE_Q4_0, 0, 0, 0, 1, decode, 1, &unfused);
+        g_wv_type = 0;
+        if (caps->texel && caps->has_subgroup)
+            VKT_CHECK(mixed == same + 1 && mixed < unfused,
+                      "v in Q8_0: %llu dispatches vs %llu with one type, %llu unfused",
+                      (unsigned long long)mixed, (unsigned long long)same,
+                      (unsigned long long)unfused);
     }
     vkf_backend_free(vk);
     vkf_backend_free(cpu);

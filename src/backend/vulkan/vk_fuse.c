@@ -19,7 +19,8 @@
  *   ROPE q, ROPE k, COPY_ROWS of k and v into the KV cache     -> one dispatch (kv_store.comp;
  *                                                                 F32 or F16 caches),
  *   or the COPY_ROWS alone (models without RoPE)
- * and combinations (norm + q/k/v, norm + gate/up + swiglu). A tensor that a fusion does not
+ * and combinations (norm + q/k/v, norm + gate/up + swiglu; a norm whose readers form several
+ * groups, as q/k and v of two weight types, is folded into each). A tensor that a fusion does not
  * write must be an intermediate of the graph's arena that no other node reads while it lives;
  * outputs must not overlap the inputs of the fused dispatch (workgroups run in any order).
  * VKF_NO_FUSE=1 turns all of it off. */
@@ -449,6 +450,26 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
             VKF_TRY(vkf_vk_mm_group_record(r, &gr));
             *used = 1 + k;
             return VKF_OK;
+        }
+        /* the readers fall into consecutive groups (q/k/v of two weight types: Q4_K_M's Q6_K
+         * v beside Q4_K q and k): the norm folded into each group, recomputed by each, instead
+         * of one dispatch more that writes h (and a barrier) */
+        if (k > 0) {
+            vkf_vk_mm_group grs[3];
+            int n_gr = 0, at = i + 1;
+            while (n_gr < 3 && vkf_vk_is_mm(g, at) && g->nodes[at].src[0] == n->dst) {
+                int kk = vkf_vk_match_mms(r, g, at, n->dst, n, &grs[n_gr]);
+                if (kk <= 0) break;
+                n_gr++;
+                at += kk;
+            }
+            if (n_gr > 1 && vkf_vk_dead_after(g, n->dst, i, at - 1)) {
+                r->op = VKF_OP_MATMUL;
+                for (int j = 0; j < n_gr; j++)
+                    VKF_TRY(vkf_vk_mm_group_record(r, &grs[j]));
+                *used = at - i;
+                return VKF_OK;
+            }
         }
     }
     /* post-norm + residual add: y = x + norm(o) */
