@@ -144,7 +144,7 @@ static uint64_t vkf_vk_rowseq_span(const int64_t *n, int n_rows, int64_t K, uint
  * 9.5; 1x2048x5632 (8 workgroups already) unchanged (bench/RESULTS.md). On a CPU driver the
  * count of workgroups then fits its threads (vkf_vk_rowseq_span): any R from 16 to 256 that ends
  * the dispatch soonest, the fewest workgroups of those. TinyLlama's gate/up (2 x 5632 rows) took
- * 11 workgroups, 6 a thread on one of 2 and 5 on the other, idle 0.25 ms a layer; R 88 makes 8.
+ * 11 workgroups, 6 a thread on one of 2 and 5 on the other, idle 0.25 ms a layer; R 118 makes 6.
  * VKF_ROWSEQ_R overrides; VKF_NO_RS_BALANCE=1 keeps the powers of two. */
 uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, const int64_t *n,
                             int n_rows, int64_t K, int nw, uint32_t step) {
