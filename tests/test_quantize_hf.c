@@ -19,7 +19,7 @@
 
 #include "io/gguf.h"
 #include "io/gguf_write.h"
-#include "model/quantize.h"
+#include "quantize/quantize.h"
 #include "testutil.h"
 #include "vkformer.h"
 

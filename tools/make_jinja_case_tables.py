@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes src/model/jinja_case.c: Python's str.lower / str.upper / str.title mappings of every
+"""Writes src/tables/case_tables.c: Python's str.lower / str.upper / str.title mappings of every
 code point that changes (full mappings, up to 3 code points) and the ranges of cased code points,
 so the Jinja interpreter's |upper, |lower, .title(), .capitalize() match Python byte for byte.
 
@@ -50,7 +50,7 @@ def main():
         % sys.version_info[:3],
         " * case mappings (str.lower / str.upper / str.title of one code point) and its cased code",
         " * points, for the Jinja interpreter's case filters and methods. */",
-        "#include \"model/jinja_case.h\"",
+        "#include \"tables/case_tables.h\"",
         "",
         "/* clang-format off */",
         "typedef struct case_row {",
@@ -131,7 +131,7 @@ int jj_case_cased(uint32_t cp) {
 int jj_case_ignorable(uint32_t cp) {
     return in_ranges(ignorable_ranges, sizeof ignorable_ranges / sizeof ignorable_ranges[0], cp);
 }""")
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "model", "jinja_case.c")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "tables", "case_tables.c")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
     print("%s: %s, %d cased ranges" % (os.path.normpath(path),

@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 #include "io/gguf.h"
-#include "model/jinja.h"
 #include "model/model.h"
+#include "template/jinja.h"
 #include "tokenizer/tokenizer.h"
 
 /* ------------------------------------------------------------------ rendering */

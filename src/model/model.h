@@ -168,7 +168,7 @@ vkf_status vkf_load_gguf(vkf_model *m, const char *path);
 vkf_status vkf_load_hf(vkf_model *m, const char *dir, const vkf_arch_desc *desc);
 /* llama3 rope scaling: the n_rot/2 frequency divisors llama.cpp's converter writes as
  * rope_freqs.weight, from config.json's rope_scaling object rs (a cJSON *); also used by
- * `vkformer quantize` (model/quantize_hf_llama.c). */
+ * `vkformer quantize` (quantize/quantize_hf_llama.c). */
 struct cJSON;
 void vkf_hf_llama3_factors(const vkf_hparams *hp, const struct cJSON *rs, float *f);
 /* Loads the layer and global tensors the descriptor names through get(user, slot, name, t,

@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-#include "tokenizer/unicode_tables.h"
+#include "tables/unicode_tables.h"
 
 /* ------------------------------------------------------------------ UTF-8 */
 

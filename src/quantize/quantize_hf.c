@@ -9,7 +9,7 @@
 #include "io/gguf_write.h"
 #include "io/json_config.h"
 #include "io/safetensors.h"
-#include "model/quantize.h"
+#include "quantize/quantize.h"
 
 typedef struct hf {
     const char *dir;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/jinja_int.h"
+#include "template/jinja_int.h"
 
 /* ------------------------------------------------------------------ arena and errors */
 

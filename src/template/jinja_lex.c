@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/jinja_lex.h"
+#include "template/jinja_lex.h"
 
 /* ------------------------------------------------------------------ positions */
 

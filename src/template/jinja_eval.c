@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/jinja.h"
-#include "model/jinja_int.h"
+#include "template/jinja.h"
+#include "template/jinja_int.h"
 
 void jj_arena_free(jj_ctx *c); /* jinja_value.c */
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/jinja_lex.h"
+#include "template/jinja_lex.h"
 
 typedef struct jj_parser {
     jj_ctx *c;

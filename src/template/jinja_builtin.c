@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "model/jinja_case.h"
-#include "model/jinja_int.h"
+#include "tables/case_tables.h"
+#include "template/jinja_int.h"
 #include "tokenizer/unicode.h"
 
 /* ------------------------------------------------------------------ arguments */
@@ -207,7 +207,7 @@ static int final_sigma(const char *s, size_t n, size_t i, size_t k) {
     return 1;
 }
 
-/* Python's case operations with its full mappings (model/jinja_case.c). mode: 0 str.lower,
+/* Python's case operations with its full mappings (tables/case_tables.c). mode: 0 str.lower,
  * 1 str.upper, 2 str.title, 3 str.capitalize (first title case, rest lower), 4 jinja2's |title
  * (after the start and each run of -, whitespace, (, {, [, <: upper; else lower). */
 static jj_value *str_case(jj_ctx *c, jj_value *s, int mode) {

@@ -19,7 +19,7 @@
 #include "core/error.h"
 #include "io/gguf_write.h"
 #include "io/json_config.h"
-#include "model/quantize.h"
+#include "quantize/quantize.h"
 
 enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5 };
 

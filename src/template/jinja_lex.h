@@ -1,8 +1,8 @@
-/* Jinja lexer (model/jinja_lex.c), used by the parser. */
+/* Jinja lexer (template/jinja_lex.c), used by the parser. */
 #ifndef VKF_MODEL_JINJA_LEX_H
 #define VKF_MODEL_JINJA_LEX_H
 
-#include "model/jinja_int.h"
+#include "template/jinja_int.h"
 
 typedef enum jj_tok_type {
     JT_TEXT,

@@ -12,7 +12,7 @@
 #include "core/wtype.h"
 #include "io/gguf.h"
 #include "io/gguf_write.h"
-#include "model/quantize.h"
+#include "quantize/quantize.h"
 
 #define QNT_VERSION 2 /* general.quantization_version ggml writes */
 

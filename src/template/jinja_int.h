@@ -1,4 +1,4 @@
-/* Internals shared by the jinja_*.c files (see model/jinja.h). */
+/* Internals shared by the jinja_*.c files (see template/jinja.h). */
 #ifndef VKF_MODEL_JINJA_INT_H
 #define VKF_MODEL_JINJA_INT_H
 

@@ -1,4 +1,4 @@
-/* Internal pieces of vkf_model_quantize (src/model/quantize.c, quantize_hf.c). */
+/* Internal pieces of vkf_model_quantize (src/quantize/quantize.c, quantize_hf.c). */
 #ifndef VKF_MODEL_QUANTIZE_H
 #define VKF_MODEL_QUANTIZE_H
 
@@ -15,12 +15,12 @@ vkf_status vkf_hf_gpt2_to_gguf(const char *dir, const char *out_path);
 /* Writes a Hugging Face directory the engine loads as an F32/F16/BF16 GGUF (the checkpoint's
  * dtypes kept): gpt2 through vkf_hf_gpt2_to_gguf, the llama family (model/load_hf.c: Llama,
  * Mistral, Qwen2, Qwen3, Gemma2, Gemma3, Phi3; one file or shards) as llama.cpp's
- * convert_hf_to_gguf.py does (model/quantize_hf_llama.c). */
+ * convert_hf_to_gguf.py does (quantize/quantize_hf_llama.c). */
 vkf_status vkf_hf_to_gguf(const char *dir, const char *out_path);
 
 /* The tokenizer.* keys of dir/tokenizer.json (and tokenizer_config.json) as llama.cpp's
  * converter writes them, for byte-level BPE tokenizers whose pre-tokenizer it names
- * (model/quantize_hf_tok.c); n_vocab tokens (<= 0: the largest id + 1). *written is 0 when
+ * (quantize/quantize_hf_tok.c); n_vocab tokens (<= 0: the largest id + 1). *written is 0 when
  * there is no tokenizer.json or it is of another kind (nothing written then). */
 vkf_status vkf_hf_tokenizer_keys(vkf_gguf_writer *w, const char *dir, int64_t n_vocab,
                                  int *written);

@@ -20,7 +20,7 @@
 #include "io/gguf_write.h"
 #include "io/json_config.h"
 #include "model/model.h"
-#include "model/quantize.h"
+#include "quantize/quantize.h"
 
 typedef struct hq_tensor {
     char name[96];

@@ -1,4 +1,4 @@
-/* A Jinja2 interpreter for chat templates (model/jinja_*.c).
+/* A Jinja2 interpreter for chat templates (template/jinja_*.c).
  *
  * It renders the subset of Jinja2 that Hugging Face chat templates use, with the settings of
  * transformers' apply_chat_template: trim_blocks, lstrip_blocks, keep_trailing_newline off,
