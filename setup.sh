@@ -27,7 +27,7 @@ packages=(cmake make gcc g++ pkg-config libvulkan-dev libvulkan-volk-dev glslang
           spirv-tools mesa-vulkan-drivers vulkan-validationlayers libcjson-dev libmicrohttpd-dev
           xz-utils)
 if [ "$mode" = test ]; then # valgrind memcheck, clang with its sanitizer/libFuzzer runtime, the format check
-    packages+=(valgrind clang libclang-rt-dev curl python3 clang-format)
+    packages+=(valgrind clang libclang-rt-dev curl python3 python3-venv clang-format)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -56,6 +56,19 @@ if [ "$mode" = run ]; then
         exit 1
     fi
 else
+    if [ "$mode" = test ] && [ -s tests/requirements.txt ]; then
+        # Python tools the tests use (pinned in tests/requirements.txt), in a virtual environment
+        # of the build tree (tests find it as VKF_PYTHON); made again when the list changes
+        pyenv="$build/pyenv"
+        want="$(sha256sum tests/requirements.txt | cut -d' ' -f1)"
+        if [ ! -x "$pyenv/bin/python" ] || [ "$(cat "$pyenv/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
+            echo "setup: Python test tools into $pyenv (tests/requirements.txt)" >&2
+            mkdir -p "$build"
+            python3 -m venv "$pyenv"
+            "$pyenv/bin/python" -m pip install -q --disable-pip-version-check -r tests/requirements.txt >&2
+            echo "$want" >"$pyenv/.requirements.sha256"
+        fi
+    fi
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" >/dev/null
     cmake --build "$build" -j"$(nproc)" >&2
 fi
