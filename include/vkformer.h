@@ -237,6 +237,14 @@ enum {
     VKF_TOKENIZE_ADD_SPECIAL = 1, /* add BOS/EOS where the tokenizer's defaults say so */
     VKF_TOKENIZE_SOURCE = 2,      /* encoder-decoder: the source-side tokenizer */
     VKF_DETOKENIZE_SPECIAL = 4,   /* render control tokens (BOS, EOS, ...) as their text */
+    /* vkf_model_tokenize: control-token text in the input ("<|im_end|>") stays plain text
+     * instead of becoming the token (llama.cpp's parse_special = false; without this flag it
+     * becomes the token, as the CLI and the server read prompts) */
+    VKF_TOKENIZE_LITERAL = 16,
+    /* vkf_model_detokenize: the tokens continue earlier text, so the leading space a
+     * SentencePiece token carries is kept (the pieces vkf_generate hands out, llama.cpp's
+     * token_to_piece without lstrip); without it the text is rendered as a whole sequence */
+    VKF_DETOKENIZE_CONTINUATION = 32,
 };
 
 /* Tokenizes NUL-terminated text into tokens[0..cap); *n gets the count. VKF_ERROR_INVALID_ARGUMENT

@@ -451,7 +451,8 @@ vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t
     int32_t *ids;
     size_t count;
     pthread_mutex_lock(&m->tok_lock);
-    vkf_status es = vkf_tokenizer_encode(t, text, strlen(text), add_special, &ids, &count);
+    vkf_status es = vkf_tokenizer_encode_ex(t, text, strlen(text), add_special,
+                                            !(flags & VKF_TOKENIZE_LITERAL), &ids, &count);
     pthread_mutex_unlock(&m->tok_lock);
     VKF_TRY(es);
     /* the model's conventions on top of the tokenizer's own: an encoder-decoder's sources end
@@ -486,7 +487,7 @@ vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32
     vkf_tokenizer *t = model_tok(m, flags, "detokenize");
     if (!t) return VKF_ERROR_UNSUPPORTED;
     size_t len;
-    return vkf_tokenizer_decode_ex(t, tokens, (size_t)(n > 0 ? n : 0),
-                                   (flags & VKF_DETOKENIZE_SPECIAL) ? VKF_DECODE_SPECIAL : 0, out,
-                                   &len);
+    int dflags = ((flags & VKF_DETOKENIZE_SPECIAL) ? VKF_DECODE_SPECIAL : 0) |
+                 ((flags & VKF_DETOKENIZE_CONTINUATION) ? VKF_DECODE_NO_STRIP : 0);
+    return vkf_tokenizer_decode_ex(t, tokens, (size_t)(n > 0 ? n : 0), dflags, out, &len);
 }
