@@ -1,0 +1,494 @@
+"""Thin wrappers of the library's objects: contexts, models, sessions, samplers, stop strings.
+
+These follow include/vkformer.h one to one (create/free pairs become objects with ``close()``,
+context managers and a finalizer) and are what :class:`vkformer.Llama` is built on. Threads,
+as the C library's rules (vkformer.h, top of file): a :class:`Model` may serve sessions in any
+number of threads; a :class:`Session` and a :class:`Sampler` belong to one thread at a time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import threading
+from ctypes import byref, c_int, c_int32, c_size_t, c_void_p
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _lib
+from ._lib import lib
+
+_I32P = ctypes.POINTER(c_int32)
+
+
+def _ids(tokens: Sequence[int] | npt.NDArray[Any]) -> npt.NDArray[np.int32]:
+    arr = np.ascontiguousarray(tokens, dtype=np.int32)
+    if arr.ndim != 1:
+        raise ValueError(f"tokens: expected a flat sequence of token ids, got shape {arr.shape}")
+    return arr
+
+
+def _ptr(arr: npt.NDArray[Any]) -> Any:
+    return arr.ctypes.data_as(_I32P)
+
+
+class _Handle:
+    """An owned library handle, freed once: by close(), by `with`, or by the garbage collector."""
+
+    _free: Callable[[Any], None]
+
+    def __init__(self) -> None:
+        # created before the call that fills it, so a KeyboardInterrupt landing right after the
+        # call returns still leaves the handle reachable for close()
+        self._h = c_void_p()
+        self._lock = threading.Lock()
+
+    @property
+    def closed(self) -> bool:
+        return not self._h.value
+
+    def _handle(self) -> c_void_p:
+        if not self._h.value:
+            raise ValueError(f"{type(self).__name__} is closed")
+        return self._h
+
+    def _release(self) -> None:
+        """Subclasses free what they depend on after the handle (a model's context)."""
+
+    def close(self) -> None:
+        """Frees the library object now (later calls raise ValueError); idempotent."""
+        with self._lock:
+            h = self._h.value
+            self._h.value = None
+        if h:
+            type(self)._free(h)
+        self._release()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+# ---------------------------------------------------------------- contexts
+
+
+class Context(_Handle):
+    """A backend: a Vulkan device (with its pipelines and caches) or the CPU reference.
+
+    Args:
+        backend: ``None``/``"auto"`` (a Vulkan device if there is one, else the CPU),
+            ``"vulkan"`` or ``"cpu"``.
+        device: a Vulkan device index (``0``, ``"1"``) or name substring; ``None``: the
+            ``VKF_DEVICE`` environment variable, else the first discrete, integrated, then any.
+        validate: the Khronos validation layer on (also ``VKF_VALIDATE=1``).
+    """
+
+    _free = staticmethod(lib.vkf_context_free)
+
+    def __init__(
+        self,
+        backend: str | None = None,
+        device: int | str | None = None,
+        validate: bool = False,
+        ggml_activations: bool = False,
+    ) -> None:
+        super().__init__()
+        kinds = {None: _lib.BACKEND_AUTO, "auto": _lib.BACKEND_AUTO, "cpu": _lib.BACKEND_CPU,
+                 "vulkan": _lib.BACKEND_VULKAN}
+        if backend not in kinds:
+            raise ValueError(f"backend: expected 'auto', 'vulkan' or 'cpu', got {backend!r}")
+        self._device_arg = None if device is None else _lib.cstr(str(device))
+        p = _lib.ContextParams(kinds[backend], self._device_arg, int(validate),
+                               int(ggml_activations))
+        box = _lib.padded(p)
+        _lib.check(lib.vkf_context_create(ctypes.addressof(box), byref(self._h)), "context")
+        self._users = 0
+
+    @property
+    def device_name(self) -> str:
+        """``"cpu"`` or the Vulkan device's name."""
+        return (lib.vkf_context_device_name(self._handle()) or b"").decode("utf-8", "replace")
+
+    @property
+    def backend(self) -> str:
+        """``"cpu"`` or ``"vulkan"``."""
+        return "vulkan" if lib.vkf_context_backend(self._handle()) == _lib.BACKEND_VULKAN else "cpu"
+
+
+# One context per (backend, device, validate) in the process, shared by the models loaded on it
+# (a Vulkan context holds the device, its pipelines and caches: two models need not pay for two)
+# and freed when its last model is closed.
+_shared_lock = threading.Lock()
+_shared: dict[tuple[Any, ...], Context] = {}
+
+
+def _acquire_context(backend: str | None, device: int | str | None) -> Context:
+    key = (backend or "auto", None if device is None else str(device))
+    with _shared_lock:
+        ctx = _shared.get(key)
+        if ctx is None or ctx.closed:
+            ctx = Context(backend, device)
+            _shared[key] = ctx
+        ctx._users += 1
+        return ctx
+
+
+def _release_context(ctx: Context) -> None:
+    with _shared_lock:
+        ctx._users -= 1
+        if ctx._users > 0:
+            return
+        for k, v in list(_shared.items()):
+            if v is ctx:
+                del _shared[k]
+    ctx.close()
+
+
+# ---------------------------------------------------------------- models
+
+
+class Model(_Handle):
+    """A loaded model (weights on the backend, tokenizer, chat template).
+
+    Args:
+        path: a model directory (config.json + model.safetensors ...) or a .gguf file.
+        backend, device: as :class:`Context`; models on the same backend and device share one
+            context. Ignored when ``context`` is given.
+        context: an explicit :class:`Context` (it must outlive the model).
+        n_ctx: positions to prepare, tokens; 0: the library's default.
+        tokenizer: a tokenizer file or directory that replaces the model's.
+        use_mmap: map the file (default) or read it into memory.
+    """
+
+    _free = staticmethod(lib.vkf_model_free)
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        backend: str | None = None,
+        device: int | str | None = None,
+        context: Context | None = None,
+        n_ctx: int = 0,
+        tokenizer: str | None = None,
+        use_mmap: bool = True,
+    ) -> None:
+        super().__init__()
+        self._shared_ctx = context is None
+        self.context = context if context is not None else _acquire_context(backend, device)
+        try:
+            self.path = str(path)
+            self._path_b = _lib.cstr(self.path)
+            self._tok_b = _lib.cstr(tokenizer)
+            mp = _lib.ModelParams(self._path_b, self._tok_b, int(n_ctx), _lib.ProgressFn(), None,
+                                  0 if use_mmap else 1)
+            box = _lib.padded(mp)
+            _lib.check(lib.vkf_model_load(self.context._handle(), ctypes.addressof(box),
+                                          byref(self._h)))
+        except BaseException:
+            self.close()
+            raise
+        box = _lib.padded(_lib.ModelDesc())
+        lib.vkf_model_describe(self._h, ctypes.addressof(box))
+        self.desc = box.s  # type: ignore[attr-defined]
+
+    def _release(self) -> None:
+        ctx, self.__dict__["context"] = self.__dict__.get("context"), None
+        if ctx is not None and self._shared_ctx:
+            _release_context(ctx)
+
+    # -- description
+
+    @property
+    def n_vocab(self) -> int:
+        return int(self.desc.n_vocab)
+
+    @property
+    def n_ctx_train(self) -> int:
+        return int(self.desc.n_ctx_train)
+
+    @property
+    def bos_id(self) -> int:
+        return int(self.desc.bos_id)
+
+    @property
+    def eos_id(self) -> int:
+        return int(self.desc.eos_id)
+
+    @property
+    def architecture(self) -> str:
+        return (self.desc.architecture or b"").decode()
+
+    def info(self) -> dict[str, Any]:
+        """The library's report (``vkformer info --json``) as a dict."""
+        out = c_void_p()
+        _lib.check(lib.vkf_model_info(self._handle(), 1, byref(out)))
+        return json.loads(_lib.take_string(out))
+
+    # -- tokens
+
+    def tokenize(self, text: str | bytes, add_special: bool = True,
+                 parse_special: bool = True) -> list[int]:
+        """Token ids of `text` (UTF-8); BOS where the model adds it when `add_special`;
+        control-token text becomes its token when `parse_special`."""
+        t = _lib.cstr(text)
+        flags = (_lib.TOKENIZE_ADD_SPECIAL if add_special else 0) | (
+            0 if parse_special else _lib.TOKENIZE_LITERAL)
+        cap = len(t) + 8
+        for _ in range(2):
+            buf = (c_int32 * cap)()
+            n = c_int32(0)
+            st = lib.vkf_model_tokenize(self._handle(), t, flags, buf, cap, byref(n))
+            if st == 0:
+                return buf[: n.value]
+            if n.value <= cap:
+                break
+            cap = n.value  # more tokens than bytes (byte fallback): once more with room
+        _lib.raise_status(st, "tokenize")
+
+    def detokenize(self, tokens: Iterable[int], special: bool = False,
+                   continuation: bool = False) -> bytes:
+        """The text of `tokens` as UTF-8 bytes (possibly ending inside a character).
+
+        Args:
+            special: render control tokens (BOS, EOS, ...) as their text.
+            continuation: the tokens continue earlier text: keep the leading space a
+                SentencePiece token carries.
+        """
+        ids = _ids(list(tokens))
+        flags = (_lib.DETOKENIZE_SPECIAL if special else 0) | (
+            _lib.DETOKENIZE_CONTINUATION if continuation else 0)
+        out = c_void_p()
+        _lib.check(lib.vkf_model_detokenize(self._handle(), _ptr(ids), len(ids), flags,
+                                            byref(out)), "detokenize")
+        return _lib.take_string(out)
+
+    def is_eog(self, token: int) -> bool:
+        """Whether `token` ends a generation (EOS and the tokenizer's end-of-turn tokens)."""
+        return bool(lib.vkf_model_is_eog(self._handle(), int(token)))
+
+    # -- chat
+
+    @property
+    def chat_template(self) -> str | None:
+        """The model's Jinja chat template, or None (then ChatML is used, as llama.cpp)."""
+        t = lib.vkf_model_chat_template(self._handle())
+        return t.decode("utf-8") if t is not None else None
+
+    def apply_chat_template(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        template_kwargs: dict[str, Any] | None = None,
+    ) -> tuple[str, bool]:
+        """Renders `messages` with the model's template (the library's Jinja interpreter).
+
+        Returns the prompt text and whether the ChatML default was used (no template)."""
+        mj = _lib.cstr(json.dumps(messages, ensure_ascii=False))
+        tj = _lib.cstr(json.dumps(tools, ensure_ascii=False)) if tools is not None else None
+        kj = (_lib.cstr(json.dumps(template_kwargs, ensure_ascii=False))
+              if template_kwargs is not None else None)
+        out = c_void_p()
+        used = c_int(0)
+        _lib.check(lib.vkf_chat_apply_ex(self._handle(), mj, tj, kj, int(add_generation_prompt),
+                                         byref(out), byref(used)), "chat template")
+        return _lib.take_string(out).decode("utf-8"), bool(used.value)
+
+
+def render_template(
+    template: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    template_kwargs: dict[str, Any] | None = None,
+    bos_token: str = "",
+    eos_token: str = "",
+    add_generation_prompt: bool = True,
+) -> str:
+    """Renders a Jinja chat template as Hugging Face's apply_chat_template (the library's
+    interpreter: trim_blocks, lstrip_blocks, raise_exception, strftime_now)."""
+    out = c_void_p()
+    _lib.check(lib.vkf_chat_template_render(
+        _lib.cstr(template), _lib.cstr(json.dumps(messages, ensure_ascii=False)),
+        _lib.cstr(json.dumps(tools, ensure_ascii=False)) if tools is not None else None,
+        _lib.cstr(json.dumps(template_kwargs, ensure_ascii=False)) if template_kwargs else None,
+        _lib.cstr(bos_token), _lib.cstr(eos_token), int(add_generation_prompt), byref(out)),
+        "chat template")
+    return _lib.take_string(out).decode("utf-8")
+
+
+# ---------------------------------------------------------------- sessions
+
+
+class Session(_Handle):
+    """A KV cache and the graphs that fill it: one sequence of a decoder-only model.
+
+    Args:
+        model: the model (it must stay open while the session lives).
+        n_ctx: tokens the cache holds; 0: the model's.
+        cache_type: ``None`` (the device's default), ``"f16"`` or ``"f32"``.
+    """
+
+    _free = staticmethod(lib.vkf_session_free)
+
+    def __init__(self, model: Model, n_ctx: int = 0, cache_type: str | None = None) -> None:
+        super().__init__()
+        kinds = {None: _lib.CACHE_DEFAULT, "f32": _lib.CACHE_F32, "f16": _lib.CACHE_F16}
+        if cache_type not in kinds:
+            raise ValueError(f"cache_type: expected None, 'f16' or 'f32', got {cache_type!r}")
+        self.model = model
+        p = _lib.SessionParams(int(n_ctx), 1, kinds[cache_type])
+        box = _lib.padded(p)
+        _lib.check(lib.vkf_session_create(model._handle(), ctypes.addressof(box),
+                                          byref(self._h)), "session")
+
+    @property
+    def n_past(self) -> int:
+        """Tokens in the cache."""
+        return int(lib.vkf_session_n_past(self._handle()))
+
+    @property
+    def n_ctx(self) -> int:
+        """Tokens the cache holds."""
+        return int(lib.vkf_session_n_ctx(self._handle()))
+
+    def reset(self) -> None:
+        """Empties the cache."""
+        lib.vkf_session_reset(self._handle())
+
+    def truncate(self, n: int) -> None:
+        """Keeps the first `n` tokens of the cache."""
+        _lib.check(lib.vkf_session_truncate(self._handle(), int(n)), "truncate")
+
+    def eval(self, tokens: Sequence[int] | npt.NDArray[Any],
+             logits: npt.NDArray[np.float32] | None = None, all_rows: bool = False) -> None:
+        """Appends `tokens` to the sequence; writes the logits straight into `logits` (a
+        C-contiguous float32 array: n_vocab values for the last position, or len(tokens) x
+        n_vocab with `all_rows`), no copy. The GIL is released while it runs."""
+        ids = _ids(tokens)
+        out = None
+        if logits is not None:
+            rows = len(ids) if all_rows else 1
+            if (logits.dtype != np.float32 or not logits.flags.c_contiguous
+                    or logits.size != rows * self.model.n_vocab or not logits.flags.writeable):
+                raise ValueError(f"logits: expected a writable C-contiguous float32 array of "
+                                 f"{rows} x {self.model.n_vocab}")
+            out = logits.ctypes.data_as(c_void_p)
+        fn = lib.vkf_session_eval if all_rows else lib.vkf_session_eval_last
+        _lib.check(fn(self._handle(), _ptr(ids), len(ids), out))
+
+
+# ---------------------------------------------------------------- sampling
+
+
+class Sampler(_Handle):
+    """The library's sampler chain (llama.cpp's order: penalties, top-k, typical-p, top-p, min-p,
+    temperature, draw); see vkf_sampler_params for each field."""
+
+    _free = staticmethod(lib.vkf_sampler_free)
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__()
+        p = _lib.SamplerParams()
+        for k, v in params.items():
+            if not hasattr(p, k):
+                raise TypeError(f"Sampler: unknown parameter {k!r}")
+            setattr(p, k, v)
+        self.params = p
+        box = _lib.padded(p)
+        _lib.check(lib.vkf_sampler_create(ctypes.addressof(box), byref(self._h)), "sampler")
+
+    def sample(self, logits: npt.NDArray[np.float32]) -> int:
+        """A token drawn from `logits` (float32, C-contiguous, n_vocab values)."""
+        if logits.dtype != np.float32 or not logits.flags.c_contiguous:
+            logits = np.ascontiguousarray(logits, dtype=np.float32)
+        tok = c_int32(0)
+        _lib.check(lib.vkf_sampler_sample(self._handle(), logits.ctypes.data_as(c_void_p),
+                                          logits.size, byref(tok)), "sample")
+        return tok.value
+
+    def accept(self, token: int) -> None:
+        """Records `token` in the penalty window."""
+        _lib.check(lib.vkf_sampler_accept(self._handle(), int(token)), "sampler")
+
+
+class Stopper(_Handle):
+    """Stop strings at the text level (vkf_stopper): pieces go in, the text safe to show comes
+    out, a tail that may begin a stop string (or an unfinished UTF-8 character) held back."""
+
+    _free = staticmethod(lib.vkf_stopper_free)
+
+    def __init__(self, stops: Sequence[str]) -> None:
+        super().__init__()
+        enc = [_lib.cstr(s) for s in stops]
+        arr = (ctypes.c_char_p * max(1, len(enc)))(*enc)
+        _lib.check(lib.vkf_stopper_create(arr, len(enc), byref(self._h)), "stop")
+
+    def push(self, piece: bytes) -> tuple[bytes, bool]:
+        """Appends `piece`; returns the text to show now and whether a stop string matched."""
+        emit, n = c_void_p(), c_size_t(0)
+        hit = lib.vkf_stopper_push(self._handle(), piece, len(piece), byref(emit), byref(n))
+        return (ctypes.string_at(emit.value, n.value) if n.value else b""), bool(hit)
+
+    def flush(self) -> bytes:
+        """The held-back tail, at the end of a generation without a stop."""
+        emit, n = c_void_p(), c_size_t(0)
+        lib.vkf_stopper_flush(self._handle(), byref(emit), byref(n))
+        return ctypes.string_at(emit.value, n.value) if n.value else b""
+
+
+# ---------------------------------------------------------------- the library itself
+
+
+def version() -> str:
+    """The version of the library that runs ("MAJOR.MINOR.PATCH")."""
+    return lib.vkf_version().decode()
+
+
+def git_revision() -> str:
+    return lib.vkf_git_revision().decode()
+
+
+def devices() -> list[dict[str, Any]]:
+    """Every Vulkan device and its capabilities (``vkformer devices --json``)."""
+    out = c_void_p()
+    _lib.check(lib.vkf_devices_report(1, byref(out)), "devices")
+    report = json.loads(_lib.take_string(out))
+    if isinstance(report, dict) and isinstance(report.get("devices"), list):
+        return report["devices"]
+    return report if isinstance(report, list) else [report]
+
+
+def selftest(quick: bool = True, backend: str | None = None, device: int | str | None = None,
+             log: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Runs the op harness on a device against the CPU reference (``vkformer selftest``).
+
+    Returns ``{"n_cases": ..., "n_failed": ...}``; `log` gets one line per case."""
+    box = _lib.padded(_lib.SelftestResult())
+    errors: list[BaseException] = []
+
+    def on_line(_user: Any, line: bytes) -> None:
+        if log is not None and not errors:
+            try:
+                log(line.decode("utf-8", "replace"))
+            except BaseException as e:  # noqa: BLE001 (raised again after the call)
+                errors.append(e)
+
+    cb = _lib.LogFn(on_line)
+    with Context(backend, device) as ctx:
+        _lib.check(lib.vkf_selftest(ctx._handle(), int(quick), cb, None, ctypes.addressof(box)),
+                   "selftest")
+    if errors:
+        raise errors[0]
+    res = box.s  # type: ignore[attr-defined]
+    return {"n_cases": res.n_cases, "n_failed": res.n_failed}
