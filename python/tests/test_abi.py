@@ -1,0 +1,81 @@
+"""The ctypes mirror of vkformer.h against the C compiler: every struct's size and every field's
+offset, the flag values, and the version in three places (header, library, package)."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import subprocess
+import tomllib
+
+import pytest
+import vkformer
+from vkformer import _chat, _lib
+
+from conftest import REPO
+
+
+def _c_layout(tmp_path, structs):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "vkformer.h"',
+             "int main(void) {"]
+    for cname, cls in structs.items():
+        lines.append(f'printf("{cname} size %zu\\n", sizeof({cname}));')
+        for f in cls._fields_:
+            lines.append(f'printf("{cname} {f[0]} %zu\\n", offsetof({cname}, {f[0]}));')
+    for flag in ("VKF_TOKENIZE_ADD_SPECIAL", "VKF_TOKENIZE_SOURCE", "VKF_DETOKENIZE_SPECIAL",
+                 "VKF_TOKENIZE_LITERAL", "VKF_DETOKENIZE_CONTINUATION", "VKF_BACKEND_CPU",
+                 "VKF_BACKEND_VULKAN", "VKF_CACHE_F32", "VKF_CACHE_F16"):
+        lines.append(f'printf("flag {flag} %d\\n", (int){flag});')
+    lines.append('printf("version %d.%d.%d\\n", VKF_VERSION_MAJOR, VKF_VERSION_MINOR, '
+                 'VKF_VERSION_PATCH);')
+    lines.append("return 0; }")
+    src = tmp_path / "abi.c"
+    src.write_text("\n".join(lines))
+    exe = tmp_path / "abi"
+    subprocess.run([cc, "-std=c11", f"-I{REPO / 'include'}", str(src), "-o", str(exe)],
+                   check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    return dict(line.rsplit(" ", 1) for line in out.splitlines())
+
+
+def test_structs_and_flags_match_the_header(tmp_path):
+    structs = dict(_lib.STRUCTS)
+    if _lib.has("vkf_embed"):
+        structs["vkf_embed_params"] = _chat._EmbedParams
+        structs["vkf_embeddings"] = _chat._Embeddings
+    c = _c_layout(tmp_path, structs)
+    for cname, cls in structs.items():
+        # a struct may be longer in C than here only by fields added at its end (padded() keeps
+        # the library's writes inside memory we own); every field we mirror sits where C has it
+        assert ctypes.sizeof(cls) <= int(c[f"{cname} size"]), cname
+        for f in cls._fields_:
+            assert getattr(cls, f[0]).offset == int(c[f"{cname} {f[0]}"]), f"{cname}.{f[0]}"
+        if cname != "vkf_model_desc":  # the one the library only writes
+            assert ctypes.sizeof(cls) == int(c[f"{cname} size"]), f"{cname}: fields missing here"
+    assert int(c["flag VKF_TOKENIZE_ADD_SPECIAL"]) == _lib.TOKENIZE_ADD_SPECIAL
+    assert int(c["flag VKF_TOKENIZE_SOURCE"]) == _lib.TOKENIZE_SOURCE
+    assert int(c["flag VKF_DETOKENIZE_SPECIAL"]) == _lib.DETOKENIZE_SPECIAL
+    assert int(c["flag VKF_TOKENIZE_LITERAL"]) == _lib.TOKENIZE_LITERAL
+    assert int(c["flag VKF_DETOKENIZE_CONTINUATION"]) == _lib.DETOKENIZE_CONTINUATION
+    assert int(c["flag VKF_BACKEND_CPU"]) == _lib.BACKEND_CPU
+    assert int(c["flag VKF_BACKEND_VULKAN"]) == _lib.BACKEND_VULKAN
+    assert int(c["flag VKF_CACHE_F32"]) == _lib.CACHE_F32
+    assert int(c["flag VKF_CACHE_F16"]) == _lib.CACHE_F16
+    # one version: the header's, the library's and the package's
+    assert c["version"] == vkformer.__version__ == vkformer.version()
+    meta = tomllib.loads((REPO / "python" / "pyproject.toml").read_text())
+    assert meta["project"]["version"] == c["version"]
+    cm = (REPO / "CMakeLists.txt").read_text()
+    assert re.search(r"project\(vkformer VERSION ([0-9.]+)", cm).group(1) == c["version"]
+
+
+def test_status_names_map_to_exception_classes():
+    # every status the library names has its class; the class's status is the library's name
+    for code in range(1, 14):
+        name = _lib.lib.vkf_status_name(code).decode()
+        assert name in vkformer._errors.BY_STATUS, name
+    assert _lib.lib.vkf_status_name(0).decode() == "VKF_OK"
