@@ -362,6 +362,13 @@ class Session(_Handle):
         """Tokens the cache holds."""
         return int(lib.vkf_session_n_ctx(self._handle()))
 
+    def memory(self) -> dict[str, int]:
+        """Bytes by use: weights, kv_cache, activations, device_total, device_used."""
+        box = _lib.padded(_lib.MemoryInfo())
+        _lib.check(lib.vkf_session_memory(self._handle(), ctypes.addressof(box)), "memory")
+        m = box.s  # type: ignore[attr-defined]
+        return {f[0]: int(getattr(m, f[0])) for f in _lib.MemoryInfo._fields_}
+
     def reset(self) -> None:
         """Empties the cache."""
         lib.vkf_session_reset(self._handle())
