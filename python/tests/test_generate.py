@@ -150,3 +150,20 @@ def test_context_full_is_a_value_error(kjv):
         r = small("y" * 20, max_tokens=100, seed=1)
         assert r["choices"][0]["finish_reason"] == "length"
         assert r["usage"]["total_tokens"] == small.n_ctx() == 32
+
+
+def test_a_repeated_prompt_reuses_its_logits_bit_for_bit(kjv):
+    prompt = kjv.tokenize(b"And the evening and the morning")
+
+    def first_logits():
+        g = kjv.generate(prompt, temp=0)
+        next(g)
+        g.close()
+        return kjv.logits().copy()
+
+    kjv.reset()
+    fresh = first_logits()  # the prompt in one pass
+    kjv(list(prompt), max_tokens=12, seed=3)  # the cache now holds prompt + answer
+    # the same prompt again: the logits saved after its one-pass evaluation, not those of its
+    # last token evaluated again on its own (another kernel: different float rounding)
+    np.testing.assert_array_equal(first_logits(), fresh)

@@ -231,7 +231,11 @@ class Llama:
             self.close()
             raise ValueError(f"{model_path} is an encoder-decoder model: Llama runs decoder-only "
                              "models (use `vkformer translate` for this one)")
-        self._session = _core.Session(self._model, n_ctx=n_ctx, cache_type=cache_type)
+        try:
+            self._session = _core.Session(self._model, n_ctx=n_ctx, cache_type=cache_type)
+        except BaseException:
+            self.close()
+            raise
         self._n_ctx = self._session.n_ctx
         self._n_vocab = self._model.n_vocab
         self.n_batch = min(n_batch, n_ubatch, self._n_ctx)
@@ -433,7 +437,6 @@ class Llama:
                 f"Requested tokens ({len(self._ids) + len(tokens)}) exceed context window of "
                 f"{self._n_ctx}", "VKF_ERROR_CONTEXT_FULL")
         expected = self._ids + tokens
-        self._prompt_cache = None
         try:
             for i in range(0, len(tokens), self.n_batch):
                 chunk = tokens[i: i + self.n_batch]
@@ -457,6 +460,8 @@ class Llama:
         s = self._s()
         pc = self._prompt_cache
         n = len(prompt)
+        # (appending after a prompt leaves its rows and logits as they were: the saved logits
+        # stay valid while the cache still starts with the prompt)
         if pc is not None and pc[0] == tuple(prompt) and self._ids[:n] == prompt:
             if self.n_tokens > n:
                 s.truncate(n)
@@ -801,8 +806,7 @@ class Llama:
             res["tokens"].append(tstr)
             res["text_offset"].append(offset)
             offset += len(tstr)
-            if i == 0 or (i == 1 and prompt[0] == self.token_bos() and not res["top_logprobs"]
-                          and False):
+            if i == 0:
                 res["token_logprobs"].append(None)
                 res["top_logprobs"].append(None)
                 continue
