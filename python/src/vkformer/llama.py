@@ -870,7 +870,8 @@ class Llama:
                 mirostat_mode other than 0 is refused.
             model: the model name in the response (default: model_path).
             stopping_criteria, logits_processor, logit_bias: as llama-cpp-python.
-            grammar: a :class:`vkformer.LlamaGrammar` constraining the output.
+            grammar: constrained output; needs the library's grammar sampler, which this
+                build does not have yet (UnsupportedError).
 
         Returns:
             An OpenAI-shaped completion dict, or with stream=True an iterator of chunks.
@@ -968,7 +969,9 @@ class Llama:
             tools: OpenAI tool schemas, given to the template (its ``tools`` variable).
             chat_template_kwargs: further template variables (vkformer's, as the server's
                 field), e.g. ``{"enable_thinking": False}``.
-            response_format, tool_choice, grammar: constrained output (see README).
+            response_format, tool_choice, grammar: constrained output (json_object,
+                json_schema, a required or named tool); needs the library's grammar sampler,
+                which this build does not have yet (UnsupportedError).
             the rest: as :meth:`create_completion`.
 
         Returns:
