@@ -226,6 +226,13 @@ typedef struct vkf_model_desc {
     int64_t n_params;               /* parameters (elements of every distinct weight tensor) */
     vkf_dtype wtype;                /* stored dtype of the attention / FFN matrices */
     size_t weight_bytes;            /* bytes of weights and tables on the backend */
+    int encoder_only;               /* 1: an embedding model (bert, nomic-bert): use vkf_embed */
+    int32_t pooling;                /* encoder-only: its default vkf_pooling (never DEFAULT) */
+    int normalize;                  /* encoder-only: 1 when its vectors are L2-normalized by
+                                       default */
+    int32_t n_embd_max;             /* encoder-only: longest input in tokens, specials included;
+                                       longer inputs are truncated (sentence-transformers'
+                                       max_seq_length, else the position table) */
 } vkf_model_desc;
 
 void vkf_model_describe(const vkf_model *m, vkf_model_desc *out);
@@ -481,6 +488,79 @@ vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add
 vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
                              const char *context_json, int add_generation_prompt, char **out,
                              int *used_default);
+/* ================================================================ embeddings (encoder-only models)
+ *
+ * Usage (an all-MiniLM-L6-v2 directory, a sentence-transformers layout, or a bert GGUF):
+ *     vkf_model_params mp = {.path = "all-MiniLM-L6-v2"};
+ *     vkf_model *m; vkf_model_load(ctx, &mp, &m);
+ *     vkf_session *s; vkf_session_create(m, NULL, &s);   // n_batch: inputs per graph (0: 32)
+ *     const char *texts[] = {"A man is eating food.", "A man is riding a horse."};
+ *     vkf_embed_params ep = {0};                         // the model's pooling and normalization
+ *     vkf_embeddings *e;
+ *     if (vkf_embed(s, texts, 2, &ep, &e) != VKF_OK) fprintf(stderr, "%s\n", vkf_last_error());
+ *     // e->data[i * e->dim + j]: component j of input i's vector
+ *     vkf_embeddings_free(e);
+ *
+ * Inputs of different lengths run together as rows of one batched graph (right padding, masked
+ * keys); each input's vector is the one it gets alone. An input longer than the model's limit
+ * (vkf_model_desc.n_embd_max) is truncated as sentence-transformers does (its first tokens, the
+ * model's specials kept: [CLS] ... [SEP]); the result counts what was cut, the library prints
+ * nothing. Models: vkf_model_desc.encoder_only == 1 (other models are VKF_ERROR_INVALID_ARGUMENT).
+ */
+
+typedef enum vkf_pooling {
+    VKF_POOLING_DEFAULT = 0, /* the model's own: GGUF {arch}.pooling_type, sentence-transformers'
+                                1_Pooling/config.json; mean when the model names none */
+    VKF_POOLING_NONE,        /* one vector per token (specials included) */
+    VKF_POOLING_MEAN,        /* the mean of the input's token vectors */
+    VKF_POOLING_CLS,         /* the first token's vector ([CLS]) */
+    VKF_POOLING_LAST,        /* the last token's vector */
+} vkf_pooling;
+
+typedef enum vkf_normalize {
+    VKF_NORMALIZE_DEFAULT = 0, /* the model's: sentence-transformers' Normalize module (HF
+                                  directories); on for GGUF files (llama.cpp's default) */
+    VKF_NORMALIZE_ON,          /* every vector divided by its L2 norm (zero vectors stay zero) */
+    VKF_NORMALIZE_OFF,
+} vkf_normalize;
+
+typedef struct vkf_embed_params {
+    vkf_pooling pooling;     /* default: the model's */
+    vkf_normalize normalize; /* default: the model's */
+} vkf_embed_params;
+
+typedef struct vkf_embeddings {
+    int32_t n_inputs;
+    int32_t dim;          /* floats per vector (the model's width) */
+    int32_t n_vectors;    /* rows of data: n_inputs when pooled, the sum of n_tokens with
+                             VKF_POOLING_NONE */
+    float *data;          /* [n_vectors, dim], input after input */
+    int32_t *n_tokens;    /* [n_inputs] tokens each input was embedded with (specials included,
+                             after truncation) */
+    int32_t *first;       /* [n_inputs] the row of data where input i's vectors start */
+    int32_t *truncated;   /* [n_inputs] tokens cut from each input (0: none) */
+    int32_t n_truncated;  /* inputs that were truncated */
+    int64_t total_tokens; /* sum of n_tokens (OpenAI's usage.prompt_tokens) */
+    vkf_pooling pooling;  /* the pooling applied (never DEFAULT) */
+    int normalized;       /* 1: every vector was L2-normalized */
+} vkf_embeddings;
+
+/* Embeds texts[0..n_texts) (NUL-terminated UTF-8), tokenized with the model's tokenizer and its
+ * special tokens. *out is allocated (vkf_embeddings_free). VKF_ERROR_INVALID_ARGUMENT for a model
+ * that is not encoder-only or bad parameters; VKF_ERROR_UNSUPPORTED without a tokenizer; an empty
+ * text gives the vector of the model's specials alone. */
+vkf_status vkf_embed(vkf_session *s, const char *const *texts, int32_t n_texts,
+                     const vkf_embed_params *p, vkf_embeddings **out);
+/* The same from token ids: input i is tokens[i][0..n_tokens[i]), used as given (no specials
+ * added); longer than the model's limit: its first n_embd_max ids. Ids outside the vocabulary
+ * are VKF_ERROR_TOKEN naming the input and position; an empty input is
+ * VKF_ERROR_INVALID_ARGUMENT. */
+vkf_status vkf_embed_tokens(vkf_session *s, const int32_t *const *tokens, const int32_t *n_tokens,
+                            int32_t n_inputs, const vkf_embed_params *p, vkf_embeddings **out);
+void vkf_embeddings_free(vkf_embeddings *e);
+/* "none", "mean", "cls", "last" ("default" for VKF_POOLING_DEFAULT); NULL if out of range. */
+const char *vkf_pooling_name(vkf_pooling p);
+
 /* ================================================================ quantize (llama.cpp file types)
  *
  * Usage:

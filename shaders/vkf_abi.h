@@ -137,6 +137,15 @@ VKF_PC(vkf_pc_select) {
     VKF_U32 d_off, d_stride;
 };
 
+/* pool: one workgroup per sequence, lanes over columns. */
+VKF_PC(vkf_pc_pool) {
+    VKF_U32 rows, cols; /* sequences in this dispatch, columns */
+    VKF_U32 seq_len, mode;
+    VKF_U32 d_off, d_stride;
+    VKF_U32 x_off, x_stride;
+    VKF_U32 len_off; /* lengths of this dispatch's first sequence on */
+};
+
 /* attention: one workgroup per (query row, head). */
 VKF_PC(vkf_pc_attn) {
     VKF_U32 batch, n_q, n_kv, kv_stride;
@@ -207,6 +216,7 @@ VKF_PC(vkf_pc_probe) {
 
 #ifndef VKF_GLSL
 _Static_assert(sizeof(vkf_pc_probe) == 20, "vkf_pc_probe layout");
+_Static_assert(sizeof(vkf_pc_pool) == 36, "vkf_pc_pool layout");
 _Static_assert(sizeof(vkf_pc_mm) == 104, "vkf_pc_mm layout");
 _Static_assert(sizeof(vkf_pc_kvstore) == 116, "vkf_pc_kvstore layout");
 _Static_assert(sizeof(vkf_pc_eltwise) == 44, "vkf_pc_eltwise layout");

@@ -19,6 +19,9 @@ static const vkf_cli_cmd commands[] = {
      "time kernel variants on this device and cache the fastest [-dev N] [--quick]"},
     {"verify", vkf_cmd_verify,
      "run a fixture directory against the engine: FIXTURE_DIR [--cpu | -dev N]"},
+    {"embed", vkf_cmd_embed,
+     "embedding vectors (encoder-only models): -m MODEL (-p TEXT | -f FILE) [--pooling P] "
+     "[-o json|jsonl|npy]"},
     {"tokenize", vkf_cmd_tokenize,
      "print token ids: -m MODEL (-p TEXT | -f FILE) [--json] [--no-special] [--tokenizer PATH]"},
     {"template", vkf_cmd_template,

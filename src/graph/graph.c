@@ -215,6 +215,14 @@ vkf_status vkf_node_check(const vkf_node *n) {
             return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "topk: k = %d outside [1, %lld]",
                              n->p.topk.k, (long long)a->cols);
         return expect(n, d, "dst", VKF_DTYPE_I32, a->rows, n->p.topk.k);
+    case VKF_OP_POOL: {
+        int32_t L = n->p.pool.seq_len, mode = n->p.pool.mode;
+        if (L <= 0 || mode < VKF_POOL_MEAN || mode > VKF_POOL_LAST || !d || d->rows <= 0)
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "pool: seq_len %d, mode %d", L, mode);
+        VKF_TRY(expect(n, a, "x", VKF_DTYPE_F32, d->rows * L, -1));
+        VKF_TRY(expect(n, b, "lengths", VKF_DTYPE_I32, 1, d->rows));
+        return expect(n, d, "dst", VKF_DTYPE_F32, -1, a->cols);
+    }
     default: break;
     }
     return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "unknown op %d", (int)n->op);

@@ -421,6 +421,24 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
     ADD(VKF_OP_ATTENTION, VKF_DTYPE_F16, 0, 0, 0, 0, 600, attn(1, 1, 700, 700, 4, 1, 256, 1, 1),
         THR_ATTN, WHY_ATTN);
 
+    /* pool (embeddings): mean / first / last row of each sequence of right-padded rows, key
+     * lengths from 1 to all; wide rows, long sequences, many sequences */
+    static const int pool_cfg[][3] = {/* sequences, rows each, cols */
+                                      {1, 1, 384},
+                                      {3, 7, 33},
+                                      {5, 130, 1000},
+                                      {257, 3, 64}};
+    for (int mode = 0; mode < 3; mode++)
+        for (int i = 0; i < (quick ? 2 : 4); i++) {
+            memset(&p, 0, sizeof p);
+            p.pool.mode = mode;
+            p.pool.seq_len = pool_cfg[i][1];
+            ADD(VKF_OP_POOL, 0, pool_cfg[i][0], pool_cfg[i][2], pool_cfg[i][1],
+                VKF_HC_LENS | (i == 2 ? VKF_HC_STRIDED : 0), 0, p,
+                mode == VKF_POOL_MEAN ? THR_SUM : THR_EXACT,
+                mode == VKF_POOL_MEAN ? WHY_SUM : WHY_EXACT);
+        }
+
     *out = v;
     return n;
 oom:
@@ -463,6 +481,13 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
     case VKF_OP_COPY_ROWS:
         k = snprintf(buf, n, "copy_rows %lldx%lld -> %s cache", (long long)c->m, (long long)c->n,
                      c->wtype == VKF_DTYPE_F16 ? "f16" : "f32");
+        break;
+    case VKF_OP_POOL:
+        k = snprintf(buf, n, "pool %s B=%lld rows=%lld cols=%lld",
+                     p->pool.mode == VKF_POOL_MEAN    ? "mean"
+                     : p->pool.mode == VKF_POOL_FIRST ? "first"
+                                                      : "last",
+                     (long long)c->m, (long long)c->k, (long long)c->n);
         break;
     case VKF_OP_SWIGLU:
         k = snprintf(buf, n, "%s %lldx%lld", p->glu.gelu ? "geglu" : "swiglu", (long long)c->m,
@@ -726,6 +751,15 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         s->n_src = 1;
         return operand_make(&s->dst, VKF_DTYPE_I32, c->m, c->op == VKF_OP_ARGMAX ? 1 : p->topk.k, 0,
                             "idx");
+    case VKF_OP_POOL: /* m sequences of k rows each, n columns */
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m * c->k, c->n, st, "x"));
+        VKF_TRY(operand_make(b, VKF_DTYPE_I32, 1, c->m, 0, "lengths"));
+        fill_normal(a, &r, 0.5f, 2.0f);
+        for (int64_t i = 0; i < c->m; i++)
+            ((int32_t *)b->host)[i] = 1 + (int32_t)(rng_u32(&r) % (uint32_t)c->k);
+        ((int32_t *)b->host)[0] = (int32_t)c->k; /* one full sequence */
+        s->n_src = 2;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "pooled");
     default: break;
     }
     return vkf_error(VKF_ERROR_INTERNAL, "harness: no inputs for op %s", vkf_op_name(c->op));

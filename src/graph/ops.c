@@ -6,7 +6,7 @@ const char *vkf_op_name(vkf_op op) {
     static const char *names[VKF_OP_COUNT] = {
         "matmul",      "embed",     "add_pos",   "rope",   "add",    "mul",
         "scale",       "layernorm", "rmsnorm",   "unary",  "swiglu", "softmax",
-        "log_softmax", "attention", "copy_rows", "argmax", "topk",
+        "log_softmax", "attention", "copy_rows", "argmax", "topk",   "pool",
     };
     return (unsigned)op < VKF_OP_COUNT ? names[op] : "?";
 }

@@ -64,6 +64,13 @@ typedef enum vkf_op {
     /* dst (I32 [rows, k]) = indices of the k largest of each row, descending (ties: lowest
      * index first). */
     VKF_OP_TOPK,
+    /* dst[b, :] (F32 [B, cols]) = one vector per sequence of src0 [B * seq_len, cols]: sequence
+     * b is rows [b * seq_len, b * seq_len + len_b), len_b = src1[b] (I32 [1, B]; the host
+     * validates, kernels clamp to [1, seq_len]). params.pool.mode: VKF_POOL_MEAN, the sum of
+     * those rows in row order divided by len_b (sentence-transformers' mean pooling);
+     * VKF_POOL_FIRST, row 0 (BERT's [CLS]); VKF_POOL_LAST, row len_b - 1 (the last token).
+     * Padding rows past len_b are never read. */
+    VKF_OP_POOL,
     VKF_OP_COUNT
 } vkf_op;
 
@@ -76,6 +83,8 @@ typedef enum vkf_unary {
     VKF_UNARY_SILU,      /* x / (1 + exp(-x)) */
     VKF_UNARY_COUNT
 } vkf_unary;
+
+typedef enum vkf_pool_mode { VKF_POOL_MEAN = 0, VKF_POOL_FIRST, VKF_POOL_LAST } vkf_pool_mode;
 
 typedef enum vkf_rope_mode { VKF_ROPE_NORMAL = 0, VKF_ROPE_NEOX = 1 } vkf_rope_mode;
 
@@ -137,6 +146,10 @@ typedef union vkf_op_params {
     struct {
         int32_t k;
     } topk;
+    struct {
+        int32_t mode;    /* vkf_pool_mode */
+        int32_t seq_len; /* rows per sequence in src0 */
+    } pool;
 } vkf_op_params;
 
 const char *vkf_op_name(vkf_op op);

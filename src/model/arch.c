@@ -11,11 +11,11 @@
 #include "model/model.h"
 
 extern const vkf_arch_desc vkf_arch_llama, vkf_arch_gpt2, vkf_arch_qwen2, vkf_arch_qwen3,
-    vkf_arch_gemma2, vkf_arch_gemma3, vkf_arch_phi3;
+    vkf_arch_gemma2, vkf_arch_gemma3, vkf_arch_phi3, vkf_arch_bert, vkf_arch_nomic_bert;
 
 const vkf_arch_desc *const vkf_arch_list[] = {
-    &vkf_arch_llama,  &vkf_arch_gpt2,   &vkf_arch_qwen2, &vkf_arch_qwen3,
-    &vkf_arch_gemma2, &vkf_arch_gemma3, &vkf_arch_phi3,  NULL,
+    &vkf_arch_llama,  &vkf_arch_gpt2, &vkf_arch_qwen2, &vkf_arch_qwen3,      &vkf_arch_gemma2,
+    &vkf_arch_gemma3, &vkf_arch_phi3, &vkf_arch_bert,  &vkf_arch_nomic_bert, NULL,
 };
 
 const vkf_arch_desc *vkf_arch_by_gguf(const char *name) {
@@ -78,6 +78,9 @@ const vkf_arch_slot vkf_arch_slots[VKF_T_COUNT] = {
     [VKF_T_ROPE_FREQS] = {1, VKF_D_ROT2, VKF_D_0, HOST},
     [VKF_T_ROPE_SHORT] = {1, VKF_D_ROT2, VKF_D_0, HOST},
     [VKF_T_ROPE_LONG] = {1, VKF_D_ROT2, VKF_D_0, HOST},
+    [VKF_T_TOKEN_TYPES] = {0, VKF_D_MODEL, VKF_D_TYPES, MW(type_embd)},
+    [VKF_T_TOK_NORM] = {1, VKF_D_MODEL, VKF_D_0, MW(tok_norm_w)},
+    [VKF_T_TOK_NORM_B] = {1, VKF_D_MODEL, VKF_D_0, MW(tok_norm_b)},
 };
 
 int64_t vkf_arch_dim_value(const vkf_model *m, vkf_arch_dim d) {
@@ -94,6 +97,7 @@ int64_t vkf_arch_dim_value(const vkf_model *m, vkf_arch_dim d) {
     case VKF_D_VOCAB: return hp->n_vocab;
     case VKF_D_CTX: return hp->n_ctx;
     case VKF_D_ROT2: return hp->n_rot / 2;
+    case VKF_D_TYPES: return hp->n_types;
     }
     return 0;
 }

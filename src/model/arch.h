@@ -1,4 +1,5 @@
-/* Decoder-only architectures as data: one descriptor per architecture (src/model/arch/<name>.c).
+/* Decoder-only and encoder-only architectures as data: one descriptor per architecture
+ * (src/model/arch/<name>.c).
  *
  * A descriptor names the architecture (GGUF general.architecture, Hugging Face `architectures`),
  * every tensor it has in both formats, and the switches the one decoder graph builder
@@ -62,6 +63,9 @@ typedef enum vkf_arch_t {
     VKF_T_ROPE_FREQS,
     VKF_T_ROPE_SHORT,
     VKF_T_ROPE_LONG,
+    VKF_T_TOKEN_TYPES, /* encoder-only: token-type embeddings [n_types, d] (row 0 is added) */
+    VKF_T_TOK_NORM,    /* encoder-only: LayerNorm of the embeddings */
+    VKF_T_TOK_NORM_B,
     VKF_T_COUNT
 } vkf_arch_t;
 
@@ -83,6 +87,12 @@ typedef struct vkf_arch_desc {
     int scale_by_d_layers; /* GGUF: with this many layers the query scale is 1/sqrt(d_model /
                               n_head), else 1/sqrt(head_dim) (llama.cpp's rule for the Gemma 27B
                               models, whose query_pre_attn_scalar no GGUF key carries); 0: never */
+    int encoder;           /* encoder-only (embeddings, model/graph_encoder.c): bidirectional
+                              attention over padded batches, a norm after each residual
+                              (ATTN_NORM after attention, FFN_NORM after the FFN), token-type
+                              embeddings and a norm on the input, pooled outputs */
+    const char *hf_prefix[3]; /* HF tensor-name prefixes tried in order (the first under which
+                                 the token embedding exists); all NULL: "model." */
     const char *gguf[VKF_T_COUNT];
     const char *hf[VKF_T_COUNT];
 } vkf_arch_desc;
@@ -106,7 +116,8 @@ typedef enum vkf_arch_dim {
     VKF_D_FF2, /* 2 n_ff (fused gate|up) */
     VKF_D_VOCAB,
     VKF_D_CTX,
-    VKF_D_ROT2, /* n_rot / 2 */
+    VKF_D_ROT2,  /* n_rot / 2 */
+    VKF_D_TYPES, /* token types (BERT's type_vocab_size) */
 } vkf_arch_dim;
 
 typedef struct vkf_arch_slot {

@@ -99,6 +99,31 @@ static vkf_status gg_rope_keys(gg_ctx *c) {
     return VKF_OK;
 }
 
+/* Encoder-only: the pooling (llama.cpp's {arch}.pooling_type: 0 none, 1 mean, 2 cls, 3 last;
+ * absent: mean, sentence-transformers' default), L2 normalization on (llama-embedding's and
+ * llama-server's default: a GGUF does not say), token types from token_types.weight. */
+static vkf_status gg_encoder_keys(gg_ctx *c) {
+    vkf_hparams *hp = &c->m->hp;
+    int32_t pt;
+    VKF_TRY(gg_key_u32(c, "pooling_type", 1, &pt));
+    static const int32_t map[4] = {VKF_POOLING_NONE, VKF_POOLING_MEAN, VKF_POOLING_CLS,
+                                   VKF_POOLING_LAST};
+    if (pt > 3)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: %s.pooling_type %d is not supported (0 none, 1 mean, 2 cls, 3 last)",
+                         c->m->path, c->arch, pt);
+    hp->pooling = map[pt];
+    hp->normalize = 1;
+    hp->n_seq_max = hp->n_ctx;
+    const char *tn = c->m->desc->gguf[VKF_T_TOKEN_TYPES];
+    const vkf_gguf_tensor *tt = tn ? vkf_gguf_find_tensor(c->g, tn + (tn[0] == '?')) : NULL;
+    if (tt && (tt->rows < 1 || tt->rows > 1024))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: %s has %lld rows (token types)", c->m->path,
+                         tn + (tn[0] == '?'), (long long)tt->rows);
+    hp->n_types = tt ? (int32_t)tt->rows : 0;
+    return VKF_OK;
+}
+
 static vkf_status gg_hparams(gg_ctx *c) {
     vkf_hparams *hp = &c->m->hp;
     const char *path = c->m->path;
@@ -170,6 +195,7 @@ static vkf_status gg_hparams(gg_ctx *c) {
     }
     if (!(hp->eps > 0))
         return vkf_error(VKF_ERROR_FORMAT, "%s: norm epsilon %g must be > 0", path, hp->eps);
+    if (a->encoder) VKF_TRY(gg_encoder_keys(c));
 
     /* special tokens; llama.cpp adds BOS by default for SentencePiece ("llama") vocabularies */
     uint32_t bos, eos;
@@ -197,7 +223,7 @@ static vkf_status gg_slot(void *user, vkf_arch_t slot, const char *name, vkf_ten
     if (optional && !vkf_gguf_find_tensor(c->g, name)) return VKF_OK;
     int64_t ne0, ne1;
     vkf_arch_slot_shape(c->m, slot, &ne0, &ne1);
-    if (slot == VKF_T_POS_EMBD) {
+    if (slot == VKF_T_POS_EMBD || slot == VKF_T_TOKEN_TYPES) { /* tables added as F32 rows */
         const vkf_gguf_tensor *pe;
         int64_t pne[2] = {ne0, ne1};
         VKF_TRY(vkf_gguf_get_tensor(c->g, name, -1, 2, pne, &pe));
@@ -283,7 +309,7 @@ vkf_status vkf_load_gguf(vkf_model *m, const char *path) {
     else if (!(m->desc = vkf_arch_by_gguf(c.arch)))
         s = vkf_error(VKF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (%s)", path,
                       c.arch, vkf_arch_names());
-    m->arch = VKF_ARCH_DECODER;
+    m->arch = m->desc && m->desc->encoder ? VKF_ARCH_ENCODER : VKF_ARCH_DECODER;
     snprintf(m->format, sizeof m->format, "gguf");
     /* the tensor data must fit the device: refused before the first upload */
     if (s == VKF_OK)

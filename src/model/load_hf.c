@@ -32,6 +32,7 @@ typedef struct hf_ctx {
     vkf_model *m;
     vkf_safetensors *st[HF_MAX_SHARDS];
     int n_st;
+    const char *prefix; /* of every name but lm_head: "model.", or the descriptor's hf_prefix */
 } hf_ctx;
 
 static int hf_exists(const char *p) {
@@ -69,7 +70,7 @@ static vkf_status hf_slot(void *user, vkf_arch_t slot, const char *name, vkf_ten
     hf_ctx *c = user;
     vkf_model *m = c->m;
     char full[256];
-    snprintf(full, sizeof full, "%s%s", slot == VKF_T_OUTPUT ? "" : "model.", name);
+    snprintf(full, sizeof full, "%s%s", slot == VKF_T_OUTPUT ? "" : c->prefix, name);
     const vkf_safetensors *st = NULL;
     const vkf_st_tensor *s = hf_find(c, full, &st);
     if (!s && optional) return VKF_OK;
@@ -79,6 +80,12 @@ static vkf_status hf_slot(void *user, vkf_arch_t slot, const char *name, vkf_ten
     int vec = vkf_arch_slots[slot].vector;
     int64_t dims[2] = {vec ? ne0 : ne1, ne0};
     VKF_TRY(vkf_safetensors_get(st, full, -1, vec ? 1 : 2, dims, &s));
+    if (slot == VKF_T_POS_EMBD || slot == VKF_T_TOKEN_TYPES) { /* tables added as F32 rows */
+        VKF_TRY(vkf_model_upload(m, t, full, VKF_W_VECTOR, s->dtype, ne1, ne0, s->data));
+        t->rows = ne1;
+        t->cols = t->row_stride = ne0;
+        return VKF_OK;
+    }
     int rope_pairs = m->desc->rope_mode == VKF_ROPE_NORMAL && m->desc->pos == VKF_POS_ROPE;
     int permute = rope_pairs && (slot == VKF_T_ATTN_Q || slot == VKF_T_ATTN_K ||
                                  slot == VKF_T_ATTN_Q_B || slot == VKF_T_ATTN_K_B);
@@ -348,8 +355,20 @@ static vkf_status hf_open_shards(hf_ctx *c, const char *dir) {
 
 static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, const char *dir) {
     int tied = -1;
-    VKF_TRY(hf_config(m, cfg, &tied));
+    if (m->desc->encoder)
+        VKF_TRY(vkf_hf_encoder_config(m, cfg, dir));
+    else
+        VKF_TRY(hf_config(m, cfg, &tied));
     VKF_TRY(hf_open_shards(c, dir));
+    c->prefix = "model.";
+    for (int i = 0; i < 3 && m->desc->hf_prefix[i]; i++) { /* where the token embedding is */
+        char nm[256];
+        const vkf_safetensors *in;
+        c->prefix = m->desc->hf_prefix[i];
+        snprintf(nm, sizeof nm, "%s%s", c->prefix, m->desc->hf[VKF_T_TOK_EMBD]);
+        if (hf_find(c, nm, &in)) break;
+        c->prefix = m->desc->hf_prefix[0];
+    }
     size_t n_tensors = 0;
     for (int i = 0; i < c->n_st; i++)
         n_tensors += vkf_safetensors_count(c->st[i]);
@@ -357,7 +376,7 @@ static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, c
         return vkf_error(VKF_ERROR_FORMAT,
                          "%s/config.json: num_hidden_layers %d exceeds the %zu tensors", dir,
                          m->hp.n_layer, n_tensors);
-    vkf_model_extend_ctx(m);
+    if (m->desc->pos == VKF_POS_ROPE) vkf_model_extend_ctx(m);
     const char *const *names = m->desc->hf;
     const char *hf_names[VKF_T_COUNT];
     memcpy(hf_names, names, sizeof hf_names);
@@ -367,6 +386,7 @@ static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, c
     if (tied == 0) hf_names[VKF_T_OUTPUT] = "lm_head.weight";
     names = hf_names;
     VKF_TRY(vkf_model_load_slots(m, names, hf_slot, c));
+    if (m->desc->encoder) return vkf_hf_encoder_tokenizer(m, dir);
     float *factors;
     VKF_TRY(hf_rope(m, cfg, &factors));
     vkf_status s = vkf_model_rope_tables(m, factors);
@@ -383,7 +403,7 @@ vkf_status vkf_load_hf(vkf_model *m, const char *dir, const vkf_arch_desc *desc)
     snprintf(path, sizeof path, "%s/config.json", dir);
     vkf_json_config *cfg;
     VKF_TRY(vkf_json_config_load(path, &cfg));
-    m->arch = VKF_ARCH_DECODER;
+    m->arch = desc->encoder ? VKF_ARCH_ENCODER : VKF_ARCH_DECODER;
     m->desc = desc;
     snprintf(m->format, sizeof m->format, "safetensors");
     hf_ctx c;

@@ -62,11 +62,14 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
         if (!type)
             snprintf(found, sizeof found, "%s", a0->valuestring); /* else model_type names it */
     }
+    /* encoder-only checkpoints without "architectures": model_type names the descriptor */
+    const vkf_arch_desc *by_type = type ? vkf_arch_by_gguf(type) : NULL;
+    if (!desc && !is_tf && by_type && by_type->encoder) desc = by_type;
     vkf_json_config_free(c);
     VKF_TRY(s);
     if (is_tf) return vkf_load_transformer(m, dir);
     if (is_gpt2) return vkf_load_gpt2_hf(m, dir);
-    if (desc && desc->pos == VKF_POS_ROPE) return vkf_load_hf(m, dir, desc);
+    if (desc && (desc->pos == VKF_POS_ROPE || desc->encoder)) return vkf_load_hf(m, dir, desc);
     if (!found[0])
         return vkf_error(VKF_ERROR_FORMAT, "%s: neither \"architecture\" nor \"model_type\" is set",
                          path);
@@ -75,7 +78,7 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
                      "model_type \"gpt2\", "
                      "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
                      "Gemma2ForCausalLM, "
-                     "Gemma3ForCausalLM, Phi3ForCausalLM; GGUF: %s)",
+                     "Gemma3ForCausalLM, Phi3ForCausalLM, BertModel; GGUF: %s)",
                      path, found, vkf_arch_names());
 }
 
@@ -231,6 +234,10 @@ void vkf_model_describe(const vkf_model *m, vkf_model_desc *d) {
     d->n_params = m->n_params;
     d->wtype = m->wtype;
     d->weight_bytes = m->weight_bytes;
+    d->encoder_only = m->arch == VKF_ARCH_ENCODER;
+    d->pooling = m->hp.pooling;
+    d->normalize = m->hp.normalize;
+    d->n_embd_max = m->hp.n_seq_max;
 }
 
 /* the KV cache a session gets by default (session.c): F16 where the backend defaults to it, F32
@@ -255,6 +262,7 @@ static const char *rope_factors_name(int f) {
  * cross-attention memory for the encoder-decoder). */
 static size_t model_kv_bytes(const vkf_model *m) {
     const vkf_hparams *hp = &m->hp;
+    if (m->arch == VKF_ARCH_ENCODER) return 0; /* embeddings keep no cache */
     size_t per_tok = model_kv_bytes_per_token(m);
     size_t b = per_tok * (size_t)hp->n_ctx;
     if (m->arch == VKF_ARCH_TRANSFORMER)
@@ -286,7 +294,13 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         size_t n = 0;
 #define P(...) n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__)
         P("architecture   %s (%s)\n", vkf_model_arch_name(m),
-          m->arch == VKF_ARCH_TRANSFORMER ? "encoder-decoder" : "decoder-only");
+          m->arch == VKF_ARCH_TRANSFORMER ? "encoder-decoder"
+          : m->arch == VKF_ARCH_ENCODER   ? "encoder-only"
+                                          : "decoder-only");
+        if (m->arch == VKF_ARCH_ENCODER)
+            P("embeddings     %d floats, pooling %s, %snormalized, inputs up to %d tokens\n",
+              hp->d_model, vkf_pooling_name((vkf_pooling)hp->pooling),
+              hp->normalize ? "L2-" : "not ", hp->n_seq_max);
         P("file           %s (%s)\n", m->path, m->format);
         if (m->arch == VKF_ARCH_TRANSFORMER) {
             P("vocabulary     source %d, target %d tokens (tokenizers: source %s, target %s)\n",
@@ -364,6 +378,12 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     if (!j) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_info: out of host memory");
     cJSON_AddStringToObject(j, "architecture", vkf_model_arch_name(m));
     cJSON_AddBoolToObject(j, "encoder_decoder", m->arch == VKF_ARCH_TRANSFORMER);
+    cJSON_AddBoolToObject(j, "encoder_only", m->arch == VKF_ARCH_ENCODER);
+    if (m->arch == VKF_ARCH_ENCODER) {
+        cJSON_AddStringToObject(j, "pooling", vkf_pooling_name((vkf_pooling)hp->pooling));
+        cJSON_AddBoolToObject(j, "normalize", hp->normalize != 0);
+        cJSON_AddNumberToObject(j, "max_input_tokens", hp->n_seq_max);
+    }
     cJSON_AddStringToObject(j, "path", m->path);
     cJSON_AddStringToObject(j, "format", m->format);
     cJSON_AddNumberToObject(j, "n_vocab", hp->n_vocab);

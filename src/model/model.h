@@ -26,6 +26,7 @@
 typedef enum vkf_arch {
     VKF_ARCH_TRANSFORMER = 0,
     VKF_ARCH_DECODER,
+    VKF_ARCH_ENCODER, /* encoder-only (embeddings): a descriptor with encoder = 1 */
 } vkf_arch;
 
 /* The architecture's name: "transformer" or the descriptor's GGUF name. */
@@ -64,6 +65,12 @@ typedef struct vkf_hparams {
     float final_softcap;         /* LM-head logits soft-cap; 0: none */
     int32_t bos_id, eos_id, pad_id; /* -1 when the model has none */
     int32_t add_bos;                /* tokenizing a prompt prepends BOS by default */
+    /* encoder-only (embeddings) */
+    int32_t n_types;   /* token types (BERT type_vocab_size); 0: none */
+    int32_t pooling;   /* the model's vkf_pooling (never DEFAULT) */
+    int32_t normalize; /* 1: its vectors are L2-normalized by default */
+    int32_t
+        n_seq_max; /* longest input, tokens (sentence-transformers max_seq_length, else n_ctx) */
 } vkf_hparams;
 
 /* ------------------------------------------------------------------ weights */
@@ -101,11 +108,13 @@ typedef struct vkf_model_w {
     vkf_tensor rope; /* RoPE: rotation table [n_ctx, n_rot] F32 */
     vkf_tensor rope_swa; /* sliding-window layers' table when it differs (gemma3), else absent */
     vkf_tensor enc_norm_w, enc_norm_b; /* transformer: final encoder LayerNorm [1, d] */
+    vkf_tensor type_embd;              /* encoder-only: token-type embeddings F32 [n_types, d] */
+    vkf_tensor tok_norm_w, tok_norm_b; /* encoder-only: LayerNorm of the embeddings [1, d] */
     vkf_tensor out_norm_w, out_norm_b; /* final norm [1, d] (transformer: decoder norm) */
     vkf_tensor output,
         output_b;     /* LM head [n_vocab, d] (may be tok_embd: tied), bias [1, n_vocab] */
     vkf_layer_w *enc; /* [n_enc_layer] */
-    vkf_layer_w *dec; /* [n_layer] */
+    vkf_layer_w *dec; /* [n_layer] (decoder-only and encoder-only models: all layers) */
 } vkf_model_w;
 
 /* ------------------------------------------------------------------ tokenizers */
@@ -216,6 +225,7 @@ int vkf_tensor_present(const vkf_tensor *t);
 typedef enum vkf_sgraph_kind {
     VKF_SG_DECODER = 0, /* decoder-only forward, or the transformer decoder */
     VKF_SG_ENCODER,     /* transformer encoder + cross K/V for every decoder layer */
+    VKF_SG_EMBED,       /* encoder-only forward of right-padded sequences (flags: vkf_pooling) */
 } vkf_sgraph_kind;
 
 #define VKF_SG_LAST_ONLY 1 /* decoder graph: the LM head runs on each sequence's last row only */
@@ -268,6 +278,22 @@ struct vkf_session {
 vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg);
 vkf_status vkf_build_encdec_decoder_graph(vkf_session *s, vkf_sgraph *sg);
 vkf_status vkf_build_encoder_graph(vkf_session *s, vkf_sgraph *sg);
+/* encoder-only (model/graph_encoder.c): sg->out is [batch, d] pooled (flags: the vkf_pooling),
+ * or [batch * n, d] per token (VKF_POOLING_NONE) */
+vkf_status vkf_build_embed_graph(vkf_session *s, vkf_sgraph *sg);
+/* The session's cached graph of that shape (built on first use), and its computation; for
+ * model/embed.c. */
+vkf_status vkf_session_graph(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_t batch,
+                             int32_t flags, vkf_sgraph **out);
+vkf_status vkf_session_graph_compute(vkf_session *s, vkf_sgraph *sg);
+/* Hugging Face encoder-only directory (model/load_hf_encoder.c): hyperparameters from
+ * config.json (BERT's or nomic-bert's keys) and sentence-transformers' modules.json,
+ * 1_Pooling/config.json and sentence_bert_config.json; cfg is the config.json. */
+struct vkf_json_config;
+vkf_status vkf_hf_encoder_config(vkf_model *m, const struct vkf_json_config *cfg, const char *dir);
+/* The tokenizer of an HF encoder directory: tokenizer.json, else vocab.txt (+
+ * tokenizer_config.json) */
+vkf_status vkf_hf_encoder_tokenizer(vkf_model *m, const char *dir);
 
 /* Batched internals (used by verify, translate and the public single-sequence calls). */
 

@@ -54,7 +54,9 @@ static vkf_status sg_get_seq(vkf_session *s, vkf_sgraph_kind kind, int32_t n, in
     g->flags = flags;
     g->seq0 = seq0;
     vkf_status st;
-    if (kind == VKF_SG_ENCODER)
+    if (kind == VKF_SG_EMBED)
+        st = vkf_build_embed_graph(s, g);
+    else if (kind == VKF_SG_ENCODER)
         st = vkf_build_encoder_graph(s, g);
     else if (s->m->arch == VKF_ARCH_TRANSFORMER)
         st = vkf_build_encdec_decoder_graph(s, g);
@@ -78,6 +80,11 @@ static vkf_status sg_get(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_
     return sg_get_seq(s, kind, n, batch, rep, flags, 0, out);
 }
 
+vkf_status vkf_session_graph(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_t batch,
+                             int32_t flags, vkf_sgraph **out) {
+    return sg_get(s, kind, n, batch, 1, flags, out);
+}
+
 /* Runs a cached graph. A failure names the graph, its ops and the device: the whole graph is
  * one submission on Vulkan, so a device loss or timeout cannot be narrowed to one op there
  * (the backend names the node itself when recording fails). */
@@ -95,6 +102,10 @@ static vkf_status sg_compute(vkf_session *s, vkf_sgraph *sg, int32_t n_past) {
                             be->device_name);
 }
 
+vkf_status vkf_session_graph_compute(vkf_session *s, vkf_sgraph *sg) {
+    return sg_compute(s, sg, 0);
+}
+
 /* ------------------------------------------------------------------ create / free */
 
 static vkf_status session_alloc_caches(vkf_session *s) {
@@ -106,6 +117,7 @@ static vkf_status session_alloc_caches(vkf_session *s) {
     s->host_lens = calloc((size_t)s->n_batch, sizeof *s->host_lens);
     if (!s->kc || !s->vc || !s->host_lens)
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
+    if (m->arch == VKF_ARCH_ENCODER) return VKF_OK; /* embeddings: no cache */
     { /* refuse a context that cannot fit before allocating any of it (model/memory.c) */
         uint64_t need = 2 * (uint64_t)hp->n_layer * (uint64_t)s->n_batch * (uint64_t)s->n_ctx *
                         (uint64_t)kvd * 4;
@@ -162,7 +174,8 @@ vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_ses
     if (!s) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
     s->m = m;
     s->n_ctx = p->n_ctx ? p->n_ctx : m->hp.n_ctx;
-    s->n_batch = p->n_batch ? p->n_batch : 1;
+    /* encoder-only: inputs per batched embedding graph */
+    s->n_batch = p->n_batch ? p->n_batch : m->arch == VKF_ARCH_ENCODER ? 32 : 1;
     s->max_chunk = VKF_SESSION_MAX_CHUNK;
     /* the encoder-decoder's caches stay F32 (its graphs read them as F32 views) */
     int f16 = p->cache_type == VKF_CACHE_F16 ||
@@ -234,6 +247,9 @@ static vkf_status step_chunk(vkf_session *s, int32_t batch, int32_t n, const int
 static vkf_status session_step(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens,
                                const int32_t *key_lens, int last_only, float *out) {
     vkf_model *m = s->m;
+    if (m->arch == VKF_ARCH_ENCODER)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "%s is an encoder-only (embedding) model: use vkf_embed", m->path);
     if (batch < 1 || batch > s->n_batch || n < 1)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                          "session: %d sequences of %d tokens (the session holds %d sequences)",

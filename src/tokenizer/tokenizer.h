@@ -121,6 +121,11 @@ vkf_status vkf_tokenizer_from_hf_json(const char *path, vkf_tokenizer **out);
 /* The same from a tokenizer.json held in memory (no config files); name is for messages. */
 vkf_status vkf_tokenizer_from_hf_json_memory(const char *json, size_t len, const char *name,
                                              vkf_tokenizer **out);
+/* A BERT vocab.txt (one token per line, id = line) in dir, with tokenizer_config.json beside it
+ * when present (do_lower_case, tokenize_chinese_chars, strip_accents, the special tokens), as
+ * transformers' BertTokenizer converts it to a tokenizer.json: BertNormalizer,
+ * BertPreTokenizer, WordPiece ("##", at most 100 characters a word), [CLS] $A [SEP]. */
+vkf_status vkf_tokenizer_from_bert_vocab(const char *dir, vkf_tokenizer **out);
 /* SentencePiece model (the ModelProto protobuf the sentencepiece library writes). */
 vkf_status vkf_tokenizer_from_spm_file(const char *path, vkf_tokenizer **out);
 vkf_status vkf_tokenizer_from_spm_memory(const void *data, size_t size, const char *name,

@@ -371,6 +371,31 @@ static vkf_status op_topk(const vkf_node *nd) {
     return VKF_OK;
 }
 
+/* One vector per sequence: the mean of its rows (summed in row order, then divided), its
+ * first row or its last row. */
+static vkf_status op_pool(const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0], *y = nd->dst;
+    int32_t L = nd->p.pool.seq_len;
+    const int32_t *lens = row_i32(nd->src[1], 0);
+    for (int64_t b = 0; b < y->rows; b++) {
+        int32_t len = lens[b] < 1 ? 1 : lens[b] > L ? L : lens[b];
+        float *out = row_f32(y, b);
+        int64_t r0 = b * L;
+        if (nd->p.pool.mode == VKF_POOL_MEAN) {
+            for (int64_t c = 0; c < x->cols; c++) {
+                float sum = 0.0f;
+                for (int32_t r = 0; r < len; r++)
+                    sum += row_f32(x, r0 + r)[c];
+                out[c] = sum / (float)len;
+            }
+        } else {
+            int64_t r = r0 + (nd->p.pool.mode == VKF_POOL_LAST ? len - 1 : 0);
+            memcpy(out, row_f32(x, r), (size_t)x->cols * sizeof(float));
+        }
+    }
+    return VKF_OK;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 vkf_status vkf_cpu_op(const vkf_node *n, int32_t n_past) {
@@ -392,6 +417,7 @@ vkf_status vkf_cpu_op(const vkf_node *n, int32_t n_past) {
     case VKF_OP_COPY_ROWS: return op_copy_rows(n, n_past);
     case VKF_OP_ARGMAX: return op_argmax(n);
     case VKF_OP_TOPK: return op_topk(n);
+    case VKF_OP_POOL: return op_pool(n);
     default: break;
     }
     return vkf_error(VKF_ERROR_INTERNAL, "cpu: unknown op %d", (int)n->op);

@@ -517,6 +517,41 @@ static vkf_status vkf_vk_op_select(vkf_vk_rec *r, const vkf_node *n) {
     return VKF_OK;
 }
 
+/* pool: bindings dst, x, lengths; whole sequences per dispatch (x split by sequences where it
+ * exceeds one window) */
+static vkf_status vkf_vk_op_pool(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *x = n->src[0], *lens = n->src[1];
+    int64_t L = n->p.pool.seq_len, B = d->rows;
+    const vkf_tensor *rowwise[] = {x};
+    int64_t per = vkf_vk_fit_all(r, rowwise, 1, x->rows) / L;
+    if (per == 0) return vkf_vk_first_unfit(r, rowwise, 1);
+    uint32_t spec[1] = {VKF_VK_ROW_WG};
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, "pool", "", 3, spec, 1, &pl));
+    for (int64_t b0 = 0; b0 < B; b0 += per) {
+        int64_t nb = vkf_vk_min64(per, B - b0);
+        vkf_vk_win win[3];
+        vkf_pc_pool pc;
+        memset(&pc, 0, sizeof pc);
+        VKF_TRY(vkf_vk_rows_win(r, d, b0, nb, 1, &win[0]));
+        VKF_TRY(vkf_vk_rows_win(r, x, b0 * L, nb * L, 0, &win[1]));
+        VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset + (uint64_t)b0 * 4,
+                              lens->offset + (uint64_t)(b0 + nb) * 4, 0, &win[2]));
+        VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+        VKF_TRY(vkf_vk_elem_off(&win[1], x, &pc.x_off));
+        pc.len_off = (uint32_t)(win[2].delta / 4);
+        pc.rows = (uint32_t)nb;
+        pc.cols = (uint32_t)x->cols;
+        pc.seq_len = (uint32_t)L;
+        pc.mode = (uint32_t)n->p.pool.mode;
+        pc.d_stride = (uint32_t)d->row_stride;
+        pc.x_stride = (uint32_t)x->row_stride;
+        uint32_t g = (uint32_t)vkf_vk_min64(nb, r->vb->caps.max_wg_count[0]);
+        VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
+    }
+    return VKF_OK;
+}
+
 /* ---------------------------------------------------------------- weights */
 
 /* the WTYPE define of the kernels: the vkf_dtype value (shaders/dtypes.glsl) */
@@ -1304,6 +1339,7 @@ vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n) {
     case VKF_OP_LOG_SOFTMAX: return vkf_vk_op_softmax(r, n);
     case VKF_OP_ARGMAX:
     case VKF_OP_TOPK: return vkf_vk_op_select(r, n);
+    case VKF_OP_POOL: return vkf_vk_op_pool(r, n);
     case VKF_OP_MATMUL: return vkf_vk_op_matmul(r, n);
     case VKF_OP_EMBED: return vkf_vk_op_embed(r, n);
     case VKF_OP_ADD_POS:
