@@ -240,7 +240,11 @@ static vkf_status emb_run(vkf_session *s, emb_input *in, int32_t n_in, const vkf
         int32_t cap = EMBED_MAX_ROWS / n;
         if (cap > bmax) cap = bmax;
         if (cap < 1) cap = 1;
-        int32_t count = n_in - i0 < cap ? n_in - i0 : cap;
+        /* a batch ends where its padding would more than double the next input's rows */
+        int32_t count = 1;
+        while (count < cap && i0 + count < n_in &&
+               2 * emb_round_n(in[order[i0 + count]].n, lim) >= n)
+            count++;
         st = emb_batch(&j, order + i0, count);
         i0 += count;
     }

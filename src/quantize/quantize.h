@@ -25,4 +25,10 @@ vkf_status vkf_hf_to_gguf(const char *dir, const char *out_path);
 vkf_status vkf_hf_tokenizer_keys(vkf_gguf_writer *w, const char *dir, int64_t n_vocab,
                                  int *written);
 
+/* The keys of an encoder-only (bert) model loaded from an HF directory, as llama.cpp's converter
+ * writes them: {arch}.* hyperparameters, pooling_type, the WordPiece vocabulary in its phantom-
+ * space form and the special ids (quantize/quantize_hf_bert.c). */
+struct vkf_model;
+vkf_status vkf_hf_encoder_keys(vkf_gguf_writer *w, const struct vkf_model *m, const char *dir);
+
 #endif

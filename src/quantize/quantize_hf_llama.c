@@ -185,9 +185,13 @@ static vkf_status hq_write(const vkf_model *m, const char *dir, const char *out_
     }
     if (s == VKF_OK) s = hq_rope(m, path, vkf_json_config_root(cfg), list, &k, &factors);
     if (s == VKF_OK) s = vkf_gguf_writer_create(&h.w);
-    if (s == VKF_OK) s = hq_keys(&h, dir, vkf_json_config_root(cfg));
     int tok_written = 0;
-    if (s == VKF_OK) s = vkf_hf_tokenizer_keys(h.w, dir, m->hp.n_vocab, &tok_written);
+    if (s == VKF_OK && a->encoder) { /* bert: its own keys and WordPiece vocabulary */
+        s = vkf_hf_encoder_keys(h.w, m, dir);
+    } else {
+        if (s == VKF_OK) s = hq_keys(&h, dir, vkf_json_config_root(cfg));
+        if (s == VKF_OK) s = vkf_hf_tokenizer_keys(h.w, dir, m->hp.n_vocab, &tok_written);
+    }
     for (size_t i = 0; i < k && s == VKF_OK; i++) {
         const vkf_tensor *x = list[i].t;
         if (!x) {
@@ -256,9 +260,10 @@ vkf_status vkf_hf_to_gguf(const char *dir, const char *out_path) {
     vkf_model_params mp = {.path = dir, .n_ctx = 1}; /* positions are not used here */
     s = vkf_model_load(ctx, &mp, &m);
     if (s == VKF_OK &&
-        (m->arch != VKF_ARCH_DECODER || !m->desc || strcmp(m->format, "safetensors")))
+        (m->arch == VKF_ARCH_TRANSFORMER || !m->desc || strcmp(m->format, "safetensors")))
         s = vkf_error(VKF_ERROR_UNSUPPORTED,
-                      "%s: quantize reads Hugging Face directories of the llama family and gpt2",
+                      "%s: quantize reads Hugging Face directories of the llama family, gpt2 and "
+                      "bert",
                       dir);
     if (s == VKF_OK) s = hq_write(m, dir, out_path);
     vkf_model_free(m);
