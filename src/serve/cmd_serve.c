@@ -30,9 +30,63 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
+/* Embedding mode: an encoder-only model, POST /v1/embeddings (serve/embeddings.c), no slots. */
+static int serve_embeddings(vkf_model *m, vkf_context *ctx, const char *model,
+                            const vkf_model_desc *d, const char *alias, const char *host,
+                            int32_t port, const char *api_key, int32_t max_body_kib,
+                            sigset_t *sigs) {
+    int rc = 1;
+    srv_embedder *emb = NULL;
+    srv_http *h = NULL;
+    if (!d->encoder_only) {
+        fprintf(stderr,
+                "vkformer: serve: --embedding: %s is a %s model; vkformer computes embeddings "
+                "with encoder-only models (bert, nomic-bert)\n",
+                model, d->architecture);
+        goto done;
+    }
+    if (srv_embedder_create(m, &emb) != VKF_OK) {
+        rc = vkf_cli_fail("serve: embeddings");
+        goto done;
+    }
+    srv_config cfg = {.m = m, .emb = emb, .model_name = alias ? alias : base_name(model)};
+    srv_http_params hp = {.host = host,
+                          .port = port,
+                          .api_key = api_key,
+                          .max_body = (size_t)max_body_kib * 1024,
+                          .max_connections = 64};
+    vkf_status st = srv_http_start(&hp, &cfg, NULL, &h);
+    if (st != VKF_OK) {
+        fprintf(stderr, "vkformer: serve: cannot listen on %s port %d (%s)\n", host, port,
+                st == VKF_ERROR_INVALID_ARGUMENT ? "not an IPv4 or IPv6 address"
+                                                 : "in use, or not allowed");
+        goto done;
+    }
+    fprintf(stderr,
+            "vkformer: serve: %s on %s: listening on http://%s:%d (embeddings: %d floats, "
+            "pooling %s, %snormalized, inputs up to %d tokens)\n",
+            cfg.model_name, vkf_context_device_name(ctx), host, srv_http_port(h), d->d_model,
+            vkf_pooling_name((vkf_pooling)d->pooling), d->normalize ? "" : "not ", d->n_embd_max);
+    fflush(stderr);
+    int sig = 0;
+    sigwait(sigs, &sig);
+    fprintf(stderr, "vkformer: serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    srv_http_drain(h);
+    sleep_ms(200);
+    srv_http_stop(h);
+    fprintf(stderr, "vkformer: serve: stopped\n");
+    rc = 0;
+done:
+    srv_embedder_free(emb);
+    vkf_model_free(m);
+    vkf_context_free(ctx);
+    return rc;
+}
+
 int vkf_cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *api_key = NULL, *alias = NULL;
     int32_t port = 8080, np = 1, n_ctx = 0, max_tokens = 4096, queue = 16, max_body_kib = 1024;
+    int embedding = 0;
     vkf_context_params cp = {0};
     vkf_arg args[] = {
         {"-m|--model", VKF_ARG_STR, &model, .metavar = "PATH", .required = 1,
@@ -56,13 +110,17 @@ int vkf_cmd_serve(int argc, char **argv) {
          .help = "requests that may wait for a slot; more get 503 (default 16)"},
         {"--max-body", VKF_ARG_INT, &max_body_kib, .min = 1, .max = 1 << 20, .metavar = "KIB",
          .help = "largest request body, KiB; larger ones get 413 (default 1024)"},
+        {"--embedding|--embeddings", VKF_ARG_SET, &embedding,
+         .help = "serve POST /v1/embeddings (on by itself for an encoder-only model such as "
+                 "bert)"},
         VKF_ARGS_BACKEND(&cp),
         {0}};
     vkf_cmd_spec spec = {
         "serve", "-m MODEL [--host 127.0.0.1] [--port 8080] [-np N] [-c N] [--api-key KEY]",
         "An OpenAI-compatible HTTP server: POST /v1/chat/completions and /v1/completions "
         "(stream: server-sent events), GET /v1/models, GET /health, POST /tokenize and "
-        "/detokenize. Requests run in -np slots decoded together (continuous batching); a "
+        "/detokenize; with an encoder-only model (or --embedding) POST /v1/embeddings instead "
+        "of the completions. Requests run in -np slots decoded together (continuous batching); a "
         "request gives the same tokens alone or with others (same seed). A prompt reuses the "
         "longest prefix a free slot's cache holds (request field cache_prompt, default true; "
         "usage.prompt_tokens_details.cached_tokens). SIGINT/SIGTERM stop "
@@ -92,6 +150,8 @@ int vkf_cmd_serve(int argc, char **argv) {
     }
     vkf_model_desc d;
     vkf_model_describe(m, &d);
+    if (d.encoder_only || embedding)
+        return serve_embeddings(m, ctx, model, &d, alias, host, port, api_key, max_body_kib, &sigs);
     if (d.encoder_decoder || !d.has_tokenizer) {
         fprintf(stderr,
                 "vkformer: serve: %s is %s; serve needs a decoder-only model with a tokenizer\n",

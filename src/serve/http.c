@@ -242,14 +242,18 @@ static enum MHD_Result route(struct MHD_Connection *mc, conn *c, const char *url
     if (strcmp(url, "/health") == 0 || strcmp(url, "/v1/health") == 0) {
         int busy, queued;
         long done, cancelled;
-        srv_engine_load(h->e, &busy, &queued);
-        srv_engine_counts(h->e, &done, &cancelled);
+        busy = queued = 0;
+        done = cancelled = 0;
+        if (h->e) { /* embedding mode has no slots */
+            srv_engine_load(h->e, &busy, &queued);
+            srv_engine_counts(h->e, &done, &cancelled);
+        }
         char js[256];
         snprintf(js, sizeof js,
                  "{\"status\":\"%s\",\"slots_idle\":%d,\"slots_processing\":%d,\"queued\":%d,"
                  "\"requests_done\":%ld,\"requests_cancelled\":%ld}",
-                 h->draining ? "shutting down" : "ok", srv_engine_n_slots(h->e) - busy, busy,
-                 queued, done, cancelled);
+                 h->draining ? "shutting down" : "ok", (h->e ? srv_engine_n_slots(h->e) : 1) - busy,
+                 busy, queued, done, cancelled);
         return send_json(mc, h->draining ? 503 : 200, strdup(js));
     }
     if (!authorized(h, mc))
@@ -258,7 +262,8 @@ static enum MHD_Result route(struct MHD_Connection *mc, conn *c, const char *url
     int cmpl = strcmp(url, "/v1/completions") == 0 || strcmp(url, "/completions") == 0;
     int models = strcmp(url, "/v1/models") == 0 || strcmp(url, "/models") == 0;
     int tok = strcmp(url, "/tokenize") == 0, detok = strcmp(url, "/detokenize") == 0;
-    if (!chat && !cmpl && !models && !tok && !detok)
+    int emb = strcmp(url, "/v1/embeddings") == 0 || strcmp(url, "/embeddings") == 0;
+    if (!chat && !cmpl && !models && !tok && !detok && !emb)
         return send_error(mc, 404, "no endpoint %s %s", method, url);
     if (models ? !get : !post)
         return send_error(mc, 405, "%s takes %s, not %s", url, models ? "GET" : "POST", method);
@@ -266,6 +271,19 @@ static enum MHD_Result route(struct MHD_Connection *mc, conn *c, const char *url
     if (c->too_large)
         return send_error(mc, 413, "the request body exceeds the limit of %zu bytes",
                           h->p.max_body);
+    if (emb && !h->c->emb)
+        return send_error(mc, 501,
+                          "%s: this server generates text; embeddings need an "
+                          "encoder-only model (vkformer serve --embedding -m MODEL)",
+                          url);
+    if ((chat || cmpl) && h->c->emb)
+        return send_error(mc, 501, "%s: this server serves an embedding model: use /v1/embeddings",
+                          url);
+    if (emb) {
+        int status = 500;
+        char *js = srv_embeddings(h->c->emb, h->c->model_name, c->body, c->len, &status);
+        return send_json(mc, status, js);
+    }
     if (chat || cmpl) return completion(mc, c, chat);
     int status = 500;
     char *js = tok ? srv_api_tokenize(h->c, c->body ? c->body : "", c->len, &status)

@@ -112,8 +112,11 @@ char *srv_utf8_dup(const char *s, size_t n);
 
 /* ------------------------------------------------------------------ api.c */
 
+typedef struct srv_embedder srv_embedder;
+
 typedef struct srv_config {
     vkf_model *m;
+    srv_embedder *emb;      /* embedding mode (an encoder-only model): /v1/embeddings, no engine */
     const char *model_name; /* "id" in /v1/models and responses */
     int32_t max_tokens;     /* cap on max_tokens, and the default when absent */
     int32_t n_ctx;          /* tokens per slot */
@@ -136,6 +139,14 @@ char *srv_api_models(const srv_config *c);
 /* /tokenize and /detokenize; on a bad request *status = 400 and the error JSON is returned. */
 char *srv_api_tokenize(const srv_config *c, const char *body, size_t len, int *status);
 char *srv_api_detokenize(const srv_config *c, const char *body, size_t len, int *status);
+
+/* ------------------------------------------------------------------ embeddings.c */
+
+vkf_status srv_embedder_create(vkf_model *m, srv_embedder **out);
+void srv_embedder_free(srv_embedder *e);
+/* POST /v1/embeddings: the response JSON (or an error's), *status its HTTP status. */
+char *srv_embeddings(srv_embedder *e, const char *model_name, const char *body, size_t len,
+                     int *status);
 
 /* ------------------------------------------------------------------ http.c */
 
