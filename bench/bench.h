@@ -27,6 +27,8 @@ int vkf_bench_plot(int argc, char **argv);
 /* Hidden helper of --startup: loads the model, evaluates one prompt token and prints the time
  * since the process started; `vkformer bench --first-token -m MODEL`. */
 int vkf_bench_first_token(int argc, char **argv);
+/* vkformer bench --embedding -m MODEL [-b 1,32,256] [--tokens 30] [-r 5] (bench_embed.c) */
+int vkf_bench_embed(int argc, char **argv);
 /* vkformer bench --tokenizer ...: provided by bench/bench_tokenizer.c (the tokenizer's owner). */
 int vkf_bench_tokenizer(int argc, char **argv);
 

@@ -10,14 +10,17 @@ Writes tests/data/embed/all-minilm-l6-v2.json:
   embedding         SentenceTransformer.encode(text): mean pooling, L2-normalized
   tokens            for a few texts: the per-token vectors (output_value="token_embeddings")
   llama_cpp         for each GGUF given: llama-embedding's vectors (--pooling mean,
-                    --embd-normalize 2), keyed by the file's type (f32, f16, q8_0)
+                    --embd-normalize 2), keyed by the quantize type (F16, Q8_0); the GGUFs are
+                    the ones `vkformer quantize MODEL_DIR OUT TYPE` writes (gguf_fnv1a64: their
+                    FNV-1a checksums, which the test compares with the file it writes)
 
 Needs a Python with sentence-transformers and torch (CPU), installed OUTSIDE the repository
 (never in CI), e.g.:
     python3 -m venv /tmp/stenv && /tmp/stenv/bin/pip install sentence-transformers==5.1.2
 Usage:
     /tmp/stenv/bin/python tools/make_embed_fixtures.py MODEL_DIR \\
-        [--llama-embedding BIN --gguf f16=FILE --gguf q8_0=FILE ...]
+        [--llama-embedding BIN --gguf F16=FILE --gguf Q8_0=FILE ...]
+llama-embedding: llama.cpp's examples/embedding (its CMake option LLAMA_BUILD_EXAMPLES).
 MODEL_DIR: tests/real/fetch_model.sh all-minilm-l6-v2 prints it. Deterministic: one thread.
 """
 import argparse
@@ -92,9 +95,15 @@ def main():
         "tokens": [{"text": i, "vectors": [r(v) for v in t.numpy()]}
                    for i, t in zip(TOKEN_TEXTS, tok)],
         "llama_cpp": {},
+        "gguf_fnv1a64": {},
     }
     for spec in a.gguf:
         typ, path = spec.split("=", 1)
+        h = 0xcbf29ce484222325
+        with open(path, "rb") as fh:
+            for byte in fh.read():
+                h = ((h ^ byte) * 0x100000001b3) & 0xffffffffffffffff
+        out["gguf_fnv1a64"][typ] = "%016x" % h  # the test checks it embeds the same file
         vecs = []
         for t in TEXTS:
             if not t.strip() or len(m.tokenize([t])["input_ids"][0]) >= m.max_seq_length:
