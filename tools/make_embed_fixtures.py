@@ -109,10 +109,13 @@ def main():
             if not t.strip() or len(m.tokenize([t])["input_ids"][0]) >= m.max_seq_length:
                 vecs.append(None)  # llama-embedding skips empty prompts; long ones exceed -b
                 continue
-            p = subprocess.run([a.llama_embedding, "-m", path, "-p", t, "--pooling", "mean",
-                                "--embd-normalize", "2", "--embd-output-format", "json",
-                                "-t", "1", "--no-warmup"],
-                               capture_output=True, text=True, check=True)
+            for _ in range(20):  # its logger thread may not flush stdout before exit: retry
+                p = subprocess.run([a.llama_embedding, "-m", path, "-p", t, "--pooling",
+                                    "mean", "--embd-normalize", "2", "--embd-output-format",
+                                    "json", "-t", "1", "--no-warmup"],
+                                   capture_output=True, text=True, check=True)
+                if "}" in p.stdout:
+                    break
             j = json.loads(p.stdout[p.stdout.index("{"):])
             vecs.append(r(j["data"][0]["embedding"]))
         out["llama_cpp"][typ] = vecs

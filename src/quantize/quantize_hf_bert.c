@@ -26,7 +26,8 @@ static vkf_status bert_vocab(vkf_gguf_writer *w, const vkf_model *m) {
             i < vkf_tokenizer_n_vocab(t) ? vkf_tokenizer_token_text(t, (int32_t)i) : NULL;
         int ty = p ? vkf_tokenizer_token_type(t, (int32_t)i) : VKF_TOKEN_UNUSED;
         char buf[64];
-        if (!p) { /* an id the tokenizer does not have: the converter's filler */
+        if (!p || !p[0]) { /* an id the tokenizer does not have: the converter's filler */
+            ty = VKF_TOKEN_UNUSED;
             snprintf(buf, sizeof buf, "[PAD%lld]", (long long)i);
             p = buf;
         }
