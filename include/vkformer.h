@@ -582,7 +582,9 @@ const char *vkf_pooling_name(vkf_pooling p);
  * model.safetensors.index.json): GGUF tensor names, q/k rows permuted for llama's rope, Gemma
  * norms + 1, rope scaling as rope_freqs / rope_factors_* tensors, the {arch}.* keys, and a
  * byte-level BPE tokenizer.json (Llama-3, Qwen2/2.5/3, GPT-2 style) as the tokenizer.* keys
- * (chat template from tokenizer_config.json). Other tokenizers (SentencePiece-style, with byte
+ * (chat template from tokenizer_config.json); BertModel directories (embeddings) with the bert.*
+ * keys, pooling_type from sentence-transformers' modules and the WordPiece vocabulary in
+ * llama.cpp's form. Other tokenizers (SentencePiece-style, with byte
  * fallback) are not converted (only the bos/eos ids are written): load such a file with
  * vkf_model_params.tokenizer = the HF directory. */
 

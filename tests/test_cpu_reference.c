@@ -213,6 +213,24 @@ static void test_positions(void) {
               "rope neox pair 0: %g %g", f(&ty)[0], f(&ty)[4]);
 }
 
+/* POOL: two sequences of 3 padded rows, lengths 2 and 3: mean, first and last row by hand */
+static void test_pool(void) {
+    float x[6 * 2] = {1, 10, 3, 20, 1000, -1000, 2, 4, 4, 8, 9, 0};
+    int32_t lens[2] = {2, 3};
+    vkf_tensor tx = mk(VKF_DTYPE_F32, 6, 2, x), tl = mk(VKF_DTYPE_I32, 1, 2, lens);
+    static const float want[3][4] = {{2, 15, 5, 4}, {1, 10, 2, 4}, {3, 20, 9, 0}};
+    for (int mode = 0; mode < 3; mode++) {
+        vkf_tensor ty = mk(VKF_DTYPE_F32, 2, 2, NULL);
+        vkf_op_params p = {0};
+        p.pool.mode = mode;
+        p.pool.seq_len = 3;
+        VKT_OK(run1(VKF_OP_POOL, &ty, &tx, &tl, NULL, NULL, &p, 0));
+        VKT_CHECK(!memcmp(f(&ty), want[mode], sizeof want[mode]),
+                  "pool mode %d: %g %g %g %g (the padding row 1000 must never count)", mode,
+                  f(&ty)[0], f(&ty)[1], f(&ty)[2], f(&ty)[3]);
+    }
+}
+
 static void test_attention(void) {
     /* A causal first query sees only key 0, so it returns value row 0 exactly; a key length of
      * 1 does the same for every query; GQA maps query head h to KV head h / 2. */
@@ -304,6 +322,7 @@ int main(void) {
     test_matmul_embed();
     test_positions();
     test_attention();
+    test_pool();
     test_select_and_plan();
     vkf_backend_free(cpu); /* test tensors leak with the process; fine for a test */
     return vkt_finish();
