@@ -11,7 +11,8 @@
 #                     on the CPU path (label valgrind); then the same suite under ASan+UBSan in
 #                     a second tree (ASAN_BUILD_DIR, default build-asan; the CMake preset "asan";
 #                     lavapipe's own leaks are suppressed by tests/robust/lsan.supp; the
-#                     20,000-token run, label long, is left out there); then every libFuzzer
+#                     20,000-token run, label long, and the real models, label real, are left
+#                     out there); then every libFuzzer
 #                     target of tests/fuzz for VKF_FUZZ_SECONDS (20) on its seed corpus (a
 #                     third tree, FUZZ_BUILD_DIR, default build-fuzz, built with clang).
 #                     Extra arguments go to the first ctest. VKF_TEST_SANITIZE=0 and
@@ -108,7 +109,7 @@ test)
         ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:detect_odr_violation=0:verify_asan_link_order=0" \
         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
         LSAN_OPTIONS="suppressions=$PWD/tests/robust/lsan.supp:print_suppressions=0" \
-            ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE "long|valgrind|mobile|gpu_table|python" \
+            ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE "long|valgrind|mobile|gpu_table|python|real" \
                 -E "^install_example$" || status=1
     fi
     fuzz_secs="${VKF_FUZZ_SECONDS:-20}"

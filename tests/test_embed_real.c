@@ -28,8 +28,8 @@
 /* F16 weights: relative rounding 2^-11 per weight, averaged over 384-1536-wide dots: measured
  * 0.99999+; the issue's bound 0.9999 */
 #define COS_F16 0.9999
-/* Q8_0: 8-bit weights (relative error ~1/254 per block); measured >= 0.997 on these texts */
-#define COS_Q8 0.99
+/* Q8_0: 8-bit weights (relative error ~1/254 per block); measured 0.99956 on these texts */
+#define COS_Q8 0.999
 /* llama.cpp's CPU backend quantizes the activations to Q8_0 as well for Q8_0 weights (we keep
  * them f32): measured 0.9993 on these texts */
 #define COS_Q8_LLAMA 0.998
@@ -322,14 +322,14 @@ int main(void) {
     VKT_OK(vkf_context_create(&vp, &vk));
     if (vk) {
         test_hf(vk);
-        test_batch_vs_single(vk, "vulkan", 12, 1e-5);
+        test_batch_vs_single(vk, "vulkan", 6, 1e-5);
         test_gguf(vk, "F16", COS_F16, COS_F16);
         test_gguf(vk, "Q8_0", COS_Q8, COS_Q8_LLAMA);
     }
     if (cpu) {
         test_vocab_txt(cpu);
         /* the reference backend: rows are independent, masked keys add exact zeros */
-        test_batch_vs_single(cpu, "cpu", 6, 0.0);
+        test_batch_vs_single(cpu, "cpu", 4, 0.0);
     }
     vkf_context_free(vk);
     vkf_context_free(cpu);
