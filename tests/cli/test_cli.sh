@@ -51,13 +51,13 @@ eq() { checks=$((checks + 1)); [ "$1" = "$2" ] || fail "$3: got '$1', expected '
 # ------------------------------------------------------------------ help and version
 run --help; eq "$rc" 0 "--help"; has "commands:" "$out" "--help"
 run; eq "$rc" 2 "no command"
-for c in devices selftest generate translate info bench tune verify tokenize detokenize template quantize; do
+for c in devices selftest generate translate info bench tune verify tokenize detokenize template quantize embed; do
     for form in "$c --help" "$c -h" "help $c"; do
         run $form
         eq "$rc" 0 "$form"; has "usage: vkformer $c" "$out" "$form"; eq "$err" "" "$form: stderr"
     done
 done
-for m in --kernels --startup --plot --tokenizer; do
+for m in --kernels --startup --plot --tokenizer --embedding; do
     run bench $m --help; eq "$rc" 0 "bench $m --help"; has "usage: vkformer bench $m" "$out" "bench $m --help"
 done
 run --version
@@ -105,6 +105,9 @@ usage_error "-dev needs a value" tune tune -dev
 usage_error "unknown option '-x'" devices devices -x
 usage_error "--ids: expected token ids" detokenize detokenize -m "$kjv" --ids 1,x
 usage_error "exactly one of -p TEXT and -f FILE" tokenize tokenize -m "$kjv"
+usage_error "exactly one of -p TEXT and -f FILE" embed embed -m "$kjv"
+usage_error "-o: expected json, jsonl or npy" embed embed -m x -p a -o xml
+usage_error "--pooling: expected none, mean, cls or last" embed embed -m x -p a --pooling max
 usage_error "IN OUT.gguf TYPE is required" quantize quantize in.gguf
 usage_error "unexpected argument 'extra'" quantize quantize in.gguf out.gguf Q4_0 extra
 usage_error "--messages FILE.json is required" template template -t x.jinja
