@@ -508,10 +508,13 @@ vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, cons
 
 typedef struct vkf_quantize_params {
     const char *input;  /* source GGUF (F32, F16 or BF16 tensors) or Hugging Face directory */
-    const char *output; /* file to write (written as output.part, then renamed) */
+    const char *output; /* file to write: a regular file is written as output.part, then
+                           renamed; a symbolic link is followed; a device or FIFO is written
+                           through in place (never replaced) */
     const char *type;   /* llama.cpp's name: Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0,
                            Q4_1, Q5_0, Q5_1, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, IQ4_NL, IQ4_XS, F16,
-                           BF16, F32 (case-insensitive) */
+                           BF16, F32 (case-insensitive), or llama-quantize's number for it
+                           (the llama_ftype value: "15" = Q4_K_M, "7" = Q8_0) */
     /* Called before each tensor is written (i of n, 0-based) with its name and chosen type. */
     void (*progress)(void *user, int i, int n, const char *tensor, vkf_dtype type);
     void *user;
