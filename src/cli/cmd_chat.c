@@ -108,8 +108,7 @@ static int append(char **a, size_t *len, size_t *cap, const char *raw, size_t rn
     size_t n = strlen(s);
     int rc = 0;
     if (write_out(s, n)) {
-        fprintf(stderr, "vkformer: chat: writing to stdout: %s\n", strerror(errno ? errno : EIO));
-        rc = 1;
+        rc = vkf_cli_stdout_failed("chat", errno);
     } else if (*len + n + 1 > *cap) {
         size_t nc = 2 * (*len + n + 1);
         char *b = realloc(*a, nc);

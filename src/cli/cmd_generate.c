@@ -604,7 +604,7 @@ int vkf_cmd_generate(int argc, char **argv) {
     }
     if (ok && (!o.no_display_prompt || st.n_generated)) out_write(&g, "\n", 1);
     if (g.write_failed) {
-        fprintf(stderr, "vkformer: generate: writing to stdout: %s\n", strerror(g.write_failed));
+        vkf_cli_stdout_failed("generate", g.write_failed);
         goto done;
     }
     if (gs != VKF_OK && st.stop != VKF_STOP_CONTEXT_FULL) {

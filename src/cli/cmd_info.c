@@ -217,9 +217,5 @@ int vkf_cmd_info(int argc, char **argv) {
                    act_mib);
         if (is_gguf) rc = gguf_listing(mp.path, 0, NULL);
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "vkformer: info: writing to stdout failed\n");
-        return 1;
-    }
-    return rc;
+    return vkf_cli_stdout_flush("info") ? 1 : rc;
 }

@@ -88,5 +88,21 @@ run quantize "$src/tests/data/arch-hf/qwen2" "$q/qwen2.gguf" Q8_0
 eq "$rc" 0 "quantize an HF directory"; has "has no tokenizer" "$err" "quantize: the output's tokenizer"
 has "--tokenizer" "$err" "quantize: how to run it"
 
+# ------------------------------------------------------------------ write failures exit non-zero
+for cmd in "--help" "--version" "help generate" "generate --help" "bench --help" "devices" \
+    "bench -m $llama -p 4 -n 2 -r 1 --cpu" "translate --cpu -m $src/models/dates-transformer -s one" \
+    "tokenize -m $kjv -p hi" "info -m $llama"; do
+    checks=$((checks + 1))
+    # shellcheck disable=SC2086
+    "$V" $cmd >/dev/full 2>"$tmp/err"; rc=$?
+    [ "$rc" != 0 ] || fail "'$cmd' > /dev/full: exit 0"
+    grep -q "writing to stdout: No space left on device" "$tmp/err" || fail "'$cmd' > /dev/full: no message: $(cat "$tmp/err")"
+done
+printf '[{"role": "user", "content": "hi"}]' >"$tmp/msgs.json"
+checks=$((checks + 1))
+"$V" template -m "$fx/real-vocab/ggml-vocab-llama-bpe.gguf" --messages "$tmp/msgs.json" >/dev/full 2>"$tmp/err"; rc=$?
+[ "$rc" = 1 ] && grep -q "vkformer: template: writing to stdout: No space left on device" "$tmp/err" ||
+    fail "template > /dev/full: exit $rc, stderr: $(cat "$tmp/err")"
+
 echo "test_cli_user: $checks checks, $fails failed"
 [ "$fails" = 0 ]
