@@ -550,6 +550,9 @@ const char *vkf_git_revision(void); /* the git revision it was built from ("unkn
  * (v >> 12) & 0x3ff, patch = v & 0xfff); 0 when no loader can be loaded. */
 uint32_t vkf_vulkan_loader_version(void);
 const char *vkf_glslang_version(void); /* glslang built into the library, "12.0.0" */
+/* The decoder-only architectures this build runs, by their GGUF general.architecture names,
+ * comma-separated ("llama, gpt2, qwen2, ..."): one per descriptor in src/model/arch. */
+const char *vkf_architectures(void);
 
 /* A tokenizer on its own (no model, no device): a model directory, a .gguf, tokenizer.json,
  * tokenizer.model (SentencePiece), vocab.json (+ merges.txt) or a char vocabulary .json. */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "vkformer.h"
@@ -39,6 +40,8 @@ const char *vkf_glslang_version(void) {
     return VKF_STR(GLSLANG_VERSION_MAJOR) "." VKF_STR(GLSLANG_VERSION_MINOR) "." VKF_STR(
         GLSLANG_VERSION_PATCH);
 }
+
+const char *vkf_architectures(void) { return vkf_arch_names(); }
 
 /* A model directory's config.json may ask for BOS (add_bos_token, bos_token_id) where its
  * tokenizer file does not: the model adds it (vkf_model_tokenize), so the tokenizer opened on

@@ -51,11 +51,15 @@ checks=$((checks + 1)); cmp -s "$q/ref.gguf" "$q/target.gguf" || fail "the symli
 ln -s made.gguf "$q/dangling.gguf"
 run quantize "$llama" "$q/dangling.gguf" Q8_0 -q
 checks=$((checks + 1)); [ -L "$q/dangling.gguf" ] && cmp -s "$q/ref.gguf" "$q/made.gguf" || fail "a dangling link: its target not created"
+# /dev/stdout and /dev/full only when the FIFO above was written through: a build that renames
+# over what OUT names (as root) would replace the machine's /dev/stdout link or /dev/full device.
 # /dev/stdout (a pipe): the file goes through, and the summary does not follow it
-checks=$((checks + 1))
-"$V" quantize "$llama" /dev/stdout Q8_0 2>/dev/null | cmp -s - "$q/ref.gguf" || fail "quantize to /dev/stdout: other bytes"
-# /dev/full: ENOSPC is an error naming the path, and /dev/full stays a device. Only when the
-# FIFO above was written through: a build that renames over devices must not reach /dev/full.
+if [ "$fifo_safe" = 1 ] && [ -L /dev/stdout ]; then
+    checks=$((checks + 1))
+    "$V" quantize "$llama" /dev/stdout Q8_0 2>/dev/null | cmp -s - "$q/ref.gguf" || fail "quantize to /dev/stdout: other bytes"
+    checks=$((checks + 1)); [ -L /dev/stdout ] || fail "quantize replaced /dev/stdout"
+fi
+# /dev/full: ENOSPC is an error naming the path, and /dev/full stays a device
 if [ "$fifo_safe" = 1 ] && [ -c /dev/full ]; then
     run quantize "$llama" /dev/full Q8_0
     eq "$rc" 1 "quantize to /dev/full: exit"
@@ -103,6 +107,80 @@ checks=$((checks + 1))
 "$V" template -m "$fx/real-vocab/ggml-vocab-llama-bpe.gguf" --messages "$tmp/msgs.json" >/dev/full 2>"$tmp/err"; rc=$?
 [ "$rc" = 1 ] && grep -q "vkformer: template: writing to stdout: No space left on device" "$tmp/err" ||
     fail "template > /dev/full: exit $rc, stderr: $(cat "$tmp/err")"
+
+# ------------------------------------------------------------------ chat takes generate's flags
+# the greedy answer of models/kjv-gpt to one message, with no further flags: the reference the
+# flags that change nothing (or only where and how it runs) must give again
+ans() { sed -n '1p' "$tmp/out"; }
+printf 'In the beginning\n' | "$V" chat --cpu -m "$kjv" -n 24 --temp 0 >"$tmp/out" 2>"$tmp/err"
+ref_ans="$(ans)"
+checks=$((checks + 1)); [ -n "$ref_ans" ] || fail "chat: no answer: $(cat "$tmp/err")"
+printf 'In the beginning\n' | "$V" generate -m "$kjv" -cnv -ngl 0 -t 2 -fa --no-mmap -ctk f32 -ctv f32 \
+    --ignore-eos -v -e -b 4 -ub 8 --typical 1 --presence-penalty 0 --frequency-penalty 0 \
+    --repeat-penalty 1 --min-p 0.05 --tokenizer "$kjv" -c 256 -s 7 -n 24 --temp 0 >"$tmp/out" 2>"$tmp/err"
+rc=$?; err="$(cat "$tmp/err")"
+eq "$rc" 0 "generate -cnv with generate's flags: exit ($err)"
+eq "$(ans)" "$ref_ans" "generate -cnv with neutral flags: the same greedy answer"
+has "on cpu" "$err" "chat -ngl 0 is the CPU backend (-v)"
+has "-t 2: the CPU backend runs on one thread" "$err" "chat -t note"
+has "[answer stopped: -n limit: 24 tokens]" "$err" "chat -v: the stop reason"
+# -p is the first user message (llama-cli -cnv -p), then stdin
+"$V" chat --cpu -m "$kjv" -p "In the beginning" -n 24 --temp 0 </dev/null >"$tmp/out" 2>"$tmp/err"
+eq "$(ans)" "$ref_ans" "chat -p: the first message"
+# -r ends the answer at the reverse prompt (the answer contains 'the' at its start)
+printf 'In the beginning\n' | "$V" chat --cpu -m "$kjv" -n 24 --temp 0 -r "the" -v >"$tmp/out" 2>"$tmp/err"
+want="${ref_ans%%the*}the"
+eq "$(ans)" "$want" "chat -r: the answer ends at the reverse prompt"
+has "[answer stopped: reverse prompt (-r) reached]" "$(cat "$tmp/err")" "chat -r stop reason"
+# -e processes escapes in the messages: a tab-escaped message is the tab message
+printf 'In\\tthe\n' | "$V" chat --cpu -m "$kjv" -n 8 --temp 0 -e >"$tmp/out" 2>/dev/null
+e_ans="$(ans)"
+printf 'In\tthe\n' | "$V" chat --cpu -m "$kjv" -n 8 --temp 0 >"$tmp/out" 2>/dev/null
+eq "$e_ans" "$(ans)" "chat -e: \\t in a message is a tab"
+# a flag of generate's that means nothing in a chat is refused by name, with the reason
+run chat -m "$kjv" --no-display-prompt
+eq "$rc" 2 "chat --no-display-prompt: exit"; has "a chat prints only the answers" "$err" "chat --no-display-prompt"
+# one table: every option generate --help lists, chat --help lists too (or refuses with a reason)
+"$V" generate --help >"$tmp/gh"; "$V" chat --help >"$tmp/ch"
+for flag in $(grep -oE '^  (-[a-z-]+)' "$tmp/gh" | tr -d ' ' | sort -u); do
+    checks=$((checks + 1)); grep -qE -- "(^|[ ,])$flag([ ,]|$)" "$tmp/ch" || fail "chat --help lacks generate's $flag"
+done
+
+# ------------------------------------------------------------------ llama.cpp habits
+ref0=" of the LORD hat" # "In the beginning" + greedy tokens (models/kjv-gpt/expected.json, PyTorch)
+run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 -fa
+eq "$rc" 0 "-fa alone"; eq "$out" "In the beginning$ref0" "-fa alone: output"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 -fa auto --flash-attn=on
+eq "$rc" 0 "-fa auto --flash-attn=on"
+for f in "-hf ggml-org/gemma-3-1b-it-GGUF" "-hff model.gguf" "-co" "--color"; do
+    run generate -m "$kjv" $f
+    eq "$rc" 2 "generate $f: exit"; has "not supported by vkformer (" "$err" "generate $f: refused with a reason"
+done
+has "no downloads" "$(VKF_X=1 "$V" generate -m "$kjv" -hf x 2>&1)" "-hf: why"
+if "$V" devices 2>/dev/null | grep -q .; then
+    run generate -m "$kjv" -p "In" -n 1 -t 4
+    has "-t 4: the Vulkan device needs no CPU threads" "$err" "-t on a Vulkan device: a note"
+fi
+run bench -m "$llama" -p 4 -n 2 -r 1 -ngl 0 -fa
+eq "$rc" 0 "bench -ngl 0 -fa"; has "| CPU |" "$out" "bench -ngl 0 is the CPU backend"
+run bench -m "$llama" -p 4 -n 2 -r 1 -ngl 99 -o csv
+eq "$rc" 0 "bench -ngl 99 ($err)"
+
+# ------------------------------------------------------------------ small things a user sees
+# stdout is exactly the prompt and the generated text: no newline added
+"$V" generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 >"$tmp/exact" 2>/dev/null
+printf 'In the beginning%s' "$ref0" >"$tmp/want"
+checks=$((checks + 1)); cmp -s "$tmp/exact" "$tmp/want" || fail "generate's stdout is not exactly the text: $(od -c "$tmp/exact" | tail -3)"
+# -v: a stop reason for every stop (the -n limit here; EOG, reverse prompt and Ctrl-C in test_cli)
+run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 -v
+has "stopped: -n limit: 16 tokens generated" "$err" "generate -v: -n limit"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 40 --temp 0 -v -r LORD
+has "stopped: reverse prompt (-r) reached" "$err" "generate -v: reverse prompt"
+# plurals: a 17-token prompt in a 17-token context leaves room for one token
+run generate --cpu -m "$kjv" -p "In the beginning" -n 40 --temp 0 -c 17
+has "stopped after 1 token;" "$err" "after 1 token"; hasnt " 1 tokens" "$err" "after 1 token"
+run generate --cpu -m "$kjv" -n 1 --temp 0
+has " 1 prompt token," "$err" "1 prompt token"
 
 echo "test_cli_user: $checks checks, $fails failed"
 [ "$fails" = 0 ]
