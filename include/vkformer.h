@@ -256,8 +256,9 @@ vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t
 vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags,
                                 char **out);
 
-/* ---- KV cache type (architectures topic): F16 halves the cache; default F16 on GPU-type
- * Vulkan devices (as llama.cpp), F32 on CPU-type devices (lavapipe) and the CPU backend. */
+/* ---- KV cache type (architectures topic): F16 halves the cache; default F16 on every Vulkan
+ * device, CPU-type ones (lavapipe) included (as llama.cpp), F32 on the CPU backend (the
+ * specification) and for the encoder-decoder transformer's caches. */
 typedef enum vkf_cache_type { VKF_CACHE_DEFAULT = 0, VKF_CACHE_F32, VKF_CACHE_F16 } vkf_cache_type;
 
 typedef struct vkf_session_params {
@@ -550,6 +551,13 @@ const char *vkf_git_revision(void); /* the git revision it was built from ("unkn
  * (v >> 12) & 0x3ff, patch = v & 0xfff); 0 when no loader can be loaded. */
 uint32_t vkf_vulkan_loader_version(void);
 const char *vkf_glslang_version(void); /* glslang built into the library, "12.0.0" */
+/* The metadata and tensors of any GGUF file (a model, or a vocabulary alone such as llama.cpp's
+ * ggml-vocab-*.gguf), as `vkformer info` lists them: text (json == 0: a header line, one line
+ * per key, arrays summarised by their first elements, one line per tensor) or JSON
+ * ({"version", "alignment", "metadata": {key: value; arrays as {"type", "count", "head"}},
+ * "tensors": [{"name", "type", "ne"}]}). *out is malloc'ed; VKF_ERROR_FORMAT / IO for a file
+ * that is not a readable GGUF. */
+vkf_status vkf_gguf_describe(const char *path, int json, char **out);
 /* The decoder-only architectures this build runs, by their GGUF general.architecture names,
  * comma-separated ("llama, gpt2, qwen2, ..."): one per descriptor in src/model/arch. */
 const char *vkf_architectures(void);

@@ -171,7 +171,8 @@ static int g_stdout_reported; /* a command said why stdout failed: main adds not
 void vkf_cli_stdout_begin(void) {
     /* a pipe or file: one buffer large enough for any report, so the write that fails is the
      * flush below, whose errno names the reason (glibc forgets it after an earlier failure) */
-    if (!isatty(STDOUT_FILENO)) setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+    static char buf[1 << 16]; /* glibc ignores the size when it allocates the buffer itself */
+    if (!isatty(STDOUT_FILENO)) setvbuf(stdout, buf, _IOFBF, sizeof buf);
 }
 
 int vkf_cli_stdout_failed(const char *cmd, int err) {

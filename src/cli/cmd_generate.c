@@ -34,6 +34,33 @@ static void on_sigint(int sig) {
 
 /* ------------------------------------------------------------------ output */
 
+/* One-time costs on a Vulkan device so far, ms (0 on the CPU): compile, glslang and pipeline
+ * creation; record, the rest of recording graphs into command buffers (descriptor sets, SPIR-V
+ * cache reads); first_dispatch, the submissions that ran new pipelines for the first time
+ * (drivers may finish compiling there: lavapipe JIT-compiles each shader variant; the pass's
+ * own work is in it too). */
+typedef struct once_ms {
+    double compile, record, first_dispatch;
+} once_ms;
+
+static once_ms once_now(vkf_context *ctx) {
+    once_ms o = {0, 0, 0};
+    if (!vkf_backend_is_vulkan(ctx->be)) return o;
+    vkf_vk_stats st = vkf_backend_vulkan_stats(ctx->be);
+    o.compile = st.compile_ms + st.pipeline_ms;
+    o.record = st.record_ms - o.compile;
+    o.first_dispatch = st.first_dispatch_ms;
+    return o;
+}
+
+static once_ms once_diff(once_ms a, once_ms b) {
+    once_ms d = {b.compile - a.compile, b.record - a.record, b.first_dispatch - a.first_dispatch};
+    if (d.compile < 0) d.compile = 0;
+    if (d.record < 0) d.record = 0;
+    if (d.first_dispatch < 0) d.first_dispatch = 0;
+    return d;
+}
+
 typedef struct gen_out {
     int write_failed;
     const gen_opts *o;
@@ -41,9 +68,8 @@ typedef struct gen_out {
     size_t tail_len;
     int reverse_hit;
     const char *prompt; /* printed before the first token (nothing on stdout before that) */
-    double (*compile_now)(void *ctx); /* pipeline compilation so far, ms */
-    void *ctx;
-    double compile_first; /* ... when the first token came: the prompt pass's part ends there */
+    vkf_context *ctx;
+    once_ms first; /* one-time costs when the first token came: the prompt pass ends there */
     int have_first;
 } gen_out;
 
@@ -56,8 +82,8 @@ static void out_write(gen_out *g, const char *p, size_t len) {
 static int on_token(void *user, int32_t token, const char *piece, size_t len) {
     gen_out *g = user;
     (void)token;
-    if (!g->have_first && g->compile_now) {
-        g->compile_first = g->compile_now(g->ctx);
+    if (!g->have_first) {
+        g->first = once_now(g->ctx);
         g->have_first = 1;
     }
     vkf_cli_progress_clear();
@@ -98,15 +124,6 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* glslang + vkCreateComputePipelines time so far on ctx (0 on the CPU). */
-static double compile_ms(vkf_context *ctx) {
-    if (!vkf_backend_is_vulkan(ctx->be)) return 0;
-    vkf_vk_stats st = vkf_backend_vulkan_stats(ctx->be);
-    return st.compile_ms + st.pipeline_ms;
-}
-
-static double compile_ms_any(void *ctx) { return compile_ms(ctx); }
-
 /* -v: why the generation ended, in words */
 static const char *stop_reason(const vkf_generate_stats *st, const gen_out *g, int32_t n_predict) {
     static char why[160];
@@ -125,27 +142,39 @@ static const char *stop_reason(const vkf_generate_stats *st, const gen_out *g, i
     }
 }
 
-/* Pipelines are built on first use: those of the prompt pass (compile_prompt) and of the first
- * decoding steps (compile_eval) are reported apart and left out of the speeds. */
-static void print_timings(double load_ms, double compile_load, double prompt_ms,
-                          double compile_prompt, double compile_eval, int n_prompt,
-                          const vkf_generate_stats *st, double total_ms) {
-    double p = prompt_ms - compile_prompt; /* the prompt's speed without pipeline compilation */
-    double e = st->gen_ms - compile_eval;
+/* Pipelines and command buffers are built on first use: those of the prompt pass and of the
+ * first decoding steps are reported apart and left out of the speeds; the first run of new
+ * pipelines stays in them (it is also the pass itself) and is named. */
+static void print_timings(double load_ms, once_ms load, double prompt_ms, once_ms prompt,
+                          once_ms eval, int n_prompt, const vkf_generate_stats *st,
+                          double total_ms) {
+    double p = prompt_ms - prompt.compile - prompt.record; /* the prompt's own time */
+    double e = st->gen_ms - eval.compile - eval.record;
     if (p < 0) p = 0;
     if (e < 0) e = 0;
     fprintf(stderr, "timings:        load time = %10.2f ms\n", load_ms);
-    if (compile_load + compile_prompt + compile_eval > 0)
+    if (load.compile + prompt.compile + eval.compile > 0)
         fprintf(stderr,
                 "timings: pipeline compile = %10.2f ms (shaders and pipelines; %.2f ms at load, "
                 "%.2f ms in the prompt pass, %.2f ms in the first steps; not counted in the "
                 "speeds)\n",
-                compile_load + compile_prompt + compile_eval, compile_load, compile_prompt,
-                compile_eval);
+                load.compile + prompt.compile + eval.compile, load.compile, prompt.compile,
+                eval.compile);
+    if (load.record + prompt.record + eval.record > 0)
+        fprintf(stderr,
+                "timings: graph recording  = %10.2f ms (command buffers, descriptor sets and "
+                "SPIR-V cache reads, once per graph shape; %.2f ms in the prompt pass; not "
+                "counted in the speeds)\n",
+                load.record + prompt.record + eval.record, prompt.record);
     fprintf(stderr,
             "timings: prompt eval time = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens "
             "per second)\n",
             p, n_prompt, n_prompt ? p / n_prompt : 0.0, p > 0 ? n_prompt / (p / 1e3) : 0.0);
+    if (prompt.first_dispatch > 0)
+        fprintf(stderr,
+                "timings:                    %10.2f ms of it ran new pipelines for the first time "
+                "(a driver may finish compiling them there: lavapipe does)\n",
+                prompt.first_dispatch);
     fprintf(stderr,
             "timings:        eval time = %10.2f ms / %5d runs   (%8.2f ms per token, %8.2f tokens "
             "per second)\n",
@@ -341,13 +370,21 @@ int vkf_cmd_generate(int argc, char **argv) {
         vkf_cli_fail("generate");
         goto done;
     }
-    double load_ms = now_ms() - t_start, compile_load = compile_ms(ctx);
+    double load_ms = now_ms() - t_start;
+    once_ms at_load = once_now(ctx);
     if (g_interrupted) {
         fprintf(stderr, "vkformer: generate: interrupted\n");
         rc = 130;
         goto done;
     }
     int32_t n = 0;
+    if (!md.has_tokenizer) { /* the flag, not the library's field */
+        fprintf(stderr,
+                "vkformer: generate: %s has no tokenizer: pass one with --tokenizer PATH (a "
+                "tokenizer file, or the directory the model came from)\n",
+                o.mp.path);
+        goto done;
+    }
     if (vkf_cli_tokenize(m, prompt_buf, VKF_TOKENIZE_ADD_SPECIAL, &toks, &n) != VKF_OK) {
         vkf_cli_fail("generate: tokenizing the prompt");
         goto done;
@@ -364,8 +401,11 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (n > n_ctx) {
         fprintf(stderr,
                 "vkformer: generate: context full: the prompt has %d tokens but the context holds "
-                "%d (raise -c)\n",
-                n, n_ctx);
+                "%d (%s)\n",
+                n, n_ctx,
+                md.ctx_extendable || n_ctx < md.n_ctx_train
+                    ? "raise -c"
+                    : "shorten the prompt: the model's learned positions end there");
         goto done;
     }
     int32_t n_predict = o.n_predict < 0 ? n_ctx - n : o.n_predict;
@@ -380,15 +420,13 @@ int vkf_cmd_generate(int argc, char **argv) {
                 "\nvkformer: generate: context %d, temp %g, top-k %d, top-p %g, n_predict %d\n",
                 n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, n_predict);
     }
-    gen_out g = {.o = &o,
-                 .prompt = o.no_display_prompt ? NULL : prompt_buf,
-                 .compile_now = compile_ms_any,
-                 .ctx = ctx};
+    gen_out g = {.o = &o, .prompt = o.no_display_prompt ? NULL : prompt_buf, .ctx = ctx};
 
     /* -b / -ub: all but the last chunk of the prompt here, the last one in vkf_generate */
     int32_t chunk = o.n_batch ? o.n_batch : n;
     if (o.n_ubatch && o.n_ubatch < chunk) chunk = o.n_ubatch;
-    double c0 = compile_ms(ctx), t0 = now_ms();
+    once_ms c0 = once_now(ctx);
+    double t0 = now_ms();
     int32_t done_tok = 0;
     while (n - done_tok > chunk && !g_interrupted) {
         if (vkf_session_eval(s, toks + done_tok, chunk, NULL) != VKF_OK) {
@@ -400,10 +438,10 @@ int vkf_cmd_generate(int argc, char **argv) {
     double chunk_ms = now_ms() - t0;
     vkf_generate_stats st = {0};
     vkf_status gs = VKF_OK;
-    double c1 = 0;
+    once_ms c1 = c0;
     if (!g_interrupted) {
         gs = vkf_generate(s, toks + done_tok, n - done_tok, n_predict, &o.sp, on_token, &g, &st);
-        c1 = compile_ms(ctx);
+        c1 = once_now(ctx);
     }
     double prompt_ms = chunk_ms + st.prompt_ms;
     vkf_cli_progress_clear();
@@ -430,8 +468,8 @@ int vkf_cmd_generate(int argc, char **argv) {
     else if (o.verbose) /* -v: why it stopped, whatever the reason */
         fprintf(stderr, "vkformer: generate: stopped: %s\n", stop_reason(&st, &g, n_predict));
     /* compilation during the prompt pass (pipelines built on first use) is reported apart */
-    double cf = g.have_first ? g.compile_first : c1; /* the prompt pass ended at the first token */
-    print_timings(load_ms, compile_load, prompt_ms, cf > c0 ? cf - c0 : 0, c1 > cf ? c1 - cf : 0,
+    once_ms cf = g.have_first ? g.first : c1; /* the prompt pass ended at the first token */
+    print_timings(load_ms, at_load, prompt_ms, once_diff(c0, cf), once_diff(cf, c1),
                   done_tok + st.n_prompt, &st, now_ms() - t_start);
     vkf_memory_info mi;
     if (vkf_session_memory(s, &mi) == VKF_OK)

@@ -182,5 +182,41 @@ has "stopped after 1 token;" "$err" "after 1 token"; hasnt " 1 tokens" "$err" "a
 run generate --cpu -m "$kjv" -n 1 --temp 0
 has " 1 prompt token," "$err" "1 prompt token"
 
+# info is the gguf-dump replacement: a vocabulary-only GGUF (llama.cpp's ggml-vocab-llama-bpe,
+# Llama-3's tokenizer: 128256 tokens, BOS 128000 <|begin_of_text|>, 280147 merges) shows what is there
+voc="$fx/real-vocab/ggml-vocab-llama-bpe.gguf"
+run info -m "$voc"
+eq "$rc" 0 "info on a vocab-only GGUF ($err)"
+has "128256 tokens, BOS 128000 '<|begin_of_text|>'" "$out" "info vocab-only: the tokenizer"
+has "tokenizer.ggml.merges                    [string x 280147]" "$out" "info vocab-only: the metadata"
+has "none (a vocabulary only)" "$out" "info vocab-only: no tensors"
+run info -m "$voc" --json
+eq "$rc" 0 "info --json on a vocab-only GGUF"
+has '"vocab_only":true' "$out" "info --json vocab-only"; has '"n_vocab":128256' "$out" "info --json vocab-only tokenizer"
+# tokenize -m DIR with several GGUFs refuses as generate does, naming them
+mkdir "$tmp/ggufs"; ln -s "$llama" "$tmp/ggufs/a.gguf"; ln -s "$fx/gpt2-tiny/gpt2-tiny-f32.gguf" "$tmp/ggufs/b.gguf"
+run tokenize -m "$tmp/ggufs" -p hi
+eq "$rc" 1 "tokenize -m DIR of 2 GGUFs: exit"
+has "2 GGUF files: pass one of them" "$err" "tokenize -m DIR of 2 GGUFs"; has "$tmp/ggufs/b.gguf" "$err" "tokenize lists b.gguf"
+# the CLI names its flag, not the library's field
+run generate -m "$q/qwen2.gguf" -p hi -n 1
+eq "$rc" 1 "generate without a tokenizer"; has "pass one with --tokenizer PATH" "$err" "the flag"
+hasnt "vkf_model_params" "$err" "no library jargon in the CLI"
+# a prompt longer than learned positions: -c cannot help, and the message does not say it can
+run generate --cpu -m "$kjv" -p "$(printf 'a%.0s' $(seq 300))" -n 1
+has "learned positions end there" "$err" "learned positions: no 'raise -c'"; hasnt "raise -c" "$err" "learned positions"
+# the timings account for one-time costs: compilation and recording apart, the first run of new
+# pipelines named; the parts never exceed the total
+if "$V" devices 2>/dev/null | grep -q .; then
+    VKF_CACHE_DIR="$tmp/cold" "$V" generate -m "$kjv" -p "And God said" -n 8 >/dev/null 2>"$tmp/err"
+    err="$(cat "$tmp/err")"
+    has "timings: graph recording" "$err" "timings: recording apart"
+    has "ran new pipelines for the first time" "$err" "timings: first dispatch named"
+    checks=$((checks + 1))
+    awk '/load time/ {l=$5} /pipeline compile/ {c=$5} /graph recording/ {r=$5} /prompt eval time/ {p=$6}
+         /       eval time/ {e=$5} /total time/ {t=$5}
+         END {exit !(l + c + r + p + e <= t * 1.001 + 1)}' "$tmp/err" || fail "timings: the parts exceed the total: $err"
+fi
+
 echo "test_cli_user: $checks checks, $fails failed"
 [ "$fails" = 0 ]
