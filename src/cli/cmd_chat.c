@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <editline/readline.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -318,11 +319,22 @@ static void load_conv(chat *c, const char *path) {
     fprintf(stderr, "[loaded %d messages from %s]\n", cJSON_GetArraySize(j), path);
 }
 
-/* the user's next message into line (without its newline); 0 at the end of input or Ctrl-C */
+/* the user's next message into line (without its newline); 0 at the end of input or Ctrl-C.
+ * On a terminal libedit edits the line (arrows, Home/End, Ctrl-R) and keeps this chat's history
+ * (up arrow: the previous message); otherwise a plain read, one message per line. */
 static int read_message(chat *c, char *line, size_t cap) {
     if (c->tty) {
-        fputs("> ", stdout);
-        fflush(stdout);
+        /* the line being edited shows on the terminal: stdout, or stderr when stdout is a file */
+        if (!isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) rl_outstream = stderr;
+        char *l = readline("> ");
+        if (!l || g_stop) { /* Ctrl-D, or Ctrl-C at the prompt */
+            free(l);
+            return 0;
+        }
+        if (*l) add_history(l);
+        snprintf(line, cap, "%s", l);
+        free(l);
+        return 1;
     }
     if (!fgets(line, (int)cap, stdin)) return 0; /* EOF, or Ctrl-C at the prompt */
     size_t len = strlen(line);
