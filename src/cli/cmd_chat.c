@@ -196,8 +196,8 @@ static int turn(chat *c) {
     memcpy(c->cache, toks, (size_t)n * sizeof *toks);
     c->n_cache = n;
     free(toks);
-    fprintf(stderr, "[prompt: %d tokens, %d reused from the cache, %d evaluated]\n", n, keep,
-            n - keep);
+    fprintf(stderr, "[prompt: %d %s, %d reused from the cache, %d evaluated]\n", n,
+            vkf_plural(n, "token", "tokens"), keep, n - keep);
 
     /* the answer */
     const char *stops[1] = {"<|im_end|>"};
@@ -290,7 +290,8 @@ static int save_conv(const chat *c, const char *path) {
     if (!ok)
         fprintf(stderr, "vkformer: chat: /save %s: %s\n", path, strerror(errno ? errno : EIO));
     else
-        fprintf(stderr, "[saved %d messages to %s]\n", cJSON_GetArraySize(c->msgs), path);
+        fprintf(stderr, "[saved %d %s to %s]\n", cJSON_GetArraySize(c->msgs),
+                vkf_plural(cJSON_GetArraySize(c->msgs), "message", "messages"), path);
     return ok;
 }
 
@@ -316,7 +317,8 @@ static void load_conv(chat *c, const char *path) {
     }
     cJSON_Delete(c->msgs);
     c->msgs = j;
-    fprintf(stderr, "[loaded %d messages from %s]\n", cJSON_GetArraySize(j), path);
+    fprintf(stderr, "[loaded %d %s from %s]\n", cJSON_GetArraySize(j),
+            vkf_plural(cJSON_GetArraySize(j), "message", "messages"), path);
 }
 
 /* the user's next message into line (without its newline); 0 at the end of input or Ctrl-C.

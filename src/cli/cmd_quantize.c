@@ -84,8 +84,9 @@ int vkf_cmd_quantize(int argc, char **argv) {
     if (quiet || (fstat(STDOUT_FILENO, &so) == 0 && stat(pos[1], &out_st) == 0 &&
                   so.st_dev == out_st.st_dev && so.st_ino == out_st.st_ino))
         return 0;
-    printf("%s -> %s (%s): %d tensors, %d quantized, %d with a fallback type, %.2f s\n", pos[0],
-           pos[1], pos[2], st.n_tensors, st.n_quantized, st.n_fallback, sec);
+    printf("%s -> %s (%s): %d %s, %d quantized, %d with a fallback type, %.2f s\n", pos[0], pos[1],
+           pos[2], st.n_tensors, st.n_tensors == 1 ? "tensor" : "tensors", st.n_quantized,
+           st.n_fallback, sec);
     printf("  %-7s %8s %12s\n", "type", "tensors", "MiB");
     for (int t = 0; t < VKF_DTYPE_COUNT; t++)
         if (st.n_by_type[t])

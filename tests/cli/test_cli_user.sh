@@ -181,6 +181,8 @@ run generate --cpu -m "$kjv" -p "In the beginning" -n 40 --temp 0 -c 17
 has "stopped after 1 token;" "$err" "after 1 token"; hasnt " 1 tokens" "$err" "after 1 token"
 run generate --cpu -m "$kjv" -n 1 --temp 0
 has " 1 prompt token," "$err" "1 prompt token"
+printf '/save %s\n' "$tmp/one.json" | "$V" chat --cpu -m "$kjv" -sys "Be brief" >/dev/null 2>"$tmp/err"
+has "[saved 1 message to" "$(cat "$tmp/err")" "chat: saved 1 message"
 
 # info is the gguf-dump replacement: a vocabulary-only GGUF (llama.cpp's ggml-vocab-llama-bpe,
 # Llama-3's tokenizer: 128256 tokens, BOS 128000 <|begin_of_text|>, 280147 merges) shows what is there
