@@ -275,8 +275,9 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
         snprintf(r->id, sizeof r->id, "%s", r0->id); /* one request, one id */
         r->created = r0->created;
     }
-    for (int i = 0; i < n && !status; i++, submitted++) {
+    for (int i = 0; i < n && !status; i++) {
         int q = h->draining ? -2 : srv_engine_submit(h->e, m->rs[i]);
+        if (q == 0) submitted++;
         if (q != 0) {
             status = 503;
             snprintf(err, sizeof err, "%s",

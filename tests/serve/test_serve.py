@@ -344,6 +344,16 @@ def main():
 
     # ---------------------------------------------------------------- 503, drain on SIGTERM
     s = Server(exe, model, backend + ["-np", "1", "--queue", "0"])
+    # two prompts on one slot and no queue: the second cannot wait, so the request is a 503 and
+    # the first prompt's work is cancelled (the slot is free again)
+    st, js, _ = s.request("POST", "/v1/completions", {"prompt": ["In the", "And"], "max_tokens": 50})
+    check(st == 503 and "prompts" in js["error"]["message"], "a prompt list beyond the slots: %s %s" % (st, js))
+    for _ in range(100):
+        st, js, _ = s.request("GET", "/health")
+        if js["slots_processing"] == 0 and js["queued"] == 0:
+            break
+        time.sleep(0.05)
+    check(js["slots_processing"] == 0, "a refused prompt list leaves its slot free: %s" % js)
     res = {}
 
     def busy():
