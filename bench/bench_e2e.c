@@ -303,6 +303,22 @@ static int vkf_bench_opt_cpu(void *dst, const char *value, char *err, size_t n) 
     return 0;
 }
 
+/* -ngl N[,N...] (llama-bench's habit): a model runs whole on one backend, so 0 is the CPU
+ * backend and any other count the device; a list with both runs both, as --backends cpu,vulkan */
+static int vkf_bench_opt_ngl(void *dst, const char *value, char *err, size_t n) {
+    vkf_bench_opts *o = dst;
+    int list[VKF_BENCH_MAX_LIST], n_list = 0;
+    vkf_bench_list l = {list, &n_list};
+    if (vkf_bench_opt_list(&l, value, err, n)) return -1;
+    int cpu = 0, dev = 0;
+    for (int i = 0; i < n_list; i++)
+        list[i] == 0 ? (cpu = 1) : (dev = 1);
+    o->n_backends = 0;
+    if (cpu) o->backends[o->n_backends++] = VKF_BACKEND_CPU;
+    if (dev) o->backends[o->n_backends++] = VKF_BACKEND_AUTO; /* as generate: the device, if any */
+    return 0;
+}
+
 static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
     memset(o, 0, sizeof *o);
     o->pp[0] = 512;
@@ -312,7 +328,7 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
     o->n_depth = 1;
     o->reps = 5;
     o->warmup = 1;
-    int no_warmup = 0;
+    int no_warmup = 0, threads = 1, threads_given = 0;
     vkf_bench_list pp = {o->pp, &o->n_pp}, tg = {o->tg, &o->n_tg}, depth = {o->depth, &o->n_depth};
     vkf_arg args[] = {
         {"-m|--model", VKF_ARG_CALL, o, .metavar = "FILE", .call = vkf_bench_opt_models,
@@ -326,7 +342,8 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
          .help = "context already in the cache before the test (default 0)"},
         {"-ctk|-ctv|--cache-type", VKF_ARG_CALL, &o->cache_type, .metavar = "T",
          .call = vkf_bench_opt_cache,
-         .help = "KV cache f16 or f32 (default: f16 on GPUs, f32 on CPU devices)"},
+         .help = "KV cache f16 or f32 (default: f16 on every Vulkan device, lavapipe included; "
+                 "f32 on the CPU backend)"},
         {"-r|--repetitions", VKF_ARG_INT, &o->reps, .min = 1, .max = 64, .metavar = "N",
          .help = "timed runs per test (default 5)"},
         {"-o|--output", VKF_ARG_CALL, &o->fmt, .metavar = "FMT", .call = vkf_bench_opt_fmt,
@@ -341,10 +358,16 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
         {"--profile", VKF_ARG_SET, &o->profile,
          .help = "per-op device time (Vulkan timestamps) on stderr"},
         {"-q|--quiet", VKF_ARG_SET, &o->quiet, .help = "no progress lines on stderr"},
-        {"-t|--threads|-ngl|--n-gpu-layers|-b|--batch-size|-ub|--ubatch-size|-fa|--flash-"
-         "attn|-mmp|-sm|-mg",
-         VKF_ARG_REFUSED, .takes_value = 1,
-         .help = "llama-bench sweeps that do not apply: one backend, one thread"},
+        {"-ngl|--n-gpu-layers", VKF_ARG_CALL, o, .metavar = "N,..", .call = vkf_bench_opt_ngl,
+         .help = "a model runs whole on one backend: 0 = the CPU backend, any other = the "
+                 "device (both in a list: 0,99)"},
+        {"-fa|--flash-attn", VKF_ARG_CALL, o, .metavar = "[on|1]", .optional_value = 1,
+         .call = vkf_args_flash_attn, .help = "accepted: attention is always one fused kernel"},
+        {"-t|--threads", VKF_ARG_INT, &threads, .min = 1, .max = 1024, .metavar = "N",
+         .seen = &threads_given,
+         .help = "CPU threads: the CPU backend runs one thread; a Vulkan device needs none"},
+        {"-b|--batch-size|-ub|--ubatch-size|-mmp|-sm|-mg", VKF_ARG_REFUSED, .takes_value = 1,
+         .help = "llama-bench sweeps that do not apply: a prompt is one pass, one device"},
         {0}};
     vkf_cmd_spec spec = {
         "bench", "-m MODEL [options] | --kernels | --startup | --plot DIR | --tokenizer",
@@ -364,6 +387,12 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
         o->backends[0] = VKF_BACKEND_AUTO;
         o->n_backends = 1;
     }
+    int gpu = o->backends[0] != VKF_BACKEND_CPU || o->n_backends > 1;
+    if (threads_given && (gpu || threads > 1))
+        fprintf(stderr, "note: -t %d: %s\n", threads,
+                gpu ? "a Vulkan device needs no CPU threads (-t matters to --cpu only, which runs "
+                      "one thread)"
+                    : "the CPU backend runs on one thread");
     return 0;
 }
 

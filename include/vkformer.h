@@ -263,8 +263,9 @@ vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t
 vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags,
                                 char **out);
 
-/* ---- KV cache type (architectures topic): F16 halves the cache; default F16 on GPU-type
- * Vulkan devices (as llama.cpp), F32 on CPU-type devices (lavapipe) and the CPU backend. */
+/* ---- KV cache type (architectures topic): F16 halves the cache; default F16 on every Vulkan
+ * device, CPU-type ones (lavapipe) included (as llama.cpp), F32 on the CPU backend (the
+ * specification) and for the encoder-decoder transformer's caches. */
 typedef enum vkf_cache_type { VKF_CACHE_DEFAULT = 0, VKF_CACHE_F32, VKF_CACHE_F16 } vkf_cache_type;
 
 typedef struct vkf_session_params {
@@ -590,10 +591,13 @@ const char *vkf_pooling_name(vkf_pooling p);
 
 typedef struct vkf_quantize_params {
     const char *input;  /* source GGUF (F32, F16 or BF16 tensors) or Hugging Face directory */
-    const char *output; /* file to write (written as output.part, then renamed) */
+    const char *output; /* file to write: a regular file is written as output.part, then
+                           renamed; a symbolic link is followed; a device or FIFO is written
+                           through in place (never replaced) */
     const char *type;   /* llama.cpp's name: Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0,
                            Q4_1, Q5_0, Q5_1, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, IQ4_NL, IQ4_XS, F16,
-                           BF16, F32 (case-insensitive) */
+                           BF16, F32 (case-insensitive), or llama-quantize's number for it
+                           (the llama_ftype value: "15" = Q4_K_M, "7" = Q8_0) */
     /* Called before each tensor is written (i of n, 0-based) with its name and chosen type. */
     void (*progress)(void *user, int i, int n, const char *tensor, vkf_dtype type);
     void *user;
@@ -629,6 +633,16 @@ const char *vkf_git_revision(void); /* the git revision it was built from ("unkn
  * (v >> 12) & 0x3ff, patch = v & 0xfff); 0 when no loader can be loaded. */
 uint32_t vkf_vulkan_loader_version(void);
 const char *vkf_glslang_version(void); /* glslang built into the library, "12.0.0" */
+/* The metadata and tensors of any GGUF file (a model, or a vocabulary alone such as llama.cpp's
+ * ggml-vocab-*.gguf), as `vkformer info` lists them: text (json == 0: a header line, one line
+ * per key, arrays summarised by their first elements, one line per tensor) or JSON
+ * ({"version", "alignment", "metadata": {key: value; arrays as {"type", "count", "head"}},
+ * "tensors": [{"name", "type", "ne"}]}). *out is malloc'ed; VKF_ERROR_FORMAT / IO for a file
+ * that is not a readable GGUF. */
+vkf_status vkf_gguf_describe(const char *path, int json, char **out);
+/* The decoder-only architectures this build runs, by their GGUF general.architecture names,
+ * comma-separated ("llama, gpt2, qwen2, ..."): one per descriptor in src/model/arch. */
+const char *vkf_architectures(void);
 
 /* A tokenizer on its own (no model, no device): a model directory, a .gguf, tokenizer.json,
  * tokenizer.model (SentencePiece), vocab.json (+ merges.txt) or a char vocabulary .json. */

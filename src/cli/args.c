@@ -105,6 +105,19 @@ int vkf_args_cpu(void *dst, const char *value, char *err, size_t n) {
     return 0;
 }
 
+int vkf_args_flash_attn(void *dst, const char *v, char *err, size_t n) {
+    (void)dst;
+    if (!v || !strcmp(v, "on") || !strcmp(v, "auto") || !strcmp(v, "1") || !strcmp(v, "true"))
+        return 0;
+    if (!strcmp(v, "off") || !strcmp(v, "0") || !strcmp(v, "false")) {
+        snprintf(err, n, "'%s' is not supported by vkformer (attention is always the fused kernel)",
+                 v);
+        return -1;
+    }
+    snprintf(err, n, "expected on, off or auto, got '%s'", v);
+    return -1;
+}
+
 int vkf_args_validate(void *dst, const char *value, char *err, size_t n) {
     (void)value, (void)err, (void)n;
     ((vkf_context_params *)dst)->validate = 1;
@@ -214,7 +227,9 @@ int vkf_args_parse(const vkf_cmd_spec *spec, int argc, char **argv) {
                                    "unknown option '%.*s' (vkformer %s --help lists them)",
                                    (int)wlen, w, spec->cmd);
         const char *v = NULL;
-        if (takes_value(a)) {
+        if (a->optional_value && !eq) {
+            if (i + 1 < argc && argv[i + 1][0] != '-') v = argv[++i];
+        } else if (takes_value(a)) {
             if (eq) {
                 v = eq + 1;
             } else {

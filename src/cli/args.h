@@ -65,7 +65,10 @@ typedef struct vkf_arg {
     int takes_value;     /* REFUSED / PENDING: whether llama.cpp's flag takes a value */
     int hidden;          /* 1: not listed in --help */
     int (*call)(void *dst, const char *value, char *err, size_t n);
-    int *seen; /* set to 1 when given */
+    int *seen;          /* set to 1 when given */
+    int optional_value; /* CALL: the value may be left out ("-fa" alone, "-fa on"): the next
+                           word is the value unless it begins with '-'; .call gets NULL when
+                           there is none */
 } vkf_arg;
 
 typedef struct vkf_cmd_spec {
@@ -104,20 +107,28 @@ int vkf_args_double(const char *v, double min, double max, double *out, char *er
 int vkf_args_device(void *dst, const char *value, char *err, size_t n);
 int vkf_args_cpu(void *dst, const char *value, char *err, size_t n);
 int vkf_args_validate(void *dst, const char *value, char *err, size_t n);
-#define VKF_ARGS_BACKEND(cp)                                                                       \
-    {"-dev|--device",                                                                              \
-     VKF_ARG_CALL,                                                                                 \
-     (cp),                                                                                         \
-     .metavar = "N|NAME",                                                                          \
-     .call = vkf_args_device,                                                                      \
-     .help = "Vulkan device: index or name substring (default: env VKF_DEVICE, else the first "    \
-             "discrete GPU)"},                                                                     \
-        {"--cpu", VKF_ARG_CALL0, (cp), .call = vkf_args_cpu,                                       \
-         .help = "run on the CPU reference backend"},                                              \
+/* -fa / --flash-attn [on|off|auto] (an optional_value entry; dst unused): alone, on, auto, 1 and
+ * true are accepted (attention is always one fused kernel here); off is refused. */
+int vkf_args_flash_attn(void *dst, const char *value, char *err, size_t n);
+#define VKF_ARG_DEVICE(cp)                                                                         \
+    {                                                                                              \
+        "-dev|--device", VKF_ARG_CALL, (cp),                                                       \
+            .metavar = "N|NAME", .call = vkf_args_device,                                          \
+            .help =                                                                                \
+                "Vulkan device: index or name substring (default: env VKF_DEVICE, else the first " \
+                "discrete GPU)"                                                                    \
+    }
+#define VKF_ARG_CPU(cp)                                                                            \
+    {                                                                                              \
+        "--cpu", VKF_ARG_CALL0, (cp), .call = vkf_args_cpu,                                        \
+                                      .help = "run on the CPU reference backend"                   \
+    }
+#define VKF_ARG_VALIDATE(cp)                                                                       \
     {                                                                                              \
         "--validate", VKF_ARG_CALL0, (cp),                                                         \
             .call = vkf_args_validate,                                                             \
             .help = "Khronos validation layer on (also env VKF_VALIDATE=1)"                        \
     }
+#define VKF_ARGS_BACKEND(cp) VKF_ARG_DEVICE(cp), VKF_ARG_CPU(cp), VKF_ARG_VALIDATE(cp)
 
 #endif

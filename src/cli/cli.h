@@ -47,6 +47,17 @@ void vkf_cli_progress(void *user, double done, double total);
  * terminal; vkf_cli_progress_clear() removes it before other output. */
 void vkf_cli_compile_progress(void *user, int n_compiled, const char *shader);
 void vkf_cli_progress_clear(void);
+/* stdout, checked in one place. main() calls vkf_cli_stdout_begin before the command (stdout
+ * fully buffered in 64 KiB when it is not a terminal, so a write error surfaces with its reason
+ * at a flush) and vkf_cli_stdout_end after it: a failed fflush / ferror / fclose of stdout
+ * turns a success into exit 1 with "vkformer: CMD: writing to stdout: REASON" (a full disk,
+ * /dev/full), unless the command already said so through vkf_cli_stdout_failed. */
+void vkf_cli_stdout_begin(void);
+int vkf_cli_stdout_end(const char *cmd, int rc);
+/* Prints "vkformer: CMD: writing to stdout: strerror(err)" once and returns 1. */
+int vkf_cli_stdout_failed(const char *cmd, int err);
+/* fflush(stdout); on failure vkf_cli_stdout_failed. 0 or 1. */
+int vkf_cli_stdout_flush(const char *cmd);
 /* vkf_model_tokenize into a malloc'ed array grown to what the tokenizer needs (byte fallback can
  * give several tokens per byte), with one spare slot; *out is NULL after an error. */
 vkf_status vkf_cli_tokenize(vkf_model *m, const char *text, int flags, int32_t **out, int32_t *n);

@@ -163,3 +163,42 @@ vkf_status vkf_cli_tokenize(vkf_model *m, const char *text, int flags, int32_t *
     *out = t;
     return VKF_OK;
 }
+
+/* ------------------------------------------------------------------ stdout */
+
+static int g_stdout_reported; /* a command said why stdout failed: main adds nothing */
+
+void vkf_cli_stdout_begin(void) {
+    /* a pipe or file: one buffer large enough for any report, so the write that fails is the
+     * flush below, whose errno names the reason (glibc forgets it after an earlier failure) */
+    static char buf[1 << 16]; /* glibc ignores the size when it allocates the buffer itself */
+    if (!isatty(STDOUT_FILENO)) setvbuf(stdout, buf, _IOFBF, sizeof buf);
+}
+
+int vkf_cli_stdout_failed(const char *cmd, int err) {
+    if (!g_stdout_reported)
+        fprintf(stderr, "vkformer: %s: writing to stdout: %s\n", cmd,
+                err ? strerror(err) : "failed (output lost)");
+    g_stdout_reported = 1;
+    return 1;
+}
+
+int vkf_cli_stdout_flush(const char *cmd) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    return vkf_cli_stdout_failed(cmd, errno);
+}
+
+int vkf_cli_stdout_end(const char *cmd, int rc) {
+    errno = 0;
+    int err = fflush(stdout) != 0 ? (errno ? errno : EIO) : 0;
+    int bad = err || ferror(stdout);
+    errno = 0;
+    if (fclose(stdout) != 0) {
+        if (!err) err = errno ? errno : EIO;
+        bad = 1;
+    }
+    if (!bad) return rc;
+    vkf_cli_stdout_failed(cmd, err);
+    return rc ? rc : 1;
+}

@@ -15,6 +15,7 @@
  * answers go to stdout one per line, notices to stderr. Commands: /exit, /clear, /save FILE,
  * /load FILE (a JSON array of {"role", "content"}, the shape the OpenAI API uses). */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +24,11 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <editline/readline.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/gen_opts.h"
 #include "serve/serve.h" /* srv_utf8_dup */
 
 static volatile sig_atomic_t g_stop; /* Ctrl-C: stop the answer */
@@ -39,8 +42,12 @@ typedef struct chat {
     vkf_model *m;
     vkf_session *s;
     vkf_model_desc d;
-    int32_t n_ctx, n_predict, reserve;
+    int32_t n_ctx, n_predict, reserve; /* n_predict < 0: until end of generation */
+    int32_t chunk;                     /* -b / -ub: tokens evaluated per pass (0: all at once) */
     vkf_sampler_params sp;
+    const vkf_gen_opts *o; /* -r, -v, -e */
+    int32_t *eog;          /* --ignore-eos: the end-of-generation tokens, never drawn */
+    int32_t n_eog;
     cJSON *msgs;    /* the conversation */
     int32_t *cache; /* tokens in the KV cache, [n_ctx] */
     int32_t n_cache;
@@ -108,8 +115,7 @@ static int append(char **a, size_t *len, size_t *cap, const char *raw, size_t rn
     size_t n = strlen(s);
     int rc = 0;
     if (write_out(s, n)) {
-        fprintf(stderr, "vkformer: chat: writing to stdout: %s\n", strerror(errno ? errno : EIO));
-        rc = 1;
+        rc = vkf_cli_stdout_failed("chat", errno);
     } else if (*len + n + 1 > *cap) {
         size_t nc = 2 * (*len + n + 1);
         char *b = realloc(*a, nc);
@@ -123,6 +129,27 @@ static int append(char **a, size_t *len, size_t *cap, const char *raw, size_t rn
     }
     free(s);
     return rc;
+}
+
+/* The new tokens of a turn, in chunks of -b / -ub tokens (all at once by default); the logits of
+ * the last one into c->logits. */
+static vkf_status eval_chunks(chat *c, const int32_t *toks, int32_t n) {
+    int32_t chunk = c->chunk > 0 ? c->chunk : n;
+    vkf_status st = VKF_OK;
+    while (n > chunk && st == VKF_OK) {
+        st = vkf_session_eval(c->s, toks, chunk, NULL);
+        toks += chunk, n -= chunk;
+    }
+    return st == VKF_OK ? vkf_session_eval_last(c->s, toks, n, c->logits) : st;
+}
+
+/* -r: whether the answer so far ends with a reverse prompt */
+static int ends_with_reverse(const chat *c, const char *a, size_t len) {
+    for (int i = 0; i < c->o->n_reverse; i++) {
+        size_t rl = strlen(c->o->reverse[i]);
+        if (rl <= len && memcmp(a + len - rl, c->o->reverse[i], rl) == 0) return 1;
+    }
+    return 0;
 }
 
 /* Evaluates the rendered conversation (reusing the cache) and streams the answer; the answer
@@ -159,7 +186,7 @@ static int turn(chat *c) {
         keep++;
     if (keep == n) keep = n - 1;
     if ((st = vkf_session_truncate(c->s, keep)) == VKF_OK)
-        st = vkf_session_eval_last(c->s, toks + keep, n - keep, c->logits);
+        st = eval_chunks(c, toks + keep, n - keep);
     if (st != VKF_OK) {
         free(toks);
         c->n_cache = 0;
@@ -169,8 +196,8 @@ static int turn(chat *c) {
     memcpy(c->cache, toks, (size_t)n * sizeof *toks);
     c->n_cache = n;
     free(toks);
-    fprintf(stderr, "[prompt: %d tokens, %d reused from the cache, %d evaluated]\n", n, keep,
-            n - keep);
+    fprintf(stderr, "[prompt: %d %s, %d reused from the cache, %d evaluated]\n", n,
+            vkf_plural(n, "token", "tokens"), keep, n - keep);
 
     /* the answer */
     const char *stops[1] = {"<|im_end|>"};
@@ -187,8 +214,11 @@ static int turn(chat *c) {
     if (answer) answer[0] = '\0';
     g_stop = 0;
     const char *why = NULL;
+    char why_n[64];
     while (rc == 0) {
         int32_t tok;
+        for (int32_t i = 0; i < c->n_eog; i++) /* --ignore-eos: never drawn, as llama.cpp */
+            c->logits[c->eog[i]] = -INFINITY;
         if (vkf_sampler_sample(smp, c->logits, c->d.n_vocab, &tok) != VKF_OK ||
             vkf_sampler_accept(smp, tok) != VKF_OK) {
             rc = vkf_cli_fail("chat: sampling");
@@ -207,14 +237,24 @@ static int turn(chat *c) {
                 free(all);
             }
         }
-        int end = eos || stopped || n_gen >= c->n_predict || g_stop || c->n_cache >= c->n_ctx;
+        int reverse = !rc && ends_with_reverse(c, answer, ans_len);
+        int length = c->n_predict >= 0 && n_gen >= c->n_predict;
+        int end = eos || stopped || reverse || length || g_stop || c->n_cache >= c->n_ctx;
         if (end && !stopped) { /* the text held back for a possible end-of-turn string */
             const char *rest;
             size_t rest_len;
             vkf_stopper_flush(stopper, &rest, &rest_len);
             if (append(&answer, &ans_len, &ans_cap, rest, rest_len)) rc = 1;
-            if (!eos)
-                why = g_stop ? "interrupted" : c->n_cache >= c->n_ctx ? "context full" : "length";
+        }
+        if (end) {
+            snprintf(why_n, sizeof why_n, "-n limit: %d %s", n_gen,
+                     vkf_plural(n_gen, "token", "tokens"));
+            why = eos       ? "end of generation (the model's end-of-generation token)"
+                  : stopped ? "end of turn (ChatML's <|im_end|>)"
+                  : reverse ? "reverse prompt (-r) reached"
+                  : g_stop  ? "interrupted"
+                  : length  ? why_n
+                            : "context full";
         }
         if (end || rc) break;
         if (vkf_session_eval_last(c->s, &tok, 1, c->logits) != VKF_OK) {
@@ -225,7 +265,9 @@ static int turn(chat *c) {
     }
     if (answer) answer[ans_len] = '\0';
     write_out("\n", 1);
-    if (why && strcmp(why, "length") != 0)
+    /* why the answer ended: always when it was cut short, for every answer with -v */
+    int short_ = why && (!strcmp(why, "interrupted") || !strcmp(why, "context full"));
+    if (why && (short_ || c->o->verbose))
         fprintf(stderr, "[answer stopped: %s%s]\n", why,
                 strcmp(why, "context full") == 0 ? "; the oldest turns go at the next message"
                                                  : "");
@@ -248,7 +290,8 @@ static int save_conv(const chat *c, const char *path) {
     if (!ok)
         fprintf(stderr, "vkformer: chat: /save %s: %s\n", path, strerror(errno ? errno : EIO));
     else
-        fprintf(stderr, "[saved %d messages to %s]\n", cJSON_GetArraySize(c->msgs), path);
+        fprintf(stderr, "[saved %d %s to %s]\n", cJSON_GetArraySize(c->msgs),
+                vkf_plural(cJSON_GetArraySize(c->msgs), "message", "messages"), path);
     return ok;
 }
 
@@ -274,90 +317,159 @@ static void load_conv(chat *c, const char *path) {
     }
     cJSON_Delete(c->msgs);
     c->msgs = j;
-    fprintf(stderr, "[loaded %d messages from %s]\n", cJSON_GetArraySize(j), path);
+    fprintf(stderr, "[loaded %d %s from %s]\n", cJSON_GetArraySize(j),
+            vkf_plural(cJSON_GetArraySize(j), "message", "messages"), path);
 }
 
+/* the user's next message into line (without its newline); 0 at the end of input or Ctrl-C.
+ * On a terminal libedit edits the line (arrows, Home/End, Ctrl-R) and keeps this chat's history
+ * (up arrow: the previous message); otherwise a plain read, one message per line. */
+static int read_message(chat *c, char *line, size_t cap) {
+    if (c->tty) {
+        /* the line being edited shows on the terminal: stdout, or stderr when stdout is a file */
+        if (!isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) rl_outstream = stderr;
+        char *l = readline("> ");
+        if (!l || g_stop) { /* Ctrl-D, or Ctrl-C at the prompt */
+            free(l);
+            return 0;
+        }
+        if (*l) add_history(l);
+        snprintf(line, cap, "%s", l);
+        free(l);
+        return 1;
+    }
+    if (!fgets(line, (int)cap, stdin)) return 0; /* EOF, or Ctrl-C at the prompt */
+    size_t len = strlen(line);
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        line[--len] = '\0';
+    return 1;
+}
+
+/* One line of input: a command, or a message that gets an answer. 1: leave the chat. */
+static int handle_line(chat *c, char *line, int *rc) {
+    const char *sys = c->o->sys;
+    if (line[0] == '\0') return 0;
+    if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) return 1;
+    if (strcmp(line, "/clear") == 0) {
+        cJSON_Delete(c->msgs);
+        c->msgs = cJSON_CreateArray();
+        if (sys) add_msg(c->msgs, "system", sys);
+        fprintf(stderr, "[conversation cleared]\n");
+        return 0;
+    }
+    if (strncmp(line, "/save ", 6) == 0) {
+        save_conv(c, line + 6);
+        return 0;
+    }
+    if (strncmp(line, "/load ", 6) == 0) {
+        load_conv(c, line + 6);
+        return 0;
+    }
+    if (line[0] == '/' && strncmp(line, "//", 2) != 0) {
+        fprintf(stderr,
+                "vkformer: chat: unknown command %s (/exit, /clear, /save FILE, /load FILE; "
+                "start with // to send a message beginning with /)\n",
+                line);
+        return 0;
+    }
+    if (c->o->escape) vkf_gen_unescape(line);
+    add_msg(c->msgs, "user", line[0] == '/' ? line + 1 : line);
+    return (*rc = turn(c)) != 0;
+}
+
+/* --ignore-eos: the ids the model ends a generation with */
+static int collect_eog(chat *c) {
+    c->eog = malloc((size_t)c->d.n_vocab * sizeof *c->eog);
+    if (!c->eog) return -1;
+    for (int32_t t = 0; t < c->d.n_vocab; t++)
+        if (vkf_model_is_eog(c->m, t)) c->eog[c->n_eog++] = t;
+    return 0;
+}
+
+static const char *chat_description =
+    "An interactive conversation with the model's chat template (ChatML when it has none). The "
+    "cache\n"
+    "is reused between turns. Commands: /exit, /clear, /save FILE, /load FILE. Ctrl-C stops an "
+    "answer;\n"
+    "at the prompt it leaves. With stdin not a terminal, each line is one message. Takes every "
+    "flag of\n"
+    "`vkformer generate` that means something in a chat (llama-cli -cnv): -p is the first "
+    "message.";
+
 int vkf_cmd_chat(int argc, char **argv) {
-    const char *model = NULL, *sys = NULL;
-    int32_t n_predict = 256, n_ctx = 0;
-    int64_t seed = -1;
-    vkf_sampler_params sp = {.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
-    vkf_context_params cp = {0};
-    vkf_arg args[] = {
-        {"-m|--model", VKF_ARG_STR, &model, .metavar = "PATH", .required = 1,
-         .help = "model directory or .gguf file"},
-        {"-sys|--system-prompt", VKF_ARG_STR, &sys, .metavar = "TEXT",
-         .help = "system prompt (kept when the context fills)"},
-        {"-n|--n-predict", VKF_ARG_INT, &n_predict, .min = 1, .max = 1 << 20, .metavar = "N",
-         .help = "longest answer, tokens (default 256; the room reserved is capped at half the "
-                 "context)"},
-        {"-c|--ctx-size", VKF_ARG_INT, &n_ctx, .min = 0, .max = 1 << 24, .metavar = "N",
-         .help = "context, tokens (default 0: the model's)"},
-        {"--temp", VKF_ARG_FLOAT, &sp.temp, .min = 0, .max = 100, .metavar = "T",
-         .help = "temperature (0.8; 0: greedy)"},
-        {"--top-k", VKF_ARG_INT, &sp.top_k, .min = 0, .max = 1 << 30, .metavar = "K",
-         .help = "top-k (40; 0: off)"},
-        {"--top-p", VKF_ARG_FLOAT, &sp.top_p, .min = 0, .max = 1, .metavar = "P",
-         .help = "top-p (0.95; 1: off)"},
-        {"--min-p", VKF_ARG_FLOAT, &sp.min_p, .min = 0, .max = 1, .metavar = "P",
-         .help = "min-p (0.05; 0: off)"},
-        {"--repeat-penalty", VKF_ARG_FLOAT, &sp.repeat_penalty, .min = 0, .max = 100,
-         .metavar = "X", .help = "repeat penalty (1: off)"},
-        {"--repeat-last-n", VKF_ARG_INT, &sp.penalty_last_n, .min = -1, .max = 1 << 30,
-         .metavar = "N", .help = "penalty window, tokens (64; -1: all)"},
-        {"-s|--seed", VKF_ARG_I64, &seed, .min = -1, .max = 9007199254740991.0, .metavar = "SEED",
-         .help = "random seed (-1: random)"},
-        VKF_ARGS_BACKEND(&cp),
-        {0}};
-    vkf_cmd_spec spec = {
-        "chat", "-m MODEL [-sys TEXT] [-n N] [-c N] [--temp T] [...]",
-        "An interactive conversation with the model's chat template (ChatML when it has "
-        "none). The cache is reused between turns. Commands: /exit, /clear, /save FILE, "
-        "/load FILE. Ctrl-C stops an answer; at the prompt it leaves. With stdin not a "
-        "terminal, each line is one message.",
-        args, .epilog = NULL};
+    vkf_gen_opts o;
+    vkf_gen_defaults(&o, VKF_GEN_CHAT);
+    vkf_arg args[VKF_GEN_MAX_ARGS];
+    vkf_gen_args(&o, VKF_GEN_CHAT, args);
+    vkf_cmd_spec spec = {"chat", "-m MODEL [-sys TEXT] [-p FIRST_MESSAGE] [-n N] [options]",
+                         chat_description, args, .epilog = NULL};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
-    sp.seed = seed >= 0 ? (uint64_t)seed : (uint64_t)time(NULL) ^ (uint64_t)getpid();
+    if ((rc = vkf_gen_check(&o, "chat")) >= 0) return rc;
+    if (o.list_devices) return vkf_cmd_devices(1, argv);
+    if (!o.mp.path)
+        return vkf_usage_error("chat",
+                               "--model PATH is required (a model directory or .gguf file)");
+    const char *model = o.mp.path;
+    char *first = NULL; /* -p / -f: the first user message */
+    if (o.file && !(first = vkf_cli_read_text("chat", "-f", o.file))) return 1;
+    if (!first && o.prompt && !(first = strdup(o.prompt)))
+        return vkf_cli_fail("chat: out of memory");
+    char *sys = o.sys ? strdup(o.sys) : NULL;
+    if (o.escape && sys) vkf_gen_unescape(sys);
+    o.sys = sys;
 
     chat c;
     memset(&c, 0, sizeof c);
-    c.sp = sp;
+    c.sp = o.sp;
+    c.o = &o;
     c.tty = isatty(0);
-    vkf_context *ctx;
-    if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("chat");
-    vkf_model_params mp = {.path = model};
-    if (vkf_model_load(ctx, &mp, &c.m) != VKF_OK) {
-        vkf_context_free(ctx);
-        return vkf_cli_fail("chat: loading the model");
+    c.chunk = o.n_batch;
+    if (o.n_ubatch && (!c.chunk || o.n_ubatch < c.chunk)) c.chunk = o.n_ubatch;
+    vkf_context *ctx = NULL;
+    rc = 1;
+    if (vkf_cli_context(&o.cp, &ctx) != VKF_OK) {
+        vkf_cli_fail("chat");
+        goto done;
+    }
+    vkf_gen_notes(&o, "chat", ctx);
+    o.mp.progress = vkf_cli_progress;
+    o.mp.progress_user = "loading the model";
+    if (vkf_model_load(ctx, &o.mp, &c.m) != VKF_OK) {
+        vkf_cli_fail("chat: loading the model");
+        goto done;
     }
     vkf_model_describe(c.m, &c.d);
-    vkf_session_params ssp = {.n_ctx = n_ctx};
-    if (c.d.encoder_decoder || !c.d.has_tokenizer ||
-        vkf_session_create(c.m, &ssp, &c.s) != VKF_OK) {
-        if (c.d.encoder_decoder || !c.d.has_tokenizer)
-            fprintf(stderr,
-                    "vkformer: chat: %s: chat needs a decoder-only model with a tokenizer\n",
-                    model);
-        else
-            vkf_cli_fail("chat");
-        vkf_model_free(c.m);
-        vkf_context_free(ctx);
-        return 1;
+    vkf_session_params ssp = {.n_ctx = o.n_ctx, .cache_type = o.cache_type};
+    if (c.d.encoder_decoder || !c.d.has_tokenizer) {
+        fprintf(stderr, "vkformer: chat: %s: chat needs a decoder-only model with a tokenizer%s\n",
+                model, c.d.encoder_decoder ? "" : " (pass one with --tokenizer PATH)");
+        goto done;
+    }
+    if (vkf_session_create(c.m, &ssp, &c.s) != VKF_OK) {
+        vkf_cli_fail("chat");
+        goto done;
     }
     c.n_ctx = vkf_session_n_ctx(c.s);
-    c.n_predict = n_predict;
-    c.reserve = n_predict < c.n_ctx / 2 ? n_predict : c.n_ctx / 2;
+    c.n_predict = o.n_predict;
+    c.reserve = o.n_predict >= 0 && o.n_predict < c.n_ctx / 2 ? o.n_predict : c.n_ctx / 2;
     c.default_template = vkf_model_chat_template(c.m) == NULL;
     if (c.default_template)
         fprintf(stderr,
                 "vkformer: chat: %s has no chat template: using ChatML (llama.cpp's default)\n",
                 model);
+    if (o.verbose)
+        fprintf(stderr,
+                "vkformer: chat: %s on %s, context %d, seed %llu%s, temp %g, top-k %d, top-p %g, "
+                "min-p %g, -n %d\n",
+                model, vkf_context_device_name(ctx), c.n_ctx, (unsigned long long)o.sp.seed,
+                o.seed_given && o.seed >= 0 ? "" : " (random)", (double)o.sp.temp, o.sp.top_k,
+                (double)o.sp.top_p, (double)o.sp.min_p, o.n_predict);
     c.cache = malloc((size_t)c.n_ctx * sizeof *c.cache);
     c.logits = malloc((size_t)c.d.n_vocab * sizeof *c.logits);
     c.msgs = cJSON_CreateArray();
-    if (!c.cache || !c.logits || !c.msgs) {
-        rc = vkf_cli_fail("chat: out of memory");
+    if (!c.cache || !c.logits || !c.msgs || (o.sp.ignore_eos && collect_eog(&c))) {
+        vkf_cli_fail("chat: out of memory");
         goto done;
     }
     if (sys) add_msg(c.msgs, "system", sys);
@@ -368,53 +480,27 @@ int vkf_cmd_chat(int argc, char **argv) {
     if (c.tty)
         fprintf(stderr,
                 "[chat with %s: %d tokens of context; /exit, /clear, /save FILE, /load FILE; "
-                "Ctrl-C stops "
-                "an answer]\n",
+                "Ctrl-C stops an answer]\n",
                 model, c.n_ctx);
-    char line[65536];
     rc = 0;
-    for (;;) {
-        if (c.tty) {
-            fputs("> ", stdout);
-            fflush(stdout);
-        }
+    if (first) { /* -p / -f: the first message, as llama-cli -cnv -p */
+        if (o.escape) vkf_gen_unescape(first);
+        add_msg(c.msgs, "user", first);
+        rc = turn(&c);
+    }
+    static char line[65536];
+    while (rc == 0) {
         g_stop = 0;
-        if (!fgets(line, sizeof line, stdin)) break; /* EOF, or Ctrl-C at the prompt */
-        size_t len = strlen(line);
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            line[--len] = '\0';
-        if (len == 0) continue;
-        if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) break;
-        if (strcmp(line, "/clear") == 0) {
-            cJSON_Delete(c.msgs);
-            c.msgs = cJSON_CreateArray();
-            if (sys) add_msg(c.msgs, "system", sys);
-            fprintf(stderr, "[conversation cleared]\n");
-            continue;
-        }
-        if (strncmp(line, "/save ", 6) == 0) {
-            save_conv(&c, line + 6);
-            continue;
-        }
-        if (strncmp(line, "/load ", 6) == 0) {
-            load_conv(&c, line + 6);
-            continue;
-        }
-        if (line[0] == '/' && strncmp(line, "//", 2) != 0) {
-            fprintf(stderr,
-                    "vkformer: chat: unknown command %s (/exit, /clear, /save FILE, /load FILE; "
-                    "start with // to send a message beginning with /)\n",
-                    line);
-            continue;
-        }
-        add_msg(c.msgs, "user", line[0] == '/' ? line + 1 : line);
-        if ((rc = turn(&c)) != 0) break;
+        if (!read_message(&c, line, sizeof line) || handle_line(&c, line, &rc)) break;
     }
     if (c.tty) fputc('\n', stdout);
 done:
     cJSON_Delete(c.msgs);
     free(c.cache);
     free(c.logits);
+    free(c.eog);
+    free(first);
+    free(sys);
     vkf_session_free(c.s);
     vkf_model_free(c.m);
     vkf_context_free(ctx);

@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,8 @@ int vkf_cmd_devices(int argc, char **argv) {
     if (rc >= 0) return rc;
     char *report = NULL;
     if (vkf_devices_report(json, &report) != VKF_OK) return vkf_cli_fail("devices");
+    errno = 0;
     int bad = fputs(report, stdout) < 0 || fflush(stdout) != 0;
     free(report);
-    if (bad) {
-        fprintf(stderr, "vkformer: devices: writing to stdout failed\n");
-        return 1;
-    }
-    return 0;
+    return bad ? vkf_cli_stdout_failed("devices", errno) : 0;
 }

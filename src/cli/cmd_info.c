@@ -1,4 +1,6 @@
-/* vkformer info -m PATH [--json]: architecture, hyperparameters, parameters, dtypes, memory. */
+/* vkformer info -m PATH [--json]: architecture, hyperparameters, parameters, dtypes, memory; for a
+ * GGUF also its metadata and tensors, and for a GGUF without tensors (a vocabulary) what is
+ * there: the tokenizer and the metadata (llama.cpp's gguf-dump). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,51 +9,6 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "io/gguf.h"
-
-/* ------------------------------------------------------------------ GGUF metadata and tensors */
-
-/* A value in one line: scalars as themselves, strings quoted (cut at 60 bytes), arrays as
- * "[type x count]" with their first elements. */
-static void gguf_value_text(const vkf_gguf_value *v, char *buf, size_t n) {
-    switch (v->type) {
-    case VKF_GGUF_TYPE_STRING:
-        snprintf(buf, n, "\"%.60s%s\"", v->str ? v->str : "", v->count > 60 ? "..." : "");
-        return;
-    case VKF_GGUF_TYPE_ARRAY: {
-        int k = snprintf(buf, n, "[%s x %llu]", vkf_gguf_type_name(v->elem_type),
-                         (unsigned long long)v->count);
-        for (uint64_t i = 0; i < v->count && i < 4 && k > 0 && (size_t)k < n; i++) {
-            if (v->elem_type == VKF_GGUF_TYPE_STRING) {
-                size_t len;
-                const char *str = vkf_gguf_arr_str(v, i, &len);
-                k += snprintf(buf + k, n - (size_t)k, " \"%.*s\"", (int)(len > 16 ? 16 : len),
-                              str ? str : "");
-            } else if (v->elem_type == VKF_GGUF_TYPE_FLOAT32 ||
-                       v->elem_type == VKF_GGUF_TYPE_FLOAT64) {
-                k += snprintf(buf + k, n - (size_t)k, " %g", vkf_gguf_arr_float(v, i));
-            } else if (v->elem_type != VKF_GGUF_TYPE_ARRAY) {
-                k += snprintf(buf + k, n - (size_t)k, " %lld", (long long)vkf_gguf_arr_int(v, i));
-            }
-        }
-        if (v->count > 4 && k > 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, " ...");
-        return;
-    }
-    case VKF_GGUF_TYPE_FLOAT32:
-    case VKF_GGUF_TYPE_FLOAT64: {
-        vkf_gguf_value one = *v; /* a scalar reads like a one-element array */
-        one.elem_type = v->type, one.count = 1, one.type = VKF_GGUF_TYPE_ARRAY;
-        snprintf(buf, n, "%g", vkf_gguf_arr_float(&one, 0));
-        return;
-    }
-    default: {
-        vkf_gguf_value one = *v;
-        one.elem_type = v->type, one.count = 1, one.type = VKF_GGUF_TYPE_ARRAY;
-        snprintf(buf, n, "%lld", (long long)vkf_gguf_arr_int(&one, 0));
-        return;
-    }
-    }
-}
 
 /* The activation memory of a one-token decode step (decoder-only models): built by running one
  * step, since the graph's arena is planned when it is built. */
@@ -73,83 +30,78 @@ static double info_activations(vkf_model *m) {
     return mib;
 }
 
-/* A metadata value as typed JSON: numbers as numbers, booleans, strings; arrays summarised as
- * {"type": T, "count": N, "head": [first 8 elements]}. */
-static cJSON *gguf_value_json(const vkf_gguf_value *v) {
-    vkf_gguf_value one = *v; /* a scalar reads like a one-element array */
-    one.elem_type = v->type, one.count = 1, one.type = VKF_GGUF_TYPE_ARRAY;
-    switch (v->type) {
-    case VKF_GGUF_TYPE_STRING: return cJSON_CreateString(v->str ? v->str : "");
-    case VKF_GGUF_TYPE_BOOL: return cJSON_CreateBool(vkf_gguf_arr_int(&one, 0) != 0);
-    case VKF_GGUF_TYPE_FLOAT32:
-    case VKF_GGUF_TYPE_FLOAT64: return cJSON_CreateNumber(vkf_gguf_arr_float(&one, 0));
-    case VKF_GGUF_TYPE_ARRAY: {
-        cJSON *o = cJSON_CreateObject(), *head = cJSON_CreateArray();
-        cJSON_AddStringToObject(o, "type", vkf_gguf_type_name(v->elem_type));
-        cJSON_AddNumberToObject(o, "count", (double)v->count);
-        for (uint64_t i = 0; i < v->count && i < 8; i++) {
-            if (v->elem_type == VKF_GGUF_TYPE_STRING) {
-                size_t len;
-                const char *str = vkf_gguf_arr_str(v, i, &len);
-                char buf[64];
-                snprintf(buf, sizeof buf, "%.*s", (int)(len > 60 ? 60 : len), str ? str : "");
-                cJSON_AddItemToArray(head, cJSON_CreateString(buf));
-            } else if (v->elem_type == VKF_GGUF_TYPE_FLOAT32 ||
-                       v->elem_type == VKF_GGUF_TYPE_FLOAT64) {
-                cJSON_AddItemToArray(head, cJSON_CreateNumber(vkf_gguf_arr_float(v, i)));
-            } else if (v->elem_type != VKF_GGUF_TYPE_ARRAY) {
-                cJSON_AddItemToArray(head, cJSON_CreateNumber((double)vkf_gguf_arr_int(v, i)));
-            }
-        }
-        cJSON_AddItemToObject(o, "head", head);
-        return o;
-    }
-    default: return cJSON_CreateNumber((double)vkf_gguf_arr_int(&one, 0));
-    }
-}
-
 /* Adds "gguf": {version, metadata, tensors} to root (JSON), or prints the listing (text). */
 static int gguf_listing(const char *path, int json, cJSON *root) {
-    vkf_gguf *g;
-    if (vkf_gguf_open(path, &g) != VKF_OK) return vkf_cli_fail("info");
-    char val[512];
+    char *text = NULL;
+    if (vkf_gguf_describe(path, json, &text) != VKF_OK) return vkf_cli_fail("info");
     if (json) {
-        cJSON *gg = cJSON_AddObjectToObject(root, "gguf");
-        cJSON_AddNumberToObject(gg, "version", vkf_gguf_version(g));
-        cJSON *kv = cJSON_AddObjectToObject(gg, "metadata"),
-              *ts = cJSON_AddArrayToObject(gg, "tensors");
-        for (size_t i = 0; i < vkf_gguf_kv_count(g); i++) {
-            const vkf_gguf_kv *e = vkf_gguf_kv_at(g, i);
-            cJSON_AddItemToObject(kv, e->key, gguf_value_json(&e->value));
-        }
-        for (size_t i = 0; i < vkf_gguf_tensor_count(g); i++) {
-            const vkf_gguf_tensor *t = vkf_gguf_tensor_at(g, i);
-            cJSON *o = cJSON_CreateObject(), *ne = cJSON_AddArrayToObject(o, "ne");
-            cJSON_AddStringToObject(o, "name", t->name);
-            cJSON_AddStringToObject(o, "type", vkf_dtype_name(t->dtype));
-            for (int d = 0; d < t->n_dims; d++)
-                cJSON_AddItemToArray(ne, cJSON_CreateNumber((double)t->ne[d]));
-            cJSON_AddItemToArray(ts, o);
-        }
+        cJSON *gg = cJSON_Parse(text);
+        if (gg) cJSON_AddItemToObject(root, "gguf", gg);
     } else {
-        printf("gguf           version %u, alignment %u, %zu keys, %zu tensors\n",
-               vkf_gguf_version(g), vkf_gguf_alignment(g), vkf_gguf_kv_count(g),
-               vkf_gguf_tensor_count(g));
-        for (size_t i = 0; i < vkf_gguf_kv_count(g); i++) {
-            const vkf_gguf_kv *e = vkf_gguf_kv_at(g, i);
-            gguf_value_text(&e->value, val, sizeof val);
-            printf("  %-40s %s\n", e->key, val);
-        }
-        printf("tensors\n");
-        for (size_t i = 0; i < vkf_gguf_tensor_count(g); i++) {
-            const vkf_gguf_tensor *t = vkf_gguf_tensor_at(g, i);
-            printf("  %-40s %-5s ne [", t->name, vkf_dtype_name(t->dtype));
-            for (int d = 0; d < t->n_dims; d++)
-                printf(d ? ", %lld" : "%lld", (long long)t->ne[d]);
-            printf("]\n");
-        }
+        fputs(text, stdout);
     }
-    vkf_gguf_close(g);
+    free(text);
+    return 0;
+}
+
+/* A GGUF without tensors (a vocabulary alone, as llama.cpp's ggml-vocab-*.gguf): what is there,
+ * the tokenizer and the metadata, instead of a model that cannot load. 1: it is not one. */
+static int vocab_only(const char *path, int json, int *rc) {
+    char *js = NULL;
+    if (vkf_gguf_describe(path, 1, &js) != VKF_OK) return 1;
+    cJSON *gg = cJSON_Parse(js);
+    free(js);
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(gg, "tensors");
+    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(gg, "metadata"), "general.architecture");
+    if (!cJSON_IsArray(ts) || cJSON_GetArraySize(ts) > 0) {
+        cJSON_Delete(gg);
+        return 1;
+    }
+    vkf_tokenizer *t = NULL;
+    int have_tok = vkf_tokenizer_open(path, &t) == VKF_OK;
+    const char *why = have_tok ? NULL : vkf_last_error();
+    int32_t bos = -1, eos = -1;
+    if (have_tok) vkf_tokenizer_specials(t, &bos, &eos);
+    if (json) {
+        cJSON *root = cJSON_CreateObject(), *tj = cJSON_CreateObject();
+        cJSON_AddBoolToObject(root, "vocab_only", 1);
+        if (cJSON_IsString(arch)) cJSON_AddStringToObject(root, "architecture", arch->valuestring);
+        if (have_tok) {
+            cJSON_AddStringToObject(tj, "algorithm", vkf_tokenizer_algorithm(t));
+            cJSON_AddNumberToObject(tj, "n_vocab", vkf_tokenizer_vocab_size(t));
+            cJSON_AddNumberToObject(tj, "bos_id", bos);
+            cJSON_AddNumberToObject(tj, "eos_id", eos);
+            cJSON_AddItemToObject(root, "tokenizer", tj);
+        } else {
+            cJSON_Delete(tj);
+            cJSON_AddStringToObject(root, "tokenizer_error", why);
+        }
+        cJSON_AddItemToObject(root, "gguf", gg);
+        char *out = cJSON_PrintUnformatted(root);
+        if (out) printf("%s\n", out);
+        cJSON_free(out);
+        cJSON_Delete(root);
+    } else {
+        printf("vocab only     %s: metadata and a tokenizer, no tensors (nothing to run: a "
+               "tokenizer for --tokenizer, tokenize, template)\n",
+               path);
+        if (cJSON_IsString(arch))
+            printf("architecture   %s (from the metadata)\n", arch->valuestring);
+        if (have_tok) {
+            const char *bp = bos >= 0 ? vkf_tokenizer_piece(t, bos) : NULL;
+            const char *ep = eos >= 0 ? vkf_tokenizer_piece(t, eos) : NULL;
+            printf("tokenizer      %s, %d tokens, BOS %d%s%s%s, EOS %d%s%s%s\n",
+                   vkf_tokenizer_algorithm(t), vkf_tokenizer_vocab_size(t), bos, bp ? " '" : "",
+                   bp ? bp : "", bp ? "'" : "", eos, ep ? " '" : "", ep ? ep : "", ep ? "'" : "");
+        } else {
+            printf("tokenizer      none vkformer reads: %s\n", why);
+        }
+        cJSON_Delete(gg);
+        *rc = gguf_listing(path, 0, NULL);
+    }
+    vkf_tokenizer_close(t);
+    *rc = *rc ? *rc : vkf_cli_stdout_flush("info");
     return 0;
 }
 
@@ -172,6 +124,16 @@ int vkf_cmd_info(int argc, char **argv) {
                          args, .epilog = NULL};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
+    /* a GGUF file (by its magic, whatever its name) also lists its metadata and tensors */
+    int is_gguf = 0;
+    FILE *f = fopen(mp.path, "rb");
+    if (f) {
+        char magic[4];
+        is_gguf = fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+        fclose(f);
+    }
+    rc = 0;
+    if (is_gguf && !vocab_only(mp.path, json, &rc)) return rc;
     vkf_context *ctx;
     if (vkf_context_create(&cp, &ctx) != VKF_OK) return vkf_cli_fail("info");
     vkf_model *m;
@@ -187,15 +149,6 @@ int vkf_cmd_info(int argc, char **argv) {
     vkf_model_free(m);
     vkf_context_free(ctx);
     if (s != VKF_OK) return vkf_cli_fail("info");
-    /* a GGUF file (by its magic, whatever its name) also lists its metadata and tensors */
-    int is_gguf = 0;
-    FILE *f = fopen(mp.path, "rb");
-    if (f) {
-        char magic[4];
-        is_gguf = fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
-        fclose(f);
-    }
-    rc = 0;
     if (json) { /* one JSON document: the model report, with "gguf" added for GGUF files */
         cJSON *root = cJSON_Parse(text);
         free(text);
@@ -217,9 +170,5 @@ int vkf_cmd_info(int argc, char **argv) {
                    act_mib);
         if (is_gguf) rc = gguf_listing(mp.path, 0, NULL);
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "vkformer: info: writing to stdout failed\n");
-        return 1;
-    }
-    return rc;
+    return vkf_cli_stdout_flush("info") ? 1 : rc;
 }

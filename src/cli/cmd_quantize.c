@@ -3,6 +3,7 @@
  * tensor types and sizes on stdout. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,8 +38,11 @@ int vkf_cmd_quantize(int argc, char **argv) {
         "progress\n"
         "bar on stderr when it is a terminal, then a summary of the sizes on stdout.\n"
         "  IN: an F32/F16/BF16 GGUF or a Hugging Face directory (gpt2, llama family)\n"
-        "  TYPE: Q4_K_M Q4_K_S Q5_K_M Q5_K_S Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q3_K_L Q3_K_M Q3_K_S\n"
-        "        Q2_K IQ4_NL IQ4_XS F16 BF16 F32",
+        "  OUT: a new or regular file is replaced only once the new one is complete; a symbolic\n"
+        "       link is followed; a device or FIFO (/dev/stdout, a pipe) is written through\n"
+        "  TYPE: llama-quantize's name or number: Q4_K_M (15) Q4_K_S (14) Q5_K_M (17) Q5_K_S (16)\n"
+        "        Q6_K (18) Q8_0 (7) Q4_0 (2) Q4_1 (3) Q5_0 (8) Q5_1 (9) Q3_K_L (13) Q3_K_M (12)\n"
+        "        Q3_K_S (11) Q2_K (10) IQ4_NL (25) IQ4_XS (30) F16 (1) BF16 (32) F32 (0)",
         args,
         .positional = "IN OUT.gguf TYPE",
         .pos_dst = pos,
@@ -57,9 +61,32 @@ int vkf_cmd_quantize(int argc, char **argv) {
     if (s != VKF_OK) return vkf_cli_fail("quantize");
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (quiet) return 0;
-    printf("%s -> %s (%s): %d tensors, %d quantized, %d with a fallback type, %.2f s\n", pos[0],
-           pos[1], pos[2], st.n_tensors, st.n_quantized, st.n_fallback, sec);
+    struct stat in_st, out_st, so;
+    int regular_out = stat(pos[1], &out_st) == 0 && S_ISREG(out_st.st_mode);
+    /* a tokenizer the converter does not carry (SentencePiece-style): say how to run the file */
+    vkf_tokenizer *tok;
+    if (regular_out && stat(pos[0], &in_st) == 0 && S_ISDIR(in_st.st_mode)) {
+        if (vkf_tokenizer_open(pos[1], &tok) == VKF_OK)
+            vkf_tokenizer_close(tok);
+        else if (vkf_tokenizer_open(pos[0], &tok) == VKF_OK) {
+            fprintf(stderr,
+                    "vkformer: quantize: note: %s has no tokenizer (only byte-level BPE "
+                    "tokenizer.json is converted; %s's is %s): run it with --tokenizer %s\n",
+                    pos[1], pos[0], vkf_tokenizer_algorithm(tok), pos[0]);
+            vkf_tokenizer_close(tok);
+        } else
+            fprintf(stderr,
+                    "vkformer: quantize: note: %s has no tokenizer, nor has %s: run it with "
+                    "--tokenizer PATH (the model's tokenizer files)\n",
+                    pos[1], pos[0]);
+    }
+    /* the file itself went to stdout (/dev/stdout, a pipe): the summary must not follow it */
+    if (quiet || (fstat(STDOUT_FILENO, &so) == 0 && stat(pos[1], &out_st) == 0 &&
+                  so.st_dev == out_st.st_dev && so.st_ino == out_st.st_ino))
+        return 0;
+    printf("%s -> %s (%s): %d %s, %d quantized, %d with a fallback type, %.2f s\n", pos[0], pos[1],
+           pos[2], st.n_tensors, st.n_tensors == 1 ? "tensor" : "tensors", st.n_quantized,
+           st.n_fallback, sec);
     printf("  %-7s %8s %12s\n", "type", "tensors", "MiB");
     for (int t = 0; t < VKF_DTYPE_COUNT; t++)
         if (st.n_by_type[t])

@@ -112,7 +112,7 @@ int vkf_cmd_template(int argc, char **argv) {
         goto done;
     }
     fwrite(out, 1, strlen(out), stdout);
-    if (fflush(stdout) != 0) rc = 1;
+    rc = vkf_cli_stdout_flush("template");
 done:
     free(tmpl);
     free(mbos);

@@ -18,14 +18,7 @@ static int open_tok(const char *cmd, const char *model, const char *tok_path, vk
     return 0;
 }
 
-static int flush_stdout(const char *cmd) {
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "vkformer: %s: writing to stdout: %s\n", cmd,
-                strerror(errno ? errno : EIO));
-        return 1;
-    }
-    return 0;
-}
+static int flush_stdout(const char *cmd) { return vkf_cli_stdout_flush(cmd); }
 
 int vkf_cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *tok_path = NULL, *prompt = NULL, *file = NULL;

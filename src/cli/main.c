@@ -59,7 +59,12 @@ vkf_status vkf_cli_context(const vkf_context_params *cp, vkf_context **out) {
 }
 
 int vkf_cli_fail(const char *what) {
-    fprintf(stderr, "vkformer: %s: %s\n", what, vkf_last_error());
+    /* the library names its function ("quantize: unknown type ..."): where that is the
+     * command's own name it would read twice ("vkformer: quantize: quantize: ...") */
+    const char *msg = vkf_last_error();
+    size_t cmd = strcspn(what, ":");
+    if (strncmp(msg, what, cmd) == 0 && strncmp(msg + cmd, ": ", 2) == 0) msg += cmd + 2;
+    fprintf(stderr, "vkformer: %s: %s\n", what, msg);
     return 1;
 }
 
@@ -80,7 +85,7 @@ static int version(void) {
     return 0;
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv, const char **cmd) {
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -102,11 +107,23 @@ int main(int argc, char **argv) {
                     argv[2]);
             return 2;
         }
+        *cmd = c->name;
         char *hargv[] = {argv[2], "--help", NULL};
         return c->run(2, hargv);
     }
     const vkf_cli_cmd *c = find_cmd(a);
-    if (c) return c->run(argc - 1, argv + 1);
+    if (c) {
+        *cmd = c->name;
+        return c->run(argc - 1, argv + 1);
+    }
     fprintf(stderr, "vkformer: unknown command '%s' (vkformer --help lists them)\n", a);
     return 2;
+}
+
+int main(int argc, char **argv) {
+    const char *cmd = argc > 1 ? argv[1] : "vkformer";
+    vkf_cli_stdout_begin();
+    int rc = dispatch(argc, argv, &cmd);
+    /* every command's output is checked here: lost output is never a success */
+    return vkf_cli_stdout_end(cmd, rc);
 }

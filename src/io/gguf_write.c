@@ -3,9 +3,13 @@
 #include "io/gguf_write.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -30,8 +34,9 @@ struct vkf_gguf_writer {
     size_t n_ts, cap_ts;
     uint32_t alignment;
     FILE *f;
-    char *path, *part;
-    size_t next; /* next tensor to write */
+    char *path, *part; /* path: the file written (a symlink's target); part: path.part, or NULL
+                          when path is written through in place (not a regular file) */
+    size_t next;       /* next tensor to write */
     uint64_t pos, size;
 };
 
@@ -126,7 +131,7 @@ void vkf_gguf_writer_free(vkf_gguf_writer *w) {
     if (!w) return;
     if (w->f) {
         fclose(w->f);
-        remove(w->part);
+        if (w->part) remove(w->part); /* a file written through is never removed */
     }
     for (size_t i = 0; i < w->n_kvs; i++) {
         free(w->kvs[i].key);
@@ -283,9 +288,11 @@ vkf_status vkf_gguf_writer_add_tensor(vkf_gguf_writer *w, const char *name, uint
 
 static uint64_t pad_to(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
+static const char *writing(const vkf_gguf_writer *w) { return w->part ? w->part : w->path; }
+
 static vkf_status write_bytes(vkf_gguf_writer *w, const void *p, size_t n) {
     if (n && fwrite(p, 1, n, w->f) != n)
-        return vkf_error(VKF_ERROR_IO, "%s: write failed: %s", w->part, strerror(errno));
+        return vkf_error(VKF_ERROR_IO, "%s: write failed: %s", writing(w), strerror(errno));
     w->pos += n;
     return VKF_OK;
 }
@@ -296,6 +303,80 @@ static vkf_status write_zeros(vkf_gguf_writer *w, uint64_t n) {
         size_t k = n < sizeof z ? (size_t)n : sizeof z;
         VKF_TRY(write_bytes(w, z, k));
         n -= k;
+    }
+    return VKF_OK;
+}
+
+/* path with its symbolic links followed (a dangling link gives the path it points at), malloc'ed;
+ * NULL with errno set after a loop or an unreadable link. */
+static char *follow_links(const char *path) {
+    char *cur = strdup(path);
+    for (int hops = 0; cur; hops++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) return cur;
+        char target[PATH_MAX];
+        ssize_t n = hops < 40 ? readlink(cur, target, sizeof target - 1) : -1;
+        if (n < 0) {
+            if (hops >= 40) errno = ELOOP;
+            free(cur);
+            return NULL;
+        }
+        target[n] = 0;
+        const char *slash = strrchr(cur, '/');
+        size_t dir = target[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+        char *next = malloc(dir + (size_t)n + 1);
+        if (next) {
+            memcpy(next, cur, dir);
+            memcpy(next + dir, target, (size_t)n + 1);
+        }
+        free(cur);
+        cur = next;
+    }
+    errno = ENOMEM;
+    return NULL;
+}
+
+/* Opens the output. A symbolic link is followed (the link keeps pointing at the new file). A
+ * regular file, or nothing, is written to TARGET.part and renamed over TARGET at finish, so an
+ * old file stays whole until the new one is complete. Anything else (a device such as
+ * /dev/null, a FIFO) is written through in place: never renamed over, never removed. */
+static vkf_status open_output(vkf_gguf_writer *w, const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return vkf_error(VKF_ERROR_IO, "%s: is a directory (expected a file name)", path);
+        if (!S_ISREG(st.st_mode)) { /* opened by its own name: /dev/stdout's link is the kernel's */
+            if (!(w->path = strdup(path)))
+                return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "gguf writer: out of memory");
+            if (!(w->f = fopen(path, "wb")))
+                return vkf_error(VKF_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
+            return VKF_OK;
+        }
+        w->path = realpath(path, NULL);
+    } else if (errno != ENOENT) {
+        return vkf_error(VKF_ERROR_IO, "%s: %s", path, strerror(errno));
+    }
+    if (!w->path && !(w->path = follow_links(path))) /* nothing there, or a dangling link */
+        return errno == ENOMEM ? vkf_error(VKF_ERROR_OUT_OF_MEMORY, "gguf writer: out of memory")
+                               : vkf_error(VKF_ERROR_IO, "%s: cannot follow the link: %s", path,
+                                           strerror(errno));
+    size_t n = strlen(w->path);
+    if (!(w->part = malloc(n + 6)))
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "gguf writer: out of memory");
+    memcpy(w->part, w->path, n);
+    memcpy(w->part + n, ".part", 6);
+    /* a stale .part file (an interrupted run) is replaced; a link there is not followed */
+    if (lstat(w->part, &st) == 0 && (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))) unlink(w->part);
+    int fd = open(w->part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 || !(w->f = fdopen(fd, "wb"))) {
+        vkf_status s = vkf_error(VKF_ERROR_IO, "%s: cannot create: %s", w->part, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(w->part);
+        }
+        free(w->part);
+        w->part = NULL;
+        return s;
     }
     return VKF_OK;
 }
@@ -328,22 +409,13 @@ vkf_status vkf_gguf_writer_begin(vkf_gguf_writer *w, const char *path) {
         free(b.p);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "gguf writer: out of memory");
     }
-    size_t n = strlen(path);
-    w->path = strdup(path);
-    w->part = malloc(n + 6);
-    if (!w->path || !w->part) {
+    vkf_status s = open_output(w, path);
+    if (s != VKF_OK) {
         free(b.p);
-        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "gguf writer: out of memory");
-    }
-    memcpy(w->part, path, n);
-    memcpy(w->part + n, ".part", 6);
-    w->f = fopen(w->part, "wb");
-    if (!w->f) {
-        free(b.p);
-        return vkf_error(VKF_ERROR_IO, "%s: cannot create: %s", w->part, strerror(errno));
+        return s;
     }
     w->size = pad_to(b.n, w->alignment) + off;
-    vkf_status s = write_bytes(w, b.p, b.n);
+    s = write_bytes(w, b.p, b.n);
     free(b.p);
     if (s == VKF_OK) s = write_zeros(w, pad_to(w->pos, w->alignment) - w->pos);
     return s;
@@ -368,13 +440,18 @@ vkf_status vkf_gguf_writer_finish(vkf_gguf_writer *w) {
     if (w->next != w->n_ts)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "gguf writer: %s: %zu of %zu tensors written",
                          w->path, w->next, w->n_ts);
-    int bad = fflush(w->f) != 0;
-    bad |= fclose(w->f) != 0;
+    errno = 0;
+    int bad = fflush(w->f) != 0 || ferror(w->f);
+    int err = errno;
+    if (fclose(w->f) != 0 && !bad) bad = 1, err = errno;
     w->f = NULL;
     if (bad) {
-        remove(w->part);
-        return vkf_error(VKF_ERROR_IO, "%s: write failed: %s", w->part, strerror(errno));
+        vkf_status s = vkf_error(VKF_ERROR_IO, "%s: write failed: %s", writing(w),
+                                 err ? strerror(err) : "an I/O error");
+        if (w->part) remove(w->part);
+        return s;
     }
+    if (!w->part) return VKF_OK; /* written through in place */
     if (rename(w->part, w->path) != 0) {
         vkf_status s = vkf_error(VKF_ERROR_IO, "%s: cannot rename to %s: %s", w->part, w->path,
                                  strerror(errno));

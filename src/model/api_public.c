@@ -1,18 +1,17 @@
 /* Public wrappers (include/vkformer.h, "versions and standalone tokenizers"): the runtime
  * versions and the tokenizer API over the private tokenizer; kept thin on purpose. */
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
+#include <cjson/cJSON.h>
 #include <glslang/build_info.h>
 #include <volk.h>
 
-#include <cjson/cJSON.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <cjson/cJSON.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "core/error.h"
+#include "model/arch.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "vkformer.h"
@@ -39,6 +38,8 @@ const char *vkf_glslang_version(void) {
     return VKF_STR(GLSLANG_VERSION_MAJOR) "." VKF_STR(GLSLANG_VERSION_MINOR) "." VKF_STR(
         GLSLANG_VERSION_PATCH);
 }
+
+const char *vkf_architectures(void) { return vkf_arch_names(); }
 
 /* A model directory's config.json may ask for BOS (add_bos_token, bos_token_id) where its
  * tokenizer file does not: the model adds it (vkf_model_tokenize), so the tokenizer opened on
@@ -70,7 +71,25 @@ static void apply_model_conventions(const char *path, vkf_tokenizer *t) {
     cJSON_Delete(j);
 }
 
+static int gguf_files_in(const char *dir);
+vkf_status vkf_model_path_check(const char *path);
+
 vkf_status vkf_tokenizer_open(const char *path, vkf_tokenizer **out) {
+    /* a folder of several GGUF files (and no tokenizer file): which one is meant is not ours
+     * to guess; refused as vkf_model_load refuses it, naming them */
+    static const char *const files[] = {"tokenizer.json", "tokenizer.model", "vocab.json",
+                                        "char_vocab.json"};
+    int own = 0;
+    for (size_t i = 0; i < sizeof files / sizeof files[0] && !own; i++) {
+        char f[1200];
+        struct stat st;
+        snprintf(f, sizeof f, "%s/%s", path, files[i]);
+        own = stat(f, &st) == 0;
+    }
+    if (!own && gguf_files_in(path) > 1) {
+        *out = NULL;
+        VKF_TRY(vkf_model_path_check(path));
+    }
     vkf_status s = vkf_tokenizer_open_auto(path, out);
     if (s == VKF_OK) apply_model_conventions(path, *out);
     return s;
@@ -105,20 +124,24 @@ void vkf_tokenizer_specials(const vkf_tokenizer *t, int32_t *bos, int32_t *eos) 
 
 /* ---------------------------------------------------------------- model path mistakes */
 
-#include <dirent.h>
-#include <string.h>
-#include <sys/stat.h>
-
-#include "core/error.h"
-
 static int ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
+/* The *.gguf files in dir (0 when it is not a directory). */
+static int gguf_files_in(const char *dir) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += ends_with(e->d_name, ".gguf");
+    closedir(d);
+    return n;
+}
+
 /* Called by vkf_model_load before anything is read: the common path mistakes get a message
  * that says what to pass instead. VKF_OK when the path looks like a model. */
-vkf_status vkf_model_path_check(const char *path);
 vkf_status vkf_model_path_check(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) return VKF_OK; /* the loader names the missing path */

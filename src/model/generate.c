@@ -112,8 +112,8 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
             st.stop = VKF_STOP_CONTEXT_FULL;
             rc = vkf_error(
                 VKF_ERROR_CONTEXT_FULL,
-                "context full: generation stopped after %d tokens; the context holds %d tokens",
-                st.n_generated, s->n_ctx);
+                "context full: generation stopped after %d token%s; the context holds %d tokens",
+                st.n_generated, st.n_generated == 1 ? "" : "s", s->n_ctx);
             break;
         }
         rc = vkf_session_eval_last(s, &tok, 1, logits);

@@ -454,10 +454,9 @@ static vkf_tokenizer *model_tok(const vkf_model *m, int flags, const char *what)
     vkf_tokenizer *t =
         (flags & VKF_TOKENIZE_SOURCE) && m->arch == VKF_ARCH_TRANSFORMER ? m->src_tok : m->tok;
     if (!t)
-        vkf_error(
-            VKF_ERROR_UNSUPPORTED,
-            "%s: %s has no %stokenizer (pass one with --tokenizer / vkf_model_params.tokenizer)",
-            what, m->path, (flags & VKF_TOKENIZE_SOURCE) ? "source " : "");
+        vkf_error(VKF_ERROR_UNSUPPORTED,
+                  "%s: %s has no %stokenizer (vkf_model_params.tokenizer gives one)", what, m->path,
+                  (flags & VKF_TOKENIZE_SOURCE) ? "source " : "");
     return t;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/quant.h"
@@ -362,21 +363,51 @@ done:
     return s;
 }
 
+/* Where the F32 GGUF of a Hugging Face directory goes before it is quantized: beside OUT (same
+ * file system, OUT's directory is writable), unless OUT is not a regular file (a device, a
+ * FIFO): then in $TMPDIR (never a file created in /dev). malloc'ed. */
+static char *hf_temp_path(const char *out) {
+    struct stat st;
+    char *tmp;
+    if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+        const char *dir = getenv("TMPDIR");
+        if (!dir || !*dir) dir = "/tmp";
+        size_t n = strlen(dir) + 64;
+        if ((tmp = malloc(n)))
+            snprintf(tmp, n, "%s/vkformer-quantize-%ld.hf-f32.gguf", dir, (long)getpid());
+        return tmp;
+    }
+    size_t n = strlen(out);
+    if ((tmp = malloc(n + 16))) {
+        memcpy(tmp, out, n);
+        memcpy(tmp + n, ".hf-f32.gguf", 13);
+    }
+    return tmp;
+}
+
 vkf_status vkf_model_quantize(const vkf_quantize_params *p, vkf_quantize_stats *stats) {
     if (!p || !p->input || !p->output || !p->type)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                          "quantize: input, output and type are required");
     int k = -1;
+    /* a number is llama-quantize's type id: the llama_ftype value ("15" = Q4_K_M) */
+    char *end;
+    long id = strtol(p->type, &end, 10);
+    int numeric = *p->type >= '0' && *p->type <= '9' && !*end;
     for (size_t i = 0; i < sizeof k_ftypes / sizeof k_ftypes[0]; i++)
-        if (!strcasecmp(p->type, k_ftypes[i].name)) k = (int)i;
+        if (numeric ? (long)k_ftypes[i].ft == id : !strcasecmp(p->type, k_ftypes[i].name))
+            k = (int)i;
     if (k < 0) {
-        char names[256] = "";
+        char names[512] = "";
         for (size_t i = 0; i < sizeof k_ftypes / sizeof k_ftypes[0]; i++) {
-            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
-            strncat(names, k_ftypes[i].name, sizeof names - strlen(names) - 1);
+            size_t len = strlen(names);
+            snprintf(names + len, sizeof names - len, "%s%s (%d)", i ? ", " : "", k_ftypes[i].name,
+                     (int)k_ftypes[i].ft);
         }
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
-                         "quantize: unknown type '%s' (expected one of %s)", p->type, names);
+                         "quantize: unknown type '%s' (expected one of %s: a name, or "
+                         "llama-quantize's number)",
+                         p->type, names);
     }
     if (stats) memset(stats, 0, sizeof *stats);
     struct stat sb;
@@ -384,11 +415,8 @@ vkf_status vkf_model_quantize(const vkf_quantize_params *p, vkf_quantize_stats *
     const char *in = p->input;
     if (stat(p->input, &sb) == 0 &&
         S_ISDIR(sb.st_mode)) { /* a Hugging Face directory: F32 GGUF first */
-        size_t n = strlen(p->output);
-        tmp = malloc(n + 16);
-        if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "quantize: out of memory");
-        memcpy(tmp, p->output, n);
-        memcpy(tmp + n, ".hf-f32.gguf", 13);
+        if (!(tmp = hf_temp_path(p->output)))
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "quantize: out of memory");
         vkf_status s = vkf_hf_to_gguf(p->input, tmp);
         if (s != VKF_OK) {
             free(tmp);

@@ -82,6 +82,15 @@ static char *content_text(const cJSON *c, int i, char *err, size_t n) {
     return s;
 }
 
+/* OpenAI's roles (developer: the newer name of system; function: tool's predecessor) */
+static int known_role(const char *r) {
+    static const char *const roles[] = {"system",    "developer", "user",
+                                        "assistant", "tool",      "function"};
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        if (strcmp(r, roles[i]) == 0) return 1;
+    return 0;
+}
+
 /* messages -> the prompt text through the model's chat template; tools (OpenAI tool schemas)
  * and chat_template_kwargs (llama-server's further template variables) go to the template */
 static char *chat_prompt(const srv_config *c, const cJSON *msgs, const cJSON *tools,
@@ -97,6 +106,14 @@ static char *chat_prompt(const srv_config *c, const cJSON *msgs, const cJSON *to
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         if (!cJSON_IsObject(m) || !cJSON_IsString(role)) {
             bad(err, n, "messages[%d]: expected an object with a string \"role\"", i);
+            cJSON_Delete(norm);
+            return NULL;
+        }
+        if (!known_role(role->valuestring)) {
+            bad(err, n,
+                "messages[%d].role: '%.100s' is not a role (expected system, developer, user, "
+                "assistant, tool or function)",
+                i, role->valuestring);
             cJSON_Delete(norm);
             return NULL;
         }
@@ -159,6 +176,33 @@ static int tokenize_text(const srv_config *c, const char *text, int add_special,
     return 0;
 }
 
+/* "prompt" as a list of prompts (OpenAI: one choice per prompt): strings, or lists of token
+ * ids. *p becomes the one r->index names; r->n_choices gets how many there are (1 for a single
+ * prompt, a one-string list, or one list of token ids). 0, or -1 with err set. */
+static int pick_prompt(const cJSON **p, srv_req *r, char *err, size_t en) {
+    r->n_choices = 1;
+    if (!cJSON_IsArray(*p) || cJSON_GetArraySize(*p) == 0) return 0;
+    const cJSON *first = cJSON_GetArrayItem(*p, 0);
+    if (!cJSON_IsString(first) && !cJSON_IsArray(first)) return 0; /* token ids: one prompt */
+    int n = cJSON_GetArraySize(*p), i = 0;
+    if (n > SRV_MAX_PROMPTS)
+        return bad(err, en, "prompt: %d prompts; at most %d in one request", n, SRV_MAX_PROMPTS);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, *p) {
+        if (!cJSON_IsString(e) && !cJSON_IsArray(e))
+            return bad(err, en,
+                       "prompt[%d]: expected a string or an array of token ids, like the other "
+                       "prompts of the list",
+                       i);
+        i++;
+    }
+    if (r->index < 0 || r->index >= n)
+        return bad(err, en, "prompt: no prompt %d in a list of %d", r->index, n);
+    r->n_choices = n;
+    *p = cJSON_GetArrayItem(*p, r->index);
+    return 0;
+}
+
 int srv_api_parse(const srv_config *c, int chat, const char *body, size_t len, srv_req *r,
                   char *err, size_t en) {
     cJSON *j = cJSON_ParseWithLength(body, len);
@@ -180,9 +224,7 @@ int srv_api_parse(const srv_config *c, int chat, const char *body, size_t len, s
         if (tokenize_text(c, text, 1, &r->prompt, &r->n_prompt, err, en)) goto done;
     } else {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "prompt");
-        if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 &&
-            cJSON_IsString(cJSON_GetArrayItem(p, 0)))
-            p = cJSON_GetArrayItem(p, 0);
+        if (pick_prompt(&p, r, err, en)) goto done;
         if (cJSON_IsString(p)) {
             if (tokenize_text(c, p->valuestring, 1, &r->prompt, &r->n_prompt, err, en)) goto done;
         } else if (cJSON_IsArray(p) && cJSON_GetArraySize(p) > 0) { /* token ids */
@@ -193,14 +235,20 @@ int srv_api_parse(const srv_config *c, int chat, const char *body, size_t len, s
             cJSON_ArrayForEach(t, p) {
                 if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) ||
                     t->valuedouble < 0 || t->valuedouble >= d.n_vocab) {
-                    bad(err, en, "prompt[%d]: expected a token id in [0, %d)", i, d.n_vocab);
+                    if (r->n_choices > 1)
+                        bad(err, en, "prompt[%d][%d]: expected a token id in [0, %d)", r->index, i,
+                            d.n_vocab);
+                    else
+                        bad(err, en, "prompt[%d]: expected a token id in [0, %d)", i, d.n_vocab);
                     goto done;
                 }
                 r->prompt[i++] = (int32_t)t->valuedouble;
             }
             r->n_prompt = n;
         } else {
-            bad(err, en, "prompt: expected a string, [string] or an array of token ids");
+            bad(err, en,
+                "prompt: expected a string, an array of token ids, or a list of them (one "
+                "choice each)");
             goto done;
         }
     }
@@ -414,7 +462,7 @@ char *srv_api_response(const srv_config *c, const srv_req *r) {
     text[len] = '\0';
     cJSON *o = head(c, r, r->chat ? "chat.completion" : "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
-    cJSON_AddNumberToObject(ch, "index", 0);
+    cJSON_AddNumberToObject(ch, "index", r->index);
     if (r->chat) {
         cJSON *msg = cJSON_AddObjectToObject(ch, "message");
         cJSON_AddStringToObject(msg, "role", "assistant");
@@ -438,7 +486,7 @@ char *srv_api_response(const srv_config *c, const srv_req *r) {
 char *srv_api_chunk(const srv_config *c, const srv_req *r, int i, int first) {
     cJSON *o = head(c, r, r->chat ? "chat.completion.chunk" : "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
-    cJSON_AddNumberToObject(ch, "index", 0);
+    cJSON_AddNumberToObject(ch, "index", r->index);
     if (r->chat) {
         cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
         if (first) cJSON_AddStringToObject(delta, "role", "assistant");
@@ -472,12 +520,54 @@ char *srv_api_chunk(const srv_config *c, const srv_req *r, int i, int first) {
     else
         cJSON_AddNullToObject(ch, "finish_reason");
     cJSON_AddItemToArray(choices, ch);
-    if (i < 0) cJSON_AddItemToObject(o, "usage", usage(r));
+    if (i < 0 && r->n_choices <= 1) cJSON_AddItemToObject(o, "usage", usage(r));
     char *js = print_free(o);
     if (!js) return NULL;
     size_t n = strlen(js);
     char *ev = malloc(n + 9);
     if (ev) snprintf(ev, n + 9, "data: %s\n\n", js);
+    free(js);
+    return ev;
+}
+
+/* the usage of several choices, summed */
+static cJSON *usage_sum(srv_req *const *rs, int n) {
+    srv_req sum;
+    memset(&sum, 0, sizeof sum);
+    for (int i = 0; i < n; i++) {
+        sum.n_prompt += rs[i]->n_prompt;
+        sum.n_gen += rs[i]->n_gen;
+        sum.n_cached += rs[i]->n_cached;
+    }
+    return usage(&sum);
+}
+
+char *srv_api_response_multi(const srv_config *c, srv_req *const *rs, int n) {
+    char *js = srv_api_response(c, rs[0]);
+    cJSON *o = js ? cJSON_Parse(js) : NULL;
+    free(js);
+    cJSON *choices = cJSON_GetObjectItemCaseSensitive(o, "choices");
+    for (int i = 1; o && i < n; i++) { /* each choice as the one-prompt response has it */
+        char *ji = srv_api_response(c, rs[i]);
+        cJSON *oi = ji ? cJSON_Parse(ji) : NULL;
+        free(ji);
+        cJSON *ci = cJSON_DetachItemFromArray(cJSON_GetObjectItemCaseSensitive(oi, "choices"), 0);
+        if (ci) cJSON_AddItemToArray(choices, ci);
+        cJSON_Delete(oi);
+    }
+    if (o) cJSON_ReplaceItemInObjectCaseSensitive(o, "usage", usage_sum(rs, n));
+    return o ? print_free(o) : NULL;
+}
+
+char *srv_api_usage_chunk(const srv_config *c, srv_req *const *rs, int n) {
+    cJSON *o = head(c, rs[0], rs[0]->chat ? "chat.completion.chunk" : "text_completion");
+    cJSON_AddArrayToObject(o, "choices");
+    cJSON_AddItemToObject(o, "usage", usage_sum(rs, n));
+    char *js = print_free(o);
+    if (!js) return NULL;
+    size_t len = strlen(js);
+    char *ev = malloc(len + 9);
+    if (ev) snprintf(ev, len + 9, "data: %s\n\n", js);
     free(js);
     return ev;
 }
@@ -496,12 +586,11 @@ char *srv_api_error(int status, const char *message) {
     return print_free(o);
 }
 
-char *srv_api_models(const srv_config *c) {
+/* The model object of /v1/models and /v1/models/{id} */
+static cJSON *model_object(const srv_config *c) {
     vkf_model_desc d;
     vkf_model_describe(c->m, &d);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "object", "list");
-    cJSON *data = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
+    cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "id", c->model_name);
     cJSON_AddStringToObject(m, "object", "model");
     cJSON_AddNumberToObject(m, "created", 0);
@@ -512,8 +601,27 @@ char *srv_api_models(const srv_config *c) {
     cJSON_AddNumberToObject(meta, "n_ctx_train", d.n_ctx_train);
     cJSON_AddNumberToObject(meta, "n_ctx_slot", c->n_ctx);
     cJSON_AddNumberToObject(meta, "n_params", (double)d.n_params);
-    cJSON_AddItemToArray(data, m);
+    return m;
+}
+
+char *srv_api_models(const srv_config *c) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON *data = cJSON_AddArrayToObject(o, "data");
+    cJSON_AddItemToArray(data, model_object(c));
     return print_free(o);
+}
+
+char *srv_api_model(const srv_config *c, const char *id, int *status) {
+    if (strcmp(id, c->model_name) != 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "The model '%.300s' does not exist (this server has '%.150s')",
+                 id, c->model_name);
+        *status = 404;
+        return srv_api_error(404, msg);
+    }
+    *status = 200;
+    return print_free(model_object(c));
 }
 
 static char *err400(int *status, const char *msg) {

@@ -140,12 +140,23 @@ int vkf_cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client that leaves mid-stream is a failed write, not a death */
 
+    /* the port first: one in use is said at once, not after the model has loaded */
+    int listen_fd = -1;
+    char berr[256];
+    if (srv_http_bind(host, port, &listen_fd, berr, sizeof berr) != VKF_OK) {
+        fprintf(stderr, "vkformer: serve: %s\n", berr);
+        return 1;
+    }
     vkf_context *ctx;
-    if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("serve");
+    if (vkf_cli_context(&cp, &ctx) != VKF_OK) {
+        close(listen_fd);
+        return vkf_cli_fail("serve");
+    }
     vkf_model_params mp = {.path = model};
     vkf_model *m;
     if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
         vkf_context_free(ctx);
+        close(listen_fd);
         return vkf_cli_fail("serve: loading the model");
     }
     vkf_model_desc d;
@@ -158,6 +169,7 @@ int vkf_cmd_serve(int argc, char **argv) {
                 model, d.encoder_decoder ? "an encoder-decoder model" : "without a tokenizer");
         vkf_model_free(m);
         vkf_context_free(ctx);
+        close(listen_fd);
         return 1;
     }
     int32_t slot_ctx = n_ctx ? n_ctx / np : d.n_ctx;
@@ -165,6 +177,7 @@ int vkf_cmd_serve(int argc, char **argv) {
     if (slot_ctx < 2) {
         vkf_model_free(m);
         vkf_context_free(ctx);
+        close(listen_fd);
         return vkf_usage_error("serve", "-c %d over %d slots leaves %d tokens per slot", n_ctx, np,
                                slot_ctx);
     }
@@ -183,22 +196,24 @@ int vkf_cmd_serve(int argc, char **argv) {
     if (srv_engine_start(m, &ep, &e) != VKF_OK) {
         vkf_model_free(m);
         vkf_context_free(ctx);
+        close(listen_fd);
         return vkf_cli_fail("serve: starting the slots");
     }
     srv_http_params hp = {.host = host,
                           .port = port,
+                          .listen_fd = listen_fd,
                           .api_key = api_key,
                           .max_body = (size_t)max_body_kib * 1024,
                           .max_connections = np + queue + 64};
     srv_http *h;
     vkf_status st = srv_http_start(&hp, &cfg, e, &h);
     if (st != VKF_OK) {
-        fprintf(stderr, "vkformer: serve: cannot listen on %s port %d (%s)\n", host, port,
-                st == VKF_ERROR_INVALID_ARGUMENT ? "not an IPv4 or IPv6 address"
-                                                 : "in use, or not allowed");
+        fprintf(stderr, "vkformer: serve: starting the HTTP server on %s port %d failed\n", host,
+                port);
         srv_engine_stop(e);
         vkf_model_free(m);
         vkf_context_free(ctx);
+        close(listen_fd);
         return 1;
     }
     fprintf(stderr,

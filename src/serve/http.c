@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -157,6 +158,174 @@ static void sse_free(void *cls) {
     free(c);
 }
 
+/* ------------------------------------------------------------------ several prompts */
+
+/* "prompt": [p0, p1, ...] (OpenAI: one choice per prompt): one request per prompt, submitted
+ * together (they share the slots as separate requests would), answered as one response or one
+ * stream whose chunks carry each choice's index; the usage, summed, comes last. */
+typedef struct multi {
+    srv_http *h;
+    srv_req **rs;
+    int n, fd;
+    int *next_ev, *final; /* per request: events formatted; final chunk sent */
+    int sent_done;        /* the usage and [DONE] went */
+    stream out;           /* only its output buffer is used */
+} multi;
+
+static void multi_free(multi *m, int release) {
+    for (int i = 0; release && i < m->n; i++)
+        if (m->rs[i]) srv_req_release(m->h->e, m->rs[i]);
+    free(m->rs);
+    free(m->next_ev);
+    free(m->final);
+    free(m->out.out);
+    free(m);
+}
+
+/* waits for news on the first request not yet done; returns with the engine locked */
+static void multi_wait(multi *m, int timeout_ms) {
+    int k = 0;
+    srv_engine_lock(m->h->e);
+    while (k < m->n - 1 && m->rs[k]->done)
+        k++;
+    srv_engine_unlock(m->h->e);
+    srv_engine_wait(m->h->e, m->rs[k], timeout_ms);
+}
+
+static ssize_t sse_read_multi(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    multi *m = cls;
+    stream *o = &m->out;
+    while (o->out_off == o->out_len) {
+        if (m->sent_done) return MHD_CONTENT_READER_END_OF_STREAM;
+        multi_wait(m, 100);
+        int fail = 0, all = 1;
+        for (int i = 0; i < m->n && !fail; i++) {
+            srv_req *r = m->rs[i];
+            for (; m->next_ev[i] < r->n_ev && !fail; m->next_ev[i]++) {
+                if (r->ev[m->next_ev[i]].len == 0 && !r->logprobs) continue;
+                char *ev = srv_api_chunk(m->h->c, r, m->next_ev[i], 0);
+                fail = append_out(o, ev) != 0;
+                free(ev);
+            }
+            if (r->done && !m->final[i] && !fail) {
+                char *ev = NULL;
+                if (r->finish == SRV_FINISH_ERROR) {
+                    char *js = srv_api_error(500, r->err);
+                    size_t n = js ? strlen(js) + 16 : 0;
+                    if ((ev = js ? malloc(n) : NULL)) snprintf(ev, n, "data: %s\n\n", js);
+                    free(js);
+                } else {
+                    ev = srv_api_chunk(m->h->c, r, -1, 0);
+                }
+                fail = append_out(o, ev) != 0;
+                free(ev);
+                m->final[i] = 1;
+            }
+            all &= m->final[i];
+        }
+        if (all && !fail) {
+            char *ev = srv_api_usage_chunk(m->h->c, m->rs, m->n);
+            fail = append_out(o, ev) != 0 || append_out(o, "data: [DONE]\n\n") != 0;
+            free(ev);
+            m->sent_done = 1;
+        }
+        srv_engine_unlock(m->h->e);
+        if (fail) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (o->out_off == o->out_len && peer_gone(m->fd)) return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = o->out_len - o->out_off < max ? o->out_len - o->out_off : max;
+    memcpy(buf, o->out + o->out_off, n);
+    o->out_off += n;
+    return (ssize_t)n;
+}
+
+static void sse_free_multi(void *cls) { multi_free(cls, 1); }
+
+/* r0: prompt 0, parsed; r0->n_choices > 1 */
+static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_req *r0) {
+    srv_http *h = c->h;
+    int n = r0->n_choices, submitted = 0;
+    multi *m = calloc(1, sizeof *m);
+    if (m) {
+        m->rs = calloc((size_t)n, sizeof *m->rs);
+        m->next_ev = calloc((size_t)n, sizeof *m->next_ev);
+        m->final = calloc((size_t)n, sizeof *m->final);
+    }
+    if (!m || !m->rs || !m->next_ev || !m->final) {
+        srv_req_release(h->e, r0);
+        srv_req_release(h->e, r0);
+        if (m) multi_free(m, 0);
+        return send_error(mc, 500, "out of host memory");
+    }
+    m->h = h, m->n = n, m->fd = c->fd, m->rs[0] = r0;
+    char err[768];
+    enum MHD_Result res = MHD_NO;
+    int status = 0;
+    for (int i = 1; i < n && !status; i++) {
+        srv_req *r = srv_req_new();
+        if (!r) {
+            status = 500, snprintf(err, sizeof err, "out of host memory");
+            break;
+        }
+        m->rs[i] = r;
+        r->index = i;
+        if (srv_api_parse(h->c, 0, c->body ? c->body : "", c->len, r, err, sizeof err) != 0)
+            status = 400;
+        snprintf(r->id, sizeof r->id, "%s", r0->id); /* one request, one id */
+        r->created = r0->created;
+    }
+    for (int i = 0; i < n && !status; i++) {
+        int q = h->draining ? -2 : srv_engine_submit(h->e, m->rs[i]);
+        if (q == 0) submitted++;
+        if (q != 0) {
+            status = 503;
+            snprintf(err, sizeof err, "%s",
+                     q == -2 ? "the server is shutting down"
+                             : "every slot is busy and the queue is full for this request's "
+                               "prompts; retry later");
+        }
+    }
+    if (status) { /* the engine's references of the requests it never saw go too */
+        for (int i = submitted; i < n; i++)
+            if (m->rs[i]) srv_req_release(h->e, m->rs[i]);
+        multi_free(m, 1);
+        return send_error(mc, status, "%s", err);
+    }
+    if (r0->stream) {
+        struct MHD_Response *sr = MHD_create_response_from_callback(
+            MHD_SIZE_UNKNOWN, 4096, sse_read_multi, m, sse_free_multi);
+        if (!sr) {
+            multi_free(m, 1);
+            return MHD_NO;
+        }
+        MHD_add_response_header(sr, "Content-Type", "text/event-stream");
+        MHD_add_response_header(sr, "Cache-Control", "no-cache");
+        MHD_add_response_header(sr, "Access-Control-Allow-Origin", "*");
+        res = MHD_queue_response(mc, MHD_HTTP_OK, sr);
+        MHD_destroy_response(sr);
+        return res;
+    }
+    for (;;) { /* whole response: wait for every choice, watching for a client that leaves */
+        multi_wait(m, 100);
+        int done = 1, failed = -1;
+        for (int i = 0; i < n; i++) {
+            done &= m->rs[i]->done;
+            if (m->rs[i]->done && m->rs[i]->finish == SRV_FINISH_ERROR) failed = i;
+        }
+        if (failed >= 0) snprintf(err, sizeof err, "%s", m->rs[failed]->err);
+        srv_engine_unlock(h->e);
+        if (done) {
+            res = failed >= 0 ? send_error(mc, 500, "generation failed: %s", err)
+                              : send_json(mc, 200, srv_api_response_multi(h->c, m->rs, n));
+            break;
+        }
+        if (peer_gone(c->fd)) break; /* MHD_NO: close the connection */
+    }
+    multi_free(m, 1);
+    return res;
+}
+
 /* ------------------------------------------------------------------ completions */
 
 static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) {
@@ -175,6 +344,7 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
     snprintf(r->id, sizeof r->id, "%s-%lx%lu", chat ? "chatcmpl" : "cmpl",
              (unsigned long)time(NULL), id);
     r->created = (long)time(NULL);
+    if (r->n_choices > 1) return completion_multi(mc, c, r);
     int q = h->draining ? -2 : srv_engine_submit(h->e, r);
     if (q != 0) {
         srv_req_release(h->e, r);
@@ -261,6 +431,16 @@ static enum MHD_Result route(struct MHD_Connection *mc, conn *c, const char *url
     int chat = strcmp(url, "/v1/chat/completions") == 0 || strcmp(url, "/chat/completions") == 0;
     int cmpl = strcmp(url, "/v1/completions") == 0 || strcmp(url, "/completions") == 0;
     int models = strcmp(url, "/v1/models") == 0 || strcmp(url, "/models") == 0;
+    /* /v1/models/{id}: the id may hold slashes ("org/name", an --alias) */
+    const char *model_id = !strncmp(url, "/v1/models/", 11) ? url + 11
+                           : !strncmp(url, "/models/", 8)   ? url + 8
+                                                            : NULL;
+    if (model_id && *model_id) {
+        if (!get) return send_error(mc, 405, "%s takes GET, not %s", url, method);
+        int status = 500;
+        char *js = srv_api_model(h->c, model_id, &status);
+        return send_json(mc, status, js);
+    }
     int tok = strcmp(url, "/tokenize") == 0, detok = strcmp(url, "/detokenize") == 0;
     int emb = strcmp(url, "/v1/embeddings") == 0 || strcmp(url, "/embeddings") == 0;
     if (!chat && !cmpl && !models && !tok && !detok && !emb)
@@ -349,6 +529,45 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
 
 /* ------------------------------------------------------------------ start / stop */
 
+vkf_status srv_http_bind(const char *host, int port, int *fd, char *err, size_t errsize) {
+    struct sockaddr_in a4;
+    struct sockaddr_in6 a6;
+    memset(&a4, 0, sizeof a4);
+    memset(&a6, 0, sizeof a6);
+    struct sockaddr *sa;
+    socklen_t len;
+    if (inet_pton(AF_INET, host, &a4.sin_addr) == 1) {
+        a4.sin_family = AF_INET;
+        a4.sin_port = htons((uint16_t)port);
+        sa = (struct sockaddr *)&a4, len = sizeof a4;
+    } else if (inet_pton(AF_INET6, host, &a6.sin6_addr) == 1) {
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = htons((uint16_t)port);
+        sa = (struct sockaddr *)&a6, len = sizeof a6;
+    } else {
+        snprintf(err, errsize, "--host %s is not an IPv4 or IPv6 address", host);
+        return VKF_ERROR_INVALID_ARGUMENT;
+    }
+    int s = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    if (s < 0) {
+        snprintf(err, errsize, "socket: %s", strerror(errno));
+        return VKF_ERROR_IO;
+    }
+    /* as libmicrohttpd does: a port left in TIME_WAIT by a previous run may be taken again */
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(s, sa, len) != 0 || listen(s, 64) != 0) {
+        int e = errno;
+        snprintf(err, errsize, "cannot listen on %s port %d: %s%s", host, port, strerror(e),
+                 e == EADDRINUSE ? " (another server has it: pick another --port, or 0 for any)"
+                 : e == EACCES   ? " (ports below 1024 need privileges)"
+                                 : "");
+        close(s);
+        return VKF_ERROR_IO;
+    }
+    *fd = s;
+    return VKF_OK;
+}
+
 vkf_status srv_http_start(const srv_http_params *p, const srv_config *c, srv_engine *e,
                           srv_http **out) {
     srv_http *h = calloc(1, sizeof *h);
@@ -377,10 +596,17 @@ vkf_status srv_http_start(const srv_http_params *p, const srv_config *c, srv_eng
         free(h);
         return VKF_ERROR_INVALID_ARGUMENT;
     }
-    h->d = MHD_start_daemon(flags, (uint16_t)p->port, NULL, NULL, on_request, h,
-                            MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+    if (p->listen_fd > 0) /* bound already (srv_http_bind) */
+        h->d = MHD_start_daemon(flags, (uint16_t)p->port, NULL, NULL, on_request, h,
+                                MHD_OPTION_LISTEN_SOCKET, p->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
+                                on_completed, h, MHD_OPTION_CONNECTION_LIMIT,
+                                (unsigned)p->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+                                (unsigned)600, MHD_OPTION_END);
+    else
+        h->d = MHD_start_daemon(flags, (uint16_t)p->port, NULL, NULL, on_request, h,
+                                MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+                                h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
     if (!h->d) {
         pthread_mutex_destroy(&h->id_mu);
         free(h);

@@ -20,6 +20,7 @@
 
 #define SRV_MAX_STOPS 16
 #define SRV_MAX_TOP_LOGPROBS 20
+#define SRV_MAX_PROMPTS 64 /* completions: prompts in one request ("prompt": [...]) */
 
 /* One generated token, as the client sees it. */
 typedef struct srv_event {
@@ -56,6 +57,10 @@ typedef struct srv_req {
                          cache still holds (prompt cache) */
     char id[48];      /* "chatcmpl-..." / "cmpl-..." */
     long created;
+    int index;     /* completions with a list of prompts: which one this is (its choice's index);
+                      set before srv_api_parse */
+    int n_choices; /* set by srv_api_parse: prompts in the request (one choice each; the usage
+                      then goes in srv_api_usage_chunk, not in each final chunk) */
     /* engine (guarded by the engine mutex) */
     pthread_cond_t cv;
     srv_event *ev;
@@ -133,9 +138,16 @@ char *srv_api_response(const srv_config *c, const srv_req *r);
  * (finish_reason and usage) when i < 0; first: the first chunk sent (chat: carries the role);
  * malloc'ed. */
 char *srv_api_chunk(const srv_config *c, const srv_req *r, int i, int first);
+/* A request of several prompts (rs[0..n), one choice each, rs[i]->index == i): the whole
+ * response, choices in order and the usage summed; malloc'ed. */
+char *srv_api_response_multi(const srv_config *c, srv_req *const *rs, int n);
+/* Its stream's last chunk before [DONE]: no choices, the usage summed (OpenAI's shape). */
+char *srv_api_usage_chunk(const srv_config *c, srv_req *const *rs, int n);
 /* {"error": {...}} */
 char *srv_api_error(int status, const char *message);
 char *srv_api_models(const srv_config *c);
+/* /v1/models/{id} (OpenAI's models.retrieve): the model object, or 404 when id is not ours. */
+char *srv_api_model(const srv_config *c, const char *id, int *status);
 /* /tokenize and /detokenize; on a bad request *status = 400 and the error JSON is returned. */
 char *srv_api_tokenize(const srv_config *c, const char *body, size_t len, int *status);
 char *srv_api_detokenize(const srv_config *c, const char *body, size_t len, int *status);
@@ -153,6 +165,8 @@ char *srv_embeddings(srv_embedder *e, const char *model_name, const char *body, 
 typedef struct srv_http_params {
     const char *host;
     int port;            /* 0: any free port */
+    int listen_fd;       /* > 0: a socket srv_http_bind bound and listens on (host and port are
+                            then only for messages); else srv_http_start binds */
     const char *api_key; /* NULL: none */
     size_t max_body;     /* bytes; larger bodies get 413 */
     int max_connections;
@@ -160,6 +174,11 @@ typedef struct srv_http_params {
 
 typedef struct srv_http srv_http;
 
+/* Binds host:port and listens, before anything slow (the model) is loaded, so that a port in
+ * use is reported at once. *fd for srv_http_params.listen_fd (srv_http_stop closes it; close it
+ * yourself if the server never starts). VKF_ERROR_INVALID_ARGUMENT: host is not an IPv4 or IPv6
+ * address; VKF_ERROR_IO: bind or listen failed (the message says why: in use, not allowed). */
+vkf_status srv_http_bind(const char *host, int port, int *fd, char *err, size_t errsize);
 vkf_status srv_http_start(const srv_http_params *p, const srv_config *c, srv_engine *e,
                           srv_http **out);
 int srv_http_port(const srv_http *h);

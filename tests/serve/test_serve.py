@@ -127,6 +127,71 @@ def stream_text(chunks, chat):
     return out
 
 
+def user_gaps(s, exe, backend):
+    """What a new user trips on (issue 28): /v1/models/{id} (the OpenAI SDKs' models.retrieve),
+    an unknown role refused by name, "prompt" as a list (one choice per prompt, each the answer
+    that prompt gets alone), a port in use said before the model loads."""
+    st, js, _ = s.request("GET", "/v1/models")
+    mid = js["data"][0]["id"] if st == 200 else "?"
+    st, one, _ = s.request("GET", "/v1/models/" + mid)
+    check(st == 200 and one == js["data"][0], "models/{id}: %s %s" % (st, one))
+    st, js, _ = s.request("GET", "/v1/models/no-such-model")
+    check(st == 404 and "no-such-model" in js["error"]["message"], "models/{unknown}: %s %s" % (st, js))
+    st, js, _ = s.request("POST", "/v1/models/" + mid)
+    check(st == 405, "POST models/{id}: %s" % st)
+    st, js, _ = s.request("POST", "/v1/chat/completions",
+                          {"messages": [{"role": "bogus", "content": "hi"}], "max_tokens": 2})
+    check(st == 400 and "'bogus'" in js["error"]["message"] and "user" in js["error"]["message"],
+          "role bogus: %s %s" % (st, js))
+    # a list of prompts: each choice is what that prompt gets alone (greedy), usage summed
+    prompts = ["In the beginning", "And God said", "Blessed are"]
+    alone = []
+    for p in prompts:
+        st, js, _ = s.request("POST", "/v1/completions", {"prompt": p, "max_tokens": 6, "temperature": 0})
+        alone.append((text_of(js, False), js["usage"]) if st == 200 else (None, None))
+    body = {"prompt": prompts, "max_tokens": 6, "temperature": 0}
+    st, js, text = s.request("POST", "/v1/completions", body)
+    ok = st == 200 and [c["index"] for c in js["choices"]] == [0, 1, 2]
+    check(ok, "prompt list: %s %s" % (st, text[:300]))
+    if ok:
+        check([c["text"] for c in js["choices"]] == [a[0] for a in alone],
+              "prompt list: choices %r != alone %r" % ([c["text"] for c in js["choices"]], [a[0] for a in alone]))
+        want = sum(a[1]["prompt_tokens"] for a in alone if a[1])
+        check(js["usage"]["prompt_tokens"] == want and js["usage"]["completion_tokens"] == 18,
+              "prompt list usage: %s (prompt tokens alone: %d)" % (js["usage"], want))
+    st, chunks, done = s.stream("/v1/completions", body)
+    per = ["", "", ""]
+    for c in chunks:
+        for ch in c["choices"]:
+            per[ch["index"]] += ch.get("text", "")
+    check(st == 200 and done and per == [a[0] for a in alone], "prompt list streamed: %r" % per)
+    check(chunks and chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == 18,
+          "prompt list stream: usage last, summed: %s" % (chunks[-1] if chunks else None))
+    # lists of token ids, one per prompt: the same as the strings (tokenized by /tokenize, which
+    # adds no BOS; completions add it to a string prompt)
+    ids = []
+    for p in prompts[:2]:
+        st, js, _ = s.request("POST", "/tokenize", {"content": p, "add_special": True})
+        ids.append(js["tokens"] if st == 200 else [])
+    st, js, _ = s.request("POST", "/v1/completions", dict(body, prompt=ids))
+    check(st == 200 and [c["text"] for c in js["choices"]] == [a[0] for a in alone[:2]],
+          "prompt list of token ids: %s" % (js if st != 200 else [c["text"] for c in js["choices"]]))
+    st, js, _ = s.request("POST", "/v1/completions", dict(body, prompt=["ok", 5]))
+    check(st == 400 and "prompt[1]" in js["error"]["message"], "prompt list with a number: %s" % js)
+    # a port in use: said before the model loads (a model path that does not exist is not reached)
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    t = time.time()
+    r = subprocess.run([exe, "serve", "-m", "/nonexistent/model", "--port", str(port)] + backend,
+                       capture_output=True, text=True, timeout=60)
+    busy.close()
+    check(r.returncode == 1 and ("port %d" % port) in r.stderr and "in use" in r.stderr
+          and "nonexistent" not in r.stderr,
+          "port in use: exit %d, %.1f s, %s" % (r.returncode, time.time() - t, r.stderr))
+
+
 def main():
     exe, model = sys.argv[1], sys.argv[2]
     backend = sys.argv[3:]
@@ -263,6 +328,7 @@ def main():
         st2, js2, _ = s.request("POST", "/detokenize", {"tokens": js["tokens"]})
         check(st == 200 and st2 == 200 and js2["content"] == "In the beginning", "tokenize round trip: %s" % js2)
         err(400, "POST", "/detokenize", {"tokens": [-1]})
+        user_gaps(s, exe, backend)
 
         # ---------------------------------------------------------------- curl
         out = subprocess.run(["curl", "-sS", "-H", "Authorization: Bearer sekret", "-d", json.dumps(base),
@@ -278,6 +344,16 @@ def main():
 
     # ---------------------------------------------------------------- 503, drain on SIGTERM
     s = Server(exe, model, backend + ["-np", "1", "--queue", "0"])
+    # two prompts on one slot and no queue: the second cannot wait, so the request is a 503 and
+    # the first prompt's work is cancelled (the slot is free again)
+    st, js, _ = s.request("POST", "/v1/completions", {"prompt": ["In the", "And"], "max_tokens": 50})
+    check(st == 503 and "prompts" in js["error"]["message"], "a prompt list beyond the slots: %s %s" % (st, js))
+    for _ in range(100):
+        st, js, _ = s.request("GET", "/health")
+        if js["slots_processing"] == 0 and js["queued"] == 0:
+            break
+        time.sleep(0.05)
+    check(js["slots_processing"] == 0, "a refused prompt list leaves its slot free: %s" % js)
     res = {}
 
     def busy():

@@ -137,6 +137,13 @@ typedef struct vkf_vk_stats {
     uint64_t validation_messages; /* messages from the validation layer */
     double compile_ms;            /* time spent in glslang */
     double pipeline_ms;           /* time spent in vkCreateComputePipelines */
+    double record_ms;             /* wall time recording graphs into command buffers (their
+                                     descriptor sets, SPIR-V cache reads, and the glslang and
+                                     pipeline time above, which happen there on first use) */
+    double first_dispatch_ms;     /* wall time of the submissions whose recording created
+                                     pipelines: drivers may finish compiling a pipeline at its
+                                     first dispatch (llvmpipe/lavapipe JIT-compiles each shader
+                                     variant then), so this holds that work and the pass itself */
     /* per-op device time while profiling (vkf_backend_vulkan_profile or env VKF_PROFILE=1):
      * timestamps around every dispatch, summed by the op of the node that recorded it */
     double prof_ms[VKF_OP_COUNT];

@@ -499,8 +499,13 @@ vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past) {
         vkf_vk_graph_release(be, g);
         ex = NULL;
     }
+    int new_pipelines = 0; /* this recording created pipelines: their first dispatch follows */
     if (!ex) {
+        double t0 = vkf_vk_now_ms();
+        uint64_t p0 = vb->stats.pipelines;
         VKF_TRY(vkf_vk_record(vb, g, &ex));
+        vb->stats.record_ms += vkf_vk_now_ms() - t0;
+        new_pipelines = vb->stats.pipelines != p0;
         g->exec = ex;
     }
     if (ex->dispatches == 0) return vkf_vk_check_messages(vb);
@@ -511,7 +516,9 @@ vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past) {
         return vkf_vk_fail(VK_ERROR_DEVICE_LOST,
                            "vkQueueSubmit (simulated by VKF_SIMULATE_DEVICE_LOST)", __FILE__,
                            __LINE__);
+    double t1 = vkf_vk_now_ms();
     VKF_TRY(vkf_vk_exec_submit(vb, ex, NULL));
+    if (new_pipelines) vb->stats.first_dispatch_ms += vkf_vk_now_ms() - t1;
     vb->stats.submits++;
     return vkf_vk_check_messages(vb);
 }

@@ -1,0 +1,259 @@
+/* The flag table of generate and chat (gen_opts.h). */
+#include "cli/gen_opts.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+const char *vkf_plural(long n, const char *one, const char *many) {
+    return n == 1 || n == -1 ? one : many;
+}
+
+void vkf_gen_defaults(vkf_gen_opts *o, vkf_gen_mode mode) {
+    memset(o, 0, sizeof *o);
+    o->sp.temp = 0.8f;
+    o->sp.top_k = 40;
+    o->sp.top_p = 0.95f;
+    o->sp.min_p = mode == VKF_GEN_CHAT ? 0.05f : 0.0f;
+    o->n_predict = mode == VKF_GEN_CHAT ? 256 : 64;
+    o->seed = -1;
+    o->n_threads = 1;
+}
+
+/* -ctk / -ctv / --cache-type: f16 or f32 */
+static int parse_cache_type(void *dst, const char *v, char *err, size_t n) {
+    if (strcmp(v, "f16") && strcmp(v, "f32")) {
+        snprintf(err, n, "expected f16 or f32 (the KV cache types vkformer has), got '%s'", v);
+        return -1;
+    }
+    *(int *)dst = strcmp(v, "f16") == 0 ? VKF_CACHE_F16 : VKF_CACHE_F32;
+    return 0;
+}
+
+static int add_reverse(void *dst, const char *v, char *err, size_t n) {
+    vkf_gen_opts *o = dst;
+    if (!*v) {
+        snprintf(err, n, "expected a non-empty string");
+        return -1;
+    }
+    if (o->n_reverse == VKF_GEN_MAX_REVERSE) {
+        snprintf(err, n, "at most %d reverse prompts", VKF_GEN_MAX_REVERSE);
+        return -1;
+    }
+    o->reverse[o->n_reverse++] = v;
+    return 0;
+}
+
+/* Appends one entry; a generate-only flag is refused in chat with why_not_chat. */
+#define ADD(...) (args[n++] = (vkf_arg){__VA_ARGS__})
+
+int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
+    const int chat = mode == VKF_GEN_CHAT;
+    int n = 0;
+    snprintf(o->help_n, sizeof o->help_n,
+             chat ? "longest answer in tokens (default %d; -1 = until end of generation; the room "
+                    "kept for it is capped at half the context)"
+                  : "tokens to generate (default %d; -1 = until end of sequence or a full context)",
+             o->n_predict);
+    snprintf(o->help_min_p, sizeof o->help_min_p,
+             "keep tokens with p >= P * p(best) (default %g; 0 = off)", (double)o->sp.min_p);
+    ADD("-m|--model", VKF_ARG_STR, &o->mp.path, .metavar = "PATH",
+        .help = "model directory (config.json + model.safetensors) or .gguf file");
+    ADD("-p|--prompt", VKF_ARG_STR, &o->prompt, .metavar = "TEXT",
+        .help = chat ? "the first user message (then the next ones from stdin), as llama-cli -cnv"
+                     : "prompt (default: empty, start from BOS)");
+    ADD("-f|--file", VKF_ARG_STR, &o->file, .metavar = "FILE",
+        .help =
+            chat ? "the first user message from FILE" : "read the prompt from FILE ('-': stdin)");
+    ADD("-sys|--system-prompt", VKF_ARG_STR, &o->sys, .metavar = "TEXT",
+        .help = chat ? "system prompt (kept when the context fills)"
+                     : "system prompt: conversation mode, as llama-cli (the same as `vkformer "
+                       "chat -sys`)");
+    ADD("-cnv|--conversation", VKF_ARG_SET, &o->cnv,
+        .help = chat ? "accepted: chat is the conversation mode"
+                     : "conversation mode: the same as `vkformer chat` (with these flags)");
+    ADD("-e|--escape", VKF_ARG_SET, &o->escape,
+        .help = chat ? "process \\n \\t \\r \\\\ \\\" \\' in -p, -sys and every message"
+                     : "process \\n \\t \\r \\\\ \\\" \\' in the prompt");
+    ADD("-n|--n-predict", VKF_ARG_INT, &o->n_predict, .min = -1, .max = 1 << 24, .metavar = "N",
+        .help = o->help_n);
+    ADD("-c|--ctx-size", VKF_ARG_INT, &o->n_ctx, .min = 0, .max = 1 << 24, .metavar = "N",
+        .help = "context in tokens (default 0: the model's training context, at most 4096 where "
+                "positions are computed, as llama.cpp); more works for RoPE / sinusoidal "
+                "positions");
+    ADD("--temp", VKF_ARG_FLOAT, &o->sp.temp, .min = 0, .max = 1000, .metavar = "T",
+        .help = "temperature, 0 = greedy (default 0.8)");
+    ADD("--top-k", VKF_ARG_INT, &o->sp.top_k, .min = 0, .max = 1 << 30, .metavar = "K",
+        .help = "sample among the K most likely tokens, 0 = all (default 40)");
+    ADD("--top-p", VKF_ARG_FLOAT, &o->sp.top_p, .min = 0, .max = 1, .metavar = "P",
+        .help = "nucleus sampling threshold, 1 = off (default 0.95)");
+    ADD("--min-p", VKF_ARG_FLOAT, &o->sp.min_p, .min = 0, .max = 1, .metavar = "P",
+        .help = o->help_min_p);
+    ADD("--typical", VKF_ARG_FLOAT, &o->sp.typical_p, .min = 0, .max = 1, .metavar = "P",
+        .help = "locally typical sampling (default 1 = off)");
+    ADD("--repeat-penalty", VKF_ARG_FLOAT, &o->sp.repeat_penalty, .min = 0, .max = 100,
+        .metavar = "X", .help = "penalize repeated tokens (default 1.0 = off)");
+    ADD("--repeat-last-n", VKF_ARG_INT, &o->sp.penalty_last_n, .min = -1, .max = 1 << 30,
+        .metavar = "N", .help = "tokens the penalties look back (default 64, -1 = all)");
+    ADD("--presence-penalty", VKF_ARG_FLOAT, &o->sp.presence_penalty, .min = -100, .max = 100,
+        .metavar = "X", .help = "subtracted from the logit of every token seen (default 0)");
+    ADD("--frequency-penalty", VKF_ARG_FLOAT, &o->sp.frequency_penalty, .min = -100, .max = 100,
+        .metavar = "X", .help = "subtracted per occurrence of a token seen (default 0)");
+    ADD("--ignore-eos", VKF_ARG_SET, &o->sp.ignore_eos,
+        .help = chat ? "never end an answer at an end-of-generation token (they are not drawn)"
+                     : "never stop at an end-of-generation token (they are not drawn)");
+    ADD("-s|--seed", VKF_ARG_I64, &o->seed, .min = -1, .max = (double)INT64_MAX, .metavar = "SEED",
+        .seen = &o->seed_given,
+        .help = "random seed, -1 = random (default; the seed used is printed on stderr)");
+    ADD("-r|--reverse-prompt", VKF_ARG_CALL, o, .metavar = "TEXT", .call = add_reverse,
+        .help = chat ? "end an answer when it ends with TEXT (repeatable)"
+                     : "stop when the output ends with TEXT (repeatable)");
+    ADD("--tokenizer", VKF_ARG_STR, &o->mp.tokenizer, .metavar = "PATH",
+        .help = "use this tokenizer instead of the model's");
+    ADD("-b|--batch-size", VKF_ARG_INT, &o->n_batch, .min = 1, .max = 1 << 24, .metavar = "N",
+        .help = chat ? "evaluate each message in chunks of N tokens (default: all in one pass)"
+                     : "evaluate the prompt in chunks of N tokens (default: all in one pass)");
+    ADD("-ub|--ubatch-size", VKF_ARG_INT, &o->n_ubatch, .min = 1, .max = 1 << 24, .metavar = "N",
+        .help = "the same limit (vkformer has no separate physical batch): the smaller of -b, -ub");
+    ADD("-t|--threads", VKF_ARG_INT, &o->n_threads, .min = 1, .max = 1024, .metavar = "N",
+        .seen = &o->threads_given,
+        .help = "CPU threads: the CPU backend runs one thread; a Vulkan device needs none (a note "
+                "says so)");
+    ADD("-ngl|--gpu-layers|--n-gpu-layers", VKF_ARG_INT, &o->n_gpu_layers, .min = -1,
+        .max = 1 << 20, .metavar = "N", .seen = &o->ngl_given,
+        .help = "vkformer keeps a whole model on one backend: 0 = the CPU backend, any other = "
+                "all on the device");
+    ADD("-fa|--flash-attn", VKF_ARG_CALL, o, .metavar = "[on|off|auto]",
+        .call = vkf_args_flash_attn, .optional_value = 1,
+        .help = "accepted alone or as on/auto: attention is always one fused kernel here");
+    ADD("-ctk|--cache-type-k|--cache-type", VKF_ARG_CALL, &o->cache_k, .metavar = "T",
+        .call = parse_cache_type,
+        .help = "KV cache f16 or f32 (default: f16 on every Vulkan device, lavapipe included; "
+                "f32 on the CPU backend); --cache-type sets both");
+    ADD("-ctv|--cache-type-v", VKF_ARG_CALL, &o->cache_v, .metavar = "T", .call = parse_cache_type,
+        .help = "the same for V: vkformer keeps K and V in one type");
+    ADD("--no-mmap", VKF_ARG_SET, &o->mp.no_mmap,
+        .help = "read the model file into memory instead of mapping it");
+    ADD("-v|--verbose", VKF_ARG_SET, &o->verbose,
+        .help = chat ? "more detail on stderr (device, settings, why each answer stopped)"
+                     : "more detail on stderr (device, tokens, settings, why generation stopped)");
+    ADD("--list-devices", VKF_ARG_SET, &o->list_devices,
+        .help = "list the Vulkan devices and exit");
+    args[n++] = (vkf_arg)VKF_ARG_DEVICE(&o->cp);
+    args[n++] = (vkf_arg)VKF_ARG_CPU(&o->cp);
+    args[n++] = (vkf_arg)VKF_ARG_VALIDATE(&o->cp);
+    /* ---- generate's own: refused in a chat, with the reason */
+    if (chat) {
+        ADD("--no-display-prompt", VKF_ARG_REFUSED,
+            .help = "generate's: a chat prints only the answers");
+        ADD("-no-cnv|--no-conversation", VKF_ARG_REFUSED,
+            .help = "chat is the conversation mode: use `vkformer generate`");
+    } else {
+        ADD("--no-display-prompt", VKF_ARG_SET, &o->no_display_prompt,
+            .help = "print only the generated text");
+        ADD("-no-cnv|--no-conversation", VKF_ARG_SET, &o->no_cnv,
+            .help = "accepted: generate never enters a chat");
+    }
+    /* ---- llama.cpp flags vkformer does not implement: refused, never ignored */
+    ADD("-i|--interactive|--interactive-first", VKF_ARG_REFUSED,
+        .help =
+            chat ? "a chat is interactive already" : "no interactive mode: use `vkformer chat`");
+    ADD("--mlock", VKF_ARG_REFUSED, .help = "weights live on the device");
+    ADD("-mg|--main-gpu|-ts|--tensor-split|-sm|--split-mode", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "one device per run: use -dev");
+    ADD("-tb|--threads-batch|--numa", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "the CPU backend runs one thread");
+    ADD("--lora|--lora-scaled|--control-vector", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "no adapters");
+    ADD("--grammar|--grammar-file|-j|--json-schema", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "no constrained sampling");
+    ADD("--mirostat|--mirostat-lr|--mirostat-ent|--xtc-probability|--xtc-threshold|--dry-"
+        "multiplier",
+        VKF_ARG_REFUSED, .takes_value = 1, .help = "this sampler is not implemented");
+    ADD("-l|--logit-bias", VKF_ARG_REFUSED, .takes_value = 1, .help = "no logit bias");
+    ADD("--keep", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = chat ? "no context shift: a full chat drops its oldest turns"
+                     : "no context shift: a full context ends the generation");
+    ADD("--prompt-cache|--prompt-cache-all|--prompt-cache-ro", VKF_ARG_REFUSED,
+        .help = "no prompt cache file (vkformer serve keeps its prompt caches in memory)");
+    ADD("--rope-scaling|--rope-freq-base|--rope-freq-scale", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "RoPE settings come from the model file");
+    ADD("-np|--parallel", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "one sequence here: `vkformer serve -np N` decodes several");
+    ADD("-hf|-hfr|--hf-repo|-hff|--hf-file|-hft|--hf-token", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "no downloads: vkformer reads local files (fetch the GGUF or HF directory "
+                "first, then -m PATH)");
+    ADD("-co|--color", VKF_ARG_REFUSED,
+        .help = "plain text: stdout carries exactly the model's text");
+    ADD("--no-warmup", VKF_ARG_REFUSED,
+        .help = "generate runs no warm-up pass (pipelines are built on first use)");
+    ADD("--no-kv-offload|-nkvo", VKF_ARG_REFUSED,
+        .help = "the KV cache lives with the model on one backend");
+    args[n] = (vkf_arg){0};
+    return n;
+}
+
+int vkf_gen_check(vkf_gen_opts *o, const char *cmd) {
+    if (o->prompt && o->file)
+        return vkf_usage_error(cmd, "-p and -f both give the %s: use one",
+                               strcmp(cmd, "chat") ? "prompt" : "first message");
+    if (o->ngl_given && o->n_gpu_layers == 0) {
+        if (o->cp.backend == VKF_BACKEND_VULKAN)
+            return vkf_usage_error(
+                cmd, "-ngl 0 (the CPU) and -dev %s (a device) contradict each other", o->cp.device);
+        o->cp.backend = VKF_BACKEND_CPU;
+    }
+    if (o->cache_k && o->cache_v && o->cache_k != o->cache_v)
+        return vkf_usage_error(cmd, "-ctk and -ctv differ: vkformer keeps K and V in one type");
+    o->cache_type = o->cache_k ? o->cache_k : o->cache_v;
+    if (!o->seed_given || o->seed < 0) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+            r = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+        o->sp.seed = r >> 1; /* fits a non-negative -s, so the run can be repeated with it */
+    } else {
+        o->sp.seed = (uint64_t)o->seed;
+    }
+    o->mp.n_ctx = o->n_ctx;
+    return -1;
+}
+
+void vkf_gen_notes(const vkf_gen_opts *o, const char *cmd, vkf_context *ctx) {
+    if (!o->threads_given) return;
+    if (vkf_context_backend(ctx) == VKF_BACKEND_CPU) {
+        if (o->n_threads > 1)
+            fprintf(stderr, "vkformer: %s: -t %d: the CPU backend runs on one thread\n", cmd,
+                    o->n_threads);
+    } else {
+        fprintf(stderr,
+                "vkformer: %s: -t %d: the Vulkan device needs no CPU threads (-t matters to "
+                "--cpu only)\n",
+                cmd, o->n_threads);
+    }
+}
+
+void vkf_gen_unescape(char *s) {
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (*r != '\\' || !r[1]) {
+            *w++ = *r;
+            continue;
+        }
+        r++;
+        switch (*r) {
+        case 'n': *w++ = '\n'; break;
+        case 't': *w++ = '\t'; break;
+        case 'r': *w++ = '\r'; break;
+        case '\\': *w++ = '\\'; break;
+        case '"': *w++ = '"'; break;
+        case '\'': *w++ = '\''; break;
+        default: *w++ = '\\'; *w++ = *r;
+        }
+    }
+    *w = 0;
+}

@@ -1,0 +1,62 @@
+/* The options of `generate` and `chat`: one table of llama-cli's flags with llama.cpp's meaning,
+ * shared by both commands (llama-cli -cnv takes every flag llama-cli takes). Each command puts
+ * the shared entries into its own table, with its own defaults in the help texts; a flag that
+ * means nothing in one of them (generate's --no-display-prompt in a chat) is refused there with
+ * the reason, never ignored; llama.cpp's flags vkformer does not implement are refused in both.
+ *
+ *     vkf_gen_opts o;
+ *     vkf_gen_defaults(&o, VKF_GEN_CHAT);
+ *     vkf_arg args[VKF_GEN_MAX_ARGS + 4];
+ *     int n = vkf_gen_args(&o, VKF_GEN_CHAT, args);   // the shared entries, {0}-terminated
+ *     ... append the command's own entries at args[n] ...
+ *     rc = vkf_args_parse(&spec, argc, argv);
+ *     if (rc < 0) rc = vkf_gen_check(&o, "chat");      // cross-flag checks, the seed
+ */
+#ifndef VKF_CLI_GEN_OPTS_H
+#define VKF_CLI_GEN_OPTS_H
+
+#include <stdint.h>
+
+#include "cli/args.h"
+#include "vkformer.h"
+
+#define VKF_GEN_MAX_REVERSE 8
+#define VKF_GEN_MAX_ARGS 64 /* entries vkf_gen_args may write, the {0} included */
+
+typedef enum vkf_gen_mode { VKF_GEN_GENERATE, VKF_GEN_CHAT } vkf_gen_mode;
+
+typedef struct vkf_gen_opts {
+    vkf_context_params cp;
+    vkf_model_params mp;
+    vkf_sampler_params sp;
+    const char *prompt, *file; /* -p / -f: generate's prompt; chat's first user message */
+    const char *sys;           /* -sys: chat's system prompt (generate: conversation mode) */
+    int32_t n_predict, n_ctx, n_threads, n_gpu_layers, n_batch, n_ubatch;
+    int64_t seed;
+    int seed_given, ngl_given, threads_given, escape, no_display_prompt, verbose, list_devices;
+    int no_cnv, cnv;
+    const char *reverse[VKF_GEN_MAX_REVERSE];
+    int n_reverse;
+    int cache_k, cache_v; /* vkf_cache_type from -ctk / -ctv (0: the device's default) */
+    int cache_type;       /* the one of them given (vkf_gen_check) */
+    char help_n[128], help_min_p[96]; /* help texts with this command's defaults */
+} vkf_gen_opts;
+
+/* llama-cli's defaults (temp 0.8, top-k 40, top-p 0.95, seed -1, one thread); -n 64 and min-p 0
+ * for generate, -n 256 and min-p 0.05 (llama-server's) for chat. */
+void vkf_gen_defaults(vkf_gen_opts *o, vkf_gen_mode mode);
+/* Writes the shared entries to args (room for VKF_GEN_MAX_ARGS) and returns how many, the
+ * terminating {0} not counted (it is written: append the command's own entries over it). */
+int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args);
+/* After vkf_args_parse: -ngl 0 against -dev, -ctk against -ctv (usage errors, exit 2), the seed
+ * (random when -s is absent or -1). Returns -1 when the command goes on. */
+int vkf_gen_check(vkf_gen_opts *o, const char *cmd);
+/* Notes once the backend is known: -t on a Vulkan device (threads matter to --cpu only), -t > 1
+ * on the CPU backend (it runs one thread). */
+void vkf_gen_notes(const vkf_gen_opts *o, const char *cmd, vkf_context *ctx);
+/* -e: \n \t \r \\ \" \' in s, as llama.cpp's --escape; in place. */
+void vkf_gen_unescape(char *s);
+/* "token" or "tokens" after n: the plural every message uses ("after 1 token"). */
+const char *vkf_plural(long n, const char *one, const char *many);
+
+#endif

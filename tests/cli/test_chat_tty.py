@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""vkformer chat on a terminal: line editing and history (libedit), driven through a pty.
+
+Usage: test_chat_tty.py VKFORMER MODEL
+
+Types a message, then the up arrow (ESC [ A, what a terminal sends) and Enter: the second
+message must be the first one again (history), never the escape bytes. Then a line edited with
+the left arrow (insert in the middle), /save and /exit; the saved conversation is the reference
+(the messages as typed, with the edits applied). Ctrl-C at the prompt leaves the chat. Python's
+standard library only (pty, os, select).
+"""
+import json
+import os
+import pty
+import select
+import sys
+import tempfile
+import time
+
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL:", what, flush=True)
+
+
+class Tty:
+    def __init__(self, argv):
+        env = dict(os.environ, TERM="xterm")  # libedit edits on a known terminal type
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execvpe(argv[0], argv, env)
+        self.out = b""
+
+    def read_until(self, needle, timeout=120):
+        """Reads the pty until `needle` appears after what was read before; False on timeout."""
+        start = len(self.out)
+        deadline = time.time() + timeout
+        while needle not in self.out[start:]:
+            left = deadline - time.time()
+            if left <= 0:
+                return False
+            r, _, _ = select.select([self.fd], [], [], left)
+            if not r:
+                continue
+            try:
+                chunk = os.read(self.fd, 4096)
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self.out += chunk
+        return True
+
+    def send(self, data):
+        os.write(self.fd, data)
+
+    def wait(self, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+            try:  # keep draining, so the child never blocks on a full pty
+                r, _, _ = select.select([self.fd], [], [], 0.1)
+                if r:
+                    self.out += os.read(self.fd, 4096)
+            except OSError:
+                time.sleep(0.05)
+        os.kill(self.pid, 9)
+        return None
+
+
+def main():
+    exe, model = sys.argv[1], sys.argv[2]
+    t0 = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        conv = os.path.join(tmp, "conv.json")
+        t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
+        check(t.read_until(b"> "), "no prompt: %r" % t.out[-300:])
+        t.send(b"In the beginning\r")
+        check(t.read_until(b"> "), "no answer to the first message: %r" % t.out[-300:])
+        t.send(b"\x1b[A\r")  # up arrow, Enter: the previous message again
+        check(t.read_until(b"> "), "no answer to the recalled message: %r" % t.out[-300:])
+        # an edit in the middle of the line: "And said" + 4 x left arrow + "God " = "And God said"
+        t.send(b"And said" + b"\x1b[D" * 4 + b"God \r")
+        check(t.read_until(b"> "), "no answer to the edited message: %r" % t.out[-300:])
+        t.send(("/save %s\r" % conv).encode())
+        check(t.read_until(b"> "), "no prompt after /save: %r" % t.out[-300:])
+        t.send(b"/exit\r")
+        rc = t.wait()
+        check(rc == 0, "chat exit %r: %r" % (rc, t.out[-300:]))
+        try:
+            msgs = json.load(open(conv))
+        except (OSError, ValueError) as e:
+            msgs = []
+            check(False, "the saved conversation: %s" % e)
+        users = [m["content"] for m in msgs if m.get("role") == "user"]
+        check(users == ["In the beginning", "In the beginning", "And God said"],
+              "the user messages as typed, with history and edits applied: %r" % users)
+        check(not any("\x1b" in m["content"] for m in msgs),
+              "escape bytes in the conversation: %r" % msgs)
+
+        # Ctrl-C at the prompt leaves the chat
+        t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
+        check(t.read_until(b"> "), "no prompt (second chat): %r" % t.out[-300:])
+        t.send(b"\x03")
+        rc = t.wait(30)
+        check(rc is not None, "Ctrl-C at the prompt did not leave the chat: %r" % t.out[-300:])
+    print("test_chat_tty: %d failures, %.1f s" % (len(FAILS), time.time() - t0))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
