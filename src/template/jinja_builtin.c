@@ -341,7 +341,7 @@ int jj_test(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int 
         }
         return any;
     }
-    if (!strcmp(name, "escaped")) return 0;
+    if (!strcmp(name, "escaped")) return v->t == JJ_STR && v->u.str.markup; /* __html__ */
     if (!strcmp(name, "odd") || !strcmp(name, "even")) {
         if (v->t != JJ_INT && v->t != JJ_BOOL)
             jj_fail(c, line, col, "test '%s' needs an integer", name);
@@ -390,6 +390,7 @@ static jj_value *gen(jj_ctx *c) {
 
 static jj_value *do_select(jj_ctx *c, jj_value *v, jj_args *a, int attr, int keep, int line,
                            int col) {
+    if (!jj_truthy(v)) return gen(c); /* jinja2: `if value:` guards the loop (none, undefined) */
     jj_value *items = jj_iterate(c, v, line, col), *r = gen(c);
     int first_test = attr ? 1 : 0;
     jj_value *tname = arg(a, first_test, NULL);
@@ -480,9 +481,22 @@ static jj_value *tuple2(jj_ctx *c, jj_value *a, jj_value *b) {
     return t;
 }
 
+/* |safe: markupsafe.Markup(str(value)) */
 static jj_value *f_safe(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
-    (void)c, (void)name, (void)a, (void)line, (void)col;
-    return v;
+    (void)name, (void)a, (void)line, (void)col;
+    jj_value *s = sstr(c, v);
+    if (s->u.str.markup) return s;
+    jj_value *m = jj_str_ref(c, s->u.str.s, s->u.str.n);
+    m->u.str.markup = 1;
+    return m;
+}
+
+/* |forceescape: markupsafe.escape(str(value)), a Markup escaped even when it was one */
+static jj_value *f_forceescape(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                               int col) {
+    (void)name, (void)a, (void)line, (void)col;
+    jj_value *s = sstr(c, v);
+    return jj_markup_escape(c, jj_str_ref(c, s->u.str.s, s->u.str.n)); /* as a plain str */
 }
 
 static jj_value *f_string(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
@@ -668,6 +682,7 @@ static jj_value *f_rejectattr(jj_ctx *c, const char *name, jj_value *v, jj_args 
 }
 
 static jj_value *f_map(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    if (!jj_truthy(v)) return gen(c); /* as select: `if value:` in jinja2 */
     jj_value *items = jj_iterate(c, v, line, col), *r = gen(c);
     jj_value *attr = arg(a, -1, "attribute");
     for (size_t i = 0; i < items->u.list.n; i++) {
@@ -870,9 +885,14 @@ static jj_value *f_min(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int
     return best ? best : jj_undef(c, "min/max of an empty sequence is undefined");
 }
 
+/* |escape, |e: markupsafe.escape(value): a Markup as it is, anything else as str, escaped */
 static jj_value *f_escape(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
     (void)name, (void)a, (void)line, (void)col;
-    jj_value *s = sstr(c, v);
+    return jj_markup_escape(c, sstr(c, v));
+}
+
+jj_value *jj_markup_escape(jj_ctx *c, jj_value *s) {
+    if (s->u.str.markup) return s;
     jj_buf b = {0};
     for (size_t i = 0; i < s->u.str.n; i++) {
         char ch = s->u.str.s[i];
@@ -887,7 +907,9 @@ static jj_value *f_escape(jj_ctx *c, const char *name, jj_value *v, jj_args *a, 
         else
             jj_buf_put(c, &b, &ch, 1);
     }
-    return jj_str_ref(c, b.p ? b.p : "", b.n);
+    jj_value *m = jj_str_ref(c, b.p ? b.p : "", b.n);
+    m->u.str.markup = 1;
+    return m;
 }
 
 static jj_value *f_attr(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
@@ -925,33 +947,60 @@ static const struct filter_row {
     const char *name;
     jj_filter_fn fn;
 } filters[] = {
-    {"abs", f_abs},           {"attr", f_attr},
-    {"batch", NULL},          {"capitalize", f_capitalize},
-    {"center", NULL},         {"count", f_length},
-    {"d", f_default},         {"default", f_default},
-    {"dictsort", f_dictsort}, {"e", f_escape},
-    {"escape", f_escape},     {"filesizeformat", NULL},
-    {"first", f_first},       {"float", f_float},
-    {"forceescape", f_safe},  {"format", f_format},
-    {"groupby", NULL},        {"indent", f_indent},
-    {"int", f_int},           {"items", f_items},
-    {"join", f_join},         {"last", f_last},
-    {"length", f_length},     {"list", f_list},
-    {"lower", f_lower},       {"map", f_map},
-    {"max", f_min},           {"min", f_min},
-    {"pprint", NULL},         {"random", NULL},
-    {"reject", f_reject},     {"rejectattr", f_rejectattr},
-    {"replace", f_replace},   {"reverse", f_reverse},
-    {"round", f_round},       {"safe", f_safe},
-    {"select", f_select},     {"selectattr", f_selectattr},
-    {"slice", NULL},          {"sort", f_sort},
-    {"string", f_string},     {"striptags", NULL},
-    {"sum", f_sum},           {"title", f_title},
-    {"tojson", f_tojson},     {"trim", f_trim},
-    {"truncate", NULL},       {"unique", f_unique},
-    {"upper", f_upper},       {"urlencode", NULL},
-    {"urlize", NULL},         {"wordcount", f_wordcount},
-    {"wordwrap", NULL},       {"xmlattr", NULL},
+    {"abs", f_abs},
+    {"attr", f_attr},
+    {"batch", NULL},
+    {"capitalize", f_capitalize},
+    {"center", NULL},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_dictsort},
+    {"e", f_escape},
+    {"escape", f_escape},
+    {"filesizeformat", NULL},
+    {"first", f_first},
+    {"float", f_float},
+    {"forceescape", f_forceescape},
+    {"format", f_format},
+    {"groupby", NULL},
+    {"indent", f_indent},
+    {"int", f_int},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", f_lower},
+    {"map", f_map},
+    {"max", f_min},
+    {"min", f_min},
+    {"pprint", NULL},
+    {"random", NULL},
+    {"reject", f_reject},
+    {"rejectattr", f_rejectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_safe},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"slice", NULL},
+    {"sort", f_sort},
+    {"string", f_string},
+    {"striptags", NULL},
+    {"sum", f_sum},
+    {"title", f_title},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"truncate", NULL},
+    {"unique", f_unique},
+    {"upper", f_upper},
+    {"urlencode", NULL},
+    {"urlize", NULL},
+    {"wordcount", f_wordcount},
+    {"wordwrap", NULL},
+    {"xmlattr", NULL},
 };
 
 static int filter_cmp(const void *key, const void *row) {
