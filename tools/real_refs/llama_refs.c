@@ -15,7 +15,8 @@
  * ("plain").
  *
  * Build against llama.cpp at commit 0c1e570 (the version llama-cpp-python 0.3.36 vendors):
- *   cc -O2 llama_refs.c -I$LLAMA/include -I$LLAMA/ggml/include -L$BUILD/bin -lllama -o llama_refs */
+ *   cc -O2 llama_refs.c -I$LLAMA/include -I$LLAMA/ggml/include -L$BUILD/bin -lllama -o llama_refs
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +91,8 @@ static int tokenize_mode(const char *model_path, const char *texts_path, const c
 }
 
 int main(int argc, char **argv) {
-    if (argc == 5 && !strcmp(argv[1], "--tokenize")) return tokenize_mode(argv[2], argv[3], argv[4]);
+    if (argc == 5 && !strcmp(argv[1], "--tokenize"))
+        return tokenize_mode(argv[2], argv[3], argv[4]);
     if (argc != 6) {
         fprintf(stderr, "usage: llama_refs MODEL.gguf PROMPT_FILE N_GREEDY OUT.bin OUT.json\n");
         return 2;
