@@ -252,11 +252,18 @@ static int file_url(const char *cmd, const char *index, const vkf_pull_part *q, 
             cJSON_Delete(j);
             return 1;
         }
-        /* a relative URL (some mirrors) is relative to the JSON page */
-        if (strstr(u->valuestring, "://"))
-            snprintf(url, n, "%s", u->valuestring);
+        /* a relative URL (some mirrors) is relative to the JSON page: libcurl's URL API
+         * resolves it as a browser would */
+        CURLU *h = curl_url();
+        char *abs = NULL;
+        if (h && curl_url_set(h, CURLUPART_URL, api, 0) == CURLUE_OK &&
+            curl_url_set(h, CURLUPART_URL, u->valuestring, 0) == CURLUE_OK &&
+            curl_url_get(h, CURLUPART_URL, &abs, 0) == CURLUE_OK)
+            snprintf(url, n, "%s", abs);
         else
-            snprintf(url, n, "%s/pypi/%s/%s", index, q->package, u->valuestring);
+            snprintf(url, n, "%s", u->valuestring);
+        curl_free(abs);
+        curl_url_cleanup(h);
         found = 1;
         break;
     }

