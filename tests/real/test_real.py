@@ -307,18 +307,27 @@ def t_serve(exe):
         for x in th:
             x.join()
         check(together == alone, f"serve: two requests at once = each alone ({together} vs {alone})")
-        # near the context limit (256): a prompt of ~240 tokens leaves room for a few
-        long_prompt = " ".join(["one two three four five six seven eight nine ten"] * 24)
-        st, text = s.post("/v1/completions", {"prompt": long_prompt, "max_tokens": 64,
-                                               "temperature": 0})
+        # near the context limit: 2 slots of 128 tokens; a prompt that leaves 8 of them fills
+        # the slot and stops with "length"; one that does not fit is a clear 400
+        words = "one two three four five six seven eight nine ten".split() * 13
+        n_words = 120
+        for _ in range(4):
+            prompt = " ".join(words[:n_words])
+            ids = json.loads(run([exe, "tokenize", "-m", path, "-p", prompt, "--json"]).stdout)
+            if isinstance(ids, dict):
+                ids = ids.get("ids", ids.get("tokens"))
+            if len(ids) == 120:
+                break
+            n_words += 120 - len(ids)
+        st, text = s.post("/v1/completions", {"prompt": prompt, "max_tokens": 64, "temperature": 0})
         j = json.loads(text)
-        if st == 200:
-            u = j["usage"]
-            check(u["prompt_tokens"] + u["completion_tokens"] <= 256 and
-                  j["choices"][0]["finish_reason"] == "length",
-                  f"serve: a prompt near the context limit stops at the context ({u})")
-        else:
-            check(st == 400 and "context" in text, f"serve: near the limit: a clear error ({text})")
+        u = j.get("usage", {})
+        check(st == 200 and u.get("prompt_tokens") == 120 and
+              127 <= u["prompt_tokens"] + u["completion_tokens"] <= 128 and
+              j["choices"][0]["finish_reason"] == "length",
+              f"serve: a prompt 8 tokens short of the slot's context fills it and stops ({text[:300]})")
+        st, text = s.post("/v1/completions", {"prompt": " ".join(words * 2), "max_tokens": 8})
+        check(st == 400 and "context" in text, f"serve: a prompt over the context: a clear 400 ({text})")
     finally:
         s.stop()
 
