@@ -26,7 +26,7 @@ shift || true
 
 packages=(cmake make gcc g++ pkg-config libvulkan-dev libvulkan-volk-dev glslang-dev glslang-tools
           spirv-tools mesa-vulkan-drivers vulkan-validationlayers libcjson-dev libmicrohttpd-dev
-          libedit-dev xz-utils)
+          libedit-dev xz-utils libcurl4-openssl-dev libarchive-dev libssl-dev)
 if [ "$mode" = test ]; then # valgrind memcheck, clang with its sanitizer/libFuzzer runtime, the format check
     packages+=(valgrind clang libclang-rt-dev curl python3 python3-venv clang-format)
 fi

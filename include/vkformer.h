@@ -601,6 +601,10 @@ typedef struct vkf_quantize_params {
     /* Called before each tensor is written (i of n, 0-based) with its name and chosen type. */
     void (*progress)(void *user, int i, int n, const char *tensor, vkf_dtype type);
     void *user;
+    /* 1: a quantized input is accepted (llama-quantize's --allow-requantize): each tensor is
+     * dequantized to F32, then quantized to its new type (copied when the type is the same);
+     * 0: refused, since every requantization loses more than quantizing the original once */
+    int allow_requantize;
 } vkf_quantize_params;
 
 typedef struct vkf_quantize_stats {

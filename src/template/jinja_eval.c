@@ -237,11 +237,20 @@ static jj_value *binop(jj_eval *E, const jj_node *n, jj_value *a, jj_value *b) {
         }
         if (nums) return jj_float(c, jj_num(a) + jj_num(b));
         if (a->t == JJ_STR && b->t == JJ_STR) {
+            /* markupsafe: Markup + str and str + Markup escape the plain side, giving a Markup
+             * (transformers' own tojson returns a plain str, so "x"|safe + t|tojson escapes) */
+            int markup = a->u.str.markup || b->u.str.markup;
+            if (markup) {
+                a = jj_markup_escape(c, a);
+                b = jj_markup_escape(c, b);
+            }
             char *s = jj_alloc(c, a->u.str.n + b->u.str.n + 1);
             memcpy(s, a->u.str.s, a->u.str.n);
             memcpy(s + a->u.str.n, b->u.str.s, b->u.str.n);
             s[a->u.str.n + b->u.str.n] = 0;
-            return jj_str_ref(c, s, a->u.str.n + b->u.str.n);
+            jj_value *r = jj_str_ref(c, s, a->u.str.n + b->u.str.n);
+            r->u.str.markup = markup;
+            return r;
         }
         if (a->t == JJ_LIST && b->t == JJ_LIST && !a->u.list.is_gen && !b->u.list.is_gen &&
             a->u.list.is_tuple == b->u.list.is_tuple) {

@@ -92,6 +92,7 @@ struct jj_value {
         struct {
             const char *s;
             size_t n;
+            int markup; /* markupsafe.Markup (|safe, |escape): `+` escapes a plain operand */
         } str;
         struct {
             jj_value **items;
@@ -262,6 +263,9 @@ jj_value *jj_method_get(jj_ctx *c, jj_value *v, const char *name);
 jj_value *jj_call_func(jj_ctx *c, jj_value *f, jj_args *a, int line, int col);
 int jj_is_test_name(const char *name);
 int jj_is_filter_name(const char *name); /* jinja2 has a filter of that name */
+/* markupsafe.escape(s) for a string s: s itself when it is a Markup, else s escaped (& < > " ')
+ * as a Markup */
+jj_value *jj_markup_escape(jj_ctx *c, jj_value *s);
 /* Python's printf-style str % args (args: a tuple, a dict for %(name)s, or one value). */
 jj_value *jj_percent_format(jj_ctx *c, jj_value *fmt, jj_value *args, int line, int col);
 
