@@ -1124,10 +1124,93 @@ out:
     return c->st == VKF_OK ? r : NULL;
 }
 
-/* ------------------------------------------------------------------ entry point */
+/* ------------------------------------------------------------------ entry points */
 
 static int rule_cmp(const void *a, const void *b) {
     return strcmp(((const rule *)a)->name, ((const rule *)b)->name);
+}
+
+struct vkf_jconv {
+    conv c;
+};
+
+vkf_status vkf_jconv_create(vkf_jconv **out) {
+    vkf_jconv *j = calloc(1, sizeof *j);
+    if (!j) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "json schema: out of memory");
+    add_prim(&j->c, "space"); /* llama.cpp's grammars always carry it */
+    *out = j;
+    return VKF_OK;
+}
+
+static void clear_refs(conv *c) {
+    for (int i = 0; i < c->n_refs; i++) {
+        free(c->refs[i].ref);
+        free(c->refs[i].name);
+    }
+    c->n_refs = 0;
+}
+
+void vkf_jconv_free(vkf_jconv *j) {
+    if (!j) return;
+    conv *c = &j->c;
+    for (int i = 0; i < c->n_rules; i++) {
+        free(c->rules[i].name);
+        free(c->rules[i].body);
+    }
+    free(c->rules);
+    clear_refs(c);
+    free(c->refs);
+    free(j);
+}
+
+vkf_status vkf_jconv_add(vkf_jconv *j, const cJSON *schema, const char *name, const char **out) {
+    conv *c = &j->c;
+    c->root = schema; /* $ref resolves within this document */
+    clear_refs(c);
+    const char *r = visit(c, schema, name, "#");
+    c->root = NULL;
+    if (c->st != VKF_OK) return c->st;
+    if (!r) return vkf_error(VKF_ERROR_INTERNAL, "json schema: no rule written");
+    *out = r;
+    return VKF_OK;
+}
+
+vkf_status vkf_jconv_rule(vkf_jconv *j, const char *name, const char *body, const char **out) {
+    const char *r = add_rule(&j->c, name, body);
+    if (!r)
+        return j->c.st != VKF_OK ? j->c.st : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (out) *out = r;
+    return VKF_OK;
+}
+
+const char *vkf_jconv_prim(vkf_jconv *j, const char *name) { return add_prim(&j->c, name); }
+
+vkf_status vkf_jconv_finish(vkf_jconv *j, char **gbnf) {
+    conv *c = &j->c;
+    vkf_sb out = {0};
+    vkf_status st = c->st;
+    if (st == VKF_OK) {
+        qsort(c->rules, (size_t)c->n_rules, sizeof *c->rules, rule_cmp);
+        for (int i = 0; i < c->n_rules; i++)
+            vkf_sb_printf(&out, "%s ::= %s\n", c->rules[i].name, c->rules[i].body);
+        if (out.oom) st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "json schema: out of memory");
+    }
+    vkf_jconv_free(j);
+    if (st != VKF_OK) {
+        vkf_sb_free(&out);
+        return st;
+    }
+    /* the grammar must parse: a check on this converter, cheap beside sampling */
+    st = vkf_grammar_check(out.p, "root");
+    if (st != VKF_OK) {
+        vkf_status s2 =
+            vkf_error(VKF_ERROR_INTERNAL, "json schema: the grammar written does not parse: %s",
+                      vkf_last_error());
+        vkf_sb_free(&out);
+        return s2;
+    }
+    *gbnf = vkf_sb_take(&out);
+    return VKF_OK;
 }
 
 vkf_status vkf_json_schema_to_grammar(const char *schema_json, char **gbnf) {
@@ -1139,44 +1222,16 @@ vkf_status vkf_json_schema_to_grammar(const char *schema_json, char **gbnf) {
     if (!root)
         return vkf_error(VKF_ERROR_FORMAT, "json schema: not valid JSON (at byte %zu)",
                          end ? (size_t)(end - schema_json) : 0);
-    conv c = {.root = root};
-    add_prim(&c, "space"); /* llama.cpp's grammars always carry it */
-    const char *r = visit(&c, root, "", "#");
-    if (r && strcmp(r, "root") != 0) add_rule(&c, "root", r); /* an alias */
-    vkf_status st = c.st;
-    if (st == VKF_OK && !r) st = vkf_error(VKF_ERROR_INTERNAL, "json schema: no root rule");
-    vkf_sb out = {0};
+    vkf_jconv *j;
+    vkf_status st = vkf_jconv_create(&j);
+    const char *r = NULL;
+    if (st == VKF_OK) st = vkf_jconv_add(j, root, "", &r);
+    if (st == VKF_OK && strcmp(r, "root") != 0) st = vkf_jconv_rule(j, "root", r, NULL);
     if (st == VKF_OK) {
-        qsort(c.rules, (size_t)c.n_rules, sizeof *c.rules, rule_cmp);
-        for (int i = 0; i < c.n_rules; i++)
-            vkf_sb_printf(&out, "%s ::= %s\n", c.rules[i].name, c.rules[i].body);
-        if (out.oom) st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "json schema: out of memory");
+        st = vkf_jconv_finish(j, gbnf);
+    } else if (j) {
+        vkf_jconv_free(j);
     }
-    for (int i = 0; i < c.n_rules; i++) {
-        free(c.rules[i].name);
-        free(c.rules[i].body);
-    }
-    free(c.rules);
-    for (int i = 0; i < c.n_refs; i++) {
-        free(c.refs[i].ref);
-        free(c.refs[i].name);
-    }
-    free(c.refs);
     cJSON_Delete(root);
-    if (st != VKF_OK) {
-        vkf_sb_free(&out);
-        return st;
-    }
-    /* the grammar must parse: a check on this converter, cheap beside sampling */
-    st = vkf_grammar_check(out.p, "root");
-    if (st != VKF_OK) {
-        vkf_status s2 = vkf_error(VKF_ERROR_INTERNAL,
-                                  "json schema: the grammar written does not "
-                                  "parse: %s",
-                                  vkf_last_error());
-        vkf_sb_free(&out);
-        return s2;
-    }
-    *gbnf = vkf_sb_take(&out);
-    return VKF_OK;
+    return st;
 }

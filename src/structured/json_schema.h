@@ -32,4 +32,21 @@ int vkf_js_number_range(vkf_sb *out, const vkf_jdec *lo, int lo_excl, const vkf_
 vkf_status vkf_js_pattern(const char *re, const char *char_rule, vkf_sb *out, char *err,
                           size_t errn);
 
+/* Several schemas in one grammar (tool calls): rules named after each schema's name, the
+ * primitives shared. */
+struct cJSON;
+typedef struct vkf_jconv vkf_jconv;
+vkf_status vkf_jconv_create(vkf_jconv **out);
+void vkf_jconv_free(vkf_jconv *j);
+/* schema (a parsed document; its $refs resolve within it) as rules; *rule gets the name of its
+ * top rule (name, or a variant when taken) */
+vkf_status vkf_jconv_add(vkf_jconv *j, const struct cJSON *schema, const char *name,
+                         const char **rule);
+/* a rule of the caller's (name taken: a variant); *rule (may be NULL) gets the name used */
+vkf_status vkf_jconv_rule(vkf_jconv *j, const char *name, const char *body, const char **rule);
+/* a primitive rule (space, value, string, ...) added; its name */
+const char *vkf_jconv_prim(vkf_jconv *j, const char *name);
+/* the grammar (rules sorted by name, start rule "root"); frees j */
+vkf_status vkf_jconv_finish(vkf_jconv *j, char **gbnf);
+
 #endif
