@@ -63,11 +63,21 @@ static int matches(vkf_gmatch *m, const char *s, size_t n) {
 /* A random string of the grammar: characters drawn among those that keep it alive, closers
  * preferred as it grows, stopping at random once complete. 0 when it ran too long. */
 static int sample(vkf_gmatch *m, char *out, size_t cap) {
-    static const char *alphabet[] = {
-        " ", "\n", "\t", "\"", "\\", "{", "}", "[", "]", ",", ":", "-", "+", ".",  "0", "1",
-        "2", "3",  "4",  "5",  "7",  "9", "a", "b", "c", "d", "e", "E", "f", "l",  "n", "r",
-        "s", "t",  "u",  "x",  "y",  "z", "A", "F", "T", "Z", "_", "/", "é", "日", "🔵"};
-    const int n_alpha = (int)(sizeof alphabet / sizeof *alphabet);
+    /* printable ASCII, tab and new line, and characters of 2, 3 and 4 UTF-8 bytes */
+    static char ascii[96][2];
+    static const char *alphabet[104];
+    static int n_alpha;
+    if (!n_alpha) {
+        for (int c = 0x20; c < 0x7F; c++) {
+            ascii[c - 0x20][0] = (char)c;
+            alphabet[n_alpha++] = ascii[c - 0x20];
+        }
+        alphabet[n_alpha++] = "\n";
+        alphabet[n_alpha++] = "\t";
+        alphabet[n_alpha++] = "é";
+        alphabet[n_alpha++] = "日";
+        alphabet[n_alpha++] = "🔵";
+    }
     vkf_gstate st = vkf_gmatch_start(m);
     size_t len = 0;
     for (int step = 0; step < 400; step++) {
@@ -75,7 +85,7 @@ static int sample(vkf_gmatch *m, char *out, size_t cap) {
             out[len] = 0;
             return 1;
         }
-        int ok[64], n_ok = 0;
+        int ok[128], n_ok = 0;
         for (int a = 0; a < n_alpha; a++) {
             vkf_gstate t = st;
             if (vkf_gmatch_accept_bytes(m, &t, alphabet[a], strlen(alphabet[a])) == 0)
@@ -288,6 +298,8 @@ static const struct {
     {"regexp quote", "llama.cpp writes the matched '\"' raw, which is not JSON; we write \\\"",
      NULL},
     {"regexp", "llama.cpp's . takes \" and \\ raw (not JSON); ours writes them escaped", NULL},
+    {"exotic formats", "llama.cpp's date takes days a month lacks (02-30, 09-31) and year 0000; "
+                       "ours writes calendar dates (February up to 28)", NULL},
     {"regexp with top-level alternation",
      "^A|B|C|D$: in ECMAScript ^ anchors A alone and $ D alone (B and C match anywhere); "
      "llama.cpp anchors every alternative",

@@ -26,6 +26,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/cli_grammar.h"
 #include "serve/serve.h" /* srv_utf8_dup */
 
 static volatile sig_atomic_t g_stop; /* Ctrl-C: stop the answer */
@@ -178,7 +179,7 @@ static int turn(chat *c) {
     vkf_sampler *smp = NULL;
     int rc = 0;
     if (vkf_stopper_create(stops, c->default_template ? 1 : 0, &stopper) != VKF_OK ||
-        vkf_sampler_create(&c->sp, &smp) != VKF_OK)
+        vkf_sampler_create_ex(c->m, &c->sp, &smp) != VKF_OK)
         rc = vkf_cli_fail("chat");
     int32_t *gen = malloc((size_t)c->n_ctx * sizeof *gen), n_gen = 0;
     size_t text_done = 0, ans_len = 0, ans_cap = 256;
@@ -207,7 +208,8 @@ static int turn(chat *c) {
                 free(all);
             }
         }
-        int end = eos || stopped || n_gen >= c->n_predict || g_stop || c->n_cache >= c->n_ctx;
+        int end = eos || stopped || n_gen >= c->n_predict || g_stop || c->n_cache >= c->n_ctx ||
+                  vkf_sampler_grammar_state(smp) == VKF_GRAMMAR_MUST_END;
         if (end && !stopped) { /* the text held back for a possible end-of-turn string */
             const char *rest;
             size_t rest_len;
@@ -283,6 +285,7 @@ int vkf_cmd_chat(int argc, char **argv) {
     int64_t seed = -1;
     vkf_sampler_params sp = {.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f};
     vkf_context_params cp = {0};
+    vkf_cli_grammar gr = {0}; /* every answer constrained */
     vkf_arg args[] = {
         {"-m|--model", VKF_ARG_STR, &model, .metavar = "PATH", .required = 1,
          .help = "model directory or .gguf file"},
@@ -308,6 +311,7 @@ int vkf_cmd_chat(int argc, char **argv) {
         {"-s|--seed", VKF_ARG_I64, &seed, .min = -1, .max = 9007199254740991.0, .metavar = "SEED",
          .help = "random seed (-1: random)"},
         VKF_ARGS_BACKEND(&cp),
+        VKF_ARGS_GRAMMAR(&gr),
         {0}};
     vkf_cmd_spec spec = {
         "chat", "-m MODEL [-sys TEXT] [-n N] [-c N] [--temp T] [...]",
@@ -318,6 +322,8 @@ int vkf_cmd_chat(int argc, char **argv) {
         args, .epilog = NULL};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
+    if ((rc = vkf_cli_grammar_load("chat", &gr)) >= 0) return rc;
+    sp.grammar = gr.text;
     sp.seed = seed >= 0 ? (uint64_t)seed : (uint64_t)time(NULL) ^ (uint64_t)getpid();
 
     chat c;
@@ -412,6 +418,7 @@ int vkf_cmd_chat(int argc, char **argv) {
     }
     if (c.tty) fputc('\n', stdout);
 done:
+    vkf_cli_grammar_free(&gr);
     cJSON_Delete(c.msgs);
     free(c.cache);
     free(c.logits);

@@ -16,6 +16,7 @@
 #include "backend/vulkan/vk_backend.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "cli/cli_grammar.h"
 #include "io/gguf.h"
 #include "model/context.h"
 
@@ -32,6 +33,7 @@ typedef struct gen_opts {
     const char *reverse[MAX_REVERSE];
     int n_reverse;
     int cache_k, cache_v; /* vkf_cache_type from -ctk / -ctv (0: the device's default) */
+    vkf_cli_grammar gr;   /* --grammar, --json-schema, ... */
 } gen_opts;
 
 /* -ctk / -ctv / --cache-type: f16 or f32 */
@@ -417,6 +419,7 @@ int vkf_cmd_generate(int argc, char **argv) {
              "system prompt: conversation mode, as llama-cli (the same as `vkformer chat -sys`)"},
         {"-cnv|--conversation", VKF_ARG_SET, &cnv,
          .help = "chat mode: the same as `vkformer chat`"},
+        VKF_ARGS_GRAMMAR(&o.gr),
         /* ---- llama.cpp flags vkformer does not implement */
         {"-i|--interactive|--interactive-first", VKF_ARG_REFUSED,
          .help = "no interactive mode in generate"},
@@ -431,8 +434,6 @@ int vkf_cmd_generate(int argc, char **argv) {
          .help = "the CPU backend runs one thread"},
         {"--lora|--lora-scaled|--control-vector", VKF_ARG_REFUSED, .takes_value = 1,
          .help = "no adapters"},
-        {"--grammar|--grammar-file|-j|--json-schema", VKF_ARG_REFUSED, .takes_value = 1,
-         .help = "no constrained sampling"},
         {"--mirostat|--mirostat-lr|--mirostat-ent|--typical|--xtc-probability|--xtc-threshold|--"
          "dry-multiplier",
          VKF_ARG_REFUSED, .takes_value = 1, .help = "this sampler is not implemented"},
@@ -465,6 +466,8 @@ int vkf_cmd_generate(int argc, char **argv) {
         return vkf_usage_error("generate",
                                "-ctk and -ctv differ: vkformer keeps K and V in one type");
     int cache_type = o.cache_k ? o.cache_k : o.cache_v;
+    if ((rc = vkf_cli_grammar_load("generate", &o.gr)) >= 0) return rc;
+    o.sp.grammar = o.gr.text;
 
     char *file_text = NULL;
     const char *prompt = o.prompt ? o.prompt : "";
@@ -615,6 +618,8 @@ int vkf_cmd_generate(int argc, char **argv) {
         fprintf(stderr, "vkformer: generate: stopped early: %s\n", vkf_last_error());
     if (o.verbose && st.stop == VKF_STOP_EOS)
         fprintf(stderr, "vkformer: generate: end of sequence\n");
+    if (o.verbose && st.stop == VKF_STOP_GRAMMAR)
+        fprintf(stderr, "vkformer: generate: the grammar is complete\n");
     if (g.reverse_hit && o.verbose) fprintf(stderr, "vkformer: generate: reverse prompt reached\n");
     if (g_interrupted) fprintf(stderr, "vkformer: generate: interrupted\n");
     /* compilation during the prompt pass (pipelines built on first use) is reported apart */
@@ -630,6 +635,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                 (double)mi.kv_cache / 1048576.0, (double)mi.activations / 1048576.0);
     rc = g_interrupted ? 130 : 0;
 done:
+    vkf_cli_grammar_free(&o.gr);
     free(toks);
     free(prompt_buf);
     free(file_text);

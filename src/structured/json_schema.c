@@ -29,7 +29,7 @@ typedef struct prim {
 } prim;
 
 /* llama.cpp's primitive rules (common/json-schema-to-grammar.cpp PRIMITIVE_RULES and
- * STRING_FORMAT_RULES): the same texts, so grammars for the same schema agree */
+ * STRING_FORMAT_RULES): the same texts, so grammars for the same schema agree (but "date") */
 static const prim k_prims[] = {
     {"boolean", "(\"true\" | \"false\")", {0}},
     {"decimal-part", "[0-9]{1,16}", {0}},
@@ -53,9 +53,14 @@ static const prim k_prims[] = {
     {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\bfnrt] | \"u\" [0-9a-fA-F]{4})", {0}},
     {"string", "\"\\\"\" char* \"\\\"\"", {"char"}},
     {"null", "\"null\"", {0}},
+    /* a calendar date (llama.cpp's rule lets 02-30 through, and year 0000): the days each
+     * month has, February's 28 (the 29th of leap years is left out: a subset, never an
+     * invalid date), years 0001-9999 */
     {"date",
-     "[0-9]{4} \"-\" ( \"0\" [1-9] | \"1\" [0-2] ) \"-\" ( \"0\" [1-9] | [1-2] [0-9] | \"3\" "
-     "[0-1] )",
+     "( [1-9] [0-9]{3} | \"0\" [1-9] [0-9]{2} | \"00\" [1-9] [0-9] | \"000\" [1-9] ) \"-\" ( "
+     "( \"0\" [13578] | \"1\" [02] ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] ) | ( \"0\" "
+     "[469] | \"11\" ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"30\" ) | \"02-\" ( \"0\" [1-9] | "
+     "\"1\" [0-9] | \"2\" [0-8] ) )",
      {0}},
     {"time",
      "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{3} )? ( "

@@ -207,6 +207,19 @@ vkf_status vkf_tool_parser_push(vkf_tool_parser *p, const char *text, size_t len
         vkf_tparse_free(&r);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "tool parser: out of memory");
     }
+    int named = 0;
+    for (int i = 0; i < r.n_calls; i++)
+        named += r.calls[i].name != NULL;
+    if (last && named < p->n_calls) {
+        /* a call announced while streaming did not finish well-formed (cut off, or bad JSON
+         * after its name): it stays as sent, and its text is not sent again as content */
+        vkf_tparse_free(&r);
+        if (vkf_tool_parse_text(p->f, p->text.p, p->text.n, 1, &r) != 0) {
+            cJSON_Delete(deltas);
+            vkf_tparse_free(&r);
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "tool parser: out of memory");
+        }
+    }
     int any_calls = p->n_calls > 0;
     for (int i = 0; i < r.n_calls; i++)
         any_calls |= r.calls[i].name != NULL;
@@ -473,13 +486,12 @@ static int template_takes_objects(const char *tmpl, const char *bos, const char 
 }
 
 static char *tools_description(const cJSON *tools) {
-    char *tj = cJSON_Print(tools);
+    char *tj = cJSON_PrintUnformatted(tools);
     vkf_sb b = {0};
-    vkf_sb_puts(&b, "You can call these tools (their parameters are JSON Schemas):\n");
+    vkf_sb_puts(&b, "Tools (parameters as JSON Schema): ");
     vkf_sb_puts(&b, tj ? tj : "[]");
-    vkf_sb_puts(&b, "\n\nTo call tools, answer with only this JSON and nothing else:\n"
-                    "{\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<its "
-                    "arguments>}}]}\nOtherwise answer the user directly.");
+    vkf_sb_puts(&b, "\nTo call tools, reply only {\"tool_calls\": [{\"name\": NAME, "
+                    "\"arguments\": {...}}]}; else answer directly.");
     cJSON_free(tj);
     return vkf_sb_take(&b);
 }
