@@ -58,7 +58,7 @@ typedef struct vkf_gengine_stats {
 void vkf_gengine_get_stats(const vkf_gengine *e, vkf_gengine_stats *s);
 
 /* The default ctx_depth (chosen with bench --grammar; see bench/RESULTS.md). */
-#define VKF_GRAMMAR_CTX_DEPTH 4
+#define VKF_GRAMMAR_CTX_DEPTH 3
 
 /* ------------------------------------------------------------------ per model (grammar.c) */
 

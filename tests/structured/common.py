@@ -53,9 +53,9 @@ def validator(schema):
 class Server:
     """vkformer serve on a free loopback port (read from its stderr)."""
 
-    def __init__(self, exe, model, extra=()):
+    def __init__(self, exe, model, extra=(), env=None):
         self.p = subprocess.Popen([exe, "serve", "-m", model, "--port", "0"] + list(extra),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         SERVERS.append(self.p)
         self.log = []
         self.port = None
