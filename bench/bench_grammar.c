@@ -242,6 +242,7 @@ int vkf_bench_grammar(int argc, char **argv) {
         float *logits = calloc((size_t)nv, sizeof *logits);
         double *cold = malloc(100000 * sizeof *cold), *warm = malloc(100000 * sizeof *warm);
         int n_cold = 0, n_warm = 0, bad = 0;
+        vkf_gengine_stats gs0 = {0}, gs1 = {0};
         for (int r = 0; r < reps && v && logits && cold && warm; r++) {
             vkf_gengine *e;
             if (vkf_gengine_create(v, gbnf, strlen(gbnf), NULL, NULL, NULL, depth, &e) != VKF_OK) {
@@ -249,14 +250,22 @@ int vkf_bench_grammar(int argc, char **argv) {
                 break;
             }
             if (replay(e, tok, k_docs[0], logits, nv, cold, &n_cold, 100000)) bad = 1;
+            vkf_gengine_get_stats(e, &gs0);
             for (size_t d = 1; d < sizeof k_docs / sizeof *k_docs; d++)
                 if (replay(e, tok, k_docs[d], logits, nv, warm, &n_warm, 100000)) bad = 1;
+            vkf_gengine_get_stats(e, &gs1);
             vkf_gengine_free(e);
         }
         stats c = summarize(cold, n_cold), w = summarize(warm, n_warm);
         printf("%-40.40s %7d %9.1f | %7.3f %7.3f %7.3f %8.3f | %7.3f %7.3f %7.3f %8.3f%s\n", p, nv,
                trie_ms, c.mean, c.median, c.p95, c.max, w.mean, w.median, w.p95, w.max,
                bad ? "  (a document token was refused: a bug)" : "");
+        printf("  cold document: %ld masks, %ld cached whole, %ld from a cached context, %ld "
+               "trie walks, %ld tokens checked one by one; then %ld masks, %ld walks, %ld "
+               "checked\n",
+               gs0.masks, gs0.hits_full, gs0.hits_ctx, gs0.walks, gs0.uncertain_checked,
+               gs1.masks - gs0.masks, gs1.walks - gs0.walks,
+               gs1.uncertain_checked - gs0.uncertain_checked);
         rc |= bad;
         free(cold);
         free(warm);

@@ -122,8 +122,8 @@ const uint32_t *vkf_gmatch_set(const vkf_gmatch *m, uint32_t s, uint32_t *n);
 /* The set after code point cp; *escaped (may be NULL) is set to 1 when a truncated stack of s
  * had to return below its known frames. */
 uint32_t vkf_gmatch_step(vkf_gmatch *m, uint32_t s, uint32_t cp, int *escaped);
-/* s with every stack cut to its top context_depth frames (VKF_GSTACK_CTX below); s itself
- * when context_depth is 0 or every stack is shallower. */
+/* s with its stacks cut at one depth, context_depth frames below the shallowest top
+ * (VKF_GSTACK_CTX below); s itself when context_depth is 0. */
 uint32_t vkf_gmatch_truncate(vkf_gmatch *m, uint32_t s);
 /* 1 when some stack of s has a character class that one of the code points the unfinished
  * character p can still become matches. */

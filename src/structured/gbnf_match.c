@@ -35,7 +35,7 @@ struct vkf_gmatch {
     uint32_t n_cls;
     uint32_t *ranges; /* lo, hi pairs */
     /* stack nodes; 0 = the empty stack, 1 = CTX */
-    uint32_t *npos, *npar, *nexp, *ntrunc, *ndepth, *nseen;
+    uint32_t *npos, *npar, *nexp, *ndepth, *nseen;
     uint32_t n_nodes, stamp;
     size_t cap_nodes;
     vkf_u64map node_map;
@@ -43,10 +43,13 @@ struct vkf_gmatch {
     uint32_t *pool;
     size_t n_pool, cap_pool;
     uint32_t *soff, *slen, *strunc;
+    int32_t **sascii; /* per set: the step results for code points < 128 (result << 1 |
+                         escaped, -1 unknown), made on the set's first ASCII step */
     uint32_t n_sets;
     size_t cap_sets;
     vkf_u64map set_map;
-    vkf_u64map step_map; /* set << 32 | cp -> result << 1 | escaped */
+    vkf_u64map step_map;  /* set << 32 | cp -> result << 1 | escaped */
+    vkf_u64map trunc_map; /* node << 8 | frames kept -> the truncated node */
     uint32_t *buf, *buf2, *todo;
     size_t cap_buf, cap_buf2, cap_todo;
     int oom;
@@ -182,8 +185,6 @@ static uint32_t node(vkf_gmatch *m, uint32_t pos, uint32_t parent) {
         c = cap;
         ok = ok && grow((void **)&m->nexp, &c, m->n_nodes + 1, sizeof *m->nexp);
         c = cap;
-        ok = ok && grow((void **)&m->ntrunc, &c, m->n_nodes + 1, sizeof *m->ntrunc);
-        c = cap;
         ok = ok && grow((void **)&m->ndepth, &c, m->n_nodes + 1, sizeof *m->ndepth);
         c = cap;
         ok = ok && grow((void **)&m->nseen, &c, m->n_nodes + 1, sizeof *m->nseen);
@@ -197,7 +198,6 @@ static uint32_t node(vkf_gmatch *m, uint32_t pos, uint32_t parent) {
     m->npos[id] = pos;
     m->npar[id] = parent;
     m->nexp[id] = NONE;
-    m->ntrunc[id] = NONE;
     m->nseen[id] = 0;
     m->ndepth[id] = parent <= VKF_GSTACK_CTX || parent >= id ? 1 : m->ndepth[parent] + 1;
     if (!vkf_u64map_put_first(&m->node_map, key, id)) m->oom = 1;
@@ -237,6 +237,11 @@ static uint32_t intern_set(vkf_gmatch *m, uint32_t *v, size_t n) {
             ok = ok && grow((void **)&m->slen, &cs, m->n_sets + 1, sizeof *m->slen);
             cs = m->cap_sets;
             ok = ok && grow((void **)&m->strunc, &cs, m->n_sets + 1, sizeof *m->strunc);
+            size_t old_cap = m->cap_sets;
+            cs = m->cap_sets;
+            ok = ok && grow((void **)&m->sascii, &cs, m->n_sets + 1, sizeof *m->sascii);
+            if (ok && cs > old_cap)
+                memset(m->sascii + old_cap, 0, (cs - old_cap) * sizeof *m->sascii);
             if (!ok) {
                 m->oom = 1;
                 return VKF_GSET_EMPTY;
@@ -306,7 +311,16 @@ oom:
 
 uint32_t vkf_gmatch_step(vkf_gmatch *m, uint32_t s, uint32_t cp, int *escaped) {
     uint64_t key = (uint64_t)s << 32 | cp, v;
-    if (vkf_u64map_get(&m->step_map, key, &v)) {
+    int32_t *asc = cp < 128 ? m->sascii[s] : NULL;
+    if (asc && asc[cp] >= 0) { /* the common case of a trie walk: an array, not a hash */
+        if (escaped && (asc[cp] & 1)) *escaped = 1;
+        return (uint32_t)asc[cp] >> 1;
+    }
+    if (cp < 128 && !asc) {
+        asc = m->sascii[s] = malloc(128 * sizeof *asc);
+        if (asc) memset(asc, 0xFF, 128 * sizeof *asc);
+    }
+    if (!asc && vkf_u64map_get(&m->step_map, key, &v)) {
         if (escaped && (v & 1)) *escaped = 1;
         return (uint32_t)(v >> 1);
     }
@@ -329,37 +343,54 @@ uint32_t vkf_gmatch_step(vkf_gmatch *m, uint32_t s, uint32_t cp, int *escaped) {
     }
     uint32_t r = intern_set(m, m->buf2, n_out);
     if (m->oom) return VKF_GSET_EMPTY;
-    if (!vkf_u64map_put_first(&m->step_map, key, (uint64_t)r << 1 | (uint64_t)esc)) m->oom = 1;
+    if (asc && r < 0x40000000u)
+        asc[cp] = (int32_t)(r << 1 | (uint32_t)esc);
+    else if (!vkf_u64map_put_first(&m->step_map, key, (uint64_t)r << 1 | (uint64_t)esc))
+        m->oom = 1;
     if (escaped && esc) *escaped = 1;
     return r;
 }
 
-/* the top ctx_depth frames of stack x above CTX */
-static uint32_t trunc_node(vkf_gmatch *m, uint32_t x) {
-    if (x <= VKF_GSTACK_CTX || m->ndepth[x] <= (uint32_t)m->ctx_depth) return x;
-    if (m->ntrunc[x] != NONE) return m->ntrunc[x];
-    uint32_t pos[64];
-    int k = 0;
-    for (uint32_t y = x; k < m->ctx_depth; y = m->npar[y])
+/* stack x with its top keep frames above CTX (x itself when it has no more) */
+static uint32_t trunc_node(vkf_gmatch *m, uint32_t x, uint32_t keep) {
+    if (x <= VKF_GSTACK_CTX || m->ndepth[x] <= keep) return x;
+    uint64_t key = (uint64_t)x << 8 | keep, v;
+    if (vkf_u64map_get(&m->trunc_map, key, &v)) return (uint32_t)v;
+    uint32_t pos[128];
+    uint32_t k = 0;
+    for (uint32_t y = x; k < keep; y = m->npar[y])
         pos[k++] = m->npos[y];
     uint32_t t = VKF_GSTACK_CTX;
     while (k > 0)
         t = node(m, pos[--k], t);
-    m->ntrunc[x] = t;
+    if (!vkf_u64map_put_first(&m->trunc_map, key, t)) m->oom = 1;
     return t;
 }
 
+/* The stacks of a set are cut at one depth: ctx_depth frames below the shallowest stack's top.
+ * Cutting each stack to its own top frames would keep parent frames of the shallow stacks (a
+ * string's closing quote sits right under the property that holds the string) and no two
+ * contexts would share an entry; cut at one level, every string's inside is the same set. */
 uint32_t vkf_gmatch_truncate(vkf_gmatch *m, uint32_t s) {
     if (m->ctx_depth <= 0) return s;
     if (m->strunc[s] != NONE) return m->strunc[s];
-    uint32_t n = m->slen[s];
+    uint32_t n = m->slen[s], min_depth = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = m->pool[m->soff[s] + i];
+        if (x > VKF_GSTACK_CTX && m->ndepth[x] < min_depth) min_depth = m->ndepth[x];
+    }
     uint32_t *v = malloc((n ? n : 1) * sizeof *v);
-    if (!v) {
-        m->oom = 1;
+    if (!v || min_depth == UINT32_MAX) {
+        free(v);
+        if (!v) m->oom = 1;
         return s;
     }
-    for (uint32_t i = 0; i < n; i++)
-        v[i] = trunc_node(m, m->pool[m->soff[s] + i]);
+    uint32_t base = min_depth > (uint32_t)m->ctx_depth ? min_depth - (uint32_t)m->ctx_depth : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = m->pool[m->soff[s] + i];
+        uint32_t keep = x > VKF_GSTACK_CTX ? m->ndepth[x] - base : 0;
+        v[i] = keep > 127 ? x : trunc_node(m, x, keep);
+    }
     uint32_t t = intern_set(m, v, n);
     free(v);
     if (m->oom) return s;
@@ -383,7 +414,7 @@ const vkf_gelem *vkf_gmatch_top(const vkf_gmatch *m, uint32_t stack) {
 
 size_t vkf_gmatch_bytes(const vkf_gmatch *m) {
     return (size_t)m->cap_nodes * 6 * sizeof(uint32_t) + m->cap_pool * sizeof(uint32_t) +
-           (size_t)m->cap_sets * 3 * sizeof(uint32_t) +
+           (size_t)m->cap_sets * (3 * sizeof(uint32_t) + sizeof(int32_t *) + 512) +
            (m->node_map.cap + m->set_map.cap + m->step_map.cap) * 16;
 }
 
@@ -417,7 +448,8 @@ vkf_status vkf_gmatch_create(vkf_gbnf *g, int context_depth, vkf_gmatch **out) {
     m->g = g;
     m->ctx_depth = context_depth < 0 ? 0 : context_depth > 64 ? 64 : context_depth;
     int ok = build_classes(m) && vkf_u64map_init(&m->node_map, 1024) &&
-             vkf_u64map_init(&m->set_map, 1024) && vkf_u64map_init(&m->step_map, 4096);
+             vkf_u64map_init(&m->set_map, 1024) && vkf_u64map_init(&m->step_map, 4096) &&
+             vkf_u64map_init(&m->trunc_map, 256);
     if (ok) {
         /* node 0: the empty stack; node 1: CTX; set 0: the empty set */
         node(m, NONE - 1, NONE - 1);
@@ -428,6 +460,9 @@ vkf_status vkf_gmatch_create(vkf_gbnf *g, int context_depth, vkf_gmatch **out) {
         ok = ok && grow((void **)&m->slen, &c, m->cap_sets, sizeof *m->slen);
         c = 0;
         ok = ok && grow((void **)&m->strunc, &c, m->cap_sets, sizeof *m->strunc);
+        c = 0;
+        ok = ok && grow((void **)&m->sascii, &c, m->cap_sets, sizeof *m->sascii);
+        if (ok) memset(m->sascii, 0, m->cap_sets * sizeof *m->sascii);
         if (ok) {
             m->soff[0] = 0;
             m->slen[0] = 0;
@@ -453,7 +488,6 @@ void vkf_gmatch_free(vkf_gmatch *m) {
     free(m->npos);
     free(m->npar);
     free(m->nexp);
-    free(m->ntrunc);
     free(m->ndepth);
     free(m->nseen);
     vkf_u64map_free(&m->node_map);
@@ -461,8 +495,12 @@ void vkf_gmatch_free(vkf_gmatch *m) {
     free(m->soff);
     free(m->slen);
     free(m->strunc);
+    for (uint32_t i = 0; m->sascii && i < m->n_sets; i++)
+        free(m->sascii[i]);
+    free(m->sascii);
     vkf_u64map_free(&m->set_map);
     vkf_u64map_free(&m->step_map);
+    vkf_u64map_free(&m->trunc_map);
     free(m->buf);
     free(m->buf2);
     free(m->todo);
