@@ -388,7 +388,30 @@ static void test_masks(void) {
     printf("masks: cached masks equal the token-by-token check\n");
 }
 
+/* the public side: a grammar needs the model's vocabulary; a bad grammar names its place */
+static void test_public(void) {
+    vkf_sampler_params sp = {.temp = 0.5f, .grammar = "root ::= \"a\""};
+    vkf_sampler *s = NULL;
+    VKT_CHECK(vkf_sampler_create(&sp, &s) == VKF_ERROR_INVALID_ARGUMENT &&
+                  strstr(vkf_last_error(), "vkf_sampler_create_ex"),
+              "a grammar without a model: %s", vkf_last_error());
+    vkf_sampler_free(s);
+    sp.grammar = "";
+    VKT_OK(vkf_sampler_create(&sp, &s)); /* "": no grammar */
+    VKT_CHECK(vkf_sampler_grammar_state(s) == VKF_GRAMMAR_NONE, "no grammar state");
+    vkf_sampler_free(s);
+    VKT_OK(vkf_grammar_check("root ::= <think> x\nx ::= [a-z]+", NULL)); /* tokens on trust */
+    VKT_CHECK(vkf_grammar_check("root ::= \"a\"\n\nbad ::= (\"x\"", NULL) == VKF_ERROR_FORMAT &&
+                  strstr(vkf_last_error(), "line 3"),
+              "the line of the error: %s", vkf_last_error());
+    VKT_CHECK(vkf_grammar_check("start ::= \"a\"", NULL) == VKF_ERROR_FORMAT &&
+                  strstr(vkf_last_error(), "'root'"),
+              "no root: %s", vkf_last_error());
+    VKT_OK(vkf_grammar_check("start ::= \"a\"", "start"));
+}
+
 int main(void) {
+    test_public();
     test_parser();
     test_integration();
     test_masks();
