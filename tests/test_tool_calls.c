@@ -320,6 +320,15 @@ static void test_parse(void) {
         VKT_OK(vkf_tool_calls_parse((vkf_tool_format)(t % 6), junk, len, &msg));
         free(msg);
     }
+    /* a call cut off after its name was streamed stays as sent: its text is not sent again as
+     * content (the server once did, when max_tokens cut a generic call) */
+    static const tcase cut = {
+        G, "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {\"a\": ", NULL, {"f|{\"a\":"}};
+    int nd;
+    char *sm = stream(&cut, 0, &nd);
+    VKT_CHECK(sm && strstr(sm, "\"content\":null") && strstr(sm, "\"name\":\"f\""),
+              "a cut-off call streams as sent, no content: %s", sm ? sm : "");
+    free(sm);
     printf("parse: %d answers as expected whole, %d streamed (4 ways each)\n", n, streamed);
 }
 
