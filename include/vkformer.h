@@ -415,10 +415,11 @@ typedef struct vkf_generate_stats {
 typedef int (*vkf_token_callback)(void *user, int32_t token, const char *piece, size_t len);
 
 /* Decoder-only generation: appends prompt[0..n_prompt) to the session, then samples up to
- * n_predict tokens, feeding each back, until the model's EOS. A prompt that does not fit the
- * context is VKF_ERROR_CONTEXT_FULL before anything runs; filling the context while generating
- * stops with stats->stop = VKF_STOP_CONTEXT_FULL and returns VKF_ERROR_CONTEXT_FULL (the tokens
- * so far were delivered). stats may be NULL. */
+ * n_predict tokens, feeding each back, until the model's EOS (or, with sp->grammar, until the
+ * grammar is complete and nothing can extend it: stats->stop = VKF_STOP_GRAMMAR). A prompt that
+ * does not fit the context is VKF_ERROR_CONTEXT_FULL before anything runs; filling the context
+ * while generating stops with stats->stop = VKF_STOP_CONTEXT_FULL and returns
+ * VKF_ERROR_CONTEXT_FULL (the tokens so far were delivered). stats may be NULL. */
 vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
                         const vkf_sampler_params *sp, vkf_token_callback cb, void *user,
                         vkf_generate_stats *stats);
