@@ -31,6 +31,9 @@ int vkf_bench_first_token(int argc, char **argv);
 int vkf_bench_embed(int argc, char **argv);
 /* vkformer bench --tokenizer ...: provided by bench/bench_tokenizer.c (the tokenizer's owner). */
 int vkf_bench_tokenizer(int argc, char **argv);
+/* vkformer bench --grammar [--vocab P1,P2] [-m MODEL] [-r N]: constrained sampling's cost per
+ * token (bench/bench_grammar.c). */
+int vkf_bench_grammar(int argc, char **argv);
 
 /* ---------------------------------------------------------------- helpers (bench_util.c) */
 

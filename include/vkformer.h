@@ -344,10 +344,22 @@ typedef struct vkf_sampler_params {
     int ignore_eos;          /* vkf_generate: end-of-generation tokens are never drawn (their
                                 logits are -inf, llama.cpp's --ignore-eos); generation runs to
                                 n_predict or a full context */
+    /* (structured output) constrained sampling: only tokens that continue a string the grammar
+     * derives can be drawn (see "structured output" below) */
+    const char *grammar;      /* GBNF, llama.cpp's grammar format; NULL or "": none. Needs the
+                                 model's vocabulary: vkf_sampler_create_ex (vkf_generate passes
+                                 its model); vkf_json_schema_to_grammar writes one for a JSON
+                                 Schema, vkf_tool_calls_grammar for tool calls */
+    const char *grammar_root; /* the start rule; NULL: "root" */
 } vkf_sampler_params;
 
 /* The chain, in llama.cpp's default order (common/sampling.cpp):
- *   penalties -> top_k -> typical_p -> top_p -> min_p -> temperature -> draw.
+ *   [grammar] -> penalties -> top_k -> typical_p -> top_p -> min_p -> temperature -> draw.
+ * A grammar first sets the logit of every token it does not allow to -inf (llama.cpp's
+ * grammar-first order), so every later step sees only tokens that keep the text derivable; the
+ * drawn token then advances the grammar (within vkf_sampler_sample: the prompt tokens given to
+ * vkf_sampler_accept never do). End-of-generation tokens are allowed only where the grammar
+ * is complete. Greedy draws give the argmax among the allowed tokens.
  * Penalties work on the raw logits over the last penalty_last_n tokens given to
  * vkf_sampler_accept (vkf_generate accepts the prompt and every generated token, as
  * llama-server does); top_k, typical_p, top_p and min_p each see the probabilities at
@@ -356,7 +368,21 @@ typedef struct vkf_sampler_params {
 typedef struct vkf_sampler vkf_sampler;
 
 vkf_status vkf_sampler_create(const vkf_sampler_params *p, vkf_sampler **out);
+/* The same for model m's vocabulary: needed when p->grammar is set (VKF_ERROR_FORMAT with the
+ * grammar's line and column when it does not parse). m may be NULL without a grammar; it must
+ * outlive the sampler. The model keeps each grammar's tables (its vocabulary's token trie, the
+ * masks computed so far) for the next sampler with the same grammar. */
+vkf_status vkf_sampler_create_ex(const vkf_model *m, const vkf_sampler_params *p,
+                                 vkf_sampler **out);
 void vkf_sampler_free(vkf_sampler *s);
+/* Where the sampler's grammar stands after the tokens drawn so far. */
+enum {
+    VKF_GRAMMAR_NONE = 0, /* no grammar */
+    VKF_GRAMMAR_OPEN,     /* the text so far is an unfinished string of the grammar */
+    VKF_GRAMMAR_MAY_END,  /* a complete string; it may go on (end-of-generation allowed) */
+    VKF_GRAMMAR_MUST_END, /* a complete string nothing can extend: only end-of-generation */
+};
+int vkf_sampler_grammar_state(const vkf_sampler *s);
 /* Picks a token from logits[0..n_vocab) through the chain above. */
 vkf_status vkf_sampler_sample(vkf_sampler *s, const float *logits, int32_t n_vocab, int32_t *token);
 /* Records a token in the penalty window (a no-op when every penalty is off). */
@@ -386,6 +412,7 @@ typedef enum vkf_stop_reason {
     VKF_STOP_LENGTH,       /* n_predict tokens were generated */
     VKF_STOP_CONTEXT_FULL, /* the session's context filled up first */
     VKF_STOP_CALLBACK,     /* the token callback asked to stop */
+    VKF_STOP_GRAMMAR,      /* the grammar is complete and nothing can extend it */
 } vkf_stop_reason;
 
 typedef struct vkf_generate_stats {
@@ -404,10 +431,11 @@ typedef struct vkf_generate_stats {
 typedef int (*vkf_token_callback)(void *user, int32_t token, const char *piece, size_t len);
 
 /* Decoder-only generation: appends prompt[0..n_prompt) to the session, then samples up to
- * n_predict tokens, feeding each back, until the model's EOS. A prompt that does not fit the
- * context is VKF_ERROR_CONTEXT_FULL before anything runs; filling the context while generating
- * stops with stats->stop = VKF_STOP_CONTEXT_FULL and returns VKF_ERROR_CONTEXT_FULL (the tokens
- * so far were delivered). stats may be NULL. */
+ * n_predict tokens, feeding each back, until the model's EOS (or, with sp->grammar, until the
+ * grammar is complete and nothing can extend it: stats->stop = VKF_STOP_GRAMMAR). A prompt that
+ * does not fit the context is VKF_ERROR_CONTEXT_FULL before anything runs; filling the context
+ * while generating stops with stats->stop = VKF_STOP_CONTEXT_FULL and returns
+ * VKF_ERROR_CONTEXT_FULL (the tokens so far were delivered). stats may be NULL. */
 vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
                         const vkf_sampler_params *sp, vkf_token_callback cb, void *user,
                         vkf_generate_stats *stats);
@@ -561,6 +589,118 @@ vkf_status vkf_embed_tokens(vkf_session *s, const int32_t *const *tokens, const 
 void vkf_embeddings_free(vkf_embeddings *e);
 /* "none", "mean", "cls", "last" ("default" for VKF_POOLING_DEFAULT); NULL if out of range. */
 const char *vkf_pooling_name(vkf_pooling p);
+
+/* ================================================================ structured output (issue 32)
+ *
+ * JSON mode, JSON Schema and GBNF grammars constrain sampling (vkf_sampler_params.grammar);
+ * tool calls come back from the model's own format as OpenAI's message.tool_calls.
+ *
+ *     char *g;
+ *     vkf_json_schema_to_grammar("{\"type\": \"object\", \"properties\": {\"n\":"
+ *                                " {\"type\": \"integer\"}}, \"required\": [\"n\"]}", &g);
+ *     vkf_sampler_params sp = {.temp = 0.7f, .seed = 1, .grammar = g};
+ *     vkf_generate(s, toks, n, 256, &sp, on_token, user, &st);   // st.stop: EOS or GRAMMAR
+ *     free(g);
+ *
+ *     vkf_tool_format f = vkf_model_tool_format(m);             // from the chat template
+ *     char *msg;                                                // after generating `text`:
+ *     vkf_tool_calls_parse(f, text, strlen(text), &msg);       // {"role": "assistant", ...}
+ *
+ * Grammars are llama.cpp's GBNF (grammars/README.md there): rules `name ::= ...`, literals,
+ * [classes], ., groups, | * + ? {m,n}, # comments, tokens <[id]> !<[id]> <text>. */
+
+/* Parses a grammar without a model: VKF_OK, or VKF_ERROR_FORMAT with the line, column and what
+ * was expected (undefined rules, a missing start rule and left recursion are named too). root:
+ * the start rule (NULL: "root"). */
+vkf_status vkf_grammar_check(const char *gbnf, const char *root);
+
+/* JSON Schema (a JSON text) -> a GBNF grammar of the JSON texts it validates, in llama.cpp's
+ * layout (whitespace as its converter allows: none inside, at most one space or a newline and
+ * indentation between items). Translated: type (one or a list), properties, required,
+ * additionalProperties (false, true or a schema), enum, const, anyOf, oneOf, allOf (of
+ * objects), $ref within the document (#/$defs/..., #/definitions/..., any JSON pointer), items,
+ * prefixItems, minItems, maxItems, minLength, maxLength, pattern (anchored regular
+ * expressions: literals, classes, groups, | ? * + {m,n}, \d \w \s), minimum, maximum,
+ * exclusiveMinimum, exclusiveMaximum (integers, and numbers with integer bounds), format date,
+ * time, date-time, uuid; annotations (title, description, examples, default, $schema, $id,
+ * $comment, deprecated, readOnly, writeOnly) are ignored. Any other keyword (uniqueItems,
+ * multipleOf, not, if/then/else, patternProperties, minProperties, ...) or format is refused
+ * with VKF_ERROR_UNSUPPORTED naming it and where it is ("uniqueItems at
+ * #/properties/tags"); malformed JSON or schema is VKF_ERROR_FORMAT. "{}" and true: any JSON
+ * value; {"type": "object"}: any JSON object (OpenAI's json_object response format). *gbnf is
+ * malloc'ed. */
+vkf_status vkf_json_schema_to_grammar(const char *schema_json, char **gbnf);
+
+/* Tool-call formats: how a model family writes its calls. */
+typedef enum vkf_tool_format {
+    VKF_TOOL_FORMAT_GENERIC =
+        0,                   /* JSON: {"tool_calls": [{"name", "arguments"}, ...]}, {"tool_call":
+                                {...}}, {"name", "arguments"} or a list of those; a
+                                {"response": "..."} object is the answer's text */
+    VKF_TOOL_FORMAT_HERMES,  /* <tool_call>{"name": ..., "arguments": {...}}</tool_call>, one
+                                block per call: Hermes 2 Pro, Qwen2.5, Qwen3 */
+    VKF_TOOL_FORMAT_LLAMA3,  /* {"name": ..., "parameters": {...}} (several separated by ;
+                                or new lines), <|python_tag|> and built-in
+                                tool.call(key="value"): Llama 3.1 / 3.2 / 3.3 */
+    VKF_TOOL_FORMAT_MISTRAL, /* [TOOL_CALLS][{"name", "arguments", "id"}, ...] and the newer
+                                [TOOL_CALLS]name[ARGS]{...}: Mistral Nemo, Large, Small */
+    VKF_TOOL_FORMAT_DEEPSEEK, /* <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>
+                                 name ```json {...} ```<｜tool▁call▁end｜>...: DeepSeek V3 / R1
+                                 (V3.1's name<｜tool▁sep｜>{...} too) */
+    VKF_TOOL_FORMAT_FUNCTIONARY, /* >>>name\n{...} and >>>all\ntext (v3.2), <function=name>{...}
+                                    </function> (v3.1) */
+} vkf_tool_format;
+
+/* The format a chat template's text asks for (its tool-call markers); GENERIC when none. */
+vkf_tool_format vkf_tool_format_detect(const char *chat_template);
+/* The format of m's chat template (its tool_use template when it has one). */
+vkf_tool_format vkf_model_tool_format(const vkf_model *m);
+/* "generic", "hermes", "llama3", "mistral", "deepseek", "functionary" */
+const char *vkf_tool_format_name(vkf_tool_format f);
+/* "hermes" -> VKF_TOOL_FORMAT_HERMES (and the other names); -1 when unknown. */
+int vkf_tool_format_from_name(const char *name);
+
+/* A model's whole answer text[0..len) -> an OpenAI assistant message, as JSON:
+ *   {"role": "assistant", "content": "text" | null,
+ *    "tool_calls": [{"id": "call_...", "type": "function",
+ *                    "function": {"name": "...", "arguments": "{...}"}}, ...]}
+ * "tool_calls" only when the text holds calls (content is then null unless the model also
+ * wrote text around them); "arguments" is the JSON text the model wrote for them. Text that
+ * begins a call but is not one (bad JSON, no name, unclosed) stays in content: never an
+ * error. Ids: the model's own where it writes them (Mistral), else "call_" and 24 random
+ * letters and digits (Mistral: 9, as its templates require). *message_json is malloc'ed. */
+vkf_status vkf_tool_calls_parse(vkf_tool_format f, const char *text, size_t len,
+                                char **message_json);
+
+/* The grammar for tool_choice (a JSON text: "none", "auto", "required" or {"type":
+ * "function", "function": {"name": "..."}}) over tools (a JSON array of OpenAI tool schemas):
+ * the model's own call syntax with each tool's parameters as a JSON Schema; "required": one
+ * call of any tool (parallel: one or more), a named function: that one. *gbnf = NULL for
+ * "none" and "auto" (no constraint). VKF_ERROR_FORMAT for a malformed tool list or choice (a
+ * named function that is not in tools), VKF_ERROR_UNSUPPORTED for a parameter schema
+ * vkf_json_schema_to_grammar refuses (named). */
+vkf_status vkf_tool_calls_grammar(vkf_tool_format f, const char *tools_json,
+                                  const char *tool_choice_json, int parallel, char **gbnf);
+
+/* Streaming: text goes in as it is generated; out come OpenAI's chat.completion.chunk deltas,
+ * as OpenAI sends them: {"content": "..."} for text (text that may begin a call is held back
+ * until it is known), {"tool_calls": [{"index": 0, "id": "call_...", "type": "function",
+ * "function": {"name": "get_weather", "arguments": ""}}]} when a call's name is known, then
+ * {"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\": "}}]} as its arguments
+ * are written. The deltas of a whole stream add up to vkf_tool_calls_parse's message (a call
+ * that turns out malformed after its name was sent is closed as it stands: a streamed delta
+ * cannot be taken back; in a whole answer it stays text). */
+typedef struct vkf_tool_parser vkf_tool_parser;
+vkf_status vkf_tool_parser_create(vkf_tool_format f, vkf_tool_parser **out);
+void vkf_tool_parser_free(vkf_tool_parser *p);
+/* Appends text[0..len); last: the answer is complete. *deltas_json gets a JSON array of the
+ * deltas ready now ("[]": none), malloc'ed. */
+vkf_status vkf_tool_parser_push(vkf_tool_parser *p, const char *text, size_t len, int last,
+                                char **deltas_json);
+/* The message so far (after last: the whole answer's, as vkf_tool_calls_parse), malloc'ed. */
+vkf_status vkf_tool_parser_message(const vkf_tool_parser *p, char **message_json);
+/* Calls parsed so far. */
+int vkf_tool_parser_n_calls(const vkf_tool_parser *p);
 
 /* ================================================================ quantize (llama.cpp file types)
  *

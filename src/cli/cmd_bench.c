@@ -1,5 +1,6 @@
 /* `vkformer bench`: picks the benchmark by its mode flag and hands over to bench/ (bench.h):
- * --kernels, --startup, --plot, --tokenizer, --embedding, --first-token (internal, used by
+ * --kernels, --startup, --plot, --tokenizer, --embedding, --grammar, --first-token (internal, used
+ * by
  * --startup), else the end-to-end benchmark (llama-bench's flags). Each parses its options with
  * cli/args.h. */
 #include <string.h>
@@ -15,6 +16,7 @@ int vkf_cmd_bench(int argc, char **argv) {
             return vkf_bench_plot(argc, argv);
         if (strcmp(argv[i], "--tokenizer") == 0) return vkf_bench_tokenizer(argc, argv);
         if (strcmp(argv[i], "--embedding") == 0) return vkf_bench_embed(argc, argv);
+        if (strcmp(argv[i], "--grammar") == 0) return vkf_bench_grammar(argc, argv);
         if (strcmp(argv[i], "--first-token") == 0) return vkf_bench_first_token(argc, argv);
     }
     return vkf_bench_e2e(argc, argv);

@@ -205,7 +205,7 @@ static int turn(chat *c) {
     vkf_sampler *smp = NULL;
     int rc = 0;
     if (vkf_stopper_create(stops, c->default_template ? 1 : 0, &stopper) != VKF_OK ||
-        vkf_sampler_create(&c->sp, &smp) != VKF_OK)
+        vkf_sampler_create_ex(c->m, &c->sp, &smp) != VKF_OK)
         rc = vkf_cli_fail("chat");
     int32_t *gen = malloc((size_t)c->n_ctx * sizeof *gen), n_gen = 0;
     size_t text_done = 0, ans_len = 0, ans_cap = 256;
@@ -239,7 +239,8 @@ static int turn(chat *c) {
         }
         int reverse = !rc && ends_with_reverse(c, answer, ans_len);
         int length = c->n_predict >= 0 && n_gen >= c->n_predict;
-        int end = eos || stopped || reverse || length || g_stop || c->n_cache >= c->n_ctx;
+        int end = eos || stopped || reverse || length || g_stop || c->n_cache >= c->n_ctx ||
+                  vkf_sampler_grammar_state(smp) == VKF_GRAMMAR_MUST_END;
         if (end && !stopped) { /* the text held back for a possible end-of-turn string */
             const char *rest;
             size_t rest_len;
@@ -405,16 +406,21 @@ int vkf_cmd_chat(int argc, char **argv) {
                          chat_description, args, .epilog = NULL};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
-    if ((rc = vkf_gen_check(&o, "chat")) >= 0) return rc;
     if (o.list_devices) return vkf_cmd_devices(1, argv);
     if (!o.mp.path)
         return vkf_usage_error("chat",
                                "--model PATH is required (a model directory or .gguf file)");
+    if ((rc = vkf_gen_check(&o, "chat")) >= 0) return rc;
     const char *model = o.mp.path;
     char *first = NULL; /* -p / -f: the first user message */
-    if (o.file && !(first = vkf_cli_read_text("chat", "-f", o.file))) return 1;
-    if (!first && o.prompt && !(first = strdup(o.prompt)))
+    if (o.file && !(first = vkf_cli_read_text("chat", "-f", o.file))) {
+        vkf_gen_free(&o);
+        return 1;
+    }
+    if (!first && o.prompt && !(first = strdup(o.prompt))) {
+        vkf_gen_free(&o);
         return vkf_cli_fail("chat: out of memory");
+    }
     char *sys = o.sys ? strdup(o.sys) : NULL;
     if (o.escape && sys) vkf_gen_unescape(sys);
     o.sys = sys;
@@ -495,6 +501,7 @@ int vkf_cmd_chat(int argc, char **argv) {
     }
     if (c.tty) fputc('\n', stdout);
 done:
+    vkf_gen_free(&o);
     cJSON_Delete(c.msgs);
     free(c.cache);
     free(c.logits);

@@ -130,6 +130,7 @@ static const char *stop_reason(const vkf_generate_stats *st, const gen_out *g, i
     switch (st->stop) {
     case VKF_STOP_EOS: return "end of sequence (the model's end-of-generation token)";
     case VKF_STOP_CONTEXT_FULL: return "context full";
+    case VKF_STOP_GRAMMAR: return "the grammar is complete";
     case VKF_STOP_CALLBACK:
         if (g->reverse_hit) return "reverse prompt (-r) reached";
         if (g->write_failed) return "writing to stdout failed";
@@ -309,20 +310,24 @@ int vkf_cmd_generate(int argc, char **argv) {
                          description(), args, .epilog = epilog};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
-    if ((rc = vkf_gen_check(&o, "generate")) >= 0) return rc;
     if (o.list_devices) return vkf_cmd_devices(1, argv);
     if (!o.mp.path)
         return vkf_usage_error("generate",
                                "--model PATH is required (a model directory or .gguf file)");
+    if ((rc = vkf_gen_check(&o, "generate")) >= 0) return rc;
     int cache_type = o.cache_type;
 
     char *file_text = NULL;
     const char *prompt = o.prompt ? o.prompt : "";
-    if (o.file && !(file_text = vkf_cli_read_text("generate", "-f", o.file))) return 1;
+    if (o.file && !(file_text = vkf_cli_read_text("generate", "-f", o.file))) {
+        vkf_gen_free(&o);
+        return 1;
+    }
     if (file_text) prompt = file_text;
     char *prompt_buf = strdup(prompt);
     if (!prompt_buf) {
         free(file_text);
+        vkf_gen_free(&o);
         fprintf(stderr, "vkformer: generate: out of memory\n");
         return 1;
     }
@@ -480,6 +485,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                 (double)mi.kv_cache / 1048576.0, (double)mi.activations / 1048576.0);
     rc = g_interrupted ? 130 : 0;
 done:
+    vkf_gen_free(&o);
     free(toks);
     free(prompt_buf);
     free(file_text);

@@ -147,6 +147,9 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     args[n++] = (vkf_arg)VKF_ARG_DEVICE(&o->cp);
     args[n++] = (vkf_arg)VKF_ARG_CPU(&o->cp);
     args[n++] = (vkf_arg)VKF_ARG_VALIDATE(&o->cp);
+    const vkf_arg grammar[] = {VKF_ARGS_GRAMMAR(&o->gr)};
+    for (size_t i = 0; i < sizeof grammar / sizeof grammar[0]; i++)
+        args[n++] = grammar[i];
     /* ---- generate's own: refused in a chat, with the reason */
     if (chat) {
         ADD("--no-display-prompt", VKF_ARG_REFUSED,
@@ -170,8 +173,6 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
         .help = "the CPU backend runs one thread");
     ADD("--lora|--lora-scaled|--control-vector", VKF_ARG_REFUSED, .takes_value = 1,
         .help = "no adapters");
-    ADD("--grammar|--grammar-file|-j|--json-schema", VKF_ARG_REFUSED, .takes_value = 1,
-        .help = "no constrained sampling");
     ADD("--mirostat|--mirostat-lr|--mirostat-ent|--xtc-probability|--xtc-threshold|--dry-"
         "multiplier",
         VKF_ARG_REFUSED, .takes_value = 1, .help = "this sampler is not implemented");
@@ -185,9 +186,9 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
         .help = "RoPE settings come from the model file");
     ADD("-np|--parallel", VKF_ARG_REFUSED, .takes_value = 1,
         .help = "one sequence here: `vkformer serve -np N` decodes several");
-    ADD("-hf|-hfr|--hf-repo|-hff|--hf-file|-hft|--hf-token", VKF_ARG_REFUSED, .takes_value = 1,
-        .help = "no downloads: vkformer reads local files (fetch the GGUF or HF directory "
-                "first, then -m PATH)");
+    ADD("-hff|--hf-file|-hft|--hf-token", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "-hf NAME takes a model `vkformer pull --list` names (its file is known); no "
+                "Hugging Face downloads");
     ADD("-co|--color", VKF_ARG_REFUSED,
         .help = "plain text: stdout carries exactly the model's text");
     ADD("--no-warmup", VKF_ARG_REFUSED,
@@ -220,7 +221,15 @@ int vkf_gen_check(vkf_gen_opts *o, const char *cmd) {
         o->sp.seed = (uint64_t)o->seed;
     }
     o->mp.n_ctx = o->n_ctx;
+    int rc = vkf_cli_grammar_load(cmd, &o->gr);
+    if (rc >= 0) return rc;
+    o->sp.grammar = o->gr.text;
     return -1;
+}
+
+void vkf_gen_free(vkf_gen_opts *o) {
+    vkf_cli_grammar_free(&o->gr);
+    o->sp.grammar = NULL;
 }
 
 void vkf_gen_notes(const vkf_gen_opts *o, const char *cmd, vkf_context *ctx) {

@@ -18,10 +18,11 @@
 #include <stdint.h>
 
 #include "cli/args.h"
+#include "cli/cli_grammar.h"
 #include "vkformer.h"
 
 #define VKF_GEN_MAX_REVERSE 8
-#define VKF_GEN_MAX_ARGS 64 /* entries vkf_gen_args may write, the {0} included */
+#define VKF_GEN_MAX_ARGS 72 /* entries vkf_gen_args may write, the {0} included */
 
 typedef enum vkf_gen_mode { VKF_GEN_GENERATE, VKF_GEN_CHAT } vkf_gen_mode;
 
@@ -39,6 +40,7 @@ typedef struct vkf_gen_opts {
     int n_reverse;
     int cache_k, cache_v; /* vkf_cache_type from -ctk / -ctv (0: the device's default) */
     int cache_type;       /* the one of them given (vkf_gen_check) */
+    vkf_cli_grammar gr;   /* --grammar, --json-schema, ...: sp.grammar after vkf_gen_check */
     char help_n[128], help_min_p[96]; /* help texts with this command's defaults */
 } vkf_gen_opts;
 
@@ -49,8 +51,11 @@ void vkf_gen_defaults(vkf_gen_opts *o, vkf_gen_mode mode);
  * terminating {0} not counted (it is written: append the command's own entries over it). */
 int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args);
 /* After vkf_args_parse: -ngl 0 against -dev, -ctk against -ctv (usage errors, exit 2), the seed
- * (random when -s is absent or -1). Returns -1 when the command goes on. */
+ * (random when -s is absent or -1), the grammar flags read into sp.grammar (freed by
+ * vkf_gen_free). Returns -1 when the command goes on. */
 int vkf_gen_check(vkf_gen_opts *o, const char *cmd);
+/* Frees what vkf_gen_check allocated (the grammar). */
+void vkf_gen_free(vkf_gen_opts *o);
 /* Notes once the backend is known: -t on a Vulkan device (threads matter to --cpu only), -t > 1
  * on the CPU backend (it runs one thread). */
 void vkf_gen_notes(const vkf_gen_opts *o, const char *cmd, vkf_context *ctx);

@@ -39,7 +39,18 @@ const char *vkf_glslang_version(void) {
         GLSLANG_VERSION_PATCH);
 }
 
-const char *vkf_architectures(void) { return vkf_arch_names(); }
+/* The decoder-only descriptors of vkf_arch_list (encoder-only models embed: vkf_embed). */
+const char *vkf_architectures(void) {
+    static char buf[256];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (int i = 0; vkf_arch_list[i]; i++)
+            if (!vkf_arch_list[i]->encoder && n < sizeof buf)
+                n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? ", " : "",
+                                      vkf_arch_list[i]->name);
+    }
+    return buf;
+}
 
 /* A model directory's config.json may ask for BOS (add_bos_token, bos_token_id) where its
  * tokenizer file does not: the model adds it (vkf_model_tokenize), so the tokenizer opened on

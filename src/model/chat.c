@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "io/gguf.h"
 #include "model/model.h"
+#include "structured/tool_calls.h"
 #include "template/jinja.h"
 #include "tokenizer/tokenizer.h"
 
@@ -290,10 +291,18 @@ vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, cons
     if (!m || !messages_json || !out)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "chat_apply: NULL model, messages or output");
     if (used_default) *used_default = m->chat_template == NULL;
-    if (!m->chat_template) return vkf_chat_chatml(messages_json, add_generation_prompt, out);
     /* as transformers and llama.cpp do: the "tool_use" template when tools are given */
     const char *t =
         tools_json && m->chat_template_tool_use ? m->chat_template_tool_use : m->chat_template;
-    return vkf_chat_template_render(t, messages_json, tools_json, context_json, m->chat_bos,
-                                    m->chat_eos, add_generation_prompt, out);
+    /* tool calls and tools as the template wants them (structured/tool_chat.c) */
+    char *prepared = NULL;
+    VKF_TRY(vkf_tool_messages_prepare(t, m->chat_bos, m->chat_eos, messages_json, tools_json,
+                                      &prepared));
+    if (prepared) messages_json = prepared;
+    vkf_status s =
+        t ? vkf_chat_template_render(t, messages_json, tools_json, context_json, m->chat_bos,
+                                     m->chat_eos, add_generation_prompt, out)
+          : vkf_chat_chatml(messages_json, add_generation_prompt, out);
+    free(prepared);
+    return s;
 }

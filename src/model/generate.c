@@ -64,7 +64,7 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
             n_prompt, s->n_ctx, s->n_past);
     VKF_TRY(vkf_check_tokens(prompt, n_prompt, m->hp.n_vocab, "prompt"));
     vkf_sampler *smp;
-    VKF_TRY(vkf_sampler_create(sp, &smp));
+    VKF_TRY(vkf_sampler_create_ex(m, sp, &smp));
     float *logits = malloc((size_t)m->hp.n_vocab * sizeof *logits);
     vkf_status ac = VKF_OK;
     for (int32_t i = 0; i < n_prompt && ac == VKF_OK; i++)
@@ -106,6 +106,10 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
                 st.stop = VKF_STOP_CALLBACK;
                 break;
             }
+        }
+        if (vkf_sampler_grammar_state(smp) == VKF_GRAMMAR_MUST_END) { /* nothing can follow */
+            st.stop = VKF_STOP_GRAMMAR;
+            break;
         }
         if (i + 1 == n_predict) break; /* the last token needs no forward pass */
         if (s->n_past >= s->n_ctx) {

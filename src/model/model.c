@@ -12,6 +12,7 @@
 #include "io/json_config.h"
 #include "model/chat.h"
 #include "model/model.h"
+#include "structured/grammar.h"
 #include "tokenizer/tokenizer.h"
 
 const char *vkf_model_arch_name(const vkf_model *m) {
@@ -198,6 +199,7 @@ void vkf_model_free(vkf_model *m) {
     free(m->bufs);
     free(m->w.enc);
     free(m->w.dec);
+    vkf_gcache_free(m->gcache);
     vkf_tokenizer_free(m->tok);
     vkf_tokenizer_free(m->src_tok);
     pthread_mutex_destroy(&m->tok_lock);

@@ -165,6 +165,9 @@ struct vkf_model {
     int no_mmap;                  /* vkf_model_params.no_mmap: file read into memory, not mapped */
     size_t weight_bytes_in_place; /* of weight_bytes: used from the file's memory, not copied */
     int n_in_place;               /* weight buffers over file */
+    /* constrained sampling (structured/grammar.c): the vocabulary's token trie and grammar
+     * engines kept between requests; made on first use, under its own lock */
+    struct vkf_gcache *gcache;
 };
 
 /* Loaders (model/load_*.c); each fills m->hp, m->w, m->tok. A loader whose positions are

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "model/model.h"
 #include "model/sampling.h"
+#include "structured/grammar.h"
 #include "tokenizer/tokenizer.h"
 
 struct vkf_sampler {
@@ -32,6 +33,9 @@ struct vkf_sampler {
     float *pen;   /* [pen_cap] penalized copy of the logits */
     int32_t *cnt; /* [pen_cap] occurrences in the window (zero between calls) */
     int32_t pen_cap;
+    vkf_grammar *gr; /* constrained sampling (structured/grammar.c), or NULL */
+    float *gl;       /* [gl_cap] the logits with the grammar's mask applied */
+    int32_t gl_cap;
 };
 
 static uint64_t rng_next(uint64_t *s) {
@@ -52,6 +56,11 @@ static int penalties_on(const vkf_sampler_params *p) {
 }
 
 vkf_status vkf_sampler_create(const vkf_sampler_params *p, vkf_sampler **out) {
+    return vkf_sampler_create_ex(NULL, p, out);
+}
+
+vkf_status vkf_sampler_create_ex(const vkf_model *m, const vkf_sampler_params *p,
+                                 vkf_sampler **out) {
     vkf_sampler_params def = {0};
     if (!p) p = &def;
     if (p->top_k < 0 || p->top_p < 0 || isnan(p->temp) || isnan(p->top_p))
@@ -71,8 +80,23 @@ vkf_status vkf_sampler_create(const vkf_sampler_params *p, vkf_sampler **out) {
     if (!s) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "sampler: out of host memory");
     s->p = *p;
     s->state = p->seed;
+    if (p->grammar && *p->grammar) {
+        vkf_status st = m ? vkf_grammar_create(m, p->grammar, p->grammar_root, &s->gr)
+                          : vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                                      "sampler: a grammar needs the model's vocabulary: create "
+                                      "the sampler with vkf_sampler_create_ex");
+        if (st != VKF_OK) {
+            free(s);
+            return st;
+        }
+    }
+    s->p.grammar = s->p.grammar_root = NULL; /* the caller's strings are not kept */
     *out = s;
     return VKF_OK;
+}
+
+int vkf_sampler_grammar_state(const vkf_sampler *s) {
+    return s && s->gr ? vkf_grammar_state(s->gr) : VKF_GRAMMAR_NONE;
 }
 
 void vkf_sampler_free(vkf_sampler *s) {
@@ -82,6 +106,8 @@ void vkf_sampler_free(vkf_sampler *s) {
     free(s->hist);
     free(s->pen);
     free(s->cnt);
+    free(s->gl);
+    vkf_grammar_free(s->gr);
     free(s);
 }
 
@@ -114,6 +140,7 @@ void vkf_sampler_reset(vkf_sampler *s) {
     s->n_hist = 0;
     s->hist_pos = 0;
     s->state = s->p.seed;
+    if (s->gr) vkf_grammar_reset(s->gr);
 }
 
 /* a ranks before b: higher logit, then lower id */
@@ -244,8 +271,40 @@ static vkf_status apply_typical(vkf_sampler *s, int32_t *k) {
     return VKF_OK;
 }
 
+static vkf_status sample_chain(vkf_sampler *s, const float *logits, int32_t n_vocab,
+                               int32_t *token);
+
 vkf_status vkf_sampler_sample(vkf_sampler *s, const float *logits, int32_t n_vocab,
                               int32_t *token) {
+    if (!s->gr) return sample_chain(s, logits, n_vocab, token);
+    if (n_vocab < 1) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "sampler: empty vocabulary");
+    /* greedy: the argmax of the penalized logits is the answer whenever the grammar allows it
+     * (the argmax among allowed tokens is then the same token), so the mask is computed only
+     * when it does not */
+    vkf_status st = VKF_ERROR_INVALID_ARGUMENT;
+    if (!(s->p.temp > 0)) {
+        st = sample_chain(s, logits, n_vocab, token);
+        if (st != VKF_OK) return st;
+        st = vkf_grammar_allows(s->gr, *token) ? VKF_OK : VKF_ERROR_INVALID_ARGUMENT;
+    }
+    if (st != VKF_OK) {
+        if (s->gl_cap < n_vocab) {
+            float *g = realloc(s->gl, (size_t)n_vocab * sizeof *g);
+            if (!g) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "sampler: out of host memory");
+            s->gl = g;
+            s->gl_cap = n_vocab;
+        }
+        memcpy(s->gl, logits, (size_t)n_vocab * sizeof *logits);
+        VKF_TRY(vkf_grammar_apply(s->gr, s->gl, n_vocab));
+        VKF_TRY(sample_chain(s, s->gl, n_vocab, token));
+        /* a draw that rounding left on a masked (-inf) tail: the best allowed token instead */
+        if (!(s->gl[*token] > -INFINITY)) *token = vkf_argmax_f32(s->gl, n_vocab);
+    }
+    return vkf_grammar_accept(s->gr, *token);
+}
+
+static vkf_status sample_chain(vkf_sampler *s, const float *logits, int32_t n_vocab,
+                               int32_t *token) {
     if (n_vocab < 1) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "sampler: empty vocabulary");
     if (s->cap < n_vocab) {
         vkf_cand *c = realloc(s->c, (size_t)n_vocab * sizeof *c);

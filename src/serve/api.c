@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "serve/serve.h"
+#include "serve/structured.h"
 
 /* ------------------------------------------------------------------ request fields */
 
@@ -123,7 +124,8 @@ static char *chat_prompt(const srv_config *c, const cJSON *msgs, const cJSON *to
             return NULL;
         }
         cJSON *o = cJSON_Duplicate(m, 1);
-        cJSON_ReplaceItemInObjectCaseSensitive(o, "content", cJSON_CreateString(text));
+        if (!srv_structured_keep_null(m)) /* a tool-call turn keeps content null */
+            cJSON_ReplaceItemInObjectCaseSensitive(o, "content", cJSON_CreateString(text));
         if (!cJSON_GetObjectItemCaseSensitive(o, "content"))
             cJSON_AddStringToObject(o, "content", text);
         free(text);
@@ -332,6 +334,8 @@ int srv_api_parse(const srv_config *c, int chat, const char *body, size_t len, s
         goto done;
     }
     if (chat && c->default_template) r->stops[r->n_stops++] = strdup("<|im_end|>");
+    /* response_format, grammar, json_schema, tools (structured.c) */
+    if (srv_structured_parse(c, j, chat, r, err, en)) goto done;
     for (int i = 0; i < r->n_stops; i++)
         if (!r->stops[i]) goto done;
     /* logprobs: chat takes logprobs (bool) + top_logprobs; completions logprobs (int) */
@@ -463,7 +467,10 @@ char *srv_api_response(const srv_config *c, const srv_req *r) {
     cJSON *o = head(c, r, r->chat ? "chat.completion" : "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
     cJSON_AddNumberToObject(ch, "index", r->index);
-    if (r->chat) {
+    const char *fin = finish_name(r->finish);
+    if (r->chat && r->st && r->st->tools) { /* tool calls parsed (structured.c) */
+        fin = srv_structured_message(c, r, ch, text, fin);
+    } else if (r->chat) {
         cJSON *msg = cJSON_AddObjectToObject(ch, "message");
         cJSON_AddStringToObject(msg, "role", "assistant");
         cJSON_AddStringToObject(msg, "content", text);
@@ -476,7 +483,7 @@ char *srv_api_response(const srv_config *c, const srv_req *r) {
         cJSON_AddItemToObject(ch, "logprobs",
                               r->chat ? chat_logprobs(c, r, 0, r->n_ev)
                                       : completion_logprobs(c, r, 0, r->n_ev, 0));
-    cJSON_AddStringToObject(ch, "finish_reason", finish_name(r->finish));
+    cJSON_AddStringToObject(ch, "finish_reason", fin);
     cJSON_AddItemToArray(choices, ch);
     cJSON_AddItemToObject(o, "usage", usage(r));
     free(text);
@@ -484,6 +491,8 @@ char *srv_api_response(const srv_config *c, const srv_req *r) {
 }
 
 char *srv_api_chunk(const srv_config *c, const srv_req *r, int i, int first) {
+    if (r->chat && r->st && r->st->tools) /* tool-call deltas (structured.c) */
+        return srv_structured_chunk(c, (srv_req *)r, i, finish_name(r->finish));
     cJSON *o = head(c, r, r->chat ? "chat.completion.chunk" : "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *ch = cJSON_CreateObject();
     cJSON_AddNumberToObject(ch, "index", r->index);
@@ -706,3 +715,9 @@ char *srv_api_detokenize(const srv_config *c, const char *body, size_t len, int 
     *status = 200;
     return print_free(o);
 }
+
+/* for structured.c's chunks */
+cJSON *srv_api_head(const srv_config *c, const srv_req *r, const char *object) {
+    return head(c, r, object);
+}
+cJSON *srv_api_usage(const srv_req *r) { return usage(r); }

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "serve/serve.h"
+#include "serve/structured.h"
 
 struct srv_engine {
     vkf_model *m;
@@ -67,6 +68,7 @@ static void req_free(srv_req *r) {
         free(r->stops[i]);
     vkf_sampler_free(r->smp);
     vkf_stopper_free(r->stopper);
+    srv_structured_free(r->st);
     pthread_cond_destroy(&r->cv);
     free(r);
 }
@@ -265,17 +267,23 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
         r->n_gen++;
         /* the text of the whole generation, detokenized again: a token's own text may depend
          * on its neighbours (SentencePiece spaces, multi-token characters) */
-        if (vkf_model_detokenize(e->m, r->gen, r->n_gen, 0, &all) == VKF_OK) {
+        /* with tools, control tokens show: [TOOL_CALLS] and <|python_tag|> are markers */
+        int flags = r->st && r->st->tools ? VKF_DETOKENIZE_SPECIAL : 0;
+        if (vkf_model_detokenize(e->m, r->gen, r->n_gen, flags, &all) == VKF_OK) {
             size_t n = strlen(all);
             size_t from = r->text_done < n ? r->text_done : n;
             if (vkf_stopper_push(r->stopper, all + from, n - from, &emit, &emit_len))
                 f = SRV_FINISH_STOP;
             r->text_done = n;
         }
+        /* a grammar that nothing can extend ends the answer (the held text goes out) */
+        int grammar_end =
+            f == SRV_FINISH_NONE && vkf_sampler_grammar_state(r->smp) == VKF_GRAMMAR_MUST_END;
+        if (grammar_end) f = SRV_FINISH_STOP;
         /* the token is fed at r->pos next: it must fit the slot's context */
         if (f == SRV_FINISH_NONE && (r->n_gen >= r->max_tokens || r->pos >= e->n_ctx))
             f = SRV_FINISH_LENGTH;
-        if (f == SRV_FINISH_LENGTH) {
+        if (f == SRV_FINISH_LENGTH || grammar_end) {
             const char *rest;
             size_t rest_len;
             char *head = srv_utf8_dup(emit, emit_len);
@@ -367,7 +375,7 @@ static void cache_note(srv_engine *e, int b, int32_t i, int32_t t) {
 
 /* Prefill: r's prompt into slot b (past what the slot's cache holds), then its first token. */
 static void start_request(srv_engine *e, srv_req *r, int b) {
-    vkf_status st = vkf_sampler_create(&r->sp, &r->smp);
+    vkf_status st = vkf_sampler_create_ex(e->m, &r->sp, &r->smp);
     if (st == VKF_OK)
         st = vkf_stopper_create((const char *const *)r->stops, r->n_stops, &r->stopper);
     for (int32_t i = 0; st == VKF_OK && i < r->n_prompt; i++)

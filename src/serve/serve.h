@@ -82,6 +82,7 @@ typedef struct srv_req {
     size_t text_done; /* bytes of the detokenized generation already pushed to the stopper */
     vkf_sampler *smp;
     vkf_stopper *stopper;
+    struct srv_structured *st; /* grammar, tool calls (structured.c), or NULL */
 } srv_req;
 
 typedef struct srv_engine srv_engine;

@@ -129,7 +129,7 @@ case "$err" in *"time =     -"*) fail "negative time in the timings: $err" ;; es
 # the KV cache types vkformer has: f16 and f32, one for K and V
 usage_error "--cache-type-k: expected f16 or f32" generate generate -m "$kjv" --cache-type-k q8_0
 usage_error "-ctk and -ctv differ" generate generate -m "$kjv" -ctk f16 -ctv f32
-for f in "--mlock" "-mg 1" "--tensor-split 1,1" "--grammar x" "--mirostat 2" "-i" "-fa off"; do
+for f in "--mlock" "-mg 1" "--tensor-split 1,1" "--mirostat 2" "-i" "-fa off"; do
     usage_error "${f%% *}: " generate generate -m "$kjv" $f
     has "not supported by vkformer" "$err" "generate $f"
 done

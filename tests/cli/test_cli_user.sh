@@ -152,11 +152,14 @@ run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 -fa
 eq "$rc" 0 "-fa alone"; eq "$out" "In the beginning$ref0" "-fa alone: output"
 run generate --cpu -m "$kjv" -p "In the beginning" -n 16 --temp 0 -fa auto --flash-attn=on
 eq "$rc" 0 "-fa auto --flash-attn=on"
-for f in "-hf ggml-org/gemma-3-1b-it-GGUF" "-hff model.gguf" "-co" "--color"; do
+for f in "-hff model.gguf" "-co" "--color"; do
     run generate -m "$kjv" $f
     eq "$rc" 2 "generate $f: exit"; has "not supported by vkformer (" "$err" "generate $f: refused with a reason"
 done
-has "no downloads" "$(VKF_X=1 "$V" generate -m "$kjv" -hf x 2>&1)" "-hf: why"
+# -hf takes the names of vkformer's registry (vkformer pull --list); another repository is refused
+run generate -hf ggml-org/gemma-3-1b-it-GGUF -p x
+eq "$rc" 2 "-hf of a repository outside the registry: exit"
+has "no model named 'ggml-org/gemma-3-1b-it-GGUF' in vkformer's registry; known: smollm2-135m" "$err" "-hf: why, and the known names"
 if "$V" devices 2>/dev/null | grep -q .; then
     run generate -m "$kjv" -p "In" -n 1 -t 4
     has "-t 4: the Vulkan device needs no CPU threads" "$err" "-t on a Vulkan device: a note"

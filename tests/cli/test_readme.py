@@ -101,12 +101,14 @@ def main():
           "seed default: %r / %r" % (seed_help, readme_row(readme, "`-s/--seed S`")))
 
     # ---------------------------------------------------------------- flags and architectures
+    REFUSED_ROW = "`-i`, `--mlock`, `-mg`, `-ts`, `-sm`, `--lora`, `--mirostat`, `-co/--color`, ..."
     refused = gh.split("llama.cpp flags refused here", 1)[1] if "llama.cpp flags refused here" in gh else ""
     accepted = gh.split("llama.cpp flags refused here", 1)[0]
     check("--typical" in accepted and "--typical" not in refused, "--typical: accepted and not refused")
-    check("`--typical`" in readme and "--typical" not in readme_row(readme, "`-i`, `--mlock`, `-mg`, `-ts`, `-sm`, `--lora`, `--grammar`, `--mirostat`, `-hf`, `-co/--color`, ..."),
+    check("`--typical`" in readme and "--typical" not in readme_row(readme, REFUSED_ROW),
           "README: --typical accepted, not refused")
-    for flag in re.findall(r"`(-[a-z-]+)", readme_row(readme, "`-i`, `--mlock`, `-mg`, `-ts`, `-sm`, `--lora`, `--grammar`, `--mirostat`, `-hf`, `-co/--color`, ...") or ""):
+    check(readme_row(readme, REFUSED_ROW) != "", "README's row of refused flags: %s" % REFUSED_ROW)
+    for flag in re.findall(r"`(-[a-z-]+)", REFUSED_ROW) + ["--color"]:
         check(re.search(r"(^|[ ,])" + re.escape(flag) + r"([ ,]|$)", refused, re.M) is not None,
               "README says %s is refused; generate --help does not list it as refused" % flag)
     m = re.search(r"decoder-only model \(([^)]*)\)", gh)

@@ -23,6 +23,7 @@ seeds_for() {
     fuzz_safetensors) echo "$corpus/safetensors" ;;
     fuzz_tokenizers) echo "$corpus/tokenizers" ;;
     fuzz_regex) echo "$corpus/regex" ;;
+    fuzz_grammar) echo "$corpus/grammar" ;;
     *) ;;
     esac
 }
