@@ -49,13 +49,14 @@ seed_files_for() {
     return 0
 }
 
-status=0
-for exe in "$build"/tests/fuzz_*; do
-    [ -x "$exe" ] || continue
+# one target: its regressions, then SECONDS of fuzzing; the summary goes to its .summary file
+run_one() {
+    local exe="$1" name st=0
     name="$(basename "$exe")"
     mkdir -p "$work/$name"
-    args=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-          -artifact_prefix="$work/artifacts/$name-")
+    local args=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+                -artifact_prefix="$work/artifacts/$name-")
+    local sf sd dirs log reg
     sf="$(seed_files_for "$name")"
     [ -n "$sf" ] && args+=(-seed_inputs="$sf")
     [ "$name" = fuzz_tokenizer_files ] && args+=(-max_len=65536)
@@ -66,17 +67,36 @@ for exe in "$build"/tests/fuzz_*; do
     reg="$src/tests/fuzz/regressions/$name"
     if [ -d "$reg" ] && [ -n "$(ls -A "$reg")" ]; then
         if ! "$exe" "$reg"/* >"$work/$name.regressions.log" 2>&1; then
-            echo "fuzz: $name: a regression input fails again (see $work/$name.regressions.log)" >&2
-            status=1
+            echo "fuzz: $name: a regression input fails again (see $work/$name.regressions.log)"
+            st=1
         fi
     fi
-    echo "fuzz: $name for ${secs}s" >&2
     # the library under test finds tests/data through VKF_SOURCE_DIR (compiled in)
     if ! ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" "$exe" "${args[@]}" "${dirs[@]}" >"$log" 2>&1; then
-        echo "fuzz: $name FAILED (see $log; inputs in $work/artifacts)" >&2
-        tail -40 "$log" >&2
-        status=1
+        echo "fuzz: $name FAILED (see $log; inputs in $work/artifacts)"
+        tail -40 "$log"
+        st=1
     fi
-    grep -E "^stat::(number_of_executed_units|peak_rss_mb)|^#[0-9]+.*DONE" "$log" | sed "s/^/  $name: /" >&2 || true
+    grep -E "^stat::(number_of_executed_units|peak_rss_mb)|^#[0-9]+.*DONE" "$log" | sed "s/^/  $name: /" || true
+    return $st
+}
+
+# the targets run side by side, one per CPU (FUZZ_JOBS): each is single-threaded
+jobs_max="${FUZZ_JOBS:-$(nproc)}"
+names=()
+for exe in "$build"/tests/fuzz_*; do
+    [ -x "$exe" ] || continue
+    name="$(basename "$exe")"
+    echo "fuzz: $name for ${secs}s" >&2
+    rm -f "$work/$name.rc"
+    (if run_one "$exe" >"$work/$name.summary" 2>&1; then echo 0; else echo 1; fi >"$work/$name.rc") &
+    names+=("$name")
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+done
+wait
+status=0
+for name in "${names[@]}"; do
+    cat "$work/$name.summary" >&2
+    [ "$(cat "$work/$name.rc" 2>/dev/null)" = 0 ] || status=1
 done
 exit $status
