@@ -1,6 +1,9 @@
 /* The activation side of llama.cpp's CPU matmuls (the ggml-activation reference mode): ggml
  * quantizes each activation row to the weight type's "vec_dot_type" and takes integer dot
  * products block by block, combining the integer sums with the f16 / f32 scales in float.
+ * Each weight type's row in the traits table (core/wtype.h) names its activation type and its
+ * dot product (act, act_dot); this file holds the activation types and the summation orders
+ * the rows share:
  *
  *     weight type                          activation type
  *     Q4_0, Q5_0, Q8_0, IQ4_NL             Q8_0  (32 per block, f16 scale)
@@ -12,7 +15,7 @@
  * multiplied in, round half to even; Q8_K as ggml's reference: -127 / max, nearest_int.
  *
  * Usage:
- *     vkf_dtype at = vkf_act_type(VKF_DTYPE_Q4_K);              // VKF_ACT_Q8_K
+ *     vkf_act_type at = vkf_act_type_of(VKF_DTYPE_Q4_K);        // VKF_ACT_Q8_K
  *     void *a = malloc(vkf_act_row_bytes(at, K));
  *     vkf_act_quantize(at, x, a, K);                            // one activation row
  *     float y = vkf_act_dot(VKF_DTYPE_Q4_K, wrow, a, K, 0);     // one weight row
@@ -32,6 +35,7 @@ typedef enum vkf_act_type {
     VKF_ACT_Q8_0,
     VKF_ACT_Q8_1,
     VKF_ACT_Q8_K,
+    VKF_ACT_COUNT
 } vkf_act_type;
 
 /* The activation type ggml pairs with weight type w (F32 for F32 and unknown types). */
@@ -50,5 +54,51 @@ enum {
  * way ggml combines the block sums (bit for bit where ggml's kernels are reproduced; see
  * quant_dot.c); flags: VKF_DOT_*. 0 for a type it does not know. */
 float vkf_act_dot(vkf_dtype w, const void *wrow, const void *act, int64_t k, int flags);
+
+/* ------------------------------------------------------------------ for the type files
+ *
+ * ggml's x86 dot products keep 8 float lanes: lane t takes the integer sum of elements
+ * 4t..4t+3 of every 32 elements (times their sub-block scale), fused-multiply-added with the
+ * block's scale product; the lanes are added at the end as hsum8 does. A type file describes
+ * its blocks with an unpack function and picks the accumulation its ggml kernel uses. */
+
+/* A 32-element block: its 32 integer values, f16 scale (and min, or 0). */
+typedef void (*vkf_unpack32_fn)(const void *blk, int q[32], float *d, float *m);
+
+/* How a 32-block type's float sums run: */
+typedef enum vkf_dot32_order {
+    VKF_DOT32_LANES = 1,    /* 8 lanes of fused sums over every block */
+    VKF_DOT32_LANES2 = 2,   /* two sets of 8 lanes for even and odd blocks, added at the end */
+    VKF_DOT32_BLOCKSUM = 0, /* one scalar chain of whole-block sums (repacked kernels) */
+} vkf_dot32_order;
+
+/* Blocks of 32 (block_bytes each) against Q8_0 activations, or Q8_1 with with_min (the min
+ * term m * s in a scalar fused chain, as ggml's Q4_1 / Q5_1 kernels). */
+float vkf_act_dot32(vkf_unpack32_fn unpack, size_t block_bytes, int with_min, const void *wrow,
+                    const void *act, int64_t k, vkf_dot32_order order);
+
+/* A 256-element super-block: its integer values before the sub-block scales (q), the integer
+ * sub-block scales (sc) and mins (m, zero where the type has none), the float scales; returns
+ * the sub-block length (16 or 32). */
+typedef int (*vkf_unpack256_fn)(const void *blk, int q[256], int sc[16], int m[16], float *d,
+                                float *dmin);
+
+/* Where a super-block type's mins go (d_a * dmin_w times the integer min sums): */
+typedef enum vkf_dot256_mins {
+    VKF_MINS_NONE = 0, /* no mins */
+    VKF_MINS_LANES8,   /* fused into the 8 lanes before the scaled sums (Q2_K's kernel) */
+    VKF_MINS_LANES4,   /* 4 lanes of their own, added after hsum8 (Q4_K's) */
+    VKF_MINS_SCALAR,   /* one scalar fused chain, added after hsum8 (Q5_K's) */
+} vkf_dot256_mins;
+
+/* Super-blocks of 256 (block_bytes each) against Q8_K activations. */
+float vkf_act_dot256(vkf_unpack256_fn unpack, size_t block_bytes, vkf_dot256_mins mins,
+                     const void *wrow, const void *act, int64_t k);
+
+/* F16 / BF16 weights against activations rounded to the same type, and F32 against F32: one
+ * scalar chain (the matmul of the ggml mode sums F32 / F16 its own way, backend/cpu). */
+float vkf_act_dot_f16(const void *wrow, const void *act, int64_t k, int flags);
+float vkf_act_dot_bf16(const void *wrow, const void *act, int64_t k, int flags);
+float vkf_act_dot_f32(const void *wrow, const void *act, int64_t k, int flags);
 
 #endif

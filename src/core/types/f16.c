@@ -22,4 +22,5 @@ static void quant(const float *src, void *dst, int64_t n) {
         d[i] = vkf_f32_to_f16(src[i]);
 }
 
-const vkf_wtype vkf_wtype_f16 = {"F16", 1, 1, 2, 1, 8, 0, {0, 0}, deq, dot, quant, 0};
+const vkf_wtype vkf_wtype_f16 = {"F16",  1,   1,   2,     1, 8,           0,
+                                 {0, 0}, deq, dot, quant, 0, VKF_ACT_F16, vkf_act_dot_f16};
