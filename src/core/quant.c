@@ -7,25 +7,14 @@
 
 #include "core/wtype.h"
 
-int vkf_quant_block_elems(vkf_dtype t) {
-    const vkf_wtype *w = vkf_wtype_of(t);
-    return w ? w->block_elems : 1;
-}
-
-size_t vkf_quant_block_bytes(vkf_dtype t) {
-    const vkf_wtype *w = vkf_wtype_of(t);
-    return w ? w->block_bytes : 0;
-}
-
 int vkf_quant_supported(vkf_dtype t) {
     const vkf_wtype *w = vkf_wtype_of(t);
     return w && w->weight && w->quantize_row;
 }
 
 size_t vkf_quant_row_bytes(vkf_dtype t, int64_t n) {
-    int be = vkf_quant_block_elems(t);
-    if (!vkf_quant_supported(t) || n <= 0 || n % be) return 0;
-    return (size_t)(n / be) * vkf_quant_block_bytes(t);
+    if (!vkf_quant_supported(t) || n <= 0) return 0;
+    return vkf_dtype_row_bytes(t, n);
 }
 
 void vkf_quantize_rows(vkf_dtype t, const float *src, void *dst, int64_t nrows, int64_t n_per_row) {
@@ -46,14 +35,17 @@ float vkf_quant_signed_absmax(const float *x, int n) {
     return max;
 }
 
-void vkf_quant_min_max(const float *x, int n, float *mn, float *mx) {
+float vkf_quant_min_scale(const float *x, float nmax, uint16_t *dh, uint16_t *mh, float *mn) {
     float lo = FLT_MAX, hi = -FLT_MAX;
-    for (int j = 0; j < n; j++) {
+    for (int j = 0; j < 32; j++) {
         if (x[j] < lo) lo = x[j];
         if (x[j] > hi) hi = x[j];
     }
+    const float d = (hi - lo) / nmax;
+    *dh = vkf_f32_to_f16(d);
+    *mh = vkf_f32_to_f16(lo);
     *mn = lo;
-    *mx = hi;
+    return d != 0.0f ? 1.0f / d : 0.0f;
 }
 
 void vkf_quant_pack5(const uint8_t q[32], uint8_t qs[16], uint8_t qh[4]) {

@@ -23,9 +23,6 @@
 #include "core/blocks.h"
 #include "core/dtype.h"
 
-/* Elements and bytes per block of every storage type (F32/F16/BF16: 1). */
-int vkf_quant_block_elems(vkf_dtype t);
-size_t vkf_quant_block_bytes(vkf_dtype t);
 /* Bytes of a row of n elements; 0 when n is not a multiple of the block or t is not handled. */
 size_t vkf_quant_row_bytes(vkf_dtype t, int64_t n);
 /* 1 when vkf_quantize_rows handles t: every weight type whose row has a quantizer (F32, F16,
@@ -51,8 +48,9 @@ static inline int vkf_clampi(int v, int lo, int hi) { return v < lo ? lo : v > h
 
 /* The largest |x| of x[0..n) with its sign (the first one on ties), as ggml picks it. */
 float vkf_quant_signed_absmax(const float *x, int n);
-/* The smallest and largest of x[0..n). */
-void vkf_quant_min_max(const float *x, int n, float *mn, float *mx);
+/* A 32-block with a min (Q4_1, Q5_1): d = (max - min) / nmax and the min stored as f16 in *dh,
+ * *mh, the min in *mn; returns 1 / d (0 for a constant block). */
+float vkf_quant_min_scale(const float *x, float nmax, uint16_t *dh, uint16_t *mh, float *mn);
 /* 32 five-bit values: low nibbles into qs (element j and j + 16), fifth bits into the
  * little-endian 32-bit qh (Q5_0, Q5_1). */
 void vkf_quant_pack5(const uint8_t q[32], uint8_t qs[16], uint8_t qh[4]);

@@ -185,6 +185,7 @@ float vkf_act_dot256(vkf_unpack256_fn unpack, size_t block_bytes, vkf_dot256_min
     float acc[8] = {0}, accm[4] = {0}, summs = 0.0f;
     for (int64_t i = 0; i < k / VKF_QK_K; i++) {
         float dw = 0, dminw = 0;
+        memset(m, 0, sizeof m); /* types without mins leave them */
         int sub = unpack((const uint8_t *)wrow + (size_t)i * block_bytes, q, sc, m, &dw, &dminw);
         int32_t lane[8] = {0};
         for (int c = 0; c < 8; c++) {
@@ -223,22 +224,22 @@ float vkf_act_dot256(vkf_unpack256_fn unpack, size_t block_bytes, vkf_dot256_min
     return r;
 }
 
-float vkf_act_dot_f16(const void *wrow, const void *act, int64_t k, int flags) {
-    const uint16_t *ww = wrow, *aa = act;
-    (void)flags;
+/* halves (F16 / BF16) of both rows converted by cv, one scalar chain */
+static float dot_half(const uint16_t *ww, const uint16_t *aa, int64_t k, float (*cv)(uint16_t)) {
     float s = 0.0f;
     for (int64_t j = 0; j < k; j++)
-        s += h(ww[j]) * h(aa[j]);
+        s += cv(ww[j]) * cv(aa[j]);
     return s;
 }
 
-float vkf_act_dot_bf16(const void *wrow, const void *act, int64_t k, int flags) {
-    const uint16_t *ww = wrow, *aa = act;
+float vkf_act_dot_f16(const void *wrow, const void *act, int64_t k, int flags) {
     (void)flags;
-    float s = 0.0f;
-    for (int64_t j = 0; j < k; j++)
-        s += vkf_bf16_to_f32(ww[j]) * vkf_bf16_to_f32(aa[j]);
-    return s;
+    return dot_half(wrow, act, k, vkf_f16_to_f32);
+}
+
+float vkf_act_dot_bf16(const void *wrow, const void *act, int64_t k, int flags) {
+    (void)flags;
+    return dot_half(wrow, act, k, vkf_bf16_to_f32);
 }
 
 float vkf_act_dot_f32(const void *wrow, const void *act, int64_t k, int flags) {

@@ -78,8 +78,8 @@ float vkf_act_dot32(vkf_unpack32_fn unpack, size_t block_bytes, int with_min, co
                     const void *act, int64_t k, vkf_dot32_order order);
 
 /* A 256-element super-block: its integer values before the sub-block scales (q), the integer
- * sub-block scales (sc) and mins (m, zero where the type has none), the float scales; returns
- * the sub-block length (16 or 32). */
+ * sub-block scales (sc) and mins (m: zeroed before the call; a type without mins leaves them),
+ * the float scale d (and dmin: likewise); returns the sub-block length (16 or 32). */
 typedef int (*vkf_unpack256_fn)(const void *blk, int q[256], int sc[16], int m[16], float *d,
                                 float *dmin);
 

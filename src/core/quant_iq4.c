@@ -37,15 +37,8 @@ void vkf_quantize_iq4_block(int sb, int bs, const float *x, uint16_t *dh, uint8_
         uint8_t *Lb = L + ib * bs;
         for (int j = 0; j < bs; ++j)
             weight[j] = xb[j] * xb[j];
-        float amax = 0, max = 0;
-        for (int j = 0; j < bs; ++j) {
-            float ax = fabsf(xb[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = xb[j];
-            }
-        }
-        if (amax < VKF_GROUP_MAX_EPS) {
+        const float max = vkf_quant_signed_absmax(xb, bs);
+        if (fabsf(max) < VKF_GROUP_MAX_EPS) {
             scales[ib] = 0;
             continue;
         }

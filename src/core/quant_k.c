@@ -11,15 +11,8 @@
  * and keeping the best weighted least-squares fit (ggml's make_qx_quants, rmse_type 1). L gets
  * the levels offset by nmax. Returns the scale. */
 float vkf_make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < VKF_GROUP_MAX_EPS) {
+    const float max = vkf_quant_signed_absmax(x, n);
+    if (fabsf(max) < VKF_GROUP_MAX_EPS) {
         for (int i = 0; i < n; ++i)
             L[i] = 0;
         return 0.f;
@@ -58,15 +51,8 @@ float vkf_make_qx_quants(int n, int nmax, const float *x, int8_t *L) {
 /* Symmetric 3-bit levels with an iterative per-element refinement (weights x^2) of the
  * least-squares scale (ggml's make_q3_quants with do_rmse). L gets levels offset by nmax. */
 float vkf_make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; ++i) {
-        float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < VKF_GROUP_MAX_EPS) {
+    const float max = vkf_quant_signed_absmax(x, n);
+    if (fabsf(max) < VKF_GROUP_MAX_EPS) {
         for (int i = 0; i < n; ++i)
             L[i] = 0;
         return 0.f;

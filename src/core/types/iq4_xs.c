@@ -37,6 +37,8 @@ static void quant(const float *src, void *dst, int64_t n) {
 
 /* llama.cpp: Q8_K activations, 8 lanes, 8 sub-blocks of 32 with their signed scales. */
 static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, float *dmin) {
+    (void)m;
+    (void)dmin;
     const vkf_block_iq4_xs *b = blk;
     for (int j = 0; j < 256; j++) {
         int s = j / 32, l = j % 32;
@@ -47,10 +49,8 @@ static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, 
         int ls =
             ((b->scales_l[s / 2] >> (4 * (s & 1))) & 15) | (((b->scales_h >> (2 * s)) & 3) << 4);
         sc[s] = ls - 32;
-        m[s] = 0;
     }
     *d = vkf_f16_to_f32(b->d);
-    *dmin = 0.0f;
     return 32;
 }
 

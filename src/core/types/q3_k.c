@@ -85,17 +85,16 @@ static void quant(const float *x, void *dst, int64_t k) {
 
 /* llama.cpp: Q8_K activations, 8 lanes, 16 signed sub-block scales. */
 static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, float *dmin) {
+    (void)m;
+    (void)dmin;
     const vkf_block_q3_k *b = blk;
     for (int j = 0; j < 256; j++) {
         int lo = (b->qs[32 * (j / 128) + j % 32] >> (2 * ((j % 128) / 32))) & 3;
         q[j] = lo - ((b->hmask[j % 32] >> (j / 32)) & 1 ? 0 : 4);
     }
-    for (int s = 0; s < 16; s++) {
+    for (int s = 0; s < 16; s++)
         sc[s] = q3k_scale(b->scales, s);
-        m[s] = 0;
-    }
     *d = vkf_f16_to_f32(b->d);
-    *dmin = 0.0f;
     return 16;
 }
 

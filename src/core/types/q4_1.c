@@ -23,11 +23,8 @@ VKF_WTYPE_DOT(dot, deq, 32, 20)
 static void quant(const float *src, void *dst, int64_t n) {
     vkf_block_q4_1 *y = dst;
     for (int64_t i = 0; i < n / 32; i++, src += 32) {
-        float mn, mx;
-        vkf_quant_min_max(src, 32, &mn, &mx);
-        const float d = (mx - mn) / 15.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        y[i].d = vkf_f32_to_f16(d);
-        y[i].m = vkf_f32_to_f16(mn);
+        float mn;
+        const float id = vkf_quant_min_scale(src, 15.0f, &y[i].d, &y[i].m, &mn);
         for (int j = 0; j < 16; j++) {
             int q0 = (int)((src[j] - mn) * id + 0.5f), q1 = (int)((src[j + 16] - mn) * id + 0.5f);
             y[i].qs[j] = (uint8_t)((q0 < 15 ? q0 : 15) | ((q1 < 15 ? q1 : 15) << 4));

@@ -52,12 +52,14 @@ static void quant(const float *x, void *dst, int64_t k) {
     }
 }
 
-/* Q4_K / Q5_K super-blocks for llama.cpp's dot products: 8 sub-blocks of 32 with their scales
- * and mins; qh (Q5_K) adds the fifth bits. */
-void vkf_k4_unpack(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, int q[256],
-                   int sc[16], int m[16]);
-void vkf_k4_unpack(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, int q[256],
-                   int sc[16], int m[16]) {
+/* A Q4_K (five = 0) or Q5_K (five = 1) super-block for llama.cpp's dot products
+ * (vkf_unpack256_fn): both lead with f16 d, f16 dmin and the 12 packed scale bytes; Q5_K's
+ * 32 bytes of fifth bits come before the nibbles. */
+int vkf_k4_unpack(const void *blk, int five, int q[256], int sc[16], int m[16], float *d,
+                  float *dmin);
+int vkf_k4_unpack(const void *blk, int five, int q[256], int sc[16], int m[16], float *d,
+                  float *dmin) {
+    const uint8_t *b = blk, *scales = b + 4, *qh = five ? b + 16 : NULL, *qs = b + (five ? 48 : 16);
     for (int j = 0; j < 256; j++) {
         int s = j / 32;
         q[j] = (qs[32 * (s / 2) + j % 32] >> (4 * (s & 1))) & 15;
@@ -65,15 +67,14 @@ void vkf_k4_unpack(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, 
     }
     for (int s = 0; s < 8; s++)
         vkf_k4_scale_min(scales, s, &sc[s], &m[s]);
+    *d = vkf_f16_to_f32(vkf_rd16(b));
+    *dmin = vkf_f16_to_f32(vkf_rd16(b + 2));
+    return 32;
 }
 
 /* llama.cpp: Q8_K activations, 8 lanes; the mins in 4 lanes of their own. */
 static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, float *dmin) {
-    const vkf_block_q4_k *b = blk;
-    vkf_k4_unpack(b->scales, b->qs, NULL, q, sc, m);
-    *d = vkf_f16_to_f32(b->d);
-    *dmin = vkf_f16_to_f32(b->dmin);
-    return 32;
+    return vkf_k4_unpack(blk, 0, q, sc, m, d, dmin);
 }
 
 static float act_dot(const void *w, const void *a, int64_t k, int flags) {

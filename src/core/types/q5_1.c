@@ -27,11 +27,8 @@ static void quant(const float *src, void *dst, int64_t n) {
     vkf_block_q5_1 *y = dst;
     uint8_t q[32];
     for (int64_t i = 0; i < n / 32; i++, src += 32) {
-        float mn, mx;
-        vkf_quant_min_max(src, 32, &mn, &mx);
-        const float d = (mx - mn) / 31.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        y[i].d = vkf_f32_to_f16(d);
-        y[i].m = vkf_f32_to_f16(mn);
+        float mn;
+        const float id = vkf_quant_min_scale(src, 31.0f, &y[i].d, &y[i].m, &mn);
         for (int j = 0; j < 32; j++)
             q[j] = (uint8_t)(int)((src[j] - mn) * id + 0.5f);
         vkf_quant_pack5(q, y[i].qs, y[i].qh);

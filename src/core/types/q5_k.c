@@ -8,8 +8,8 @@
 #include "core/wtype.h"
 
 void vkf_k4_scale_min(const uint8_t *q, int s, int *sc, int *m);
-void vkf_k4_unpack(const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, int q[256],
-                   int sc[16], int m[16]);
+int vkf_k4_unpack(const void *blk, int five, int q[256], int sc[16], int m[16], float *d,
+                  float *dmin);
 
 static void deq(const void *src, float *dst, int64_t n) {
     const vkf_block_q5_k *b = src;
@@ -61,11 +61,7 @@ static void quant(const float *x, void *dst, int64_t k) {
 
 /* llama.cpp: Q8_K activations, 8 lanes; the mins in one scalar chain. */
 static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, float *dmin) {
-    const vkf_block_q5_k *b = blk;
-    vkf_k4_unpack(b->scales, b->qs, b->qh, q, sc, m);
-    *d = vkf_f16_to_f32(b->d);
-    *dmin = vkf_f16_to_f32(b->dmin);
-    return 32;
+    return vkf_k4_unpack(blk, 1, q, sc, m, d, dmin);
 }
 
 static float act_dot(const void *w, const void *a, int64_t k, int flags) {

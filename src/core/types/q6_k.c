@@ -72,6 +72,8 @@ static void quant(const float *x, void *dst, int64_t k) {
 
 /* llama.cpp: Q8_K activations, 8 lanes, 16 signed sub-block scales. */
 static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, float *dmin) {
+    (void)m;
+    (void)dmin;
     const vkf_block_q6_k *b = blk;
     for (int j = 0; j < 256; j++) {
         int half = j / 128, r = j % 128, l = r % 32, g = r / 32; /* g: 0..3 within the half */
@@ -79,12 +81,9 @@ static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, 
         int hi = (b->qh[32 * half + l] >> (2 * g)) & 3;
         q[j] = (lo | (hi << 4)) - 32;
     }
-    for (int s = 0; s < 16; s++) {
+    for (int s = 0; s < 16; s++)
         sc[s] = b->scales[s];
-        m[s] = 0;
-    }
     *d = vkf_f16_to_f32(b->d);
-    *dmin = 0.0f;
     return 16;
 }
 
