@@ -1,11 +1,13 @@
 /* The ggml-activation reference mode (vkf_context_params.ggml_activations) against llama.cpp's
  * own logits: every row of every case (the prompt in one batch, then the greedy tokens one step
- * at a time, teacher-forced) is compared with the fixture's. In this mode the CPU backend does
- * llama.cpp's arithmetic operation for operation (see cpu_ggml.c, quant_dot.c).
+ * at a time, teacher-forced) is compared with the fixture's, each fixture with the llama.cpp
+ * build that made it (vkf_ggml_target). In this mode the CPU backend does llama.cpp's arithmetic
+ * operation for operation (see cpu_ggml.c, quant_dot.c).
  *
  * Threshold: every row of every case within 1e-5 of llama.cpp (bit-identical up to the last
- * float rounding of the logits; measured: all 36 cases of llama-kq and llama-tiny exactly 0.0; here
- * every llama-kq case and the longest llama-tiny prompt of each file).
+ * float rounding of the logits; measured: all 36 cases of llama-kq and llama-tiny and all 12 of
+ * arch exactly 0.0; here every llama-kq and arch case and the longest llama-tiny prompt of each
+ * file).
  * One activation rounding to the other side of a quantization boundary makes a row differ by
  * 0.01-0.06; the plain float-activation path differs by 1e-3..9e-2 on every row. */
 #include <math.h>
@@ -195,24 +197,44 @@ static void test_dots(void) {
     }
 }
 
+/* A CPU context computing as the llama.cpp build target does. */
+static vkf_context *target_ctx(vkf_ggml_target t) {
+    vkf_context_params cp = {.backend = VKF_BACKEND_CPU, .ggml_activations = t};
+    vkf_context *ctx = NULL;
+    VKT_OK(vkf_context_create(&cp, &ctx));
+    return ctx;
+}
+
 int main(void) {
     test_act_quant();
     test_dots();
+    vkf_context_params bad = {.backend = VKF_BACKEND_VULKAN, .ggml_activations = VKF_GGML_AVX2};
+    vkf_context *no = NULL;
+    VKT_CHECK(vkf_context_create(&bad, &no) == VKF_ERROR_INVALID_ARGUMENT, "ggml mode is CPU only");
+    vkf_context_params unknown = {.backend = VKF_BACKEND_CPU, .ggml_activations = 99};
+    VKT_CHECK(vkf_context_create(&unknown, &no) == VKF_ERROR_INVALID_ARGUMENT &&
+                  strstr(vkf_last_error(), "avx512-2025"),
+              "an unknown target is refused with the list: %s", vkf_last_error());
     if (!vkt_have_fixtures()) {
         fprintf(stderr, "skip fixtures: none\n");
         return vkt_finish();
     }
-    vkf_context_params cp = {.backend = VKF_BACKEND_CPU, .ggml_activations = 1};
-    vkf_context *ctx = NULL;
-    VKT_OK(vkf_context_create(&cp, &ctx));
-    vkf_context_params bad = {.backend = VKF_BACKEND_VULKAN, .ggml_activations = 1};
-    vkf_context *no = NULL;
-    VKT_CHECK(vkf_context_create(&bad, &no) == VKF_ERROR_INVALID_ARGUMENT, "ggml mode is CPU only");
+    /* llama.cpp c392e50 (Feb 2025) on AVX-512: every llama.cpp K-quant / legacy file type, and
+     * F32, F16, Q8_0, Q4_0 (repacked by llama.cpp) on the longest prompt (46 tokens: more than
+     * one 32-cell KV block) to keep the test short; verify --ggml-activations runs them all */
+    vkf_context *ctx = target_ctx(VKF_GGML_AVX512_2025);
     if (ctx) {
-        run_fixture(ctx, "llama-kq", NULL); /* every llama.cpp K-quant / legacy file type */
-        /* F32, F16, Q8_0, Q4_0 (repacked by llama.cpp); the longest prompt (46 tokens: more than
-         * one 32-cell KV block) to keep the test short; verify --ggml-activations runs them all */
+        run_fixture(ctx, "llama-kq", NULL);
         run_fixture(ctx, "llama-tiny", "mixed");
+        run_fixture(ctx, "gpt2-tiny", "fox"); /* LayerNorm, GELU table, biases, odd vocab */
+        vkf_context_free(ctx);
+    }
+    /* llama.cpp dc02e1f (Jul 2026) on AVX-512: every architecture (gemma's sliding windows,
+     * soft-caps, GELU table, q scaled before attention; llama3's and phi3's rope factors, phi3's
+     * attention factor, gemma3's linear scaling; q/k norms, biases, fused matrices) */
+    ctx = target_ctx(VKF_GGML_AVX512_2026);
+    if (ctx) {
+        run_fixture(ctx, "arch", NULL);
         vkf_context_free(ctx);
     }
     return vkt_finish();

@@ -54,7 +54,7 @@ static vkf_op_params attn(int b, int nq, int nkv, int stride, int h, int hkv, in
     vkf_op_params p;
     memset(&p, 0, sizeof p);
     p.attn = (vkf_attn_params){
-        b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd), 0, 0.0f, 0};
+        b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd), 0, 0.0f, 0, 0};
     return p;
 }
 

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "graph/ops.h"
 #include "model/arch.h"
+#include "model/context.h"
 #include "model/model.h"
 
 extern const vkf_arch_desc vkf_arch_llama, vkf_arch_gpt2, vkf_arch_qwen2, vkf_arch_qwen3,
@@ -234,20 +235,50 @@ int vkf_layer_swa(const vkf_hparams *hp, int l) {
     return hp->swa_window > 0 && hp->swa_period > 0 && l % hp->swa_period < hp->swa_period - 1;
 }
 
+/* The rotation table as llama.cpp's CPU backend computes its cache (ggml_rope_cache_init) for
+ * the CPU's ggml-activation mode: in float, theta_scale = base^(-2 / n_rot), the angle of pair i
+ * multiplied up from the position one float step at a time, divided by the frequency factor,
+ * times the linear scale, cos / sin times the attention factor. Every rotation of that mode then
+ * uses llama.cpp's own values (the float path keeps the double-precision table: ggml's angles
+ * drift by ~1e-6 per unit). */
+static void rope_table_ggml(float *t, int n_pos, int n_rot, float base, float freq_scale,
+                            const float *factors, float mscale) {
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    for (int pos = 0; pos < n_pos; pos++) {
+        float theta = (float)pos;
+        for (int i = 0; i < n_rot / 2; i++) {
+            const float ff = factors ? factors[i] : 1.0f;
+            const float th = freq_scale * (theta / ff);
+            t[(size_t)pos * n_rot + 2 * i] = cosf(th) * mscale;
+            t[(size_t)pos * n_rot + 2 * i + 1] = sinf(th) * mscale;
+            theta *= theta_scale;
+        }
+    }
+}
+
+static void rope_table(const vkf_model *m, float *rt, double base, double scale,
+                       const float *factors, double mscale) {
+    const vkf_hparams *hp = &m->hp;
+    if (m->ctx && m->ctx->ggml_activations)
+        rope_table_ggml(rt, hp->n_ctx, hp->n_rot, (float)base, (float)scale, factors,
+                        (float)mscale);
+    else
+        vkf_rope_table_ext(rt, hp->n_ctx, hp->n_rot, base, scale, factors, mscale);
+}
+
 vkf_status vkf_model_rope_tables(vkf_model *m, const float *factors) {
     const vkf_hparams *hp = &m->hp;
     size_t n = (size_t)hp->n_ctx * (size_t)hp->n_rot;
     float *rt = malloc(n * sizeof *rt);
     if (!rt) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
-    vkf_rope_table_ext(rt, hp->n_ctx, hp->n_rot, hp->rope_base, hp->rope_scale, factors,
-                       hp->rope_attn_factor);
+    rope_table(m, rt, hp->rope_base, hp->rope_scale, factors, hp->rope_attn_factor);
     vkf_status s = vkf_model_upload_table(m, &m->w.rope, "rope_table", hp->n_ctx, hp->n_rot, rt);
     int local = 0;
     for (int l = 0; l < hp->n_layer; l++)
         local |= vkf_layer_swa(hp, l);
     if (s == VKF_OK && local &&
         m->desc->swa_rope_unscaled) { /* gemma3: local layers' own base, no scaling */
-        vkf_rope_table_ext(rt, hp->n_ctx, hp->n_rot, hp->rope_base_swa, 1.0, NULL, 1.0);
+        rope_table(m, rt, hp->rope_base_swa, 1.0, NULL, 1.0);
         s = vkf_model_upload_table(m, &m->w.rope_swa, "rope_table_swa", hp->n_ctx, hp->n_rot, rt);
     }
     free(rt);

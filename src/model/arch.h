@@ -88,7 +88,7 @@ typedef enum vkf_arch_t {
  * embeddings times sqrt(d_model), HF norm weights stored as w - 1, q scaled before attention. */
 #define VKF_ARCH_GEMMA                                                                             \
     .rope_mode = VKF_ROPE_NEOX, .ffn_act = VKF_UNARY_GELU_TANH, .post_norms = 1,                   \
-    .emb_scale_sqrt_d = 1, .hf_norm_plus_one = 1
+    .emb_scale_sqrt_d = 1, .hf_norm_plus_one = 1, .scale_q = 1
 
 /* BERT's encoder block in llama.cpp's GGUF names: biases on every matrix (a file may leave them
  * out), the post-attention norm "attn_output_norm", the post-FFN norm "layer_output_norm";
@@ -115,6 +115,7 @@ typedef struct vkf_arch_desc {
     int post_norms;        /* x += norm(attn(norm x)); x += norm(ffn(norm x)) (gemma2/3) */
     int emb_scale_sqrt_d;  /* embeddings multiplied by sqrt(d_model) (gemma) */
     int softcaps;          /* reads {arch}.attn_logit_softcapping / final_logit_softcapping */
+    int scale_q;           /* llama.cpp scales q, not the attention scores (vkf_attn_params) */
     int swa_period;        /* > 0: layer il uses the sliding window iff il % period < period - 1
                               (llama.cpp's default pattern when the file has none); 0: no SWA */
     int swa_rope_unscaled; /* local layers: rope base {arch}.rope.freq_base_swa, no rope scaling */

@@ -206,6 +206,7 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
         .scale = hp->attn_scale_by_layer ? hp->attn_scale / (float)(l + 1) : hp->attn_scale,
         .window = vkf_layer_swa(hp, l) ? hp->swa_window : 0,
         .softcap = hp->attn_softcap,
+        .scale_q = a->scale_q,
     };
     vkf_tensor *kc = &s->kc[l], *vc = &s->vc[l];
     if (sg->seq0 > 0) { /* serve: one sequence's prompt, in its own region of the caches */

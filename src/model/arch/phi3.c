@@ -9,6 +9,7 @@ const vkf_arch_desc vkf_arch_phi3 = {
     .hf_arch = {"Phi3ForCausalLM"},
     .rope_mode = VKF_ROPE_NEOX,
     .ffn = VKF_FFN_GLU_FUSED,
+    .scale_q = 1,
     .ffn_act = VKF_UNARY_SILU,
     .tensors = (VKF_TS_CORE & ~(VKF_TS(VKF_T_ATTN_Q) | VKF_TS(VKF_T_ATTN_K) | VKF_TS(VKF_T_ATTN_V) |
                                 VKF_TS(VKF_T_FFN_GATE))) |
