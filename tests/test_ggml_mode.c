@@ -189,7 +189,7 @@ static void test_dots(void) {
                            vkf_f16_to_f32(((const vkf_block_q8_1 *)aq)[i / 32].s);
             }
         }
-        for (int flags = 0; flags < 4; flags++) {
+        for (int flags = 0; flags < 16; flags++) { /* every VKF_DOT_* kernel order */
             float got = vkf_act_dot(ty, wq, aq, K, flags);
             VKT_CHECK(fabs(got - ref) <= 1e-5 * mag + 1e-6, "%s dot %g vs dequantized %g",
                       vkf_dtype_name(ty), (double)got, ref);

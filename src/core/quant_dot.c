@@ -177,22 +177,55 @@ float vkf_act_dot32(vkf_unpack32_fn unpack, size_t block_bytes, int with_min, co
 
 /* Per super-block, the 8 lanes of scaled integer sums (see lanes32) and the mins (see
  * vkf_dot256_mins): acc = fma(d, lane, acc) with d = d_a * d_w, dmin = -d_a * dmin_w, as
- * ggml's AVX2 kernels. */
-float vkf_act_dot256(vkf_unpack256_fn unpack, size_t block_bytes, vkf_dot256_mins mins,
-                     const void *wrow, const void *act, int64_t k) {
+ * ggml's AVX2 kernels; or the tiled kernel's one step per super-block (see quant_dot.h). */
+vkf_dot256_order vkf_dot256_order_of(int flags, int repackable) {
+    if (!(flags & VKF_DOT_LLAMA_2610)) return VKF_DOT256_LANES;
+    if (repackable && (flags & VKF_DOT_REPACKED)) return VKF_DOT256_BLOCKSUM;
+    return flags & VKF_DOT_BATCH8 ? VKF_DOT256_TILED : VKF_DOT256_LANES;
+}
+
+float vkf_act_dot256(vkf_unpack256_fn unpack, size_t block_bytes, vkf_dot256_mins mins, int bias,
+                     vkf_dot256_order order, const void *wrow, const void *act, int64_t k) {
     const vkf_block_q8_k *a = act;
     int q[256], sc[16], m[16];
-    float acc[8] = {0}, accm[4] = {0}, summs = 0.0f;
+    float acc[8] = {0}, accm[4] = {0}, summs = 0.0f, tacc = 0.0f, tmin = 0.0f;
     for (int64_t i = 0; i < k / VKF_QK_K; i++) {
         float dw = 0, dminw = 0;
         memset(m, 0, sizeof m); /* types without mins leave them */
         int sub = unpack((const uint8_t *)wrow + (size_t)i * block_bytes, q, sc, m, &dw, &dminw);
+        if (bias)
+            for (int j = 0; j < 256; j++)
+                q[j] += bias;
         int32_t lane[8] = {0};
         for (int c = 0; c < 8; c++) {
             int s8[8];
             for (int t = 0; t < 8; t++)
                 s8[t] = sc[(32 * c + 4 * t) / sub];
             lanes32(q + 32 * c, a[i].qs + 32 * c, s8, lane);
+        }
+        if (bias) /* sub = 16: lane t holds the 16-groups 2t and 2t + 1 of the scales */
+            for (int t = 0; t < 8; t++)
+                lane[t] -=
+                    bias * (sc[2 * t] * a[i].bsums[2 * t] + sc[2 * t + 1] * a[i].bsums[2 * t + 1]);
+        int32_t pm[8] = {0}, total = 0; /* the min sums: per 16 (Q2_K) or per 32 values */
+        for (int s = 0; s < 256 / sub; s++) {
+            int bs = sub == 16 ? a[i].bsums[s] : a[i].bsums[2 * s] + a[i].bsums[2 * s + 1];
+            pm[s * sub / 32] += m[s] * bs;
+            total += m[s] * bs;
+        }
+        if (order != VKF_DOT256_LANES) {
+            int32_t s1 = 0;
+            for (int t = 0; t < 8; t++)
+                s1 += lane[t];
+            if (order == VKF_DOT256_BLOCKSUM) {
+                tacc = fmaf((float)s1, dw * a[i].d, tacc);
+                tmin = fmaf((float)total, dminw * a[i].d, tmin);
+                continue;
+            }
+            float res = dw * (float)s1;
+            if (mins != VKF_MINS_NONE) res = fmaf(-dminw, (float)total, res);
+            tacc = fmaf(res, a[i].d, tacc);
+            continue;
         }
         const float d = a[i].d * dw, dmin = -a[i].d * dminw;
         if (mins == VKF_MINS_LANES8) /* one min per 16 elements, two per lane */
@@ -201,23 +234,15 @@ float vkf_act_dot256(vkf_unpack256_fn unpack, size_t block_bytes, vkf_dot256_min
                     dmin,
                     (float)(m[2 * t] * a[i].bsums[2 * t] + m[2 * t + 1] * a[i].bsums[2 * t + 1]),
                     acc[t]);
-        if (mins == VKF_MINS_LANES4 || mins == VKF_MINS_SCALAR) { /* one min per 32 elements */
-            int32_t pm[4], total = 0;
-            for (int u = 0; u < 4; u++) {
-                int s0 = a[i].bsums[4 * u] + a[i].bsums[4 * u + 1],
-                    s1 = a[i].bsums[4 * u + 2] + a[i].bsums[4 * u + 3];
-                pm[u] = m[2 * u] * s0 + m[2 * u + 1] * s1;
-                total += pm[u];
-            }
-            if (mins == VKF_MINS_LANES4)
-                for (int u = 0; u < 4; u++)
-                    accm[u] = fmaf(dmin, (float)pm[u], accm[u]);
-            else
-                summs = fmaf(dmin, (float)total, summs);
-        }
+        if (mins == VKF_MINS_LANES4) /* one min per 32 elements, the pairs of them per lane */
+            for (int u = 0; u < 4; u++)
+                accm[u] = fmaf(dmin, (float)(pm[2 * u] + pm[2 * u + 1]), accm[u]);
+        if (mins == VKF_MINS_SCALAR) summs = fmaf(dmin, (float)total, summs);
         for (int t = 0; t < 8; t++)
             acc[t] = fmaf(d, (float)lane[t], acc[t]);
     }
+    if (order == VKF_DOT256_TILED) return tacc;
+    if (order == VKF_DOT256_BLOCKSUM) return tacc - tmin;
     float r = hsum8(acc);
     if (mins == VKF_MINS_LANES4) r += (accm[0] + accm[2]) + (accm[1] + accm[3]);
     if (mins == VKF_MINS_SCALAR) r += summs;

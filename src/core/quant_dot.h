@@ -47,7 +47,12 @@ void vkf_act_quantize(vkf_act_type t, const float *x, void *dst, int64_t k);
 enum {
     VKF_DOT_SINGLE_ROW = 1, /* the matmul has one activation row: llama.cpp's per-row kernels
                                (tinyBLAS takes batches of 2 or more) */
-    VKF_DOT_REPACKED = 2,   /* the weight has a multiple of 8 rows: llama.cpp repacks Q4_0 */
+    VKF_DOT_REPACKED = 2,   /* the weight has a multiple of 8 rows: llama.cpp repacks Q4_0 (and,
+                               with VKF_DOT_LLAMA_2610, Q4_K and IQ4_NL) on AVX2 machines */
+    VKF_DOT_BATCH8 = 4,     /* the matmul has 8 activation rows or more */
+    VKF_DOT_LLAMA_2610 = 8, /* llama.cpp's kernels of Oct 2026 (0c1e570): K-quant matmuls of 8
+                               rows or more in its tiled kernel (unrepacked weights), Q6_K's
+                               vec_dot subtracting its offset through the 16-sums */
 };
 
 /* The dot product of a weight row of type w with an activation row of vkf_act_type_of(w), the
@@ -91,9 +96,25 @@ typedef enum vkf_dot256_mins {
     VKF_MINS_SCALAR,   /* one scalar fused chain, added after hsum8 (Q5_K's) */
 } vkf_dot256_mins;
 
-/* Super-blocks of 256 (block_bytes each) against Q8_K activations. */
-float vkf_act_dot256(vkf_unpack256_fn unpack, size_t block_bytes, vkf_dot256_mins mins,
-                     const void *wrow, const void *act, int64_t k);
+/* How llama.cpp's kernel for the matmul at hand sums super-blocks (s1: a block's exact integer
+ * sum, s2: its integer min sum): */
+typedef enum vkf_dot256_order {
+    VKF_DOT256_LANES = 0, /* vec_dot: 8 lanes, fma(d_a * d_w, lane), mins as vkf_dot256_mins */
+    VKF_DOT256_TILED,     /* the tiled K-quant matmul (Oct 2026, 8 rows or more): res =
+                             d_w * s1 (- dmin_w * s2 fused), acc = fma(res, d_a, acc) */
+    VKF_DOT256_BLOCKSUM,  /* repacked 8x8 kernels: acc = fma(s1, d_w * d_a, acc), accm =
+                             fma(s2, dmin_w * d_a, accm), acc - accm */
+} vkf_dot256_order;
+
+/* The order a K-quant's matmul takes (flags: VKF_DOT_*; repackable: the type has llama.cpp's
+ * AVX2 8x8 repacking). */
+vkf_dot256_order vkf_dot256_order_of(int flags, int repackable);
+
+/* Super-blocks of 256 (block_bytes each) against Q8_K activations. bias > 0 (LANES): the
+ * kernel takes the values unsigned (q + bias) and subtracts bias * scale * 16-sum per lane
+ * (lane t: the 16-sums 2t and 2t + 1), as llama.cpp's Q6_K kernel of Oct 2026. */
+float vkf_act_dot256(vkf_unpack256_fn unpack, size_t block_bytes, vkf_dot256_mins mins, int bias,
+                     vkf_dot256_order order, const void *wrow, const void *act, int64_t k);
 
 /* F16 / BF16 weights against activations rounded to the same type, and F32 against F32: one
  * scalar chain (the matmul of the ggml mode sums F32 / F16 its own way, backend/cpu). */

@@ -39,7 +39,7 @@ typedef struct ggml_build {
 } ggml_build;
 
 static const ggml_build g_builds[] = {
-    [VKF_GGML_AVX2] = {"avx2", 8, 256, 1, 0},
+    [VKF_GGML_AVX2] = {"avx2", 8, 256, 1, VKF_DOT_LLAMA_2610},
     [VKF_GGML_AVX512_2026] = {"avx512-2026", 16, 256, 1, 0},
     [VKF_GGML_AVX512_2025] = {"avx512-2025", 16, 32, 0, 0},
 };
@@ -186,8 +186,8 @@ static vkf_status ggml_matmul(const ggml_build *bd, const vkf_node *nd) {
     size_t arb = vkf_act_row_bytes(at, K);
     char *act = malloc(arb ? arb : 1);
     if (!act) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "matmul %s: out of host memory", w->name);
-    int flags =
-        bd->dot_flags | (M == 1 ? VKF_DOT_SINGLE_ROW : 0) | (N % 8 == 0 ? VKF_DOT_REPACKED : 0);
+    int flags = bd->dot_flags | (M == 1 ? VKF_DOT_SINGLE_ROW : 0) | (M >= 8 ? VKF_DOT_BATCH8 : 0) |
+                (N % 8 == 0 ? VKF_DOT_REPACKED : 0);
     for (int64_t m = 0; m < M; m++) {
         vkf_act_quantize(at, row_f32(x, m), act, K);
         float *yr = row_f32(y, m);

@@ -25,7 +25,8 @@ static void quant(const float *src, void *dst, int64_t n) {
 }
 
 /* llama.cpp: Q8_0 activations, 8 lanes; its single-row kernel alternates two sets of lanes
- * over even and odd blocks. */
+ * over even and odd blocks; Oct 2026 on AVX2 repacks a weight of 8k rows (iq4_nl_8x8, one float
+ * step per block as Q4_0's). */
 static void unpack(const void *blk, int q[32], float *d, float *m) {
     const vkf_block_iq4_nl *b = blk;
     for (int j = 0; j < 16; j++) {
@@ -37,6 +38,8 @@ static void unpack(const void *blk, int q[32], float *d, float *m) {
 }
 
 static float act_dot(const void *w, const void *a, int64_t k, int flags) {
+    if ((flags & VKF_DOT_LLAMA_2610) && (flags & VKF_DOT_REPACKED)) /* iq4_nl_8x8 */
+        return vkf_act_dot32(unpack, 18, 0, w, a, k, VKF_DOT32_BLOCKSUM);
     return vkf_act_dot32(unpack, 18, 0, w, a, k,
                          flags & VKF_DOT_SINGLE_ROW ? VKF_DOT32_LANES2 : VKF_DOT32_LANES);
 }

@@ -55,8 +55,7 @@ static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, 
 }
 
 static float act_dot(const void *w, const void *a, int64_t k, int flags) {
-    (void)flags;
-    return vkf_act_dot256(unpack, 136, VKF_MINS_NONE, w, a, k);
+    return vkf_act_dot256(unpack, 136, VKF_MINS_NONE, 0, vkf_dot256_order_of(flags, 0), w, a, k);
 }
 
 const vkf_wtype vkf_wtype_iq4_xs = {"IQ4_XS", 23,  256, 136,   1, 32,           1,

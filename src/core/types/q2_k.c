@@ -84,8 +84,7 @@ static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, 
 }
 
 static float act_dot(const void *w, const void *a, int64_t k, int flags) {
-    (void)flags;
-    return vkf_act_dot256(unpack, 84, VKF_MINS_LANES8, w, a, k);
+    return vkf_act_dot256(unpack, 84, VKF_MINS_LANES8, 0, vkf_dot256_order_of(flags, 0), w, a, k);
 }
 
 const vkf_wtype vkf_wtype_q2_k = {"Q2_K",   10,  256, 84,    1, 32,           2,

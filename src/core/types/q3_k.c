@@ -99,8 +99,7 @@ static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, 
 }
 
 static float act_dot(const void *w, const void *a, int64_t k, int flags) {
-    (void)flags;
-    return vkf_act_dot256(unpack, 110, VKF_MINS_NONE, w, a, k);
+    return vkf_act_dot256(unpack, 110, VKF_MINS_NONE, 0, vkf_dot256_order_of(flags, 0), w, a, k);
 }
 
 const vkf_wtype vkf_wtype_q3_k = {"Q3_K",   11,  256, 110,   1, 64,           1,

@@ -72,14 +72,14 @@ int vkf_k4_unpack(const void *blk, int five, int q[256], int sc[16], int m[16], 
     return 32;
 }
 
-/* llama.cpp: Q8_K activations, 8 lanes; the mins in 4 lanes of their own. */
+/* llama.cpp: Q8_K activations, 8 lanes; the mins in 4 lanes of their own (Oct 2026 on AVX2: a
+ * weight of 8k rows repacked, q4_K_8x8). */
 static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, float *dmin) {
     return vkf_k4_unpack(blk, 0, q, sc, m, d, dmin);
 }
 
 static float act_dot(const void *w, const void *a, int64_t k, int flags) {
-    (void)flags;
-    return vkf_act_dot256(unpack, 144, VKF_MINS_LANES4, w, a, k);
+    return vkf_act_dot256(unpack, 144, VKF_MINS_LANES4, 0, vkf_dot256_order_of(flags, 1), w, a, k);
 }
 
 const vkf_wtype vkf_wtype_q4_k = {"Q4_K", 12,  256, 144,   1, 64,           2,

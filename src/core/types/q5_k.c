@@ -65,8 +65,7 @@ static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, 
 }
 
 static float act_dot(const void *w, const void *a, int64_t k, int flags) {
-    (void)flags;
-    return vkf_act_dot256(unpack, 176, VKF_MINS_SCALAR, w, a, k);
+    return vkf_act_dot256(unpack, 176, VKF_MINS_SCALAR, 0, vkf_dot256_order_of(flags, 0), w, a, k);
 }
 
 const vkf_wtype vkf_wtype_q5_k = {"Q5_K", 13,  256, 176,   1, 64,           2,

@@ -70,7 +70,8 @@ static void quant(const float *x, void *dst, int64_t k) {
     }
 }
 
-/* llama.cpp: Q8_K activations, 8 lanes, 16 signed sub-block scales. */
+/* llama.cpp: Q8_K activations, 8 lanes, 16 signed sub-block scales; its kernel of Oct 2026
+ * takes the values unsigned and subtracts 32 times the scaled 16-sums per lane. */
 static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, float *dmin) {
     (void)m;
     (void)dmin;
@@ -88,8 +89,8 @@ static int unpack(const void *blk, int q[256], int sc[16], int m[16], float *d, 
 }
 
 static float act_dot(const void *w, const void *a, int64_t k, int flags) {
-    (void)flags;
-    return vkf_act_dot256(unpack, 210, VKF_MINS_NONE, w, a, k);
+    return vkf_act_dot256(unpack, 210, VKF_MINS_NONE, (flags & VKF_DOT_LLAMA_2610) ? 32 : 0,
+                          vkf_dot256_order_of(flags, 0), w, a, k);
 }
 
 const vkf_wtype vkf_wtype_q6_k = {"Q6_K",   14,  256, 210,   1, 64,           1,
