@@ -116,6 +116,8 @@ typedef struct vkf_arch_desc {
     int emb_scale_sqrt_d;  /* embeddings multiplied by sqrt(d_model) (gemma) */
     int softcaps;          /* reads {arch}.attn_logit_softcapping / final_logit_softcapping */
     int scale_q;           /* llama.cpp scales q, not the attention scores (vkf_attn_params) */
+    int nope_period;       /* > 0: layer il has no RoPE when (il + 1) % nope_period == 0
+                              (SmolLM3's NoPE layers; llama.cpp's fixed step 4) */
     int swa_period;        /* > 0: layer il uses the sliding window iff il % period < period - 1
                               (llama.cpp's default pattern when the file has none); 0: no SWA */
     int swa_rope_unscaled; /* local layers: rope base {arch}.rope.freq_base_swa, no rope scaling */

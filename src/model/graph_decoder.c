@@ -187,7 +187,7 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
         q = dec_head_norm(b, m, q, &L->q_norm, hp->n_head, NM("q_norm"));
     if (vkf_tensor_present(&L->k_norm))
         k = dec_head_norm(b, m, k, &L->k_norm, hp->n_kv_head, NM("k_norm"));
-    if (a->pos == VKF_POS_ROPE) {
+    if (a->pos == VKF_POS_ROPE && !(a->nope_period > 0 && (l + 1) % a->nope_period == 0)) {
         q = dec_rope(b, s, sg, l, q, hp->n_head, n, "q_rope");
         k = dec_rope(b, s, sg, l, k, hp->n_kv_head, n, "k_rope");
     }
