@@ -43,6 +43,20 @@ const char *vkf_arch_names(void) {
     return buf;
 }
 
+const char *vkf_arch_hf_list(void) {
+    static char buf[512];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (int i = 0; vkf_arch_list[i]; i++)
+            for (int j = 0; j < 3 && vkf_arch_list[i]->hf_arch[j]; j++)
+                if (vkf_arch_list[i]->pos == VKF_POS_ROPE || /* GPT-2 has its own loader */
+                    vkf_arch_list[i]->encoder)
+                    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? ", " : "",
+                                          vkf_arch_list[i]->hf_arch[j]);
+    }
+    return buf;
+}
+
 /* ------------------------------------------------------------------ tensor names */
 
 #define L(x) "blk.%d." x

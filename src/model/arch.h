@@ -161,6 +161,8 @@ const vkf_arch_desc *vkf_arch_by_gguf(const char *name);
 const vkf_arch_desc *vkf_arch_by_hf(const char *hf_arch);
 /* "llama, gpt2, ..." for error messages */
 const char *vkf_arch_names(void);
+/* "LlamaForCausalLM, MistralForCausalLM, ...": the HF architectures of the RoPE decoders */
+const char *vkf_arch_hf_list(void);
 
 /* How the loaders read a slot: shape from the hyperparameters and where it goes. */
 typedef enum vkf_arch_dim {

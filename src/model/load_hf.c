@@ -218,6 +218,18 @@ static vkf_status hf_config(vkf_model *m, const vkf_json_config *c, int *tied) {
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head_dim %d outside [2, %d] or odd", path,
                          hp->head_dim, VKF_MAX_HEAD_DIM);
     hp->n_rot = hp->head_dim;
+    /* NoPE layers (SmolLM3): config.json's list must be the descriptor's fixed pattern */
+    const cJSON *nope = cJSON_GetObjectItemCaseSensitive(vkf_json_config_root(c), "no_rope_layers");
+    if (a->nope_period > 0 && cJSON_IsArray(nope))
+        for (int il = 0; il < cJSON_GetArraySize(nope); il++) {
+            const cJSON *e = cJSON_GetArrayItem(nope, il);
+            int want = (il + 1) % a->nope_period != 0;
+            if (!cJSON_IsNumber(e) || (e->valuedouble != 0) != want)
+                return vkf_error(VKF_ERROR_UNSUPPORTED,
+                                 "%s: no_rope_layers[%d] must be %d: %s layers il with (il + 1) "
+                                 "%% %d == 0 have no RoPE (llama.cpp's fixed pattern)",
+                                 path, il, want, a->name, a->nope_period);
+        }
     double v;
     VKF_TRY(vkf_json_config_get_float(c, "rms_norm_eps", 1e-6, &v));
     hp->eps = (float)v;
