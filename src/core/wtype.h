@@ -80,4 +80,25 @@ static inline uint32_t vkf_rd32(const uint8_t *p) {
         return acc;                                                                                \
     }
 
+/* The dequantize, dot and quantize functions of a 16-bit float type (F16, BF16) from its
+ * element conversions. */
+#define VKF_WTYPE_HALF(TO_F32, FROM_F32)                                                           \
+    static void deq(const void *src, float *dst, int64_t n) {                                      \
+        const uint16_t *s = src;                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            dst[i] = TO_F32(s[i]);                                                                 \
+    }                                                                                              \
+    static float dot(const void *w, const float *x, int64_t n) {                                   \
+        const uint16_t *s = w;                                                                     \
+        float acc = 0.0f;                                                                          \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            acc += TO_F32(s[i]) * x[i];                                                            \
+        return acc;                                                                                \
+    }                                                                                              \
+    static void quant(const float *src, void *dst, int64_t n) {                                    \
+        uint16_t *d = dst;                                                                         \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            d[i] = FROM_F32(src[i]);                                                               \
+    }
+
 #endif
