@@ -80,7 +80,7 @@ static vkf_status vkf_kb_tensor_n(vkf_backend *be, vkf_tensor *t, vkf_buffer_usa
     const vkf_wtype *wt = vkf_wtype_of(t->dtype);
     for (int64_t r = 0; r < t->rows; r++) {
         unsigned char *dst = data + rb * (size_t)r;
-        if (wt && !wt->quantize_row) { /* random blocks, scale fields set to `scale` / 64 */
+        if (wt && wt->block_elems > 1) { /* random blocks, scale fields set to `scale` / 64 */
             uint16_t h = vkf_f32_to_f16(scale / 64.0f);
             for (size_t i = 0; i < rb; i++)
                 dst[i] = (unsigned char)(vkf_kb_randf() * 127.0f + 128.0f);

@@ -100,17 +100,33 @@ typedef enum vkf_backend_kind {
  * malloc'ed NUL-terminated string; JSON when json != 0. The caller frees *out. */
 vkf_status vkf_devices_report(int json, char **out);
 
+/* The llama.cpp build whose CPU arithmetic the ggml-activation mode reproduces: its results
+ * depend on the instruction set (vector widths of the float kernels) and on the version (KV
+ * padding, which quantized kernels it picks), so the mode names both. All are x86-64, one
+ * thread, F32 KV cache, flash attention off. */
+typedef enum vkf_ggml_target {
+    VKF_GGML_OFF = 0,
+    VKF_GGML_AVX2 = 1,        /* llama.cpp 0c1e570 (Oct 2026; llama-cpp-python 0.3.36), built
+                                 for a CPU with AVX2, FMA and F16C (no AVX-512) */
+    VKF_GGML_AVX512_2026 = 2, /* llama.cpp dc02e1f (Jul 2026) on an AVX-512 machine */
+    VKF_GGML_AVX512_2025 = 3, /* llama.cpp c392e50 (Feb 2025) on an AVX-512 machine */
+} vkf_ggml_target;
+
+/* "avx2", "avx512-2026", "avx512-2025" for a vkf_ggml_target; NULL for OFF and unknown values. */
+const char *vkf_ggml_target_name(int target);
+
 typedef struct vkf_context_params {
     vkf_backend_kind backend; /* default AUTO */
     const char *device;       /* Vulkan device: index ("1") or name substring; NULL: env
                                  VKF_DEVICE, else first discrete, integrated, then any */
     int validate;             /* 1: Khronos validation layer on (also env VKF_VALIDATE=1) */
-    int ggml_activations;     /* 1: the CPU backend computes as llama.cpp's CPU backend does
-                                 (x86, single thread): activations quantized to Q8_0 / Q8_1 /
-                                 Q8_K (F16) for quantized (F16) weights, integer block dot
-                                 products, ggml's summation orders, RMSNorm, RoPE, SiLU and
-                                 softmax; llama logits then equal llama.cpp's bit for bit.
-                                 Implies the CPU backend (VULKAN: an error) */
+    int ggml_activations;     /* a vkf_ggml_target (0: off): the CPU backend computes as that
+                                 llama.cpp build's CPU backend does: activations quantized to
+                                 Q8_0 / Q8_1 / Q8_K (F16) for quantized (F16) weights, integer
+                                 block dot products, ggml's summation orders, RMSNorm, RoPE,
+                                 SiLU, GELU table, soft-caps and softmax; logits then equal
+                                 llama.cpp's bit for bit. Implies the CPU backend (VULKAN: an
+                                 error) */
 } vkf_context_params;
 
 typedef struct vkf_context vkf_context;

@@ -4,7 +4,8 @@
  * is itself checked against llama.cpp by test_models_arch, so this pins the HF loader: the q/k
  * row permutation (llama), Gemma's 1 + w norms, config.json's rope_scaling (llama3 factors
  * recomputed, LongRoPE lists, linear), tie_word_embeddings, shards. MistralForCausalLM runs the
- * llama directory under that name. */
+ * llama directory under that name. smollm3 (tests/data/smollm3, made by llama.cpp) the same way:
+ * its NoPE layers from config.json's no_rope_layers. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,38 @@ static void test_mistral(vkf_context *ctx, const char *backend) {
     free(cfg);
 }
 
+/* SmolLM3 with another NoPE pattern than llama.cpp's (rope on every layer) is refused, naming
+ * the key and the layer. */
+static void test_nope_pattern(vkf_context *ctx) {
+    char dir[] = "/tmp/vkf_nope_XXXXXX";
+    VKT_CHECK(mkdtemp(dir) != NULL, "mkdtemp failed");
+    size_t n;
+    char *cfg = vkt_read_file(HF_DIR "/smollm3/config.json", &n);
+    char *last = cfg ? strstr(cfg, "0\n  ]") : NULL; /* the NoPE layer's 0 */
+    VKT_CHECK(last != NULL, "smollm3 config.json lacks no_rope_layers");
+    char p[512], w[512];
+    if (last) {
+        *last = '1';
+        snprintf(p, sizeof p, "%s/config.json", dir);
+        VKT_CHECK(write_text(p, cfg), "writing %s failed", p);
+        snprintf(p, sizeof p, "%s/model.safetensors", dir);
+        snprintf(w, sizeof w, "%s/smollm3/model.safetensors", HF_DIR);
+        VKT_CHECK(symlink(w, p) == 0, "symlink %s failed", p);
+        vkf_model_params mp = {.path = dir};
+        vkf_model *m = NULL;
+        vkf_status st = vkf_model_load(ctx, &mp, &m);
+        printf("  NoPE pattern: %s: %s\n", vkf_status_name(st), vkf_last_error());
+        VKT_CHECK(st == VKF_ERROR_UNSUPPORTED && strstr(vkf_last_error(), "no_rope_layers[3]"),
+                  "another NoPE pattern: %s", vkf_last_error());
+        vkf_model_free(m);
+        unlink(p);
+    }
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    unlink(p);
+    rmdir(dir);
+    free(cfg);
+}
+
 /* Errors name the file and what was expected. */
 static void test_errors(vkf_context *ctx) {
     char dir[] = "/tmp/vkf_hfbad_XXXXXX";
@@ -148,8 +181,14 @@ static void per_backend(vkf_context *ctx, const char *backend, void *user) {
         snprintf(h, sizeof h, "%s/%s", HF_DIR, archs[i]);
         compare(ctx, backend, archs[i], vkt_fixture(g), h);
     }
+    /* the architecture added as one descriptor file: its NoPE layers and permuted q/k rows */
+    compare(ctx, backend, "smollm3", VKF_SOURCE_DIR "/tests/data/smollm3/smollm3-f32.gguf",
+            HF_DIR "/smollm3");
     test_mistral(ctx, backend);
-    if (strcmp(backend, "cpu") == 0) test_errors(ctx);
+    if (strcmp(backend, "cpu") == 0) {
+        test_errors(ctx);
+        test_nope_pattern(ctx);
+    }
 }
 
 int main(void) {

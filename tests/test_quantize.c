@@ -161,6 +161,13 @@ static void test_sizes(void) {
     VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_IQ4_NL, 96) == 54, "IQ4_NL row");
     VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_Q6_K, 896) == 0, "896 is not a multiple of 256");
     VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_I32, 32) == 0, "I32 is not a quantization target");
+    /* the table is complete: every weight type's row owns a quantizer and llama.cpp's dot */
+    for (int t = 0; t < VKF_DTYPE_COUNT; t++) {
+        const vkf_wtype *w = vkf_wtype_of((vkf_dtype)t);
+        if (!w || !w->weight) continue;
+        VKT_CHECK(w->quantize_row && w->act_dot && vkf_quant_supported((vkf_dtype)t),
+                  "%s: quantizer and ggml dot in its row", w->name);
+    }
 }
 
 /* Every tensor of a and b (by name): same type, shape and bytes. */

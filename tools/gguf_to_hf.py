@@ -130,7 +130,8 @@ def write_weights(out, named, shards):
 
 HF_ARCH = {"llama": ("LlamaForCausalLM", "llama"), "qwen2": ("Qwen2ForCausalLM", "qwen2"),
            "qwen3": ("Qwen3ForCausalLM", "qwen3"), "gemma2": ("Gemma2ForCausalLM", "gemma2"),
-           "gemma3": ("Gemma3ForCausalLM", "gemma3_text"), "phi3": ("Phi3ForCausalLM", "phi3")}
+           "gemma3": ("Gemma3ForCausalLM", "gemma3_text"), "phi3": ("Phi3ForCausalLM", "phi3"),
+           "smollm3": ("SmolLM3ForCausalLM", "smollm3")}
 
 
 def unpermute(w, n_head):
@@ -179,6 +180,9 @@ def convert(gguf_path, out, shards):
     }
     if arch == "qwen2":
         cfg["use_sliding_window"] = False
+    if arch == "smollm3":  # llama.cpp's fixed NoPE step: no rope where (il + 1) % 4 == 0
+        cfg["no_rope_layer_interval"] = 4
+        cfg["no_rope_layers"] = [int((il + 1) % 4 != 0) for il in range(n_layer)]
     if gemma:
         cfg["hidden_activation"] = "gelu_pytorch_tanh"
         cfg["query_pre_attn_scalar"] = head_dim  # llama.cpp scales by 1/sqrt(head_dim) for these sizes
@@ -224,14 +228,14 @@ def convert(gguf_path, out, shards):
             named.append((p + "self_attn.qkv_proj.weight", g("attn_qkv.weight")))
         else:
             q, kk = g("attn_q.weight"), g("attn_k.weight")
-            if arch == "llama":
+            if arch in ("llama", "smollm3"):
                 q, kk = unpermute(q, n_head), unpermute(kk, n_kv)
             named += [(p + "self_attn.q_proj.weight", q), (p + "self_attn.k_proj.weight", kk),
                       (p + "self_attn.v_proj.weight", g("attn_v.weight"))]
             for b in ("q", "k", "v"):
                 if f"blk.{l}.attn_{b}.bias" in t:
                     bias = g(f"attn_{b}.bias")
-                    if arch == "llama" and b != "v":
+                    if arch in ("llama", "smollm3") and b != "v":
                         bias = unpermute(bias, n_head if b == "q" else n_kv)
                     named.append((p + f"self_attn.{b}_proj.bias", bias))
         if f"blk.{l}.attn_q_norm.weight" in t:

@@ -24,19 +24,22 @@ static void print_case(void *user, const vkf_verify_case *c) {
 
 int vkf_cmd_verify(int argc, char **argv) {
     vkf_context_params cp = {0};
-    const char *dir = NULL, *only = NULL;
+    const char *dir = NULL, *only = NULL, *target = NULL;
     int ggml = 0;
     vkf_arg args[] = {
         {"--case", VKF_ARG_STR, &only, .metavar = "SUBSTRING",
          .help = "only the cases whose name contains it"},
         {"--ggml-activations", VKF_ARG_SET, &ggml,
          .help = "the CPU reference with llama.cpp's arithmetic (activations quantized as "
-                 "ggml does, integer dot products): quantized fixtures at a tight tolerance"},
+                 "ggml does, integer dot products): logits equal to llama.cpp's"},
+        {"--ggml-target", VKF_ARG_STR, &target, .metavar = "BUILD",
+         .help = "the llama.cpp build --ggml-activations reproduces: avx2 (0c1e570, the "
+                 "default), avx512-2026 (dc02e1f), avx512-2025 (c392e50)"},
         VKF_ARGS_BACKEND(&cp),
         {0}};
     vkf_cmd_spec spec = {
         "verify",
-        "FIXTURE_DIR [--case SUBSTRING] [-dev N | --cpu | --ggml-activations]",
+        "FIXTURE_DIR [--case SUBSTRING] [-dev N | --cpu | --ggml-activations [--ggml-target B]]",
         "Runs the cases of a fixture directory (cases.json or a model directory's expected.json) "
         "against the engine;\nexits 1 if a case fails.",
         args,
@@ -45,8 +48,17 @@ int vkf_cmd_verify(int argc, char **argv) {
         .pos_required = 1};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
-    if (ggml) {
-        cp.ggml_activations = 1;
+    if (ggml || target) {
+        cp.ggml_activations = VKF_GGML_AVX2;
+        for (int t = 1; target && vkf_ggml_target_name(t); t++)
+            if (strcmp(vkf_ggml_target_name(t), target) == 0) cp.ggml_activations = t;
+        if (target && strcmp(vkf_ggml_target_name(cp.ggml_activations), target) != 0) {
+            fprintf(stderr,
+                    "vkformer: verify: --ggml-target: expected avx2, avx512-2026 or "
+                    "avx512-2025, got '%s'\n",
+                    target);
+            return 2;
+        }
         cp.backend = VKF_BACKEND_CPU;
     }
     struct stat st;
@@ -61,8 +73,10 @@ int vkf_cmd_verify(int argc, char **argv) {
     }
     vkf_context *ctx;
     if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("verify");
-    printf("verify %s on %s%s\n", dir, vkf_context_device_name(ctx),
-           cp.ggml_activations ? " (ggml activations)" : "");
+    printf("verify %s on %s%s%s%s\n", dir, vkf_context_device_name(ctx),
+           cp.ggml_activations ? " (ggml activations, " : "",
+           cp.ggml_activations ? vkf_ggml_target_name(cp.ggml_activations) : "",
+           cp.ggml_activations ? ")" : "");
     vkf_verify_summary sum;
     vkf_status s = vkf_verify(ctx, dir, only, print_case, NULL, &sum);
     vkf_context_free(ctx);

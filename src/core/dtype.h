@@ -39,8 +39,8 @@ uint16_t vkf_f32_to_bf16(float f);
 
 /* Dequantizes one row of n elements of type t starting at src into dst (f32). */
 void vkf_dequantize_row(vkf_dtype t, const void *src, float *dst, int64_t n);
-/* Quantizes n floats into type t the way ggml does, for the types whose traits have a
- * quantize_row (F32, F16, BF16, Q8_0, Q4_0); other types: dst is left unchanged. */
+/* Quantizes n floats into type t as ggml's reference quantizer does (every type whose traits
+ * have a quantize_row: all weight types, and I32); other types: dst is left unchanged. */
 void vkf_quantize_row(vkf_dtype t, const float *src, void *dst, int64_t n);
 
 #endif

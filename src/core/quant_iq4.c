@@ -1,12 +1,11 @@
-/* ggml's IQ4_NL and IQ4_XS quantizers without an importance matrix (see quant.h): each value is
- * the index of the nearest of 16 non-linear levels (vkf_iq4nl_values) times a block scale, the
- * scale searched over 15 candidates with weights x^2. IQ4_XS adds 6-bit sub-block scales of
- * each 32 against an f16 super-scale. */
+/* ggml's IQ4_NL / IQ4_XS quantization without an importance matrix, shared by both rows of the
+ * traits table (core/types/iq4_*.c; see quant.h): each value is the index of the nearest of 16
+ * non-linear levels (vkf_iq4nl_values) times a block scale, the scale searched over 15
+ * candidates with weights x^2. IQ4_XS adds 6-bit sub-block scales of each 32 against an f16
+ * super-scale. */
 #include "core/quant.h"
 
 #include <math.h>
-
-#define GROUP_MAX_EPS 1e-15f
 
 /* Index of the level nearest to x in the sorted val[0..n), ties to the upper one. */
 static int best_index_int8(int n, const int8_t *val, float x) {
@@ -23,11 +22,9 @@ static int best_index_int8(int n, const int8_t *val, float x) {
     return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
 }
 
-/* One super-block of sb values in blocks of bs (ggml's quantize_row_iq4_nl_impl with 7 tries and
- * no importance matrix). For sb == bs (IQ4_NL) *dh gets the block scale; else (IQ4_XS) *dh is the
- * super-scale and scales_h / scales_l the 6-bit sub-block scales. */
-static void quantize_iq4_block(int sb, int bs, const float *x, uint16_t *dh, uint8_t *q4,
-                               uint16_t *scales_h, uint8_t *scales_l) {
+/* See quant.h. */
+void vkf_quantize_iq4_block(int sb, int bs, const float *x, uint16_t *dh, uint8_t *q4,
+                            uint16_t *scales_h, uint8_t *scales_l) {
     const int8_t *values = vkf_iq4nl_values;
     const int ntry = 7;
     float scales[VKF_QK_K / 32], weight[32];
@@ -40,15 +37,8 @@ static void quantize_iq4_block(int sb, int bs, const float *x, uint16_t *dh, uin
         uint8_t *Lb = L + ib * bs;
         for (int j = 0; j < bs; ++j)
             weight[j] = xb[j] * xb[j];
-        float amax = 0, max = 0;
-        for (int j = 0; j < bs; ++j) {
-            float ax = fabsf(xb[j]);
-            if (ax > amax) {
-                amax = ax;
-                max = xb[j];
-            }
-        }
-        if (amax < GROUP_MAX_EPS) {
+        const float max = vkf_quant_signed_absmax(xb, bs);
+        if (fabsf(max) < VKF_GROUP_MAX_EPS) {
             scales[ib] = 0;
             continue;
         }
@@ -116,17 +106,4 @@ static void quantize_iq4_block(int sb, int bs, const float *x, uint16_t *dh, uin
     for (int i = 0; i < sb / 32; ++i)
         for (int j = 0; j < 16; ++j)
             q4[16 * i + j] = (uint8_t)(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
-}
-
-void vkf_quantize_iq4_nl(const float *x, vkf_block_iq4_nl *y, int64_t k) {
-    for (int64_t i = 0; i < k / VKF_QK4_NL; i++)
-        quantize_iq4_block(VKF_QK4_NL, 32, x + i * VKF_QK4_NL, &y[i].d, y[i].qs, NULL, NULL);
-}
-
-void vkf_quantize_iq4_xs(const float *x, vkf_block_iq4_xs *y, int64_t k) {
-    for (int64_t i = 0; i < k / VKF_QK_K; i++) {
-        uint16_t sh;
-        quantize_iq4_block(VKF_QK_K, 32, x + i * VKF_QK_K, &y[i].d, y[i].qs, &sh, y[i].scales_l);
-        y[i].scales_h = sh;
-    }
 }

@@ -1,13 +1,16 @@
 /* Weight types as data: one traits record per storage type (name, GGUF type id, block geometry,
- * CPU dequantize-row and dot-product functions). Every layer asks this table instead of testing
- * for particular types; adding a type is one file in src/core/types/, its line in the table
- * (wtype.c), its enum value (include/vkformer.h) and its GLSL include (shaders/dtype_<t>.glsl). */
+ * CPU dequantize-row and dot-product functions, ggml's reference quantizer, and the activation
+ * type and integer dot product of llama.cpp's CPU matmuls). Every layer asks this table instead
+ * of testing for particular types; adding a type is one file in src/core/types/, its line in
+ * the table (wtype.c), its enum value (include/vkformer.h) and its GLSL include
+ * (shaders/dtype_<t>.glsl). */
 #ifndef VKF_CORE_WTYPE_H
 #define VKF_CORE_WTYPE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/quant_dot.h"
 #include "vkformer.h"
 
 typedef struct vkf_wtype {
@@ -27,12 +30,17 @@ typedef struct vkf_wtype {
     void (*dequantize_row)(const void *src, float *dst, int64_t n);
     /* sum_i x[i] * w[i] over a row of n elements in this type, f32 accumulation */
     float (*dot)(const void *w, const float *x, int64_t n);
-    /* the inverse of dequantize_row where this type has one here (F32, F16, BF16, Q8_0, Q4_0;
-     * ggml's reference quantizers of the other types live with `vkformer quantize`); or NULL */
+    /* ggml's reference quantizer without an importance matrix, bit for bit (llama-quantize's
+     * blocks; F32 / F16 / BF16 / I32: the conversion); n a multiple of block_elems */
     void (*quantize_row)(const float *src, void *dst, int64_t n);
     /* 1: decode units 2k and 2k + 1 share texels, which the GLSL include loads once for both
      * (W_HAVE_PAIRLOAD in shaders/dtypes.glsl; the Vulkan decode's RS_PAIRU) */
     int gpu_pairload;
+    /* llama.cpp's CPU matmul (core/quant_dot.h): the vkf_act_type its activation rows are
+     * converted to (ggml's vec_dot_type), and the dot product of a weight row with one such row
+     * in ggml's summation order (flags: VKF_DOT_*); NULL for non-weight types */
+    int act;
+    float (*act_dot)(const void *w, const void *act, int64_t k, int flags);
 } vkf_wtype;
 
 /* The traits of t, or NULL when t is not a valid vkf_dtype. */
@@ -70,6 +78,27 @@ static inline uint32_t vkf_rd32(const uint8_t *p) {
                 acc += tmp[j] * x[i * (BE) + j];                                                   \
         }                                                                                          \
         return acc;                                                                                \
+    }
+
+/* The dequantize, dot and quantize functions of a 16-bit float type (F16, BF16) from its
+ * element conversions. */
+#define VKF_WTYPE_HALF(TO_F32, FROM_F32)                                                           \
+    static void deq(const void *src, float *dst, int64_t n) {                                      \
+        const uint16_t *s = src;                                                                   \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            dst[i] = TO_F32(s[i]);                                                                 \
+    }                                                                                              \
+    static float dot(const void *w, const float *x, int64_t n) {                                   \
+        const uint16_t *s = w;                                                                     \
+        float acc = 0.0f;                                                                          \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            acc += TO_F32(s[i]) * x[i];                                                            \
+        return acc;                                                                                \
+    }                                                                                              \
+    static void quant(const float *src, void *dst, int64_t n) {                                    \
+        uint16_t *d = dst;                                                                         \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            d[i] = FROM_F32(src[i]);                                                               \
     }
 
 #endif

@@ -46,7 +46,7 @@ struct vkf_backend {
 };
 
 vkf_status vkf_backend_cpu_create(vkf_backend **out);
-/* ggml_activations = 1: llama.cpp's CPU arithmetic for quantized matmuls (cpu_ggml.c). */
+/* ggml_activations: a vkf_ggml_target, llama.cpp's CPU arithmetic (cpu_ggml.c); 0: off. */
 vkf_status vkf_backend_cpu_create_ex(int ggml_activations, vkf_backend **out);
 
 static inline void vkf_backend_free(vkf_backend *be) {

@@ -54,7 +54,7 @@ static vkf_op_params attn(int b, int nq, int nkv, int stride, int h, int hkv, in
     vkf_op_params p;
     memset(&p, 0, sizeof p);
     p.attn = (vkf_attn_params){
-        b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd), 0, 0.0f, 0};
+        b, nq, nkv, stride, h, hkv, hd, causal, dyn, 1.0f / sqrtf((float)hd), 0, 0.0f, 0, 0};
     return p;
 }
 
@@ -546,7 +546,7 @@ static vkf_status operand_make(operand *o, vkf_dtype dt, int64_t rows, int64_t c
     return o->host ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "harness: out of memory");
 }
 
-/* Block types without a quantizer here (src/core/wtype.h): random bytes, the f16 scale fields
+/* Block types (src/core/wtype.h): random bytes, the f16 scale fields
  * of each block set to c * u (u uniform in +-[0.5, 1.5]; the min fields positive) and c chosen
  * so the dequantized values have RMS sd. Every value is linear in the scale fields, so one
  * dequantization with c = 1 measures the RMS. Random blocks use every bit pattern of the
@@ -587,7 +587,7 @@ out:
 static void fill_normal(operand *o, rng *r, float mean, float sd) {
     int64_t n = o->t.rows * o->t.row_stride;
     const vkf_wtype *wt = vkf_wtype_of(o->t.dtype);
-    if (wt && !wt->quantize_row && wt->block_elems > 1) {
+    if (wt && wt->block_elems > 1) {
         fill_blocks(o, r, sd);
         return;
     }

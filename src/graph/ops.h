@@ -106,6 +106,9 @@ typedef struct vkf_attn_params {
                         the softmax (gemma2 attention-logit soft-cap); 0: none */
     int32_t len_pos; /* serve batching, with key lengths (src3): sequences at their own
                         positions, q_pos(i) = key_len[b] - n_q + i (causal limit and window) */
+    int32_t scale_q; /* 1: llama.cpp's graph multiplies q by scale before the dot products
+                        instead of scaling the scores (gemma): the same math, an order only the
+                        CPU's ggml-activation mode follows */
 } /* query position q_pos(i) = n_past + i when kv_dyn, else i + (n_kv - n_q) if causal; with
    * len_pos, key_len[b] - n_q + i */
 vkf_attn_params;

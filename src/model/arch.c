@@ -8,14 +8,25 @@
 #include "core/error.h"
 #include "graph/ops.h"
 #include "model/arch.h"
+#include "model/context.h"
 #include "model/model.h"
 
 extern const vkf_arch_desc vkf_arch_llama, vkf_arch_gpt2, vkf_arch_qwen2, vkf_arch_qwen3,
-    vkf_arch_gemma2, vkf_arch_gemma3, vkf_arch_phi3, vkf_arch_bert, vkf_arch_nomic_bert;
+    vkf_arch_gemma2, vkf_arch_gemma3, vkf_arch_phi3, vkf_arch_smollm3, vkf_arch_bert,
+    vkf_arch_nomic_bert;
 
 const vkf_arch_desc *const vkf_arch_list[] = {
-    &vkf_arch_llama,  &vkf_arch_gpt2, &vkf_arch_qwen2, &vkf_arch_qwen3,      &vkf_arch_gemma2,
-    &vkf_arch_gemma3, &vkf_arch_phi3, &vkf_arch_bert,  &vkf_arch_nomic_bert, NULL,
+    &vkf_arch_llama,
+    &vkf_arch_gpt2,
+    &vkf_arch_qwen2,
+    &vkf_arch_qwen3,
+    &vkf_arch_gemma2,
+    &vkf_arch_gemma3,
+    &vkf_arch_phi3,
+    &vkf_arch_smollm3,
+    &vkf_arch_bert,
+    &vkf_arch_nomic_bert,
+    NULL,
 };
 
 const vkf_arch_desc *vkf_arch_by_gguf(const char *name) {
@@ -41,6 +52,107 @@ const char *vkf_arch_names(void) {
     }
     return buf;
 }
+
+const char *vkf_arch_hf_list(void) {
+    static char buf[512];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (int i = 0; vkf_arch_list[i]; i++)
+            for (int j = 0; j < 3 && vkf_arch_list[i]->hf_arch[j]; j++)
+                if (vkf_arch_list[i]->pos == VKF_POS_ROPE || /* GPT-2 has its own loader */
+                    vkf_arch_list[i]->encoder)
+                    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? ", " : "",
+                                          vkf_arch_list[i]->hf_arch[j]);
+    }
+    return buf;
+}
+
+/* ------------------------------------------------------------------ tensor names */
+
+#define L(x) "blk.%d." x
+const char *const vkf_arch_gguf_names[VKF_T_COUNT] = {
+    [VKF_T_ATTN_NORM] = L("attn_norm.weight"),
+    [VKF_T_ATTN_NORM_B] = L("attn_norm.bias"),
+    [VKF_T_ATTN_QKV] = L("attn_qkv.weight"),
+    [VKF_T_ATTN_QKV_B] = L("attn_qkv.bias"),
+    [VKF_T_ATTN_Q] = L("attn_q.weight"),
+    [VKF_T_ATTN_Q_B] = L("attn_q.bias"),
+    [VKF_T_ATTN_K] = L("attn_k.weight"),
+    [VKF_T_ATTN_K_B] = L("attn_k.bias"),
+    [VKF_T_ATTN_V] = L("attn_v.weight"),
+    [VKF_T_ATTN_V_B] = L("attn_v.bias"),
+    [VKF_T_ATTN_Q_NORM] = L("attn_q_norm.weight"),
+    [VKF_T_ATTN_K_NORM] = L("attn_k_norm.weight"),
+    [VKF_T_ATTN_OUT] = L("attn_output.weight"),
+    [VKF_T_ATTN_OUT_B] = L("attn_output.bias"),
+    [VKF_T_POST_ATTN_NORM] = L("post_attention_norm.weight"),
+    [VKF_T_FFN_NORM] = L("ffn_norm.weight"),
+    [VKF_T_FFN_NORM_B] = L("ffn_norm.bias"),
+    [VKF_T_FFN_GATE] = L("ffn_gate.weight"),
+    [VKF_T_FFN_UP] = L("ffn_up.weight"),
+    [VKF_T_FFN_UP_B] = L("ffn_up.bias"),
+    [VKF_T_FFN_DOWN] = L("ffn_down.weight"),
+    [VKF_T_FFN_DOWN_B] = L("ffn_down.bias"),
+    [VKF_T_POST_FFN_NORM] = L("post_ffw_norm.weight"),
+    [VKF_T_TOK_EMBD] = "token_embd.weight",
+    [VKF_T_POS_EMBD] = "position_embd.weight",
+    [VKF_T_OUT_NORM] = "output_norm.weight",
+    [VKF_T_OUT_NORM_B] = "output_norm.bias",
+    [VKF_T_OUTPUT] = "output.weight",
+    [VKF_T_ROPE_FREQS] = "rope_freqs.weight",
+    [VKF_T_ROPE_SHORT] = "rope_factors_short.weight",
+    [VKF_T_ROPE_LONG] = "rope_factors_long.weight",
+    [VKF_T_TOKEN_TYPES] = "token_types.weight",
+    [VKF_T_TOK_NORM] = "token_embd_norm.weight",
+    [VKF_T_TOK_NORM_B] = "token_embd_norm.bias",
+};
+#undef L
+
+/* Llama's names (its pre-FFN norm is "post_attention_layernorm"; the Gemma-style post-norms
+ * that share the name override their ffn_norm); no rope factor tensors in HF checkpoints; the
+ * encoder-only slots Llama lacks under BERT's names. */
+#define L(x) "layers.%d." x
+const char *const vkf_arch_hf_names[VKF_T_COUNT] = {
+    [VKF_T_ATTN_NORM] = L("input_layernorm.weight"),
+    [VKF_T_ATTN_QKV] = L("self_attn.qkv_proj.weight"),
+    [VKF_T_ATTN_QKV_B] = L("self_attn.qkv_proj.bias"),
+    [VKF_T_ATTN_Q] = L("self_attn.q_proj.weight"),
+    [VKF_T_ATTN_Q_B] = L("self_attn.q_proj.bias"),
+    [VKF_T_ATTN_K] = L("self_attn.k_proj.weight"),
+    [VKF_T_ATTN_K_B] = L("self_attn.k_proj.bias"),
+    [VKF_T_ATTN_V] = L("self_attn.v_proj.weight"),
+    [VKF_T_ATTN_V_B] = L("self_attn.v_proj.bias"),
+    [VKF_T_ATTN_Q_NORM] = L("self_attn.q_norm.weight"),
+    [VKF_T_ATTN_K_NORM] = L("self_attn.k_norm.weight"),
+    [VKF_T_ATTN_OUT] = L("self_attn.o_proj.weight"),
+    [VKF_T_ATTN_OUT_B] = L("self_attn.o_proj.bias"),
+    [VKF_T_POST_ATTN_NORM] = L("post_attention_layernorm.weight"),
+    [VKF_T_FFN_NORM] = L("post_attention_layernorm.weight"),
+    [VKF_T_FFN_GATE] = L("mlp.gate_proj.weight"),
+    [VKF_T_FFN_UP] = L("mlp.up_proj.weight"),
+    [VKF_T_FFN_DOWN] = L("mlp.down_proj.weight"),
+    [VKF_T_POST_FFN_NORM] = L("post_feedforward_layernorm.weight"),
+    [VKF_T_TOK_EMBD] = "embed_tokens.weight",
+    [VKF_T_OUT_NORM] = "norm.weight",
+    [VKF_T_OUTPUT] = "lm_head.weight",
+    [VKF_T_TOKEN_TYPES] = "embeddings.token_type_embeddings.weight",
+    [VKF_T_TOK_NORM] = "embeddings.LayerNorm.weight",
+    [VKF_T_TOK_NORM_B] = "embeddings.LayerNorm.bias",
+};
+#undef L
+
+void vkf_arch_tensor_names_get(const vkf_arch_desc *a, vkf_arch_format f,
+                               vkf_arch_tensor_names *out) {
+    const char *const *def = f == VKF_ARCH_HF ? vkf_arch_hf_names : vkf_arch_gguf_names;
+    const char *const *over = f == VKF_ARCH_HF ? a->hf : a->gguf;
+    for (int t = 0; t < VKF_T_COUNT; t++) {
+        int has = (a->tensors & VKF_TS(t)) != 0;
+        out->name[t] = !has ? NULL : over[t] ? over[t] : def[t];
+        out->opt[t] = has && (a->optional & VKF_TS(t)) != 0;
+    }
+}
+
+/* ------------------------------------------------------------------ slots */
 
 #define LW(f) offsetof(vkf_layer_w, f)
 #define MW(f) offsetof(vkf_model_w, f)
@@ -110,16 +222,15 @@ void vkf_arch_slot_shape(const vkf_model *m, vkf_arch_t t, int64_t *ne0, int64_t
 }
 
 /* One global slot (absent name or host-read rope factors: nothing). */
-static vkf_status load_global(vkf_model *m, const char *const *names, vkf_slot_get get, void *user,
-                              int t) {
-    const char *nm = names[t];
+static vkf_status load_global(vkf_model *m, const vkf_arch_tensor_names *names, vkf_slot_get get,
+                              void *user, int t) {
+    const char *nm = names->name[t];
     if (!nm || vkf_arch_slots[t].offset == HOST) return VKF_OK;
-    int opt = nm[0] == '?';
     vkf_tensor *dst = (vkf_tensor *)((char *)&m->w + vkf_arch_slots[t].offset);
-    return get(user, (vkf_arch_t)t, nm + opt, dst, opt);
+    return get(user, (vkf_arch_t)t, nm, dst, names->opt[t]);
 }
 
-vkf_status vkf_model_load_slots(vkf_model *m, const char *const *names, vkf_slot_get get,
+vkf_status vkf_model_load_slots(vkf_model *m, const vkf_arch_tensor_names *names, vkf_slot_get get,
                                 void *user) {
     const vkf_hparams *hp = &m->hp;
     /* file order of the usual checkpoints: embeddings, layers, final norm and head */
@@ -130,12 +241,11 @@ vkf_status vkf_model_load_slots(vkf_model *m, const char *const *names, vkf_slot
     char n[160];
     for (int l = 0; l < hp->n_layer; l++)
         for (int t = 0; t < VKF_T_LAYER_COUNT; t++) {
-            const char *nm = names[t];
+            const char *nm = names->name[t];
             if (!nm) continue;
-            int opt = nm[0] == '?';
-            snprintf(n, sizeof n, nm + opt, l);
+            snprintf(n, sizeof n, nm, l);
             vkf_tensor *dst = (vkf_tensor *)((char *)&m->w.dec[l] + vkf_arch_slots[t].offset);
-            VKF_TRY(get(user, (vkf_arch_t)t, n, dst, opt));
+            VKF_TRY(get(user, (vkf_arch_t)t, n, dst, names->opt[t]));
         }
     for (int t = VKF_T_POS_EMBD + 1; t < VKF_T_COUNT; t++)
         VKF_TRY(load_global(m, names, get, user, t));
@@ -149,20 +259,50 @@ int vkf_layer_swa(const vkf_hparams *hp, int l) {
     return hp->swa_window > 0 && hp->swa_period > 0 && l % hp->swa_period < hp->swa_period - 1;
 }
 
+/* The rotation table as llama.cpp's CPU backend computes its cache (ggml_rope_cache_init) for
+ * the CPU's ggml-activation mode: in float, theta_scale = base^(-2 / n_rot), the angle of pair i
+ * multiplied up from the position one float step at a time, divided by the frequency factor,
+ * times the linear scale, cos / sin times the attention factor. Every rotation of that mode then
+ * uses llama.cpp's own values (the float path keeps the double-precision table: ggml's angles
+ * drift by ~1e-6 per unit). */
+static void rope_table_ggml(float *t, int n_pos, int n_rot, float base, float freq_scale,
+                            const float *factors, float mscale) {
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    for (int pos = 0; pos < n_pos; pos++) {
+        float theta = (float)pos;
+        for (int i = 0; i < n_rot / 2; i++) {
+            const float ff = factors ? factors[i] : 1.0f;
+            const float th = freq_scale * (theta / ff);
+            t[(size_t)pos * n_rot + 2 * i] = cosf(th) * mscale;
+            t[(size_t)pos * n_rot + 2 * i + 1] = sinf(th) * mscale;
+            theta *= theta_scale;
+        }
+    }
+}
+
+static void rope_table(const vkf_model *m, float *rt, double base, double scale,
+                       const float *factors, double mscale) {
+    const vkf_hparams *hp = &m->hp;
+    if (m->ctx && m->ctx->ggml_activations)
+        rope_table_ggml(rt, hp->n_ctx, hp->n_rot, (float)base, (float)scale, factors,
+                        (float)mscale);
+    else
+        vkf_rope_table_ext(rt, hp->n_ctx, hp->n_rot, base, scale, factors, mscale);
+}
+
 vkf_status vkf_model_rope_tables(vkf_model *m, const float *factors) {
     const vkf_hparams *hp = &m->hp;
     size_t n = (size_t)hp->n_ctx * (size_t)hp->n_rot;
     float *rt = malloc(n * sizeof *rt);
     if (!rt) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
-    vkf_rope_table_ext(rt, hp->n_ctx, hp->n_rot, hp->rope_base, hp->rope_scale, factors,
-                       hp->rope_attn_factor);
+    rope_table(m, rt, hp->rope_base, hp->rope_scale, factors, hp->rope_attn_factor);
     vkf_status s = vkf_model_upload_table(m, &m->w.rope, "rope_table", hp->n_ctx, hp->n_rot, rt);
     int local = 0;
     for (int l = 0; l < hp->n_layer; l++)
         local |= vkf_layer_swa(hp, l);
     if (s == VKF_OK && local &&
         m->desc->swa_rope_unscaled) { /* gemma3: local layers' own base, no scaling */
-        vkf_rope_table_ext(rt, hp->n_ctx, hp->n_rot, hp->rope_base_swa, 1.0, NULL, 1.0);
+        rope_table(m, rt, hp->rope_base_swa, 1.0, NULL, 1.0);
         s = vkf_model_upload_table(m, &m->w.rope_swa, "rope_table_swa", hp->n_ctx, hp->n_rot, rt);
     }
     free(rt);

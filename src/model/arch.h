@@ -2,30 +2,33 @@
  * (src/model/arch/<name>.c).
  *
  * A descriptor names the architecture (GGUF general.architecture, Hugging Face `architectures`),
- * every tensor it has in both formats, and the switches the one decoder graph builder
- * (graph_decoder.c) and the loaders (load_gguf.c, load_hf.c, load_gpt2.c) read. Adding a
- * llama-like architecture is one new file here plus its entry in vkf_arch_list (arch.c).
+ * the tensor slots it has, and the switches the one decoder graph builder (graph_decoder.c) and
+ * the loaders (load_gguf.c, load_hf.c, load_gpt2.c) read. The zero value of every switch is
+ * Llama's (RMSNorm, RoPE on adjacent pairs, gated FFN), so a descriptor sets only what differs.
+ * Adding a llama-like architecture is one new file here plus its entry in vkf_arch_list
+ * (arch.c).
  *
- * Tensor names: per-layer names hold one "%d" (the layer index). GGUF names are the full names
- * in the file; HF names follow the loader's prefix ("model." or "transformer.", found by the
- * loader). A name starting with '?' is optional (absent: no bias, no norm); NULL: the
- * architecture has no such tensor. */
+ * Tensor names: every slot has a default name in each format (vkf_arch_gguf_names: llama.cpp's
+ * GGUF names; vkf_arch_hf_names: the Hugging Face Llama names), which a descriptor overrides
+ * only where its checkpoints differ. Per-layer names hold one "%d" (the layer index). GGUF
+ * names are the full names in the file; HF names follow the loader's prefix ("model." or
+ * "transformer.", found by the loader). */
 #ifndef VKF_MODEL_ARCH_H
 #define VKF_MODEL_ARCH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum vkf_arch_norm { VKF_NORM_LAYER = 0, VKF_NORM_RMS } vkf_arch_norm;
+typedef enum vkf_arch_norm { VKF_NORM_RMS = 0, VKF_NORM_LAYER } vkf_arch_norm;
 
 typedef enum vkf_arch_pos {
-    VKF_POS_LEARNED = 0, /* learned absolute positions added to the embeddings */
-    VKF_POS_ROPE,        /* rotary embeddings on q and k */
+    VKF_POS_ROPE = 0, /* rotary embeddings on q and k */
+    VKF_POS_LEARNED,  /* learned absolute positions added to the embeddings */
 } vkf_arch_pos;
 
 typedef enum vkf_arch_ffn {
-    VKF_FFN_PLAIN = 0, /* down(act(up x + b) ) + b */
-    VKF_FFN_GLU,       /* down(act(gate x) * up x) (SwiGLU with SiLU, GeGLU with GELU-tanh) */
+    VKF_FFN_GLU = 0,   /* down(act(gate x) * up x) (SwiGLU with SiLU, GeGLU with GELU-tanh) */
+    VKF_FFN_PLAIN,     /* down(act(up x + b) ) + b */
     VKF_FFN_GLU_FUSED, /* as GLU with one up matrix [2 n_ff, d]: outputs [0, n_ff) gate, then up */
 } vkf_arch_ffn;
 
@@ -69,6 +72,38 @@ typedef enum vkf_arch_t {
     VKF_T_COUNT
 } vkf_arch_t;
 
+/* Sets of slots (vkf_arch_desc.tensors / .optional). */
+#define VKF_TS(t) (1ull << (t))
+/* Llama's tensors: the pre-norms, q, k, v, o, the gated FFN, embeddings and final norm */
+#define VKF_TS_CORE                                                                                \
+    (VKF_TS(VKF_T_ATTN_NORM) | VKF_TS(VKF_T_ATTN_Q) | VKF_TS(VKF_T_ATTN_K) |                       \
+     VKF_TS(VKF_T_ATTN_V) | VKF_TS(VKF_T_ATTN_OUT) | VKF_TS(VKF_T_FFN_NORM) |                      \
+     VKF_TS(VKF_T_FFN_GATE) | VKF_TS(VKF_T_FFN_UP) | VKF_TS(VKF_T_FFN_DOWN) |                      \
+     VKF_TS(VKF_T_TOK_EMBD) | VKF_TS(VKF_T_OUT_NORM))
+#define VKF_TS_QKV_BIAS (VKF_TS(VKF_T_ATTN_Q_B) | VKF_TS(VKF_T_ATTN_K_B) | VKF_TS(VKF_T_ATTN_V_B))
+#define VKF_TS_QK_NORM (VKF_TS(VKF_T_ATTN_Q_NORM) | VKF_TS(VKF_T_ATTN_K_NORM))
+#define VKF_TS_POST_NORMS (VKF_TS(VKF_T_POST_ATTN_NORM) | VKF_TS(VKF_T_POST_FFN_NORM))
+
+/* The Gemma family's block: NEOX rope, GeGLU (tanh GELU), post-attention and post-FFN norms,
+ * embeddings times sqrt(d_model), HF norm weights stored as w - 1, q scaled before attention. */
+#define VKF_ARCH_GEMMA                                                                             \
+    .rope_mode = VKF_ROPE_NEOX, .ffn_act = VKF_UNARY_GELU_TANH, .post_norms = 1,                   \
+    .emb_scale_sqrt_d = 1, .hf_norm_plus_one = 1, .scale_q = 1
+
+/* BERT's encoder block in llama.cpp's GGUF names: biases on every matrix (a file may leave them
+ * out), the post-attention norm "attn_output_norm", the post-FFN norm "layer_output_norm";
+ * embeddings with token types (optional) and a LayerNorm. */
+#define VKF_TS_ENCODER                                                                             \
+    (VKF_TS(VKF_T_ATTN_NORM) | VKF_TS(VKF_T_ATTN_NORM_B) | VKF_TS(VKF_T_ATTN_OUT) |                \
+     VKF_TS(VKF_T_ATTN_OUT_B) | VKF_TS(VKF_T_FFN_NORM) | VKF_TS(VKF_T_FFN_NORM_B) |                \
+     VKF_TS(VKF_T_FFN_UP) | VKF_TS(VKF_T_FFN_DOWN) | VKF_TS(VKF_T_TOK_EMBD) |                      \
+     VKF_TS(VKF_T_TOKEN_TYPES) | VKF_TS(VKF_T_TOK_NORM) | VKF_TS(VKF_T_TOK_NORM_B))
+#define VKF_ARCH_ENCODER_GGUF_NORMS                                                                \
+    [VKF_T_ATTN_NORM] = "blk.%d.attn_output_norm.weight",                                          \
+    [VKF_T_ATTN_NORM_B] = "blk.%d.attn_output_norm.bias",                                          \
+    [VKF_T_FFN_NORM] = "blk.%d.layer_output_norm.weight",                                          \
+    [VKF_T_FFN_NORM_B] = "blk.%d.layer_output_norm.bias"
+
 typedef struct vkf_arch_desc {
     const char *name;       /* GGUF general.architecture (also the key prefix) */
     const char *hf_arch[3]; /* HF config.json "architectures" entries, NULL-terminated */
@@ -80,6 +115,9 @@ typedef struct vkf_arch_desc {
     int post_norms;        /* x += norm(attn(norm x)); x += norm(ffn(norm x)) (gemma2/3) */
     int emb_scale_sqrt_d;  /* embeddings multiplied by sqrt(d_model) (gemma) */
     int softcaps;          /* reads {arch}.attn_logit_softcapping / final_logit_softcapping */
+    int scale_q;           /* llama.cpp scales q, not the attention scores (vkf_attn_params) */
+    int nope_period;       /* > 0: layer il has no RoPE when (il + 1) % nope_period == 0
+                              (SmolLM3's NoPE layers; llama.cpp's fixed step 4) */
     int swa_period;        /* > 0: layer il uses the sliding window iff il % period < period - 1
                               (llama.cpp's default pattern when the file has none); 0: no SWA */
     int swa_rope_unscaled; /* local layers: rope base {arch}.rope.freq_base_swa, no rope scaling */
@@ -93,9 +131,29 @@ typedef struct vkf_arch_desc {
                               embeddings and a norm on the input, pooled outputs */
     const char *hf_prefix[3]; /* HF tensor-name prefixes tried in order (the first under which
                                  the token embedding exists); all NULL: "model." */
+    uint64_t tensors;         /* the slots it has (VKF_TS bits) */
+    uint64_t optional;        /* of those, the ones a file may leave out (no bias, a tied output) */
+    /* names that differ from the default tables (NULL: the default) */
     const char *gguf[VKF_T_COUNT];
     const char *hf[VKF_T_COUNT];
 } vkf_arch_desc;
+
+/* The default names of every slot (arch.c); NULL: no such tensor in that format. */
+extern const char *const vkf_arch_gguf_names[VKF_T_COUNT];
+extern const char *const vkf_arch_hf_names[VKF_T_COUNT];
+
+typedef enum vkf_arch_format { VKF_ARCH_GGUF = 0, VKF_ARCH_HF } vkf_arch_format;
+
+/* An architecture's tensor names in one format: name[t] (NULL: not in this architecture or
+ * format), opt[t] = 1 where a file may leave it out. A loader may adjust its copy (a tied
+ * output). */
+typedef struct vkf_arch_tensor_names {
+    const char *name[VKF_T_COUNT];
+    unsigned char opt[VKF_T_COUNT];
+} vkf_arch_tensor_names;
+
+void vkf_arch_tensor_names_get(const vkf_arch_desc *a, vkf_arch_format f,
+                               vkf_arch_tensor_names *out);
 
 /* The registry (arch.c): NULL-terminated list, lookup by GGUF name and by HF architecture. */
 extern const vkf_arch_desc *const vkf_arch_list[];
@@ -103,6 +161,8 @@ const vkf_arch_desc *vkf_arch_by_gguf(const char *name);
 const vkf_arch_desc *vkf_arch_by_hf(const char *hf_arch);
 /* "llama, gpt2, ..." for error messages */
 const char *vkf_arch_names(void);
+/* "LlamaForCausalLM, MistralForCausalLM, ...": the HF architectures of the RoPE decoders */
+const char *vkf_arch_hf_list(void);
 
 /* How the loaders read a slot: shape from the hyperparameters and where it goes. */
 typedef enum vkf_arch_dim {

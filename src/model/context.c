@@ -35,9 +35,17 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                          "context_create: ggml_activations is a CPU backend mode");
     }
+    if (p->ggml_activations && !vkf_ggml_target_name(p->ggml_activations)) {
+        pthread_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "context_create: ggml_activations %d is not a vkf_ggml_target "
+                         "(1 avx2, 2 avx512-2026, 3 avx512-2025)",
+                         p->ggml_activations);
+    }
     if (p->backend == VKF_BACKEND_CPU || p->ggml_activations) {
-        s = vkf_backend_cpu_create_ex(p->ggml_activations != 0, &ctx->be);
-        ctx->ggml_activations = p->ggml_activations != 0;
+        s = vkf_backend_cpu_create_ex(p->ggml_activations, &ctx->be);
+        ctx->ggml_activations = p->ggml_activations;
         ctx->kind = VKF_BACKEND_CPU;
     } else {
         const char *env = getenv("VKF_VALIDATE");

@@ -16,7 +16,8 @@ struct vkf_context {
     pthread_mutex_t lock;
     int serialize;        /* 1: take `lock` around backend work */
     char fallback[512];   /* AUTO fell back to the CPU: why ("" otherwise) */
-    int ggml_activations; /* the CPU backend computes as llama.cpp's (cpu_ggml.c) */
+    int ggml_activations; /* a vkf_ggml_target: the CPU backend computes as llama.cpp's
+                             (cpu_ggml.c); 0 off */
 };
 
 /* Taken around every backend call made on behalf of a model or session of ctx. */

@@ -187,7 +187,7 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
         q = dec_head_norm(b, m, q, &L->q_norm, hp->n_head, NM("q_norm"));
     if (vkf_tensor_present(&L->k_norm))
         k = dec_head_norm(b, m, k, &L->k_norm, hp->n_kv_head, NM("k_norm"));
-    if (a->pos == VKF_POS_ROPE) {
+    if (a->pos == VKF_POS_ROPE && !(a->nope_period > 0 && (l + 1) % a->nope_period == 0)) {
         q = dec_rope(b, s, sg, l, q, hp->n_head, n, "q_rope");
         k = dec_rope(b, s, sg, l, k, hp->n_kv_head, n, "k_rope");
     }
@@ -206,6 +206,7 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
         .scale = hp->attn_scale_by_layer ? hp->attn_scale / (float)(l + 1) : hp->attn_scale,
         .window = vkf_layer_swa(hp, l) ? hp->swa_window : 0,
         .softcap = hp->attn_softcap,
+        .scale_q = a->scale_q,
     };
     vkf_tensor *kc = &s->kc[l], *vc = &s->vc[l];
     if (sg->seq0 > 0) { /* serve: one sequence's prompt, in its own region of the caches */

@@ -117,11 +117,13 @@ static vkf_status gg_encoder_keys(gg_ctx *c) {
     hp->pooling = map[pt];
     hp->normalize = 1;
     hp->n_seq_max = hp->n_ctx;
-    const char *tn = c->m->desc->gguf[VKF_T_TOKEN_TYPES];
-    const vkf_gguf_tensor *tt = tn ? vkf_gguf_find_tensor(c->g, tn + (tn[0] == '?')) : NULL;
+    vkf_arch_tensor_names names;
+    vkf_arch_tensor_names_get(c->m->desc, VKF_ARCH_GGUF, &names);
+    const char *tn = names.name[VKF_T_TOKEN_TYPES];
+    const vkf_gguf_tensor *tt = tn ? vkf_gguf_find_tensor(c->g, tn) : NULL;
     if (tt && (tt->rows < 1 || tt->rows > 1024))
-        return vkf_error(VKF_ERROR_FORMAT, "%s: %s has %lld rows (token types)", c->m->path,
-                         tn + (tn[0] == '?'), (long long)tt->rows);
+        return vkf_error(VKF_ERROR_FORMAT, "%s: %s has %lld rows (token types)", c->m->path, tn,
+                         (long long)tt->rows);
     hp->n_types = tt ? (int32_t)tt->rows : 0;
     return VKF_OK;
 }
@@ -243,18 +245,17 @@ static vkf_status gg_slot(void *user, vkf_arch_t slot, const char *name, vkf_ten
 static vkf_status gg_rope_factors(gg_ctx *c, float **out) {
     vkf_model *m = c->m;
     vkf_hparams *hp = &m->hp;
-    const char *const *nm = m->desc->gguf;
+    vkf_arch_tensor_names nm;
+    vkf_arch_tensor_names_get(m->desc, VKF_ARCH_GGUF, &nm);
     vkf_arch_t slot = VKF_T_ROPE_FREQS;
     hp->rope_factors = 1;
-    if (nm[VKF_T_ROPE_SHORT] &&
-        vkf_gguf_find_tensor(c->g, nm[VKF_T_ROPE_SHORT] + (nm[VKF_T_ROPE_SHORT][0] == '?'))) {
+    if (nm.name[VKF_T_ROPE_SHORT] && vkf_gguf_find_tensor(c->g, nm.name[VKF_T_ROPE_SHORT])) {
         int use_long = hp->n_ctx_orig > 0 && hp->n_ctx > hp->n_ctx_orig;
         slot = use_long ? VKF_T_ROPE_LONG : VKF_T_ROPE_SHORT;
         hp->rope_factors = use_long ? 3 : 2;
     }
     *out = NULL;
-    const char *name = nm[slot];
-    if (name && name[0] == '?') name++;
+    const char *name = nm.name[slot];
     if (!name || !vkf_gguf_find_tensor(c->g, name)) {
         hp->rope_factors = 0;
         return VKF_OK;
@@ -290,7 +291,9 @@ static vkf_status gg_weights(gg_ctx *c) {
     hp->n_vocab = hp->n_src_vocab = (int32_t)te->rows;
     if (m->desc->pos == VKF_POS_ROPE)
         vkf_model_extend_ctx(m); /* computed positions: the context asked for */
-    VKF_TRY(vkf_model_load_slots(m, m->desc->gguf, gg_slot, c));
+    vkf_arch_tensor_names names;
+    vkf_arch_tensor_names_get(m->desc, VKF_ARCH_GGUF, &names);
+    VKF_TRY(vkf_model_load_slots(m, &names, gg_slot, c));
     if (m->desc->pos != VKF_POS_ROPE) return VKF_OK;
     float *factors;
     VKF_TRY(gg_rope_factors(c, &factors));

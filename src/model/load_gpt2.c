@@ -200,7 +200,9 @@ vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir) {
     if (!vkf_safetensors_find(st, "wte.weight") &&
         vkf_safetensors_find(st, "transformer.wte.weight"))
         c.prefix = "transformer.";
-    s = vkf_model_load_slots(m, m->desc->hf, g2_get, &c);
+    vkf_arch_tensor_names names;
+    vkf_arch_tensor_names_get(m->desc, VKF_ARCH_HF, &names);
+    s = vkf_model_load_slots(m, &names, g2_get, &c);
     vkf_safetensors_close(st);
     VKF_TRY(s);
 

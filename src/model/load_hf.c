@@ -218,6 +218,18 @@ static vkf_status hf_config(vkf_model *m, const vkf_json_config *c, int *tied) {
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head_dim %d outside [2, %d] or odd", path,
                          hp->head_dim, VKF_MAX_HEAD_DIM);
     hp->n_rot = hp->head_dim;
+    /* NoPE layers (SmolLM3): config.json's list must be the descriptor's fixed pattern */
+    const cJSON *nope = cJSON_GetObjectItemCaseSensitive(vkf_json_config_root(c), "no_rope_layers");
+    if (a->nope_period > 0 && cJSON_IsArray(nope))
+        for (int il = 0; il < cJSON_GetArraySize(nope); il++) {
+            const cJSON *e = cJSON_GetArrayItem(nope, il);
+            int want = (il + 1) % a->nope_period != 0;
+            if (!cJSON_IsNumber(e) || (e->valuedouble != 0) != want)
+                return vkf_error(VKF_ERROR_UNSUPPORTED,
+                                 "%s: no_rope_layers[%d] must be %d: %s layers il with (il + 1) "
+                                 "%% %d == 0 have no RoPE (llama.cpp's fixed pattern)",
+                                 path, il, want, a->name, a->nope_period);
+        }
     double v;
     VKF_TRY(vkf_json_config_get_float(c, "rms_norm_eps", 1e-6, &v));
     hp->eps = (float)v;
@@ -361,12 +373,14 @@ static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, c
     else
         VKF_TRY(hf_config(m, cfg, &tied));
     VKF_TRY(hf_open_shards(c, dir));
+    vkf_arch_tensor_names names;
+    vkf_arch_tensor_names_get(m->desc, VKF_ARCH_HF, &names);
     c->prefix = "model.";
     for (int i = 0; i < 3 && m->desc->hf_prefix[i]; i++) { /* where the token embedding is */
         char nm[256];
         const vkf_safetensors *in;
         c->prefix = m->desc->hf_prefix[i];
-        snprintf(nm, sizeof nm, "%s%s", c->prefix, m->desc->hf[VKF_T_TOK_EMBD]);
+        snprintf(nm, sizeof nm, "%s%s", c->prefix, names.name[VKF_T_TOK_EMBD]);
         if (hf_find(c, nm, &in)) break;
         c->prefix = m->desc->hf_prefix[0];
     }
@@ -378,15 +392,14 @@ static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, c
                          "%s/config.json: num_hidden_layers %d exceeds the %zu tensors", dir,
                          m->hp.n_layer, n_tensors);
     if (m->desc->pos == VKF_POS_ROPE) vkf_model_extend_ctx(m);
-    const char *const *names = m->desc->hf;
-    const char *hf_names[VKF_T_COUNT];
-    memcpy(hf_names, names, sizeof hf_names);
     /* tie_word_embeddings true: an lm_head.weight in the files is the same matrix; false: it
      * must be there; absent: the files decide */
-    if (tied == 1) hf_names[VKF_T_OUTPUT] = NULL;
-    if (tied == 0) hf_names[VKF_T_OUTPUT] = "lm_head.weight";
-    names = hf_names;
-    VKF_TRY(vkf_model_load_slots(m, names, hf_slot, c));
+    if (tied == 1) names.name[VKF_T_OUTPUT] = NULL;
+    if (tied == 0) {
+        names.name[VKF_T_OUTPUT] = vkf_arch_hf_names[VKF_T_OUTPUT];
+        names.opt[VKF_T_OUTPUT] = 0;
+    }
+    VKF_TRY(vkf_model_load_slots(m, &names, hf_slot, c));
     if (m->desc->encoder) return vkf_hf_encoder_tokenizer(m, dir);
     float *factors;
     VKF_TRY(hf_rope(m, cfg, &factors));

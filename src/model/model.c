@@ -76,11 +76,8 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
                          path);
     return vkf_error(VKF_ERROR_UNSUPPORTED,
                      "%s: architecture \"%s\" is not supported (directories: \"transformer\", "
-                     "model_type \"gpt2\", "
-                     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-                     "Gemma2ForCausalLM, "
-                     "Gemma3ForCausalLM, Phi3ForCausalLM, BertModel; GGUF: %s)",
-                     path, found, vkf_arch_names());
+                     "model_type \"gpt2\", %s; GGUF: %s)",
+                     path, found, vkf_arch_hf_list(), vkf_arch_names());
 }
 
 /* Computed positions: the tables and the default KV cache are sized by the context asked for,
@@ -332,6 +329,9 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
             if (hp->rope_scale != 1.0) P(", linear scaling x%g", 1.0 / hp->rope_scale);
             if (hp->rope_factors) P(", %s", rope_factors_name(hp->rope_factors));
             if (hp->rope_attn_factor != 1.0) P(", attention factor %g", hp->rope_attn_factor);
+            if (m->desc->nope_period > 0) /* layer indices from 0, as llama.cpp's il */
+                P(", none on 1 layer in %d (NoPE: layers %d, %d, ...)", m->desc->nope_period,
+                  m->desc->nope_period - 1, 2 * m->desc->nope_period - 1);
             P("\n");
         }
         if (hp->swa_window > 0) {

@@ -183,11 +183,12 @@ vkf_status vkf_load_hf(vkf_model *m, const char *dir, const vkf_arch_desc *desc)
  * `vkformer quantize` (quantize/quantize_hf_llama.c). */
 struct cJSON;
 void vkf_hf_llama3_factors(const vkf_hparams *hp, const struct cJSON *rs, float *f);
-/* Loads the layer and global tensors the descriptor names through get(user, slot, name, t,
- * optional) for every slot with a name in names (desc->gguf or desc->hf); ties the LM head. */
+/* Loads the layer and global tensors through get(user, slot, name, t, optional) for every slot
+ * with a name in names (vkf_arch_tensor_names_get of the descriptor in the loader's format); ties
+ * the LM head. */
 typedef vkf_status (*vkf_slot_get)(void *user, vkf_arch_t slot, const char *name, vkf_tensor *t,
                                    int optional);
-vkf_status vkf_model_load_slots(vkf_model *m, const char *const *names, vkf_slot_get get,
+vkf_status vkf_model_load_slots(vkf_model *m, const vkf_arch_tensor_names *names, vkf_slot_get get,
                                 void *user);
 /* Hyperparameters every RoPE decoder derives the same way, and the rotation tables
  * (rope_factors: head_dim/2 host values or NULL). */

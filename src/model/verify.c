@@ -36,9 +36,10 @@
  * catches an RMSNorm eps of 1e-6 instead of 1e-5 (4e-5 needs <= 2e-5 only at the reference's
  * own precision, so this bound is the README's suggested one). */
 #define VKF_VERIFY_TOL_F32 1e-4
-/* The CPU's ggml-activation mode (llama): llama.cpp's CPU arithmetic operation for operation;
- * measured 0.0 on every case of llama-kq and llama-tiny, for every weight type. 1e-5 leaves the
- * last float rounding of a logit; one activation rounding the other way costs 1e-2. */
+/* The CPU's ggml-activation mode: llama.cpp's CPU arithmetic operation for operation, for the
+ * build that made the fixture (--ggml-target); measured 0.0 on every case of llama-kq and
+ * llama-tiny (every weight type) and of arch (every architecture). 1e-5 leaves the last float
+ * rounding of a logit; one activation rounding the other way costs 1e-2. */
 #define VKF_VERIFY_TOL_GGML 1e-5
 /* gpt2 f32: llama.cpp evaluates GELU through an f16 table; exact gelu_new differs from the
  * fixture by up to 1.5e-3. */
@@ -408,13 +409,17 @@ static vkf_status verify_shipped_encdec_case(vkf_model *m, const char *dir, cons
 
 /* ------------------------------------------------------------------ decoder-only core */
 
-/* The CPU's ggml-activation mode reproduces ggml's AVX-512 kernels (cpu_ggml.c): exact only
- * against references made there. A fixture that says its llama.cpp ran another ISA's kernels
- * ("ggml_isa", tests/data/real: "avx2", whose softmax, dot and tinyBLAS sums run in 8 lanes, not
- * 16) is held to the float bounds in that mode. */
-static int ggml_isa_matches(const cJSON *jc) {
+/* The CPU's ggml-activation mode reproduces one llama.cpp build's kernels (--ggml-target,
+ * cpu_ggml.c): exact only against references made by a build of that ISA. A fixture that names
+ * the ISA its llama.cpp ran ("ggml_isa", tests/data/real: "avx2") is held to the float bounds
+ * under a target of another ISA (AVX2's softmax, dot and tinyBLAS sums run in 8 lanes, AVX-512's
+ * in 16); one that names none is the test's choice of target. */
+static int ggml_isa_matches(const cJSON *jc, int target) {
     const cJSON *isa = cJSON_GetObjectItemCaseSensitive(jc, "ggml_isa");
-    return !cJSON_IsString(isa) || strcmp(isa->valuestring, "avx512") == 0;
+    const char *name = vkf_ggml_target_name(target);
+    if (!cJSON_IsString(isa)) return 1;
+    size_t n = strlen(isa->valuestring);
+    return name && strncmp(name, isa->valuestring, n) == 0 && (name[n] == 0 || name[n] == '-');
 }
 
 /* The per-layer NMSE of llama.cpp's activation quantization for a weight type (0: none). */
@@ -447,8 +452,8 @@ static double decoder_tolerance(const vkf_model *m, const cJSON *jc, vkf_verify_
         c->tol_abs = VKF_VERIFY_TOL_GEGLU;
     /* free-running greedy is reproducible only when the noise is below the greedy margins */
     c->greedy_required = !vkf_wtype_is_quant(m->wtype);
-    if (m->ctx->ggml_activations && m->desc && strcmp(m->desc->name, "llama") == 0 &&
-        ggml_isa_matches(jc)) { /* llama.cpp's arithmetic */
+    if (m->ctx->ggml_activations && m->desc &&
+        ggml_isa_matches(jc, m->ctx->ggml_activations)) { /* llama.cpp's arithmetic */
         c->tol_abs = VKF_VERIFY_TOL_GGML;
         c->tol_rms = 0;
         c->greedy_required = 1;

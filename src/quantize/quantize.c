@@ -62,7 +62,7 @@ static uint32_t ggml_id(vkf_dtype t) {
     return w && w->gguf_type >= 0 ? (uint32_t)w->gguf_type : UINT32_MAX;
 }
 
-static int is_quantized(vkf_dtype t) { return vkf_quant_block_elems(t) > 1; }
+static int is_quantized(vkf_dtype t) { return vkf_dtype_block_elems(t) > 1; }
 
 /* ------------------------------------------------------------------ llama.cpp's per-tensor rules
  */
@@ -90,7 +90,7 @@ static int ffn_layer(const qstate *q, const char *name, int counter) {
 static vkf_dtype tensor_type(qstate *q, vkf_dtype t, const char *name, int64_t ne0) {
     const ftype ft = q->ft;
     if (!strcmp(name, "output.weight") || (!q->has_output && !strcmp(name, "token_embd.weight"))) {
-        if (q->is_falcon || ne0 % vkf_quant_block_elems(t) != 0)
+        if (q->is_falcon || ne0 % vkf_dtype_block_elems(t) != 0)
             t = VKF_DTYPE_Q8_0;
         else if (t != VKF_DTYPE_Q8_0)
             t = VKF_DTYPE_Q6_K;
@@ -164,7 +164,7 @@ static vkf_dtype tensor_type(qstate *q, vkf_dtype t, const char *name, int64_t n
             t = VKF_DTYPE_Q6_K;
     }
     /* a row length that is not a multiple of the block: llama.cpp's fallback types */
-    if (ne0 % vkf_quant_block_elems(t) != 0) {
+    if (ne0 % vkf_dtype_block_elems(t) != 0) {
         switch (t) {
         case VKF_DTYPE_Q2_K:
         case VKF_DTYPE_Q3_K:
@@ -174,7 +174,7 @@ static vkf_dtype tensor_type(qstate *q, vkf_dtype t, const char *name, int64_t n
         case VKF_DTYPE_Q6_K: t = VKF_DTYPE_Q8_0; break;
         default: break; /* a 32-block type: F16 below */
         }
-        if (ne0 % vkf_quant_block_elems(t) != 0) t = VKF_DTYPE_F16;
+        if (ne0 % vkf_dtype_block_elems(t) != 0) t = VKF_DTYPE_F16;
         q->n_fallback++;
     }
     return t;

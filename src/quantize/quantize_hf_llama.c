@@ -165,10 +165,12 @@ static vkf_status hq_write(const vkf_model *m, const char *dir, const char *out_
     vkf_status s = list ? vkf_json_config_load(path, &cfg)
                         : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", dir);
     /* every tensor the descriptor names that the model holds, under its GGUF name */
+    vkf_arch_tensor_names gg;
+    vkf_arch_tensor_names_get(a, VKF_ARCH_GGUF, &gg);
     for (int l = -1; l < m->hp.n_layer && s == VKF_OK; l++) {
         int t0 = l < 0 ? VKF_T_TOK_EMBD : 0, t1 = l < 0 ? VKF_T_COUNT : VKF_T_LAYER_COUNT;
         for (int t = t0; t < t1; t++) {
-            const char *nm = a->gguf[t];
+            const char *nm = gg.name[t];
             if (!nm || t == VKF_T_ROPE_FREQS || t == VKF_T_ROPE_SHORT || t == VKF_T_ROPE_LONG)
                 continue;
             const char *base = l < 0 ? (const char *)&m->w : (const char *)&m->w.dec[l];
@@ -180,7 +182,7 @@ static vkf_status hq_write(const vkf_model *m, const char *dir, const char *out_
             hq_tensor *e = &list[k++];
             e->t = x;
             e->vec = vkf_arch_slots[t].vector;
-            snprintf(e->name, sizeof e->name, nm + (nm[0] == '?'), l);
+            snprintf(e->name, sizeof e->name, nm, l);
         }
     }
     if (s == VKF_OK) s = hq_rope(m, path, vkf_json_config_root(cfg), list, &k, &factors);

@@ -10,7 +10,7 @@
 
 typedef struct cpu_backend {
     vkf_backend base;
-    int ggml; /* ggml-activation reference mode (cpu_ggml.c) */
+    int ggml; /* ggml-activation reference mode (cpu_ggml.c): a vkf_ggml_target, 0 off */
 } cpu_backend;
 
 static void cpu_destroy(vkf_backend *be) { free(be); }
@@ -60,7 +60,7 @@ static vkf_status cpu_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_pas
     int ggml = ((cpu_backend *)be)->ggml;
     for (int i = 0; i < g->n_nodes; i++) {
         vkf_status s =
-            ggml ? vkf_cpu_ggml_op(&g->nodes[i], n_past) : vkf_cpu_op(&g->nodes[i], n_past);
+            ggml ? vkf_cpu_ggml_op(&g->nodes[i], n_past, ggml) : vkf_cpu_op(&g->nodes[i], n_past);
         if (s != VKF_OK)
             return vkf_error_prefix(s, "graph %s, node %d (%s -> %s)", g->name, i,
                                     vkf_op_name(g->nodes[i].op), g->nodes[i].dst->name);

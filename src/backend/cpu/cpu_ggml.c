@@ -1,13 +1,23 @@
 /* The ggml-activation reference mode of the CPU backend (vkf_context_params.ggml_activations):
  * the ops where llama.cpp's CPU backend computes differently from the plain reference, done its
- * way, so a quantized model can be checked against llama.cpp's logits at a tight tolerance.
+ * way, so a model can be checked against llama.cpp's logits bit for bit.
  *
  * - MATMUL with an F16 / BF16 / quantized weight: each activation row is quantized to the weight
- *   type's activation type (core/quant_dot.h) and the dot products are integer block sums
- *   combined with the scales as ggml does;
+ *   type's activation type and the dot products are integer block sums combined with the scales
+ *   as ggml does (the weight type's row of the traits table, core/quant_dot.h); F32 / F16
+ *   weights as tinyBLAS (batches) and ggml_vec_dot_f32 / _f16 (one row) sum them;
  * - RMSNORM: the mean of squares accumulated in double, then 1 / sqrtf(mean + eps) in float, the
- *   normalized row rounded to float before the weight multiplies it (ggml's rms_norm, then mul).
- * Every other op is the plain reference (cpu_ops.c). */
+ *   normalized row rounded to float before the weight multiplies it (ggml's rms_norm, then mul);
+ * - SwiGLU through ggml's vector exp, GeGLU through its f16 GELU table;
+ * - ROPE with the table llama.cpp's cache holds (built ggml's way in this mode, model/arch.c);
+ * - ATTENTION as llama.cpp's graph without flash attention: q . k per key, soft-caps as ggml's
+ *   scale / tanh / scale, soft_max_ext over the padded KV cells, the value sums;
+ * - SCALE with a soft-cap (final logits) as ggml's scale / tanh / scale.
+ * Every other op is the plain reference (cpu_ops.c).
+ *
+ * Where llama.cpp's results depend on the build (the vector width of its float kernels, the KV
+ * padding of its cache, which quantized kernels it picks), a target names the build reproduced
+ * (vkf_ggml_target in vkformer.h); the table below says what each one does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +27,30 @@
 #include "core/error.h"
 #include "core/quant_dot.h"
 
+/* ------------------------------------------------------------------ targets */
+
+typedef struct ggml_build {
+    const char *name;
+    int lanes;     /* float vector width of its kernels: 16 (AVX-512) or 8 (AVX2) */
+    int kv_pad;    /* attention runs over the KV cells padded to a multiple of this (32 until
+                      llama.cpp padded its cache view to 256 in late 2025) */
+    int cvar;      /* LayerNorm's variance in vectors (ggml_vec_cvar_f32, since late 2025) */
+    int dot_flags; /* VKF_DOT_* that select its quantized kernels */
+} ggml_build;
+
+static const ggml_build g_builds[] = {
+    [VKF_GGML_AVX2] = {"avx2", 8, 256, 1, VKF_DOT_LLAMA_2610},
+    [VKF_GGML_AVX512_2026] = {"avx512-2026", 16, 256, 1, 0},
+    [VKF_GGML_AVX512_2025] = {"avx512-2025", 16, 32, 0, 0},
+};
+
+const char *vkf_ggml_target_name(int target) {
+    if (target <= 0 || target >= (int)(sizeof g_builds / sizeof g_builds[0])) return NULL;
+    return g_builds[target].name;
+}
+
+/* ------------------------------------------------------------------ access */
+
 static const void *row_ptr(const vkf_tensor *t, int64_t r) {
     return (const char *)t->buf->data + t->offset + vkf_tensor_row_offset(t, r);
 }
@@ -25,13 +59,86 @@ static float *row_f32(const vkf_tensor *t, int64_t r) {
     return (float *)((char *)t->buf->data + t->offset) + r * t->row_stride;
 }
 
-static float reduce16(const float v[16]);
-static float vec_dot_f32(const float *x, size_t sx, const float *y, size_t sy, int64_t n);
+/* ------------------------------------------------------------------ vector sums
+ *
+ * ggml's float kernels keep vectors of 16 (AVX-512) or 8 (AVX2) lanes and add them up in fixed
+ * trees. The scalar code below performs the same roundings in the same order (fmaf is
+ * exact-then-round, like the vector instructions). */
 
-/* F32 and F16 weights: tinyBLAS for batches (16 lanes of fused multiply-adds along K, then
- * reduce16; K a multiple of 16), ggml_vec_dot_f32 / _f16 for one row (the F16 one sums what is
- * left after the 64-element steps in double); F16 activations rounded to F16 first. */
-static vkf_status ggml_matmul_float(const vkf_node *nd) {
+/* _mm512_reduce_add_ps: halves added pairwise, 16 -> 8 -> 4 -> 2 -> 1. */
+static float reduce16(const float v[16]) {
+    float a[8], b[4];
+    for (int i = 0; i < 8; i++)
+        a[i] = v[i + 8] + v[i];
+    for (int i = 0; i < 4; i++)
+        b[i] = a[i + 4] + a[i];
+    return (b[0] + b[2]) + (b[1] + b[3]);
+}
+
+/* An __m256's sum as tinyBLAS's hsum and the softmax take it: high half plus low half, then
+ * movehl and movehdup: (a0 + a2) + (a1 + a3). */
+static float hsum8(const float v[8]) {
+    float a[4];
+    for (int i = 0; i < 4; i++)
+        a[i] = v[i + 4] + v[i];
+    return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
+/* The sum of one vector of b->lanes. */
+static float vsum(const ggml_build *b, const float *v) {
+    return b->lanes == 16 ? reduce16(v) : hsum8(v);
+}
+
+/* ggml_vec_dot_f32 / _f16's SIMD part: 4 vectors of fused sums over steps of 4 * lanes,
+ * combined as GGML_F32_VEC_REDUCE does (x0 += x2, x1 += x3, x0 += x1, then the vector's sum:
+ * _mm512_reduce_add_ps, or on AVX2 low + high half and two hadds). np: a multiple of the step. */
+static float vec_dot_simd(const ggml_build *b, const float *x, size_t sx, const float *y, size_t sy,
+                          int64_t np) {
+    const int L = b->lanes;
+    float s[4][16] = {{0}};
+    for (int64_t i = 0; i < np; i += 4 * L)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < L; l++) {
+                int64_t e = i + (int64_t)L * j + l;
+                s[j][l] = fmaf(x[e * sx], y[e * sy], s[j][l]);
+            }
+    float v[16];
+    for (int l = 0; l < L; l++)
+        v[l] = (s[0][l] + s[2][l]) + (s[1][l] + s[3][l]);
+    if (L == 16) return reduce16(v);
+    float t[4];
+    for (int i = 0; i < 4; i++)
+        t[i] = v[i] + v[i + 4];
+    return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+/* ggml_vec_dot_f32: the SIMD part, then the remaining elements one multiply and one add at a
+ * time (not fused: fusing them flips roundings in llama-tiny, whose head_dim 32 leaves every
+ * element of K.Q to this loop on AVX-512). */
+static float vec_dot_f32(const ggml_build *b, const float *x, size_t sx, const float *y, size_t sy,
+                         int64_t n) {
+    int64_t np = n / (4 * b->lanes) * (4 * b->lanes);
+    float sum = np ? vec_dot_simd(b, x, sx, y, sy, np) : 0.0f;
+    for (int64_t i = np; i < n; i++)
+        sum += x[i * sx] * y[i * sy];
+    return sum;
+}
+
+/* tinyBLAS's dot product of two rows (k a multiple of the lanes): lane k % L accumulates fused
+ * multiply-adds along k, then the vector's sum. */
+static float tinyblas_dot(const ggml_build *b, const float *x, const float *y, int64_t k) {
+    float lane[16] = {0};
+    for (int64_t i = 0; i < k; i++)
+        lane[i % b->lanes] = fmaf(x[i], y[i], lane[i % b->lanes]);
+    return vsum(b, lane);
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+/* F32 and F16 weights: tinyBLAS for batches (K a multiple of the lanes, the weight's row count
+ * a multiple of 4: its tiles), else ggml_vec_dot_f32 / _f16 row by row (the F16 one sums what
+ * is left after the SIMD steps in double); F16 activations rounded to F16 first. */
+static vkf_status ggml_matmul_float(const ggml_build *bd, const vkf_node *nd) {
     const vkf_tensor *x = nd->src[0], *w = nd->src[1], *b = nd->src[2], *y = nd->dst;
     int64_t M = x->rows, N = w->rows, K = x->cols;
     int f16 = w->dtype == VKF_DTYPE_F16;
@@ -53,19 +160,16 @@ static vkf_status ggml_matmul_float(const vkf_node *nd) {
         for (int64_t m = 0; m < M; m++) {
             const float *xr = xa + m * K;
             float acc;
-            if (M >= 2 && K % 16 == 0) {
-                float lane[16] = {0};
-                for (int64_t k = 0; k < K; k++)
-                    lane[k % 16] = fmaf(wr[k], xr[k], lane[k % 16]);
-                acc = reduce16(lane);
+            if (M >= 2 && K % bd->lanes == 0 && N % 4 == 0) {
+                acc = tinyblas_dot(bd, wr, xr, K);
             } else if (f16) {
-                int64_t np = K & ~(int64_t)63;
-                double sum = np ? (double)vec_dot_f32(wr, 1, xr, 1, np) : 0.0;
+                int64_t np = K / (4 * bd->lanes) * (4 * bd->lanes);
+                double sum = np ? (double)vec_dot_simd(bd, wr, 1, xr, 1, np) : 0.0;
                 for (int64_t k = np; k < K; k++)
                     sum += (double)(wr[k] * xr[k]);
                 acc = (float)sum;
             } else {
-                acc = vec_dot_f32(wr, 1, xr, 1, K);
+                acc = vec_dot_f32(bd, wr, 1, xr, 1, K);
             }
             row_f32(y, m)[n] = acc + (b ? row_f32(b, 0)[n] : 0.0f);
         }
@@ -75,14 +179,15 @@ static vkf_status ggml_matmul_float(const vkf_node *nd) {
     return VKF_OK;
 }
 
-static vkf_status ggml_matmul(const vkf_node *nd) {
+static vkf_status ggml_matmul(const ggml_build *bd, const vkf_node *nd) {
     const vkf_tensor *x = nd->src[0], *w = nd->src[1], *b = nd->src[2], *y = nd->dst;
     int64_t M = x->rows, N = w->rows, K = x->cols;
     vkf_act_type at = vkf_act_type_of(w->dtype);
     size_t arb = vkf_act_row_bytes(at, K);
     char *act = malloc(arb ? arb : 1);
     if (!act) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "matmul %s: out of host memory", w->name);
-    int flags = (M == 1 ? VKF_DOT_SINGLE_ROW : 0) | (N % 8 == 0 ? VKF_DOT_REPACKED : 0);
+    int flags = bd->dot_flags | (M == 1 ? VKF_DOT_SINGLE_ROW : 0) | (M >= 8 ? VKF_DOT_BATCH8 : 0) |
+                (N % 8 == 0 ? VKF_DOT_REPACKED : 0);
     for (int64_t m = 0; m < M; m++) {
         vkf_act_quantize(at, row_f32(x, m), act, K);
         float *yr = row_f32(y, m);
@@ -93,6 +198,8 @@ static vkf_status ggml_matmul(const vkf_node *nd) {
     free(act);
     return VKF_OK;
 }
+
+/* ------------------------------------------------------------------ norms, activations */
 
 static vkf_status ggml_rmsnorm(const vkf_node *nd) {
     const vkf_tensor *x = nd->src[0], *w = nd->src[1], *b = nd->src[2], *y = nd->dst;
@@ -115,92 +222,153 @@ static vkf_status ggml_rmsnorm(const vkf_node *nd) {
     return VKF_OK;
 }
 
-/* ------------------------------------------------------------------ exp, SiLU, attention
- *
- * llama.cpp's reference machine runs ggml's AVX-512 code: exp through a polynomial with fused
- * multiply-adds (ggml_v_expf) in blocks of 16, horizontal sums in a fixed tree. The scalar code
- * below performs the same roundings in the same order (fmaf is exact-then-round, like the
- * vector instructions). */
+/* LayerNorm as ggml_norm, then ggml_mul and ggml_add: the mean from a double sum; the
+ * variance of the centred row summed in double, element by element, or (cvar builds) by
+ * vectors of squares each summed as a vector first. */
+static vkf_status ggml_layernorm(const ggml_build *bd, const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0], *w = nd->src[1], *b = nd->src[2], *y = nd->dst;
+    int64_t n = x->cols, nv = bd->cvar ? n / bd->lanes * bd->lanes : 0;
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *xr = row_f32(x, r);
+        float *yr = row_f32(y, r);
+        double sum = 0.0, sum2 = 0.0;
+        for (int64_t j = 0; j < n; j++)
+            sum += (double)xr[j];
+        const float mean = bd->cvar ? (float)sum / (float)n : (float)(sum / (double)n);
+        for (int64_t j = 0; j < n; j++)
+            yr[j] = xr[j] - mean;
+        for (int64_t j = 0; j < nv; j += bd->lanes) {
+            float sq[16];
+            for (int l = 0; l < bd->lanes; l++)
+                sq[l] = yr[j + l] * yr[j + l];
+            sum2 += (double)vsum(bd, sq);
+        }
+        for (int64_t j = nv; j < n; j++)
+            sum2 += (double)(yr[j] * yr[j]);
+        const float variance = (float)(sum2 / (double)n);
+        const float scale = 1.0f / sqrtf(variance + nd->p.norm.eps);
+        for (int64_t j = 0; j < n; j++) {
+            float v = yr[j] * scale;
+            if (w) v *= row_f32(w, 0)[j];
+            if (b) v += row_f32(b, 0)[j];
+            yr[j] = v;
+        }
+    }
+    return VKF_OK;
+}
 
-/* ggml_v_expf, one lane: 2^n * p(b) with n = round(x / ln 2), b the reduced argument. */
-static float v_expf(float x) {
-    if (x == -INFINITY) return 0.0f;
+static float bits_f(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static uint32_t f_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* ggml_v_expf, one lane (ARM's optimized routine): 2^n * p(b) with n = round(x / ln 2) and b
+ * the reduced argument; the AVX-512 code scales with vscalefps (0 or inf beyond |n| > 192), the
+ * AVX2 code builds 2^n from the exponent bits, with a polynomial one fused step shorter and a
+ * two-factor scale beyond |n| > 126. */
+static float v_expf(const ggml_build *bd, float x) {
     const float r = 0x1.8p23f;
     const float z = fmaf(x, 0x1.715476p+0f, r);
     const float n = z - r;
     const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
     const float u = b * b;
-    const float j = fmaf(
-        fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
-        u, fmaf(0x1.ffffecp-1f, b, 1.0f));
-    if (fabsf(n) > 126) return expf(x); /* outside the fast path's range: ggml special-cases */
-    return ldexpf(j, (int)n);
-}
-
-/* _mm512_reduce_add_ps: halves added pairwise, 16 -> 8 -> 4 -> 2 -> 1. */
-static float reduce16(const float v[16]) {
-    float a[8], b[4];
-    for (int i = 0; i < 8; i++)
-        a[i] = v[i + 8] + v[i];
-    for (int i = 0; i < 4; i++)
-        b[i] = a[i + 4] + a[i];
-    return (b[0] + b[2]) + (b[1] + b[3]);
-}
-
-/* ggml_vec_dot_f32 (AVX-512): 4 x 16 lanes over steps of 64, combined (s0+s2)+(s1+s3), reduced,
- * then the remaining elements one multiply and one add at a time (not fused: fusing them flips
- * roundings in llama-tiny, whose head_dim 32 leaves every element of K.Q to this loop). */
-static float vec_dot_f32(const float *x, size_t sx, const float *y, size_t sy, int64_t n) {
-    int64_t np = n & ~(int64_t)63;
-    float sum = 0.0f;
-    if (np) {
-        float s[4][16] = {{0}};
-        for (int64_t i = 0; i < np; i += 64)
-            for (int j = 0; j < 4; j++)
-                for (int l = 0; l < 16; l++) {
-                    int64_t e = i + 16 * j + l;
-                    s[j][l] = fmaf(x[e * sx], y[e * sy], s[j][l]);
-                }
-        float v[16];
-        for (int l = 0; l < 16; l++)
-            v[l] = (s[0][l] + s[2][l]) + (s[1][l] + s[3][l]);
-        sum = reduce16(v);
+    const float p =
+        fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+    if (bd->lanes == 16) {
+        const float j = fmaf(p, u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+        if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+        return ldexpf(j, (int)n);
     }
-    for (int64_t i = np; i < n; i++)
-        sum += x[i * sx] * y[i * sy];
-    return sum;
+    const float j = fmaf(p, u, 0x1.ffffecp-1f * b);
+    const uint32_t e = f_bits(z) << 23;
+    const float k = bits_f(e + f_bits(1.0f));
+    if (!(fabsf(n) > 126)) return fmaf(j, k, k);
+    const uint32_t g = n <= 0 ? 0x82000000u : 0u;
+    const float s1 = bits_f(g + 0x7f000000u), s2 = bits_f(e - g);
+    if (fabsf(n) > 192) return s1 * s1;
+    return fmaf(s2, j, s2) * s1;
 }
 
-/* SiLU(a) * b: ggml_vec_silu_f32 (16 lanes of x / (1 + v_expf(-x)), scalar expf for the rest of
- * the row), then the separate multiply. */
-static vkf_status ggml_swiglu(const vkf_node *nd) {
+/* SiLU(a) * b: ggml_vec_swiglu_f32 (vectors of x / (1 + v_expf(-x)) times b, scalar expf for
+ * the rest of the row; before the fused op, ggml_vec_silu_f32 then the multiply: the same). */
+static float silu(const ggml_build *bd, float x, int vector) {
+    return x / (1.0f + (vector ? v_expf(bd, -x) : expf(-x)));
+}
+
+/* ggml_gelu_f32 as GCC compiles it (1 + a x^2 contracted into one fused multiply-add). */
+static float gelu_f32(float x) {
+    const float t = tanhf(0.79788456080286535587989211986876f * x * fmaf(0.044715f * x, x, 1.0f));
+    return 0.5f * x * (1.0f + t);
+}
+
+/* GELU through ggml's f16 table (GGML_GELU_FP16): f16(gelu(f16(x))) for -10 < x < 10. */
+static float gelu_table(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    return vkf_f16_to_f32(vkf_f32_to_f16(gelu_f32(vkf_f16_to_f32(vkf_f32_to_f16(x)))));
+}
+
+static vkf_status ggml_swiglu(const ggml_build *bd, const vkf_node *nd) {
     const vkf_tensor *a = nd->src[0], *b = nd->src[1], *y = nd->dst;
-    int64_t n = a->cols, nv = n & ~(int64_t)15;
+    int64_t n = a->cols, nv = n / bd->lanes * bd->lanes;
     for (int64_t r = 0; r < a->rows; r++) {
         const float *ar = row_f32(a, r), *br = row_f32(b, b->rows == 1 ? 0 : r);
         float *yr = row_f32(y, r);
         for (int64_t j = 0; j < n; j++) {
-            float s = j < nv ? ar[j] / (1.0f + v_expf(-ar[j])) : ar[j] / (1.0f + expf(-ar[j]));
+            float s = nd->p.glu.gelu ? gelu_table(ar[j]) : silu(bd, ar[j], j < nv);
             yr[j] = s * br[j];
         }
     }
     return VKF_OK;
 }
 
-/* llama.cpp's attention without flash attention, over a KV cache padded to 32 cells:
- * KQ per row with ggml_vec_dot_f32; soft_max_ext: scale, max, v_expf in blocks of 16 summed
- * in double, times (float)(1 / sum); KQV with tinyBLAS (16 lanes of fused multiply-adds along
- * the keys, reduce16) for a batch, ggml_vec_dot_f32 over the padded length for one token. */
-static vkf_status ggml_attention(const vkf_node *nd, int32_t n_past) {
+/* UNARY GELU (tanh form: gpt2) through the same table. */
+static vkf_status ggml_gelu(const vkf_node *nd) {
+    const vkf_tensor *a = nd->src[0], *y = nd->dst;
+    for (int64_t r = 0; r < a->rows; r++)
+        for (int64_t j = 0; j < a->cols; j++)
+            row_f32(y, r)[j] = gelu_table(row_f32(a, r)[j]);
+    return VKF_OK;
+}
+
+/* c tanh(x / c) as llama.cpp's graphs compute it: ggml_scale by 1 / c, ggml_tanh, scale by c. */
+static float softcap(float x, float c) { return tanhf(x * (1.0f / c)) * c; }
+
+/* SCALE with a soft-cap (gemma2's final logits). */
+static vkf_status ggml_scale_cap(const vkf_node *nd) {
+    const vkf_tensor *a = nd->src[0], *y = nd->dst;
+    for (int64_t r = 0; r < a->rows; r++) {
+        const float *ar = row_f32(a, r);
+        float *yr = row_f32(y, r);
+        for (int64_t j = 0; j < a->cols; j++)
+            yr[j] = softcap(ar[j] * nd->p.scale.scale, nd->p.scale.softcap);
+    }
+    return VKF_OK;
+}
+
+/* ------------------------------------------------------------------ attention
+ *
+ * llama.cpp's attention without flash attention, over the KV cache padded to kv_pad cells:
+ * KQ per row with ggml_vec_dot_f32 (q scaled first where the graph does, vkf_attn_params
+ * scale_q); the soft-cap; soft_max_ext: scale, mask, max, v_expf in vectors summed in double,
+ * times (float)(1 / sum); KQV with tinyBLAS (lanes of fused multiply-adds along the keys) for
+ * a batch, ggml_vec_dot_f32 over the padded length for one token. */
+static vkf_status ggml_attention(const ggml_build *bd, const vkf_node *nd, int32_t n_past) {
     const vkf_attn_params *p = &nd->p.attn;
     const vkf_tensor *q = nd->src[0], *k = nd->src[1], *v = nd->src[2], *lens = nd->src[3];
-    int hd = p->head_dim, group = p->n_head / p->n_kv_head;
+    int hd = p->head_dim, group = p->n_head / p->n_kv_head, L = bd->lanes;
     int64_t n_keys = p->kv_dyn ? (int64_t)n_past + p->n_q : p->n_kv;
     if (n_keys > p->n_kv)
         return vkf_error(VKF_ERROR_CONTEXT_FULL, "attention: %lld keys exceed the cache of %d",
                          (long long)n_keys, p->n_kv);
-    int64_t n_pad = (n_keys + 31) / 32 * 32;
-    if (n_pad < 32) n_pad = 32;
+    int64_t n_pad = (n_keys + bd->kv_pad - 1) / bd->kv_pad * bd->kv_pad;
+    if (n_pad < bd->kv_pad) n_pad = bd->kv_pad;
     float *prob = calloc((size_t)n_pad, sizeof *prob), *vcol = calloc((size_t)n_pad, sizeof *vcol);
     if (!prob || !vcol) {
         free(prob);
@@ -216,44 +384,53 @@ static vkf_status ggml_attention(const vkf_node *nd, int32_t n_past) {
                 p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
             if (lens && p->len_pos) /* serve batching: the sequence's own position */
                 qpos = (int64_t)((const int32_t *)row_f32(lens, 0))[b] - p->n_q + i;
-            int64_t jmax = klen;
+            int64_t jmax = klen, jmin = 0;
             if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
+            if (p->window > 0 && qpos - p->window + 1 > 0) jmin = qpos - p->window + 1;
             for (int h = 0; h < p->n_head; h++) {
                 int kvh = h / group;
                 const float *qr = row_f32(q, (int64_t)b * p->n_q + i) + h * hd;
                 float *out = row_f32(nd->dst, (int64_t)b * p->n_q + i) + h * hd;
+                float qs[VKF_MAX_HEAD_DIM];
+                if (p->scale_q) { /* ggml_scale of q; the scores are scaled by 1 */
+                    for (int d = 0; d < hd; d++)
+                        qs[d] = qr[d] * p->scale;
+                    qr = qs;
+                }
                 float max = -INFINITY;
                 for (int64_t j = 0; j < n_pad; j++)
-                    prob[j] = -INFINITY;
-                for (int64_t j = 0; j < jmax; j++) {
+                    prob[j] = -INFINITY; /* masked cells */
+                for (int64_t j = jmin; j < jmax; j++) {
                     const float *kr = row_f32(k, (int64_t)b * p->kv_stride + j) + kvh * hd;
-                    prob[j] = vec_dot_f32(kr, 1, qr, 1, hd) * p->scale;
+                    float sc = vec_dot_f32(bd, kr, 1, qr, 1, hd);
+                    if (p->softcap > 0) sc = softcap(sc, p->softcap);
+                    prob[j] = p->scale_q ? sc : sc * p->scale;
                     if (prob[j] > max) max = prob[j];
                 }
-                if (jmax == 0) {
+                if (jmax <= jmin) {
                     for (int d = 0; d < hd; d++)
                         out[d] = 0.0f;
                     continue;
                 }
                 double sum = 0.0;
-                for (int64_t c = 0; c < n_pad; c += 16) {
-                    for (int l = 0; l < 16; l++)
-                        prob[c + l] = v_expf(prob[c + l] - max);
-                    sum += (double)reduce16(prob + c);
+                for (int64_t c = 0; c < n_pad; c += L) {
+                    for (int l = 0; l < L; l++)
+                        prob[c + l] = v_expf(bd, prob[c + l] - max);
+                    sum += (double)vsum(bd, prob + c);
                 }
                 const float inv = (float)(1.0 / sum);
                 for (int64_t j = 0; j < n_pad; j++)
                     prob[j] *= inv;
                 for (int d = 0; d < hd; d++) {
-                    for (int64_t j = 0; j < jmax; j++)
+                    for (int64_t j = jmin; j < jmax; j++)
                         vcol[j] = row_f32(v, (int64_t)b * p->kv_stride + j)[kvh * hd + d];
-                    if (p->n_q >= 2) {
+                    if (p->n_q >= 2 && hd % 4 == 0) {
                         float lane[16] = {0};
-                        for (int64_t j = 0; j < jmax; j++)
-                            lane[j % 16] = fmaf(vcol[j], prob[j], lane[j % 16]);
-                        out[d] = reduce16(lane);
+                        for (int64_t j = jmin; j < jmax; j++)
+                            lane[j % L] = fmaf(vcol[j], prob[j], lane[j % L]);
+                        out[d] = vsum(bd, lane);
                     } else {
-                        out[d] = vec_dot_f32(vcol, 1, prob, 1, n_pad);
+                        out[d] = vec_dot_f32(bd, vcol, 1, prob, 1, n_pad);
                     }
                 }
             }
@@ -264,34 +441,16 @@ static vkf_status ggml_attention(const vkf_node *nd, int32_t n_past) {
     return VKF_OK;
 }
 
-/* RoPE as ggml_compute_forward_rope_f32: theta_scale = powf(base, -2 / n_rot) in float, the
- * angle of pair i multiplied up from the position one float step at a time, cosf / sinf of it,
- * and x0 * c - x1 * s, x0 * s + x1 * c with the first product fused into the sum (GCC's
- * contraction of ggml's expressions; the other orders flip roundings in 4 of 22 llama-kq cases).
- * Only where these angles are the table's (no frequency factors or scaling: checked against the
- * table); otherwise the table. */
-static int ggml_rope_cs(const vkf_node *nd, const float *table_row, int64_t pos, float *cs) {
-    int half = nd->p.rope.n_rot / 2;
-    if (nd->p.rope.freq_base <= 0.0f) return 0;
-    const float theta_scale = powf(nd->p.rope.freq_base, -2.0f / (float)nd->p.rope.n_rot);
-    float theta = (float)pos;
-    for (int i = 0; i < half; i++) {
-        cs[2 * i] = cosf(theta);
-        cs[2 * i + 1] = sinf(theta);
-        theta *= theta_scale;
-        /* the float angle drifts from the table's double one by ~1e-6 per unit of angle */
-        float tol = 1e-5f * (1.0f + (float)pos);
-        if (fabsf(cs[2 * i] - table_row[2 * i]) > tol ||
-            fabsf(cs[2 * i + 1] - table_row[2 * i + 1]) > tol)
-            return 0;
-    }
-    return 1;
-}
+/* ------------------------------------------------------------------ rope */
 
+/* RoPE as ggml_compute_forward_rope_f32 with the table llama.cpp's cache holds (the model
+ * builds it ggml's way in this mode: model/arch.c): x0 * c - x1 * s, x0 * s + x1 * c with the
+ * first product fused into the sum (GCC's contraction of ggml's expressions; the other orders
+ * flip roundings in 4 of 22 llama-kq cases). */
 static vkf_status ggml_rope(const vkf_node *nd, int32_t n_past) {
     const vkf_tensor *x = nd->src[0], *table = nd->src[1], *y = nd->dst;
     int hd = nd->p.rope.head_dim, n_rot = nd->p.rope.n_rot, half = n_rot / 2;
-    float gcs[VKF_MAX_HEAD_DIM], tmp[VKF_MAX_HEAD_DIM]; /* one head at a time, so y may alias x */
+    float tmp[VKF_MAX_HEAD_DIM]; /* one head at a time, so y may alias x */
     for (int64_t r = 0; r < x->rows; r++) {
         int64_t pos = nd->p.rope.pos0 + (nd->p.rope.dyn ? n_past : 0) + r % nd->p.rope.seq_len;
         if (pos < 0 || pos >= table->rows)
@@ -299,7 +458,6 @@ static vkf_status ggml_rope(const vkf_node *nd, int32_t n_past) {
                              "position %lld is outside the rope table %s (%lld rows)",
                              (long long)pos, table->name, (long long)table->rows);
         const float *xr = row_f32(x, r), *cs = row_f32(table, pos);
-        if (ggml_rope_cs(nd, cs, pos, gcs)) cs = gcs;
         float *yr = row_f32(y, r);
         for (int h = 0; h < nd->p.rope.n_head; h++) {
             const float *xh = xr + h * hd;
@@ -318,14 +476,27 @@ static vkf_status ggml_rope(const vkf_node *nd, int32_t n_past) {
     return VKF_OK;
 }
 
-vkf_status vkf_cpu_ggml_op(const vkf_node *n, int32_t n_past) {
-    if (n->op == VKF_OP_ROPE) return ggml_rope(n, n_past);
-    if (n->op == VKF_OP_SWIGLU) return ggml_swiglu(n);
-    if (n->op == VKF_OP_ATTENTION) return ggml_attention(n, n_past);
-    if (n->op == VKF_OP_MATMUL &&
-        (n->src[1]->dtype == VKF_DTYPE_F32 || n->src[1]->dtype == VKF_DTYPE_F16))
-        return ggml_matmul_float(n);
-    if (n->op == VKF_OP_MATMUL) return ggml_matmul(n);
-    if (n->op == VKF_OP_RMSNORM) return ggml_rmsnorm(n);
+/* ------------------------------------------------------------------ dispatch */
+
+vkf_status vkf_cpu_ggml_op(const vkf_node *n, int32_t n_past, int target) {
+    const ggml_build *bd = &g_builds[vkf_ggml_target_name(target) ? target : VKF_GGML_AVX2];
+    switch (n->op) {
+    case VKF_OP_ROPE: return ggml_rope(n, n_past);
+    case VKF_OP_SWIGLU: return ggml_swiglu(bd, n);
+    case VKF_OP_ATTENTION: return ggml_attention(bd, n, n_past);
+    case VKF_OP_RMSNORM: return ggml_rmsnorm(n);
+    case VKF_OP_LAYERNORM: return ggml_layernorm(bd, n);
+    case VKF_OP_UNARY:
+        if (n->p.unary.act == VKF_UNARY_GELU_TANH) return ggml_gelu(n);
+        break;
+    case VKF_OP_MATMUL:
+        if (n->src[1]->dtype == VKF_DTYPE_F32 || n->src[1]->dtype == VKF_DTYPE_F16)
+            return ggml_matmul_float(bd, n);
+        return ggml_matmul(bd, n);
+    case VKF_OP_SCALE:
+        if (n->p.scale.softcap > 0) return ggml_scale_cap(n);
+        break;
+    default: break;
+    }
     return vkf_cpu_op(n, n_past);
 }

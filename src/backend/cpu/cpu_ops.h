@@ -12,7 +12,7 @@ struct vkf_buffer {
 
 /* Executes one node on host memory; n_past is the per-step dynamic value. */
 vkf_status vkf_cpu_op(const vkf_node *n, int32_t n_past);
-/* The same in the ggml-activation reference mode (cpu_ggml.c). */
-vkf_status vkf_cpu_ggml_op(const vkf_node *n, int32_t n_past);
+/* The same in the ggml-activation reference mode (cpu_ggml.c) for a vkf_ggml_target. */
+vkf_status vkf_cpu_ggml_op(const vkf_node *n, int32_t n_past, int target);
 
 #endif

@@ -39,4 +39,23 @@ static void quant(const float *src, void *dst, int64_t n) {
     }
 }
 
-const vkf_wtype vkf_wtype_q4_0 = {"Q4_0", 2, 32, 18, 1, 32, 1, {0, 0}, deq, dot, quant, 0};
+/* llama.cpp: Q8_0 activations; a weight whose row count is a multiple of 8 is repacked on AVX2
+ * machines (q4_0_8x8), whose kernels fuse each block's whole integer sum times the scales into
+ * one float (one scalar chain); otherwise 8 lanes. */
+static void unpack(const void *blk, int q[32], float *d, float *m) {
+    const vkf_block_q4_0 *b = blk;
+    for (int j = 0; j < 16; j++) {
+        q[j] = (b->qs[j] & 15) - 8;
+        q[j + 16] = (b->qs[j] >> 4) - 8;
+    }
+    *d = vkf_f16_to_f32(b->d);
+    *m = 0.0f;
+}
+
+static float act_dot(const void *w, const void *a, int64_t k, int flags) {
+    return vkf_act_dot32(unpack, 18, 0, w, a, k,
+                         flags & VKF_DOT_REPACKED ? VKF_DOT32_BLOCKSUM : VKF_DOT32_LANES);
+}
+
+const vkf_wtype vkf_wtype_q4_0 = {"Q4_0", 2,   32,  18,    1, 32,           1,
+                                  {0, 0}, deq, dot, quant, 0, VKF_ACT_Q8_0, act_dot};

@@ -29,4 +29,19 @@ static void quant(const float *src, void *dst, int64_t n) {
     }
 }
 
-const vkf_wtype vkf_wtype_q8_0 = {"Q8_0", 8, 32, 34, 1, 32, 1, {0, 0}, deq, dot, quant, 0};
+/* llama.cpp: Q8_0 activations, 8 lanes (ggml_vec_dot_q8_0_q8_0, tinyBLAS). */
+static void unpack(const void *blk, int q[32], float *d, float *m) {
+    const vkf_block_q8_0 *b = blk;
+    for (int j = 0; j < 32; j++)
+        q[j] = b->qs[j];
+    *d = vkf_f16_to_f32(b->d);
+    *m = 0.0f;
+}
+
+static float act_dot(const void *w, const void *a, int64_t k, int flags) {
+    (void)flags;
+    return vkf_act_dot32(unpack, 34, 0, w, a, k, VKF_DOT32_LANES);
+}
+
+const vkf_wtype vkf_wtype_q8_0 = {"Q8_0", 8,   32,  34,    1, 32,           1,
+                                  {0, 0}, deq, dot, quant, 0, VKF_ACT_Q8_0, act_dot};
