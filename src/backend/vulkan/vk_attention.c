@@ -149,24 +149,19 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n, int
 
 #define VKF_VK_ATTN_TEXEL_WG 64
 
-/* attention_texel.comp's layout for a node: heads per workgroup, who takes keys or query
+/* attention_texel.comp's layout for a node (one query head per workgroup): who takes keys or query
  * rows, the workgroup size, the key parts; walk: the keys one invocation walks (0 if unsafe
  * on a CPU driver: the general kernel then runs in chunks) */
 typedef struct vkf_vk_attn_layout {
-    uint32_t hg, qr, split, wg;
+    uint32_t qr, split, wg;
     int keylanes, qlanes;
 } vkf_vk_attn_layout;
 
 static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap,
                                  vkf_vk_attn_layout *o) {
     uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
-    /* query heads per workgroup sharing a KV head (GQA: each K/V row loaded once for all of
-     * them). Measured slower on lavapipe (its register arrays), so 1 unless VKF_ATTN_HG asks */
-    uint32_t hg = 1;
-    uint64_t hge = vkf_vk_env_u64("VKF_ATTN_HG");
-    if (hge > 1 && hge <= 8 && (uint64_t)ap->n_head % hge == 0 &&
-        (uint64_t)(ap->n_head / ap->n_kv_head) % hge == 0)
-        hg = (uint32_t)hge;
+    /* one query head per workgroup: several heads sharing a KV head (GQA, the shader's HG) lost
+     * on lavapipe (its register arrays spill) and on the H200 (bench/RESULTS.md) */
     /* CPU drivers' choices, unless VKF_GPU_TABLE=1 (lavapipe taking the GPUs') */
     int cpu = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_GPU_TABLE");
     /* decode: lanes take whole keys (no subgroupAdd per key) on every device; on GPUs up to
@@ -180,13 +175,13 @@ static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap
      * heads) (bench/RESULTS.md). VKF_ATTN_KEYLANES=1 gives GPUs the CPU drivers' bound (an
      * experiment: bench/steps-gpu-decode.txt) */
     uint32_t kl_hw = cpu || vkf_vk_env_flag("VKF_ATTN_KEYLANES") ? 32u : 16u;
-    int keylanes = ap->n_q == 1 && hg == 1 && hw <= kl_hw && !vkf_vk_env_flag("VKF_NO_KEYLANES");
+    int keylanes = ap->n_q == 1 && hw <= kl_hw && !vkf_vk_env_flag("VKF_NO_KEYLANES");
     /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries),
      * up to head_dim 256 there (qwen3's 128 and gemma's 256 spill registers, and still beat the
      * subgroup layout: pp512 attention ms per token, qwen3-0.6b 10.0 -> 2.4, gemma-3-1b 3.3 ->
-     * 1.1; bench/RESULTS.md); on GPUs (VKF_ATTN_QLANES=1) the same bound as keylanes */
-    int qlanes = ap->n_q > 1 && hg == 1 && hw <= (cpu ? 64u : 16u) &&
-                 (cpu || vkf_vk_env_flag("VKF_ATTN_QLANES")) && !vkf_vk_env_flag("VKF_NO_QLANES");
+     * 1.1; bench/RESULTS.md); not on GPUs (H200 pp512 at depth 128 / 2048: 4,533 / 1,736 t/s
+     * against 7,192 / 3,778 with subgroups splitting a query's keys) */
+    int qlanes = ap->n_q > 1 && hw <= 64u && cpu && !vkf_vk_env_flag("VKF_NO_QLANES");
     /* with qlanes, 4 (or 2) query rows per lane where every sequence's row count is a multiple
      * (a lane's rows then share one sequence's K/V): each K/V load serves all of them. pp512
      * on TinyLlama's attention shape, ms per layer: 1 row 80.5, 2 rows 54.2, 4 rows 44.0, 8 rows
@@ -228,7 +223,6 @@ static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap
             if (need > split) split = (uint32_t)need;
         }
     }
-    o->hg = hg;
     o->qr = qr;
     o->split = split;
     o->wg = wg;
@@ -283,12 +277,12 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     vkf_vk_attn_layout lo;
     if (!vkf_vk_attn_layout_of(c, ap, &lo))
         return vkf_error(VKF_ERROR_INTERNAL, "attention %s: no texel layout", d->name);
-    uint32_t hg = lo.hg, qr = lo.qr, split = lo.split, wg = lo.wg;
+    uint32_t qr = lo.qr, split = lo.split, wg = lo.wg;
     int keylanes = lo.keylanes, qlanes = lo.qlanes;
     char defs[144];
     snprintf(defs, sizeof defs,
-             "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d;QR=%uu;KV_F16=%u;SPLIT=%u", maxt, hw,
-             hg, keylanes, qlanes, qr, kv_f16, split);
+             "MAXT=%uu;HWMAX=%uu;KEYLANES=%d;QLANES=%d;QR=%uu;KV_F16=%u;SPLIT=%u", maxt, hw,
+             keylanes, qlanes, qr, kv_f16, split);
     uint32_t spec[1] = {wg};
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "attention_texel", defs, 6,
@@ -327,7 +321,7 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     /* qlanes: one workgroup per tile of wg query rows */
     uint32_t gy = qlanes ? (uint32_t)((q_rows + wg * qr - 1) / (wg * qr)) : (uint32_t)q_rows;
     if (split == 1)
-        return vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head / hg, gy, 1);
+        return vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1);
     /* the parts' states (one texel of max and sum, then the head's texels) in scratch, then
      * attention_merge.comp into dst */
     uint64_t pbytes = (uint64_t)q_rows * (uint64_t)ap->n_head * split * (hw + 1u) * 16u;
