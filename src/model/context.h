@@ -17,6 +17,7 @@ struct vkf_context {
     int serialize;        /* 1: take `lock` around backend work */
     char fallback[512];   /* AUTO fell back to the CPU: why ("" otherwise) */
     int ggml_activations; /* the CPU backend computes as llama.cpp's (cpu_ggml.c) */
+    vkf_switches sw;      /* read once at creation (params or environment) */
 };
 
 /* Taken around every backend call made on behalf of a model or session of ctx. */

@@ -27,7 +27,7 @@ static vkf_status vkf_vk_attn_pipe(vkf_vk_rec *r, const vkf_pc_attn *pc, int chu
     int v4 = !kv_f16 && pc->head_dim % 4 == 0 && pc->q_off % 4 == 0 && pc->k_off % 4 == 0 &&
              pc->v_off % 4 == 0 && pc->d_off % 4 == 0 && pc->q_stride % 4 == 0 &&
              pc->k_stride % 4 == 0 && pc->v_stride % 4 == 0 && pc->d_stride % 4 == 0 &&
-             !vkf_vk_env_flag("VKF_NO_VEC4");
+             !r->vb->sw.no_vec4;
     char defs[48];
     snprintf(defs, sizeof defs, "CHUNKED=%d;VEC4=%d;KV_F16=%d", chunked, v4, kv_f16);
     uint32_t spec[1] = {VKF_VK_ATTN_WG};
@@ -157,13 +157,13 @@ typedef struct vkf_vk_attn_layout {
     int keylanes, qlanes;
 } vkf_vk_attn_layout;
 
-static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap,
-                                 vkf_vk_attn_layout *o) {
+static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_switches *sw,
+                                 const vkf_attn_params *ap, vkf_vk_attn_layout *o) {
     uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
     /* one query head per workgroup: several heads sharing a KV head (GQA, the shader's HG) lost
      * on lavapipe (its register arrays spill) and on the H200 (bench/RESULTS.md) */
     /* CPU drivers' choices, unless VKF_GPU_TABLE=1 (lavapipe taking the GPUs') */
-    int cpu = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_GPU_TABLE");
+    int cpu = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !sw->gpu_table;
     /* decode: lanes take whole keys (no subgroupAdd per key) on every device; on GPUs up to
      * head_dim 64, which keeps q and the accumulator (2 * head_dim floats per lane) within
      * reason. On an H200 (TinyLlama Q4_0, F16 cache, tg32 t/s at depth 128 / 2048): subgroups
@@ -174,25 +174,25 @@ static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap
      * attention 71.2 -> 37.7 ms per token); at 256 it is even (1.60 / 1.63 ms, gemma's 4/1
      * heads) (bench/RESULTS.md). VKF_ATTN_KEYLANES=1 gives GPUs the CPU drivers' bound (an
      * experiment: bench/steps-gpu-decode.txt) */
-    uint32_t kl_hw = cpu || vkf_vk_env_flag("VKF_ATTN_KEYLANES") ? 32u : 16u;
-    int keylanes = ap->n_q == 1 && hw <= kl_hw && !vkf_vk_env_flag("VKF_NO_KEYLANES");
+    uint32_t kl_hw = cpu || sw->attn_keylanes ? 32u : 16u;
+    int keylanes = ap->n_q == 1 && hw <= kl_hw && !sw->no_keylanes;
     /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries),
      * up to head_dim 256 there (qwen3's 128 and gemma's 256 spill registers, and still beat the
      * subgroup layout: pp512 attention ms per token, qwen3-0.6b 10.0 -> 2.4, gemma-3-1b 3.3 ->
      * 1.1; bench/RESULTS.md); not on GPUs (H200 pp512 at depth 128 / 2048: 4,533 / 1,736 t/s
      * against 7,192 / 3,778 with subgroups splitting a query's keys) */
-    int qlanes = ap->n_q > 1 && hw <= 64u && cpu && !vkf_vk_env_flag("VKF_NO_QLANES");
+    int qlanes = ap->n_q > 1 && hw <= 64u && cpu && !sw->no_qlanes;
     /* with qlanes, 4 (or 2) query rows per lane where every sequence's row count is a multiple
      * (a lane's rows then share one sequence's K/V): each K/V load serves all of them. pp512
      * on TinyLlama's attention shape, ms per layer: 1 row 80.5, 2 rows 54.2, 4 rows 44.0, 8 rows
      * 42.3 (bench/RESULTS.md). VKF_ATTN_QR=N sets it (1 turns it off). */
-    uint64_t qre = vkf_vk_env_u64("VKF_ATTN_QR");
+    uint64_t qre = sw->attn_qr;
     uint32_t qr = qre >= 1 && qre <= 8 ? (uint32_t)qre : ap->n_q % 4 == 0 ? 4 : 2;
     if (!qlanes || ap->n_q % qr) qr = 1;
     /* decode split over the keys across workgroups (flash-decoding), then merged: an
      * experiment for GPUs, whose decode attention runs one workgroup per head (VKF_ATTN_SPLIT=P,
      * 2..64 parts; lanes taking keys only) */
-    uint64_t spe = vkf_vk_env_u64("VKF_ATTN_SPLIT");
+    uint64_t spe = sw->attn_split;
     uint32_t split = keylanes && spe >= 2 && spe <= 64 ? (uint32_t)spe : 1u;
     /* CPU drivers: one subgroup per workgroup (no shared-memory merge; their barriers are
      * expensive) except decode in the subgroup layout (split-K over the cache, 64). GPUs: the
@@ -201,7 +201,7 @@ static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap
      * one subgroup 6905 / 3313, 256 invocations 7192 / 3778 (attention.comp: 4892 / 1555) */
     uint32_t wg = cpu ? (ap->n_q > 1 || keylanes ? S : VKF_VK_ATTN_TEXEL_WG)
                       : (ap->n_q == 1 && !keylanes ? 512u : 256u);
-    uint64_t wge = vkf_vk_env_u64("VKF_ATTN_WG");
+    uint64_t wge = sw->attn_wg;
     if (wge >= 1 && wge <= c->max_wg_invocations) wg = (uint32_t)wge;
     /* the merge's shared memory: (wg / S) x (head_dim / 4) texels and two floats per subgroup */
     while (wg > S &&
@@ -238,11 +238,9 @@ static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_attn_params *ap = &n->p.attn;
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
     const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min ||
-        vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION"))
-        return 0;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min || r->vb->sw.no_texel_attention) return 0;
     vkf_vk_attn_layout lo;
-    if (!vkf_vk_attn_layout_of(c, ap, &lo)) return 0;
+    if (!vkf_vk_attn_layout_of(c, &r->vb->sw, ap, &lo)) return 0;
     /* key parts: their states must fit one window */
     if (lo.split > 1 &&
         (uint64_t)ap->batch * ap->n_q * ap->n_head * lo.split * (ap->head_dim / 4 + 1) * 16u >
@@ -275,7 +273,7 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
     uint32_t maxt = (hw / kvu + S - 1) / S; /* K/V texels of a head per lane */
     vkf_vk_attn_layout lo;
-    if (!vkf_vk_attn_layout_of(c, ap, &lo))
+    if (!vkf_vk_attn_layout_of(c, &r->vb->sw, ap, &lo))
         return vkf_error(VKF_ERROR_INTERNAL, "attention %s: no texel layout", d->name);
     uint32_t qr = lo.qr, split = lo.split, wg = lo.wg;
     int keylanes = lo.keylanes, qlanes = lo.qlanes;

@@ -34,29 +34,6 @@ double vkf_vk_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-uint64_t vkf_vk_env_u64(const char *name) {
-    const char *s = getenv(name);
-    if (!s || !*s) return 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (end == s) return 0;
-    switch (*end) {
-    case 'k':
-    case 'K': v <<= 10; break;
-    case 'm':
-    case 'M': v <<= 20; break;
-    case 'g':
-    case 'G': v <<= 30; break;
-    default: break;
-    }
-    return (uint64_t)v;
-}
-
-int vkf_vk_env_flag(const char *name) {
-    const char *s = getenv(name);
-    return s && *s && strcmp(s, "0") != 0;
-}
-
 /* ---------------------------------------------------------------- results */
 
 const char *vkf_vk_result_name(VkResult r) {
@@ -225,8 +202,8 @@ static VkExtensionProperties *vkf_vk_device_exts(VkPhysicalDevice pd, uint32_t *
     return e;
 }
 
-static void vkf_vk_cap_override(vkf_vk_caps *c, const char *env, uint64_t *field) {
-    uint64_t v = vkf_vk_env_u64(env);
+/* a switch that lowers a capability: applied and noted under its environment variable */
+static void vkf_vk_cap_override(vkf_vk_caps *c, const char *env, uint64_t v, uint64_t *field) {
     if (v && v < *field) {
         *field = v;
         size_t l = strlen(c->overrides);
@@ -263,11 +240,11 @@ const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k) {
  * VKF_COOPMAT_EMU=1 (tests): the same kernel with the matrix operations written out per
  * invocation, 16 x 16 x 16 (VKF_COOPMAT_EMU=8: 8 x 8 x 8), on any device with fp16 and a fixed
  * subgroup size. */
-void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
+void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches *sw) {
     c->coopmat_use = 0;
     c->coopmat_kind = VKF_VK_COOPMAT_NONE;
     c->coopmat_off = NULL;
-    if (vkf_vk_env_flag("VKF_NO_COOPMAT")) {
+    if (sw->no_coopmat) {
         c->coopmat_off = "VKF_NO_COOPMAT=1";
         return;
     }
@@ -275,7 +252,7 @@ void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
         c->coopmat_off = !c->fp16 ? "no fp16 arithmetic" : "no subgroup operations";
         return;
     }
-    uint64_t emu = vkf_vk_env_u64("VKF_COOPMAT_EMU");
+    uint64_t emu = sw->coopmat_emu;
     if (emu) {
         uint32_t sz = emu == 8 ? 8 : 16;
         if (c->subgroup_min != c->subgroup_max || sz * sz % c->subgroup_size) return;
@@ -321,7 +298,7 @@ void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
          c->type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
     /* the spellings that have passed selftest on allow-listed hardware: none yet */
     int verified = 0;
-    if (vkf_vk_env_flag("VKF_COOPMAT")) allowed = verified = 1;
+    if (sw->coopmat) allowed = verified = 1;
     if (!allowed || !verified) {
         c->coopmat_off = !allowed
                              ? "vendor and driver not on the allow-list (VKF_COOPMAT=1 tries it)"
@@ -336,7 +313,8 @@ void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id) {
     c->coopmat_k = best->k;
 }
 
-void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
+void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, const vkf_switches *sw,
+                      vkf_vk_caps *c) {
     memset(c, 0, sizeof *c);
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(pd, &props);
@@ -357,7 +335,7 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
      * online, or LP_NUM_THREADS, at most 32 (LP_MAX_THREADS); the decode kernel sizes its
      * workgroups for them (vkf_vk_rowseq_rows) */
     if (c->type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
-        uint64_t t = vkf_vk_env_u64("LP_NUM_THREADS");
+        uint64_t t = sw->driver_threads;
         long online = sysconf(_SC_NPROCESSORS_ONLN);
         if (!t) t = online > 1 ? (uint64_t)online : 1;
         c->cpu_threads = (uint32_t)(t < 32 ? t : 32);
@@ -598,42 +576,42 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c) {
     /* VKF_DEVICE_PROFILE=mobile: a small mobile GPU (128 MiB storage range, 256 MiB allocations,
      * 16 KiB shared memory, no fp16, int8, 16/8-bit storage or subgroup ops); the single caps
      * below may lower it further */
-    const char *prof = getenv("VKF_DEVICE_PROFILE");
-    if (prof && strcmp(prof, "mobile") == 0) {
+    if (sw->device_profile == VKF_DEVICE_PROFILE_MOBILE) {
         if (c->max_storage_range > (128u << 20)) c->max_storage_range = 128u << 20;
         if (c->max_alloc > (256u << 20)) c->max_alloc = 256u << 20;
         if (c->max_shared > (16u << 10)) c->max_shared = 16u << 10;
         c->fp16 = c->int8 = c->storage16 = c->storage8 = c->has_subgroup = 0;
         snprintf(c->overrides, sizeof c->overrides, "VKF_DEVICE_PROFILE=mobile");
     }
-    /* env caps, to exercise the small-device paths on a big device */
-    vkf_vk_cap_override(c, "VKF_MAX_STORAGE_BUFFER_RANGE", &c->max_storage_range);
-    vkf_vk_cap_override(c, "VKF_MAX_ALLOC", &c->max_alloc);
+    /* the switches' caps, to exercise the small-device paths on a big device */
+    vkf_vk_cap_override(c, "VKF_MAX_STORAGE_BUFFER_RANGE", sw->max_storage_buffer_range,
+                        &c->max_storage_range);
+    vkf_vk_cap_override(c, "VKF_MAX_ALLOC", sw->max_alloc, &c->max_alloc);
     uint64_t sh = c->max_shared;
-    vkf_vk_cap_override(c, "VKF_MAX_SHARED_MEMORY", &sh);
+    vkf_vk_cap_override(c, "VKF_MAX_SHARED_MEMORY", sw->max_shared_memory, &sh);
     c->max_shared = (uint32_t)sh;
-    if (vkf_vk_env_flag("VKF_NO_TEXEL") && c->texel) {
+    if (sw->no_texel && c->texel) {
         c->texel = 0;
         size_t l = strlen(c->overrides);
         snprintf(c->overrides + l, sizeof c->overrides - l, "%sVKF_NO_TEXEL=1", l ? " " : "");
     }
-    if (vkf_vk_env_flag("VKF_NO_FP16") && c->fp16) {
+    if (sw->no_fp16 && c->fp16) {
         c->fp16 = 0;
         size_t l = strlen(c->overrides);
         snprintf(c->overrides + l, sizeof c->overrides - l, "%sVKF_NO_FP16=1", l ? " " : "");
     }
-    if (vkf_vk_env_flag("VKF_NO_SUBGROUP") && c->has_subgroup) {
+    if (sw->no_subgroup && c->has_subgroup) {
         c->has_subgroup = 0;
         size_t l = strlen(c->overrides);
         snprintf(c->overrides + l, sizeof c->overrides - l, "%sVKF_NO_SUBGROUP=1", l ? " " : "");
     }
-    if (vkf_vk_env_flag("VKF_NO_IMPORT") && c->host_import) {
+    if (sw->no_import && c->host_import) {
         c->host_import = 0;
         size_t l = strlen(c->overrides);
         snprintf(c->overrides + l, sizeof c->overrides - l, "%sVKF_NO_IMPORT=1", l ? " " : "");
     }
     /* after the overrides: a profile without fp16 or subgroups has no cooperative matrices */
-    vkf_vk_coopmat_choose(c, driver_id);
+    vkf_vk_coopmat_choose(c, driver_id, sw);
 }
 
 /* ---------------------------------------------------------------- validation messages */
@@ -729,7 +707,7 @@ static vkf_status vkf_vk_instance_create(vkf_vk_backend *vb, int validate, VkIns
         free(lp);
         if (!found)
             return vkf_error(VKF_ERROR_UNSUPPORTED,
-                             "validation requested (validate=1 or VKF_VALIDATE=1) but %s is not "
+                             "validation requested (validate or VKF_VALIDATE=1) but %s is not "
                              "installed (Debian: vulkan-validationlayers)",
                              k_validation_layer);
         /* the layer provides VK_EXT_validation_features (and debug utils) itself */
@@ -901,15 +879,14 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
     VkPhysicalDevice *pds = NULL;
     uint32_t n = 0, idx = 0;
     VKF_TRY(vkf_vk_physical_devices(vb->instance, &pds, &n));
-    const char *spec = device && *device ? device : getenv("VKF_DEVICE");
-    vkf_status st = vkf_vk_select(pds, n, spec, &idx);
+    vkf_status st = vkf_vk_select(pds, n, device, &idx);
     if (st != VKF_OK) {
         free(pds);
         return st;
     }
     vb->phys = pds[idx];
     free(pds);
-    vkf_vk_caps_read(vb->instance, vb->phys, &vb->caps);
+    vkf_vk_caps_read(vb->instance, vb->phys, &vb->sw, &vb->caps);
     vkf_vk_caps *c = &vb->caps;
     if (c->api_version < VK_API_VERSION_1_1)
         return vkf_error(
@@ -1318,6 +1295,8 @@ vkf_status vkf_devices_report(int json, char **out) {
         return st;
     }
     uint32_t def = n ? vkf_vk_default_device(pds, n) : 0;
+    vkf_switches sw;
+    vkf_switches_from_env(&sw);
     vkf_vk_caps *c = malloc(sizeof *c);
     if (!c) {
         free(pds);
@@ -1328,7 +1307,7 @@ vkf_status vkf_devices_report(int json, char **out) {
         cJSON *root = cJSON_CreateObject();
         cJSON *arr = root ? cJSON_AddArrayToObject(root, "devices") : NULL;
         for (uint32_t i = 0; arr && i < n; i++) {
-            vkf_vk_caps_read(inst, pds[i], c);
+            vkf_vk_caps_read(inst, pds[i], &sw, c);
             cJSON_AddItemToArray(arr, vkf_vk_report_json(i, c, i == def));
         }
         *out = arr ? cJSON_Print(root) : NULL;
@@ -1338,7 +1317,7 @@ vkf_status vkf_devices_report(int json, char **out) {
         vkf_vk_sbuf s = {0};
         if (n == 0) vkf_vk_sbuf_printf(&s, "no Vulkan devices\n");
         for (uint32_t i = 0; i < n; i++) {
-            vkf_vk_caps_read(inst, pds[i], c);
+            vkf_vk_caps_read(inst, pds[i], &sw, c);
             vkf_vk_report_text(&s, i, c, i == def);
         }
         if (s.oom || !s.p) {

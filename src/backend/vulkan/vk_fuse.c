@@ -438,7 +438,7 @@ static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_
 
 vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *used) {
     *used = 0;
-    if (vkf_vk_env_flag("VKF_NO_FUSE")) return VKF_OK;
+    if (r->vb->sw.no_fuse) return VKF_OK;
     const vkf_node *n = &g->nodes[i];
     vkf_vk_mm_group gr;
 

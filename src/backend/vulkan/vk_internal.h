@@ -9,6 +9,7 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "core/error.h"
+#include "core/switches.h"
 #include "graph/backend.h"
 
 /* ---------------------------------------------------------------- VK_KHR_cooperative_matrix */
@@ -126,9 +127,10 @@ typedef struct vkf_vk_backend {
     VkCommandPool cmd_pool;
     VkCommandBuffer xfer_cmd; /* one-shot uploads/downloads */
     VkFence fence;
-    uint64_t timeout_ns; /* longest wait for one submission (VKF_GPU_TIMEOUT_MS, default 120 s) */
+    uint64_t timeout_ns; /* longest wait for one submission (switch gpu_timeout_ms, 120 s) */
     int unusable;        /* a submission timed out or the device was lost: every later call fails */
     vkf_vk_caps caps;
+    vkf_switches sw;        /* as given at creation (vkf_backend_vulkan_switches) */
     uint32_t target_vulkan; /* 12 or 11: glslang target environment */
     int validate;
 
@@ -168,6 +170,8 @@ typedef struct vkf_vk_backend {
     vkf_vk_pipeline **pipelines;
     int n_pipelines, cap_pipelines;
     char device_defines[256]; /* "VKF_FP16=1;..." derived from caps */
+    void (*shader_compiled)(void *user, int n_compiled, const char *shader);
+    void *shader_compiled_user;
 
     /* tuning (vk_tune.c): choices cached by `vkformer tune`, per shape class and weight dtype */
     int tune_loaded;
@@ -189,8 +193,8 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
 void vkf_vk_device_destroy(vkf_vk_backend *vb);
 /* VKF_ERROR_VALIDATION with the recorded texts if the layer reported anything; clears them. */
 vkf_status vkf_vk_check_messages(vkf_vk_backend *vb);
-/* Reads caps of a physical device and applies env overrides. */
-void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c);
+/* Reads caps of a physical device and applies the switches' caps and off switches. */
+void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, const vkf_switches *sw, vkf_vk_caps *c);
 
 /* ---------------------------------------------------------------- vk_memory.c */
 
@@ -231,8 +235,9 @@ vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, con
 int vkf_vk_glslang_has_coopmat(void);
 /* "KHR", "NV", "emulated" or "none" */
 const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k);
-/* sets c->coopmat_use, _kind, the shape and coopmat_off from the caps read so far (vk_device.c) */
-void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id);
+/* sets c->coopmat_use, _kind, the shape and coopmat_off from the caps read so far and the
+ * switches (vk_device.c) */
+void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches *sw);
 /* GLSL -> SPIR-V through the disk cache; *words malloc'ed. For tests via the backend. */
 vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *defines,
                             uint32_t **words, size_t *n_words);
@@ -334,7 +339,7 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g);
 
 /* Tries the fusion patterns that start at node i of g; records the fused dispatch and returns
  * the number of nodes it replaced in *used (0: none matched, record node i alone).
- * VKF_NO_FUSE=1 turns fusion off. */
+ * The no_fuse switch turns fusion off. */
 vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *used);
 
 /* ---------------------------------------------------------------- vk_tune.c */
@@ -355,8 +360,8 @@ struct vkf_vk_mm_cfg {
 typedef struct vkf_vk_mm_cfg vkf_vk_mm_cfg;
 
 /* The matmul variant for this shape: the autotuner's cached choice for the device and shape
- * class when there is one (`vkformer tune`), else the tuning table for the device. Env
- * VKF_NO_TUNE=1 ignores the cached choices. */
+ * class when there is one (`vkformer tune`), else the tuning table for the device. The no_tune
+ * switch ignores the cached choices. */
 vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t K, vkf_dtype wtype,
                               vkf_vk_mm_cfg *out);
 void vkf_vk_tune_destroy(vkf_vk_backend *vb);
@@ -385,17 +390,15 @@ vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n);
 /* ---------------------------------------------------------------- small helpers */
 
 double vkf_vk_now_ms(void);
-/* Reads env var name as an unsigned byte count (accepts K/M/G suffixes); 0 if unset/invalid. */
 /* elements one matmul kernel step decodes (vk_ops.c) */
 int64_t vkf_vk_wunit(vkf_dtype t);
 /* the decode kernel on CPU drivers, ROWSEQ (vk_rowseq.c): units a lane takes (0: not taken, and
  * *pair the rows a step), blocks per lane chunk, weight rows per subgroup */
 int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M, int64_t K,
                      vkf_dtype wt, int small, int *pair);
-int vkf_vk_rowseq_chunk(const vkf_vk_caps *c, const vkf_vk_mm_group *g, int64_t K, int *texels);
-uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, const int64_t *n,
-                            int n_rows, int64_t K, int nw, uint32_t step);
-uint64_t vkf_vk_env_u64(const char *name);
-int vkf_vk_env_flag(const char *name);
+int vkf_vk_rowseq_chunk(const vkf_vk_caps *c, const vkf_switches *sw, const vkf_vk_mm_group *g,
+                        int64_t K, int *texels);
+uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_switches *sw, const vkf_vk_mm_cfg *cfg,
+                            const int64_t *n, int n_rows, int64_t K, int nw, uint32_t step);
 
 #endif

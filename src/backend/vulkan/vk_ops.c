@@ -167,7 +167,7 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
         int v4 = pc.cols % 4 == 0 && pc.d_off % 4 == 0 && pc.a_off % 4 == 0 && pc.b_off % 4 == 0 &&
                  (pc.rows == 1 ||
                   (pc.d_stride % 4 == 0 && pc.a_stride % 4 == 0 && pc.b_stride % 4 == 0)) &&
-                 !vkf_vk_env_flag("VKF_NO_VEC4");
+                 !r->vb->sw.no_vec4;
         char vdefs[80];
         snprintf(vdefs, sizeof vdefs, "%s%sVEC4=%d", defs, defs[0] ? ";" : "", v4);
         VKF_TRY(vkf_vk_pipe(r, shader, vdefs, b ? 3 : 2, spec, 1, &pl));
@@ -207,8 +207,7 @@ static int vkf_vk_norm_texel_rec(vkf_vk_rec *r, const vkf_node *n, const vkf_ten
                                  const vkf_tensor *res, vkf_status *st) {
     const vkf_tensor *x = n->src[0], *w = n->src[1], *b = n->src[2];
     const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_NORM"))
-        return 0;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min || r->vb->sw.no_texel_norm) return 0;
     if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4)
         return 0;
     if ((w && w->offset % 16) || (b && b->offset % 16)) return 0;
@@ -298,8 +297,7 @@ int vkf_vk_norm_pair_record(vkf_vk_rec *r, const vkf_node *n1, const vkf_node *n
     const vkf_tensor *w1 = n1->src[1], *w2 = n2->src[1];
     const vkf_vk_caps *c = &r->vb->caps;
     *st = VKF_OK;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min || vkf_vk_env_flag("VKF_NO_TEXEL_NORM"))
-        return 0;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min || r->vb->sw.no_texel_norm) return 0;
     if (n1->op != VKF_OP_RMSNORM || n2->op != VKF_OP_RMSNORM || n1->src[2] || n2->src[2] || !w1 ||
         !w2 || n1->p.norm.eps != n2->p.norm.eps || x1->cols != x2->cols || x1->cols % 4 ||
         x1->row_stride != x2->row_stride || d1->row_stride != d2->row_stride ||
@@ -392,9 +390,7 @@ static int vkf_vk_softmax_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st
     const vkf_tensor *d = n->dst, *x = n->src[0];
     const vkf_tensor *m = n->op == VKF_OP_SOFTMAX ? n->src[1] : NULL;
     const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min ||
-        vkf_vk_env_flag("VKF_NO_TEXEL_SOFTMAX"))
-        return 0;
+    if (!c->texel || !c->has_subgroup || !c->subgroup_min || r->vb->sw.no_texel_softmax) return 0;
     if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4)
         return 0;
     if (m && (m->offset % 16 || m->row_stride % 4)) return 0;
@@ -613,7 +609,7 @@ int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why
     const char *dummy;
     if (!why) why = &dummy;
     *why = NULL;
-    if (!vb->caps.texel || !vb->caps.has_subgroup || vkf_vk_env_flag("VKF_NO_TEXEL_MATMUL")) {
+    if (!vb->caps.texel || !vb->caps.has_subgroup || vb->sw.no_texel_matmul) {
         *why = "no texels or subgroups";
         return 0;
     }
@@ -740,38 +736,37 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
      * Q3_K 126.6 -> 113.5, IQ4_XS 91.0 -> 85.6, Q2_K 79.4 -> 80.0; 32x2048x2048 Q4_K 8.0 -> 5.5
      * (bench/RESULTS.md). VKF_NO_LANES_SMALL=1 keeps the large units with rows per lane. */
     int64_t sg = c->subgroup_size ? c->subgroup_size : 32;
-    int small = vkf_vk_wunit(w0->dtype) > 32 && (cfg.lanes ? !vkf_vk_env_flag("VKF_NO_LANES_SMALL")
-                                                           : K / vkf_vk_wunit(w0->dtype) < sg);
+    int small = vkf_vk_wunit(w0->dtype) > 32 &&
+                (cfg.lanes ? !r->vb->sw.no_lanes_small : K / vkf_vk_wunit(w0->dtype) < sg);
     int rs_p = 1, rowseq = vkf_vk_mm_rowseq(r->vb, &cfg, M, K, w0->dtype, small, &rs_p);
     if (rowseq) { /* whole steps of rs_p rows */
         int64_t n[3];
         int n_rows = g->swiglu ? 1 : g->n_mats;
         for (int i = 0; i < n_rows; i++)
             n[i] = g->w[i]->rows;
-        spec[1] = R = cfg.r =
-            vkf_vk_rowseq_rows(c, &cfg, n, n_rows, K, g->swiglu ? 2 : 1, (uint32_t)rs_p);
+        spec[1] = R = cfg.r = vkf_vk_rowseq_rows(c, &r->vb->sw, &cfg, n, n_rows, K,
+                                                 g->swiglu ? 2 : 1, (uint32_t)rs_p);
     }
     /* blocks of a multiple of 16 bytes in rows that all start on a texel (texel windows start on
      * 16 bytes at least, vkf_vk_window_block): the kernel reads them without realigning */
-    int align16 = quant_bytes16(w0->dtype) && vkf_vk_stride_bytes(w0) % 16 == 0 &&
-                  !vkf_vk_env_flag("VKF_NO_ALIGN16");
+    int align16 =
+        quant_bytes16(w0->dtype) && vkf_vk_stride_bytes(w0) % 16 == 0 && !r->vb->sw.no_align16;
     for (int i = 0; i < g->n_mats; i++)
         if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) align16 = 0;
-    int rs_ct = 1, rs_ch = rowseq ? vkf_vk_rowseq_chunk(c, g, K, &rs_ct) : 0;
+    int rs_ct = 1, rs_ch = rowseq ? vkf_vk_rowseq_chunk(c, &r->vb->sw, g, K, &rs_ct) : 0;
     /* K-quant unit pairs share texels (RS_PAIRU in matmul_texel.comp): where taking the units in
      * pairs leaves a lane no more slots than taking them one by one (K = 2048, 6912, 8192; not
      * 5632: 12 slots instead of 11). VKF_NO_RS_PAIRU=1 turns it off. */
     int64_t wu = vkf_vk_wunit(w0->dtype), sgs = c->subgroup_size, wun = K / wu;
     int rs_pairu = rowseq && !rs_ch && rs_p == 1 && vkf_wtype_of(w0->dtype)->gpu_pairload && sgs &&
                    wun % 2 == 0 && 2 * ((wun + 2 * sgs - 1) / (2 * sgs)) == rowseq &&
-                   !vkf_vk_env_flag("VKF_NO_RS_PAIRU");
+                   !r->vb->sw.no_rs_pairu;
     char defs[192];
     snprintf(defs, sizeof defs,
              "WTYPE=%d;NORM=%d;SWIGLU=%d;ACT=%d;LANES=%d;W_SMALL=%d;ROWSEQ=%d;W_ALIGN16=%d;"
              "ROWSEQ_CH=%d;ROWSEQ_CT=%d;W_RAWP=%d;RS_P=%d;RS_PAIRU=%d",
              vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0,
-             small, rowseq, align16, rs_ch, rs_ct, rowseq && !vkf_vk_env_flag("VKF_NO_RAWP"), rs_p,
-             rs_pairu);
+             small, rowseq, align16, rs_ch, rs_ct, rowseq && !r->vb->sw.no_rawp, rs_p, rs_pairu);
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7,
                                       (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
@@ -1007,12 +1002,10 @@ static vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
     int mv_m = (int)(M < VKF_VK_MV_MAXM ? M : VKF_VK_MV_MAXM);
     int quant = vkf_vk_is_quant(w->dtype);
     int64_t unit = vkf_vk_wunit(w->dtype);
-    int fast_ok = K % unit == 0 && (M == 1 || a->row_stride % 4 == 0) &&
-                  !vkf_vk_env_flag("VKF_NO_FAST_MATVEC");
+    int fast_ok = K % unit == 0 && (M == 1 || a->row_stride % 4 == 0) && !r->vb->sw.no_fast_matvec;
     /* ROWLANE stands in for the texel kernel on CPU devices when that cannot run; a tiled
      * kernel chosen explicitly (tuning) is used as chosen */
-    int rowlane = fast_ok && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU &&
-                  !vkf_vk_env_flag("VKF_NO_ROWLANE") &&
+    int rowlane = fast_ok && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !r->vb->sw.no_rowlane &&
                   !(cfg.kind == VKF_VK_MM_TILED && !matvec && vb_tiled_forced(r->vb));
     if (!matvec && !rowlane) fast_ok = 0;
 
