@@ -1,7 +1,8 @@
 /* The Vulkan vkf_backend: create/destroy and the interface table. The work lives in
- * vk_device.c (device), vk_memory.c (buffers), vk_shader.c (pipelines), vk_record.c
- * (command buffers), vk_ops.c (one encoder per op; attention in vk_attention.c), vk_fuse.c
- * (record-time fusions) and vk_tune.c (kernel variants per device). */
+ * vk_device.c (device), vk_memory.c (buffers), vk_shader.c (pipelines), vk_record.c (the graph
+ * walk and submission), vk_fuse.c (record-time fusions), vk_ops.c, vk_matmul.c and
+ * vk_attention.c (one encoder per op family), vk_dispatch.c (the windows and dispatches they
+ * record through) and vk_tune.c (kernel variants per device). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -242,7 +242,7 @@ void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches
 vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *defines,
                             uint32_t **words, size_t *n_words);
 
-/* ---------------------------------------------------------------- vk_record.c */
+/* ---------------------------------------------------------------- vk_dispatch.c (the leaf) */
 
 /* A storage-buffer window bound for one dispatch. */
 typedef struct vkf_vk_win {
@@ -258,7 +258,34 @@ typedef struct vkf_vk_access {
     VkDeviceSize lo, hi;
 } vkf_vk_access;
 
+#define VKF_VK_PROF_MAX 8192 /* timestamps per recording; dispatches beyond are not profiled */
+
+/* The recording of one graph: its command buffer and what it binds (vk_dispatch.c). */
 typedef struct vkf_vk_exec vkf_vk_exec;
+struct vkf_vk_exec {
+    VkCommandBuffer cmd;
+    VkDescriptorPool *pools;
+    int n_pools;
+    uint32_t sets_left; /* in the last pool */
+    int n_nodes;        /* the graph as recorded: re-record when it changes */
+    vkf_buffer *arena;
+    vkf_vk_pipeline *bound;
+    uint64_t dispatches, barriers;
+    vkf_buffer **scratch; /* kernel scratch (attention key-chunk state), freed with the exec */
+    int n_scratch;
+    /* profiling: timestamp 0 before the first dispatch, timestamp i+1 after dispatch i */
+    int profiled;
+    VkQueryPool qpool;
+    uint32_t n_ts;
+    int *ts_op; /* [VKF_VK_PROF_MAX]: the op of each profiled dispatch */
+    /* texel views made for this recording (one per distinct window), destroyed with it */
+    struct vkf_vk_view {
+        VkBuffer buf;
+        VkDeviceSize off, range;
+        VkBufferView view;
+    } * views;
+    int n_views, cap_views;
+};
 
 typedef struct vkf_vk_rec {
     vkf_vk_backend *vb;
@@ -290,6 +317,40 @@ vkf_status vkf_vk_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *p, const vkf_vk_win *
                            const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy, uint32_t gz);
 /* A device buffer that lives as long as the recording being made (kernel scratch). */
 vkf_status vkf_vk_scratch(vkf_vk_rec *r, size_t bytes, vkf_buffer **out);
+/* A new recording with its command buffer begun (and the profiling query pool when on), ended
+ * (results visible to the host and transfers), freed (with its scratch, views and sets). */
+vkf_status vkf_vk_exec_begin(vkf_vk_backend *vb, vkf_vk_exec **out);
+vkf_status vkf_vk_exec_end(vkf_vk_backend *vb, vkf_vk_exec *ex);
+void vkf_vk_exec_free(vkf_vk_backend *vb, vkf_vk_exec *ex);
+
+/* bytes of one row's data; bytes between row starts */
+uint64_t vkf_vk_row_bytes(const vkf_tensor *t);
+uint64_t vkf_vk_stride_bytes(const vkf_tensor *t);
+/* rows of t that fit one window, at least 1 unless a single row is too long (then 0) */
+int64_t vkf_vk_rows_fit(const vkf_tensor *t, uint64_t budget);
+/* VKF_ERROR_UNSUPPORTED: one row of t exceeds a storage window */
+vkf_status vkf_vk_fit_error(vkf_vk_rec *r, const vkf_tensor *t);
+/* the storage window over rows [r0, r0+n) of t; the texel window (16-byte texels) */
+vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, int write,
+                           vkf_vk_win *w);
+vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
+                              vkf_vk_win *w);
+/* element offset of the window's first requested byte, for plain dtypes */
+vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *out);
+int64_t vkf_vk_min64(int64_t a, int64_t b);
+/* [lo, hi): the absolute bytes tensors t[0..n) span in their block (one block, checked by the
+ * caller) */
+void vkf_vk_tensors_span(const vkf_tensor *const *t, int n, uint64_t *lo, uint64_t *hi);
+/* weights: the WTYPE define of the kernels (the vkf_dtype value, shaders/dtypes.glsl); the byte
+ * alignment the kernels read a row with; the byte offset of a weight window (rows aligned so);
+ * 1 if the kernels take the type */
+int vkf_vk_wtype(vkf_dtype t);
+uint64_t vkf_vk_walign(vkf_dtype t);
+vkf_status vkf_vk_weight_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *boff);
+int vkf_vk_weight_ok(vkf_dtype t);
+
+/* ---------------------------------------------------------------- vk_record.c (the graph walk) */
+
 vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past);
 /* Records the dispatches of fn (called once) into a command buffer and submits it reps times,
  * each submission timed on the host (submit to fence); ms[0..reps) gets the times (may be
@@ -298,10 +359,12 @@ vkf_status vkf_vk_run_recorded(vkf_vk_backend *vb, vkf_status (*fn)(vkf_vk_rec *
                                void *user, int reps, double *ms);
 void vkf_vk_graph_release(vkf_backend *be, vkf_graph *g);
 
-/* ---------------------------------------------------------------- vk_ops.c */
+/* ---------------------------------------------------------------- vk_ops.c, vk_matmul.c */
 
 /* Records node n. */
 vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n);
+/* the MATMUL encoder (vk_matmul.c) */
+vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n);
 
 /* One dispatch of matmul_texel.comp: a plain matmul, or a fused group built by vk_fuse.c. */
 typedef struct vkf_vk_mm_group {
@@ -368,19 +431,6 @@ void vkf_vk_tune_destroy(vkf_vk_backend *vb);
 
 /* ---------------------------------------------------------------- op encoders (vk_ops.c) */
 
-/* bytes of one row's data; bytes between row starts */
-uint64_t vkf_vk_row_bytes(const vkf_tensor *t);
-uint64_t vkf_vk_stride_bytes(const vkf_tensor *t);
-/* rows of t that fit one window, at least 1 unless a single row is too long (then 0) */
-int64_t vkf_vk_rows_fit(const vkf_tensor *t, uint64_t budget);
-/* the storage window over rows [r0, r0+n) of t; the texel window (16-byte texels) */
-vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, int write,
-                           vkf_vk_win *w);
-vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
-                              vkf_vk_win *w);
-/* element offset of the window's first requested byte, for plain dtypes */
-vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *out);
-int64_t vkf_vk_min64(int64_t a, int64_t b);
 /* the pipeline of shaders/<shader>.comp with n_tensors storage bindings after binding 0 */
 vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *defines, int n_tensors,
                        const uint32_t *spec, int n_spec, vkf_vk_pipeline **p);
