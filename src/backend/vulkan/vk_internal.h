@@ -193,6 +193,20 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
 void vkf_vk_device_destroy(vkf_vk_backend *vb);
 /* VKF_ERROR_VALIDATION with the recorded texts if the layer reported anything; clears them. */
 vkf_status vkf_vk_check_messages(vkf_vk_backend *vb);
+/* The instance (validation layer and messenger when validate; vb may be NULL without), the
+ * physical devices (*pds malloc'ed), the default choice among them (first discrete GPU, else
+ * integrated, else the first). */
+vkf_status vkf_vk_instance_create(vkf_vk_backend *vb, int validate, VkInstance *out);
+vkf_status vkf_vk_physical_devices(VkInstance inst, VkPhysicalDevice **pds, uint32_t *n);
+uint32_t vkf_vk_default_device(VkPhysicalDevice *pds, uint32_t n);
+
+/* ---------------------------------------------------------------- vk_caps.c */
+
+/* "discrete", "integrated", "virtual", "cpu", "other" */
+const char *vkf_vk_type_name(int32_t t);
+/* the device's extensions (malloc'ed, *n of them; NULL when none); whether e lists name */
+VkExtensionProperties *vkf_vk_device_exts(VkPhysicalDevice pd, uint32_t *n);
+int vkf_vk_has_ext(const VkExtensionProperties *e, uint32_t n, const char *name);
 /* Reads caps of a physical device and applies the switches' caps and off switches. */
 void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, const vkf_switches *sw, vkf_vk_caps *c);
 
