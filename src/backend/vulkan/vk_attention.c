@@ -31,7 +31,7 @@ static vkf_status vkf_vk_attn_pipe(vkf_vk_rec *r, const vkf_pc_attn *pc, int chu
     char defs[48];
     snprintf(defs, sizeof defs, "CHUNKED=%d;VEC4=%d;KV_F16=%d", chunked, v4, kv_f16);
     uint32_t spec[1] = {VKF_VK_ATTN_WG};
-    return vkf_vk_pipe(r, "attention", defs, chunked ? 6 : 5, spec, 1, pl);
+    return vkf_vk_pipe(r, "attention", defs, spec, 1, pl);
 }
 
 static void vkf_vk_attn_pc(const vkf_node *n, vkf_pc_attn *pc) {
@@ -283,8 +283,7 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
              keylanes, qlanes, qr, kv_f16, split);
     uint32_t spec[1] = {wg};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "attention_texel", defs, 6,
-                                      (1u << 2) | (1u << 3) | (1u << 4), spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, "attention_texel", defs, spec, 1, &pl));
     int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
     int64_t q_rows = (int64_t)ap->batch * ap->n_q;
     vkf_vk_win win[5];
@@ -342,7 +341,7 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     snprintf(mdefs, sizeof mdefs, "SPLIT=%u;HWMAX=%uu", split, hw);
     uint32_t mwg = 64;
     vkf_vk_pipeline *ml;
-    VKF_TRY(vkf_vk_pipe(r, "attention_merge", mdefs, 2, &mwg, 1, &ml));
+    VKF_TRY(vkf_vk_pipe(r, "attention_merge", mdefs, &mwg, 1, &ml));
     mwin[1] = pw;
     mwin[1].write = 0;
     mpc.s_off = (uint32_t)(pw.delta / 16);

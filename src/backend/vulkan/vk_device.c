@@ -519,4 +519,3 @@ void vkf_vk_device_destroy(vkf_vk_backend *vb) {
         vb->instance = VK_NULL_HANDLE;
     }
 }
-

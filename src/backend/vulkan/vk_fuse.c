@@ -370,7 +370,7 @@ static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_
         return VKF_OK;
     uint32_t wg = 32, spec[1] = {wg};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipeline_get(r->vb, "kv_store", f16 ? "KV_F16=1" : "", 5, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, "kv_store", f16 ? "KV_F16=1" : "", spec, 1, &pl));
     vkf_vk_win win[4];
     VKF_TRY(vkf_vk_window_block(r, K->buf->block, lo, hi, 1, 0, &win[0]));
     VKF_TRY(vkf_vk_window(r, f->kc->buf, f->kc->offset, f->kc->offset + vkf_tensor_nbytes(f->kc), 1,

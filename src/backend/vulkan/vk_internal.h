@@ -89,9 +89,9 @@ struct vkf_buffer {
 #define VKF_VK_MAX_SPEC 8
 
 typedef struct vkf_vk_pipeline {
-    char *key; /* "shader|defines|bindings|texel mask|spec" */
+    char *key; /* "shader|defines|spec" */
     uint64_t hash;
-    int n_bindings;      /* including binding 0 (dyn) */
+    int n_bindings;      /* including binding 0 (dyn); as the module declares them */
     uint32_t texel_mask; /* bit i: binding i is a storage texel buffer (R32G32B32A32_UINT) */
     VkPipeline pipeline;
     VkPipelineLayout layout;          /* borrowed from the backend */
@@ -235,16 +235,12 @@ void vkf_vk_cmd_full_barrier(vkf_vk_backend *vb, VkCommandBuffer cmd);
 vkf_status vkf_vk_shaders_init(vkf_vk_backend *vb);
 void vkf_vk_shaders_destroy(vkf_vk_backend *vb);
 /* The pipeline of shaders/<shader>.comp with defines "A=1;B=2" (device defines are added) and
- * specialization constants spec[0..n_spec) (ids 0..n_spec-1), created on first use. Every
- * binding is a storage buffer. */
+ * specialization constants spec[0..n_spec) (ids 0..n_spec-1), created on first use. Its
+ * descriptor layout comes from the compiled module (vkf_vk_reflect): the bindings it declares,
+ * storage buffers or storage texel buffers of 16-byte R32G32B32A32_UINT texels (GLSL
+ * `uimageBuffer` with layout rgba32ui). */
 vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const char *defines,
-                               int n_bindings, const uint32_t *spec, int n_spec,
-                               vkf_vk_pipeline **out);
-/* The same with texel_mask: bit i makes binding i a storage texel buffer of 16-byte
- * R32G32B32A32_UINT texels (GLSL `uimageBuffer` with layout rgba32ui). */
-vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, const char *defines,
-                                     int n_bindings, uint32_t texel_mask, const uint32_t *spec,
-                                     int n_spec, vkf_vk_pipeline **out);
+                               const uint32_t *spec, int n_spec, vkf_vk_pipeline **out);
 /* 1 if the glslang linked in compiles GL_KHR_cooperative_matrix (13.1 and later). */
 int vkf_vk_glslang_has_coopmat(void);
 /* "KHR", "NV", "emulated" or "none" */
@@ -445,9 +441,9 @@ void vkf_vk_tune_destroy(vkf_vk_backend *vb);
 
 /* ---------------------------------------------------------------- op encoders (vk_ops.c) */
 
-/* the pipeline of shaders/<shader>.comp with n_tensors storage bindings after binding 0 */
-vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *defines, int n_tensors,
-                       const uint32_t *spec, int n_spec, vkf_vk_pipeline **p);
+/* vkf_vk_pipeline_get for the backend being recorded on */
+vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *defines, const uint32_t *spec,
+                       int n_spec, vkf_vk_pipeline **p);
 /* the ATTENTION encoder (vk_attention.c) */
 vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n);
 

@@ -193,8 +193,7 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
              vkf_vk_wtype(w0->dtype), g->norm_w ? 1 : 0, g->swiglu, g->act - 1, cfg.lanes ? 1 : 0,
              small, rowseq, align16, rs_ch, rs_ct, rowseq && !r->vb->sw.no_rawp, rs_p, rs_pairu);
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "matmul_texel", defs, 7,
-                                      (1u << 2) | (1u << 3) | (1u << 6), spec, 3, &pl));
+    VKF_TRY(vkf_vk_pipe(r, "matmul_texel", defs, spec, 3, &pl));
     int plain = g->n_mats == 1 && !g->swiglu && !g->norm_w;
     uint64_t budget = vkf_vk_window_budget(r->vb);
     int64_t mper = M, nper = w0->rows;
@@ -466,13 +465,13 @@ vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n) {
         n_spec = 1;
         fast_ok = rowlane = 0;
     }
-    VKF_TRY(vkf_vk_pipe(r, coop ? "matmul_coopmat" : "matmul", defs, 4, spec, n_spec, &pl));
+    VKF_TRY(vkf_vk_pipe(r, coop ? "matmul_coopmat" : "matmul", defs, spec, n_spec, &pl));
     uint32_t fast_wg = rowlane ? VKF_VK_RL_WG : VKF_VK_MV_WG;
     if (fast_ok) {
         char fdefs[128];
         snprintf(fdefs, sizeof fdefs, "WTYPE=%d;MATVEC=1;MV_M=%d;NOUT=%du;FAST=1%s", wt, mv_m,
                  VKF_VK_MV_NOUT, rowlane ? ";ROWLANE=1" : "");
-        VKF_TRY(vkf_vk_pipe(r, "matmul", fdefs, 4, &fast_wg, 1, &pl_fast));
+        VKF_TRY(vkf_vk_pipe(r, "matmul", fdefs, &fast_wg, 1, &pl_fast));
     }
 
     /* M chunks bound a and dst; N chunks bound w, bias and dst columns */

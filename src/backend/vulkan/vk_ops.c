@@ -96,7 +96,7 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
                  !r->vb->sw.no_vec4;
         char vdefs[80];
         snprintf(vdefs, sizeof vdefs, "%s%sVEC4=%d", defs, defs[0] ? ";" : "", v4);
-        VKF_TRY(vkf_vk_pipe(r, shader, vdefs, b ? 3 : 2, spec, 1, &pl));
+        VKF_TRY(vkf_vk_pipe(r, shader, vdefs, spec, 1, &pl));
         uint32_t gx = vkf_vk_groups(pc.cols / (v4 ? 4 : 1), VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
                                     c->max_wg_count[0]);
         uint32_t gy = (uint32_t)vkf_vk_min64(pc.rows, c->max_wg_count[1]);
@@ -152,9 +152,7 @@ static int vkf_vk_norm_texel_rec(vkf_vk_rec *r, const vkf_node *n, const vkf_ten
     vkf_vk_pipeline *pl;
     const char *defs =
         n->op == VKF_OP_RMSNORM ? (res ? "RMS=1;RES=1" : "RMS=1") : (res ? "RES=1" : "");
-    *st = vkf_vk_pipeline_get_texel(r->vb, "norm_texel", defs, res ? 6 : 5,
-                                    (1u << 2) | (1u << 3) | (1u << 4) | (res ? 1u << 5 : 0u), spec,
-                                    1, &pl);
+    *st = vkf_vk_pipe(r, "norm_texel", defs, spec, 1, &pl);
     if (*st != VKF_OK) return 1;
     vkf_vk_win win[5];
     vkf_pc_norm pc;
@@ -255,8 +253,7 @@ int vkf_vk_norm_pair_record(vkf_vk_rec *r, const vkf_node *n1, const vkf_node *n
         return 0;
     uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
     vkf_vk_pipeline *pl;
-    *st = vkf_vk_pipeline_get_texel(r->vb, "norm_texel", "RMS=1;PAIR=1", 5,
-                                    (1u << 2) | (1u << 3) | (1u << 4), spec, 1, &pl);
+    *st = vkf_vk_pipe(r, "norm_texel", "RMS=1;PAIR=1", spec, 1, &pl);
     if (*st != VKF_OK) return 1;
     pc.rows = (uint32_t)rows;
     pc.rows1 = (uint32_t)x1->rows;
@@ -279,7 +276,7 @@ static vkf_status vkf_vk_op_norm(vkf_vk_rec *r, const vkf_node *n) {
     if (per == 0) return vkf_vk_first_unfit(r, rowwise, 2);
     uint32_t spec[1] = {VKF_VK_ROW_WG};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, "norm", n->op == VKF_OP_RMSNORM ? "RMS=1" : "", 4, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, "norm", n->op == VKF_OP_RMSNORM ? "RMS=1" : "", spec, 1, &pl));
     for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
         int64_t nr = vkf_vk_min64(per, x->rows - r0);
         vkf_vk_win win[4];
@@ -330,9 +327,7 @@ static int vkf_vk_softmax_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st
     if (groups > c->max_wg_count[0]) return 0;
     uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
     vkf_vk_pipeline *pl;
-    *st = vkf_vk_pipeline_get_texel(r->vb, "softmax_texel",
-                                    n->op == VKF_OP_LOG_SOFTMAX ? "LOG=1" : "", 4,
-                                    (1u << 2) | (1u << 3), spec, 1, &pl);
+    *st = vkf_vk_pipe(r, "softmax_texel", n->op == VKF_OP_LOG_SOFTMAX ? "LOG=1" : "", spec, 1, &pl);
     if (*st != VKF_OK) return 1;
     vkf_vk_win win[3];
     vkf_pc_softmax pc;
@@ -372,7 +367,7 @@ static vkf_status vkf_vk_op_softmax(vkf_vk_rec *r, const vkf_node *n) {
     if (per == 0) return vkf_vk_first_unfit(r, rowwise, 3);
     uint32_t spec[1] = {VKF_VK_ROW_WG};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, "softmax", n->op == VKF_OP_LOG_SOFTMAX ? "LOG=1" : "", 3, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, "softmax", n->op == VKF_OP_LOG_SOFTMAX ? "LOG=1" : "", spec, 1, &pl));
     for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
         int64_t nr = vkf_vk_min64(per, x->rows - r0);
         vkf_vk_win win[3];
@@ -418,7 +413,7 @@ static vkf_status vkf_vk_op_select(vkf_vk_rec *r, const vkf_node *n) {
                          d->name, (unsigned long long)k, (long long)x->cols,
                          (unsigned long long)iters);
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, n->op == VKF_OP_ARGMAX ? "argmax" : "topk", "", 2, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, n->op == VKF_OP_ARGMAX ? "argmax" : "topk", "", spec, 1, &pl));
     for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
         int64_t nr = vkf_vk_min64(per, x->rows - r0);
         vkf_vk_win win[2];
@@ -449,7 +444,7 @@ static vkf_status vkf_vk_op_pool(vkf_vk_rec *r, const vkf_node *n) {
     if (per == 0) return vkf_vk_first_unfit(r, rowwise, 1);
     uint32_t spec[1] = {VKF_VK_ROW_WG};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, "pool", "", 3, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, "pool", "", spec, 1, &pl));
     for (int64_t b0 = 0; b0 < B; b0 += per) {
         int64_t nb = vkf_vk_min64(per, B - b0);
         vkf_vk_win win[3];
@@ -491,7 +486,7 @@ static vkf_status vkf_vk_op_embed(vkf_vk_rec *r, const vkf_node *n) {
     snprintf(defs, sizeof defs, "WTYPE=%d", vkf_vk_wtype(tab->dtype));
     uint32_t spec[1] = {VKF_VK_ELT_WG};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, "embed", defs, 3, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, "embed", defs, spec, 1, &pl));
     for (int64_t i0 = 0; i0 < nid; i0 += iper) {
         int64_t ni = vkf_vk_min64(iper, nid - i0);
         for (int64_t t0 = 0; t0 < tab->rows; t0 += tper) {
@@ -546,7 +541,7 @@ static vkf_status vkf_vk_op_pos(vkf_vk_rec *r, const vkf_node *n) {
                          n->p.rope.head_dim, n->p.rope.n_head, (long long)x->cols);
     uint32_t spec[1] = {VKF_VK_ELT_WG};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, rope ? "rope" : "add_pos", "", 3, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, rope ? "rope" : "add_pos", "", spec, 1, &pl));
     for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
         int64_t nr = vkf_vk_min64(per, x->rows - r0);
         for (int64_t t0 = 0; t0 < tab->rows; t0 += tper) {
@@ -636,7 +631,7 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "copy into F16 %s: %lld columns / stride %lld / offset %zu must be even",
                          d->name, (long long)s->cols, (long long)d->row_stride, d->offset);
-    VKF_TRY(vkf_vk_pipe(r, "copy_rows", f16 ? "F16=1" : "", 3, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, "copy_rows", f16 ? "F16=1" : "", spec, 1, &pl));
     for (int64_t s0 = 0; s0 < s->rows; s0 += sper) {
         int64_t ns = vkf_vk_min64(sper, s->rows - s0);
         for (int64_t t0 = lo; t0 < hi; t0 += dper) {

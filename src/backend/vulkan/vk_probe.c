@@ -73,8 +73,7 @@ static vkf_status vkf_probe_pipe_chains(vkf_vk_backend *vb, int mode, int chains
         snprintf(defs, sizeof defs, "MODE=%d;CHAINS=%d", mode, chains);
     else
         snprintf(defs, sizeof defs, "MODE=%d", mode);
-    uint32_t mask = mode == 8 ? 4u : mode == 9 ? 6u : 0u;
-    return vkf_vk_pipeline_get_texel(vb, "probe", defs, 3, mask, &wg, 1, pl);
+    return vkf_vk_pipeline_get(vb, "probe", defs, &wg, 1, pl);
 }
 
 static vkf_status vkf_probe_pipe(vkf_vk_backend *vb, int mode, uint32_t wg, vkf_vk_pipeline **pl) {

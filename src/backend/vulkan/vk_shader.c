@@ -509,6 +509,88 @@ void vkf_vk_shaders_destroy(vkf_vk_backend *vb) {
     vb->pipeline_cache = VK_NULL_HANDLE;
 }
 
+/* ---------------------------------------------------------------- bindings from the module */
+
+/* SPIR-V opcodes, storage classes and decorations read below (the SPIR-V specification) */
+enum {
+    VKF_SPV_OP_TYPE_IMAGE = 25,
+    VKF_SPV_OP_TYPE_POINTER = 32,
+    VKF_SPV_OP_VARIABLE = 59,
+    VKF_SPV_OP_DECORATE = 71,
+    VKF_SPV_DEC_BINDING = 33,
+    VKF_SPV_DEC_SET = 34,
+    VKF_SPV_SC_UNIFORM_CONSTANT = 0,
+    VKF_SPV_SC_UNIFORM = 2,
+    VKF_SPV_SC_STORAGE_BUFFER = 12,
+    VKF_SPV_DIM_BUFFER = 5,
+};
+
+/* The descriptor bindings a compiled module declares (niagara's reflection, in small): every
+ * variable decorated with a binding must be in set 0 and be a storage buffer (Uniform or
+ * StorageBuffer storage) or a storage texel buffer (an image of dimension Buffer, not sampled);
+ * *n_bindings is the highest binding + 1 (a gap is bound as a storage buffer), *texel_mask has
+ * bit i for a texel binding i. So the dispatch sites name no binding counts or kinds: the shader
+ * declares them once. */
+static vkf_status vkf_vk_reflect(const uint32_t *w, size_t n, const char *shader, int *n_bindings,
+                                 uint32_t *texel_mask) {
+    if (n < 5 || w[0] != 0x07230203u || w[3] > (1u << 22))
+        return vkf_error(VKF_ERROR_SHADER, "%s.comp: not a SPIR-V module", shader);
+    uint32_t bound = w[3];
+    int32_t *binding = malloc(sizeof *binding * bound), *set = calloc(bound, sizeof *set);
+    uint32_t *pointee = calloc(bound, sizeof *pointee), *image = calloc(bound, sizeof *image);
+    vkf_status st = binding && set && pointee && image
+                        ? VKF_OK
+                        : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "SPIR-V of %s", shader);
+    for (uint32_t i = 0; st == VKF_OK && i < bound; i++)
+        binding[i] = -1;
+    /* pass 1: decorations, pointer and image types (they precede the variables) */
+    *n_bindings = 1; /* binding 0, the dyn buffer, is bound to every dispatch */
+    *texel_mask = 0;
+    uint32_t buffers = 0;
+    for (size_t i = 5; st == VKF_OK && i < n;) {
+        uint32_t op = w[i] & 0xffffu, len = w[i] >> 16;
+        if (len == 0 || i + len > n) {
+            st = vkf_error(VKF_ERROR_SHADER, "%s.comp: malformed SPIR-V at word %zu", shader, i);
+            break;
+        }
+        const uint32_t *a = &w[i + 1];
+        if (op == VKF_SPV_OP_DECORATE && len >= 4 && a[0] < bound) {
+            if (a[1] == VKF_SPV_DEC_BINDING) binding[a[0]] = (int32_t)a[2];
+            if (a[1] == VKF_SPV_DEC_SET) set[a[0]] = (int32_t)a[2];
+        } else if (op == VKF_SPV_OP_TYPE_POINTER && len >= 4 && a[0] < bound) {
+            pointee[a[0]] = a[2] + 1; /* +1: 0 means "not a pointer" */
+        } else if (op == VKF_SPV_OP_TYPE_IMAGE && len >= 9 && a[0] < bound) {
+            /* bit 0: an image; bit 1: of dimension Buffer, read and written as storage (Sampled 2)
+             */
+            image[a[0]] = 1u | (a[2] == VKF_SPV_DIM_BUFFER && a[6] == 2 ? 2u : 0u);
+        } else if (op == VKF_SPV_OP_VARIABLE && len >= 4 && a[1] < bound && binding[a[1]] >= 0) {
+            uint32_t id = a[1], sc = a[2],
+                     ty = a[0] < bound && pointee[a[0]] ? pointee[a[0]] - 1 : 0;
+            int b = binding[id];
+            int texel = sc == VKF_SPV_SC_UNIFORM_CONSTANT && ty < bound && image[ty] == 3u;
+            int buffer = sc == VKF_SPV_SC_STORAGE_BUFFER || sc == VKF_SPV_SC_UNIFORM;
+            if (set[id] != 0 || b >= VKF_VK_MAX_BINDINGS || (!texel && !buffer))
+                st = vkf_error(VKF_ERROR_SHADER,
+                               "%s.comp: binding %d (set %d) is not a storage buffer or storage "
+                               "texel buffer of set 0 below %d",
+                               shader, b, set[id], VKF_VK_MAX_BINDINGS);
+            else if (((texel ? buffers : *texel_mask) >> b) & 1u)
+                st = vkf_error(VKF_ERROR_SHADER, "%s.comp: binding %d declared as two kinds",
+                               shader, b);
+            if (st == VKF_OK) {
+                *(texel ? texel_mask : &buffers) |= 1u << b;
+                if (b + 1 > *n_bindings) *n_bindings = b + 1;
+            }
+        }
+        i += len;
+    }
+    free(binding);
+    free(set);
+    free(pointee);
+    free(image);
+    return st;
+}
+
 /* ---------------------------------------------------------------- pipelines */
 
 static vkf_status vkf_vk_layout_get(vkf_vk_backend *vb, int n_bindings, uint32_t texel_mask,
@@ -552,21 +634,11 @@ static vkf_status vkf_vk_layout_get(vkf_vk_backend *vb, int n_bindings, uint32_t
 }
 
 vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const char *defines,
-                               int n_bindings, const uint32_t *spec, int n_spec,
-                               vkf_vk_pipeline **out) {
-    return vkf_vk_pipeline_get_texel(vb, shader, defines, n_bindings, 0, spec, n_spec, out);
-}
-
-vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, const char *defines,
-                                     int n_bindings, uint32_t texel_mask, const uint32_t *spec,
-                                     int n_spec, vkf_vk_pipeline **out) {
-    if (n_bindings < 1 || n_bindings > VKF_VK_MAX_BINDINGS || n_spec < 0 ||
-        n_spec > VKF_VK_MAX_SPEC)
-        return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: %d bindings, %d spec constants", shader,
-                         n_bindings, n_spec);
+                               const uint32_t *spec, int n_spec, vkf_vk_pipeline **out) {
+    if (n_spec < 0 || n_spec > VKF_VK_MAX_SPEC)
+        return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: %d spec constants", shader, n_spec);
     char key[512];
-    int l = snprintf(key, sizeof key, "%s|%s|%d|%x|", shader, defines ? defines : "", n_bindings,
-                     texel_mask);
+    int l = snprintf(key, sizeof key, "%s|%s|", shader, defines ? defines : "");
     for (int i = 0; i < n_spec && l < (int)sizeof key; i++)
         l += snprintf(key + l, sizeof key - (size_t)l, "%u,", spec[i]);
     if (l >= (int)sizeof key)
@@ -578,14 +650,21 @@ vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, con
             return VKF_OK;
         }
 
-    if (texel_mask && !vb->caps.texel)
-        return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: texel bindings on a device without them",
-                         shader);
-    vkf_vk_layout *lay = NULL;
-    VKF_TRY(vkf_vk_layout_get(vb, n_bindings, texel_mask, &lay));
     uint32_t *words = NULL;
     size_t n_words = 0;
     VKF_TRY(vkf_vk_spirv_get(vb, shader, defines, &words, &n_words));
+    int n_bindings = 0;
+    uint32_t texel_mask = 0;
+    vkf_status st = vkf_vk_reflect(words, n_words, shader, &n_bindings, &texel_mask);
+    if (st == VKF_OK && texel_mask && !vb->caps.texel)
+        st = vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: texel bindings on a device without them",
+                       shader);
+    vkf_vk_layout *lay = NULL;
+    if (st == VKF_OK) st = vkf_vk_layout_get(vb, n_bindings, texel_mask, &lay);
+    if (st != VKF_OK) {
+        free(words);
+        return st;
+    }
     double t0 = vkf_vk_now_ms();
     VkShaderModuleCreateInfo smci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     smci.codeSize = n_words * 4;
