@@ -24,7 +24,7 @@
  * halves, and the unit indices of q, the accumulators and the output stay those of F32.
  *
  * Loops over a head's texels, query rows and heads are [[unroll]]: llvmpipe counts every loop
- * iteration of an invocation against its limit of 65535 (vk_attention.c, VKF_VK_CPU_KEYS_MAX),
+ * iteration of an invocation against its limit of 65535 (vk_plan.c, VKF_VK_CPU_KEYS_MAX),
  * and with an F16 cache it had kept them rolled, ~8 iterations per key (prefill was wrong from
  * 8192 keys).
  *

@@ -28,6 +28,8 @@ static int env_clean(void) {
 
 /* vkf_switches_from_env: each kind of variable lands in its field as documented */
 static void test_from_env(void) {
+    for (size_t i = 0; i < sizeof k_vars / sizeof *k_vars; i++) /* whatever the caller had set */
+        unsetenv(k_vars[i]);
     vkf_switches sw;
     vkf_switches_from_env(&sw);
     VKT_CHECK(!sw.no_fuse && !sw.max_alloc && !sw.mm_tile[0] && !sw.gpu_timeout_ms &&
@@ -72,7 +74,7 @@ static vkf_switches base_switches(void) {
 static vkf_vk_mm_kind mm_kind(vkf_context *ctx, int64_t M) {
     vkf_vk_mm_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
-    vkf_status st = vkf_vk_tune_matmul(vkf_vk(ctx->be), M, 2048, 2048, VKF_DTYPE_Q4_0, &cfg);
+    vkf_status st = vkf_vk_plan_mm_cfg(vkf_vk(ctx->be), M, 2048, 2048, VKF_DTYPE_Q4_0, &cfg);
     VKT_OK(st);
     return cfg.kind;
 }

@@ -55,6 +55,7 @@ vkf_status vkf_backend_vulkan_create_ex(const vkf_backend_vulkan_params *p, vkf_
     vkf_status st = vkf_vk_device_init(vb, device, p->validate || vb->sw.validate);
     if (st == VKF_OK) st = vkf_vk_memory_init(vb);
     if (st == VKF_OK) st = vkf_vk_shaders_init(vb);
+    if (st == VKF_OK) vkf_vk_tune_init(vb);
     if (st == VKF_OK && vb->sw.profile && vb->ts_bits) vb->profile = 1;
     /* messages during device creation count too */
     if (st == VKF_OK) st = vkf_vk_check_messages(vb);

@@ -17,7 +17,7 @@
  * Everything else the backend may be told is a field of vkf_switches (vkformer.h: the device
  * caps that make a large device look small, the off switch of every fast path, experiments),
  * copied when the backend is created: the device's capabilities apply the caps and off switches
- * once (vkf_vk_caps), and the kernel choices read the rest (vb->sw) when a graph is recorded.
+ * once (vkf_vk_caps), and the planner (vk_plan.c) reads the rest when a graph is recorded.
  * Nothing in this directory reads the environment. */
 #ifndef VKF_BACKEND_VULKAN_H
 #define VKF_BACKEND_VULKAN_H
@@ -156,7 +156,8 @@ vkf_status vkf_backend_vulkan_create_ex(const vkf_backend_vulkan_params *p, vkf_
 vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backend **out);
 /* The switches a Vulkan backend runs with (NULL for other backends). Tests and tools may change
  * the ones the planner reads between recordings (graphs recorded afterwards see them); the
- * device caps and off switches folded into vkf_vk_caps apply only at creation. */
+ * device caps and off switches folded into vkf_vk_caps, no_tune, the cache directory and the
+ * timeout are read when the backend is made (or first used). */
 vkf_switches *vkf_backend_vulkan_switches(vkf_backend *be);
 /* 1 if be is a Vulkan backend. */
 int vkf_backend_is_vulkan(const vkf_backend *be);

@@ -117,9 +117,8 @@ vkf_status vkf_vk_weight_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t 
 
 int vkf_vk_weight_ok(vkf_dtype t) { return vkf_wtype_is_weight(t); }
 
-vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *defines, const uint32_t *spec,
-                       int n_spec, vkf_vk_pipeline **p) {
-    return vkf_vk_pipeline_get(r->vb, shader, defines, spec, n_spec, p);
+vkf_status vkf_vk_pipe(vkf_vk_rec *r, const vkf_vk_kplan *k, vkf_vk_pipeline **p) {
+    return vkf_vk_kplan_pipe(r->vb, k, p);
 }
 
 /* ---------------------------------------------------------------- windows */

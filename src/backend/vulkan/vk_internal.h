@@ -8,6 +8,8 @@
 #include <volk.h>
 
 #include "backend/vulkan/vk_backend.h"
+#include "backend/vulkan/vk_kernels.h"
+#include "backend/vulkan/vk_plan.h"
 #include "core/error.h"
 #include "core/switches.h"
 #include "graph/backend.h"
@@ -86,10 +88,10 @@ struct vkf_buffer {
 
 #define VKF_VK_MAX_BINDINGS 8 /* binding 0 is the dyn buffer, then up to 7 tensors */
 #define VKF_VK_PC_BYTES 128   /* push-constant range of every layout (the guaranteed minimum) */
-#define VKF_VK_MAX_SPEC 8
 
 typedef struct vkf_vk_pipeline {
-    char *key; /* "shader|defines|spec" */
+    vkf_vk_kplan kp; /* what it was made for: the map's key */
+    char *key;       /* "shader{defines} spec ...", for messages */
     uint64_t hash;
     int n_bindings;      /* including binding 0 (dyn); as the module declares them */
     uint32_t texel_mask; /* bit i: binding i is a storage texel buffer (R32G32B32A32_UINT) */
@@ -174,7 +176,6 @@ typedef struct vkf_vk_backend {
     void *shader_compiled_user;
 
     /* tuning (vk_tune.c): choices cached by `vkformer tune`, per shape class and weight dtype */
-    int tune_loaded;
     int tune_have[3][VKF_DTYPE_COUNT];
     struct vkf_vk_mm_cfg *tune_cfg;         /* [3][VKF_DTYPE_COUNT] */
     const struct vkf_vk_mm_cfg *tune_force; /* while timing a candidate */
@@ -209,6 +210,11 @@ VkExtensionProperties *vkf_vk_device_exts(VkPhysicalDevice pd, uint32_t *n);
 int vkf_vk_has_ext(const VkExtensionProperties *e, uint32_t n, const char *name);
 /* Reads caps of a physical device and applies the switches' caps and off switches. */
 void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, const vkf_switches *sw, vkf_vk_caps *c);
+/* "KHR", "NV", "emulated" or "none" */
+const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k);
+/* sets c->coopmat_use, _kind, the shape and coopmat_off from the caps read so far and the
+ * switches */
+void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches *sw);
 
 /* ---------------------------------------------------------------- vk_memory.c */
 
@@ -234,20 +240,20 @@ void vkf_vk_cmd_full_barrier(vkf_vk_backend *vb, VkCommandBuffer cmd);
 
 vkf_status vkf_vk_shaders_init(vkf_vk_backend *vb);
 void vkf_vk_shaders_destroy(vkf_vk_backend *vb);
-/* The pipeline of shaders/<shader>.comp with defines "A=1;B=2" (device defines are added) and
- * specialization constants spec[0..n_spec) (ids 0..n_spec-1), created on first use. Its
- * descriptor layout comes from the compiled module (vkf_vk_reflect): the bindings it declares,
- * storage buffers or storage texel buffers of 16-byte R32G32B32A32_UINT texels (GLSL
- * `uimageBuffer` with layout rgba32ui). */
-vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const char *defines,
-                               const uint32_t *spec, int n_spec, vkf_vk_pipeline **out);
+/* The pipeline of a planned kernel (vk_kernels.h): shaders/<shader>.comp with the variant's
+ * defines (the device's are added) and its specialization constants, created on first use and
+ * kept under the plan's values. Its descriptor layout comes from the compiled module
+ * (vkf_vk_reflect): the bindings it declares, storage buffers or storage texel buffers of
+ * 16-byte R32G32B32A32_UINT texels (GLSL `uimageBuffer` with layout rgba32ui). */
+vkf_status vkf_vk_kplan_pipe(vkf_vk_backend *vb, const vkf_vk_kplan *k, vkf_vk_pipeline **out);
+/* The bindings a SPIR-V module declares in set 0: count (the highest + 1) and texel ones. */
+vkf_status vkf_vk_reflect(const uint32_t *w, size_t n, const char *shader, int *n_bindings,
+                          uint32_t *texel_mask);
 /* 1 if the glslang linked in compiles GL_KHR_cooperative_matrix (13.1 and later). */
 int vkf_vk_glslang_has_coopmat(void);
-/* "KHR", "NV", "emulated" or "none" */
-const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k);
-/* sets c->coopmat_use, _kind, the shape and coopmat_off from the caps read so far and the
- * switches (vk_device.c) */
-void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches *sw);
+/* VKF_ERROR_SHADER unless every define name of kernel id appears in its shader's expanded
+ * source (what vkf_vk_kplan_pipe checks before a compile; for tests of the whole table). */
+vkf_status vkf_vk_kernel_source_check(vkf_vk_kernel_id id);
 /* GLSL -> SPIR-V through the disk cache; *words malloc'ed. For tests via the backend. */
 vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *defines,
                             uint32_t **words, size_t *n_words);
@@ -325,6 +331,8 @@ uint64_t vkf_vk_texel_budget(const vkf_vk_backend *vb);
  * writes what was read or written; then binds dyn + wins[0..n) at bindings 0..n. */
 vkf_status vkf_vk_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *p, const vkf_vk_win *wins, int n,
                            const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy, uint32_t gz);
+/* the pipeline of a planned kernel on the backend being recorded on */
+vkf_status vkf_vk_pipe(vkf_vk_rec *r, const vkf_vk_kplan *k, vkf_vk_pipeline **p);
 /* A device buffer that lives as long as the recording being made (kernel scratch). */
 vkf_status vkf_vk_scratch(vkf_vk_rec *r, size_t bytes, vkf_buffer **out);
 /* A new recording with its command buffer begun (and the profiling query pool when on), ended
@@ -369,12 +377,13 @@ vkf_status vkf_vk_run_recorded(vkf_vk_backend *vb, vkf_status (*fn)(vkf_vk_rec *
                                void *user, int reps, double *ms);
 void vkf_vk_graph_release(vkf_backend *be, vkf_graph *g);
 
-/* ---------------------------------------------------------------- vk_ops.c, vk_matmul.c */
+/* ---------------------------------------------------------------- the encoders (vk_ops.c, ...) */
 
 /* Records node n. */
 vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n);
-/* the MATMUL encoder (vk_matmul.c) */
+/* the MATMUL and ATTENTION encoders */
 vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n);
+vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n);
 
 /* One dispatch of matmul_texel.comp: a plain matmul, or a fused group built by vk_fuse.c. */
 typedef struct vkf_vk_mm_group {
@@ -402,10 +411,7 @@ int vkf_vk_norm_res_record(vkf_vk_rec *r, const vkf_node *norm, const vkf_tensor
  * and k norms) as one norm_texel dispatch; 0 (nothing recorded) where it cannot, else 1 with
  * the status in *st. The caller checks that neither reads or overwrites what the other writes. */
 int vkf_vk_norm_pair_record(vkf_vk_rec *r, const vkf_node *n1, const vkf_node *n2, vkf_status *st);
-/* Whether the group can run as one matmul_texel dispatch on this device (texels, alignment,
- * shared blocks, windows); *why (may be NULL) gets the reason when not. */
-int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why);
-/* Records the group (vkf_vk_mm_group_ok must hold). */
+/* Records the group (vkf_vk_plan_mm_group_ok must hold). */
 vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g);
 
 /* ---------------------------------------------------------------- vk_fuse.c */
@@ -435,23 +441,20 @@ typedef struct vkf_vk_mm_cfg vkf_vk_mm_cfg;
 /* The matmul variant for this shape: the autotuner's cached choice for the device and shape
  * class when there is one (`vkformer tune`), else the tuning table for the device. The no_tune
  * switch ignores the cached choices. */
-vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t K, vkf_dtype wtype,
-                              vkf_vk_mm_cfg *out);
+vkf_status vkf_vk_tune_matmul(const vkf_vk_backend *vb, int64_t M, int64_t N, int64_t K,
+                              vkf_dtype wtype, vkf_vk_mm_cfg *out);
+/* Reads `vkformer tune`'s cached choices for this device and driver (the backend's creation). */
+void vkf_vk_tune_init(vkf_vk_backend *vb);
 void vkf_vk_tune_destroy(vkf_vk_backend *vb);
-
-/* ---------------------------------------------------------------- op encoders (vk_ops.c) */
-
-/* vkf_vk_pipeline_get for the backend being recorded on */
-vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *defines, const uint32_t *spec,
-                       int n_spec, vkf_vk_pipeline **p);
-/* the ATTENTION encoder (vk_attention.c) */
-vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n);
 
 /* ---------------------------------------------------------------- small helpers */
 
 double vkf_vk_now_ms(void);
-/* elements one matmul kernel step decodes (vk_ops.c) */
+/* elements one matmul kernel step decodes (vk_dispatch.c) */
 int64_t vkf_vk_wunit(vkf_dtype t);
+
+/* ---------------------------------------------------------------- vk_rowseq.c (the planner's) */
+
 /* the decode kernel on CPU drivers, ROWSEQ (vk_rowseq.c): units a lane takes (0: not taken, and
  * *pair the rows a step), blocks per lane chunk, weight rows per subgroup */
 int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M, int64_t K,

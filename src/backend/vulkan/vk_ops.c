@@ -22,32 +22,12 @@ static uint32_t vkf_vk_groups(uint64_t items, uint64_t per_group, uint32_t cap) 
 
 /* ---------------------------------------------------------------- element-wise */
 
-#define VKF_VK_ELT_WG 256
-#define VKF_VK_ELT_PER_THREAD 16
-
 static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *a = n->src[0];
     const vkf_tensor *b =
         (n->op == VKF_OP_ADD || n->op == VKF_OP_MUL || n->op == VKF_OP_SWIGLU) ? n->src[1] : NULL;
-    const char *shader = NULL;
-    char defs[64] = "";
-    switch (n->op) {
-    case VKF_OP_SCALE: shader = "scale"; break;
-    case VKF_OP_ADD: shader = "binary"; break;
-    case VKF_OP_MUL:
-        shader = "binary";
-        snprintf(defs, sizeof defs, "OP_MUL=1");
-        break;
-    case VKF_OP_UNARY:
-        shader = "unary";
-        snprintf(defs, sizeof defs, "ACT=%d", n->p.unary.act);
-        break;
-    case VKF_OP_SWIGLU:
-        shader = "swiglu";
-        snprintf(defs, sizeof defs, "GELU=%d", n->p.glu.gelu ? 1 : 0);
-        break;
-    default: return vkf_error(VKF_ERROR_INTERNAL, "eltwise: op %d", (int)n->op);
-    }
+    vkf_vk_elt_plan plan;
+    VKF_TRY(vkf_vk_plan_elt(r->vb, n, &plan));
     if (b && !b->buf) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "operand b missing");
     int bcast = b && b->rows == 1 && a->rows != 1;
     uint64_t budget = vkf_vk_window_budget(r->vb);
@@ -62,7 +42,6 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
     int64_t by_index = (int64_t)(0xffffffffu / (uint64_t)(a->cols ? a->cols : 1));
     per = vkf_vk_min64(per, by_index);
 
-    uint32_t spec[1] = {VKF_VK_ELT_WG};
     vkf_vk_pipeline *pl;
     /* contiguous operands: one long row (more parallel columns, fewer row iterations) */
     int flat = d->row_stride == d->cols && a->row_stride == a->cols &&
@@ -90,13 +69,11 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
         pc.cap = n->op == VKF_OP_SCALE ? n->p.scale.softcap : 0.0f;
         const vkf_vk_caps *c = &r->vb->caps;
         /* 16-byte accesses when every offset, stride and the row length allow */
-        int v4 = pc.cols % 4 == 0 && pc.d_off % 4 == 0 && pc.a_off % 4 == 0 && pc.b_off % 4 == 0 &&
+        int v4 = plan.vec4_ok && pc.cols % 4 == 0 && pc.d_off % 4 == 0 && pc.a_off % 4 == 0 &&
+                 pc.b_off % 4 == 0 &&
                  (pc.rows == 1 ||
-                  (pc.d_stride % 4 == 0 && pc.a_stride % 4 == 0 && pc.b_stride % 4 == 0)) &&
-                 !r->vb->sw.no_vec4;
-        char vdefs[80];
-        snprintf(vdefs, sizeof vdefs, "%s%sVEC4=%d", defs, defs[0] ? ";" : "", v4);
-        VKF_TRY(vkf_vk_pipe(r, shader, vdefs, spec, 1, &pl));
+                  (pc.d_stride % 4 == 0 && pc.a_stride % 4 == 0 && pc.b_stride % 4 == 0));
+        VKF_TRY(vkf_vk_pipe(r, v4 ? &plan.k : &plan.k1, &pl));
         uint32_t gx = vkf_vk_groups(pc.cols / (v4 ? 4 : 1), VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
                                     c->max_wg_count[0]);
         uint32_t gy = (uint32_t)vkf_vk_min64(pc.rows, c->max_wg_count[1]);
@@ -106,8 +83,6 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
 }
 
 /* ---------------------------------------------------------------- row-wise reductions */
-
-#define VKF_VK_ROW_WG 256
 
 /* Largest row count n <= limit such that rows [r0, r0 + n) of t fit a window. */
 static int64_t vkf_vk_fit_all(vkf_vk_rec *r, const vkf_tensor *const *ts, int nt, int64_t rows) {
@@ -125,34 +100,17 @@ static vkf_status vkf_vk_first_unfit(vkf_vk_rec *r, const vkf_tensor *const *ts,
     return vkf_error(VKF_ERROR_INTERNAL, "no rows fit a window");
 }
 
-#define VKF_VK_NORM_TEXEL_WG 64
-
 /* norm_texel.comp: one subgroup per row on texels (see the shader); res: dst = res + norm(x),
- * in place or not (vkf_vk_norm_res_record) */
+ * in place or not (vkf_vk_norm_res_record). Returns 0 (nothing recorded) where the plan is not
+ * the texel kernel, else 1 with the status in *st. */
 static int vkf_vk_norm_texel_rec(vkf_vk_rec *r, const vkf_node *n, const vkf_tensor *d,
                                  const vkf_tensor *res, vkf_status *st) {
     const vkf_tensor *x = n->src[0], *w = n->src[1], *b = n->src[2];
-    const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min || r->vb->sw.no_texel_norm) return 0;
-    if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4)
-        return 0;
-    if ((w && w->offset % 16) || (b && b->offset % 16)) return 0;
-    uint64_t tb = vkf_vk_texel_budget(r->vb) - 32;
-    if (vkf_vk_rows_fit(x, tb) < x->rows || vkf_vk_rows_fit(d, tb) < x->rows) return 0;
-    if (res && (res->offset % 16 || res->row_stride % 4 || vkf_vk_rows_fit(res, tb) < x->rows))
-        return 0;
-    uint32_t rows_per_group = VKF_VK_NORM_TEXEL_WG / c->subgroup_min;
-    /* with larger subgroups a workgroup holds fewer rows: size the grid for the smallest */
-    uint64_t groups = ((uint64_t)x->rows + rows_per_group - 1) / rows_per_group;
-    if (c->subgroup_max > c->subgroup_min)
-        groups =
-            ((uint64_t)x->rows * c->subgroup_max + VKF_VK_NORM_TEXEL_WG - 1) / VKF_VK_NORM_TEXEL_WG;
-    if (groups > c->max_wg_count[0]) return 0;
-    uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
+    vkf_vk_rows_plan plan;
+    vkf_vk_plan_norm(r->vb, n, res, d, &plan);
+    if (!plan.texel) return 0;
     vkf_vk_pipeline *pl;
-    const char *defs =
-        n->op == VKF_OP_RMSNORM ? (res ? "RMS=1;RES=1" : "RMS=1") : (res ? "RES=1" : "");
-    *st = vkf_vk_pipe(r, "norm_texel", defs, spec, 1, &pl);
+    *st = vkf_vk_pipe(r, &plan.k, &pl);
     if (*st != VKF_OK) return 1;
     vkf_vk_win win[5];
     vkf_pc_norm pc;
@@ -188,25 +146,13 @@ static int vkf_vk_norm_texel_rec(vkf_vk_rec *r, const vkf_node *n, const vkf_ten
     pc.d_stride = (uint32_t)d->row_stride;
     pc.x_stride = (uint32_t)x->row_stride;
     pc.eps = n->p.norm.eps;
-    *st = vkf_vk_dispatch(r, pl, win, res ? 5 : 4, &pc, sizeof pc, (uint32_t)groups, 1, 1);
+    *st = vkf_vk_dispatch(r, pl, win, res ? 5 : 4, &pc, sizeof pc, (uint32_t)plan.groups, 1, 1);
     return 1;
-}
-
-static int vkf_vk_norm_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
-    return vkf_vk_norm_texel_rec(r, n, n->dst, NULL, st);
 }
 
 int vkf_vk_norm_res_record(vkf_vk_rec *r, const vkf_node *norm, const vkf_tensor *res,
                            const vkf_tensor *dst, vkf_status *st) {
     return vkf_vk_norm_texel_rec(r, norm, dst, res, st);
-}
-
-/* [lo, hi): the absolute bytes tensors a and b span in their (one) block */
-static int vkf_vk_pair_span(const vkf_tensor *a, const vkf_tensor *b, uint64_t *lo, uint64_t *hi) {
-    if (!a->buf || !b->buf || a->buf->block != b->buf->block) return 0;
-    const vkf_tensor *t[2] = {a, b};
-    vkf_vk_tensors_span(t, 2, lo, hi);
-    return 1;
 }
 
 /* element offset of t inside window w, when it is a whole texel */
@@ -219,24 +165,14 @@ static int vkf_vk_texel_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *
 int vkf_vk_norm_pair_record(vkf_vk_rec *r, const vkf_node *n1, const vkf_node *n2, vkf_status *st) {
     const vkf_tensor *x1 = n1->src[0], *x2 = n2->src[0], *d1 = n1->dst, *d2 = n2->dst;
     const vkf_tensor *w1 = n1->src[1], *w2 = n2->src[1];
-    const vkf_vk_caps *c = &r->vb->caps;
     *st = VKF_OK;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min || r->vb->sw.no_texel_norm) return 0;
-    if (n1->op != VKF_OP_RMSNORM || n2->op != VKF_OP_RMSNORM || n1->src[2] || n2->src[2] || !w1 ||
-        !w2 || n1->p.norm.eps != n2->p.norm.eps || x1->cols != x2->cols || x1->cols % 4 ||
-        x1->row_stride != x2->row_stride || d1->row_stride != d2->row_stride ||
-        x1->row_stride % 4 || d1->row_stride % 4 || w1->cols != x1->cols || w2->cols != x1->cols ||
-        x1->dtype != VKF_DTYPE_F32 || x2->dtype != VKF_DTYPE_F32 || w1->dtype != VKF_DTYPE_F32 ||
-        w2->dtype != VKF_DTYPE_F32)
-        return 0;
-    uint64_t xlo, xhi, dlo, dhi, wlo, whi, tb = vkf_vk_texel_budget(r->vb) - 32;
-    if (!vkf_vk_pair_span(x1, x2, &xlo, &xhi) || !vkf_vk_pair_span(d1, d2, &dlo, &dhi) ||
-        !vkf_vk_pair_span(w1, w2, &wlo, &whi) || xhi - xlo > tb || dhi - dlo > tb || whi - wlo > tb)
-        return 0;
-    uint64_t rows = (uint64_t)x1->rows + (uint64_t)x2->rows;
-    uint32_t smax = c->subgroup_max > c->subgroup_min ? c->subgroup_max : c->subgroup_min;
-    uint64_t groups = (rows * smax + VKF_VK_NORM_TEXEL_WG - 1) / VKF_VK_NORM_TEXEL_WG;
-    if (groups > c->max_wg_count[0]) return 0;
+    vkf_vk_rows_plan plan;
+    if (!vkf_vk_plan_norm_pair(r->vb, n1, n2, &plan)) return 0;
+    uint64_t xlo, xhi, dlo, dhi, wlo, whi;
+    const vkf_tensor *xs[2] = {x1, x2}, *ds[2] = {d1, d2}, *ws[2] = {w1, w2};
+    vkf_vk_tensors_span(xs, 2, &xlo, &xhi);
+    vkf_vk_tensors_span(ds, 2, &dlo, &dhi);
+    vkf_vk_tensors_span(ws, 2, &wlo, &whi);
     vkf_vk_win win[4];
     vkf_pc_norm pc;
     memset(&pc, 0, sizeof pc);
@@ -251,18 +187,17 @@ int vkf_vk_norm_pair_record(vkf_vk_rec *r, const vkf_node *n1, const vkf_node *n
         !vkf_vk_texel_off(&win[1], x1, &pc.x_off) || !vkf_vk_texel_off(&win[1], x2, &pc.x_off2) ||
         !vkf_vk_texel_off(&win[2], w1, &pc.w_off) || !vkf_vk_texel_off(&win[2], w2, &pc.w_off2))
         return 0;
-    uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
     vkf_vk_pipeline *pl;
-    *st = vkf_vk_pipe(r, "norm_texel", "RMS=1;PAIR=1", spec, 1, &pl);
+    *st = vkf_vk_pipe(r, &plan.k, &pl);
     if (*st != VKF_OK) return 1;
-    pc.rows = (uint32_t)rows;
+    pc.rows = (uint32_t)(x1->rows + x2->rows);
     pc.rows1 = (uint32_t)x1->rows;
     pc.cols = (uint32_t)x1->cols;
     pc.d_stride = (uint32_t)d1->row_stride;
     pc.x_stride = (uint32_t)x1->row_stride;
     pc.has_w = 1;
     pc.eps = n1->p.norm.eps;
-    *st = vkf_vk_dispatch(r, pl, win, 4, &pc, sizeof pc, (uint32_t)groups, 1, 1);
+    *st = vkf_vk_dispatch(r, pl, win, 4, &pc, sizeof pc, (uint32_t)plan.groups, 1, 1);
     return 1;
 }
 
@@ -270,13 +205,14 @@ int vkf_vk_norm_pair_record(vkf_vk_rec *r, const vkf_node *n1, const vkf_node *n
 static vkf_status vkf_vk_op_norm(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *x = n->src[0], *w = n->src[1], *b = n->src[2];
     vkf_status tst;
-    if (vkf_vk_norm_texel(r, n, &tst)) return tst;
+    if (vkf_vk_norm_texel_rec(r, n, n->dst, NULL, &tst)) return tst;
+    vkf_vk_rows_plan plan;
+    vkf_vk_plan_norm(r->vb, n, NULL, n->dst, &plan); /* the general kernel */
     const vkf_tensor *rowwise[] = {d, x};
     int64_t per = vkf_vk_fit_all(r, rowwise, 2, x->rows);
     if (per == 0) return vkf_vk_first_unfit(r, rowwise, 2);
-    uint32_t spec[1] = {VKF_VK_ROW_WG};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, "norm", n->op == VKF_OP_RMSNORM ? "RMS=1" : "", spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, &plan.k, &pl));
     for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
         int64_t nr = vkf_vk_min64(per, x->rows - r0);
         vkf_vk_win win[4];
@@ -308,66 +244,49 @@ static vkf_status vkf_vk_op_norm(vkf_vk_rec *r, const vkf_node *n) {
     return VKF_OK;
 }
 
-/* softmax_texel.comp: one subgroup per row on texels (see the shader) */
-static int vkf_vk_softmax_texel(vkf_vk_rec *r, const vkf_node *n, vkf_status *st) {
+/* softmax_texel.comp: one subgroup per row on texels (see the shader), as planned */
+static vkf_status vkf_vk_softmax_texel(vkf_vk_rec *r, const vkf_node *n,
+                                       const vkf_vk_rows_plan *plan) {
     const vkf_tensor *d = n->dst, *x = n->src[0];
     const vkf_tensor *m = n->op == VKF_OP_SOFTMAX ? n->src[1] : NULL;
-    const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min || r->vb->sw.no_texel_softmax) return 0;
-    if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4)
-        return 0;
-    if (m && (m->offset % 16 || m->row_stride % 4)) return 0;
-    uint64_t tb = vkf_vk_texel_budget(r->vb) - 32;
-    if (vkf_vk_rows_fit(x, tb) < x->rows ||
-        vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) < x->rows ||
-        (m && vkf_vk_rows_fit(m, tb) < x->rows))
-        return 0;
-    uint32_t smax = c->subgroup_max ? c->subgroup_max : c->subgroup_min;
-    uint64_t groups = ((uint64_t)x->rows * smax + VKF_VK_NORM_TEXEL_WG - 1) / VKF_VK_NORM_TEXEL_WG;
-    if (groups > c->max_wg_count[0]) return 0;
-    uint32_t spec[1] = {VKF_VK_NORM_TEXEL_WG};
     vkf_vk_pipeline *pl;
-    *st = vkf_vk_pipe(r, "softmax_texel", n->op == VKF_OP_LOG_SOFTMAX ? "LOG=1" : "", spec, 1, &pl);
-    if (*st != VKF_OK) return 1;
+    VKF_TRY(vkf_vk_pipe(r, &plan->k, &pl));
     vkf_vk_win win[3];
     vkf_pc_softmax pc;
     memset(&pc, 0, sizeof pc);
-    if ((*st = vkf_vk_rows_win(r, d, 0, x->rows, 1, &win[0])) != VKF_OK) return 1;
-    if ((*st = vkf_vk_elem_off(&win[0], d, &pc.d_off)) != VKF_OK) return 1;
-    if ((*st = vkf_vk_rows_texwin(r, x, 0, x->rows, &win[1])) != VKF_OK) return 1;
+    VKF_TRY(vkf_vk_rows_win(r, d, 0, x->rows, 1, &win[0]));
+    VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+    VKF_TRY(vkf_vk_rows_texwin(r, x, 0, x->rows, &win[1]));
     pc.x_off = (uint32_t)(win[1].delta / 4);
     win[2] = win[1];
     if (m) {
-        if ((*st = vkf_vk_rows_texwin(r, m, 0, x->rows, &win[2])) != VKF_OK) return 1;
+        VKF_TRY(vkf_vk_rows_texwin(r, m, 0, x->rows, &win[2]));
         pc.m_off = (uint32_t)(win[2].delta / 4);
         pc.m_stride = (uint32_t)m->row_stride;
         pc.has_mask = 1;
     }
-    if (win[0].delta % 16 || win[1].delta % 16 || win[2].delta % 16) {
-        *st = vkf_error(VKF_ERROR_INTERNAL, "softmax %s: windows not texel aligned", d->name);
-        return 1;
-    }
+    if (win[0].delta % 16 || win[1].delta % 16 || win[2].delta % 16)
+        return vkf_error(VKF_ERROR_INTERNAL, "softmax %s: windows not texel aligned", d->name);
     pc.rows = (uint32_t)x->rows;
     pc.cols = (uint32_t)x->cols;
     pc.d_stride = (uint32_t)d->row_stride;
     pc.x_stride = (uint32_t)x->row_stride;
     pc.scale = n->op == VKF_OP_SOFTMAX && n->p.scale.scale != 0.0f ? n->p.scale.scale : 1.0f;
-    *st = vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, (uint32_t)groups, 1, 1);
-    return 1;
+    return vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, (uint32_t)plan->groups, 1, 1);
 }
 
 /* softmax, log_softmax: bindings dst, x, mask */
 static vkf_status vkf_vk_op_softmax(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *d = n->dst, *x = n->src[0];
     const vkf_tensor *m = n->op == VKF_OP_SOFTMAX ? n->src[1] : NULL;
-    vkf_status tst;
-    if (vkf_vk_softmax_texel(r, n, &tst)) return tst;
+    vkf_vk_rows_plan plan;
+    vkf_vk_plan_softmax(r->vb, n, &plan);
+    if (plan.texel) return vkf_vk_softmax_texel(r, n, &plan);
     const vkf_tensor *rowwise[] = {d, x, m};
     int64_t per = vkf_vk_fit_all(r, rowwise, 3, x->rows);
     if (per == 0) return vkf_vk_first_unfit(r, rowwise, 3);
-    uint32_t spec[1] = {VKF_VK_ROW_WG};
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, "softmax", n->op == VKF_OP_LOG_SOFTMAX ? "LOG=1" : "", spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, &plan.k, &pl));
     for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
         int64_t nr = vkf_vk_min64(per, x->rows - r0);
         vkf_vk_win win[3];
@@ -401,7 +320,6 @@ static vkf_status vkf_vk_op_select(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *rowwise[] = {d, x};
     int64_t per = vkf_vk_fit_all(r, rowwise, 2, x->rows);
     if (per == 0) return vkf_vk_first_unfit(r, rowwise, 2);
-    uint32_t spec[1] = {VKF_VK_ROW_WG};
     /* llvmpipe ends an invocation's loops after 65535 iterations in all: topk's k rounds each
      * walk cols / (WG * 8) iterations and a log2(WG)-step reduction (shaders/topk.comp) */
     uint64_t k = n->op == VKF_OP_TOPK ? (uint64_t)n->p.topk.k : 1;
@@ -412,8 +330,9 @@ static vkf_status vkf_vk_op_select(vkf_vk_rec *r, const vkf_node *n) {
                          "invocation; this CPU driver (llvmpipe) stops at 65535",
                          d->name, (unsigned long long)k, (long long)x->cols,
                          (unsigned long long)iters);
+    vkf_vk_kplan kp = vkf_vk_plan_simple(r->vb, n);
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, n->op == VKF_OP_ARGMAX ? "argmax" : "topk", "", spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, &kp, &pl));
     for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
         int64_t nr = vkf_vk_min64(per, x->rows - r0);
         vkf_vk_win win[2];
@@ -442,9 +361,9 @@ static vkf_status vkf_vk_op_pool(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_tensor *rowwise[] = {x};
     int64_t per = vkf_vk_fit_all(r, rowwise, 1, x->rows) / L;
     if (per == 0) return vkf_vk_first_unfit(r, rowwise, 1);
-    uint32_t spec[1] = {VKF_VK_ROW_WG};
+    vkf_vk_kplan kp = vkf_vk_plan_simple(r->vb, n);
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, "pool", "", spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, &kp, &pl));
     for (int64_t b0 = 0; b0 < B; b0 += per) {
         int64_t nb = vkf_vk_min64(per, B - b0);
         vkf_vk_win win[3];
@@ -482,11 +401,9 @@ static vkf_status vkf_vk_op_embed(vkf_vk_rec *r, const vkf_node *n) {
     int64_t iper = vkf_vk_rows_fit(d, budget), tper = vkf_vk_rows_fit(tab, budget);
     if (iper == 0) return vkf_vk_fit_error(r, d);
     if (tper == 0) return vkf_vk_fit_error(r, tab);
-    char defs[32];
-    snprintf(defs, sizeof defs, "WTYPE=%d", vkf_vk_wtype(tab->dtype));
-    uint32_t spec[1] = {VKF_VK_ELT_WG};
+    vkf_vk_kplan k = vkf_vk_plan_simple(r->vb, n);
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, "embed", defs, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, &k, &pl));
     for (int64_t i0 = 0; i0 < nid; i0 += iper) {
         int64_t ni = vkf_vk_min64(iper, nid - i0);
         for (int64_t t0 = 0; t0 < tab->rows; t0 += tper) {
@@ -539,9 +456,9 @@ static vkf_status vkf_vk_op_pos(vkf_vk_rec *r, const vkf_node *n) {
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                          "rope: n_rot %d, head_dim %d, n_head %d for %lld cols", n->p.rope.n_rot,
                          n->p.rope.head_dim, n->p.rope.n_head, (long long)x->cols);
-    uint32_t spec[1] = {VKF_VK_ELT_WG};
+    vkf_vk_kplan k = vkf_vk_plan_simple(r->vb, n);
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipe(r, rope ? "rope" : "add_pos", "", spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, &k, &pl));
     for (int64_t r0 = 0; r0 < x->rows; r0 += per) {
         int64_t nr = vkf_vk_min64(per, x->rows - r0);
         for (int64_t t0 = 0; t0 < tab->rows; t0 += tper) {
@@ -624,14 +541,14 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
         hi = vkf_vk_min64(d->rows, (int64_t)n->p.copy.dst_row0 + s->rows);
         if (hi <= lo) return VKF_OK;
     }
-    uint32_t spec[1] = {VKF_VK_ELT_WG};
     vkf_vk_pipeline *pl;
     int f16 = d->dtype == VKF_DTYPE_F16; /* an F16 KV cache: pairs of halves */
     if (f16 && (s->cols % 2 || d->row_stride % 2 || d->offset % 4))
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "copy into F16 %s: %lld columns / stride %lld / offset %zu must be even",
                          d->name, (long long)s->cols, (long long)d->row_stride, d->offset);
-    VKF_TRY(vkf_vk_pipe(r, "copy_rows", f16 ? "F16=1" : "", spec, 1, &pl));
+    vkf_vk_kplan k = vkf_vk_plan_simple(r->vb, n);
+    VKF_TRY(vkf_vk_pipe(r, &k, &pl));
     for (int64_t s0 = 0; s0 < s->rows; s0 += sper) {
         int64_t ns = vkf_vk_min64(sper, s->rows - s0);
         for (int64_t t0 = lo; t0 < hi; t0 += dper) {

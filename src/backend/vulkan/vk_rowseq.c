@@ -19,7 +19,7 @@ int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t
     *pair = 1;
     int any = vb->sw.rowseq;
     if (M != 1 || cfg->lanes || small || !vb->caps.subgroup_size || vb->sw.no_rowseq ||
-        (!any && (vb->caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU || vb->sw.gpu_table)))
+        (!any && !vkf_vk_plan_cpu(vb)))
         return 0;
     int64_t unit = vkf_vk_wunit(wt),
             per = (K / unit + vb->caps.subgroup_size - 1) / vb->caps.subgroup_size;

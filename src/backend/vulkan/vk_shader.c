@@ -370,14 +370,22 @@ static void vkf_vk_spv_store(vkf_vk_backend *vb, const uint64_t key[2], const ui
     vkf_vk_write_atomic(path, &h, sizeof h, words, n_words * 4);
 }
 
-vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *defines,
-                            uint32_t **words, size_t *n_words) {
+/* GLSL -> SPIR-V of shader with defines; with kernel >= 0, each of that kernel's define names
+ * must appear in the expanded source (a define the shader never reads is a typo in a list of
+ * vk_kernels.h, refused rather than silently ignored) */
+static vkf_status vkf_vk_spirv_build(vkf_vk_backend *vb, const char *shader, const char *defines,
+                                     int kernel, uint32_t **words, size_t *n_words) {
     char file[128];
     snprintf(file, sizeof file, "%s.comp", shader);
     vkf_str src = {0}, pre = {0};
     const char *seen[64];
     int n_seen = 0;
+    const char *missing = NULL;
     vkf_status st = vkf_vk_expand(file, &src, seen, &n_seen, 0);
+    if (st == VKF_OK && kernel >= 0 &&
+        !vkf_vk_defines_used((vkf_vk_kernel_id)kernel, src.p, &missing))
+        st = vkf_error(VKF_ERROR_SHADER, "%s: the define %s (vk_kernels.h) is not in its source",
+                       file, missing);
     if (st == VKF_OK) {
         /* device defines first, then the op's */
         st = vkf_vk_preamble(vb->device_defines, &pre);
@@ -407,6 +415,27 @@ vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *
 done:
     free(src.p);
     free(pre.p);
+    return st;
+}
+
+vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *defines,
+                            uint32_t **words, size_t *n_words) {
+    return vkf_vk_spirv_build(vb, shader, defines, -1, words, n_words);
+}
+
+vkf_status vkf_vk_kernel_source_check(vkf_vk_kernel_id id) {
+    if ((unsigned)id >= VKF_VK_K_COUNT)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "kernel %d", (int)id);
+    char file[128];
+    snprintf(file, sizeof file, "%s.comp", vkf_vk_kernels[id].shader);
+    vkf_str src = {0};
+    const char *seen[64], *missing = NULL;
+    int n_seen = 0;
+    vkf_status st = vkf_vk_expand(file, &src, seen, &n_seen, 0);
+    if (st == VKF_OK && !vkf_vk_defines_used(id, src.p, &missing))
+        st = vkf_error(VKF_ERROR_SHADER, "%s: the define %s (vk_kernels.h) is not in its source",
+                       file, missing);
+    free(src.p);
     return st;
 }
 
@@ -477,12 +506,14 @@ static void vkf_vk_pipeline_cache_save(vkf_vk_backend *vb) {
 
 vkf_status vkf_vk_shaders_init(vkf_vk_backend *vb) {
     const vkf_vk_caps *c = &vb->caps;
-    snprintf(vb->device_defines, sizeof vb->device_defines,
-             "VKF_HAS_SUBGROUP=%d;VKF_SUBGROUP_MIN=%u;VKF_SUBGROUP_MAX=%u;VKF_FP16=%d;VKF_INT8=%d;"
-             "VKF_STORAGE16=%d;VKF_MAX_SHARED=%u",
-             c->has_subgroup ? 1 : 0, c->subgroup_min ? c->subgroup_min : 1,
-             c->subgroup_max ? c->subgroup_max : 1, c->fp16 ? 1 : 0, c->int8 ? 1 : 0,
-             c->storage16 ? 1 : 0, c->max_shared);
+    vkf_vk_device_v dv = {.has_subgroup = c->has_subgroup ? 1 : 0,
+                          .subgroup_min = (int32_t)(c->subgroup_min ? c->subgroup_min : 1),
+                          .subgroup_max = (int32_t)(c->subgroup_max ? c->subgroup_max : 1),
+                          .fp16 = c->fp16 ? 1 : 0,
+                          .int8 = c->int8 ? 1 : 0,
+                          .storage16 = c->storage16 ? 1 : 0,
+                          .max_shared = (int32_t)c->max_shared};
+    vkf_vk_device_defines(&dv, vb->device_defines, sizeof vb->device_defines);
     vkf_vk_cache_dir_init(vb);
     return vkf_vk_pipeline_cache_load(vb);
 }
@@ -531,8 +562,8 @@ enum {
  * *n_bindings is the highest binding + 1 (a gap is bound as a storage buffer), *texel_mask has
  * bit i for a texel binding i. So the dispatch sites name no binding counts or kinds: the shader
  * declares them once. */
-static vkf_status vkf_vk_reflect(const uint32_t *w, size_t n, const char *shader, int *n_bindings,
-                                 uint32_t *texel_mask) {
+vkf_status vkf_vk_reflect(const uint32_t *w, size_t n, const char *shader, int *n_bindings,
+                          uint32_t *texel_mask) {
     if (n < 5 || w[0] != 0x07230203u || w[3] > (1u << 22))
         return vkf_error(VKF_ERROR_SHADER, "%s.comp: not a SPIR-V module", shader);
     uint32_t bound = w[3];
@@ -633,26 +664,28 @@ static vkf_status vkf_vk_layout_get(vkf_vk_backend *vb, int n_bindings, uint32_t
     return VKF_OK;
 }
 
-vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const char *defines,
-                               const uint32_t *spec, int n_spec, vkf_vk_pipeline **out) {
-    if (n_spec < 0 || n_spec > VKF_VK_MAX_SPEC)
-        return vkf_error(VKF_ERROR_INTERNAL, "pipeline %s: %d spec constants", shader, n_spec);
-    char key[512];
-    int l = snprintf(key, sizeof key, "%s|%s|", shader, defines ? defines : "");
-    for (int i = 0; i < n_spec && l < (int)sizeof key; i++)
-        l += snprintf(key + l, sizeof key - (size_t)l, "%u,", spec[i]);
-    if (l >= (int)sizeof key)
-        return vkf_error(VKF_ERROR_INTERNAL, "pipeline key too long: %s", shader);
-    uint64_t h = vkf_fnv1a(0xcbf29ce484222325ull, key, (size_t)l);
+vkf_status vkf_vk_kplan_pipe(vkf_vk_backend *vb, const vkf_vk_kplan *k, vkf_vk_pipeline **out) {
+    if ((unsigned)k->id >= VKF_VK_K_COUNT || k->n_spec < 0 || k->n_spec > VKF_VK_MAX_SPEC)
+        return vkf_error(VKF_ERROR_INTERNAL, "pipeline: kernel %d with %d spec constants",
+                         (int)k->id, k->n_spec);
+    /* the key: the plan's bytes (zeroed before it was filled) */
+    uint64_t h = vkf_fnv1a(0xcbf29ce484222325ull, k, sizeof *k);
     for (int i = 0; i < vb->n_pipelines; i++)
-        if (vb->pipelines[i]->hash == h && strcmp(vb->pipelines[i]->key, key) == 0) {
+        if (vb->pipelines[i]->hash == h && memcmp(&vb->pipelines[i]->kp, k, sizeof *k) == 0) {
             *out = vb->pipelines[i];
             return VKF_OK;
         }
 
+    const char *shader = vkf_vk_kernels[k->id].shader;
+    char defines[512], key[640];
+    if (vkf_vk_defines(k, defines, sizeof defines) >= (int)sizeof defines)
+        return vkf_error(VKF_ERROR_INTERNAL, "defines of %s too long", shader);
+    int l = snprintf(key, sizeof key, "%s{%s}", shader, defines);
+    for (int i = 0; i < k->n_spec && l < (int)sizeof key; i++)
+        l += snprintf(key + l, sizeof key - (size_t)l, "%s%u", i ? "," : " spec ", k->spec[i]);
     uint32_t *words = NULL;
     size_t n_words = 0;
-    VKF_TRY(vkf_vk_spirv_get(vb, shader, defines, &words, &n_words));
+    VKF_TRY(vkf_vk_spirv_build(vb, shader, defines, (int)k->id, &words, &n_words));
     int n_bindings = 0;
     uint32_t texel_mask = 0;
     vkf_status st = vkf_vk_reflect(words, n_words, shader, &n_bindings, &texel_mask);
@@ -675,15 +708,15 @@ vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const cha
     VKF_VK_CHECK(r);
 
     VkSpecializationMapEntry me[VKF_VK_MAX_SPEC];
-    for (int i = 0; i < n_spec; i++)
+    for (int i = 0; i < k->n_spec; i++)
         me[i] = (VkSpecializationMapEntry){(uint32_t)i, (uint32_t)i * 4, 4};
-    VkSpecializationInfo si = {(uint32_t)n_spec, me, (size_t)n_spec * 4, spec};
+    VkSpecializationInfo si = {(uint32_t)k->n_spec, me, (size_t)k->n_spec * 4, k->spec};
     VkComputePipelineCreateInfo cpci = {.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     cpci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     cpci.stage.module = mod;
     cpci.stage.pName = "main";
-    cpci.stage.pSpecializationInfo = n_spec ? &si : NULL;
+    cpci.stage.pSpecializationInfo = k->n_spec ? &si : NULL;
     cpci.layout = lay->pipe_layout;
     VkPipeline pipe;
     r = vb->vk.vkCreateComputePipelines(vb->device, vb->pipeline_cache, 1, &cpci, NULL, &pipe);
@@ -695,7 +728,7 @@ vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const cha
     vb->stats.pipelines++;
 
     vkf_vk_pipeline *p = calloc(1, sizeof *p);
-    char *k = strdup(key);
+    char *kc = strdup(key);
     if (vb->n_pipelines == vb->cap_pipelines) {
         int cap = vb->cap_pipelines ? vb->cap_pipelines * 2 : 32;
         vkf_vk_pipeline **np = realloc(vb->pipelines, sizeof *np * (size_t)cap);
@@ -704,13 +737,14 @@ vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const cha
             vb->cap_pipelines = cap;
         }
     }
-    if (!p || !k || vb->n_pipelines == vb->cap_pipelines) {
+    if (!p || !kc || vb->n_pipelines == vb->cap_pipelines) {
         free(p);
-        free(k);
+        free(kc);
         vb->vk.vkDestroyPipeline(vb->device, pipe, NULL);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "pipeline map");
     }
-    p->key = k;
+    p->kp = *k;
+    p->key = kc;
     p->hash = h;
     p->n_bindings = n_bindings;
     p->pipeline = pipe;
