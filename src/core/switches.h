@@ -12,4 +12,7 @@
  * $HOME/.cache/vkformer; "" when none can be named. */
 void vkf_switches_cache_dir(const vkf_switches *sw, char *out, size_t n);
 
+/* The directory for temporary files: $TMPDIR, else /tmp. */
+const char *vkf_switches_tmpdir(void);
+
 #endif
