@@ -97,7 +97,6 @@ if [ "$part" = profile ]; then # where decode's time goes on this GPU, and the k
         step "attn_wg$wg" env VKF_ATTN_WG=$wg "$V" bench -m "$m" -p 512 -n 32 -d 128,2048 -r 1 --backends vulkan
         step "attn_subgroups_wg$wg" env VKF_NO_KEYLANES=1 VKF_ATTN_WG=$wg "$V" bench -m "$m" -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
     done
-    step attn_hg8_wg256 env VKF_NO_KEYLANES=1 VKF_ATTN_HG=8 VKF_ATTN_WG=256 "$V" bench -m "$m" -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
     step attn_old env VKF_NO_TEXEL_ATTENTION=1 "$V" bench -m "$m" -p 512 -n 32 -d 128,2048 -r 1 --backends vulkan
     for sp in 4 8 16; do
         step "attn_split$sp" env VKF_ATTN_SPLIT=$sp "$V" bench -m "$m" -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan

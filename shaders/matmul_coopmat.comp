@@ -130,7 +130,7 @@ shared uint too_big;
  * shared memory too, NACC * TPS matrices per subgroup, element e owned by invocation e % SGS
  * (in registers, llvmpipe took minutes to compile one variant). llvmpipe ends every loop of an
  * invocation once its loops have run 65535 iterations in all (its loop limiter), so the
- * emulation's own loops are few (the host keeps K small enough: vkf_vk_coopmat_defs). */
+ * emulation's own loops are few (the host keeps K small enough: vkf_vk_plan_coopmat). */
 #define CM_A_T uvec3
 #define CM_B_T uvec3
 #define CM_ACC(name) const uint name = 0u

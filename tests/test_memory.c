@@ -12,6 +12,7 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "graph/backend.h"
+#include "model/context.h"
 #include "testutil.h"
 #include "vkformer.h"
 
@@ -21,17 +22,24 @@ static int32_t toks[64];
 static int n_toks;
 static float *ref; /* llama.cpp's logits for the q8_0 "fox" prompt */
 
-/* Loads llama-tiny-q8_0 with no_mmap (and VKF_NO_IMPORT as given), evaluates the fox prompt into
- * out[n_toks * NV]; returns the memory report. */
+/* The device cap of a Vulkan context's backend (the switch max_device_memory,
+ * VKF_MAX_DEVICE_MEMORY), changed while the context lives: as if it had been created with it. */
+static void device_cap(vkf_context *ctx, uint64_t bytes) {
+    vkf_switches *sw = vkf_backend_vulkan_switches(ctx->be);
+    if (sw) sw->max_device_memory = bytes;
+}
+
+/* Loads llama-tiny-q8_0 with no_mmap (and the no_import switch, VKF_NO_IMPORT, as given),
+ * evaluates the fox prompt into out[n_toks * NV]; returns the memory report. */
 static vkf_status run(vkf_context *ctx, int no_mmap, int no_import, float *out,
                       vkf_memory_info *mi) {
-    if (no_import) setenv("VKF_NO_IMPORT", "1", 1);
+    ctx->sw.no_import = no_import; /* read by the loader for every weight */
     vkf_model_params mp = {.path = vkt_fixture("llama-tiny/llama-tiny-q8_0.gguf"),
                            .no_mmap = no_mmap};
     vkf_model *m = NULL;
     vkf_session *s = NULL;
     vkf_status st = vkf_model_load(ctx, &mp, &m);
-    unsetenv("VKF_NO_IMPORT");
+    ctx->sw.no_import = 0;
     if (st == VKF_OK) st = vkf_session_create(m, NULL, &s);
     if (st == VKF_OK) st = vkf_session_eval(s, toks, n_toks, out);
     if (st == VKF_OK) st = vkf_session_memory(s, mi);
@@ -99,7 +107,7 @@ static void too_large(vkf_context *ctx, const char *backend, void *user) {
     (void)user;
     if (strcmp(backend, "cpu") == 0) return; /* the CPU backend has no device budget */
     vkf_model_params mp = {.path = vkt_fixture("llama-tiny/llama-tiny-q8_0.gguf")};
-    setenv("VKF_MAX_DEVICE_MEMORY", "4096", 1);
+    device_cap(ctx, 4096);
     vkf_model *m = NULL;
     vkf_status st = vkf_model_load(ctx, &mp, &m);
     printf("  %s model past a 4 KiB device: %s\n", backend, vkf_last_error());
@@ -109,16 +117,14 @@ static void too_large(vkf_context *ctx, const char *backend, void *user) {
               vkf_last_error());
     vkf_model_free(m);
     m = NULL;
-    unsetenv("VKF_MAX_DEVICE_MEMORY");
+    device_cap(ctx, 0);
 
     mp.n_ctx = 1 << 16; /* RoPE extends; 4 layers x 2 x 4 KV heads x 32 dims x 4 bytes x 2^16 = 256
                            MiB > 64 */
     VKT_OK(vkf_model_load(ctx, &mp, &m));
     vkf_memory_info before, after;
     VKT_OK(vkf_model_memory(m, &before));
-    char cap[32];
-    snprintf(cap, sizeof cap, "%llu", (unsigned long long)before.device_used + (64u << 20));
-    setenv("VKF_MAX_DEVICE_MEMORY", cap, 1);
+    device_cap(ctx, before.device_used + (64u << 20));
     vkf_session *s = NULL;
     st = m ? vkf_session_create(m, NULL, &s) : VKF_ERROR_INTERNAL;
     printf("  %s n_ctx 2^16 on a device with 64 MiB left: %s\n", backend, vkf_last_error());
@@ -133,7 +139,7 @@ static void too_large(vkf_context *ctx, const char *backend, void *user) {
     VKT_CHECK(after.device_total == before.device_used + (64u << 20),
               "%s: device_total %llu is not VKF_MAX_DEVICE_MEMORY", backend,
               (unsigned long long)after.device_total);
-    unsetenv("VKF_MAX_DEVICE_MEMORY");
+    device_cap(ctx, 0);
     vkf_session_free(s);
     vkf_model_free(m);
 }

@@ -340,10 +340,7 @@ static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int ext
              kv == 1   ? " f16-cache"
              : kv == 2 ? " f16-cache neox"
                        : "");
-    if (no_fuse)
-        setenv("VKF_NO_FUSE", "1", 1);
-    else
-        unsetenv("VKF_NO_FUSE");
+    vkf_backend_vulkan_switches(vk)->no_fuse = no_fuse; /* VKF_NO_FUSE, for the graphs below */
     VKT_OK(layer_build(&L, cpu, tc, &gc));
     VKT_OK(layer_build(&L, vk, tv, &gv));
     vkf_vk_stats s0 = vkf_backend_vulkan_stats(vk);
@@ -383,7 +380,7 @@ static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int ext
         if (tv[i].buf) vk->i->buffer_free(vk, tv[i].buf);
     }
     layer_free(&L);
-    unsetenv("VKF_NO_FUSE");
+    vkf_backend_vulkan_switches(vk)->no_fuse = 0;
 }
 
 int main(void) {
@@ -461,8 +458,7 @@ int main(void) {
         g_wv_type = 0;
         /* with the GPUs' table (VKF_GPU_TABLE=1) prefill-shaped groups go to the tiled kernel,
          * which takes no fusion: there only decode's counts compare */
-        const char *gt = getenv("VKF_GPU_TABLE");
-        int gpu_table = gt && gt[0] == '1';
+        int gpu_table = vkf_backend_vulkan_switches(vk)->gpu_table;
         if (caps->texel && caps->has_subgroup && (decode || !gpu_table))
             VKT_CHECK(mixed == same + 1 && mixed < unfused,
                       "v in Q8_0: %llu dispatches vs %llu with one type, %llu unfused",

@@ -562,8 +562,8 @@ static void test_validation_surfaces(void) {
  * take with Debian's glslang) cannot run here: lavapipe has no cooperative matrices, and the
  * emulated spelling runs in test_ops_coopmat_emu. What can be checked here: the runtime
  * compiler turns it into valid Vulkan 1.2 SPIR-V for every weight type, in the shapes NVIDIA
- * lists (16 x 16 x 16 and 16 x 8 x 16), with the defines the host passes (vk_ops.c,
- * vkf_vk_coopmat_defs). */
+ * lists (16 x 16 x 16 and 16 x 8 x 16), with the defines the host passes (the planner's
+ * variant, vkf_vk_plan_coopmat, spelled by vkf_vk_defines). */
 static void test_coopmat_spirv(void) {
     vkf_backend *be = make_backend();
     vkf_vk_backend *vb = vkf_vk(be);
@@ -572,13 +572,20 @@ static void test_coopmat_spirv(void) {
         VKF_DTYPE_F32,  VKF_DTYPE_F16,  VKF_DTYPE_BF16, VKF_DTYPE_Q8_0,   VKF_DTYPE_Q4_0,
         VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1, VKF_DTYPE_IQ4_NL, VKF_DTYPE_Q2_K,
         VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K, VKF_DTYPE_Q6_K,   VKF_DTYPE_IQ4_XS};
-    static const char *const shapes[] = {"CM_M=16;CM_N=16;CM_K=16", "CM_M=16;CM_N=8;CM_K=16"};
     int n_ok = 0;
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         for (int sh = 0; sh < 2; sh++) {
+            vkf_vk_kplan k = vkf_vk_kplan_of(VKF_VK_K_MATMUL_COOPMAT);
+            vkf_vk_matmul_coopmat_v *v = &k.v.matmul_coopmat;
+            v->nv = v->w_small = 1;
+            v->wtype = (int)types[i];
+            v->cm_m = v->cm_k = 16;
+            v->cm_n = sh ? 8 : 16;
+            v->sm = v->sn = 2;
+            v->tps = 1;
+            v->sgs = 32;
             char defs[256];
-            snprintf(defs, sizeof defs, "COOPMAT_NV=1;WTYPE=%d;W_SMALL=1;%s;SM=2;SN=2;TPS=1;SGS=32",
-                     (int)types[i], shapes[sh]);
+            vkf_vk_defines(&k, defs, sizeof defs);
             uint32_t *words = NULL;
             size_t n_words = 0;
             vkf_status s = vkf_vk_spirv_get(vb, "matmul_coopmat", defs, &words, &n_words);
@@ -613,25 +620,23 @@ static void test_coopmat_choice(void) {
     wide.n = 8;
     c.coopmat_shapes[c.n_coopmat++] = wide;
     c.coopmat_shapes[c.n_coopmat++] = sq;
-    const char *save = getenv("VKF_COOPMAT");
-    unsetenv("VKF_COOPMAT");
-    vkf_vk_coopmat_choose(&c, 4 /* VK_DRIVER_ID_NVIDIA_PROPRIETARY */);
+    vkf_switches sw = {0}; /* the defaults, whatever the environment says */
+    vkf_vk_coopmat_choose(&c, 4 /* VK_DRIVER_ID_NVIDIA_PROPRIETARY */, &sw);
     VKT_CHECK(!c.coopmat_use, "NVIDIA: the unverified NV spelling must not run by default");
     VKT_CHECK(c.coopmat_off && strstr(c.coopmat_off, "verified"), "NVIDIA: reason %s",
               c.coopmat_off ? c.coopmat_off : "(none)");
-    setenv("VKF_COOPMAT", "1", 1);
-    vkf_vk_coopmat_choose(&c, 4);
+    sw.coopmat = 1; /* VKF_COOPMAT=1 */
+    vkf_vk_coopmat_choose(&c, 4, &sw);
     VKT_CHECK(c.coopmat_use && c.coopmat_kind == VKF_VK_COOPMAT_NV && c.coopmat_m == 16 &&
                   c.coopmat_n == 16 && c.coopmat_k == 16,
               "NVIDIA with VKF_COOPMAT=1: use %d kind %d shape %ux%ux%u (want NV 16x16x16)",
               c.coopmat_use, (int)c.coopmat_kind, c.coopmat_m, c.coopmat_n, c.coopmat_k);
-    unsetenv("VKF_COOPMAT");
+    sw.coopmat = 0;
     c.vendor_id = 0x5143; /* a vendor off the allow-list */
-    vkf_vk_coopmat_choose(&c, 4);
+    vkf_vk_coopmat_choose(&c, 4, &sw);
     VKT_CHECK(!c.coopmat_use && c.coopmat_off && strstr(c.coopmat_off, "allow-list"),
               "off-list vendor: use %d reason %s", c.coopmat_use,
               c.coopmat_off ? c.coopmat_off : "(none)");
-    if (save) setenv("VKF_COOPMAT", save, 1);
 }
 
 int main(void) {

@@ -338,7 +338,7 @@ int vkf_cmd_generate(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
 
-    vkf_set_shader_compile_callback(vkf_cli_compile_progress, NULL);
+    o.cp.shader_compiled = vkf_cli_compile_progress; /* the context carries it */
     double t_start = now_ms();
     vkf_context *ctx = NULL;
     vkf_model *m = NULL;

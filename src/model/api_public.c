@@ -251,22 +251,3 @@ void vkf_load_progress_end(int ok) {
     if (g_progress.cb && ok) g_progress.cb(g_progress.user, g_progress.total, g_progress.total);
     g_progress.cb = NULL;
 }
-
-/* ---------------------------------------------------------------- shader compilation */
-
-static void (*g_compile_cb)(void *user, int n_compiled, const char *shader);
-static void *g_compile_user;
-static _Atomic int g_compiled;
-
-void vkf_set_shader_compile_callback(void (*cb)(void *user, int n_compiled, const char *shader),
-                                     void *user) {
-    g_compile_user = user;
-    g_compile_cb = cb;
-}
-
-void vkf_note_shader_compiled(const char *shader);
-void vkf_note_shader_compiled(const char *shader) {
-    int n = ++g_compiled;
-    void (*cb)(void *, int, const char *) = g_compile_cb;
-    if (cb) cb(g_compile_user, n, shader);
-}

@@ -7,6 +7,19 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "core/error.h"
+#include "core/switches.h"
+
+/* The shader-compile callback of contexts created without one of their own
+ * (vkf_context_params.shader_compiled): read when a context is created, which carries it from
+ * then on down to its backend. */
+static void (*g_compile_cb)(void *user, int n_compiled, const char *shader);
+static void *g_compile_user;
+
+void vkf_set_shader_compile_callback(void (*cb)(void *user, int n_compiled, const char *shader),
+                                     void *user) {
+    g_compile_user = user;
+    g_compile_cb = cb;
+}
 
 vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
     vkf_context_params def = {0};
@@ -28,6 +41,11 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
         free(ctx);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "context: cannot create its mutex");
     }
+    /* the switches: read once, here (DESIGN 6); everything below takes this copy */
+    if (p->switches)
+        ctx->sw = *p->switches;
+    else
+        vkf_switches_from_env(&ctx->sw);
     vkf_status s = VKF_OK;
     if (p->ggml_activations && p->backend == VKF_BACKEND_VULKAN) {
         pthread_mutex_destroy(&ctx->lock);
@@ -48,9 +66,16 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
         ctx->ggml_activations = p->ggml_activations;
         ctx->kind = VKF_BACKEND_CPU;
     } else {
-        const char *env = getenv("VKF_VALIDATE");
-        int validate = p->validate || (env && strcmp(env, "1") == 0);
-        s = vkf_backend_vulkan_create(p->device, validate, &ctx->be);
+        vkf_backend_vulkan_params vp = {.device = p->device,
+                                        .validate = p->validate,
+                                        .switches = &ctx->sw,
+                                        .shader_compiled = p->shader_compiled,
+                                        .shader_compiled_user = p->shader_compiled_user};
+        if (!vp.shader_compiled) {
+            vp.shader_compiled = g_compile_cb;
+            vp.shader_compiled_user = g_compile_user;
+        }
+        s = vkf_backend_vulkan_create_ex(&vp, &ctx->be);
         ctx->kind = VKF_BACKEND_VULKAN;
         ctx->serialize = 1;
         /* AUTO falls back to the CPU when there is no loader or no device at all; an explicit
@@ -58,7 +83,7 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
          * in ctx->fallback and in vkf_last_error() (the CPU backend sets no message), so a
          * front end can print a one-line notice. */
         if (s != VKF_OK && p->backend == VKF_BACKEND_AUTO && !(p->device && *p->device) &&
-            !getenv("VKF_DEVICE") && (s == VKF_ERROR_NO_VULKAN || s == VKF_ERROR_NO_DEVICE)) {
+            !ctx->sw.device[0] && (s == VKF_ERROR_NO_VULKAN || s == VKF_ERROR_NO_DEVICE)) {
             snprintf(ctx->fallback, sizeof ctx->fallback, "%s", vkf_last_error());
             s = vkf_backend_cpu_create(&ctx->be);
             ctx->kind = VKF_BACKEND_CPU;
@@ -86,6 +111,10 @@ void vkf_context_free(vkf_context *ctx) {
 const char *vkf_context_device_name(const vkf_context *ctx) { return ctx->be->device_name; }
 
 vkf_backend_kind vkf_context_backend(const vkf_context *ctx) { return ctx->kind; }
+
+void vkf_context_switches(const vkf_context *ctx, vkf_switches *out) {
+    if (out) *out = ctx->sw;
+}
 
 void vkf_context_lock(vkf_context *ctx) {
     if (ctx->serialize) pthread_mutex_lock(&ctx->lock);

@@ -18,6 +18,7 @@ struct vkf_context {
     char fallback[512];   /* AUTO fell back to the CPU: why ("" otherwise) */
     int ggml_activations; /* a vkf_ggml_target: the CPU backend computes as llama.cpp's
                              (cpu_ggml.c); 0 off */
+    vkf_switches sw;      /* read once at creation (params or environment) */
 };
 
 /* Taken around every backend call made on behalf of a model or session of ctx. */

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/quant.h"
+#include "core/switches.h"
 #include "core/wtype.h"
 #include "io/gguf.h"
 #include "io/gguf_write.h"
@@ -372,8 +373,7 @@ static char *hf_temp_path(const char *out) {
     struct stat st;
     char *tmp;
     if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
-        const char *dir = getenv("TMPDIR");
-        if (!dir || !*dir) dir = "/tmp";
+        const char *dir = vkf_switches_tmpdir();
         size_t n = strlen(dir) + 64;
         if ((tmp = malloc(n)))
             snprintf(tmp, n, "%s/vkformer-quantize-%ld.hf-f32.gguf", dir, (long)getpid());

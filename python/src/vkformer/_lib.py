@@ -91,6 +91,9 @@ class ContextParams(Structure):
         ("device", c_char_p),
         ("validate", c_int),
         ("ggml_activations", c_int),
+        ("switches", c_void_p),  # const vkf_switches *: NULL, the environment's
+        ("shader_compiled", c_void_p),  # callback: NULL
+        ("shader_compiled_user", c_void_p),
     ]
 
 

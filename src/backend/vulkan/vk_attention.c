@@ -1,7 +1,8 @@
-/* The ATTENTION encoder (vk_ops.c dispatches to it): attention_texel.comp where the device has
- * texels and subgroups and the shapes allow (F32 or F16 caches; layouts chosen per device kind,
- * see vkf_vk_attention_texel), else attention.comp, in key chunks when one sequence exceeds a
- * storage window; decode split over the keys and merged (attention_merge.comp) on request. */
+/* The ATTENTION encoder (vk_ops.c dispatches to it), as the planner chose (vkf_vk_plan_attention):
+ * attention_texel.comp where the device has texels and subgroups and the shapes allow (F32 or F16
+ * caches; its layout per device kind), with the key parts merged by attention_merge.comp where
+ * the keys are split across workgroups; else attention.comp, in key chunks when one sequence
+ * exceeds a storage window or what a CPU driver's invocation may walk. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,29 +11,6 @@
 #include "vkf_abi.h"
 
 /* ---------------------------------------------------------------- attention */
-
-#define VKF_VK_ATTN_WG 128
-
-/* rows spanned by nb sequences of kv_stride rows with n_kv used rows each */
-static int vkf_vk_kv_fits(const vkf_tensor *t, int64_t nb, int64_t kv_stride, int64_t n_kv,
-                          uint64_t budget) {
-    uint64_t rows = (uint64_t)(nb - 1) * (uint64_t)kv_stride + (uint64_t)n_kv;
-    return (rows - 1) * vkf_vk_stride_bytes(t) + vkf_vk_row_bytes(t) <= budget;
-}
-
-/* the attention pipeline: CHUNKED for key-chunked sequences, VEC4 when every q/k/v/dst offset
- * and stride and head_dim are multiples of 4 (VKF_NO_VEC4=1 turns it off) */
-static vkf_status vkf_vk_attn_pipe(vkf_vk_rec *r, const vkf_pc_attn *pc, int chunked, int kv_f16,
-                                   vkf_vk_pipeline **pl) {
-    int v4 = !kv_f16 && pc->head_dim % 4 == 0 && pc->q_off % 4 == 0 && pc->k_off % 4 == 0 &&
-             pc->v_off % 4 == 0 && pc->d_off % 4 == 0 && pc->q_stride % 4 == 0 &&
-             pc->k_stride % 4 == 0 && pc->v_stride % 4 == 0 && pc->d_stride % 4 == 0 &&
-             !vkf_vk_env_flag("VKF_NO_VEC4");
-    char defs[48];
-    snprintf(defs, sizeof defs, "CHUNKED=%d;VEC4=%d;KV_F16=%d", chunked, v4, kv_f16);
-    uint32_t spec[1] = {VKF_VK_ATTN_WG};
-    return vkf_vk_pipe(r, "attention", defs, chunked ? 6 : 5, spec, 1, pl);
-}
 
 static void vkf_vk_attn_pc(const vkf_node *n, vkf_pc_attn *pc) {
     const vkf_attn_params *ap = &n->p.attn;
@@ -51,6 +29,14 @@ static void vkf_vk_attn_pc(const vkf_node *n, vkf_pc_attn *pc) {
     pc->k_stride = (uint32_t)n->src[1]->row_stride;
     pc->v_stride = (uint32_t)n->src[2]->row_stride;
     pc->d_stride = (uint32_t)n->dst->row_stride;
+}
+
+/* attention.comp with 16-byte loads where the plan allows them and every q/k/v/dst offset and
+ * stride and head_dim are multiples of 4 */
+static int vkf_vk_attn_vec4(const vkf_vk_attn_plan *p, const vkf_pc_attn *pc) {
+    return p->vec4_ok && pc->head_dim % 4 == 0 && pc->q_off % 4 == 0 && pc->k_off % 4 == 0 &&
+           pc->v_off % 4 == 0 && pc->d_off % 4 == 0 && pc->q_stride % 4 == 0 &&
+           pc->k_stride % 4 == 0 && pc->v_stride % 4 == 0 && pc->d_stride % 4 == 0;
 }
 
 /* attention.comp's windows: dst and q over query rows [q0, q0 + nq), k and v over key rows
@@ -77,24 +63,12 @@ static vkf_status vkf_vk_attn_bind(vkf_vk_rec *r, const vkf_node *n, int64_t q0,
     return VKF_OK;
 }
 
-/* llvmpipe (gallivm) ends every loop of an invocation once the invocation's loops have run
- * 65535 iterations in all (its loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), silently: decode or
- * prefill attention with one invocation walking more keys than that gave wrong results on
- * lavapipe (op harness, n_q = 16 at 131072 keys: NMSE 1e-2; bench/RESULTS.md). On CPU drivers
- * no invocation walks more than this many keys: the texel kernel's lanes-take-keys and
- * lanes-take-query-rows layouts split the keys across workgroups and merge the parts
- * (vkf_vk_attn_layout_of), the rest goes to the general kernel in chunks of this size (its
- * invocations walk them WG at a time, a few hundred loop iterations per block at most). */
-#define VKF_VK_CPU_KEYS_MAX 16384u
-
-static int vkf_vk_cpu_driver(const vkf_vk_caps *c) {
-    return c->type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-}
-
 /* One sequence exceeds a window (or, on CPU drivers, VKF_VK_CPU_KEYS_MAX keys): per sequence
  * and query chunk, key chunks of at most kmax in order, each resuming from the (max, sum) state
  * and normalized output the previous chunk left (scratch + dst). */
-static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n, int64_t kmax) {
+static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n,
+                                           const vkf_vk_attn_plan *p) {
+    int64_t kmax = p->kmax;
     const vkf_attn_params *ap = &n->p.attn;
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
     uint64_t budget = vkf_vk_window_budget(r->vb);
@@ -138,7 +112,7 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n, int
                 pc.q0 = (uint32_t)q0;
                 pc.qn = (uint32_t)qn;
                 uint32_t gy = (uint32_t)vkf_vk_min64(qn, c->max_wg_count[1]);
-                VKF_TRY(vkf_vk_attn_pipe(r, &pc, 1, k->dtype == VKF_DTYPE_F16, &pl));
+                VKF_TRY(vkf_vk_pipe(r, vkf_vk_attn_vec4(p, &pc) ? &p->gen : &p->gen1, &pl));
                 VKF_TRY(
                     vkf_vk_dispatch(r, pl, win, 6, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
             }
@@ -147,152 +121,15 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n, int
     return VKF_OK;
 }
 
-#define VKF_VK_ATTN_TEXEL_WG 64
-
-/* attention_texel.comp's layout for a node: heads per workgroup, who takes keys or query
- * rows, the workgroup size, the key parts; walk: the keys one invocation walks (0 if unsafe
- * on a CPU driver: the general kernel then runs in chunks) */
-typedef struct vkf_vk_attn_layout {
-    uint32_t hg, qr, split, wg;
-    int keylanes, qlanes;
-} vkf_vk_attn_layout;
-
-static int vkf_vk_attn_layout_of(const vkf_vk_caps *c, const vkf_attn_params *ap,
-                                 vkf_vk_attn_layout *o) {
-    uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
-    /* query heads per workgroup sharing a KV head (GQA: each K/V row loaded once for all of
-     * them). Measured slower on lavapipe (its register arrays), so 1 unless VKF_ATTN_HG asks */
-    uint32_t hg = 1;
-    uint64_t hge = vkf_vk_env_u64("VKF_ATTN_HG");
-    if (hge > 1 && hge <= 8 && (uint64_t)ap->n_head % hge == 0 &&
-        (uint64_t)(ap->n_head / ap->n_kv_head) % hge == 0)
-        hg = (uint32_t)hge;
-    /* CPU drivers' choices, unless VKF_GPU_TABLE=1 (lavapipe taking the GPUs') */
-    int cpu = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_GPU_TABLE");
-    /* decode: lanes take whole keys (no subgroupAdd per key) on every device; on GPUs up to
-     * head_dim 64, which keeps q and the accumulator (2 * head_dim floats per lane) within
-     * reason. On an H200 (TinyLlama Q4_0, F16 cache, tg32 t/s at depth 128 / 2048): subgroups
-     * splitting the keys, 64 invocations 289 / 49, 512 409 / 220; lanes taking keys, 256
-     * invocations 397 / 279. CPU drivers take it up to head_dim 128, where the registers spill
-     * and it still wins with K/V read from memory (lavapipe, 1x2048 keys, 16/8 heads of 128, CPU
-     * ms: F16 cache 4.7-5.0 -> 3.1, F32 4.4-4.5 -> 4.0-4.2; qwen3-0.6b Q8_0 at depth 2048,
-     * attention 71.2 -> 37.7 ms per token); at 256 it is even (1.60 / 1.63 ms, gemma's 4/1
-     * heads) (bench/RESULTS.md). VKF_ATTN_KEYLANES=1 gives GPUs the CPU drivers' bound (an
-     * experiment: bench/steps-gpu-decode.txt) */
-    uint32_t kl_hw = cpu || vkf_vk_env_flag("VKF_ATTN_KEYLANES") ? 32u : 16u;
-    int keylanes = ap->n_q == 1 && hg == 1 && hw <= kl_hw && !vkf_vk_env_flag("VKF_NO_KEYLANES");
-    /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries),
-     * up to head_dim 256 there (qwen3's 128 and gemma's 256 spill registers, and still beat the
-     * subgroup layout: pp512 attention ms per token, qwen3-0.6b 10.0 -> 2.4, gemma-3-1b 3.3 ->
-     * 1.1; bench/RESULTS.md); on GPUs (VKF_ATTN_QLANES=1) the same bound as keylanes */
-    int qlanes = ap->n_q > 1 && hg == 1 && hw <= (cpu ? 64u : 16u) &&
-                 (cpu || vkf_vk_env_flag("VKF_ATTN_QLANES")) && !vkf_vk_env_flag("VKF_NO_QLANES");
-    /* with qlanes, 4 (or 2) query rows per lane where every sequence's row count is a multiple
-     * (a lane's rows then share one sequence's K/V): each K/V load serves all of them. pp512
-     * on TinyLlama's attention shape, ms per layer: 1 row 80.5, 2 rows 54.2, 4 rows 44.0, 8 rows
-     * 42.3 (bench/RESULTS.md). VKF_ATTN_QR=N sets it (1 turns it off). */
-    uint64_t qre = vkf_vk_env_u64("VKF_ATTN_QR");
-    uint32_t qr = qre >= 1 && qre <= 8 ? (uint32_t)qre : ap->n_q % 4 == 0 ? 4 : 2;
-    if (!qlanes || ap->n_q % qr) qr = 1;
-    /* decode split over the keys across workgroups (flash-decoding), then merged: an
-     * experiment for GPUs, whose decode attention runs one workgroup per head (VKF_ATTN_SPLIT=P,
-     * 2..64 parts; lanes taking keys only) */
-    uint64_t spe = vkf_vk_env_u64("VKF_ATTN_SPLIT");
-    uint32_t split = keylanes && spe >= 2 && spe <= 64 ? (uint32_t)spe : 1u;
-    /* CPU drivers: one subgroup per workgroup (no shared-memory merge; their barriers are
-     * expensive) except decode in the subgroup layout (split-K over the cache, 64). GPUs: the
-     * subgroups of 256 invocations split the keys of a query row (prefill, decode with lanes
-     * taking keys), 512 in decode's subgroup layout; on the H200, pp512 t/s at depth 128 / 2048:
-     * one subgroup 6905 / 3313, 256 invocations 7192 / 3778 (attention.comp: 4892 / 1555) */
-    uint32_t wg = cpu ? (ap->n_q > 1 || keylanes ? S : VKF_VK_ATTN_TEXEL_WG)
-                      : (ap->n_q == 1 && !keylanes ? 512u : 256u);
-    uint64_t wge = vkf_vk_env_u64("VKF_ATTN_WG");
-    if (wge >= 1 && wge <= c->max_wg_invocations) wg = (uint32_t)wge;
-    /* the merge's shared memory: (wg / S) x (head_dim / 4) texels and two floats per subgroup */
-    while (wg > S &&
-           (wg > c->max_wg_invocations || (uint64_t)(wg / S) * (hw * 16u + 8u) > c->max_shared))
-        wg /= 2;
-    /* llvmpipe's loop limiter (VKF_VK_CPU_KEYS_MAX): on CPU drivers the layouts whose lanes
-     * take keys or query rows split the keys across workgroups so that no invocation walks more
-     * than VKF_VK_CPU_KEYS_MAX; the subgroup layout (head_dim > 64), whose invocations spend
-     * about two loop iterations per key (262144 keys over 8 subgroups failed, 131072 held), is
-     * left to the chunked general kernel past that many keys per subgroup */
-    if (vkf_vk_cpu_driver(c)) {
-        uint64_t walk = keylanes ? ((uint64_t)ap->n_kv + wg - 1) / wg : (uint64_t)ap->n_kv;
-        if (!keylanes && !qlanes) {
-            uint64_t G = ap->n_q == 1 && wg / S > 1 ? wg / S : 1;
-            if (((uint64_t)ap->n_kv + G - 1) / G > VKF_VK_CPU_KEYS_MAX) return 0;
-        } else {
-            uint64_t need = (walk + VKF_VK_CPU_KEYS_MAX - 1) / VKF_VK_CPU_KEYS_MAX;
-            if (need > 64) return 0;
-            if (need > split) split = (uint32_t)need;
-        }
-    }
-    o->hg = hg;
-    o->qr = qr;
-    o->split = split;
-    o->wg = wg;
-    o->keylanes = keylanes;
-    o->qlanes = qlanes;
-    return 1;
-}
-
-/* attention_texel.comp when the device has texels and subgroups, head_dim and every offset and
- * stride are multiples of 4 (of 8 with an F16 cache: a K/V texel holds 8 halves) and one
- * dispatch binds everything (else 0: the general kernel). */
-static int vkf_vk_attn_texel_ok(vkf_vk_rec *r, const vkf_node *n) {
-    const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
-    const vkf_vk_caps *c = &r->vb->caps;
-    if (!c->texel || !c->has_subgroup || !c->subgroup_min ||
-        vkf_vk_env_flag("VKF_NO_TEXEL_ATTENTION"))
-        return 0;
-    vkf_vk_attn_layout lo;
-    if (!vkf_vk_attn_layout_of(c, ap, &lo)) return 0;
-    /* key parts: their states must fit one window */
-    if (lo.split > 1 &&
-        (uint64_t)ap->batch * ap->n_q * ap->n_head * lo.split * (ap->head_dim / 4 + 1) * 16u >
-            vkf_vk_window_budget(r->vb))
-        return 0;
-    int kvu = k->dtype == VKF_DTYPE_F16 ? 2 : 1; /* 4-wide units per K/V texel */
-    if ((k->dtype != VKF_DTYPE_F32 && k->dtype != VKF_DTYPE_F16) || v->dtype != k->dtype ||
-        q->dtype != VKF_DTYPE_F32 || d->dtype != VKF_DTYPE_F32)
-        return 0;
-    if (ap->head_dim % (4 * kvu) || d->row_stride % 4 || q->row_stride % 4 ||
-        k->row_stride % (4 * kvu) || v->row_stride % (4 * kvu))
-        return 0;
-    if (d->offset % 16 || q->offset % 16 || k->offset % 16 || v->offset % 16) return 0;
-    if ((uint32_t)ap->n_head > c->max_wg_count[0] ||
-        (int64_t)ap->batch * ap->n_q > (int64_t)c->max_wg_count[1])
-        return 0;
-    uint64_t budget = vkf_vk_texel_budget(r->vb) - 32;
-    int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
-    int64_t q_rows = (int64_t)ap->batch * ap->n_q;
-    return vkf_vk_rows_fit(q, budget) >= q_rows &&
-           vkf_vk_rows_fit(d, vkf_vk_window_budget(r->vb)) >= q_rows &&
-           vkf_vk_rows_fit(k, budget) >= kv_rows && vkf_vk_rows_fit(v, budget) >= kv_rows;
-}
-
-static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
+static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n,
+                                         const vkf_vk_attn_plan *p) {
     const vkf_attn_params *ap = &n->p.attn;
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
     const vkf_vk_caps *c = &r->vb->caps;
-    uint32_t kv_f16 = k->dtype == VKF_DTYPE_F16, kvu = kv_f16 ? 2u : 1u;
-    uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
-    uint32_t maxt = (hw / kvu + S - 1) / S; /* K/V texels of a head per lane */
-    vkf_vk_attn_layout lo;
-    if (!vkf_vk_attn_layout_of(c, ap, &lo))
-        return vkf_error(VKF_ERROR_INTERNAL, "attention %s: no texel layout", d->name);
-    uint32_t hg = lo.hg, qr = lo.qr, split = lo.split, wg = lo.wg;
-    int keylanes = lo.keylanes, qlanes = lo.qlanes;
-    char defs[144];
-    snprintf(defs, sizeof defs,
-             "MAXT=%uu;HWMAX=%uu;HG=%uu;KEYLANES=%d;QLANES=%d;QR=%uu;KV_F16=%u;SPLIT=%u", maxt, hw,
-             hg, keylanes, qlanes, qr, kv_f16, split);
-    uint32_t spec[1] = {wg};
+    uint32_t kv_f16 = k->dtype == VKF_DTYPE_F16, hw = (uint32_t)ap->head_dim / 4u;
+    uint32_t qr = p->qr, split = p->split, wg = p->wg;
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipeline_get_texel(r->vb, "attention_texel", defs, 6,
-                                      (1u << 2) | (1u << 3) | (1u << 4), spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, &p->k, &pl));
     int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
     int64_t q_rows = (int64_t)ap->batch * ap->n_q;
     vkf_vk_win win[5];
@@ -325,9 +162,9 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     pc.q0 = 0;
     pc.qn = (uint32_t)ap->n_q;
     /* qlanes: one workgroup per tile of wg query rows */
-    uint32_t gy = qlanes ? (uint32_t)((q_rows + wg * qr - 1) / (wg * qr)) : (uint32_t)q_rows;
+    uint32_t gy = p->qlanes ? (uint32_t)((q_rows + wg * qr - 1) / (wg * qr)) : (uint32_t)q_rows;
     if (split == 1)
-        return vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head / hg, gy, 1);
+        return vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1);
     /* the parts' states (one texel of max and sum, then the head's texels) in scratch, then
      * attention_merge.comp into dst */
     uint64_t pbytes = (uint64_t)q_rows * (uint64_t)ap->n_head * split * (hw + 1u) * 16u;
@@ -346,11 +183,8 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
     vkf_pc_attn mpc = pc;
     pc.d_off = (uint32_t)(pw.delta / 4);
     VKF_TRY(vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head, gy, split));
-    char mdefs[48];
-    snprintf(mdefs, sizeof mdefs, "SPLIT=%u;HWMAX=%uu", split, hw);
-    uint32_t mwg = 64;
     vkf_vk_pipeline *ml;
-    VKF_TRY(vkf_vk_pipe(r, "attention_merge", mdefs, 2, &mwg, 1, &ml));
+    VKF_TRY(vkf_vk_pipe(r, &p->merge, &ml));
     mwin[1] = pw;
     mwin[1].write = 0;
     mpc.s_off = (uint32_t)(pw.delta / 16);
@@ -361,7 +195,6 @@ static vkf_status vkf_vk_attention_texel(vkf_vk_rec *r, const vkf_node *n) {
 
 vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
     const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
     if (ap->batch <= 0 || ap->n_q <= 0 || ap->n_kv <= 0 || ap->n_head <= 0 || ap->n_kv_head <= 0 ||
         ap->head_dim <= 0 || ap->head_dim > 1024 || ap->n_head % ap->n_kv_head ||
         ap->kv_stride < ap->n_kv)
@@ -370,27 +203,12 @@ vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
                          "kv_stride %d heads %d/%d head_dim %d",
                          ap->batch, ap->n_q, ap->n_kv, ap->kv_stride, ap->n_head, ap->n_kv_head,
                          ap->head_dim);
-    if (vkf_vk_attn_texel_ok(r, n)) return vkf_vk_attention_texel(r, n);
-    uint64_t budget = vkf_vk_window_budget(r->vb);
+    vkf_vk_attn_plan p;
+    VKF_TRY(vkf_vk_plan_attention(r->vb, n, &p));
+    if (p.texel) return vkf_vk_attention_texel(r, n, &p);
+    if (p.chunked) return vkf_vk_attention_chunked(r, n, &p);
     const vkf_vk_caps *c = &r->vb->caps;
-    /* sequences per dispatch: Q/dst rows nb*n_q, K/V rows (nb-1)*kv_stride + n_kv */
-    int64_t nb = ap->batch;
-    int64_t qfit = vkf_vk_min64(vkf_vk_rows_fit(q, budget), vkf_vk_rows_fit(d, budget));
-    nb = vkf_vk_min64(nb, qfit / ap->n_q);
-    while (nb > 0 && !(vkf_vk_kv_fits(k, nb, ap->kv_stride, ap->n_kv, budget) &&
-                       vkf_vk_kv_fits(v, nb, ap->kv_stride, ap->n_kv, budget)))
-        nb--;
-    if ((uint32_t)ap->n_head > c->max_wg_count[0])
-        return vkf_error(VKF_ERROR_UNSUPPORTED,
-                         "attention: %d heads exceed the workgroup count limit", ap->n_head);
-    /* the general kernel's loops per key grow with head_dim (a dot product over the head's
-     * texels): 16384-key chunks hold up to head_dim 128 (270000 keys in the op harness), and at
-     * 256 (gemma) 20000 keys in two chunks read NMSE 1e-3 on lavapipe, so the chunks shrink with
-     * wider heads */
-    int64_t kmax = vkf_vk_cpu_driver(c) ? (int64_t)VKF_VK_CPU_KEYS_MAX * 128 /
-                                              (ap->head_dim > 128 ? ap->head_dim : 128)
-                                        : (int64_t)ap->n_kv;
-    if (nb == 0 || ap->n_kv > kmax) return vkf_vk_attention_chunked(r, n, kmax);
+    int64_t nb = p.nb;
     vkf_vk_pipeline *pl;
     for (int64_t b0 = 0; b0 < ap->batch; b0 += nb) {
         int64_t bc = vkf_vk_min64(nb, ap->batch - b0);
@@ -408,7 +226,7 @@ vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
         pc.q0 = 0;
         pc.qn = (uint32_t)ap->n_q;
         uint32_t gy = (uint32_t)vkf_vk_min64(bc * ap->n_q, c->max_wg_count[1]);
-        VKF_TRY(vkf_vk_attn_pipe(r, &pc, 0, k->dtype == VKF_DTYPE_F16, &pl));
+        VKF_TRY(vkf_vk_pipe(r, vkf_vk_attn_vec4(&p, &pc) ? &p.gen : &p.gen1, &pl));
         VKF_TRY(vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
     }
     return VKF_OK;

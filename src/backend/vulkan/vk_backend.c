@@ -1,7 +1,8 @@
 /* The Vulkan vkf_backend: create/destroy and the interface table. The work lives in
- * vk_device.c (device), vk_memory.c (buffers), vk_shader.c (pipelines), vk_record.c
- * (command buffers), vk_ops.c (one encoder per op; attention in vk_attention.c), vk_fuse.c
- * (record-time fusions) and vk_tune.c (kernel variants per device). */
+ * vk_device.c (device), vk_memory.c (buffers), vk_shader.c (pipelines), vk_record.c (the graph
+ * walk and submission), vk_fuse.c (record-time fusions), vk_ops.c, vk_matmul.c and
+ * vk_attention.c (one encoder per op family), vk_dispatch.c (the windows and dispatches they
+ * record through) and vk_tune.c (kernel variants per device). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,20 +34,29 @@ static const vkf_backend_i k_vulkan_i = {
     .memory_info = vkf_vk_memory_info,
 };
 
-vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backend **out) {
+vkf_status vkf_backend_vulkan_create_ex(const vkf_backend_vulkan_params *p, vkf_backend **out) {
     if (!out)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vkf_backend_vulkan_create: out is NULL");
     *out = NULL;
+    vkf_backend_vulkan_params def = {0};
+    if (!p) p = &def;
     VKF_TRY(vkf_vk_load());
     vkf_vk_backend *vb = calloc(1, sizeof *vb);
     if (!vb) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "vulkan backend");
     vb->base.i = &k_vulkan_i;
     pthread_mutex_init(&vb->msg_lock, NULL);
-    int val = validate || vkf_vk_env_flag("VKF_VALIDATE");
-    vkf_status st = vkf_vk_device_init(vb, device, val);
+    if (p->switches)
+        vb->sw = *p->switches;
+    else
+        vkf_switches_from_env(&vb->sw);
+    vb->shader_compiled = p->shader_compiled;
+    vb->shader_compiled_user = p->shader_compiled_user;
+    const char *device = p->device && *p->device ? p->device : vb->sw.device;
+    vkf_status st = vkf_vk_device_init(vb, device, p->validate || vb->sw.validate);
     if (st == VKF_OK) st = vkf_vk_memory_init(vb);
     if (st == VKF_OK) st = vkf_vk_shaders_init(vb);
-    if (st == VKF_OK && vkf_vk_env_flag("VKF_PROFILE") && vb->ts_bits) vb->profile = 1;
+    if (st == VKF_OK) vkf_vk_tune_init(vb);
+    if (st == VKF_OK && vb->sw.profile && vb->ts_bits) vb->profile = 1;
     /* messages during device creation count too */
     if (st == VKF_OK) st = vkf_vk_check_messages(vb);
     if (st != VKF_OK) {
@@ -55,6 +65,15 @@ vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backe
     }
     *out = &vb->base;
     return VKF_OK;
+}
+
+vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backend **out) {
+    vkf_backend_vulkan_params p = {.device = device, .validate = validate};
+    return vkf_backend_vulkan_create_ex(&p, out);
+}
+
+vkf_switches *vkf_backend_vulkan_switches(vkf_backend *be) {
+    return vkf_backend_is_vulkan(be) ? &vkf_vk(be)->sw : NULL;
 }
 
 int vkf_backend_is_vulkan(const vkf_backend *be) { return be && be->i == &k_vulkan_i; }

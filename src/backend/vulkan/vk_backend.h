@@ -1,37 +1,24 @@
 /* The Vulkan backend: one vkf_backend per VkDevice (DESIGN decisions 2-4).
  *
  * Usage:
+ *     vkf_backend_vulkan_params p = {.switches = &sw};   // zero = defaults, switches from env
  *     vkf_backend *be;
- *     if (vkf_backend_vulkan_create(NULL, 0, &be) != VKF_OK) fprintf(stderr, "%s\n",
- * vkf_last_error());
+ *     if (vkf_backend_vulkan_create_ex(&p, &be) != VKF_OK) ... vkf_last_error() ...
  *     ... vkf_tensor_alloc(be, ...), be->i->graph_compute(be, g, n_past) ...
  *     vkf_backend_free(be);
  *
- * Device selection: `device` is an index ("1") or a case-insensitive name substring; NULL or ""
- * falls back to env VKF_DEVICE, then the first discrete GPU, integrated GPU, then any device.
- * Validation: validate != 0 or env VKF_VALIDATE=1 turns on VK_LAYER_KHRONOS_validation with
- * synchronization validation; any warning or error it reports makes the next graph_compute or
- * buffer_read fail with VKF_ERROR_VALIDATION carrying the layer's text.
+ * Device selection: p.device is an index ("1") or a case-insensitive name substring; NULL or ""
+ * falls back to the switches' device (VKF_DEVICE), then the first discrete GPU, integrated GPU,
+ * then any device. Validation: p.validate or the switches' validate turns on
+ * VK_LAYER_KHRONOS_validation with synchronization validation; any warning or error it reports
+ * makes the next graph_compute or buffer_read fail with VKF_ERROR_VALIDATION carrying the
+ * layer's text.
  *
- * Environment overrides that cap the capabilities (to exercise small-device paths on a large one):
- *     VKF_MAX_STORAGE_BUFFER_RANGE=bytes  VKF_MAX_ALLOC=bytes  VKF_MAX_SHARED_MEMORY=bytes
- *     VKF_DEVICE_PROFILE=mobile (128 MiB storage range, 256 MiB allocations, 16 KiB shared
- *     memory, no fp16/int8/16-bit storage/subgroups)  VKF_MAX_DEVICE_MEMORY=bytes (total cap)
- *     VKF_GPU_TIMEOUT_MS=ms (longest wait for one submission, default 120000; after a timeout
- *     or a lost device the backend refuses every call)  VKF_SIMULATE_DEVICE_LOST=N (tests)
- *     VKF_NO_FP16=1  VKF_NO_SUBGROUP=1  VKF_FORCE_STAGING=1 (upload/download through a staging
- *     buffer even on unified-memory devices)  VKF_NO_IMPORT=1 (copy the weights instead of
- *     using the model file's memory in place through VK_EXT_external_memory_host)
- *     VKF_NO_UPLOAD_RING=1 (staged uploads one copy at a time instead of the 4-slot ring)
- * Off switches for kernel fast paths (DESIGN 6): VKF_NO_VEC4=1 (16-byte loads in element-wise
- * ops and attention), VKF_NO_FAST_MATVEC=1 (16-byte / whole-block weight loads in matmul),
- * VKF_NO_ROWLANE=1 (the one-row-per-lane matmul used on CPU devices such as lavapipe),
- * VKF_NO_TEXEL=1 (every kernel that reads through 16-byte texel buffers: matmul, attention and
- * norms; finer: VKF_NO_TEXEL_MATMUL, VKF_NO_TEXEL_ATTENTION, VKF_NO_TEXEL_NORM), VKF_NO_FUSE=1
- * (record-time fusion, vk_fuse.c), VKF_NO_COOPMAT=1 (the cooperative-matrix matmul; VKF_COOPMAT=1
- * skips its allow-list), VKF_NO_TUNE=1 (ignore `vkformer tune` results: the tuning table only).
- * Profiling: VKF_PROFILE=1 (or vkf_backend_vulkan_profile) times every dispatch.
- * Shader cache: VKF_CACHE_DIR, else $XDG_CACHE_HOME/vkformer, else ~/.cache/vkformer. */
+ * Everything else the backend may be told is a field of vkf_switches (vkformer.h: the device
+ * caps that make a large device look small, the off switch of every fast path, experiments),
+ * copied when the backend is created: the device's capabilities apply the caps and off switches
+ * once (vkf_vk_caps), and the planner (vk_plan.c) reads the rest when a graph is recorded.
+ * Nothing in this directory reads the environment. */
 #ifndef VKF_BACKEND_VULKAN_H
 #define VKF_BACKEND_VULKAN_H
 
@@ -59,7 +46,7 @@ typedef enum vkf_vk_coopmat_kind {
     VKF_VK_COOPMAT_EMU, /* written out per invocation, for tests on any device */
 } vkf_vk_coopmat_kind;
 
-/* Capabilities of one physical device, read once; env overrides already applied. */
+/* Capabilities of one physical device, read once; the switches' caps and off switches applied. */
 typedef struct vkf_vk_caps {
     char name[256];
     uint32_t vendor_id, device_id;
@@ -121,7 +108,8 @@ typedef struct vkf_vk_caps {
     int32_t host_import;        /* VK_EXT_external_memory_host: host allocations (a file mapping)
                                    can back device memory; VKF_NO_IMPORT clears */
     uint64_t host_import_align; /* minImportedHostPointerAlignment, bytes */
-    char overrides[256];        /* env overrides that were applied, "" if none */
+    char overrides[256];        /* switches that lowered a capability (as their environment
+                                   variables), "" if none */
 } vkf_vk_caps;
 
 /* Counters, for tests and benchmarks (cumulative since create). */
@@ -144,7 +132,7 @@ typedef struct vkf_vk_stats {
                                      pipelines: drivers may finish compiling a pipeline at its
                                      first dispatch (llvmpipe/lavapipe JIT-compiles each shader
                                      variant then), so this holds that work and the pass itself */
-    /* per-op device time while profiling (vkf_backend_vulkan_profile or env VKF_PROFILE=1):
+    /* per-op device time while profiling (vkf_backend_vulkan_profile or the profile switch):
      * timestamps around every dispatch, summed by the op of the node that recorded it */
     double prof_ms[VKF_OP_COUNT];
     uint64_t prof_dispatches[VKF_OP_COUNT];
@@ -152,9 +140,25 @@ typedef struct vkf_vk_stats {
     uint64_t prof_submits;
 } vkf_vk_stats;
 
+typedef struct vkf_backend_vulkan_params {
+    const char *device;           /* index or name substring; NULL or "": switches->device */
+    int validate;                 /* 1: validation layer (also switches->validate) */
+    const vkf_switches *switches; /* NULL: vkf_switches_from_env; copied */
+    /* after every GLSL -> SPIR-V compilation: the count so far on this backend, the shader */
+    void (*shader_compiled)(void *user, int n_compiled, const char *shader);
+    void *shader_compiled_user;
+} vkf_backend_vulkan_params;
+
 /* Creates a Vulkan backend on the selected device. VKF_ERROR_NO_VULKAN without a loader,
- * VKF_ERROR_NO_DEVICE when nothing matches `device` (the message lists the devices). */
+ * VKF_ERROR_NO_DEVICE when nothing matches the device (the message lists the devices). */
+vkf_status vkf_backend_vulkan_create_ex(const vkf_backend_vulkan_params *p, vkf_backend **out);
+/* The same with the switches of the environment. */
 vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backend **out);
+/* The switches a Vulkan backend runs with (NULL for other backends). Tests and tools may change
+ * the ones the planner reads between recordings (graphs recorded afterwards see them); the
+ * device caps and off switches folded into vkf_vk_caps, no_tune, the cache directory and the
+ * timeout are read when the backend is made (or first used). */
+vkf_switches *vkf_backend_vulkan_switches(vkf_backend *be);
 /* 1 if be is a Vulkan backend. */
 int vkf_backend_is_vulkan(const vkf_backend *be);
 /* The device capabilities of a Vulkan backend (NULL for other backends). */

@@ -186,7 +186,7 @@ static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_
             gr->w[0] = &gr->wv[0];
             gr->w[1] = &gr->wv[1];
             gr->d[0] = sw->dst;
-            if (vkf_vk_group_disjoint(gr) && vkf_vk_mm_group_ok(r, gr, NULL)) return 2;
+            if (vkf_vk_group_disjoint(gr) && vkf_vk_plan_mm_group_ok(r->vb, gr, NULL)) return 2;
             memset(gr, 0, sizeof *gr);
             gr->a = norm ? norm->src[0] : a;
             if (norm) {
@@ -208,7 +208,7 @@ static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_
             gr->w[1] = g->nodes[i + 1].src[1];
             gr->d[0] = sw->dst;
             if (gr->w[0]->rows == gr->w[1]->rows && vkf_vk_group_disjoint(gr) &&
-                vkf_vk_mm_group_ok(r, gr, NULL))
+                vkf_vk_plan_mm_group_ok(r->vb, gr, NULL))
                 return 3;
             memset(gr, 0, sizeof *gr);
             gr->a = norm ? norm->src[0] : a;
@@ -228,7 +228,8 @@ static int vkf_vk_match_mms(vkf_vk_rec *r, const vkf_graph *g, int i, const vkf_
             gr->bias[j] = j < k ? g->nodes[i + j].src[2] : NULL;
         }
         /* a single matmul is only a fusion with a norm (or a residual, below) */
-        if ((k > 1 || norm) && vkf_vk_group_disjoint(gr) && vkf_vk_mm_group_ok(r, gr, NULL))
+        if ((k > 1 || norm) && vkf_vk_group_disjoint(gr) &&
+            vkf_vk_plan_mm_group_ok(r->vb, gr, NULL))
             return k;
         k--;
     }
@@ -368,9 +369,10 @@ static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_
     if (hi - lo > budget || vkf_tensor_nbytes(f->kc) > budget ||
         vkf_tensor_nbytes(f->vc) > budget || (tab && vkf_tensor_nbytes(tab) > budget))
         return VKF_OK;
-    uint32_t wg = 32, spec[1] = {wg};
+    vkf_vk_kplan kp = vkf_vk_plan_kv_store(r->vb, f16);
+    uint32_t wg = kp.spec[0];
     vkf_vk_pipeline *pl;
-    VKF_TRY(vkf_vk_pipeline_get(r->vb, "kv_store", f16 ? "KV_F16=1" : "", 5, spec, 1, &pl));
+    VKF_TRY(vkf_vk_pipe(r, &kp, &pl));
     vkf_vk_win win[4];
     VKF_TRY(vkf_vk_window_block(r, K->buf->block, lo, hi, 1, 0, &win[0]));
     VKF_TRY(vkf_vk_window(r, f->kc->buf, f->kc->offset, f->kc->offset + vkf_tensor_nbytes(f->kc), 1,
@@ -438,7 +440,7 @@ static vkf_status vkf_vk_kv_record(vkf_vk_rec *r, const vkf_graph *g, const vkf_
 
 vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *used) {
     *used = 0;
-    if (vkf_vk_env_flag("VKF_NO_FUSE")) return VKF_OK;
+    if (!vkf_vk_plan_fusion(r->vb)) return VKF_OK;
     const vkf_node *n = &g->nodes[i];
     vkf_vk_mm_group gr;
 
@@ -559,7 +561,7 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
         gr.bias[0] = n->src[2];
         gr.act = 1 + g->nodes[i + 1].p.unary.act;
         if (gr.d[0]->rows == n->dst->rows && gr.d[0]->cols == n->dst->cols &&
-            vkf_vk_group_disjoint(&gr) && vkf_vk_mm_group_ok(r, &gr, NULL)) {
+            vkf_vk_group_disjoint(&gr) && vkf_vk_plan_mm_group_ok(r->vb, &gr, NULL)) {
             r->op = VKF_OP_MATMUL;
             VKF_TRY(vkf_vk_mm_group_record(r, &gr));
             *used = 2;
@@ -581,7 +583,7 @@ vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *use
             gr.n_mats = 1;
             gr.bias[0] = n->src[2];
             gr.res = x;
-            if (vkf_vk_group_disjoint(&gr) && vkf_vk_mm_group_ok(r, &gr, NULL)) {
+            if (vkf_vk_group_disjoint(&gr) && vkf_vk_plan_mm_group_ok(r->vb, &gr, NULL)) {
                 r->op = VKF_OP_MATMUL;
                 VKF_TRY(vkf_vk_mm_group_record(r, &gr));
                 *used = 2;

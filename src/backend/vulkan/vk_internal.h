@@ -8,7 +8,10 @@
 #include <volk.h>
 
 #include "backend/vulkan/vk_backend.h"
+#include "backend/vulkan/vk_kernels.h"
+#include "backend/vulkan/vk_plan.h"
 #include "core/error.h"
+#include "core/switches.h"
 #include "graph/backend.h"
 
 /* ---------------------------------------------------------------- VK_KHR_cooperative_matrix */
@@ -85,12 +88,12 @@ struct vkf_buffer {
 
 #define VKF_VK_MAX_BINDINGS 8 /* binding 0 is the dyn buffer, then up to 7 tensors */
 #define VKF_VK_PC_BYTES 128   /* push-constant range of every layout (the guaranteed minimum) */
-#define VKF_VK_MAX_SPEC 8
 
 typedef struct vkf_vk_pipeline {
-    char *key; /* "shader|defines|bindings|texel mask|spec" */
+    vkf_vk_kplan kp; /* what it was made for: the map's key */
+    char *key;       /* "shader{defines} spec ...", for messages */
     uint64_t hash;
-    int n_bindings;      /* including binding 0 (dyn) */
+    int n_bindings;      /* including binding 0 (dyn); as the module declares them */
     uint32_t texel_mask; /* bit i: binding i is a storage texel buffer (R32G32B32A32_UINT) */
     VkPipeline pipeline;
     VkPipelineLayout layout;          /* borrowed from the backend */
@@ -126,9 +129,10 @@ typedef struct vkf_vk_backend {
     VkCommandPool cmd_pool;
     VkCommandBuffer xfer_cmd; /* one-shot uploads/downloads */
     VkFence fence;
-    uint64_t timeout_ns; /* longest wait for one submission (VKF_GPU_TIMEOUT_MS, default 120 s) */
+    uint64_t timeout_ns; /* longest wait for one submission (switch gpu_timeout_ms, 120 s) */
     int unusable;        /* a submission timed out or the device was lost: every later call fails */
     vkf_vk_caps caps;
+    vkf_switches sw;        /* as given at creation (vkf_backend_vulkan_switches) */
     uint32_t target_vulkan; /* 12 or 11: glslang target environment */
     int validate;
 
@@ -168,9 +172,10 @@ typedef struct vkf_vk_backend {
     vkf_vk_pipeline **pipelines;
     int n_pipelines, cap_pipelines;
     char device_defines[256]; /* "VKF_FP16=1;..." derived from caps */
+    void (*shader_compiled)(void *user, int n_compiled, const char *shader);
+    void *shader_compiled_user;
 
     /* tuning (vk_tune.c): choices cached by `vkformer tune`, per shape class and weight dtype */
-    int tune_loaded;
     int tune_have[3][VKF_DTYPE_COUNT];
     struct vkf_vk_mm_cfg *tune_cfg;         /* [3][VKF_DTYPE_COUNT] */
     const struct vkf_vk_mm_cfg *tune_force; /* while timing a candidate */
@@ -189,8 +194,27 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
 void vkf_vk_device_destroy(vkf_vk_backend *vb);
 /* VKF_ERROR_VALIDATION with the recorded texts if the layer reported anything; clears them. */
 vkf_status vkf_vk_check_messages(vkf_vk_backend *vb);
-/* Reads caps of a physical device and applies env overrides. */
-void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, vkf_vk_caps *c);
+/* The instance (validation layer and messenger when validate; vb may be NULL without), the
+ * physical devices (*pds malloc'ed), the default choice among them (first discrete GPU, else
+ * integrated, else the first). */
+vkf_status vkf_vk_instance_create(vkf_vk_backend *vb, int validate, VkInstance *out);
+vkf_status vkf_vk_physical_devices(VkInstance inst, VkPhysicalDevice **pds, uint32_t *n);
+uint32_t vkf_vk_default_device(VkPhysicalDevice *pds, uint32_t n);
+
+/* ---------------------------------------------------------------- vk_caps.c */
+
+/* "discrete", "integrated", "virtual", "cpu", "other" */
+const char *vkf_vk_type_name(int32_t t);
+/* the device's extensions (malloc'ed, *n of them; NULL when none); whether e lists name */
+VkExtensionProperties *vkf_vk_device_exts(VkPhysicalDevice pd, uint32_t *n);
+int vkf_vk_has_ext(const VkExtensionProperties *e, uint32_t n, const char *name);
+/* Reads caps of a physical device and applies the switches' caps and off switches. */
+void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, const vkf_switches *sw, vkf_vk_caps *c);
+/* "KHR", "NV", "emulated" or "none" */
+const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k);
+/* sets c->coopmat_use, _kind, the shape and coopmat_off from the caps read so far and the
+ * switches */
+void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches *sw);
 
 /* ---------------------------------------------------------------- vk_memory.c */
 
@@ -216,28 +240,25 @@ void vkf_vk_cmd_full_barrier(vkf_vk_backend *vb, VkCommandBuffer cmd);
 
 vkf_status vkf_vk_shaders_init(vkf_vk_backend *vb);
 void vkf_vk_shaders_destroy(vkf_vk_backend *vb);
-/* The pipeline of shaders/<shader>.comp with defines "A=1;B=2" (device defines are added) and
- * specialization constants spec[0..n_spec) (ids 0..n_spec-1), created on first use. Every
- * binding is a storage buffer. */
-vkf_status vkf_vk_pipeline_get(vkf_vk_backend *vb, const char *shader, const char *defines,
-                               int n_bindings, const uint32_t *spec, int n_spec,
-                               vkf_vk_pipeline **out);
-/* The same with texel_mask: bit i makes binding i a storage texel buffer of 16-byte
- * R32G32B32A32_UINT texels (GLSL `uimageBuffer` with layout rgba32ui). */
-vkf_status vkf_vk_pipeline_get_texel(vkf_vk_backend *vb, const char *shader, const char *defines,
-                                     int n_bindings, uint32_t texel_mask, const uint32_t *spec,
-                                     int n_spec, vkf_vk_pipeline **out);
+/* The pipeline of a planned kernel (vk_kernels.h): shaders/<shader>.comp with the variant's
+ * defines (the device's are added) and its specialization constants, created on first use and
+ * kept under the plan's values. Its descriptor layout comes from the compiled module
+ * (vkf_vk_reflect): the bindings it declares, storage buffers or storage texel buffers of
+ * 16-byte R32G32B32A32_UINT texels (GLSL `uimageBuffer` with layout rgba32ui). */
+vkf_status vkf_vk_kplan_pipe(vkf_vk_backend *vb, const vkf_vk_kplan *k, vkf_vk_pipeline **out);
+/* The bindings a SPIR-V module declares in set 0: count (the highest + 1) and texel ones. */
+vkf_status vkf_vk_reflect(const uint32_t *w, size_t n, const char *shader, int *n_bindings,
+                          uint32_t *texel_mask);
 /* 1 if the glslang linked in compiles GL_KHR_cooperative_matrix (13.1 and later). */
 int vkf_vk_glslang_has_coopmat(void);
-/* "KHR", "NV", "emulated" or "none" */
-const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k);
-/* sets c->coopmat_use, _kind, the shape and coopmat_off from the caps read so far (vk_device.c) */
-void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id);
+/* VKF_ERROR_SHADER unless every define name of kernel id appears in its shader's expanded
+ * source (what vkf_vk_kplan_pipe checks before a compile; for tests of the whole table). */
+vkf_status vkf_vk_kernel_source_check(vkf_vk_kernel_id id);
 /* GLSL -> SPIR-V through the disk cache; *words malloc'ed. For tests via the backend. */
 vkf_status vkf_vk_spirv_get(vkf_vk_backend *vb, const char *shader, const char *defines,
                             uint32_t **words, size_t *n_words);
 
-/* ---------------------------------------------------------------- vk_record.c */
+/* ---------------------------------------------------------------- vk_dispatch.c (the leaf) */
 
 /* A storage-buffer window bound for one dispatch. */
 typedef struct vkf_vk_win {
@@ -253,7 +274,34 @@ typedef struct vkf_vk_access {
     VkDeviceSize lo, hi;
 } vkf_vk_access;
 
+#define VKF_VK_PROF_MAX 8192 /* timestamps per recording; dispatches beyond are not profiled */
+
+/* The recording of one graph: its command buffer and what it binds (vk_dispatch.c). */
 typedef struct vkf_vk_exec vkf_vk_exec;
+struct vkf_vk_exec {
+    VkCommandBuffer cmd;
+    VkDescriptorPool *pools;
+    int n_pools;
+    uint32_t sets_left; /* in the last pool */
+    int n_nodes;        /* the graph as recorded: re-record when it changes */
+    vkf_buffer *arena;
+    vkf_vk_pipeline *bound;
+    uint64_t dispatches, barriers;
+    vkf_buffer **scratch; /* kernel scratch (attention key-chunk state), freed with the exec */
+    int n_scratch;
+    /* profiling: timestamp 0 before the first dispatch, timestamp i+1 after dispatch i */
+    int profiled;
+    VkQueryPool qpool;
+    uint32_t n_ts;
+    int *ts_op; /* [VKF_VK_PROF_MAX]: the op of each profiled dispatch */
+    /* texel views made for this recording (one per distinct window), destroyed with it */
+    struct vkf_vk_view {
+        VkBuffer buf;
+        VkDeviceSize off, range;
+        VkBufferView view;
+    } * views;
+    int n_views, cap_views;
+};
 
 typedef struct vkf_vk_rec {
     vkf_vk_backend *vb;
@@ -283,8 +331,44 @@ uint64_t vkf_vk_texel_budget(const vkf_vk_backend *vb);
  * writes what was read or written; then binds dyn + wins[0..n) at bindings 0..n. */
 vkf_status vkf_vk_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *p, const vkf_vk_win *wins, int n,
                            const void *pc, uint32_t pc_size, uint32_t gx, uint32_t gy, uint32_t gz);
+/* the pipeline of a planned kernel on the backend being recorded on */
+vkf_status vkf_vk_pipe(vkf_vk_rec *r, const vkf_vk_kplan *k, vkf_vk_pipeline **p);
 /* A device buffer that lives as long as the recording being made (kernel scratch). */
 vkf_status vkf_vk_scratch(vkf_vk_rec *r, size_t bytes, vkf_buffer **out);
+/* A new recording with its command buffer begun (and the profiling query pool when on), ended
+ * (results visible to the host and transfers), freed (with its scratch, views and sets). */
+vkf_status vkf_vk_exec_begin(vkf_vk_backend *vb, vkf_vk_exec **out);
+vkf_status vkf_vk_exec_end(vkf_vk_backend *vb, vkf_vk_exec *ex);
+void vkf_vk_exec_free(vkf_vk_backend *vb, vkf_vk_exec *ex);
+
+/* bytes of one row's data; bytes between row starts */
+uint64_t vkf_vk_row_bytes(const vkf_tensor *t);
+uint64_t vkf_vk_stride_bytes(const vkf_tensor *t);
+/* rows of t that fit one window, at least 1 unless a single row is too long (then 0) */
+int64_t vkf_vk_rows_fit(const vkf_tensor *t, uint64_t budget);
+/* VKF_ERROR_UNSUPPORTED: one row of t exceeds a storage window */
+vkf_status vkf_vk_fit_error(vkf_vk_rec *r, const vkf_tensor *t);
+/* the storage window over rows [r0, r0+n) of t; the texel window (16-byte texels) */
+vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, int write,
+                           vkf_vk_win *w);
+vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
+                              vkf_vk_win *w);
+/* element offset of the window's first requested byte, for plain dtypes */
+vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *out);
+int64_t vkf_vk_min64(int64_t a, int64_t b);
+/* [lo, hi): the absolute bytes tensors t[0..n) span in their block (one block, checked by the
+ * caller) */
+void vkf_vk_tensors_span(const vkf_tensor *const *t, int n, uint64_t *lo, uint64_t *hi);
+/* weights: the WTYPE define of the kernels (the vkf_dtype value, shaders/dtypes.glsl); the byte
+ * alignment the kernels read a row with; the byte offset of a weight window (rows aligned so);
+ * 1 if the kernels take the type */
+int vkf_vk_wtype(vkf_dtype t);
+uint64_t vkf_vk_walign(vkf_dtype t);
+vkf_status vkf_vk_weight_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *boff);
+int vkf_vk_weight_ok(vkf_dtype t);
+
+/* ---------------------------------------------------------------- vk_record.c (the graph walk) */
+
 vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past);
 /* Records the dispatches of fn (called once) into a command buffer and submits it reps times,
  * each submission timed on the host (submit to fence); ms[0..reps) gets the times (may be
@@ -293,10 +377,13 @@ vkf_status vkf_vk_run_recorded(vkf_vk_backend *vb, vkf_status (*fn)(vkf_vk_rec *
                                void *user, int reps, double *ms);
 void vkf_vk_graph_release(vkf_backend *be, vkf_graph *g);
 
-/* ---------------------------------------------------------------- vk_ops.c */
+/* ---------------------------------------------------------------- the encoders (vk_ops.c, ...) */
 
 /* Records node n. */
 vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n);
+/* the MATMUL and ATTENTION encoders */
+vkf_status vkf_vk_op_matmul(vkf_vk_rec *r, const vkf_node *n);
+vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n);
 
 /* One dispatch of matmul_texel.comp: a plain matmul, or a fused group built by vk_fuse.c. */
 typedef struct vkf_vk_mm_group {
@@ -324,17 +411,14 @@ int vkf_vk_norm_res_record(vkf_vk_rec *r, const vkf_node *norm, const vkf_tensor
  * and k norms) as one norm_texel dispatch; 0 (nothing recorded) where it cannot, else 1 with
  * the status in *st. The caller checks that neither reads or overwrites what the other writes. */
 int vkf_vk_norm_pair_record(vkf_vk_rec *r, const vkf_node *n1, const vkf_node *n2, vkf_status *st);
-/* Whether the group can run as one matmul_texel dispatch on this device (texels, alignment,
- * shared blocks, windows); *why (may be NULL) gets the reason when not. */
-int vkf_vk_mm_group_ok(vkf_vk_rec *r, const vkf_vk_mm_group *g, const char **why);
-/* Records the group (vkf_vk_mm_group_ok must hold). */
+/* Records the group (vkf_vk_plan_mm_group_ok must hold). */
 vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g);
 
 /* ---------------------------------------------------------------- vk_fuse.c */
 
 /* Tries the fusion patterns that start at node i of g; records the fused dispatch and returns
  * the number of nodes it replaced in *used (0: none matched, record node i alone).
- * VKF_NO_FUSE=1 turns fusion off. */
+ * The no_fuse switch turns fusion off. */
 vkf_status vkf_vk_fuse_record(vkf_vk_rec *r, const vkf_graph *g, int i, int *used);
 
 /* ---------------------------------------------------------------- vk_tune.c */
@@ -355,47 +439,29 @@ struct vkf_vk_mm_cfg {
 typedef struct vkf_vk_mm_cfg vkf_vk_mm_cfg;
 
 /* The matmul variant for this shape: the autotuner's cached choice for the device and shape
- * class when there is one (`vkformer tune`), else the tuning table for the device. Env
- * VKF_NO_TUNE=1 ignores the cached choices. */
-vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t K, vkf_dtype wtype,
-                              vkf_vk_mm_cfg *out);
+ * class when there is one (`vkformer tune`), else the tuning table for the device. The no_tune
+ * switch ignores the cached choices. */
+vkf_status vkf_vk_tune_matmul(const vkf_vk_backend *vb, int64_t M, int64_t N, int64_t K,
+                              vkf_dtype wtype, vkf_vk_mm_cfg *out);
+/* Reads `vkformer tune`'s cached choices for this device and driver (the backend's creation). */
+void vkf_vk_tune_init(vkf_vk_backend *vb);
 void vkf_vk_tune_destroy(vkf_vk_backend *vb);
-
-/* ---------------------------------------------------------------- op encoders (vk_ops.c) */
-
-/* bytes of one row's data; bytes between row starts */
-uint64_t vkf_vk_row_bytes(const vkf_tensor *t);
-uint64_t vkf_vk_stride_bytes(const vkf_tensor *t);
-/* rows of t that fit one window, at least 1 unless a single row is too long (then 0) */
-int64_t vkf_vk_rows_fit(const vkf_tensor *t, uint64_t budget);
-/* the storage window over rows [r0, r0+n) of t; the texel window (16-byte texels) */
-vkf_status vkf_vk_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n, int write,
-                           vkf_vk_win *w);
-vkf_status vkf_vk_rows_texwin(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
-                              vkf_vk_win *w);
-/* element offset of the window's first requested byte, for plain dtypes */
-vkf_status vkf_vk_elem_off(const vkf_vk_win *w, const vkf_tensor *t, uint32_t *out);
-int64_t vkf_vk_min64(int64_t a, int64_t b);
-/* the pipeline of shaders/<shader>.comp with n_tensors storage bindings after binding 0 */
-vkf_status vkf_vk_pipe(vkf_vk_rec *r, const char *shader, const char *defines, int n_tensors,
-                       const uint32_t *spec, int n_spec, vkf_vk_pipeline **p);
-/* the ATTENTION encoder (vk_attention.c) */
-vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n);
 
 /* ---------------------------------------------------------------- small helpers */
 
 double vkf_vk_now_ms(void);
-/* Reads env var name as an unsigned byte count (accepts K/M/G suffixes); 0 if unset/invalid. */
-/* elements one matmul kernel step decodes (vk_ops.c) */
+/* elements one matmul kernel step decodes (vk_dispatch.c) */
 int64_t vkf_vk_wunit(vkf_dtype t);
+
+/* ---------------------------------------------------------------- vk_rowseq.c (the planner's) */
+
 /* the decode kernel on CPU drivers, ROWSEQ (vk_rowseq.c): units a lane takes (0: not taken, and
  * *pair the rows a step), blocks per lane chunk, weight rows per subgroup */
 int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M, int64_t K,
                      vkf_dtype wt, int small, int *pair);
-int vkf_vk_rowseq_chunk(const vkf_vk_caps *c, const vkf_vk_mm_group *g, int64_t K, int *texels);
-uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_vk_mm_cfg *cfg, const int64_t *n,
-                            int n_rows, int64_t K, int nw, uint32_t step);
-uint64_t vkf_vk_env_u64(const char *name);
-int vkf_vk_env_flag(const char *name);
+int vkf_vk_rowseq_chunk(const vkf_vk_caps *c, const vkf_switches *sw, const vkf_vk_mm_group *g,
+                        int64_t K, int *texels);
+uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_switches *sw, const vkf_vk_mm_cfg *cfg,
+                            const int64_t *n, int n_rows, int64_t K, int nw, uint32_t step);
 
 #endif

@@ -48,7 +48,7 @@ static vkf_status vkf_vk_raw_buffer(vkf_vk_backend *vb, VkDeviceSize size, uint3
     mai.memoryTypeIndex = mem_type;
     /* VKF_MAX_DEVICE_MEMORY=bytes simulates a small device: an allocation that would take the
      * blocks past it fails as the driver's would */
-    VkDeviceSize used = req.size, cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY");
+    VkDeviceSize used = req.size, cap = vb->sw.max_device_memory;
     for (int i = 0; cap && i < vb->n_blocks; i++)
         used += vb->blocks[i]->size;
     VkResult r = cap && used > cap ? VK_ERROR_OUT_OF_DEVICE_MEMORY
@@ -75,8 +75,8 @@ fail:
 vkf_status vkf_vk_memory_init(vkf_vk_backend *vb) {
     const vkf_vk_caps *c = &vb->caps;
     vb->sub_align = c->min_storage_align > 64 ? c->min_storage_align : 64;
-    vb->direct_map = c->unified && c->type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU &&
-                     !vkf_vk_env_flag("VKF_FORCE_STAGING");
+    vb->direct_map =
+        c->unified && c->type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU && !vb->sw.force_staging;
     /* the memory types a storage buffer may use */
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bci.size = 4096;
@@ -325,7 +325,7 @@ void vkf_vk_buffer_free(vkf_backend *be, vkf_buffer *b) {
  * memory type) and bytes its blocks hold now. */
 void vkf_vk_memory_info(vkf_backend *be, uint64_t *total, uint64_t *used) {
     vkf_vk_backend *vb = vkf_vk(be);
-    uint64_t cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY"), u = 0;
+    uint64_t cap = vb->sw.max_device_memory, u = 0;
     if (!cap && vb->mem_type_local < vb->caps.n_mem_types)
         cap = vb->caps.heap_size[vb->caps.mem_type_heap[vb->mem_type_local]];
     for (int i = 0; i < vb->n_blocks; i++)
@@ -345,7 +345,7 @@ static vkf_status vkf_vk_import_block(vkf_vk_backend *vb, uintptr_t base, VkDevi
             &hp) != VK_SUCCESS)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: host pointer properties unavailable",
                          vb->caps.name);
-    VkDeviceSize cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY"), used = size;
+    VkDeviceSize cap = vb->sw.max_device_memory, used = size;
     for (int i = 0; cap && i < vb->n_blocks; i++)
         used += vb->blocks[i]->size;
     if (cap && used > cap)
@@ -512,9 +512,10 @@ vkf_status vkf_vk_submit_wait(vkf_vk_backend *vb, VkCommandBuffer cmd) {
     if (r == VK_ERROR_DEVICE_LOST) vb->unusable = 1;
     if (r != VK_SUCCESS) return vkf_vk_fail(r, "vkQueueSubmit", __FILE__, __LINE__);
     if (!vb->timeout_ns) {
-        uint64_t ms = vkf_vk_env_u64("VKF_GPU_TIMEOUT_MS");
-        vb->timeout_ns = (getenv("VKF_GPU_TIMEOUT_MS") ? ms : 120000) * 1000000ull;
-        if (!vb->timeout_ns) vb->timeout_ns = 1; /* 0 ms: the shortest wait there is (tests) */
+        int64_t ms = vb->sw.gpu_timeout_ms;
+        /* < 0 (VKF_GPU_TIMEOUT_MS=0): the shortest wait there is (tests) */
+        uint64_t m = ms < 0 ? 0 : ms ? (uint64_t)ms : 120000;
+        vb->timeout_ns = ms < 0 ? 1 : m > UINT64_MAX / 1000000u ? UINT64_MAX : m * 1000000u;
     }
     r = vb->vk.vkWaitForFences(vb->device, 1, &vb->fence, VK_TRUE, vb->timeout_ns);
     if (r == VK_TIMEOUT) {
@@ -653,7 +654,7 @@ vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const
         return VKF_OK;
     }
     VKF_TRY(vkf_vk_staging_ensure(vb));
-    if (n > vb->staging_size / VKF_VK_RING_SLOTS && !vkf_vk_env_flag("VKF_NO_UPLOAD_RING"))
+    if (n > vb->staging_size / VKF_VK_RING_SLOTS && !vb->sw.no_upload_ring)
         return vkf_vk_ring_write(vb, b, off, src, n);
     for (size_t done = 0; done < n;) {
         size_t k = n - done < vb->staging_size ? n - done : (size_t)vb->staging_size;

@@ -68,13 +68,12 @@ static vkf_status vkf_probe_time(vkf_vk_backend *vb, vkf_probe_job *j, int reps,
 
 static vkf_status vkf_probe_pipe_chains(vkf_vk_backend *vb, int mode, int chains, uint32_t wg,
                                         vkf_vk_pipeline **pl) {
-    char defs[48];
-    if (chains)
-        snprintf(defs, sizeof defs, "MODE=%d;CHAINS=%d", mode, chains);
-    else
-        snprintf(defs, sizeof defs, "MODE=%d", mode);
-    uint32_t mask = mode == 8 ? 4u : mode == 9 ? 6u : 0u;
-    return vkf_vk_pipeline_get_texel(vb, "probe", defs, 3, mask, &wg, 1, pl);
+    vkf_vk_kplan k = vkf_vk_kplan_of(VKF_VK_K_PROBE);
+    k.v.probe.mode = mode;
+    k.v.probe.chains = chains ? chains : 16; /* the shader's default */
+    k.spec[0] = wg;
+    k.n_spec = 1;
+    return vkf_vk_kplan_pipe(vb, &k, pl);
 }
 
 static vkf_status vkf_probe_pipe(vkf_vk_backend *vb, int mode, uint32_t wg, vkf_vk_pipeline **pl) {

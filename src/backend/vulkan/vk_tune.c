@@ -31,14 +31,15 @@ static const char *const k_mclass_names[3] = {"decode (M = 1)", "batch (M 2..8)"
  * bandwidth-bound matrix-vector product reduced with subgroup adds) and the shared-memory
  * tiled kernel for prefill, with smaller tiles where shared memory or invocations are scarce
  * and on vendors whose GPUs favour small workgroups. */
-static void vkf_vk_table(const vkf_vk_caps *c, int mclass, int64_t M, vkf_dtype wt,
+static void vkf_vk_table(const vkf_vk_caps *c, int cpu, int mclass, int64_t M, vkf_dtype wt,
                          vkf_vk_mm_cfg *o) {
     memset(o, 0, sizeof *o);
     o->bm = o->bn = 64;
     o->bk = 16;
     uint32_t sg = c->subgroup_size ? c->subgroup_size : 32;
-    /* VKF_GPU_TABLE=1: a CPU driver takes the GPUs' choices, so lavapipe exercises them */
-    if (c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vkf_vk_env_flag("VKF_GPU_TABLE")) {
+    /* cpu: a CPU driver's choices (vkf_vk_plan_cpu: not under VKF_GPU_TABLE=1, which gives
+     * lavapipe the GPUs', so it exercises them) */
+    if (cpu) {
         o->kind = VKF_VK_MM_TEXEL;
         o->wg = sg * 8 < 64 ? 64 : sg * 8;
         o->r = 8;
@@ -103,10 +104,10 @@ static int vkf_vk_tune_alloc(vkf_vk_backend *vb) {
     return vb->tune_cfg != NULL;
 }
 
-/* Reads the cached choices once; a missing or malformed file leaves the table in charge. */
-static void vkf_vk_tune_load(vkf_vk_backend *vb) {
-    vb->tune_loaded = 1;
-    if (!vb->cache_dir[0] || vkf_vk_env_flag("VKF_NO_TUNE")) return;
+/* Reads the cached choices, once, when the backend is made; a missing or malformed file leaves
+ * the table in charge. */
+void vkf_vk_tune_init(vkf_vk_backend *vb) {
+    if (!vb->cache_dir[0] || vb->sw.no_tune) return;
     char path[1200];
     vkf_vk_tune_path(vb, path, sizeof path);
     FILE *f = fopen(path, "rb");
@@ -167,8 +168,8 @@ void vkf_vk_tune_destroy(vkf_vk_backend *vb) {
     vb->tune_cfg = NULL;
 }
 
-vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t K, vkf_dtype wtype,
-                              vkf_vk_mm_cfg *out) {
+vkf_status vkf_vk_tune_matmul(const vkf_vk_backend *vb, int64_t M, int64_t N, int64_t K,
+                              vkf_dtype wtype, vkf_vk_mm_cfg *out) {
     (void)N;
     (void)K;
     if (vb->tune_force) {
@@ -176,33 +177,9 @@ vkf_status vkf_vk_tune_matmul(vkf_vk_backend *vb, int64_t M, int64_t N, int64_t 
         return VKF_OK;
     }
     int mc = vkf_vk_mclass(M);
-    vkf_vk_table(&vb->caps, mc, M, wtype, out);
-    if (!vb->tune_loaded) vkf_vk_tune_load(vb);
+    vkf_vk_table(&vb->caps, vkf_vk_plan_cpu(vb), mc, M, wtype, out);
     if ((unsigned)wtype < VKF_DTYPE_COUNT && vb->tune_have[mc][wtype])
         *out = vb->tune_cfg[mc * VKF_DTYPE_COUNT + wtype];
-    /* experiments: VKF_MM_R / VKF_MM_TM / VKF_MM_WG override the texel kernel's shape */
-    uint64_t v;
-    if ((v = vkf_vk_env_u64("VKF_MM_R")) > 0 && v <= 32) out->r = (uint32_t)v;
-    if ((v = vkf_vk_env_u64("VKF_MM_TM")) > 0 && v <= 64) out->tm = (uint32_t)v;
-    if ((v = vkf_vk_env_u64("VKF_MM_WG")) > 0 && v <= vb->caps.max_wg_invocations)
-        out->wg = (uint32_t)v;
-    if ((v = vkf_vk_env_u64("VKF_MM_LANES")) > 0) out->lanes = v == 1;
-    if (vkf_vk_env_flag("VKF_NO_TEXEL_MATMUL") && out->kind == VKF_VK_MM_TEXEL)
-        out->kind = VKF_VK_MM_TILED;
-    /* VKF_MM_TILE=BMxBNxBKxTT: that tiled kernel for M > 8 (experiments) */
-    const char *tile = getenv("VKF_MM_TILE");
-    unsigned bm, bn, bk, tt;
-    if (mc == 2 && tile && sscanf(tile, "%ux%ux%ux%u", &bm, &bn, &bk, &tt) == 4 &&
-        (tt == 4 || tt == 8) && bm % tt == 0 && bn % tt == 0 && bk >= 4 && bk <= 64 &&
-        bk % 4 == 0 && 2 * bk * (bm + bn) * 4 + 1024 <= vb->caps.max_shared &&
-        (bm / tt) * (bn / tt) <= vb->caps.max_wg_invocations) {
-        out->kind = VKF_VK_MM_TILED;
-        out->bm = bm;
-        out->bn = bn;
-        out->bk = bk;
-        out->tt = tt;
-        out->wg = (bm / tt) * (bn / tt);
-    }
     return VKF_OK;
 }
 
@@ -291,10 +268,10 @@ static vkf_status vkf_vk_tune_time(vkf_vk_backend *vb, vkf_vk_tune_bench *b,
 }
 
 /* The candidates of one shape class (table choice first). */
-static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int mclass, vkf_dtype wt, int64_t M,
-                                  int quick, vkf_vk_mm_cfg *out, int cap) {
+static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int cpu, int mclass, vkf_dtype wt,
+                                  int64_t M, int quick, vkf_vk_mm_cfg *out, int cap) {
     int n = 0;
-    vkf_vk_table(c, mclass, M, wt, &out[n++]);
+    vkf_vk_table(c, cpu, mclass, M, wt, &out[n++]);
     uint32_t sg = c->subgroup_size ? c->subgroup_size : 32;
     static const uint32_t rs[] = {2, 4, 8, 16};
     static const uint32_t tms[] = {4, 8, 16};
@@ -418,7 +395,8 @@ vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick,
             st = vkf_vk_tune_bench_make(be, M, N, K, wts[wi], per_graph, &b);
             if (st != VKF_OK) break;
             vkf_vk_mm_cfg cand[64];
-            int nc = vkf_vk_tune_candidates(&vb->caps, mc, wts[wi], M, quick, cand, 64);
+            int nc = vkf_vk_tune_candidates(&vb->caps, vkf_vk_plan_cpu(vb), mc, wts[wi], M, quick,
+                                            cand, 64);
             int best = -1;
             double best_ms = 1e30, table_ms = 0;
             for (int i = 0; i < nc && st == VKF_OK; i++) {
@@ -461,7 +439,6 @@ vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick,
             st = vkf_vk_tune_save(vb, root, path_out, path_n);
         }
     }
-    vb->tune_loaded = 1;
     if (st == VKF_OK) st = vkf_vk_tune_save(vb, root, path_out, path_n); /* also when nothing ran */
     cJSON_Delete(root);
     return st;
