@@ -45,7 +45,8 @@ typedef struct conn {
     int too_large;
     int fd;
     srv_access acc; /* logged when the request completes */
-    int acc_handed; /* a stream took acc over: it logs when the stream ends */
+    int acc_handed; /* acc went out with a whole answer, or a stream took it over (it logs when
+                       the stream ends) */
 } conn;
 
 /* The request being answered on this thread (libmicrohttpd runs each connection on its own
@@ -63,6 +64,7 @@ typedef struct stream {
     char *out;    /* formatted bytes not yet handed to libmicrohttpd */
     size_t out_len, out_off, out_cap;
     srv_access acc; /* the request's access record, logged when the stream ends */
+    int logged;     /* acc went out */
 } stream;
 
 /* ------------------------------------------------------------------ access records */
@@ -83,6 +85,16 @@ static void access_tokens(srv_access *a, const srv_req *r) {
     a->finish = r->done ? r->finish : SRV_FINISH_CANCELLED;
 }
 
+/* A whole answer was queued on this thread's connection: its access record goes out now, before
+ * libmicrohttpd sends it (a client that has the answer finds it counted in /metrics). */
+static void answered(int status) {
+    conn *c = tl_conn;
+    if (!c || c->acc_handed) return;
+    c->acc.status = status;
+    c->acc_handed = 1;
+    access_done(c->h, &c->acc);
+}
+
 /* ------------------------------------------------------------------ responses */
 
 static enum MHD_Result send_json(struct MHD_Connection *mc, int status, char *json) {
@@ -100,7 +112,7 @@ static enum MHD_Result send_json(struct MHD_Connection *mc, int status, char *js
     MHD_add_response_header(res, "Access-Control-Allow-Origin", "*");
     enum MHD_Result ok = MHD_queue_response(mc, (unsigned)status, res);
     MHD_destroy_response(res);
-    if (tl_conn) tl_conn->acc.status = status;
+    answered(status);
     return ok;
 }
 
@@ -142,12 +154,26 @@ static int append_out(stream *c, const char *s) {
     return 0;
 }
 
+/* the stream's access record, once: at its end of stream, before libmicrohttpd sends the last
+ * chunk (a client that has the whole stream finds it in /metrics), or when it is freed */
+static void stream_log(stream *c) {
+    if (c->logged) return;
+    c->logged = 1;
+    srv_engine_lock(c->h->e);
+    access_tokens(&c->acc, c->r);
+    srv_engine_unlock(c->h->e);
+    access_done(c->h, &c->acc);
+}
+
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream *c = cls;
     srv_engine *e = c->h->e;
     while (c->out_off == c->out_len) {
-        if (c->sent_final) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (c->sent_final) {
+            stream_log(c);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
         srv_engine_wait(e, c->r, 100); /* returns with the engine locked */
         srv_req *r = c->r;
         int fail = 0;
@@ -186,10 +212,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
 /* libmicrohttpd is done with the stream (finished, or the client went away): cancel */
 static void sse_free(void *cls) {
     stream *c = cls;
-    srv_engine_lock(c->h->e);
-    access_tokens(&c->acc, c->r);
-    srv_engine_unlock(c->h->e);
-    access_done(c->h, &c->acc);
+    stream_log(c);
     srv_req_release(c->h->e, c->r);
     free(c->out);
     free(c);
@@ -229,12 +252,37 @@ static void multi_wait(multi *m, int timeout_ms) {
     srv_engine_wait(m->h->e, m->rs[k], timeout_ms);
 }
 
+/* the counts of every prompt's request, summed, into a (the engine locked) */
+static void access_tokens_multi(srv_access *a, const multi *m) {
+    access_tokens(a, m->rs[0]);
+    for (int i = 1; i < m->n; i++) {
+        const srv_req *r = m->rs[i];
+        a->n_prompt += r->n_prompt;
+        a->n_cached += r->pub_cached;
+        a->n_gen += r->pub_gen;
+        if (!r->done) a->finish = SRV_FINISH_CANCELLED;
+    }
+}
+
+/* the stream's access record, once (as stream_log) */
+static void multi_log(multi *m) {
+    if (m->out.logged) return;
+    m->out.logged = 1;
+    srv_engine_lock(m->h->e);
+    access_tokens_multi(&m->out.acc, m);
+    srv_engine_unlock(m->h->e);
+    access_done(m->h, &m->out.acc);
+}
+
 static ssize_t sse_read_multi(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     multi *m = cls;
     stream *o = &m->out;
     while (o->out_off == o->out_len) {
-        if (m->sent_done) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (m->sent_done) {
+            multi_log(m);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
         multi_wait(m, 100);
         int fail = 0, all = 1;
         for (int i = 0; i < m->n && !fail; i++) {
@@ -277,24 +325,9 @@ static ssize_t sse_read_multi(void *cls, uint64_t pos, char *buf, size_t max) {
     return (ssize_t)n;
 }
 
-/* the counts of every prompt's request, summed, into a (the engine locked) */
-static void access_tokens_multi(srv_access *a, const multi *m) {
-    access_tokens(a, m->rs[0]);
-    for (int i = 1; i < m->n; i++) {
-        const srv_req *r = m->rs[i];
-        a->n_prompt += r->n_prompt;
-        a->n_cached += r->pub_cached;
-        a->n_gen += r->pub_gen;
-        if (!r->done) a->finish = SRV_FINISH_CANCELLED;
-    }
-}
-
 static void sse_free_multi(void *cls) {
     multi *m = cls;
-    srv_engine_lock(m->h->e);
-    access_tokens_multi(&m->out.acc, m);
-    srv_engine_unlock(m->h->e);
-    access_done(m->h, &m->out.acc);
+    multi_log(m);
     multi_free(m, 1);
 }
 
@@ -520,7 +553,7 @@ static enum MHD_Result send_metrics(struct MHD_Connection *mc, srv_http *h) {
     MHD_add_response_header(res, "Process-Start-Time-Unix", start); /* as llama-server */
     enum MHD_Result ok = MHD_queue_response(mc, MHD_HTTP_OK, res);
     MHD_destroy_response(res);
-    if (tl_conn) tl_conn->acc.status = MHD_HTTP_OK;
+    answered(MHD_HTTP_OK);
     return ok;
 }
 

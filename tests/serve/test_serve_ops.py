@@ -344,6 +344,27 @@ def main():
     busy = time.time() - t0
     check(st == 200, "a request generating for %.1f s under --timeout 1: %d" % (busy, st))
 
+    # a list of prompts (one choice each), whole and streamed: each one access line, its tokens
+    # summed as in the usage; counted in /metrics by the time the client has the answer (the
+    # stream is counted at its end of stream, before its last chunk is sent)
+    ok_key = "vkformer:requests_total{code=200,endpoint=/v1/completions}"
+    before = metrics(srv)[0].get(ok_key, 0)
+    reqm = {"prompt": ["In the beginning", "And God said"], "max_tokens": 3, "seed": 11}
+    st, rm, text, _ = srv.request("POST", "/v1/completions", reqm)
+    check(st == 200 and len(rm.get("choices", [])) == 2, "two prompts: %d %s" % (st, text[:200]))
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=120)
+    c.request("POST", "/v1/completions", body=json.dumps(dict(reqm, stream=True)),
+              headers={"Content-Type": "application/json"})
+    ums, ms_id = None, None
+    for line in c.getresponse().read().decode().split("\n"):
+        if line.startswith("data: {"):
+            ev = json.loads(line[6:])
+            ums = ev.get("usage") or ums
+            ms_id = ev.get("id") or ms_id
+    c.close()
+    after = metrics(srv)[0].get(ok_key, 0)
+    check(after - before == 2, "both two-prompt requests counted once each in /metrics (%s -> %s)" % (before, after))
+
     # ---------------------------------------------------------------- the access log
     srv.stop()
     check(srv.p.returncode == 0, "SIGTERM: exit 0")
@@ -367,6 +388,14 @@ def main():
               and re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", o["time"]),
               "request 1's access line: %s" % o)
         check(0 < o["duration_ms"] <= wall1 * 1000 + 1, "its duration %s ms <= the client's %.1f ms" % (o["duration_ms"], wall1 * 1000))
+    for rid, u, streamed in ((rm.get("id"), rm.get("usage"), False), (ms_id, ums, True)):
+        lines = [o for o in acc if o.get("id") == rid]
+        check(len(lines) == 1 and u is not None and lines[0]["status"] == 200
+              and lines[0]["stream"] is streamed
+              and lines[0]["prompt_tokens"] == u["prompt_tokens"]
+              and lines[0]["completion_tokens"] == u["completion_tokens"]
+              and lines[0]["finish_reason"] != "cancelled",
+              "two prompts (stream %s): one access line, tokens summed as the usage %s: %s" % (streamed, u, lines))
     cancelled = [o for o in acc if o.get("finish_reason") == "cancelled"]
     check(len(cancelled) == 2 and all(o["stream"] and o["status"] == 200 for o in cancelled),
           "the two streams that were left: access lines with finish_reason cancelled: %s" % cancelled)
