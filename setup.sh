@@ -27,8 +27,9 @@ shift || true
 packages=(cmake make gcc g++ pkg-config libvulkan-dev libvulkan-volk-dev glslang-dev glslang-tools
           spirv-tools mesa-vulkan-drivers vulkan-validationlayers libcjson-dev libmicrohttpd-dev
           libedit-dev xz-utils libcurl4-openssl-dev libarchive-dev libssl-dev)
-if [ "$mode" = test ]; then # valgrind memcheck, clang with its sanitizer/libFuzzer runtime, the format check
-    packages+=(valgrind clang libclang-rt-dev curl python3 python3-venv clang-format)
+if [ "$mode" = test ]; then # valgrind memcheck, clang with its sanitizer/libFuzzer runtime, the format check,
+    # nginx in front of serve replicas (tests/deploy)
+    packages+=(valgrind clang libclang-rt-dev curl python3 python3-venv clang-format nginx)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -102,14 +103,17 @@ test)
     if [ "${VKF_TEST_SANITIZE:-1}" != 0 ]; then
         asan="${ASAN_BUILD_DIR:-build-asan}"
         echo "setup: the suite under ASan+UBSan in $asan" >&2
-        cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" -DVKF_SANITIZE=ON >/dev/null
+        # the Python test tools of the first tree: the serve tests' clients (the server is the
+        # sanitized binary)
+        cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" -DVKF_SANITIZE=ON \
+            -DVKF_PYTHON="$(cd "$build" && pwd)/pyenv/bin/python" >/dev/null
         cmake --build "$asan" -j"$(nproc)" >&2
         # keep_loaded: dlclose does nothing, so lavapipe's frames stay nameable for lsan.supp
         LD_PRELOAD="$(cd "$asan" && pwd)/tests/libvkt_keep_loaded.so" \
         ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:detect_odr_violation=0:verify_asan_link_order=0" \
         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
         LSAN_OPTIONS="suppressions=$PWD/tests/robust/lsan.supp:print_suppressions=0" \
-            ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE "long|valgrind|mobile|gpu_table|python|real" \
+            ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE "long|valgrind|mobile|gpu_table|python|real|deploy" \
                 -E "^install_example$" || status=1
     fi
     fuzz_secs="${VKF_FUZZ_SECONDS:-20}"

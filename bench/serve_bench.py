@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Aggregate throughput of `vkformer serve` for 1, 4 and 8 concurrent streams.
 
-Usage: bench/serve_bench.py VKFORMER MODEL [-np 8] [-n 64] [-r 3] [--cache] [-- extra serve flags]
+Usage: bench/serve_bench.py VKFORMER MODEL [-np 8] [-n 64] [-r 3] [--cache | --replicas] [-- extra serve flags]
 
 Starts the server (-np slots, --port 0), warms it up (graph building, pipeline compilation),
 then for each stream count S in 1, 4, 8 (those <= -np) sends S streaming /v1/completions
@@ -14,12 +14,23 @@ disturbed). Standard library only.
 --cache instead: the prompt cache. Requests that share all but their last few characters with
 the previous one (a long prompt, then " 0", " 1", ...; one token generated), with cache_prompt
 false and true: the median time of 2*r+1 requests and the prompt tokens taken from the cache.
+
+--replicas instead: 1, 2 and 3 replicas of -np slots each (default 2) behind nginx with
+deploy/nginx.conf (and deploy/vkformer-replicas.conf, their ports put in), against one replica
+with as many slots as the three (behind nginx, and alone); each configuration gets 3 x np
+concurrent streams of -n tokens, -r times, the configurations in turns; best and median.
+Needs Debian's nginx.
 """
 import http.client
 import json
+import os
 import re
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -96,6 +107,88 @@ def cache_run(port, reps):
                                           u["prompt_tokens_details"]["cached_tokens"], sorted(ts)[reps] * 1000))
 
 
+def nginx_start(replica_ports, tmp):
+    """nginx with deploy/nginx.conf in front of the replicas; returns (process, port)"""
+    deploy = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "deploy")
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    site = open(os.path.join(deploy, "nginx.conf")).read()
+    sk = socket.socket()
+    sk.bind(("127.0.0.1", 0))
+    port = sk.getsockname()[1]
+    sk.close()
+    site = site.replace("listen 8080;", "listen 127.0.0.1:%d;" % port)
+    site = site.replace("/var/log/nginx/vkformer.access.log", os.path.join(tmp, "access.log"))
+    open(os.path.join(tmp, "vkformer.conf"), "w").write(site)
+    servers = open(os.path.join(deploy, "vkformer-replicas.conf")).read()
+    servers = "\n".join(l for l in servers.splitlines() if not l.startswith("server "))
+    servers += "\n" + "".join("server 127.0.0.1:%d max_fails=1 fail_timeout=10s;\n" % p for p in replica_ports)
+    open(os.path.join(tmp, "vkformer-replicas.conf"), "w").write(servers)
+    conf = os.path.join(tmp, "nginx.conf")
+    open(conf, "w").write(
+        "%sworker_processes 1;\ndaemon off;\npid %s/nginx.pid;\nerror_log %s/error.log;\n"
+        "events { worker_connections 1024; }\nhttp { client_body_temp_path %s/body; proxy_temp_path %s/proxy; "
+        "access_log off; include vkformer.conf; }\n" % ("user root;\n" if os.geteuid() == 0 else "", tmp, tmp, tmp, tmp))
+    p = subprocess.Popen([nginx, "-p", tmp + "/", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            c.request("GET", "/health")
+            if c.getresponse().status == 200:
+                return p, port
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise SystemExit("nginx did not start (%s)" % tmp)
+
+
+def replicas_run(exe, model, np, n, reps, extra):
+    """1, 2, 3 replicas of np slots behind nginx; one replica of 3*np slots behind it and alone.
+    Every configuration is started first (idle servers cost nothing), then the repetitions go
+    round the configurations, so that a busy moment of the shared machine falls on all of them."""
+    streams = 3 * np
+    configs = [(k, np, True) for k in (1, 2, 3)] + [(1, 3 * np, True), (1, 3 * np, False)]
+    procs, ngxs, tmps, ports, dev = [], [], [], [], None
+    try:
+        for k, slots, behind in configs:
+            rp = []
+            for _ in range(k):
+                p, port, dev = start(exe, model, slots, extra)
+                procs.append(p)
+                rp.append(port)
+            port = rp[0]
+            if behind:
+                tmp = tempfile.mkdtemp(prefix="vkf-bench-")
+                os.chmod(tmp, 0o755)
+                tmps.append(tmp)
+                ngx, port = nginx_start(rp, tmp)
+                ngxs.append(ngx)
+            ports.append(port)
+            run(port, streams, 8, 0)  # warm-up: every graph shape built once on every replica
+        res = [[] for _ in configs]
+        for r in range(reps):
+            for i, port in enumerate(ports):
+                res[i].append(run(port, streams, n, 1000 * r))
+        print("model %s, device %s, %d tokens per stream, %d concurrent streams, %d runs each (in turns)" %
+              (model, dev, n, streams, reps))
+        print("| setup | replicas x slots | best aggregate t/s | median aggregate t/s | per stream t/s (best run) "
+              "| mean time to first token ms (best run) |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for (k, slots, behind), rr in zip(configs, res):
+            rr.sort(key=lambda x: x[0])
+            agg, ttft, per, toks = rr[-1]
+            print("| %s | %d x %d | %.1f | %.1f | %.1f | %.0f |" % ("nginx" if behind else "direct", k, slots, agg,
+                                                                  rr[len(rr) // 2][0], sum(per) / len(per), ttft * 1000))
+    finally:
+        for ngx in ngxs:
+            ngx.send_signal(signal.SIGQUIT)
+            ngx.wait()
+        for p in procs:
+            p.terminate()
+            p.wait()
+        for tmp in tmps:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     args = sys.argv[1:]
     extra = []
@@ -107,6 +200,9 @@ def main():
     for k in opt:
         if k in args:
             opt[k] = int(args[args.index(k) + 1])
+    if "--replicas" in args:
+        replicas_run(exe, model, opt["-np"] if "-np" in args else 2, opt["-n"], opt["-r"], extra)
+        return
     p, port, dev = start(exe, model, opt["-np"], extra)
     try:
         run(port, min(opt["-np"], 8), 8, 0)  # warm-up: every graph shape built once

@@ -585,6 +585,7 @@ char *srv_api_error(int status, const char *message) {
     const char *type = status == 401   ? "authentication_error"
                        : status == 404 ? "not_found_error"
                        : status == 503 ? "unavailable_error"
+                       : status == 501 ? "not_supported_error"
                        : status >= 500 ? "server_error"
                                        : "invalid_request_error";
     cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");

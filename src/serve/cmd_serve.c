@@ -1,7 +1,9 @@
-/* vkformer serve: an OpenAI-compatible HTTP server. Loads the model, starts the engine (slots)
- * and libmicrohttpd, prints the address, then waits for SIGINT/SIGTERM: it stops taking
+/* vkformer serve: an OpenAI-compatible HTTP server. Binds the port and serves /health at once
+ * (503 "loading model"), loads the model and starts the engine (slots) on a loader thread,
+ * then serves everything, prints the address, and waits for SIGINT/SIGTERM: it stops taking
  * requests (503), lets those in flight and queued finish, and exits 0. A second signal exits
- * at once. */
+ * at once; a signal while the model loads exits at once (nothing is in flight). */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,63 +32,101 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
-/* Embedding mode: an encoder-only model, POST /v1/embeddings (serve/embeddings.c), no slots. */
-static int serve_embeddings(vkf_model *m, vkf_context *ctx, const char *model,
-                            const vkf_model_desc *d, const char *alias, const char *host,
-                            int32_t port, const char *api_key, int32_t max_body_kib,
-                            sigset_t *sigs) {
-    int rc = 1;
-    srv_embedder *emb = NULL;
-    srv_http *h = NULL;
-    if (!d->encoder_only) {
-        fprintf(stderr,
-                "vkformer: serve: --embedding: %s is a %s model; vkformer computes embeddings "
-                "with encoder-only models (bert, nomic-bert)\n",
-                model, d->architecture);
-        goto done;
-    }
-    if (srv_embedder_create(m, &emb) != VKF_OK) {
-        rc = vkf_cli_fail("serve: embeddings");
-        goto done;
-    }
-    srv_config cfg = {.m = m, .emb = emb, .model_name = alias ? alias : base_name(model)};
-    srv_http_params hp = {.host = host,
-                          .port = port,
-                          .api_key = api_key,
-                          .max_body = (size_t)max_body_kib * 1024,
-                          .max_connections = 64};
-    vkf_status st = srv_http_start(&hp, &cfg, NULL, &h);
-    if (st != VKF_OK) {
-        fprintf(stderr, "vkformer: serve: cannot listen on %s port %d (%s)\n", host, port,
-                st == VKF_ERROR_INVALID_ARGUMENT ? "not an IPv4 or IPv6 address"
-                                                 : "in use, or not allowed");
-        goto done;
-    }
-    fprintf(stderr,
-            "vkformer: serve: %s on %s: listening on http://%s:%d (embeddings: %d floats, "
-            "pooling %s, %snormalized, inputs up to %d tokens)\n",
-            cfg.model_name, vkf_context_device_name(ctx), host, srv_http_port(h), d->d_model,
-            vkf_pooling_name((vkf_pooling)d->pooling), d->normalize ? "" : "not ", d->n_embd_max);
-    fflush(stderr);
-    int sig = 0;
-    sigwait(sigs, &sig);
-    fprintf(stderr, "vkformer: serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    srv_http_drain(h);
-    sleep_ms(200);
-    srv_http_stop(h);
-    fprintf(stderr, "vkformer: serve: stopped\n");
-    rc = 0;
-done:
-    srv_embedder_free(emb);
-    vkf_model_free(m);
-    vkf_context_free(ctx);
+/* What the loader thread builds (the model, the engine or the embedder) from the options. */
+typedef struct loader {
+    const char *model, *alias;
+    vkf_context_params cp;
+    int32_t np, n_ctx, max_tokens, queue;
+    int embedding; /* --embedding */
+    vkf_context *ctx;
+    vkf_model *m;
+    vkf_model_desc d;
+    srv_engine *e;     /* generation */
+    srv_embedder *emb; /* embedding mode: an encoder-only model, POST /v1/embeddings, no slots */
+    srv_config cfg;
+    int rc;   /* 0, or the command's exit status */
+    int done; /* atomic: the thread has finished */
+} loader;
+
+static int load_fail(loader *l, int rc) {
+    vkf_model_free(l->m);
+    vkf_context_free(l->ctx);
+    l->m = NULL;
+    l->ctx = NULL;
     return rc;
+}
+
+static int load(loader *l) {
+    if (vkf_cli_context(&l->cp, &l->ctx) != VKF_OK) return srv_log_error("%s", vkf_last_error());
+    vkf_model_params mp = {.path = l->model};
+    if (vkf_model_load(l->ctx, &mp, &l->m) != VKF_OK)
+        return load_fail(l, srv_log_error("loading the model: %s", vkf_last_error()));
+    vkf_model_describe(l->m, &l->d);
+    const vkf_model_desc d = l->d;
+    if (d.encoder_only || l->embedding) {
+        if (!d.encoder_only)
+            return load_fail(l, srv_log_error("--embedding: %s is a %s model; vkformer computes "
+                                              "embeddings with encoder-only models (bert, "
+                                              "nomic-bert)",
+                                              l->model, d.architecture));
+        if (srv_embedder_create(l->m, &l->emb) != VKF_OK)
+            return load_fail(l, srv_log_error("embeddings: %s", vkf_last_error()));
+        l->cfg = (srv_config){
+            .m = l->m, .emb = l->emb, .model_name = l->alias ? l->alias : base_name(l->model)};
+        return 0;
+    }
+    if (d.encoder_decoder || !d.has_tokenizer)
+        return load_fail(
+            l,
+            srv_log_error("%s is %s; serve needs a decoder-only model with a tokenizer", l->model,
+                          d.encoder_decoder ? "an encoder-decoder model" : "without a tokenizer"));
+    int32_t slot_ctx = l->n_ctx ? l->n_ctx / l->np : d.n_ctx;
+    if (slot_ctx > d.n_ctx) slot_ctx = d.n_ctx;
+    if (slot_ctx < 2)
+        return load_fail(l,
+                         vkf_usage_error("serve", "-c %d over %d slots leaves %d tokens per slot",
+                                         l->n_ctx, l->np, slot_ctx));
+    l->cfg = (srv_config){.m = l->m,
+                          .model_name = l->alias ? l->alias : base_name(l->model),
+                          .max_tokens = l->max_tokens,
+                          .n_ctx = slot_ctx,
+                          .default_template = vkf_model_chat_template(l->m) == NULL};
+    if (l->cfg.default_template)
+        srv_log_notice("%s has no chat template: /v1/chat/completions uses ChatML (llama.cpp's "
+                       "default)",
+                       l->model);
+    srv_engine_params ep = {.n_slots = l->np, .n_ctx = slot_ctx, .queue_max = l->queue};
+    if (srv_engine_start(l->m, &ep, &l->e) != VKF_OK)
+        return load_fail(l, srv_log_error("starting the slots: %s", vkf_last_error()));
+    return 0;
+}
+
+static void *loader_main(void *arg) {
+    loader *l = arg;
+    l->rc = load(l);
+    __atomic_store_n(&l->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static int log_format_arg(void *dst, const char *v, char *err, size_t n) {
+    srv_log_format *f = dst;
+    if (strcmp(v, "text") == 0)
+        *f = SRV_LOG_TEXT;
+    else if (strcmp(v, "json") == 0)
+        *f = SRV_LOG_JSON;
+    else {
+        snprintf(err, n, "expected text or json, got '%s'", v);
+        return -1;
+    }
+    return 0;
 }
 
 int vkf_cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *api_key = NULL, *alias = NULL;
     int32_t port = 8080, np = 1, n_ctx = 0, max_tokens = 4096, queue = 16, max_body_kib = 1024;
-    int embedding = 0;
+    int32_t timeout_s = 600;
+    int metrics = 0, slots = 1, embedding = 0;
+    srv_log_format log_format = SRV_LOG_NONE;
     vkf_context_params cp = {0};
     vkf_arg args[] = {
         {"-m|--model", VKF_ARG_STR, &model, .metavar = "PATH", .required = 1,
@@ -110,17 +150,30 @@ int vkf_cmd_serve(int argc, char **argv) {
          .help = "requests that may wait for a slot; more get 503 (default 16)"},
         {"--max-body", VKF_ARG_INT, &max_body_kib, .min = 1, .max = 1 << 20, .metavar = "KIB",
          .help = "largest request body, KiB; larger ones get 413 (default 1024)"},
+        {"-to|--timeout", VKF_ARG_INT, &timeout_s, .min = 1, .max = 1 << 24, .metavar = "S",
+         .help = "close a connection idle for S seconds: no request, or a client that reads "
+                 "nothing (default 600, llama-server's)"},
+        {"--metrics", VKF_ARG_SET, &metrics,
+         .help = "serve GET /metrics (Prometheus text; off by default, as llama-server)"},
+        {"--slots", VKF_ARG_SET, &slots, .help = "serve GET /slots (the default)"},
+        {"--no-slots", VKF_ARG_CLEAR, &slots, .help = "refuse GET /slots (501)"},
         {"--embedding|--embeddings", VKF_ARG_SET, &embedding,
          .help = "serve POST /v1/embeddings (on by itself for an encoder-only model such as "
                  "bert)"},
+        {"--log-format", VKF_ARG_CALL, &log_format, .metavar = "text|json", .call = log_format_arg,
+         .help = "one access line per request on stderr (method, path, status, duration, "
+                 "tokens); json: every line of serve's a JSON object (default: no access log)"},
         VKF_ARGS_BACKEND(&cp),
         {0}};
     vkf_cmd_spec spec = {
         "serve", "-m MODEL [--host 127.0.0.1] [--port 8080] [-np N] [-c N] [--api-key KEY]",
         "An OpenAI-compatible HTTP server: POST /v1/chat/completions and /v1/completions "
-        "(stream: server-sent events), GET /v1/models, GET /health, POST /tokenize and "
-        "/detokenize; with an encoder-only model (or --embedding) POST /v1/embeddings instead "
-        "of the completions. Requests run in -np slots decoded together (continuous batching); a "
+        "(stream: server-sent events), GET /v1/models, POST /tokenize and /detokenize (with an "
+        "encoder-only model, or --embedding, POST /v1/embeddings instead of the completions); for "
+        "operators GET /health (readiness and load: 503 while the model loads, with "
+        "?fail_on_no_slot when every slot is busy, and while draining), GET /metrics "
+        "(--metrics) and GET /slots, as llama-server. The port answers /health from the "
+        "start. Requests run in -np slots decoded together (continuous batching); a "
         "request gives the same tokens alone or with others (same seed). A prompt reuses the "
         "longest prefix a free slot's cache holds (request field cache_prompt, default true; "
         "usage.prompt_tokens_details.cached_tokens). SIGINT/SIGTERM stop "
@@ -131,6 +184,7 @@ int vkf_cmd_serve(int argc, char **argv) {
                   "beginning\", \"max_tokens\": 16}'"};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
+    srv_log_set_format(log_format);
 
     /* the signals go to sigwait below, not to any thread */
     sigset_t sigs;
@@ -140,111 +194,101 @@ int vkf_cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client that leaves mid-stream is a failed write, not a death */
 
-    /* the port first: one in use is said at once, not after the model has loaded */
+    /* the port first: one in use is said at once, and /health answers while the model loads */
     int listen_fd = -1;
     char berr[256];
-    if (srv_http_bind(host, port, &listen_fd, berr, sizeof berr) != VKF_OK) {
-        fprintf(stderr, "vkformer: serve: %s\n", berr);
-        return 1;
-    }
-    vkf_context *ctx;
-    if (vkf_cli_context(&cp, &ctx) != VKF_OK) {
-        close(listen_fd);
-        return vkf_cli_fail("serve");
-    }
-    vkf_model_params mp = {.path = model};
-    vkf_model *m;
-    if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
-        vkf_context_free(ctx);
-        close(listen_fd);
-        return vkf_cli_fail("serve: loading the model");
-    }
-    vkf_model_desc d;
-    vkf_model_describe(m, &d);
-    if (d.encoder_only || embedding)
-        return serve_embeddings(m, ctx, model, &d, alias, host, port, api_key, max_body_kib, &sigs);
-    if (d.encoder_decoder || !d.has_tokenizer) {
-        fprintf(stderr,
-                "vkformer: serve: %s is %s; serve needs a decoder-only model with a tokenizer\n",
-                model, d.encoder_decoder ? "an encoder-decoder model" : "without a tokenizer");
-        vkf_model_free(m);
-        vkf_context_free(ctx);
-        close(listen_fd);
-        return 1;
-    }
-    int32_t slot_ctx = n_ctx ? n_ctx / np : d.n_ctx;
-    if (slot_ctx > d.n_ctx) slot_ctx = d.n_ctx;
-    if (slot_ctx < 2) {
-        vkf_model_free(m);
-        vkf_context_free(ctx);
-        close(listen_fd);
-        return vkf_usage_error("serve", "-c %d over %d slots leaves %d tokens per slot", n_ctx, np,
-                               slot_ctx);
-    }
-    srv_config cfg = {.m = m,
-                      .model_name = alias ? alias : base_name(model),
-                      .max_tokens = max_tokens,
-                      .n_ctx = slot_ctx,
-                      .default_template = vkf_model_chat_template(m) == NULL};
-    if (cfg.default_template)
-        fprintf(stderr,
-                "vkformer: serve: %s has no chat template: /v1/chat/completions uses ChatML "
-                "(llama.cpp's default)\n",
-                model);
-    srv_engine_params ep = {.n_slots = np, .n_ctx = slot_ctx, .queue_max = queue};
-    srv_engine *e;
-    if (srv_engine_start(m, &ep, &e) != VKF_OK) {
-        vkf_model_free(m);
-        vkf_context_free(ctx);
-        close(listen_fd);
-        return vkf_cli_fail("serve: starting the slots");
-    }
+    if (srv_http_bind(host, port, &listen_fd, berr, sizeof berr) != VKF_OK)
+        return srv_log_error("%s", berr);
     srv_http_params hp = {.host = host,
                           .port = port,
                           .listen_fd = listen_fd,
                           .api_key = api_key,
                           .max_body = (size_t)max_body_kib * 1024,
-                          .max_connections = np + queue + 64};
+                          .max_connections = np + queue + 64,
+                          .timeout_s = timeout_s,
+                          .metrics = metrics,
+                          .no_slots = !slots};
     srv_http *h;
-    vkf_status st = srv_http_start(&hp, &cfg, e, &h);
-    if (st != VKF_OK) {
-        fprintf(stderr, "vkformer: serve: starting the HTTP server on %s port %d failed\n", host,
-                port);
-        srv_engine_stop(e);
-        vkf_model_free(m);
-        vkf_context_free(ctx);
+    if (srv_http_start(&hp, NULL, NULL, &h) != VKF_OK) {
         close(listen_fd);
-        return 1;
+        return srv_log_error("starting the HTTP server on %s port %d failed", host, port);
     }
-    fprintf(stderr,
-            "vkformer: serve: %s on %s: listening on http://%s:%d (%d slot%s of %d tokens)\n",
-            cfg.model_name, vkf_context_device_name(ctx), host, srv_http_port(h), np,
-            np > 1 ? "s" : "", slot_ctx);
-    fflush(stderr);
+    srv_log_notice("loading %s; http://%s:%d/health answers 503 until it is ready", model, host,
+                   srv_http_port(h));
+
+    loader l = {.model = model,
+                .alias = alias,
+                .cp = cp,
+                .np = np,
+                .n_ctx = n_ctx,
+                .max_tokens = max_tokens,
+                .queue = queue,
+                .embedding = embedding};
+    pthread_t lt;
+    if (pthread_create(&lt, NULL, loader_main, &l) != 0) {
+        srv_http_stop(h);
+        return srv_log_error("cannot start the loader thread");
+    }
+    /* a signal while the model loads: nothing is in flight, so stop at once */
+    while (!__atomic_load_n(&l.done, __ATOMIC_ACQUIRE)) {
+        struct timespec tick = {0, 50 * 1000000L};
+        int sig = sigtimedwait(&sigs, NULL, &tick);
+        if (sig > 0) {
+            srv_log_notice("%s while loading the model: stopping",
+                           sig == SIGINT ? "SIGINT" : "SIGTERM");
+            _exit(0);
+        }
+    }
+    pthread_join(lt, NULL);
+    if (l.rc) {
+        srv_http_stop(h);
+        return l.rc;
+    }
+    srv_http_ready(h, &l.cfg, l.e);
+    if (l.emb) { /* embedding mode: no slots to drain */
+        srv_log_notice("%s on %s: listening on http://%s:%d (embeddings: %d floats, pooling %s, "
+                       "%snormalized, inputs up to %d tokens)",
+                       l.cfg.model_name, vkf_context_device_name(l.ctx), host, srv_http_port(h),
+                       l.d.d_model, vkf_pooling_name((vkf_pooling)l.d.pooling),
+                       l.d.normalize ? "" : "not ", l.d.n_embd_max);
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        srv_log_notice("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        srv_http_drain(h);
+        sleep_ms(200);
+        srv_http_stop(h);
+        srv_embedder_free(l.emb);
+        vkf_model_free(l.m);
+        vkf_context_free(l.ctx);
+        srv_log_notice("stopped");
+        return 0;
+    }
+    srv_log_notice("%s on %s: listening on http://%s:%d (%d slot%s of %d tokens)", l.cfg.model_name,
+                   vkf_context_device_name(l.ctx), host, srv_http_port(h), np, np > 1 ? "s" : "",
+                   l.cfg.n_ctx);
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    fprintf(stderr,
-            "vkformer: serve: %s: finishing the requests in flight (again to stop at once)\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    srv_log_notice("%s: finishing the requests in flight (again to stop at once)",
+                   sig == SIGINT ? "SIGINT" : "SIGTERM");
     srv_http_drain(h);
     /* drain: wait for the slots and the queue to empty, a second signal cuts it short */
     struct timespec zero = {0, 0};
     for (;;) {
         int busy, queued;
-        srv_engine_load(e, &busy, &queued);
+        srv_engine_load(l.e, &busy, &queued);
         if (!busy && !queued) break;
         if (sigtimedwait(&sigs, NULL, &zero) > 0) {
-            fprintf(stderr, "vkformer: serve: stopping now\n");
+            srv_log_notice("stopping now");
             _exit(1);
         }
         sleep_ms(20);
     }
     sleep_ms(200); /* the last events reach their clients */
     srv_http_stop(h);
-    srv_engine_stop(e);
-    vkf_model_free(m);
-    vkf_context_free(ctx);
-    fprintf(stderr, "vkformer: serve: stopped\n");
+    srv_engine_stop(l.e);
+    vkf_model_free(l.m);
+    vkf_context_free(l.ctx);
+    srv_log_notice("stopped");
     return 0;
 }

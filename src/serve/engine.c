@@ -45,7 +45,17 @@ struct srv_engine {
      * i < ctok_n[b] <= n_ctx - 1 (an idle slot's step writes its last row) */
     int32_t *ctok, *ctok_n;
     long *used, n_started; /* used[b]: when slot b last took a request (n_started then) */
+    /* /metrics and /slots (under the mutex) */
+    srv_stats st;    /* counters; st.kv_tokens is summed from kv_pub when read */
+    int32_t *kv_pub; /* [n_slots]: cache rows slot b holds, as last published */
+    srv_req **prev;  /* [n_slots]: the request slot b held last (a reference), or NULL */
 };
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 srv_req *srv_req_new(void) {
     srv_req *r = calloc(1, sizeof *r);
@@ -148,13 +158,30 @@ int srv_engine_submit(srv_engine *e, srv_req *r) {
 /* ------------------------------------------------------------------ per-token work (engine thread)
  */
 
+/* with the mutex held, on the engine thread: what /slots and /metrics show of r */
+static void publish(srv_engine *e, srv_req *r) {
+    r->pub_gen = r->n_gen;
+    r->pub_cached = r->n_cached;
+    r->pub_pos = r->pos;
+    if (r->slot >= 0) e->kv_pub[r->slot] = r->pos;
+}
+
 /* with the mutex held: the request is over */
 static void finish(srv_engine *e, srv_req *r, srv_finish f) {
     r->finish = f;
     r->done = 1;
     e->n_done++;
     e->n_cancelled += f == SRV_FINISH_CANCELLED;
-    if (r->slot >= 0) e->slot[r->slot] = NULL;
+    e->st.n_finished[f]++;
+    if (r->slot >= 0) {
+        int b = r->slot;
+        publish(e, r);
+        e->kv_pub[b] = e->ctok_n[b]; /* what the slot keeps: its prompt cache */
+        e->slot[b] = NULL;
+        if (e->prev[b]) req_unref(e->prev[b]);
+        e->prev[b] = r; /* /slots shows it until the slot takes another */
+        r->refs++;
+    }
     r->slot = -1;
     pthread_cond_broadcast(&r->cv);
     req_unref(r);
@@ -326,6 +353,8 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
         free(ev.text);
         free(ev.piece);
     }
+    if (!vkf_model_is_eog(e->m, tok)) e->st.n_predicted++;
+    publish(e, r);
     if (r->cancel) f = SRV_FINISH_CANCELLED;
     if (f != SRV_FINISH_NONE) {
         finish(e, r, f);
@@ -385,8 +414,18 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
     e->used[b] = ++e->n_started;
     r->n_cached = keep;
     e->ctok_n[b] = keep; /* rows past it are rewritten now */
+    double t0 = now_s();
     if (st == VKF_OK)
         st = vkf_session_seq_eval(e->s, b, keep, r->prompt + keep, r->n_prompt - keep, row);
+    if (st == VKF_OK) {
+        double dt = now_s() - t0;
+        pthread_mutex_lock(&e->mu);
+        e->st.n_prompt += (uint64_t)(r->n_prompt - keep);
+        e->st.n_bucket_prompt += (uint64_t)(r->n_prompt - keep);
+        e->st.t_prompt += dt;
+        e->st.t_bucket_prompt += dt;
+        pthread_mutex_unlock(&e->mu);
+    }
     if (st == VKF_OK)
         for (int32_t i = keep; i < r->n_prompt; i++)
             cache_note(e, b, i, r->prompt[i]);
@@ -442,7 +481,17 @@ static void *engine_main(void *arg) {
         }
         /* 3. one batched step for every busy slot */
         pthread_mutex_unlock(&e->mu);
+        double t0 = now_s();
         vkf_status st = vkf_session_seq_decode(e->s, e->tok, e->pos, e->logits);
+        double dt = now_s() - t0;
+        pthread_mutex_lock(&e->mu);
+        e->st.n_steps++;
+        e->st.n_busy_total += (uint64_t)busy;
+        e->st.n_decoded += (uint64_t)busy;
+        e->st.n_bucket_decoded += (uint64_t)busy;
+        e->st.t_decode += dt;
+        e->st.t_bucket_decode += dt;
+        pthread_mutex_unlock(&e->mu);
         char msg[512];
         snprintf(msg, sizeof msg, "%s", st == VKF_OK ? "" : vkf_last_error());
         for (int b = 0; b < e->n_slots; b++) {
@@ -486,8 +535,10 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
     e->ctok = malloc((size_t)e->n_slots * (size_t)e->n_ctx * sizeof *e->ctok);
     e->ctok_n = calloc((size_t)e->n_slots, sizeof *e->ctok_n);
     e->used = calloc((size_t)e->n_slots, sizeof *e->used);
-    if (st == VKF_OK &&
-        (!e->slot || !e->logits || !e->tok || !e->pos || !e->ctok || !e->ctok_n || !e->used))
+    e->kv_pub = calloc((size_t)e->n_slots, sizeof *e->kv_pub);
+    e->prev = calloc((size_t)e->n_slots, sizeof *e->prev);
+    if (st == VKF_OK && (!e->slot || !e->logits || !e->tok || !e->pos || !e->ctok || !e->ctok_n ||
+                         !e->used || !e->kv_pub || !e->prev))
         st = VKF_ERROR_OUT_OF_MEMORY;
     if (st == VKF_OK) { /* warm-up: builds the batched graph now, and fails here if it cannot */
         for (int b = 0; b < e->n_slots; b++)
@@ -512,6 +563,8 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
         free(e->ctok);
         free(e->ctok_n);
         free(e->used);
+        free(e->kv_pub);
+        free(e->prev);
         free(e);
         return st;
     }
@@ -526,6 +579,8 @@ void srv_engine_stop(srv_engine *e) {
     pthread_cond_signal(&e->cv);
     pthread_mutex_unlock(&e->mu);
     pthread_join(e->thread, NULL);
+    for (int b = 0; b < e->n_slots; b++)
+        if (e->prev[b]) req_unref(e->prev[b]);
     vkf_session_free(e->s);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
@@ -536,5 +591,89 @@ void srv_engine_stop(srv_engine *e) {
     free(e->ctok);
     free(e->ctok_n);
     free(e->used);
+    free(e->kv_pub);
+    free(e->prev);
     free(e);
+}
+
+/* ------------------------------------------------------------------ /metrics and /slots */
+
+void srv_engine_stats(srv_engine *e, srv_stats *out, int reset_bucket) {
+    pthread_mutex_lock(&e->mu);
+    *out = e->st;
+    out->n_slots = e->n_slots;
+    out->busy = 0;
+    out->kv_tokens = 0;
+    for (int b = 0; b < e->n_slots; b++) {
+        out->busy += e->slot[b] != NULL;
+        out->kv_tokens += e->kv_pub[b];
+    }
+    out->queued = e->n_queued;
+    out->kv_size = (int64_t)e->n_slots * e->n_ctx;
+    if (reset_bucket) {
+        e->st.n_bucket_prompt = e->st.n_bucket_decoded = 0;
+        e->st.t_bucket_prompt = e->st.t_bucket_decode = 0.0;
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+void srv_slot_info_free(srv_slot_info *s, int n) {
+    if (!s) return;
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < s[i].n_stops; k++)
+            free(s[i].stops[k]);
+        free(s[i].prompt);
+        free(s[i].generated);
+    }
+    free(s);
+}
+
+/* with the mutex held: r's fields that do not change after submit, its published counts and
+ * the text of its events */
+static int slot_copy(const srv_req *r, srv_slot_info *o) {
+    o->task = r->task;
+    o->n_prompt = r->n_prompt;
+    o->n_cached = r->pub_cached;
+    o->n_gen = r->pub_gen;
+    o->max_tokens = r->max_tokens;
+    o->stream = r->stream;
+    o->n_probs = r->logprobs ? r->top_logprobs : 0;
+    o->sp = r->sp;
+    for (int k = 0; k < r->n_stops; k++)
+        if ((o->stops[o->n_stops] = strdup(r->stops[k]))) o->n_stops++;
+    o->prompt = malloc((size_t)r->n_prompt * sizeof *o->prompt);
+    size_t len = 0;
+    for (int i = 0; i < r->n_ev; i++)
+        len += r->ev[i].len;
+    o->generated = malloc(len + 1);
+    if (!o->prompt || !o->generated) return -1;
+    memcpy(o->prompt, r->prompt, (size_t)r->n_prompt * sizeof *o->prompt);
+    len = 0;
+    for (int i = 0; i < r->n_ev; i++) {
+        if (r->ev[i].len) memcpy(o->generated + len, r->ev[i].text, r->ev[i].len);
+        len += r->ev[i].len;
+    }
+    o->generated[len] = '\0';
+    return 0;
+}
+
+srv_slot_info *srv_engine_slots(srv_engine *e) {
+    srv_slot_info *s = calloc((size_t)e->n_slots, sizeof *s);
+    if (!s) return NULL;
+    int fail = 0;
+    pthread_mutex_lock(&e->mu);
+    for (int b = 0; b < e->n_slots; b++) {
+        const srv_req *r = e->slot[b] ? e->slot[b] : e->prev[b];
+        s[b].id = b;
+        s[b].busy = e->slot[b] != NULL;
+        s[b].n_ctx = e->n_ctx;
+        s[b].task = -1;
+        if (r && slot_copy(r, &s[b]) != 0) fail = 1;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (fail) {
+        srv_slot_info_free(s, e->n_slots);
+        return NULL;
+    }
+    return s;
 }

@@ -2,6 +2,11 @@
  * own thread while the engine generates), bodies bounded (413), an optional API key (401),
  * OpenAI-style JSON errors, and server-sent events for stream: true.
  *
+ * The port is served from before the model loads: until srv_http_ready, /health answers 503
+ * {"status": "loading model"} and every other endpoint 503 (llama-server's behaviour), so a
+ * load balancer sends nothing here yet. Every request ends in one srv_access record: the
+ * access log line and the request counters of /metrics.
+ *
  * A client that goes away is noticed two ways: a failed write (libmicrohttpd then frees the
  * streaming response, which cancels the request) and, while waiting, a peek at the socket that
  * reads end-of-file. Either cancels the request; the engine frees its slot at the next step. */
@@ -23,11 +28,13 @@
 struct srv_http {
     struct MHD_Daemon *d;
     srv_http_params p;
-    const srv_config *c;
-    srv_engine *e;
+    const srv_config *c; /* NULL until ready */
+    srv_engine *e;       /* NULL until ready */
+    int ready;           /* c and e are set (atomic: written once, read by every connection) */
     volatile int draining;
     pthread_mutex_t id_mu;
     unsigned long next_id;
+    srv_metrics *metrics;
 };
 
 /* per connection request state (libmicrohttpd's con_cls) */
@@ -37,7 +44,14 @@ typedef struct conn {
     size_t len, cap;
     int too_large;
     int fd;
+    srv_access acc; /* logged when the request completes */
+    int acc_handed; /* acc went out with a whole answer, or a stream took it over (it logs when
+                       the stream ends) */
 } conn;
+
+/* The request being answered on this thread (libmicrohttpd runs each connection on its own
+ * thread: MHD_USE_THREAD_PER_CONNECTION), for the status of its access record. */
+static _Thread_local conn *tl_conn;
 
 /* a streaming response: owned by libmicrohttpd's response (freed by sse_free) */
 typedef struct stream {
@@ -49,7 +63,37 @@ typedef struct stream {
     int sent_any; /* a chunk went out (the role rides on the first) */
     char *out;    /* formatted bytes not yet handed to libmicrohttpd */
     size_t out_len, out_off, out_cap;
+    srv_access acc; /* the request's access record, logged when the stream ends */
+    int logged;     /* acc went out */
 } stream;
+
+/* ------------------------------------------------------------------ access records */
+
+static void access_done(srv_http *h, const srv_access *a) {
+    srv_metrics_count(h->metrics, a->path, a->status);
+    srv_log_access(a);
+}
+
+/* the counts of r (done, or cancelled by the connection) into a */
+static void access_tokens(srv_access *a, const srv_req *r) {
+    a->has_tokens = 1;
+    a->stream = r->stream;
+    snprintf(a->id, sizeof a->id, "%s", r->id);
+    a->n_prompt = r->n_prompt;
+    a->n_cached = r->pub_cached;
+    a->n_gen = r->pub_gen;
+    a->finish = r->done ? r->finish : SRV_FINISH_CANCELLED;
+}
+
+/* A whole answer was queued on this thread's connection: its access record goes out now, before
+ * libmicrohttpd sends it (a client that has the answer finds it counted in /metrics). */
+static void answered(int status) {
+    conn *c = tl_conn;
+    if (!c || c->acc_handed) return;
+    c->acc.status = status;
+    c->acc_handed = 1;
+    access_done(c->h, &c->acc);
+}
 
 /* ------------------------------------------------------------------ responses */
 
@@ -68,6 +112,7 @@ static enum MHD_Result send_json(struct MHD_Connection *mc, int status, char *js
     MHD_add_response_header(res, "Access-Control-Allow-Origin", "*");
     enum MHD_Result ok = MHD_queue_response(mc, (unsigned)status, res);
     MHD_destroy_response(res);
+    answered(status);
     return ok;
 }
 
@@ -109,12 +154,26 @@ static int append_out(stream *c, const char *s) {
     return 0;
 }
 
+/* the stream's access record, once: at its end of stream, before libmicrohttpd sends the last
+ * chunk (a client that has the whole stream finds it in /metrics), or when it is freed */
+static void stream_log(stream *c) {
+    if (c->logged) return;
+    c->logged = 1;
+    srv_engine_lock(c->h->e);
+    access_tokens(&c->acc, c->r);
+    srv_engine_unlock(c->h->e);
+    access_done(c->h, &c->acc);
+}
+
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream *c = cls;
     srv_engine *e = c->h->e;
     while (c->out_off == c->out_len) {
-        if (c->sent_final) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (c->sent_final) {
+            stream_log(c);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
         srv_engine_wait(e, c->r, 100); /* returns with the engine locked */
         srv_req *r = c->r;
         int fail = 0;
@@ -153,6 +212,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
 /* libmicrohttpd is done with the stream (finished, or the client went away): cancel */
 static void sse_free(void *cls) {
     stream *c = cls;
+    stream_log(c);
     srv_req_release(c->h->e, c->r);
     free(c->out);
     free(c);
@@ -192,12 +252,37 @@ static void multi_wait(multi *m, int timeout_ms) {
     srv_engine_wait(m->h->e, m->rs[k], timeout_ms);
 }
 
+/* the counts of every prompt's request, summed, into a (the engine locked) */
+static void access_tokens_multi(srv_access *a, const multi *m) {
+    access_tokens(a, m->rs[0]);
+    for (int i = 1; i < m->n; i++) {
+        const srv_req *r = m->rs[i];
+        a->n_prompt += r->n_prompt;
+        a->n_cached += r->pub_cached;
+        a->n_gen += r->pub_gen;
+        if (!r->done) a->finish = SRV_FINISH_CANCELLED;
+    }
+}
+
+/* the stream's access record, once (as stream_log) */
+static void multi_log(multi *m) {
+    if (m->out.logged) return;
+    m->out.logged = 1;
+    srv_engine_lock(m->h->e);
+    access_tokens_multi(&m->out.acc, m);
+    srv_engine_unlock(m->h->e);
+    access_done(m->h, &m->out.acc);
+}
+
 static ssize_t sse_read_multi(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     multi *m = cls;
     stream *o = &m->out;
     while (o->out_off == o->out_len) {
-        if (m->sent_done) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (m->sent_done) {
+            multi_log(m);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
         multi_wait(m, 100);
         int fail = 0, all = 1;
         for (int i = 0; i < m->n && !fail; i++) {
@@ -240,7 +325,11 @@ static ssize_t sse_read_multi(void *cls, uint64_t pos, char *buf, size_t max) {
     return (ssize_t)n;
 }
 
-static void sse_free_multi(void *cls) { multi_free(cls, 1); }
+static void sse_free_multi(void *cls) {
+    multi *m = cls;
+    multi_log(m);
+    multi_free(m, 1);
+}
 
 /* r0: prompt 0, parsed; r0->n_choices > 1 */
 static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_req *r0) {
@@ -274,6 +363,7 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
             status = 400;
         snprintf(r->id, sizeof r->id, "%s", r0->id); /* one request, one id */
         r->created = r0->created;
+        r->task = r0->task;
     }
     for (int i = 0; i < n && !status; i++) {
         int q = h->draining ? -2 : srv_engine_submit(h->e, m->rs[i]);
@@ -301,7 +391,11 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
         }
         MHD_add_response_header(sr, "Content-Type", "text/event-stream");
         MHD_add_response_header(sr, "Cache-Control", "no-cache");
+        MHD_add_response_header(sr, "X-Accel-Buffering", "no"); /* nginx: unbuffered */
         MHD_add_response_header(sr, "Access-Control-Allow-Origin", "*");
+        m->out.acc = c->acc; /* logged by sse_free_multi when the stream ends */
+        m->out.acc.status = MHD_HTTP_OK;
+        c->acc_handed = 1;
         res = MHD_queue_response(mc, MHD_HTTP_OK, sr);
         MHD_destroy_response(sr);
         return res;
@@ -314,13 +408,18 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
             if (m->rs[i]->done && m->rs[i]->finish == SRV_FINISH_ERROR) failed = i;
         }
         if (failed >= 0) snprintf(err, sizeof err, "%s", m->rs[failed]->err);
+        int gone = !done && peer_gone(c->fd);
+        if (done || gone) access_tokens_multi(&c->acc, m);
         srv_engine_unlock(h->e);
         if (done) {
             res = failed >= 0 ? send_error(mc, 500, "generation failed: %s", err)
                               : send_json(mc, 200, srv_api_response_multi(h->c, m->rs, n));
             break;
         }
-        if (peer_gone(c->fd)) break; /* MHD_NO: close the connection */
+        if (gone) {
+            c->acc.status = 499; /* nginx's "client closed request": nothing was sent */
+            break;               /* MHD_NO: close the connection */
+        }
     }
     multi_free(m, 1);
     return res;
@@ -344,6 +443,7 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
     snprintf(r->id, sizeof r->id, "%s-%lx%lu", chat ? "chatcmpl" : "cmpl",
              (unsigned long)time(NULL), id);
     r->created = (long)time(NULL);
+    r->task = (long)id;
     if (r->n_choices > 1) return completion_multi(mc, c, r);
     int q = h->draining ? -2 : srv_engine_submit(h->e, r);
     if (q != 0) {
@@ -366,8 +466,13 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
         st->h = h;
         st->r = r;
         st->fd = c->fd;
+        st->acc = c->acc;
+        st->acc.status = MHD_HTTP_OK;
+        c->acc_handed = 1;
         MHD_add_response_header(res, "Content-Type", "text/event-stream");
         MHD_add_response_header(res, "Cache-Control", "no-cache");
+        /* nginx: pass the events on as they come (deploy/nginx.conf turns buffering off too) */
+        MHD_add_response_header(res, "X-Accel-Buffering", "no");
         MHD_add_response_header(res, "Access-Control-Allow-Origin", "*");
         enum MHD_Result ok = MHD_queue_response(mc, MHD_HTTP_OK, res);
         MHD_destroy_response(res);
@@ -380,10 +485,15 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
         srv_engine_unlock(h->e);
         if (done) break;
         if (peer_gone(c->fd)) {
+            srv_engine_lock(h->e);
+            access_tokens(&c->acc, r);
+            srv_engine_unlock(h->e);
+            c->acc.status = 499; /* nginx's "client closed request": nothing was sent */
             srv_req_release(h->e, r);
             return MHD_NO; /* close the connection */
         }
     }
+    access_tokens(&c->acc, r); /* r is done: its fields no longer change */
     enum MHD_Result ok;
     if (r->finish == SRV_FINISH_ERROR)
         ok = send_error(mc, 500, "generation failed: %s", r->err);
@@ -404,30 +514,92 @@ static int authorized(srv_http *h, struct MHD_Connection *mc) {
     return strcmp(a + 7, h->p.api_key) == 0;
 }
 
+/* whether the query string has key (with or without a value, as llama-server's has_param) */
+typedef struct arg_find {
+    const char *key;
+    int found;
+} arg_find;
+
+static enum MHD_Result find_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value) {
+    (void)kind;
+    (void)value;
+    arg_find *f = cls;
+    if (key && strcmp(key, f->key) == 0) {
+        f->found = 1;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+static int has_arg(struct MHD_Connection *mc, const char *key) {
+    arg_find f = {key, 0};
+    MHD_get_connection_values(mc, MHD_GET_ARGUMENT_KIND, find_arg, &f);
+    return f.found;
+}
+
+static enum MHD_Result send_metrics(struct MHD_Connection *mc, srv_http *h) {
+    char *text = srv_metrics_render(h->metrics, h->e, h->draining);
+    if (!text) return send_error(mc, 500, "out of host memory");
+    struct MHD_Response *res =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!res) {
+        free(text);
+        return MHD_NO;
+    }
+    char start[32];
+    snprintf(start, sizeof start, "%.0f", srv_metrics_start(h->metrics));
+    MHD_add_response_header(res, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    MHD_add_response_header(res, "Process-Start-Time-Unix", start); /* as llama-server */
+    enum MHD_Result ok = MHD_queue_response(mc, MHD_HTTP_OK, res);
+    MHD_destroy_response(res);
+    answered(MHD_HTTP_OK);
+    return ok;
+}
+
+/* GET /metrics and GET /slots (llama-server's: off / on unless disabled, 501 when off) */
+static enum MHD_Result observe(struct MHD_Connection *mc, srv_http *h, int metrics, int get,
+                               const char *url, const char *method) {
+    if (!get) return send_error(mc, 405, "%s takes GET, not %s", url, method);
+    if (metrics) {
+        if (!h->p.metrics)
+            return send_error(mc, 501,
+                              "This server does not support metrics endpoint. Start it "
+                              "with `--metrics`");
+        return send_metrics(mc, h);
+    }
+    if (h->p.no_slots)
+        return send_error(mc, 501,
+                          "This server does not support slots endpoint (it was started "
+                          "with `--no-slots`)");
+    if (!h->e) return send_error(mc, 501, "this server serves an embedding model: it has no slots");
+    if (has_arg(mc, "fail_on_no_slot")) {
+        int busy, queued;
+        srv_engine_load(h->e, &busy, &queued);
+        if (busy == srv_engine_n_slots(h->e)) return send_error(mc, 503, "no slot available");
+    }
+    char *js = srv_slots_json(h->c, h->e);
+    return js ? send_json(mc, 200, js) : send_error(mc, 500, "out of host memory");
+}
+
 static enum MHD_Result route(struct MHD_Connection *mc, conn *c, const char *url,
                              const char *method) {
     srv_http *h = c->h;
     int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
     if (strcmp(method, "OPTIONS") == 0) return send_json(mc, 200, strdup("{}"));
+    int ready = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE);
     if (strcmp(url, "/health") == 0 || strcmp(url, "/v1/health") == 0) {
-        int busy, queued;
-        long done, cancelled;
-        busy = queued = 0;
-        done = cancelled = 0;
-        if (h->e) { /* embedding mode has no slots */
-            srv_engine_load(h->e, &busy, &queued);
-            srv_engine_counts(h->e, &done, &cancelled);
-        }
-        char js[256];
-        snprintf(js, sizeof js,
-                 "{\"status\":\"%s\",\"slots_idle\":%d,\"slots_processing\":%d,\"queued\":%d,"
-                 "\"requests_done\":%ld,\"requests_cancelled\":%ld}",
-                 h->draining ? "shutting down" : "ok", (h->e ? srv_engine_n_slots(h->e) : 1) - busy,
-                 busy, queued, done, cancelled);
-        return send_json(mc, h->draining ? 503 : 200, strdup(js));
+        int no_slot = 0;
+        char *js = srv_health_json(ready ? h->c : NULL, ready ? h->e : NULL, ready, h->draining,
+                                   !h->p.no_slots && has_arg(mc, "include_slots"), &no_slot);
+        int unavailable = !ready || h->draining || (no_slot && has_arg(mc, "fail_on_no_slot"));
+        return send_json(mc, unavailable ? 503 : 200, js);
     }
     if (!authorized(h, mc))
         return send_error(mc, 401, "invalid or missing API key (Authorization: Bearer KEY)");
+    if (!ready) return send_error(mc, 503, "Loading model");
+    int metrics = strcmp(url, "/metrics") == 0;
+    if (metrics || strcmp(url, "/slots") == 0) return observe(mc, h, metrics, get, url, method);
     int chat = strcmp(url, "/v1/chat/completions") == 0 || strcmp(url, "/chat/completions") == 0;
     int cmpl = strcmp(url, "/v1/completions") == 0 || strcmp(url, "/completions") == 0;
     int models = strcmp(url, "/v1/models") == 0 || strcmp(url, "/models") == 0;
@@ -471,6 +643,23 @@ static enum MHD_Result route(struct MHD_Connection *mc, conn *c, const char *url
     return send_json(mc, status, js);
 }
 
+static void access_begin(srv_access *a, struct MHD_Connection *mc, const char *url,
+                         const char *method) {
+    a->t0 = srv_now();
+    snprintf(a->method, sizeof a->method, "%s", method);
+    snprintf(a->path, sizeof a->path, "%s", url);
+    snprintf(a->remote, sizeof a->remote, "?");
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, a->remote,
+                  sizeof a->remote);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, a->remote,
+                  sizeof a->remote);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
@@ -486,6 +675,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
             MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (ci) c->fd = ci->connect_fd;
         *con_cls = c;
+        tl_conn = c;
+        access_begin(&c->acc, mc, url, method);
         const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > h->p.max_body) {
             c->too_large = 1;
@@ -494,6 +685,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         }
         return MHD_YES;
     }
+    tl_conn = c;
     if (*upload_size) { /* a piece of the body */
         if (!c->too_large && c->len + *upload_size <= h->p.max_body) {
             if (c->len + *upload_size + 1 > c->cap) {
@@ -522,6 +714,11 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     (void)toe;
     conn *c = *con_cls;
     if (!c) return;
+    if (!c->acc_handed) {
+        if (!c->acc.status) c->acc.status = 499; /* the client left before an answer */
+        access_done(c->h, &c->acc);
+    }
+    if (tl_conn == c) tl_conn = NULL;
     free(c->body);
     free(c);
     *con_cls = NULL;
@@ -555,7 +752,7 @@ vkf_status srv_http_bind(const char *host, int port, int *fd, char *err, size_t 
     }
     /* as libmicrohttpd does: a port left in TIME_WAIT by a previous run may be taken again */
     setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(s, sa, len) != 0 || listen(s, 64) != 0) {
+    if (bind(s, sa, len) != 0 || listen(s, 128) != 0) {
         int e = errno;
         snprintf(err, errsize, "cannot listen on %s port %d: %s%s", host, port, strerror(e),
                  e == EADDRINUSE ? " (another server has it: pick another --port, or 0 for any)"
@@ -573,9 +770,13 @@ vkf_status srv_http_start(const srv_http_params *p, const srv_config *c, srv_eng
     srv_http *h = calloc(1, sizeof *h);
     if (!h) return VKF_ERROR_OUT_OF_MEMORY;
     h->p = *p;
-    h->c = c;
-    h->e = e;
+    h->metrics = srv_metrics_new();
+    if (!h->metrics) {
+        free(h);
+        return VKF_ERROR_OUT_OF_MEMORY;
+    }
     pthread_mutex_init(&h->id_mu, NULL);
+    if (c) srv_http_ready(h, c, e); /* e NULL: embedding mode, no slots */
     struct sockaddr_in a4;
     struct sockaddr_in6 a6;
     memset(&a4, 0, sizeof a4);
@@ -593,22 +794,24 @@ vkf_status srv_http_start(const srv_http_params *p, const srv_config *c, srv_eng
         flags |= MHD_USE_IPv6;
     } else {
         pthread_mutex_destroy(&h->id_mu);
+        srv_metrics_free(h->metrics);
         free(h);
         return VKF_ERROR_INVALID_ARGUMENT;
     }
+    unsigned timeout = (unsigned)(p->timeout_s > 0 ? p->timeout_s : 600);
     if (p->listen_fd > 0) /* bound already (srv_http_bind) */
-        h->d = MHD_start_daemon(flags, (uint16_t)p->port, NULL, NULL, on_request, h,
-                                MHD_OPTION_LISTEN_SOCKET, p->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
-                                on_completed, h, MHD_OPTION_CONNECTION_LIMIT,
-                                (unsigned)p->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-                                (unsigned)600, MHD_OPTION_END);
+        h->d = MHD_start_daemon(
+            flags, (uint16_t)p->port, NULL, NULL, on_request, h, MHD_OPTION_LISTEN_SOCKET,
+            p->listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_LIMIT,
+            (unsigned)p->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_END);
     else
         h->d = MHD_start_daemon(flags, (uint16_t)p->port, NULL, NULL, on_request, h,
                                 MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
                                 h, MHD_OPTION_CONNECTION_LIMIT, (unsigned)p->max_connections,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_END);
+                                MHD_OPTION_CONNECTION_TIMEOUT, timeout, MHD_OPTION_END);
     if (!h->d) {
         pthread_mutex_destroy(&h->id_mu);
+        srv_metrics_free(h->metrics);
         free(h);
         return VKF_ERROR_IO;
     }
@@ -621,11 +824,18 @@ int srv_http_port(const srv_http *h) {
     return i ? i->port : -1;
 }
 
+void srv_http_ready(srv_http *h, const srv_config *c, srv_engine *e) {
+    h->c = c;
+    h->e = e;
+    __atomic_store_n(&h->ready, 1, __ATOMIC_RELEASE);
+}
+
 void srv_http_drain(srv_http *h) { h->draining = 1; }
 
 void srv_http_stop(srv_http *h) {
     if (!h) return;
     MHD_stop_daemon(h->d);
     pthread_mutex_destroy(&h->id_mu);
+    srv_metrics_free(h->metrics);
     free(h);
 }

@@ -4,6 +4,9 @@
  *   api.c     OpenAI request parsing and response JSON (chat, completions, logprobs, usage)
  *   engine.c  the slots: a queue, one thread that prefills new requests and decodes every busy
  *             slot together in one batched graph per step (continuous batching)
+ *   metrics.c    GET /metrics (Prometheus text, llama-server's names) and the HTTP counters
+ *   slots.c      GET /health (readiness and load) and GET /slots (llama-server's shape)
+ *   access_log.c one line per request on stderr (--log-format text|json), and serve's notices
  *   cmd_serve.c  the `vkformer serve` command: options, start, SIGINT/SIGTERM drain
  *
  * Threads: libmicrohttpd runs one thread per connection; each submits a request to the engine
@@ -61,6 +64,7 @@ typedef struct srv_req {
                       set before srv_api_parse */
     int n_choices; /* set by srv_api_parse: prompts in the request (one choice each; the usage
                       then goes in srv_api_usage_chunk, not in each final chunk) */
+    long task;     /* the server's number for the request (/slots id_task) */
     /* engine (guarded by the engine mutex) */
     pthread_cond_t cv;
     srv_event *ev;
@@ -70,7 +74,11 @@ typedef struct srv_req {
     int done;
     int cancel; /* set by the connection: the client went away */
     char err[512];
-    int refs;             /* the connection and the engine; freed at 0 */
+    int refs; /* the connection, the engine, and the slot's last request (/slots);
+                 freed at 0 */
+    /* what /slots and /metrics show of the request, published under the engine mutex by the
+     * engine thread (the engine-thread fields below change without it) */
+    int32_t pub_gen, pub_cached, pub_pos;
     struct srv_req *next; /* queue link */
     /* engine thread only */
     int slot;
@@ -112,6 +120,45 @@ int srv_engine_n_slots(const srv_engine *e);
 void srv_engine_load(srv_engine *e, int *busy, int *queued);
 /* requests finished since the start, and how many of them because the client went away */
 void srv_engine_counts(srv_engine *e, long *done, long *cancelled);
+
+/* The engine's counters for /metrics (llama-server's server_metrics): totals since the start,
+ * and a bucket since the previous read with reset_bucket (llama-server resets its throughput
+ * gauges at every /metrics request). */
+typedef struct srv_stats {
+    uint64_t n_prompt;     /* prompt tokens evaluated (those taken from the cache excluded) */
+    double t_prompt;       /* seconds spent evaluating them */
+    uint64_t n_predicted;  /* generated tokens (the usage's completion_tokens, summed) */
+    uint64_t n_decoded;    /* rows of the batched decode steps (one per busy slot per step) */
+    double t_decode;       /* seconds spent in the batched decode steps */
+    uint64_t n_steps;      /* batched decode steps */
+    uint64_t n_busy_total; /* busy slots summed over the steps */
+    uint64_t n_bucket_prompt, n_bucket_decoded; /* since the previous reset */
+    double t_bucket_prompt, t_bucket_decode;
+    uint64_t n_finished[SRV_FINISH_ERROR + 1]; /* requests finished, by srv_finish */
+    int n_slots, busy, queued;
+    int64_t kv_tokens; /* cache rows in use: each busy slot's position, each idle slot's
+                          prompt cache */
+    int64_t kv_size;   /* n_slots * n_ctx */
+} srv_stats;
+void srv_engine_stats(srv_engine *e, srv_stats *out, int reset_bucket);
+
+/* One slot as /slots shows it (a copy: no lock held while it is rendered). */
+typedef struct srv_slot_info {
+    int id;
+    int busy;
+    long task; /* the request it holds, or held last; -1: none yet */
+    int32_t n_ctx;
+    int32_t n_prompt, n_cached, n_gen, max_tokens;
+    int stream, n_probs;
+    vkf_sampler_params sp;
+    char *stops[SRV_MAX_STOPS];
+    int n_stops;
+    int32_t *prompt; /* malloc'ed copy of the prompt tokens */
+    char *generated; /* the text sent so far, malloc'ed */
+} srv_slot_info;
+/* A snapshot of every slot (n_slots entries, malloc'ed); NULL when out of memory. */
+srv_slot_info *srv_engine_slots(srv_engine *e);
+void srv_slot_info_free(srv_slot_info *s, int n);
 
 /* s[0..n) copied as valid UTF-8: bytes that begin no well-formed sequence become U+FFFD */
 char *srv_utf8_dup(const char *s, size_t n);
@@ -161,6 +208,60 @@ void srv_embedder_free(srv_embedder *e);
 char *srv_embeddings(srv_embedder *e, const char *model_name, const char *body, size_t len,
                      int *status);
 
+/* ------------------------------------------------------------------ slots.c */
+
+/* GET /health's body. ready 0: the model is loading; e NULL when ready: embedding mode (no
+ * slots). *no_slot: every slot is busy (503 where the client asked fail_on_no_slot). malloc'ed. */
+char *srv_health_json(const srv_config *c, srv_engine *e, int ready, int draining,
+                      int include_slots, int *no_slot);
+/* GET /slots: llama-server's array of slots; malloc'ed, NULL when out of memory. */
+char *srv_slots_json(const srv_config *c, srv_engine *e);
+
+/* ------------------------------------------------------------------ metrics.c */
+
+typedef struct srv_metrics srv_metrics;
+srv_metrics *srv_metrics_new(void);
+void srv_metrics_free(srv_metrics *m);
+/* one HTTP request answered (path as the client sent it; aliases count as their endpoint) */
+void srv_metrics_count(srv_metrics *m, const char *path, int status);
+/* The Prometheus text of /metrics (resets the engine's throughput bucket; e NULL: embedding mode,
+ * the engine's figures are 0); malloc'ed. */
+char *srv_metrics_render(srv_metrics *m, srv_engine *e, int draining);
+/* when the process started (unix seconds): the Process-Start-Time-Unix header */
+double srv_metrics_start(const srv_metrics *m);
+
+/* ------------------------------------------------------------------ access_log.c */
+
+typedef enum srv_log_format {
+    SRV_LOG_NONE = 0, /* notices as "vkformer: serve: ..." lines, no access log (the default) */
+    SRV_LOG_TEXT,     /* and one text line per request */
+    SRV_LOG_JSON,     /* every line a JSON object: notices {"msg"}, one per request */
+} srv_log_format;
+
+/* One request as the access log and the request counters see it. */
+typedef struct srv_access {
+    char method[16];
+    char path[256];
+    char remote[64];
+    char id[48]; /* the completion's id, or "" */
+    double t0;   /* srv_now() when its headers arrived */
+    int status;
+    int stream;
+    int has_tokens; /* a completion: the counts and finish below are set */
+    int32_t n_prompt, n_cached, n_gen;
+    srv_finish finish;
+} srv_access;
+
+/* Set once, before any thread starts. */
+void srv_log_set_format(srv_log_format f);
+srv_log_format srv_log_get_format(void);
+/* serve's own messages: "vkformer: serve: MSG", or {"time","level","msg"} with json */
+void srv_log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* the same with level "error"; returns 1 (the command's exit status) */
+int srv_log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void srv_log_access(const srv_access *a);
+double srv_now(void); /* monotonic seconds */
+
 /* ------------------------------------------------------------------ http.c */
 
 typedef struct srv_http_params {
@@ -171,6 +272,10 @@ typedef struct srv_http_params {
     const char *api_key; /* NULL: none */
     size_t max_body;     /* bytes; larger bodies get 413 */
     int max_connections;
+    int timeout_s; /* a connection idle this long (no request, or a client that reads
+                      nothing) is closed (--timeout; 0: 600, llama-server's default) */
+    int metrics;   /* 1: GET /metrics (--metrics; llama-server's default is off) */
+    int no_slots;  /* 1: GET /slots refused (--no-slots) */
 } srv_http_params;
 
 typedef struct srv_http srv_http;
@@ -180,8 +285,13 @@ typedef struct srv_http srv_http;
  * yourself if the server never starts). VKF_ERROR_INVALID_ARGUMENT: host is not an IPv4 or IPv6
  * address; VKF_ERROR_IO: bind or listen failed (the message says why: in use, not allowed). */
 vkf_status srv_http_bind(const char *host, int port, int *fd, char *err, size_t errsize);
+/* Binds (unless p->listen_fd) and serves. c NULL: the model is still loading; /health answers
+ * 503 "loading model" and every other endpoint 503 until srv_http_ready. */
 vkf_status srv_http_start(const srv_http_params *p, const srv_config *c, srv_engine *e,
                           srv_http **out);
+/* The model is loaded and the engine runs (e NULL: embedding mode, no slots): serve every
+ * endpoint (c and e outlive h). */
+void srv_http_ready(srv_http *h, const srv_config *c, srv_engine *e);
 int srv_http_port(const srv_http *h);
 /* New requests get 503 from now on (draining). */
 void srv_http_drain(srv_http *h);
