@@ -203,14 +203,18 @@ typedef struct vkf_model_params {
      * decreases and the last call has done == total. NULL: none. */
     void (*progress)(void *user, double done, double total);
     void *progress_user;
-    int no_mmap; /* 1: read the file into memory instead of mapping it (llama.cpp's
-                    --no-mmap: no page faults on the file later, the file may change).
-                    0 (mapped, as llama.cpp): a GGUF file must not be truncated or
-                    rewritten in place while the model is loaded (replacing it by a
-                    rename is fine); reads past a shrunk file's end raise SIGBUS.
-                    Either way, where the backend can use host memory (the CPU, and
-                    unified-memory GPUs with VK_EXT_external_memory_host) the weights
-                    are used in place, never copied */
+    int no_mmap;        /* 1: read the file into memory instead of mapping it (llama.cpp's
+                           --no-mmap: no page faults on the file later, the file may change).
+                           0 (mapped, as llama.cpp): a GGUF file must not be truncated or
+                           rewritten in place while the model is loaded (replacing it by a
+                           rename is fine); reads past a shrunk file's end raise SIGBUS.
+                           Either way, where the backend can use host memory (the CPU, and
+                           unified-memory GPUs with VK_EXT_external_memory_host) the weights
+                           are used in place, never copied */
+    int32_t cache_type; /* vkf_cache_type the sessions will use (below). With n_ctx given, a
+                           context whose KV cache (one sequence of it, this type) cannot fit
+                           beside the weights is refused here, VKF_ERROR_OUT_OF_MEMORY, before
+                           anything is allocated; vkf_session_create checks every session */
 } vkf_model_params;
 
 /* Loads the weights onto ctx's backend (uploaded once). Errors name the file and tensor:
@@ -847,12 +851,27 @@ typedef struct vkf_memory_info {
     uint64_t device_total;     /* bytes the device has for buffers (its largest device-local heap,
                                   or VKF_MAX_DEVICE_MEMORY); 0 = unknown (the CPU backend) */
     uint64_t device_used;      /* bytes this context's backend holds now (imports included) */
+    uint64_t device_available; /* bytes that can still be allocated, as the fit checks see it
+                                  (vkf_session_fit); UINT64_MAX: unknown, nothing is checked */
 } vkf_memory_info;
 
 /* The model's weights (kv_cache and activations are 0). */
 vkf_status vkf_model_memory(const vkf_model *m, vkf_memory_info *out);
 /* The model's weights plus this session's KV cache and activations (graphs built so far). */
 vkf_status vkf_session_memory(const vkf_session *s, vkf_memory_info *out);
+
+/* What a session would take beside the model, and what the backend has for it. */
+typedef struct vkf_memory_fit {
+    uint64_t kv_cache;  /* bytes of its KV cache (and an encoder-decoder's source memory) */
+    uint64_t available; /* bytes the backend can still allocate (vkf_memory_info.
+                           device_available; UINT64_MAX: unknown) */
+} vkf_memory_fit;
+
+/* The check vkf_session_create makes before it allocates anything: VKF_OK when a session of m
+ * with parameters p (NULL: defaults) fits, else VKF_ERROR_OUT_OF_MEMORY with a message naming
+ * the KV cache's size, what the device (or, for the CPU backend, the host) has, and the remedy.
+ * out (may be NULL) gets both sizes either way. Nothing is allocated. */
+vkf_status vkf_session_fit(const vkf_model *m, const vkf_session_params *p, vkf_memory_fit *out);
 
 #ifdef __cplusplus
 }

@@ -119,6 +119,14 @@ static void too_large(vkf_context *ctx, const char *backend, void *user) {
     char cap[32];
     snprintf(cap, sizeof cap, "%llu", (unsigned long long)before.device_used + (64u << 20));
     setenv("VKF_MAX_DEVICE_MEMORY", cap, 1);
+    /* the check alone (vkf_session_fit) says the same as create, with the sizes: the KV cache
+     * in the backend's default type (F16 on Vulkan devices: 2 bytes) */
+    vkf_memory_fit fit = {0};
+    st = m ? vkf_session_fit(m, NULL, &fit) : VKF_ERROR_INTERNAL;
+    VKT_CHECK(st == VKF_ERROR_OUT_OF_MEMORY && fit.kv_cache == 2ull * 4 * 4 * 32 * 2 * (1 << 16) &&
+                  fit.available == (64u << 20),
+              "%s: session_fit gave %s, KV %llu, available %llu", backend, vkf_status_name(st),
+              (unsigned long long)fit.kv_cache, (unsigned long long)fit.available);
     vkf_session *s = NULL;
     st = m ? vkf_session_create(m, NULL, &s) : VKF_ERROR_INTERNAL;
     printf("  %s n_ctx 2^16 on a device with 64 MiB left: %s\n", backend, vkf_last_error());

@@ -2,14 +2,12 @@
  * is produced (after the prompt unless --no-display-prompt); everything else (the seed, notices,
  * llama.cpp-style timings) goes to stderr. llama-cli's flags keep llama.cpp's meaning; the ones
  * vkformer does not implement are refused, never ignored. */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,7 +15,6 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/gen_opts.h"
-#include "io/gguf.h"
 #include "model/context.h"
 
 typedef vkf_gen_opts gen_opts;
@@ -185,84 +182,6 @@ static void print_timings(double load_ms, once_ms load, double prompt_ms, once_m
             n_prompt + st->n_generated);
 }
 
-/* Bytes the KV cache may take on ctx's backend: the largest device-local heap less the weights
- * (Vulkan), the host's available memory (CPU); 0 when unknown. */
-static double kv_budget(vkf_context *ctx, const vkf_model_desc *md) {
-    if (vkf_backend_is_vulkan(ctx->be)) {
-        const vkf_vk_caps *c = vkf_backend_vulkan_caps(ctx->be);
-        double best = 0;
-        for (uint32_t i = 0; i < c->n_heaps; i++)
-            if ((c->heap_flags[i] & 1 /* VK_MEMORY_HEAP_DEVICE_LOCAL_BIT */) &&
-                (double)c->heap_size[i] > best)
-                best = (double)c->heap_size[i];
-        return best > (double)md->weight_bytes ? best - (double)md->weight_bytes : 0;
-    }
-    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
-}
-
-static int kv_report(vkf_context *ctx, const vkf_model_desc *md, double need, int32_t n_ctx);
-
-/* -c N that the KV cache cannot hold fails here, before the session allocates it. cache_type:
- * -ctk / -ctv (0: the device's default, which the model's info sizes). */
-static int kv_fits(vkf_context *ctx, vkf_model *m, const vkf_model_desc *md, int32_t n_ctx,
-                   int cache_type) {
-    char *info = NULL;
-    if (vkf_model_info(m, 1, &info) != VKF_OK) return 1;
-    cJSON *j = cJSON_Parse(info);
-    free(info);
-    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(j, "kv_bytes_per_sequence");
-    const cJSON *kt = cJSON_GetObjectItemCaseSensitive(j, "kv_cache_type");
-    double per_seq = cJSON_IsNumber(kv) ? kv->valuedouble : 0;
-    int f16 = cJSON_IsString(kt) && !strcmp(kt->valuestring, "F16");
-    cJSON_Delete(j);
-    if (per_seq <= 0 || md->n_ctx <= 0) return 1;
-    if (f16 && cache_type == VKF_CACHE_F32) per_seq *= 2;
-    if (!f16 && cache_type == VKF_CACHE_F16 && !md->encoder_decoder) per_seq /= 2;
-    return kv_report(ctx, md, per_seq / md->n_ctx * (n_ctx ? n_ctx : md->n_ctx),
-                     n_ctx ? n_ctx : md->n_ctx);
-}
-
-/* Before loading: a GGUF's metadata gives the KV cache size at -c N, so a context the backend
- * cannot hold fails before the model (and its position tables) are allocated. */
-static int kv_precheck(vkf_context *ctx, const char *path, int32_t n_ctx, int cache_type) {
-    vkf_gguf *g;
-    if (n_ctx <= 0 || vkf_gguf_open(path, &g) != VKF_OK) return 1; /* else checked after loading */
-    const char *arch = vkf_gguf_architecture(g);
-    uint32_t n_layer = 0, n_head = 0, n_kv = 0, n_embd = 0;
-    char k[160];
-    if (arch) { /* a value of the wrong type leaves 0: then the check after loading decides */
-        snprintf(k, sizeof k, "%s.block_count", arch);
-        (void)vkf_gguf_get_u32(g, k, 0, &n_layer);
-        snprintf(k, sizeof k, "%s.attention.head_count", arch);
-        (void)vkf_gguf_get_u32(g, k, 0, &n_head);
-        snprintf(k, sizeof k, "%s.attention.head_count_kv", arch);
-        (void)vkf_gguf_get_u32(g, k, n_head, &n_kv);
-        snprintf(k, sizeof k, "%s.embedding_length", arch);
-        (void)vkf_gguf_get_u32(g, k, 0, &n_embd);
-    }
-    vkf_gguf_close(g);
-    if (!n_layer || !n_head || !n_kv || !n_embd) return 1;
-    struct stat st;
-    vkf_model_desc md = {.weight_bytes = stat(path, &st) == 0 ? (size_t)st.st_size : 0};
-    /* K and V per layer and KV head, in the type the session will allocate (session.c): -ctk,
-     * else the backend's default */
-    int f16 = cache_type == VKF_CACHE_F16 || (cache_type == 0 && ctx->be->kv_f16_default);
-    double need = 2.0 * n_layer * n_kv * (double)(n_embd / n_head) * (f16 ? 2 : 4) * n_ctx;
-    return kv_report(ctx, &md, need, n_ctx);
-}
-
-static int kv_report(vkf_context *ctx, const vkf_model_desc *md, double need, int32_t n_ctx) {
-    double have = kv_budget(ctx, md);
-    if (have <= 0 || need <= have) return 1;
-    fprintf(
-        stderr,
-        "vkformer: generate: KV cache for -c %d needs %.2f GiB, the %s has %.2f GiB%s; lower -c\n",
-        n_ctx, need / 1073741824.0, vkf_backend_is_vulkan(ctx->be) ? "device" : "host",
-        have / 1073741824.0, vkf_backend_is_vulkan(ctx->be) ? " beside the weights" : " available");
-    return 0;
-}
-
 /* ------------------------------------------------------------------ the flags */
 
 /* the architectures from the library's table (src/model/arch), never a list kept by hand */
@@ -353,7 +272,6 @@ int vkf_cmd_generate(int argc, char **argv) {
     vkf_gen_notes(&o, "generate", ctx);
     o.mp.progress = vkf_cli_progress;
     o.mp.progress_user = "loading the model";
-    if (!kv_precheck(ctx, o.mp.path, o.n_ctx, cache_type)) goto done;
     if (vkf_model_load(ctx, &o.mp, &m) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;
@@ -369,7 +287,8 @@ int vkf_cmd_generate(int argc, char **argv) {
         fprintf(stderr,
                 "vkformer: generate: context %d tokens, past the %d the model was trained on\n",
                 md.n_ctx, md.n_ctx_train);
-    if (!kv_fits(ctx, m, &md, o.n_ctx, cache_type)) goto done;
+    /* a context the backend cannot hold is refused before anything is allocated: by the load
+     * when -c asks for one (from the file's metadata), else by the session */
     vkf_session_params sesp = {.n_ctx = o.n_ctx, .cache_type = cache_type};
     if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
         vkf_cli_fail("generate");

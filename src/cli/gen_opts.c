@@ -221,6 +221,7 @@ int vkf_gen_check(vkf_gen_opts *o, const char *cmd) {
         o->sp.seed = (uint64_t)o->seed;
     }
     o->mp.n_ctx = o->n_ctx;
+    o->mp.cache_type = o->cache_type; /* the load checks a context asked for in this type */
     int rc = vkf_cli_grammar_load(cmd, &o->gr);
     if (rc >= 0) return rc;
     o->sp.grammar = o->gr.text;

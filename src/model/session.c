@@ -118,17 +118,6 @@ static vkf_status session_alloc_caches(vkf_session *s) {
     if (!s->kc || !s->vc || !s->host_lens)
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
     if (m->arch == VKF_ARCH_ENCODER) return VKF_OK; /* embeddings: no cache */
-    { /* refuse a context that cannot fit before allocating any of it (model/memory.c) */
-        uint64_t need = 2 * (uint64_t)hp->n_layer * (uint64_t)s->n_batch * (uint64_t)s->n_ctx *
-                        (uint64_t)kvd * 4;
-        if (m->arch == VKF_ARCH_TRANSFORMER)
-            need += 2 * (uint64_t)hp->n_layer * (uint64_t)s->n_batch * (uint64_t)hp->n_ctx *
-                    (uint64_t)hp->d_model * 4;
-        char what[96];
-        snprintf(what, sizeof what, "the KV cache for n_ctx %d (-c) x %d sequences", s->n_ctx,
-                 s->n_batch);
-        VKF_TRY(vkf_memory_check_fit(m, need, what, "lower n_ctx (-c)"));
-    }
     for (int l = 0; l < hp->n_layer; l++) {
         s->kc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "k_cache");
         s->vc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "v_cache");
@@ -170,6 +159,8 @@ vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_ses
             VKF_ERROR_INVALID_ARGUMENT,
             "session_create: cache_type %d is not a vkf_cache_type (0 default, 1 f32, 2 f16)",
             p->cache_type);
+    /* a context that cannot fit is refused before any of it is allocated (model/memory.c) */
+    VKF_TRY(vkf_session_fit(m, p, NULL));
     vkf_session *s = calloc(1, sizeof *s);
     if (!s) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
     s->m = m;
@@ -177,10 +168,7 @@ vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_ses
     /* encoder-only: inputs per batched embedding graph */
     s->n_batch = p->n_batch ? p->n_batch : m->arch == VKF_ARCH_ENCODER ? 32 : 1;
     s->max_chunk = VKF_SESSION_MAX_CHUNK;
-    /* the encoder-decoder's caches stay F32 (its graphs read them as F32 views) */
-    int f16 = p->cache_type == VKF_CACHE_F16 ||
-              (p->cache_type == VKF_CACHE_DEFAULT && m->be->kv_f16_default);
-    s->cache_dtype = f16 && m->arch != VKF_ARCH_TRANSFORMER ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+    s->cache_dtype = vkf_session_cache_dtype(m, p->cache_type);
     vkf_context_lock(m->ctx);
     vkf_status st = session_alloc_caches(s);
     vkf_context_unlock(m->ctx);

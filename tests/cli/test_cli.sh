@@ -256,9 +256,9 @@ has "tokens but the model's vocabulary only 67" "$err" "vocabulary sizes"
 # 3.81 GiB at -c 2000000; -ctk f32 doubles it, and -c 1000000 then needs as much
 heap="$("$V" devices --json 2>/dev/null | grep -A1 '"memory_heaps"' | grep -o '"size":[[:space:]]*[0-9]*' | grep -o '[0-9]*$')"
 if [ -n "$heap" ] && [ "$heap" -lt 4000000000 ]; then
-    runtime_error "KV cache for -c 2000000 needs 3.81 GiB, the device has" generate generate -m "$llama" -c 2000000 -p x
-    has "lower -c" "$err" "-c too large"
-    runtime_error "KV cache for -c 1000000 needs 3.81 GiB, the device has" generate generate -m "$llama" -c 1000000 -ctk f32 -p x
+    runtime_error "KV cache for n_ctx 2000000 (-c) x 1 sequence (F16) needs 3.81 GiB" generate generate -m "$llama" -c 2000000 -p x
+    has "lower n_ctx (-c)" "$err" "-c too large"
+    runtime_error "KV cache for n_ctx 1000000 (-c) x 1 sequence (F32) needs 3.81 GiB" generate generate -m "$llama" -c 1000000 -ctk f32 -p x
 else
     echo "test_cli: the device heap ($heap bytes) holds -c 2000000; the -c check is not exercised" >&2
 fi
@@ -266,7 +266,8 @@ fi
 # the GGUF's metadata before the model loads (no 8 GiB of position tables first)
 avail_kb="$(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo)"
 if [ -n "$avail_kb" ] && [ "$avail_kb" -lt 60000000 ]; then
-    runtime_error "KV cache for -c 16777216 needs 64.00 GiB, the host has" generate generate --cpu -m "$llama" -c 16777216 -p x
+    runtime_error "KV cache for n_ctx 16777216 (-c) x 1 sequence (F32) needs 64.00 GiB" generate generate --cpu -m "$llama" -c 16777216 -p x
+    has "the host has" "$err" "-c past the host's memory"
 fi
 run tokenize -m "$kjv" -p "Zebra€"
 eq "$rc" 0 "char warning exit"; has "warning: characters outside the model's character vocabulary" "$err" "unknown chars"

@@ -106,6 +106,7 @@ class ModelParams(Structure):
         ("progress", ProgressFn),
         ("progress_user", c_void_p),
         ("no_mmap", c_int),
+        ("cache_type", c_int32),
     ]
 
 
@@ -164,6 +165,7 @@ class MemoryInfo(Structure):
         ("activations", c_uint64),
         ("device_total", c_uint64),
         ("device_used", c_uint64),
+        ("device_available", c_uint64),
     ]
 
 

@@ -321,17 +321,34 @@ void vkf_vk_buffer_free(vkf_backend *be, vkf_buffer *b) {
 
 /* ---------------------------------------------------------------- host memory in place */
 
-/* Bytes the device has for buffers (VKF_MAX_DEVICE_MEMORY, else the heap of the device-local
- * memory type) and bytes its blocks hold now. */
-void vkf_vk_memory_info(vkf_backend *be, uint64_t *total, uint64_t *used) {
+/* The heap buffers come from (VKF_MAX_DEVICE_MEMORY, else the heap of the device-local memory
+ * type), what this backend allocated there, the host memory it uses in place (imports take no
+ * heap), and the driver's budget where VK_EXT_memory_budget is enabled. */
+void vkf_vk_memory_info(vkf_backend *be, vkf_backend_memory *out) {
     vkf_vk_backend *vb = vkf_vk(be);
-    uint64_t cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY"), u = 0;
-    if (!cap && vb->mem_type_local < vb->caps.n_mem_types)
-        cap = vb->caps.heap_size[vb->caps.mem_type_heap[vb->mem_type_local]];
-    for (int i = 0; i < vb->n_blocks; i++)
-        u += vb->blocks[i]->size;
-    *total = cap;
-    *used = u;
+    memset(out, 0, sizeof *out);
+    uint64_t cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY");
+    uint32_t heap =
+        vb->mem_type_local < vb->caps.n_mem_types ? vb->caps.mem_type_heap[vb->mem_type_local] : 0;
+    out->capped = cap != 0;
+    out->heap = cap ? cap : vb->caps.heap_size[heap];
+    out->unified = vb->direct_map;
+    for (int i = 0; i < vb->n_blocks; i++) {
+        if (vb->blocks[i]->imported)
+            out->in_place += vb->blocks[i]->size;
+        else
+            out->allocated += vb->blocks[i]->size;
+    }
+    if (vb->has_budget) {
+        VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+        VkPhysicalDeviceMemoryProperties2 mp = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, .pNext = &b};
+        vkGetPhysicalDeviceMemoryProperties2(vb->phys, &mp);
+        out->has_budget = 1;
+        out->budget =
+            b.heapBudget[heap] > b.heapUsage[heap] ? b.heapBudget[heap] - b.heapUsage[heap] : 0;
+    }
 }
 
 /* Imports host memory [base, base + size) (page-aligned) as one dedicated, read-only block. */
