@@ -137,6 +137,56 @@ void vkf_context_free(vkf_context *ctx);
 const char *vkf_context_device_name(const vkf_context *ctx);
 vkf_backend_kind vkf_context_backend(const vkf_context *ctx);
 
+/* The device a context runs on (`vkformer devices` reports every device in full). */
+typedef struct vkf_device_info {
+    char name[256];   /* "cpu" for the CPU backend */
+    char driver[512]; /* driver name and version text, "llvmpipe Mesa 22.3.6 (LLVM ...)" */
+    char type[16];    /* "discrete", "integrated", "virtual", "cpu" (a CPU driver such as
+                         lavapipe), "other"; "host" for the CPU backend */
+    char vendor[32];  /* "NVIDIA", "AMD", "Intel", "Mesa", ... */
+    uint32_t vendor_id, device_id;
+    uint32_t api_version;       /* VK_MAKE_API_VERSION layout */
+    uint32_t subgroup_size;     /* default subgroup size */
+    uint64_t max_alloc;         /* maxMemoryAllocationSize, bytes (after overrides) */
+    uint64_t max_storage_range; /* maxStorageBufferRange, bytes (after overrides) */
+    int unified;     /* its device-local memory is the host's (integrated, lavapipe, the CPU) */
+    int host_import; /* weights are used in place from the model file (no copy) */
+    int fp16, int8;  /* fp16 / int8 arithmetic in kernels */
+    int coopmat;     /* the cooperative-matrix matmul runs */
+} vkf_device_info;
+
+vkf_status vkf_context_device_info(const vkf_context *ctx, vkf_device_info *out);
+
+/* Counters of a context's device since it was created (zeros on the CPU backend). */
+typedef struct vkf_device_stats {
+    uint64_t shader_compiles;  /* GLSL -> SPIR-V compilations (a cold shader cache) */
+    uint64_t spirv_cache_hits; /* SPIR-V read from the disk cache */
+    uint64_t pipelines;        /* compute pipelines created (on first use) */
+    uint64_t recordings;       /* graphs recorded into command buffers */
+    uint64_t submits;          /* queue submissions */
+    uint64_t dispatches;       /* dispatches recorded */
+    uint64_t barriers;         /* hazard barriers recorded */
+    double compile_ms;         /* milliseconds in glslang */
+    double pipeline_ms;        /* milliseconds in vkCreateComputePipelines */
+    double record_ms;          /* milliseconds recording graphs into command buffers (descriptor
+                                  sets, SPIR-V cache reads, and the glslang and pipeline time
+                                  above, which happen there on first use) */
+    double first_dispatch_ms;  /* milliseconds in the submissions whose recording created
+                                  pipelines: drivers may finish compiling a pipeline at its first
+                                  dispatch (lavapipe JIT-compiles each shader variant then), so
+                                  this holds that work and the pass itself */
+} vkf_device_stats;
+
+vkf_status vkf_context_device_stats(const vkf_context *ctx, vkf_device_stats *out);
+
+/* `vkformer tune`: times the matmul kernel variants for each shape class and weight type on
+ * ctx's Vulkan device, keeps the fastest and writes them to the cache directory (path_out, may be
+ * NULL, gets the file), where later contexts on the same device and driver use them (env
+ * VKF_NO_TUNE=1 ignores them). log (may be NULL) gets one line per choice; quick: smaller shapes
+ * and fewer candidates. VKF_ERROR_INVALID_ARGUMENT on a CPU context. */
+vkf_status vkf_tune(vkf_context *ctx, int quick, void (*log)(void *user, const char *line),
+                    void *user, char *path_out, size_t path_n);
+
 /* ---------------------------------------------------------------- self-test */
 
 typedef struct vkf_selftest_result {

@@ -11,11 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/vulkan/vk_backend.h"
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/gen_opts.h"
-#include "model/context.h"
 
 typedef vkf_gen_opts gen_opts;
 
@@ -42,8 +40,8 @@ typedef struct once_ms {
 
 static once_ms once_now(vkf_context *ctx) {
     once_ms o = {0, 0, 0};
-    if (!vkf_backend_is_vulkan(ctx->be)) return o;
-    vkf_vk_stats st = vkf_backend_vulkan_stats(ctx->be);
+    vkf_device_stats st;
+    if (vkf_context_device_stats(ctx, &st) != VKF_OK) return o;
     o.compile = st.compile_ms + st.pipeline_ms;
     o.record = st.record_ms - o.compile;
     o.first_dispatch = st.first_dispatch_ms;
