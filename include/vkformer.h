@@ -772,6 +772,15 @@ vkf_status vkf_tool_parser_message(const vkf_tool_parser *p, char **message_json
 /* Calls parsed so far. */
 int vkf_tool_parser_n_calls(const vkf_tool_parser *p);
 
+/* The chat template of a model file or directory read without loading its weights (what
+ * vkf_model_chat_template gives after loading), with its bos/eos token texts: name NULL for the
+ * default template, else a named one ("tool_use": GGUF tokenizer.chat_template.NAME,
+ * tokenizer_config.json's list entry, additional_chat_templates/NAME.jinja). Each output is
+ * malloc'ed, or NULL when absent; any output pointer may be NULL. */
+vkf_status vkf_chat_template_read(const char *path, const char *name, char **tmpl, char **bos,
+                                  char **eos);
+/* llama.cpp's default template, ChatML, which vkf_chat_apply uses for a model without one. */
+vkf_status vkf_chat_chatml_render(const char *messages_json, int add_generation_prompt, char **out);
 /* ================================================================ quantize (llama.cpp file types)
  *
  * Usage:
