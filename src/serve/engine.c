@@ -172,39 +172,6 @@ static int push_event(srv_req *r, srv_event *ev) {
     return 0;
 }
 
-/* s[0..n) as valid UTF-8 (JSON strings must be): each byte that does not begin a well-formed
- * sequence becomes U+FFFD. A random or byte-level model may emit any bytes. */
-char *srv_utf8_dup(const char *s, size_t n) {
-    char *d = malloc(3 * n + 1);
-    if (!d) return NULL;
-    const unsigned char *p = (const unsigned char *)s;
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        size_t k = c < 0x80                   ? 1
-                   : (c >= 0xC2 && c <= 0xDF) ? 2
-                   : (c >= 0xE0 && c <= 0xEF) ? 3
-                   : (c >= 0xF0 && c <= 0xF4) ? 4
-                                              : 0;
-        int ok = k > 0 && i + k <= n;
-        for (size_t j = 1; ok && j < k; j++)
-            ok = (p[i + j] & 0xC0) == 0x80;
-        if (ok && k == 3) ok = !(c == 0xE0 && p[i + 1] < 0xA0) && !(c == 0xED && p[i + 1] >= 0xA0);
-        if (ok && k == 4) ok = !(c == 0xF0 && p[i + 1] < 0x90) && !(c == 0xF4 && p[i + 1] >= 0x90);
-        if (ok) {
-            memcpy(d + o, p + i, k);
-            o += k;
-            i += k;
-        } else {
-            memcpy(d + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-        }
-    }
-    d[o] = '\0';
-    return d;
-}
-
 /* log-softmax of one row at token id, and the top k */
 static void logprobs_of(const float *l, int32_t n, int32_t id, int k, srv_event *ev) {
     float mx = l[0];
@@ -286,7 +253,7 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
         if (f == SRV_FINISH_LENGTH || grammar_end) {
             const char *rest;
             size_t rest_len;
-            char *head = srv_utf8_dup(emit, emit_len);
+            char *head = vkf_cli_utf8_dup(emit, emit_len);
             vkf_stopper_flush(r->stopper, &rest, &rest_len);
             size_t hl = head ? strlen(head) : 0;
             char *joined = malloc(hl + rest_len + 1);
@@ -296,13 +263,13 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
                 joined[hl + rest_len] = '\0';
             }
             free(head);
-            ev.text = joined ? srv_utf8_dup(joined, hl + rest_len) : NULL;
+            ev.text = joined ? vkf_cli_utf8_dup(joined, hl + rest_len) : NULL;
             ev.len = ev.text ? strlen(ev.text) : 0;
             free(joined);
         }
     }
     if (!ev.text) {
-        ev.text = srv_utf8_dup(emit, emit_len);
+        ev.text = vkf_cli_utf8_dup(emit, emit_len);
         ev.len = ev.text ? strlen(ev.text) : 0;
     }
     free(all);
@@ -311,7 +278,7 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
         logprobs_of(row, e->n_vocab, tok, r->top_logprobs, &ev);
         char *p = NULL;
         if (vkf_model_detokenize(e->m, &tok, 1, VKF_DETOKENIZE_SPECIAL, &p) == VKF_OK) {
-            ev.piece = srv_utf8_dup(p, strlen(p));
+            ev.piece = vkf_cli_utf8_dup(p, strlen(p));
             free(p);
         }
     }

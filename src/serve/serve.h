@@ -4,7 +4,8 @@
  *   api.c     OpenAI request parsing and response JSON (chat, completions, logprobs, usage)
  *   engine.c  the slots: a queue, one thread that prefills new requests and decodes every busy
  *             slot together in one batched graph per step (continuous batching)
- *   cmd_serve.c  the `vkformer serve` command: options, start, SIGINT/SIGTERM drain
+ * and the `vkformer serve` command (options, start, SIGINT/SIGTERM drain) is
+ * src/cli/cmd_serve.c, with the other commands.
  *
  * Threads: libmicrohttpd runs one thread per connection; each submits a request to the engine
  * and waits on the request's condition variable (the engine's mutex guards every request
@@ -16,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli/utf8.h" /* vkf_cli_utf8_dup */
 #include "vkformer.h"
 
 #define SRV_MAX_STOPS 16
@@ -112,9 +114,6 @@ int srv_engine_n_slots(const srv_engine *e);
 void srv_engine_load(srv_engine *e, int *busy, int *queued);
 /* requests finished since the start, and how many of them because the client went away */
 void srv_engine_counts(srv_engine *e, long *done, long *cancelled);
-
-/* s[0..n) copied as valid UTF-8: bytes that begin no well-formed sequence become U+FFFD */
-char *srv_utf8_dup(const char *s, size_t n);
 
 /* ------------------------------------------------------------------ api.c */
 
