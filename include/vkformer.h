@@ -907,11 +907,19 @@ typedef struct vkf_memory_info {
                                   read once with no_mmap), no copy made */
     uint64_t kv_cache;         /* session only: self-attention K/V (and encoder memory) */
     uint64_t activations;      /* session only: the graphs' activation arenas, inputs, outputs */
-    uint64_t device_total;     /* bytes the device has for buffers (its largest device-local heap,
-                                  or VKF_MAX_DEVICE_MEMORY); 0 = unknown (the CPU backend) */
-    uint64_t device_used;      /* bytes this context's backend holds now (imports included) */
+    uint64_t device_total;     /* bytes of the device-local heap buffers come from (or
+                                  VKF_MAX_DEVICE_MEMORY); 0 = none (the CPU backend) */
+    uint64_t device_used;      /* bytes this context's backend allocated there now; host memory
+                                  used in place (weights_in_place) takes no heap and is not
+                                  counted */
     uint64_t device_available; /* bytes that can still be allocated, as the fit checks see it
-                                  (vkf_session_fit); UINT64_MAX: unknown, nothing is checked */
+                                  (vkf_session_fit): the heap's free bytes on a discrete GPU
+                                  (within VK_EXT_memory_budget's budget where the driver has
+                                  it); on unified memory (integrated GPUs, lavapipe) and the CPU
+                                  backend what the host has available (MemAvailable; the budget
+                                  too), since there the heap's size is only a driver's figure;
+                                  with VKF_MAX_DEVICE_MEMORY that cap less device_used.
+                                  UINT64_MAX: unknown, nothing is checked */
 } vkf_memory_info;
 
 /* The model's weights (kv_cache and activations are 0). */

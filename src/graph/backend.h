@@ -59,6 +59,7 @@ struct vkf_backend {
     const vkf_backend_i *i;
     char device_name[256];
     int kv_f16_default; /* sessions default to an F16 KV cache (GPU-type Vulkan devices) */
+    int import_host;    /* buffer_import works here: weights are used in place from the file */
 };
 
 vkf_status vkf_backend_cpu_create(vkf_backend **out);

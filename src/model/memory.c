@@ -45,8 +45,24 @@ static void mem_state_read(vkf_backend *be, mem_state *ms) {
         return;
     }
     be->i->memory_info(be, &ms->bm);
-    uint64_t used = ms->bm.allocated + ms->bm.in_place;
-    if (ms->bm.heap) ms->available = ms->bm.heap > used ? ms->bm.heap - used : 0;
+    const vkf_backend_memory *bm = &ms->bm;
+    /* only what occupies the heap counts: host memory used in place (the model file's pages)
+     * takes none of it */
+    uint64_t heap_free = bm->heap > bm->allocated ? bm->heap - bm->allocated : 0;
+    if (bm->capped) { /* VKF_MAX_DEVICE_MEMORY: a small device simulated, its cap alone */
+        ms->available = heap_free;
+        return;
+    }
+    if (bm->unified) {
+        /* the heap is the host's memory and its size a driver's figure (lavapipe says 2 GiB
+         * whatever the host has, and allocates past it): what can be allocated is what the
+         * host has available, and the driver's budget where it gives one */
+        uint64_t a = host_available();
+        if (bm->has_budget && (!a || bm->budget < a)) a = bm->budget;
+        ms->available = a ? a : heap_free;
+        return;
+    }
+    ms->available = bm->has_budget && bm->budget < heap_free ? bm->budget : heap_free;
 }
 
 /* ------------------------------------------------------------------ KV cache sizing */
@@ -86,16 +102,30 @@ static const char *fmt_bytes(uint64_t b, char *buf, size_t n) {
     return buf;
 }
 
-/* ", the device has X GiB free (...)" or ", the host has X GiB available": what a refusal says
- * about the memory it checked. */
+/* "the device has X free (...)" or "the host has X available": what a refusal says about the
+ * memory it checked, and why that figure. */
 static void describe_available(const mem_state *ms, char *buf, size_t n) {
-    char a[32], b[32];
+    char a[32], h[32], u[32], p[32] = "";
+    const vkf_backend_memory *bm = &ms->bm;
+    fmt_bytes(ms->available, a, sizeof a);
     if (ms->host) {
-        snprintf(buf, n, "the host has %s available", fmt_bytes(ms->available, a, sizeof a));
+        snprintf(buf, n, "the host has %s available", a);
         return;
     }
-    snprintf(buf, n, "the device has %s (%s in use)", fmt_bytes(ms->bm.heap, a, sizeof a),
-             fmt_bytes(ms->bm.allocated + ms->bm.in_place, b, sizeof b));
+    fmt_bytes(bm->heap, h, sizeof h);
+    fmt_bytes(bm->allocated, u, sizeof u);
+    if (bm->in_place) fmt_bytes(bm->in_place, p, sizeof p);
+    if (bm->capped)
+        snprintf(buf, n, "the device has %s free (VKF_MAX_DEVICE_MEMORY %s, %s allocated%s%s%s)", a,
+                 h, u, *p ? "; " : "", p, *p ? " used in place from the file, not counted" : "");
+    else if (bm->unified)
+        snprintf(buf, n,
+                 "the device has %s available (unified memory: what the host has available%s%s%s)",
+                 a, bm->has_budget ? " and the driver's budget" : "", *p ? "; " : "",
+                 *p ? "weights used in place from the file take none of it" : "");
+    else
+        snprintf(buf, n, "the device has %s free (heap %s, %s allocated%s)", a, h, u,
+                 bm->has_budget ? ", the driver's budget" : "");
 }
 
 /* VKF_OK when need more bytes fit, else the refusal: "<path>: <what> needs X GiB[ beside Y GiB
@@ -103,7 +133,7 @@ static void describe_available(const mem_state *ms, char *buf, size_t n) {
 static vkf_status check_fit(const vkf_model *m, const mem_state *ms, uint64_t need, uint64_t beside,
                             const char *what, const char *beside_what, const char *advice) {
     if (ms->available == UINT64_MAX || need + beside <= ms->available) return VKF_OK;
-    char have[160], bes[96] = "", nb[32], bb[32];
+    char have[256], bes[96] = "", nb[32], bb[32];
     describe_available(ms, have, sizeof have);
     if (beside)
         snprintf(bes, sizeof bes, " beside %s of %s", fmt_bytes(beside, bb, sizeof bb),
@@ -167,8 +197,15 @@ static uint64_t table_bytes(const vkf_model *m) {
 vkf_status vkf_model_check_load(vkf_model *m, uint64_t data_bytes) {
     mem_state ms;
     mem_state_read(m->be, &ms);
-    uint64_t weights = data_bytes + table_bytes(m);
-    VKF_TRY(check_fit(m, &ms, weights, 0, "the weight data", NULL,
+    /* weights the backend uses in place from the file's memory take no room: only the copied
+     * ones, and the tables, do */
+    int in_place = vkf_model_in_place_possible(m);
+    uint64_t weights = (in_place ? 0 : data_bytes) + table_bytes(m);
+    char tables[128];
+    snprintf(tables, sizeof tables,
+             "the position table of n_ctx %d (the weights are used in place from the file)",
+             m->hp.n_ctx);
+    VKF_TRY(check_fit(m, &ms, weights, 0, in_place ? tables : "the weight data", NULL,
                       "use a smaller or more quantized model"));
     if (m->ctx_req <= 0) return VKF_OK; /* sessions are checked when they are created */
     /* a context asked for: one sequence of it, in the cache type sessions will use */
@@ -192,7 +229,7 @@ vkf_status vkf_model_memory(const vkf_model *m, vkf_memory_info *out) {
     mem_state_read(m->be, &ms);
     vkf_context_unlock(m->ctx);
     out->device_total = ms.bm.heap;
-    out->device_used = ms.bm.allocated + ms.bm.in_place;
+    out->device_used = ms.bm.allocated;
     out->device_available = ms.available;
     return VKF_OK;
 }

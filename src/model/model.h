@@ -214,6 +214,9 @@ vkf_status vkf_model_upload(vkf_model *m, vkf_tensor *t, const char *name, vkf_w
 /* Brings the model file into memory (mapped, or read with no_mmap) as m->file, for a loader
  * whose weights may then be used in place by vkf_model_upload. */
 vkf_status vkf_model_open_file(vkf_model *m, const char *path);
+/* 1 when the backend can use weights where they lie in m->file (no copy): the CPU, unified-
+ * memory devices with VK_EXT_external_memory_host; not with VKF_NO_IMPORT=1. */
+int vkf_model_in_place_possible(const vkf_model *m);
 /* Releases m->file unless a weight buffer uses it (then vkf_model_free does). */
 void vkf_model_release_file(vkf_model *m);
 /* VKF_ERROR_OUT_OF_MEMORY, before anything is allocated, when need more bytes do not fit the

@@ -11,6 +11,15 @@
 
 static VkDeviceSize vkf_vk_round_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
 
+/* The device-local heap used now, for the VKF_MAX_DEVICE_MEMORY simulation: imports excluded
+ * (host memory used in place occupies none of the device's heap). */
+static VkDeviceSize vkf_vk_heap_used(const vkf_vk_backend *vb) {
+    VkDeviceSize u = 0;
+    for (int i = 0; i < vb->n_blocks; i++)
+        if (!vb->blocks[i]->imported) u += vb->blocks[i]->size;
+    return u;
+}
+
 /* ---------------------------------------------------------------- memory types */
 
 static uint32_t vkf_vk_mem_type(const vkf_vk_caps *c, uint32_t bits, uint32_t required,
@@ -47,10 +56,9 @@ static vkf_status vkf_vk_raw_buffer(vkf_vk_backend *vb, VkDeviceSize size, uint3
     mai.allocationSize = req.size;
     mai.memoryTypeIndex = mem_type;
     /* VKF_MAX_DEVICE_MEMORY=bytes simulates a small device: an allocation that would take the
-     * blocks past it fails as the driver's would */
-    VkDeviceSize used = req.size, cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY");
-    for (int i = 0; cap && i < vb->n_blocks; i++)
-        used += vb->blocks[i]->size;
+     * heap's blocks past it fails as the driver's would (imports take none of it) */
+    VkDeviceSize cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY");
+    VkDeviceSize used = cap ? req.size + vkf_vk_heap_used(vb) : 0;
     VkResult r = cap && used > cap ? VK_ERROR_OUT_OF_DEVICE_MEMORY
                                    : vb->vk.vkAllocateMemory(vb->device, &mai, NULL, mem);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
@@ -96,6 +104,8 @@ vkf_status vkf_vk_memory_init(vkf_vk_backend *vb) {
                             VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         if (vb->mem_type_local == UINT32_MAX) vb->direct_map = 0;
     }
+    /* host memory (the model file's pages) can back buffers: vkf_vk_buffer_import */
+    vb->base.import_host = vb->direct_map && c->host_import;
     if (!vb->direct_map)
         vb->mem_type_local =
             vkf_vk_mem_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
@@ -362,13 +372,6 @@ static vkf_status vkf_vk_import_block(vkf_vk_backend *vb, uintptr_t base, VkDevi
             &hp) != VK_SUCCESS)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: host pointer properties unavailable",
                          vb->caps.name);
-    VkDeviceSize cap = vkf_vk_env_u64("VKF_MAX_DEVICE_MEMORY"), used = size;
-    for (int i = 0; cap && i < vb->n_blocks; i++)
-        used += vb->blocks[i]->size;
-    if (cap && used > cap)
-        return vkf_error(VKF_ERROR_OUT_OF_MEMORY,
-                         "importing %llu bytes would pass VKF_MAX_DEVICE_MEMORY=%llu on %s",
-                         (unsigned long long)size, (unsigned long long)cap, vb->caps.name);
     vkf_status st = VKF_OK;
     vkf_vk_block *blk = calloc(1, sizeof *blk);
     if (!blk) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "imported block descriptor");
