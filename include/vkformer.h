@@ -56,6 +56,8 @@ typedef enum vkf_status {
     VKF_ERROR_CONTEXT_FULL,     /* the sequence does not fit the model's context */
     VKF_ERROR_VALIDATION,       /* the Vulkan validation layer reported a message */
     VKF_ERROR_INTERNAL,         /* a bug in vkformer */
+    VKF_ERROR_ABORTED,          /* the session's abort callback asked to stop (Ctrl-C, a client
+                                   that went away); the session stays usable */
 } vkf_status;
 
 /* Short name of a status, e.g. "VKF_ERROR_FORMAT". */
@@ -343,9 +345,24 @@ typedef struct vkf_session_params {
     int32_t n_batch;    /* sequences evaluated together (beam search needs >= the beam width);
                            0 = 1 */
     int32_t cache_type; /* vkf_cache_type of the self-attention K/V caches (decoder-only) */
+    int32_t n_ubatch;   /* most tokens per sequence in one forward pass (llama.cpp's -ub): a
+                           longer input, a prompt, is evaluated in passes of this many, so one
+                           submission stays bounded and abort_callback is heard between them.
+                           0: the backend's, 512 on GPUs, 64 on CPU drivers (lavapipe) and the
+                           CPU backend, where passes of 64 run as fast per token as passes of
+                           512 (bench/RESULTS.md) and a long prompt stays interruptible */
+    /* llama.cpp's abort_callback: called before every forward pass (each pass of a prompt,
+     * each generated token) of vkf_session_eval / eval_last / seq_eval / seq_decode /
+     * decode_step, vkf_generate and vkf_translate; non-zero stops the call with
+     * VKF_ERROR_ABORTED. The passes already run stay in the cache (n_past counts them) and the
+     * session stays usable. Called on the thread of the call; NULL: never. */
+    int (*abort_callback)(void *user);
+    void *abort_user;
 } vkf_session_params;
 
 vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_session **out);
+/* Replaces the session's abort callback (vkf_session_params.abort_callback); NULL: none. */
+void vkf_session_set_abort_callback(vkf_session *s, int (*cb)(void *user), void *user);
 void vkf_session_free(vkf_session *s);
 /* Empties the KV cache (and forgets the encoded source). */
 void vkf_session_reset(vkf_session *s);
@@ -483,6 +500,7 @@ typedef enum vkf_stop_reason {
     VKF_STOP_CONTEXT_FULL, /* the session's context filled up first */
     VKF_STOP_CALLBACK,     /* the token callback asked to stop */
     VKF_STOP_GRAMMAR,      /* the grammar is complete and nothing can extend it */
+    VKF_STOP_ABORTED,      /* the session's abort callback asked to stop (VKF_ERROR_ABORTED) */
 } vkf_stop_reason;
 
 typedef struct vkf_generate_stats {
@@ -505,7 +523,10 @@ typedef int (*vkf_token_callback)(void *user, int32_t token, const char *piece, 
  * grammar is complete and nothing can extend it: stats->stop = VKF_STOP_GRAMMAR). A prompt that
  * does not fit the context is VKF_ERROR_CONTEXT_FULL before anything runs; filling the context
  * while generating stops with stats->stop = VKF_STOP_CONTEXT_FULL and returns
- * VKF_ERROR_CONTEXT_FULL (the tokens so far were delivered). stats may be NULL. */
+ * VKF_ERROR_CONTEXT_FULL (the tokens so far were delivered). The session's abort callback, heard
+ * between the prompt's passes and between tokens, stops with stats->stop = VKF_STOP_ABORTED and
+ * VKF_ERROR_ABORTED (stats->n_prompt counts the prompt tokens evaluated by then). stats may be
+ * NULL. */
 vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
                         const vkf_sampler_params *sp, vkf_token_callback cb, void *user,
                         vkf_generate_stats *stats);

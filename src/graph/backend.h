@@ -60,6 +60,11 @@ struct vkf_backend {
     char device_name[256];
     int kv_f16_default; /* sessions default to an F16 KV cache (GPU-type Vulkan devices) */
     int import_host;    /* buffer_import works here: weights are used in place from the file */
+    int ubatch_default; /* tokens per forward pass of a long prompt by default (sessions): 512 on
+                           GPUs; 64 on CPU devices, where passes of 64 run as fast per token as
+                           passes of 512 (bench/RESULTS.md: TinyLlama Q4_K_M on lavapipe, pp64
+                           26.5 / pp512 26.2-26.6 t/s; the CPU backend's reference loops pp64
+                           418 / pp512 394 t/s) and Ctrl-C is heard within one pass */
 };
 
 vkf_status vkf_backend_cpu_create(vkf_backend **out);

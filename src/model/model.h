@@ -267,16 +267,19 @@ typedef struct vkf_sgraph {
 } vkf_sgraph;
 
 #define VKF_SESSION_MAX_GRAPHS 8
-/* Prompts longer than this are evaluated in chunks, so one submission stays bounded (GPU
- * watchdogs end long submissions; DESIGN "lessons"). */
-#define VKF_SESSION_MAX_CHUNK 512
+/* Prompts longer than a session's max_chunk are evaluated in chunks, so one submission stays
+ * bounded (GPU watchdogs end long submissions; DESIGN "lessons") and the abort callback is
+ * heard between them: by default the backend's ubatch_default (graph/backend.h). */
 
 struct vkf_session {
     vkf_model *m;
     int32_t n_ctx;     /* tokens per sequence in the KV cache */
     int32_t n_batch;   /* sequences */
     int32_t n_past;    /* tokens already in the cache (every sequence advances together) */
-    int32_t max_chunk; /* longest step per graph compute, VKF_SESSION_MAX_CHUNK (tests lower it) */
+    int32_t max_chunk; /* longest step per graph compute: vkf_session_params.n_ubatch, else the
+                          backend's ubatch_default (tests lower it) */
+    int (*abort_cb)(void *user); /* vkf_session_params.abort_callback: heard before each pass */
+    void *abort_user;
     vkf_tensor *kc, *vc; /* [n_layer]: [n_batch*n_ctx, n_kv_head*head_dim] self-attention caches */
     vkf_dtype cache_dtype; /* of kc/vc: F32 or F16 (vkf_session_params.cache_type) */
     /* encoder-decoder */

@@ -82,6 +82,7 @@ TOKENIZE_LITERAL = 16
 DETOKENIZE_CONTINUATION = 32
 
 ProgressFn = CFUNCTYPE(None, c_void_p, c_double, c_double)
+AbortFn = CFUNCTYPE(c_int, c_void_p)
 LogFn = CFUNCTYPE(None, c_void_p, c_char_p)
 
 
@@ -138,7 +139,14 @@ class ModelDesc(Structure):
 
 
 class SessionParams(Structure):
-    _fields_ = [("n_ctx", c_int32), ("n_batch", c_int32), ("cache_type", c_int32)]
+    _fields_ = [
+        ("n_ctx", c_int32),
+        ("n_batch", c_int32),
+        ("cache_type", c_int32),
+        ("n_ubatch", c_int32),
+        ("abort_callback", AbortFn),
+        ("abort_user", c_void_p),
+    ]
 
 
 class SamplerParams(Structure):

@@ -923,6 +923,8 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
      * 2.4-2.5 / 1.6-1.8; qwen3-0.6b at depth 1536 pp512 32.6 / 34.3, tg16 8.34 / 8.27 t/s;
      * bench/RESULTS.md) */
     vb->base.kv_f16_default = 1;
+    /* prompt passes: bounded by the device's speed (graph/backend.h) */
+    vb->base.ubatch_default = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 64 : 512;
 
     /* a compute queue */
     uint32_t nq = 0;
