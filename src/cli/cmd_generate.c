@@ -27,6 +27,12 @@ static void on_sigint(int sig) {
     g_interrupted = 1;
 }
 
+/* the session's abort callback: heard between the prompt's passes and between tokens */
+static int interrupted(void *user) {
+    (void)user;
+    return g_interrupted != 0;
+}
+
 /* ------------------------------------------------------------------ output */
 
 /* One-time costs on a Vulkan device so far, ms (0 on the CPU): compile, glslang and pipeline
@@ -126,6 +132,7 @@ static const char *stop_reason(const vkf_generate_stats *st, const gen_out *g, i
     case VKF_STOP_EOS: return "end of sequence (the model's end-of-generation token)";
     case VKF_STOP_CONTEXT_FULL: return "context full";
     case VKF_STOP_GRAMMAR: return "the grammar is complete";
+    case VKF_STOP_ABORTED: return "interrupted";
     case VKF_STOP_CALLBACK:
         if (g->reverse_hit) return "reverse prompt (-r) reached";
         if (g->write_failed) return "writing to stdout failed";
@@ -287,7 +294,12 @@ int vkf_cmd_generate(int argc, char **argv) {
                 md.n_ctx, md.n_ctx_train);
     /* a context the backend cannot hold is refused before anything is allocated: by the load
      * when -c asks for one (from the file's metadata), else by the session */
-    vkf_session_params sesp = {.n_ctx = o.n_ctx, .cache_type = cache_type};
+    /* -b / -ub: the prompt in passes of the smaller (0: the device's own size); Ctrl-C stops it
+     * between two passes */
+    int32_t ub = o.n_batch;
+    if (o.n_ubatch && (!ub || o.n_ubatch < ub)) ub = o.n_ubatch;
+    vkf_session_params sesp = {
+        .n_ctx = o.n_ctx, .cache_type = cache_type, .n_ubatch = ub, .abort_callback = interrupted};
     if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;
@@ -344,30 +356,12 @@ int vkf_cmd_generate(int argc, char **argv) {
     }
     gen_out g = {.o = &o, .prompt = o.no_display_prompt ? NULL : prompt_buf, .ctx = ctx};
 
-    /* -b / -ub: all but the last chunk of the prompt here, the last one in vkf_generate */
-    int32_t chunk = o.n_batch ? o.n_batch : n;
-    if (o.n_ubatch && o.n_ubatch < chunk) chunk = o.n_ubatch;
     once_ms c0 = once_now(ctx);
-    double t0 = now_ms();
-    int32_t done_tok = 0;
-    while (n - done_tok > chunk && !g_interrupted) {
-        if (vkf_session_eval(s, toks + done_tok, chunk, NULL) != VKF_OK) {
-            vkf_cli_fail("generate");
-            goto done;
-        }
-        done_tok += chunk;
-    }
-    double chunk_ms = now_ms() - t0;
     vkf_generate_stats st = {0};
-    vkf_status gs = VKF_OK;
-    once_ms c1 = c0;
-    if (!g_interrupted) {
-        gs = vkf_generate(s, toks + done_tok, n - done_tok, n_predict, &o.sp, on_token, &g, &st);
-        c1 = once_now(ctx);
-    }
-    double prompt_ms = chunk_ms + st.prompt_ms;
+    vkf_status gs = vkf_generate(s, toks, n, n_predict, &o.sp, on_token, &g, &st);
+    once_ms c1 = once_now(ctx);
     vkf_cli_progress_clear();
-    int ok = gs == VKF_OK || st.stop == VKF_STOP_CONTEXT_FULL;
+    int ok = gs == VKF_OK || st.stop == VKF_STOP_CONTEXT_FULL || st.stop == VKF_STOP_ABORTED;
     if (g.prompt && ok) { /* nothing generated: the prompt alone */
         out_write(&g, g.prompt, strlen(g.prompt));
         g.prompt = NULL;
@@ -378,21 +372,25 @@ int vkf_cmd_generate(int argc, char **argv) {
         vkf_cli_stdout_failed("generate", g.write_failed);
         goto done;
     }
-    if (gs != VKF_OK && st.stop != VKF_STOP_CONTEXT_FULL) {
+    if (!ok) {
         vkf_cli_fail("generate");
         goto done;
     }
     fprintf(stderr, "\n"); /* the text on a terminal ends where stderr's report begins */
     if (st.stop == VKF_STOP_CONTEXT_FULL)
         fprintf(stderr, "vkformer: generate: stopped early: %s\n", vkf_last_error());
-    if (g_interrupted)
+    if (st.stop == VKF_STOP_ABORTED && st.n_prompt < n)
+        fprintf(stderr,
+                "vkformer: generate: interrupted in the prompt, after %d of its %d tokens\n",
+                st.n_prompt, n);
+    else if (g_interrupted)
         fprintf(stderr, "vkformer: generate: interrupted\n");
     else if (o.verbose) /* -v: why it stopped, whatever the reason */
         fprintf(stderr, "vkformer: generate: stopped: %s\n", stop_reason(&st, &g, n_predict));
     /* compilation during the prompt pass (pipelines built on first use) is reported apart */
     once_ms cf = g.have_first ? g.first : c1; /* the prompt pass ended at the first token */
-    print_timings(load_ms, at_load, prompt_ms, once_diff(c0, cf), once_diff(cf, c1),
-                  done_tok + st.n_prompt, &st, now_ms() - t_start);
+    print_timings(load_ms, at_load, st.prompt_ms, once_diff(c0, cf), once_diff(cf, c1), st.n_prompt,
+                  &st, now_ms() - t_start);
     vkf_memory_info mi;
     if (vkf_session_memory(s, &mi) == VKF_OK)
         fprintf(stderr,

@@ -116,8 +116,10 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     ADD("--tokenizer", VKF_ARG_STR, &o->mp.tokenizer, .metavar = "PATH",
         .help = "use this tokenizer instead of the model's");
     ADD("-b|--batch-size", VKF_ARG_INT, &o->n_batch, .min = 1, .max = 1 << 24, .metavar = "N",
-        .help = chat ? "evaluate each message in chunks of N tokens (default: all in one pass)"
-                     : "evaluate the prompt in chunks of N tokens (default: all in one pass)");
+        .help = chat ? "evaluate each message in passes of N tokens (default: the device's, 512 "
+                       "on GPUs, 64 on CPU devices; Ctrl-C stops between passes)"
+                     : "evaluate the prompt in passes of N tokens (default: the device's, 512 on "
+                       "GPUs, 64 on CPU devices; Ctrl-C stops between passes)");
     ADD("-ub|--ubatch-size", VKF_ARG_INT, &o->n_ubatch, .min = 1, .max = 1 << 24, .metavar = "N",
         .help = "the same limit (vkformer has no separate physical batch): the smaller of -b, -ub");
     ADD("-t|--threads", VKF_ARG_INT, &o->n_threads, .min = 1, .max = 1024, .metavar = "N",

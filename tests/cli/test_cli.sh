@@ -226,6 +226,30 @@ pid=$!
 for _ in $(seq 1 300); do [ -s "$tmp/sig.out" ] && break; sleep 0.1; done
 kill -INT "$pid"; kill -INT "$pid"; wait "$pid"; rc=$?
 eq "$rc" 130 "two SIGINTs"
+# Ctrl-C in a long prompt (issue 28.4): the prompt is evaluated in passes (by default 64 tokens on
+# CPU devices such as lavapipe, 512 on GPUs, where 2000 tokens take well under a second) and the
+# first SIGINT stops it between two passes: exit 130 at once, with the timings of the tokens
+# evaluated, a whole number of passes short of the prompt's 2000
+{ for i in $(seq 1 74); do [ "$i" = 1 ] || printf ' '; printf 'the quick brown fox jumps over the lazy dog'; done; echo; } >"$tmp/long.txt"
+"$V" generate -m "$llama" -c 2048 -f "$tmp/long.txt" -n 4 --temp 0 >"$tmp/sig.out" 2>"$tmp/sig.err" &
+pid=$!
+for _ in $(seq 1 600); do grep -q "prompt tokens" "$tmp/sig.err" 2>/dev/null || ! kill -0 "$pid" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+t0=$(date +%s%N); kill -INT "$pid"; wait "$pid"; rc=$?; t1=$(date +%s%N)
+eq "$rc" 130 "SIGINT in the prompt: exit"
+n_eval="$(sed -n 's|^timings: prompt eval time = *\([0-9.]*\) ms / *\([0-9]*\) tokens.*|\2|p' "$tmp/sig.err")"
+p_ms="$(sed -n 's|^timings: prompt eval time = *\([0-9]*\).* ms / .*|\1|p' "$tmp/sig.err")"
+checks=$((checks + 1))
+if [ "${n_eval:-0}" = 2000 ] && [ "${p_ms:-0}" -lt 500 ]; then
+    echo "test_cli: the device evaluated the 2000-token prompt in ${p_ms} ms, before the signal" >&2
+elif ! grep -q "interrupted in the prompt, after $n_eval of its 2000 tokens" "$tmp/sig.err" ||
+    [ $((n_eval % 64)) != 0 ] || [ "$n_eval" -ge 2000 ]; then
+    fail "SIGINT in the prompt: $(cat "$tmp/sig.err")"
+fi
+# at once: one pass of 64 tokens takes well under a second on lavapipe; 10 s allows for a loaded
+# machine (the whole prompt took ~8 s there with every core busy)
+checks=$((checks + 1))
+[ $(((t1 - t0) / 1000000)) -lt 10000 ] || fail "SIGINT in the prompt: exit $(((t1 - t0) / 1000000)) ms after the signal"
 
 # an interrupted tune keeps the classes it measured (saved after each one)
 mkdir "$tmp/tune-cache"
