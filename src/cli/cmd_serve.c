@@ -152,7 +152,9 @@ int vkf_cmd_serve(int argc, char **argv) {
         close(listen_fd);
         return vkf_cli_fail("serve");
     }
-    vkf_model_params mp = {.path = model};
+    /* -c over the slots: positions per slot, past the training context where they are computed
+     * (RoPE), as generate's -c */
+    vkf_model_params mp = {.path = model, .n_ctx = n_ctx ? n_ctx / np : 0};
     vkf_model *m;
     if (vkf_model_load(ctx, &mp, &m) != VKF_OK) {
         vkf_context_free(ctx);

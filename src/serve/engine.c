@@ -340,6 +340,21 @@ static void cache_note(srv_engine *e, int b, int32_t i, int32_t t) {
     e->ctok_n[b] = i + 1;
 }
 
+/* The session's abort callback while r's prompt is evaluated: the client went away (issue
+ * 28.4), so a long prompt stops at the next pass instead of running to its end. */
+typedef struct prefill_watch {
+    srv_engine *e;
+    srv_req *r;
+} prefill_watch;
+
+static int prefill_cancelled(void *user) {
+    prefill_watch *w = user;
+    pthread_mutex_lock(&w->e->mu);
+    int c = w->r->cancel;
+    pthread_mutex_unlock(&w->e->mu);
+    return c;
+}
+
 /* Prefill: r's prompt into slot b (past what the slot's cache holds), then its first token. */
 static void start_request(srv_engine *e, srv_req *r, int b) {
     vkf_status st = vkf_sampler_create_ex(e->m, &r->sp, &r->smp);
@@ -352,11 +367,20 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
     e->used[b] = ++e->n_started;
     r->n_cached = keep;
     e->ctok_n[b] = keep; /* rows past it are rewritten now */
+    prefill_watch w = {e, r};
+    vkf_session_set_abort_callback(e->s, prefill_cancelled, &w);
     if (st == VKF_OK)
         st = vkf_session_seq_eval(e->s, b, keep, r->prompt + keep, r->n_prompt - keep, row);
+    vkf_session_set_abort_callback(e->s, NULL, NULL);
     if (st == VKF_OK)
         for (int32_t i = keep; i < r->n_prompt; i++)
             cache_note(e, b, i, r->prompt[i]);
+    if (st == VKF_ERROR_ABORTED) { /* the client left during its prompt: the slot is free now */
+        pthread_mutex_lock(&e->mu);
+        finish(e, r, SRV_FINISH_CANCELLED);
+        pthread_mutex_unlock(&e->mu);
+        return;
+    }
     if (st != VKF_OK) {
         e->ctok_n[b] = 0;
         pthread_mutex_lock(&e->mu);
