@@ -50,10 +50,13 @@ fi
 
 build="${BUILD_DIR:-build}"
 werror="${VKF_WERROR:-ON}"
+# what `./setup.sh run` builds: the CLI and the libraries, everything `cmake --install` installs
+# (not the tests); tests/install_example.sh checks that this list covers the install rules
+run_targets=(vkformer_cli vkformer vkformer_static)
 if [ "$mode" = run ]; then
     # quiet: configure once, build only what changed; the log is shown only when it fails
     [ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" >/dev/null
-    if ! cmake --build "$build" -j"$(nproc)" --target vkformer_cli >"$build/setup-build.log" 2>&1; then
+    if ! cmake --build "$build" -j"$(nproc)" --target "${run_targets[@]}" >"$build/setup-build.log" 2>&1; then
         cat "$build/setup-build.log" >&2
         exit 1
     fi

@@ -56,6 +56,8 @@ typedef enum vkf_status {
     VKF_ERROR_CONTEXT_FULL,     /* the sequence does not fit the model's context */
     VKF_ERROR_VALIDATION,       /* the Vulkan validation layer reported a message */
     VKF_ERROR_INTERNAL,         /* a bug in vkformer */
+    VKF_ERROR_ABORTED,          /* the session's abort callback asked to stop (Ctrl-C, a client
+                                   that went away); the session stays usable */
 } vkf_status;
 
 /* Short name of a status, e.g. "VKF_ERROR_FORMAT". */
@@ -251,6 +253,56 @@ vkf_backend_kind vkf_context_backend(const vkf_context *ctx);
 /* The switches the context runs with (as read at its creation). */
 void vkf_context_switches(const vkf_context *ctx, vkf_switches *out);
 
+/* The device a context runs on (`vkformer devices` reports every device in full). */
+typedef struct vkf_device_info {
+    char name[256];   /* "cpu" for the CPU backend */
+    char driver[512]; /* driver name and version text, "llvmpipe Mesa 22.3.6 (LLVM ...)" */
+    char type[16];    /* "discrete", "integrated", "virtual", "cpu" (a CPU driver such as
+                         lavapipe), "other"; "host" for the CPU backend */
+    char vendor[32];  /* "NVIDIA", "AMD", "Intel", "Mesa", ... */
+    uint32_t vendor_id, device_id;
+    uint32_t api_version;       /* VK_MAKE_API_VERSION layout */
+    uint32_t subgroup_size;     /* default subgroup size */
+    uint64_t max_alloc;         /* maxMemoryAllocationSize, bytes (after overrides) */
+    uint64_t max_storage_range; /* maxStorageBufferRange, bytes (after overrides) */
+    int unified;     /* its device-local memory is the host's (integrated, lavapipe, the CPU) */
+    int host_import; /* weights are used in place from the model file (no copy) */
+    int fp16, int8;  /* fp16 / int8 arithmetic in kernels */
+    int coopmat;     /* the cooperative-matrix matmul runs */
+} vkf_device_info;
+
+vkf_status vkf_context_device_info(const vkf_context *ctx, vkf_device_info *out);
+
+/* Counters of a context's device since it was created (zeros on the CPU backend). */
+typedef struct vkf_device_stats {
+    uint64_t shader_compiles;  /* GLSL -> SPIR-V compilations (a cold shader cache) */
+    uint64_t spirv_cache_hits; /* SPIR-V read from the disk cache */
+    uint64_t pipelines;        /* compute pipelines created (on first use) */
+    uint64_t recordings;       /* graphs recorded into command buffers */
+    uint64_t submits;          /* queue submissions */
+    uint64_t dispatches;       /* dispatches recorded */
+    uint64_t barriers;         /* hazard barriers recorded */
+    double compile_ms;         /* milliseconds in glslang */
+    double pipeline_ms;        /* milliseconds in vkCreateComputePipelines */
+    double record_ms;          /* milliseconds recording graphs into command buffers (descriptor
+                                  sets, SPIR-V cache reads, and the glslang and pipeline time
+                                  above, which happen there on first use) */
+    double first_dispatch_ms;  /* milliseconds in the submissions whose recording created
+                                  pipelines: drivers may finish compiling a pipeline at its first
+                                  dispatch (lavapipe JIT-compiles each shader variant then), so
+                                  this holds that work and the pass itself */
+} vkf_device_stats;
+
+vkf_status vkf_context_device_stats(const vkf_context *ctx, vkf_device_stats *out);
+
+/* `vkformer tune`: times the matmul kernel variants for each shape class and weight type on
+ * ctx's Vulkan device, keeps the fastest and writes them to the cache directory (path_out, may be
+ * NULL, gets the file), where later contexts on the same device and driver use them (env
+ * VKF_NO_TUNE=1 ignores them). log (may be NULL) gets one line per choice; quick: smaller shapes
+ * and fewer candidates. VKF_ERROR_INVALID_ARGUMENT on a CPU context. */
+vkf_status vkf_tune(vkf_context *ctx, int quick, void (*log)(void *user, const char *line),
+                    void *user, char *path_out, size_t path_n);
+
 /* ---------------------------------------------------------------- self-test */
 
 typedef struct vkf_selftest_result {
@@ -317,14 +369,18 @@ typedef struct vkf_model_params {
      * decreases and the last call has done == total. NULL: none. */
     void (*progress)(void *user, double done, double total);
     void *progress_user;
-    int no_mmap; /* 1: read the file into memory instead of mapping it (llama.cpp's
-                    --no-mmap: no page faults on the file later, the file may change).
-                    0 (mapped, as llama.cpp): a GGUF file must not be truncated or
-                    rewritten in place while the model is loaded (replacing it by a
-                    rename is fine); reads past a shrunk file's end raise SIGBUS.
-                    Either way, where the backend can use host memory (the CPU, and
-                    unified-memory GPUs with VK_EXT_external_memory_host) the weights
-                    are used in place, never copied */
+    int no_mmap;        /* 1: read the file into memory instead of mapping it (llama.cpp's
+                           --no-mmap: no page faults on the file later, the file may change).
+                           0 (mapped, as llama.cpp): a GGUF file must not be truncated or
+                           rewritten in place while the model is loaded (replacing it by a
+                           rename is fine); reads past a shrunk file's end raise SIGBUS.
+                           Either way, where the backend can use host memory (the CPU, and
+                           unified-memory GPUs with VK_EXT_external_memory_host) the weights
+                           are used in place, never copied */
+    int32_t cache_type; /* vkf_cache_type the sessions will use (below). With n_ctx given, a
+                           context whose KV cache (one sequence of it, this type) cannot fit
+                           beside the weights is refused here, VKF_ERROR_OUT_OF_MEMORY, before
+                           anything is allocated; vkf_session_create checks every session */
 } vkf_model_params;
 
 /* Loads the weights onto ctx's backend (uploaded once). Errors name the file and tensor:
@@ -403,9 +459,24 @@ typedef struct vkf_session_params {
     int32_t n_batch;    /* sequences evaluated together (beam search needs >= the beam width);
                            0 = 1 */
     int32_t cache_type; /* vkf_cache_type of the self-attention K/V caches (decoder-only) */
+    int32_t n_ubatch;   /* most tokens per sequence in one forward pass (llama.cpp's -ub): a
+                           longer input, a prompt, is evaluated in passes of this many, so one
+                           submission stays bounded and abort_callback is heard between them.
+                           0: the backend's, 512 on GPUs, 64 on CPU drivers (lavapipe) and the
+                           CPU backend, where passes of 64 run as fast per token as passes of
+                           512 (bench/RESULTS.md) and a long prompt stays interruptible */
+    /* llama.cpp's abort_callback: called before every forward pass (each pass of a prompt,
+     * each generated token) of vkf_session_eval / eval_last / seq_eval / seq_decode /
+     * decode_step, vkf_generate and vkf_translate; non-zero stops the call with
+     * VKF_ERROR_ABORTED. The passes already run stay in the cache (n_past counts them) and the
+     * session stays usable. Called on the thread of the call; NULL: never. */
+    int (*abort_callback)(void *user);
+    void *abort_user;
 } vkf_session_params;
 
 vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_session **out);
+/* Replaces the session's abort callback (vkf_session_params.abort_callback); NULL: none. */
+void vkf_session_set_abort_callback(vkf_session *s, int (*cb)(void *user), void *user);
 void vkf_session_free(vkf_session *s);
 /* Empties the KV cache (and forgets the encoded source). */
 void vkf_session_reset(vkf_session *s);
@@ -543,6 +614,7 @@ typedef enum vkf_stop_reason {
     VKF_STOP_CONTEXT_FULL, /* the session's context filled up first */
     VKF_STOP_CALLBACK,     /* the token callback asked to stop */
     VKF_STOP_GRAMMAR,      /* the grammar is complete and nothing can extend it */
+    VKF_STOP_ABORTED,      /* the session's abort callback asked to stop (VKF_ERROR_ABORTED) */
 } vkf_stop_reason;
 
 typedef struct vkf_generate_stats {
@@ -565,7 +637,10 @@ typedef int (*vkf_token_callback)(void *user, int32_t token, const char *piece, 
  * grammar is complete and nothing can extend it: stats->stop = VKF_STOP_GRAMMAR). A prompt that
  * does not fit the context is VKF_ERROR_CONTEXT_FULL before anything runs; filling the context
  * while generating stops with stats->stop = VKF_STOP_CONTEXT_FULL and returns
- * VKF_ERROR_CONTEXT_FULL (the tokens so far were delivered). stats may be NULL. */
+ * VKF_ERROR_CONTEXT_FULL (the tokens so far were delivered). The session's abort callback, heard
+ * between the prompt's passes and between tokens, stops with stats->stop = VKF_STOP_ABORTED and
+ * VKF_ERROR_ABORTED (stats->n_prompt counts the prompt tokens evaluated by then). stats may be
+ * NULL. */
 vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
                         const vkf_sampler_params *sp, vkf_token_callback cb, void *user,
                         vkf_generate_stats *stats);
@@ -832,6 +907,15 @@ vkf_status vkf_tool_parser_message(const vkf_tool_parser *p, char **message_json
 /* Calls parsed so far. */
 int vkf_tool_parser_n_calls(const vkf_tool_parser *p);
 
+/* The chat template of a model file or directory read without loading its weights (what
+ * vkf_model_chat_template gives after loading), with its bos/eos token texts: name NULL for the
+ * default template, else a named one ("tool_use": GGUF tokenizer.chat_template.NAME,
+ * tokenizer_config.json's list entry, additional_chat_templates/NAME.jinja). Each output is
+ * malloc'ed, or NULL when absent; any output pointer may be NULL. */
+vkf_status vkf_chat_template_read(const char *path, const char *name, char **tmpl, char **bos,
+                                  char **eos);
+/* llama.cpp's default template, ChatML, which vkf_chat_apply uses for a model without one. */
+vkf_status vkf_chat_chatml_render(const char *messages_json, int add_generation_prompt, char **out);
 /* ================================================================ quantize (llama.cpp file types)
  *
  * Usage:
@@ -959,15 +1043,38 @@ typedef struct vkf_memory_info {
                                   read once with no_mmap), no copy made */
     uint64_t kv_cache;         /* session only: self-attention K/V (and encoder memory) */
     uint64_t activations;      /* session only: the graphs' activation arenas, inputs, outputs */
-    uint64_t device_total;     /* bytes the device has for buffers (its largest device-local heap,
-                                  or VKF_MAX_DEVICE_MEMORY); 0 = unknown (the CPU backend) */
-    uint64_t device_used;      /* bytes this context's backend holds now (imports included) */
+    uint64_t device_total;     /* bytes of the device-local heap buffers come from (or
+                                  VKF_MAX_DEVICE_MEMORY); 0 = none (the CPU backend) */
+    uint64_t device_used;      /* bytes this context's backend allocated there now; host memory
+                                  used in place (weights_in_place) takes no heap and is not
+                                  counted */
+    uint64_t device_available; /* bytes that can still be allocated, as the fit checks see it
+                                  (vkf_session_fit): the heap's free bytes on a discrete GPU
+                                  (within VK_EXT_memory_budget's budget where the driver has
+                                  it); on unified memory (integrated GPUs, lavapipe) and the CPU
+                                  backend what the host has available (MemAvailable; the budget
+                                  too), since there the heap's size is only a driver's figure;
+                                  with VKF_MAX_DEVICE_MEMORY that cap less device_used.
+                                  UINT64_MAX: unknown, nothing is checked */
 } vkf_memory_info;
 
 /* The model's weights (kv_cache and activations are 0). */
 vkf_status vkf_model_memory(const vkf_model *m, vkf_memory_info *out);
 /* The model's weights plus this session's KV cache and activations (graphs built so far). */
 vkf_status vkf_session_memory(const vkf_session *s, vkf_memory_info *out);
+
+/* What a session would take beside the model, and what the backend has for it. */
+typedef struct vkf_memory_fit {
+    uint64_t kv_cache;  /* bytes of its KV cache (and an encoder-decoder's source memory) */
+    uint64_t available; /* bytes the backend can still allocate (vkf_memory_info.
+                           device_available; UINT64_MAX: unknown) */
+} vkf_memory_fit;
+
+/* The check vkf_session_create makes before it allocates anything: VKF_OK when a session of m
+ * with parameters p (NULL: defaults) fits, else VKF_ERROR_OUT_OF_MEMORY with a message naming
+ * the KV cache's size, what the device (or, for the CPU backend, the host) has, and the remedy.
+ * out (may be NULL) gets both sizes either way. Nothing is allocated. */
+vkf_status vkf_session_fit(const vkf_model *m, const vkf_session_params *p, vkf_memory_fit *out);
 
 #ifdef __cplusplus
 }

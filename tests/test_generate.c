@@ -227,7 +227,8 @@ static void test_chunking(vkf_context *ctx, const char *backend) {
     float *a = malloc(100 * 512 * sizeof *a), *b = malloc(100 * 512 * sizeof *b),
           *la = malloc(512 * sizeof *la), *lb = malloc(512 * sizeof *lb);
     vkf_session *s1, *s2;
-    VKT_OK(vkf_session_create(m, NULL, &s1));
+    vkf_session_params whole = {.n_ubatch = 512}; /* the 100 tokens in one pass */
+    VKT_OK(vkf_session_create(m, &whole, &s1));
     VKT_OK(vkf_session_create(m, NULL, &s2));
     s2->max_chunk = 16; /* 100 tokens: six chunks of 16 and one of 4 */
     VKT_OK(vkf_session_eval(s1, toks, 100, a));
@@ -254,6 +255,106 @@ static void test_chunking(vkf_context *ctx, const char *backend) {
     free(b);
     free(la);
     free(lb);
+    vkf_model_free(m);
+}
+
+/* The abort callback (issue 28.4), llama.cpp's abort_callback: heard before each forward pass. */
+typedef struct abort_ctl {
+    int calls;   /* times the library asked */
+    int fire_at; /* answer "stop" from this call on (1-based); 0: never */
+} abort_ctl;
+
+static int abort_after(void *user) {
+    abort_ctl *a = user;
+    a->calls++;
+    return a->fire_at && a->calls >= a->fire_at;
+}
+
+static double max_diff_f(const float *a, const float *b, size_t n) {
+    double d = 0;
+    for (size_t i = 0; i < n; i++)
+        d = fmax(d, fabs((double)a[i] - b[i]));
+    return d;
+}
+
+static void test_abort(vkf_context *ctx, const char *backend) {
+    vkf_model *m = load(ctx, vkt_fixture("llama-tiny/llama-tiny-f32.gguf"));
+    if (!m) return;
+    enum { N = 72, V = 512 };
+    int32_t toks[N];
+    for (int i = 0; i < N; i++)
+        toks[i] = (int32_t)((i * 37 + 11) % 509) + 3;
+    float *whole = malloc(V * sizeof *whole), *rest = malloc(V * sizeof *rest);
+
+    /* passes of 16 tokens; the callback says "stop" from its second call, i.e. after the first
+     * pass: the 72-token prompt stops there, with the first 16 tokens in the cache */
+    abort_ctl a = {0, 2};
+    vkf_session_params p16 = {.n_ubatch = 16, .abort_callback = abort_after, .abort_user = &a};
+    vkf_session *s = NULL, *ref = NULL;
+    VKT_OK(vkf_session_create(m, &p16, &s));
+    VKT_OK(vkf_session_create(m, &p16, &ref));
+    if (!s || !ref) goto done;
+    vkf_status st = vkf_session_eval_last(s, toks, N, rest);
+    printf("  %s abort after the first pass: %s, n_past %d, %d calls: %s\n", backend,
+           vkf_status_name(st), vkf_session_n_past(s), a.calls, vkf_last_error());
+    VKT_CHECK(st == VKF_ERROR_ABORTED && vkf_session_n_past(s) == 16 && a.calls == 2 &&
+                  strstr(vkf_last_error(), "after 16 of 72 tokens"),
+              "%s: an abort after the first pass gave %s, n_past %d, %d calls", backend,
+              vkf_status_name(st), vkf_session_n_past(s), a.calls);
+    /* the session is usable: the rest of the prompt after the aborted passes gives the logits
+     * of the whole prompt evaluated at once (same passes of 16: the same arithmetic) */
+    vkf_session_set_abort_callback(s, NULL, NULL);
+    vkf_session_set_abort_callback(ref, NULL, NULL);
+    VKT_OK(vkf_session_eval_last(s, toks + 16, N - 16, rest));
+    VKT_OK(vkf_session_eval_last(ref, toks, N, whole));
+    double d = max_diff_f(rest, whole, V);
+    VKT_CHECK(d == 0 && vkf_session_n_past(s) == N,
+              "%s: after the abort, the rest of the prompt gives logits %.3e off (n_past %d)",
+              backend, d, vkf_session_n_past(s));
+
+    /* vkf_generate: stopped in the prompt (VKF_STOP_ABORTED, nothing generated), then between
+     * tokens (the tokens before are greedy's) */
+    vkf_sampler_params greedy = {.temp = 0};
+    vkf_generate_stats gs;
+    collect c = {0}, g = {0};
+    vkf_session_reset(s);
+    a = (abort_ctl){0, 3};
+    vkf_session_set_abort_callback(s, abort_after, &a);
+    st = vkf_generate(s, toks, N, 8, &greedy, on_token, &c, &gs);
+    VKT_CHECK(st == VKF_ERROR_ABORTED && gs.stop == VKF_STOP_ABORTED && gs.n_prompt == 32 &&
+                  c.n == 0 && gs.n_generated == 0,
+              "%s: generate aborted in the prompt: %s, stop %d, %d prompt tokens, %d generated",
+              backend, vkf_status_name(st), gs.stop, gs.n_prompt, c.n);
+    vkf_session_reset(ref);
+    VKT_OK(vkf_generate(ref, toks, 20, 8, &greedy, on_token, &g, NULL));
+    vkf_session_reset(s);
+    /* calls: the prompt's two passes, then the first token fed back; the fourth, before the
+     * second is fed back, stops: two tokens were delivered */
+    a = (abort_ctl){0, 4};
+    collect c2 = {0};
+    st = vkf_generate(s, toks, 20, 8, &greedy, on_token, &c2, &gs);
+    VKT_CHECK(st == VKF_ERROR_ABORTED && gs.stop == VKF_STOP_ABORTED && gs.n_generated == 2 &&
+                  c2.n == 2 && g.n == 8 && memcmp(c2.toks, g.toks, 2 * sizeof *g.toks) == 0,
+              "%s: generate aborted between tokens: %s, stop %d, %d generated", backend,
+              vkf_status_name(st), gs.stop, gs.n_generated);
+
+    /* the default pass: 64 tokens on CPU devices (lavapipe, the CPU backend), 512 on GPUs */
+    vkf_device_info di;
+    VKT_OK(vkf_context_device_info(ctx, &di));
+    int cpu = !strcmp(di.type, "cpu") || !strcmp(di.type, "host");
+    vkf_session *sd = NULL;
+    a = (abort_ctl){0, 0};
+    vkf_session_params pd = {.abort_callback = abort_after, .abort_user = &a};
+    VKT_OK(vkf_session_create(m, &pd, &sd));
+    if (sd) VKT_OK(vkf_session_eval_last(sd, toks, N, rest));
+    VKT_CHECK(a.calls == (cpu ? 2 : 1), "%s (%s): a 72-token prompt took %d passes by default",
+              backend, di.type, a.calls);
+    vkf_session_free(sd);
+done:
+    vkf_session_free(s);
+    vkf_session_free(ref);
+    free(whole);
+    free(rest);
     vkf_model_free(m);
 }
 
@@ -504,6 +605,7 @@ static void run_backend(vkf_context *ctx, const char *backend) {
     if (vkt_have_fixtures()) {
         timed("generation", backend, test_generation, ctx);
         timed("chunking", backend, test_chunking, ctx);
+        timed("abort", backend, test_abort, ctx);
         timed("translate", backend, test_translate, ctx);
     } else {
         printf("  SKIP fixtures: none at %s\n", vkt_fixture(""));

@@ -21,7 +21,7 @@ int vkf_cmd_bench(int argc, char **argv);
 int vkf_cmd_tune(int argc, char **argv);
 int vkf_cmd_tokenize(int argc, char **argv);
 int vkf_cmd_detokenize(int argc, char **argv);
-int vkf_cmd_serve(int argc, char **argv); /* serve/cmd_serve.c */
+int vkf_cmd_serve(int argc, char **argv); /* the HTTP server itself is src/serve */
 int vkf_cmd_chat(int argc, char **argv);  /* cli/cmd_chat.c */
 int vkf_cmd_template(int argc, char **argv);
 int vkf_cmd_quantize(int argc, char **argv);

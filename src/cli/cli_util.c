@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "core/error.h"
 
 char *vkf_cli_read_text(const char *cmd, const char *flag, const char *path) {
     struct stat st;
@@ -141,18 +140,21 @@ void vkf_cli_progress_clear(void) {
     g_compile_shown = 0;
 }
 
+/* the commands' answer to a failed allocation: say so and exit (only the CLI may) */
+static void cli_oom(void) {
+    fprintf(stderr, "vkformer: out of memory\n");
+    exit(1);
+}
+
 vkf_status vkf_cli_tokenize(vkf_model *m, const char *text, int flags, int32_t **out, int32_t *n) {
     int32_t cap = (int32_t)strlen(text) + 8;
     int32_t *t = malloc((size_t)cap * sizeof *t);
     *out = NULL;
-    if (!t) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "tokenize: out of memory");
+    if (!t) cli_oom();
     vkf_status st = vkf_model_tokenize(m, text, flags, t, cap, n);
     if (st == VKF_ERROR_INVALID_ARGUMENT && *n >= cap) { /* more tokens than bytes + 8 */
         int32_t *g = realloc(t, ((size_t)*n + 1) * sizeof *t);
-        if (!g) {
-            free(t);
-            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "tokenize: out of memory");
-        }
+        if (!g) cli_oom();
         t = g;
         st = vkf_model_tokenize(m, text, flags, t, *n + 1, n);
     }

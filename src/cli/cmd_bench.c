@@ -5,7 +5,7 @@
  * cli/args.h. */
 #include <string.h>
 
-#include "../../bench/bench.h"
+#include "bench.h" /* bench/: the vkformer_bench library */
 #include "cli/cli.h"
 
 int vkf_cmd_bench(int argc, char **argv) {

@@ -29,7 +29,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/gen_opts.h"
-#include "serve/serve.h" /* srv_utf8_dup */
+#include "cli/utf8.h"
 
 static volatile sig_atomic_t g_stop; /* Ctrl-C: stop the answer */
 
@@ -38,12 +38,17 @@ static void on_sigint(int sig) {
     g_stop = 1;
 }
 
+/* the session's abort callback: Ctrl-C stops the prompt of a turn between two passes */
+static int stop_requested(void *user) {
+    (void)user;
+    return g_stop != 0;
+}
+
 typedef struct chat {
     vkf_model *m;
     vkf_session *s;
     vkf_model_desc d;
     int32_t n_ctx, n_predict, reserve; /* n_predict < 0: until end of generation */
-    int32_t chunk;                     /* -b / -ub: tokens evaluated per pass (0: all at once) */
     vkf_sampler_params sp;
     const vkf_gen_opts *o; /* -r, -v, -e */
     int32_t *eog;          /* --ignore-eos: the end-of-generation tokens, never drawn */
@@ -110,7 +115,7 @@ static int write_out(const char *s, size_t n) {
  * stopper holds back an unfinished character, so each piece is whole); nonzero on a failure */
 static int append(char **a, size_t *len, size_t *cap, const char *raw, size_t rn) {
     if (!rn) return 0;
-    char *s = srv_utf8_dup(raw, rn);
+    char *s = vkf_cli_utf8_dup(raw, rn);
     if (!s) return vkf_cli_fail("chat: out of memory");
     size_t n = strlen(s);
     int rc = 0;
@@ -129,18 +134,6 @@ static int append(char **a, size_t *len, size_t *cap, const char *raw, size_t rn
     }
     free(s);
     return rc;
-}
-
-/* The new tokens of a turn, in chunks of -b / -ub tokens (all at once by default); the logits of
- * the last one into c->logits. */
-static vkf_status eval_chunks(chat *c, const int32_t *toks, int32_t n) {
-    int32_t chunk = c->chunk > 0 ? c->chunk : n;
-    vkf_status st = VKF_OK;
-    while (n > chunk && st == VKF_OK) {
-        st = vkf_session_eval(c->s, toks, chunk, NULL);
-        toks += chunk, n -= chunk;
-    }
-    return st == VKF_OK ? vkf_session_eval_last(c->s, toks, n, c->logits) : st;
 }
 
 /* -r: whether the answer so far ends with a reverse prompt */
@@ -186,7 +179,18 @@ static int turn(chat *c) {
         keep++;
     if (keep == n) keep = n - 1;
     if ((st = vkf_session_truncate(c->s, keep)) == VKF_OK)
-        st = eval_chunks(c, toks + keep, n - keep);
+        st = vkf_session_eval_last(c->s, toks + keep, n - keep, c->logits);
+    if (st == VKF_ERROR_ABORTED) { /* Ctrl-C in the prompt: the turn stops, back to the prompt */
+        int32_t done = vkf_session_n_past(c->s); /* the passes that ran stay in the cache */
+        memcpy(c->cache, toks, (size_t)done * sizeof *toks);
+        c->n_cache = done;
+        free(toks);
+        cJSON_DeleteItemFromArray(c->msgs, cJSON_GetArraySize(c->msgs) - 1);
+        fprintf(stderr,
+                "[interrupted after %d of the prompt's %d tokens; the message is dropped]\n",
+                done - keep, n - keep);
+        return 0;
+    }
     if (st != VKF_OK) {
         free(toks);
         c->n_cache = 0;
@@ -212,7 +216,6 @@ static int turn(chat *c) {
     char *answer = malloc(ans_cap);
     if (!gen || !answer) rc = vkf_cli_fail("chat: out of memory");
     if (answer) answer[0] = '\0';
-    g_stop = 0;
     const char *why = NULL;
     char why_n[64];
     while (rc == 0) {
@@ -258,7 +261,16 @@ static int turn(chat *c) {
                             : "context full";
         }
         if (end || rc) break;
-        if (vkf_session_eval_last(c->s, &tok, 1, c->logits) != VKF_OK) {
+        vkf_status es = vkf_session_eval_last(c->s, &tok, 1, c->logits);
+        if (es == VKF_ERROR_ABORTED) { /* Ctrl-C since the check above: the answer ends here */
+            const char *rest;
+            size_t rest_len;
+            vkf_stopper_flush(stopper, &rest, &rest_len);
+            if (append(&answer, &ans_len, &ans_cap, rest, rest_len)) rc = 1;
+            why = "interrupted";
+            break;
+        }
+        if (es != VKF_OK) {
             rc = vkf_cli_fail("chat: decoding");
             break;
         }
@@ -430,8 +442,8 @@ int vkf_cmd_chat(int argc, char **argv) {
     c.sp = o.sp;
     c.o = &o;
     c.tty = isatty(0);
-    c.chunk = o.n_batch;
-    if (o.n_ubatch && (!c.chunk || o.n_ubatch < c.chunk)) c.chunk = o.n_ubatch;
+    int32_t chunk = o.n_batch;
+    if (o.n_ubatch && (!chunk || o.n_ubatch < chunk)) chunk = o.n_ubatch;
     vkf_context *ctx = NULL;
     rc = 1;
     if (vkf_cli_context(&o.cp, &ctx) != VKF_OK) {
@@ -446,7 +458,12 @@ int vkf_cmd_chat(int argc, char **argv) {
         goto done;
     }
     vkf_model_describe(c.m, &c.d);
-    vkf_session_params ssp = {.n_ctx = o.n_ctx, .cache_type = o.cache_type};
+    /* -b / -ub: a turn's new tokens in passes of the smaller (0: the device's own size); Ctrl-C
+     * stops them between two passes (the session's abort callback) */
+    vkf_session_params ssp = {.n_ctx = o.n_ctx,
+                              .cache_type = o.cache_type,
+                              .n_ubatch = chunk,
+                              .abort_callback = stop_requested};
     if (c.d.encoder_decoder || !c.d.has_tokenizer) {
         fprintf(stderr, "vkformer: chat: %s: chat needs a decoder-only model with a tokenizer%s\n",
                 model, c.d.encoder_decoder ? "" : " (pass one with --tokenizer PATH)");

@@ -2,23 +2,18 @@
  * is produced (after the prompt unless --no-display-prompt); everything else (the seed, notices,
  * llama.cpp-style timings) goes to stderr. llama-cli's flags keep llama.cpp's meaning; the ones
  * vkformer does not implement are refused, never ignored. */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/vulkan/vk_backend.h"
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/gen_opts.h"
-#include "io/gguf.h"
-#include "model/context.h"
 
 typedef vkf_gen_opts gen_opts;
 
@@ -30,6 +25,12 @@ static void on_sigint(int sig) {
     (void)sig;
     if (g_interrupted) _exit(130); /* the second Ctrl-C exits at once */
     g_interrupted = 1;
+}
+
+/* the session's abort callback: heard between the prompt's passes and between tokens */
+static int interrupted(void *user) {
+    (void)user;
+    return g_interrupted != 0;
 }
 
 /* ------------------------------------------------------------------ output */
@@ -45,8 +46,8 @@ typedef struct once_ms {
 
 static once_ms once_now(vkf_context *ctx) {
     once_ms o = {0, 0, 0};
-    if (!vkf_backend_is_vulkan(ctx->be)) return o;
-    vkf_vk_stats st = vkf_backend_vulkan_stats(ctx->be);
+    vkf_device_stats st;
+    if (vkf_context_device_stats(ctx, &st) != VKF_OK) return o;
     o.compile = st.compile_ms + st.pipeline_ms;
     o.record = st.record_ms - o.compile;
     o.first_dispatch = st.first_dispatch_ms;
@@ -131,6 +132,7 @@ static const char *stop_reason(const vkf_generate_stats *st, const gen_out *g, i
     case VKF_STOP_EOS: return "end of sequence (the model's end-of-generation token)";
     case VKF_STOP_CONTEXT_FULL: return "context full";
     case VKF_STOP_GRAMMAR: return "the grammar is complete";
+    case VKF_STOP_ABORTED: return "interrupted";
     case VKF_STOP_CALLBACK:
         if (g->reverse_hit) return "reverse prompt (-r) reached";
         if (g->write_failed) return "writing to stdout failed";
@@ -183,84 +185,6 @@ static void print_timings(double load_ms, once_ms load, double prompt_ms, once_m
             e > 0 ? st->n_generated / (e / 1e3) : 0.0);
     fprintf(stderr, "timings:       total time = %10.2f ms / %5d tokens\n", total_ms,
             n_prompt + st->n_generated);
-}
-
-/* Bytes the KV cache may take on ctx's backend: the largest device-local heap less the weights
- * (Vulkan), the host's available memory (CPU); 0 when unknown. */
-static double kv_budget(vkf_context *ctx, const vkf_model_desc *md) {
-    if (vkf_backend_is_vulkan(ctx->be)) {
-        const vkf_vk_caps *c = vkf_backend_vulkan_caps(ctx->be);
-        double best = 0;
-        for (uint32_t i = 0; i < c->n_heaps; i++)
-            if ((c->heap_flags[i] & 1 /* VK_MEMORY_HEAP_DEVICE_LOCAL_BIT */) &&
-                (double)c->heap_size[i] > best)
-                best = (double)c->heap_size[i];
-        return best > (double)md->weight_bytes ? best - (double)md->weight_bytes : 0;
-    }
-    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
-}
-
-static int kv_report(vkf_context *ctx, const vkf_model_desc *md, double need, int32_t n_ctx);
-
-/* -c N that the KV cache cannot hold fails here, before the session allocates it. cache_type:
- * -ctk / -ctv (0: the device's default, which the model's info sizes). */
-static int kv_fits(vkf_context *ctx, vkf_model *m, const vkf_model_desc *md, int32_t n_ctx,
-                   int cache_type) {
-    char *info = NULL;
-    if (vkf_model_info(m, 1, &info) != VKF_OK) return 1;
-    cJSON *j = cJSON_Parse(info);
-    free(info);
-    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(j, "kv_bytes_per_sequence");
-    const cJSON *kt = cJSON_GetObjectItemCaseSensitive(j, "kv_cache_type");
-    double per_seq = cJSON_IsNumber(kv) ? kv->valuedouble : 0;
-    int f16 = cJSON_IsString(kt) && !strcmp(kt->valuestring, "F16");
-    cJSON_Delete(j);
-    if (per_seq <= 0 || md->n_ctx <= 0) return 1;
-    if (f16 && cache_type == VKF_CACHE_F32) per_seq *= 2;
-    if (!f16 && cache_type == VKF_CACHE_F16 && !md->encoder_decoder) per_seq /= 2;
-    return kv_report(ctx, md, per_seq / md->n_ctx * (n_ctx ? n_ctx : md->n_ctx),
-                     n_ctx ? n_ctx : md->n_ctx);
-}
-
-/* Before loading: a GGUF's metadata gives the KV cache size at -c N, so a context the backend
- * cannot hold fails before the model (and its position tables) are allocated. */
-static int kv_precheck(vkf_context *ctx, const char *path, int32_t n_ctx, int cache_type) {
-    vkf_gguf *g;
-    if (n_ctx <= 0 || vkf_gguf_open(path, &g) != VKF_OK) return 1; /* else checked after loading */
-    const char *arch = vkf_gguf_architecture(g);
-    uint32_t n_layer = 0, n_head = 0, n_kv = 0, n_embd = 0;
-    char k[160];
-    if (arch) { /* a value of the wrong type leaves 0: then the check after loading decides */
-        snprintf(k, sizeof k, "%s.block_count", arch);
-        (void)vkf_gguf_get_u32(g, k, 0, &n_layer);
-        snprintf(k, sizeof k, "%s.attention.head_count", arch);
-        (void)vkf_gguf_get_u32(g, k, 0, &n_head);
-        snprintf(k, sizeof k, "%s.attention.head_count_kv", arch);
-        (void)vkf_gguf_get_u32(g, k, n_head, &n_kv);
-        snprintf(k, sizeof k, "%s.embedding_length", arch);
-        (void)vkf_gguf_get_u32(g, k, 0, &n_embd);
-    }
-    vkf_gguf_close(g);
-    if (!n_layer || !n_head || !n_kv || !n_embd) return 1;
-    struct stat st;
-    vkf_model_desc md = {.weight_bytes = stat(path, &st) == 0 ? (size_t)st.st_size : 0};
-    /* K and V per layer and KV head, in the type the session will allocate (session.c): -ctk,
-     * else the backend's default */
-    int f16 = cache_type == VKF_CACHE_F16 || (cache_type == 0 && ctx->be->kv_f16_default);
-    double need = 2.0 * n_layer * n_kv * (double)(n_embd / n_head) * (f16 ? 2 : 4) * n_ctx;
-    return kv_report(ctx, &md, need, n_ctx);
-}
-
-static int kv_report(vkf_context *ctx, const vkf_model_desc *md, double need, int32_t n_ctx) {
-    double have = kv_budget(ctx, md);
-    if (have <= 0 || need <= have) return 1;
-    fprintf(
-        stderr,
-        "vkformer: generate: KV cache for -c %d needs %.2f GiB, the %s has %.2f GiB%s; lower -c\n",
-        n_ctx, need / 1073741824.0, vkf_backend_is_vulkan(ctx->be) ? "device" : "host",
-        have / 1073741824.0, vkf_backend_is_vulkan(ctx->be) ? " beside the weights" : " available");
-    return 0;
 }
 
 /* ------------------------------------------------------------------ the flags */
@@ -353,7 +277,6 @@ int vkf_cmd_generate(int argc, char **argv) {
     vkf_gen_notes(&o, "generate", ctx);
     o.mp.progress = vkf_cli_progress;
     o.mp.progress_user = "loading the model";
-    if (!kv_precheck(ctx, o.mp.path, o.n_ctx, cache_type)) goto done;
     if (vkf_model_load(ctx, &o.mp, &m) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;
@@ -369,8 +292,14 @@ int vkf_cmd_generate(int argc, char **argv) {
         fprintf(stderr,
                 "vkformer: generate: context %d tokens, past the %d the model was trained on\n",
                 md.n_ctx, md.n_ctx_train);
-    if (!kv_fits(ctx, m, &md, o.n_ctx, cache_type)) goto done;
-    vkf_session_params sesp = {.n_ctx = o.n_ctx, .cache_type = cache_type};
+    /* a context the backend cannot hold is refused before anything is allocated: by the load
+     * when -c asks for one (from the file's metadata), else by the session */
+    /* -b / -ub: the prompt in passes of the smaller (0: the device's own size); Ctrl-C stops it
+     * between two passes */
+    int32_t ub = o.n_batch;
+    if (o.n_ubatch && (!ub || o.n_ubatch < ub)) ub = o.n_ubatch;
+    vkf_session_params sesp = {
+        .n_ctx = o.n_ctx, .cache_type = cache_type, .n_ubatch = ub, .abort_callback = interrupted};
     if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;
@@ -427,30 +356,12 @@ int vkf_cmd_generate(int argc, char **argv) {
     }
     gen_out g = {.o = &o, .prompt = o.no_display_prompt ? NULL : prompt_buf, .ctx = ctx};
 
-    /* -b / -ub: all but the last chunk of the prompt here, the last one in vkf_generate */
-    int32_t chunk = o.n_batch ? o.n_batch : n;
-    if (o.n_ubatch && o.n_ubatch < chunk) chunk = o.n_ubatch;
     once_ms c0 = once_now(ctx);
-    double t0 = now_ms();
-    int32_t done_tok = 0;
-    while (n - done_tok > chunk && !g_interrupted) {
-        if (vkf_session_eval(s, toks + done_tok, chunk, NULL) != VKF_OK) {
-            vkf_cli_fail("generate");
-            goto done;
-        }
-        done_tok += chunk;
-    }
-    double chunk_ms = now_ms() - t0;
     vkf_generate_stats st = {0};
-    vkf_status gs = VKF_OK;
-    once_ms c1 = c0;
-    if (!g_interrupted) {
-        gs = vkf_generate(s, toks + done_tok, n - done_tok, n_predict, &o.sp, on_token, &g, &st);
-        c1 = once_now(ctx);
-    }
-    double prompt_ms = chunk_ms + st.prompt_ms;
+    vkf_status gs = vkf_generate(s, toks, n, n_predict, &o.sp, on_token, &g, &st);
+    once_ms c1 = once_now(ctx);
     vkf_cli_progress_clear();
-    int ok = gs == VKF_OK || st.stop == VKF_STOP_CONTEXT_FULL;
+    int ok = gs == VKF_OK || st.stop == VKF_STOP_CONTEXT_FULL || st.stop == VKF_STOP_ABORTED;
     if (g.prompt && ok) { /* nothing generated: the prompt alone */
         out_write(&g, g.prompt, strlen(g.prompt));
         g.prompt = NULL;
@@ -461,21 +372,25 @@ int vkf_cmd_generate(int argc, char **argv) {
         vkf_cli_stdout_failed("generate", g.write_failed);
         goto done;
     }
-    if (gs != VKF_OK && st.stop != VKF_STOP_CONTEXT_FULL) {
+    if (!ok) {
         vkf_cli_fail("generate");
         goto done;
     }
     fprintf(stderr, "\n"); /* the text on a terminal ends where stderr's report begins */
     if (st.stop == VKF_STOP_CONTEXT_FULL)
         fprintf(stderr, "vkformer: generate: stopped early: %s\n", vkf_last_error());
-    if (g_interrupted)
+    if (st.stop == VKF_STOP_ABORTED && st.n_prompt < n)
+        fprintf(stderr,
+                "vkformer: generate: interrupted in the prompt, after %d of its %d tokens\n",
+                st.n_prompt, n);
+    else if (g_interrupted)
         fprintf(stderr, "vkformer: generate: interrupted\n");
     else if (o.verbose) /* -v: why it stopped, whatever the reason */
         fprintf(stderr, "vkformer: generate: stopped: %s\n", stop_reason(&st, &g, n_predict));
     /* compilation during the prompt pass (pipelines built on first use) is reported apart */
     once_ms cf = g.have_first ? g.first : c1; /* the prompt pass ended at the first token */
-    print_timings(load_ms, at_load, prompt_ms, once_diff(c0, cf), once_diff(cf, c1),
-                  done_tok + st.n_prompt, &st, now_ms() - t_start);
+    print_timings(load_ms, at_load, st.prompt_ms, once_diff(c0, cf), once_diff(cf, c1), st.n_prompt,
+                  &st, now_ms() - t_start);
     vkf_memory_info mi;
     if (vkf_session_memory(s, &mi) == VKF_OK)
         fprintf(stderr,

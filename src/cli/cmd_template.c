@@ -7,7 +7,6 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "model/chat.h"
 
 static char *read_text(const char *path) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -62,12 +61,13 @@ int vkf_cmd_template(int argc, char **argv) {
          *out = NULL;
     int rc = 0;
     if (model) {
-        if (vkf_chat_model_files(model, &tmpl, &mbos, &meos) != VKF_OK) {
+        if (vkf_chat_template_read(model, NULL, &tmpl, &mbos, &meos) != VKF_OK) {
             rc = vkf_cli_fail(model);
             goto done;
         }
         char *tool_use = NULL; /* with tools, the model's "tool_use" template if it has one */
-        if (tools_file && vkf_chat_model_named_template(model, "tool_use", &tool_use) == VKF_OK &&
+        if (tools_file &&
+            vkf_chat_template_read(model, "tool_use", &tool_use, NULL, NULL) == VKF_OK &&
             tool_use) {
             free(tmpl);
             tmpl = tool_use;
@@ -102,7 +102,7 @@ int vkf_cmd_template(int argc, char **argv) {
         fprintf(stderr,
                 "vkformer: template: %s has no chat template: using ChatML, llama.cpp's default\n",
                 model);
-        s = vkf_chat_chatml(messages, add_gen, &out);
+        s = vkf_chat_chatml_render(messages, add_gen, &out);
     } else {
         s = vkf_chat_template_render(tmpl, messages, tools, ctx, bos ? bos : mbos, eos ? eos : meos,
                                      add_gen, &out);

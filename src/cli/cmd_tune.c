@@ -1,13 +1,12 @@
 /* `vkformer tune`: times the matmul variants on a Vulkan device and caches the fastest per
- * shape class and weight type (vkf_backend_vulkan_tune); later runs on the same device and
- * driver use them instead of the built-in tuning table. */
+ * shape class and weight type (vkf_tune); later runs on the same device and driver use them
+ * instead of the built-in tuning table. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/vulkan/vk_backend.h"
 #include "cli/args.h"
 #include "cli/cli.h"
 
@@ -69,11 +68,14 @@ int vkf_cmd_tune(int argc, char **argv) {
         args, .epilog = NULL};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
-    vkf_backend *be = NULL;
-    if (vkf_backend_vulkan_create(device, validate, &be) != VKF_OK) return vkf_cli_fail("tune");
-    const vkf_vk_caps *c = vkf_backend_vulkan_caps(be);
-    printf("tuning matmul on %s (%s %s)%s\n", c->name, c->driver_name, c->driver_info,
-           quick ? ", quick" : "");
+    vkf_context_params cp = {.backend = VKF_BACKEND_VULKAN, .device = device, .validate = validate};
+    vkf_context *ctx = NULL;
+    vkf_device_info di;
+    if (vkf_context_create(&cp, &ctx) != VKF_OK || vkf_context_device_info(ctx, &di) != VKF_OK) {
+        vkf_context_free(ctx);
+        return vkf_cli_fail("tune");
+    }
+    printf("tuning matmul on %s (%s)%s\n", di.name, di.driver, quick ? ", quick" : "");
     char path[1200] = "";
     tune_progress prog = {0, now_s()};
     struct sigaction sa = {0};
@@ -83,9 +85,9 @@ int vkf_cmd_tune(int argc, char **argv) {
     if (isatty(STDERR_FILENO))
         fprintf(stderr, "tune: timing the first of %d shape classes and weight types...",
                 VKF_TUNE_STEPS);
-    vkf_status st = vkf_backend_vulkan_tune(be, quick, vkf_tune_log, &prog, path, sizeof path);
+    vkf_status st = vkf_tune(ctx, quick, vkf_tune_log, &prog, path, sizeof path);
     if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K");
-    vkf_backend_free(be);
+    vkf_context_free(ctx);
     if (st != VKF_OK) return vkf_cli_fail("tune");
     printf("saved %s\n", path);
     return 0;

@@ -116,8 +116,10 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     ADD("--tokenizer", VKF_ARG_STR, &o->mp.tokenizer, .metavar = "PATH",
         .help = "use this tokenizer instead of the model's");
     ADD("-b|--batch-size", VKF_ARG_INT, &o->n_batch, .min = 1, .max = 1 << 24, .metavar = "N",
-        .help = chat ? "evaluate each message in chunks of N tokens (default: all in one pass)"
-                     : "evaluate the prompt in chunks of N tokens (default: all in one pass)");
+        .help = chat ? "evaluate each message in passes of N tokens (default: the device's, 512 "
+                       "on GPUs, 64 on CPU devices; Ctrl-C stops between passes)"
+                     : "evaluate the prompt in passes of N tokens (default: the device's, 512 on "
+                       "GPUs, 64 on CPU devices; Ctrl-C stops between passes)");
     ADD("-ub|--ubatch-size", VKF_ARG_INT, &o->n_ubatch, .min = 1, .max = 1 << 24, .metavar = "N",
         .help = "the same limit (vkformer has no separate physical batch): the smaller of -b, -ub");
     ADD("-t|--threads", VKF_ARG_INT, &o->n_threads, .min = 1, .max = 1024, .metavar = "N",
@@ -221,6 +223,7 @@ int vkf_gen_check(vkf_gen_opts *o, const char *cmd) {
         o->sp.seed = (uint64_t)o->seed;
     }
     o->mp.n_ctx = o->n_ctx;
+    o->mp.cache_type = o->cache_type; /* the load checks a context asked for in this type */
     int rc = vkf_cli_grammar_load(cmd, &o->gr);
     if (rc >= 0) return rc;
     o->sp.grammar = o->gr.text;

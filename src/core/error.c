@@ -53,6 +53,7 @@ const char *vkf_status_name(vkf_status s) {
     case VKF_ERROR_CONTEXT_FULL: return "VKF_ERROR_CONTEXT_FULL";
     case VKF_ERROR_VALIDATION: return "VKF_ERROR_VALIDATION";
     case VKF_ERROR_INTERNAL: return "VKF_ERROR_INTERNAL";
+    case VKF_ERROR_ABORTED: return "VKF_ERROR_ABORTED";
     }
     return "VKF_ERROR_UNKNOWN";
 }

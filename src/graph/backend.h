@@ -11,6 +11,22 @@ typedef enum vkf_buffer_usage {
     VKF_BUFFER_IO,          /* written/read by the host often (inputs, logits) */
 } vkf_buffer_usage;
 
+/* A device's memory (vkf_backend_i.memory_info). */
+typedef struct vkf_backend_memory {
+    uint64_t heap;      /* bytes of the heap buffers are allocated from: VKF_MAX_DEVICE_MEMORY,
+                           else the heap of the device-local memory type in use */
+    uint64_t allocated; /* bytes allocated there now; host memory used in place (imported: the
+                           model file's pages) occupies no heap and is not counted */
+    uint64_t in_place;  /* bytes of host memory used in place (VK_EXT_external_memory_host) */
+    uint64_t budget;    /* VK_EXT_memory_budget: heapBudget - heapUsage, the bytes the driver
+                           says this process may still allocate there (valid if has_budget) */
+    int has_budget;
+    int unified; /* the heap is the host's memory (integrated GPUs, lavapipe): its size is a
+                    driver's figure (lavapipe: 2 GiB whatever the host has, and it allocates
+                    past it), what can really be allocated is what the host has available */
+    int capped;  /* heap is VKF_MAX_DEVICE_MEMORY (a small device simulated) */
+} vkf_backend_memory;
+
 typedef struct vkf_backend_i {
     const char *name; /* "cpu" or "vulkan" */
     void (*destroy)(vkf_backend *be);
@@ -34,15 +50,21 @@ typedef struct vkf_backend_i {
      * not device-local, alignment): the caller copies. */
     vkf_status (*buffer_import)(vkf_backend *be, const void *p, size_t n, const void *region,
                                 size_t region_size, vkf_buffer **out);
-    /* Optional (NULL: unknown). Device memory: bytes the device has for buffers (the largest
-     * device-local heap, or VKF_MAX_DEVICE_MEMORY) and bytes allocated now. */
-    void (*memory_info)(vkf_backend *be, uint64_t *total, uint64_t *used);
+    /* Optional (NULL: the backend allocates host memory, as the CPU backend). The memory its
+     * buffers come from, as the fit checks (model/memory.c) see it. */
+    void (*memory_info)(vkf_backend *be, vkf_backend_memory *out);
 } vkf_backend_i;
 
 struct vkf_backend {
     const vkf_backend_i *i;
     char device_name[256];
     int kv_f16_default; /* sessions default to an F16 KV cache (GPU-type Vulkan devices) */
+    int import_host;    /* buffer_import works here: weights are used in place from the file */
+    int ubatch_default; /* tokens per forward pass of a long prompt by default (sessions): 512 on
+                           GPUs; 64 on CPU devices, where passes of 64 run as fast per token as
+                           passes of 512 (bench/RESULTS.md: TinyLlama Q4_K_M on lavapipe, pp64
+                           26.5 / pp512 26.2-26.6 t/s; the CPU backend's reference loops pp64
+                           418 / pp512 394 t/s) and Ctrl-C is heard within one pass */
 };
 
 vkf_status vkf_backend_cpu_create(vkf_backend **out);

@@ -75,9 +75,10 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "generate: out of host memory");
     }
     double t0 = now_ms();
+    int32_t past0 = s->n_past;
     vkf_status rc = vkf_session_eval_last(s, prompt, n_prompt, logits);
     double t1 = now_ms();
-    st.n_prompt = n_prompt;
+    st.n_prompt = s->n_past - past0; /* all of it, unless the abort callback stopped it */
     st.prompt_ms = t1 - t0;
     st.stop = VKF_STOP_LENGTH;
     for (int32_t i = 0; rc == VKF_OK && i < n_predict; i++) {
@@ -126,7 +127,9 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
     st.gen_ms = t2 - t1;
     st.prompt_tps = st.prompt_ms > 0 ? st.n_prompt / (st.prompt_ms / 1e3) : 0;
     st.gen_tps = st.gen_ms > 0 ? st.n_generated / (st.gen_ms / 1e3) : 0;
-    if (rc != VKF_OK && st.stop != VKF_STOP_CONTEXT_FULL) st.stop = VKF_STOP_NONE;
+    if (rc == VKF_ERROR_ABORTED) st.stop = VKF_STOP_ABORTED;
+    if (rc != VKF_OK && st.stop != VKF_STOP_CONTEXT_FULL && st.stop != VKF_STOP_ABORTED)
+        st.stop = VKF_STOP_NONE;
     if (stats) *stats = st;
     free(logits);
     vkf_sampler_free(smp);

@@ -291,6 +291,8 @@ static vkf_status gg_weights(gg_ctx *c) {
     hp->n_vocab = hp->n_src_vocab = (int32_t)te->rows;
     if (m->desc->pos == VKF_POS_ROPE)
         vkf_model_extend_ctx(m); /* computed positions: the context asked for */
+    /* the weights, tables and a context asked for must fit: refused before the first upload */
+    VKF_TRY(vkf_model_check_load(m, m->file.size - vkf_gguf_data_offset(c->g)));
     vkf_arch_tensor_names names;
     vkf_arch_tensor_names_get(m->desc, VKF_ARCH_GGUF, &names);
     VKF_TRY(vkf_model_load_slots(m, &names, gg_slot, c));
@@ -316,10 +318,6 @@ vkf_status vkf_load_gguf(vkf_model *m, const char *path) {
                       c.arch, vkf_arch_names());
     m->arch = m->desc && m->desc->encoder ? VKF_ARCH_ENCODER : VKF_ARCH_DECODER;
     snprintf(m->format, sizeof m->format, "gguf");
-    /* the tensor data must fit the device: refused before the first upload */
-    if (s == VKF_OK)
-        s = vkf_memory_check_fit(m, m->file.size - vkf_gguf_data_offset(g), "the weight data",
-                                 "use a smaller or more quantized model");
     if (s == VKF_OK) s = gg_hparams(&c);
     if (s == VKF_OK) s = gg_weights(&c);
     /* a special id past the embedding rows would fail every prompt that uses it: reject the file */

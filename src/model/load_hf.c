@@ -392,6 +392,12 @@ static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, c
                          "%s/config.json: num_hidden_layers %d exceeds the %zu tensors", dir,
                          m->hp.n_layer, n_tensors);
     if (m->desc->pos == VKF_POS_ROPE) vkf_model_extend_ctx(m);
+    /* the weights, tables and a context asked for must fit: refused before the first upload */
+    uint64_t data = 0;
+    for (int i = 0; i < c->n_st; i++)
+        for (size_t t = 0; t < vkf_safetensors_count(c->st[i]); t++)
+            data += vkf_safetensors_tensor(c->st[i], t)->nbytes;
+    VKF_TRY(vkf_model_check_load(m, data));
     /* tie_word_embeddings true: an lm_head.weight in the files is the same matrix; false: it
      * must be there; absent: the files decide */
     if (tied == 1) names.name[VKF_T_OUTPUT] = NULL;

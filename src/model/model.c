@@ -106,6 +106,11 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     if (p->n_ctx < 0 || p->n_ctx > VKF_MODEL_MAX_CTX)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: n_ctx %d outside [0, %d]",
                          p->n_ctx, VKF_MODEL_MAX_CTX);
+    if (p->cache_type < VKF_CACHE_DEFAULT || p->cache_type > VKF_CACHE_F16)
+        return vkf_error(
+            VKF_ERROR_INVALID_ARGUMENT,
+            "model_load: cache_type %d is not a vkf_cache_type (0 default, 1 f32, 2 f16)",
+            p->cache_type);
     vkf_model *m = calloc(1, sizeof *m);
     if (!m) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_load: out of host memory");
     if (pthread_mutex_init(&m->tok_lock, NULL) != 0) {
@@ -115,6 +120,7 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     m->ctx = ctx;
     m->be = ctx->be;
     m->ctx_req = p->n_ctx;
+    m->cache_type = p->cache_type;
     m->no_mmap = p->no_mmap;
     snprintf(m->path, sizeof m->path, "%s", p->path);
     vkf_context_lock(ctx); /* uploads go through the shared backend */
@@ -239,16 +245,16 @@ void vkf_model_describe(const vkf_model *m, vkf_model_desc *d) {
     d->n_embd_max = m->hp.n_seq_max;
 }
 
-/* the KV cache a session gets by default (session.c): F16 where the backend defaults to it, F32
- * on the CPU backend and for the encoder-decoder */
+/* the KV cache a session gets by default (model/memory.c sizes it) */
 static int model_kv_f16(const vkf_model *m) {
-    return m->be && m->be->kv_f16_default && m->arch != VKF_ARCH_TRANSFORMER;
+    return vkf_session_cache_dtype(m, VKF_CACHE_DEFAULT) == VKF_DTYPE_F16;
 }
 
+/* self-attention K/V per token: what one more position adds (the encoder-decoder's source memory
+ * does not grow with the target) */
 static size_t model_kv_bytes_per_token(const vkf_model *m) {
-    const vkf_hparams *hp = &m->hp;
-    return 2 * (size_t)hp->n_layer * (size_t)hp->n_kv_head * (size_t)hp->head_dim *
-           (model_kv_f16(m) ? 2 : sizeof(float));
+    vkf_dtype dt = vkf_session_cache_dtype(m, VKF_CACHE_DEFAULT);
+    return (size_t)(vkf_kv_cache_bytes(m, 2, 1, dt) - vkf_kv_cache_bytes(m, 1, 1, dt));
 }
 
 static const char *rope_factors_name(int f) {
@@ -257,16 +263,10 @@ static const char *rope_factors_name(int f) {
                     : "LongRoPE long factors";
 }
 
-/* KV cache bytes per sequence at the model's chosen context (self-attention; plus the
- * cross-attention memory for the encoder-decoder). */
+/* KV cache bytes per sequence at the model's chosen context, in the default cache type */
 static size_t model_kv_bytes(const vkf_model *m) {
-    const vkf_hparams *hp = &m->hp;
-    if (m->arch == VKF_ARCH_ENCODER) return 0; /* embeddings keep no cache */
-    size_t per_tok = model_kv_bytes_per_token(m);
-    size_t b = per_tok * (size_t)hp->n_ctx;
-    if (m->arch == VKF_ARCH_TRANSFORMER)
-        b += 2 * (size_t)hp->n_layer * (size_t)hp->d_model * sizeof(float) * (size_t)hp->n_ctx;
-    return b;
+    return (size_t)vkf_kv_cache_bytes(m, m->hp.n_ctx, 1,
+                                      vkf_session_cache_dtype(m, VKF_CACHE_DEFAULT));
 }
 
 static const char *act_name(const vkf_model *m) {

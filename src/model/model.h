@@ -144,8 +144,9 @@ struct vkf_model {
     char path[1024];           /* as given to vkf_model_load */
     char format[16];           /* "safetensors" or "gguf" */
     vkf_hparams hp;
-    int32_t ctx_req; /* vkf_model_params.n_ctx: positions asked for (0: the training context) */
-    int ctx_ext;     /* positions are computed: the loader called vkf_model_extend_ctx */
+    int32_t ctx_req;    /* vkf_model_params.n_ctx: positions asked for (0: the training context) */
+    int32_t cache_type; /* vkf_model_params.cache_type: the KV cache the load's check assumes */
+    int ctx_ext;        /* positions are computed: the loader called vkf_model_extend_ctx */
     vkf_model_w w;
     vkf_dtype wtype;     /* dtype of the attention/FFN matrices (verify tolerances, info) */
     int64_t n_params;    /* elements of every distinct weight tensor */
@@ -213,11 +214,22 @@ vkf_status vkf_model_upload(vkf_model *m, vkf_tensor *t, const char *name, vkf_w
 /* Brings the model file into memory (mapped, or read with no_mmap) as m->file, for a loader
  * whose weights may then be used in place by vkf_model_upload. */
 vkf_status vkf_model_open_file(vkf_model *m, const char *path);
+/* 1 when the backend can use weights where they lie in m->file (no copy): the CPU, unified-
+ * memory devices with VK_EXT_external_memory_host; not with VKF_NO_IMPORT=1. */
+int vkf_model_in_place_possible(const vkf_model *m);
 /* Releases m->file unless a weight buffer uses it (then vkf_model_free does). */
 void vkf_model_release_file(vkf_model *m);
 /* VKF_ERROR_OUT_OF_MEMORY, before anything is allocated, when need more bytes do not fit the
  * device's memory (model/memory.c): "<path>: <what> needs X GiB, the device has Y; <advice>". */
 vkf_status vkf_memory_check_fit(vkf_model *m, uint64_t need, const char *what, const char *advice);
+/* Before a loader uploads anything (model/memory.c): the weights (data_bytes of them in the
+ * file), the position tables of hp.n_ctx and, when a context was asked for (vkf_model_params.
+ * n_ctx), one sequence's KV cache of it (vkf_model_params.cache_type) must fit the backend. */
+vkf_status vkf_model_check_load(vkf_model *m, uint64_t data_bytes);
+/* The KV cache's dtype for a vkf_cache_type, and its bytes for n_batch sequences of n_ctx tokens
+ * (with the encoder-decoder's cross-attention memory): the one place that sizes it. */
+vkf_dtype vkf_session_cache_dtype(const vkf_model *m, int32_t cache_type);
+uint64_t vkf_kv_cache_bytes(const vkf_model *m, int32_t n_ctx, int32_t n_batch, vkf_dtype dtype);
 /* Uploads host F32 data [rows, cols] (tables the engine computes). Not counted as parameters. */
 vkf_status vkf_model_upload_table(vkf_model *m, vkf_tensor *t, const char *name, int64_t rows,
                                   int64_t cols, const float *data);
@@ -255,16 +267,19 @@ typedef struct vkf_sgraph {
 } vkf_sgraph;
 
 #define VKF_SESSION_MAX_GRAPHS 8
-/* Prompts longer than this are evaluated in chunks, so one submission stays bounded (GPU
- * watchdogs end long submissions; DESIGN "lessons"). */
-#define VKF_SESSION_MAX_CHUNK 512
+/* Prompts longer than a session's max_chunk are evaluated in chunks, so one submission stays
+ * bounded (GPU watchdogs end long submissions; DESIGN "lessons") and the abort callback is
+ * heard between them: by default the backend's ubatch_default (graph/backend.h). */
 
 struct vkf_session {
     vkf_model *m;
     int32_t n_ctx;     /* tokens per sequence in the KV cache */
     int32_t n_batch;   /* sequences */
     int32_t n_past;    /* tokens already in the cache (every sequence advances together) */
-    int32_t max_chunk; /* longest step per graph compute, VKF_SESSION_MAX_CHUNK (tests lower it) */
+    int32_t max_chunk; /* longest step per graph compute: vkf_session_params.n_ubatch, else the
+                          backend's ubatch_default (tests lower it) */
+    int (*abort_cb)(void *user); /* vkf_session_params.abort_callback: heard before each pass */
+    void *abort_user;
     vkf_tensor *kc, *vc; /* [n_layer]: [n_batch*n_ctx, n_kv_head*head_dim] self-attention caches */
     vkf_dtype cache_dtype; /* of kc/vc: F32 or F16 (vkf_session_params.cache_type) */
     /* encoder-decoder */

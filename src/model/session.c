@@ -118,17 +118,6 @@ static vkf_status session_alloc_caches(vkf_session *s) {
     if (!s->kc || !s->vc || !s->host_lens)
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
     if (m->arch == VKF_ARCH_ENCODER) return VKF_OK; /* embeddings: no cache */
-    { /* refuse a context that cannot fit before allocating any of it (model/memory.c) */
-        uint64_t need = 2 * (uint64_t)hp->n_layer * (uint64_t)s->n_batch * (uint64_t)s->n_ctx *
-                        (uint64_t)kvd * 4;
-        if (m->arch == VKF_ARCH_TRANSFORMER)
-            need += 2 * (uint64_t)hp->n_layer * (uint64_t)s->n_batch * (uint64_t)hp->n_ctx *
-                    (uint64_t)hp->d_model * 4;
-        char what[96];
-        snprintf(what, sizeof what, "the KV cache for n_ctx %d (-c) x %d sequences", s->n_ctx,
-                 s->n_batch);
-        VKF_TRY(vkf_memory_check_fit(m, need, what, "lower n_ctx (-c)"));
-    }
     for (int l = 0; l < hp->n_layer; l++) {
         s->kc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "k_cache");
         s->vc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "v_cache");
@@ -165,22 +154,28 @@ vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_ses
     if (p->n_batch < 0 || p->n_batch > 4096)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_create: n_batch %d outside [1, 4096]",
                          p->n_batch);
+    if (p->n_ubatch < 0)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "session_create: n_ubatch %d < 0 (0: the backend's default)", p->n_ubatch);
     if (p->cache_type < VKF_CACHE_DEFAULT || p->cache_type > VKF_CACHE_F16)
         return vkf_error(
             VKF_ERROR_INVALID_ARGUMENT,
             "session_create: cache_type %d is not a vkf_cache_type (0 default, 1 f32, 2 f16)",
             p->cache_type);
+    /* a context that cannot fit is refused before any of it is allocated (model/memory.c) */
+    VKF_TRY(vkf_session_fit(m, p, NULL));
     vkf_session *s = calloc(1, sizeof *s);
     if (!s) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
     s->m = m;
     s->n_ctx = p->n_ctx ? p->n_ctx : m->hp.n_ctx;
     /* encoder-only: inputs per batched embedding graph */
     s->n_batch = p->n_batch ? p->n_batch : m->arch == VKF_ARCH_ENCODER ? 32 : 1;
-    s->max_chunk = VKF_SESSION_MAX_CHUNK;
-    /* the encoder-decoder's caches stay F32 (its graphs read them as F32 views) */
-    int f16 = p->cache_type == VKF_CACHE_F16 ||
-              (p->cache_type == VKF_CACHE_DEFAULT && m->be->kv_f16_default);
-    s->cache_dtype = f16 && m->arch != VKF_ARCH_TRANSFORMER ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+    s->max_chunk = p->n_ubatch                 ? p->n_ubatch
+                   : m->be->ubatch_default > 0 ? m->be->ubatch_default
+                                               : 512;
+    s->abort_cb = p->abort_callback;
+    s->abort_user = p->abort_user;
+    s->cache_dtype = vkf_session_cache_dtype(m, p->cache_type);
     vkf_context_lock(m->ctx);
     vkf_status st = session_alloc_caches(s);
     vkf_context_unlock(m->ctx);
@@ -220,11 +215,24 @@ void vkf_session_reset(vkf_session *s) {
     s->enc_slots = 0;
 }
 
+void vkf_session_set_abort_callback(vkf_session *s, int (*cb)(void *user), void *user) {
+    if (!s) return;
+    s->abort_cb = cb;
+    s->abort_user = user;
+}
+
 int32_t vkf_session_n_past(const vkf_session *s) { return s->n_past; }
 int32_t vkf_session_n_ctx(const vkf_session *s) { return s->n_ctx; }
 int32_t vkf_session_n_batch(const vkf_session *s) { return s->n_batch; }
 
 /* ------------------------------------------------------------------ stepping */
+
+/* Before each forward pass: the abort callback may stop the call (done of n tokens evaluated). */
+static vkf_status check_abort(const vkf_session *s, int32_t done, int32_t n) {
+    if (!s->abort_cb || !s->abort_cb(s->abort_user)) return VKF_OK;
+    return vkf_error(VKF_ERROR_ABORTED, "%s: stopped by the abort callback after %d of %d tokens",
+                     s->m->path, done, n);
+}
 
 static vkf_status step_chunk(vkf_session *s, int32_t batch, int32_t n, const int32_t *tokens,
                              const int32_t *key_lens, int last_only, float *out) {
@@ -265,6 +273,7 @@ static vkf_status session_step(vkf_session *s, int32_t batch, int32_t n, const i
             VKF_ERROR_CONTEXT_FULL,
             "context full: %d tokens in the cache + %d new exceed the context of %d tokens",
             s->n_past, n, s->n_ctx);
+    VKF_TRY(check_abort(s, 0, n));
     if (n <= s->max_chunk) return step_chunk(s, batch, n, tokens, key_lens, last_only, out);
 
     /* long inputs: chunks of at most max_chunk tokens per sequence */
@@ -280,6 +289,7 @@ static vkf_status session_step(vkf_session *s, int32_t batch, int32_t n, const i
     for (int32_t c0 = 0; c0 < n && st == VKF_OK; c0 += s->max_chunk) {
         int32_t cn = n - c0 < s->max_chunk ? n - c0 : s->max_chunk;
         int final = c0 + cn == n;
+        if (c0 > 0 && (st = check_abort(s, c0, n)) != VKF_OK) break;
         for (int32_t b = 0; b < batch; b++)
             memcpy(ct + (size_t)b * cn, tokens + (size_t)b * n + c0, (size_t)cn * sizeof *ct);
         int lo = last_only || !out;
@@ -447,6 +457,7 @@ static vkf_status seq_eval(vkf_session *s, int32_t seq, int32_t pos, const int32
     vkf_backend *be = s->m->be;
     for (int32_t c0 = 0; c0 < n; c0 += s->max_chunk) {
         int32_t cn = n - c0 < s->max_chunk ? n - c0 : s->max_chunk;
+        VKF_TRY(check_abort(s, c0, n));
         vkf_sgraph *sg;
         VKF_TRY(sg_get_seq(s, VKF_SG_DECODER, cn, 1, 1, VKF_SG_LAST_ONLY, seq, &sg));
         s->host_lens[0] = pos + c0 + cn;
@@ -482,6 +493,7 @@ static vkf_status seq_decode(vkf_session *s, const int32_t *tokens, const int32_
                              float *logits) {
     vkf_backend *be = s->m->be;
     int32_t B = s->n_batch;
+    VKF_TRY(check_abort(s, 0, 1));
     vkf_sgraph *sg;
     VKF_TRY(sg_get_seq(s, VKF_SG_DECODER, 1, B, 1, VKF_SG_LAST_ONLY | VKF_SG_PERSEQ, 0, &sg));
     int32_t *buf = malloc((size_t)B * 3 * sizeof *buf);

@@ -53,6 +53,11 @@ void vkf_model_release_file(vkf_model *m) {
     if (m->n_in_place == 0) vkf_mapfile_close(&m->file);
 }
 
+int vkf_model_in_place_possible(const vkf_model *m) {
+    if (!m->be->i->buffer_import || !m->be->import_host || !m->file.data) return 0;
+    return !m->ctx->sw.no_import;
+}
+
 /* A stored matrix whose bytes lie in m->file: the backend may use them where they are (the CPU,
  * and unified-memory GPUs with VK_EXT_external_memory_host), so the weights exist once. Returns
  * 1 when it did; 0 when the caller copies (the no_import switch, VKF_NO_IMPORT=1, forces that,
@@ -60,10 +65,9 @@ void vkf_model_release_file(vkf_model *m) {
 static int model_in_place(vkf_model *m, vkf_tensor *t, const void *data) {
     size_t n = vkf_tensor_nbytes(t);
     const uint8_t *p = data;
-    if (!m->be->i->buffer_import || !m->file.data || p < m->file.data || n > m->file.size ||
+    if (!vkf_model_in_place_possible(m) || p < m->file.data || n > m->file.size ||
         (size_t)(p - m->file.data) > m->file.size - n)
         return 0;
-    if (m->ctx->sw.no_import) return 0;
     vkf_buffer *b = NULL;
     if (m->be->i->buffer_import(m->be, data, n, m->file.data, m->file.size, &b) != VKF_OK) {
         vkf_error_clear(); /* not an error: the caller copies */

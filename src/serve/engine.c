@@ -199,39 +199,6 @@ static int push_event(srv_req *r, srv_event *ev) {
     return 0;
 }
 
-/* s[0..n) as valid UTF-8 (JSON strings must be): each byte that does not begin a well-formed
- * sequence becomes U+FFFD. A random or byte-level model may emit any bytes. */
-char *srv_utf8_dup(const char *s, size_t n) {
-    char *d = malloc(3 * n + 1);
-    if (!d) return NULL;
-    const unsigned char *p = (const unsigned char *)s;
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned c = p[i];
-        size_t k = c < 0x80                   ? 1
-                   : (c >= 0xC2 && c <= 0xDF) ? 2
-                   : (c >= 0xE0 && c <= 0xEF) ? 3
-                   : (c >= 0xF0 && c <= 0xF4) ? 4
-                                              : 0;
-        int ok = k > 0 && i + k <= n;
-        for (size_t j = 1; ok && j < k; j++)
-            ok = (p[i + j] & 0xC0) == 0x80;
-        if (ok && k == 3) ok = !(c == 0xE0 && p[i + 1] < 0xA0) && !(c == 0xED && p[i + 1] >= 0xA0);
-        if (ok && k == 4) ok = !(c == 0xF0 && p[i + 1] < 0x90) && !(c == 0xF4 && p[i + 1] >= 0x90);
-        if (ok) {
-            memcpy(d + o, p + i, k);
-            o += k;
-            i += k;
-        } else {
-            memcpy(d + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-        }
-    }
-    d[o] = '\0';
-    return d;
-}
-
 /* log-softmax of one row at token id, and the top k */
 static void logprobs_of(const float *l, int32_t n, int32_t id, int k, srv_event *ev) {
     float mx = l[0];
@@ -313,7 +280,7 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
         if (f == SRV_FINISH_LENGTH || grammar_end) {
             const char *rest;
             size_t rest_len;
-            char *head = srv_utf8_dup(emit, emit_len);
+            char *head = vkf_cli_utf8_dup(emit, emit_len);
             vkf_stopper_flush(r->stopper, &rest, &rest_len);
             size_t hl = head ? strlen(head) : 0;
             char *joined = malloc(hl + rest_len + 1);
@@ -323,13 +290,13 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
                 joined[hl + rest_len] = '\0';
             }
             free(head);
-            ev.text = joined ? srv_utf8_dup(joined, hl + rest_len) : NULL;
+            ev.text = joined ? vkf_cli_utf8_dup(joined, hl + rest_len) : NULL;
             ev.len = ev.text ? strlen(ev.text) : 0;
             free(joined);
         }
     }
     if (!ev.text) {
-        ev.text = srv_utf8_dup(emit, emit_len);
+        ev.text = vkf_cli_utf8_dup(emit, emit_len);
         ev.len = ev.text ? strlen(ev.text) : 0;
     }
     free(all);
@@ -338,7 +305,7 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
         logprobs_of(row, e->n_vocab, tok, r->top_logprobs, &ev);
         char *p = NULL;
         if (vkf_model_detokenize(e->m, &tok, 1, VKF_DETOKENIZE_SPECIAL, &p) == VKF_OK) {
-            ev.piece = srv_utf8_dup(p, strlen(p));
+            ev.piece = vkf_cli_utf8_dup(p, strlen(p));
             free(p);
         }
     }
@@ -402,6 +369,21 @@ static void cache_note(srv_engine *e, int b, int32_t i, int32_t t) {
     e->ctok_n[b] = i + 1;
 }
 
+/* The session's abort callback while r's prompt is evaluated: the client went away (issue
+ * 28.4), so a long prompt stops at the next pass instead of running to its end. */
+typedef struct prefill_watch {
+    srv_engine *e;
+    srv_req *r;
+} prefill_watch;
+
+static int prefill_cancelled(void *user) {
+    prefill_watch *w = user;
+    pthread_mutex_lock(&w->e->mu);
+    int c = w->r->cancel;
+    pthread_mutex_unlock(&w->e->mu);
+    return c;
+}
+
 /* Prefill: r's prompt into slot b (past what the slot's cache holds), then its first token. */
 static void start_request(srv_engine *e, srv_req *r, int b) {
     vkf_status st = vkf_sampler_create_ex(e->m, &r->sp, &r->smp);
@@ -414,9 +396,12 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
     e->used[b] = ++e->n_started;
     r->n_cached = keep;
     e->ctok_n[b] = keep; /* rows past it are rewritten now */
+    prefill_watch w = {e, r};
+    vkf_session_set_abort_callback(e->s, prefill_cancelled, &w);
     double t0 = now_s();
     if (st == VKF_OK)
         st = vkf_session_seq_eval(e->s, b, keep, r->prompt + keep, r->n_prompt - keep, row);
+    vkf_session_set_abort_callback(e->s, NULL, NULL);
     if (st == VKF_OK) {
         double dt = now_s() - t0;
         pthread_mutex_lock(&e->mu);
@@ -429,6 +414,12 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
     if (st == VKF_OK)
         for (int32_t i = keep; i < r->n_prompt; i++)
             cache_note(e, b, i, r->prompt[i]);
+    if (st == VKF_ERROR_ABORTED) { /* the client left during its prompt: the slot is free now */
+        pthread_mutex_lock(&e->mu);
+        finish(e, r, SRV_FINISH_CANCELLED);
+        pthread_mutex_unlock(&e->mu);
+        return;
+    }
     if (st != VKF_OK) {
         e->ctok_n[b] = 0;
         pthread_mutex_lock(&e->mu);

@@ -7,7 +7,8 @@
  *   metrics.c    GET /metrics (Prometheus text, llama-server's names) and the HTTP counters
  *   slots.c      GET /health (readiness and load) and GET /slots (llama-server's shape)
  *   access_log.c one line per request on stderr (--log-format text|json), and serve's notices
- *   cmd_serve.c  the `vkformer serve` command: options, start, SIGINT/SIGTERM drain
+ * and the `vkformer serve` command (options, start, SIGINT/SIGTERM drain) is
+ * src/cli/cmd_serve.c, with the other commands.
  *
  * Threads: libmicrohttpd runs one thread per connection; each submits a request to the engine
  * and waits on the request's condition variable (the engine's mutex guards every request
@@ -19,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli/utf8.h" /* vkf_cli_utf8_dup */
 #include "vkformer.h"
 
 #define SRV_MAX_STOPS 16
@@ -159,9 +161,6 @@ typedef struct srv_slot_info {
 /* A snapshot of every slot (n_slots entries, malloc'ed); NULL when out of memory. */
 srv_slot_info *srv_engine_slots(srv_engine *e);
 void srv_slot_info_free(srv_slot_info *s, int n);
-
-/* s[0..n) copied as valid UTF-8: bytes that begin no well-formed sequence become U+FFFD */
-char *srv_utf8_dup(const char *s, size_t n);
 
 /* ------------------------------------------------------------------ api.c */
 

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 FAILS = []
 
@@ -93,6 +94,35 @@ def main():
     err6 = err6.decode("utf-8", "replace")
     check(first and p.returncode == 0 and "[answer stopped: interrupted]" in err6 and len(stats(err6)) == 2,
           "Ctrl-C: exit %s, %s" % (p.returncode, err6[-400:]))
+
+    # Ctrl-C in the prompt of a turn (issue 28.4): that turn stops between two passes and its
+    # message is dropped; the conversation goes on. A GGUF model only (llama-tiny: RoPE extends
+    # the context to the ~2000-token message, several passes of 64 on lavapipe).
+    if model.endswith(".gguf"):
+        saved = os.path.join(tmp, "first.json")
+        p = subprocess.Popen([exe, "chat", "-m", model, "--temp", "0", "-n", "8", "-c", "4096"] + extra,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p.stdin.write(("In the beginning\n/save %s\n" % saved).encode())
+        p.stdin.flush()
+        err7 = ""
+        while "[saved" not in err7:  # the first turn is over (commands run in order)
+            line = p.stderr.readline().decode("utf-8", "replace")
+            if not line:
+                break
+            err7 += line
+        p.stdin.write((" ".join(["the quick brown fox jumps over the lazy dog"] * 74) + "\n").encode())
+        p.stdin.flush()
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        out7, rest = p.communicate(input=("And God said\n/save %s\n/exit\n" % conv).encode(), timeout=300)
+        err7 += rest.decode("utf-8", "replace")
+        m = re.search(r"\[interrupted after (\d+) of the prompt's (\d+) tokens; the message is dropped\]", err7)
+        check(p.returncode == 0 and m is not None and int(m.group(1)) < int(m.group(2)),
+              "Ctrl-C in the prompt: exit %s, %s" % (p.returncode, err7[-600:]))
+        msgs7 = json.load(open(conv)) if os.path.exists(conv) else []
+        check([x["content"] for x in msgs7 if x["role"] == "user"] == ["In the beginning", "And God said"]
+              and len(msgs7) == 4 and len(stats(err7)) == 2,
+              "after Ctrl-C in the prompt the conversation goes on without that message: %s" % msgs7)
 
     # generate -cnv is chat
     rc, out5, _ = chat(exe, model, extra + sysp, ["In the beginning", "/exit"], cmd=("generate", "-cnv"))

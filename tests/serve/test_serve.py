@@ -377,6 +377,38 @@ def main():
         s.p.kill()
         rc = -999
     check(rc == 0, "drain exit %s" % rc)
+    # ---------------------------------------------------------------- a client leaves during its prompt
+    # (issue 28.4) The prompt is evaluated in passes and the engine hears the disconnect between
+    # two: the prompt stops there and the slot's cache keeps none of it, so the same prompt's
+    # start gets no cached tokens afterwards (had the prompt run to its end, it would: the prompt
+    # cache). llama-tiny (RoPE: a 4096-token slot) on a CPU device, where 2000 tokens take seconds.
+    devs = subprocess.run([exe, "devices", "--json"], capture_output=True, text=True).stdout
+    try:
+        cpu_device = "--cpu" in backend or any(d.get("default") and d.get("type") == "cpu"
+                                               for d in json.loads(devs)["devices"])
+    except (ValueError, KeyError):
+        cpu_device = "--cpu" in backend
+    if model.endswith(".gguf") and cpu_device:
+        s = Server(exe, model, backend + ["-np", "1", "-c", "4096"])
+        words = "the quick brown fox jumps over the lazy dog"
+        body = json.dumps({"prompt": " ".join([words] * 74), "max_tokens": 4, "stream": True})
+        c = socket.create_connection(("127.0.0.1", s.port))
+        c.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %d\r\n\r\n%s" % (len(body), body)).encode())
+        time.sleep(0.3)
+        c.close()
+        js = {}
+        for _ in range(600):
+            st, js, _ = s.request("GET", "/health")
+            if js["requests_cancelled"] >= 1 and js["slots_processing"] == 0:
+                break
+            time.sleep(0.1)
+        st, js, _ = s.request("POST", "/v1/completions",
+                              {"prompt": " ".join([words] * 4), "max_tokens": 1, "temperature": 0})
+        cached = js["usage"]["prompt_tokens_details"]["cached_tokens"] if st == 200 else -1
+        check(cached == 0, "a prompt whose client left stopped between passes: %d of its tokens "
+              "still cached (status %s)" % (cached, st))
+        s.stop()
     # ---------------------------------------------------------------- the model's own template
     # An HF directory with chat_template.jinja (links to the model's files): the rendered prompt's
     # length shows in usage.prompt_tokens for a character-level model (kjv-gpt: one token per

@@ -82,6 +82,7 @@ TOKENIZE_LITERAL = 16
 DETOKENIZE_CONTINUATION = 32
 
 ProgressFn = CFUNCTYPE(None, c_void_p, c_double, c_double)
+AbortFn = CFUNCTYPE(c_int, c_void_p)
 LogFn = CFUNCTYPE(None, c_void_p, c_char_p)
 
 
@@ -109,6 +110,7 @@ class ModelParams(Structure):
         ("progress", ProgressFn),
         ("progress_user", c_void_p),
         ("no_mmap", c_int),
+        ("cache_type", c_int32),
     ]
 
 
@@ -140,7 +142,14 @@ class ModelDesc(Structure):
 
 
 class SessionParams(Structure):
-    _fields_ = [("n_ctx", c_int32), ("n_batch", c_int32), ("cache_type", c_int32)]
+    _fields_ = [
+        ("n_ctx", c_int32),
+        ("n_batch", c_int32),
+        ("cache_type", c_int32),
+        ("n_ubatch", c_int32),
+        ("abort_callback", AbortFn),
+        ("abort_user", c_void_p),
+    ]
 
 
 class SamplerParams(Structure):
@@ -167,6 +176,7 @@ class MemoryInfo(Structure):
         ("activations", c_uint64),
         ("device_total", c_uint64),
         ("device_used", c_uint64),
+        ("device_available", c_uint64),
     ]
 
 

@@ -105,6 +105,8 @@ vkf_status vkf_backend_cpu_create_ex(int ggml_activations, vkf_backend **out) {
     cpu_backend *cb = calloc(1, sizeof *cb);
     if (!cb) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "cpu backend: out of host memory");
     cb->base.i = &cpu_iface;
+    cb->base.import_host = 1; /* the kernels read host memory */
+    cb->base.ubatch_default = 64;
     cb->ggml = ggml_activations;
     strcpy(cb->base.device_name, "cpu");
     *out = &cb->base;

@@ -379,6 +379,8 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
      * 2.4-2.5 / 1.6-1.8; qwen3-0.6b at depth 1536 pp512 32.6 / 34.3, tg16 8.34 / 8.27 t/s;
      * bench/RESULTS.md) */
     vb->base.kv_f16_default = 1;
+    /* prompt passes: bounded by the device's speed (graph/backend.h) */
+    vb->base.ubatch_default = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 64 : 512;
 
     /* a compute queue */
     uint32_t nq = 0;
@@ -396,7 +398,7 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
     /* extensions and features we use (when the device has them) */
     uint32_t n_ext = 0;
     VkExtensionProperties *ext = vkf_vk_device_exts(vb->phys, &n_ext);
-    const char *exts[8];
+    const char *exts[9];
     uint32_t n_exts = 0;
     int v12 = c->api_version >= VK_API_VERSION_1_2, v13 = c->api_version >= VK_API_VERSION_1_3;
     if (vkf_vk_has_ext(ext, n_ext, "VK_KHR_portability_subset"))
@@ -414,6 +416,9 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
             VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME; /* weights used in place (vk_memory.c) */
     else
         c->host_import = 0;
+    /* the driver's budget for the fit checks (model/memory.c) */
+    vb->has_budget = vkf_vk_has_ext(ext, n_ext, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    if (vb->has_budget) exts[n_exts++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     free(ext);
 
     VkPhysicalDevice16BitStorageFeatures s16 = {

@@ -148,6 +148,7 @@ typedef struct vkf_vk_backend {
     VkDeviceSize block_size; /* size of shared blocks */
     VkDeviceSize sub_align;  /* alignment of sub-allocations */
     int direct_map;          /* unified memory: host reads/writes buffers through mappings */
+    int has_budget;          /* VK_EXT_memory_budget enabled: vkf_vk_memory_info reports it */
     uint32_t mem_type_local; /* device-local (host-visible too when direct_map) */
     uint32_t mem_type_host;  /* host-visible coherent, for staging and the dyn buffer */
     VkBuffer staging;
@@ -228,7 +229,7 @@ vkf_status vkf_vk_buffer_write(vkf_backend *be, vkf_buffer *b, size_t off, const
 vkf_status vkf_vk_buffer_read(vkf_backend *be, vkf_buffer *b, size_t off, void *dst, size_t n);
 vkf_status vkf_vk_buffer_import(vkf_backend *be, const void *p, size_t n, const void *region,
                                 size_t region_size, vkf_buffer **out);
-void vkf_vk_memory_info(vkf_backend *be, uint64_t *total, uint64_t *used);
+void vkf_vk_memory_info(vkf_backend *be, vkf_backend_memory *out);
 /* Submits cmd and waits for it on the backend fence. */
 /* VKF_ERROR_VULKAN once a submission timed out or the device was lost. */
 vkf_status vkf_vk_check_usable(const vkf_vk_backend *vb);

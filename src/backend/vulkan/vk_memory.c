@@ -11,6 +11,15 @@
 
 static VkDeviceSize vkf_vk_round_up(VkDeviceSize x, VkDeviceSize a) { return (x + a - 1) / a * a; }
 
+/* The device-local heap used now, for the VKF_MAX_DEVICE_MEMORY simulation: imports excluded
+ * (host memory used in place occupies none of the device's heap). */
+static VkDeviceSize vkf_vk_heap_used(const vkf_vk_backend *vb) {
+    VkDeviceSize u = 0;
+    for (int i = 0; i < vb->n_blocks; i++)
+        if (!vb->blocks[i]->imported) u += vb->blocks[i]->size;
+    return u;
+}
+
 /* ---------------------------------------------------------------- memory types */
 
 static uint32_t vkf_vk_mem_type(const vkf_vk_caps *c, uint32_t bits, uint32_t required,
@@ -47,10 +56,9 @@ static vkf_status vkf_vk_raw_buffer(vkf_vk_backend *vb, VkDeviceSize size, uint3
     mai.allocationSize = req.size;
     mai.memoryTypeIndex = mem_type;
     /* VKF_MAX_DEVICE_MEMORY=bytes simulates a small device: an allocation that would take the
-     * blocks past it fails as the driver's would */
-    VkDeviceSize used = req.size, cap = vb->sw.max_device_memory;
-    for (int i = 0; cap && i < vb->n_blocks; i++)
-        used += vb->blocks[i]->size;
+     * heap's blocks past it fails as the driver's would (imports take none of it) */
+    VkDeviceSize cap = vb->sw.max_device_memory;
+    VkDeviceSize used = cap ? req.size + vkf_vk_heap_used(vb) : 0;
     VkResult r = cap && used > cap ? VK_ERROR_OUT_OF_DEVICE_MEMORY
                                    : vb->vk.vkAllocateMemory(vb->device, &mai, NULL, mem);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
@@ -96,6 +104,8 @@ vkf_status vkf_vk_memory_init(vkf_vk_backend *vb) {
                             VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
         if (vb->mem_type_local == UINT32_MAX) vb->direct_map = 0;
     }
+    /* host memory (the model file's pages) can back buffers: vkf_vk_buffer_import */
+    vb->base.import_host = vb->direct_map && c->host_import;
     if (!vb->direct_map)
         vb->mem_type_local =
             vkf_vk_mem_type(c, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
@@ -321,17 +331,34 @@ void vkf_vk_buffer_free(vkf_backend *be, vkf_buffer *b) {
 
 /* ---------------------------------------------------------------- host memory in place */
 
-/* Bytes the device has for buffers (VKF_MAX_DEVICE_MEMORY, else the heap of the device-local
- * memory type) and bytes its blocks hold now. */
-void vkf_vk_memory_info(vkf_backend *be, uint64_t *total, uint64_t *used) {
+/* The heap buffers come from (VKF_MAX_DEVICE_MEMORY, else the heap of the device-local memory
+ * type), what this backend allocated there, the host memory it uses in place (imports take no
+ * heap), and the driver's budget where VK_EXT_memory_budget is enabled. */
+void vkf_vk_memory_info(vkf_backend *be, vkf_backend_memory *out) {
     vkf_vk_backend *vb = vkf_vk(be);
-    uint64_t cap = vb->sw.max_device_memory, u = 0;
-    if (!cap && vb->mem_type_local < vb->caps.n_mem_types)
-        cap = vb->caps.heap_size[vb->caps.mem_type_heap[vb->mem_type_local]];
-    for (int i = 0; i < vb->n_blocks; i++)
-        u += vb->blocks[i]->size;
-    *total = cap;
-    *used = u;
+    memset(out, 0, sizeof *out);
+    uint64_t cap = vb->sw.max_device_memory;
+    uint32_t heap =
+        vb->mem_type_local < vb->caps.n_mem_types ? vb->caps.mem_type_heap[vb->mem_type_local] : 0;
+    out->capped = cap != 0;
+    out->heap = cap ? cap : vb->caps.heap_size[heap];
+    out->unified = vb->direct_map;
+    for (int i = 0; i < vb->n_blocks; i++) {
+        if (vb->blocks[i]->imported)
+            out->in_place += vb->blocks[i]->size;
+        else
+            out->allocated += vb->blocks[i]->size;
+    }
+    if (vb->has_budget) {
+        VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+        VkPhysicalDeviceMemoryProperties2 mp = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, .pNext = &b};
+        vkGetPhysicalDeviceMemoryProperties2(vb->phys, &mp);
+        out->has_budget = 1;
+        out->budget =
+            b.heapBudget[heap] > b.heapUsage[heap] ? b.heapBudget[heap] - b.heapUsage[heap] : 0;
+    }
 }
 
 /* Imports host memory [base, base + size) (page-aligned) as one dedicated, read-only block. */
@@ -345,13 +372,6 @@ static vkf_status vkf_vk_import_block(vkf_vk_backend *vb, uintptr_t base, VkDevi
             &hp) != VK_SUCCESS)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: host pointer properties unavailable",
                          vb->caps.name);
-    VkDeviceSize cap = vb->sw.max_device_memory, used = size;
-    for (int i = 0; cap && i < vb->n_blocks; i++)
-        used += vb->blocks[i]->size;
-    if (cap && used > cap)
-        return vkf_error(VKF_ERROR_OUT_OF_MEMORY,
-                         "importing %llu bytes would pass VKF_MAX_DEVICE_MEMORY=%llu on %s",
-                         (unsigned long long)size, (unsigned long long)cap, vb->caps.name);
     vkf_status st = VKF_OK;
     vkf_vk_block *blk = calloc(1, sizeof *blk);
     if (!blk) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "imported block descriptor");

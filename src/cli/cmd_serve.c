@@ -58,7 +58,9 @@ static int load_fail(loader *l, int rc) {
 
 static int load(loader *l) {
     if (vkf_cli_context(&l->cp, &l->ctx) != VKF_OK) return srv_log_error("%s", vkf_last_error());
-    vkf_model_params mp = {.path = l->model};
+    /* -c over the slots: positions per slot, past the training context where they are computed
+     * (RoPE), as generate's -c */
+    vkf_model_params mp = {.path = l->model, .n_ctx = l->n_ctx ? l->n_ctx / l->np : 0};
     if (vkf_model_load(l->ctx, &mp, &l->m) != VKF_OK)
         return load_fail(l, srv_log_error("loading the model: %s", vkf_last_error()));
     vkf_model_describe(l->m, &l->d);
