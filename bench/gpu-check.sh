@@ -2,7 +2,7 @@
 # The GPU checklist, in one call on a lent GPU machine (see bench/gpu-pack.sh, which prepares
 # the .gpu/ folder this reads; carry it):
 #
-#   bench/gpu-check.sh [all|tests|bench|quick|profile|coopmat|archs|steps FILE] (default all;
+#   bench/gpu-check.sh [all|tests|bench|peer|quick|profile|coopmat|archs|steps FILE] (default all;
 #                                              tests and bench each fit one 10-minute call;
 #                                              quick: selftest, llama-tiny, kernels and one 1.1B
 #                                              Q4_0 bench; profile: the per-op profile of 1.1B
@@ -20,6 +20,15 @@
 #   bench: bench --kernels (probes, matmul, matvec per weight type), then vkformer bench on
 #          random-weight TinyLlama-1.1B-shaped models (F16, Q8_0, Q4_0; generated here with
 #          tools/make_bench_model.py) at -p 64,512 -n 16,128 and a depth sweep
+#   peer:  vkformer beside llama.cpp's Vulkan llama-bench (packed in .gpu/peer) on the same
+#          random-weight files, TinyLlama-1.1B and Llama-3-8B shapes in Q4_0, Q8_0 and Q4_K_M,
+#          -p 512 -n 128 -r 3 each, plus the copy/FMA probes: $OUT/results/DEVICE-DATE.json
+#          (the shape `vkformer bench --compare` reads; the lead copies it to bench/results/).
+#          About 5 of the 8 minutes a call may take on an H100 (bench/README.md has the budget).
+#          Overrides for a slow device (lavapipe, where the peer needs GGML_VK_VISIBLE_DEVICES=0):
+#          VKF_PEER_SHAPES="tinyllama-1.1b" VKF_PEER_TYPES="q4_0" VKF_PEER_P=64 VKF_PEER_N=16
+#          VKF_PEER_R=1; VKF_PEER_TIMEOUT (seconds per engine and model, default 150) and
+#          VKF_PEER_BUDGET (seconds after which no new model starts, default 420)
 #
 # Everything goes under $OUT (the device tool's folder that comes back; /tmp/gpu-check when
 # unset): summary.txt (one line per step with its exit status), gpu-check.log (every step's
@@ -42,7 +51,11 @@ chmod +x "$V"
 # ---- the loader, libcjson and the validation layer from the packed .debs
 # (the NVIDIA driver's ICD links glvnd's libGLX/libGLdispatch, which a bare machine lacks)
 for f in .gpu/debs/*.deb; do
-    case "$f" in *vulkan-validationlayers*) ;; *) dpkg -x "$f" / 2>/dev/null ;; esac
+    case "$f" in *vulkan-validationlayers*) continue ;; esac
+    # a machine that has the package at this version (the development machine) keeps its own
+    pkg=$(dpkg-deb -f "$f" Package 2>/dev/null) ver=$(dpkg-deb -f "$f" Version 2>/dev/null)
+    [ -n "$pkg" ] && [ "$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null)" = "$ver" ] && continue
+    dpkg -x "$f" / 2>/dev/null
 done
 ldconfig 2>/dev/null || true
 mkdir -p /tmp/vkf-root
@@ -155,6 +168,52 @@ if [ "$part" = quick ]; then # the checklist's core in one short call
     m=/tmp/vkf-bench-tinyllama-q4_0.gguf
     [ -f "$m" ] || step make_model_q4_0 python3 tools/make_bench_model.py --shape tinyllama-1.1b --type q4_0 -o "$m"
     step bench_tinyllama_q4_0 "$V" bench -m "$m" -p 512 -n 128 -r 2 --backends vulkan
+fi
+
+if [ "$part" = all ] || [ "$part" = peer ]; then # vkformer and llama.cpp's Vulkan backend, same files
+    P=/tmp/vkf-peer
+    mkdir -p "$P" "$OUT/peer" "$OUT/results"
+    raw="$OUT/peer"
+    # llama-bench travels xz-compressed; Python's lzma unpacks it (a bare machine may lack xz)
+    [ -x "$P/llama-bench" ] || python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
+        .gpu/peer/llama-bench.xz "$P/llama-bench"
+    chmod +x "$P/llama-bench"
+    want=$(cat .gpu/peer/llama-bench.sha256 2>/dev/null)
+    if [ "$(sha256sum "$P/llama-bench" | cut -d' ' -f1)" != "$want" ]; then
+        echo "gpu-check: $P/llama-bench does not match .gpu/peer/llama-bench.sha256" | tee -a "$summary"
+        failed=1
+    fi
+    printf '#!/bin/sh\nLD_LIBRARY_PATH="%s/.gpu/peer${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s/llama-bench" "$@"\n' \
+        "$PWD" "$P" >"$P/run"
+    chmod +x "$P/run"
+    pp="${VKF_PEER_P:-512}" tg="${VKF_PEER_N:-128}" reps="${VKF_PEER_R:-3}" tmo="${VKF_PEER_TIMEOUT:-150}"
+    # the part stops starting runs after VKF_PEER_BUDGET seconds (default 420: a call is 10
+    # minutes, the machine's start is in them), so a slow or hung run cannot cost the results
+    t_end=$((SECONDS + ${VKF_PEER_BUDGET:-420}))
+    # the probes first: copy bandwidth and FMA rate of this device, the table's yardsticks
+    # (--only names no kernel family here, so only the probes run)
+    step peer_probes sh -c "'$V' bench --kernels --only probes -o json >'$raw/probes.json'"
+    for shape in ${VKF_PEER_SHAPES:-tinyllama-1.1b llama3-8b}; do
+        for t in ${VKF_PEER_TYPES:-q4_0 q8_0 q4_k_m}; do
+            T=$(echo "$t" | tr a-z A-Z)
+            if [ $SECONDS -ge $t_end ]; then
+                echo "peer: VKF_PEER_BUDGET spent: $shape $T and what follows not run" | tee -a "$summary"
+                failed=1
+                break 2
+            fi
+            m="/tmp/vkf-peer-$shape-$t.gguf"
+            [ -f "$m" ] || step "peer_make_${shape}_$t" python3 tools/make_bench_model.py --shape "$shape" --type "$t" -o "$m"
+            step "peer_vkformer_${shape}_$t" timeout "$tmo" sh -c "'$V' bench -m '$m' -p $pp -n $tg -r $reps -o json --backends vulkan >'$raw/${shape}__${T}__vkformer.json'"
+            step "peer_llama.cpp_${shape}_$t" timeout "$tmo" sh -c "'$P/run' -m '$m' -p $pp -n $tg -r $reps -o json >'$raw/${shape}__${T}__llama.cpp.json'"
+            case "$shape" in *8b) rm -f "$m" ;; esac # 4.7-8.5 GB each: the disk is 64 GiB
+        done
+    done
+    step peer_results python3 bench/peer_results.py "$raw" "$OUT/results"
+    for f in "$OUT"/results/*.json; do
+        [ -f "$f" ] && "$V" bench --compare "$OUT/results" --svg "$OUT/results/compare.svg" | tee -a "$summary"
+        break
+    done
 fi
 
 if [ "$part" = all ] || [ "$part" = bench ]; then
