@@ -27,7 +27,7 @@
 #          About 5 of the 8 minutes a call may take on an H100 (bench/README.md has the budget).
 #          Overrides for a slow device (lavapipe, where the peer needs GGML_VK_VISIBLE_DEVICES=0):
 #          VKF_PEER_SHAPES="tinyllama-1.1b" VKF_PEER_TYPES="q4_0" VKF_PEER_P=64 VKF_PEER_N=16
-#          VKF_PEER_R=1; VKF_PEER_TIMEOUT (seconds per engine and model, default 150) and
+#          VKF_PEER_R=1 VKF_PEER_PROBE_ARGS=--quick (fewer probe repetitions); VKF_PEER_TIMEOUT (seconds per engine and model, default 150) and
 #          VKF_PEER_BUDGET (seconds after which no new model starts, default 420)
 #
 # Everything goes under $OUT (the device tool's folder that comes back; /tmp/gpu-check when
@@ -193,7 +193,7 @@ with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileo
     t_end=$((SECONDS + ${VKF_PEER_BUDGET:-420}))
     # the probes first: copy bandwidth and FMA rate of this device, the table's yardsticks
     # (--only names no kernel family here, so only the probes run)
-    step peer_probes sh -c "'$V' bench --kernels --only probes -o json >'$raw/probes.json'"
+    step peer_probes sh -c "'$V' bench --kernels --only probes ${VKF_PEER_PROBE_ARGS:-} -o json >'$raw/probes.json'"
     for shape in ${VKF_PEER_SHAPES:-tinyllama-1.1b llama3-8b}; do
         for t in ${VKF_PEER_TYPES:-q4_0 q8_0 q4_k_m}; do
             T=$(echo "$t" | tr a-z A-Z)
