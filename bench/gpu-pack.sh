@@ -8,7 +8,9 @@
 # .gpu/ holds:
 #   bin/vkformer   the CLI built here (Release; glslang, SPIRV-Tools and volk are linked in
 #                  statically, so it needs only libc, libstdc++, libcjson and the Vulkan loader)
-#   lib/           libmicrohttpd and the libraries it links (copied from this machine)
+#   lib.tar.xz     the shared libraries it links beyond libc/libstdc++ (libmicrohttpd, libcurl,
+#                  libarchive and theirs: GnuTLS, ICU, ...; 52 MB as files, 15 MB compressed),
+#                  which gpu-check.sh unpacks to /tmp/vkf-lib there
 #   debs/          libcjson1, libvulkan1 (the loader) and vulkan-validationlayers, as .debs that
 #                  gpu-check.sh unpacks there (dpkg -x)
 #   peer/          llama.cpp's Vulkan llama-bench (xz), its libgomp and the binary's sha256
@@ -41,6 +43,9 @@ ldd build-gpu/vkformer | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
     *) cp -L "$lib" "$out/lib/" ;;
     esac
 done
+# compressed: as files they would take most of the 64 MiB the device tool carries
+tar -C "$out" -cf - lib | xz -T0 -6 >"$out/lib.tar.xz"
+rm -rf "$out/lib"
 (cd "$out/debs" && apt-get download libcjson1 libvulkan1 vulkan-validationlayers \
     libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 >/dev/null) # the NVIDIA ICD needs glvnd
 
