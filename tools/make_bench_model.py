@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """Writes a random-weight GGUF in the shapes of a real model, for benchmarks at real sizes.
 
-    /usr/bin/python3 tools/make_bench_model.py --shape tinyllama-1.1b --type q8_0 -o /tmp/tl-q8_0.gguf
+    /usr/bin/python3 tools/make_bench_model.py --shape llama3-8b --type q4_0 -o /tmp/l8-q4_0.gguf
     /usr/bin/python3 tools/make_bench_model.py --list
 
 Needs only NumPy (Debian's python3-numpy). The files are generated on demand and never
-committed (a 1.1B F16 file is 2.2 GB). Other weight types: write F16 here, then
-`vkformer quantize IN OUT TYPE`.
+committed (an 8B Q4_0 file is 4.66 GB). Types written directly: f32, f16, q8_0, q4_0 and q4_k_m,
+with llama-quantize's choice per tensor (output.weight Q6_K unless the file is Q8_0; in Q4_K_M,
+attn_v and ffn_down Q6_K in half the layers), so a file has the size and mix of a user's
+download; other types: write f16 here, then `vkformer quantize IN OUT TYPE`.
 
-Weights are random but shaped like a trained model's, so activations stay in a realistic range
-(the same scheme as the shared fixtures' generators): token_embd ~ N(0, 1); the attention and
-FFN input projections and the output ~ N(0, 1/d_in); norm weights ~ 1 + N(0, 0.1^2); biases
-~ N(0, 0.02^2). Speed depends only on the shapes and types, not on the values.
+Weights are random but scaled like a trained model's, so activations stay in a realistic range
+through any depth: token_embd has standard deviation 1, the attention and FFN projections and
+the output 1/sqrt(d_in), mean 0 (each layer keeps its input's scale); norm weights ~ 1 +
+N(0, 0.1^2); biases ~ N(0, 0.02^2). The quantized types are random blocks, never quantized
+floats (see "weight blocks" below): an 8B Q4_0 file is random bits, a table gather and a write,
+made 32 MiB at a time by a thread pool and streamed to the file (memory stays ~300 MB). Speed
+depends only on the shapes and types, not on the values.
 
 The vocabulary is a synthetic SentencePiece-style one of the model's size (<unk>, <s>, </s>, the
 256 byte tokens, then pieces "▁t<i>"), so every shape loads with the llama tokenizer whatever
