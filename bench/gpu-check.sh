@@ -204,7 +204,11 @@ with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileo
     t_end=$((SECONDS + ${VKF_PEER_BUDGET:-420}))
     # the probes first: copy bandwidth and FMA rate of this device, the table's yardsticks
     # (--only names no kernel family here, so only the probes run)
-    step peer_probes sh -c "'$V' bench --kernels --only probes ${VKF_PEER_PROBE_ARGS:-} -o json >'$raw/probes.json'"
+    # (twice if need be: lavapipe has crashed in them on a loaded machine, 2026-11-28)
+    for try in 1 2; do
+        step "peer_probes_$try" sh -c "'$V' bench --kernels --only probes ${VKF_PEER_PROBE_ARGS:-} -o json >'$raw/probes.json'"
+        [ -s "$raw/probes.json" ] && break
+    done
     for shape in ${VKF_PEER_SHAPES:-tinyllama-1.1b llama3-8b}; do
         for t in ${VKF_PEER_TYPES:-q4_0 q8_0 q4_k_m}; do
             T=$(echo "$t" | tr a-z A-Z)
