@@ -94,6 +94,23 @@ def main():
             check(len(bars) == n_bars, "chart: %d bars, expected %d" % (len(bars), n_bars))
         except (OSError, ET.ParseError) as e:
             check(False, "chart: %s" % e)
+        # both engines in one row: the measured runs plus the same runs as llama.cpp's at 0.8x
+        # the t/s, so the ratio (1.25) and both % of copy columns are exercised on numbers this
+        # test derived itself
+        pair = os.path.join(tmp, "pair")
+        os.mkdir(pair)
+        doc = json.load(open(files[0]))
+        twin = json.loads(json.dumps(doc))
+        for r in twin["runs"]:
+            r["engine"] = "llama.cpp" if r["engine"] == "vkformer" else "vkformer"
+            r["ts"] *= 0.8
+        doc["runs"] += twin["runs"]
+        json.dump(doc, open(os.path.join(pair, "both.json"), "w"))
+        p = run(vkf, pair, "--svg", os.path.join(tmp, "pair.svg"))
+        want_pair, _ = expected_table([os.path.join(pair, "both.json")])
+        check(p.returncode == 0 and p.stdout.rstrip("\n").split("\n") == want_pair,
+              "both engines: exit %d\n%s\n--- expected ---\n%s" % (p.returncode, p.stdout, "\n".join(want_pair)))
+        check(any(" | 1.25 | " in line for line in want_pair), "both engines: no row with a ratio")
         # the default chart path is DIR/compare.svg
         p = run(vkf, good)
         check(p.returncode == 0 and os.path.exists(os.path.join(good, "compare.svg")),
