@@ -29,6 +29,8 @@ int vkf_bench_plot(int argc, char **argv);
 int vkf_bench_first_token(int argc, char **argv);
 /* vkformer bench --embedding -m MODEL [-b 1,32,256] [--tokens 30] [-r 5] (bench_embed.c) */
 int vkf_bench_embed(int argc, char **argv);
+/* vkformer bench --compare [DIR] [--svg FILE]: the side-by-side result files (bench_compare.c) */
+int vkf_bench_compare(int argc, char **argv);
 /* vkformer bench --tokenizer ...: provided by bench/bench_tokenizer.c (the tokenizer's owner). */
 int vkf_bench_tokenizer(int argc, char **argv);
 /* vkformer bench --grammar [--vocab P1,P2] [-m MODEL] [-r N]: constrained sampling's cost per

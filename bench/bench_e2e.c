@@ -377,6 +377,8 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
         "  vkformer bench --startup -m MODEL [-r N]    cold / warm time to the first token\n"
         "  vkformer bench --plot DIR -m MODEL          SVG charts: t/s vs context, matmul "
         "roofline\n"
+        "  vkformer bench --compare [DIR]              vkformer vs llama.cpp, every device "
+        "measured\n"
         "  vkformer bench --tokenizer ...              tokenizer throughput\n"
         "(each with --help)",
         args, .epilog = NULL};

@@ -15,32 +15,26 @@
 #include <cjson/cJSON.h>
 
 #include "bench.h"
+#include "bench_svg.h"
 #include "cli/args.h"
 #include "vkformer.h"
 
 /* ---------------------------------------------------------------- svg helpers */
 
-typedef struct vkf_svg {
-    FILE *f;
-    double x0, y0, w, h; /* plot area in pixels */
-    double xmin, xmax, ymin, ymax;
-    int xlog, ylog;
-} vkf_svg;
-
-static double vkf_svg_tx(const vkf_svg *s, double x) {
+double vkf_svg_tx(const vkf_svg *s, double x) {
     double t = s->xlog ? (log10(x) - log10(s->xmin)) / (log10(s->xmax) - log10(s->xmin))
                        : (x - s->xmin) / (s->xmax - s->xmin);
     return s->x0 + t * s->w;
 }
 
-static double vkf_svg_ty(const vkf_svg *s, double y) {
+double vkf_svg_ty(const vkf_svg *s, double y) {
     double t = s->ylog ? (log10(y) - log10(s->ymin)) / (log10(s->ymax) - log10(s->ymin))
                        : (y - s->ymin) / (s->ymax - s->ymin);
     return s->y0 + s->h - t * s->h;
 }
 
-static void vkf_svg_text(const vkf_svg *s, double x, double y, const char *anchor, int size,
-                         const char *txt) {
+void vkf_svg_text(const vkf_svg *s, double x, double y, const char *anchor, int size,
+                  const char *txt) {
     fprintf(s->f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\">", x, y, anchor,
             size);
     for (const char *p = txt; *p; p++) {
@@ -62,14 +56,13 @@ static double vkf_svg_step(double range) {
     return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
-static void vkf_svg_axes(const vkf_svg *s, const char *title, const char *xlabel,
-                         const char *ylabel) {
+void vkf_svg_axes(const vkf_svg *s, const char *title, const char *xlabel, const char *ylabel) {
     fprintf(s->f,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
             "stroke=\"#444\"/>\n",
             s->x0, s->y0, s->w, s->h);
     char buf[64];
-    for (int axis = 0; axis < 2; axis++) {
+    for (int axis = s->no_xticks ? 1 : 0; axis < 2; axis++) {
         int lg = axis ? s->ylog : s->xlog;
         double lo = axis ? s->ymin : s->xmin, hi = axis ? s->ymax : s->xmax;
         double v = lg ? pow(10, ceil(log10(lo) - 1e-9))
@@ -101,10 +94,9 @@ static void vkf_svg_axes(const vkf_svg *s, const char *title, const char *xlabel
             s->x0 - 48, s->y0 + s->h / 2, s->x0 - 48, s->y0 + s->h / 2, ylabel);
 }
 
-static FILE *vkf_svg_open(const char *dir, const char *name, vkf_svg *s, double width,
-                          double height) {
+FILE *vkf_svg_open(const char *dir, const char *name, vkf_svg *s, double width, double height) {
     char path[1200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s%s%s", dir ? dir : "", dir ? "/" : "", name);
     s->f = fopen(path, "w");
     if (!s->f) return NULL;
     fprintf(
@@ -115,7 +107,7 @@ static FILE *vkf_svg_open(const char *dir, const char *name, vkf_svg *s, double 
     return s->f;
 }
 
-static int vkf_svg_close(vkf_svg *s) {
+int vkf_svg_close(vkf_svg *s) {
     fputs("</svg>\n", s->f);
     return fclose(s->f);
 }

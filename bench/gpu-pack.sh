@@ -8,9 +8,12 @@
 # .gpu/ holds:
 #   bin/vkformer   the CLI built here (Release; glslang, SPIRV-Tools and volk are linked in
 #                  statically, so it needs only libc, libstdc++, libcjson and the Vulkan loader)
-#   lib/           libmicrohttpd and the libraries it links (copied from this machine)
+#   lib.tar.xz     the shared libraries it links beyond libc/libstdc++ (libmicrohttpd, libcurl,
+#                  libarchive and theirs: GnuTLS, ICU, ...; 52 MB as files, 15 MB compressed),
+#                  which gpu-check.sh unpacks to /tmp/vkf-lib there
 #   debs/          libcjson1, libvulkan1 (the loader) and vulkan-validationlayers, as .debs that
 #                  gpu-check.sh unpacks there (dpkg -x)
+#   peer/          llama.cpp's Vulkan llama-bench (xz), its libgomp and the binary's sha256
 #   fixtures/      a subset of ../shared/fixtures that fits the device tool's 64 MiB (working
 #                  tree included); each cases.json is filtered to the models that were packed
 #   MANIFEST       what was packed, with sizes and the git revision
@@ -40,8 +43,19 @@ ldd build-gpu/vkformer | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
     *) cp -L "$lib" "$out/lib/" ;;
     esac
 done
+# compressed: as files they would take most of the 64 MiB the device tool carries
+tar -C "$out" -cf - lib | xz -T0 -6 >"$out/lib.tar.xz"
+rm -rf "$out/lib"
 (cd "$out/debs" && apt-get download libcjson1 libvulkan1 vulkan-validationlayers \
     libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 >/dev/null) # the NVIDIA ICD needs glvnd
+
+# ---- llama.cpp's Vulkan llama-bench, for `gpu-check.sh peer` (../shared/peers/llama.cpp-vulkan:
+# xz-compressed, its libgomp beside it); the sha256 of the unpacked binary from its README
+peer="${VKF_PEER_DIR:-../shared/peers/llama.cpp-vulkan}"
+mkdir -p "$out/peer"
+cp "$peer/llama-bench.xz" "$peer/libgomp.so.1" "$out/peer/"
+grep -o 'unpacked binary: [0-9a-f]\{64\}' "$peer/README.md" | awk '{print $3}' >"$out/peer/llama-bench.sha256"
+[ -s "$out/peer/llama-bench.sha256" ] || { echo "gpu-pack: no sha256 in $peer/README.md" >&2; exit 1; }
 
 # ---- fixtures: smallest models first, until the budget is spent
 tree_kb=$(git ls-files -z | xargs -0 du -ck 2>/dev/null | tail -1 | cut -f1)

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """Writes a random-weight GGUF in the shapes of a real model, for benchmarks at real sizes.
 
-    /usr/bin/python3 tools/make_bench_model.py --shape tinyllama-1.1b --type q8_0 -o /tmp/tl-q8_0.gguf
+    /usr/bin/python3 tools/make_bench_model.py --shape llama3-8b --type q4_0 -o /tmp/l8-q4_0.gguf
     /usr/bin/python3 tools/make_bench_model.py --list
 
 Needs only NumPy (Debian's python3-numpy). The files are generated on demand and never
-committed (a 1.1B F16 file is 2.2 GB). Other weight types: write F16 here, then
-`vkformer quantize IN OUT TYPE`.
+committed (an 8B Q4_0 file is 4.66 GB). Types written directly: f32, f16, q8_0, q4_0 and q4_k_m,
+with llama-quantize's choice per tensor (output.weight Q6_K unless the file is Q8_0; in Q4_K_M,
+attn_v and ffn_down Q6_K in half the layers), so a file has the size and mix of a user's
+download; other types: write f16 here, then `vkformer quantize IN OUT TYPE`.
 
-Weights are random but shaped like a trained model's, so activations stay in a realistic range
-(the same scheme as the shared fixtures' generators): token_embd ~ N(0, 1); the attention and
-FFN input projections and the output ~ N(0, 1/d_in); norm weights ~ 1 + N(0, 0.1^2); biases
-~ N(0, 0.02^2). Speed depends only on the shapes and types, not on the values.
+Weights are random but scaled like a trained model's, so activations stay in a realistic range
+through any depth: token_embd has standard deviation 1, the attention and FFN projections and
+the output 1/sqrt(d_in), mean 0 (each layer keeps its input's scale); norm weights ~ 1 +
+N(0, 0.1^2); biases ~ N(0, 0.02^2). The quantized types are random blocks, never quantized
+floats (see "weight blocks" below): an 8B Q4_0 file is random bits, a table gather and a write,
+made 32 MiB at a time by a thread pool and streamed to the file (memory stays ~300 MB). Speed
+depends only on the shapes and types, not on the values.
 
 The vocabulary is a synthetic SentencePiece-style one of the model's size (<unk>, <s>, </s>, the
 256 byte tokens, then pieces "▁t<i>"), so every shape loads with the llama tokenizer whatever
@@ -20,7 +25,9 @@ the benchmark measures. With --vocab FILE.gguf the tokenizer keys of that file a
 instead (its size then sets n_vocab).
 """
 import argparse
+import concurrent.futures
 import math
+import os
 import struct
 import sys
 
@@ -29,6 +36,8 @@ import numpy as np
 # name: (arch, n_layer, d_model, n_head, n_kv_head, n_ff, n_vocab, n_ctx, rope_base, extras)
 SHAPES = {
     "tinyllama-1.1b": ("llama", 22, 2048, 32, 4, 5632, 32000, 2048, 10000.0, {}),
+    # Llama-3-8B (no rope scaling; the 3.1 models add it)
+    "llama3-8b": ("llama", 32, 4096, 32, 8, 14336, 128256, 8192, 500000.0, {}),
     "llama-3.2-1b": ("llama", 16, 2048, 32, 8, 8192, 128256, 131072, 500000.0,
                      {"tied": True, "llama3_rope": (32.0, 1.0, 4.0, 8192)}),
     "qwen2.5-0.5b": ("qwen2", 24, 896, 14, 2, 4864, 151936, 32768, 1000000.0,
@@ -45,8 +54,6 @@ SHAPES = {
     "tiny-256": ("llama", 4, 256, 8, 4, 768, 512, 512, 10000.0, {}),
 }
 
-GGML = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8}
-FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7}
 GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL, GGUF_STR, GGUF_ARR, GGUF_U64 = 4, 5, 6, 7, 8, 9, 10
 ALIGN = 32
 
@@ -85,57 +92,162 @@ def val_bytes(vtype, value):
     raise ValueError(vtype)
 
 
-def round_away(x):
-    """C's roundf (half away from zero), as ggml's reference quantizers use."""
-    return np.trunc(x + np.copysign(np.float32(0.5), x))
+# ---------------------------------------------------------------- weight blocks, written directly
+#
+# Quantized weights are random blocks, never quantized floats: the quants are random bits, and
+# each block's scale is drawn so that the weights it decodes to have mean 0 and the standard
+# deviation sigma that a trained model's layer has (1/sqrt(d_in) for a projection, 1 for the
+# embedding), which keeps every layer's output at the scale of its input, so activations stay
+# finite through any number of layers (checked: tests/tools/test_make_bench_model.py decodes
+# the blocks with llama.cpp's gguf-py; the 8B shape generates finite logits). How each type
+# gets there:
+#   Q4_0  w = d (q - 8), q uniform in 0..15: E[(q-8)^2] = 21.5, mean -0.5 d, so d has a random
+#         sign (as in ggml's own Q4_0, where d's sign is that of the block's largest weight),
+#         which makes the mean 0 over blocks.
+#   Q8_0  w = d q, q uniform in -127..127 (-128, which ggml never writes, becomes 0: mean 0),
+#         E[q^2] = 2 (1^2 + ... + 127^2) / 256 = 5397.5.
+#   Q4_K  w = d sc_j q - dmin m_j per 32-element sub-block j, q uniform in 0..15 (E 7.5, variance
+#         21.25), sc_j uniform in 32..63, dmin = 8 d and m_j = round(15 sc_j / 16), so that
+#         dmin m_j cancels d sc_j 7.5 to within 4 d: each sub-block is centred as a quantized
+#         trained one is.
+#   Q6_K  w = d sc_j (q - 32) per 16-element sub-block, q uniform in 0..63 (E[(q-32)^2] = 341.5),
+#         sc_j = +-(64..127) with a random sign.
+# d itself varies from block to block by a log-normal factor (sd 0.2 in log space, mean square 1)
+# as the largest weight of a trained block does. The scales (and Q4_K's/Q6_K's 16- and 18-byte
+# block headers) come from a table of 65,536 draws per tensor, indexed by two random bytes of
+# each block: one gather per block instead of a float pass, so an 8B file is random bits, a
+# gather and a write.
+
+# bytes per block and elements per block of each tensor type
+BLOCK = {"f32": (1, 4), "f16": (1, 2), "q4_0": (32, 18), "q8_0": (32, 34), "q4_k": (256, 144),
+         "q6_k": (256, 210)}
+GGML = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8, "q4_k": 12, "q6_k": 14}
+# the --type values: the file type (llama_ftype, general.file_type) and the type of its weights
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "q4_k_m": 15}
+BASE_TYPE = {"f32": "f32", "f16": "f16", "q4_0": "q4_0", "q8_0": "q8_0", "q4_k_m": "q4_k"}
+CHUNK_BYTES = 32 << 20  # blocks are generated and written 32 MiB at a time
+JITTER = 0.2  # sd of log(d) between blocks
 
 
-def quant_q8_0(x):
-    b = x.reshape(-1, 32)
-    amax = np.abs(b).max(axis=1)
-    d = amax / 127.0
-    inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1), 0).astype(np.float32)
-    q = round_away(b * inv[:, None]).astype(np.int8)
-    out = np.empty((b.shape[0], 34), dtype=np.uint8)
-    out[:, 0:2] = d.astype("<f2").view(np.uint8).reshape(-1, 2)
-    out[:, 2:] = q.view(np.uint8)
-    return out.tobytes()
+def use_more_bits(i, n):
+    """llama-quantize's layers that get more bits in the _M mixes."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
 
-def quant_q4_0(x):
-    b = x.reshape(-1, 32)
-    idx = np.abs(b).argmax(axis=1)
-    mx = b[np.arange(b.shape[0]), idx]
-    d = mx / -8.0
-    inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 0).astype(np.float32)
-    q = np.minimum(15, (b * inv[:, None] + 8.5).astype(np.int8)).astype(np.uint8)
-    out = np.empty((b.shape[0], 18), dtype=np.uint8)
-    out[:, 0:2] = d.astype("<f2").view(np.uint8).reshape(-1, 2)
-    out[:, 2:] = q[:, :16] | (q[:, 16:] << 4)
-    return out.tobytes()
+def weight_type(ftype, name, n_layer, tied):
+    """The type llama-quantize gives this 2-D weight in a file of type ftype (its rules for dense
+    llama-family models: src/quantize/quantize.c follows the same ones), so a file here has the
+    size and mix of a user's download: output.weight (or the tied embedding) Q6_K unless the file
+    is Q8_0; in Q4_K_M, attn_v and ffn_down Q6_K in use_more_bits layers."""
+    base = BASE_TYPE[ftype]
+    if base in ("f32", "f16"):
+        return base
+    if name == "output.weight" or (tied and name == "token_embd.weight"):
+        return base if base == "q8_0" else "q6_k"
+    if ftype == "q4_k_m" and (name.endswith("attn_v.weight") or name.endswith("ffn_down.weight")):
+        if use_more_bits(int(name.split(".")[1]), n_layer):
+            return "q6_k"
+    return base
 
 
 def tensor_bytes(shape, wtype):
-    n = int(np.prod(shape))
-    if wtype == "f32":
-        return n * 4
-    if wtype == "f16":
-        return n * 2
-    if wtype == "q8_0":
-        return n // 32 * 34
+    elems, nb = BLOCK[wtype]
+    return int(np.prod(shape)) // elems * nb
+
+
+def jitter(rng, n):
+    """Log-normal factors with mean square 1."""
+    return np.exp(JITTER * rng.standard_normal(n) - JITTER * JITTER)
+
+
+def random_bits(rng, nbytes):
+    """nbytes random bytes as a writable uint8 array (the bit generator's raw output)."""
+    return rng.bit_generator.random_raw((nbytes + 7) // 8).view(np.uint8)[:nbytes]
+
+
+def scale_table(wtype, sigma, rng):
+    """65,536 block headers for this tensor, as a (65536, h) uint8 array, and the byte offset
+    in the block where they go (see the comment above for the arithmetic)."""
+    n = 65536
+    j = jitter(rng, n)
+    sign = np.where(rng.bit_generator.random_raw(n) & 1, 1.0, -1.0)
     if wtype == "q4_0":
-        return n // 32 * 18
+        d = sign * j * sigma / math.sqrt(21.5)
+        return d.astype("<f2").view(np.uint8).reshape(n, 2), 0
+    if wtype == "q8_0":
+        d = j * sigma / math.sqrt(5397.5)
+        return d.astype("<f2").view(np.uint8).reshape(n, 2), 0
+    if wtype == "q4_k":
+        sc = 32 + (rng.bit_generator.random_raw(n * 8) % 32).reshape(n, 8).astype(np.int64)
+        m = np.rint(sc * 15 / 16).astype(np.int64)
+        # E[w^2] per sub-block: (d sc)^2 21.25 + (d (7.5 sc - 8 m))^2
+        ms = (sc * sc * 21.25 + (7.5 * sc - 8 * m) ** 2).mean(axis=1)
+        d = (j * sigma / np.sqrt(ms)).astype("<f2")
+        dmin = (d.astype(np.float32) * 8).astype("<f2")
+        h = np.zeros((n, 16), dtype=np.uint8)
+        h[:, 0:2] = d.view(np.uint8).reshape(n, 2)
+        h[:, 2:4] = dmin.view(np.uint8).reshape(n, 2)
+        s = h[:, 4:16]
+        s[:, 0:4] = sc[:, 0:4] | ((sc[:, 4:8] >> 4) << 6)
+        s[:, 4:8] = m[:, 0:4] | ((m[:, 4:8] >> 4) << 6)
+        s[:, 8:12] = (sc[:, 4:8] & 0xF) | ((m[:, 4:8] & 0xF) << 4)
+        return h, 0
+    if wtype == "q6_k":
+        mag = 64 + (rng.bit_generator.random_raw(n * 16) % 64).reshape(n, 16).astype(np.int64)
+        sgn = np.where(rng.bit_generator.random_raw(n * 16).reshape(n, 16) & 1, 1, -1)
+        sc = (mag * sgn).astype(np.int8)
+        ms = (mag * mag).mean(axis=1) * 341.5
+        d = (j * sigma / np.sqrt(ms)).astype("<f2")
+        h = np.zeros((n, 18), dtype=np.uint8)
+        h[:, 0:16] = sc.view(np.uint8)
+        h[:, 16:18] = d.view(np.uint8).reshape(n, 2)
+        return h, 192  # scales[16] at 192, d at 208
     raise ValueError(wtype)
 
 
-def encode(x, wtype):
-    if wtype == "f32":
-        return x.astype("<f4").tobytes()
-    if wtype == "f16":
-        return x.astype("<f2").tobytes()
-    if wtype == "q8_0":
-        return quant_q8_0(x)
-    return quant_q4_0(x)
+_TABLES = {}
+
+
+def make_chunk(wtype, k, sigma, table, at, seed):
+    """k blocks of the tensor from their own generator (so that chunks can be made in parallel
+    and the file still depends only on --seed)."""
+    rng = np.random.Generator(np.random.SFC64(seed))
+    elems, nb = BLOCK[wtype]
+    if wtype in ("f32", "f16"):
+        x = rng.standard_normal(k, dtype=np.float32) * np.float32(sigma)
+        return x.astype("<f4" if wtype == "f32" else "<f2").view(np.uint8)
+    b = random_bits(rng, k * nb).reshape(k, nb)
+    # two random bytes of the header's place pick the header (a gather per block)
+    idx = b[:, at].astype(np.uint16) | (b[:, at + 1].astype(np.uint16) << 8)
+    b[:, at:at + table.shape[1]] = table[idx]
+    if wtype == "q8_0":  # ggml's Q8_0 never holds -128 (|x| / d rounds to at most 127): 0 instead
+        q = b[:, 2:].view(np.int8)
+        q[q == -128] = 0
+    return b.reshape(-1)
+
+
+def weight_chunks(wtype, n_elems, sigma, rng, pool, seed):
+    """The tensor's data, in order, as uint8 arrays of at most CHUNK_BYTES: random blocks
+    (quantized types) or N(0, sigma^2) values (f32, f16), made by the thread pool (NumPy
+    releases the GIL in the generators and the gathers) a few chunks ahead of the writer."""
+    elems, nb = BLOCK[wtype]
+    n_blocks = n_elems // elems
+    per = max(1, CHUNK_BYTES // nb)
+    table, at = None, 0
+    if wtype not in ("f32", "f16"):
+        key = (wtype, sigma)
+        if key not in _TABLES:  # one table per type and scale: the layers' q/k/v/o/ffn share them
+            _TABLES[key] = scale_table(wtype, sigma, rng)
+        table, at = _TABLES[key]
+    starts = list(range(0, n_blocks, per))
+    ahead = 2 * pool._max_workers
+    futs = []
+    for c, i in enumerate(starts):
+        futs.append(pool.submit(make_chunk, wtype, min(per, n_blocks - i), sigma, table, at, seed + [c]))
+        if len(futs) > ahead:
+            yield futs.pop(0).result()
+    for fu in futs:
+        yield fu.result()
 
 
 def llama3_factors(head_dim, base, factor, low, high, orig_ctx):
@@ -221,7 +333,8 @@ def copied_vocab(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default="tinyllama-1.1b", help="one of --list")
-    ap.add_argument("--type", default="f16", choices=sorted(GGML), help="type of the 2-D weights")
+    ap.add_argument("--type", default="f16", choices=sorted(FILE_TYPE),
+                    help="file type: the 2-D weights' type, or llama-quantize's mix (q4_k_m)")
     ap.add_argument("--vocab", help="copy the tokenizer of this GGUF (sets n_vocab)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--list", action="store_true", help="list the shapes and exit")
@@ -238,7 +351,7 @@ def main():
     if a.vocab:
         vocab_keys, n_vocab = copied_vocab(a.vocab)
     hd = extra.get("head_dim", d // n_head)
-    rng = np.random.default_rng(a.seed)
+    rng = np.random.Generator(np.random.SFC64(a.seed))
 
     # (name, shape as ggml ne [in, out], kind): kind picks the initialisation and the type
     tensors = [("token_embd.weight", (d, n_vocab), "embd")]
@@ -270,8 +383,10 @@ def main():
     if not extra.get("tied"):
         tensors.append(("output.weight", (d, n_vocab), "w"))
 
-    def ttype(kind):
-        return a.type if kind in ("w", "embd") else "f32"
+    def ttype(name, kind):
+        if kind in ("w", "embd"):
+            return weight_type(a.type, name, n_layer, bool(extra.get("tied")))
+        return "f32"
 
     kvs = [("general.architecture", GGUF_STR, arch),
            ("general.name", GGUF_STR, "vkformer bench %s %s (random weights)" % (a.shape, a.type)),
@@ -304,6 +419,13 @@ def main():
         header_kv += b"".join(kv_bytes(*k) for k in vk)
         n_kv_total += len(vk)
 
+    for name, shape, kind in tensors:
+        t = ttype(name, kind)
+        if shape[0] % BLOCK[t][0]:
+            sys.exit("%s: %s rows of %d are not whole %s blocks of %d (llama-quantize would fall back "
+                     "to another type there; use q4_0, q8_0 or f16 for this shape)"
+                     % (a.shape, name, shape[0], t.upper(), BLOCK[t][0]))
+
     infos, offset = bytearray(), 0
     offsets = []
     for name, shape, kind in tensors:
@@ -311,10 +433,11 @@ def main():
         offsets.append(offset)
         infos += struct.pack("<Q", len(nb)) + nb + struct.pack("<I", len(shape))
         infos += b"".join(struct.pack("<Q", s) for s in shape)
-        infos += struct.pack("<IQ", GGML[ttype(kind)], offset)
-        offset += (tensor_bytes(shape, ttype(kind)) + ALIGN - 1) // ALIGN * ALIGN
+        infos += struct.pack("<IQ", GGML[ttype(name, kind)], offset)
+        offset += (tensor_bytes(shape, ttype(name, kind)) + ALIGN - 1) // ALIGN * ALIGN
     total = offset
 
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
     with open(a.output, "wb") as f:
         f.write(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), n_kv_total))
         f.write(header_kv)
@@ -323,21 +446,25 @@ def main():
         data_start = f.tell()
         for i, (name, shape, kind) in enumerate(tensors):
             n = int(np.prod(shape))
-            if kind == "embd":
-                x = rng.standard_normal(n, dtype=np.float32)
-            elif kind == "w":
-                x = rng.standard_normal(n, dtype=np.float32) * np.float32(1.0 / math.sqrt(shape[0]))
-            elif kind == "norm":
-                x = 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)
-            elif kind == "bias":
-                x = 0.02 * rng.standard_normal(n, dtype=np.float32)
-            else:  # rope factors
-                f_, lo, hi, orig = extra["llama3_rope"]
-                x = llama3_factors(hd, rope_base, f_, lo, hi, orig)
             assert f.tell() - data_start == offsets[i]
-            b = encode(x.astype(np.float32), ttype(kind))
-            f.write(b)
-            f.write(b"\0" * ((-len(b)) % ALIGN))
+            if kind in ("w", "embd"):
+                # N(0, 1) embeddings, N(0, 1/d_in) projections: each layer keeps its input's scale
+                sigma = 1.0 if kind == "embd" else 1.0 / math.sqrt(shape[0])
+                nbytes = 0
+                for chunk in weight_chunks(ttype(name, kind), n, sigma, rng, pool, [a.seed, i]):
+                    f.write(chunk)
+                    nbytes += chunk.size
+            else:
+                if kind == "norm":
+                    x = 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)
+                elif kind == "bias":
+                    x = 0.02 * rng.standard_normal(n, dtype=np.float32)
+                else:  # rope factors
+                    f_, lo, hi, orig = extra["llama3_rope"]
+                    x = llama3_factors(hd, rope_base, f_, lo, hi, orig)
+                f.write(x.astype("<f4").tobytes())
+                nbytes = n * 4
+            f.write(b"\0" * ((-nbytes) % ALIGN))
             if sys.stderr.isatty():
                 sys.stderr.write("\r%s: %d/%d tensors, %.0f%%" % (a.output, i + 1, len(tensors),
                                  100.0 * (f.tell() - data_start) / total))

@@ -15,6 +15,8 @@ int vkf_cmd_bench(int argc, char **argv) {
         if (strcmp(argv[i], "--plot") == 0 || strncmp(argv[i], "--plot=", 7) == 0)
             return vkf_bench_plot(argc, argv);
         if (strcmp(argv[i], "--tokenizer") == 0) return vkf_bench_tokenizer(argc, argv);
+        if (strcmp(argv[i], "--compare") == 0 || strncmp(argv[i], "--compare=", 10) == 0)
+            return vkf_bench_compare(argc, argv);
         if (strcmp(argv[i], "--embedding") == 0) return vkf_bench_embed(argc, argv);
         if (strcmp(argv[i], "--grammar") == 0) return vkf_bench_grammar(argc, argv);
         if (strcmp(argv[i], "--first-token") == 0) return vkf_bench_first_token(argc, argv);
