@@ -181,7 +181,10 @@ if [ "$part" = quick ]; then # the checklist's core in one short call
     step bench_tinyllama_q4_0 "$V" bench -m "$m" -p 512 -n 128 -r 2 --backends vulkan
 fi
 
-if [ "$part" = all ] || [ "$part" = peer ]; then # vkformer and llama.cpp's Vulkan backend, same files
+if { [ "$part" = all ] || [ "$part" = peer ]; } && [ ! -f .gpu/peer/llama-bench.xz ]; then
+    echo "peer: llama-bench was not packed (bench/gpu-pack.sh --no-peer): the peer part is skipped" | tee -a "$summary"
+    [ "$part" = peer ] && failed=1
+elif [ "$part" = all ] || [ "$part" = peer ]; then # vkformer and llama.cpp's Vulkan backend, same files
     P=/tmp/vkf-peer
     mkdir -p "$P" "$OUT/peer" "$OUT/results"
     raw="$OUT/peer"

@@ -4,6 +4,9 @@
 #
 #   bench/gpu-pack.sh            # here, on the development machine (Debian, network to apt)
 #   then, with the device tool:  run  command="bench/gpu-check.sh all"  carry=[".gpu"]
+#   bench/gpu-pack.sh --no-peer  # the same without llama.cpp's llama-bench: its 10+ MB go to
+#                                  fixtures instead, for the tests and quick parts (the peer
+#                                  part then has nothing to run and says so)
 #
 # .gpu/ holds:
 #   bin/vkformer   the CLI built here (Release; glslang, SPIRV-Tools and volk are linked in
@@ -21,6 +24,12 @@
 # tools/make_bench_model.py (NumPy is on the lent machines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_peer=1
+case "${1:-}" in
+--no-peer) with_peer=0 ;;
+"") ;;
+*) echo "usage: bench/gpu-pack.sh [--no-peer]" >&2; exit 2 ;;
+esac
 out=.gpu
 fixtures="${VKF_FIXTURES:-../shared/fixtures}"
 budget_mb="${VKF_GPU_PACK_MB:-60}" # the device tool carries 64 MiB, tree included
@@ -52,10 +61,12 @@ rm -rf "$out/lib"
 # ---- llama.cpp's Vulkan llama-bench, for `gpu-check.sh peer` (../shared/peers/llama.cpp-vulkan:
 # xz-compressed, its libgomp beside it); the sha256 of the unpacked binary from its README
 peer="${VKF_PEER_DIR:-../shared/peers/llama.cpp-vulkan}"
-mkdir -p "$out/peer"
-cp "$peer/llama-bench.xz" "$peer/libgomp.so.1" "$out/peer/"
-grep -o 'unpacked binary: [0-9a-f]\{64\}' "$peer/README.md" | awk '{print $3}' >"$out/peer/llama-bench.sha256"
-[ -s "$out/peer/llama-bench.sha256" ] || { echo "gpu-pack: no sha256 in $peer/README.md" >&2; exit 1; }
+if [ "$with_peer" = 1 ]; then
+    mkdir -p "$out/peer"
+    cp "$peer/llama-bench.xz" "$peer/libgomp.so.1" "$out/peer/"
+    grep -o 'unpacked binary: [0-9a-f]\{64\}' "$peer/README.md" | awk '{print $3}' >"$out/peer/llama-bench.sha256"
+    [ -s "$out/peer/llama-bench.sha256" ] || { echo "gpu-pack: no sha256 in $peer/README.md" >&2; exit 1; }
+fi
 
 # ---- fixtures: smallest models first, until the budget is spent
 tree_kb=$(git ls-files -z | xargs -0 du -ck 2>/dev/null | tail -1 | cut -f1)

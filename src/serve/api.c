@@ -39,7 +39,7 @@ static int get_num(const cJSON *o, const char *key, double lo, double hi, double
 
 static int get_int(const cJSON *o, const char *key, double lo, double hi, int64_t *out, char *err,
                    size_t n) {
-    double d;
+    double d = 0;
     int k = get_num(o, key, lo, hi, &d, err, n);
     if (k <= 0) return k;
     if (d != floor(d)) return bad(err, n, "%s: expected an integer, found %g", key, d);
