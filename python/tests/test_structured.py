@@ -276,6 +276,17 @@ def test_structured_stream_equals_serve(tiny_dev, serve):
         assert content == (msg["content"] or "")
 
 
+def test_functions_are_read_as_tools(tiny_dev):
+    # the older functions / function_call: the same request as tools / a named tool_choice
+    req = dict(REQUESTS[1])
+    named = tiny_dev.create_chat_completion(**req)
+    del req["tools"], req["tool_choice"]
+    old = tiny_dev.create_chat_completion(**req, functions=[t["function"] for t in TOOLS],
+                                          function_call={"name": "t"})
+    assert _strip_ids(old) == _strip_ids(named)
+    assert old["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "t"
+
+
 def test_structured_errors_name_the_field(tiny_dev, serve):
     cases = [
         (dict(response_format={"type": "json_schema", "json_schema": {
