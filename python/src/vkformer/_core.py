@@ -349,21 +349,34 @@ class Session(_Handle):
         cache_type: ``None`` (the device's default), ``"f16"`` or ``"f32"``.
         n_batch: sequences evaluated together (an encoder-only model: inputs embedded in one
             graph; 0: the library's default).
+        n_ubatch: most tokens in one forward pass (llama.cpp's -ub; 0: the library's: 512 on
+            GPUs, 64 on CPU drivers): a prompt runs in passes of this many, and
+            :meth:`request_abort` is heard between them.
     """
 
     _free = staticmethod(lib.vkf_session_free)
 
     def __init__(self, model: Model, n_ctx: int = 0, cache_type: str | None = None,
-                 n_batch: int = 1) -> None:
+                 n_batch: int = 1, n_ubatch: int = 0) -> None:
         super().__init__()
         kinds = {None: _lib.CACHE_DEFAULT, "f32": _lib.CACHE_F32, "f16": _lib.CACHE_F16}
         if cache_type not in kinds:
             raise ValueError(f"cache_type: expected None, 'f16' or 'f32', got {cache_type!r}")
         self.model = model
-        p = _lib.SessionParams(int(n_ctx), int(n_batch), kinds[cache_type])
+        # the library's abort callback (llama.cpp's), asked before every forward pass: a flag
+        # of its own, so the callback holds no reference to the session
+        flag = self._abort = [False]
+        self._abort_cb = _lib.AbortFn(lambda _user: 1 if flag[0] else 0)
+        p = _lib.SessionParams(int(n_ctx), int(n_batch), kinds[cache_type], int(n_ubatch),
+                               self._abort_cb, None)
         box = _lib.padded(p)
         _lib.check(lib.vkf_session_create(model._handle(), ctypes.addressof(box),
                                           byref(self._h)), "session")
+
+    def request_abort(self, on: bool = True) -> None:
+        """Stops the running call before its next forward pass (AbortedError; the passes run
+        stay in the cache), from any thread or a signal handler; False clears the request."""
+        self._abort[0] = bool(on)
 
     @property
     def n_past(self) -> int:

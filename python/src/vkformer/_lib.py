@@ -84,6 +84,7 @@ DETOKENIZE_CONTINUATION = 32
 ProgressFn = CFUNCTYPE(None, c_void_p, c_double, c_double)
 AbortFn = CFUNCTYPE(c_int, c_void_p)
 LogFn = CFUNCTYPE(None, c_void_p, c_char_p)
+AbortFn = CFUNCTYPE(c_int, c_void_p)  # vkf_session_params.abort_callback
 
 
 class ContextParams(Structure):
@@ -286,6 +287,7 @@ _fn("vkf_chat_template_render", c_int, c_char_p, c_char_p, c_char_p, c_char_p, c
     c_char_p, c_int, _OUT)
 _fn("vkf_session_create", c_int, c_void_p, c_void_p, _OUT)
 _fn("vkf_session_free", None, c_void_p)
+_fn("vkf_session_set_abort_callback", None, c_void_p, AbortFn, c_void_p)
 _fn("vkf_session_reset", None, c_void_p)
 _fn("vkf_session_n_past", c_int32, c_void_p)
 _fn("vkf_session_n_ctx", c_int32, c_void_p)

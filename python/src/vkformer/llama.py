@@ -19,7 +19,9 @@ runs, so other Python threads go on.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -136,8 +138,11 @@ class Llama:
         model_path: a .gguf file or a model directory (config.json + model.safetensors ...).
         n_ctx: tokens of context; 0 (default): the library's default, min(4096, the model's
             training context), as ``vkformer generate`` without ``-c``.
-        n_batch: the prompt is evaluated in chunks of at most this many tokens (the CLI's
-            ``-b``); a prompt no longer than it is one pass, as the CLI without ``-b``.
+        n_batch: the prompt is handed to the library in chunks of at most this many tokens
+            (the CLI's ``-b``).
+        n_ubatch: most tokens in one forward pass (the CLI's ``-ub``); None: the library's
+            (512 on GPUs, 64 on CPU drivers such as lavapipe and on the CPU backend). Ctrl-C
+            is heard between two passes.
         seed: -1 (or llama.cpp's 0xFFFFFFFF): a random seed per call; else the seed of every
             call that passes none (``vkformer generate -s SEED``).
         device: a Vulkan device index or name substring (``-dev``); None: ``VKF_DEVICE``, else
@@ -168,7 +173,7 @@ class Llama:
         *,
         n_ctx: int = 0,
         n_batch: int = 512,
-        n_ubatch: int = 512,
+        n_ubatch: Optional[int] = None,
         seed: int = -1,
         device: Optional[Union[int, str]] = None,
         backend: Optional[str] = None,
@@ -214,7 +219,7 @@ class Llama:
         if pooling_type not in _embed.POOLING_FROM_LLAMA:
             raise ValueError(f"pooling_type={pooling_type}: vkformer pools with -1 (the "
                              "model's), 0 (none), 1 (mean), 2 (CLS) or 3 (last)")
-        if n_batch < 1 or n_ubatch < 1:
+        if n_batch < 1 or (n_ubatch is not None and n_ubatch < 1):
             raise ValueError("n_batch and n_ubatch must be at least 1")
         if chat_format not in (None, "chatml", "chat_template.default"):
             raise ValueError(
@@ -241,13 +246,14 @@ class Llama:
         try:
             # an encoder embeds several inputs in one graph (0: the library's default width)
             self._session = _core.Session(self._model, n_ctx=n_ctx, cache_type=cache_type,
-                                          n_batch=0 if self._model.encoder_only else 1)
+                                          n_batch=0 if self._model.encoder_only else 1,
+                                          n_ubatch=n_ubatch or 0)
         except BaseException:
             self.close()
             raise
         self._n_ctx = self._session.n_ctx
         self._n_vocab = self._model.n_vocab
-        self.n_batch = min(n_batch, n_ubatch, self._n_ctx)
+        self.n_batch = min(n_batch, self._n_ctx)
         self._ids: List[int] = []
         self._logits = np.zeros(self._n_vocab, dtype=np.float32)
         self._last: npt.NDArray[np.float32] = self._logits
@@ -455,20 +461,50 @@ class Llama:
                 f"{self._n_ctx}", "VKF_ERROR_CONTEXT_FULL")
         expected = self._ids + tokens
         try:
-            for i in range(0, len(tokens), self.n_batch):
-                chunk = tokens[i: i + self.n_batch]
-                past = s.n_past
-                if self._logits_all:
-                    rows = self.scores[past: past + len(chunk)]
-                    s.eval(chunk, rows, all_rows=True)  # straight into scores: no copy
-                    self._last = rows[-1]
-                elif i + self.n_batch >= len(tokens):
-                    s.eval(chunk, self._logits)  # the LM head of the last position only
-                    self._last = self._logits
-                else:
-                    s.eval(chunk, None, all_rows=True)
+            with self._interruptible(s):
+                for i in range(0, len(tokens), self.n_batch):
+                    chunk = tokens[i: i + self.n_batch]
+                    past = s.n_past
+                    if self._logits_all:
+                        rows = self.scores[past: past + len(chunk)]
+                        s.eval(chunk, rows, all_rows=True)  # straight into scores: no copy
+                        self._last = rows[-1]
+                    elif i + self.n_batch >= len(tokens):
+                        s.eval(chunk, self._logits)  # the LM head of the last position only
+                        self._last = self._logits
+                    else:
+                        s.eval(chunk, None, all_rows=True)
         finally:
             self._sync(expected)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _interruptible(s: _core.Session) -> Iterator[None]:
+        """Ctrl-C inside a library call: in the main thread, while Python's own SIGINT handler
+        is in place, a SIGINT asks the session's abort callback to stop before the next forward
+        pass (a long prompt runs in passes of n_ubatch tokens), and KeyboardInterrupt follows
+        once the call has returned; the passes run stay in the cache."""
+        if (threading.current_thread() is not threading.main_thread()
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+            yield
+            return
+        hit: List[int] = []
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            hit.append(signum)
+            s.request_abort()
+
+        prev = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        except _errors.AbortedError:
+            if not hit:
+                raise
+        finally:
+            signal.signal(signal.SIGINT, prev)
+            s.request_abort(False)
+        if hit:
+            raise KeyboardInterrupt
 
     def _prepare(self, prompt: List[int]) -> None:
         """Puts `prompt` in the cache with the logits after it, reusing the longest prefix the
