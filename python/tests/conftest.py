@@ -26,10 +26,11 @@ sys.path.insert(0, str(REPO / "python" / "src"))
 import vkformer  # noqa: E402
 
 
-def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """The CLI of the build tree; stdout/stderr as text."""
+def run_cli(*args: str, timeout: float = 120,
+            input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI of the build tree; stdout/stderr as text (`input`: its stdin)."""
     return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)
+                          check=False, input=input)
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +47,76 @@ def tiny() -> vkformer.Llama:
         pytest.skip(f"{TINY}: the shared fixtures are not there")
     with vkformer.Llama(str(TINY), cache_type="f32", verbose=False) as llm:
         yield llm
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "real: a real trained model from the model cache (ctest python_pytest_real, "
+        "label real); skipped when the cache does not hold it")
+
+
+class Serve:
+    """`vkformer serve` of the build tree on a free loopback port (read from its stderr)."""
+
+    def __init__(self, model: str, *args: str) -> None:
+        import re
+        import threading
+        import time
+
+        self.p = subprocess.Popen([str(CLI), "serve", "-m", model, "--port", "0", *args],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.port = 0
+        self.log: list[str] = []
+        t0 = time.monotonic()
+        assert self.p.stderr is not None
+        while not self.port and time.monotonic() - t0 < 180:  # load + pipelines on lavapipe
+            line = self.p.stderr.readline()
+            if not line and self.p.poll() is not None:
+                break
+            self.log.append(line)
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+            if m:
+                self.port = int(m.group(1))
+        if not self.port:
+            self.close()
+            raise RuntimeError("vkformer serve did not start: " + "".join(self.log))
+        threading.Thread(target=lambda: [self.log.append(x) for x in self.p.stderr or []],
+                         daemon=True).start()
+
+    def post(self, path: str, body: dict) -> tuple[int, dict]:
+        """A JSON request; (status, the JSON answer)."""
+        import http.client
+        import json
+
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+        c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, json.loads(data)
+
+    def stream(self, path: str, body: dict) -> list[dict]:
+        """The server-sent events of a streamed request, as JSON objects ([DONE] left out)."""
+        import http.client
+        import json
+
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+        c.request("POST", path, json.dumps(dict(body, stream=True)),
+                  {"Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 200, r.read()
+        out = []
+        for line in r.read().decode().splitlines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                out.append(json.loads(line[6:]))
+        c.close()
+        return out
+
+    def close(self) -> None:
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()

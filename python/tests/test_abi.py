@@ -11,7 +11,7 @@ import tomllib
 
 import pytest
 import vkformer
-from vkformer import _chat, _lib
+from vkformer import _lib
 
 from conftest import REPO
 
@@ -28,7 +28,11 @@ def _c_layout(tmp_path, structs):
             lines.append(f'printf("{cname} {f[0]} %zu\\n", offsetof({cname}, {f[0]}));')
     for flag in ("VKF_TOKENIZE_ADD_SPECIAL", "VKF_TOKENIZE_SOURCE", "VKF_DETOKENIZE_SPECIAL",
                  "VKF_TOKENIZE_LITERAL", "VKF_DETOKENIZE_CONTINUATION", "VKF_BACKEND_CPU",
-                 "VKF_BACKEND_VULKAN", "VKF_CACHE_F32", "VKF_CACHE_F16"):
+                 "VKF_BACKEND_VULKAN", "VKF_CACHE_F32", "VKF_CACHE_F16", "VKF_GRAMMAR_NONE",
+                 "VKF_GRAMMAR_OPEN", "VKF_GRAMMAR_MAY_END", "VKF_GRAMMAR_MUST_END",
+                 "VKF_POOLING_DEFAULT", "VKF_POOLING_NONE", "VKF_POOLING_MEAN",
+                 "VKF_POOLING_CLS", "VKF_POOLING_LAST", "VKF_NORMALIZE_DEFAULT",
+                 "VKF_NORMALIZE_ON", "VKF_NORMALIZE_OFF"):
         lines.append(f'printf("flag {flag} %d\\n", (int){flag});')
     lines.append('printf("version %d.%d.%d\\n", VKF_VERSION_MAJOR, VKF_VERSION_MINOR, '
                  'VKF_VERSION_PATCH);')
@@ -44,9 +48,6 @@ def _c_layout(tmp_path, structs):
 
 def test_structs_and_flags_match_the_header(tmp_path):
     structs = dict(_lib.STRUCTS)
-    if _lib.has("vkf_embed"):
-        structs["vkf_embed_params"] = _chat._EmbedParams
-        structs["vkf_embeddings"] = _chat._Embeddings
     c = _c_layout(tmp_path, structs)
     for cname, cls in structs.items():
         # a struct may be longer in C than here only by fields added at its end (padded() keeps
@@ -65,6 +66,10 @@ def test_structs_and_flags_match_the_header(tmp_path):
     assert int(c["flag VKF_BACKEND_VULKAN"]) == _lib.BACKEND_VULKAN
     assert int(c["flag VKF_CACHE_F32"]) == _lib.CACHE_F32
     assert int(c["flag VKF_CACHE_F16"]) == _lib.CACHE_F16
+    for name in ("GRAMMAR_NONE", "GRAMMAR_OPEN", "GRAMMAR_MAY_END", "GRAMMAR_MUST_END",
+                 "POOLING_DEFAULT", "POOLING_NONE", "POOLING_MEAN", "POOLING_CLS",
+                 "POOLING_LAST", "NORMALIZE_DEFAULT", "NORMALIZE_ON", "NORMALIZE_OFF"):
+        assert int(c[f"flag VKF_{name}"]) == getattr(_lib, name), name
     # one version: the header's, the library's and the package's
     assert c["version"] == vkformer.__version__ == vkformer.version()
     meta = tomllib.loads((REPO / "python" / "pyproject.toml").read_text())
@@ -75,7 +80,7 @@ def test_structs_and_flags_match_the_header(tmp_path):
 
 def test_status_names_map_to_exception_classes():
     # every status the library names has its class; the class's status is the library's name
-    for code in range(1, 14):
+    for code in range(1, 15):  # VKF_ERROR_INVALID_ARGUMENT .. VKF_ERROR_ABORTED
         name = _lib.lib.vkf_status_name(code).decode()
         assert name in vkformer._errors.BY_STATUS, name
     assert _lib.lib.vkf_status_name(0).decode() == "VKF_OK"

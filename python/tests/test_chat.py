@@ -96,9 +96,3 @@ def test_chat_logprobs_shape(kjv):
         assert set(t) == {"token", "bytes", "logprob", "top_logprobs"}
         assert t["logprob"] == max(x["logprob"] for x in t["top_logprobs"])  # greedy
 
-
-def test_constrained_output_needs_the_grammar_sampler(kjv):
-    if vkformer._lib.has("vkf_json_schema_to_grammar"):
-        pytest.skip("this library has the grammar sampler: test_structured covers it")
-    with pytest.raises(vkformer.UnsupportedError, match="grammar"):
-        kjv.create_chat_completion(MESSAGES, response_format={"type": "json_object"})

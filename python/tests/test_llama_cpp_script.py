@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -33,6 +34,10 @@ def test_llama_cpp_script_runs_unchanged(tmp_path):
         assert got["streamed"] == llm("The quick brown fox", max_tokens=16)["choices"][0]["text"]
         assert got["n_ctx"] == 256 and got["n_vocab"] == llm.n_vocab()
         assert (got["eos"], got["bos"]) == (llm.token_eos(), llm.token_bos())
+        g = vkformer.LlamaGrammar.from_string('root ::= ("Yea" | "Nay") ", " [a-z]+ "."')
+        assert got["constrained"] == llm("And he said, ", grammar=g,
+                                         max_tokens=24)["choices"][0]["text"]
+        assert re.fullmatch(r"(Yea|Nay), [a-z]+\.", got["constrained"])
         llm.reset()
         llm.eval(llm.tokenize(b"In the beginning"))
         assert got["sampled"] == int(np.argmax(llm.logits()))

@@ -6,6 +6,10 @@ High level, llama-cpp-python's API::
     llm = Llama(model_path="models/kjv-gpt")
     print(llm("And God said", max_tokens=32, seed=42)["choices"][0]["text"])
 
+Constrained output: ``grammar=LlamaGrammar.from_string(...)`` / ``from_json_schema(...)``,
+``response_format`` and ``tools`` / ``tool_choice`` in ``create_chat_completion``; embeddings:
+``Llama(path, embedding=True).create_embedding(...)`` / ``embed(...)``.
+
 Low level: :func:`devices`, :func:`selftest`, :data:`__version__`, and the thin wrappers
 :class:`Context`, :class:`Model`, :class:`Session`, :class:`Sampler` of include/vkformer.h.
 Errors raise :class:`VkformerError` subclasses carrying the library's message.
@@ -13,7 +17,7 @@ Errors raise :class:`VkformerError` subclasses carrying the library's message.
 
 from __future__ import annotations
 
-from . import llama_types
+from . import llama_grammar, llama_types
 from ._core import (
     Context,
     Model,
@@ -43,6 +47,7 @@ from ._errors import (
     VkformerError,
     VulkanError,
 )
+from .llama_grammar import LlamaGrammar
 from .llama import (
     LLAMA_DEFAULT_SEED,
     Llama,
@@ -57,10 +62,10 @@ __version__: str = version()
 
 __all__ = [
     "AbortedError", "Context", "ContextFullError", "FileError", "FormatError", "InternalError",
-    "InvalidArgumentError", "LLAMA_DEFAULT_SEED", "Llama", "LogitsProcessor",
+    "InvalidArgumentError", "LLAMA_DEFAULT_SEED", "Llama", "LlamaGrammar", "LogitsProcessor",
     "LogitsProcessorList", "Model", "NoDeviceError", "NoVulkanError", "OutOfMemoryError",
     "Sampler", "Session", "ShaderError", "StoppingCriteria", "StoppingCriteriaList", "Stopper",
     "TokenError", "UnsupportedError", "ValidationError", "VkformerError", "VulkanError",
-    "__version__", "devices", "git_revision", "llama_types", "render_template", "selftest",
+    "__version__", "devices", "git_revision", "llama_grammar", "llama_types", "render_template", "selftest",
     "version",
 ]

@@ -1,14 +1,12 @@
-"""Chat and embeddings for :class:`vkformer.Llama`: the template, OpenAI's chat shapes,
-constrained output and the embeddings API."""
+"""Chat for :class:`vkformer.Llama`: the template, OpenAI's chat shapes, constrained output
+(response_format, grammars) and tool calls, mapped onto the library as `vkformer serve` maps
+them (src/serve/structured.c), so the same request gives the same answer through both."""
 
 from __future__ import annotations
 
-import ctypes
-from ctypes import POINTER, Structure, byref, c_float, c_int, c_int32, c_int64, c_void_p
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
-from . import _core, _errors, _lib
-from ._lib import lib
+from . import _core, _errors
 
 if TYPE_CHECKING:
     from .llama import Llama
@@ -47,7 +45,11 @@ def render(llm: "Llama", messages: List[Dict[str, Any]], tools: Optional[List[Di
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise ValueError(f"messages[{i}]: expected a dict with a 'role' string")
         m = dict(m)
-        m["content"] = _content_text(m.get("content"), i)
+        calls = m.get("tool_calls")
+        # an assistant turn that called tools keeps its null content (as the server): the
+        # templates test it
+        if not (m.get("content") is None and isinstance(calls, list) and calls):
+            m["content"] = _content_text(m.get("content"), i)
         msgs.append(m)
     if tools is not None and not isinstance(tools, list):
         raise ValueError("tools: expected a list of tool schemas")
@@ -63,31 +65,90 @@ def render(llm: "Llama", messages: List[Dict[str, Any]], tools: Optional[List[Di
 # ---------------------------------------------------------------- constrained output
 
 
-def require_grammar() -> None:
-    """Refuses constrained output while the library has no grammar in its sampler."""
-    raise _errors.UnsupportedError(
-        "constrained output (grammar=, response_format=, tool_choice) needs the library's "
-        "grammar sampler (vkf_sampler_params.grammar), which this build of vkformer does not "
-        "have", "VKF_ERROR_UNSUPPORTED")
+def grammar_text(grammar: Any) -> Optional[Tuple[str, Optional[str]]]:
+    """(GBNF text, start rule) of a ``grammar=`` argument: a :class:`vkformer.LlamaGrammar`
+    or GBNF text (checked here: FormatError names the line and column); None for None."""
+    if grammar is None:
+        return None
+    if isinstance(grammar, str):
+        _core.grammar_check(grammar)
+        return grammar, None
+    text = getattr(grammar, "_grammar", None)
+    if not isinstance(text, str):
+        raise TypeError("grammar: expected a vkformer.LlamaGrammar or GBNF text")
+    return text, getattr(grammar, "_root", None)
 
 
-def constraint(response_format: Optional[Dict[str, Any]], tools: Optional[List[Dict[str, Any]]],
-               tool_choice: Any, function_call: Any) -> Any:
-    """The grammar a request asks for (response_format json_object / json_schema, a named or
-    required tool choice), or None."""
+def _schema_grammar(schema: Any, field: str) -> str:
+    try:
+        return _core.json_schema_to_grammar(schema)
+    except _errors.VkformerError as e:
+        raise type(e)(f"{field}: {e.message}", e.status) from None
+
+
+def tool_choice_of(tool_choice: Any, function_call: Any) -> Any:
+    """OpenAI's tool_choice, or the legacy function_call ("none", "auto", {"name": ...})."""
+    if tool_choice is not None or function_call is None:
+        return tool_choice
+    if isinstance(function_call, dict) and isinstance(function_call.get("name"), str):
+        return {"type": "function", "function": {"name": function_call["name"]}}
+    return function_call
+
+
+def constraint(llm: "Llama", response_format: Optional[Dict[str, Any]],
+               tools: Optional[List[Dict[str, Any]]], tool_choice: Any,
+               parallel_tool_calls: Optional[bool],
+               grammar: Optional[Tuple[str, Optional[str]]],
+               ) -> Tuple[Optional[Tuple[str, Optional[str]]], Optional[int]]:
+    """The grammar a chat request asks for and the tool-call format to parse its answer in
+    (None: no tools), as the server reads response_format, grammar, tools, tool_choice and
+    parallel_tool_calls. Two constraints at once are refused, naming both."""
+    g = grammar
+    source = "grammar" if grammar is not None else None
     if response_format is not None:
         kind = response_format.get("type") if isinstance(response_format, dict) else None
-        if kind not in ("text", "json_object", "json_schema"):
+        if not isinstance(kind, str):
             raise ValueError("response_format: expected {'type': 'text' | 'json_object' | "
                              "'json_schema', ...}")
-        if kind != "text":
-            require_grammar()
-    choice = tool_choice if tool_choice is not None else function_call
-    if isinstance(choice, dict) or choice == "required":
-        if not tools:
-            raise ValueError("tool_choice: no tools given")
-        require_grammar()
-    return None
+        schema: Any = None
+        if kind == "json_object":  # any object, or llama-cpp-python's "schema" beside it
+            schema = response_format.get("schema") or {"type": "object"}
+        elif kind == "json_schema":
+            w = response_format.get("json_schema")
+            if not isinstance(w, dict) or "schema" not in w:
+                raise ValueError("response_format: json_schema needs {'json_schema': {'name': "
+                                 "..., 'schema': {...}}}")
+            if w.get("strict") not in (None, True, False):
+                raise ValueError("response_format.json_schema.strict: expected True or False")
+            schema = w["schema"]  # strict or not, the grammar enforces the schema
+        elif kind != "text":
+            raise ValueError(f"response_format: type {kind!r} is not text, json_object or "
+                             "json_schema")
+        if schema is not None:
+            if g is not None:
+                raise ValueError("grammar and response_format both constrain the output: "
+                                 "give one")
+            field = ("response_format.json_schema.schema" if kind == "json_schema"
+                     else "response_format")
+            g, source = (_schema_grammar(schema, field), None), "response_format"
+    if tool_choice is not None and not tools:
+        raise ValueError("tool_choice: given without tools")
+    if parallel_tool_calls is not None and not isinstance(parallel_tool_calls, bool):
+        raise ValueError("parallel_tool_calls: expected True or False")
+    if tools is not None and not isinstance(tools, list):
+        raise ValueError("tools: expected a list of tool schemas")
+    fmt: Optional[int] = None
+    if tools and tool_choice != "none":
+        fmt = llm._m().tool_format
+        par = True if parallel_tool_calls is None else parallel_tool_calls
+        tg = _core.tool_calls_grammar(fmt, tools, tool_choice, par)
+        if tg is not None:
+            if g is not None:
+                what = tool_choice if isinstance(tool_choice, str) else "(a function)"
+                raise ValueError(f"tool_choice {what} and {source} both constrain the output: "
+                                 "give one")
+            g = (tg, None)
+    return g, fmt
 
 
 # ---------------------------------------------------------------- OpenAI's chat shapes
@@ -107,9 +168,18 @@ def _chat_logprobs(lp: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     }
 
 
-def completion_to_chat(c: Dict[str, Any]) -> Any:
-    """A text completion as a chat.completion (llama-cpp-python's conversion)."""
+def completion_to_chat(c: Dict[str, Any], tool_format: Optional[int] = None) -> Any:
+    """A text completion as a chat.completion (llama-cpp-python's conversion). With tools
+    (`tool_format`), the answer parsed in the model's format (vkf_tool_calls_parse): calls
+    become ``message.tool_calls`` and the finish reason ``"tool_calls"`` (unless the answer
+    was cut off: ``"length"``), as the server answers."""
     ch = c["choices"][0]
+    finish = ch["finish_reason"]
+    message: Dict[str, Any] = {"role": "assistant", "content": ch["text"]}
+    if tool_format is not None:
+        message = _core.tool_calls_parse(tool_format, ch["text"])
+        if message.get("tool_calls") and finish != "length":
+            finish = "tool_calls"
     return {
         "id": "chat" + c["id"],
         "object": "chat.completion",
@@ -117,9 +187,9 @@ def completion_to_chat(c: Dict[str, Any]) -> Any:
         "model": c["model"],
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": ch["text"]},
+            "message": message,
             "logprobs": _chat_logprobs(ch["logprobs"]),
-            "finish_reason": ch["finish_reason"],
+            "finish_reason": finish,
         }],
         "usage": c["usage"],
     }
@@ -143,87 +213,31 @@ def chunks_to_chat(chunks: Iterator[Dict[str, Any]]) -> Iterator[Any]:
         }]}
 
 
-# ---------------------------------------------------------------- embeddings (vkf_embed)
-
-
-class _EmbedParams(Structure):
-    _fields_ = [("pooling", c_int), ("normalize", c_int)]
-
-
-class _Embeddings(Structure):
-    _fields_ = [
-        ("n_inputs", c_int32),
-        ("dim", c_int32),
-        ("n_vectors", c_int32),
-        ("data", POINTER(c_float)),
-        ("n_tokens", POINTER(c_int32)),
-        ("first", POINTER(c_int32)),
-        ("truncated", POINTER(c_int32)),
-        ("n_truncated", c_int32),
-        ("total_tokens", c_int64),
-        ("pooling", c_int),
-        ("normalized", c_int),
-    ]
-
-
-_POOLING_NONE = 1
-_NORMALIZE = {None: 0, True: 1, False: 2}
-
-
-def embed(llm: "Llama", input: Union[str, List[str]], normalize: Optional[bool] = None,
-          truncate: bool = True, return_count: bool = False) -> Any:
-    """The embedding of each input (vkf_embed): a list of floats per input (a list of them,
-    one per token, when the model's pooling is none)."""
-    if not _lib.has("vkf_embed"):
-        raise _errors.UnsupportedError(
-            "embeddings need the library's vkf_embed (encoder-only models), which this build of "
-            "vkformer does not have", "VKF_ERROR_UNSUPPORTED")
-    if not llm._embedding:
-        raise RuntimeError("Llama model must be created with embedding=True to call this method")
-    texts = [input] if isinstance(input, str) else list(input)
-    if not all(isinstance(t, str) for t in texts):
-        raise TypeError("input: expected a string or a list of strings")
-    enc = [_lib.cstr(t) for t in texts]
-    arr = (ctypes.c_char_p * max(1, len(enc)))(*enc)
-    p = _lib.padded(_EmbedParams(0, _NORMALIZE[normalize]))
-    out = c_void_p()
-    fn = lib.vkf_embed
-    fn.restype = c_int
-    fn.argtypes = [c_void_p, POINTER(ctypes.c_char_p), c_int32, c_void_p, POINTER(c_void_p)]
-    with llm._lock:
-        _lib.check(fn(llm._s()._handle(), arr, len(enc), ctypes.addressof(p), byref(out)),
-                   "embed")
-    lib.vkf_embeddings_free.argtypes = [c_void_p]
-    lib.vkf_embeddings_free.restype = None
+def tool_chunks_to_chat(chunks: Iterator[Dict[str, Any]], tool_format: int) -> Iterator[Any]:
+    """Completion chunks as chat.completion.chunk dicts with tool calls, as the server streams
+    them: a first chunk with the role (and empty content), then the deltas of the library's
+    stream parser (text, a call's id and name, its arguments in pieces), then the finish
+    reason (``"tool_calls"`` when the answer held calls and was not cut off)."""
+    parser = _core.ToolParser(tool_format)
     try:
-        e = ctypes.cast(out, POINTER(_Embeddings)).contents
-        if not truncate and e.n_truncated:
-            cut = [i for i in range(e.n_inputs) if e.truncated[i]]
-            raise ValueError(f"input {cut[0]}: {e.truncated[cut[0]]} tokens past the model's "
-                             "length (truncate=True cuts them)")
-        dim = e.dim
-        data: List[Any] = []
-        for i in range(e.n_inputs):
-            if e.pooling == _POOLING_NONE:
-                rows = range(e.first[i], e.first[i] + e.n_tokens[i])
-                data.append([e.data[r * dim: (r + 1) * dim] for r in rows])
-            else:
-                r = e.first[i]
-                data.append(e.data[r * dim: (r + 1) * dim])
-        total = int(e.total_tokens)
+        first = True
+        for c in chunks:
+            base = {"id": "chat" + c["id"], "model": c["model"], "created": c["created"],
+                    "object": "chat.completion.chunk"}
+
+            def one(delta: Dict[str, Any], finish: Optional[str] = None) -> Dict[str, Any]:
+                return {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                             "finish_reason": finish}]}
+
+            if first:
+                yield one({"role": "assistant", "content": ""})
+                first = False
+            ch = c["choices"][0]
+            last = ch["finish_reason"] is not None
+            for d in parser.push(ch["text"], last):
+                yield one(d)
+            if last:
+                fin = ch["finish_reason"]
+                yield one({}, "tool_calls" if parser.n_calls > 0 and fin != "length" else fin)
     finally:
-        lib.vkf_embeddings_free(out)
-    result = data[0] if isinstance(input, str) else data
-    return (result, total) if return_count else result
-
-
-def create_embedding(llm: "Llama", input: Union[str, List[str]], model: Optional[str]) -> Any:
-    """OpenAI's embeddings response (llama-cpp-python's create_embedding)."""
-    inputs = input if isinstance(input, list) else [input]
-    embeds, total = embed(llm, inputs, return_count=True)
-    return {
-        "object": "list",
-        "data": [{"object": "embedding", "embedding": e, "index": i} for i, e in enumerate(embeds)],
-        "model": model if model is not None else llm.model_path,
-        "usage": {"prompt_tokens": total, "total_tokens": total},
-    }
+        parser.close()

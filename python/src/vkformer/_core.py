@@ -229,6 +229,16 @@ class Model(_Handle):
     def architecture(self) -> str:
         return (self.desc.architecture or b"").decode()
 
+    @property
+    def encoder_only(self) -> bool:
+        """An embedding model (bert, nomic-bert): :meth:`Session.embed`, not generation."""
+        return bool(self.desc.encoder_only)
+
+    @property
+    def tool_format(self) -> int:
+        """The tool-call format of the chat template (``vkf_model_tool_format``)."""
+        return int(lib.vkf_model_tool_format(self._handle()))
+
     def info(self) -> dict[str, Any]:
         """The library's report (``vkformer info --json``) as a dict."""
         out = c_void_p()
@@ -337,20 +347,36 @@ class Session(_Handle):
         model: the model (it must stay open while the session lives).
         n_ctx: tokens the cache holds; 0: the model's.
         cache_type: ``None`` (the device's default), ``"f16"`` or ``"f32"``.
+        n_batch: sequences evaluated together (an encoder-only model: inputs embedded in one
+            graph; 0: the library's default).
+        n_ubatch: most tokens in one forward pass (llama.cpp's -ub; 0: the library's: 512 on
+            GPUs, 64 on CPU drivers): a prompt runs in passes of this many, and
+            :meth:`request_abort` is heard between them.
     """
 
     _free = staticmethod(lib.vkf_session_free)
 
-    def __init__(self, model: Model, n_ctx: int = 0, cache_type: str | None = None) -> None:
+    def __init__(self, model: Model, n_ctx: int = 0, cache_type: str | None = None,
+                 n_batch: int = 1, n_ubatch: int = 0) -> None:
         super().__init__()
         kinds = {None: _lib.CACHE_DEFAULT, "f32": _lib.CACHE_F32, "f16": _lib.CACHE_F16}
         if cache_type not in kinds:
             raise ValueError(f"cache_type: expected None, 'f16' or 'f32', got {cache_type!r}")
         self.model = model
-        p = _lib.SessionParams(int(n_ctx), 1, kinds[cache_type])
+        # the library's abort callback (llama.cpp's), asked before every forward pass: a flag
+        # of its own, so the callback holds no reference to the session
+        flag = self._abort = [False]
+        self._abort_cb = _lib.AbortFn(lambda _user: 1 if flag[0] else 0)
+        p = _lib.SessionParams(int(n_ctx), int(n_batch), kinds[cache_type], int(n_ubatch),
+                               self._abort_cb, None)
         box = _lib.padded(p)
         _lib.check(lib.vkf_session_create(model._handle(), ctypes.addressof(box),
                                           byref(self._h)), "session")
+
+    def request_abort(self, on: bool = True) -> None:
+        """Stops the running call before its next forward pass (AbortedError; the passes run
+        stay in the cache), from any thread or a signal handler; False clears the request."""
+        self._abort[0] = bool(on)
 
     @property
     def n_past(self) -> int:
@@ -395,25 +421,103 @@ class Session(_Handle):
         _lib.check(fn(self._handle(), _ptr(ids), len(ids), out))
 
 
+    def embed(self, inputs: Sequence[str] | Sequence[Sequence[int]], pooling: int = 0,
+              normalize: int = 0) -> Embeddings:
+        """Embeds texts (with the model's special tokens) or token-id lists (used as given) with
+        an encoder-only model (vkf_embed / vkf_embed_tokens); `pooling` and `normalize` are
+        vkf_pooling / vkf_normalize values (0: the model's). The GIL is released while it
+        runs."""
+        box = _lib.padded(_lib.EmbedParams(int(pooling), int(normalize)))
+        out = c_void_p()
+        n = len(inputs)
+        if n and not isinstance(inputs[0], (str, bytes)):
+            arrs = [_ids(list(t)) for t in inputs]
+            ptrs = (_I32P * max(1, n))(*[_ptr(a) for a in arrs])
+            lens = np.array([len(a) for a in arrs], dtype=np.int32)
+            _lib.check(lib.vkf_embed_tokens(self._handle(), ptrs, _ptr(lens), n,
+                                            ctypes.addressof(box), byref(out)), "embed")
+        else:
+            enc = [_lib.cstr(t) for t in inputs]  # type: ignore[arg-type]
+            arr = (ctypes.c_char_p * max(1, n))(*enc)
+            _lib.check(lib.vkf_embed(self._handle(), arr, n, ctypes.addressof(box),
+                                     byref(out)), "embed")
+        return Embeddings(out)
+
+
+class Embeddings:
+    """The library's vkf_embeddings, copied out: ``vectors`` (n_vectors x dim float32, input
+    after input), ``first`` / ``n_tokens`` / ``truncated`` per input, ``total_tokens``,
+    ``pooling`` (a vkf_pooling) and ``normalized``."""
+
+    def __init__(self, handle: c_void_p) -> None:
+        try:
+            e = ctypes.cast(handle, ctypes.POINTER(_lib.Embeddings)).contents
+            n = int(e.n_inputs)
+            self.dim = int(e.dim)
+            self.vectors: npt.NDArray[np.float32] = np.ctypeslib.as_array(
+                e.data, shape=(int(e.n_vectors), self.dim)).copy() if e.n_vectors else \
+                np.zeros((0, self.dim), dtype=np.float32)
+            self.first = [int(e.first[i]) for i in range(n)]
+            self.n_tokens = [int(e.n_tokens[i]) for i in range(n)]
+            self.truncated = [int(e.truncated[i]) for i in range(n)]
+            self.total_tokens = int(e.total_tokens)
+            self.pooling = int(e.pooling)
+            self.normalized = bool(e.normalized)
+        finally:
+            lib.vkf_embeddings_free(handle)
+
+    def of(self, i: int) -> npt.NDArray[np.float32]:
+        """Input i's vector (pooled), or its rows, one per token (``VKF_POOLING_NONE``)."""
+        if self.pooling == _lib.POOLING_NONE:
+            return self.vectors[self.first[i]: self.first[i] + self.n_tokens[i]]
+        return self.vectors[self.first[i]]
+
+
 # ---------------------------------------------------------------- sampling
 
 
 class Sampler(_Handle):
-    """The library's sampler chain (llama.cpp's order: penalties, top-k, typical-p, top-p, min-p,
-    temperature, draw); see vkf_sampler_params for each field."""
+    """The library's sampler chain (llama.cpp's order: [grammar], penalties, top-k, typical-p,
+    top-p, min-p, temperature, draw); see vkf_sampler_params for each field.
+
+    Args:
+        model: the model whose vocabulary a grammar is matched against (needed with
+            ``grammar``; it must stay open while the sampler lives).
+        grammar: a GBNF grammar (text): only tokens that continue a string it derives are
+            drawn, and each drawn token advances it (a malformed one raises FormatError with
+            its line and column).
+        grammar_root: its start rule (default ``"root"``).
+        **params: the other fields of vkf_sampler_params (temp, top_k, top_p, seed, ...).
+    """
 
     _free = staticmethod(lib.vkf_sampler_free)
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, model: Model | None = None, grammar: str | None = None,
+                 grammar_root: str | None = None, **params: Any) -> None:
         super().__init__()
         p = _lib.SamplerParams()
         for k, v in params.items():
-            if not hasattr(p, k):
+            if not hasattr(p, k) or k in ("grammar", "grammar_root"):
                 raise TypeError(f"Sampler: unknown parameter {k!r}")
             setattr(p, k, v)
+        # the library copies the grammar's text: these need only outlive the call
+        g, root = _lib.cstr(grammar), _lib.cstr(grammar_root)
+        p.grammar, p.grammar_root = g, root
         self.params = p
+        self.model = model
         box = _lib.padded(p)
-        _lib.check(lib.vkf_sampler_create(ctypes.addressof(box), byref(self._h)), "sampler")
+        if model is not None:
+            _lib.check(lib.vkf_sampler_create_ex(model._handle(), ctypes.addressof(box),
+                                                 byref(self._h)), "sampler")
+        else:
+            _lib.check(lib.vkf_sampler_create(ctypes.addressof(box), byref(self._h)), "sampler")
+
+    @property
+    def grammar_state(self) -> int:
+        """Where the grammar stands after the tokens drawn so far: ``GRAMMAR_NONE`` (no
+        grammar), ``GRAMMAR_OPEN``, ``GRAMMAR_MAY_END`` or ``GRAMMAR_MUST_END`` (complete,
+        nothing can extend it: only end-of-generation)."""
+        return int(lib.vkf_sampler_grammar_state(self._handle()))
 
     def sample(self, logits: npt.NDArray[np.float32]) -> int:
         """A token drawn from `logits` (float32, C-contiguous, n_vocab values)."""
@@ -452,6 +556,80 @@ class Stopper(_Handle):
         emit, n = c_void_p(), c_size_t(0)
         lib.vkf_stopper_flush(self._handle(), byref(emit), byref(n))
         return ctypes.string_at(emit.value, n.value) if n.value else b""
+
+
+# ---------------------------------------------------------------- structured output
+
+
+def grammar_check(gbnf: str, root: str | None = None) -> None:
+    """Parses a GBNF grammar (llama.cpp's format) without a model; raises FormatError with the
+    line, column and what was expected."""
+    _lib.check(lib.vkf_grammar_check(_lib.cstr(gbnf), _lib.cstr(root)))
+
+
+def json_schema_to_grammar(schema: str | dict[str, Any] | bool) -> str:
+    """The GBNF grammar of the JSON texts a JSON Schema validates (vkf_json_schema_to_grammar,
+    llama.cpp's layout). A keyword the library does not translate raises UnsupportedError
+    naming it and where it is; a malformed schema FormatError."""
+    text = schema if isinstance(schema, str) else json.dumps(schema, ensure_ascii=False)
+    out = c_void_p()
+    _lib.check(lib.vkf_json_schema_to_grammar(_lib.cstr(text), byref(out)))
+    return _lib.take_string(out).decode("utf-8")
+
+
+def tool_format_name(fmt: int) -> str:
+    """"generic", "hermes", "llama3", "mistral", "deepseek" or "functionary"."""
+    return (lib.vkf_tool_format_name(int(fmt)) or b"").decode()
+
+
+def tool_calls_grammar(fmt: int, tools: list[dict[str, Any]], tool_choice: Any,
+                       parallel: bool = True) -> str | None:
+    """The grammar of tool_choice over tools in the model's call syntax (None for "none" and
+    "auto": no constraint)."""
+    out = c_void_p()
+    _lib.check(lib.vkf_tool_calls_grammar(
+        int(fmt), _lib.cstr(json.dumps(tools, ensure_ascii=False)),
+        _lib.cstr(json.dumps(tool_choice, ensure_ascii=False)) if tool_choice is not None
+        else None, int(bool(parallel)), byref(out)))
+    return _lib.take_string(out).decode("utf-8") if out.value else None
+
+
+def tool_calls_parse(fmt: int, text: str | bytes) -> dict[str, Any]:
+    """A model's whole answer -> OpenAI's assistant message (``tool_calls`` when it holds
+    calls; text that is not a call stays in ``content``)."""
+    b = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    out = c_void_p()
+    _lib.check(lib.vkf_tool_calls_parse(int(fmt), b, len(b), byref(out)), "tool calls")
+    return json.loads(_lib.take_string(out))
+
+
+class ToolParser(_Handle):
+    """Tool calls from a stream of answer text (vkf_tool_parser): pieces go in, OpenAI's
+    ``delta`` objects come out (text, then a call's id and name, then its arguments in pieces)."""
+
+    _free = staticmethod(lib.vkf_tool_parser_free)
+
+    def __init__(self, fmt: int) -> None:
+        super().__init__()
+        _lib.check(lib.vkf_tool_parser_create(int(fmt), byref(self._h)), "tool parser")
+
+    def push(self, text: str | bytes, last: bool = False) -> list[dict[str, Any]]:
+        """Appends `text`; `last`: the answer is complete. Returns the deltas ready now."""
+        b = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        out = c_void_p()
+        _lib.check(lib.vkf_tool_parser_push(self._handle(), b, len(b), int(last), byref(out)),
+                   "tool parser")
+        return json.loads(_lib.take_string(out) or b"[]")
+
+    def message(self) -> dict[str, Any]:
+        """The message so far (after the last piece: vkf_tool_calls_parse's of the whole)."""
+        out = c_void_p()
+        _lib.check(lib.vkf_tool_parser_message(self._handle(), byref(out)), "tool parser")
+        return json.loads(_lib.take_string(out))
+
+    @property
+    def n_calls(self) -> int:
+        return int(lib.vkf_tool_parser_n_calls(self._handle()))
 
 
 # ---------------------------------------------------------------- the library itself

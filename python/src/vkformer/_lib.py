@@ -84,6 +84,7 @@ DETOKENIZE_CONTINUATION = 32
 ProgressFn = CFUNCTYPE(None, c_void_p, c_double, c_double)
 AbortFn = CFUNCTYPE(c_int, c_void_p)
 LogFn = CFUNCTYPE(None, c_void_p, c_char_p)
+AbortFn = CFUNCTYPE(c_int, c_void_p)  # vkf_session_params.abort_callback
 
 
 class ContextParams(Structure):
@@ -138,6 +139,10 @@ class ModelDesc(Structure):
         ("n_params", c_int64),
         ("wtype", c_int),
         ("weight_bytes", c_size_t),
+        ("encoder_only", c_int),
+        ("pooling", c_int32),
+        ("normalize", c_int),
+        ("n_embd_max", c_int32),
     ]
 
 
@@ -165,6 +170,8 @@ class SamplerParams(Structure):
         ("frequency_penalty", c_float),
         ("penalty_last_n", c_int32),
         ("ignore_eos", c_int),
+        ("grammar", c_char_p),
+        ("grammar_root", c_char_p),
     ]
 
 
@@ -177,6 +184,34 @@ class MemoryInfo(Structure):
         ("device_total", c_uint64),
         ("device_used", c_uint64),
         ("device_available", c_uint64),
+    ]
+
+
+# vkf_grammar_state values (vkf_sampler_grammar_state)
+GRAMMAR_NONE, GRAMMAR_OPEN, GRAMMAR_MAY_END, GRAMMAR_MUST_END = 0, 1, 2, 3
+
+# vkf_pooling, vkf_normalize
+POOLING_DEFAULT, POOLING_NONE, POOLING_MEAN, POOLING_CLS, POOLING_LAST = 0, 1, 2, 3, 4
+NORMALIZE_DEFAULT, NORMALIZE_ON, NORMALIZE_OFF = 0, 1, 2
+
+
+class EmbedParams(Structure):
+    _fields_ = [("pooling", c_int), ("normalize", c_int)]
+
+
+class Embeddings(Structure):
+    _fields_ = [
+        ("n_inputs", c_int32),
+        ("dim", c_int32),
+        ("n_vectors", c_int32),
+        ("data", POINTER(c_float)),
+        ("n_tokens", POINTER(c_int32)),
+        ("first", POINTER(c_int32)),
+        ("truncated", POINTER(c_int32)),
+        ("n_truncated", c_int32),
+        ("total_tokens", c_int64),
+        ("pooling", c_int),
+        ("normalized", c_int),
     ]
 
 
@@ -209,6 +244,8 @@ STRUCTS: dict[str, type[Structure]] = {
     "vkf_session_params": SessionParams,
     "vkf_sampler_params": SamplerParams,
     "vkf_memory_info": MemoryInfo,
+    "vkf_embed_params": EmbedParams,
+    "vkf_embeddings": Embeddings,
 }
 
 # ---------------------------------------------------------------- functions
@@ -250,6 +287,7 @@ _fn("vkf_chat_template_render", c_int, c_char_p, c_char_p, c_char_p, c_char_p, c
     c_char_p, c_int, _OUT)
 _fn("vkf_session_create", c_int, c_void_p, c_void_p, _OUT)
 _fn("vkf_session_free", None, c_void_p)
+_fn("vkf_session_set_abort_callback", None, c_void_p, AbortFn, c_void_p)
 _fn("vkf_session_reset", None, c_void_p)
 _fn("vkf_session_n_past", c_int32, c_void_p)
 _fn("vkf_session_n_ctx", c_int32, c_void_p)
@@ -261,10 +299,30 @@ _fn("vkf_sampler_create", c_int, c_void_p, _OUT)
 _fn("vkf_sampler_free", None, c_void_p)
 _fn("vkf_sampler_sample", c_int, c_void_p, c_void_p, c_int32, _I32P)
 _fn("vkf_sampler_accept", c_int, c_void_p, c_int32)
+_fn("vkf_sampler_create_ex", c_int, c_void_p, c_void_p, _OUT)
+_fn("vkf_sampler_grammar_state", c_int, c_void_p)
 _fn("vkf_stopper_create", c_int, _P(c_char_p), c_int, _OUT)
 _fn("vkf_stopper_free", None, c_void_p)
 _fn("vkf_stopper_push", c_int, c_void_p, c_char_p, c_size_t, _OUT, _P(c_size_t))
 _fn("vkf_stopper_flush", None, c_void_p, _OUT, _P(c_size_t))
+# embeddings (encoder-only models)
+_fn("vkf_embed", c_int, c_void_p, _P(c_char_p), c_int32, c_void_p, _OUT)
+_fn("vkf_embed_tokens", c_int, c_void_p, _P(_I32P), _I32P, c_int32, c_void_p, _OUT)
+_fn("vkf_embeddings_free", None, c_void_p)
+# structured output: grammars, JSON Schemas, tool calls
+_fn("vkf_grammar_check", c_int, c_char_p, c_char_p)
+_fn("vkf_json_schema_to_grammar", c_int, c_char_p, _OUT)
+_fn("vkf_model_tool_format", c_int, c_void_p)
+_fn("vkf_tool_format_detect", c_int, c_char_p)
+_fn("vkf_tool_format_name", c_char_p, c_int)
+_fn("vkf_tool_format_from_name", c_int, c_char_p)
+_fn("vkf_tool_calls_parse", c_int, c_int, c_char_p, c_size_t, _OUT)
+_fn("vkf_tool_calls_grammar", c_int, c_int, c_char_p, c_char_p, c_int, _OUT)
+_fn("vkf_tool_parser_create", c_int, c_int, _OUT)
+_fn("vkf_tool_parser_free", None, c_void_p)
+_fn("vkf_tool_parser_push", c_int, c_void_p, c_char_p, c_size_t, c_int, _OUT)
+_fn("vkf_tool_parser_message", c_int, c_void_p, _OUT)
+_fn("vkf_tool_parser_n_calls", c_int, c_void_p)
 
 
 def has(name: str) -> bool:

@@ -19,7 +19,9 @@ runs, so other Python threads go on.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -42,7 +44,7 @@ from typing import (
 import numpy as np
 import numpy.typing as npt
 
-from . import _chat, _core, _errors, _lib
+from . import _chat, _core, _embed, _errors, _lib
 from .llama_types import (
     ChatCompletionRequestMessage,
     ChatCompletionRequestResponseFormat,
@@ -104,7 +106,6 @@ _DEFAULTS: Dict[str, Any] = {  # refused unless left at llama-cpp-python's defau
     "yarn_beta_fast": (32.0,),
     "yarn_beta_slow": (1.0,),
     "yarn_orig_ctx": (0,),
-    "pooling_type": (-1,),
     "attention_type": (-1,),
     "vocab_only": (False,),
     "kv_overrides": (None,),
@@ -137,8 +138,11 @@ class Llama:
         model_path: a .gguf file or a model directory (config.json + model.safetensors ...).
         n_ctx: tokens of context; 0 (default): the library's default, min(4096, the model's
             training context), as ``vkformer generate`` without ``-c``.
-        n_batch: the prompt is evaluated in chunks of at most this many tokens (the CLI's
-            ``-b``); a prompt no longer than it is one pass, as the CLI without ``-b``.
+        n_batch: the prompt is handed to the library in chunks of at most this many tokens
+            (the CLI's ``-b``).
+        n_ubatch: most tokens in one forward pass (the CLI's ``-ub``); None: the library's
+            (512 on GPUs, 64 on CPU drivers such as lavapipe and on the CPU backend). Ctrl-C
+            is heard between two passes.
         seed: -1 (or llama.cpp's 0xFFFFFFFF): a random seed per call; else the seed of every
             call that passes none (``vkformer generate -s SEED``).
         device: a Vulkan device index or name substring (``-dev``); None: ``VKF_DEVICE``, else
@@ -146,7 +150,10 @@ class Llama:
         backend: None (Vulkan if there is a device, else the CPU), ``"vulkan"`` or ``"cpu"``
             (the reference backend; also ``n_gpu_layers=0``, as the CLI's ``-ngl 0``).
         cache_type: the KV cache type, None (the device's default), ``"f16"`` or ``"f32"``.
-        embedding: load for embeddings (``create_embedding`` / ``embed``).
+        embedding: load for embeddings (``create_embedding`` / ``embed``): an encoder-only
+            model (the BERT family: all-MiniLM, BGE, E5, nomic-bert).
+        pooling_type: llama.cpp's pooling of the token vectors: -1 (the model's own), 0
+            (none: one vector per token), 1 (mean), 2 (CLS), 3 (last).
         logits_all: keep the logits of every position in ``scores`` (needed for ``echo`` with
             ``logprobs``); otherwise only the last position's.
         last_n_tokens_size: the repeat-penalty window, tokens.
@@ -166,13 +173,14 @@ class Llama:
         *,
         n_ctx: int = 0,
         n_batch: int = 512,
-        n_ubatch: int = 512,
+        n_ubatch: Optional[int] = None,
         seed: int = -1,
         device: Optional[Union[int, str]] = None,
         backend: Optional[str] = None,
         cache_type: Optional[str] = None,
         n_gpu_layers: Optional[int] = None,
         embedding: bool = False,
+        pooling_type: int = -1,
         logits_all: bool = False,
         last_n_tokens_size: int = 64,
         use_mmap: bool = True,
@@ -208,7 +216,10 @@ class Llama:
             cache_type = _GGML_TYPES[t]
         if type_k is not None and type_v is not None and type_k != type_v:
             raise ValueError("type_k and type_v differ: vkformer keeps K and V in one type")
-        if n_batch < 1 or n_ubatch < 1:
+        if pooling_type not in _embed.POOLING_FROM_LLAMA:
+            raise ValueError(f"pooling_type={pooling_type}: vkformer pools with -1 (the "
+                             "model's), 0 (none), 1 (mean), 2 (CLS) or 3 (last)")
+        if n_batch < 1 or (n_ubatch is not None and n_ubatch < 1):
             raise ValueError("n_batch and n_ubatch must be at least 1")
         if chat_format not in (None, "chatml", "chat_template.default"):
             raise ValueError(
@@ -224,6 +235,7 @@ class Llama:
         self.last_n_tokens_size = last_n_tokens_size
         self._logits_all = logits_all
         self._embedding = embedding
+        self._pooling = _embed.POOLING_FROM_LLAMA[pooling_type]
         t0 = time.perf_counter()
         self._model = _core.Model(model_path, backend=backend, device=device, n_ctx=n_ctx,
                                   use_mmap=use_mmap)
@@ -232,13 +244,16 @@ class Llama:
             raise ValueError(f"{model_path} is an encoder-decoder model: Llama runs decoder-only "
                              "models (use `vkformer translate` for this one)")
         try:
-            self._session = _core.Session(self._model, n_ctx=n_ctx, cache_type=cache_type)
+            # an encoder embeds several inputs in one graph (0: the library's default width)
+            self._session = _core.Session(self._model, n_ctx=n_ctx, cache_type=cache_type,
+                                          n_batch=0 if self._model.encoder_only else 1,
+                                          n_ubatch=n_ubatch or 0)
         except BaseException:
             self.close()
             raise
         self._n_ctx = self._session.n_ctx
         self._n_vocab = self._model.n_vocab
-        self.n_batch = min(n_batch, n_ubatch, self._n_ctx)
+        self.n_batch = min(n_batch, self._n_ctx)
         self._ids: List[int] = []
         self._logits = np.zeros(self._n_vocab, dtype=np.float32)
         self._last: npt.NDArray[np.float32] = self._logits
@@ -246,6 +261,9 @@ class Llama:
             np.zeros((self._n_ctx, self._n_vocab), dtype=np.float32) if logits_all
             else self._logits.reshape(1, self._n_vocab))
         self._prompt_cache: Optional[tuple[tuple[int, ...], npt.NDArray[np.float32]]] = None
+        # sample(grammar=g): (g, where its string starts in the cache, the tokens drawn, the
+        # cache before them)
+        self._grammar_drawn: Optional[tuple[Any, int, List[int], List[int]]] = None
         self.load_ms = (time.perf_counter() - t0) * 1e3
         if verbose:
             print(f"vkformer: {model_path} ({self._model.architecture}) on "
@@ -414,6 +432,7 @@ class Llama:
             self._s().reset()
             self._ids = []
             self._prompt_cache = None
+            self._grammar_drawn = None
 
     def _sync(self, expected: List[int]) -> None:
         # the session's own count is the truth (a call interrupted or failed part-way)
@@ -432,26 +451,60 @@ class Llama:
         if not tokens:
             return
         s = self._s()
+        if self._m().encoder_only:
+            raise ValueError(f"{self.model_path} is an encoder-only (embedding) model: it "
+                             "generates nothing; use embed() / create_embedding() with "
+                             "embedding=True")
         if len(self._ids) + len(tokens) > self._n_ctx:
             raise _errors.ContextFullError(
                 f"Requested tokens ({len(self._ids) + len(tokens)}) exceed context window of "
                 f"{self._n_ctx}", "VKF_ERROR_CONTEXT_FULL")
         expected = self._ids + tokens
         try:
-            for i in range(0, len(tokens), self.n_batch):
-                chunk = tokens[i: i + self.n_batch]
-                past = s.n_past
-                if self._logits_all:
-                    rows = self.scores[past: past + len(chunk)]
-                    s.eval(chunk, rows, all_rows=True)  # straight into scores: no copy
-                    self._last = rows[-1]
-                elif i + self.n_batch >= len(tokens):
-                    s.eval(chunk, self._logits)  # the LM head of the last position only
-                    self._last = self._logits
-                else:
-                    s.eval(chunk, None, all_rows=True)
+            with self._interruptible(s):
+                for i in range(0, len(tokens), self.n_batch):
+                    chunk = tokens[i: i + self.n_batch]
+                    past = s.n_past
+                    if self._logits_all:
+                        rows = self.scores[past: past + len(chunk)]
+                        s.eval(chunk, rows, all_rows=True)  # straight into scores: no copy
+                        self._last = rows[-1]
+                    elif i + self.n_batch >= len(tokens):
+                        s.eval(chunk, self._logits)  # the LM head of the last position only
+                        self._last = self._logits
+                    else:
+                        s.eval(chunk, None, all_rows=True)
         finally:
             self._sync(expected)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _interruptible(s: _core.Session) -> Iterator[None]:
+        """Ctrl-C inside a library call: in the main thread, while Python's own SIGINT handler
+        is in place, a SIGINT asks the session's abort callback to stop before the next forward
+        pass (a long prompt runs in passes of n_ubatch tokens), and KeyboardInterrupt follows
+        once the call has returned; the passes run stay in the cache."""
+        if (threading.current_thread() is not threading.main_thread()
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+            yield
+            return
+        hit: List[int] = []
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            hit.append(signum)
+            s.request_abort()
+
+        prev = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        except _errors.AbortedError:
+            if not hit:
+                raise
+        finally:
+            signal.signal(signal.SIGINT, prev)
+            s.request_abort(False)
+        if hit:
+            raise KeyboardInterrupt
 
     def _prepare(self, prompt: List[int]) -> None:
         """Puts `prompt` in the cache with the logits after it, reusing the longest prefix the
@@ -494,11 +547,15 @@ class Llama:
 
     def _sampler(self, temp: float, top_k: int, top_p: float, min_p: float, typical_p: float,
                  repeat_penalty: float, frequency_penalty: float, presence_penalty: float,
-                 seed: int, mirostat_mode: int = 0) -> _core.Sampler:
+                 seed: int, mirostat_mode: int = 0,
+                 grammar: Optional[tuple[str, Optional[str]]] = None) -> _core.Sampler:
         if mirostat_mode:
             raise ValueError("mirostat_mode: not supported by vkformer (it would change the "
                              "results); leave it at 0")
         return _core.Sampler(
+            self._m() if grammar is not None else None,
+            grammar[0] if grammar is not None else None,
+            grammar[1] if grammar is not None else None,
             temp=max(float(temp), 0.0), top_k=max(int(top_k), 0), top_p=float(top_p),
             min_p=float(min_p), typical_p=float(typical_p), repeat_penalty=float(repeat_penalty),
             frequency_penalty=float(frequency_penalty), presence_penalty=float(presence_penalty),
@@ -520,23 +577,56 @@ class Llama:
                logits_processor: Optional[LogitsProcessorList] = None,
                grammar: Any = None, idx: Optional[int] = None) -> int:
         """Samples a token from the logits of the last evaluation (penalties over the tokens
-        in the cache)."""
-        if grammar is not None:
-            _chat.require_grammar()
+        in the cache).
+
+        grammar: a :class:`vkformer.LlamaGrammar` (or GBNF text) the token must continue: the
+        tokens the cache holds beyond the last sample() with the same grammar object that were
+        that call's draws continue the string; otherwise it starts afresh (the token begins
+        a string of the grammar)."""
+        g = _chat.grammar_text(grammar)
         with self._lock:
             if not self._ids:
                 raise ValueError("sample: evaluate some tokens first (eval)")
             row = self._last if idx is None else self.scores[idx]
             smp = self._sampler(temp, top_k, top_p, min_p, typical_p, repeat_penalty,
                                 frequency_penalty, presence_penalty, self._call_seed(None),
-                                mirostat_mode)
+                                mirostat_mode, g)
             with smp:
+                if g is not None:  # the grammar over the string drawn so far
+                    self._grammar_replay(grammar, smp)
                 for t in self._ids[-max(self.last_n_tokens_size, 1):]:
                     smp.accept(t)
                 if logits_processor is not None:
                     row = np.ascontiguousarray(logits_processor(self.input_ids, row.copy()),
                                                dtype=np.float32)
-                return smp.sample(row)
+                tok = smp.sample(row)
+            if g is not None:
+                prev = self._grammar_drawn
+                drawn = prev[2] if prev is not None and prev[0] is grammar and \
+                    self._ids[:prev[1]] == prev[3] else []
+                base = len(self._ids) - len(drawn)
+                self._grammar_drawn = (grammar, base, drawn + [tok], self._ids[:base])
+            return tok
+
+    def _grammar_replay(self, grammar: Any, smp: _core.Sampler) -> None:
+        # the tokens drawn under this grammar since it started (sample() calls whose tokens
+        # were then evaluated, in order) advance a new sampler's grammar: each is drawn again
+        # greedily from logits where only it is finite, which the grammar accepts as it did
+        prev = self._grammar_drawn
+        if prev is None or prev[0] is not grammar:
+            return
+        g, base, drawn, head = prev
+        if self._ids[:base] != head or self._ids[base:] != drawn[:len(self._ids) - base] or \
+                len(self._ids) - base != len(drawn):
+            self._grammar_drawn = None
+            return
+        one = np.full(self._n_vocab, -np.inf, dtype=np.float32)
+        for t in drawn:
+            one[t] = 0.0
+            if smp.sample(one) != t:  # cannot happen: the grammar allowed it before
+                raise _errors.InternalError("sample: the grammar refused a token it drew",
+                                            "VKF_ERROR_INTERNAL")
+            one[t] = -np.inf
 
     def _tokens(self, prompt: List[int], smp: _core.Sampler, gen: int,
                 logits_processor: Optional[LogitsProcessorList] = None,
@@ -608,16 +698,17 @@ class Llama:
 
         Args:
             reset: accepted for llama-cpp-python; the cache keeps the longest common prefix.
+            grammar: a :class:`vkformer.LlamaGrammar` (or GBNF text) the tokens follow; once
+                it is complete and nothing can extend it, the next token is end-of-generation.
             seed: vkformer's: the seed of this generation (default: the Llama's).
         """
-        if grammar is not None:
-            _chat.require_grammar()
+        g = _chat.grammar_text(grammar)
         with self._lock:
             self._gen += 1
             gen = self._gen
         smp = self._sampler(temp, top_k, top_p, min_p, typical_p, repeat_penalty,
                             frequency_penalty, presence_penalty, self._call_seed(seed),
-                            mirostat_mode)
+                            mirostat_mode, g)
         with smp:
             for tok, row in self._tokens(list(tokens), smp, gen, logits_processor):
                 if stopping_criteria is not None and stopping_criteria(self.input_ids, row):
@@ -651,13 +742,13 @@ class Llama:
         grammar: Any,
         logit_bias: Optional[Dict[int, float]],
         extra_stops: Sequence[str] = (),
+        special: bool = False,
     ) -> Iterator[Any]:
         """The completion as llama-cpp-python's _create_completion: one final dict, or chunks
-        then a last chunk with the finish reason."""
+        then a last chunk with the finish reason. `grammar`: (GBNF, root) or None; `special`:
+        control tokens appear in the text (tool-call markers, as the server with tools)."""
         if suffix is not None:
             raise ValueError("suffix: fill-in-the-middle is not supported by vkformer")
-        if grammar is not None:
-            _chat.require_grammar()
         if logprobs is not None and echo and not self._logits_all:
             raise ValueError("logprobs with echo needs the prompt's logits: create the Llama "
                              "with logits_all=True")
@@ -688,7 +779,7 @@ class Llama:
             gen = self._gen
         smp = self._sampler(temperature, top_k, top_p, min_p, typical_p, repeat_penalty,
                             frequency_penalty, presence_penalty, self._call_seed(seed),
-                            mirostat_mode)
+                            mirostat_mode, grammar)
         stopper = _core.Stopper(stops)
         steps = self._tokens(prompt_tokens, smp, gen, logits_processor, logit_bias)
         t0 = time.perf_counter()
@@ -721,7 +812,7 @@ class Llama:
                         yield chunk(emit.decode("utf-8", "ignore"), None, None)
                     break
                 completion.append(tok)
-                text = m.detokenize(completion, continuation=True)
+                text = m.detokenize(completion, special=special, continuation=True)
                 piece = text[done:] if len(text) >= done else b""
                 done = len(text)
                 emit, hit = stopper.push(piece)
@@ -739,6 +830,12 @@ class Llama:
                     offset += len(tstr)
                 stop_now = hit or (stopping_criteria is not None
                                    and stopping_criteria(self.input_ids, row))
+                if (not stop_now and grammar is not None
+                        and smp.grammar_state == _lib.GRAMMAR_MUST_END):
+                    # complete, and nothing can extend it: the held text goes out (vkf_generate
+                    # and the server end here too)
+                    stop_now = True
+                    emit += stopper.flush()
                 if stop_now:
                     finish = "stop"
                 elif len(completion) >= max_tokens:
@@ -870,8 +967,9 @@ class Llama:
                 mirostat_mode other than 0 is refused.
             model: the model name in the response (default: model_path).
             stopping_criteria, logits_processor, logit_bias: as llama-cpp-python.
-            grammar: constrained output; needs the library's grammar sampler, which this
-                build does not have yet (UnsupportedError).
+            grammar: a :class:`vkformer.LlamaGrammar` (or GBNF text): only text the grammar
+                derives is generated, and the generation ends (finish_reason "stop") when the
+                grammar is complete and nothing can extend it.
 
         Returns:
             An OpenAI-shaped completion dict, or with stream=True an iterator of chunks.
@@ -883,7 +981,8 @@ class Llama:
         it = self._completion(prompt, suffix, max_tokens, temperature, top_p, min_p, typical_p,
                               logprobs, echo, stop, frequency_penalty, presence_penalty,
                               repeat_penalty, top_k, stream, seed, mirostat_mode, model,
-                              stopping_criteria, logits_processor, grammar, logit_bias)
+                              stopping_criteria, logits_processor, _chat.grammar_text(grammar),
+                              logit_bias)
         if stream:
             return it
         with self._lock:
@@ -960,41 +1059,62 @@ class Llama:
         logprobs: Optional[bool] = None,
         top_logprobs: Optional[int] = None,
         chat_template_kwargs: Optional[Dict[str, Any]] = None,
+        parallel_tool_calls: Optional[bool] = None,
     ) -> Union[CreateChatCompletionResponse, Iterator[CreateChatCompletionStreamResponse]]:
         """Answers `messages` (OpenAI's list of {"role", "content"}) with the model's chat
         template rendered by the library (as ``vkformer chat`` and ``vkformer serve``), the
         answer ending at the model's end-of-turn token.
 
         Args:
-            tools: OpenAI tool schemas, given to the template (its ``tools`` variable).
+            tools: OpenAI tool schemas. They go to the template (its ``tools`` variable; a
+                template that does not render them, ChatML included, gets them described in
+                the system message, as llama.cpp does), and the answer is parsed in the
+                model's tool-call format (from its template: hermes, llama3, mistral,
+                deepseek, functionary, else generic JSON) into ``message.tool_calls`` with
+                ``finish_reason: "tool_calls"``; streamed, as ``delta.tool_calls``.
+            tool_choice: ``"auto"`` (default: the model decides), ``"none"`` (no parsing),
+                ``"required"`` (one call of any tool; with ``parallel_tool_calls``, one or
+                more) or ``{"type": "function", "function": {"name": ...}}`` (that one):
+                the last two constrain the answer with a grammar of the tools' parameter
+                schemas in the model's own call syntax. ``functions`` / ``function_call``
+                (the older form) are read as tools / tool_choice.
+            parallel_tool_calls: whether ``"required"`` may call several tools (default
+                True, as OpenAI).
+            response_format: ``{"type": "json_object"}`` (any JSON object), with
+                ``"schema": {...}`` (llama-cpp-python's form: that schema), or OpenAI's
+                ``{"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}}``:
+                the answer is JSON the schema validates (strict or not).
+            grammar: a :class:`vkformer.LlamaGrammar` (or GBNF text); one constraint at a
+                time (grammar, a JSON response_format, a required or named tool_choice).
             chat_template_kwargs: further template variables (vkformer's, as the server's
                 field), e.g. ``{"enable_thinking": False}``.
-            response_format, tool_choice, grammar: constrained output (json_object,
-                json_schema, a required or named tool); needs the library's grammar sampler,
-                which this build does not have yet (UnsupportedError).
             the rest: as :meth:`create_completion`.
 
         Returns:
             An OpenAI chat.completion dict, or with stream=True an iterator of
-            chat.completion.chunk dicts (the first carries the role).
+            chat.completion.chunk dicts (the first carries the role). With tools, the same
+            JSON as ``vkformer serve`` gives for the request (ids and timestamps aside).
         """
         if functions is not None and tools is None:
             tools = [{"type": "function", "function": f} for f in functions]
+        choice = _chat.tool_choice_of(tool_choice, function_call)
+        g, tool_format = _chat.constraint(self, response_format, tools, choice,
+                                          parallel_tool_calls, _chat.grammar_text(grammar))
         prompt, default_template = _chat.render(self, messages, tools, chat_template_kwargs)
-        constraint = _chat.constraint(response_format, tools, tool_choice, function_call)
-        if constraint is not None and grammar is None:
-            grammar = constraint
         prompt_tokens = self._m().tokenize(prompt, add_special=True, parse_special=True)
         it = self._completion(
             prompt_tokens, None, max_tokens, temperature, top_p, min_p, typical_p,
             top_logprobs if logprobs else None, False, stop, frequency_penalty,
             presence_penalty, repeat_penalty, top_k, stream, seed, mirostat_mode, model, None,
-            logits_processor, grammar, logit_bias,
-            extra_stops=("<|im_end|>",) if default_template else ())
+            logits_processor, g, logit_bias,
+            extra_stops=("<|im_end|>",) if default_template else (),
+            special=tool_format is not None)
         if stream:
+            if tool_format is not None:
+                return _chat.tool_chunks_to_chat(it, tool_format)
             return _chat.chunks_to_chat(it)
         with self._lock:
-            return _chat.completion_to_chat(next(it))
+            return _chat.completion_to_chat(next(it), tool_format)
 
     def create_chat_completion_openai_v1(self, *args: Any, **kwargs: Any) -> Any:
         """create_chat_completion with the openai package's types (needs ``pip install openai``)."""
@@ -1006,15 +1126,35 @@ class Llama:
 
     # ------------------------------------------------------------ embeddings
 
-    def create_embedding(self, input: Union[str, List[str]],
+    def create_embedding(self, input: Union[str, List[str], List[int], List[List[int]]],
                          model: Optional[str] = None) -> CreateEmbeddingResponse:
-        """OpenAI's embeddings response for `input` (a string or a list of strings)."""
-        return _chat.create_embedding(self, input, model)
+        """OpenAI's embeddings response for `input`: a string, a list of strings, token ids
+        or a list of lists of them (ids are used as given, no specials added). One entry per
+        input; ``usage.prompt_tokens`` counts the tokens embedded (specials included). The
+        vectors are not normalized (llama-cpp-python's ``embed`` default); needs
+        ``embedding=True`` and an encoder-only model."""
+        return _embed.create_embedding(self, input, model)
 
-    def embed(self, input: Union[str, List[str]], normalize: bool = False, truncate: bool = True,
+    def embed(self, input: Union[str, List[str], List[int], List[List[int]]],
+              normalize: Optional[bool] = False, truncate: bool = True,
               return_count: bool = False) -> Any:
-        """The embedding of each input (a list of floats; a list of them for a list)."""
-        return _chat.embed(self, input, normalize, truncate, return_count)
+        """The embedding of each input: a list of floats, or with ``pooling_type=0`` (none) a
+        list of them, one per token (specials included); for a list of inputs, a list of
+        those.
+
+        Args:
+            normalize: divide each vector by its L2 norm (False: as the model pools them,
+                llama-cpp-python's default; None: the model's own default, e.g. a
+                sentence-transformers Normalize module, on for a GGUF as llama-embedding).
+            truncate: an input longer than the model takes (its position table, or
+                sentence-transformers' max_seq_length) keeps its first tokens, the model's
+                specials kept ([CLS] ... [SEP], as sentence-transformers); False: such an input
+                raises ValueError.
+            return_count: also return the tokens embedded: ``(embeddings, n_tokens)``.
+
+        Inputs of different lengths run together as rows of one batched graph, each giving
+        the vector it gets alone."""
+        return _embed.embed(self, input, normalize, truncate, return_count)
 
     # ------------------------------------------------------------ helpers
 

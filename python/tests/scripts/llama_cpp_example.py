@@ -5,7 +5,7 @@ object with what it got."""
 import json
 import sys
 
-from llama_cpp import Llama
+from llama_cpp import Llama, LlamaGrammar
 
 llm = Llama(model_path=sys.argv[1], n_ctx=256, n_threads=2, n_gpu_layers=-1, seed=1337,
             verbose=False)
@@ -38,6 +38,9 @@ for chunk in llm.create_chat_completion(
     if "content" in delta:
         pieces.append(delta["content"])
 
+grammar = LlamaGrammar.from_string('root ::= ("Yea" | "Nay") ", " [a-z]+ "."')
+constrained = llm("And he said, ", grammar=grammar, max_tokens=24)["choices"][0]["text"]
+
 llm.reset()
 llm.eval(llm.tokenize(b"In the beginning"))
 token = llm.sample(temp=0.0)
@@ -47,4 +50,5 @@ print(json.dumps({
     "chat": answer, "chat_finish": chat["choices"][0]["finish_reason"],
     "chat_stream": "".join(pieces), "n_ctx": llm.n_ctx(), "n_vocab": llm.n_vocab(),
     "eos": llm.token_eos(), "bos": llm.token_bos(), "sampled": token,
+    "constrained": constrained,
 }))
