@@ -138,6 +138,10 @@ typedef struct vkf_vk_stats {
     uint64_t prof_dispatches[VKF_OP_COUNT];
     double prof_submit_ms; /* wall time of the profiled submissions (submit to fence) */
     uint64_t prof_submits;
+    double prof_busy_ms; /* device time of the profiled submissions: first timestamp (before the
+                            first dispatch) to the last (after the last profiled dispatch) */
+    uint64_t prof_rec_dispatches; /* dispatches and hazard barriers in the command buffers of */
+    uint64_t prof_rec_barriers;   /* the profiled submissions, summed per submission */
 } vkf_vk_stats;
 
 typedef struct vkf_backend_vulkan_params {
