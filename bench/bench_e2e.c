@@ -185,7 +185,10 @@ static void vkf_bench_print_json(const vkf_bench_result *res, int n) {
 
 /* ---------------------------------------------------------------- profile */
 
-static void vkf_bench_profile_print(vkf_backend *be, const char *what, int tokens) {
+/* The profile of the last repetition (wall_ms: its wall time, tokens its tokens): per token,
+ * the dispatches and hazard barriers of the command buffers submitted, the device's busy time
+ * (first to last timestamp of each submission) against the wall time, then per op. */
+static void vkf_bench_profile_print(vkf_backend *be, const char *what, int tokens, double wall_ms) {
     vkf_vk_stats st = vkf_backend_vulkan_stats(be);
     double total = 0;
     uint64_t nd = 0;
@@ -193,7 +196,13 @@ static void vkf_bench_profile_print(vkf_backend *be, const char *what, int token
         total += st.prof_ms[o];
         nd += st.prof_dispatches[o];
     }
-    if (st.prof_submits == 0) return;
+    if (st.prof_submits == 0 || tokens <= 0) return;
+    double nt = (double)tokens;
+    fprintf(stderr,
+            "profile %s per token: %.1f dispatches, %.1f barriers, %.3f ms GPU-busy of %.3f ms "
+            "wall (%.0f%%)\n",
+            what, (double)st.prof_rec_dispatches / nt, (double)st.prof_rec_barriers / nt,
+            st.prof_busy_ms / nt, wall_ms / nt, wall_ms > 0 ? 100 * st.prof_busy_ms / wall_ms : 0);
     fprintf(stderr,
             "profile %s: %llu submissions, %.3f ms wall per submission, %.3f ms of dispatches, "
             "%.1f dispatches per submission\n",
@@ -208,7 +217,6 @@ static void vkf_bench_profile_print(vkf_backend *be, const char *what, int token
                 (double)st.prof_dispatches[o] / (double)st.prof_submits,
                 1e3 * st.prof_ms[o] / (double)st.prof_dispatches[o]);
     }
-    (void)tokens;
 }
 
 /* ---------------------------------------------------------------- driver */
@@ -535,7 +543,7 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
                 if (prof) { /* the last repetition's profile */
                     char tn[48];
                     vkf_bench_profile_print(ctx->be, vkf_bench_test_name(r, tn, sizeof tn),
-                                            n_prompt + n_gen);
+                                            n_prompt + n_gen, ms);
                     vkf_backend_vulkan_profile(ctx->be, 0);
                 }
                 if (!o->quiet) {

@@ -170,6 +170,8 @@ typedef struct vkf_switches {
     int no_texel_softmax;   /* VKF_NO_TEXEL_SOFTMAX: softmax_texel.comp */
     int no_vec4;            /* VKF_NO_VEC4: 16-byte loads in element-wise ops and attention */
     int no_fast_matvec;     /* VKF_NO_FAST_MATVEC: 16-byte / whole-block loads in matmul.comp */
+    int no_ssbo_matvec;     /* VKF_NO_SSBO_MATVEC: GPU decode in matmul_texel.comp reading a and
+                               w as storage buffers of 16-byte vectors (texels instead) */
     int no_rowlane;         /* VKF_NO_ROWLANE: one weight row per lane (matmul.comp, CPU
                                drivers) */
     int no_align16;         /* VKF_NO_ALIGN16: texel-aligned block reads (Q4_K, Q5_K) */

@@ -90,22 +90,40 @@ layout(push_constant) uniform PC {
 };
 
 layout(set = 0, binding = 1) writeonly buffer D { float d[]; };
-layout(set = 0, binding = 2, rgba32ui) uniform readonly uimageBuffer At;
-layout(set = 0, binding = 3, rgba32ui) uniform readonly uimageBuffer Wt;
+#ifndef W_SSBO
+#define W_SSBO 0
+#endif
 layout(set = 0, binding = 4) readonly buffer Bias { float bias[]; };
 layout(set = 0, binding = 5) readonly buffer Res { float res[]; };
+#if W_SSBO
+/* W_SSBO=1 (GPUs, decode; vk_plan.c): a, w and g as storage buffers of 16-byte vectors, read
+ * with vector loads from the general memory path as GPU matrix-vector kernels do (llama.cpp's
+ * mul_mat_vec), not through the texel path; the same offsets in 16-byte units (the host aligns
+ * these windows to 16 bytes) and the same arithmetic, so results are bit-identical */
+layout(set = 0, binding = 2) readonly buffer A4 { uvec4 a4[]; };
+layout(set = 0, binding = 3) readonly buffer W4 { uvec4 w4[]; };
+layout(set = 0, binding = 6) readonly buffer G4 { uvec4 g4[]; };
+vec4 a_tex(uint i) { return uintBitsToFloat(a4[i]); }
+vec4 g_tex(uint i) { return uintBitsToFloat(g4[i]); }
+#define W_LOAD(i) w4[i]
+#else
+layout(set = 0, binding = 2, rgba32ui) uniform readonly uimageBuffer At;
+layout(set = 0, binding = 3, rgba32ui) uniform readonly uimageBuffer Wt;
 layout(set = 0, binding = 6, rgba32ui) uniform readonly uimageBuffer Gt;
-
 vec4 a_tex(uint i) { return uintBitsToFloat(imageLoad(At, int(i))); }
+vec4 g_tex(uint i) { return uintBitsToFloat(imageLoad(Gt, int(i))); }
+#define W_LOAD(i) imageLoad(Wt, int(i))
+#endif
+
 #if ROWSEQ_CH
 /* ROWSEQ_CH: weight texels counted from the start of the chunk being decoded (see main); the
  * units of a chunk are unrolled and read from byte 0 of it, so the offsets in the reads below
  * are known at compile time and their realigning selects fold away (loading the chunk's texels
  * into an array first measured the same) */
 uint wch;
-uvec4 w_tex(uint i) { return imageLoad(Wt, int(wch + i)); }
+uvec4 w_tex(uint i) { return W_LOAD(wch + i); }
 #else
-uvec4 w_tex(uint i) { return imageLoad(Wt, int(i)); }
+uvec4 w_tex(uint i) { return W_LOAD(i); }
 #endif
 
 /* weight bytes through the texel view (the reads shaders/dtypes.glsl builds on) */
@@ -342,7 +360,7 @@ void main() {
             for (uint j = 0; j < A_TEX; j++) {
                 a[i][j] = ok[i] ? a_tex(arw + u * A_TEX + j) : vec4(0.0);
 #if NORM
-                vec4 g = ok[i] ? uintBitsToFloat(imageLoad(Gt, int((p.g_off >> 2) + u * A_TEX + j))) : vec4(0.0);
+                vec4 g = ok[i] ? g_tex((p.g_off >> 2) + u * A_TEX + j) : vec4(0.0);
 #if RS_P > 1
                 ss += rp[i] ? 0.0 : dot(a[i][j], a[i][j]); /* each unit once */
 #else
@@ -470,7 +488,7 @@ void main() {
             for (uint j = 0; j < A_TEX; j++) a[m][j] = a_tex(arow[m] + u * A_TEX + j);
 #if NORM
         for (uint j = 0; j < A_TEX; j++) {
-            vec4 g = uintBitsToFloat(imageLoad(Gt, int((p.g_off >> 2) + u * A_TEX + j)));
+            vec4 g = g_tex((p.g_off >> 2) + u * A_TEX + j);
             for (uint m = 0; m < TM; m++) {
                 ss[m] += dot(a[m][j], a[m][j]);
                 a[m][j] *= g;

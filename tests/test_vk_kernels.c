@@ -46,7 +46,7 @@ static void test_spelling(void) {
     char want[256];
     snprintf(want, sizeof want,
              "WTYPE=%d;NORM=1;SWIGLU=0;ACT=-1;LANES=0;W_SMALL=0;ROWSEQ=16;W_ALIGN16=0;"
-             "ROWSEQ_CH=0;ROWSEQ_CT=1;W_RAWP=1;RS_P=1;RS_PAIRU=1",
+             "ROWSEQ_CH=0;ROWSEQ_CT=1;W_RAWP=1;RS_P=1;RS_PAIRU=1;W_SSBO=0",
              (int)VKF_DTYPE_Q4_K);
     VKT_CHECK(strcmp(got, want) == 0, "matmul_texel: %s, want %s", got, want);
     k = vkf_vk_kplan_of(VKF_VK_K_ATTENTION_TEXEL);

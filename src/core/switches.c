@@ -52,6 +52,7 @@ static void env_str(const char *name, char *out, size_t n) {
     X("VKF_NO_ROWLANE", no_rowlane)                                                                \
     X("VKF_NO_ALIGN16", no_align16)                                                                \
     X("VKF_NO_LANES_SMALL", no_lanes_small)                                                        \
+    X("VKF_NO_SSBO_MATVEC", no_ssbo_matvec)                                                        \
     X("VKF_NO_ROWSEQ", no_rowseq)                                                                  \
     X("VKF_NO_ROWSEQ_CH", no_rowseq_ch)                                                            \
     X("VKF_NO_RSPAIR", no_rspair)                                                                  \

@@ -90,6 +90,10 @@ typedef struct vkf_vk_caps {
     int32_t storage8;        /* storageBuffer8BitAccess */
     int32_t fp16;            /* shaderFloat16; VKF_NO_FP16 clears */
     int32_t int8;            /* shaderInt8 */
+    int32_t int_dot;         /* shaderIntegerDotProduct (Vulkan 1.3 or
+                                VK_KHR_shader_integer_dot_product): OpSDot and friends */
+    int32_t int_dot_accel;   /* integerDotProduct4x8BitPackedSignedAccelerated: the packed
+                                4 x int8 dot is faster than the equivalent integer arithmetic */
     int32_t coopmat;         /* VK_KHR_cooperative_matrix present */
     int32_t coopmat_nv;      /* VK_NV_cooperative_matrix present */
     int32_t coopmat_use;     /* the coopmat matmul may run: allow-listed vendor and driver, its
@@ -138,6 +142,10 @@ typedef struct vkf_vk_stats {
     uint64_t prof_dispatches[VKF_OP_COUNT];
     double prof_submit_ms; /* wall time of the profiled submissions (submit to fence) */
     uint64_t prof_submits;
+    double prof_busy_ms; /* device time of the profiled submissions: first timestamp (before the
+                            first dispatch) to the last (after the last profiled dispatch) */
+    uint64_t prof_rec_dispatches; /* dispatches and hazard barriers in the command buffers of */
+    uint64_t prof_rec_barriers;   /* the profiled submissions, summed per submission */
 } vkf_vk_stats;
 
 typedef struct vkf_backend_vulkan_params {

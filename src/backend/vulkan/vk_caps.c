@@ -304,6 +304,8 @@ static int32_t vkf_vk_caps_props2(VkPhysicalDevice pd, const vkf_vk_offer *o, vk
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceExternalMemoryHostPropertiesEXT emh = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+    VkPhysicalDeviceShaderIntegerDotProductProperties idp = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     int has_emh = o->v11 && vkf_vk_offers(o, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
     int has_sgc = o->v13 || vkf_vk_offers(o, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
@@ -315,7 +317,10 @@ static int32_t vkf_vk_caps_props2(VkPhysicalDevice pd, const vkf_vk_offer *o, vk
     if (has_drv) vkf_vk_chain(&tail, &drv);
     if (has_m3) vkf_vk_chain(&tail, &m3);
     if (has_emh) vkf_vk_chain(&tail, &emh);
+    int has_idp = o->v13 || vkf_vk_offers(o, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    if (has_idp) vkf_vk_chain(&tail, &idp);
     vkGetPhysicalDeviceProperties2(pd, &p2);
+    c->int_dot_accel = has_idp && idp.integerDotProduct4x8BitPackedSignedAccelerated;
     if (has_emh && emh.minImportedHostPointerAlignment) {
         c->host_import = 1;
         c->host_import_align = emh.minImportedHostPointerAlignment;
@@ -353,7 +358,10 @@ static void vkf_vk_caps_features(VkPhysicalDevice pd, const vkf_vk_offer *o, vkf
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
     VkPhysicalDeviceCooperativeMatrixFeaturesNV cmnv = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    int has_idf = o->v13 || vkf_vk_offers(o, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     int has_cmnv = vkf_vk_offers(o, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     int has_s16 = o->v11 || vkf_vk_offers(o, VK_KHR_16BIT_STORAGE_EXTENSION_NAME);
     int has_s8 = o->v12 || vkf_vk_offers(o, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
@@ -366,7 +374,9 @@ static void vkf_vk_caps_features(VkPhysicalDevice pd, const vkf_vk_offer *o, vkf
     if (has_sgc) vkf_vk_chain(&tail, &sgcf);
     if (o->v12) vkf_vk_chain(&tail, &vmm);
     if (has_cmnv) vkf_vk_chain(&tail, &cmnv);
+    if (has_idf) vkf_vk_chain(&tail, &idf);
     vkGetPhysicalDeviceFeatures2(pd, &f2);
+    c->int_dot = has_idf && idf.shaderIntegerDotProduct;
     c->coopmat_nv = has_cmnv && cmnv.cooperativeMatrix;
     c->vulkan_memory_model = o->v12 && vmm.vulkanMemoryModel;
     c->storage16 = has_s16 && s16.storageBuffer16BitAccess;
@@ -478,6 +488,7 @@ static void vkf_vk_caps_switches(vkf_vk_caps *c, const vkf_switches *sw) {
         if (c->max_alloc > (256u << 20)) c->max_alloc = 256u << 20;
         if (c->max_shared > (16u << 10)) c->max_shared = 16u << 10;
         c->fp16 = c->int8 = c->storage16 = c->storage8 = c->has_subgroup = 0;
+        c->int_dot = c->int_dot_accel = 0;
         vkf_vk_caps_note(c, "VKF_DEVICE_PROFILE=mobile");
     }
     vkf_vk_cap_override(c, "VKF_MAX_STORAGE_BUFFER_RANGE", sw->max_storage_buffer_range,
@@ -633,9 +644,12 @@ static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *
     }
     vkf_vk_sbuf_printf(s,
                        "  features: 16-bit storage %s, 8-bit storage %s, fp16 arithmetic %s, "
-                       "int8 %s, subgroup ops %s, cooperative matrix %s\n",
+                       "int8 %s, integer dot product %s, subgroup ops %s, cooperative matrix %s\n",
                        c->storage16 ? "yes" : "no", c->storage8 ? "yes" : "no",
                        c->fp16 ? "yes" : "no", c->int8 ? "yes" : "no",
+                       c->int_dot_accel ? "yes (accelerated)"
+                       : c->int_dot     ? "yes (not accelerated)"
+                                        : "no",
                        c->has_subgroup ? "yes" : "no",
                        c->coopmat && c->coopmat_nv ? "KHR and NV"
                        : c->coopmat                ? "KHR"
@@ -733,6 +747,8 @@ static cJSON *vkf_vk_report_json(uint32_t idx, const vkf_vk_caps *c, int is_defa
         cJSON_AddBoolToObject(fe, "storage_8bit", c->storage8);
         cJSON_AddBoolToObject(fe, "fp16", c->fp16);
         cJSON_AddBoolToObject(fe, "int8", c->int8);
+        cJSON_AddBoolToObject(fe, "integer_dot_product", c->int_dot);
+        cJSON_AddBoolToObject(fe, "integer_dot_product_accelerated", c->int_dot_accel);
         cJSON_AddBoolToObject(fe, "subgroup_ops", c->has_subgroup);
         cJSON_AddBoolToObject(fe, "cooperative_matrix", c->coopmat);
         cJSON_AddBoolToObject(fe, "cooperative_matrix_nv", c->coopmat_nv);

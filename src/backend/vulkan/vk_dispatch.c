@@ -182,7 +182,7 @@ vkf_status vkf_vk_window_block(vkf_vk_rec *r, const vkf_vk_block *blk, uint64_t 
         *w = (vkf_vk_win){blk->buf, ws, range, abs_lo - ws, write, 0};
         return VKF_OK;
     }
-    if (!vb->caps.texel)
+    if (texel == 1 && !vb->caps.texel)
         return vkf_error(VKF_ERROR_INTERNAL, "vulkan: texel window on a device without them");
     uint64_t a = vb->caps.min_storage_align ? vb->caps.min_storage_align : 1;
     uint64_t ta = vb->caps.min_texel_align ? vb->caps.min_texel_align : 1;
@@ -198,7 +198,7 @@ vkf_status vkf_vk_window_block(vkf_vk_rec *r, const vkf_vk_block *blk, uint64_t 
                          "vulkan: texel window of %llu bytes at %llu does not fit the "
                          "block or the texel limit",
                          (unsigned long long)range, (unsigned long long)ws);
-    *w = (vkf_vk_win){blk->buf, ws, range, abs_lo - ws, write, 1};
+    *w = (vkf_vk_win){blk->buf, ws, range, abs_lo - ws, write, texel == 1};
     return VKF_OK;
 }
 

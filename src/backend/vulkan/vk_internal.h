@@ -323,7 +323,10 @@ vkf_status vkf_vk_window(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64
 vkf_status vkf_vk_window_texel(vkf_vk_rec *r, const vkf_buffer *b, uint64_t lo, uint64_t hi,
                                int write, vkf_vk_win *w);
 /* A window over absolute bytes [abs_lo, abs_hi) of a block (several tensors of one block:
- * fused dispatches); texel: as vkf_vk_window_texel, else as vkf_vk_window. */
+ * fused dispatches); texel: 1 as vkf_vk_window_texel, VKF_VK_WIN_VEC4 the same start and range
+ * bound as a storage buffer (of 16-byte vectors: the kernel indexes it as it would the texel
+ * view), 0 as vkf_vk_window. */
+#define VKF_VK_WIN_VEC4 2
 vkf_status vkf_vk_window_block(vkf_vk_rec *r, const vkf_vk_block *blk, uint64_t abs_lo,
                                uint64_t abs_hi, int write, int texel, vkf_vk_win *w);
 /* Bytes a texel window may span (maxTexelBufferElements and maxStorageBufferRange). */

@@ -52,7 +52,8 @@
     X(ROWSEQ_CT, rs_ct, 0)                                                                         \
     X(W_RAWP, rawp, 0)                                                                             \
     X(RS_P, rs_p, 0)                                                                               \
-    X(RS_PAIRU, rs_pairu, 0)
+    X(RS_PAIRU, rs_pairu, 0)                                                                       \
+    X(W_SSBO, ssbo, 0)
 /* clang-format on */
 /* matmul_coopmat.comp: the spelling (NV, emulated, else KHR), the weight type, the matrix
  * shape, SM x SN matrices per subgroup tile, TPS tiles per subgroup, SGS the subgroup size */

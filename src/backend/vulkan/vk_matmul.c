@@ -36,6 +36,20 @@ static void vkf_vk_mm_grid(const vkf_vk_caps *c, const vkf_vk_mm_group_plan *p, 
     *gy = (uint32_t)((groups + *gx - 1) / *gx);
 }
 
+/* the window over rows [r0, r0 + n) of t a plan reads in 16-byte units: a texel window, or with
+ * W_SSBO the same bytes as a storage window */
+static vkf_status vkf_vk_mm_rows_win(vkf_vk_rec *r, const vkf_tensor *t, int64_t r0, int64_t n,
+                                     int ssbo, vkf_vk_win *w) {
+    if (!ssbo) return vkf_vk_rows_texwin(r, t, r0, n, w);
+    if (n <= 0) n = 1;
+    uint64_t sb = vkf_vk_stride_bytes(t);
+    uint64_t lo = t->buf->offset + t->offset + (uint64_t)r0 * sb;
+    uint64_t hi = lo + (uint64_t)(n - 1) * sb + vkf_vk_row_bytes(t);
+    if (hi > t->buf->offset + t->buf->size)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tensor %s: rows outside its buffer", t->name);
+    return vkf_vk_window_block(r, t->buf->block, lo, hi, 0, VKF_VK_WIN_VEC4, w);
+}
+
 /* outputs: one storage window over rows m0.. of every output (columns n0.. when plain), and the
  * element offset of each inside it */
 static vkf_status vkf_vk_mm_out_win(vkf_vk_rec *r, const vkf_vk_mm_group *g,
@@ -66,8 +80,8 @@ static vkf_status vkf_vk_mm_out_win(vkf_vk_rec *r, const vkf_vk_mm_group *g,
 /* weights: one texel window over rows n0.. of every matrix, and each matrix's byte offset in it
  * (on a texel where the plan reads whole texels) */
 static vkf_status vkf_vk_mm_w_win(vkf_vk_rec *r, const vkf_vk_mm_group *g,
-                                  const vkf_vk_mm_chunk *ch, int aligned16, vkf_vk_win *win,
-                                  uint32_t wboff[3]) {
+                                  const vkf_vk_mm_chunk *ch, int aligned16, int ssbo,
+                                  vkf_vk_win *win, uint32_t wboff[3]) {
     uint64_t wlo = UINT64_MAX, whi = 0;
     for (int i = 0; i < g->n_mats; i++) {
         const vkf_tensor *w = g->w[i];
@@ -78,7 +92,8 @@ static vkf_status vkf_vk_mm_w_win(vkf_vk_rec *r, const vkf_vk_mm_group *g,
         if (lo < wlo) wlo = lo;
         if (hi > whi) whi = hi;
     }
-    VKF_TRY(vkf_vk_window_block(r, g->w[0]->buf->block, wlo, whi, 0, 1, win));
+    VKF_TRY(
+        vkf_vk_window_block(r, g->w[0]->buf->block, wlo, whi, 0, ssbo ? VKF_VK_WIN_VEC4 : 1, win));
     for (int i = 0; i < g->n_mats; i++) {
         const vkf_tensor *w = g->w[i];
         wboff[i] =
@@ -94,7 +109,8 @@ static vkf_status vkf_vk_mm_w_win(vkf_vk_rec *r, const vkf_vk_mm_group *g,
 /* bias (columns n0.. of one, or every matrix's whole in one window), residual, norm weight:
  * windows 3, 4, 5 (bound to the outputs' or activations' window when absent) */
 static vkf_status vkf_vk_mm_extra_wins(vkf_vk_rec *r, const vkf_vk_mm_group *g,
-                                       const vkf_vk_mm_chunk *ch, vkf_vk_win *win, vkf_pc_mm *pc) {
+                                       const vkf_vk_mm_chunk *ch, int ssbo, vkf_vk_win *win,
+                                       vkf_pc_mm *pc) {
     win[3] = win[4] = win[0];
     win[3].write = win[4].write = 0;
     win[5] = win[1];
@@ -125,7 +141,7 @@ static vkf_status vkf_vk_mm_extra_wins(vkf_vk_rec *r, const vkf_vk_mm_group *g,
         pc->flags |= VKF_MM_RESIDUAL;
     }
     if (g->norm_w) {
-        VKF_TRY(vkf_vk_rows_texwin(r, g->norm_w, 0, 1, &win[5]));
+        VKF_TRY(vkf_vk_mm_rows_win(r, g->norm_w, 0, 1, ssbo, &win[5]));
         pc->g_off = (uint32_t)(win[5].delta / 4);
         pc->eps = g->eps;
     }
@@ -174,13 +190,13 @@ static vkf_status vkf_vk_mm_chunk_record(vkf_vk_rec *r, const vkf_vk_mm_group *g
     memset(&pc, 0, sizeof pc);
     uint32_t doff[3] = {0, 0, 0}, wboff[3] = {0, 0, 0};
     VKF_TRY(vkf_vk_mm_out_win(r, g, ch, &win[0], doff));
-    VKF_TRY(vkf_vk_rows_texwin(r, g->a, ch->m0, ch->mc, &win[1]));
+    VKF_TRY(vkf_vk_mm_rows_win(r, g->a, ch->m0, ch->mc, p->ssbo, &win[1]));
     if (win[1].delta % 16)
         return vkf_error(VKF_ERROR_INTERNAL, "matmul %s: activation window not texel aligned",
                          g->d[0]->name);
     pc.a_off = (uint32_t)(win[1].delta / 4);
-    VKF_TRY(vkf_vk_mm_w_win(r, g, ch, p->aligned16, &win[2], wboff));
-    VKF_TRY(vkf_vk_mm_extra_wins(r, g, ch, win, &pc));
+    VKF_TRY(vkf_vk_mm_w_win(r, g, ch, p->aligned16, p->ssbo, &win[2], wboff));
+    VKF_TRY(vkf_vk_mm_extra_wins(r, g, ch, p->ssbo, win, &pc));
     uint64_t rows = vkf_vk_mm_pc(g, ch, p->R, doff, wboff, &pc);
     uint32_t gx, gy, gz = (uint32_t)(((uint64_t)ch->mc + p->tm - 1) / p->tm);
     vkf_vk_mm_grid(&r->vb->caps, p, rows, &gx, &gy);

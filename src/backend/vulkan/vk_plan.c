@@ -414,6 +414,11 @@ vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group 
     p->tm = tm;
     p->lanes = v->lanes;
     p->aligned16 = v->align16 || v->rs_ch;
+    /* GPUs' decode (M <= 8, split-K): vector loads from storage buffers instead of texels
+     * (W_SSBO), the general memory path GPU matrix-vector kernels read through (llama.cpp's
+     * mul_mat_vec); CPU drivers keep texels (their gathers; shaders/matmul_texel.comp) */
+    v->ssbo = p->ssbo =
+        !vkf_vk_plan_cpu(vb) && M <= VKF_VK_MV_MAXM && !v->lanes && !vb->sw.no_ssbo_matvec;
     return VKF_OK;
 }
 

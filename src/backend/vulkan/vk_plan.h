@@ -88,6 +88,7 @@ typedef struct vkf_vk_mm_group_plan {
     uint32_t wg, R, tm;
     int lanes;     /* each lane owns R rows and walks all of K */
     int aligned16; /* weight rows must start on a texel in their window (W_ALIGN16, ROWSEQ_CH) */
+    int ssbo;      /* a, w and the norm weight in storage windows of 16-byte vectors (W_SSBO) */
 } vkf_vk_mm_group_plan;
 vkf_status vkf_vk_plan_mm_group(const struct vkf_vk_backend *vb, const struct vkf_vk_mm_group *g,
                                 vkf_vk_mm_group_plan *p);

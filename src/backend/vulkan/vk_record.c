@@ -43,6 +43,9 @@ static vkf_status vkf_vk_exec_submit(vkf_vk_backend *vb, vkf_vk_exec *ex, double
         vb->stats.prof_ms[op] += (double)((ts[i] - ts[i - 1]) & mask) * tick_ms;
         vb->stats.prof_dispatches[op]++;
     }
+    vb->stats.prof_busy_ms += (double)((ts[ex->n_ts - 1] - ts[0]) & mask) * tick_ms;
+    vb->stats.prof_rec_dispatches += ex->dispatches;
+    vb->stats.prof_rec_barriers += ex->barriers;
     vb->stats.prof_submit_ms += dt;
     vb->stats.prof_submits++;
     free(ts);
@@ -162,8 +165,8 @@ vkf_status vkf_backend_vulkan_profile(vkf_backend *be, int on) {
     vb->profile = on ? 1 : 0;
     memset(vb->stats.prof_ms, 0, sizeof vb->stats.prof_ms);
     memset(vb->stats.prof_dispatches, 0, sizeof vb->stats.prof_dispatches);
-    vb->stats.prof_submit_ms = 0;
-    vb->stats.prof_submits = 0;
+    vb->stats.prof_submit_ms = vb->stats.prof_busy_ms = 0;
+    vb->stats.prof_submits = vb->stats.prof_rec_dispatches = vb->stats.prof_rec_barriers = 0;
     return VKF_OK;
 }
 

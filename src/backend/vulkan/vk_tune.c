@@ -67,8 +67,14 @@ static void vkf_vk_table(const vkf_vk_caps *c, int cpu, int mclass, int64_t M, v
         /* 4 activation rows per pass: on an H200 8 rows fell off a cliff for the quantized
          * types (1x4096x4096 at M = 8, ms, TM 8 -> 4: Q4_0 0.439 -> 0.083, Q8_0 0.466 -> 0.088,
          * Q4_K 0.535 -> 0.087; F16 0.043 -> 0.032; bench/RESULTS.md) */
+        /* one subgroup per workgroup (its largest size), 2 weight rows each, reduced with
+         * subgroup adds and no shared memory, reading storage buffers (W_SSBO, vk_plan.c): the
+         * shape of llama.cpp's mul_mat_vec; the H200 runs had 4 such subgroups per workgroup,
+         * each with its own rows (the same work per subgroup). GPU speed of this choice is
+         * unmeasured (no GPU lent since). */
+        uint32_t smax = c->subgroup_max > sg ? c->subgroup_max : sg;
         o->kind = VKF_VK_MM_TEXEL;
-        o->wg = sg * 4 < 64 ? 64 : sg * 4;
+        o->wg = smax;
         o->r = 2;
         o->tm = 4;
         return;
