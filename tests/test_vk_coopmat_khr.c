@@ -330,6 +330,87 @@ static void test_disassembly(vkf_vk_backend *vb) {
     free(txt);
 }
 
+/* The rewrite changes the matrix instructions and types and nothing else: the KHR module is
+ * the NV module (what the emulation's GLSL body shares with it: every non-matrix instruction,
+ * tiling, staging, bounds, hi/lo split) word for word, but for the capability, the extension,
+ * the matrix types (and arrays and pointers of them), the five matrix instructions and the
+ * result types of matrix values; the new ids (split types, constants) are beyond the NV bound. */
+static void test_only_matrices_change(vkf_vk_backend *vb) {
+    vkf_vk_kplan kp = khr_variant(VKF_DTYPE_Q4_K, 16, 16, 16, 2, 1);
+    char defs[256];
+    vkf_vk_defines(&kp, defs, sizeof defs);
+    kp.v.matmul_coopmat.khr_spv = 0;
+    kp.v.matmul_coopmat.nv = 1;
+    char defs_nv[256];
+    vkf_vk_defines(&kp, defs_nv, sizeof defs_nv);
+    uint32_t *k = NULL, *v = NULL;
+    size_t nk = 0, nv = 0;
+    VKT_OK(vkf_vk_spirv_get(vb, "matmul_coopmat", defs, &k, &nk));
+    VKT_OK(vkf_vk_spirv_get(vb, "matmul_coopmat", defs_nv, &v, &nv));
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return;
+    }
+    uint32_t bound = v[3];
+    uint8_t *cm = calloc(bound, 1); /* NV ids of matrix types and types built on them */
+    for (size_t i = 5; i < nv; i += v[i] >> 16) {
+        uint32_t op = v[i] & 0xffff;
+        if (op == 5358) cm[v[i + 1]] = 1;
+        if ((op == 28 || op == 29) && v[i + 2] < bound && cm[v[i + 2]]) cm[v[i + 1]] = 1;
+        if (op == 32 && v[i + 3] < bound && cm[v[i + 3]]) cm[v[i + 1]] = 1;
+    }
+    static const uint32_t nv_to_khr[][2] = {
+        {5358, 4456}, {5359, 4457}, {5360, 4458}, {5361, 4459}, {5362, 4460}};
+    int same = 0, retyped = 0, matrix = 0, bad = 0, extra = 0;
+    size_t i = 5, j = 5;
+    while (i < nv && j < nk) {
+        uint32_t wv = v[i] >> 16, wk = k[j] >> 16, ov = v[i] & 0xffff, ok = k[j] & 0xffff;
+        /* an instruction the pass added: a constant or a split type, its id past the bound */
+        if (wk >= 2 && k[j + 1 + (ok == 43)] >= bound &&
+            (ok == 43 || ok == 4456 || ok == 28 || ok == 29 || ok == 32)) {
+            extra++;
+            j += wk;
+            continue;
+        }
+        int is_cm_op = 0;
+        for (int m = 0; m < 5; m++)
+            if (nv_to_khr[m][0] == ov) is_cm_op = nv_to_khr[m][1] == ok;
+        if (is_cm_op || (ov == 17 && v[i + 1] == 5357) || ov == 10) {
+            matrix++;
+        } else if (ov == ok && wv == wk && memcmp(v + i, k + j, wv * 4) == 0) {
+            same++;
+        } else if (ov == ok && wv == wk && wv >= 3 && v[i + 1] < bound &&
+                   (cm[v[i + 1]] || ((ov == 28 || ov == 29 || ov == 32) && cm[v[i + 1]])) &&
+                   memcmp(v + i + 2, k + j + 2, (wv - 2) * 4) == 0) {
+            retyped++; /* a matrix value with its role's type */
+        } else if (ov == ok && wv == wk && (ov == 28 || ov == 29 || ov == 32) && cm[v[i + 1]]) {
+            retyped++; /* an array or pointer of a matrix type, now of its role's type */
+        } else {
+            if (bad < 3)
+                fprintf(stderr, "differs: NV op %u (%u words) vs KHR op %u (%u words)\n", ov, wv,
+                        ok, wk);
+            bad++;
+        }
+        i += wv;
+        j += wk;
+    }
+    /* matrix: the capability, the extension, the two NV types (f16 16 x 16, f32 16 x 16), four
+     * loads (A hi, A lo, B hi, B lo), one store, three products; added: at least the B type split
+     * from the f16 one; the rest the same or retyped */
+    VKT_CHECK(bad == 0 && i == nv && j == nk && same > 1000 && matrix == 12 && retyped >= 1 &&
+                  extra >= 1,
+              "NV vs KHR module: %d same, %d retyped, %d matrix, %d added, %d differ (ends %zu/%zu "
+              "%zu/%zu)",
+              same, retyped, matrix, extra, bad, i, nv, j, nk);
+    printf("NV vs KHR module: %d instructions the same, %d retyped, %d matrix instructions, %d "
+           "added\n",
+           same, retyped, matrix, extra);
+    free(cm);
+    free(k);
+    free(v);
+}
+
 /* ---------------------------------------------------------------- small hand-written modules */
 
 static const char k_head[] = "OpCapability Shader\n"
@@ -535,6 +616,7 @@ int main(void) {
     if (be) {
         test_variants(vkf_vk(be));
         test_disassembly(vkf_vk(be));
+        test_only_matrices_change(vkf_vk(be));
         vkf_backend_free(be);
     }
     char cmd[128];
