@@ -72,7 +72,8 @@ enum { ROLE_NONE = -1, ROLE_A = 0, ROLE_B = 1, ROLE_ACC = 2, N_ROLES = 3 };
 typedef struct cm_pass {
     const uint32_t *w;
     size_t n;
-    uint32_t bound;
+    uint32_t bound;          /* the output's bound (grows as the pass adds ids) */
+    uint32_t ids;            /* the input's bound: the size of the arrays below */
     uint32_t *def;           /* id -> word offset of the instruction that defines it (0: none) */
     uint32_t *type;          /* value id -> its result type id (0: not a value) */
     uint8_t *has_cm;         /* type id -> 1 where it is or holds a cooperative matrix */
@@ -111,7 +112,7 @@ static int cm_join(cm_pass *p, uint32_t a, uint32_t b) {
 }
 
 static int cm_tag(cm_pass *p, uint32_t v, int role) {
-    if (v >= p->bound || !p->type[v] || !p->has_cm[p->type[v]])
+    if (v >= p->ids || !p->type[v] || !p->has_cm[p->type[v]])
         return cm_fail(p, "OpCooperativeMatrixMulAddNV operand is not a cooperative matrix", v);
     uint32_t r = cm_find(p, v);
     if (p->role[r] != ROLE_NONE && p->role[r] != role)
@@ -169,9 +170,15 @@ static int cm_scan(cm_pass *p) {
         const uint32_t *in = p->w + i;
         uint32_t res = 0;
         if ((op >= 19 && op <= 39) || op == OP_TYPE_CM_NV) {
+            if (wc < 2) return cm_fail(p, "a type declaration without its id", (uint32_t)i);
             res = in[1];
             if (res >= p->bound) return cm_fail(p, "id beyond the bound", res);
             p->def[res] = (uint32_t)i;
+            if (op == OP_TYPE_CM_NV && wc != 6)
+                return cm_fail(p, "OpTypeCooperativeMatrixNV of the wrong length", res);
+            if ((op == OP_TYPE_ARRAY && wc != 4) || (op == OP_TYPE_POINTER && wc != 4) ||
+                (op == OP_TYPE_INT && wc != 4))
+                return cm_fail(p, "a type declaration of the wrong length", res);
             if (op == OP_TYPE_CM_NV) p->has_cm[res] = p->seen_cm = 1;
             if ((op == OP_TYPE_ARRAY || op == OP_TYPE_RUNTIME_ARRAY) && in[2] < p->bound)
                 p->has_cm[res] = p->has_cm[in[2]];
@@ -224,7 +231,8 @@ static int cm_roles(cm_pass *p) {
         if (op == OP_CM_LOAD_NV || op == OP_CM_STORE_NV || op == OP_CM_LENGTH_NV) continue;
         uint32_t first;
         if (cm_has_result_type(op, wc) && !(op >= 19 && op <= 39)) {
-            if (!p->has_cm[in[1]]) continue; /* e.g. an element extracted from a matrix */
+            if (in[1] >= p->ids || in[2] >= p->ids || !p->has_cm[in[1]])
+                continue; /* e.g. an element of a matrix */
             if (op == OP_FUNCTION_CALL)
                 return cm_fail(p,
                                "a cooperative matrix returned by a function call is not "
@@ -239,7 +247,7 @@ static int cm_roles(cm_pass *p) {
         uint32_t anchor = first == 3 ? in[2] : 0;
         for (uint32_t k = first; k < wc; k++) {
             uint32_t v = in[k];
-            if (v >= p->bound || !p->type[v] || !p->has_cm[p->type[v]]) continue;
+            if (v >= p->ids || !p->type[v] || !p->has_cm[p->type[v]]) continue;
             if (!anchor)
                 anchor = v;
             else if (!cm_join(p, anchor, v))
@@ -253,7 +261,7 @@ static uint32_t *cm_map(cm_pass *p, uint32_t t, int role) { return &p->map[t * N
 
 /* marks (t, role) and what t is built on as needed */
 static void cm_need(cm_pass *p, uint32_t t, int role) {
-    if (t >= p->bound || !p->has_cm[t] || *cm_map(p, t, role)) return;
+    if (t >= p->ids || !p->has_cm[t] || *cm_map(p, t, role)) return;
     *cm_map(p, t, role) = 1;
     const uint32_t *in = p->w + p->def[t];
     uint32_t op = in[0] & 0xffff;
@@ -263,12 +271,12 @@ static void cm_need(cm_pass *p, uint32_t t, int role) {
 
 /* (type, role) pairs the values need -> ids: the first role of a type keeps its id */
 static int cm_assign(cm_pass *p) {
-    for (uint32_t v = 1; v < p->bound; v++) {
+    for (uint32_t v = 1; v < p->ids; v++) {
         if (!p->type[v] || !p->has_cm[p->type[v]]) continue;
         int r = p->role[cm_find(p, v)];
         cm_need(p, p->type[v], r == ROLE_NONE ? ROLE_ACC : r);
     }
-    for (uint32_t t = 1; t < p->bound; t++) {
+    for (uint32_t t = 1; t < p->ids; t++) {
         if (!p->has_cm[t]) continue;
         int any = 0;
         for (int r = 0; r < N_ROLES; r++)
@@ -276,7 +284,7 @@ static int cm_assign(cm_pass *p) {
         if (!any) cm_need(p, t, ROLE_ACC); /* declared, never used: keep it, as accumulator */
     }
     uint32_t next = p->bound;
-    for (uint32_t t = 1; t < p->bound; t++) {
+    for (uint32_t t = 1; t < p->ids; t++) {
         if (!p->has_cm[t]) continue;
         int kept = 0;
         for (int r = 0; r < N_ROLES; r++) {
@@ -296,13 +304,14 @@ static int cm_assign(cm_pass *p) {
 }
 
 static uint32_t cm_type_of(cm_pass *p, uint32_t t, uint32_t value) {
-    if (t >= p->bound || !p->has_cm[t]) return t;
+    if (t >= p->ids || !p->has_cm[t] || value >= p->ids) return t;
     int r = p->role[cm_find(p, value)];
     return *cm_map(p, t, r == ROLE_NONE ? ROLE_ACC : r);
 }
 
 /* the role-mapped type for a type operand (LengthNV): the accumulator's where it exists */
 static uint32_t cm_type_any(cm_pass *p, uint32_t t) {
+    if (t >= p->ids) return t;
     for (int r = ROLE_ACC; r >= 0; r--)
         if (*cm_map(p, t, r)) return *cm_map(p, t, r);
     return t;
@@ -330,7 +339,7 @@ static int cm_put(cm_out *o, const uint32_t *w, size_t n) {
 
 /* the 32-bit constant ColumnMajor (1) or RowMajor (0) for the NV boolean operand */
 static int cm_layout(cm_pass *p, uint32_t b, uint32_t *out) {
-    uint32_t op = b < p->bound && p->def[b] ? p->w[p->def[b]] & 0xffff : 0;
+    uint32_t op = b < p->ids && p->def[b] ? p->w[p->def[b]] & 0xffff : 0;
     if (op == OP_CONSTANT_TRUE) {
         *out = p->konst[1];
         return 1;
@@ -344,10 +353,10 @@ static int cm_layout(cm_pass *p, uint32_t b, uint32_t *out) {
 
 /* bit for a signed integer component type of cooperative matrix type t */
 static uint32_t cm_signed(cm_pass *p, uint32_t t, uint32_t bit) {
-    if (t >= p->bound || !p->def[t]) return 0;
+    if (t >= p->ids || !p->def[t]) return 0;
     const uint32_t *in = p->w + p->def[t];
     uint32_t c = in[2];
-    if (c >= p->bound || !p->def[c]) return 0;
+    if (c >= p->ids || !p->def[c]) return 0;
     const uint32_t *ct = p->w + p->def[c];
     return (ct[0] & 0xffff) == OP_TYPE_INT && ct[3] == 1 ? bit : 0;
 }
@@ -389,7 +398,8 @@ static int cm_emit(cm_pass *p, cm_out *o) {
             k[0] = (8u << 16) | OP_EXTENSION;
             memcpy(k + 1, ext, 28);
             ok = cm_put(o, k, 8);
-        } else if (((op >= 19 && op <= 39) || op == OP_TYPE_CM_NV) && p->has_cm[in[1]]) {
+        } else if (((op >= 19 && op <= 39) || op == OP_TYPE_CM_NV) && in[1] < p->ids &&
+                   p->has_cm[in[1]]) {
             ok = cm_emit_type(p, o, in);
         } else if (op == OP_CM_LOAD_NV) {
             if (wc < 6 || wc > 60) return cm_fail(p, "malformed OpCooperativeMatrixLoadNV", in[2]);
@@ -411,6 +421,8 @@ static int cm_emit(cm_pass *p, cm_out *o) {
             memcpy(k + 5, in + 5, (wc - 5) * 4);
             ok = cm_put(o, k, wc);
         } else if (op == OP_CM_MULADD_NV) {
+            if (wc != 6 || in[3] >= p->ids || in[4] >= p->ids || in[5] >= p->ids)
+                return cm_fail(p, "malformed OpCooperativeMatrixMulAddNV", in[2]);
             uint32_t ops = cm_signed(p, p->type[in[3]], 0x1) | cm_signed(p, p->type[in[4]], 0x2) |
                            cm_signed(p, p->type[in[5]], 0x4) | cm_signed(p, in[1], 0x8);
             uint32_t n = ops ? 7 : 6;
@@ -420,9 +432,10 @@ static int cm_emit(cm_pass *p, cm_out *o) {
             k[6] = ops;
             ok = cm_put(o, k, n);
         } else if (op == OP_CM_LENGTH_NV) {
+            if (wc != 4) return cm_fail(p, "malformed OpCooperativeMatrixLengthNV", in[2]);
             uint32_t c[4] = {(4u << 16) | OP_CM_LENGTH_KHR, in[1], in[2], cm_type_any(p, in[3])};
             ok = cm_put(o, c, 4);
-        } else if (cm_has_result_type(op, wc) && in[1] < p->bound && p->has_cm[in[1]]) {
+        } else if (cm_has_result_type(op, wc) && in[1] < p->ids && p->has_cm[in[1]]) {
             if (!cm_put(o, in, wc)) return 0;
             o->w[o->n - wc + 1] = cm_type_of(p, in[1], in[2]);
         } else {
@@ -450,7 +463,7 @@ vkf_status vkf_spv_coopmat_nv_to_khr(const uint32_t *words, size_t n_words, uint
     memset(&p, 0, sizeof p);
     p.w = words;
     p.n = n_words;
-    p.bound = words[3];
+    p.bound = p.ids = words[3];
     size_t b = p.bound;
     p.def = calloc(b, sizeof *p.def);
     p.type = calloc(b, sizeof *p.type);
