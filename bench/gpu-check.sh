@@ -143,6 +143,17 @@ if [ "$part" = coopmat ]; then # the cooperative-matrix prefill matmul against t
         step "pp512_coop_$t" env VKF_COOPMAT=1 "$V" bench -m "$m" -p 512 -n 0 -r 2 --backends vulkan
         step "pp512_tiled_$t" "$V" bench -m "$m" -p 512 -n 0 -r 2 --backends vulkan
     done
+    # VKF_COOPMAT=1 takes VK_KHR_cooperative_matrix where the device has it (AMD RDNA3+, Intel
+    # Arc, recent NVIDIA drivers: the NV GLSL with its SPIR-V rewritten into the KHR form,
+    # src/backend/vulkan/spv_coopmat_khr.c), so the steps above ran the KHR form there; where
+    # the device has both extensions, the NV form too (VKF_COOPMAT=nv)
+    if "$V" devices 2>&1 | grep -q "cooperative matrix KHR and NV"; then
+        VKF_COOPMAT=nv "$V" devices 2>&1 | grep -i -E "prefill matmul" | tee -a "$summary"
+        step selftest_nv env VKF_COOPMAT=nv "$V" selftest --validate
+        step verify_llama-tiny_nv env VKF_COOPMAT=nv "$V" verify .gpu/fixtures/llama-tiny --validate
+        step mm_coop_nv_4096x4096x4096 env VKF_COOPMAT=nv "$V" bench --kernels --only matmul --shape 4096x4096x4096 --dtypes F16,Q4_0,Q4_K
+        step pp512_coop_nv_q4_0 env VKF_COOPMAT=nv "$V" bench -m /tmp/vkf-bench-tinyllama-q4_0.gguf -p 512 -n 0 -r 2 --backends vulkan
+    fi
 fi
 
 if [ "$part" = archs ]; then # the fused layers of qwen2, qwen3 and gemma3 at real sizes

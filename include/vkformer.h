@@ -193,7 +193,8 @@ typedef struct vkf_switches {
     int force_staging;      /* VKF_FORCE_STAGING: transfers through staging on unified memory */
     /* --- the GPUs' table and experiments (bench/README.md) */
     int gpu_table;        /* VKF_GPU_TABLE: a CPU driver takes the GPUs' kernel choices */
-    int coopmat;          /* VKF_COOPMAT: cooperative matrices outside the allow-list */
+    int coopmat;          /* VKF_COOPMAT: cooperative matrices outside the allow-list; 2
+                             (VKF_COOPMAT=nv): and VK_NV_ where a device has both NV and KHR */
     uint32_t coopmat_emu; /* VKF_COOPMAT_EMU: 1 (16 x 16 x 16) or 8 (8 x 8 x 8): the
                              cooperative-matrix kernel with its matrix operations emulated */
     int rowseq;           /* VKF_ROWSEQ: rows in sequence on any device */

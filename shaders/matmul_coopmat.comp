@@ -5,6 +5,8 @@
  * spellings of the matrix operations (CM_* below):
  *   COOPMAT_NV=1  GL_NV_cooperative_matrix (VK_NV_cooperative_matrix; Debian's glslang 12);
  *   COOPMAT_KHR=1 GL_KHR_cooperative_matrix (VK_KHR_cooperative_matrix; glslang 13.1+);
+ *   COOPMAT_KHR_SPV=1 VK_KHR_cooperative_matrix with Debian's glslang 12: compiled as the NV
+ *                 spelling, its SPIR-V rewritten into the KHR form by the host;
  *   COOPMAT_EMU=1 the same operations written out per invocation (element e of a matrix
  *                 belongs to invocation e % SGS of the subgroup): no hardware needs it, so
  *                 the op harness checks this file's tiling, staging, bounds and precision on
@@ -30,6 +32,12 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
 
+#if defined(COOPMAT_KHR_SPV) && COOPMAT_KHR_SPV
+/* VK_KHR_cooperative_matrix with a glslang older than 13.1: the NV spelling, whose SPIR-V the
+ * host rewrites into the KHR form (src/backend/vulkan/spv_coopmat_khr.c) */
+#undef COOPMAT_NV
+#define COOPMAT_NV 1
+#endif
 #if defined(VKF_BUILD_CHECK) && !defined(COOPMAT_NV) && !defined(COOPMAT_EMU)
 /* the build-time check compiles the NV spelling, which every supported glslang knows */
 #define COOPMAT_NV 1

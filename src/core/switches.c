@@ -101,6 +101,8 @@ void vkf_switches_from_env(vkf_switches *out) {
     }
     VKF_SWITCH_FLAGS(VKF_READ_FLAG)
     VKF_SWITCH_COUNTS(VKF_READ_COUNT)
+    const char *cm = getenv("VKF_COOPMAT");
+    if (cm && strcmp(cm, "nv") == 0) out->coopmat = 2; /* and the NV spelling where both exist */
 #undef VKF_READ_FLAG
 #undef VKF_READ_COUNT
     env_str("VKF_DEVICE", out->device, sizeof out->device);

@@ -144,9 +144,10 @@ const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k) {
 /* The cooperative-matrix matmul runs only where it is known to be worth it (DESIGN, lessons
  * from the field: drivers advertise cooperative matrices without fast hardware): an allow-list
  * by vendor and driver, an f16 x f16 -> f32 shape at subgroup scope, shaderFloat16, subgroups,
- * the Vulkan memory model (the GLSL extensions need it), and a glslang that compiles the
- * extension's GLSL: GL_KHR_cooperative_matrix needs 13.1+ (Debian 12 ships 12.0), so with it
- * VK_NV_cooperative_matrix (NVIDIA, GL_NV_cooperative_matrix, any glslang) is the path.
+ * the Vulkan memory model (the GLSL extensions need it). VK_KHR_cooperative_matrix (AMD RDNA3+,
+ * Intel Arc, NVIDIA) is preferred: GL_KHR_cooperative_matrix needs glslang 13.1+ (Debian 12
+ * ships 12.0), so there the NV GLSL is compiled and its SPIR-V rewritten into the KHR form
+ * (spv_coopmat_khr.c); VK_NV_cooperative_matrix is the path on devices without the KHR one.
  * A spelling also runs by default only once it has passed `selftest` on such hardware (a
  * GPU run of bench/gpu-check.sh coopmat): a wrong result on every prefill of a vendor's GPUs
  * would cost more than the speed it buys. Neither the NV nor the KHR spelling has run on a GPU
@@ -180,7 +181,10 @@ void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches
         c->coopmat_off = "no Vulkan memory model";
         return;
     }
-    int khr = c->coopmat && vkf_vk_glslang_has_coopmat(), nv = c->coopmat_nv;
+    /* KHR wherever the device has it (GLSL KHR with glslang 13.1+, else NV GLSL rewritten into
+     * the KHR SPIR-V form: spv_coopmat_khr.c); NV on devices with only VK_NV_cooperative_matrix.
+     * VKF_COOPMAT=nv (bench/gpu-check.sh coopmat) keeps to NV where both exist. */
+    int khr = c->coopmat && !(sw->coopmat == 2 && c->coopmat_nv), nv = c->coopmat_nv;
     const vkf_vk_coopmat_shape *best = NULL;
     for (uint32_t i = 0; i < c->n_coopmat; i++) {
         const vkf_vk_coopmat_shape *s = &c->coopmat_shapes[i];
@@ -198,9 +202,7 @@ void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches
             best = s;
     }
     if (!best) {
-        c->coopmat_off = c->coopmat && !nv && !khr
-                             ? "GL_KHR_cooperative_matrix needs glslang 13.1 or later"
-                             : "no f16 x f16 -> f32 subgroup shape the kernel takes";
+        c->coopmat_off = "no f16 x f16 -> f32 subgroup shape the kernel takes";
         return;
     }
     /* NVIDIA proprietary (tensor cores since Volta), AMD RADV / AMDVLK / proprietary (WMMA on
@@ -664,9 +666,12 @@ static void vkf_vk_report_text(vkf_vk_sbuf *s, uint32_t idx, const vkf_vk_caps *
                            vkf_vk_scope_name(m->scope), m->saturating ? ", saturating" : "");
     }
     if (c->coopmat_use)
-        vkf_vk_sbuf_printf(s, "  prefill matmul: cooperative matrices, %s %ux%ux%u\n",
+        vkf_vk_sbuf_printf(s, "  prefill matmul: cooperative matrices, %s %ux%ux%u%s\n",
                            vkf_vk_coopmat_kind_name(c->coopmat_kind), c->coopmat_m, c->coopmat_n,
-                           c->coopmat_k);
+                           c->coopmat_k,
+                           c->coopmat_kind == VKF_VK_COOPMAT_KHR && !vkf_vk_glslang_has_coopmat()
+                               ? " (NV GLSL, SPIR-V rewritten into the KHR form)"
+                               : "");
     else if ((c->coopmat || c->coopmat_nv) && c->coopmat_off)
         vkf_vk_sbuf_printf(s, "  prefill matmul: tiled kernel; cooperative matrices not used: %s\n",
                            c->coopmat_off);

@@ -252,6 +252,10 @@ vkf_status vkf_vk_reflect(const uint32_t *w, size_t n, const char *shader, int *
                           uint32_t *texel_mask);
 /* 1 if the glslang linked in compiles GL_KHR_cooperative_matrix (13.1 and later). */
 int vkf_vk_glslang_has_coopmat(void);
+/* SPIR-V with SPV_NV_cooperative_matrix -> the same module in SPV_KHR_cooperative_matrix's form
+ * (spv_coopmat_khr.c): *out malloc'd; a module it cannot rewrite is refused with the reason */
+vkf_status vkf_spv_coopmat_nv_to_khr(const uint32_t *words, size_t n_words, uint32_t **out,
+                                     size_t *n_out);
 /* VKF_ERROR_SHADER unless every define name of kernel id appears in its shader's expanded
  * source (what vkf_vk_kplan_pipe checks before a compile; for tests of the whole table). */
 vkf_status vkf_vk_kernel_source_check(vkf_vk_kernel_id id);

@@ -55,11 +55,13 @@
     X(RS_PAIRU, rs_pairu, 0)                                                                       \
     X(W_SSBO, ssbo, 0)
 /* clang-format on */
-/* matmul_coopmat.comp: the spelling (NV, emulated, else KHR), the weight type, the matrix
+/* matmul_coopmat.comp: the spelling (NV, emulated, KHR_SPV: NV GLSL rewritten into the KHR
+ * SPIR-V form, else KHR GLSL), the weight type, the matrix
  * shape, SM x SN matrices per subgroup tile, TPS tiles per subgroup, SGS the subgroup size */
 #define VKF_VK_D_MATMUL_COOPMAT(X)                                                                 \
     X(COOPMAT_NV, nv, 0)                                                                           \
     X(COOPMAT_EMU, emu, 0)                                                                         \
+    X(COOPMAT_KHR_SPV, khr_spv, 0)                                                                 \
     X(WTYPE, wtype, 0)                                                                             \
     X(W_SMALL, w_small, 0)                                                                         \
     X(CM_M, cm_m, 0)                                                                               \

@@ -463,6 +463,8 @@ static int vkf_vk_plan_coopmat(const vkf_vk_backend *vb, const vkf_tensor *w, in
     *k = vkf_vk_kp(VKF_VK_K_MATMUL_COOPMAT, nsg * sg);
     vkf_vk_matmul_coopmat_v *v = &k->v.matmul_coopmat;
     v->nv = c->coopmat_kind == VKF_VK_COOPMAT_NV;
+    /* KHR device, glslang without GL_KHR_cooperative_matrix: NV GLSL, SPIR-V rewritten */
+    v->khr_spv = c->coopmat_kind == VKF_VK_COOPMAT_KHR && !vkf_vk_glslang_has_coopmat();
     v->emu = c->coopmat_kind == VKF_VK_COOPMAT_EMU;
     v->wtype = vkf_vk_wtype(w->dtype);
     v->w_small = 1;

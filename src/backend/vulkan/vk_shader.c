@@ -395,8 +395,17 @@ static vkf_status vkf_vk_spirv_build(vkf_vk_backend *vb, const char *shader, con
 
     static const char entry[] = "main";
     const char *target = vb->target_vulkan >= 12 ? "vulkan1.2/spv1.5" : "vulkan1.1/spv1.3";
+    /* NV cooperative-matrix GLSL whose SPIR-V goes out in the KHR form (spv_coopmat_khr.c; its
+     * name in the key below changes whenever the pass changes what it writes) */
+    int to_khr = defines && strstr(defines, "COOPMAT_KHR_SPV=1") != NULL;
     uint64_t key[2] = {0xcbf29ce484222325ull, 0x243f6a8885a308d3ull};
-    const char *parts[] = {"vkf-spirv-1", src.p, pre.p, VKF_GLSLANG_VERSION, entry, target};
+    const char *parts[] = {"vkf-spirv-1",
+                           src.p,
+                           pre.p,
+                           VKF_GLSLANG_VERSION,
+                           entry,
+                           target,
+                           to_khr ? "coopmat-nv-to-khr-1" : ""};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
         size_t l = strlen(parts[i]) + 1; /* the NUL separates the parts */
         key[0] = vkf_fnv1a(key[0], parts[i], l);
@@ -411,6 +420,14 @@ static vkf_status vkf_vk_spirv_build(vkf_vk_backend *vb, const char *shader, con
         if (r < 0) vb->stats.spirv_cache_rejects++;
     }
     st = vkf_vk_glslang(vb, shader, src.p, pre.p, words, n_words);
+    if (st == VKF_OK && to_khr) {
+        uint32_t *khr = NULL;
+        size_t n_khr = 0;
+        st = vkf_spv_coopmat_nv_to_khr(*words, *n_words, &khr, &n_khr);
+        free(*words);
+        *words = khr;
+        *n_words = n_khr;
+    }
     if (st == VKF_OK) vkf_vk_spv_store(vb, key, *words, *n_words);
 done:
     free(src.p);
