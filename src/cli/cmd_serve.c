@@ -166,6 +166,7 @@ int vkf_cmd_serve(int argc, char **argv) {
          .help = "one access line per request on stderr (method, path, status, duration, "
                  "tokens); json: every line of serve's a JSON object (default: no access log)"},
         VKF_ARGS_BACKEND(&cp),
+        VKF_ARGS_SPLIT(&cp),
         {0}};
     vkf_cmd_spec spec = {
         "serve", "-m MODEL [--host 127.0.0.1] [--port 8080] [-np N] [-c N] [--api-key KEY]",
