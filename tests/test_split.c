@@ -238,6 +238,57 @@ static void check_refusals(vkf_context *split) {
     }
 }
 
+/* The CLI: the flags accepted on generate (placement reported, the text equal to the unsplit
+ * run's), each bad one refused naming the flag. */
+static void check_cli(void) {
+    const char *m = vkt_fixture("llama-tiny/llama-tiny-f32.gguf");
+    char mp[4096];
+    snprintf(mp, sizeof mp, "%s", m);
+    const char *out = "test_split.out", *err = "test_split.err";
+    char *gen1[] = {"./vkformer", "generate", "-m", mp,     "-p", "Hello", "-n",
+                    "6",          "--temp",   "0",  "-dev", "0",  NULL};
+    char *gen2[] = {"./vkformer", "generate", "-m",  mp,    "-p",    "Hello", "-n",  "6", "--temp",
+                    "0",          "-dev",     "0,0", "-sm", "layer", "-ts",   "3,1", NULL};
+    VKT_CHECK(vkt_run(gen1, out, err) == 0, "generate -dev 0 failed");
+    char *t1 = vkt_read_file(out, NULL);
+    VKT_CHECK(vkt_run(gen2, out, err) == 0, "generate -dev 0,0 -ts 3,1 failed");
+    char *t2 = vkt_read_file(out, NULL), *e2 = vkt_read_file(err, NULL);
+    VKT_CHECK(t1 && t2 && strcmp(t1, t2) == 0, "split text \"%s\" differs from \"%s\"",
+              t2 ? t2 : "", t1 ? t1 : "");
+    VKT_CHECK(e2 && strstr(e2, "split device 0") && strstr(e2, "layers 0-2, embeddings") &&
+                  strstr(e2, "split device 1") && strstr(e2, "layer 3, output head"),
+              "generate does not report the placement: %s", e2 ? e2 : "");
+    free(t1);
+    free(t2);
+    free(e2);
+    struct {
+        char *argv[16];
+        int rc;
+        const char *needle;
+    } bad[] = {
+        {{"./vkformer", "generate", "-m", mp, "-p", "x", "-dev", "0,0", "-sm", "row", NULL},
+         2,
+         "-sm"},
+        {{"./vkformer", "generate", "-m", mp, "-p", "x", "-dev", "0,0", "-ts", "1,2,3", NULL},
+         1,
+         "-ts"},
+        {{"./vkformer", "generate", "-m", mp, "-p", "x", "-dev", "0,9", NULL}, 1, "-dev"},
+        {{"./vkformer", "generate", "-m", mp, "-p", "x", "-dev", "0,0", "-mg", "1", NULL},
+         1,
+         "-mg"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = vkt_run(bad[i].argv, out, err);
+        char *e = vkt_read_file(err, NULL);
+        VKT_CHECK(rc == bad[i].rc && e && strstr(e, bad[i].needle),
+                  "case %zu: exit %d (expected %d), stderr \"%s\" should name %s", i, rc, bad[i].rc,
+                  e ? e : "", bad[i].needle);
+        free(e);
+    }
+    remove(out);
+    remove(err);
+}
+
 int main(void) {
     if (!vkt_have_fixtures()) {
         printf("SKIP: no fixtures at %s\n", vkt_fixture(""));
@@ -265,6 +316,7 @@ int main(void) {
         check_model(one, split, ts, 1, arch[i], 1);
     check_model(one, split + 1, ts + 1, 1, "llama-tiny/llama-tiny-q4_0.gguf", 0);
     check_refusals(split[0]);
+    check_cli();
     for (int k = 0; k < 3; k++)
         vkf_context_free(split[k]);
     vkf_context_free(one);

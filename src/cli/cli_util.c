@@ -210,7 +210,9 @@ void vkf_cli_print_split(const char *cmd, const vkf_model *m) {
     int n = vkf_model_split(m, d, VKF_MAX_DEVICES);
     for (int i = 0; n > 1 && i < n; i++) {
         fprintf(stderr, "vkformer: %s: split device %d (%s): ", cmd, i, d[i].device);
-        if (d[i].n_layers > 0)
+        if (d[i].n_layers == 1)
+            fprintf(stderr, "layer %d", d[i].layer0);
+        else if (d[i].n_layers > 1)
             fprintf(stderr, "layers %d-%d", d[i].layer0, d[i].layer0 + d[i].n_layers - 1);
         else
             fprintf(stderr, "no layers");

@@ -70,7 +70,9 @@ size_t vkf_model_split_text(const vkf_model *m, char *buf, size_t cap) {
     int nd = vkf_model_split(m, d, VKF_MAX_DEVICES);
     for (int i = 0; i < nd && n < cap; i++) {
         char layers[48];
-        if (d[i].n_layers > 0)
+        if (d[i].n_layers == 1)
+            snprintf(layers, sizeof layers, "layer %d", d[i].layer0);
+        else if (d[i].n_layers > 1)
             snprintf(layers, sizeof layers, "layers %d-%d", d[i].layer0,
                      d[i].layer0 + d[i].n_layers - 1);
         else
