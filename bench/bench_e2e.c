@@ -60,6 +60,7 @@ typedef struct vkf_bench_opts {
     vkf_backend_kind backends[4];
     int n_backends;
     const char *device;
+    vkf_context_params split; /* -ts / -sm / -mg (the layer split over -dev A,B,...) */
     int profile;
     int warmup;
     int quiet;      /* no progress lines on stderr */
@@ -374,8 +375,9 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
         {"-t|--threads", VKF_ARG_INT, &threads, .min = 1, .max = 1024, .metavar = "N",
          .seen = &threads_given,
          .help = "CPU threads: the CPU backend runs one thread; a Vulkan device needs none"},
-        {"-b|--batch-size|-ub|--ubatch-size|-mmp|-sm|-mg", VKF_ARG_REFUSED, .takes_value = 1,
-         .help = "llama-bench sweeps that do not apply: a prompt is one pass, one device"},
+        VKF_ARGS_SPLIT(&o->split),
+        {"-b|--batch-size|-ub|--ubatch-size|-mmp", VKF_ARG_REFUSED, .takes_value = 1,
+         .help = "llama-bench sweeps that do not apply: a prompt is one pass"},
         {0}};
     vkf_cmd_spec spec = {
         "bench", "-m MODEL [options] | --kernels | --startup | --plot DIR | --tokenizer",
@@ -586,7 +588,9 @@ int vkf_bench_e2e(int argc, char **argv) {
     if (!o.quiet) fprintf(stderr, "machine: %d CPUs online, load average %.2f\n", ncpu, load);
     int n_res = 0, rc = 0;
     for (int b = 0; b < o.n_backends && !rc; b++) {
-        vkf_context_params cp = {.backend = o.backends[b], .device = o.device};
+        vkf_context_params cp = o.split;
+        cp.backend = o.backends[b];
+        cp.device = o.device;
         vkf_context *ctx = NULL;
         if (vkf_context_create(&cp, &ctx) != VKF_OK) {
             fprintf(stderr, "vkformer bench: backend %s: %s\n",

@@ -224,6 +224,18 @@ void vkf_switches_from_env(vkf_switches *out);
  * models_dir, XDG_CACHE_HOME or HOME), else 0. */
 int vkf_switches_models_dir(const vkf_switches *sw, char *out, size_t n);
 
+/* Most devices one context splits a model across (vkf_context_params.n_devices). */
+#define VKF_MAX_DEVICES 8
+
+/* How a context uses several devices (llama.cpp's --split-mode). ROW, llama.cpp's tensor
+ * parallelism (each matrix split by rows across the devices), is not implemented: refused. */
+typedef enum vkf_split_mode {
+    VKF_SPLIT_DEFAULT = 0, /* LAYER when several devices are listed */
+    VKF_SPLIT_NONE,        /* one device: the list's main_device */
+    VKF_SPLIT_LAYER,       /* contiguous blocks of layers per device */
+    VKF_SPLIT_ROW,         /* refused: not implemented */
+} vkf_split_mode;
+
 typedef struct vkf_context_params {
     vkf_backend_kind backend;     /* default AUTO */
     const char *device;           /* Vulkan device: index ("1") or name substring; NULL: the
@@ -244,6 +256,21 @@ typedef struct vkf_context_params {
      * on the thread that compiles; NULL: vkf_set_shader_compile_callback's, if any */
     void (*shader_compiled)(void *user, int n_compiled, const char *shader);
     void *shader_compiled_user;
+    /* Layer split across several Vulkan devices of this host (llama.cpp's -sm layer). n_devices
+     * 0 or 1: one device (`device`), as without a split; `device` may also be a comma-separated
+     * list ("0,1", as the switches' device), read as devices[]. n_devices >= 2: one backend (a
+     * logical VkDevice) per entry of devices[] (each an index or name substring, as `device`;
+     * the same physical device may be named twice), device i holding a contiguous block of
+     * layers, their weights and their part of the KV cache; the token embeddings sit on the
+     * first device, the final norm and the output head on the last. */
+    int n_devices;
+    const char *devices[VKF_MAX_DEVICES];
+    /* the proportions of the layers per device; n_tensor_split 0: each device's free memory,
+     * else it must equal the device count */
+    int n_tensor_split;
+    float tensor_split[VKF_MAX_DEVICES];
+    int split_mode;  /* a vkf_split_mode; DEFAULT: LAYER over several devices */
+    int main_device; /* split_mode NONE: the one device of the list to run on (llama.cpp -mg) */
 } vkf_context_params;
 
 typedef struct vkf_context vkf_context;
@@ -255,6 +282,10 @@ const char *vkf_context_device_name(const vkf_context *ctx);
 vkf_backend_kind vkf_context_backend(const vkf_context *ctx);
 /* The switches the context runs with (as read at its creation). */
 void vkf_context_switches(const vkf_context *ctx, vkf_switches *out);
+/* Devices of the context's layer split: 1 without a split. */
+int vkf_context_n_devices(const vkf_context *ctx);
+/* The name of device i of the split (0: the one vkf_context_device_name gives); NULL outside. */
+const char *vkf_context_device_name_at(const vkf_context *ctx, int i);
 
 /* The device a context runs on (`vkformer devices` reports every device in full). */
 typedef struct vkf_device_info {
@@ -425,6 +456,17 @@ typedef struct vkf_model_desc {
 } vkf_model_desc;
 
 void vkf_model_describe(const vkf_model *m, vkf_model_desc *out);
+/* Where a layer split put the model (vkf_context_params.n_devices): one entry per device. */
+typedef struct vkf_split_device {
+    const char *device;        /* the device's name (valid while the context lives) */
+    int32_t layer0, n_layers;  /* its contiguous block of layers [layer0, layer0 + n_layers) */
+    size_t weight_bytes;       /* weights and tables on it */
+    size_t kv_bytes_per_token; /* its part of the KV cache, bytes per token of a sequence */
+    int embeddings, output;    /* 1: it holds the token embeddings / the final norm and head */
+} vkf_split_device;
+/* Fills out[0 .. min(cap, n)) and returns n, the devices the model runs on (1 without a split:
+ * every layer on the context's device). */
+int vkf_model_split(const vkf_model *m, vkf_split_device *out, int cap);
 /* A report of the architecture, hyperparameters, parameter count, dtypes and the memory a
  * session needs, as text (json == 0) or JSON; *out is malloc'ed, the caller frees it. */
 vkf_status vkf_model_info(const vkf_model *m, int json, char **out);

@@ -99,6 +99,60 @@ int vkf_args_device(void *dst, const char *value, char *err, size_t n) {
     return 0;
 }
 
+int vkf_args_tensor_split(void *dst, const char *value, char *err, size_t n) {
+    vkf_context_params *cp = dst;
+    int k = 0;
+    for (const char *c = value;;) {
+        char *end;
+        if (k == VKF_MAX_DEVICES) {
+            snprintf(err, n, "more than %d proportions in '%s'", VKF_MAX_DEVICES, value);
+            return -1;
+        }
+        double x = strtod(c, &end);
+        if (end == c || (*end && *end != ',' && *end != '/') || !(x >= 0) || x > 1e9) {
+            snprintf(err, n, "expected proportions >= 0 separated by commas (3,1), got '%s'",
+                     value);
+            return -1;
+        }
+        cp->tensor_split[k++] = (float)x;
+        if (!*end) break;
+        c = end + 1;
+    }
+    cp->n_tensor_split = k;
+    return 0;
+}
+
+int vkf_args_split_mode(void *dst, const char *value, char *err, size_t n) {
+    vkf_context_params *cp = dst;
+    if (!strcmp(value, "none")) {
+        cp->split_mode = VKF_SPLIT_NONE;
+    } else if (!strcmp(value, "layer")) {
+        cp->split_mode = VKF_SPLIT_LAYER;
+    } else if (!strcmp(value, "row")) {
+        snprintf(err, n,
+                 "'row' is llama.cpp's tensor parallelism (each matrix split across the devices), "
+                 "not implemented: use layer");
+        return -1;
+    } else {
+        snprintf(err, n, "expected none or layer, got '%s'", value);
+        return -1;
+    }
+    return 0;
+}
+
+int vkf_args_main_gpu(void *dst, const char *value, char *err, size_t n) {
+    vkf_context_params *cp = dst;
+    char *end;
+    long v = strtol(value, &end, 10);
+    if (end == value || *end || v < 0 || v >= VKF_MAX_DEVICES) {
+        snprintf(err, n, "expected a device position in the -dev list, 0 to %d, got '%s'",
+                 VKF_MAX_DEVICES - 1, value);
+        return -1;
+    }
+    cp->main_device = (int)v;
+    return 0;
+}
+
 int vkf_args_cpu(void *dst, const char *value, char *err, size_t n) {
     (void)value, (void)err, (void)n;
     ((vkf_context_params *)dst)->backend = VKF_BACKEND_CPU;

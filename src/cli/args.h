@@ -116,7 +116,8 @@ int vkf_args_flash_attn(void *dst, const char *value, char *err, size_t n);
             .metavar = "N|NAME", .call = vkf_args_device,                                          \
             .help =                                                                                \
                 "Vulkan device: index or name substring (default: env VKF_DEVICE, else the first " \
-                "discrete GPU)"                                                                    \
+                "discrete GPU); A,B,...: a layer split over those devices (the same one twice: "   \
+                "two logical devices)"                                                             \
     }
 #define VKF_ARG_CPU(cp)                                                                            \
     {                                                                                              \
@@ -130,5 +131,34 @@ int vkf_args_flash_attn(void *dst, const char *value, char *err, size_t n);
             .help = "Khronos validation layer on (also env VKF_VALIDATE=1)"                        \
     }
 #define VKF_ARGS_BACKEND(cp) VKF_ARG_DEVICE(cp), VKF_ARG_CPU(cp), VKF_ARG_VALIDATE(cp)
+
+/* The layer split's flags (llama.cpp's), into a vkf_context_params: -ts X,Y,... (proportions,
+ * one per device of -dev A,B,...), -sm none|layer (row: refused, llama.cpp's tensor
+ * parallelism is not implemented), -mg N (the one device of -sm none). */
+int vkf_args_tensor_split(void *dst, const char *value, char *err, size_t n);
+int vkf_args_split_mode(void *dst, const char *value, char *err, size_t n);
+int vkf_args_main_gpu(void *dst, const char *value, char *err, size_t n);
+#define VKF_ARGS_SPLIT(cp)                                                                         \
+    {"-ts|--tensor-split",                                                                         \
+     VKF_ARG_CALL,                                                                                 \
+     (cp),                                                                                         \
+     .metavar = "X,Y,...",                                                                         \
+     .call = vkf_args_tensor_split,                                                                \
+     .help = "layer split: proportions of the layers per device of -dev A,B,... (default: each "   \
+             "device's free memory)"},                                                             \
+        {"-sm|--split-mode",                                                                       \
+         VKF_ARG_CALL,                                                                             \
+         (cp),                                                                                     \
+         .metavar = "none|layer",                                                                  \
+         .call = vkf_args_split_mode,                                                              \
+         .help = "several devices (-dev A,B,...): layer (default) gives each a block of layers; "  \
+                 "none runs on one (-mg); row is not implemented"},                                \
+    {                                                                                              \
+        "-mg|--main-gpu", VKF_ARG_CALL, (cp),                                                      \
+            .metavar = "N", .call = vkf_args_main_gpu,                                             \
+            .help =                                                                                \
+                "with -sm none: the device of the -dev list to run on (in layer mode the output "  \
+                "head is on the last one)"                                                         \
+    }
 
 #endif

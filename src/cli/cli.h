@@ -31,6 +31,8 @@ int vkf_cmd_pull(int argc, char **argv);  /* cli/cmd_pull.c */
 /* Options are parsed by cli/args.h (one table per command). */
 /* vkf_context_create, plus a one-line notice on stderr when AUTO fell back to the CPU. */
 vkf_status vkf_cli_context(const vkf_context_params *cp, vkf_context **out);
+/* A layer split's placement on stderr, one line per device (nothing without a split). */
+void vkf_cli_print_split(const char *cmd, const vkf_model *m);
 /* Prints "vkformer: <what>: <vkf_last_error()>" to stderr and returns 1 (a runtime error; usage
  * errors exit 2 through vkf_args_parse / vkf_usage_error). what is "CMD" or "CMD: doing X". */
 int vkf_cli_fail(const char *what);

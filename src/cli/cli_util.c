@@ -204,3 +204,20 @@ int vkf_cli_stdout_end(const char *cmd, int rc) {
     vkf_cli_stdout_failed(cmd, err);
     return rc ? rc : 1;
 }
+
+void vkf_cli_print_split(const char *cmd, const vkf_model *m) {
+    vkf_split_device d[VKF_MAX_DEVICES];
+    int n = vkf_model_split(m, d, VKF_MAX_DEVICES);
+    for (int i = 0; n > 1 && i < n; i++) {
+        fprintf(stderr, "vkformer: %s: split device %d (%s): ", cmd, i, d[i].device);
+        if (d[i].n_layers == 1)
+            fprintf(stderr, "layer %d", d[i].layer0);
+        else if (d[i].n_layers > 1)
+            fprintf(stderr, "layers %d-%d", d[i].layer0, d[i].layer0 + d[i].n_layers - 1);
+        else
+            fprintf(stderr, "no layers");
+        fprintf(stderr, "%s%s, weights %.2f MiB, KV cache %zu bytes per token\n",
+                d[i].embeddings ? ", embeddings" : "", d[i].output ? ", output head" : "",
+                (double)d[i].weight_bytes / 1048576.0, d[i].kv_bytes_per_token);
+    }
+}

@@ -346,6 +346,7 @@ int vkf_cmd_generate(int argc, char **argv) {
     fprintf(stderr, "vkformer: generate: %s on %s, %d prompt %s, seed %llu%s\n", o.mp.path,
             vkf_context_device_name(ctx), n, vkf_plural(n, "token", "tokens"),
             (unsigned long long)o.sp.seed, o.seed_given && o.seed >= 0 ? "" : " (random)");
+    vkf_cli_print_split("generate", m);
     if (o.verbose) {
         fprintf(stderr, "vkformer: generate: prompt tokens:");
         for (int32_t i = 0; i < n; i++)

@@ -116,6 +116,7 @@ int vkf_cmd_info(int argc, char **argv) {
                       {"--tokenizer", VKF_ARG_STR, &mp.tokenizer, .metavar = "PATH",
                        .help = "a tokenizer replacing the model's"},
                       VKF_ARGS_BACKEND(&cp),
+                      VKF_ARGS_SPLIT(&cp),
                       {0}};
     vkf_cmd_spec spec = {"info", "-m PATH [--json]",
                          "Describes a model: architecture, hyperparameters, parameters, dtypes, "

@@ -166,6 +166,7 @@ int vkf_cmd_serve(int argc, char **argv) {
          .help = "one access line per request on stderr (method, path, status, duration, "
                  "tokens); json: every line of serve's a JSON object (default: no access log)"},
         VKF_ARGS_BACKEND(&cp),
+        VKF_ARGS_SPLIT(&cp),
         {0}};
     vkf_cmd_spec spec = {
         "serve", "-m MODEL [--host 127.0.0.1] [--port 8080] [-np N] [-c N] [--api-key KEY]",
@@ -268,6 +269,13 @@ int vkf_cmd_serve(int argc, char **argv) {
     srv_log_notice("%s on %s: listening on http://%s:%d (%d slot%s of %d tokens)", l.cfg.model_name,
                    vkf_context_device_name(l.ctx), host, srv_http_port(h), np, np > 1 ? "s" : "",
                    l.cfg.n_ctx);
+    vkf_split_device sd[VKF_MAX_DEVICES]; /* a layer split (-dev A,B): what went where */
+    int nsd = vkf_model_split(l.m, sd, VKF_MAX_DEVICES);
+    for (int i = 0; nsd > 1 && i < nsd; i++)
+        srv_log_notice("split device %d (%s): layers [%d, %d)%s%s, weights %.2f MiB", i,
+                       sd[i].device, sd[i].layer0, sd[i].layer0 + sd[i].n_layers,
+                       sd[i].embeddings ? ", embeddings" : "", sd[i].output ? ", output head" : "",
+                       (double)sd[i].weight_bytes / 1048576.0);
 
     int sig = 0;
     sigwait(&sigs, &sig);

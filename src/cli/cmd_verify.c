@@ -36,6 +36,7 @@ int vkf_cmd_verify(int argc, char **argv) {
          .help = "the llama.cpp build --ggml-activations reproduces: avx2 (0c1e570, the "
                  "default), avx512-2026 (dc02e1f), avx512-2025 (c392e50)"},
         VKF_ARGS_BACKEND(&cp),
+        VKF_ARGS_SPLIT(&cp),
         {0}};
     vkf_cmd_spec spec = {
         "verify",

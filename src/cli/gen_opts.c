@@ -149,6 +149,9 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     args[n++] = (vkf_arg)VKF_ARG_DEVICE(&o->cp);
     args[n++] = (vkf_arg)VKF_ARG_CPU(&o->cp);
     args[n++] = (vkf_arg)VKF_ARG_VALIDATE(&o->cp);
+    const vkf_arg split[] = {VKF_ARGS_SPLIT(&o->cp)};
+    for (size_t i = 0; i < sizeof split / sizeof split[0]; i++)
+        args[n++] = split[i];
     const vkf_arg grammar[] = {VKF_ARGS_GRAMMAR(&o->gr)};
     for (size_t i = 0; i < sizeof grammar / sizeof grammar[0]; i++)
         args[n++] = grammar[i];
@@ -169,8 +172,6 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
         .help =
             chat ? "a chat is interactive already" : "no interactive mode: use `vkformer chat`");
     ADD("--mlock", VKF_ARG_REFUSED, .help = "weights live on the device");
-    ADD("-mg|--main-gpu|-ts|--tensor-split|-sm|--split-mode", VKF_ARG_REFUSED, .takes_value = 1,
-        .help = "one device per run: use -dev");
     ADD("-tb|--threads-batch|--numa", VKF_ARG_REFUSED, .takes_value = 1,
         .help = "the CPU backend runs one thread");
     ADD("--lora|--lora-scaled|--control-vector", VKF_ARG_REFUSED, .takes_value = 1,

@@ -233,13 +233,15 @@ static vkf_status load_global(vkf_model *m, const vkf_arch_tensor_names *names, 
 vkf_status vkf_model_load_slots(vkf_model *m, const vkf_arch_tensor_names *names, vkf_slot_get get,
                                 void *user) {
     const vkf_hparams *hp = &m->hp;
+    VKF_TRY(vkf_model_split_assign(m));
     /* file order of the usual checkpoints: embeddings, layers, final norm and head */
     VKF_TRY(load_global(m, names, get, user, VKF_T_TOK_EMBD));
     VKF_TRY(load_global(m, names, get, user, VKF_T_POS_EMBD));
     m->w.dec = calloc((size_t)hp->n_layer, sizeof *m->w.dec);
     if (!m->w.dec) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
     char n[160];
-    for (int l = 0; l < hp->n_layer; l++)
+    for (int l = 0; l < hp->n_layer; l++) {
+        m->upload_dev = vkf_model_layer_dev(m, l); /* a layer's weights on its device */
         for (int t = 0; t < VKF_T_LAYER_COUNT; t++) {
             const char *nm = names->name[t];
             if (!nm) continue;
@@ -247,8 +249,21 @@ vkf_status vkf_model_load_slots(vkf_model *m, const vkf_arch_tensor_names *names
             vkf_tensor *dst = (vkf_tensor *)((char *)&m->w.dec[l] + vkf_arch_slots[t].offset);
             VKF_TRY(get(user, (vkf_arch_t)t, n, dst, names->opt[t]));
         }
+    }
+    m->upload_dev = m->n_dev - 1; /* the final norm and the head: the last device */
     for (int t = VKF_T_POS_EMBD + 1; t < VKF_T_COUNT; t++)
         VKF_TRY(load_global(m, names, get, user, t));
+    if (!vkf_tensor_present(&m->w.output) && m->n_dev > 1) {
+        /* tied embeddings, the head on another device than the embeddings: a second copy there
+         * (not counted twice as parameters) */
+        int64_t np = m->n_params;
+        int nd[VKF_DTYPE_COUNT];
+        memcpy(nd, m->n_by_dtype, sizeof nd);
+        VKF_TRY(get(user, VKF_T_TOK_EMBD, names->name[VKF_T_TOK_EMBD], &m->w.output, 0));
+        m->n_params = np;
+        memcpy(m->n_by_dtype, nd, sizeof nd);
+    }
+    m->upload_dev = 0;
     if (!vkf_tensor_present(&m->w.output)) m->w.output = m->w.tok_embd; /* tied embeddings */
     const vkf_layer_w *L0 = &m->w.dec[0];
     m->wtype = vkf_tensor_present(&L0->self.wq) ? L0->self.wq.dtype : L0->self.wqkv.dtype;
@@ -296,15 +311,27 @@ vkf_status vkf_model_rope_tables(vkf_model *m, const float *factors) {
     float *rt = malloc(n * sizeof *rt);
     if (!rt) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
     rope_table(m, rt, hp->rope_base, hp->rope_scale, factors, hp->rope_attn_factor);
-    vkf_status s = vkf_model_upload_table(m, &m->w.rope, "rope_table", hp->n_ctx, hp->n_rot, rt);
+    vkf_status s = VKF_OK;
+    /* one copy per device of a layer split (each device's layers read their own) */
+    for (int d = 0; d < m->n_dev && s == VKF_OK; d++) {
+        m->upload_dev = d;
+        s = vkf_model_upload_table(m, &m->dev_rope[d], "rope_table", hp->n_ctx, hp->n_rot, rt);
+    }
     int local = 0;
     for (int l = 0; l < hp->n_layer; l++)
         local |= vkf_layer_swa(hp, l);
     if (s == VKF_OK && local &&
         m->desc->swa_rope_unscaled) { /* gemma3: local layers' own base, no scaling */
         rope_table(m, rt, hp->rope_base_swa, 1.0, NULL, 1.0);
-        s = vkf_model_upload_table(m, &m->w.rope_swa, "rope_table_swa", hp->n_ctx, hp->n_rot, rt);
+        for (int d = 0; d < m->n_dev && s == VKF_OK; d++) {
+            m->upload_dev = d;
+            s = vkf_model_upload_table(m, &m->dev_rope_swa[d], "rope_table_swa", hp->n_ctx,
+                                       hp->n_rot, rt);
+        }
     }
+    m->upload_dev = 0;
+    m->w.rope = m->dev_rope[0];
+    m->w.rope_swa = m->dev_rope_swa[0];
     free(rt);
     return s;
 }

@@ -21,6 +21,130 @@ void vkf_set_shader_compile_callback(void (*cb)(void *user, int n_compiled, cons
     g_compile_cb = cb;
 }
 
+/* Free bytes of a backend's device memory (0: unknown). */
+static double context_free_bytes(vkf_backend *be) {
+    vkf_backend_memory bm;
+    memset(&bm, 0, sizeof bm);
+    if (be->i->memory_info) be->i->memory_info(be, &bm);
+    if (bm.has_budget) return (double)bm.budget;
+    return bm.heap > bm.allocated ? (double)(bm.heap - bm.allocated) : 0.0;
+}
+
+/* The layer split: one more Vulkan backend (its own logical VkDevice) per further device, and
+ * the share of the layers of each (the proportions given, else each device's free memory). */
+static vkf_status context_split(vkf_context *ctx, const vkf_context_params *p) {
+    if (ctx->kind != VKF_BACKEND_VULKAN)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "context_create: a layer split over %d devices needs the Vulkan backend",
+                         p->n_devices);
+    double sum = 0;
+    int given = 0;
+    for (int i = 0; i < p->n_tensor_split; i++) {
+        if (!(p->tensor_split[i] >= 0.0f) || p->tensor_split[i] > 1e9f)
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "tensor split (-ts): proportion %d is %g, expected a number >= 0", i,
+                             (double)p->tensor_split[i]);
+        sum += p->tensor_split[i];
+        given |= p->tensor_split[i] > 0;
+    }
+    if (given && !(sum > 0))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "tensor split (-ts): the proportions sum to 0");
+    for (int i = 1; i < p->n_devices; i++) {
+        vkf_backend_vulkan_params vp = {.device = p->devices[i],
+                                        .validate = p->validate,
+                                        .switches = &ctx->sw,
+                                        .shader_compiled = p->shader_compiled,
+                                        .shader_compiled_user = p->shader_compiled_user};
+        if (!vp.shader_compiled) {
+            vp.shader_compiled = g_compile_cb;
+            vp.shader_compiled_user = g_compile_user;
+        }
+        vkf_status s = vkf_backend_vulkan_create_ex(&vp, &ctx->dev_be[i]);
+        if (s != VKF_OK)
+            return vkf_error_prefix(s, "device %d of the split (-dev), \"%s\"", i,
+                                    p->devices[i] ? p->devices[i] : "");
+        ctx->n_dev = i + 1;
+    }
+    if (!given) { /* each device's free memory; equal shares when no device reports it */
+        sum = 0;
+        for (int i = 0; i < ctx->n_dev; i++)
+            sum += ctx->prop[i] = context_free_bytes(ctx->dev_be[i]);
+        for (int i = 0; i < ctx->n_dev && !(sum > 0); i++)
+            ctx->prop[i] = 1.0;
+        if (!(sum > 0)) sum = ctx->n_dev;
+    } else {
+        for (int i = 0; i < ctx->n_dev; i++)
+            ctx->prop[i] = p->tensor_split[i];
+    }
+    for (int i = 0; i < ctx->n_dev; i++)
+        ctx->prop[i] /= sum;
+    return VKF_OK;
+}
+
+/* The device list of params p in *one: a comma-separated `device` (or switches' device) split
+ * into devices[]; split mode NONE keeps only the main device; devices[0] becomes `device`. */
+static vkf_status context_devices(vkf_context *ctx, const vkf_context_params *p,
+                                  vkf_context_params *one) {
+    *one = *p;
+    if (p->split_mode < VKF_SPLIT_DEFAULT || p->split_mode > VKF_SPLIT_ROW)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "context_create: split_mode %d is not a vkf_split_mode (0 default, 1 "
+                         "none, 2 layer)",
+                         p->split_mode);
+    if (p->split_mode == VKF_SPLIT_ROW)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "split mode row (-sm row) is llama.cpp's tensor parallelism (each matrix "
+                         "split by rows across the devices), not implemented: use -sm layer");
+    if (p->n_devices < 0 || p->n_devices > VKF_MAX_DEVICES)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "context_create: n_devices %d outside [0, %d]",
+                         p->n_devices, VKF_MAX_DEVICES);
+    const char *list = p->device && *p->device ? p->device : ctx->sw.device;
+    if (p->n_devices == 0 && list && strchr(list, ',')) {
+        int n = 0;
+        for (const char *c = list; n <= VKF_MAX_DEVICES;) {
+            const char *e = strchr(c, ',');
+            size_t len = e ? (size_t)(e - c) : strlen(c);
+            if (n == VKF_MAX_DEVICES)
+                return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                                 "device list (-dev) \"%s\": more than %d devices", list,
+                                 VKF_MAX_DEVICES);
+            if (len == 0 || len >= sizeof ctx->dev_names[0])
+                return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                                 "device list (-dev) \"%s\": entry %d is %s", list, n,
+                                 len ? "too long" : "empty");
+            memcpy(ctx->dev_names[n], c, len);
+            ctx->dev_names[n][len] = 0;
+            one->devices[n] = ctx->dev_names[n];
+            n++;
+            if (!e) break;
+            c = e + 1;
+        }
+        one->n_devices = n;
+    }
+    int nd = one->n_devices < 1 ? 1 : one->n_devices;
+    if (p->n_tensor_split < 0 || p->n_tensor_split > VKF_MAX_DEVICES ||
+        (p->n_tensor_split && p->n_tensor_split != nd))
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "tensor split (-ts) has %d proportions for %d device%s (-dev): give one "
+                         "per device",
+                         p->n_tensor_split, nd, nd == 1 ? "" : "s");
+    if (p->main_device && p->split_mode != VKF_SPLIT_NONE)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "main device (-mg) %d: in layer mode the output head sits on the last "
+                         "device of the list (-dev), as in llama.cpp's; -mg picks the one device "
+                         "of -sm none",
+                         p->main_device);
+    if (p->main_device < 0 || p->main_device >= nd)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "main device (-mg) %d outside the %d device%s listed (-dev)",
+                         p->main_device, nd, nd == 1 ? "" : "s");
+    if (one->n_devices >= 1)
+        one->device = one->devices[p->split_mode == VKF_SPLIT_NONE ? p->main_device : 0];
+    if (p->split_mode == VKF_SPLIT_NONE) one->n_devices = 0;
+    return VKF_OK;
+}
+
 vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
     vkf_context_params def = {0};
     if (!p) p = &def;
@@ -61,6 +185,14 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
                          "(1 avx2, 2 avx512-2026, 3 avx512-2025)",
                          p->ggml_activations);
     }
+    vkf_context_params one;
+    vkf_status ds = context_devices(ctx, p, &one);
+    if (ds != VKF_OK) {
+        pthread_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return ds;
+    }
+    p = &one;
     if (p->backend == VKF_BACKEND_CPU || p->ggml_activations) {
         s = vkf_backend_cpu_create_ex(p->ggml_activations, &ctx->be);
         ctx->ggml_activations = p->ggml_activations;
@@ -92,7 +224,13 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
                 vkf_error(VKF_OK, "no usable Vulkan device, running on the CPU: %s", ctx->fallback);
         }
     }
+    ctx->n_dev = 1;
+    ctx->dev_be[0] = ctx->be;
+    if (s == VKF_OK && p->n_devices >= 2) s = context_split(ctx, p);
     if (s != VKF_OK) {
+        for (int i = 1; i < ctx->n_dev; i++)
+            vkf_backend_free(ctx->dev_be[i]);
+        vkf_backend_free(ctx->be);
         pthread_mutex_destroy(&ctx->lock);
         free(ctx);
         return s;
@@ -103,12 +241,20 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
 
 void vkf_context_free(vkf_context *ctx) {
     if (!ctx) return;
+    for (int i = 1; i < ctx->n_dev; i++)
+        vkf_backend_free(ctx->dev_be[i]);
     vkf_backend_free(ctx->be);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }
 
 const char *vkf_context_device_name(const vkf_context *ctx) { return ctx->be->device_name; }
+
+int vkf_context_n_devices(const vkf_context *ctx) { return ctx->n_dev; }
+
+const char *vkf_context_device_name_at(const vkf_context *ctx, int i) {
+    return i >= 0 && i < ctx->n_dev ? ctx->dev_be[i]->device_name : NULL;
+}
 
 vkf_backend_kind vkf_context_backend(const vkf_context *ctx) { return ctx->kind; }
 

@@ -19,6 +19,12 @@ struct vkf_context {
     int ggml_activations; /* a vkf_ggml_target: the CPU backend computes as llama.cpp's
                              (cpu_ggml.c); 0 off */
     vkf_switches sw;      /* read once at creation (params or environment) */
+    /* layer split (vkf_context_params.n_devices >= 2): dev_be[0] == be, then one backend per
+     * further device; prop: the normalized share of the layers each device takes */
+    int n_dev;
+    vkf_backend *dev_be[VKF_MAX_DEVICES];
+    double prop[VKF_MAX_DEVICES];
+    char dev_names[VKF_MAX_DEVICES][128]; /* a comma-separated device list, split up */
 };
 
 /* Taken around every backend call made on behalf of a model or session of ctx. */

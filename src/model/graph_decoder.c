@@ -26,11 +26,24 @@
  * position pos[r]; each sequence's K/V row goes to the cache row kvrow[b] (COPY_ROWS with a
  * row offset source). */
 
-static vkf_status dec_perseq_inputs(vkf_session *s, vkf_sgraph *sg) {
-    sg->pos = vkf_tensor_make(VKF_DTYPE_I32, 1, sg->batch, "positions");
-    sg->kvrow = vkf_tensor_make(VKF_DTYPE_I32, 1, sg->batch, "kv_rows");
-    VKF_TRY(vkf_tensor_alloc(s->m->be, &sg->pos, VKF_BUFFER_IO, NULL));
-    return vkf_tensor_alloc(s->m->be, &sg->kvrow, VKF_BUFFER_IO, NULL);
+static vkf_status dec_perseq_inputs(vkf_backend *be, vkf_sgraph *sg, vkf_tensor *pos,
+                                    vkf_tensor *kvrow) {
+    *pos = vkf_tensor_make(VKF_DTYPE_I32, 1, sg->batch, "positions");
+    *kvrow = vkf_tensor_make(VKF_DTYPE_I32, 1, sg->batch, "kv_rows");
+    VKF_TRY(vkf_tensor_alloc(be, pos, VKF_BUFFER_IO, NULL));
+    return vkf_tensor_alloc(be, kvrow, VKF_BUFFER_IO, NULL);
+}
+
+/* The per-step inputs of the part being built (a split graph: each device its own copy; the
+ * nodes keep these pointers, so they point into the part, never at sg's fields). */
+static vkf_tensor *dec_pos(vkf_sgraph *sg) {
+    return sg->n_parts ? &sg->part[sg->cur].pos : &sg->pos;
+}
+static vkf_tensor *dec_kvrow(vkf_sgraph *sg) {
+    return sg->n_parts ? &sg->part[sg->cur].kvrow : &sg->kvrow;
+}
+static vkf_tensor *dec_lens(vkf_sgraph *sg) {
+    return sg->n_parts ? &sg->part[sg->cur].lens : &sg->lens;
 }
 
 /* rows pos[0..batch) of a position table */
@@ -40,7 +53,7 @@ static vkf_tensor *dec_perseq_table(vkf_gb *b, vkf_tensor *table, vkf_sgraph *sg
     memset(&p, 0, sizeof p);
     p.embed.scale = 1.0f;
     vkf_tensor *t = vkf_gb_new(b, sg->batch, table->cols, "%s", name);
-    vkf_gb_node(b, VKF_OP_EMBED, t, table, &sg->pos, NULL, NULL, &p);
+    vkf_gb_node(b, VKF_OP_EMBED, t, table, dec_pos(sg), NULL, NULL, &p);
     return t;
 }
 
@@ -50,7 +63,7 @@ static void dec_store_kv_perseq(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l
     vkf_op_params p;
     memset(&p, 0, sizeof p);
     for (int32_t q = 0; q < sg->batch; q++) {
-        vkf_tensor *row = vkf_gb_view(b, &sg->kvrow, 0, 1, q, 1);
+        vkf_tensor *row = vkf_gb_view(b, dec_kvrow(sg), 0, 1, q, 1);
         vkf_gb_node(b, VKF_OP_COPY_ROWS, &s->kc[l], vkf_gb_view(b, k, q, 1, 0, kvd), row, NULL,
                     NULL, &p);
         vkf_gb_node(b, VKF_OP_COPY_ROWS, &s->vc[l], vkf_gb_view(b, v, q, 1, 0, kvd), row, NULL,
@@ -115,12 +128,13 @@ static vkf_tensor *dec_rope(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, vk
     p.rope.n_rot = m->hp.n_rot;
     p.rope.mode = m->desc->rope_mode;
     p.rope.n_head = n_head;
-    vkf_tensor *table = vkf_layer_swa(&m->hp, l) && vkf_tensor_present(&m->w.rope_swa)
-                            ? &m->w.rope_swa
-                            : &m->w.rope;
+    int dev = vkf_model_layer_dev(m, l); /* the copy of the tables on the layer's device */
+    int swa = vkf_layer_swa(&m->hp, l) && vkf_tensor_present(&m->w.rope_swa);
+    vkf_tensor *table = m->n_dev > 1 ? (swa ? &m->dev_rope_swa[dev] : &m->dev_rope[dev])
+                                     : (swa ? &m->w.rope_swa : &m->w.rope);
     /* the table's base: the CPU's ggml-activation mode recomputes the angles from it (and keeps
      * the table where scaling or frequency factors make them differ) */
-    p.rope.freq_base = (float)(table == &m->w.rope_swa ? m->hp.rope_base_swa : m->hp.rope_base);
+    p.rope.freq_base = (float)(swa ? m->hp.rope_base_swa : m->hp.rope_base);
     if (sg->flags & VKF_SG_PERSEQ) { /* serve: row r's rotation gathered at pos[r] */
         char tn[64];
         snprintf(tn, sizeof tn, "l%d.%s_rows", l, name);
@@ -233,6 +247,48 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
 #undef NM
 }
 
+/* ------------------------------------------------------------------ layer split
+ * The graph of a split model is one graph per device (model/split.c), cut where the next layer
+ * lives on the next device: the residual stream x is copied into the IO tensor xout of this
+ * device, the session moves it through the host into xin of the next one (model/session.c),
+ * where the next graph starts from it. The per-step inputs every layer reads (key lengths, and
+ * serve's positions and cache rows) get one copy per device; sg's fields point at the current
+ * device's while building. */
+
+static vkf_status dec_part_begin(vkf_session *s, vkf_sgraph *sg, vkf_gb *b, int d,
+                                 const char *name) {
+    vkf_model *m = s->m;
+    vkf_sgpart *pt = &sg->part[d];
+    pt->be = vkf_model_dev_be(m, d);
+    char nm[80];
+    snprintf(nm, sizeof nm, "%s dev%d", name, d);
+    VKF_TRY(vkf_graph_create(pt->be, nm, &b->g));
+    pt->g = b->g;
+    sg->n_parts = d + 1;
+    sg->cur = d;
+    if (d == 0) return VKF_OK; /* part 0's inputs are the sgraph's own */
+    pt->lens = vkf_tensor_make(VKF_DTYPE_I32, 1, sg->batch, "key_lens");
+    VKF_TRY(vkf_tensor_alloc(pt->be, &pt->lens, VKF_BUFFER_IO, NULL));
+    if (sg->flags & VKF_SG_PERSEQ) VKF_TRY(dec_perseq_inputs(pt->be, sg, &pt->pos, &pt->kvrow));
+    return VKF_OK;
+}
+
+/* Ends device d's graph with x copied out, starts device d + 1's from the copy. */
+static vkf_tensor *dec_hand_off(vkf_session *s, vkf_sgraph *sg, vkf_gb *b, vkf_tensor *x, int d,
+                                const char *name) {
+    if (b->s != VKF_OK) return NULL;
+    vkf_sgpart *pt = &sg->part[d], *nx = &sg->part[d + 1];
+    pt->xout = vkf_tensor_make(VKF_DTYPE_F32, x->rows, x->cols, "residual_out");
+    if ((b->s = vkf_tensor_alloc(pt->be, &pt->xout, VKF_BUFFER_IO, NULL)) != VKF_OK) return NULL;
+    vkf_gb_copy_rows(b, &pt->xout, x, 0, 0);
+    if (b->s == VKF_OK) b->s = vkf_graph_plan(b->g);
+    if (b->s == VKF_OK) b->s = dec_part_begin(s, sg, b, d + 1, name);
+    if (b->s != VKF_OK) return NULL;
+    nx->xin = vkf_tensor_make(VKF_DTYPE_F32, x->rows, x->cols, "residual_in");
+    if ((b->s = vkf_tensor_alloc(nx->be, &nx->xin, VKF_BUFFER_IO, NULL)) != VKF_OK) return NULL;
+    return &nx->xin;
+}
+
 vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     vkf_model *m = s->m;
     const vkf_hparams *hp = &m->hp;
@@ -243,7 +299,11 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     snprintf(name, sizeof name, "%s n%d b%d%s", vkf_model_arch_name(m), n, B,
              last_only ? " last" : "");
     vkf_gb b = {NULL, VKF_OK};
-    VKF_TRY(vkf_graph_create(m->be, name, &b.g));
+    int split = m->n_dev > 1, dev = 0;
+    if (split)
+        VKF_TRY(dec_part_begin(s, sg, &b, 0, name));
+    else
+        VKF_TRY(vkf_graph_create(m->be, name, &b.g));
     sg->g = b.g;
 
     sg->ids = vkf_tensor_make(VKF_DTYPE_I32, 1, rows, "ids");
@@ -251,14 +311,20 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     sg->out = vkf_tensor_make(VKF_DTYPE_F32, last_only ? B : rows, hp->n_vocab, "logits");
     VKF_TRY(vkf_tensor_alloc(m->be, &sg->ids, VKF_BUFFER_IO, NULL));
     VKF_TRY(vkf_tensor_alloc(m->be, &sg->lens, VKF_BUFFER_IO, NULL));
-    VKF_TRY(vkf_tensor_alloc(m->be, &sg->out, VKF_BUFFER_IO, NULL));
+    /* the logits come from the head, on the last device */
+    VKF_TRY(vkf_tensor_alloc(vkf_model_dev_be(m, m->n_dev - 1), &sg->out, VKF_BUFFER_IO, NULL));
+    sg->part[0].lens = sg->lens;
 
     vkf_op_params p;
     memset(&p, 0, sizeof p);
     p.embed.scale = hp->emb_scale; /* gemma: sqrt(d_model) */
     vkf_tensor *x = vkf_gb_new(&b, rows, d, "embd");
     vkf_gb_node(&b, VKF_OP_EMBED, x, &m->w.tok_embd, &sg->ids, NULL, NULL, &p);
-    if (sg->flags & VKF_SG_PERSEQ) VKF_TRY(dec_perseq_inputs(s, sg));
+    if (sg->flags & VKF_SG_PERSEQ) {
+        VKF_TRY(dec_perseq_inputs(m->be, sg, &sg->pos, &sg->kvrow));
+        sg->part[0].pos = sg->pos;
+        sg->part[0].kvrow = sg->kvrow;
+    }
     if (vkf_tensor_present(&m->w.pos_embd) &&
         (sg->flags & VKF_SG_PERSEQ)) { /* serve: wpe[pos[r]] */
         x = vkf_gb_add(&b, x, dec_perseq_table(&b, &m->w.pos_embd, sg, "embd_pos_rows"),
@@ -271,8 +337,13 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
         vkf_gb_node(&b, VKF_OP_ADD_POS, xp, x, &m->w.pos_embd, NULL, NULL, &p);
         x = xp;
     }
-    for (int l = 0; l < hp->n_layer && b.s == VKF_OK; l++)
-        x = dec_layer(&b, s, sg, l, x, &sg->lens, B, n);
+    for (int l = 0; l < hp->n_layer && b.s == VKF_OK; l++) {
+        for (int ld = vkf_model_layer_dev(m, l); dev < ld && b.s == VKF_OK; dev++)
+            x = dec_hand_off(s, sg, &b, x, dev, name);
+        if (b.s == VKF_OK) x = dec_layer(&b, s, sg, l, x, dec_lens(sg), B, n);
+    }
+    while (split && dev < m->n_dev - 1 && b.s == VKF_OK) /* the head's device holds no layer */
+        x = dec_hand_off(s, sg, &b, x, dev++, name);
     VKF_TRY(b.s);
 
     if (last_only) { /* the head on row n-1 of each sequence: a strided view, one row per sequence

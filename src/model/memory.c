@@ -1,5 +1,6 @@
 /* Memory by use (weights, KV cache, activations), the one place that sizes a KV cache, and the
  * checks that refuse a model or a context that cannot fit before anything is allocated. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -143,6 +144,27 @@ static vkf_status check_fit(const vkf_model *m, const mem_state *ms, uint64_t ne
                      advice ? advice : "");
 }
 
+/* check_fit on every device of a layer split, each with its share of need and beside (the
+ * context's proportions: a layer's weights and KV cache live on its device); one device
+ * otherwise. */
+static vkf_status check_fit_devices(const vkf_model *m, uint64_t need, uint64_t beside,
+                                    const char *what, const char *beside_what, const char *advice) {
+    const vkf_context *ctx = m->ctx;
+    mem_state ms;
+    if (!ctx || ctx->n_dev < 2) {
+        mem_state_read(m->be, &ms);
+        return check_fit(m, &ms, need, beside, what, beside_what, advice);
+    }
+    for (int d = 0; d < ctx->n_dev; d++) {
+        mem_state_read(ctx->dev_be[d], &ms);
+        vkf_status st =
+            check_fit(m, &ms, (uint64_t)ceil((double)need * ctx->prop[d]),
+                      (uint64_t)ceil((double)beside * ctx->prop[d]), what, beside_what, advice);
+        if (st != VKF_OK) return vkf_error_prefix(st, "device %d of the split (-dev)", d);
+    }
+    return VKF_OK;
+}
+
 vkf_status vkf_memory_check_fit(vkf_model *m, uint64_t need, const char *what, const char *advice) {
     mem_state ms;
     mem_state_read(m->be, &ms);
@@ -179,7 +201,7 @@ vkf_status vkf_session_fit(const vkf_model *m, const vkf_session_params *p, vkf_
     }
     char what[128];
     kv_what(what, sizeof what, n_ctx, n_batch, dt);
-    return check_fit(m, &ms, need, 0, what, NULL, "lower n_ctx (-c)");
+    return check_fit_devices(m, need, 0, what, NULL, "lower n_ctx (-c)");
 }
 
 /* The position tables the loader computes (model/arch.c: n_ctx x n_rot F32, a second one for
@@ -195,8 +217,6 @@ static uint64_t table_bytes(const vkf_model *m) {
 }
 
 vkf_status vkf_model_check_load(vkf_model *m, uint64_t data_bytes) {
-    mem_state ms;
-    mem_state_read(m->be, &ms);
     /* weights the backend uses in place from the file's memory take no room: only the copied
      * ones, and the tables, do */
     int in_place = vkf_model_in_place_possible(m);
@@ -205,15 +225,15 @@ vkf_status vkf_model_check_load(vkf_model *m, uint64_t data_bytes) {
     snprintf(tables, sizeof tables,
              "the position table of n_ctx %d (the weights are used in place from the file)",
              m->hp.n_ctx);
-    VKF_TRY(check_fit(m, &ms, weights, 0, in_place ? tables : "the weight data", NULL,
-                      "use a smaller or more quantized model"));
+    VKF_TRY(check_fit_devices(m, weights, 0, in_place ? tables : "the weight data", NULL,
+                              "use a smaller or more quantized model"));
     if (m->ctx_req <= 0) return VKF_OK; /* sessions are checked when they are created */
     /* a context asked for: one sequence of it, in the cache type sessions will use */
     vkf_dtype dt = vkf_session_cache_dtype(m, m->cache_type);
     char what[128];
     kv_what(what, sizeof what, m->hp.n_ctx, 1, dt);
-    return check_fit(m, &ms, vkf_kv_cache_bytes(m, m->hp.n_ctx, 1, dt), weights, what,
-                     "weights and tables", "lower n_ctx (-c)");
+    return check_fit_devices(m, vkf_kv_cache_bytes(m, m->hp.n_ctx, 1, dt), weights, what,
+                             "weights and tables", "lower n_ctx (-c)");
 }
 
 /* ------------------------------------------------------------------ reports */
@@ -250,6 +270,8 @@ vkf_status vkf_session_memory(const vkf_session *s, vkf_memory_info *out) {
                     tensors_bytes(s->xv, nl);
     for (int i = 0; i < s->n_graphs; i++) {
         const vkf_sgraph *g = &s->graphs[i];
+        for (int k = 1; k < g->n_parts; k++) /* a split graph's other devices */
+            out->activations += g->part[k].g ? g->part[k].g->arena_bytes : 0;
         out->activations += (g->g ? g->g->arena_bytes : 0) +
                             (g->ids.buf ? vkf_tensor_nbytes(&g->ids) : 0) +
                             (g->lens.buf ? vkf_tensor_nbytes(&g->lens) : 0) +

@@ -119,6 +119,7 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     }
     m->ctx = ctx;
     m->be = ctx->be;
+    m->n_dev = 1;
     m->ctx_req = p->n_ctx;
     m->cache_type = p->cache_type;
     m->no_mmap = p->no_mmap;
@@ -133,6 +134,12 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     else
         s = vkf_error(VKF_ERROR_IO, "%s: no such file or directory", p->path);
     vkf_model_release_file(m); /* kept only where weights use it in place */
+    if (s == VKF_OK && ctx->n_dev > 1 && m->n_dev != ctx->n_dev)
+        s = vkf_error(VKF_ERROR_UNSUPPORTED,
+                      "%s: a layer split over %d devices runs decoder-only models; this one is "
+                      "%s (%s): run it on one device",
+                      p->path, ctx->n_dev, vkf_model_arch_name(m),
+                      m->arch == VKF_ARCH_TRANSFORMER ? "encoder-decoder" : "encoder-only");
     if (s == VKF_OK && !m->ctx_ext) m->hp.n_ctx_train = m->hp.n_ctx;
     if (s == VKF_OK && m->ctx_req > m->hp.n_ctx)
         s = vkf_error(VKF_ERROR_UNSUPPORTED,
@@ -196,10 +203,11 @@ void vkf_model_free(vkf_model *m) {
     if (!m) return;
     vkf_context_lock(m->ctx);
     for (int i = 0; i < m->n_bufs; i++)
-        m->be->i->buffer_free(m->be, m->bufs[i]);
+        m->buf_be[i]->i->buffer_free(m->buf_be[i], m->bufs[i]);
     vkf_context_unlock(m->ctx);
     vkf_mapfile_close(&m->file); /* after the buffers that used it in place */
     free(m->bufs);
+    free(m->buf_be);
     free(m->w.enc);
     free(m->w.dec);
     vkf_gcache_free(m->gcache);
@@ -372,6 +380,7 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
           : model_kv_f16(m)               ? "F16, the default on Vulkan devices; twice that as F32"
                             : "F32, the CPU backend's default; half that as F16, the default on "
                               "Vulkan devices");
+        if (n < sizeof buf) n += vkf_model_split_text(m, buf + n, sizeof buf - n);
 #undef P
         *out = strdup(buf);
         return *out ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_info: out of host memory");
@@ -445,6 +454,21 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
     cJSON_AddStringToObject(j, "kv_cache_type", model_kv_f16(m) ? "F16" : "F32");
     cJSON_AddNumberToObject(j, "kv_bytes_per_token", (double)model_kv_bytes_per_token(m));
     cJSON_AddNumberToObject(j, "kv_bytes_per_sequence", (double)kv);
+    vkf_split_device sd[VKF_MAX_DEVICES];
+    int nsd = vkf_model_split(m, sd, VKF_MAX_DEVICES);
+    cJSON *sp = cJSON_AddArrayToObject(j, "devices"); /* the layer split: what went where */
+    for (int i = 0; i < nsd && sp; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e) break;
+        cJSON_AddStringToObject(e, "device", sd[i].device);
+        cJSON_AddNumberToObject(e, "layer0", sd[i].layer0);
+        cJSON_AddNumberToObject(e, "n_layers", sd[i].n_layers);
+        cJSON_AddNumberToObject(e, "weight_bytes", (double)sd[i].weight_bytes);
+        cJSON_AddNumberToObject(e, "kv_bytes_per_token", (double)sd[i].kv_bytes_per_token);
+        cJSON_AddBoolToObject(e, "embeddings", sd[i].embeddings);
+        cJSON_AddBoolToObject(e, "output", sd[i].output);
+        cJSON_AddItemToArray(sp, e);
+    }
     *out = cJSON_Print(j);
     cJSON_Delete(j);
     return *out ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_info: out of host memory");

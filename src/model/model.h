@@ -169,7 +169,33 @@ struct vkf_model {
     /* constrained sampling (structured/grammar.c): the vocabulary's token trie and grammar
      * engines kept between requests; made on first use, under its own lock */
     struct vkf_gcache *gcache;
+    /* layer split (model/split.c; vkf_context_params.n_devices): n_dev devices, device i holds
+     * layers [layer0[i], layer0[i + 1]) with their weights and KV cache, devices[0] the
+     * embeddings, the last one the final norm and head; each device its own RoPE tables.
+     * n_dev 1: everything on be (dev_be[0]). */
+    int n_dev;
+    vkf_backend *dev_be[VKF_MAX_DEVICES];
+    int32_t layer0[VKF_MAX_DEVICES + 1];
+    size_t dev_weight_bytes[VKF_MAX_DEVICES];
+    vkf_tensor dev_rope[VKF_MAX_DEVICES], dev_rope_swa[VKF_MAX_DEVICES];
+    int upload_dev;       /* the device vkf_model_upload writes to while loading */
+    vkf_backend **buf_be; /* per entry of bufs: the backend it lives on */
 };
+
+/* ------------------------------------------------------------------ layer split (model/split.c)
+ */
+
+/* Assigns the layers to the context's devices (the proportions of vkf_context_params), for a
+ * model whose n_layer is known; VKF_ERROR_UNSUPPORTED for an architecture that is not split. */
+vkf_status vkf_model_split_assign(vkf_model *m);
+/* "split i ..." lines of the model's text info (nothing without a split); returns the length. */
+size_t vkf_model_split_text(const vkf_model *m, char *buf, size_t cap);
+/* The device holding layer l (0 without a split). */
+int vkf_model_layer_dev(const vkf_model *m, int l);
+/* Backend of device i of the split. */
+static inline vkf_backend *vkf_model_dev_be(const vkf_model *m, int i) {
+    return m->n_dev > 1 ? m->dev_be[i] : m->be;
+}
 
 /* Loaders (model/load_*.c); each fills m->hp, m->w, m->tok. A loader whose positions are
  * computed calls vkf_model_extend_ctx before it builds its position table. */
@@ -249,6 +275,16 @@ typedef enum vkf_sgraph_kind {
  * cache rows from the input tensors pos / kvrow: serve's continuous batching) */
 #define VKF_SG_PERSEQ 2
 
+/* One device's part of a split graph: its layers' nodes, its copies of the per-step inputs and
+ * the residual stream crossing from the previous device (xin) and to the next one (xout). */
+typedef struct vkf_sgpart {
+    vkf_graph *g;
+    vkf_backend *be;
+    vkf_tensor lens, pos, kvrow; /* part 0: copies of the sgraph's own; others: this device's */
+    vkf_tensor xin;              /* F32 IO [rows, d]: parts > 0 */
+    vkf_tensor xout;             /* F32 IO [rows, d]: every part but the last */
+} vkf_sgpart;
+
 typedef struct vkf_sgraph {
     vkf_sgraph_kind kind;
     int32_t n;     /* tokens per sequence in one step */
@@ -264,6 +300,12 @@ typedef struct vkf_sgraph {
     vkf_tensor pos; /* VKF_SG_PERSEQ: I32 [1, batch] position of each sequence's token */
     vkf_tensor kvrow; /* VKF_SG_PERSEQ: I32 [1, batch] cache row it is stored at */
     uint64_t last_use;
+    /* layer split: n_parts (>= 2) graphs, one per device, run in order (g = part[0].g; ids on
+     * device 0, out on the last); 0 without a split. xfer: host copy of the residual stream */
+    int n_parts;
+    int cur; /* while building: the part nodes are added to */
+    vkf_sgpart part[VKF_MAX_DEVICES];
+    float *xfer;
 } vkf_sgraph;
 
 #define VKF_SESSION_MAX_GRAPHS 8

@@ -13,15 +13,64 @@
 
 /* ------------------------------------------------------------------ graph cache */
 
+static void buf_free(vkf_backend *be, vkf_tensor *t) {
+    if (t->buf) be->i->buffer_free(be, t->buf);
+    t->buf = NULL;
+}
+
+/* A split graph's parts (model/graph_decoder.c): part 0's inputs are the sgraph's own. */
+static void sg_release_parts(vkf_session *s, vkf_sgraph *sg) {
+    if (sg->n_parts == 0) return;
+    for (int k = 0; k < sg->n_parts; k++) {
+        vkf_sgpart *pt = &sg->part[k];
+        if (pt->g != sg->g) vkf_graph_free(pt->g);
+        buf_free(pt->be, &pt->xin);
+        buf_free(pt->be, &pt->xout);
+        if (k == 0) continue;
+        buf_free(pt->be, &pt->lens);
+        buf_free(pt->be, &pt->pos);
+        buf_free(pt->be, &pt->kvrow);
+    }
+    /* the logits live on the last device */
+    buf_free(vkf_model_dev_be(s->m, s->m->n_dev - 1), &sg->out);
+    free(sg->xfer);
+}
+
 static void sg_release(vkf_session *s, vkf_sgraph *sg) {
     vkf_backend *be = s->m->be;
+    sg_release_parts(s, sg);
     vkf_graph_free(sg->g);
-    if (sg->ids.buf) be->i->buffer_free(be, sg->ids.buf);
-    if (sg->lens.buf) be->i->buffer_free(be, sg->lens.buf);
-    if (sg->out.buf) be->i->buffer_free(be, sg->out.buf);
-    if (sg->pos.buf) be->i->buffer_free(be, sg->pos.buf);
-    if (sg->kvrow.buf) be->i->buffer_free(be, sg->kvrow.buf);
+    buf_free(be, &sg->ids);
+    buf_free(be, &sg->lens);
+    buf_free(be, &sg->out);
+    buf_free(be, &sg->pos);
+    buf_free(be, &sg->kvrow);
     memset(sg, 0, sizeof *sg);
+}
+
+/* The backend of the logits. */
+static vkf_backend *sg_out_be(const vkf_session *s, const vkf_sgraph *sg) {
+    return sg->n_parts ? sg->part[sg->n_parts - 1].be : s->m->be;
+}
+
+/* Writes the per-step inputs every device's part reads: key lengths, and serve's positions and
+ * cache rows (pos, row NULL otherwise). */
+static vkf_status sg_write_inputs(vkf_session *s, vkf_sgraph *sg, const int32_t *lens,
+                                  const int32_t *pos, const int32_t *row) {
+    if (sg->n_parts == 0) {
+        vkf_backend *be = s->m->be;
+        VKF_TRY(vkf_tensor_write(be, &sg->lens, lens));
+        if (pos) VKF_TRY(vkf_tensor_write(be, &sg->pos, pos));
+        if (row) VKF_TRY(vkf_tensor_write(be, &sg->kvrow, row));
+        return VKF_OK;
+    }
+    for (int k = 0; k < sg->n_parts; k++) {
+        vkf_sgpart *pt = &sg->part[k];
+        VKF_TRY(vkf_tensor_write(pt->be, &pt->lens, lens));
+        if (pos) VKF_TRY(vkf_tensor_write(pt->be, &pt->pos, pos));
+        if (row) VKF_TRY(vkf_tensor_write(pt->be, &pt->kvrow, row));
+    }
+    return VKF_OK;
 }
 
 static vkf_status sg_get_seq(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_t batch,
@@ -88,11 +137,9 @@ vkf_status vkf_session_graph(vkf_session *s, vkf_sgraph_kind kind, int32_t n, in
 /* Runs a cached graph. A failure names the graph, its ops and the device: the whole graph is
  * one submission on Vulkan, so a device loss or timeout cannot be narrowed to one op there
  * (the backend names the node itself when recording fails). */
-static vkf_status sg_compute(vkf_session *s, vkf_sgraph *sg, int32_t n_past) {
-    vkf_backend *be = s->m->be;
-    vkf_status st = be->i->graph_compute(be, sg->g, n_past);
+static vkf_status sg_compute_graph(vkf_session *s, vkf_backend *be, vkf_graph *g, int32_t n_past) {
+    vkf_status st = be->i->graph_compute(be, g, n_past);
     if (st == VKF_OK) return VKF_OK;
-    const vkf_graph *g = sg->g;
     const char *first = g->n_nodes ? vkf_op_name(g->nodes[0].op) : "-";
     const char *last = g->n_nodes ? vkf_op_name(g->nodes[g->n_nodes - 1].op) : "-";
     const char *last_dst =
@@ -100,6 +147,25 @@ static vkf_status sg_compute(vkf_session *s, vkf_sgraph *sg, int32_t n_past) {
     return vkf_error_prefix(st, "%s: graph \"%s\" (%d ops, %s .. %s -> %s) at position %d on %s",
                             s->m->path, g->name, g->n_nodes, first, last, last_dst, n_past,
                             be->device_name);
+}
+
+/* A layer split runs its parts in order, one submission per device: each graph_compute returns
+ * when its device's fence has signalled, then the residual stream crosses through the host
+ * (read from this device's host-visible xout, written into the next one's xin). */
+static vkf_status sg_compute(vkf_session *s, vkf_sgraph *sg, int32_t n_past) {
+    if (sg->n_parts == 0) return sg_compute_graph(s, s->m->be, sg->g, n_past);
+    for (int k = 0; k < sg->n_parts; k++) {
+        vkf_sgpart *pt = &sg->part[k];
+        if (k > 0) {
+            vkf_sgpart *pv = &sg->part[k - 1];
+            if (!sg->xfer) sg->xfer = malloc(vkf_tensor_nbytes(&pt->xin));
+            if (!sg->xfer) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "split: out of host memory");
+            VKF_TRY(vkf_tensor_read(pv->be, &pv->xout, sg->xfer));
+            VKF_TRY(vkf_tensor_write(pt->be, &pt->xin, sg->xfer));
+        }
+        VKF_TRY(sg_compute_graph(s, pt->be, pt->g, n_past));
+    }
+    return VKF_OK;
 }
 
 vkf_status vkf_session_graph_compute(vkf_session *s, vkf_sgraph *sg) {
@@ -118,11 +184,12 @@ static vkf_status session_alloc_caches(vkf_session *s) {
     if (!s->kc || !s->vc || !s->host_lens)
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
     if (m->arch == VKF_ARCH_ENCODER) return VKF_OK; /* embeddings: no cache */
-    for (int l = 0; l < hp->n_layer; l++) {
+    for (int l = 0; l < hp->n_layer; l++) { /* a layer's cache on the device of its weights */
+        vkf_backend *be = vkf_model_dev_be(m, vkf_model_layer_dev(m, l));
         s->kc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "k_cache");
         s->vc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "v_cache");
-        VKF_TRY(vkf_tensor_alloc(m->be, &s->kc[l], VKF_BUFFER_ACTIVATIONS, NULL));
-        VKF_TRY(vkf_tensor_alloc(m->be, &s->vc[l], VKF_BUFFER_ACTIVATIONS, NULL));
+        VKF_TRY(vkf_tensor_alloc(be, &s->kc[l], VKF_BUFFER_ACTIVATIONS, NULL));
+        VKF_TRY(vkf_tensor_alloc(be, &s->vc[l], VKF_BUFFER_ACTIVATIONS, NULL));
     }
     if (m->arch != VKF_ARCH_TRANSFORMER) return VKF_OK;
     s->n_src_max = hp->n_ctx;
@@ -187,10 +254,12 @@ vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_ses
     return VKF_OK;
 }
 
-static void free_tensors(vkf_backend *be, vkf_tensor *t, int n) {
+static void free_tensors(const vkf_model *m, vkf_tensor *t, int n) {
     if (!t) return;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) { /* layer i's tensors live on its device */
+        vkf_backend *be = vkf_model_dev_be(m, vkf_model_layer_dev(m, i));
         if (t[i].buf) be->i->buffer_free(be, t[i].buf);
+    }
     free(t);
 }
 
@@ -200,10 +269,10 @@ void vkf_session_free(vkf_session *s) {
     vkf_context_lock(s->m->ctx);
     for (int i = 0; i < s->n_graphs; i++)
         sg_release(s, &s->graphs[i]);
-    free_tensors(be, s->kc, s->m->hp.n_layer);
-    free_tensors(be, s->vc, s->m->hp.n_layer);
-    free_tensors(be, s->xk, s->m->hp.n_layer);
-    free_tensors(be, s->xv, s->m->hp.n_layer);
+    free_tensors(s->m, s->kc, s->m->hp.n_layer);
+    free_tensors(s->m, s->vc, s->m->hp.n_layer);
+    free_tensors(s->m, s->xk, s->m->hp.n_layer);
+    free_tensors(s->m, s->xv, s->m->hp.n_layer);
     if (s->src_lens.buf) be->i->buffer_free(be, s->src_lens.buf);
     vkf_context_unlock(s->m->ctx);
     free(s->host_lens);
@@ -245,9 +314,9 @@ static vkf_status step_chunk(vkf_session *s, int32_t batch, int32_t n, const int
         s->host_lens[b] = len;
     }
     VKF_TRY(vkf_tensor_write(be, &sg->ids, tokens));
-    VKF_TRY(vkf_tensor_write(be, &sg->lens, s->host_lens));
+    VKF_TRY(sg_write_inputs(s, sg, s->host_lens, NULL, NULL));
     VKF_TRY(sg_compute(s, sg, s->n_past));
-    if (out) VKF_TRY(vkf_tensor_read(be, &sg->out, out));
+    if (out) VKF_TRY(vkf_tensor_read(sg_out_be(s, sg), &sg->out, out));
     s->n_past += n;
     return VKF_OK;
 }
@@ -376,6 +445,7 @@ static vkf_status session_reorder(vkf_session *s, int32_t batch, const int32_t *
     if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session reorder: out of host memory");
     vkf_status st = VKF_OK;
     for (int l = 0; l < s->m->hp.n_layer && st == VKF_OK; l++) {
+        be = vkf_model_dev_be(s->m, vkf_model_layer_dev(s->m, l));
         vkf_tensor *caches[2] = {&s->kc[l], &s->vc[l]};
         for (int c = 0; c < 2 && st == VKF_OK; c++) {
             for (int32_t b = 0; b < batch && st == VKF_OK; b++) {
@@ -462,9 +532,9 @@ static vkf_status seq_eval(vkf_session *s, int32_t seq, int32_t pos, const int32
         VKF_TRY(sg_get_seq(s, VKF_SG_DECODER, cn, 1, 1, VKF_SG_LAST_ONLY, seq, &sg));
         s->host_lens[0] = pos + c0 + cn;
         VKF_TRY(vkf_tensor_write(be, &sg->ids, tokens + c0));
-        VKF_TRY(vkf_tensor_write(be, &sg->lens, s->host_lens));
+        VKF_TRY(sg_write_inputs(s, sg, s->host_lens, NULL, NULL));
         VKF_TRY(sg_compute(s, sg, pos + c0));
-        if (c0 + cn == n && logits) VKF_TRY(vkf_tensor_read(be, &sg->out, logits));
+        if (c0 + cn == n && logits) VKF_TRY(vkf_tensor_read(sg_out_be(s, sg), &sg->out, logits));
     }
     return VKF_OK;
 }
@@ -508,13 +578,11 @@ static vkf_status seq_decode(vkf_session *s, const int32_t *tokens, const int32_
         s->host_lens[b] = idle ? 0 : pos[b] + 1;
     }
     vkf_status st = vkf_tensor_write(be, &sg->ids, ids);
-    if (st == VKF_OK) st = vkf_tensor_write(be, &sg->pos, p);
-    if (st == VKF_OK) st = vkf_tensor_write(be, &sg->kvrow, row);
-    if (st == VKF_OK) st = vkf_tensor_write(be, &sg->lens, s->host_lens);
+    if (st == VKF_OK) st = sg_write_inputs(s, sg, s->host_lens, p, row);
     free(buf);
     VKF_TRY(st);
     VKF_TRY(sg_compute(s, sg, 0));
-    if (logits) VKF_TRY(vkf_tensor_read(be, &sg->out, logits));
+    if (logits) VKF_TRY(vkf_tensor_read(sg_out_be(s, sg), &sg->out, logits));
     return VKF_OK;
 }
 

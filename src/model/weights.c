@@ -13,14 +13,21 @@
 
 /* ------------------------------------------------------------------ buffer bookkeeping */
 
+/* The backend uploads go to now: the split's device of the tensors being loaded. */
+static vkf_backend *upload_be(const vkf_model *m) { return vkf_model_dev_be(m, m->upload_dev); }
+
 static vkf_status model_track(vkf_model *m, vkf_buffer *b) {
     if (m->n_bufs == m->cap_bufs) {
         int cap = m->cap_bufs ? 2 * m->cap_bufs : VKF_MODEL_MAX_BUFS_INIT;
         vkf_buffer **nb = realloc(m->bufs, (size_t)cap * sizeof *nb);
         if (!nb) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model: out of host memory");
         m->bufs = nb;
+        vkf_backend **nbe = realloc(m->buf_be, (size_t)cap * sizeof *nbe);
+        if (!nbe) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model: out of host memory");
+        m->buf_be = nbe;
         m->cap_bufs = cap;
     }
+    m->buf_be[m->n_bufs] = upload_be(m);
     m->bufs[m->n_bufs++] = b;
     return VKF_OK;
 }
@@ -28,15 +35,17 @@ static vkf_status model_track(vkf_model *m, vkf_buffer *b) {
 void vkf_load_progress_step(size_t bytes);
 
 static vkf_status model_alloc(vkf_model *m, vkf_tensor *t, const void *data) {
-    vkf_status s = vkf_tensor_alloc(m->be, t, VKF_BUFFER_WEIGHTS, data);
+    vkf_backend *be = upload_be(m);
+    vkf_status s = vkf_tensor_alloc(be, t, VKF_BUFFER_WEIGHTS, data);
     if (s != VKF_OK) return vkf_error_prefix(s, "%s: uploading %s", m->path, t->name);
     s = model_track(m, t->buf);
     if (s != VKF_OK) {
-        m->be->i->buffer_free(m->be, t->buf);
+        be->i->buffer_free(be, t->buf);
         t->buf = NULL;
         return s;
     }
     m->weight_bytes += vkf_tensor_nbytes(t);
+    m->dev_weight_bytes[m->upload_dev] += vkf_tensor_nbytes(t);
     vkf_load_progress_step(vkf_tensor_nbytes(t)); /* api_public.c: vkf_model_params.progress */
     return VKF_OK;
 }
@@ -65,22 +74,24 @@ int vkf_model_in_place_possible(const vkf_model *m) {
 static int model_in_place(vkf_model *m, vkf_tensor *t, const void *data) {
     size_t n = vkf_tensor_nbytes(t);
     const uint8_t *p = data;
-    if (!vkf_model_in_place_possible(m) || p < m->file.data || n > m->file.size ||
-        (size_t)(p - m->file.data) > m->file.size - n)
+    vkf_backend *be = upload_be(m);
+    if (!vkf_model_in_place_possible(m) || !be->i->buffer_import || !be->import_host ||
+        p < m->file.data || n > m->file.size || (size_t)(p - m->file.data) > m->file.size - n)
         return 0;
     vkf_buffer *b = NULL;
-    if (m->be->i->buffer_import(m->be, data, n, m->file.data, m->file.size, &b) != VKF_OK) {
+    if (be->i->buffer_import(be, data, n, m->file.data, m->file.size, &b) != VKF_OK) {
         vkf_error_clear(); /* not an error: the caller copies */
         return 0;
     }
     t->buf = b;
     t->offset = 0;
     if (model_track(m, b) != VKF_OK) {
-        m->be->i->buffer_free(m->be, b);
+        be->i->buffer_free(be, b);
         t->buf = NULL;
         return 0;
     }
     m->weight_bytes += n;
+    m->dev_weight_bytes[m->upload_dev] += n;
     m->weight_bytes_in_place += n;
     m->n_in_place++;
     return 1;

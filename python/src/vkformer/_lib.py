@@ -96,6 +96,13 @@ class ContextParams(Structure):
         ("switches", c_void_p),  # const vkf_switches *: NULL, the environment's
         ("shader_compiled", c_void_p),  # callback: NULL
         ("shader_compiled_user", c_void_p),
+        # layer split (vkformer.h: VKF_MAX_DEVICES = 8)
+        ("n_devices", c_int),
+        ("devices", c_char_p * 8),
+        ("n_tensor_split", c_int),
+        ("tensor_split", ctypes.c_float * 8),
+        ("split_mode", c_int),
+        ("main_device", c_int),
     ]
 
 
