@@ -122,19 +122,12 @@ static uint64_t fnv1a64(const void *p, size_t n) {
     return h;
 }
 
-/* llama.cpp on AVX2 repacks Q4_K weights (q4_K_8x8); its float steps are reproduced but a
- * rounding of one ulp in some rows is not found yet (max 1.4e-6 on these files; every other
- * row and file is exact): these cases are run and counted, their rows not required exact. */
-static int q4k_repacked(const char *name) {
-    return strstr(name, "q4_k_m") || strstr(name, "q4_k_s") || strstr(name, "q3_k_m");
-}
-
 /* The hashed cases of one shared fixture set whose name contains only (NULL: all). */
 static void run_hashed(vkf_context *ctx, const char *fixture, const char *only) {
     char *text = vkt_read_file(VKF_SOURCE_DIR "/tests/data/ggml-avx2/refs.json", NULL);
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     VKT_CHECK(root != NULL, "read tests/data/ggml-avx2/refs.json");
-    int cases = 0, known = 0;
+    int cases = 0;
     cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
         const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
@@ -173,13 +166,9 @@ static void run_hashed(vkf_context *ctx, const char *fixture, const char *only) 
                     first_bad = r;
             }
         }
-        printf("%-28s %3d/%3d rows bit-identical (avx2)%s\n", name, exact, n + ng,
-               q4k_repacked(name) ? " [repacked Q4_K: not required]" : "");
-        if (q4k_repacked(name))
-            known++;
-        else
-            VKT_CHECK(exact == n + ng, "%s: %d of %d rows bit-identical, row %d differs", name,
-                      exact, n + ng, first_bad);
+        printf("%-28s %3d/%3d rows bit-identical (avx2)\n", name, exact, n + ng);
+        VKT_CHECK(exact == n + ng, "%s: %d of %d rows bit-identical, row %d differs", name, exact,
+                  n + ng, first_bad);
         cases++;
         vkf_session_free(s);
         vkf_model_free(m);
@@ -187,7 +176,7 @@ static void run_hashed(vkf_context *ctx, const char *fixture, const char *only) 
         free(lg);
     }
     VKT_CHECK(cases > 0, "no hashed case ran");
-    printf("avx2 hashed: %d cases, %d required exact\n", cases, cases - known);
+    printf("avx2 hashed: %d cases, all required exact\n", cases);
     cJSON_Delete(root);
     free(text);
 }

@@ -180,7 +180,8 @@ float vkf_act_dot32(vkf_unpack32_fn unpack, size_t block_bytes, int with_min, co
  * ggml's AVX2 kernels; or the tiled kernel's one step per super-block (see quant_dot.h). */
 vkf_dot256_order vkf_dot256_order_of(int flags, int repackable) {
     if (!(flags & VKF_DOT_LLAMA_2610)) return VKF_DOT256_LANES;
-    if (repackable && (flags & VKF_DOT_REPACKED)) return VKF_DOT256_BLOCKSUM;
+    if (repackable && (flags & VKF_DOT_REPACKED))
+        return flags & VKF_DOT_GEMM4 ? VKF_DOT256_BLOCKSUM64 : VKF_DOT256_BLOCKSUM;
     return flags & VKF_DOT_BATCH8 ? VKF_DOT256_TILED : VKF_DOT256_LANES;
 }
 
@@ -213,6 +214,20 @@ float vkf_act_dot256(vkf_unpack256_fn unpack, size_t block_bytes, vkf_dot256_min
             pm[s * sub / 32] += m[s] * bs;
             total += m[s] * bs;
         }
+        if (order == VKF_DOT256_BLOCKSUM64) { /* ggml_gemm_q4_K_8x8_q8_K's AVX2 loop over sb */
+            const float dd = dw * a[i].d, dm = dminw * a[i].d;
+            for (int sb = 0; sb < 4; sb++) {
+                int32_t s1 = 0, s2 = 0;
+                for (int j = 64 * sb; j < 64 * sb + 64; j++)
+                    s1 += sc[j / sub] * q[j] * a[i].qs[j];
+                for (int s = 64 * sb / sub; s < 64 * (sb + 1) / sub; s++)
+                    s2 += m[s] *
+                          (sub == 16 ? a[i].bsums[s] : a[i].bsums[2 * s] + a[i].bsums[2 * s + 1]);
+                tacc = fmaf((float)s1, dd, tacc);
+                tmin = fmaf((float)s2, dm, tmin);
+            }
+            continue;
+        }
         if (order != VKF_DOT256_LANES) {
             int32_t s1 = 0;
             for (int t = 0; t < 8; t++)
@@ -242,7 +257,7 @@ float vkf_act_dot256(vkf_unpack256_fn unpack, size_t block_bytes, vkf_dot256_min
             acc[t] = fmaf(d, (float)lane[t], acc[t]);
     }
     if (order == VKF_DOT256_TILED) return tacc;
-    if (order == VKF_DOT256_BLOCKSUM) return tacc - tmin;
+    if (order == VKF_DOT256_BLOCKSUM || order == VKF_DOT256_BLOCKSUM64) return tacc - tmin;
     float r = hsum8(acc);
     if (mins == VKF_MINS_LANES4) r += (accm[0] + accm[2]) + (accm[1] + accm[3]);
     if (mins == VKF_MINS_SCALAR) r += summs;

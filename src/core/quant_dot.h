@@ -53,6 +53,9 @@ enum {
     VKF_DOT_LLAMA_2610 = 8, /* llama.cpp's kernels of Oct 2026 (0c1e570): K-quant matmuls of 8
                                rows or more in its tiled kernel (unrepacked weights), Q6_K's
                                vec_dot subtracting its offset through the 16-sums */
+    VKF_DOT_GEMM4 = 16,     /* the activation row is in one of the matmul's groups of 4 rows
+                               (rows 0 .. M - M % 4 - 1): llama.cpp's repacked kernels take
+                               those in their gemm, the rest row by row in their gemv */
 };
 
 /* The dot product of a weight row of type w with an activation row of vkf_act_type_of(w), the
@@ -99,11 +102,14 @@ typedef enum vkf_dot256_mins {
 /* How llama.cpp's kernel for the matmul at hand sums super-blocks (s1: a block's exact integer
  * sum, s2: its integer min sum): */
 typedef enum vkf_dot256_order {
-    VKF_DOT256_LANES = 0, /* vec_dot: 8 lanes, fma(d_a * d_w, lane), mins as vkf_dot256_mins */
-    VKF_DOT256_TILED,     /* the tiled K-quant matmul (Oct 2026, 8 rows or more): res =
-                             d_w * s1 (- dmin_w * s2 fused), acc = fma(res, d_a, acc) */
-    VKF_DOT256_BLOCKSUM,  /* repacked 8x8 kernels: acc = fma(s1, d_w * d_a, acc), accm =
-                             fma(s2, dmin_w * d_a, accm), acc - accm */
+    VKF_DOT256_LANES = 0,  /* vec_dot: 8 lanes, fma(d_a * d_w, lane), mins as vkf_dot256_mins */
+    VKF_DOT256_TILED,      /* the tiled K-quant matmul (Oct 2026, 8 rows or more): res =
+                              d_w * s1 (- dmin_w * s2 fused), acc = fma(res, d_a, acc) */
+    VKF_DOT256_BLOCKSUM,   /* repacked 8x8 gemv (rows outside the groups of 4): acc =
+                              fma(s1, d_w * d_a, acc), accm = fma(s2, dmin_w * d_a, accm),
+                              acc - accm */
+    VKF_DOT256_BLOCKSUM64, /* repacked 8x8 gemm (rows in groups of 4): the same two chains,
+                              one step per 64 elements (a pair of sub-blocks) */
 } vkf_dot256_order;
 
 /* The order a K-quant's matmul takes (flags: VKF_DOT_*; repackable: the type has llama.cpp's

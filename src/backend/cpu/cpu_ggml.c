@@ -191,9 +191,10 @@ static vkf_status ggml_matmul(const ggml_build *bd, const vkf_node *nd) {
     for (int64_t m = 0; m < M; m++) {
         vkf_act_quantize(at, row_f32(x, m), act, K);
         float *yr = row_f32(y, m);
+        const int fm = flags | (m < M - M % 4 ? VKF_DOT_GEMM4 : 0);
         for (int64_t n = 0; n < N; n++)
             yr[n] =
-                vkf_act_dot(w->dtype, row_ptr(w, n), act, K, flags) + (b ? row_f32(b, 0)[n] : 0.0f);
+                vkf_act_dot(w->dtype, row_ptr(w, n), act, K, fm) + (b ? row_f32(b, 0)[n] : 0.0f);
     }
     free(act);
     return VKF_OK;
