@@ -129,10 +129,18 @@ case "$err" in *"time =     -"*) fail "negative time in the timings: $err" ;; es
 # the KV cache types vkformer has: f16 and f32, one for K and V
 usage_error "--cache-type-k: expected f16 or f32" generate generate -m "$kjv" --cache-type-k q8_0
 usage_error "-ctk and -ctv differ" generate generate -m "$kjv" -ctk f16 -ctv f32
-for f in "--mlock" "-mg 1" "--tensor-split 1,1" "--mirostat 2" "-i" "-fa off"; do
+for f in "--mlock" "--mirostat 2" "-i" "-fa off"; do
     usage_error "${f%% *}: " generate generate -m "$kjv" $f
     has "not supported by vkformer" "$err" "generate $f"
 done
+# the layer split's flags are taken (tests/test_split.c); values that do not fit the device list
+# are refused by the library, naming the flag
+run generate -m "$kjv" -n 1 --tensor-split 1,1
+[ "$rc" -ne 0 ] || fail "--tensor-split 1,1 on one device: exit 0"
+has "tensor split (-ts) has 2 proportions for 1 device" "$err" "--tensor-split 1,1 on one device: why"
+run generate -m "$kjv" -n 1 -mg 1
+[ "$rc" -ne 0 ] || fail "-mg 1 on one device: exit 0"
+has "main device (-mg) 1" "$err" "-mg 1 on one device: why"
 
 # ------------------------------------------------------------------ generate: stdout, flags
 # greedy continuations from models/kjv-gpt/expected.json (PyTorch)
