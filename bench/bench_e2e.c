@@ -52,6 +52,8 @@ typedef struct vkf_bench_result {
 typedef struct vkf_bench_opts {
     const char *models[VKF_BENCH_MAX_MODELS];
     int n_models;
+    char *model_lists[VKF_BENCH_MAX_MODELS]; /* the -m values the models point into (freed) */
+    int n_model_lists;
     int pp[VKF_BENCH_MAX_LIST], n_pp;
     int tg[VKF_BENCH_MAX_LIST], n_tg;
     int depth[VKF_BENCH_MAX_LIST], n_depth;
@@ -247,11 +249,16 @@ static int vkf_bench_opt_list(void *dst, const char *value, char *err, size_t n)
 
 static int vkf_bench_opt_models(void *dst, const char *value, char *err, size_t n) {
     vkf_bench_opts *o = dst;
-    char *dup = strdup(value); /* kept for the process lifetime: the list points into it */
+    if (o->n_model_lists == VKF_BENCH_MAX_MODELS) {
+        snprintf(err, n, "at most %d models", VKF_BENCH_MAX_MODELS);
+        return -1;
+    }
+    char *dup = strdup(value); /* the list points into it: freed by vkf_bench_opts_free */
     if (!dup) {
         snprintf(err, n, "out of memory");
         return -1;
     }
+    o->model_lists[o->n_model_lists++] = dup;
     for (char *tok = strtok(dup, ","); tok; tok = strtok(NULL, ",")) {
         if (o->n_models == VKF_BENCH_MAX_MODELS) {
             snprintf(err, n, "at most %d models", VKF_BENCH_MAX_MODELS);
@@ -572,13 +579,24 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
     return rc;
 }
 
+static void vkf_bench_opts_free(vkf_bench_opts *o) {
+    for (int i = 0; i < o->n_model_lists; i++)
+        free(o->model_lists[i]);
+    o->n_model_lists = 0;
+    o->n_models = 0;
+}
+
 int vkf_bench_e2e(int argc, char **argv) {
     vkf_bench_opts o;
     int prc = vkf_bench_parse(argc, argv, &o);
-    if (prc) return prc == 1 ? 0 : prc;
+    if (prc) {
+        vkf_bench_opts_free(&o);
+        return prc == 1 ? 0 : prc;
+    }
     int cap = o.n_models * o.n_backends * o.n_depth * (o.n_pp + o.n_tg);
     vkf_bench_result *res = calloc((size_t)(cap ? cap : 1), sizeof *res);
     if (!res) {
+        vkf_bench_opts_free(&o);
         fprintf(stderr, "vkformer bench: out of memory\n");
         return 1;
     }
@@ -611,5 +629,6 @@ int vkf_bench_e2e(int argc, char **argv) {
     vkf_bench_load(&load, &ncpu);
     if (!o.quiet) fprintf(stderr, "load average after the run: %.2f\n", load);
     free(res);
+    vkf_bench_opts_free(&o);
     return rc;
 }
