@@ -15,7 +15,10 @@
  * answers go to stdout one per line, notices to stderr. Commands: /exit, /clear, /save FILE,
  * /load FILE (a JSON array of {"role", "content"}, the shape the OpenAI API uses). */
 #include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -334,6 +337,50 @@ static void load_conv(chat *c, const char *path) {
             vkf_plural(cJSON_GetArraySize(j), "message", "messages"), path);
 }
 
+/* libedit's character source on a terminal (rl_getc_function): one character, decoded from
+ * UTF-8 into its code point (libedit widens what this returns, so a byte-wise reader would split
+ * "é" into two characters); EOF at the end of input or once Ctrl-C was pressed. The wait is
+ * ppoll with SIGINT blocked outside it: a Ctrl-C that lands after the prompt appeared but before
+ * the read began (libedit still setting up the terminal) ends the read as well, instead of
+ * leaving it blocked with the request noted. */
+static int tty_getc(FILE *in) {
+    int fd = fileno(in);
+    sigset_t block, wait_mask;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &wait_mask);
+    sigdelset(&wait_mask, SIGINT);
+    unsigned char b[4];
+    int need = 1, got = 0, bad = 0, ch = EOF;
+    while (got < need) {
+        if (g_stop) break;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = ppoll(&p, 1, NULL, &wait_mask);
+        if (r < 0 && errno == EINTR) continue; /* Ctrl-C: g_stop, checked above */
+        if (r < 0 || read(fd, &b[got], 1) != 1) break;
+        if (got == 0) /* the lead byte says how many follow; a stray one stands alone */
+            need = b[0] >= 0xF0 && b[0] < 0xF8 ? 4 : b[0] >= 0xE0 ? 3 : b[0] >= 0xC0 ? 2 : 1;
+        else if ((b[got] & 0xC0) != 0x80) { /* a broken sequence: U+FFFD */
+            need = got + 1;
+            bad = 1;
+        }
+        got++;
+    }
+    if (got == need && !g_stop) {
+        if (bad || (need == 1 && b[0] >= 0x80))
+            ch = 0xFFFD;
+        else if (need == 1)
+            ch = b[0];
+        else {
+            ch = b[0] & (0x7F >> need);
+            for (int i = 1; i < need; i++)
+                ch = ch << 6 | (b[i] & 0x3F);
+        }
+    }
+    sigprocmask(SIG_UNBLOCK, &block, NULL);
+    return ch;
+}
+
 /* the user's next message into line (without its newline); 0 at the end of input or Ctrl-C.
  * On a terminal libedit edits the line (arrows, Home/End, Ctrl-R) and keeps this chat's history
  * (up arrow: the previous message); otherwise a plain read, one message per line. */
@@ -341,6 +388,7 @@ static int read_message(chat *c, char *line, size_t cap) {
     if (c->tty) {
         /* the line being edited shows on the terminal: stdout, or stderr when stdout is a file */
         if (!isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) rl_outstream = stderr;
+        rl_getc_function = tty_getc;
         char *l = readline("> ");
         if (!l || g_stop) { /* Ctrl-D, or Ctrl-C at the prompt */
             free(l);
@@ -351,7 +399,7 @@ static int read_message(chat *c, char *line, size_t cap) {
         free(l);
         return 1;
     }
-    if (!fgets(line, (int)cap, stdin)) return 0; /* EOF, or Ctrl-C at the prompt */
+    if (g_stop || !fgets(line, (int)cap, stdin)) return 0; /* EOF, or Ctrl-C at the prompt */
     size_t len = strlen(line);
     while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
         line[--len] = '\0';
@@ -442,6 +490,10 @@ int vkf_cmd_chat(int argc, char **argv) {
     c.sp = o.sp;
     c.o = &o;
     c.tty = isatty(0);
+    /* libedit edits characters in the locale's encoding: the terminal's, when it is UTF-8 (the
+     * text models read and write), else C.UTF-8 (glibc's built-in) */
+    if (c.tty && (!setlocale(LC_CTYPE, "") || strcmp(nl_langinfo(CODESET), "UTF-8") != 0))
+        setlocale(LC_CTYPE, "C.UTF-8");
     int32_t chunk = o.n_batch;
     if (o.n_ubatch && (!chunk || o.n_ubatch < chunk)) chunk = o.n_ubatch;
     vkf_context *ctx = NULL;

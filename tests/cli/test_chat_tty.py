@@ -6,7 +6,8 @@ Usage: test_chat_tty.py VKFORMER MODEL
 Types a message, then the up arrow (ESC [ A, what a terminal sends) and Enter: the second
 message must be the first one again (history), never the escape bytes. Then a line edited with
 the left arrow (insert in the middle), /save and /exit; the saved conversation is the reference
-(the messages as typed, with the edits applied). Ctrl-C at the prompt leaves the chat. Python's
+(the messages as typed, with the edits applied; UTF-8 kept whole). Ctrl-C at the prompt leaves
+the chat, also when it comes before the line editor has taken the terminal. Python's
 standard library only (pty, os, select).
 """
 import json
@@ -106,9 +107,28 @@ def main():
         # Ctrl-C at the prompt leaves the chat
         t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
         check(t.read_until(b"> "), "no prompt (second chat): %r" % t.out[-300:])
+        t.send("Let there be café\r".encode())  # UTF-8 typed on the terminal, kept whole
+        check(t.read_until(b"> "), "no answer to the UTF-8 message: %r" % t.out[-300:])
+        conv2 = os.path.join(tmp, "conv2.json")
+        t.send(("/save %s\r" % conv2).encode())
+        check(t.read_until(b"> "), "no prompt after the second /save: %r" % t.out[-300:])
+        try:
+            users = [m["content"] for m in json.load(open(conv2)) if m.get("role") == "user"]
+        except (OSError, ValueError) as e:
+            users = "the saved conversation: %s" % e
+        check(users == ["Let there be café"], "the UTF-8 message as typed: %r" % users)
         t.send(b"\x03")
         rc = t.wait(30)
         check(rc is not None, "Ctrl-C at the prompt did not leave the chat: %r" % t.out[-300:])
+
+        # Ctrl-C as soon as the banner shows: the handler is in place, the line editor is still
+        # setting up the terminal; the read that follows must end all the same
+        t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
+        check(t.read_until(b"Ctrl-C stops an answer]"), "no banner: %r" % t.out[-300:])
+        t.send(b"\x03")
+        rc = t.wait(30)
+        check(rc == 0, "Ctrl-C before the prompt did not leave the chat (exit %r): %r"
+              % (rc, t.out[-300:]))
     print("test_chat_tty: %d failures, %.1f s" % (len(FAILS), time.time() - t0))
     return 1 if FAILS else 0
 
