@@ -261,8 +261,11 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
         r->n_gen++;
         /* the text of the whole generation, detokenized again: a token's own text may depend
          * on its neighbours (SentencePiece spaces, multi-token characters) */
-        /* with tools, control tokens show: [TOOL_CALLS] and <|python_tag|> are markers */
-        int flags = r->st && r->st->tools ? VKF_DETOKENIZE_SPECIAL : 0;
+        /* with tools, control tokens show: [TOOL_CALLS] and <|python_tag|> are markers; a
+         * completion continues its prompt, so the leading space of a SentencePiece token stays
+         * (" Paris" after "The capital of France is", as generate and llama.cpp's server) */
+        int flags = (r->st && r->st->tools ? VKF_DETOKENIZE_SPECIAL : 0) |
+                    (r->chat ? 0 : VKF_DETOKENIZE_CONTINUATION);
         if (vkf_model_detokenize(e->m, r->gen, r->n_gen, flags, &all) == VKF_OK) {
             size_t n = strlen(all);
             size_t from = r->text_done < n ? r->text_done : n;

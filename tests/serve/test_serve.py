@@ -248,6 +248,17 @@ def main():
                   "stop %r: got %r, want %r" % (stop, js and text_of(js, False), want))
             st, chunks, _ = s.stream("/v1/completions", dict(long, stop=stop))
             check(stream_text(chunks, False) == want, "streamed stop: %r" % stream_text(chunks, False))
+        # a completion continues its prompt: the leading space of its first token stays (a
+        # SentencePiece "▁God" on llama-tiny, a byte-level BPE "ĠGod" on kjv-gpt; the
+        # grammar makes the text known beforehand), whole and streamed
+        forced = {"prompt": "And God said", "max_tokens": 8, "temperature": 0,
+                  "grammar": 'root ::= " God"'}
+        st, js, _ = s.request("POST", "/v1/completions", forced)
+        check(st == 200 and text_of(js, False) == " God",
+              "a completion's leading space: %r" % (js and text_of(js, False)))
+        st, chunks, _ = s.stream("/v1/completions", forced)
+        check(stream_text(chunks, False) == " God",
+              "a streamed completion's leading space: %r" % stream_text(chunks, False))
         greedy = {"messages": [{"role": "user", "content": "And God said"}], "max_tokens": 6,
                   "temperature": 0, "logprobs": True, "top_logprobs": 3}
         st, js, _ = s.request("POST", "/v1/chat/completions", greedy)
