@@ -388,6 +388,79 @@ static void test_masks(void) {
     printf("masks: cached masks equal the token-by-token check\n");
 }
 
+/* Only well-formed UTF-8 gets through a grammar (JSON text must be UTF-8): the cases are those
+ * of Unicode's table 3-7 (well-formed byte sequences) and its boundaries, expected values from
+ * the standard, through the matcher and through a vocabulary's cached masks. */
+static void test_utf8(void) {
+    static const struct {
+        const char *bytes;
+        int ok;
+    } cases[] = {
+        {"\x41", 1},
+        {"\xC2\x80", 1},
+        {"\xDF\xBF", 1},
+        {"\xE0\xA0\x80", 1},
+        {"\xED\x9F\xBF", 1},
+        {"\xEE\x80\x80", 1},
+        {"\xEF\xBF\xBF", 1},
+        {"\xF0\x90\x80\x80", 1},
+        {"\xF4\x8F\xBF\xBF", 1},
+        {"\xC3\xA9", 1},
+        {"\xC0\x80", 0},         /* overlong U+0000 */
+        {"\xC1\xBF", 0},         /* overlong U+007F */
+        {"\xE0\x9F\xBF", 0},     /* overlong U+07FF */
+        {"\xED\xA0\x80", 0},     /* surrogate U+D800 */
+        {"\xED\xBF\xBF", 0},     /* surrogate U+DFFF */
+        {"\xF0\x8F\xBF\xBF", 0}, /* overlong U+FFFF */
+        {"\xF4\x90\x80\x80", 0}, /* U+110000 */
+        {"\xF5\x80\x80\x80", 0},
+        {"\xFF", 0},
+        {"\x80", 0},
+        {"\xC3", 0}, /* cut short */
+    };
+    const char *text = "root ::= [^\"]*";
+    vkf_gbnf *g = NULL;
+    vkf_gmatch *m = NULL;
+    VKT_OK(vkf_gbnf_parse(text, strlen(text), NULL, NULL, NULL, &g));
+    VKT_OK(vkf_gmatch_create(g, 0, &m));
+    if (!m) return;
+    int nc = (int)(sizeof cases / sizeof cases[0]);
+    char *pieces[32];
+    size_t lens[32];
+    for (int i = 0; i < nc; i++) {
+        vkf_gstate st = vkf_gmatch_start(m);
+        size_t n = strlen(cases[i].bytes);
+        int got =
+            vkf_gmatch_accept_bytes(m, &st, cases[i].bytes, n) == 0 && vkf_gmatch_complete(m, &st);
+        VKT_CHECK(got == cases[i].ok, "UTF-8 case %d (%zu bytes): matched %d, the standard says %d",
+                  i, n, got, cases[i].ok);
+        pieces[i] = (char *)cases[i].bytes;
+        lens[i] = n;
+    }
+    vkf_gmatch_free(m);
+    /* as tokens: the mask of the start state allows exactly the well-formed ones and the
+     * prefixes that can still become one ("\xC3", cut short, may be continued) */
+    uint8_t eog[32] = {0};
+    vkf_gvocab *v = NULL;
+    VKT_OK(vkf_gvocab_create(nc, (const char *const *)pieces, lens, eog, &v));
+    vkf_gengine *e = NULL;
+    if (v) VKT_OK(vkf_gengine_create(v, text, strlen(text), NULL, NULL, NULL, 0, &e));
+    if (e) {
+        vkf_gstate s = vkf_gengine_start(e);
+        const uint64_t *mask;
+        VKT_OK(vkf_gengine_mask(e, &s, &mask));
+        for (int i = 0; i < nc; i++) {
+            int want = cases[i].ok || strcmp(cases[i].bytes, "\xC3") == 0;
+            VKT_CHECK((int)((mask[i >> 6] >> (i & 63)) & 1) == want,
+                      "UTF-8 case %d as a token: mask %d, want %d", i,
+                      (int)((mask[i >> 6] >> (i & 63)) & 1), want);
+        }
+        vkf_gengine_free(e);
+    }
+    vkf_gvocab_free(v);
+    printf("utf8: only well-formed UTF-8 passes a grammar (%d cases)\n", nc);
+}
+
 /* the public side: a grammar needs the model's vocabulary; a bad grammar names its place */
 static void test_public(void) {
     vkf_sampler_params sp = {.temp = 0.5f, .grammar = "root ::= \"a\""};
@@ -412,6 +485,7 @@ static void test_public(void) {
 
 int main(void) {
     test_public();
+    test_utf8();
     test_parser();
     test_integration();
     test_masks();

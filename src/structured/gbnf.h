@@ -77,8 +77,10 @@ typedef struct vkf_gmatch vkf_gmatch;
 
 /* Partial UTF-8 character at the end of what was accepted so far. */
 typedef struct vkf_gutf8 {
-    uint32_t value; /* bits so far */
-    int n_remain;   /* continuation bytes still due (0: none) */
+    uint32_t value;        /* bits so far */
+    int n_remain;          /* continuation bytes still due (0: none) */
+    unsigned char next_lo; /* the next continuation byte's range when narrower than */
+    unsigned char next_hi; /* 0x80..0xBF (0, 0: that range) */
 } vkf_gutf8;
 
 /* A matcher state: a set of stacks (an interned set id) and an unfinished UTF-8 character. */

@@ -420,19 +420,26 @@ size_t vkf_gmatch_bytes(const vkf_gmatch *m) {
 
 /* ------------------------------------------------------------------ UTF-8 */
 
+/* Well-formed UTF-8 only (Unicode's table 3-7): no overlong forms (C0, C1, E0 80..9F,
+ * F0 80..8F), no surrogates (ED A0..BF), nothing past U+10FFFF (F4 90.., F5..FF); a grammar
+ * then never lets a model write bytes that are not UTF-8 (JSON strings must be). */
 int vkf_gutf8_push(vkf_gutf8 *p, unsigned char b, uint32_t *cp) {
     if (p->n_remain == 0) {
         if (b < 0x80) {
             *cp = b;
             return 1;
         }
-        int n = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC0 ? 1 : -1;
-        if (n < 0) return -1; /* a continuation byte cannot start a character */
+        int n = b >= 0xF5 ? -1 : b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC2 ? 1 : -1;
+        if (n < 0) return -1; /* a continuation byte, an overlong or out-of-range lead */
         p->value = b & ((1u << (7 - n)) - 1);
         p->n_remain = n;
+        p->next_lo = b == 0xE0 ? 0xA0 : b == 0xF0 ? 0x90 : 0x80;
+        p->next_hi = b == 0xED ? 0x9F : b == 0xF4 ? 0x8F : 0xBF;
         return 0;
     }
-    if ((b & 0xC0) != 0x80) return -1;
+    unsigned char lo = p->next_lo ? p->next_lo : 0x80, hi = p->next_hi ? p->next_hi : 0xBF;
+    if (b < lo || b > hi) return -1;
+    p->next_lo = p->next_hi = 0;
     p->value = (p->value << 6) | (b & 0x3F);
     if (--p->n_remain) return 0;
     *cp = p->value;
@@ -528,7 +535,7 @@ vkf_gstate vkf_gmatch_start(vkf_gmatch *m) {
         if (el[a].type != VKF_G_ALT) break;
         a++;
     }
-    vkf_gstate st = {intern_set(m, v, n), {0, 0}};
+    vkf_gstate st = {.set = intern_set(m, v, n)};
     free(v);
     return st;
 }

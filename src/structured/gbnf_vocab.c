@@ -421,7 +421,7 @@ vkf_status vkf_gengine_mask(vkf_gengine *e, const vkf_gstate *st, const uint64_t
     if (vkf_u64map_get(&e->ctx_map, tset, &idx)) {
         e->st.hits_ctx++;
     } else {
-        if (!walk(e, tset, (vkf_gutf8){0, 0}, e->scratch)) return oom_err();
+        if (!walk(e, tset, (vkf_gutf8){.value = 0}, e->scratch)) return oom_err();
         centry *c = cache_put(e, &e->ctx_map, tset, e->scratch, 1);
         if (!c) {
             cache_flush(e);
