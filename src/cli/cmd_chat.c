@@ -562,11 +562,14 @@ int vkf_cmd_chat(int argc, char **argv) {
         if (o.escape) vkf_gen_unescape(first);
         add_msg(c.msgs, "user", first);
         rc = turn(&c);
+        g_stop = 0; /* a Ctrl-C during that answer stopped only the answer */
     }
     static char line[65536];
+    /* g_stop is cleared after each answer, never before a read: a Ctrl-C that lands between
+     * the banner (or an answer's end) and the prompt leaves the chat, as one at the prompt */
     while (rc == 0) {
-        g_stop = 0;
         if (!read_message(&c, line, sizeof line) || handle_line(&c, line, &rc)) break;
+        g_stop = 0;
     }
     if (c.tty) fputc('\n', stdout);
 done:
