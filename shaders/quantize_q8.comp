@@ -13,9 +13,11 @@
  * of q[0..15], the sum of q[16..31]): the kernel dots packed words and corrects offsets and
  * mins with the 16-sums. Q8_K's d is repeated in its 8 blocks.
  *
- * One workgroup per row; its invocations take one block of 32 each, in passes. NORM=1: the row
- * is RMS-normalized and multiplied by the weight g first (the RMSNorm before q/k/v or gate/up,
- * fused here as the float kernels fuse it: matmul_texel.comp NORM).
+ * Workgroups (x, row): the invocations of workgroup x take one block of 32 each, blocks
+ * x * WG + t, then WG * (workgroups in x) further, in passes. NORM=1 (one workgroup per row: the
+ * row's sum of squares comes first): the row is RMS-normalized and multiplied by the weight g
+ * first (the RMSNorm before q/k/v or gate/up, fused here as the float kernels fuse it:
+ * matmul_texel.comp NORM).
  *
  * Bindings: 1 q (the blocks, written), 2 x (f32 rows), 3 g (f32; bound to x without NORM). */
 #extension GL_GOOGLE_include_directive : require
@@ -46,7 +48,7 @@ shared float sh_s[WG]; /* the signed value at it */
 float f16r(float v) { return unpackHalf2x16(packHalf2x16(vec2(v, 0.0))).x; }
 
 void main() {
-    uint row = gl_WorkGroupID.x, t = gl_LocalInvocationID.x;
+    uint row = gl_WorkGroupID.y, t = gl_LocalInvocationID.x;
     uint xo = p.x_off + row * p.x_stride, nb = p.K / 32u;
     float scale = 1.0;
 #if NORM
@@ -61,9 +63,10 @@ void main() {
     scale = 1.0 / sqrt(sh_a[0] / float(p.K) + p.eps);
     barrier();
 #endif
-    uint passes = (nb + WG - 1u) / WG;
+    uint step = WG * gl_NumWorkGroups.x, b0 = gl_WorkGroupID.x * WG;
+    uint passes = b0 < nb ? (nb - b0 + step - 1u) / step : 0u;
     for (uint ps = 0u; ps < passes; ps++) { /* uniform: the barriers below are reached by all */
-        uint b = ps * WG + t;
+        uint b = b0 + ps * step + t;
         bool ok = b < nb;
         float v[32];
         float amax = 0.0, smax = 0.0;

@@ -213,7 +213,11 @@ static vkf_status vkf_vk_mm_q8_quantize(vkf_vk_rec *r, const vkf_vk_mm_group *g,
     pc.q_stride = (uint32_t)rowq;
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipe(r, &p->kq, &pl));
-    VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, (uint32_t)a->rows, 1, 1));
+    /* workgroups of 64 blocks along the row (up to 64 of them), but one per row for the
+     * RMSNorm, whose sum of squares spans the row (the pipeline's workgroup size: vk_plan.c) */
+    uint64_t nb = (uint64_t)(a->cols / 32), gx = g->norm_w ? 1 : (nb + 63) / 64;
+    if (gx > 64) gx = 64;
+    VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, (uint32_t)gx, (uint32_t)a->rows, 1));
     *qw = win[0];
     qw->write = 0;
     return VKF_OK;
