@@ -17,7 +17,7 @@
  * matmul_texel.comp that vk_fuse.c builds are all here: n_mats 2..3 (q/k/v), SWIGLU (gate/up),
  * bias, ACT, the residual; the RMSNorm of NORM groups is applied by quantize_q8.comp instead.
  *
- * Bindings: 1 dst (f32), 2 a (the activation blocks), 3 w (32-bit words), 4 bias (f32; bound to
+ * Bindings: 1 dst (f32), 2 a (the activation blocks), 3 w (16-byte vectors), 4 bias (f32; bound to
  * dst and ignored without VKF_MM_BIAS), 5 residual (f32; likewise). Push constants: vkf_pc_mm,
  * a_off and a_stride in 16-byte words of the blocks. */
 #extension GL_GOOGLE_include_directive : require
@@ -73,11 +73,18 @@ layout(push_constant) uniform PC {
 
 layout(set = 0, binding = 1) writeonly buffer D { float d[]; };
 layout(set = 0, binding = 2) readonly buffer A4 { uvec4 a4[]; };
-layout(set = 0, binding = 3) readonly buffer W { uint w32[]; };
+layout(set = 0, binding = 3) readonly buffer W4 { uvec4 w4[]; };
 layout(set = 0, binding = 4) readonly buffer Bias { float bias[]; };
 layout(set = 0, binding = 5) readonly buffer Res { float res[]; };
 
-uint w_word(uint byte) { return w32[byte >> 2]; }
+/* a word is one component of a 16-byte vector (a scalar load: the access chain reaches the
+ * component); W_ALIGN16 (Q4_K, Q5_K in rows that start on 16 bytes: the host checks) reads the
+ * 32-byte runs of a unit as two 16-byte loads (wq_quad) */
+#ifndef W_ALIGN16
+#define W_ALIGN16 0
+#endif
+uint w_word(uint byte) { return w4[byte >> 4][(byte >> 2) & 3u]; }
+uvec4 wq_quad(uint byte) { return w4[byte >> 4]; }
 #include "dtypes.glsl"
 #include "q8dot.glsl"
 #ifndef WQ_OK

@@ -13,8 +13,9 @@
  * so OpSDot and the plain fallback agree bit for bit; the float combination follows the math of
  * src/core/quant_dot.c and the type rows of src/core/types/, in another order.
  *
- * The includer defines uint w_word(uint byte) and includes dtypes.glsl first (vkf_u8, vkf_u16,
- * vkf_u32h, vkf_f16). */
+ * The includer defines uint w_word(uint byte), and uvec4 wq_quad(uint byte) (16 bytes at a
+ * 16-byte aligned offset) where it sets W_ALIGN16, and includes dtypes.glsl first (vkf_u8,
+ * vkf_u16, vkf_u32h, vkf_f16). */
 #ifndef VKF_Q8DOT_GLSL
 #define VKF_Q8DOT_GLSL
 
@@ -170,12 +171,26 @@ void wq_unit(uint rowb, uint u, out uint wq[8], out vec4 wm, out float wmin, out
 #else
     uint bb = rowb + (u >> 3) * 144u, qs = bb + 16u + 32u * (j >> 1);
 #endif
-    for (uint i = 0u; i < 8u; i++) {
-        wq[i] = (w_word(qs + 4u * i) >> (4u * (j & 1u))) & 0x0f0f0f0fu;
-#if WTYPE == VKF_W_Q5_K
-        wq[i] |= ((w_word(bb + 16u + 4u * i) >> j) & 0x01010101u) << 4;
+    uint q[8];
+#if W_ALIGN16
+    uvec4 q0 = wq_quad(qs), q1 = wq_quad(qs + 16u);
+    q[0] = q0.x; q[1] = q0.y; q[2] = q0.z; q[3] = q0.w;
+    q[4] = q1.x; q[5] = q1.y; q[6] = q1.z; q[7] = q1.w;
+#else
+    for (uint i = 0u; i < 8u; i++) q[i] = w_word(qs + 4u * i);
 #endif
-    }
+    for (uint i = 0u; i < 8u; i++) wq[i] = (q[i] >> (4u * (j & 1u))) & 0x0f0f0f0fu;
+#if WTYPE == VKF_W_Q5_K
+    uint h[8];
+#if W_ALIGN16
+    uvec4 h0 = wq_quad(bb + 16u), h1 = wq_quad(bb + 32u);
+    h[0] = h0.x; h[1] = h0.y; h[2] = h0.z; h[3] = h0.w;
+    h[4] = h1.x; h[5] = h1.y; h[6] = h1.z; h[7] = h1.w;
+#else
+    for (uint i = 0u; i < 8u; i++) h[i] = w_word(bb + 16u + 4u * i);
+#endif
+    for (uint i = 0u; i < 8u; i++) wq[i] |= ((h[i] >> j) & 0x01010101u) << 4;
+#endif
     uint dd = w_word(bb), sc, m;
     vkf_scale_min_k4(bb + 4u, j, sc, m);
     float a = vkf_f16(dd & 0xffffu) * float(sc), b = vkf_f16(dd >> 16) * float(m);

@@ -70,7 +70,8 @@
  * and matmul_q8.comp (integer dot products; DOT_PLAIN: without OpSDot) */
 #define VKF_VK_D_QUANTIZE_Q8(X) X(QK, qk, 0) X(NORM, norm, 0)
 #define VKF_VK_D_MATMUL_Q8(X)                                                                      \
-    X(WTYPE, wtype, 0) X(SWIGLU, swiglu, 0) X(ACT, act, 0) X(DOT_PLAIN, plain, 0)
+    X(WTYPE, wtype, 0)                                                                             \
+    X(SWIGLU, swiglu, 0) X(ACT, act, 0) X(DOT_PLAIN, plain, 0) X(W_ALIGN16, align16, 0)
 #define VKF_VK_D_ATTENTION(X) X(CHUNKED, chunked, 0) X(VEC4, vec4, 0) X(KV_F16, kv_f16, 0)
 #define VKF_VK_D_ATTENTION_TEXEL(X)                                                                \
     X(MAXT, maxt, 1)                                                                               \

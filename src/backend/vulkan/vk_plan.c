@@ -435,6 +435,13 @@ vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group 
         q->swiglu = g->swiglu;
         q->act = g->act - 1;
         q->plain = idot == 2;
+        /* Q4_K / Q5_K rows on 16 bytes: their 32-byte runs as 16-byte loads (as W_ALIGN16 of
+         * matmul_texel.comp; VKF_NO_ALIGN16=1 turns both off) */
+        q->align16 = vkf_vk_quant_bytes16(w0->dtype) && vkf_vk_stride_bytes(w0) % 16 == 0 &&
+                     !vb->sw.no_align16;
+        for (int i = 0; i < g->n_mats; i++)
+            if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) q->align16 = 0;
+        p->aligned16 = q->align16;
         p->k.spec[0] = cfg.wg;
         p->k.spec[1] = R;
         p->k.spec[2] = tm;
