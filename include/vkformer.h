@@ -208,6 +208,11 @@ typedef struct vkf_switches {
     uint32_t attn_qr;     /* VKF_ATTN_QR: query rows per lane with qlanes, 1..8 */
     uint32_t attn_split;  /* VKF_ATTN_SPLIT: decode split in 2..64 key parts, then merged */
     uint32_t attn_wg;     /* VKF_ATTN_WG: attention_texel.comp's workgroup size */
+    int no_int_dot;       /* VKF_NO_INT_DOT: quantized decode without integer dot products
+                             (the float kernels), whatever the table or `vkformer tune` chose */
+    int int_dot;          /* VKF_INT_DOT: 1 ("on") integer dot products for quantized M <= 8
+                             wherever valid (OpSDot where the device has it, else plain integer
+                             arithmetic), 2 ("plain") the same without OpSDot, 3 ("off") none */
     /* --- tests */
     uint64_t simulate_device_lost; /* VKF_SIMULATE_DEVICE_LOST: the Nth graph submission and
                                       every later one fail as a lost device */

@@ -193,6 +193,18 @@ VKF_PC(vkf_pc_mm) {
 #define VKF_MM_BIAS 1u
 #define VKF_MM_RESIDUAL 2u
 
+/* quantize_q8 (the integer-dot decode path, vk_matmul.c): rows [0, M) of x (x_off, x_stride
+ * in floats of its window), K values each, quantized to blocks of 32 int8 with their scale and
+ * sums (48 bytes: see shaders/quantize_q8.comp) at q_off + row * q_stride (16-byte units); with
+ * NORM=1 pipelines the RMSNorm of each row times the weight at g_off (floats) first (eps). */
+VKF_PC(vkf_pc_q8) {
+    VKF_U32 M, K;
+    VKF_U32 x_off, x_stride;
+    VKF_U32 q_off, q_stride;
+    VKF_U32 g_off;
+    VKF_F32 eps;
+};
+
 /* kv_store: the RoPE of q and k and the KV-cache write of k and v of one layer in one dispatch
  * (vk_fuse.c). Offsets/strides in floats of their windows: q, qr, k, kr, v in the activation
  * window, kc / vc in the caches, t in the rotation table. Row r of sequence r / seq goes to
@@ -218,6 +230,7 @@ VKF_PC(vkf_pc_probe) {
 _Static_assert(sizeof(vkf_pc_probe) == 20, "vkf_pc_probe layout");
 _Static_assert(sizeof(vkf_pc_pool) == 36, "vkf_pc_pool layout");
 _Static_assert(sizeof(vkf_pc_mm) == 104, "vkf_pc_mm layout");
+_Static_assert(sizeof(vkf_pc_q8) == 32, "vkf_pc_q8 layout");
 _Static_assert(sizeof(vkf_pc_kvstore) == 116, "vkf_pc_kvstore layout");
 _Static_assert(sizeof(vkf_pc_eltwise) == 44, "vkf_pc_eltwise layout");
 _Static_assert(sizeof(vkf_pc_norm) == 68, "vkf_pc_norm layout");

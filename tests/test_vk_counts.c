@@ -22,7 +22,14 @@
  * dispatch that reads its predecessor's output (each does), none more; q/k/v and gate/up are
  * one dispatch each, so they share their barrier. A barrier more would be one on no hazard
  * (or a fusion lost), a dispatch more a fusion lost. A second step replays the recording (no
- * new dispatch recorded). Cost: one model load and a few steps on lavapipe. */
+ * new dispatch recorded).
+ *
+ * The integer-dot path (quantized weights on a device with shaderIntegerDotProduct, which the
+ * GPUs' table takes: vk_plan.c) quantizes each matmul group's activations in a dispatch of its
+ * own (quantize_q8.comp; the group's RMSNorm goes into it), which the group's matmul then reads:
+ * one dispatch and one barrier more per group, 4 a layer (q/k/v, o, gate/up, down) and 1 for the
+ * output head. The step is counted with it (where the device has the feature) and without
+ * (VKF_NO_INT_DOT). Cost: two model loads and a few steps on lavapipe. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +44,18 @@
 #define PER_LAYER_BARRIERS 6
 #define HEAD_DISPATCHES 2
 #define HEAD_BARRIERS 1
-#define FIXTURE_LAYERS 4 /* llama-tiny (fixtures/README.md) */
+#define FIXTURE_LAYERS 4    /* llama-tiny (fixtures/README.md) */
+#define INT_DOT_PER_LAYER 4 /* the integer-dot path's quantizations (see above) */
+#define INT_DOT_HEAD 1
 
-static void decode_counts(void) {
+static void decode_counts(int no_int_dot) {
     vkf_switches sw;
     memset(&sw, 0, sizeof sw);
     const char *d = getenv("VKF_CACHE_DIR");
     if (d) snprintf(sw.cache_dir, sizeof sw.cache_dir, "%s", d);
     sw.gpu_table = 1; /* the GPUs' choices on lavapipe */
     sw.no_tune = 1;   /* the table's, not a tuning cache's */
+    sw.no_int_dot = no_int_dot;
     vkf_context_params cp = {.backend = VKF_BACKEND_VULKAN, .validate = 1, .switches = &sw};
     vkf_context *ctx = NULL;
     vkf_status st = vkf_context_create(&cp, &ctx);
@@ -83,10 +93,16 @@ static void decode_counts(void) {
     uint64_t nd = s1.dispatches - s0.dispatches, nb = s1.barriers - s0.barriers;
     uint64_t want_d = (uint64_t)PER_LAYER_DISPATCHES * md.n_layer + HEAD_DISPATCHES;
     uint64_t want_b = (uint64_t)PER_LAYER_BARRIERS * md.n_layer + HEAD_BARRIERS;
-    printf("decode step under the GPUs' table on %s: %llu dispatches (expected %llu), %llu "
-           "barriers (expected %llu), %llu recordings\n",
-           c->name, (unsigned long long)nd, (unsigned long long)want_d, (unsigned long long)nb,
-           (unsigned long long)want_b, (unsigned long long)(s1.recordings - s0.recordings));
+    int idot = c->int_dot && !no_int_dot;
+    if (idot) {
+        want_d += (uint64_t)INT_DOT_PER_LAYER * md.n_layer + INT_DOT_HEAD;
+        want_b += (uint64_t)INT_DOT_PER_LAYER * md.n_layer + INT_DOT_HEAD;
+    }
+    printf("decode step under the GPUs' table on %s, integer dot %s: %llu dispatches (expected "
+           "%llu), %llu barriers (expected %llu), %llu recordings\n",
+           c->name, idot ? "on" : "off", (unsigned long long)nd, (unsigned long long)want_d,
+           (unsigned long long)nb, (unsigned long long)want_b,
+           (unsigned long long)(s1.recordings - s0.recordings));
     VKT_CHECK(s1.recordings - s0.recordings == 1, "the first step recorded %llu graphs, not 1",
               (unsigned long long)(s1.recordings - s0.recordings));
     VKT_CHECK(nd == want_d, "decode step: %llu dispatches, expected %llu", (unsigned long long)nd,
@@ -111,6 +127,7 @@ int main(void) {
         fprintf(stderr, "fixtures missing: %s\n", vkt_fixture(""));
         return 1;
     }
-    decode_counts();
+    decode_counts(1);
+    decode_counts(0);
     return vkt_finish();
 }

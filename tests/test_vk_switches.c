@@ -19,7 +19,7 @@
 static const char *const k_vars[] = {"VKF_NO_FUSE",        "VKF_MAX_ALLOC",       "VKF_MM_TILE",
                                      "VKF_GPU_TIMEOUT_MS", "VKF_DEVICE_PROFILE",  "LP_NUM_THREADS",
                                      "VKF_ATTN_SPLIT",     "VKF_NO_TEXEL_MATMUL", "VKF_MODELS_DIR",
-                                     "VKF_PYPI_URL"};
+                                     "VKF_PYPI_URL",       "VKF_INT_DOT",         "VKF_NO_INT_DOT"};
 
 static int env_clean(void) {
     for (size_t i = 0; i < sizeof k_vars / sizeof *k_vars; i++)
@@ -76,6 +76,20 @@ static void test_from_env(void) {
     setenv("VKF_NO_FUSE", "0", 1);
     vkf_switches_from_env(&sw);
     VKT_CHECK(sw.no_fuse == 0, "VKF_NO_FUSE=0 must be off");
+    /* the integer-dot path: an off switch and a word-valued one (1 on, 2 plain, 3 off) */
+    VKT_CHECK(sw.no_int_dot == 0 && sw.int_dot == 0, "VKF_NO_INT_DOT, VKF_INT_DOT unset");
+    static const struct {
+        const char *v;
+        int want;
+    } idot[] = {{"on", 1}, {"plain", 2}, {"off", 3}, {"sometimes", 0}};
+    for (size_t i = 0; i < sizeof idot / sizeof idot[0]; i++) {
+        setenv("VKF_INT_DOT", idot[i].v, 1);
+        vkf_switches_from_env(&sw);
+        VKT_CHECK(sw.int_dot == idot[i].want, "VKF_INT_DOT=%s -> %d", idot[i].v, sw.int_dot);
+    }
+    setenv("VKF_NO_INT_DOT", "1", 1);
+    vkf_switches_from_env(&sw);
+    VKT_CHECK(sw.no_int_dot == 1, "VKF_NO_INT_DOT=1 -> %d", sw.no_int_dot);
     for (size_t i = 0; i < sizeof k_vars / sizeof *k_vars; i++)
         unsetenv(k_vars[i]);
 }

@@ -70,7 +70,8 @@ static void env_str(const char *name, char *out, size_t n) {
     X("VKF_GPU_TABLE", gpu_table)                                                                  \
     X("VKF_COOPMAT", coopmat)                                                                      \
     X("VKF_ROWSEQ", rowseq)                                                                        \
-    X("VKF_ATTN_KEYLANES", attn_keylanes)
+    X("VKF_ATTN_KEYLANES", attn_keylanes)                                                          \
+    X("VKF_NO_INT_DOT", no_int_dot)
 
 #define VKF_SWITCH_COUNTS(X)                                                                       \
     X("VKF_MAX_STORAGE_BUFFER_RANGE", max_storage_buffer_range)                                    \
@@ -109,6 +110,10 @@ void vkf_switches_from_env(vkf_switches *out) {
     env_str("VKF_CACHE_DIR", out->cache_dir, sizeof out->cache_dir);
     env_str("VKF_MODELS_DIR", out->models_dir, sizeof out->models_dir);
     env_str("VKF_PYPI_URL", out->pypi_url, sizeof out->pypi_url);
+    const char *idot = getenv("VKF_INT_DOT");
+    if (idot && (strcmp(idot, "on") == 0 || strcmp(idot, "1") == 0)) out->int_dot = 1;
+    if (idot && strcmp(idot, "plain") == 0) out->int_dot = 2;
+    if (idot && (strcmp(idot, "off") == 0 || strcmp(idot, "0") == 0)) out->int_dot = 3;
     const char *prof = getenv("VKF_DEVICE_PROFILE");
     if (prof && strcmp(prof, "mobile") == 0) out->device_profile = VKF_DEVICE_PROFILE_MOBILE;
     /* set to 0: the shortest wait there is (tests); unset: the default */

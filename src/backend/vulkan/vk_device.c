@@ -398,7 +398,7 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
     /* extensions and features we use (when the device has them) */
     uint32_t n_ext = 0;
     VkExtensionProperties *ext = vkf_vk_device_exts(vb->phys, &n_ext);
-    const char *exts[9];
+    const char *exts[10];
     uint32_t n_exts = 0;
     int v12 = c->api_version >= VK_API_VERSION_1_2, v13 = c->api_version >= VK_API_VERSION_1_3;
     if (vkf_vk_has_ext(ext, n_ext, "VK_KHR_portability_subset"))
@@ -450,6 +450,17 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
         sgcf.computeFullSubgroups = c->subgroup_size_control ? VK_TRUE : VK_FALSE;
         *next = &sgcf;
         next = &sgcf.pNext;
+    }
+    /* integer dot products (matmul_q8.comp's OpSDot): core in 1.3, else the extension */
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idf = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .shaderIntegerDotProduct = VK_TRUE};
+    if (c->int_dot && (v13 || n_exts < 8)) {
+        if (!v13) exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+        *next = &idf;
+        next = &idf.pNext;
+    } else {
+        c->int_dot = c->int_dot_accel = 0; /* not enabled: the plain fallback only */
     }
     /* cooperative matrix (only where it will be used) and the memory model its GLSL needs */
     struct {

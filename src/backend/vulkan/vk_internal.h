@@ -443,6 +443,8 @@ struct vkf_vk_mm_cfg {
     uint32_t lanes; /* texel: 1 = each lane owns r weight rows and walks all of K (no split-K) */
     uint32_t bm, bn, bk; /* tiled: output tile and K slice */
     uint32_t tt;         /* tiled: each invocation's outputs, tt x tt (0: 4) */
+    uint32_t int_dot;    /* texel, M <= 8, quantized weights: 1 = activations quantized to int8
+                            blocks and integer dot products (matmul_q8.comp), where valid */
 };
 typedef struct vkf_vk_mm_cfg vkf_vk_mm_cfg;
 

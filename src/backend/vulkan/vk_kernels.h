@@ -66,6 +66,12 @@
     X(W_SMALL, w_small, 0)                                                                         \
     X(CM_M, cm_m, 0)                                                                               \
     X(CM_N, cm_n, 0) X(CM_K, cm_k, 0) X(SM, sm, 0) X(SN, sn, 0) X(TPS, tps, 0) X(SGS, sgs, 0)
+/* quantize_q8.comp (activations to 32-value int8 blocks: QK 32 or 256, NORM: RMSNorm first)
+ * and matmul_q8.comp (integer dot products; DOT_PLAIN: without OpSDot) */
+#define VKF_VK_D_QUANTIZE_Q8(X) X(QK, qk, 0) X(NORM, norm, 0)
+#define VKF_VK_D_MATMUL_Q8(X)                                                                      \
+    X(WTYPE, wtype, 0)                                                                             \
+    X(SWIGLU, swiglu, 0) X(ACT, act, 0) X(DOT_PLAIN, plain, 0) X(W_ALIGN16, align16, 0)
 #define VKF_VK_D_ATTENTION(X) X(CHUNKED, chunked, 0) X(VEC4, vec4, 0) X(KV_F16, kv_f16, 0)
 #define VKF_VK_D_ATTENTION_TEXEL(X)                                                                \
     X(MAXT, maxt, 1)                                                                               \
@@ -99,6 +105,8 @@
     K(MATMUL, matmul, "matmul", VKF_VK_D_MATMUL)                                                   \
     K(MATMUL_TEXEL, matmul_texel, "matmul_texel", VKF_VK_D_MATMUL_TEXEL)                           \
     K(MATMUL_COOPMAT, matmul_coopmat, "matmul_coopmat", VKF_VK_D_MATMUL_COOPMAT)                   \
+    K(QUANTIZE_Q8, quantize_q8, "quantize_q8", VKF_VK_D_QUANTIZE_Q8)                               \
+    K(MATMUL_Q8, matmul_q8, "matmul_q8", VKF_VK_D_MATMUL_Q8)                                       \
     K(ATTENTION, attention, "attention", VKF_VK_D_ATTENTION)                                       \
     K(ATTENTION_TEXEL, attention_texel, "attention_texel", VKF_VK_D_ATTENTION_TEXEL)               \
     K(ATTENTION_MERGE, attention_merge, "attention_merge", VKF_VK_D_ATTENTION_MERGE)               \

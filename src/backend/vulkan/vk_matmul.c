@@ -1,8 +1,8 @@
 /* The matmul encoders: matmul_texel.comp for plain matmuls and the groups vk_fuse.c builds
- * (vkf_vk_mm_group), and MATMUL on matmul.comp (split-K matrix-vector, tiled, FAST / ROWLANE) or
- * matmul_coopmat.comp, each as the planner chose (vk_plan.c). Each binds windows of at most
- * maxStorageBufferRange bytes and splits the weight by output rows (and the activations by rows)
- * where a tensor exceeds one. */
+ * (vkf_vk_mm_group), or for them quantize_q8.comp then matmul_q8.comp (the integer-dot path), and
+ * MATMUL on matmul.comp (split-K matrix-vector, tiled, FAST / ROWLANE) or matmul_coopmat.comp, each
+ * as the planner chose (vk_plan.c). Each binds windows of at most maxStorageBufferRange bytes and
+ * splits the weight by output rows (and the activations by rows) where a tensor exceeds one. */
 #include <string.h>
 
 #include "backend/vulkan/vk_internal.h"
@@ -181,26 +181,77 @@ static uint64_t vkf_vk_mm_pc(const vkf_vk_mm_group *g, const vkf_vk_mm_chunk *ch
     return rows;
 }
 
-/* binds one chunk's windows and records its dispatch */
+/* The integer-dot path's first dispatch (quantize_q8.comp): the rows of a, through the group's
+ * RMSNorm where it has one, quantized to 48-byte blocks of 32 values in scratch; *qw gets
+ * their window, which matmul_q8.comp reads in place of a. */
+static vkf_status vkf_vk_mm_q8_quantize(vkf_vk_rec *r, const vkf_vk_mm_group *g,
+                                        const vkf_vk_mm_group_plan *p, vkf_vk_win *qw) {
+    const vkf_tensor *a = g->a;
+    uint64_t rowq = (uint64_t)(a->cols / 32) * 3u; /* 16-byte words per row */
+    uint64_t bytes = (uint64_t)a->rows * rowq * 16u;
+    vkf_buffer *qb;
+    VKF_TRY(vkf_vk_scratch(r, (size_t)bytes, &qb));
+    vkf_vk_win win[3];
+    VKF_TRY(vkf_vk_window(r, qb, 0, bytes, 1, &win[0]));
+    if (win[0].delta % 16)
+        return vkf_error(VKF_ERROR_INTERNAL, "matmul %s: quantized activations unaligned",
+                         g->d[0]->name);
+    vkf_pc_q8 pc;
+    memset(&pc, 0, sizeof pc);
+    VKF_TRY(vkf_vk_rows_win(r, a, 0, a->rows, 0, &win[1]));
+    VKF_TRY(vkf_vk_elem_off(&win[1], a, &pc.x_off));
+    win[2] = win[1];
+    if (g->norm_w) {
+        VKF_TRY(vkf_vk_rows_win(r, g->norm_w, 0, 1, 0, &win[2]));
+        VKF_TRY(vkf_vk_elem_off(&win[2], g->norm_w, &pc.g_off));
+        pc.eps = g->eps;
+    }
+    pc.M = (uint32_t)a->rows;
+    pc.K = (uint32_t)a->cols;
+    pc.x_stride = (uint32_t)a->row_stride;
+    pc.q_off = (uint32_t)(win[0].delta / 16);
+    pc.q_stride = (uint32_t)rowq;
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, &p->kq, &pl));
+    /* workgroups of 64 blocks along the row (up to 64 of them), but one per row for the
+     * RMSNorm, whose sum of squares spans the row (the pipeline's workgroup size: vk_plan.c) */
+    uint64_t nb = (uint64_t)(a->cols / 32), gx = g->norm_w ? 1 : (nb + 63) / 64;
+    if (gx > 64) gx = 64;
+    VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, (uint32_t)gx, (uint32_t)a->rows, 1));
+    *qw = win[0];
+    qw->write = 0;
+    return VKF_OK;
+}
+
+/* binds one chunk's windows and records its dispatch; qw: the quantized activations of the
+ * integer-dot path (NULL: a itself) */
 static vkf_status vkf_vk_mm_chunk_record(vkf_vk_rec *r, const vkf_vk_mm_group *g,
                                          const vkf_vk_mm_group_plan *p, vkf_vk_pipeline *pl,
-                                         const vkf_vk_mm_chunk *ch) {
+                                         const vkf_vk_mm_chunk *ch, const vkf_vk_win *qw) {
     vkf_vk_win win[6];
     vkf_pc_mm pc;
     memset(&pc, 0, sizeof pc);
     uint32_t doff[3] = {0, 0, 0}, wboff[3] = {0, 0, 0};
     VKF_TRY(vkf_vk_mm_out_win(r, g, ch, &win[0], doff));
-    VKF_TRY(vkf_vk_mm_rows_win(r, g->a, ch->m0, ch->mc, p->ssbo, &win[1]));
-    if (win[1].delta % 16)
-        return vkf_error(VKF_ERROR_INTERNAL, "matmul %s: activation window not texel aligned",
-                         g->d[0]->name);
-    pc.a_off = (uint32_t)(win[1].delta / 4);
+    if (qw) {
+        win[1] = *qw;
+    } else {
+        VKF_TRY(vkf_vk_mm_rows_win(r, g->a, ch->m0, ch->mc, p->ssbo, &win[1]));
+        if (win[1].delta % 16)
+            return vkf_error(VKF_ERROR_INTERNAL, "matmul %s: activation window not texel aligned",
+                             g->d[0]->name);
+        pc.a_off = (uint32_t)(win[1].delta / 4);
+    }
     VKF_TRY(vkf_vk_mm_w_win(r, g, ch, p->aligned16, p->ssbo, &win[2], wboff));
     VKF_TRY(vkf_vk_mm_extra_wins(r, g, ch, p->ssbo, win, &pc));
     uint64_t rows = vkf_vk_mm_pc(g, ch, p->R, doff, wboff, &pc);
+    if (qw) { /* 16-byte words of the blocks: 3 per 32 values */
+        pc.a_stride = (uint32_t)(g->a->cols / 32 * 3);
+        pc.a_off = (uint32_t)(qw->delta / 16 + (uint64_t)ch->m0 * pc.a_stride);
+    }
     uint32_t gx, gy, gz = (uint32_t)(((uint64_t)ch->mc + p->tm - 1) / p->tm);
     vkf_vk_mm_grid(&r->vb->caps, p, rows, &gx, &gy);
-    return vkf_vk_dispatch(r, pl, win, 6, &pc, sizeof pc, gx, gy, gz);
+    return vkf_vk_dispatch(r, pl, win, qw ? 5 : 6, &pc, sizeof pc, gx, gy, gz);
 }
 
 vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
@@ -216,18 +267,22 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     if (ch.plain) {
         mper = vkf_vk_min64(vkf_vk_rows_fit_texel(r->vb, a), vkf_vk_rows_fit(d0, budget));
         nper = vkf_vk_rows_fit_texel(r->vb, w0);
+        if (p.int_dot) nper = vkf_vk_min64(nper, vkf_vk_rows_fit(w0, budget)); /* storage */
         if (mper == 0) return vkf_vk_fit_error(r, vkf_vk_rows_fit(d0, budget) == 0 ? d0 : a);
         if (nper == 0) return vkf_vk_fit_error(r, w0);
         nper = vkf_vk_min64(nper, (int64_t)c->max_wg_count[0] * c->max_wg_count[1] * p.R);
         if (g->res) mper = vkf_vk_min64(mper, vkf_vk_rows_fit(g->res, budget));
     }
+    vkf_vk_win qwin;
+    memset(&qwin, 0, sizeof qwin);
+    if (p.int_dot) VKF_TRY(vkf_vk_mm_q8_quantize(r, g, &p, &qwin));
     mper = vkf_vk_min64(mper, (int64_t)c->max_wg_count[2] * p.tm);
     if (mper > (int64_t)p.tm) mper = mper / p.tm * p.tm;
     for (ch.m0 = 0; ch.m0 < a->rows; ch.m0 += mper) {
         ch.mc = vkf_vk_min64(mper, a->rows - ch.m0);
         for (ch.n0 = 0; ch.n0 < w0->rows; ch.n0 += nper) {
             ch.nc = vkf_vk_min64(nper, w0->rows - ch.n0);
-            VKF_TRY(vkf_vk_mm_chunk_record(r, g, &p, pl, &ch));
+            VKF_TRY(vkf_vk_mm_chunk_record(r, g, &p, pl, &ch, p.int_dot ? &qwin : NULL));
         }
     }
     return VKF_OK;

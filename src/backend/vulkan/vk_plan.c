@@ -5,6 +5,7 @@
 
 #include "backend/vulkan/vk_internal.h"
 #include "core/dtype.h"
+#include "core/quant_dot.h"
 #include "core/wtype.h"
 #include "vkf_abi.h"
 
@@ -369,6 +370,38 @@ static void vkf_vk_plan_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_group *
                   !vb->sw.no_rs_pairu;
 }
 
+/* The integer-dot path for a group (DESIGN 5): the activations quantized to int8 blocks by
+ * quantize_q8.comp as ggml quantizes them for the weight type (Q8_0, Q8_1 or Q8_K: the CPU
+ * backend's ggml-activation mode, the reference), then matmul_q8.comp. For quantized weights
+ * and M <= 8 where K is a multiple of the activation block; the default where the table (GPUs
+ * with shaderIntegerDotProduct: vk_tune.c) or `vkformer tune` chose it, VKF_NO_INT_DOT=1 or
+ * VKF_INT_DOT=off turn it off, VKF_INT_DOT=on / plain force it (plain: without OpSDot). Returns
+ * 0 (not taken), 1 (OpSDot) or 2 (plain integer arithmetic: the device lacks the feature or
+ * the switch asks); *qk gets the activation block. */
+static int vkf_vk_plan_int_dot(const vkf_vk_backend *vb, const vkf_vk_mm_group *g,
+                               const vkf_vk_mm_cfg *cfg, uint32_t *qk) {
+    const vkf_switches *sw = &vb->sw;
+    const vkf_tensor *a = g->a, *w0 = g->w[0];
+    vkf_act_type at = vkf_act_type_of(w0->dtype);
+    if (!vkf_wtype_is_quant(w0->dtype) ||
+        (at != VKF_ACT_Q8_0 && at != VKF_ACT_Q8_1 && at != VKF_ACT_Q8_K))
+        return 0;
+    *qk = at == VKF_ACT_Q8_K ? 256u : 32u;
+    if (a->rows > VKF_VK_MV_MAXM || a->cols % *qk || cfg->lanes || !vb->caps.has_subgroup) return 0;
+    int on = vb->tune_force                         ? (int)cfg->int_dot
+             : sw->no_int_dot || sw->int_dot == 3   ? 0
+             : sw->int_dot == 1 || sw->int_dot == 2 ? 1
+                                                    : cfg->int_dot && vb->caps.int_dot;
+    if (!on) return 0;
+    /* its windows are storage windows: the quantized rows, and a fused group's weights whole */
+    uint64_t sb = vkf_vk_window_budget(vb), wlo, whi;
+    if ((uint64_t)a->rows * (uint64_t)(a->cols / 32) * 48u > sb) return 0;
+    vkf_vk_tensors_span(g->w, g->n_mats, &wlo, &whi);
+    int plain = g->n_mats == 1 && !g->swiglu && !g->norm_w;
+    if (!plain && whi - wlo > sb) return 0;
+    return vb->caps.int_dot && sw->int_dot != 2 ? 1 : 2;
+}
+
 vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group *g,
                                 vkf_vk_mm_group_plan *p) {
     const vkf_tensor *a = g->a, *w0 = g->w[0];
@@ -393,6 +426,37 @@ vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group 
     int64_t sg = c->subgroup_size ? c->subgroup_size : 32;
     v->w_small = vkf_vk_wunit(w0->dtype) > 32 &&
                  (cfg.lanes ? !vb->sw.no_lanes_small : K / vkf_vk_wunit(w0->dtype) < sg);
+    uint32_t qk = 32;
+    int idot = vkf_vk_plan_int_dot(vb, g, &cfg, &qk);
+    if (idot) {
+        vkf_vk_matmul_q8_v *q = &p->k.v.matmul_q8;
+        p->k = vkf_vk_kplan_of(VKF_VK_K_MATMUL_Q8);
+        q->wtype = vkf_vk_wtype(w0->dtype);
+        q->swiglu = g->swiglu;
+        q->act = g->act - 1;
+        q->plain = idot == 2;
+        /* Q4_K / Q5_K rows on 16 bytes: their 32-byte runs as 16-byte loads (as W_ALIGN16 of
+         * matmul_texel.comp; VKF_NO_ALIGN16=1 turns both off) */
+        q->align16 = vkf_vk_quant_bytes16(w0->dtype) && vkf_vk_stride_bytes(w0) % 16 == 0 &&
+                     !vb->sw.no_align16;
+        for (int i = 0; i < g->n_mats; i++)
+            if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) q->align16 = 0;
+        p->aligned16 = q->align16;
+        p->k.spec[0] = cfg.wg;
+        p->k.spec[1] = R;
+        p->k.spec[2] = tm;
+        p->k.n_spec = 3;
+        p->kq = vkf_vk_kp(VKF_VK_K_QUANTIZE_Q8, 64);
+        p->kq.v.quantize_q8.qk = (int32_t)qk;
+        p->kq.v.quantize_q8.norm = g->norm_w ? 1 : 0;
+        p->wg = cfg.wg;
+        p->R = R;
+        p->tm = tm;
+        p->int_dot = 1;
+        p->qk = qk;
+        p->ssbo = 1;
+        return VKF_OK;
+    }
     vkf_vk_plan_rowseq(vb, g, &cfg, v, &R);
     /* blocks of a multiple of 16 bytes in rows that all start on a texel (texel windows start on
      * 16 bytes at least, vkf_vk_window_block): the kernel reads them without realigning */

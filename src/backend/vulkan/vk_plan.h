@@ -89,6 +89,10 @@ typedef struct vkf_vk_mm_group_plan {
     int lanes;     /* each lane owns R rows and walks all of K */
     int aligned16; /* weight rows must start on a texel in their window (W_ALIGN16, ROWSEQ_CH) */
     int ssbo;      /* a, w and the norm weight in storage windows of 16-byte vectors (W_SSBO) */
+    int int_dot;   /* k is matmul_q8.comp, after kq (quantize_q8.comp) quantized a: the
+                      integer-dot path (vkf_vk_plan_int_dot) */
+    vkf_vk_kplan kq;
+    uint32_t qk; /* int_dot: values per activation scale (32, or 256 for Q8_K) */
 } vkf_vk_mm_group_plan;
 vkf_status vkf_vk_plan_mm_group(const struct vkf_vk_backend *vb, const struct vkf_vk_mm_group *g,
                                 vkf_vk_mm_group_plan *p);

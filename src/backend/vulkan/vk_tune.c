@@ -77,6 +77,10 @@ static void vkf_vk_table(const vkf_vk_caps *c, int cpu, int mclass, int64_t M, v
         o->wg = smax;
         o->r = 2;
         o->tm = 4;
+        /* quantized weights: activations quantized to int8 blocks and integer dot products
+         * (matmul_q8.comp, as llama.cpp's MMVQ) where the device has shaderIntegerDotProduct
+         * (vk_plan.c checks it and the shape); GPU speed unmeasured (no GPU lent since) */
+        o->int_dot = vkf_wtype_is_quant(wt) ? 1u : 0u;
         return;
     }
     o->kind = VKF_VK_MM_TILED;
@@ -152,6 +156,18 @@ void vkf_vk_tune_init(vkf_vk_backend *vb) {
         c.bn = U(bn);
         c.bk = U(bk);
         c.tt = U(tt);
+        /* files written before the integer-dot path have no "int_dot": the table's choice */
+        if (cJSON_IsNumber(cJSON_GetObjectItem(e, "int_dot"))) {
+            c.int_dot = U(int_dot) ? 1u : 0u;
+        } else {
+            vkf_vk_mm_cfg tc;
+            vkf_vk_table(&vb->caps, vkf_vk_plan_cpu(vb), m,
+                         m == 0   ? 1
+                         : m == 1 ? 4
+                                  : 64,
+                         (vkf_dtype)t, &tc);
+            c.int_dot = c.kind == tc.kind ? tc.int_dot : 0u;
+        }
 #undef U
         /* sanity: what the kernels accept */
         if (c.kind == VKF_VK_MM_TEXEL && (c.wg < 1 || c.wg > vb->caps.max_wg_invocations ||
@@ -321,6 +337,18 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int cpu, int mclass, vkf
                     out[n++] = k;
                 }
     }
+    /* integer dot products on / off (matmul_q8.comp) for quantized decode and small batches on
+     * devices with shaderIntegerDotProduct: the split-K candidates again with it toggled (only
+     * the table's choice with quick) */
+    if (mclass < 2 && c->int_dot && vkf_wtype_is_quant(wt)) {
+        int n0 = n;
+        for (int i = 0; i < n0 && n < cap; i++) {
+            if (out[i].kind != VKF_VK_MM_TEXEL || out[i].lanes || (quick && i > 0)) continue;
+            out[n] = out[i];
+            out[n].int_dot = !out[i].int_dot;
+            n++;
+        }
+    }
     if (mclass == 2) {
         /* BM, BN, BK, outputs per invocation TT x TT. On an H200 8 x 8 per invocation was not
          * faster (TinyLlama Q4_0 pp512 t/s: 64x64x16x4 7634, 64x128x16x8 7381, 128x128x16x8
@@ -348,8 +376,9 @@ static int vkf_vk_tune_candidates(const vkf_vk_caps *c, int cpu, int mclass, vkf
 
 static void vkf_vk_cfg_str(const vkf_vk_mm_cfg *k, int64_t M, char *buf, size_t n) {
     if (k->kind == VKF_VK_MM_TEXEL)
-        snprintf(buf, n, "texel wg %u, %u rows/%s, %u act rows", k->wg, k->r,
-                 k->lanes ? "lane" : "subgroup", k->tm < M ? k->tm : (uint32_t)M);
+        snprintf(buf, n, "texel wg %u, %u rows/%s, %u act rows%s", k->wg, k->r,
+                 k->lanes ? "lane" : "subgroup", k->tm < M ? k->tm : (uint32_t)M,
+                 k->int_dot ? ", int8 dot" : "");
     else
         snprintf(buf, n, "tiled %ux%u, k %u, %ux%u per invocation", k->bm, k->bn, k->bk,
                  k->tt ? k->tt : 4, k->tt ? k->tt : 4);
@@ -438,6 +467,7 @@ vkf_status vkf_backend_vulkan_tune(vkf_backend *be, int quick,
             cJSON_AddNumberToObject(o, "bn", cand[best].bn);
             cJSON_AddNumberToObject(o, "bk", cand[best].bk);
             cJSON_AddNumberToObject(o, "tt", cand[best].tt);
+            cJSON_AddNumberToObject(o, "int_dot", cand[best].int_dot);
             cJSON_AddNumberToObject(o, "ms", best_ms);
             cJSON_AddNumberToObject(o, "table_ms", table_ms);
             cJSON_AddItemToArray(arr, o);
