@@ -14,7 +14,9 @@
 #                     there: the 20,000-token run (label long), valgrind, the small-device and
 #                     GPU-table runs and other shader variants of the same host code (mobile,
 #                     gpu_table, variant), Python, the real models and nginx (python, real,
-#                     deploy)); then every libFuzzer target of tests/fuzz for
+#                     deploy), the format checks (format); the op harness there runs its
+#                     representative subset (VKT_OPS_QUICK=1: the host code is what this pass
+#                     checks)); then every libFuzzer target of tests/fuzz for
 #                     VKF_FUZZ_SECONDS (20) on its seed corpus, side by side, one per CPU (a
 #                     third tree, FUZZ_BUILD_DIR, default build-fuzz, built with clang).
 #                     Extra arguments go to the first ctest. VKF_TEST_SANITIZE=0 and
@@ -118,7 +120,8 @@ test)
         ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:detect_odr_violation=0:verify_asan_link_order=0" \
         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
         LSAN_OPTIONS="suppressions=$PWD/tests/robust/lsan.supp:print_suppressions=0" \
-            ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE "long|valgrind|mobile|gpu_table|variant|python|real|deploy" \
+        VKT_OPS_QUICK=1 \
+            ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE "long|valgrind|mobile|gpu_table|variant|python|real|deploy|format" \
                 -E "^install_example$" || status=1
     fi
     fuzz_secs="${VKF_FUZZ_SECONDS:-20}"
