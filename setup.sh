@@ -106,6 +106,11 @@ run)
     ;;
 test)
     status=0
+    # lavapipe without LLVM's optimization passes: on a fresh machine (a cold Mesa shader cache)
+    # compiling the kernels was most of the suite's time (test_vulkan_runtime 400 -> 216 s of
+    # CPU, the op harness's attention cases 48 -> 26 s), while running them is ~14% slower
+    # (test_models_llama warm: 10.8 -> 12.3 s); what the tests compare does not depend on it
+    export GALLIVM_PERF="${GALLIVM_PERF:-nopt}"
     ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" || status=1
     if [ "${VKF_TEST_SANITIZE:-1}" != 0 ]; then
         asan="${ASAN_BUILD_DIR:-build-asan}"
