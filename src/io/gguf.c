@@ -264,14 +264,13 @@ static double scalar_float(vkf_gguf_type t, const uint8_t *p) {
 
 /* ------------------------------------------------------------------ parsing */
 
-static int cmp_kv(const void *a, const void *b, void *ctx) {
-    const vkf_gguf_kv *kv = ctx;
-    return strcmp(kv[*(const size_t *)a].key, kv[*(const size_t *)b].key);
+/* the keys and the tensor names, for their sorted indices (kv_sorted, t_sorted) */
+static vkf_io_names kv_names(const vkf_gguf *g) {
+    return (vkf_io_names){g->kvs, sizeof *g->kvs, offsetof(vkf_gguf_kv, key)};
 }
 
-static int cmp_tensor_name(const void *a, const void *b, void *ctx) {
-    const vkf_gguf_tensor *t = ctx;
-    return strcmp(t[*(const size_t *)a].name, t[*(const size_t *)b].name);
+static vkf_io_names tensor_names(const vkf_gguf *g) {
+    return (vkf_io_names){g->tensors, sizeof *g->tensors, offsetof(vkf_gguf_tensor, name)};
 }
 
 static int cmp_tensor_off(const void *a, const void *b, void *ctx) {
@@ -407,11 +406,9 @@ static vkf_status gguf_parse(vkf_gguf *g) {
         g->kv_sorted[i] = (size_t)i;
         g->n_kvs++;
     }
-    qsort_r(g->kv_sorted, g->n_kvs, sizeof *g->kv_sorted, cmp_kv, g->kvs);
-    for (size_t i = 1; i < g->n_kvs; i++)
-        if (strcmp(g->kvs[g->kv_sorted[i]].key, g->kvs[g->kv_sorted[i - 1]].key) == 0)
-            return vkf_error(VKF_ERROR_FORMAT, "%s: duplicate key %s", g->path,
-                             g->kvs[g->kv_sorted[i]].key);
+    vkf_io_names kn = kv_names(g);
+    const char *dup = vkf_io_names_sort(&kn, g->kv_sorted, g->n_kvs);
+    if (dup) return vkf_error(VKF_ERROR_FORMAT, "%s: duplicate key %s", g->path, dup);
 
     g->alignment = VKF_GGUF_DEFAULT_ALIGNMENT;
     const vkf_gguf_kv *al = vkf_gguf_find(g, "general.alignment");
@@ -433,11 +430,9 @@ static vkf_status gguf_parse(vkf_gguf *g) {
         g->t_sorted[i] = (size_t)i;
         g->n_tensors++;
     }
-    qsort_r(g->t_sorted, g->n_tensors, sizeof *g->t_sorted, cmp_tensor_name, g->tensors);
-    for (size_t i = 1; i < g->n_tensors; i++)
-        if (strcmp(g->tensors[g->t_sorted[i]].name, g->tensors[g->t_sorted[i - 1]].name) == 0)
-            return vkf_error(VKF_ERROR_FORMAT, "%s: duplicate tensor %s", g->path,
-                             g->tensors[g->t_sorted[i]].name);
+    vkf_io_names tn = tensor_names(g);
+    dup = vkf_io_names_sort(&tn, g->t_sorted, g->n_tensors);
+    if (dup) return vkf_error(VKF_ERROR_FORMAT, "%s: duplicate tensor %s", g->path, dup);
 
     /* data section: starts at the next multiple of the alignment after the infos */
     uint64_t a = g->alignment, start = ((uint64_t)r->pos + a - 1) / a * a;
@@ -557,18 +552,9 @@ const vkf_gguf_kv *vkf_gguf_kv_at(const vkf_gguf *g, size_t i) {
 }
 
 const vkf_gguf_kv *vkf_gguf_find(const vkf_gguf *g, const char *key) {
-    size_t lo = 0, hi = g->n_kvs;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const vkf_gguf_kv *kv = &g->kvs[g->kv_sorted[mid]];
-        int c = strcmp(key, kv->key);
-        if (c == 0) return kv;
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    vkf_io_names kn = kv_names(g);
+    size_t i = vkf_io_names_find(&kn, g->kv_sorted, g->n_kvs, key);
+    return i < g->n_kvs ? &g->kvs[i] : NULL;
 }
 
 static vkf_status kv_missing(const vkf_gguf *g, const char *key) {
@@ -761,18 +747,9 @@ const vkf_gguf_tensor *vkf_gguf_tensor_at(const vkf_gguf *g, size_t i) {
 }
 
 const vkf_gguf_tensor *vkf_gguf_find_tensor(const vkf_gguf *g, const char *name) {
-    size_t lo = 0, hi = g->n_tensors;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const vkf_gguf_tensor *t = &g->tensors[g->t_sorted[mid]];
-        int c = strcmp(name, t->name);
-        if (c == 0) return t;
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    vkf_io_names tn = tensor_names(g);
+    size_t i = vkf_io_names_find(&tn, g->t_sorted, g->n_tensors, name);
+    return i < g->n_tensors ? &g->tensors[i] : NULL;
 }
 
 vkf_status vkf_gguf_get_tensor(const vkf_gguf *g, const char *name, int dtype, int n_dims,

@@ -87,9 +87,9 @@ static int st_cmp_range(const void *a, const void *b, void *ctx) {
     return 0;
 }
 
-static int st_cmp_name(const void *a, const void *b, void *ctx) {
-    const vkf_st_tensor *t = ctx;
-    return strcmp(t[*(const size_t *)a].name, t[*(const size_t *)b].name);
+/* the tensor names, for their sorted indices (by_name) */
+static vkf_io_names st_names(const vkf_safetensors *st) {
+    return (vkf_io_names){st->tensors, sizeof *st->tensors, offsetof(vkf_st_tensor, name)};
 }
 
 /* Parses one tensor entry into *t (names are filled in by the caller). */
@@ -296,13 +296,9 @@ static vkf_status st_parse(vkf_safetensors *st) {
         max_t = t;
     }
     /* names: sort for bsearch; cJSON keeps duplicate keys, which would make lookups ambiguous */
-    qsort_r(st->by_name, st->n_tensors, sizeof *st->by_name, st_cmp_name, st->tensors);
-    for (size_t i = 1; i < st->n_tensors; i++)
-        if (strcmp(st->tensors[st->by_name[i]].name, st->tensors[st->by_name[i - 1]].name) == 0) {
-            s = vkf_error(VKF_ERROR_FORMAT, "%s: duplicate tensor %s", path,
-                          st->tensors[st->by_name[i]].name);
-            goto done;
-        }
+    vkf_io_names by_name = st_names(st);
+    const char *dup = vkf_io_names_sort(&by_name, st->by_name, st->n_tensors);
+    if (dup) s = vkf_error(VKF_ERROR_FORMAT, "%s: duplicate tensor %s", path, dup);
 done:
     cJSON_Delete(root);
     return s;
@@ -380,18 +376,9 @@ const vkf_st_tensor *vkf_safetensors_tensor(const vkf_safetensors *st, size_t i)
 }
 
 const vkf_st_tensor *vkf_safetensors_find(const vkf_safetensors *st, const char *name) {
-    size_t lo = 0, hi = st->n_tensors;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const vkf_st_tensor *t = &st->tensors[st->by_name[mid]];
-        int c = strcmp(name, t->name);
-        if (c == 0) return t;
-        if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return NULL;
+    vkf_io_names names = st_names(st);
+    size_t i = vkf_io_names_find(&names, st->by_name, st->n_tensors, name);
+    return i < st->n_tensors ? &st->tensors[i] : NULL;
 }
 
 const char *vkf_safetensors_metadata(const vkf_safetensors *st, const char *key) {
@@ -506,14 +493,9 @@ static vkf_status st_open_sharded(const char *path, const char *index, vkf_safet
             st->tensors[st->n_tensors++] = *t;
         }
     if (s == VKF_OK) {
-        qsort_r(st->by_name, st->n_tensors, sizeof *st->by_name, st_cmp_name, st->tensors);
-        for (size_t i = 1; i < st->n_tensors; i++)
-            if (strcmp(st->tensors[st->by_name[i]].name, st->tensors[st->by_name[i - 1]].name) ==
-                0) {
-                s = vkf_error(VKF_ERROR_FORMAT, "%s: tensor %s is in two shards", index,
-                              st->tensors[st->by_name[i]].name);
-                break;
-            }
+        vkf_io_names names = st_names(st);
+        const char *dup = vkf_io_names_sort(&names, st->by_name, st->n_tensors);
+        if (dup) s = vkf_error(VKF_ERROR_FORMAT, "%s: tensor %s is in two shards", index, dup);
     }
     for (const cJSON *e = wm->child; s == VKF_OK && e; e = e->next)
         if (!vkf_safetensors_find(st, e->string))

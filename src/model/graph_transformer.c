@@ -57,6 +57,33 @@ static vkf_tensor *tf_embed(vkf_gb *b, const vkf_model *m, vkf_tensor *table, vk
     return xp;
 }
 
+/* Multi-head attention of B sequences of n queries over n_kv keys each (kv_stride = n_kv rows
+ * apart in K and V), every head with its own K/V; causal + kv_dyn: the decoder's masked
+ * self-attention through the cache, neither: the encoder's and the cross-attention. */
+static vkf_attn_params tf_attn(const vkf_hparams *hp, int32_t B, int32_t n, int32_t n_kv,
+                               int causal, int kv_dyn) {
+    vkf_attn_params ap = {
+        .batch = B,
+        .n_q = n,
+        .n_kv = n_kv,
+        .kv_stride = n_kv,
+        .n_head = hp->n_head,
+        .n_kv_head = hp->n_head,
+        .head_dim = hp->head_dim,
+        .causal = causal,
+        .kv_dyn = kv_dyn,
+        .scale = hp->attn_scale,
+    };
+    return ap;
+}
+
+/* the graph's ids, lengths and output in IO buffers (the host writes and reads them) */
+static vkf_status tf_alloc_io(vkf_model *m, vkf_sgraph *sg) {
+    VKF_TRY(vkf_tensor_alloc(m->be, &sg->ids, VKF_BUFFER_IO, NULL));
+    VKF_TRY(vkf_tensor_alloc(m->be, &sg->lens, VKF_BUFFER_IO, NULL));
+    return vkf_tensor_alloc(m->be, &sg->out, VKF_BUFFER_IO, NULL);
+}
+
 /* ------------------------------------------------------------------ encoder */
 
 vkf_status vkf_build_encoder_graph(vkf_session *s, vkf_sgraph *sg) {
@@ -72,23 +99,10 @@ vkf_status vkf_build_encoder_graph(vkf_session *s, vkf_sgraph *sg) {
     sg->ids = vkf_tensor_make(VKF_DTYPE_I32, 1, rows, "src_ids");
     sg->lens = vkf_tensor_make(VKF_DTYPE_I32, 1, B, "src_lens");
     sg->out = vkf_tensor_make(VKF_DTYPE_F32, rows, d, "memory");
-    VKF_TRY(vkf_tensor_alloc(m->be, &sg->ids, VKF_BUFFER_IO, NULL));
-    VKF_TRY(vkf_tensor_alloc(m->be, &sg->lens, VKF_BUFFER_IO, NULL));
-    VKF_TRY(vkf_tensor_alloc(m->be, &sg->out, VKF_BUFFER_IO, NULL));
+    VKF_TRY(tf_alloc_io(m, sg));
 
     vkf_tensor *x = tf_embed(&b, m, &m->w.src_embd, &sg->ids, rows, n, 0);
-    vkf_attn_params ap = {
-        .batch = B,
-        .n_q = n,
-        .n_kv = n,
-        .kv_stride = n,
-        .n_head = hp->n_head,
-        .n_kv_head = hp->n_head,
-        .head_dim = hp->head_dim,
-        .causal = 0,
-        .kv_dyn = 0,
-        .scale = hp->attn_scale,
-    };
+    vkf_attn_params ap = tf_attn(hp, B, n, n, 0, 0);
     for (int l = 0; l < hp->n_enc_layer && b.s == VKF_OK; l++) {
         vkf_layer_w *L = &m->w.enc[l];
         snprintf(nm, sizeof nm, "e%d.norm1", l);
@@ -154,39 +168,15 @@ vkf_status vkf_build_encdec_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     sg->lens = vkf_tensor_make(VKF_DTYPE_I32, 1, B, "tgt_lens");
     int last_only = (sg->flags & VKF_SG_LAST_ONLY) != 0;
     sg->out = vkf_tensor_make(VKF_DTYPE_F32, last_only ? B : rows, hp->n_vocab, "logprobs");
-    VKF_TRY(vkf_tensor_alloc(m->be, &sg->ids, VKF_BUFFER_IO, NULL));
-    VKF_TRY(vkf_tensor_alloc(m->be, &sg->lens, VKF_BUFFER_IO, NULL));
-    VKF_TRY(vkf_tensor_alloc(m->be, &sg->out, VKF_BUFFER_IO, NULL));
+    VKF_TRY(tf_alloc_io(m, sg));
     /* the first B entries of the session's source lengths (written by the encoder) */
     vkf_tensor *src_lens = vkf_gb_view(&b, &s->src_lens, 0, 1, 0, B);
 
     vkf_tensor *x = tf_embed(&b, m, &m->w.tok_embd, &sg->ids, rows, n, 1);
-    vkf_attn_params self = {
-        .batch = B,
-        .n_q = n,
-        .n_kv = s->n_ctx,
-        .kv_stride = s->n_ctx,
-        .n_head = hp->n_head,
-        .n_kv_head = hp->n_head,
-        .head_dim = hp->head_dim,
-        .causal = 1,
-        .kv_dyn = 1,
-        .scale = hp->attn_scale,
-    };
+    vkf_attn_params self = tf_attn(hp, B, n, s->n_ctx, 1, 1);
     /* cross-attention reads n_src_max memory rows per sequence; the source lengths mask the
      * rest, so one decoder graph serves every source length */
-    vkf_attn_params cross = {
-        .batch = B,
-        .n_q = n,
-        .n_kv = s->n_src_max,
-        .kv_stride = s->n_src_max,
-        .n_head = hp->n_head,
-        .n_kv_head = hp->n_head,
-        .head_dim = hp->head_dim,
-        .causal = 0,
-        .kv_dyn = 0,
-        .scale = hp->attn_scale,
-    };
+    vkf_attn_params cross = tf_attn(hp, B, n, s->n_src_max, 0, 0);
     for (int l = 0; l < hp->n_layer && b.s == VKF_OK; l++) {
         vkf_layer_w *L = &m->w.dec[l];
         /* masked self-attention through the KV cache */

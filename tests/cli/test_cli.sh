@@ -7,20 +7,7 @@
 # decoded with models/kjv-gpt/char_vocab.json into the strings below), the model's HF config
 # (parameter count), tests/data/tokenizers/spm_unigram/expected.json (python3-sentencepiece).
 set -uo pipefail
-build="$1"; src="$2"; fx="$3"
-V="$build/vkformer"
-kjv="$src/models/kjv-gpt"
-llama="$fx/llama-tiny/llama-tiny-f32.gguf"
-tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-export VKF_CACHE_DIR="${VKF_CACHE_DIR:-$build/test-cache}"
-fails=0; checks=0
-
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-# run ARGS...: runs the CLI, sets $rc, $out (stdout), $err (stderr)
-run() {
-    "$V" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
-    out="$(cat "$tmp/out")"; err="$(cat "$tmp/err")"
-}
+. "$(dirname "$0")/lib.sh"
 # usage_error WANT_SUBSTRING CMD ARGS...: exit 2, nothing on stdout, one line "vkformer: CMD: ..."
 # on stderr that contains WANT_SUBSTRING (the flag and the reason)
 usage_error() {
@@ -45,8 +32,6 @@ runtime_error() {
     case "$err" in *"vkformer: $cmd: "*"$want"*) ;; *) fail "'$*': stderr lacks 'vkformer: $cmd: ...$want': $err" ;; esac
     case "$err" in *"vkformer: $cmd: vkformer"*) fail "'$*': doubled prefix: $err" ;; esac
 }
-has() { checks=$((checks + 1)); case "$2" in *"$1"*) ;; *) fail "$3: lacks '$1' in: $2" ;; esac; }
-eq() { checks=$((checks + 1)); [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"; }
 
 # ------------------------------------------------------------------ help and version
 run --help; eq "$rc" 0 "--help"; has "commands:" "$out" "--help"
@@ -345,5 +330,4 @@ checks=$((checks + 1))
 eq "$rc" 0 "setup.sh run"; eq "$(cat "$tmp/out")" "In the beginning$ref0" "setup.sh run passes -p -n --temp through"
 case "$(cat "$tmp/err")" in *Building*|*Linking*|*"Built target"*) fail "setup.sh run printed the build log" ;; esac
 
-echo "test_cli: $checks checks, $fails failed"
-[ "$fails" = 0 ]
+finish test_cli

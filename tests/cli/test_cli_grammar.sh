@@ -6,20 +6,7 @@
 # engine) and generation stops when the grammar is complete.
 #   tests/cli/test_cli_grammar.sh BUILD_DIR SOURCE_DIR FIXTURES_DIR
 set -uo pipefail
-build="$1"; src="$2"; fx="$3"
-V="$build/vkformer"
-kjv="$src/models/kjv-gpt"
-llama="$fx/llama-tiny/llama-tiny-f32.gguf"
-tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-export VKF_CACHE_DIR="${VKF_CACHE_DIR:-$build/test-cache}"
-fails=0; checks=0
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-run() {
-    "$V" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
-    out="$(cat "$tmp/out")"; err="$(cat "$tmp/err")"
-}
-has() { checks=$((checks + 1)); case "$2" in *"$1"*) ;; *) fail "$3: lacks '$1' in: $2" ;; esac; }
-eq() { checks=$((checks + 1)); [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"; }
+. "$(dirname "$0")/lib.sh"
 usage_error() { # WANT ARGS...: exit 2, one line on stderr naming WANT
     local want="$1"; shift
     run "$@"
@@ -77,5 +64,4 @@ while IFS= read -r line; do
 done <"$tmp/out"
 eq "$n_ok" 2 "two constrained answers"
 
-echo "test_cli_grammar: $checks checks, $fails failed"
-[ "$fails" = 0 ]
+finish test_cli_grammar

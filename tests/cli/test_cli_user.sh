@@ -10,22 +10,8 @@
 # greedy text of models/kjv-gpt (PyTorch, models/kjv-gpt/expected.json), the fixture's GGUF
 # metadata as llama.cpp's gguf-py reads it (real-vocab/README.md).
 set -uo pipefail
-build="$1"; src="$2"; fx="$3"
-V="${VKF_CLI:-$build/vkformer}"
-kjv="$src/models/kjv-gpt"
-llama="$fx/llama-tiny/llama-tiny-f32.gguf"
-tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-export VKF_CACHE_DIR="${VKF_CACHE_DIR:-$build/test-cache}"
-fails=0; checks=0
-
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-run() {
-    "$V" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
-    out="$(cat "$tmp/out")"; err="$(cat "$tmp/err")"
-}
-has() { checks=$((checks + 1)); case "$2" in *"$1"*) ;; *) fail "$3: lacks '$1' in: $2" ;; esac; }
-hasnt() { checks=$((checks + 1)); case "$2" in *"$1"*) fail "$3: has '$1' in: $2" ;; esac; }
-eq() { checks=$((checks + 1)); [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"; }
+. "$(dirname "$0")/lib.sh"
+V="${VKF_CLI:-$V}" # another build's CLI against these checks
 
 # ------------------------------------------------------------------ quantize never destroys OUT
 q="$tmp/q"; mkdir "$q"
@@ -223,5 +209,4 @@ if "$V" devices 2>/dev/null | grep -q .; then
          END {exit !(l + c + r + p + e <= t * 1.001 + 1)}' "$tmp/err" || fail "timings: the parts exceed the total: $err"
 fi
 
-echo "test_cli_user: $checks checks, $fails failed"
-[ "$fails" = 0 ]
+finish test_cli_user

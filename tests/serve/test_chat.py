@@ -18,13 +18,8 @@ import sys
 import tempfile
 import time
 
-FAILS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what, flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pyhelpers import FAILS, check  # noqa: E402
 
 
 def chat(exe, model, extra, lines, cmd=("chat",)):

@@ -10,24 +10,22 @@ Exit 77 (skipped) when the model cannot be fetched (tests/real/fetch_model.sh)."
 import json
 import math
 import os
-import re
 import signal
 import subprocess
 import sys
 import threading
-import time
 
 import openai  # a missing requirement fails the test: the suite installs it
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyhelpers  # noqa: E402
+
 # same bound as tests/test_embed_real.c: f32 in another summation order agrees to ~1e-7
 COS = 0.9999
-failures = []
 
 
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL:", msg, file=sys.stderr)
+def check(cond, msg):  # FAIL lines on stderr, among the server's log
+    pyhelpers.check(cond, msg, file=sys.stderr)
 
 
 def cos(a, b):
@@ -51,22 +49,11 @@ def main():
         fx = json.load(fh)
     texts, ref, ids = fx["texts"], fx["embedding"], fx["ids"]
 
-    p = subprocess.Popen([exe, "serve", "-m", model, "--port", "0"] + extra,
-                         stderr=subprocess.PIPE, text=True)
-    port = None
-    t0 = time.time()
-    while port is None and time.time() - t0 < 120:
-        line = p.stderr.readline()
-        if not line:
-            break
-        m = re.search(r"listening on http://[^:]+:(\d+)", line)
-        if m:
-            port = int(m.group(1))
+    p, port, _ = pyhelpers.serve(exe, model, extra, stdout=None, sink=sys.stderr.write)
     if port is None:
         p.kill()
         print("the server did not start", file=sys.stderr)
         return 1
-    threading.Thread(target=lambda: [sys.stderr.write(x) for x in p.stderr], daemon=True).start()
     try:
         c = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % port, api_key="unused",
                           max_retries=0, timeout=300)
@@ -129,8 +116,8 @@ def main():
         except subprocess.TimeoutExpired:
             p.kill()
     check(p.returncode == 0, "server exit status %s" % p.returncode)
-    print("%d failed" % len(failures), file=sys.stderr)
-    return 1 if failures else 0
+    print("%d failed" % len(pyhelpers.FAILS), file=sys.stderr)
+    return 1 if pyhelpers.FAILS else 0
 
 
 if __name__ == "__main__":

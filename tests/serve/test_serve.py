@@ -22,50 +22,12 @@ import sys
 import threading
 import time
 
-FAILS = []
-SERVERS = []  # killed at exit, so a failing check never leaves a server running
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyhelpers  # noqa: E402
+from pyhelpers import FAILS, check, kill_servers  # noqa: E402
 
 
-def kill_servers():
-    for p in SERVERS:
-        if p.poll() is None:
-            p.kill()
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what, flush=True)
-
-
-class Server:
-    def __init__(self, exe, model, extra):
-        self.key = None
-        if "--api-key" in extra:
-            self.key = extra[extra.index("--api-key") + 1]
-        self.p = subprocess.Popen([exe, "serve", "-m", model, "--port", "0"] + extra,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        SERVERS.append(self.p)
-        self.log = []
-        deadline = time.time() + 120  # model load and pipeline compilation on lavapipe
-        self.port = None
-        while time.time() < deadline:
-            line = self.p.stderr.readline()
-            if not line:
-                break
-            self.log.append(line)
-            m = re.search(r"listening on http://[^:]+:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
-                break
-        if self.port is None:
-            raise SystemExit("server did not start: " + "".join(self.log))
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        for line in self.p.stderr:
-            self.log.append(line)
-
+class Server(pyhelpers.Server):
     def request(self, method, path, body=None, headers=None, key=True, raw=None):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
         h = {"Content-Type": "application/json"}
@@ -104,14 +66,6 @@ class Server:
                 chunks.append(json.loads(line[6:]))
         c.close()
         return r.status, chunks, done
-
-    def stop(self, sig=signal.SIGTERM):
-        self.p.send_signal(sig)
-        try:
-            return self.p.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            return -999
 
 
 def text_of(js, chat):

@@ -35,14 +35,8 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
-FAILS = []
-PROCS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what, flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pyhelpers import FAILS, SERVERS, check, kill_servers  # noqa: E402
 
 
 class Server:
@@ -52,7 +46,7 @@ class Server:
         self.p = subprocess.Popen([exe, "serve", "-m", model, "--port", str(port)] + extra,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                   env=env)
-        PROCS.append(self.p)
+        SERVERS.append(self.p)
         self.lines = []
         self.cv = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -435,7 +429,5 @@ if __name__ == "__main__":
     try:
         rc = main()
     finally:
-        for p in PROCS:
-            if p.poll() is None:
-                p.kill()
+        kill_servers()
     sys.exit(rc)

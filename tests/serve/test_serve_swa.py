@@ -21,19 +21,12 @@ Standard library only.
 import http.client
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
-import time
 
-FAILS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what, flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pyhelpers import FAILS, check, serve  # noqa: E402
 
 
 def main():
@@ -48,23 +41,10 @@ def main():
     if not cases:
         raise SystemExit("no cases for %s in %s" % (name, cases_path))
     # 4 slots of 128 tokens: a prompt of 46 tokens and 24 more fit
-    p = subprocess.Popen([exe, "serve", "-m", model, "--port", "0", "-np", "4", "-c", "512"] + backend,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    log, port = [], None
+    p, port, log = serve(exe, model, ["-np", "4", "-c", "512"] + backend)
     try:
-        deadline = time.time() + 120  # model load and pipeline compilation on lavapipe
-        while time.time() < deadline:
-            line = p.stderr.readline()
-            if not line:
-                break
-            log.append(line)
-            m = re.search(r"listening on http://[^:]+:(\d+)", line)
-            if m:
-                port = int(m.group(1))
-                break
         if port is None:
             raise SystemExit("server did not start: " + "".join(log))
-        threading.Thread(target=lambda: [log.append(x) for x in p.stderr], daemon=True).start()
 
         def post(path, body):
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)

@@ -1,29 +1,14 @@
-"""Shared pieces of the structured-output tests: a server on a free port, checks, and the JSON
-Schema validator (python-jsonschema, pinned in tests/requirements.txt)."""
+"""Shared pieces of the structured-output tests: a server on a free port (../pyhelpers.py, as
+the checks) and its requests, and the JSON Schema validator (python-jsonschema, pinned in
+tests/requirements.txt)."""
 import json
+import os
 import re
-import subprocess
 import sys
-import threading
-import time
 
-FAILS = []
-SERVERS = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILS.append(what)
-        print("FAIL:", what, flush=True)
-    return cond
-
-
-def finish(name):
-    for p in SERVERS:
-        if p.poll() is None:
-            p.kill()
-    print("%s: %s" % (name, "%d failed" % len(FAILS) if FAILS else "all passed"), flush=True)
-    sys.exit(1 if FAILS else 0)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import pyhelpers  # noqa: E402
+from pyhelpers import FAILS, check, finish  # noqa: E402,F401  (the tests import them from here)
 
 
 def validator(schema):
@@ -50,32 +35,11 @@ def validator(schema):
     return cls(schema, format_checker=fc)
 
 
-class Server:
+class Server(pyhelpers.Server):
     """vkformer serve on a free loopback port (read from its stderr)."""
 
     def __init__(self, exe, model, extra=(), env=None):
-        self.p = subprocess.Popen([exe, "serve", "-m", model, "--port", "0"] + list(extra),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        SERVERS.append(self.p)
-        self.log = []
-        self.port = None
-        deadline = time.time() + 180  # model load and pipeline compilation on lavapipe
-        while time.time() < deadline:
-            line = self.p.stderr.readline()
-            if not line:
-                break
-            self.log.append(line)
-            m = re.search(r"listening on http://[^:]+:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
-                break
-        if self.port is None:
-            raise SystemExit("server did not start: " + "".join(self.log))
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        for line in self.p.stderr:
-            self.log.append(line)
+        super().__init__(exe, model, extra, env=env, timeout=180)  # a real model on lavapipe
 
     def post(self, path, body):
         import http.client
@@ -101,11 +65,7 @@ class Server:
         return [json.loads(e) for e in events if e != "[DONE]"]
 
     def stop(self):
-        self.p.terminate()
-        try:
-            self.p.wait(30)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
+        super().stop(timeout=30)
 
 
 def add_up(chunks):

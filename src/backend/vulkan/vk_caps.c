@@ -241,10 +241,31 @@ static int vkf_vk_offers(const vkf_vk_offer *o, const char *ext) {
     return vkf_vk_has_ext(o->ext, o->n_ext, ext);
 }
 
-/* appends s to a pNext chain whose last struct is *tail */
-static void vkf_vk_chain(VkBaseOutStructure **tail, void *s) {
+void vkf_vk_chain(VkBaseOutStructure **tail, void *s) {
     (*tail)->pNext = s;
     *tail = s;
+}
+
+/* Links s into the chain ending at *tail where the device knows the struct: core (its API
+ * version has it) or it offers ext (NULL: no extension brings it). Returns whether it did, so
+ * the caller reads the struct only where the driver filled it. */
+static int vkf_vk_link(const vkf_vk_offer *o, VkBaseOutStructure **tail, int core, const char *ext,
+                       void *s) {
+    if (!core && !(ext && vkf_vk_offers(o, ext))) return 0;
+    vkf_vk_chain(tail, s);
+    return 1;
+}
+
+void vkf_vk_features_init(vkf_vk_features *f) {
+    memset(f, 0, sizeof *f);
+    f->f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    f->s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+    f->s8.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES;
+    f->f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+    f->sgc.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
+    f->vmm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
+    f->cmnv.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+    f->idp.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
 }
 
 /* Name, ids, type, the driver's threads (CPU drivers), limits. */
@@ -309,18 +330,16 @@ static int32_t vkf_vk_caps_props2(VkPhysicalDevice pd, const vkf_vk_offer *o, vk
     VkPhysicalDeviceShaderIntegerDotProductProperties idp = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-    int has_emh = o->v11 && vkf_vk_offers(o, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
-    int has_sgc = o->v13 || vkf_vk_offers(o, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-    int has_drv = o->v12 || vkf_vk_offers(o, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
-    int has_m3 = o->v11 || vkf_vk_offers(o, VK_KHR_MAINTENANCE_3_EXTENSION_NAME);
     VkBaseOutStructure *tail = (VkBaseOutStructure *)&p2;
-    if (o->v11) vkf_vk_chain(&tail, &sg);
-    if (has_sgc) vkf_vk_chain(&tail, &sgc);
-    if (has_drv) vkf_vk_chain(&tail, &drv);
-    if (has_m3) vkf_vk_chain(&tail, &m3);
-    if (has_emh) vkf_vk_chain(&tail, &emh);
-    int has_idp = o->v13 || vkf_vk_offers(o, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
-    if (has_idp) vkf_vk_chain(&tail, &idp);
+    vkf_vk_link(o, &tail, o->v11, NULL, &sg);
+    int has_sgc = vkf_vk_link(o, &tail, o->v13, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME, &sgc);
+    int has_drv = vkf_vk_link(o, &tail, o->v12, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME, &drv);
+    int has_m3 = vkf_vk_link(o, &tail, o->v11, VK_KHR_MAINTENANCE_3_EXTENSION_NAME, &m3);
+    /* host-memory import only from API 1.1 on (its properties extend properties2 there) */
+    int has_emh =
+        o->v11 && vkf_vk_link(o, &tail, 0, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME, &emh);
+    int has_idp =
+        vkf_vk_link(o, &tail, o->v13, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME, &idp);
     vkGetPhysicalDeviceProperties2(pd, &p2);
     c->int_dot_accel = has_idp && idp.integerDotProduct4x8BitPackedSignedAccelerated;
     if (has_emh && emh.minImportedHostPointerAlignment) {
@@ -348,44 +367,27 @@ static int32_t vkf_vk_caps_props2(VkPhysicalDevice pd, const vkf_vk_offer *o, vk
 /* The features2 chain: 16/8-bit storage, fp16 and int8 arithmetic, subgroup size control, the
  * memory model, NV cooperative matrices; then the subgroup operations the kernels need. */
 static void vkf_vk_caps_features(VkPhysicalDevice pd, const vkf_vk_offer *o, vkf_vk_caps *c) {
-    VkPhysicalDevice16BitStorageFeatures s16 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-    VkPhysicalDevice8BitStorageFeatures s8 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
-    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-    VkPhysicalDeviceSubgroupSizeControlFeatures sgcf = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
-    VkPhysicalDeviceVulkanMemoryModelFeatures vmm = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-    VkPhysicalDeviceCooperativeMatrixFeaturesNV cmnv = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-    VkPhysicalDeviceShaderIntegerDotProductFeatures idf = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
-    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    int has_idf = o->v13 || vkf_vk_offers(o, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
-    int has_cmnv = vkf_vk_offers(o, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    int has_s16 = o->v11 || vkf_vk_offers(o, VK_KHR_16BIT_STORAGE_EXTENSION_NAME);
-    int has_s8 = o->v12 || vkf_vk_offers(o, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
-    int has_f16 = o->v12 || vkf_vk_offers(o, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
-    int has_sgc = o->v13 || vkf_vk_offers(o, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-    VkBaseOutStructure *tail = (VkBaseOutStructure *)&f2;
-    if (has_s16) vkf_vk_chain(&tail, &s16);
-    if (has_s8) vkf_vk_chain(&tail, &s8);
-    if (has_f16) vkf_vk_chain(&tail, &f16);
-    if (has_sgc) vkf_vk_chain(&tail, &sgcf);
-    if (o->v12) vkf_vk_chain(&tail, &vmm);
-    if (has_cmnv) vkf_vk_chain(&tail, &cmnv);
-    if (has_idf) vkf_vk_chain(&tail, &idf);
-    vkGetPhysicalDeviceFeatures2(pd, &f2);
-    c->int_dot = has_idf && idf.shaderIntegerDotProduct;
-    c->coopmat_nv = has_cmnv && cmnv.cooperativeMatrix;
-    c->vulkan_memory_model = o->v12 && vmm.vulkanMemoryModel;
-    c->storage16 = has_s16 && s16.storageBuffer16BitAccess;
-    c->storage8 = has_s8 && s8.storageBuffer8BitAccess;
-    c->fp16 = has_f16 && f16.shaderFloat16;
-    c->int8 = has_f16 && f16.shaderInt8;
-    c->subgroup_size_control = has_sgc && sgcf.subgroupSizeControl && sgcf.computeFullSubgroups;
+    vkf_vk_features f;
+    vkf_vk_features_init(&f);
+    VkBaseOutStructure *tail = (VkBaseOutStructure *)&f.f2;
+    int has_s16 = vkf_vk_link(o, &tail, o->v11, VK_KHR_16BIT_STORAGE_EXTENSION_NAME, &f.s16);
+    int has_s8 = vkf_vk_link(o, &tail, o->v12, VK_KHR_8BIT_STORAGE_EXTENSION_NAME, &f.s8);
+    int has_f16 = vkf_vk_link(o, &tail, o->v12, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME, &f.f16);
+    int has_sgc =
+        vkf_vk_link(o, &tail, o->v13, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME, &f.sgc);
+    int has_vmm = vkf_vk_link(o, &tail, o->v12, NULL, &f.vmm);
+    int has_cmnv = vkf_vk_link(o, &tail, 0, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME, &f.cmnv);
+    int has_idp =
+        vkf_vk_link(o, &tail, o->v13, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME, &f.idp);
+    vkGetPhysicalDeviceFeatures2(pd, &f.f2);
+    c->int_dot = has_idp && f.idp.shaderIntegerDotProduct;
+    c->coopmat_nv = has_cmnv && f.cmnv.cooperativeMatrix;
+    c->vulkan_memory_model = has_vmm && f.vmm.vulkanMemoryModel;
+    c->storage16 = has_s16 && f.s16.storageBuffer16BitAccess;
+    c->storage8 = has_s8 && f.s8.storageBuffer8BitAccess;
+    c->fp16 = has_f16 && f.f16.shaderFloat16;
+    c->int8 = has_f16 && f.f16.shaderInt8;
+    c->subgroup_size_control = has_sgc && f.sgc.subgroupSizeControl && f.sgc.computeFullSubgroups;
     uint32_t need_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
                         VK_SUBGROUP_FEATURE_BALLOT_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
     c->has_subgroup = (c->subgroup_stages & VK_SHADER_STAGE_COMPUTE_BIT) &&

@@ -421,35 +421,24 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
     if (vb->has_budget) exts[n_exts++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     free(ext);
 
-    VkPhysicalDevice16BitStorageFeatures s16 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-    VkPhysicalDevice8BitStorageFeatures s8 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
-    VkPhysicalDeviceShaderFloat16Int8Features f16 = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-    VkPhysicalDeviceSubgroupSizeControlFeatures sgcf = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
-    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    void **next = &f2.pNext;
-    s16.storageBuffer16BitAccess = c->storage16 ? VK_TRUE : VK_FALSE;
-    *next = &s16;
-    next = &s16.pNext;
+    vkf_vk_features f;
+    vkf_vk_features_init(&f);
+    VkBaseOutStructure *tail = (VkBaseOutStructure *)&f.f2;
+    f.s16.storageBuffer16BitAccess = c->storage16 ? VK_TRUE : VK_FALSE;
+    vkf_vk_chain(&tail, &f.s16);
     if (has_s8) {
-        s8.storageBuffer8BitAccess = c->storage8 ? VK_TRUE : VK_FALSE;
-        *next = &s8;
-        next = &s8.pNext;
+        f.s8.storageBuffer8BitAccess = c->storage8 ? VK_TRUE : VK_FALSE;
+        vkf_vk_chain(&tail, &f.s8);
     }
     if (has_f16) {
-        f16.shaderFloat16 = c->fp16 ? VK_TRUE : VK_FALSE;
-        f16.shaderInt8 = c->int8 ? VK_TRUE : VK_FALSE;
-        *next = &f16;
-        next = &f16.pNext;
+        f.f16.shaderFloat16 = c->fp16 ? VK_TRUE : VK_FALSE;
+        f.f16.shaderInt8 = c->int8 ? VK_TRUE : VK_FALSE;
+        vkf_vk_chain(&tail, &f.f16);
     }
     if (v13 || sgc_ext) {
-        sgcf.subgroupSizeControl = c->subgroup_size_control ? VK_TRUE : VK_FALSE;
-        sgcf.computeFullSubgroups = c->subgroup_size_control ? VK_TRUE : VK_FALSE;
-        *next = &sgcf;
-        next = &sgcf.pNext;
+        f.sgc.subgroupSizeControl = c->subgroup_size_control ? VK_TRUE : VK_FALSE;
+        f.sgc.computeFullSubgroups = c->subgroup_size_control ? VK_TRUE : VK_FALSE;
+        vkf_vk_chain(&tail, &f.sgc);
     }
     /* integer dot products (matmul_q8.comp's OpSDot): core in 1.3, else the extension */
     VkPhysicalDeviceShaderIntegerDotProductFeatures idf = {
@@ -469,26 +458,19 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
         VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
     } cmf = {(VkStructureType)1000506000 /* COOPERATIVE_MATRIX_FEATURES_KHR */, NULL, VK_TRUE,
              VK_FALSE};
-    VkPhysicalDeviceVulkanMemoryModelFeatures vmmf = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-    VkPhysicalDeviceCooperativeMatrixFeaturesNV cmnvf = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
-        .cooperativeMatrix = VK_TRUE};
     int cm_ext = c->coopmat_use &&
                  (c->coopmat_kind == VKF_VK_COOPMAT_KHR || c->coopmat_kind == VKF_VK_COOPMAT_NV);
     if (cm_ext && n_exts < 8) {
         if (c->coopmat_kind == VKF_VK_COOPMAT_NV) {
             exts[n_exts++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
-            *next = &cmnvf;
-            next = &cmnvf.pNext;
+            f.cmnv.cooperativeMatrix = VK_TRUE;
+            vkf_vk_chain(&tail, &f.cmnv);
         } else {
             exts[n_exts++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
-            *next = &cmf;
-            next = &cmf.pNext;
+            vkf_vk_chain(&tail, &cmf);
         }
-        vmmf.vulkanMemoryModel = VK_TRUE;
-        *next = &vmmf;
-        next = &vmmf.pNext;
+        f.vmm.vulkanMemoryModel = VK_TRUE;
+        vkf_vk_chain(&tail, &f.vmm);
     }
 
     float prio = 1.0f;
@@ -497,7 +479,7 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
     qci.queueCount = 1;
     qci.pQueuePriorities = &prio;
     VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    dci.pNext = &f2;
+    dci.pNext = &f.f2;
     dci.queueCreateInfoCount = 1;
     dci.pQueueCreateInfos = &qci;
     dci.enabledExtensionCount = n_exts;

@@ -216,6 +216,22 @@ const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k);
 /* sets c->coopmat_use, _kind, the shape and coopmat_off from the caps read so far and the
  * switches */
 void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches *sw);
+/* The features2 chain's structs: read when the caps are (vkf_vk_caps_read), enabled when the
+ * device is created (vk_device.c). vkf_vk_features_init zeroes them and sets each sType; none
+ * is linked until vkf_vk_chain links it. */
+typedef struct vkf_vk_features {
+    VkPhysicalDeviceFeatures2 f2; /* the head */
+    VkPhysicalDevice16BitStorageFeatures s16;
+    VkPhysicalDevice8BitStorageFeatures s8;
+    VkPhysicalDeviceShaderFloat16Int8Features f16;
+    VkPhysicalDeviceSubgroupSizeControlFeatures sgc;
+    VkPhysicalDeviceVulkanMemoryModelFeatures vmm;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV cmnv;
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idp;
+} vkf_vk_features;
+void vkf_vk_features_init(vkf_vk_features *f);
+/* appends s (a Vulkan struct: sType, pNext first) to a pNext chain whose last struct is *tail */
+void vkf_vk_chain(VkBaseOutStructure **tail, void *s);
 
 /* ---------------------------------------------------------------- vk_memory.c */
 

@@ -20,6 +20,42 @@ static uint32_t vkf_vk_groups(uint64_t items, uint64_t per_group, uint32_t cap) 
     return g > cap ? cap : (uint32_t)g;
 }
 
+/* Groups of the element-wise kernels' shape (VKF_VK_ELT_WG threads, VKF_VK_ELT_PER_THREAD items
+ * each) for `items` items, at most maxComputeWorkGroupCount[0]. */
+static uint32_t vkf_vk_elt_groups(const vkf_vk_rec *r, uint64_t items) {
+    return vkf_vk_groups(items, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD, r->vb->caps.max_wg_count[0]);
+}
+
+/* The windows of rows [r0, r0 + nr) of dst (written, win[0]) and of x (read, win[1]) and the
+ * element offsets of both in them: the first two bindings of every row-wise kernel. */
+static vkf_status vkf_vk_rows_dx(vkf_vk_rec *r, const vkf_tensor *d, const vkf_tensor *x,
+                                 int64_t r0, int64_t nr, vkf_vk_win *win, uint32_t *d_off,
+                                 uint32_t *x_off) {
+    VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &win[0]));
+    VKF_TRY(vkf_vk_rows_win(r, x, r0, nr, 0, &win[1]));
+    VKF_TRY(vkf_vk_elem_off(&win[0], d, d_off));
+    return vkf_vk_elem_off(&win[1], x, x_off);
+}
+
+/* One workgroup a row for nr rows (at most maxComputeWorkGroupCount[0] groups; the row-wise
+ * kernels loop over the rest). */
+static vkf_status vkf_vk_rows_dispatch(vkf_vk_rec *r, vkf_vk_pipeline *pl, const vkf_vk_win *win,
+                                       int n_win, const void *pc, uint32_t pc_size, int64_t nr) {
+    uint32_t g = (uint32_t)vkf_vk_min64(nr, r->vb->caps.max_wg_count[0]);
+    return vkf_vk_dispatch(r, pl, win, n_win, pc, pc_size, g, 1, 1);
+}
+
+/* The whole of dst (written, win[0], an element offset) and x as a texel window (win[1], its
+ * offset in 4-byte elements): the first two bindings of the texel row kernels. */
+static vkf_status vkf_vk_texel_dx(vkf_vk_rec *r, const vkf_tensor *d, const vkf_tensor *x,
+                                  vkf_vk_win *win, uint32_t *d_off, uint32_t *x_off) {
+    VKF_TRY(vkf_vk_rows_win(r, d, 0, x->rows, 1, &win[0]));
+    VKF_TRY(vkf_vk_elem_off(&win[0], d, d_off));
+    VKF_TRY(vkf_vk_rows_texwin(r, x, 0, x->rows, &win[1]));
+    *x_off = (uint32_t)(win[1].delta / 4);
+    return VKF_OK;
+}
+
 /* ---------------------------------------------------------------- element-wise */
 
 static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
@@ -51,10 +87,7 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
         vkf_vk_win w[3];
         vkf_pc_eltwise pc;
         memset(&pc, 0, sizeof pc);
-        VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &w[0]));
-        VKF_TRY(vkf_vk_rows_win(r, a, r0, nr, 0, &w[1]));
-        VKF_TRY(vkf_vk_elem_off(&w[0], d, &pc.d_off));
-        VKF_TRY(vkf_vk_elem_off(&w[1], a, &pc.a_off));
+        VKF_TRY(vkf_vk_rows_dx(r, d, a, r0, nr, w, &pc.d_off, &pc.a_off));
         if (b) {
             VKF_TRY(vkf_vk_rows_win(r, b, bcast ? 0 : r0, bcast ? 1 : nr, 0, &w[2]));
             VKF_TRY(vkf_vk_elem_off(&w[2], b, &pc.b_off));
@@ -74,8 +107,7 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
                  (pc.rows == 1 ||
                   (pc.d_stride % 4 == 0 && pc.a_stride % 4 == 0 && pc.b_stride % 4 == 0));
         VKF_TRY(vkf_vk_pipe(r, v4 ? &plan.k : &plan.k1, &pl));
-        uint32_t gx = vkf_vk_groups(pc.cols / (v4 ? 4 : 1), VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
-                                    c->max_wg_count[0]);
+        uint32_t gx = vkf_vk_elt_groups(r, pc.cols / (v4 ? 4 : 1));
         uint32_t gy = (uint32_t)vkf_vk_min64(pc.rows, c->max_wg_count[1]);
         VKF_TRY(vkf_vk_dispatch(r, pl, w, b ? 3 : 2, &pc, sizeof pc, gx, gy, 1));
     }
@@ -115,10 +147,7 @@ static int vkf_vk_norm_texel_rec(vkf_vk_rec *r, const vkf_node *n, const vkf_ten
     vkf_vk_win win[5];
     vkf_pc_norm pc;
     memset(&pc, 0, sizeof pc);
-    if ((*st = vkf_vk_rows_win(r, d, 0, x->rows, 1, &win[0])) != VKF_OK) return 1;
-    if ((*st = vkf_vk_elem_off(&win[0], d, &pc.d_off)) != VKF_OK) return 1;
-    if ((*st = vkf_vk_rows_texwin(r, x, 0, x->rows, &win[1])) != VKF_OK) return 1;
-    pc.x_off = (uint32_t)(win[1].delta / 4);
+    if ((*st = vkf_vk_texel_dx(r, d, x, win, &pc.d_off, &pc.x_off)) != VKF_OK) return 1;
     win[2] = win[3] = win[1];
     if (w) {
         if ((*st = vkf_vk_rows_texwin(r, w, 0, 1, &win[2])) != VKF_OK) return 1;
@@ -218,10 +247,7 @@ static vkf_status vkf_vk_op_norm(vkf_vk_rec *r, const vkf_node *n) {
         vkf_vk_win win[4];
         vkf_pc_norm pc;
         memset(&pc, 0, sizeof pc);
-        VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &win[0]));
-        VKF_TRY(vkf_vk_rows_win(r, x, r0, nr, 0, &win[1]));
-        VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
-        VKF_TRY(vkf_vk_elem_off(&win[1], x, &pc.x_off));
+        VKF_TRY(vkf_vk_rows_dx(r, d, x, r0, nr, win, &pc.d_off, &pc.x_off));
         win[2] = win[3] = win[1];
         if (w) {
             VKF_TRY(vkf_vk_rows_win(r, w, 0, 1, 0, &win[2]));
@@ -238,8 +264,7 @@ static vkf_status vkf_vk_op_norm(vkf_vk_rec *r, const vkf_node *n) {
         pc.d_stride = (uint32_t)d->row_stride;
         pc.x_stride = (uint32_t)x->row_stride;
         pc.eps = n->p.norm.eps;
-        uint32_t g = (uint32_t)vkf_vk_min64(nr, r->vb->caps.max_wg_count[0]);
-        VKF_TRY(vkf_vk_dispatch(r, pl, win, 4, &pc, sizeof pc, g, 1, 1));
+        VKF_TRY(vkf_vk_rows_dispatch(r, pl, win, 4, &pc, sizeof pc, nr));
     }
     return VKF_OK;
 }
@@ -254,10 +279,7 @@ static vkf_status vkf_vk_softmax_texel(vkf_vk_rec *r, const vkf_node *n,
     vkf_vk_win win[3];
     vkf_pc_softmax pc;
     memset(&pc, 0, sizeof pc);
-    VKF_TRY(vkf_vk_rows_win(r, d, 0, x->rows, 1, &win[0]));
-    VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
-    VKF_TRY(vkf_vk_rows_texwin(r, x, 0, x->rows, &win[1]));
-    pc.x_off = (uint32_t)(win[1].delta / 4);
+    VKF_TRY(vkf_vk_texel_dx(r, d, x, win, &pc.d_off, &pc.x_off));
     win[2] = win[1];
     if (m) {
         VKF_TRY(vkf_vk_rows_texwin(r, m, 0, x->rows, &win[2]));
@@ -292,10 +314,7 @@ static vkf_status vkf_vk_op_softmax(vkf_vk_rec *r, const vkf_node *n) {
         vkf_vk_win win[3];
         vkf_pc_softmax pc;
         memset(&pc, 0, sizeof pc);
-        VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &win[0]));
-        VKF_TRY(vkf_vk_rows_win(r, x, r0, nr, 0, &win[1]));
-        VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
-        VKF_TRY(vkf_vk_elem_off(&win[1], x, &pc.x_off));
+        VKF_TRY(vkf_vk_rows_dx(r, d, x, r0, nr, win, &pc.d_off, &pc.x_off));
         win[2] = win[1];
         if (m) {
             VKF_TRY(vkf_vk_rows_win(r, m, r0, nr, 0, &win[2]));
@@ -308,8 +327,7 @@ static vkf_status vkf_vk_op_softmax(vkf_vk_rec *r, const vkf_node *n) {
         pc.d_stride = (uint32_t)d->row_stride;
         pc.x_stride = (uint32_t)x->row_stride;
         pc.scale = n->op == VKF_OP_SOFTMAX && n->p.scale.scale != 0.0f ? n->p.scale.scale : 1.0f;
-        uint32_t g = (uint32_t)vkf_vk_min64(nr, r->vb->caps.max_wg_count[0]);
-        VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
+        VKF_TRY(vkf_vk_rows_dispatch(r, pl, win, 3, &pc, sizeof pc, nr));
     }
     return VKF_OK;
 }
@@ -338,17 +356,13 @@ static vkf_status vkf_vk_op_select(vkf_vk_rec *r, const vkf_node *n) {
         vkf_vk_win win[2];
         vkf_pc_select pc;
         memset(&pc, 0, sizeof pc);
-        VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &win[0]));
-        VKF_TRY(vkf_vk_rows_win(r, x, r0, nr, 0, &win[1]));
-        VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
-        VKF_TRY(vkf_vk_elem_off(&win[1], x, &pc.x_off));
+        VKF_TRY(vkf_vk_rows_dx(r, d, x, r0, nr, win, &pc.d_off, &pc.x_off));
         pc.rows = (uint32_t)nr;
         pc.cols = (uint32_t)x->cols;
         pc.k = n->op == VKF_OP_TOPK ? (uint32_t)n->p.topk.k : 1;
         pc.d_stride = (uint32_t)d->row_stride;
         pc.x_stride = (uint32_t)x->row_stride;
-        uint32_t g = (uint32_t)vkf_vk_min64(nr, r->vb->caps.max_wg_count[0]);
-        VKF_TRY(vkf_vk_dispatch(r, pl, win, 2, &pc, sizeof pc, g, 1, 1));
+        VKF_TRY(vkf_vk_rows_dispatch(r, pl, win, 2, &pc, sizeof pc, nr));
     }
     return VKF_OK;
 }
@@ -382,8 +396,7 @@ static vkf_status vkf_vk_op_pool(vkf_vk_rec *r, const vkf_node *n) {
         pc.mode = (uint32_t)n->p.pool.mode;
         pc.d_stride = (uint32_t)d->row_stride;
         pc.x_stride = (uint32_t)x->row_stride;
-        uint32_t g = (uint32_t)vkf_vk_min64(nb, r->vb->caps.max_wg_count[0]);
-        VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
+        VKF_TRY(vkf_vk_rows_dispatch(r, pl, win, 3, &pc, sizeof pc, nb));
     }
     return VKF_OK;
 }
@@ -426,9 +439,7 @@ static vkf_status vkf_vk_op_embed(vkf_vk_rec *r, const vkf_node *n) {
             pc.vocab = (uint32_t)tab->rows;
             pc.d_stride = (uint32_t)d->row_stride;
             pc.scale = n->p.embed.scale;
-            uint32_t g =
-                vkf_vk_groups((uint64_t)ni * (uint64_t)tab->cols,
-                              VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD, r->vb->caps.max_wg_count[0]);
+            uint32_t g = vkf_vk_elt_groups(r, (uint64_t)ni * (uint64_t)tab->cols);
             VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
         }
     }
@@ -465,11 +476,8 @@ static vkf_status vkf_vk_op_pos(vkf_vk_rec *r, const vkf_node *n) {
             int64_t nt = vkf_vk_min64(tper, tab->rows - t0);
             vkf_vk_win win[3];
             uint32_t d_off = 0, x_off = 0, t_off = 0;
-            VKF_TRY(vkf_vk_rows_win(r, d, r0, nr, 1, &win[0]));
-            VKF_TRY(vkf_vk_rows_win(r, x, r0, nr, 0, &win[1]));
+            VKF_TRY(vkf_vk_rows_dx(r, d, x, r0, nr, win, &d_off, &x_off));
             VKF_TRY(vkf_vk_rows_win(r, tab, t0, nt, 0, &win[2]));
-            VKF_TRY(vkf_vk_elem_off(&win[0], d, &d_off));
-            VKF_TRY(vkf_vk_elem_off(&win[1], x, &x_off));
             VKF_TRY(vkf_vk_elem_off(&win[2], tab, &t_off));
             if (rope) {
                 vkf_pc_rope pc;
@@ -494,8 +502,7 @@ static vkf_status vkf_vk_op_pos(vkf_vk_rec *r, const vkf_node *n) {
                 pc.r0 = (uint32_t)r0;
                 uint64_t items =
                     (uint64_t)nr * (uint64_t)pc.n_head * (pc.n_rot / 2 + pc.head_dim - pc.n_rot);
-                uint32_t g = vkf_vk_groups(items, VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
-                                           r->vb->caps.max_wg_count[0]);
+                uint32_t g = vkf_vk_elt_groups(r, items);
                 VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
             } else {
                 vkf_pc_addpos pc;
@@ -515,9 +522,7 @@ static vkf_status vkf_vk_op_pos(vkf_vk_rec *r, const vkf_node *n) {
                 pc.pos0 = n->p.pos.pos0;
                 pc.dyn = n->p.pos.dyn;
                 pc.r0 = (uint32_t)r0;
-                uint32_t g = vkf_vk_groups((uint64_t)nr * (uint64_t)x->cols,
-                                           VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD,
-                                           r->vb->caps.max_wg_count[0]);
+                uint32_t g = vkf_vk_elt_groups(r, (uint64_t)nr * (uint64_t)x->cols);
                 VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
             }
         }
@@ -575,9 +580,7 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
             pc.row0 = (uint32_t)t0;
             pc.nrows = (uint32_t)nt;
             pc.d_rows = (uint32_t)d->rows;
-            uint32_t g =
-                vkf_vk_groups((uint64_t)ns * (uint64_t)s->cols,
-                              VKF_VK_ELT_WG * VKF_VK_ELT_PER_THREAD, r->vb->caps.max_wg_count[0]);
+            uint32_t g = vkf_vk_elt_groups(r, (uint64_t)ns * (uint64_t)s->cols);
             VKF_TRY(vkf_vk_dispatch(r, pl, win, 3, &pc, sizeof pc, g, 1, 1));
         }
     }
