@@ -441,13 +441,10 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
         vkf_vk_chain(&tail, &f.sgc);
     }
     /* integer dot products (matmul_q8.comp's OpSDot): core in 1.3, else the extension */
-    VkPhysicalDeviceShaderIntegerDotProductFeatures idf = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
-        .shaderIntegerDotProduct = VK_TRUE};
     if (c->int_dot && (v13 || n_exts < 8)) {
         if (!v13) exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
-        *next = &idf;
-        next = &idf.pNext;
+        f.idp.shaderIntegerDotProduct = VK_TRUE;
+        vkf_vk_chain(&tail, &f.idp);
     } else {
         c->int_dot = c->int_dot_accel = 0; /* not enabled: the plain fallback only */
     }
