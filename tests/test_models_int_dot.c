@@ -29,17 +29,6 @@
 
 #define N_STEPS 12
 
-/* NMSE of a against ref over n values */
-static double nmse(const float *a, const float *ref, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - ref[i];
-        num += d * d;
-        den += (double)ref[i] * ref[i];
-    }
-    return den > 0 ? num / den : num;
-}
-
 static size_t argmax(const float *v, int n) {
     size_t b = 0;
     for (int i = 1; i < n; i++)
@@ -99,20 +88,22 @@ int main(void) {
               *b = decode(vkf, path, &nv2);
         if (r && a && b && nv0 == nv1 && nv0 == nv2) {
             size_t n = (size_t)N_STEPS * (size_t)nv0;
-            double e_int = nmse(a, r, n), e_float = nmse(b, r, n);
+            double e_int = vkt_nmse(a, r, n, NULL), e_float = vkt_nmse(b, r, n, NULL);
             int am = 0;
             for (int i = 0; i < N_STEPS; i++)
                 am += argmax(a + (size_t)i * nv0, nv0) == argmax(r + (size_t)i * nv0, nv0);
             if (getenv("VKT_STEPS"))
                 for (int i = 0; i < N_STEPS; i++)
                     printf("  step %d: %.2e\n", i,
-                           nmse(a + (size_t)i * nv0, r + (size_t)i * nv0, (size_t)nv0));
+                           vkt_nmse(a + (size_t)i * nv0, r + (size_t)i * nv0, (size_t)nv0, NULL));
             printf("%-34s nmse vs ggml mode: integer dot %.2e, float kernels %.2e; argmax %d/%d\n",
                    files[f], e_int, e_float, am, N_STEPS);
             int close = 0, fclose_ = 0;
             for (int i = 0; i < N_STEPS; i++) {
-                close += nmse(a + (size_t)i * nv0, r + (size_t)i * nv0, (size_t)nv0) <= 1e-10;
-                fclose_ += nmse(b + (size_t)i * nv0, r + (size_t)i * nv0, (size_t)nv0) <= 1e-10;
+                close +=
+                    vkt_nmse(a + (size_t)i * nv0, r + (size_t)i * nv0, (size_t)nv0, NULL) <= 1e-10;
+                fclose_ +=
+                    vkt_nmse(b + (size_t)i * nv0, r + (size_t)i * nv0, (size_t)nv0, NULL) <= 1e-10;
             }
             printf("  steps matching to 1e-10: integer dot %d, float kernels %d\n", close, fclose_);
             /* the test tells the paths apart: the float kernels' int8-free activations never

@@ -104,16 +104,6 @@ static vkf_status norm_matmul(vkf_backend *be, vkf_dtype wt, int64_t M, int64_t 
     return st;
 }
 
-static double nmse_of(const float *a, const float *ref, size_t n) {
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = (double)a[i] - ref[i];
-        num += e * e;
-        den += (double)ref[i] * ref[i];
-    }
-    return den > 0 ? num / den : num;
-}
-
 /* The NORM groups against the ggml mode (RMSNorm, then the matmul on Q8 activations), K of 2048
  * values (one pass), 4096 (two) and 6144 (three), against the float kernels' NMSE on the same
  * graph. The two sides normalize in another order (the ggml mode sums in double): a value that
@@ -144,7 +134,7 @@ static void norm_groups(vkf_backend *ref, vkf_backend *vk, vkf_backend *vk_float
         VKT_OK(norm_matmul(ref, cs[i].wt, cs[i].m, cs[i].k, N, y0));
         VKT_OK(norm_matmul(vk, cs[i].wt, cs[i].m, cs[i].k, N, y1));
         VKT_OK(norm_matmul(vk_float, cs[i].wt, cs[i].m, cs[i].k, N, y2));
-        double e = nmse_of(y1, y0, n), ef = nmse_of(y2, y0, n);
+        double e = vkt_nmse(y1, y0, n, NULL), ef = vkt_nmse(y2, y0, n, NULL);
         printf("rmsnorm + matmul %s M=%lld K=%lld: nmse vs ggml mode %.2e (float kernels %.2e)\n",
                vkf_dtype_name(cs[i].wt), (long long)cs[i].m, (long long)cs[i].k, e, ef);
         VKT_CHECK(e <= THR_NORM_GROUP && ef > 10 * THR_NORM_GROUP,

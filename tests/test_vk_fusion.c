@@ -306,18 +306,6 @@ static vkf_status layer_build(layer *L, vkf_backend *be, vkf_tensor *ts, vkf_gra
     return VKF_OK;
 }
 
-static double nmse(const float *a, const float *ref, size_t n, int *nonfinite) {
-    double num = 0, den = 0;
-    *nonfinite = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(a[i]) || !isfinite(ref[i])) (*nonfinite)++;
-        double d = (double)a[i] - ref[i];
-        num += d * d;
-        den += (double)ref[i] * ref[i];
-    }
-    return den > 0 ? num / den : num;
-}
-
 /* Runs the layer on both backends for two steps (n_past 0 then seq) and compares the outputs
  * and the caches. */
 static int g_int_dot; /* the integer-dot path is on (int_dot_on) */
@@ -359,7 +347,7 @@ static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int ext
             VKT_OK(vkf_tensor_read_f32(vk, &tv[e], a));
             VKT_OK(vkf_tensor_read_f32(cpu, &tc[e], b));
             int nf;
-            double err = nmse(a, b, n, &nf);
+            double err = vkt_nmse(a, b, n, &nf);
             double thr = wt == VKF_DTYPE_F32 ? 1e-10 : 1e-8;
             /* an F16 cache: where the f32 inputs differ in the last bits, a value near a
              * rounding boundary can round to the neighbouring half (2^-11 relative), and the

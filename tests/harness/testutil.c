@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -93,4 +94,17 @@ int vkt_run(char **argv, const char *out_path, const char *err_path) {
     int st;
     if (waitpid(pid, &st, 0) < 0) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+double vkt_nmse(const float *a, const float *ref, size_t n, int *nonfinite) {
+    double num = 0, den = 0;
+    int nf = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]) || !isfinite(ref[i])) nf++;
+        double d = (double)a[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    if (nonfinite) *nonfinite = nf;
+    return den > 0 ? num / den : num;
 }

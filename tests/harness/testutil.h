@@ -40,6 +40,10 @@ int vkt_run(char **argv, const char *out_path, const char *err_path);
  * silently skips its Vulkan half would pass with the backend missing. */
 void vkt_for_each_backend(void (*fn)(vkf_context *ctx, const char *backend, void *user),
                           void *user);
+/* Normalized mean squared error of a against ref over n values: sum (a-r)^2 / sum r^2 (the
+ * plain sum when ref is all zeros). *nonfinite (when not NULL) gets the positions where either
+ * is NaN or infinite. */
+double vkt_nmse(const float *a, const float *ref, size_t n, int *nonfinite);
 /* Prints "N passed, N failed" and returns the process exit code. */
 int vkt_finish(void);
 
