@@ -462,6 +462,46 @@ static void test_utf8(void) {
 }
 
 /* the public side: a grammar needs the model's vocabulary; a bad grammar names its place */
+/* A start rule that matches no string is refused by name (found by fuzz_grammar: "root ::= root"
+ * reached the matcher with an empty start state); recursion with a way out still builds. */
+static void test_unproductive(void) {
+    static const char *const refused[] = {
+        "root ::= root",
+        "root ::= \"a\" root",
+        "root ::= x\nx ::= \"b\" x | \"c\" x",
+        "root ::= x y\nx ::= \"a\"\ny ::= y",
+    };
+    static const char *const kept[] = {
+        "root ::= \"a\" root | \"\"",
+        "root ::= x | \"c\"\nx ::= x",       /* x is dead, root's second alternative is not */
+        "root ::= x\nx ::= \"b\" x | [a-z]", /* ends through a character class */
+        "root ::= (\"a\" root)?",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        vkf_gbnf *g = NULL;
+        vkf_status st = vkf_gbnf_parse(refused[i], strlen(refused[i]), "root", NULL, NULL, &g);
+        VKT_CHECK(st == VKF_ERROR_FORMAT && strstr(vkf_last_error(), "'root' matches no string"),
+                  "%s must be refused: %s", refused[i], vkf_last_error());
+        vkf_gbnf_free(g);
+        VKT_CHECK(vkf_grammar_check(refused[i], NULL) == VKF_ERROR_FORMAT, "public check: %s",
+                  refused[i]);
+        /* the matcher itself copes with these (parse_rules keeps the rule): "root ::= root"
+         * starts from the empty set */
+        VKT_OK(vkf_gbnf_parse_rules(refused[i], strlen(refused[i]), NULL, NULL, &g));
+        vkf_gmatch *m;
+        VKT_OK(vkf_gmatch_create(g, 0, &m));
+        vkf_gstate st0 = vkf_gmatch_start(m);
+        VKT_CHECK(i != 0 || st0.set == VKF_GSET_EMPTY, "%s: nothing to match", refused[i]);
+        vkf_gmatch_free(m);
+    }
+    for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+        vkf_gbnf *g = NULL;
+        VKT_CHECK(vkf_gbnf_parse(kept[i], strlen(kept[i]), "root", NULL, NULL, &g) == VKF_OK,
+                  "%s must build: %s", kept[i], vkf_last_error());
+        vkf_gbnf_free(g);
+    }
+}
+
 static void test_public(void) {
     vkf_sampler_params sp = {.temp = 0.5f, .grammar = "root ::= \"a\""};
     vkf_sampler *s = NULL;
@@ -486,6 +526,7 @@ static void test_public(void) {
 int main(void) {
     test_public();
     test_utf8();
+    test_unproductive();
     test_parser();
     test_integration();
     test_masks();

@@ -57,8 +57,10 @@ struct vkf_gmatch {
 
 /* ------------------------------------------------------------------ growth helpers */
 
+/* *p holds at least need elements (and is never NULL after a success, even for need 0: callers
+ * copy zero elements to *p + n, which is undefined on a null pointer) */
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return 1;
+    if (need <= *cap && *p) return 1;
     size_t nc = *cap ? *cap : 64;
     while (nc < need)
         nc *= 2;
@@ -469,6 +471,8 @@ vkf_status vkf_gmatch_create(vkf_gbnf *g, int context_depth, vkf_gmatch **out) {
         ok = ok && grow((void **)&m->strunc, &c, m->cap_sets, sizeof *m->strunc);
         c = 0;
         ok = ok && grow((void **)&m->sascii, &c, m->cap_sets, sizeof *m->sascii);
+        /* the pool exists from the start: the empty set's members are m->pool + 0 */
+        ok = ok && grow((void **)&m->pool, &m->cap_pool, 0, sizeof *m->pool);
         if (ok) memset(m->sascii, 0, m->cap_sets * sizeof *m->sascii);
         if (ok) {
             m->soff[0] = 0;

@@ -462,35 +462,42 @@ static const char *parse_rule(parser *p, const char *s) {
 
 /* ------------------------------------------------------------------ checks */
 
-/* Rules that can derive the empty string (least fixpoint). */
-static uint8_t *nullable_rules(const vkf_gbnf *g) {
-    uint8_t *nul = calloc(g->n_rules ? g->n_rules : 1, 1);
-    if (!nul) return NULL;
+/* Least fixpoints over the rules: with terminals 0, the rules that can derive the empty string
+ * (nullable: an alternative of nullable rules only); with terminals 1, the rules that derive some
+ * string (productive: an alternative of characters, tokens and productive rules). A start rule
+ * that is not productive (x ::= x, or x ::= "a" x) matches nothing: a model held to it could never
+ * write a token. */
+static uint8_t *rule_fixpoint(const vkf_gbnf *g, int terminals) {
+    uint8_t *in = calloc(g->n_rules ? g->n_rules : 1, 1);
+    if (!in) return NULL;
     for (int changed = 1; changed;) {
         changed = 0;
         for (uint32_t r = 0; r < g->n_rules; r++) {
-            if (nul[r]) continue;
+            if (in[r]) continue;
             const vkf_gelem *e = g->rules[r];
-            int alt_ok = 1; /* the current alternative is nullable so far */
+            int alt_ok = 1; /* the current alternative qualifies so far */
             for (uint32_t i = 0;; i++) {
                 if (e[i].type == VKF_G_END || e[i].type == VKF_G_ALT) {
                     if (alt_ok) {
-                        nul[r] = 1;
+                        in[r] = 1;
                         changed = 1;
                         break;
                     }
                     if (e[i].type == VKF_G_END) break;
                     alt_ok = 1;
                 } else if (e[i].type == VKF_G_RULE_REF) {
-                    alt_ok = alt_ok && nul[e[i].value];
-                } else if (e[i].type != VKF_G_CHAR_ALT && e[i].type != VKF_G_CHAR_RNG_UPPER) {
-                    alt_ok = 0;
+                    alt_ok = alt_ok && in[e[i].value];
+                } else if (!terminals && e[i].type != VKF_G_CHAR_ALT &&
+                           e[i].type != VKF_G_CHAR_RNG_UPPER) {
+                    alt_ok = 0; /* a character or token: not empty */
                 }
             }
         }
     }
-    return nul;
+    return in;
 }
+
+static uint8_t *nullable_rules(const vkf_gbnf *g) { return rule_fixpoint(g, 0); }
 
 /* Left recursion (a rule reaching itself before consuming anything, through a reference that
  * leaves something of its alternative to match afterwards) makes the stack grow without end:
@@ -723,6 +730,21 @@ vkf_status vkf_gbnf_parse(const char *text, size_t len, const char *root, vkf_gb
     if (!root || !*root) root = "root";
     for (uint32_t i = 0; i < g->n_rules; i++)
         if (strcmp(g->names[i], root) == 0) {
+            uint8_t *prod = rule_fixpoint(g, 1);
+            int ok = prod && prod[i], no_mem = !prod;
+            free(prod);
+            if (!ok) {
+                vkf_status st =
+                    no_mem
+                        ? vkf_error(VKF_ERROR_OUT_OF_MEMORY, "grammar: out of memory")
+                        : vkf_error(VKF_ERROR_FORMAT,
+                                    "grammar: the start rule '%s' matches no string (each of its "
+                                    "alternatives refers to a rule that never ends, e.g. x ::= "
+                                    "\"a\" x); give the recursion an alternative that ends",
+                                    root);
+                vkf_gbnf_free(g);
+                return st;
+            }
             g->root = i;
             *out = g;
             return VKF_OK;
