@@ -35,10 +35,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "real")
+sys.path.insert(0, os.path.join(HERE, ".."))
+import pyhelpers  # noqa: E402  (tests/pyhelpers.py: the serve helper shared with tests/serve)
 FAILS = []
 
 
@@ -231,27 +232,12 @@ def t_chat(exe):
     return answer
 
 
-class Server:
+class Server(pyhelpers.Server):
+    """vkformer serve (tests/pyhelpers.py) with a JSON POST helper; 300 s to start (a real model's
+    load and pipeline compilation on a cold lavapipe cache)."""
+
     def __init__(self, exe, model, extra):
-        self.p = subprocess.Popen([exe, "serve", "-m", model, "--port", "0"] + extra,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.log = []
-        deadline = time.time() + 300
-        self.port = None
-        while time.time() < deadline:
-            line = self.p.stderr.readline()
-            if not line:
-                break
-            self.log.append(line)
-            m = re.search(r"listening on http://[^:]+:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
-                break
-        if self.port is None:
-            self.p.kill()
-            raise SystemExit("server did not start: " + "".join(self.log))
-        threading.Thread(target=lambda: [self.log.append(x) for x in self.p.stderr],
-                         daemon=True).start()
+        super().__init__(exe, model, extra, timeout=300)
 
     def post(self, path, body):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
@@ -260,13 +246,6 @@ class Server:
         text = r.read().decode("utf-8")
         c.close()
         return r.status, text
-
-    def stop(self):
-        self.p.terminate()
-        try:
-            self.p.wait(60)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
 
 
 def t_serve(exe):
@@ -371,7 +350,10 @@ def main():
           "verify-gemma3": lambda e: t_verify(e, "gemma3-270m"), "template": t_template,
           "tokenize": t_tokenize, "chat": t_chat, "serve": t_serve, "gemma-f16": t_gemma_f16,
           "quantize": t_quantize}[what]
-    fn(exe)
+    try:
+        fn(exe)
+    finally:
+        pyhelpers.kill_servers()
     if FAILS:
         print(f"{len(FAILS)} check(s) failed", flush=True)
         return 1
