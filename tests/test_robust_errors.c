@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "backend/vulkan/vk_backend.h"
+#include "core/error.h"
 #include "model/model.h"
 #include "robust/robust_util.h"
 #include "testutil.h"
@@ -793,11 +794,24 @@ static void test_nonfinite_logits(vkf_context *ctx, const char *where) {
 
 /* ------------------------------------------------------------------ main */
 
+/* A message built from the one it replaces (vkf_error(..., "%s", vkf_last_error())) keeps it
+ * whole: vkf_error once formatted into its own buffer and garbled such messages ("json
+ * schema: the grammar written does not parse: json schema: the grammar ..."). */
+static void test_error_wraps_itself(void) {
+    vkf_error(VKF_ERROR_FORMAT, "grammar: line %d: expected %s", 3, "'::='");
+    VKT_CHECK(vkf_error(VKF_ERROR_INTERNAL, "json schema: %s (in %s)", vkf_last_error(), "x") ==
+                  VKF_ERROR_INTERNAL,
+              "vkf_error returns its status");
+    VKT_CHECK(strcmp(vkf_last_error(), "json schema: grammar: line 3: expected '::=' (in x)") == 0,
+              "a message wrapping the last one: %s", vkf_last_error());
+}
+
 int main(void) {
     load_kjv_expected();
     if (g_n_kjv < 4) return vkt_finish();
     int vulkan = rb_has_vulkan();
 
+    test_error_wraps_itself();
     printf("devices and loader\n");
     test_cli_no_driver();
     test_context_params(vulkan);

@@ -11,10 +11,14 @@ const char *vkf_last_error(void) { return g_msg; }
 void vkf_error_clear(void) { g_msg[0] = 0; }
 
 vkf_status vkf_error(vkf_status s, const char *fmt, ...) {
+    /* formatted aside first: an argument may be vkf_last_error() itself (the message being
+     * replaced), which vsnprintf into g_msg would overwrite while reading it */
+    char msg[sizeof g_msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g_msg, sizeof g_msg, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(g_msg, msg, sizeof g_msg);
     return s;
 }
 
