@@ -580,6 +580,15 @@ static void test_patterns(void) {
         {"{\"type\": 123}", "type", VKF_ERROR_FORMAT},
         {"{\"type\": ", "not valid JSON", VKF_ERROR_FORMAT},
         {"{\"minItems\": -1}", "minItems", VKF_ERROR_FORMAT},
+        /* no value satisfies these (each must contain another without end): named as the
+         * schema's, not as a converter failure (they once read "the grammar written does not
+         * parse: ...", the message garbled by formatting into itself) */
+        {"{\"$ref\": \"#\"}", "no JSON value satisfies it", VKF_ERROR_FORMAT},
+        {"{\"type\": \"object\", \"properties\": {\"a\": {\"$ref\": \"#\"}}, \"required\": "
+         "[\"a\"]}",
+         "no JSON value satisfies it", VKF_ERROR_FORMAT},
+        {"{\"type\": \"array\", \"items\": {\"$ref\": \"#\"}, \"minItems\": 1}",
+         "no JSON value satisfies it", VKF_ERROR_FORMAT},
     };
     for (size_t i = 0; i < sizeof refusals / sizeof *refusals; i++) {
         char *g = NULL;
@@ -603,6 +612,17 @@ static void test_patterns(void) {
     VKT_CHECK(m && !matches(m, "{\"v\": 1, \"next\": {}}", 20), "recursive $ref: v required");
     vkf_gmatch_free(m);
     free(g);
+    /* the same cycles with a way out are kept: an optional property, an empty array */
+    static const char *const ends[] = {
+        "{\"type\": \"object\", \"properties\": {\"a\": {\"$ref\": \"#\"}}}",
+        "{\"type\": \"array\", \"items\": {\"$ref\": \"#\"}}",
+    };
+    for (size_t i = 0; i < sizeof ends / sizeof *ends; i++) {
+        g = NULL;
+        VKT_CHECK(vkf_json_schema_to_grammar(ends[i], &g) == VKF_OK, "%s: %s", ends[i],
+                  vkf_last_error());
+        free(g);
+    }
     g = NULL;
     VKT_OK(vkf_json_schema_to_grammar("{\"type\": \"object\"}", &g));
     m = g ? matcher(g) : NULL;

@@ -61,8 +61,9 @@ typedef struct vkf_gbnf {
 typedef int32_t (*vkf_gbnf_token_fn)(void *user, const char *text, size_t len);
 
 /* Parses GBNF text. root: the start rule (NULL: "root"). Checks what llama.cpp checks (every
- * referenced rule defined, the root present, no left recursion) with messages naming the line
- * and column, the rule and what was expected (VKF_ERROR_FORMAT). */
+ * referenced rule defined, the root present, no left recursion) and that the root matches some
+ * string, with messages naming the line and column, the rule and what was expected
+ * (VKF_ERROR_FORMAT). */
 vkf_status vkf_gbnf_parse(const char *text, size_t len, const char *root, vkf_gbnf_token_fn tok,
                           void *tok_user, vkf_gbnf **out);
 /* Parses only (no root, no left-recursion check): the rules as llama.cpp's
@@ -70,6 +71,9 @@ vkf_status vkf_gbnf_parse(const char *text, size_t len, const char *root, vkf_gb
 vkf_status vkf_gbnf_parse_rules(const char *text, size_t len, vkf_gbnf_token_fn tok, void *tok_user,
                                 vkf_gbnf **out);
 void vkf_gbnf_free(vkf_gbnf *g);
+/* 1 when rule matches some string, 0 when it matches none (x ::= x, x ::= "a" x), -1 out of
+ * memory. */
+int vkf_gbnf_rule_productive(const vkf_gbnf *g, uint32_t rule);
 
 /* ------------------------------------------------------------------ matcher */
 

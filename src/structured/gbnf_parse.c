@@ -499,6 +499,14 @@ static uint8_t *rule_fixpoint(const vkf_gbnf *g, int terminals) {
 
 static uint8_t *nullable_rules(const vkf_gbnf *g) { return rule_fixpoint(g, 0); }
 
+int vkf_gbnf_rule_productive(const vkf_gbnf *g, uint32_t rule) {
+    uint8_t *prod = rule_fixpoint(g, 1);
+    if (!prod) return -1;
+    int r = rule < g->n_rules && prod[rule];
+    free(prod);
+    return r;
+}
+
 /* Left recursion (a rule reaching itself before consuming anything, through a reference that
  * leaves something of its alternative to match afterwards) makes the stack grow without end:
  * refused, as llama.cpp refuses it. Nullability is computed to the fixpoint (llama.cpp looks
@@ -730,12 +738,10 @@ vkf_status vkf_gbnf_parse(const char *text, size_t len, const char *root, vkf_gb
     if (!root || !*root) root = "root";
     for (uint32_t i = 0; i < g->n_rules; i++)
         if (strcmp(g->names[i], root) == 0) {
-            uint8_t *prod = rule_fixpoint(g, 1);
-            int ok = prod && prod[i], no_mem = !prod;
-            free(prod);
-            if (!ok) {
+            int prod = vkf_gbnf_rule_productive(g, i);
+            if (prod != 1) {
                 vkf_status st =
-                    no_mem
+                    prod < 0
                         ? vkf_error(VKF_ERROR_OUT_OF_MEMORY, "grammar: out of memory")
                         : vkf_error(VKF_ERROR_FORMAT,
                                     "grammar: the start rule '%s' matches no string (each of its "

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "structured/gbnf.h"
 #include "structured/json_schema.h"
 
 #define SPACE_RULE "| \" \" | \"\\n\"{1,2} [ \\t]{0,20}"
@@ -1205,14 +1206,30 @@ vkf_status vkf_jconv_finish(vkf_jconv *j, char **gbnf) {
         vkf_sb_free(&out);
         return st;
     }
-    /* the grammar must parse: a check on this converter, cheap beside sampling */
-    st = vkf_grammar_check(out.p, "root");
+    /* the grammar must parse: a check on this converter, cheap beside sampling. A root that
+     * matches nothing is the schema's doing (every value it allows contains another without
+     * end: {"$ref": "#"}, a required property or minItems through a $ref cycle). */
+    vkf_gbnf *g = NULL;
+    st = vkf_gbnf_parse(out.p, strlen(out.p), "root", NULL, NULL, &g);
+    vkf_gbnf_free(g);
     if (st != VKF_OK) {
-        vkf_status s2 =
-            vkf_error(VKF_ERROR_INTERNAL, "json schema: the grammar written does not parse: %s",
-                      vkf_last_error());
+        int prod = -1;
+        if (st == VKF_ERROR_FORMAT &&
+            vkf_gbnf_parse_rules(out.p, strlen(out.p), NULL, NULL, &g) == VKF_OK) {
+            for (uint32_t i = 0; i < g->n_rules; i++)
+                if (strcmp(g->names[i], "root") == 0) prod = vkf_gbnf_rule_productive(g, i);
+            vkf_gbnf_free(g);
+        }
+        if (prod == 0)
+            st = vkf_error(VKF_ERROR_FORMAT,
+                           "json schema: no JSON value satisfies it: every value it allows must "
+                           "contain another such value without end (a $ref cycle through "
+                           "required properties, minItems or the like)");
+        else if (st != VKF_ERROR_OUT_OF_MEMORY)
+            st = vkf_error_prefix(VKF_ERROR_INTERNAL,
+                                  "json schema: the grammar written does not parse");
         vkf_sb_free(&out);
-        return s2;
+        return st;
     }
     *gbnf = vkf_sb_take(&out);
     return VKF_OK;
