@@ -923,7 +923,8 @@ int vkf_tool_format_from_name(const char *name);
  * wrote text around them); "arguments" is the JSON text the model wrote for them. Text that
  * begins a call but is not one (bad JSON, no name, unclosed) stays in content: never an
  * error. Ids: the model's own where it writes them (Mistral), else "call_" and 24 random
- * letters and digits (Mistral: 9, as its templates require). *message_json is malloc'ed. */
+ * letters and digits (Mistral: 9, as its templates require). NUL bytes in the text are dropped
+ * (JSON readers that take C strings would cut a string at one). *message_json is malloc'ed. */
 vkf_status vkf_tool_calls_parse(vkf_tool_format f, const char *text, size_t len,
                                 char **message_json);
 

@@ -580,6 +580,14 @@ static void test_patterns(void) {
         {"{\"type\": 123}", "type", VKF_ERROR_FORMAT},
         {"{\"type\": ", "not valid JSON", VKF_ERROR_FORMAT},
         {"{\"minItems\": -1}", "minItems", VKF_ERROR_FORMAT},
+        /* bytes that are not UTF-8 (cJSON takes them; a grammar's literal cannot hold them):
+         * named by place (fuzz_json_schema found the converter writing a grammar that did not
+         * parse) */
+        {"{\"type\": \"object\", \"required\": [\"a\\u0041\", \"n\xff\"]}",
+         "at #/required/1 is not valid UTF-8", VKF_ERROR_FORMAT},
+        {"{\"properties\": {\"k\xc0\xaf\": {}}}", "at #/properties is not valid UTF-8",
+         VKF_ERROR_FORMAT},
+        {"{\"const\": \"\xed\xa0\x80\"}", "at #/const is not valid UTF-8", VKF_ERROR_FORMAT},
         /* no value satisfies these (each must contain another without end): named as the
          * schema's, not as a converter failure (they once read "the grammar written does not
          * parse: ...", the message garbled by formatting into itself) */
@@ -623,6 +631,42 @@ static void test_patterns(void) {
                   vkf_last_error());
         free(g);
     }
+    /* the longest name excluded beside additionalProperties: 240 characters build (the
+     * grammar's nesting limit holds), 241 are refused by name, as fuzz_json_schema once found a
+     * 300-character name writing a grammar that did not parse */
+    for (int len = 240; len <= 241; len++) {
+        char sch[512];
+        int k = snprintf(sch, sizeof sch, "{\"type\": \"object\", \"properties\": {\"");
+        memset(sch + k, 'q', (size_t)len);
+        snprintf(sch + k + len, sizeof sch - (size_t)(k + len),
+                 "\": {}}, \"additionalProperties\": true}");
+        g = NULL;
+        vkf_status st = vkf_json_schema_to_grammar(sch, &g);
+        VKT_CHECK(len == 240 ? st == VKF_OK
+                             : st == VKF_ERROR_UNSUPPORTED &&
+                                   strstr(vkf_last_error(), "property name of 241 characters"),
+                  "a %d-character name beside additionalProperties: %s", len, vkf_last_error());
+        free(g);
+    }
+    /* a property name with ^ beside additionalProperties (the key classes once wrote "\^",
+     * which GBNF has no escape for, and "[^]" for a lone ^: found by fuzz_json_schema) */
+    g = NULL;
+    VKT_OK(vkf_json_schema_to_grammar(
+        "{\"type\": \"object\", \"properties\": {\"^a\": {\"type\": \"string\"}, \"b^\": "
+        "{\"type\": \"integer\"}}, \"additionalProperties\": {\"type\": \"integer\"}}",
+        &g));
+    m = g ? matcher(g) : NULL;
+    static const char *const caret_yes[] = {"{\"^a\": \"x\", \"b^\": 1}", "{\"^b\": 2}",
+                                            "{\"b^\": 1, \"^\": 3}", "{\"b\": 4}"};
+    static const char *const caret_no[] = {"{\"^a\": 1}", "{\"b^\": \"x\"}", "{\"x\": \"s\"}"};
+    for (size_t i = 0; i < sizeof caret_yes / sizeof *caret_yes; i++)
+        VKT_CHECK(m && matches(m, caret_yes[i], strlen(caret_yes[i])), "^ in names: %s\n%s",
+                  caret_yes[i], g ? g : "");
+    for (size_t i = 0; i < sizeof caret_no / sizeof *caret_no; i++)
+        VKT_CHECK(m && !matches(m, caret_no[i], strlen(caret_no[i])), "^ in names: not %s",
+                  caret_no[i]);
+    vkf_gmatch_free(m);
+    free(g);
     g = NULL;
     VKT_OK(vkf_json_schema_to_grammar("{\"type\": \"object\"}", &g));
     m = g ? matcher(g) : NULL;

@@ -14,6 +14,7 @@
 #include "structured/gbnf.h"
 #include "structured/tool_calls.h"
 #include "testutil.h"
+#include "tool_deltas.h"
 
 /* the table below leaves stream_differs and unused calls to zero */
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -201,87 +202,27 @@ static uint32_t rnd(void) {
     return (uint32_t)(g_rng >> 33);
 }
 
-/* pushes text in pieces (step 0: random sizes), adds the deltas up into a message */
+static size_t piece_size(void *user) {
+    int step = *(const int *)user;
+    return step ? (size_t)step : 1 + rnd() % 7;
+}
+
+/* pushes text in pieces (step 0: random sizes), adds the deltas up into a message (the
+ * protocol checked on the way: tests/harness/tool_deltas.c) */
 static char *stream(const tcase *c, int step, int *n_deltas) {
-    vkf_tool_parser *p;
-    if (vkf_tool_parser_create(c->f, &p) != VKF_OK) return NULL;
-    size_t len = strlen(c->text), i = 0;
-    cJSON *content = NULL, *calls = cJSON_CreateArray();
-    vkf_sb text = {0};
-    int have_text = 0;
-    *n_deltas = 0;
-    while (i <= len) {
-        size_t k = step ? (size_t)step : 1 + rnd() % 7;
-        if (i + k > len) k = len - i;
-        int last = i + k >= len;
-        char *d = NULL;
-        VKT_OK(vkf_tool_parser_push(p, c->text + i, k, last, &d));
-        cJSON *arr = cJSON_Parse(d), *x;
-        cJSON_ArrayForEach(x, arr) {
-            (*n_deltas)++;
-            const cJSON *ct = cJSON_GetObjectItem(x, "content"),
-                        *tc = cJSON_GetObjectItem(x, "tool_calls");
-            if (ct) {
-                vkf_sb_puts(&text, ct->valuestring);
-                have_text = 1;
-            }
-            const cJSON *e;
-            cJSON_ArrayForEach(e, tc) {
-                int idx = cJSON_GetObjectItem(e, "index")->valueint;
-                const cJSON *fn = cJSON_GetObjectItem(e, "function");
-                if (idx == cJSON_GetArraySize(calls)) { /* first delta: id, type, name */
-                    VKT_CHECK(cJSON_GetObjectItem(e, "id") && cJSON_GetObjectItem(fn, "name"),
-                              "the first delta of a call carries its id and name");
-                    cJSON *call = cJSON_CreateObject();
-                    cJSON_AddStringToObject(call, "id", cJSON_GetObjectItem(e, "id")->valuestring);
-                    cJSON_AddStringToObject(call, "type", "function");
-                    cJSON *f = cJSON_AddObjectToObject(call, "function");
-                    cJSON_AddStringToObject(f, "name",
-                                            cJSON_GetObjectItem(fn, "name")->valuestring);
-                    cJSON_AddStringToObject(f, "arguments", "");
-                    cJSON_AddItemToArray(calls, call);
-                } else {
-                    VKT_CHECK(!cJSON_GetObjectItem(e, "id"), "later deltas carry no id");
-                }
-                cJSON *call = cJSON_GetArrayItem(calls, idx);
-                cJSON *f = cJSON_GetObjectItem(call, "function");
-                const cJSON *a = cJSON_GetObjectItem(fn, "arguments");
-                if (call && a) {
-                    vkf_sb s = {0};
-                    vkf_sb_puts(&s, cJSON_GetObjectItem(f, "arguments")->valuestring);
-                    vkf_sb_puts(&s, a->valuestring);
-                    cJSON_ReplaceItemInObject(f, "arguments", cJSON_CreateString(s.p));
-                    vkf_sb_free(&s);
-                }
-            }
-        }
-        cJSON_Delete(arr);
-        free(d);
-        i += k;
-        if (last) break;
-    }
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "role", "assistant");
-    if (have_text || !cJSON_GetArraySize(calls)) content = cJSON_CreateString(text.p ? text.p : "");
-    cJSON_AddItemToObject(m, "content", content ? content : cJSON_CreateNull());
-    if (cJSON_GetArraySize(calls))
-        cJSON_AddItemToObject(m, "tool_calls", calls);
-    else
-        cJSON_Delete(calls);
-    /* the parser's own message is the same sum */
     char *own = NULL;
-    VKT_OK(vkf_tool_parser_message(p, &own));
-    cJSON *om = cJSON_Parse(own);
-    cJSON *a = cJSON_Duplicate(m, 1);
-    VKT_CHECK(om && cJSON_Compare(om, a, 1), "parser message = sum of deltas: %s", own);
-    cJSON_Delete(a);
+    const char *why = NULL;
+    char *sum =
+        vkt_tool_stream(c->f, c->text, strlen(c->text), piece_size, &step, &own, n_deltas, &why);
+    VKT_CHECK(sum != NULL, "streaming %s: %s", c->text, why ? why : "");
+    /* the parser's own message is the same sum */
+    cJSON *om = own ? cJSON_Parse(own) : NULL, *sm = sum ? cJSON_Parse(sum) : NULL;
+    VKT_CHECK(!sum || (om && sm && cJSON_Compare(om, sm, 1)), "parser message = sum of deltas: %s",
+              own ? own : "");
     cJSON_Delete(om);
+    cJSON_Delete(sm);
     free(own);
-    vkf_sb_free(&text);
-    vkf_tool_parser_free(p);
-    char *s = cJSON_PrintUnformatted(m);
-    cJSON_Delete(m);
-    return s;
+    return sum;
 }
 
 static void test_parse(void) {
@@ -320,6 +261,36 @@ static void test_parse(void) {
         VKT_OK(vkf_tool_calls_parse((vkf_tool_format)(t % 6), junk, len, &msg));
         free(msg);
     }
+    /* NUL bytes (a byte-fallback token) are dropped, whole and streamed alike: JSON read as C
+     * strings would cut the content at one (fuzz_tool_calls found the streamed and whole
+     * messages differing there) */
+    static const char nul_text[] = "a\0b<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": "
+                                   "\"1\0\"}}\n</tool_call>";
+    char *nm = NULL;
+    VKT_OK(vkf_tool_calls_parse(H, nul_text, sizeof nul_text - 1, &nm));
+    VKT_CHECK(nm && strstr(nm, "\"content\":\"ab\"") && strstr(nm, "{\\\"x\\\": \\\"1\\\"}"),
+              "NUL bytes dropped: %s", nm ? nm : "");
+    for (int step = 1; step <= 3; step++) {
+        char *own = NULL;
+        const char *why = NULL;
+        int nd;
+        char *sum =
+            vkt_tool_stream(H, nul_text, sizeof nul_text - 1, piece_size, &step, &own, &nd, &why);
+        cJSON *a = sum ? cJSON_Parse(sum) : NULL, *b = nm ? cJSON_Parse(nm) : NULL;
+        const cJSON *ca = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "tool_calls"), 0),
+                    *cb = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "tool_calls"), 0);
+        VKT_CHECK(a && b &&
+                      cJSON_Compare(cJSON_GetObjectItem(a, "content"),
+                                    cJSON_GetObjectItem(b, "content"), 1) &&
+                      cJSON_Compare(cJSON_GetObjectItem(ca, "function"),
+                                    cJSON_GetObjectItem(cb, "function"), 1),
+                  "NUL bytes streamed in pieces of %d: %s vs %s", step, sum ? sum : why, nm);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        free(sum);
+        free(own);
+    }
+    free(nm);
     /* a call cut off after its name was streamed stays as sent: its text is not sent again as
      * content (the server once did, when max_tokens cut a generic call) */
     static const tcase cut = {
@@ -442,6 +413,15 @@ static void test_grammars(void) {
                                "\"required\"", 0, &gr) == VKF_ERROR_UNSUPPORTED &&
             strstr(vkf_last_error(), "email") && strstr(vkf_last_error(), "'f'"),
         "an unsupported parameter schema is named: %s", vkf_last_error());
+    /* a tool name that is not UTF-8 cannot be a grammar literal: refused by place */
+    gr = NULL;
+    VKT_CHECK(vkf_tool_calls_grammar(H,
+                                     "[{\"type\": \"function\", \"function\": {\"name\": "
+                                     "\"get\xff\"}}]",
+                                     "\"required\"", 0, &gr) == VKF_ERROR_FORMAT &&
+                  strstr(vkf_last_error(), "tools: a string or key at #/0/function/name") &&
+                  gr == NULL,
+              "a tool name that is not UTF-8: %s", vkf_last_error());
 }
 
 /* ------------------------------------------------------------------ round trip through templates

@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "structured/gbnf.h"
 #include "structured/json_schema.h"
+#include "tokenizer/unicode.h"
 
 #define SPACE_RULE "| \" \" | \"\\n\"{1,2} [ \\t]{0,20}"
 
@@ -424,6 +425,10 @@ static int json_name_plain(const char *k) { /* ASCII that JSON writes as it is *
     return 1;
 }
 
+/* The longest property name not_strings excludes: it nests a group (and a call) per character,
+ * and GBNF allows 256 nested groups (gbnf_parse.c), the key rule's own taking a few more. */
+#define MAX_KEY_EXCLUDED 240
+
 /* JSON string bodies (without quotes) that are not one of names[0..n): a trie of the names,
  * each node: a character leading to another name prefix, any other character then anything,
  * or the end unless a name ends here (llama.cpp's _not_strings) */
@@ -448,22 +453,16 @@ static void not_strings(conv *c, vkf_sb *o, const char *const *names, int n, siz
         for (int i = 0; i < n && ns < 256; i++)
             if ((unsigned char)names[i][depth] == (unsigned char)firsts[f]) sub[ns++] = names[i];
         if (f) vkf_sb_puts(o, " | ");
-        vkf_sb_putc(o, '[');
-        if (firsts[f] == ']' || firsts[f] == '\\' || firsts[f] == '-' || firsts[f] == '[')
-            vkf_sb_putc(o, '\\');
-        vkf_sb_putc(o, firsts[f]);
+        vkf_sb_putc(o, '['); /* ("[^]" would be a negated class: ^ goes as \x5E) */
+        vkf_js_class_char(o, (unsigned char)firsts[f]);
         vkf_sb_puts(o, "] ");
         not_strings(c, o, sub, ns, depth + 1);
     }
     /* a character no name continues with: then anything */
     if (nf) vkf_sb_puts(o, " | ");
     vkf_sb_puts(o, "[^\"\\\\\\x7F\\x00-\\x1F");
-    for (int f = 0; f < nf; f++) {
-        if (firsts[f] == ']' || firsts[f] == '\\' || firsts[f] == '-' || firsts[f] == '[' ||
-            firsts[f] == '^')
-            vkf_sb_putc(o, '\\');
-        vkf_sb_putc(o, firsts[f]);
-    }
+    for (int f = 0; f < nf; f++)
+        vkf_js_class_char(o, (unsigned char)firsts[f]);
     vkf_sb_printf(o, "] %s* | [\\\\] ([\"\\\\bfnrt] | \"u\" [0-9a-fA-F]{4}) %s*", ch_rule, ch_rule);
     vkf_sb_putc(o, ')');
     if (!end_here) vkf_sb_putc(o, '?');
@@ -557,13 +556,21 @@ static const char *visit_object(conv *c, const cJSON *s, const char *name, const
         if (n == 0) {
             key = add_prim(c, "string");
         } else {
-            for (i = 0; i < n; i++)
+            for (i = 0; i < n; i++) {
                 if (!json_name_plain(names[i]))
                     return fail(c, VKF_ERROR_UNSUPPORTED,
                                 "additionalProperties at %s beside a property name that is not "
                                 "plain ASCII ('%s')",
                                 path, names[i]),
                            free(kv), free(names), free(is_req), NULL;
+                if (strlen(names[i]) > MAX_KEY_EXCLUDED)
+                    return fail(c, VKF_ERROR_UNSUPPORTED,
+                                "additionalProperties at %s beside a property name of %zu "
+                                "characters (at most %d: the rule for the other names nests a "
+                                "group per character)",
+                                path, strlen(names[i]), MAX_KEY_EXCLUDED),
+                           free(kv), free(names), free(is_req), NULL;
+            }
             vkf_sb kb = {0};
             vkf_sb_puts(&kb, "[\"] ");
             not_strings(c, &kb, names, n, 0);
@@ -1169,7 +1176,56 @@ void vkf_jconv_free(vkf_jconv *j) {
     free(j);
 }
 
+static int utf8_ok(const char *s) {
+    for (size_t n = strlen(s), i = 0; i < n;) {
+        uint32_t cp;
+        i += vkf_utf8_decode(s + i, n - i, &cp);
+        if (cp == VKF_UTF8_INVALID) return 0;
+    }
+    return 1;
+}
+
+/* the first key or string below node that is not UTF-8: 1 and its JSON pointer in *path */
+static int find_bad_utf8(const cJSON *node, vkf_sb *path) {
+    if (cJSON_IsString(node) && !utf8_ok(node->valuestring)) return 1;
+    if (!cJSON_IsObject(node) && !cJSON_IsArray(node)) return 0;
+    size_t mark = path->n;
+    int i = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, node) {
+        path->n = mark;
+        if (cJSON_IsObject(node)) {
+            if (!utf8_ok(x->string)) return 1; /* a key of the object at path */
+            vkf_sb_putc(path, '/');
+            vkf_sb_puts(path, x->string);
+        } else {
+            vkf_sb_printf(path, "/%d", i);
+        }
+        if (find_bad_utf8(x, path)) return 1;
+        i++;
+    }
+    path->n = mark;
+    return 0;
+}
+
+vkf_status vkf_json_check_utf8(const cJSON *node, const char *what) {
+    vkf_sb path = {0};
+    vkf_sb_putc(&path, '#');
+    int bad = find_bad_utf8(node, &path);
+    if (path.p) path.p[path.n] = 0; /* the pointer where the walk stopped */
+    vkf_status st = VKF_OK;
+    if (path.oom)
+        st = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of memory", what);
+    else if (bad)
+        st = vkf_error(VKF_ERROR_FORMAT,
+                       "%s: a string or key at %s is not valid UTF-8 (JSON text is UTF-8)", what,
+                       path.p);
+    vkf_sb_free(&path);
+    return st;
+}
+
 vkf_status vkf_jconv_add(vkf_jconv *j, const cJSON *schema, const char *name, const char **out) {
+    VKF_TRY(vkf_json_check_utf8(schema, "json schema"));
     conv *c = &j->c;
     c->root = schema; /* $ref resolves within this document */
     clear_refs(c);

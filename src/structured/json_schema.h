@@ -24,6 +24,10 @@ int vkf_jdec_from_double(double v, vkf_jdec *d);
 int vkf_js_number_range(vkf_sb *out, const vkf_jdec *lo, int lo_excl, const vkf_jdec *hi,
                         int hi_excl, int allow_frac);
 
+/* A code point inside a GBNF class [...]: ] \ - [ escaped, ^ and what is not printable ASCII
+ * as \x.. \u.... \U........ (so it is literal anywhere in the class). */
+void vkf_js_class_char(vkf_sb *o, uint32_t c);
+
 /* An ECMAScript regular expression (JSON Schema's pattern) as a GBNF expression of the JSON
  * string literals (quotes included) whose value it matches somewhere (^ and $ anchor a top-level
  * alternative). char_rule: the name of the rule for any JSON string character (for unanchored
@@ -48,5 +52,9 @@ vkf_status vkf_jconv_rule(vkf_jconv *j, const char *name, const char *body, cons
 const char *vkf_jconv_prim(vkf_jconv *j, const char *name);
 /* the grammar (rules sorted by name, start rule "root"); frees j */
 vkf_status vkf_jconv_finish(vkf_jconv *j, char **gbnf);
+/* VKF_OK when every key and string of node's tree is UTF-8 (JSON text is; cJSON takes any
+ * bytes, and a grammar's literals cannot hold what is not), else VKF_ERROR_FORMAT naming what
+ * (e.g. "json schema") and the first bad place as a JSON pointer. */
+vkf_status vkf_json_check_utf8(const struct cJSON *node, const char *what);
 
 #endif

@@ -480,8 +480,7 @@ static int cset_add_all(cset *s, const crange *r, size_t n) {
     return 0;
 }
 
-/* a code point inside a GBNF class */
-static void class_char(vkf_sb *o, uint32_t c) {
+void vkf_js_class_char(vkf_sb *o, uint32_t c) {
     if (c == ']' || c == '\\' || c == '-' || c == '[')
         vkf_sb_printf(o, "\\%c", (char)c);
     else if (c >= 0x20 && c < 0x7F && c != '^')
@@ -495,10 +494,10 @@ static void class_char(vkf_sb *o, uint32_t c) {
 }
 
 static void class_range(vkf_sb *o, uint32_t a, uint32_t b) {
-    class_char(o, a);
+    vkf_js_class_char(o, a);
     if (b != a) {
         vkf_sb_putc(o, '-');
-        class_char(o, b);
+        vkf_js_class_char(o, b);
     }
 }
 

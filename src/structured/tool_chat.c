@@ -116,6 +116,7 @@ vkf_status vkf_tool_calls_grammar(vkf_tool_format f, const char *tools_json,
                        named ? "names a function and" : "required");
         goto done;
     }
+    if ((st = vkf_json_check_utf8(tools, "tools")) != VKF_OK) goto done;
     if ((st = vkf_jconv_create(&j)) != VKF_OK) goto done;
     const char *space = vkf_jconv_prim(j, "space");
     int i = 0;

@@ -36,12 +36,36 @@ static char *print_free(cJSON *o) {
     return s;
 }
 
+/* text[0..len) appended to b without its NUL bytes: the messages are JSON read as C strings
+ * (cJSON, the server), where a NUL would cut the content or arguments short; a model writes one
+ * only through a byte-fallback token, never as part of a call */
+static void put_without_nul(vkf_sb *b, const char *text, size_t len) {
+    for (size_t i = 0; i < len;) {
+        const char *z = memchr(text + i, 0, len - i);
+        size_t k = z ? (size_t)(z - (text + i)) : len - i;
+        vkf_sb_put(b, text + i, k);
+        i += k + (z != NULL);
+    }
+}
+
 vkf_status vkf_tool_calls_parse(vkf_tool_format f, const char *text, size_t len,
                                 char **message_json) {
     if (!text || !message_json)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "tool calls: NULL text or output");
+    vkf_sb clean = {0};
+    if (memchr(text, 0, len)) {
+        put_without_nul(&clean, text, len);
+        if (clean.oom) {
+            vkf_sb_free(&clean);
+            return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "tool calls: out of memory");
+        }
+        text = clean.p ? clean.p : "";
+        len = clean.n;
+    }
     vkf_tparse p;
-    if (vkf_tool_parse_text(f, text, len, 0, &p) != 0) {
+    int r = vkf_tool_parse_text(f, text, len, 0, &p);
+    vkf_sb_free(&clean);
+    if (r != 0) {
         vkf_tparse_free(&p);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "tool calls: out of memory");
     }
@@ -163,7 +187,7 @@ vkf_status vkf_tool_parser_push(vkf_tool_parser *p, const char *text, size_t len
         *deltas_json = print_free(deltas);
         return VKF_OK;
     }
-    vkf_sb_put(&p->text, text ? text : "", len);
+    put_without_nul(&p->text, text ? text : "", len);
     vkf_tparse r;
     if (p->text.oom || vkf_tool_parse_text(p->f, p->text.p, p->text.n, !last, &r) != 0) {
         cJSON_Delete(deltas);

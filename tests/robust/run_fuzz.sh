@@ -24,6 +24,8 @@ seeds_for() {
     fuzz_tokenizers) echo "$corpus/tokenizers" ;;
     fuzz_regex) echo "$corpus/regex" ;;
     fuzz_grammar) echo "$corpus/grammar" ;;
+    fuzz_json_schema) echo "$corpus/json_schema" ;;
+    fuzz_tool_calls) echo "$corpus/tool_calls" ;;
     *) ;;
     esac
 }

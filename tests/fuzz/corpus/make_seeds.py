@@ -3,7 +3,10 @@
 library only). The seeds are tiny but complete: a llama GGUF with every supported tensor type
 (F32, F16, BF16, Q8_0, Q4_0) and a SentencePiece-style tokenizer, a gpt2 GGUF with a byte-level
 BPE tokenizer, and safetensors files with F32/F16/BF16 tensors, metadata and an unsupported I64
-buffer. The large fixtures of ../shared/fixtures are never copied here."""
+buffer; the schemas of tests/data/grammar (llama.cpp's converter cases and the integration
+schemas) one per file for fuzz_json_schema, and an answer of each tool-call family for
+fuzz_tool_calls (a format byte and a piece-size byte first). The large fixtures of
+../shared/fixtures are never copied here."""
 import json
 import os
 import struct
@@ -154,6 +157,41 @@ def safetensors_file(tensors, metadata=None):
     return struct.pack('<Q', len(h)) + h + data
 
 
+def schema_seeds():
+    """The schema texts of tests/data/grammar/json_schema.json and integration.json."""
+    data = os.path.join(HERE, '..', '..', 'data', 'grammar')
+    texts = []
+    with open(os.path.join(data, 'json_schema.json'), encoding='utf-8') as f:
+        texts += [c['schema'] for c in json.load(f)['cases']]
+    with open(os.path.join(data, 'integration.json'), encoding='utf-8') as f:
+        texts += [c['schema'] for c in json.load(f)['cases'] if 'schema' in c]
+    return {f'json_schema/case{i:03d}.json': t.encode('utf-8') for i, t in enumerate(texts)}
+
+
+# (format index as vkformer.h numbers them: generic 0, hermes 1, llama3 2, mistral 3, deepseek 4,
+# functionary 5; the answer a model of that family writes)
+TOOL_ANSWERS = [
+    (0, '{"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}'),
+    (0, '{"response": "It is sunny."}'),
+    (1, 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
+        '</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'),
+    (2, '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}; '
+        '{"name": "get_time", "parameters": {}}'),
+    (3, '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abc123XYZ"}]'),
+    (3, '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}'),
+    (4, '<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581call\u2581begin\uff5c>function'
+        '<\uff5ctool\u2581sep\uff5c>get_weather\n```json\n{"city": "Paris"}\n```'
+        '<\uff5ctool\u2581call\u2581end\uff5c><\uff5ctool\u2581calls\u2581end\uff5c>'),
+    (5, '>>>get_weather\n{"city": "Paris"}>>>all\nDone.'),
+    (5, '<function=get_weather>{"city": "Paris"}</function>'),
+]
+
+
+def tool_seeds():
+    return {f'tool_calls/answer{i:02d}': bytes([fmt, 7 * i]) + text.encode('utf-8')
+            for i, (fmt, text) in enumerate(TOOL_ANSWERS)}
+
+
 def main():
     out = {
         'gguf/llama-tiny-synthetic.gguf': llama_seed(),
@@ -165,6 +203,8 @@ def main():
             {'format': 'pt'}),
         'safetensors/single.safetensors': safetensors_file([('w', 'F32', [2, 3], 4)]),
     }
+    out.update(schema_seeds())
+    out.update(tool_seeds())
     for rel, blob in out.items():
         path = os.path.join(HERE, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
