@@ -502,6 +502,52 @@ static void test_unproductive(void) {
     }
 }
 
+/* A grammar whose parse grows combinatorially (nested repetitions, ". (.+)+++..." 25 deep:
+ * C(25 + n, n) stacks after n characters, 15276 after 5) fails fast with the reason instead of
+ * running for minutes (fuzz_grammar found one taking 60 s for one input); one level less deep
+ * nesting, (..+)+, stays at 5 stacks and matches any length. */
+static void test_exponential(void) {
+    static const char deep[] = "root ::= ..+++++++++++++++++++++++++";
+    static const char shallow[] = "root ::= (..+)+";
+    const char *text = "abcdefghijklmnopqrstuvwxyz";
+    for (int i = 0; i < 2; i++) {
+        const char *gt = i ? deep : shallow;
+        vkf_gbnf *g = NULL;
+        VKT_OK(vkf_gbnf_parse(gt, strlen(gt), "root", NULL, NULL, &g));
+        vkf_gmatch *m;
+        VKT_OK(vkf_gmatch_create(g, 0, &m));
+        vkf_gstate st = vkf_gmatch_start(m);
+        int ok = st.set != VKF_GSET_EMPTY && vkf_gmatch_accept_bytes(m, &st, text, 26) == 0;
+        const char *why = vkf_gmatch_failure(m);
+        if (!i)
+            VKT_CHECK(ok && !why && vkf_gmatch_complete(m, &st), "%s matches 26 letters", gt);
+        else
+            VKT_CHECK(!ok && why && strstr(why, "nested repetitions"), "%s: fails with why: %s", gt,
+                      why ? why : "(no reason)");
+        vkf_gmatch_free(m);
+    }
+    /* through the engine: the token that overflows it is refused with the reason */
+    const char *piece[2] = {"a", "b"};
+    size_t len[2] = {1, 1};
+    uint8_t eog[2] = {0};
+    vkf_gvocab *v = NULL;
+    VKT_OK(vkf_gvocab_create(2, piece, len, eog, &v));
+    vkf_gengine *e = NULL;
+    VKT_OK(vkf_gengine_create(v, deep, strlen(deep), NULL, NULL, NULL, 2, &e));
+    vkf_gstate st = e ? vkf_gengine_start(e) : (vkf_gstate){0};
+    vkf_status s = VKF_OK;
+    int n = 0;
+    while (e && s == VKF_OK && n < 26) {
+        s = vkf_gengine_accept(e, &st, 0);
+        n++;
+    }
+    VKT_CHECK(s == VKF_ERROR_UNSUPPORTED && n > 2 &&
+                  strstr(vkf_last_error(), "grammar: accepting a token: the parse grew"),
+              "the engine names the reason after %d tokens: %s", n, vkf_last_error());
+    vkf_gengine_free(e);
+    vkf_gvocab_free(v);
+}
+
 static void test_public(void) {
     vkf_sampler_params sp = {.temp = 0.5f, .grammar = "root ::= \"a\""};
     vkf_sampler *s = NULL;
@@ -527,6 +573,7 @@ int main(void) {
     test_public();
     test_utf8();
     test_unproductive();
+    test_exponential();
     test_parser();
     test_integration();
     test_masks();

@@ -98,6 +98,9 @@ typedef struct vkf_gstate {
 vkf_status vkf_gmatch_create(vkf_gbnf *g, int context_depth, vkf_gmatch **out);
 void vkf_gmatch_free(vkf_gmatch *m);
 const vkf_gbnf *vkf_gmatch_grammar(const vkf_gmatch *m);
+/* NULL while the matcher works; after a failure (every later operation fails too) why: "out of
+ * memory", or the parse grew past its limits (an exponentially ambiguous grammar). */
+const char *vkf_gmatch_failure(const vkf_gmatch *m);
 /* The state before any input. */
 vkf_gstate vkf_gmatch_start(vkf_gmatch *m);
 /* Advances st over bytes[0..n) (text, UTF-8 decoded across calls); returns 0 when some stack

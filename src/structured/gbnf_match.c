@@ -17,8 +17,14 @@
 #include "structured/gbnf.h"
 
 #define NONE UINT32_MAX
-#define MAX_EXPAND                                                                                 \
-    200000 /* stacks one expansion may produce: a guard, never reached by sane grammars */
+/* Guards against grammars whose parse grows exponentially (nested repetitions such as
+ * ((x)+)+: a stack per way of splitting the text, 2^depth of them), which llama.cpp runs until
+ * memory or patience ends: stacks pending in one expansion, stacks in one set, and stack nodes
+ * visited by one operation (start, a step, a token). Grammars written by hand or from JSON
+ * Schemas stay far below (tests/test_grammar.c: hundreds). */
+#define MAX_EXPAND 200000
+#define MAX_SET 200000
+#define MAX_WORK 2000000
 
 typedef struct gclass {
     int negate, any;
@@ -52,7 +58,9 @@ struct vkf_gmatch {
     vkf_u64map trunc_map; /* node << 8 | frames kept -> the truncated node */
     uint32_t *buf, *buf2, *todo;
     size_t cap_buf, cap_buf2, cap_todo;
-    int oom;
+    int oom;       /* failed: out of memory, or too_big; every later operation fails */
+    int too_big;   /* a guard above was hit */
+    uint64_t work; /* stack nodes visited by the current operation */
 };
 
 /* ------------------------------------------------------------------ growth helpers */
@@ -280,6 +288,7 @@ static uint32_t expand(vkf_gmatch *m, uint32_t n) {
     m->todo[n_todo++] = n;
     while (n_todo) {
         uint32_t x = m->todo[--n_todo];
+        if (++m->work > MAX_WORK) goto too_big;
         if (m->nseen[x] == stamp) continue;
         m->nseen[x] = stamp;
         if (x > VKF_GSTACK_CTX && el[m->npos[x]].type == VKF_G_RULE_REF) {
@@ -296,19 +305,31 @@ static uint32_t expand(vkf_gmatch *m, uint32_t n) {
                 if (el[a].type != VKF_G_ALT) break;
                 a++;
             }
-            if (n_todo > MAX_EXPAND) goto oom;
+            if (n_todo > MAX_EXPAND) goto too_big;
             continue;
         }
         if (!grow((void **)&m->buf, &m->cap_buf, n_out + 1, sizeof *m->buf)) goto oom;
         m->buf[n_out++] = x;
     }
+    if (n_out > MAX_SET) goto too_big;
     uint32_t s = intern_set(m, m->buf, n_out);
     if (m->oom) return VKF_GSET_EMPTY;
     m->nexp[n] = s;
     return s;
+too_big:
+    m->too_big = 1;
 oom:
     m->oom = 1;
     return VKF_GSET_EMPTY;
+}
+
+const char *vkf_gmatch_failure(const vkf_gmatch *m) {
+    if (!m->oom) return NULL;
+    return m->too_big ? "the parse grew past its limits (more than 200000 stacks at once, or 2 "
+                        "million visited for one character): nested repetitions such as "
+                        "((x)+)+ make a stack per way of splitting the text; write one "
+                        "repetition instead"
+                      : "out of memory";
 }
 
 uint32_t vkf_gmatch_step(vkf_gmatch *m, uint32_t s, uint32_t cp, int *escaped) {
@@ -328,6 +349,7 @@ uint32_t vkf_gmatch_step(vkf_gmatch *m, uint32_t s, uint32_t cp, int *escaped) {
     }
     size_t n_out = 0;
     int esc = 0;
+    m->work = 0;
     for (uint32_t i = 0; i < m->slen[s]; i++) {
         uint32_t x = m->pool[m->soff[s] + i];
         if (x == VKF_GSTACK_CTX) esc = 1;
@@ -342,6 +364,10 @@ uint32_t vkf_gmatch_step(vkf_gmatch *m, uint32_t s, uint32_t cp, int *escaped) {
         }
         memcpy(m->buf2 + n_out, m->pool + m->soff[e], ne * sizeof *m->buf2);
         n_out += ne;
+        if (n_out > MAX_SET) {
+            m->too_big = m->oom = 1;
+            return VKF_GSET_EMPTY;
+        }
     }
     uint32_t r = intern_set(m, m->buf2, n_out);
     if (m->oom) return VKF_GSET_EMPTY;
@@ -526,8 +552,14 @@ vkf_gstate vkf_gmatch_start(vkf_gmatch *m) {
     uint32_t a = m->g->rule_start[m->g->root];
     uint32_t *v = NULL;
     size_t n = 0, cap = 0;
+    m->work = 0;
     for (;;) {
         uint32_t e = expand(m, push_pos(m, VKF_GSTACK_EMPTY, a));
+        if (m->oom) break;
+        if (n + m->slen[e] > MAX_SET) {
+            m->too_big = m->oom = 1;
+            break;
+        }
         if (!grow((void **)&v, &cap, n + m->slen[e], sizeof *v)) {
             m->oom = 1;
             break;
@@ -539,7 +571,7 @@ vkf_gstate vkf_gmatch_start(vkf_gmatch *m) {
         if (el[a].type != VKF_G_ALT) break;
         a++;
     }
-    vkf_gstate st = {.set = intern_set(m, v, n)};
+    vkf_gstate st = {.set = m->oom ? VKF_GSET_EMPTY : intern_set(m, v, n)};
     free(v);
     return st;
 }
@@ -563,6 +595,7 @@ int vkf_gmatch_accept_token_elem(vkf_gmatch *m, vkf_gstate *st, int32_t token) {
     size_t n_out = 0;
     uint32_t *v = NULL;
     size_t cap = 0;
+    m->work = 0;
     for (uint32_t i = 0; i < m->slen[st->set]; i++) {
         uint32_t x = m->pool[m->soff[st->set] + i];
         if (x <= VKF_GSTACK_CTX) continue;
@@ -577,6 +610,10 @@ int vkf_gmatch_accept_token_elem(vkf_gmatch *m, vkf_gstate *st, int32_t token) {
         }
         memcpy(v + n_out, m->pool + m->soff[s], m->slen[s] * sizeof *v);
         n_out += m->slen[s];
+        if (n_out > MAX_SET) {
+            m->too_big = m->oom = 1;
+            break;
+        }
     }
     st->set = m->oom ? VKF_GSET_EMPTY : intern_set(m, v, n_out);
     free(v);

@@ -313,6 +313,14 @@ static centry *cache_put(vkf_gengine *e, vkf_u64map *map, uint32_t key, const ui
     return c;
 }
 
+/* a failed matcher (or allocation here): its reason */
+static vkf_status match_err(const vkf_gengine *e, const char *when) {
+    const char *why = vkf_gmatch_failure(e->m);
+    if (why && strcmp(why, "out of memory") != 0)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "grammar: %s: %s", when, why);
+    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "grammar: out of memory %s", when);
+}
+
 vkf_status vkf_gengine_create(const vkf_gvocab *v, const char *text, size_t len, const char *root,
                               vkf_gbnf_token_fn tok, void *tok_user, int ctx_depth,
                               vkf_gengine **out) {
@@ -341,8 +349,9 @@ vkf_status vkf_gengine_create(const vkf_gvocab *v, const char *text, size_t len,
     }
     e->start = vkf_gmatch_start(e->m);
     if (e->start.set == VKF_GSET_EMPTY) {
+        vkf_status st = match_err(e, "at the start rule");
         vkf_gengine_free(e);
-        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "grammar: out of memory");
+        return st;
     }
     *out = e;
     return VKF_OK;
@@ -396,15 +405,12 @@ static void add_token_elems(vkf_gengine *e, const vkf_gstate *st, uint64_t *mask
             mask[w] |= v->eog[w];
 }
 
-static vkf_status oom_err(void) {
-    return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "grammar: out of memory while masking tokens");
-}
 
 vkf_status vkf_gengine_mask(vkf_gengine *e, const vkf_gstate *st, const uint64_t **mask) {
     const vkf_gvocab *v = e->v;
     e->st.masks++;
     if (st->partial.n_remain) { /* inside a character: one walk, exact, not cached */
-        if (!walk(e, st->set, st->partial, e->scratch)) return oom_err();
+        if (!walk(e, st->set, st->partial, e->scratch)) return match_err(e, "while masking tokens");
         *mask = e->scratch;
         return VKF_OK;
     }
@@ -421,12 +427,13 @@ vkf_status vkf_gengine_mask(vkf_gengine *e, const vkf_gstate *st, const uint64_t
     if (vkf_u64map_get(&e->ctx_map, tset, &idx)) {
         e->st.hits_ctx++;
     } else {
-        if (!walk(e, tset, (vkf_gutf8){.value = 0}, e->scratch)) return oom_err();
+        if (!walk(e, tset, (vkf_gutf8){.value = 0}, e->scratch))
+            return match_err(e, "while masking tokens");
         centry *c = cache_put(e, &e->ctx_map, tset, e->scratch, 1);
         if (!c) {
             cache_flush(e);
             c = cache_put(e, &e->ctx_map, tset, e->scratch, 1);
-            if (!c) return oom_err();
+            if (!c) return match_err(e, "while masking tokens");
         }
         idx = (uint64_t)(c - e->ent);
     }
@@ -446,7 +453,7 @@ vkf_status vkf_gengine_mask(vkf_gengine *e, const vkf_gstate *st, const uint64_t
     if (!c) { /* over budget: flush, keep this one */
         cache_flush(e);
         c = cache_put(e, &e->full_map, st->set, e->scratch, 0);
-        if (!c) return oom_err();
+        if (!c) return match_err(e, "while masking tokens");
     }
     *mask = c->mask;
     return VKF_OK;
@@ -488,9 +495,11 @@ vkf_status vkf_gengine_accept(vkf_gengine *e, vkf_gstate *st, int32_t token) {
      * text; the new state is the union */
     int usable = (int)((v->usable[token >> 6] >> (token & 63)) & 1);
     if (vkf_gmatch_accept_token(e->m, st, token, usable ? piece_of(v, token) : NULL,
-                                usable ? v->len[token] : 0) != 0)
+                                usable ? v->len[token] : 0) != 0) {
+        if (vkf_gmatch_failure(e->m)) return match_err(e, "accepting a token");
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                          "grammar: token %d ('%.*s') cannot continue the grammar here", token,
                          (int)(v->len[token] > 40 ? 40 : v->len[token]), piece_of(v, token));
+    }
     return VKF_OK;
 }
