@@ -405,7 +405,6 @@ static void add_token_elems(vkf_gengine *e, const vkf_gstate *st, uint64_t *mask
             mask[w] |= v->eog[w];
 }
 
-
 vkf_status vkf_gengine_mask(vkf_gengine *e, const vkf_gstate *st, const uint64_t **mask) {
     const vkf_gvocab *v = e->v;
     e->st.masks++;
