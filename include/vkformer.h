@@ -865,8 +865,9 @@ const char *vkf_pooling_name(vkf_pooling p);
  * [classes], ., groups, | * + ? {m,n}, # comments, tokens <[id]> !<[id]> <text>. */
 
 /* Parses a grammar without a model: VKF_OK, or VKF_ERROR_FORMAT with the line, column and what
- * was expected (undefined rules, a missing start rule and left recursion are named too). root:
- * the start rule (NULL: "root"). */
+ * was expected (undefined rules, a missing start rule, left recursion and a start rule that
+ * matches nothing are named too), or VKF_ERROR_UNSUPPORTED for GBNF past a limit (llama.cpp's
+ * 2000 repetitions, 256 nested groups). root: the start rule (NULL: "root"). */
 vkf_status vkf_grammar_check(const char *gbnf, const char *root);
 
 /* JSON Schema (a JSON text) -> a GBNF grammar of the JSON texts it validates, in llama.cpp's

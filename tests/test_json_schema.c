@@ -648,6 +648,27 @@ static void test_patterns(void) {
                   "a %d-character name beside additionalProperties: %s", len, vkf_last_error());
         free(g);
     }
+    /* names that together need more than llama.cpp's 2000 rules for the others (each
+     * character a nested group; llama.cpp's parser refuses the same grammar): refused as past
+     * GBNF's limits (VKF_ERROR_UNSUPPORTED), no longer as a converter failure (fuzz_json_schema) */
+    {
+        char sch[1024];
+        int k = snprintf(sch, sizeof sch, "{\"type\": \"object\", \"properties\": {\"");
+        memset(sch + k, 'a', 200);
+        k += 200;
+        k += snprintf(sch + k, sizeof sch - (size_t)k, "\": {}, \"");
+        memset(sch + k, 'b', 200);
+        k += 200;
+        snprintf(sch + k, sizeof sch - (size_t)k, "\": {}}, \"additionalProperties\": true}");
+        g = NULL;
+        vkf_status st = vkf_json_schema_to_grammar(sch, &g);
+        VKT_CHECK(st == VKF_ERROR_UNSUPPORTED && g == NULL &&
+                      strstr(vkf_last_error(), "json schema: the grammar it needs is past GBNF's "
+                                               "limits: grammar: line"),
+                  "two 200-character names beside additionalProperties: %s %s", vkf_status_name(st),
+                  vkf_last_error());
+        free(g);
+    }
     /* a property name with ^ beside additionalProperties (the key classes once wrote "\^",
      * which GBNF has no escape for, and "[^]" for a lone ^: found by fuzz_json_schema) */
     g = NULL;

@@ -50,8 +50,10 @@ static void where(const parser *p, const char *pos, int *line, int *col) {
     }
 }
 
-/* "expected X at line L, column C, found 'abc...'" */
-static const char *fail(parser *p, const char *pos, const char *expected) {
+/* "expected X at line L, column C, found 'abc...'"; st: VKF_ERROR_FORMAT for what is not GBNF,
+ * VKF_ERROR_UNSUPPORTED for GBNF past a limit (llama.cpp's repetition threshold, the nesting
+ * guard): a schema's converter tells its users which of the two it met */
+static const char *fail_as(parser *p, const char *pos, vkf_status st, const char *expected) {
     if (p->err != VKF_OK) return NULL;
     int line, col;
     where(p, pos, &line, &col);
@@ -60,13 +62,17 @@ static const char *fail(parser *p, const char *pos, const char *expected) {
     for (const char *s = pos; *s && *s != '\n' && k < 24; s++)
         found[k++] = *s;
     found[k] = '\0';
-    p->err = vkf_error(VKF_ERROR_FORMAT, "grammar: line %d, column %d: expected %s, found %s%s%s",
-                       line, col, expected, *pos && *pos != '\n' ? "'" : "",
+    p->err = vkf_error(st, "grammar: line %d, column %d: expected %s, found %s%s%s", line, col,
+                       expected, *pos && *pos != '\n' ? "'" : "",
                        *pos == '\n' ? "the end of the line"
                        : *pos       ? found
                                     : "the end of the grammar",
                        *pos && *pos != '\n' ? (k == 24 ? "...'" : "'") : "");
     return NULL;
+}
+
+static const char *fail(parser *p, const char *pos, const char *expected) {
+    return fail_as(p, pos, VKF_ERROR_FORMAT, expected);
 }
 
 static int oom(parser *p) {
@@ -271,7 +277,8 @@ static int repeat(parser *p, const char *at, elvec *r, size_t last, uint64_t *n_
     }
     uint64_t total = !no_max && max > 0 ? max : min > 0 ? min : 1;
     if (*n_prev * total > MAX_REPETITION) {
-        fail(p, at, "fewer repetitions (rules times repetitions at most 2000, as llama.cpp)");
+        fail_as(p, at, VKF_ERROR_UNSUPPORTED,
+                "fewer repetitions (rules times repetitions at most 2000, as llama.cpp)");
         return -1;
     }
     elvec prev = {0};
@@ -367,7 +374,8 @@ static const char *parse_sequence(parser *p, const char *s, const char *rule_nam
             n_prev = 1;
             if (push(p, r, VKF_G_RULE_REF, (uint32_t)id)) return NULL;
         } else if (*s == '(') { /* group: a sub-rule */
-            if (++p->depth > MAX_NESTING) return fail(p, s, "fewer nested groups (at most 256)");
+            if (++p->depth > MAX_NESTING)
+                return fail_as(p, s, VKF_ERROR_UNSUPPORTED, "fewer nested groups (at most 256)");
             s = skip_space(s + 1, 1);
             uint32_t before = p->n_sym;
             int64_t id = new_symbol(p, rule_name);
@@ -413,7 +421,8 @@ static const char *parse_sequence(parser *p, const char *s, const char *rule_nam
                 return fail(p, s, "',' or '}' in the repetition");
             }
             if (min > MAX_REPETITION)
-                return fail(p, at, "at most 2000 repetitions (llama.cpp's limit)");
+                return fail_as(p, at, VKF_ERROR_UNSUPPORTED,
+                               "at most 2000 repetitions (llama.cpp's limit)");
             if (!no_max && max > MAX_REPETITION) no_max = 1; /* as llama.cpp: unbounded */
             if (repeat(p, at, r, last, &n_prev, rule_name, min, max, no_max)) return NULL;
         } else {

@@ -1276,7 +1276,10 @@ vkf_status vkf_jconv_finish(vkf_jconv *j, char **gbnf) {
                 if (strcmp(g->names[i], "root") == 0) prod = vkf_gbnf_rule_productive(g, i);
             vkf_gbnf_free(g);
         }
-        if (prod == 0)
+        if (st == VKF_ERROR_UNSUPPORTED)
+            st = vkf_error_prefix(VKF_ERROR_UNSUPPORTED,
+                                  "json schema: the grammar it needs is past GBNF's limits");
+        else if (prod == 0)
             st = vkf_error(VKF_ERROR_FORMAT,
                            "json schema: no JSON value satisfies it: every value it allows must "
                            "contain another such value without end (a $ref cycle through "
