@@ -4,7 +4,8 @@
  * Device defines, set by the host from the device capabilities:
  *   VKF_HAS_SUBGROUP  1: subgroup basic+arithmetic ops are usable in compute shaders
  *   VKF_SUBGROUP_MIN  smallest subgroup size the device may use
- *   VKF_FP16          1: shaderFloat16 (kernels accumulate in f32 regardless, DESIGN 5)
+ *   VKF_FP16          1: shaderFloat16 (kernels accumulate in f32 regardless: docs/DESIGN.md,
+ *                     'Precision')
  *   VKF_MAX_SHARED    bytes of shared memory per workgroup */
 #ifndef VKF_COMMON_GLSL
 #define VKF_COMMON_GLSL

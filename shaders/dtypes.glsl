@@ -1,6 +1,6 @@
-/* Weight reads for every storage type, dequantized to f32 inside the kernels (DESIGN 5): the
- * GLSL half of src/core/wtype.c. One file per type (dtype_<t>.glsl) defines, for WTYPE == its
- * VKF_W_ value (= its vkf_dtype, vkf_abi.h):
+/* Weight reads for every storage type, dequantized to f32 inside the kernels (docs/DESIGN.md,
+ * 'Precision'): the GLSL half of src/core/wtype.c. One file per type (dtype_<t>.glsl) defines, for
+ * WTYPE == its VKF_W_ value (= its vkf_dtype, vkf_abi.h):
  *   W_UNIT                      elements one step decodes (4, 8 or 32; K is a multiple of it
  *                               where w_unit is used, the host checks: wtype gpu_unit);
  *   float w_unit(rowb, u, w[])  decodes unit u of the row at byte rowb into w[0..W_UNIT/4);

@@ -7,8 +7,8 @@
  * OpSDot (SPV_KHR_integer_dot_product through GL_EXT_spirv_intrinsics: glslang 12 has no
  * GL_EXT_integer_dot_product), or with DOT_PLAIN=1 by plain integer arithmetic (the fallback and
  * its switch, VKF_INT_DOT=plain): integer sums are exact, so both give the same bits. The
- * reference is the CPU backend's ggml-activation mode (DESIGN 5), which quantizes the
- * activations the same way; only the float combination runs in another order.
+ * reference is the CPU backend's ggml-activation mode (docs/DESIGN.md, 'Precision'), which
+ * quantizes the activations the same way; only the float combination runs in another order.
  *
  * Decomposition as matmul_texel.comp's split-K: a workgroup is WG / S subgroups, each owning R
  * consecutive weight rows and TM activation rows (workgroup z); lane l takes the units l, l + S,

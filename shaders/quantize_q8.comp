@@ -1,7 +1,7 @@
 #version 450
 /* QUANTIZE_Q8: the activation side of the integer-dot decode path (matmul_q8.comp), as ggml
  * quantizes activations for its integer dot products (src/core/quant_dot.c, the CPU backend's
- * ggml-activation mode, which is this path's reference: DESIGN 5):
+ * ggml-activation mode, which is this path's reference: docs/DESIGN.md, 'Precision'):
  *   QK = 32  (Q8_0 / Q8_1, for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL): per 32 values,
  *            d = max|x| / 127 rounded to f16, q = roundEven(x * (127 / max|x|)),
  *            s = f16(d * sum q) (the min term of Q4_1 / Q5_1);

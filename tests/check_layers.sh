@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# DESIGN's layers for the front ends: the commands (src/cli) and the server (src/serve) are
-# clients of the public API. Each of their files may include vkformer.h, the front ends' own
-# headers (cli/, serve/), bench.h (the benchmarks' entry points) and system headers, but no
-# header of the library's inside (backend/, graph/, io/, model/, core/, ...) and no Vulkan,
-# volk or glslang header. Fails naming each include that breaks this. Usage: check_layers.sh SRC
+# docs/DESIGN.md, 'Layers', for the front ends: the commands (src/cli) and the server (src/serve)
+# are clients of the public API. Each of their files may include vkformer.h, the front ends' own
+# headers (cli/, serve/), bench.h (the benchmarks' entry points) and system headers, but no header
+# of the library's inside (backend/, graph/, io/, model/, core/, ...) and no Vulkan, volk or glslang
+# header. Fails naming each include that breaks this. Usage: check_layers.sh SRC
 set -euo pipefail
 cd "$1"
 bad=0

@@ -4,9 +4,9 @@
  * files (fixtures/llama-tiny Q4_0 and Q8_0; fixtures/llama-kq, made by llama-quantize, whose
  * tensors mix Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS and Q2_K..Q6_K) decode a token sequence one
  * token at a time on three contexts: the CPU backend in the ggml-activation mode (llama.cpp's
- * arithmetic: its reference, DESIGN 5), Vulkan with the path on, Vulkan with VKF_NO_INT_DOT=1
- * (the float kernels). Each step is decode-shaped on both sides, so the Vulkan path quantizes
- * the activations as the reference does.
+ * arithmetic: its reference, docs/DESIGN.md, 'Precision'), Vulkan with the path on, Vulkan with
+ * VKF_NO_INT_DOT=1 (the float kernels). Each step is decode-shaped on both sides, so the Vulkan
+ * path quantizes the activations as the reference does.
  *
  * What is held. Same arithmetic: until two sides' activations differ at a quantization boundary
  * every step's logits agree to float summation order (NMSE ~1e-14 measured; the float kernels

@@ -1,10 +1,10 @@
 /* The integer-dot decode path (shaders/quantize_q8.comp + matmul_q8.comp) against its reference,
- * the CPU backend's ggml-activation mode (DESIGN 5): every quantized weight type, M = 1..8, K of
- * one and of several activation blocks, ragged N, with and without bias. Two Vulkan contexts
- * run each case: OpSDot (VKF_INT_DOT=on: the path wherever valid, whatever the table) and the
- * plain integer fallback (VKF_INT_DOT=plain); their results must be bit-identical (integer sums
- * are exact and the float arithmetic is the same), which the two harness runs show as equal
- * NMSE and max|d| against the same reference.
+ * the CPU backend's ggml-activation mode (docs/DESIGN.md, 'Precision'): every quantized weight
+ * type, M = 1..8, K of one and of several activation blocks, ragged N, with and without bias. Two
+ * Vulkan contexts run each case: OpSDot (VKF_INT_DOT=on: the path wherever valid, whatever the
+ * table) and the plain integer fallback (VKF_INT_DOT=plain); their results must be bit-identical
+ * (integer sums are exact and the float arithmetic is the same), which the two harness runs show as
+ * equal NMSE and max|d| against the same reference.
  *
  * Teeth: the float kernels (f32 activations) differ from the ggml-mode reference by the
  * activations' Q8 rounding, NMSE 1e-5 .. 1e-7 on these inputs (test_ops_gpu_table's matmul

@@ -1,9 +1,9 @@
-/* The switches (vkf_switches, DESIGN decision 6): read from the environment by one function,
- * settable through vkf_context_params without touching the environment, copied into the
- * backend once, and what they change: the device's capabilities (a small-device profile) and
- * the kernel the planner chooses. Also the shader-compile callback a context carries down to
- * its backend. The expected values come from the documentation of each switch (vkformer.h),
- * not from the code under test. */
+/* The switches (vkf_switches, docs/DESIGN.md, 'Switches read once'): read from the environment by
+ * one function, settable through vkf_context_params without touching the environment, copied into
+ * the backend once, and what they change: the device's capabilities (a small-device profile) and
+ * the kernel the planner chooses. Also the shader-compile callback a context carries down to its
+ * backend. The expected values come from the documentation of each switch (vkformer.h), not from
+ * the code under test. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
-/* vkf_switches_from_env: the environment, read in one place (DESIGN decision 6). A table maps
- * each variable to its field; vkformer.h documents the fields, bench/README.md every switch. */
+/* vkf_switches_from_env: the environment, read in one place (docs/DESIGN.md, 'Switches read once').
+ * A table maps each variable to its field; vkformer.h documents the fields, bench/README.md every
+ * switch. */
 #include "core/switches.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* The switches (vkf_switches in vkformer.h) and the one place that reads the process
  * environment: vkf_switches_from_env and the default cache directory. Every other file takes
- * the switches a context was created with (DESIGN decision 6). */
+ * the switches a context was created with (docs/DESIGN.md, 'Switches read once'). */
 #ifndef VKF_CORE_SWITCHES_H
 #define VKF_CORE_SWITCHES_H
 

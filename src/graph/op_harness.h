@@ -1,6 +1,6 @@
 /* The op harness: every op x dtype x shape, run on a backend and compared with the CPU
- * reference by NMSE against a per-case threshold (DESIGN decision 1). Used by the test suite
- * (tests/test_ops.c) and by `vkformer selftest` on a user's device. */
+ * reference by NMSE against a per-case threshold (docs/DESIGN.md, 'One op set, two backends'). Used
+ * by the test suite (tests/test_ops.c) and by `vkformer selftest` on a user's device. */
 #ifndef VKF_GRAPH_OP_HARNESS_H
 #define VKF_GRAPH_OP_HARNESS_H
 

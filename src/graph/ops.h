@@ -1,4 +1,4 @@
-/* The op set: one list, two backends (DESIGN decision 1).
+/* The op set: one list, two backends (docs/DESIGN.md, 'One op set, two backends').
  *
  * Each node has a destination, up to four sources, and a parameter block. Shapes below use
  * the tensors' (rows, cols). "n_past" is the one per-step dynamic value: the number of

@@ -165,7 +165,8 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
         free(ctx);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "context: cannot create its mutex");
     }
-    /* the switches: read once, here (DESIGN 6); everything below takes this copy */
+    /* the switches: read once, here (docs/DESIGN.md, 'Switches read once'); everything below takes
+     * this copy */
     if (p->switches)
         ctx->sw = *p->switches;
     else

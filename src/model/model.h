@@ -3,7 +3,8 @@
  * A model is its hyperparameters, its weights (uploaded once to the context's backend) and its
  * tokenizer(s). A session owns the per-sequence state (KV caches, encoder memory) and a small
  * cache of graphs: one graph per (kind, tokens per step, batch, flags), built on first use and
- * replayed for every later step with a new n_past (DESIGN decision 3).
+ * replayed for every later step with a new n_past (docs/DESIGN.md,
+ * 'Record once, replay every step').
  *
  * Architectures:
  *   transformer  encoder-decoder of "Attention Is All You Need" (post-LN or pre-LN, sinusoidal
@@ -310,8 +311,9 @@ typedef struct vkf_sgraph {
 
 #define VKF_SESSION_MAX_GRAPHS 8
 /* Prompts longer than a session's max_chunk are evaluated in chunks, so one submission stays
- * bounded (GPU watchdogs end long submissions; DESIGN "lessons") and the abort callback is
- * heard between them: by default the backend's ubatch_default (graph/backend.h). */
+ * bounded (GPU watchdogs end long submissions; docs/DESIGN.md, 'Lessons from the field') and the
+ * abort callback is heard between them: by default the backend's ubatch_default
+ * (graph/backend.h). */
 
 struct vkf_session {
     vkf_model *m;

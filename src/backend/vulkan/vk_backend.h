@@ -1,4 +1,5 @@
-/* The Vulkan backend: one vkf_backend per VkDevice (DESIGN decisions 2-4).
+/* The Vulkan backend: one vkf_backend per VkDevice (docs/DESIGN.md: 'GLSL in, SPIR-V out',
+ * 'Record once, replay every step', 'Weights once, memory planned').
  *
  * Usage:
  *     vkf_backend_vulkan_params p = {.switches = &sw};   // zero = defaults, switches from env

@@ -1,6 +1,6 @@
-/* Device capabilities (DESIGN decision 6): everything vkformer needs to know about a physical
- * device, read once into vkf_vk_caps (properties, limits, subgroups, features, memory, the
- * cooperative-matrix shapes), with the switches' caps and off switches applied and the
+/* Device capabilities (docs/DESIGN.md, 'Cross-vendor by data'): everything vkformer needs to know
+ * about a physical device, read once into vkf_vk_caps (properties, limits, subgroups, features,
+ * memory, the cooperative-matrix shapes), with the switches' caps and off switches applied and the
  * cooperative-matrix choice made; and the `vkformer devices` report of them. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -141,11 +141,11 @@ const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k) {
     }
 }
 
-/* The cooperative-matrix matmul runs only where it is known to be worth it (DESIGN, lessons
- * from the field: drivers advertise cooperative matrices without fast hardware): an allow-list
- * by vendor and driver, an f16 x f16 -> f32 shape at subgroup scope, shaderFloat16, subgroups,
- * the Vulkan memory model (the GLSL extensions need it). VK_KHR_cooperative_matrix (AMD RDNA3+,
- * Intel Arc, NVIDIA) is preferred: GL_KHR_cooperative_matrix needs glslang 13.1+ (Debian 12
+/* The cooperative-matrix matmul runs only where it is known to be worth it (docs/DESIGN.md,
+ * 'Lessons from the field': drivers advertise cooperative matrices without fast hardware): an
+ * allow-list by vendor and driver, an f16 x f16 -> f32 shape at subgroup scope, shaderFloat16,
+ * subgroups, the Vulkan memory model (the GLSL extensions need it). VK_KHR_cooperative_matrix (AMD
+ * RDNA3+, Intel Arc, NVIDIA) is preferred: GL_KHR_cooperative_matrix needs glslang 13.1+ (Debian 12
  * ships 12.0), so there the NV GLSL is compiled and its SPIR-V rewritten into the KHR form
  * (spv_coopmat_khr.c); VK_NV_cooperative_matrix is the path on devices without the KHR one.
  * A spelling also runs by default only once it has passed `selftest` on such hardware (a

@@ -1,5 +1,6 @@
-/* Vulkan memory: device-local blocks sub-allocated first-fit (DESIGN decision 4), staging
- * uploads/downloads, direct mapping on unified-memory devices, and the dyn (n_past) buffer. */
+/* Vulkan memory: device-local blocks sub-allocated first-fit (docs/DESIGN.md,
+ * 'Weights once, memory planned'), staging uploads/downloads, direct mapping on unified-memory
+ * devices, and the dyn (n_past) buffer. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -441,11 +442,11 @@ fail:
 
 /* A weights buffer over host memory (the model file's mapping, or the memory it was read into),
  * on devices whose device-local memory is the host's: the kernels read the file's pages
- * directly, so the weights exist once (DESIGN decision 4). Imports are made in large chunks of
- * the region (up to maxMemoryAllocationSize, from the page of the first tensor that needs one),
- * so that neighbouring tensors share a block and the fused matmul groups (Q/K/V, gate/up), which
- * bind their weights as one window of one block, stay fused; each tensor is a view of the chunk
- * that holds it. */
+ * directly, so the weights exist once (docs/DESIGN.md, 'Weights once, memory planned'). Imports are
+ * made in large chunks of the region (up to maxMemoryAllocationSize, from the page of the first
+ * tensor that needs one), so that neighbouring tensors share a block and the fused matmul groups
+ * (Q/K/V, gate/up), which bind their weights as one window of one block, stay fused; each tensor is
+ * a view of the chunk that holds it. */
 vkf_status vkf_vk_buffer_import(vkf_backend *be, const void *p, size_t n, const void *region,
                                 size_t region_size, vkf_buffer **out) {
     vkf_vk_backend *vb = vkf_vk(be);

@@ -370,14 +370,14 @@ static void vkf_vk_plan_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_group *
                   !vb->sw.no_rs_pairu;
 }
 
-/* The integer-dot path for a group (DESIGN 5): the activations quantized to int8 blocks by
- * quantize_q8.comp as ggml quantizes them for the weight type (Q8_0, Q8_1 or Q8_K: the CPU
- * backend's ggml-activation mode, the reference), then matmul_q8.comp. For quantized weights
- * and M <= 8 where K is a multiple of the activation block; the default where the table (GPUs
- * with shaderIntegerDotProduct: vk_tune.c) or `vkformer tune` chose it, VKF_NO_INT_DOT=1 or
- * VKF_INT_DOT=off turn it off, VKF_INT_DOT=on / plain force it (plain: without OpSDot). Returns
- * 0 (not taken), 1 (OpSDot) or 2 (plain integer arithmetic: the device lacks the feature or
- * the switch asks); *qk gets the activation block. */
+/* The integer-dot path for a group (docs/DESIGN.md, 'Precision'): the activations quantized to int8
+ * blocks by quantize_q8.comp as ggml quantizes them for the weight type (Q8_0, Q8_1 or Q8_K: the
+ * CPU backend's ggml-activation mode, the reference), then matmul_q8.comp. For quantized weights
+ * and M <= 8 where K is a multiple of the activation block; the default where the table (GPUs with
+ * shaderIntegerDotProduct: vk_tune.c) or `vkformer tune` chose it, VKF_NO_INT_DOT=1 or
+ * VKF_INT_DOT=off turn it off, VKF_INT_DOT=on / plain force it (plain: without OpSDot). Returns 0
+ * (not taken), 1 (OpSDot) or 2 (plain integer arithmetic: the device lacks the feature or the
+ * switch asks); *qk gets the activation block. */
 static int vkf_vk_plan_int_dot(const vkf_vk_backend *vb, const vkf_vk_mm_group *g,
                                const vkf_vk_mm_cfg *cfg, uint32_t *qk) {
     const vkf_switches *sw = &vb->sw;
@@ -582,7 +582,7 @@ static vkf_vk_kplan vkf_vk_tiled_kp(const vkf_vk_caps *c, const vkf_vk_mm_cfg *c
 }
 
 /* a [M,K] F32, w [N,K] any weight type, optional bias [1,N]; dst [M,N].
- * Variants (DESIGN 6, each with an off switch):
+ * Variants (docs/DESIGN.md, 'Cross-vendor by data'; each with an off switch):
  *   FAST (VKF_NO_FAST_MATVEC=1 turns off): 16-byte loads, whole quant blocks, when aligned;
  *   ROWLANE on CPU devices (VKF_NO_ROWLANE=1): one weight row per SIMD lane, any M;
  *   else split-K matrix-vector for M <= 8 and the shared-memory tiled kernel for M > 8. */

@@ -1,8 +1,8 @@
-/* The planner (DESIGN decision 6): one place maps (device capabilities, switches, the tuning
- * table or `vkformer tune`'s winners, the shapes and placement of an op's tensors) to the
- * kernel variant that runs it: a plan per op family, typed, with its kernels as vkf_vk_kplan
- * (vk_kernels.h). The encoders (vk_ops.c, vk_matmul.c, vk_attention.c, vk_fuse.c) ask for a
- * plan, then bind windows and record; they read no switch and choose no variant, except where
+/* The planner (docs/DESIGN.md, 'Cross-vendor by data'): one place maps (device capabilities,
+ * switches, the tuning table or `vkformer tune`'s winners, the shapes and placement of an op's
+ * tensors) to the kernel variant that runs it: a plan per op family, typed, with its kernels as
+ * vkf_vk_kplan (vk_kernels.h). The encoders (vk_ops.c, vk_matmul.c, vk_attention.c, vk_fuse.c) ask
+ * for a plan, then bind windows and record; they read no switch and choose no variant, except where
  * a choice depends on how a window falls (16-byte loads where the bound offsets allow: the plan
  * gives both kernels, the encoder picks per dispatch).
  *

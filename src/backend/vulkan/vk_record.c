@@ -1,9 +1,9 @@
-/* The graph walk (DESIGN decision 3): a graph is recorded once into one command buffer, node by
- * node, each through the fusions (vk_fuse.c) or its op's encoder (vk_ops.c, vk_matmul.c,
- * vk_attention.c), which record through the dispatch helpers below them all (vk_dispatch.c:
- * windows, hazard barriers, descriptors); later calls replay it. n_past, the one per-step value,
- * lives in a host-visible buffer that every kernel may read at binding 0. Also the submission,
- * its profile, and recordings outside any graph (probes). */
+/* The graph walk (docs/DESIGN.md, 'Record once, replay every step'): a graph is recorded once into
+ * one command buffer, node by node, each through the fusions (vk_fuse.c) or its op's encoder
+ * (vk_ops.c, vk_matmul.c, vk_attention.c), which record through the dispatch helpers below them all
+ * (vk_dispatch.c: windows, hazard barriers, descriptors); later calls replay it. n_past, the one
+ * per-step value, lives in a host-visible buffer that every kernel may read at binding 0. Also the
+ * submission, its profile, and recordings outside any graph (probes). */
 #include <stdlib.h>
 #include <string.h>
 

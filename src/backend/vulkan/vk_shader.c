@@ -1,7 +1,7 @@
-/* Shaders and pipelines (DESIGN decision 2): embedded GLSL -> #include expansion -> glslang
- * (C API) -> SPIR-V, cached on disk under a key of (expanded source, defines, glslang version,
- * entry, target); a per-device VkPipelineCache persisted next to it; pipelines created lazily
- * and kept in a map keyed by (shader, defines, specialization constants). */
+/* Shaders and pipelines (docs/DESIGN.md, 'GLSL in, SPIR-V out'): embedded GLSL -> #include
+ * expansion -> glslang (C API) -> SPIR-V, cached on disk under a key of (expanded source, defines,
+ * glslang version, entry, target); a per-device VkPipelineCache persisted next to it; pipelines
+ * created lazily and kept in a map keyed by (shader, defines, specialization constants). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
-/* Kernel variants per device (DESIGN decision 6: cross-vendor by data): a tuning table keyed by
- * the device's capabilities gives the default matmul variant and tile sizes; `vkformer tune`
- * (vkf_backend_vulkan_tune) times the candidates on the user's device and caches the fastest
- * per shape class and weight type in the cache directory, and those choices override the table.
+/* Kernel variants per device (docs/DESIGN.md, 'Cross-vendor by data'): a tuning table keyed by the
+ * device's capabilities gives the default matmul variant and tile sizes; `vkformer tune`
+ * (vkf_backend_vulkan_tune) times the candidates on the user's device and caches the fastest per
+ * shape class and weight type in the cache directory, and those choices override the table.
  *
  * The cache file is tune_<vendor>_<device>_<driver version>_<pipeline cache uuid>.json: a new
  * driver (or device) starts from the table again. */
