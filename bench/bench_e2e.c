@@ -25,7 +25,7 @@
 #include "bench.h"
 #include "cli/args.h"
 #include "core/error.h"
-#include "model/context.h"
+#include "runtime/context.h"
 #include "vkformer.h"
 
 #define VKF_BENCH_MAX_LIST 16

@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "graph/ops.h"
 #include "model/arch.h"
-#include "model/context.h"
 #include "model/model.h"
+#include "runtime/context.h"
 
 extern const vkf_arch_desc vkf_arch_llama, vkf_arch_gpt2, vkf_arch_qwen2, vkf_arch_qwen3,
     vkf_arch_gemma2, vkf_arch_gemma3, vkf_arch_phi3, vkf_arch_smollm3, vkf_arch_bert,

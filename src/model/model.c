@@ -8,9 +8,9 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "generate/chat.h"
 #include "io/gguf.h"
 #include "io/json_config.h"
-#include "model/chat.h"
 #include "model/model.h"
 #include "structured/grammar.h"
 #include "tokenizer/tokenizer.h"

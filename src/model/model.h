@@ -19,7 +19,7 @@
 #include "graph/backend.h"
 #include "io/mapfile.h"
 #include "model/arch.h"
-#include "model/context.h"
+#include "runtime/context.h"
 
 /* The graph family: the encoder-decoder, or a decoder-only model whose architecture is a
  * descriptor (model/arch.h: vkf_model.desc). */

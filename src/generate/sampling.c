@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "generate/sampling.h"
 #include "model/model.h"
-#include "model/sampling.h"
 #include "structured/grammar.h"
 #include "tokenizer/tokenizer.h"
 

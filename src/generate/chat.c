@@ -1,5 +1,5 @@
 /* Chat templates: finding a model's template and rendering conversations with it. */
-#include "model/chat.h"
+#include "generate/chat.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

@@ -6,8 +6,8 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "generate/sampling.h"
 #include "model/model.h"
-#include "model/sampling.h"
 #include "tokenizer/tokenizer.h"
 
 /* ------------------------------------------------------------------ generation */
