@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "generate/chat.h"
+#include "model/model_chat.h"
 #include "testutil.h"
 
 static char *read_all(const char *path) {

@@ -1,32 +1,23 @@
-/* Chat templates: the model's template and bos/eos texts, and rendering a conversation
- * (public API: vkf_chat_template_render, vkf_model_chat_template, vkf_chat_apply). */
-#ifndef VKF_MODEL_CHAT_H
-#define VKF_MODEL_CHAT_H
+/* Chat templates: rendering a conversation with the model's template (public API:
+ * vkf_chat_template_render, vkf_chat_apply); the template is read from the model's files by
+ * model/model_chat.h. */
+#ifndef VKF_GENERATE_CHAT_H
+#define VKF_GENERATE_CHAT_H
 
 #include "vkformer.h"
-
-/* Reads the chat template and the bos/eos token texts of a model file or directory without
- * loading its weights: a GGUF file (tokenizer.chat_template, tokenizer.ggml.tokens at
- * bos/eos_token_id) or a Hugging Face directory (tokenizer_config.json "chat_template", a
- * string or a list of {"name","template"} of which "default" is taken, else chat_template.jinja;
- * "bos_token"/"eos_token" as strings or {"content": ...}). Each output is malloc'ed or NULL
- * when absent; any output pointer may be NULL. A file that cannot be read or parsed is an error. */
-vkf_status vkf_chat_model_files(const char *path, char **tmpl, char **bos, char **eos);
-/* Another named template of the model (e.g. "tool_use", which transformers and llama.cpp use
- * when tools are given): GGUF tokenizer.chat_template.NAME, tokenizer_config.json's list entry of
- * that name, or additional_chat_templates/NAME.jinja. *tmpl NULL when absent. */
-vkf_status vkf_chat_model_named_template(const char *path, const char *name, char **tmpl);
 
 /* llama.cpp's default template, ChatML, for a model without one: "<|im_start|>ROLE\nCONTENT
  * <|im_end|>\n" per message (no newline before <|im_end|>), then "<|im_start|>assistant\n" when
  * add_generation_prompt. *out is malloc'ed. */
 vkf_status vkf_chat_chatml(const char *messages_json, int add_generation_prompt, char **out);
 
-/* Fills m->chat_template / chat_template_tool_use / chat_bos / chat_eos from the model path, then
- * from the tokenizer path (may be NULL) for what is still missing; bos/eos fall back to the
- * tokenizer's token texts. A template is optional: a file that cannot be read leaves the fields
- * NULL. */
-typedef struct vkf_model vkf_model;
-void vkf_chat_model_load(vkf_model *m, const char *path, const char *tokenizer);
+/* The conversation as template tmpl (NULL: the ChatML default) wants it, or *out = NULL when
+ * it needs no change: tool_calls arguments given as JSON strings (as OpenAI sends them) become
+ * objects for templates that write them with tojson; a template that does not render
+ * tool_calls gets them as the generic JSON answer in content; tools (a JSON array, may be NULL)
+ * are described in the system message when the template does not render them
+ * (generate/tool_chat.c). */
+vkf_status vkf_tool_messages_prepare(const char *tmpl, const char *bos, const char *eos,
+                                     const char *messages_json, const char *tools_json, char **out);
 
 #endif

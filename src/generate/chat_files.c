@@ -2,6 +2,7 @@
  * the front ends (`vkformer template`) through the public API. */
 #include "core/error.h"
 #include "generate/chat.h"
+#include "model/model_chat.h"
 #include "vkformer.h"
 
 vkf_status vkf_chat_template_read(const char *path, const char *name, char **tmpl, char **bos,

@@ -1,5 +1,5 @@
 /* Decoder-only generation and encoder-decoder translation (greedy and beam search). The sampler
- * is in model/sampling.c. */
+ * is in generate/sampling.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

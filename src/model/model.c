@@ -8,10 +8,10 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "generate/chat.h"
 #include "io/gguf.h"
 #include "io/json_config.h"
 #include "model/model.h"
+#include "model/model_chat.h"
 #include "structured/grammar.h"
 #include "tokenizer/tokenizer.h"
 

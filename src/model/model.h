@@ -159,7 +159,7 @@ struct vkf_model {
     /* encode keeps a pre-token cache and scratch buffers in the tokenizer (tokenizer/tokenizer.h):
      * one encode at a time per model; decode only reads and needs no lock */
     pthread_mutex_t tok_lock;
-    /* chat templates (model/chat.c): the template and the bos/eos token texts, or NULL */
+    /* chat templates (model/model_chat.c): the template and the bos/eos token texts, or NULL */
     char *chat_template, *chat_template_tool_use, *chat_bos, *chat_eos;
     /* loading (model/weights.c): the model file's bytes, kept while a weight uses them in place */
     vkf_mapfile file;
@@ -343,7 +343,7 @@ vkf_status vkf_build_encoder_graph(vkf_session *s, vkf_sgraph *sg);
  * or [batch * n, d] per token (VKF_POOLING_NONE) */
 vkf_status vkf_build_embed_graph(vkf_session *s, vkf_sgraph *sg);
 /* The session's cached graph of that shape (built on first use), and its computation; for
- * model/embed.c. */
+ * generate/embed.c. */
 vkf_status vkf_session_graph(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_t batch,
                              int32_t flags, vkf_sgraph **out);
 vkf_status vkf_session_graph_compute(vkf_session *s, vkf_sgraph *sg);
