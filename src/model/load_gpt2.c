@@ -64,26 +64,6 @@ static vkf_status g2_get(void *user, vkf_arch_t slot, const char *name, vkf_tens
 
 /* ------------------------------------------------------------------ config */
 
-static vkf_status g2_int(const vkf_json_config *c, const char *key, const char *alt, int64_t def,
-                         int32_t *out) {
-    int64_t v;
-    if (vkf_json_config_has(c, key) || !alt) {
-        if (def < 0)
-            VKF_TRY(vkf_json_config_require_int(c, key, &v));
-        else
-            VKF_TRY(vkf_json_config_get_int(c, key, def, &v));
-    } else if (def < 0) {
-        VKF_TRY(vkf_json_config_require_int(c, alt, &v));
-    } else {
-        VKF_TRY(vkf_json_config_get_int(c, alt, def, &v));
-    }
-    if (v < 0 || v > INT32_MAX)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: key %s: %lld is out of range",
-                         vkf_json_config_path(c), key, (long long)v);
-    *out = (int32_t)v;
-    return VKF_OK;
-}
-
 /* HF activation names -> our unary ops. */
 static vkf_status g2_act(const char *path, const char *name, int32_t *act) {
     static const struct {
@@ -108,12 +88,17 @@ static vkf_status g2_act(const char *path, const char *name, int32_t *act) {
 static vkf_status g2_config(vkf_model *m, const vkf_json_config *c, int *tied) {
     const char *path = vkf_json_config_path(c);
     vkf_hparams *hp = &m->hp;
-    VKF_TRY(g2_int(c, "n_embd", NULL, -1, &hp->d_model));
-    VKF_TRY(g2_int(c, "n_layer", NULL, -1, &hp->n_layer));
-    VKF_TRY(g2_int(c, "n_head", NULL, -1, &hp->n_head));
-    VKF_TRY(g2_int(c, "vocab_size", NULL, -1, &hp->n_vocab));
-    VKF_TRY(g2_int(c, "n_positions", "n_ctx", -1, &hp->n_ctx));
-    VKF_TRY(g2_int(c, "n_inner", NULL, 4 * (int64_t)hp->d_model, &hp->n_ff)); /* null: 4 n_embd */
+    VKF_TRY(
+        vkf_json_config_int32(c, "n_embd", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX, &hp->d_model));
+    VKF_TRY(
+        vkf_json_config_int32(c, "n_layer", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX, &hp->n_layer));
+    VKF_TRY(vkf_json_config_int32(c, "n_head", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX, &hp->n_head));
+    VKF_TRY(vkf_json_config_int32(c, "vocab_size", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX,
+                                  &hp->n_vocab));
+    VKF_TRY(vkf_json_config_int32(c, "n_positions", "n_ctx", VKF_JSON_REQUIRED, 0, INT32_MAX,
+                                  &hp->n_ctx));
+    VKF_TRY(vkf_json_config_int32(c, "n_inner", NULL, 4 * (int64_t)hp->d_model, 0, INT32_MAX,
+                                  &hp->n_ff)); /* null: 4 n_embd */
     if (hp->d_model <= 0 || hp->n_head <= 0 || hp->n_layer <= 0 || hp->n_vocab <= 0 ||
         hp->n_ctx <= 0 || hp->n_ff <= 0)
         return vkf_error(
