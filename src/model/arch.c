@@ -207,7 +207,7 @@ int64_t vkf_arch_dim_value(const vkf_model *m, vkf_arch_dim d) {
     case VKF_D_FF: return hp->n_ff;
     case VKF_D_FF2: return 2 * (int64_t)hp->n_ff;
     case VKF_D_VOCAB: return hp->n_vocab;
-    case VKF_D_CTX: return hp->n_ctx;
+    case VKF_D_CTX: return hp->n_ctx_train; /* a learned table has the trained rows */
     case VKF_D_ROT2: return hp->n_rot / 2;
     case VKF_D_TYPES: return hp->n_types;
     }

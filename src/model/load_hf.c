@@ -151,10 +151,12 @@ void vkf_hf_llama3_factors(const vkf_hparams *hp, const cJSON *rs, float *f) {
     }
 }
 
-/* LongRoPE: short or long factor list by the chosen context (llama.cpp's rule: long above the
- * original context), attention factor sqrt(1 + ln(max / original) / ln(original)). */
-static vkf_status hf_longrope(vkf_model *m, const cJSON *rs, int32_t n_train, float *f) {
+/* LongRoPE: short or long factor list by the context the model is loaded for (llama.cpp's rule:
+ * long above the original context), attention factor sqrt(1 + ln(trained / original) /
+ * ln(original)) by the training context. */
+static vkf_status hf_longrope(vkf_model *m, const cJSON *rs, float *f) {
     vkf_hparams *hp = &m->hp;
+    const int32_t n_train = hp->n_ctx_train;
     int use_long = hp->n_ctx_orig > 0 && hp->n_ctx > hp->n_ctx_orig;
     const char *key = use_long ? "long_factor" : "short_factor";
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(rs, key);
@@ -197,15 +199,15 @@ static vkf_status hf_config(vkf_model *m, const vkf_json_config *c, int *tied) {
     VKF_TRY(vkf_json_config_int32(c, "vocab_size", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX,
                                   &hp->n_vocab));
     VKF_TRY(vkf_json_config_int32(c, "max_position_embeddings", NULL, VKF_JSON_REQUIRED, 0,
-                                  INT32_MAX, &hp->n_ctx));
+                                  INT32_MAX, &hp->n_ctx_train));
     if (hp->d_model <= 0 || hp->n_layer <= 0 || hp->n_head <= 0 || hp->n_kv_head <= 0 ||
-        hp->n_ff <= 0 || hp->n_vocab <= 0 || hp->n_ctx <= 0 || hp->n_head % hp->n_kv_head)
+        hp->n_ff <= 0 || hp->n_vocab <= 0 || hp->n_ctx_train <= 0 || hp->n_head % hp->n_kv_head)
         return vkf_error(
             VKF_ERROR_FORMAT,
             "%s: sizes must be > 0 and num_key_value_heads must divide num_attention_heads", path);
-    if (hp->n_ctx > VKF_MODEL_MAX_CTX)
+    if (hp->n_ctx_train > VKF_MODEL_MAX_CTX)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: max_position_embeddings %d exceeds %d", path,
-                         hp->n_ctx, VKF_MODEL_MAX_CTX);
+                         hp->n_ctx_train, VKF_MODEL_MAX_CTX);
     hp->n_src_vocab = hp->n_vocab;
     VKF_TRY(vkf_json_config_int32(c, "head_dim", NULL, hp->d_model / hp->n_head, 0, INT32_MAX,
                                   &hp->head_dim));
@@ -306,7 +308,7 @@ static vkf_status hf_rope(vkf_model *m, const vkf_json_config *c, float **factor
         vkf_hf_llama3_factors(hp, rs, f);
         hp->rope_factors = 1;
     } else {
-        s = hf_longrope(m, rs, hp->n_ctx_train, f);
+        s = hf_longrope(m, rs, f);
     }
     if (s != VKF_OK) {
         free(f);
@@ -388,7 +390,7 @@ static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, c
         return vkf_error(VKF_ERROR_FORMAT,
                          "%s/config.json: num_hidden_layers %d exceeds the %zu tensors", dir,
                          m->hp.n_layer, n_tensors);
-    if (m->desc->pos == VKF_POS_ROPE) vkf_model_extend_ctx(m);
+    VKF_TRY(vkf_model_set_ctx(m, m->desc->pos == VKF_POS_ROPE));
     /* the weights, tables and a context asked for must fit: refused before the first upload */
     uint64_t data = 0;
     for (int i = 0; i < c->n_st; i++)

@@ -128,7 +128,7 @@ vkf_status vkf_hf_encoder_config(vkf_model *m, const vkf_json_config *c, const c
     VKF_TRY(
         vkf_json_config_int32(c, "vocab_size", NULL, VKF_JSON_REQUIRED, 1, 1 << 24, &hp->n_vocab));
     VKF_TRY(vkf_json_config_int32(c, "max_position_embeddings", NULL, VKF_JSON_REQUIRED, 1,
-                                  VKF_MODEL_MAX_CTX, &hp->n_ctx));
+                                  VKF_MODEL_MAX_CTX, &hp->n_ctx_train));
     VKF_TRY(vkf_json_config_int32(c, "type_vocab_size", NULL, 2, 0, 1024, &hp->n_types));
     if (hp->d_model % hp->n_head)
         return vkf_error(VKF_ERROR_FORMAT, "%s: %d heads do not divide hidden_size %d", path,
@@ -171,7 +171,7 @@ vkf_status vkf_hf_encoder_config(vkf_model *m, const vkf_json_config *c, const c
     /* sentence-transformers: pooling, normalization, the truncation length */
     hp->pooling = VKF_POOLING_MEAN;
     hp->normalize = 0;
-    hp->n_seq_max = hp->n_ctx;
+    hp->n_seq_max = hp->n_ctx_train;
     VKF_TRY(enc_modules(m, dir));
     char p[1200];
     snprintf(p, sizeof p, "%s/sentence_bert_config.json", dir);

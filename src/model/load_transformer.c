@@ -109,7 +109,8 @@ static vkf_status tf_config(vkf_model *m, const vkf_json_config *c) {
                                   &hp->n_src_vocab));
     VKF_TRY(vkf_json_config_int32(c, "tgt_vocab_size", NULL, VKF_JSON_REQUIRED, 1, INT32_MAX,
                                   &hp->n_vocab));
-    VKF_TRY(vkf_json_config_int32(c, "max_len", NULL, VKF_JSON_REQUIRED, 1, 1 << 20, &hp->n_ctx));
+    VKF_TRY(
+        vkf_json_config_int32(c, "max_len", NULL, VKF_JSON_REQUIRED, 1, 1 << 20, &hp->n_ctx_train));
     if (hp->d_model % hp->n_head)
         return vkf_error(VKF_ERROR_FORMAT, "%s: nhead %d does not divide d_model %d", path,
                          hp->n_head, hp->d_model);
@@ -221,7 +222,7 @@ static vkf_status tf_weights(vkf_model *m, const vkf_safetensors *st) {
 
     /* the sinusoidal table, computed in double (float32 angles drift by 2e-5 at position 300),
      * for every position asked for */
-    vkf_model_extend_ctx(m);
+    VKF_TRY(vkf_model_set_ctx(m, 1));
     float *pe = malloc((size_t)hp->n_ctx * (size_t)d * sizeof *pe);
     if (!pe) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
     vkf_sinusoidal_table(pe, hp->n_ctx, (int)d);
