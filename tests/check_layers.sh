@@ -12,13 +12,13 @@
 # The benchmarks (bench/) time kernels and may reach below the public API, but never into the
 # commands or the server (cli/, serve/): they share the front ends' helpers through frontend/.
 #
-# The library's rooms, each above the ones it may include (vkformer.h everywhere):
+# The library's rooms, each above the ones it may include (vkformer.h everywhere), highest first:
 #   generate    sampling, generation, embeddings, chat, verify
 #   quantize    llama-quantize's rules (reads the architecture descriptors)
 #   model       the model, its loaders, graph builders and sessions
 #   runtime     the context: the backend it picks and owns
 #   structured  grammars and tool calls, on a vocabulary given as data (knows no model)
-#   template, tokenizer, io, backend, graph, tables, core
+#   template, tokenizer, backend, graph, io, tables, core
 # A room below model also calls no vkf_model_* / vkf_session_* / vkf_sampler_* function and
 # names no vkf_model or vkf_session (they are reachable through vkformer.h, so includes alone
 # would not show such a call).
@@ -28,20 +28,10 @@ cd "$1"
 bad=0
 n=0
 
-declare -A below=(
-    [core]="core"
-    [tables]="tables"
-    [io]="core io"
-    [graph]="core graph"
-    [backend]="core graph backend"
-    [tokenizer]="core io tables tokenizer"
-    [template]="core tables tokenizer template"
-    [structured]="core io tables tokenizer template structured"
-    [runtime]="core tables io graph backend runtime"
-    [model]="core tables io graph backend tokenizer template structured runtime model"
-    [quantize]="core tables io graph backend tokenizer template structured runtime model quantize"
-    [generate]="core tables io graph backend tokenizer template structured runtime model generate"
-)
+# the rooms, lowest first: each may include itself and the rooms before it
+rooms=(core tables io graph backend tokenizer template structured runtime model quantize generate)
+declare -A below=()
+for ((i = 0; i < ${#rooms[@]}; i++)); do below[${rooms[i]}]="${rooms[*]:0:i+1}"; done
 no_model_calls="core tables io graph backend tokenizer template structured runtime"
 
 includes() { grep -n '^[[:space:]]*#[[:space:]]*include' "$1" || true; }
