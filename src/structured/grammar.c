@@ -122,9 +122,8 @@ static vkf_status build_vocab(const vkf_grammar_vocab *v, vkf_gvocab **out) {
             if (piece[t] == empty) piece[t] = NULL;
     }
 done:
-    if (piece)
-        for (int32_t t = 0; t < n_vocab; t++)
-            free(piece[t]);
+    for (int32_t t = 0; piece && t < n_vocab; t++)
+        free(piece[t]);
     free(piece);
     free(len);
     free(eog);
