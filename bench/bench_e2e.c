@@ -228,7 +228,7 @@ static const char *vkf_bench_backend_label(vkf_backend_kind k) {
     return k == VKF_BACKEND_CPU ? "CPU" : "Vulkan";
 }
 
-/* ---------------------------------------------------------------- options (cli/args.h) */
+/* ---------------------------------------------------------------- options (frontend/args.h) */
 
 typedef struct vkf_bench_list {
     int *v, *n;
