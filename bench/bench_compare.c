@@ -21,7 +21,7 @@
 
 #include "bench.h"
 #include "bench_svg.h"
-#include "cli/args.h"
+#include "frontend/args.h"
 
 #define CMP_ENGINES 2
 static const char *const cmp_engines[CMP_ENGINES] = {"vkformer", "llama.cpp"};

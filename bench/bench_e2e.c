@@ -13,7 +13,7 @@
  * from a fixed seed (the speed does not depend on them; llama-bench does the same).
  *
  * --profile (Vulkan only) adds the device time per op from timestamps around each dispatch;
- * that part reads the backend behind the context (model/context.h), nothing else does. */
+ * that part reads the backend behind the context (runtime/context.h), nothing else does. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +23,9 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "bench.h"
-#include "cli/args.h"
 #include "core/error.h"
-#include "model/context.h"
+#include "frontend/args.h"
+#include "runtime/context.h"
 #include "vkformer.h"
 
 #define VKF_BENCH_MAX_LIST 16
@@ -228,7 +228,7 @@ static const char *vkf_bench_backend_label(vkf_backend_kind k) {
     return k == VKF_BACKEND_CPU ? "CPU" : "Vulkan";
 }
 
-/* ---------------------------------------------------------------- options (cli/args.h) */
+/* ---------------------------------------------------------------- options (frontend/args.h) */
 
 typedef struct vkf_bench_list {
     int *v, *n;

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "cli/args.h"
+#include "frontend/args.h"
 #include "vkformer.h"
 
 #define EMB_MAX_SIZES 8

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "bench.h"
-#include "cli/args.h"
+#include "frontend/args.h"
 #include "structured/grammar.h"
 #include "tokenizer/tokenizer.h"
 

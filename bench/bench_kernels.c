@@ -20,9 +20,9 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "bench.h"
-#include "cli/args.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "frontend/args.h"
 #include "graph/backend.h"
 #include "graph/graph.h"
 

@@ -16,7 +16,7 @@
 
 #include "bench.h"
 #include "bench_svg.h"
-#include "cli/args.h"
+#include "frontend/args.h"
 #include "vkformer.h"
 
 /* ---------------------------------------------------------------- svg helpers */

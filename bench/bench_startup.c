@@ -18,7 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench.h"
-#include "cli/args.h"
+#include "frontend/args.h"
 #include "vkformer.h"
 
 /* ---------------------------------------------------------------- the child */

@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "bench.h"
-#include "cli/args.h"
+#include "frontend/args.h"
 #include "tokenizer/tokenizer.h"
 
 static double now_s(void) {

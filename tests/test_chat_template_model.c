@@ -15,7 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "model/chat.h"
+#include "generate/chat.h"
+#include "model/model_chat.h"
 #include "testutil.h"
 
 static char *read_all(const char *path) {

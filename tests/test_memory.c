@@ -12,7 +12,7 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "graph/backend.h"
-#include "model/context.h"
+#include "runtime/context.h"
 #include "testutil.h"
 #include "vkformer.h"
 

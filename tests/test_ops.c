@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "graph/op_harness.h"
-#include "model/context.h"
+#include "runtime/context.h"
 #include "testutil.h"
 
 int main(void) {

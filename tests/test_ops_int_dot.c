@@ -23,7 +23,7 @@
 #include "graph/backend.h"
 #include "graph/graph.h"
 #include "graph/op_harness.h"
-#include "model/context.h"
+#include "runtime/context.h"
 #include "testutil.h"
 
 /* Same activation quants (the GPU quantizes as ggml's x86 code: roundEven of x * 127 / max,

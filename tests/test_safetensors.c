@@ -363,6 +363,36 @@ static void test_config(void) {
         VKT_CHECK(vkf_json_config_get_int(c, "big", 0, &v) == VKF_ERROR_FORMAT, "1e300 as int");
         vkf_json_config_free(c);
     }
+    /* the loaders' one integer reader: range, default, other name, messages naming the key */
+    const char *hp = "{\"n_head\": 0, \"n_ctx\": 1024, \"n_layer\": 3, \"big\": 4294967296, "
+                     "\"n_inner\": null}";
+    VKT_OK(vkf_json_config_parse(hp, strlen(hp), "hp.json", &c));
+    if (c) {
+        int32_t i32 = -1;
+        VKT_CHECK(vkf_json_config_int32(c, "n_head", NULL, VKF_JSON_REQUIRED, 1, 4096, &i32) ==
+                          VKF_ERROR_FORMAT &&
+                      strstr(vkf_last_error(),
+                             "hp.json: key n_head: expected an integer in [1, 4096], found 0"),
+                  "int32 range: %s", vkf_last_error());
+        VKT_CHECK(vkf_json_config_int32(c, "big", NULL, 0, 0, INT32_MAX, &i32) ==
+                          VKF_ERROR_FORMAT &&
+                      strstr(vkf_last_error(), "key big: expected an integer in [0, 2147483647], "
+                                               "found 4294967296"),
+                  "int32 overflow: %s", vkf_last_error());
+        VKT_OK(
+            vkf_json_config_int32(c, "n_positions", "n_ctx", VKF_JSON_REQUIRED, 1, 1 << 20, &i32));
+        VKT_CHECK(i32 == 1024, "int32 from the other name: %d", i32);
+        VKT_CHECK(vkf_json_config_int32(c, "n_embd", "d_model", VKF_JSON_REQUIRED, 1, 8, &i32) ==
+                          VKF_ERROR_FORMAT &&
+                      strstr(vkf_last_error(), "hp.json: key n_embd: expected an integer, found "
+                                               "nothing (missing)"),
+                  "int32 required: %s", vkf_last_error());
+        VKT_OK(vkf_json_config_int32(c, "n_inner", NULL, 256, 1, 8, &i32)); /* null: default */
+        VKT_CHECK(i32 == 256, "int32 default %d", i32);
+        VKT_OK(vkf_json_config_int32(c, "n_layer", NULL, 7, 1, 8, &i32));
+        VKT_CHECK(i32 == 3, "int32 present %d", i32);
+        vkf_json_config_free(c);
+    }
     const char *bad[] = {"{\"a\": }", "[1, 2]", "{} x", ""};
     for (int i = 0; i < 4; i++) {
         c = NULL;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "generate/chat.h"
 #include "structured/gbnf.h"
 #include "structured/tool_calls.h"
 #include "testutil.h"

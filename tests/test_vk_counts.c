@@ -36,7 +36,7 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "graph/backend.h"
-#include "model/context.h"
+#include "runtime/context.h"
 #include "testutil.h"
 
 /* dispatches and barriers per decoding step, per layer and besides the layers (see above) */

@@ -12,7 +12,7 @@
 #include "backend/vulkan/vk_backend.h"
 #include "backend/vulkan/vk_internal.h"
 #include "graph/backend.h"
-#include "model/context.h"
+#include "runtime/context.h"
 #include "testutil.h"
 
 /* the variables this test sets, so that a leftover cannot pass for an API switch */

@@ -104,7 +104,7 @@ def test_logits_equal_llama_cpp_and_are_not_copied():
             ref = np.fromfile(FIXTURES / "llama-tiny" / c["prompt_logits"], dtype=np.float32)
             ref = ref.reshape(len(c["tokens"]), c["n_vocab"])
             got = llm.scores[: llm.n_tokens]
-            # f32 rounding only (vkformer verify's llama f32 bound, src/model/verify.c: the exact
+            # f32 rounding only (vkformer verify's llama f32 bound, src/generate/verify.c: the exact
             # math differs from the fixture by 1.5e-6; 1e-4 still catches an RMSNorm eps of
             # 1e-6 instead of 1e-5)
             assert np.max(np.abs(got - ref)) < 1e-4, c["name"]

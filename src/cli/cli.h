@@ -28,7 +28,7 @@ int vkf_cmd_quantize(int argc, char **argv);
 int vkf_cmd_embed(int argc, char **argv); /* cli/cmd_embed.c */
 int vkf_cmd_pull(int argc, char **argv);  /* cli/cmd_pull.c */
 
-/* Options are parsed by cli/args.h (one table per command). */
+/* Options are parsed by frontend/args.h (one table per command). */
 /* vkf_context_create, plus a one-line notice on stderr when AUTO fell back to the CPU. */
 vkf_status vkf_cli_context(const vkf_context_params *cp, vkf_context **out);
 /* A layer split's placement on stderr, one line per device (nothing without a split). */

@@ -4,7 +4,7 @@
 #ifndef VKF_CLI_GRAMMAR_H
 #define VKF_CLI_GRAMMAR_H
 
-#include "cli/args.h"
+#include "frontend/args.h"
 
 typedef struct vkf_cli_grammar {
     const char *grammar, *grammar_file, *schema, *schema_file; /* the flags */

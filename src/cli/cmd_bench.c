@@ -2,7 +2,7 @@
  * --kernels, --startup, --plot, --tokenizer, --embedding, --grammar, --first-token (internal, used
  * by
  * --startup), else the end-to-end benchmark (llama-bench's flags). Each parses its options with
- * cli/args.h. */
+ * frontend/args.h. */
 #include <string.h>
 
 #include "bench.h" /* bench/: the vkformer_bench library */

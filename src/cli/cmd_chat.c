@@ -29,10 +29,10 @@
 #include <cjson/cJSON.h>
 #include <editline/readline.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/gen_opts.h"
-#include "cli/utf8.h"
+#include "frontend/args.h"
+#include "frontend/utf8.h"
 
 static volatile sig_atomic_t g_stop; /* Ctrl-C: stop the answer */
 
@@ -118,7 +118,7 @@ static int write_out(const char *s, size_t n) {
  * stopper holds back an unfinished character, so each piece is whole); nonzero on a failure */
 static int append(char **a, size_t *len, size_t *cap, const char *raw, size_t rn) {
     if (!rn) return 0;
-    char *s = vkf_cli_utf8_dup(raw, rn);
+    char *s = vkf_frontend_utf8_dup(raw, rn);
     if (!s) return vkf_cli_fail("chat: out of memory");
     size_t n = strlen(s);
     int rc = 0;

@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
+#include "frontend/args.h"
 
 static int parse_pooling(void *dst, const char *v, char *err, size_t n) {
     static const vkf_pooling all[] = {VKF_POOLING_NONE, VKF_POOLING_MEAN, VKF_POOLING_CLS,

@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/gen_opts.h"
+#include "frontend/args.h"
 
 typedef vkf_gen_opts gen_opts;
 

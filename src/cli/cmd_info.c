@@ -7,8 +7,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
+#include "frontend/args.h"
 
 /* The activation memory of a one-token decode step (decoder-only models): built by running one
  * step, since the graph's arena is planned when it is built. */

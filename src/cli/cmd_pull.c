@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/pull.h"
+#include "frontend/args.h"
 
 int vkf_cmd_pull(int argc, char **argv) {
     const char *names[16] = {0};

@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
+#include "frontend/args.h"
 
 static void progress(void *user, int i, int n, const char *tensor, vkf_dtype type) {
     (void)user;

@@ -1,8 +1,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
+#include "frontend/args.h"
 
 static void print_line(void *user, const char *line) {
     int *verbose = user;

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
+#include "frontend/args.h"
 #include "serve/serve.h"
 
 static const char *base_name(const char *p) {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
+#include "frontend/args.h"
 
 static char *read_text(const char *path) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
+#include "frontend/args.h"
 
 static int open_tok(const char *cmd, const char *model, const char *tok_path, vkf_tokenizer **t) {
     const char *path = tok_path ? tok_path : model;

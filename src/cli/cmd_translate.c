@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
+#include "frontend/args.h"
 
 static double now_ms(void) {
     struct timespec ts;

@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
+#include "frontend/args.h"
 
 /* vk_tune.c times 3 shape classes (M = 1, 4, 64) x 4 weight types (F32, F16, Q8_0, Q4_0) and
  * logs one line per pair: the progress and the estimate count those lines. */

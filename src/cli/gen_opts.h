@@ -17,8 +17,8 @@
 
 #include <stdint.h>
 
-#include "cli/args.h"
 #include "cli/cli_grammar.h"
+#include "frontend/args.h"
 #include "vkformer.h"
 
 #define VKF_GEN_MAX_REVERSE 8

@@ -1,9 +1,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/pull.h"
+#include "frontend/args.h"
 
 static const vkf_cli_cmd commands[] = {
     {"devices", vkf_cmd_devices, "list Vulkan devices and their capabilities [--json]"},

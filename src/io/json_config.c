@@ -125,6 +125,26 @@ vkf_status vkf_json_config_require_int(const vkf_json_config *c, const char *key
     return j ? json_int(c, key, j, out) : json_missing(c, key, "an integer");
 }
 
+vkf_status vkf_json_config_int32(const vkf_json_config *c, const char *key, const char *alt,
+                                 int64_t def, int64_t lo, int64_t hi, int32_t *out) {
+    if (alt && !json_item(c, key) && json_item(c, alt)) key = alt;
+    const cJSON *j = json_item(c, key);
+    int64_t v = def;
+    if (j)
+        VKF_TRY(json_int(c, key, j, &v));
+    else if (def == VKF_JSON_REQUIRED)
+        return json_missing(c, key, "an integer");
+    else if (def < INT32_MIN || def > INT32_MAX)
+        return vkf_error(VKF_ERROR_FORMAT, "%s: key %s: its default %lld is not an int32", c->path,
+                         key, (long long)def);
+    if (j && (v < lo || v > hi))
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s: key %s: expected an integer in [%lld, %lld], found %lld", c->path,
+                         key, (long long)lo, (long long)hi, (long long)v);
+    *out = (int32_t)v;
+    return VKF_OK;
+}
+
 static vkf_status json_float(const vkf_json_config *c, const char *key, const cJSON *j,
                              double *out) {
     if (!cJSON_IsNumber(j)) return json_wrong(c, key, "a number", j);

@@ -42,6 +42,14 @@ int vkf_json_config_has(const vkf_json_config *c, const char *key);
 vkf_status vkf_json_config_get_int(const vkf_json_config *c, const char *key, int64_t def,
                                    int64_t *out);
 vkf_status vkf_json_config_require_int(const vkf_json_config *c, const char *key, int64_t *out);
+/* An integer hyperparameter as int32: key (else alt, another name of it; may be NULL) must lie
+ * in [lo, hi]. Required when def is VKF_JSON_REQUIRED, else def when absent or null (def
+ * is not range-checked). The one reader of the loaders' config.json integers, with one message
+ * naming the file, the key read and the range:
+ *     "config.json: key n_head: expected an integer in [1, 2147483647], found 0" */
+#define VKF_JSON_REQUIRED INT64_MIN
+vkf_status vkf_json_config_int32(const vkf_json_config *c, const char *key, const char *alt,
+                                 int64_t def, int64_t lo, int64_t hi, int32_t *out);
 /* Numbers (integers are accepted). */
 vkf_status vkf_json_config_get_float(const vkf_json_config *c, const char *key, double def,
                                      double *out);

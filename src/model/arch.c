@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "graph/ops.h"
 #include "model/arch.h"
-#include "model/context.h"
 #include "model/model.h"
+#include "runtime/context.h"
 
 extern const vkf_arch_desc vkf_arch_llama, vkf_arch_gpt2, vkf_arch_qwen2, vkf_arch_qwen3,
     vkf_arch_gemma2, vkf_arch_gemma3, vkf_arch_phi3, vkf_arch_smollm3, vkf_arch_bert,
@@ -207,7 +207,7 @@ int64_t vkf_arch_dim_value(const vkf_model *m, vkf_arch_dim d) {
     case VKF_D_FF: return hp->n_ff;
     case VKF_D_FF2: return 2 * (int64_t)hp->n_ff;
     case VKF_D_VOCAB: return hp->n_vocab;
-    case VKF_D_CTX: return hp->n_ctx;
+    case VKF_D_CTX: return hp->n_ctx_train; /* a learned table has the trained rows */
     case VKF_D_ROT2: return hp->n_rot / 2;
     case VKF_D_TYPES: return hp->n_types;
     }

@@ -17,6 +17,12 @@
 #include "model/model.h"
 #include "vkformer.h"
 
+/* The pooling's name (vkformer.h), as the graph's errors, info and the front ends show it. */
+const char *vkf_pooling_name(vkf_pooling p) {
+    static const char *const names[] = {"default", "none", "mean", "cls", "last"};
+    return (unsigned)p < sizeof names / sizeof names[0] ? names[p] : NULL;
+}
+
 /* x = LN(embd[ids] + types[0] + pos[r % n]) */
 static vkf_tensor *enc_embed(vkf_gb *b, vkf_model *m, vkf_sgraph *sg, int64_t rows, int32_t n) {
     vkf_op_params p;

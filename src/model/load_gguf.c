@@ -116,7 +116,7 @@ static vkf_status gg_encoder_keys(gg_ctx *c) {
                          c->m->path, c->arch, pt);
     hp->pooling = map[pt];
     hp->normalize = 1;
-    hp->n_seq_max = hp->n_ctx;
+    hp->n_seq_max = hp->n_ctx_train;
     vkf_arch_tensor_names names;
     vkf_arch_tensor_names_get(c->m->desc, VKF_ARCH_GGUF, &names);
     const char *tn = names.name[VKF_T_TOKEN_TYPES];
@@ -136,9 +136,9 @@ static vkf_status gg_hparams(gg_ctx *c) {
     VKF_TRY(gg_key_u32(c, "attention.head_count", -1, &hp->n_head));
     VKF_TRY(gg_key_u32(c, "attention.head_count_kv", hp->n_head, &hp->n_kv_head));
     VKF_TRY(gg_key_u32(c, "feed_forward_length", -1, &hp->n_ff));
-    VKF_TRY(gg_key_u32(c, "context_length", -1, &hp->n_ctx));
+    VKF_TRY(gg_key_u32(c, "context_length", -1, &hp->n_ctx_train));
     if (hp->n_layer <= 0 || hp->d_model <= 0 || hp->n_head <= 0 || hp->n_kv_head <= 0 ||
-        hp->n_ff <= 0 || hp->n_ctx <= 0)
+        hp->n_ff <= 0 || hp->n_ctx_train <= 0)
         return vkf_error(VKF_ERROR_FORMAT,
                          "%s: block_count, embedding_length, head counts, feed_forward_length and "
                          "context_length must be > 0",
@@ -150,10 +150,10 @@ static vkf_status gg_hparams(gg_ctx *c) {
     if ((size_t)hp->n_layer > vkf_gguf_tensor_count(c->g))
         return vkf_error(VKF_ERROR_FORMAT, "%s: block_count %d exceeds the %zu tensors in the file",
                          path, hp->n_layer, vkf_gguf_tensor_count(c->g));
-    if (hp->n_ctx > VKF_MODEL_MAX_CTX)
+    if (hp->n_ctx_train > VKF_MODEL_MAX_CTX)
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "%s: context_length %d exceeds the %d tokens this engine supports", path,
-                         hp->n_ctx, VKF_MODEL_MAX_CTX);
+                         hp->n_ctx_train, VKF_MODEL_MAX_CTX);
     /* head_dim: attention.key_length (qwen3, gemma: n_head * head_dim may differ from d_model) */
     hp->head_dim = -1;
     VKF_TRY(gg_key_u32(c, "attention.key_length", INT32_MAX, &hp->head_dim));
@@ -220,7 +220,7 @@ static vkf_status gg_hparams(gg_ctx *c) {
 /* ------------------------------------------------------------------ weights */
 
 /* One slot of the descriptor: matrices ne [in, out] -> [out, in]; vectors [in]; the position
- * table as F32 [n_ctx, d] for ADD_POS. */
+ * table as F32 [n_ctx_train, d] for ADD_POS. */
 static vkf_status gg_slot(void *user, vkf_arch_t slot, const char *name, vkf_tensor *t,
                           int optional) {
     gg_ctx *c = user;
@@ -289,8 +289,7 @@ static vkf_status gg_weights(gg_ctx *c) {
         return vkf_error(VKF_ERROR_FORMAT, "%s: token_embd.weight has %lld rows", m->path,
                          (long long)te->rows);
     hp->n_vocab = hp->n_src_vocab = (int32_t)te->rows;
-    if (m->desc->pos == VKF_POS_ROPE)
-        vkf_model_extend_ctx(m); /* computed positions: the context asked for */
+    VKF_TRY(vkf_model_set_ctx(m, m->desc->pos == VKF_POS_ROPE));
     /* the weights, tables and a context asked for must fit: refused before the first upload */
     VKF_TRY(vkf_model_check_load(m, m->file.size - vkf_gguf_data_offset(c->g)));
     vkf_arch_tensor_names names;

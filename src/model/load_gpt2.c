@@ -52,7 +52,7 @@ static vkf_status g2_get(void *user, vkf_arch_t slot, const char *name, vkf_tens
     int64_t dims[2] = {conv ? ne0 : ne1, conv ? ne1 : ne0};
     VKF_TRY(vkf_safetensors_get(c->st, full, -1, 2, dims, &s));
     if (slot == VKF_T_POS_EMBD) { /* ADD_POS reads an F32 table: converted as a vector, viewed as
-                                     [n_ctx, d] */
+                                     [n_ctx_train, d] */
         VKF_TRY(vkf_model_upload(m, t, full, VKF_W_VECTOR, s->dtype, ne1, ne0, s->data));
         t->rows = ne1;
         t->cols = t->row_stride = ne0;
@@ -63,26 +63,6 @@ static vkf_status g2_get(void *user, vkf_arch_t slot, const char *name, vkf_tens
 }
 
 /* ------------------------------------------------------------------ config */
-
-static vkf_status g2_int(const vkf_json_config *c, const char *key, const char *alt, int64_t def,
-                         int32_t *out) {
-    int64_t v;
-    if (vkf_json_config_has(c, key) || !alt) {
-        if (def < 0)
-            VKF_TRY(vkf_json_config_require_int(c, key, &v));
-        else
-            VKF_TRY(vkf_json_config_get_int(c, key, def, &v));
-    } else if (def < 0) {
-        VKF_TRY(vkf_json_config_require_int(c, alt, &v));
-    } else {
-        VKF_TRY(vkf_json_config_get_int(c, alt, def, &v));
-    }
-    if (v < 0 || v > INT32_MAX)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: key %s: %lld is out of range",
-                         vkf_json_config_path(c), key, (long long)v);
-    *out = (int32_t)v;
-    return VKF_OK;
-}
 
 /* HF activation names -> our unary ops. */
 static vkf_status g2_act(const char *path, const char *name, int32_t *act) {
@@ -108,24 +88,29 @@ static vkf_status g2_act(const char *path, const char *name, int32_t *act) {
 static vkf_status g2_config(vkf_model *m, const vkf_json_config *c, int *tied) {
     const char *path = vkf_json_config_path(c);
     vkf_hparams *hp = &m->hp;
-    VKF_TRY(g2_int(c, "n_embd", NULL, -1, &hp->d_model));
-    VKF_TRY(g2_int(c, "n_layer", NULL, -1, &hp->n_layer));
-    VKF_TRY(g2_int(c, "n_head", NULL, -1, &hp->n_head));
-    VKF_TRY(g2_int(c, "vocab_size", NULL, -1, &hp->n_vocab));
-    VKF_TRY(g2_int(c, "n_positions", "n_ctx", -1, &hp->n_ctx));
-    VKF_TRY(g2_int(c, "n_inner", NULL, 4 * (int64_t)hp->d_model, &hp->n_ff)); /* null: 4 n_embd */
+    VKF_TRY(
+        vkf_json_config_int32(c, "n_embd", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX, &hp->d_model));
+    VKF_TRY(
+        vkf_json_config_int32(c, "n_layer", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX, &hp->n_layer));
+    VKF_TRY(vkf_json_config_int32(c, "n_head", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX, &hp->n_head));
+    VKF_TRY(vkf_json_config_int32(c, "vocab_size", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX,
+                                  &hp->n_vocab));
+    VKF_TRY(vkf_json_config_int32(c, "n_positions", "n_ctx", VKF_JSON_REQUIRED, 0, INT32_MAX,
+                                  &hp->n_ctx_train));
+    VKF_TRY(vkf_json_config_int32(c, "n_inner", NULL, 4 * (int64_t)hp->d_model, 0, INT32_MAX,
+                                  &hp->n_ff)); /* null: 4 n_embd */
     if (hp->d_model <= 0 || hp->n_head <= 0 || hp->n_layer <= 0 || hp->n_vocab <= 0 ||
-        hp->n_ctx <= 0 || hp->n_ff <= 0)
+        hp->n_ctx_train <= 0 || hp->n_ff <= 0)
         return vkf_error(
             VKF_ERROR_FORMAT,
             "%s: n_embd, n_head, n_layer, vocab_size, n_positions and n_inner must be > 0", path);
     if (hp->d_model % hp->n_head)
         return vkf_error(VKF_ERROR_FORMAT, "%s: n_head %d does not divide n_embd %d", path,
                          hp->n_head, hp->d_model);
-    if (hp->n_ctx > VKF_MODEL_MAX_CTX)
+    if (hp->n_ctx_train > VKF_MODEL_MAX_CTX)
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "%s: n_positions %d exceeds the %d tokens this engine supports", path,
-                         hp->n_ctx, VKF_MODEL_MAX_CTX);
+                         hp->n_ctx_train, VKF_MODEL_MAX_CTX);
     if (hp->d_model / hp->n_head > VKF_MAX_HEAD_DIM)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head dimension %d exceeds %d", path,
                          hp->d_model / hp->n_head, VKF_MAX_HEAD_DIM);
@@ -176,6 +161,7 @@ vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir) {
     int tied = 1;
     char tok_file[256] = "";
     vkf_status s = g2_config(m, cfg, &tied);
+    if (s == VKF_OK) s = vkf_model_set_ctx(m, 0); /* learned positions */
     const char *tf = NULL;
     if (s == VKF_OK) s = vkf_json_config_get_str(cfg, "tokenizer", NULL, &tf);
     if (s == VKF_OK && tf) snprintf(tok_file, sizeof tok_file, "%s", tf);

@@ -123,19 +123,6 @@ static vkf_status hf_slot(void *user, vkf_arch_t slot, const char *name, vkf_ten
 
 /* ------------------------------------------------------------------ config */
 
-static vkf_status hf_i32(const vkf_json_config *c, const char *key, int64_t def, int32_t *out) {
-    int64_t v;
-    if (def < 0)
-        VKF_TRY(vkf_json_config_require_int(c, key, &v));
-    else
-        VKF_TRY(vkf_json_config_get_int(c, key, def, &v));
-    if (v < 0 || v > INT32_MAX)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: key %s: %lld is out of range",
-                         vkf_json_config_path(c), key, (long long)v);
-    *out = (int32_t)v;
-    return VKF_OK;
-}
-
 /* A number in a nested object (rope_scaling), def when absent. */
 static double hf_num(const cJSON *o, const char *key, double def) {
     const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
@@ -164,10 +151,12 @@ void vkf_hf_llama3_factors(const vkf_hparams *hp, const cJSON *rs, float *f) {
     }
 }
 
-/* LongRoPE: short or long factor list by the chosen context (llama.cpp's rule: long above the
- * original context), attention factor sqrt(1 + ln(max / original) / ln(original)). */
-static vkf_status hf_longrope(vkf_model *m, const cJSON *rs, int32_t n_train, float *f) {
+/* LongRoPE: short or long factor list by the context the model is loaded for (llama.cpp's rule:
+ * long above the original context), attention factor sqrt(1 + ln(trained / original) /
+ * ln(original)) by the training context. */
+static vkf_status hf_longrope(vkf_model *m, const cJSON *rs, float *f) {
     vkf_hparams *hp = &m->hp;
+    const int32_t n_train = hp->n_ctx_train;
     int use_long = hp->n_ctx_orig > 0 && hp->n_ctx > hp->n_ctx_orig;
     const char *key = use_long ? "long_factor" : "short_factor";
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(rs, key);
@@ -197,23 +186,31 @@ static vkf_status hf_config(vkf_model *m, const vkf_json_config *c, int *tied) {
     const char *path = vkf_json_config_path(c);
     vkf_hparams *hp = &m->hp;
     const vkf_arch_desc *a = m->desc;
-    VKF_TRY(hf_i32(c, "hidden_size", -1, &hp->d_model));
-    VKF_TRY(hf_i32(c, "num_hidden_layers", -1, &hp->n_layer));
-    VKF_TRY(hf_i32(c, "num_attention_heads", -1, &hp->n_head));
-    VKF_TRY(hf_i32(c, "num_key_value_heads", hp->n_head, &hp->n_kv_head));
-    VKF_TRY(hf_i32(c, "intermediate_size", -1, &hp->n_ff));
-    VKF_TRY(hf_i32(c, "vocab_size", -1, &hp->n_vocab));
-    VKF_TRY(hf_i32(c, "max_position_embeddings", -1, &hp->n_ctx));
+    VKF_TRY(vkf_json_config_int32(c, "hidden_size", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX,
+                                  &hp->d_model));
+    VKF_TRY(vkf_json_config_int32(c, "num_hidden_layers", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX,
+                                  &hp->n_layer));
+    VKF_TRY(vkf_json_config_int32(c, "num_attention_heads", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX,
+                                  &hp->n_head));
+    VKF_TRY(vkf_json_config_int32(c, "num_key_value_heads", NULL, hp->n_head, 0, INT32_MAX,
+                                  &hp->n_kv_head));
+    VKF_TRY(vkf_json_config_int32(c, "intermediate_size", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX,
+                                  &hp->n_ff));
+    VKF_TRY(vkf_json_config_int32(c, "vocab_size", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX,
+                                  &hp->n_vocab));
+    VKF_TRY(vkf_json_config_int32(c, "max_position_embeddings", NULL, VKF_JSON_REQUIRED, 0,
+                                  INT32_MAX, &hp->n_ctx_train));
     if (hp->d_model <= 0 || hp->n_layer <= 0 || hp->n_head <= 0 || hp->n_kv_head <= 0 ||
-        hp->n_ff <= 0 || hp->n_vocab <= 0 || hp->n_ctx <= 0 || hp->n_head % hp->n_kv_head)
+        hp->n_ff <= 0 || hp->n_vocab <= 0 || hp->n_ctx_train <= 0 || hp->n_head % hp->n_kv_head)
         return vkf_error(
             VKF_ERROR_FORMAT,
             "%s: sizes must be > 0 and num_key_value_heads must divide num_attention_heads", path);
-    if (hp->n_ctx > VKF_MODEL_MAX_CTX)
+    if (hp->n_ctx_train > VKF_MODEL_MAX_CTX)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: max_position_embeddings %d exceeds %d", path,
-                         hp->n_ctx, VKF_MODEL_MAX_CTX);
+                         hp->n_ctx_train, VKF_MODEL_MAX_CTX);
     hp->n_src_vocab = hp->n_vocab;
-    VKF_TRY(hf_i32(c, "head_dim", hp->d_model / hp->n_head, &hp->head_dim));
+    VKF_TRY(vkf_json_config_int32(c, "head_dim", NULL, hp->d_model / hp->n_head, 0, INT32_MAX,
+                                  &hp->head_dim));
     if (hp->head_dim <= 0 || hp->head_dim > VKF_MAX_HEAD_DIM || hp->head_dim % 2)
         return vkf_error(VKF_ERROR_UNSUPPORTED, "%s: head_dim %d outside [2, %d] or odd", path,
                          hp->head_dim, VKF_MAX_HEAD_DIM);
@@ -258,10 +255,12 @@ static vkf_status hf_config(vkf_model *m, const vkf_json_config *c, int *tied) {
             return vkf_error(VKF_ERROR_FORMAT, "%s: soft-caps must be >= 0", path);
     }
     if (a->swa_period > 0) {
-        VKF_TRY(hf_i32(c, "sliding_window", 0, &hp->swa_window));
-        VKF_TRY(hf_i32(c, "sliding_window_pattern", a->swa_period, &hp->swa_period));
+        VKF_TRY(vkf_json_config_int32(c, "sliding_window", NULL, 0, 0, INT32_MAX, &hp->swa_window));
+        VKF_TRY(vkf_json_config_int32(c, "sliding_window_pattern", NULL, a->swa_period, 0,
+                                      INT32_MAX, &hp->swa_period));
     }
-    VKF_TRY(hf_i32(c, "original_max_position_embeddings", 0, &hp->n_ctx_orig));
+    VKF_TRY(vkf_json_config_int32(c, "original_max_position_embeddings", NULL, 0, 0, INT32_MAX,
+                                  &hp->n_ctx_orig));
     int64_t bos, eos;
     VKF_TRY(vkf_json_config_get_int(c, "bos_token_id", -1, &bos));
     const cJSON *eo = cJSON_GetObjectItemCaseSensitive(vkf_json_config_root(c), "eos_token_id");
@@ -309,7 +308,7 @@ static vkf_status hf_rope(vkf_model *m, const vkf_json_config *c, float **factor
         vkf_hf_llama3_factors(hp, rs, f);
         hp->rope_factors = 1;
     } else {
-        s = hf_longrope(m, rs, hp->n_ctx_train, f);
+        s = hf_longrope(m, rs, f);
     }
     if (s != VKF_OK) {
         free(f);
@@ -391,7 +390,7 @@ static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, c
         return vkf_error(VKF_ERROR_FORMAT,
                          "%s/config.json: num_hidden_layers %d exceeds the %zu tensors", dir,
                          m->hp.n_layer, n_tensors);
-    if (m->desc->pos == VKF_POS_ROPE) vkf_model_extend_ctx(m);
+    VKF_TRY(vkf_model_set_ctx(m, m->desc->pos == VKF_POS_ROPE));
     /* the weights, tables and a context asked for must fit: refused before the first upload */
     uint64_t data = 0;
     for (int i = 0; i < c->n_st; i++)

@@ -27,20 +27,6 @@ static int file_exists(const char *p) {
     return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-static vkf_status enc_i32(const vkf_json_config *c, const char *key, int64_t def, int64_t lo,
-                          int64_t hi, int32_t *out) {
-    int64_t v;
-    if (def == INT64_MIN)
-        VKF_TRY(vkf_json_config_require_int(c, key, &v));
-    else
-        VKF_TRY(vkf_json_config_get_int(c, key, def, &v));
-    if (v < lo || v > hi)
-        return vkf_error(VKF_ERROR_FORMAT, "%s: %s = %lld outside [%lld, %lld]",
-                         vkf_json_config_path(c), key, (long long)v, (long long)lo, (long long)hi);
-    *out = (int32_t)v;
-    return VKF_OK;
-}
-
 /* The pooling module's config: one mode of the ones the graph has. */
 static vkf_status enc_pooling(vkf_model *m, const char *path) {
     vkf_json_config *pc;
@@ -131,13 +117,19 @@ static vkf_status enc_modules(vkf_model *m, const char *dir) {
 vkf_status vkf_hf_encoder_config(vkf_model *m, const vkf_json_config *c, const char *dir) {
     vkf_hparams *hp = &m->hp;
     const char *path = vkf_json_config_path(c);
-    VKF_TRY(enc_i32(c, "hidden_size", INT64_MIN, 1, 1 << 16, &hp->d_model));
-    VKF_TRY(enc_i32(c, "num_hidden_layers", INT64_MIN, 1, 4096, &hp->n_layer));
-    VKF_TRY(enc_i32(c, "num_attention_heads", INT64_MIN, 1, 4096, &hp->n_head));
-    VKF_TRY(enc_i32(c, "intermediate_size", INT64_MIN, 1, 1 << 20, &hp->n_ff));
-    VKF_TRY(enc_i32(c, "vocab_size", INT64_MIN, 1, 1 << 24, &hp->n_vocab));
-    VKF_TRY(enc_i32(c, "max_position_embeddings", INT64_MIN, 1, VKF_MODEL_MAX_CTX, &hp->n_ctx));
-    VKF_TRY(enc_i32(c, "type_vocab_size", 2, 0, 1024, &hp->n_types));
+    VKF_TRY(
+        vkf_json_config_int32(c, "hidden_size", NULL, VKF_JSON_REQUIRED, 1, 1 << 16, &hp->d_model));
+    VKF_TRY(vkf_json_config_int32(c, "num_hidden_layers", NULL, VKF_JSON_REQUIRED, 1, 4096,
+                                  &hp->n_layer));
+    VKF_TRY(vkf_json_config_int32(c, "num_attention_heads", NULL, VKF_JSON_REQUIRED, 1, 4096,
+                                  &hp->n_head));
+    VKF_TRY(vkf_json_config_int32(c, "intermediate_size", NULL, VKF_JSON_REQUIRED, 1, 1 << 20,
+                                  &hp->n_ff));
+    VKF_TRY(
+        vkf_json_config_int32(c, "vocab_size", NULL, VKF_JSON_REQUIRED, 1, 1 << 24, &hp->n_vocab));
+    VKF_TRY(vkf_json_config_int32(c, "max_position_embeddings", NULL, VKF_JSON_REQUIRED, 1,
+                                  VKF_MODEL_MAX_CTX, &hp->n_ctx_train));
+    VKF_TRY(vkf_json_config_int32(c, "type_vocab_size", NULL, 2, 0, 1024, &hp->n_types));
     if (hp->d_model % hp->n_head)
         return vkf_error(VKF_ERROR_FORMAT, "%s: %d heads do not divide hidden_size %d", path,
                          hp->n_head, hp->d_model);
@@ -179,7 +171,7 @@ vkf_status vkf_hf_encoder_config(vkf_model *m, const vkf_json_config *c, const c
     /* sentence-transformers: pooling, normalization, the truncation length */
     hp->pooling = VKF_POOLING_MEAN;
     hp->normalize = 0;
-    hp->n_seq_max = hp->n_ctx;
+    hp->n_seq_max = hp->n_ctx_train;
     VKF_TRY(enc_modules(m, dir));
     char p[1200];
     snprintf(p, sizeof p, "%s/sentence_bert_config.json", dir);
@@ -187,7 +179,8 @@ vkf_status vkf_hf_encoder_config(vkf_model *m, const vkf_json_config *c, const c
         vkf_json_config *sb;
         VKF_TRY(vkf_json_config_load(p, &sb));
         int32_t msl = 0;
-        vkf_status s = enc_i32(sb, "max_seq_length", 0, 0, VKF_MODEL_MAX_CTX, &msl);
+        vkf_status s =
+            vkf_json_config_int32(sb, "max_seq_length", NULL, 0, 0, VKF_MODEL_MAX_CTX, &msl);
         vkf_json_config_free(sb);
         VKF_TRY(s);
         if (msl > 0 && msl < hp->n_seq_max) hp->n_seq_max = msl;

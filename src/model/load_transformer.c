@@ -94,29 +94,23 @@ static vkf_status tf_layer(vkf_model *m, const vkf_safetensors *st, vkf_layer_w 
 
 /* ------------------------------------------------------------------ config */
 
-static vkf_status tf_int(const vkf_json_config *c, const char *key, int64_t lo, int64_t hi,
-                         int32_t *out) {
-    int64_t v;
-    VKF_TRY(vkf_json_config_require_int(c, key, &v));
-    if (v < lo || v > hi)
-        return vkf_error(VKF_ERROR_FORMAT,
-                         "%s: key %s: expected an integer in [%lld, %lld], found %lld",
-                         vkf_json_config_path(c), key, (long long)lo, (long long)hi, (long long)v);
-    *out = (int32_t)v;
-    return VKF_OK;
-}
-
 static vkf_status tf_config(vkf_model *m, const vkf_json_config *c) {
     const char *path = vkf_json_config_path(c);
     vkf_hparams *hp = &m->hp;
-    VKF_TRY(tf_int(c, "d_model", 1, 1 << 16, &hp->d_model));
-    VKF_TRY(tf_int(c, "nhead", 1, 1 << 12, &hp->n_head));
-    VKF_TRY(tf_int(c, "num_encoder_layers", 1, 1024, &hp->n_enc_layer));
-    VKF_TRY(tf_int(c, "num_decoder_layers", 1, 1024, &hp->n_layer));
-    VKF_TRY(tf_int(c, "dim_feedforward", 1, 1 << 20, &hp->n_ff));
-    VKF_TRY(tf_int(c, "src_vocab_size", 1, INT32_MAX, &hp->n_src_vocab));
-    VKF_TRY(tf_int(c, "tgt_vocab_size", 1, INT32_MAX, &hp->n_vocab));
-    VKF_TRY(tf_int(c, "max_len", 1, 1 << 20, &hp->n_ctx));
+    VKF_TRY(vkf_json_config_int32(c, "d_model", NULL, VKF_JSON_REQUIRED, 1, 1 << 16, &hp->d_model));
+    VKF_TRY(vkf_json_config_int32(c, "nhead", NULL, VKF_JSON_REQUIRED, 1, 1 << 12, &hp->n_head));
+    VKF_TRY(vkf_json_config_int32(c, "num_encoder_layers", NULL, VKF_JSON_REQUIRED, 1, 1024,
+                                  &hp->n_enc_layer));
+    VKF_TRY(vkf_json_config_int32(c, "num_decoder_layers", NULL, VKF_JSON_REQUIRED, 1, 1024,
+                                  &hp->n_layer));
+    VKF_TRY(vkf_json_config_int32(c, "dim_feedforward", NULL, VKF_JSON_REQUIRED, 1, 1 << 20,
+                                  &hp->n_ff));
+    VKF_TRY(vkf_json_config_int32(c, "src_vocab_size", NULL, VKF_JSON_REQUIRED, 1, INT32_MAX,
+                                  &hp->n_src_vocab));
+    VKF_TRY(vkf_json_config_int32(c, "tgt_vocab_size", NULL, VKF_JSON_REQUIRED, 1, INT32_MAX,
+                                  &hp->n_vocab));
+    VKF_TRY(
+        vkf_json_config_int32(c, "max_len", NULL, VKF_JSON_REQUIRED, 1, 1 << 20, &hp->n_ctx_train));
     if (hp->d_model % hp->n_head)
         return vkf_error(VKF_ERROR_FORMAT, "%s: nhead %d does not divide d_model %d", path,
                          hp->n_head, hp->d_model);
@@ -228,7 +222,7 @@ static vkf_status tf_weights(vkf_model *m, const vkf_safetensors *st) {
 
     /* the sinusoidal table, computed in double (float32 angles drift by 2e-5 at position 300),
      * for every position asked for */
-    vkf_model_extend_ctx(m);
+    VKF_TRY(vkf_model_set_ctx(m, 1));
     float *pe = malloc((size_t)hp->n_ctx * (size_t)d * sizeof *pe);
     if (!pe) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
     vkf_sinusoidal_table(pe, hp->n_ctx, (int)d);

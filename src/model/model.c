@@ -10,8 +10,8 @@
 #include "core/error.h"
 #include "io/gguf.h"
 #include "io/json_config.h"
-#include "model/chat.h"
 #include "model/model.h"
+#include "model/model_chat.h"
 #include "structured/grammar.h"
 #include "tokenizer/tokenizer.h"
 
@@ -80,16 +80,23 @@ static vkf_status model_load_dir(vkf_model *m, const char *dir) {
                      path, found, vkf_arch_hf_list(), vkf_arch_names());
 }
 
-/* Computed positions: the tables and the default KV cache are sized by the context asked for,
- * else min(VKF_MODEL_DEFAULT_CTX, training context) as llama.cpp's default -c 4096; never by a
- * training context alone (131072 for Llama-3.x). */
-void vkf_model_extend_ctx(vkf_model *m) {
-    m->ctx_ext = 1;
-    m->hp.n_ctx_train = m->hp.n_ctx;
-    if (m->ctx_req > 0)
-        m->hp.n_ctx = m->ctx_req;
-    else if (m->hp.n_ctx > VKF_MODEL_DEFAULT_CTX)
-        m->hp.n_ctx = VKF_MODEL_DEFAULT_CTX;
+vkf_status vkf_model_set_ctx(vkf_model *m, int computed) {
+    vkf_hparams *hp = &m->hp;
+    m->ctx_ext = computed;
+    if (!computed && m->ctx_req > hp->n_ctx_train)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: n_ctx %d exceeds the %d positions of its learned position table "
+                         "(%s); only models with computed positions (RoPE, sinusoidal) run past "
+                         "their training context",
+                         m->path, m->ctx_req, hp->n_ctx_train, vkf_model_arch_name(m));
+    if (!computed)
+        hp->n_ctx = hp->n_ctx_train;
+    else if (m->ctx_req > 0)
+        hp->n_ctx = m->ctx_req;
+    else
+        hp->n_ctx =
+            hp->n_ctx_train > VKF_MODEL_DEFAULT_CTX ? VKF_MODEL_DEFAULT_CTX : hp->n_ctx_train;
+    return VKF_OK;
 }
 
 /* api_public.c: common path mistakes, named; vkf_model_params.progress */
@@ -140,13 +147,6 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
                       "%s (%s): run it on one device",
                       p->path, ctx->n_dev, vkf_model_arch_name(m),
                       m->arch == VKF_ARCH_TRANSFORMER ? "encoder-decoder" : "encoder-only");
-    if (s == VKF_OK && !m->ctx_ext) m->hp.n_ctx_train = m->hp.n_ctx;
-    if (s == VKF_OK && m->ctx_req > m->hp.n_ctx)
-        s = vkf_error(VKF_ERROR_UNSUPPORTED,
-                      "%s: n_ctx %d exceeds the %d positions of its learned position table (%s); "
-                      "only models with "
-                      "computed positions (RoPE, sinusoidal) run past their training context",
-                      p->path, m->ctx_req, m->hp.n_ctx, vkf_model_arch_name(m));
     if (s == VKF_OK && p->tokenizer && m->arch == VKF_ARCH_TRANSFORMER &&
         path_is_dir(p->tokenizer)) {
         /* an encoder-decoder's tokenizer directory: src_vocab.json and tgt_vocab.json */

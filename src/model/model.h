@@ -20,7 +20,7 @@
 #include "graph/backend.h"
 #include "io/mapfile.h"
 #include "model/arch.h"
-#include "model/context.h"
+#include "runtime/context.h"
 
 /* The graph family: the encoder-decoder, or a decoder-only model whose architecture is a
  * descriptor (model/arch.h: vkf_model.desc). */
@@ -38,8 +38,9 @@ const char *vkf_model_arch_name(const vkf_model *m);
 typedef struct vkf_hparams {
     int32_t n_vocab;     /* output (decoder / target) vocabulary, tokens */
     int32_t n_src_vocab; /* encoder-decoder: source vocabulary; decoder-only: = n_vocab */
-    int32_t n_ctx;       /* longest sequence the model supports (position table rows), tokens */
-    int32_t n_ctx_train; /* the training context from the file (n_ctx is larger when extended) */
+    int32_t n_ctx_train; /* the training context, as the file declares it (loaders), tokens */
+    int32_t n_ctx;       /* the context the model is loaded for (vkf_model_set_ctx): position table
+                            rows, the default and longest session context, tokens */
     int32_t d_model;     /* residual width */
     int32_t n_head;      /* query heads */
     int32_t n_kv_head;   /* key/value heads (GQA), divides n_head */
@@ -147,7 +148,7 @@ struct vkf_model {
     vkf_hparams hp;
     int32_t ctx_req;    /* vkf_model_params.n_ctx: positions asked for (0: the training context) */
     int32_t cache_type; /* vkf_model_params.cache_type: the KV cache the load's check assumes */
-    int ctx_ext;        /* positions are computed: the loader called vkf_model_extend_ctx */
+    int ctx_ext;        /* positions are computed (vkf_model_set_ctx): n_ctx may pass the trained */
     vkf_model_w w;
     vkf_dtype wtype;     /* dtype of the attention/FFN matrices (verify tolerances, info) */
     int64_t n_params;    /* elements of every distinct weight tensor */
@@ -160,7 +161,7 @@ struct vkf_model {
     /* encode keeps a pre-token cache and scratch buffers in the tokenizer (tokenizer/tokenizer.h):
      * one encode at a time per model; decode only reads and needs no lock */
     pthread_mutex_t tok_lock;
-    /* chat templates (model/chat.c): the template and the bos/eos token texts, or NULL */
+    /* chat templates (model/model_chat.c): the template and the bos/eos token texts, or NULL */
     char *chat_template, *chat_template_tool_use, *chat_bos, *chat_eos;
     /* loading (model/weights.c): the model file's bytes, kept while a weight uses them in place */
     vkf_mapfile file;
@@ -198,9 +199,14 @@ static inline vkf_backend *vkf_model_dev_be(const vkf_model *m, int i) {
     return m->n_dev > 1 ? m->dev_be[i] : m->be;
 }
 
-/* Loaders (model/load_*.c); each fills m->hp, m->w, m->tok. A loader whose positions are
- * computed calls vkf_model_extend_ctx before it builds its position table. */
-void vkf_model_extend_ctx(vkf_model *m);
+/* Loaders (model/load_*.c); each fills m->hp (hp.n_ctx_train from the file), m->w, m->tok, and
+ * calls vkf_model_set_ctx once the hyperparameters are read, before it sizes anything by the
+ * context. */
+/* hp.n_ctx from hp.n_ctx_train and vkf_model_params.n_ctx, which it leaves as they are.
+ * Computed positions (RoPE, sinusoidal): the context asked for, else min(VKF_MODEL_DEFAULT_CTX,
+ * n_ctx_train) as llama.cpp's default -c (never a training context alone: 131072 for
+ * Llama-3.x). A learned table: its n_ctx_train rows; a larger request is VKF_ERROR_UNSUPPORTED. */
+vkf_status vkf_model_set_ctx(vkf_model *m, int computed);
 vkf_status vkf_load_transformer(vkf_model *m, const char *dir);
 vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir);
 vkf_status vkf_load_gguf(vkf_model *m, const char *path);
@@ -345,7 +351,7 @@ vkf_status vkf_build_encoder_graph(vkf_session *s, vkf_sgraph *sg);
  * or [batch * n, d] per token (VKF_POOLING_NONE) */
 vkf_status vkf_build_embed_graph(vkf_session *s, vkf_sgraph *sg);
 /* The session's cached graph of that shape (built on first use), and its computation; for
- * model/embed.c. */
+ * generate/embed.c. */
 vkf_status vkf_session_graph(vkf_session *s, vkf_sgraph_kind kind, int32_t n, int32_t batch,
                              int32_t flags, vkf_sgraph **out);
 vkf_status vkf_session_graph_compute(vkf_session *s, vkf_sgraph *sg);

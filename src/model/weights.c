@@ -8,8 +8,8 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "model/context.h"
 #include "model/model.h"
+#include "runtime/context.h"
 
 /* ------------------------------------------------------------------ buffer bookkeeping */
 

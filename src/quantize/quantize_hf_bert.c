@@ -86,7 +86,7 @@ vkf_status vkf_hf_encoder_keys(vkf_gguf_writer *w, const vkf_model *m, const cha
     VKF_TRY(vkf_gguf_writer_set_str(w, "general.architecture", a));
     VKF_TRY(vkf_gguf_writer_set_str(w, "general.name", base));
     VKF_TRY(vkf_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)hp->n_layer));
-    VKF_TRY(vkf_gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)hp->n_ctx));
+    VKF_TRY(vkf_gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)hp->n_ctx_train));
     VKF_TRY(vkf_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)hp->d_model));
     VKF_TRY(vkf_gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)hp->n_ff));
     VKF_TRY(vkf_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)hp->n_head));

@@ -78,7 +78,8 @@ static void log_msg(const char *level, const char *fmt, va_list ap) {
         return;
     }
     cJSON *o = json_head(level);
-    char *clean = vkf_cli_utf8_dup(msg, strlen(msg)); /* a path in the message may be any bytes */
+    char *clean =
+        vkf_frontend_utf8_dup(msg, strlen(msg)); /* a path in the message may be any bytes */
     cJSON_AddStringToObject(o, "msg", clean ? clean : "");
     free(clean);
     put_json(o);
@@ -113,7 +114,7 @@ void srv_log_access(const srv_access *a) {
     if (log_format == SRV_LOG_NONE) return;
     double ms = 1000.0 * (srv_now() - a->t0);
     const char *fin = a->has_tokens ? finish_name(a->finish) : NULL;
-    char *path = vkf_cli_utf8_dup(a->path, strlen(a->path)); /* the client's bytes */
+    char *path = vkf_frontend_utf8_dup(a->path, strlen(a->path)); /* the client's bytes */
     if (log_format == SRV_LOG_TEXT) {
         char line[1024];
         int n = snprintf(line, sizeof line, "vkformer: serve: %s %s %s %d %.1f ms", a->remote,

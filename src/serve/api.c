@@ -371,7 +371,7 @@ static cJSON *usage(const srv_req *r) {
 static char *token_text(const srv_config *c, int32_t id) {
     char *p = NULL;
     if (vkf_model_detokenize(c->m, &id, 1, VKF_DETOKENIZE_SPECIAL, &p) != VKF_OK) return strdup("");
-    char *clean = vkf_cli_utf8_dup(p, strlen(p));
+    char *clean = vkf_frontend_utf8_dup(p, strlen(p));
     free(p);
     return clean;
 }
@@ -707,7 +707,7 @@ char *srv_api_detokenize(const srv_config *c, const char *body, size_t len, int 
         return err400(status, vkf_last_error());
     }
     cJSON *o = cJSON_CreateObject();
-    char *clean = vkf_cli_utf8_dup(text, strlen(text));
+    char *clean = vkf_frontend_utf8_dup(text, strlen(text));
     cJSON_AddStringToObject(o, "content", clean ? clean : "");
     free(clean);
     free(text);

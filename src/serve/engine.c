@@ -283,7 +283,7 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
         if (f == SRV_FINISH_LENGTH || grammar_end) {
             const char *rest;
             size_t rest_len;
-            char *head = vkf_cli_utf8_dup(emit, emit_len);
+            char *head = vkf_frontend_utf8_dup(emit, emit_len);
             vkf_stopper_flush(r->stopper, &rest, &rest_len);
             size_t hl = head ? strlen(head) : 0;
             char *joined = malloc(hl + rest_len + 1);
@@ -293,13 +293,13 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
                 joined[hl + rest_len] = '\0';
             }
             free(head);
-            ev.text = joined ? vkf_cli_utf8_dup(joined, hl + rest_len) : NULL;
+            ev.text = joined ? vkf_frontend_utf8_dup(joined, hl + rest_len) : NULL;
             ev.len = ev.text ? strlen(ev.text) : 0;
             free(joined);
         }
     }
     if (!ev.text) {
-        ev.text = vkf_cli_utf8_dup(emit, emit_len);
+        ev.text = vkf_frontend_utf8_dup(emit, emit_len);
         ev.len = ev.text ? strlen(ev.text) : 0;
     }
     free(all);
@@ -308,7 +308,7 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
         logprobs_of(row, e->n_vocab, tok, r->top_logprobs, &ev);
         char *p = NULL;
         if (vkf_model_detokenize(e->m, &tok, 1, VKF_DETOKENIZE_SPECIAL, &p) == VKF_OK) {
-            ev.piece = vkf_cli_utf8_dup(p, strlen(p));
+            ev.piece = vkf_frontend_utf8_dup(p, strlen(p));
             free(p);
         }
     }

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cli/utf8.h" /* vkf_cli_utf8_dup */
+#include "frontend/utf8.h" /* vkf_frontend_utf8_dup */
 #include "vkformer.h"
 
 #define SRV_MAX_STOPS 16

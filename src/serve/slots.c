@@ -80,7 +80,7 @@ static cJSON *slot_json(const srv_config *c, const srv_slot_info *s) {
     char *text = NULL;
     if (vkf_model_detokenize(c->m, s->prompt, s->n_prompt, VKF_DETOKENIZE_SPECIAL, &text) ==
         VKF_OK) {
-        char *clean = vkf_cli_utf8_dup(text, strlen(text));
+        char *clean = vkf_frontend_utf8_dup(text, strlen(text));
         cJSON_AddStringToObject(o, "prompt", clean ? clean : "");
         free(clean);
         free(text);

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/model.h"
 #include "structured/grammar.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,7 +28,7 @@ struct vkf_gcache {
     int n_pool;
 };
 
-static pthread_mutex_t g_create_mu = PTHREAD_MUTEX_INITIALIZER; /* makes m->gcache once */
+static pthread_mutex_t g_create_mu = PTHREAD_MUTEX_INITIALIZER; /* makes a model's cache once */
 
 void vkf_gcache_free(vkf_gcache *c) {
     if (!c) return;
@@ -43,32 +42,32 @@ void vkf_gcache_free(vkf_gcache *c) {
     free(c);
 }
 
-static vkf_gcache *gcache_of(const vkf_model *cm) {
-    vkf_model *m = (vkf_model *)cm; /* the cache is the model's mutable part, like tok_lock */
+static vkf_gcache *gcache_of(const vkf_grammar_vocab *v) {
     pthread_mutex_lock(&g_create_mu);
-    if (!m->gcache) {
+    if (!*v->cache) {
         vkf_gcache *c = calloc(1, sizeof *c);
         if (c && pthread_mutex_init(&c->mu, NULL) != 0) {
             free(c);
             c = NULL;
         }
-        m->gcache = c;
+        *v->cache = c;
     }
     pthread_mutex_unlock(&g_create_mu);
-    return m->gcache;
+    return *v->cache;
 }
 
 /* The text a token adds after others: decode(r, t) less decode(r), with r a plain letter, so
  * SentencePiece spaces and byte tokens come out as they do mid-text (llama.cpp's
  * token_to_piece with special tokens rendered). */
-static vkf_status build_vocab(const vkf_model *m, vkf_gvocab **out) {
-    const vkf_tokenizer *tok = m->tok;
-    int32_t n = m->hp.n_vocab;
-    if (!tok) return vkf_error(VKF_ERROR_UNSUPPORTED, "grammar: %s has no tokenizer", m->path);
+static vkf_status build_vocab(const vkf_grammar_vocab *v, vkf_gvocab **out) {
+    vkf_tokenizer *tok = v->tok;
+    const int32_t n_vocab = v->n_vocab;
+    int32_t n = n_vocab;
+    if (!tok) return vkf_error(VKF_ERROR_UNSUPPORTED, "grammar: %s has no tokenizer", v->name);
     if (vkf_tokenizer_n_vocab(tok) < n) n = vkf_tokenizer_n_vocab(tok);
-    char **piece = calloc((size_t)m->hp.n_vocab, sizeof *piece);
-    size_t *len = calloc((size_t)m->hp.n_vocab, sizeof *len);
-    uint8_t *eog = calloc((size_t)m->hp.n_vocab, 1);
+    char **piece = calloc((size_t)n_vocab, sizeof *piece);
+    size_t *len = calloc((size_t)n_vocab, sizeof *len);
+    uint8_t *eog = calloc((size_t)n_vocab, 1);
     vkf_status s = VKF_OK;
     if (!piece || !len || !eog) {
         s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "grammar: out of memory");
@@ -81,9 +80,9 @@ static vkf_status build_vocab(const vkf_model *m, vkf_gvocab **out) {
     {
         int32_t *ids = NULL;
         size_t k = 0;
-        pthread_mutex_lock(&((vkf_model *)m)->tok_lock);
-        vkf_status ts = vkf_tokenizer_encode_ex(((vkf_model *)m)->tok, "a", 1, 0, 0, &ids, &k);
-        pthread_mutex_unlock(&((vkf_model *)m)->tok_lock);
+        pthread_mutex_lock(v->tok_lock);
+        vkf_status ts = vkf_tokenizer_encode_ex(tok, "a", 1, 0, 0, &ids, &k);
+        pthread_mutex_unlock(v->tok_lock);
         if (ts == VKF_OK && k >= 1) ref = ids[k - 1];
         free(ids);
         if (ref >= 0 &&
@@ -109,23 +108,22 @@ static vkf_status build_vocab(const vkf_model *m, vkf_gvocab **out) {
         }
         piece[t] = txt;
         len[t] = tl;
-        eog[t] = (uint8_t)vkf_model_is_eog(m, t);
+        eog[t] = (uint8_t)(v->is_eog(v->user, t) != 0);
     }
-    for (int32_t t = n; t < m->hp.n_vocab; t++) /* ids past the tokenizer: no text, never drawn */
+    for (int32_t t = n; t < n_vocab; t++) /* ids past the tokenizer: no text, never drawn */
         piece[t] = NULL;
     free(rtext);
     if (s == VKF_OK) {
         static const char empty[1] = "";
-        for (int32_t t = 0; t < m->hp.n_vocab; t++)
+        for (int32_t t = 0; t < n_vocab; t++)
             if (!piece[t]) piece[t] = (char *)empty, len[t] = 0;
-        s = vkf_gvocab_create(m->hp.n_vocab, (const char *const *)piece, len, eog, out);
-        for (int32_t t = 0; t < m->hp.n_vocab; t++)
+        s = vkf_gvocab_create(n_vocab, (const char *const *)piece, len, eog, out);
+        for (int32_t t = 0; t < n_vocab; t++)
             if (piece[t] == empty) piece[t] = NULL;
     }
 done:
-    if (piece)
-        for (int32_t t = 0; t < m->hp.n_vocab; t++)
-            free(piece[t]);
+    for (int32_t t = 0; piece && t < n_vocab; t++)
+        free(piece[t]);
     free(piece);
     free(len);
     free(eog);
@@ -134,12 +132,12 @@ done:
 
 /* <text> in a grammar: the one token text tokenizes to (control tokens included) */
 static int32_t token_of(void *user, const char *text, size_t len) {
-    vkf_model *m = user;
+    const vkf_grammar_vocab *v = user;
     int32_t *ids = NULL, id = -1;
     size_t n = 0;
-    pthread_mutex_lock(&m->tok_lock);
-    vkf_status s = vkf_tokenizer_encode_ex(m->tok, text, len, 0, 1, &ids, &n);
-    pthread_mutex_unlock(&m->tok_lock);
+    pthread_mutex_lock(v->tok_lock);
+    vkf_status s = vkf_tokenizer_encode_ex(v->tok, text, len, 0, 1, &ids, &n);
+    pthread_mutex_unlock(v->tok_lock);
     if (s == VKF_OK && n == 1) id = ids[0];
     free(ids);
     return id;
@@ -148,27 +146,27 @@ static int32_t token_of(void *user, const char *text, size_t len) {
 /* ------------------------------------------------------------------ the sampler's grammar */
 
 struct vkf_grammar {
-    const vkf_model *m;
+    const char *name; /* the model's, for messages */
     vkf_gcache *c;
     char *text, *root;
     vkf_gengine *e;
     vkf_gstate st;
 };
 
-vkf_status vkf_grammar_create(const vkf_model *m, const char *text, const char *root,
+vkf_status vkf_grammar_create(const vkf_grammar_vocab *from, const char *text, const char *root,
                               vkf_grammar **out) {
     *out = NULL;
-    if (!m || !text) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "grammar: NULL model or text");
-    if (!m->tok)
+    if (!from || !text) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "grammar: NULL model or text");
+    if (!from->tok)
         return vkf_error(VKF_ERROR_UNSUPPORTED,
-                         "grammar: %s has no tokenizer: a grammar constrains text", m->path);
-    vkf_gcache *c = gcache_of(m);
+                         "grammar: %s has no tokenizer: a grammar constrains text", from->name);
+    vkf_gcache *c = gcache_of(from);
     vkf_grammar *g = calloc(1, sizeof *g);
     if (!c || !g) {
         free(g);
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "grammar: out of memory");
     }
-    g->m = m;
+    g->name = from->name;
     g->c = c;
     g->text = strdup(text);
     g->root = strdup(root && *root ? root : "root");
@@ -178,7 +176,7 @@ vkf_status vkf_grammar_create(const vkf_model *m, const char *text, const char *
     }
     vkf_status s = VKF_OK;
     pthread_mutex_lock(&c->mu);
-    if (!c->v) s = build_vocab(m, &c->v);
+    if (!c->v) s = build_vocab(from, &c->v);
     for (int i = 0; s == VKF_OK && i < c->n_pool; i++)
         if (strcmp(c->pool[i].text, g->text) == 0 && strcmp(c->pool[i].root, g->root) == 0) {
             g->e = c->pool[i].e;
@@ -190,7 +188,7 @@ vkf_status vkf_grammar_create(const vkf_model *m, const char *text, const char *
     const vkf_gvocab *v = c->v;
     pthread_mutex_unlock(&c->mu);
     if (s == VKF_OK && !g->e)
-        s = vkf_gengine_create(v, g->text, strlen(g->text), g->root, token_of, (void *)m,
+        s = vkf_gengine_create(v, g->text, strlen(g->text), g->root, token_of, (void *)from,
                                VKF_GRAMMAR_CTX_DEPTH, &g->e);
     if (s != VKF_OK) {
         vkf_grammar_free(g);
@@ -241,7 +239,7 @@ vkf_status vkf_grammar_apply(vkf_grammar *g, float *logits, int32_t n_vocab) {
                          "grammar: no token of %s can continue the grammar here (it needs text "
                          "the vocabulary cannot spell, or an end-of-generation token the model "
                          "lacks)",
-                         g->m->path);
+                         g->name);
     return VKF_OK;
 }
 

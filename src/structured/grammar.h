@@ -11,6 +11,7 @@
 #ifndef VKF_STRUCTURED_GRAMMAR_H
 #define VKF_STRUCTURED_GRAMMAR_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,13 +63,26 @@ void vkf_gengine_get_stats(const vkf_gengine *e, vkf_gengine_stats *s);
 
 /* ------------------------------------------------------------------ per model (grammar.c) */
 
-struct vkf_model;
+/* What a grammar needs of a model, given by the model's side (generate/sampling.c): the
+ * vocabulary is read through its tokenizer, the end-of-generation tokens through is_eog, and
+ * the cache lives in a slot the model owns and frees with vkf_gcache_free. The grammar code
+ * knows no model. */
 typedef struct vkf_gcache vkf_gcache;
+typedef struct vkf_grammar_vocab {
+    const char *name;          /* the model, for messages (its path) */
+    vkf_tokenizer *tok;        /* NULL: the model has none, and a grammar is refused */
+    pthread_mutex_t *tok_lock; /* held around every encode (the tokenizer's scratch) */
+    int32_t n_vocab;           /* logits per step, tokens (may exceed the tokenizer's) */
+    int (*is_eog)(const void *user, int32_t token); /* 1: the token ends generation */
+    const void *user;                               /* is_eog's */
+    vkf_gcache **cache; /* the model's slot: made on the first grammar, under a lock */
+} vkf_grammar_vocab;
 void vkf_gcache_free(vkf_gcache *c);
 
-/* A sampler's grammar: an engine taken from the model's cache and a state. */
+/* A sampler's grammar: an engine taken from the model's cache and a state. v is read during
+ * the call only. */
 typedef struct vkf_grammar vkf_grammar;
-vkf_status vkf_grammar_create(const struct vkf_model *m, const char *text, const char *root,
+vkf_status vkf_grammar_create(const vkf_grammar_vocab *v, const char *text, const char *root,
                               vkf_grammar **out);
 /* Gives the engine back to the model's cache. */
 void vkf_grammar_free(vkf_grammar *g);

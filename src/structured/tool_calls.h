@@ -1,5 +1,6 @@
-/* Tool calls in a model's own format -> OpenAI's tool_calls (tool_calls.c), and the chat side
- * of tools (tool_chat.c: template detection, tool_choice grammars, messages for templates). */
+/* Tool calls in a model's own format -> OpenAI's tool_calls (tool_calls.c, tool_messages.c); the
+ * chat side of tools (template detection, tool_choice grammars, messages for templates) is
+ * generate/tool_chat.c. */
 #ifndef VKF_STRUCTURED_TOOL_CALLS_H
 #define VKF_STRUCTURED_TOOL_CALLS_H
 
@@ -38,13 +39,5 @@ void vkf_tool_call_id(vkf_tool_format f, char *out, size_t n);
  * *end (one past the value) when a whole value is there, 0 when s is a valid unfinished prefix
  * of one, -1 when it cannot be JSON. */
 int vkf_json_scan(const char *s, size_t n, size_t *end);
-
-/* The conversation as template tmpl (NULL: the ChatML default) wants it, or *out = NULL when
- * it needs no change: tool_calls arguments given as JSON strings (as OpenAI sends them) become
- * objects for templates that write them with tojson; a template that does not render
- * tool_calls gets them as the generic JSON answer in content; tools (a JSON array, may be NULL)
- * are described in the system message when the template does not render them. */
-vkf_status vkf_tool_messages_prepare(const char *tmpl, const char *bos, const char *eos,
-                                     const char *messages_json, const char *tools_json, char **out);
 
 #endif

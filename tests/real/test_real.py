@@ -9,7 +9,7 @@ CHECK is one of:
               checks run --offline from the cache)
   verify-smollm2, verify-gemma3
               `vkformer verify` on the "capital" case (llama.cpp's tokens, logits of 5-6 prompt
-              rows and 8 greedy steps) within the float bounds of src/model/verify.c, on the
+              rows and 8 greedy steps) within the float bounds of src/generate/verify.c, on the
               default Vulkan device, and in the ggml-activations mode, bit-identical (max|d| 0);
               SmolLM2 also on the CPU backend (--cpu and Vulkan agree with llama.cpp alike)
   template    SmolLM2's chat template rendered by `vkformer template` = jinja2's render with

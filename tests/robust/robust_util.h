@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "graph/backend.h"
-#include "model/context.h"
+#include "runtime/context.h"
 #include "testutil.h"
 #include "vkformer.h"
 

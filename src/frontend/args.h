@@ -33,8 +33,8 @@
  * A VKF_ARG_CALL entry runs .call(dst, value, err, errsize) for values that need their own
  * parsing (lists, seeds, enums); it returns 0, or -1 with a reason written to err.
  * .seen (optional) is set to 1 when the option was given. */
-#ifndef VKF_CLI_ARGS_H
-#define VKF_CLI_ARGS_H
+#ifndef VKF_FRONTEND_ARGS_H
+#define VKF_FRONTEND_ARGS_H
 
 #include <stddef.h>
 #include <stdint.h>

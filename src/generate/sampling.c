@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "generate/sampling.h"
 #include "model/model.h"
-#include "model/sampling.h"
 #include "structured/grammar.h"
 #include "tokenizer/tokenizer.h"
 
@@ -59,6 +59,23 @@ vkf_status vkf_sampler_create(const vkf_sampler_params *p, vkf_sampler **out) {
     return vkf_sampler_create_ex(NULL, p, out);
 }
 
+static int model_is_eog(const void *m, int32_t token) { return vkf_model_is_eog(m, token); }
+
+/* A grammar over the model's vocabulary: what the grammar code needs of the model, as data and
+ * a callback; the cache lives in the model (its mutable part, like tok_lock). */
+static vkf_status grammar_create(const vkf_model *m, const char *text, const char *root,
+                                 vkf_grammar **out) {
+    vkf_model *mm = (vkf_model *)m;
+    vkf_grammar_vocab v = {.name = m->path,
+                           .tok = mm->tok,
+                           .tok_lock = &mm->tok_lock,
+                           .n_vocab = m->hp.n_vocab,
+                           .is_eog = model_is_eog,
+                           .user = m,
+                           .cache = &mm->gcache};
+    return vkf_grammar_create(&v, text, root, out);
+}
+
 vkf_status vkf_sampler_create_ex(const vkf_model *m, const vkf_sampler_params *p,
                                  vkf_sampler **out) {
     vkf_sampler_params def = {0};
@@ -81,7 +98,7 @@ vkf_status vkf_sampler_create_ex(const vkf_model *m, const vkf_sampler_params *p
     s->p = *p;
     s->state = p->seed;
     if (p->grammar && *p->grammar) {
-        vkf_status st = m ? vkf_grammar_create(m, p->grammar, p->grammar_root, &s->gr)
+        vkf_status st = m ? grammar_create(m, p->grammar, p->grammar_root, &s->gr)
                           : vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                                       "sampler: a grammar needs the model's vocabulary: create "
                                       "the sampler with vkf_sampler_create_ex");

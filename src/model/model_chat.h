@@ -1,7 +1,7 @@
-/* Chat templates: the model's template and bos/eos texts, and rendering a conversation
- * (public API: vkf_chat_template_render, vkf_model_chat_template, vkf_chat_apply). */
-#ifndef VKF_MODEL_CHAT_H
-#define VKF_MODEL_CHAT_H
+/* A model's chat template and bos/eos texts from its files (model/model_chat.c); rendering a
+ * conversation with them is generate/chat.h. */
+#ifndef VKF_MODEL_MODEL_CHAT_H
+#define VKF_MODEL_MODEL_CHAT_H
 
 #include "vkformer.h"
 
@@ -16,11 +16,6 @@ vkf_status vkf_chat_model_files(const char *path, char **tmpl, char **bos, char 
  * when tools are given): GGUF tokenizer.chat_template.NAME, tokenizer_config.json's list entry of
  * that name, or additional_chat_templates/NAME.jinja. *tmpl NULL when absent. */
 vkf_status vkf_chat_model_named_template(const char *path, const char *name, char **tmpl);
-
-/* llama.cpp's default template, ChatML, for a model without one: "<|im_start|>ROLE\nCONTENT
- * <|im_end|>\n" per message (no newline before <|im_end|>), then "<|im_start|>assistant\n" when
- * add_generation_prompt. *out is malloc'ed. */
-vkf_status vkf_chat_chatml(const char *messages_json, int add_generation_prompt, char **out);
 
 /* Fills m->chat_template / chat_template_tool_use / chat_bos / chat_eos from the model path, then
  * from the tokenizer path (may be NULL) for what is still missing; bos/eos fall back to the

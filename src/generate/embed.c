@@ -20,11 +20,6 @@
 /* Rows of one batched graph at most: bounds a submission (GPU watchdogs) and the activations. */
 #define EMBED_MAX_ROWS 8192
 
-const char *vkf_pooling_name(vkf_pooling p) {
-    static const char *const names[] = {"default", "none", "mean", "cls", "last"};
-    return (unsigned)p < sizeof names / sizeof names[0] ? names[p] : NULL;
-}
-
 void vkf_embeddings_free(vkf_embeddings *e) {
     if (!e) return;
     free(e->data);

@@ -1,7 +1,8 @@
 /* A model's chat templates read from its files without loading its weights, and ChatML, for
  * the front ends (`vkformer template`) through the public API. */
 #include "core/error.h"
-#include "model/chat.h"
+#include "generate/chat.h"
+#include "model/model_chat.h"
 #include "vkformer.h"
 
 vkf_status vkf_chat_template_read(const char *path, const char *name, char **tmpl, char **bos,

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "graph/op_harness.h"
-#include "model/context.h"
+#include "runtime/context.h"
 
 vkf_status vkf_selftest(vkf_context *ctx, int quick, void (*log)(void *user, const char *line),
                         void *user, vkf_selftest_result *out) {

@@ -1,13 +1,14 @@
 /* Tool calls, the chat side (vkformer.h): formats from templates, grammars for tool_choice, and
  * conversations prepared for a template (tool_calls arguments as the template wants them, tools
- * described to templates that do not render them). The parsers are in tool_calls.c, the OpenAI
- * message of an answer and the streaming deltas in tool_messages.c. */
+ * described to templates that do not render them). The parsers are in structured/tool_calls.c, the
+ * OpenAI message of an answer and the streaming deltas in structured/tool_messages.c. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "generate/chat.h"
 #include "model/model.h"
 #include "structured/json_schema.h"
 #include "structured/tool_calls.h"

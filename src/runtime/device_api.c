@@ -5,7 +5,7 @@
 
 #include "backend/vulkan/vk_backend.h"
 #include "core/error.h"
-#include "model/context.h"
+#include "runtime/context.h"
 #include "vkformer.h"
 
 vkf_status vkf_context_device_info(const vkf_context *ctx, vkf_device_info *out) {

@@ -1,12 +1,12 @@
-/* Text helpers the front ends share (src/cli, src/serve). */
+/* Text helpers the front ends share (src/cli, src/serve, bench/). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/utf8.h"
+#include "frontend/utf8.h"
 
 /* s[0..n) as valid UTF-8 (JSON strings must be): each byte that does not begin a well-formed
  * sequence becomes U+FFFD. A random or byte-level model may emit any bytes. */
-char *vkf_cli_utf8_dup(const char *s, size_t n) {
+char *vkf_frontend_utf8_dup(const char *s, size_t n) {
     char *d = malloc(3 * n + 1);
     if (!d) return NULL;
     const unsigned char *p = (const unsigned char *)s;

@@ -1,5 +1,5 @@
 /* The table-driven option parser of every command (args.h). */
-#include "cli/args.h"
+#include "frontend/args.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* The context: picks the backend (Vulkan device, else the CPU when allowed) and owns it. */
-#include "model/context.h"
+#include "runtime/context.h"
 
 #include <stdio.h>
 #include <stdlib.h>

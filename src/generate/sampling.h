@@ -1,4 +1,5 @@
-/* Sampling helpers shared by the sampler (model/sampling.c) and beam search (model/generate.c). */
+/* Sampling helpers shared by the sampler (generate/sampling.c) and beam search
+ * (generate/generate.c). */
 #ifndef VKF_MODEL_SAMPLING_H
 #define VKF_MODEL_SAMPLING_H
 

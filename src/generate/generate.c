@@ -1,13 +1,13 @@
 /* Decoder-only generation and encoder-decoder translation (greedy and beam search). The sampler
- * is in model/sampling.c. */
+ * is in generate/sampling.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/error.h"
+#include "generate/sampling.h"
 #include "model/model.h"
-#include "model/sampling.h"
 #include "tokenizer/tokenizer.h"
 
 /* ------------------------------------------------------------------ generation */
