@@ -48,6 +48,21 @@ VOCABS = {
     "llama-bpe": ("Llama 3 (meta-llama/Meta-Llama-3-8B)", "gpt2", "llama-bpe",
                   ("97272e430d53bc76", "be0a11f7071f0c67", "118abf2034a197fc"),
                  (128256, 280147, False, "<|begin_of_text|>", "<|end_of_text|>")),
+    "qwen2": ("Qwen1.5 (Qwen/Qwen1.5-7B)", "gpt2", "qwen2",
+              ("44c2f46b715f585c", "be0a11f7071f0c67", "de785bb305cc6fa9"),
+              (151936, 151387, True, "<|endoftext|>", "<|endoftext|>")),
+    "command-r": ("Command-R (CohereForAI/c4ai-command-r-v01)", "gpt2", "command-r",
+                  ("a2f8cfea952ef7c3", "be0a11f7071f0c67", "d2a601336e422b60"),
+                  (256000, 253333, True, "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>")),
+    "refact": ("Refact (smallcloudai/Refact-1_6-base)", "gpt2", "refact",
+               ("ac3ceda902fed91c", "be0a11f7071f0c67", "c7e5c1c5dc1dfd3e"),
+               (49216, 48891, False, "<|endoftext|>", "<|endoftext|>")),
+    "mpt": ("MPT (mosaicml/mpt-7b)", "gpt2", "mpt",
+            ("59dc382612866d1f", "be0a11f7071f0c67", "9d0982a7e7950b81"),
+            (50432, 50009, False, "<|endoftext|>", "<|endoftext|>")),
+    "deepseek-coder": ("DeepSeek Coder (deepseek-ai/deepseek-coder-6.7b-base)", "gpt2", "deepseek-coder",
+                       ("91cb1379f2e33af1", "be0a11f7071f0c67", "c2cea4584b0487e6"),
+                       (32256, 31757, False, "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>")),
 }
 SEP = "\n__ggml_vocab_test__\n"
 
@@ -112,8 +127,11 @@ Notes:
 - `llama-spm` / `phi-3` are SentencePiece vocabularies with `add_bos_token` = true; the `.out` ids have no BOS
   because the tests tokenize with add_special = false. A leading space (`▁`) is added to the text.
 - `phi-3` carries the chat template of the chat-templates set's `Phi-3-mini.jinja` byte for byte.
-- The tree's other vocabularies (aquila, baichuan, command-r, deepseek-coder, gemma-4, gpt-neox,
-  mpt, nomic-bert-moe, qwen2, qwen35, refact) are not part of this set.
+- `qwen2`, `command-r`, `refact`, `mpt` and `deepseek-coder` are new beside the earlier copy of this
+  set (llama.cpp c392e50 plus a hand-written llama-bpe), which had the first eight only.
+- The tree's other vocabularies are not part of this set: aquila, baichuan, gpt-neox and
+  nomic-bert-moe have no test files; qwen35 (pre-tokenizer `qwen35`) and gemma-4 (tokenizer model
+  `gemma4`) have them but name a pre-tokenizer / tokenizer model vkformer does not implement.
 """
 
 
