@@ -19,7 +19,13 @@ import struct
 import sys
 import time
 
-import numpy as np
+# one BLAS thread: several times faster for these small float64 products on a shared 2-core machine
+# (threads spin against other jobs: base 27 s instead of 200-470 s), and the float32 self-checks in
+# cases.json do not depend on the core count (the float64 reference does not either)
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_v] = "1"
+
+import numpy as np  # noqa: E402
 
 # name -> (seed, config, f16 weights, cases: (src lengths, tgt lengths) per case)
 SETS = {
@@ -416,8 +422,6 @@ Padded positions (`encoder_out[b, j]` with `j >= src_lengths[b]`, `logprobs[b, t
   with tgt length 128 = max_len; src length 128 with tgt length 1 = just bos). Base: batch 2,
   src 40/34, tgt 30/25.
 
-Generation time on this machine: {times}.
-
 ## Comparing and tolerances
 
 Compare valid positions only, with absolute differences. The float32 evaluation differs from the
@@ -432,13 +436,11 @@ def main():
     ap.add_argument("--only", choices=sorted(SETS), help="write one set only")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    rows, times, f32max = [], [], 0.0
+    rows, f32max = [], 0.0
     for name in SETS:
         if args.only and name != args.only:
             continue
-        t0 = time.time()
         n_params, cases = make_set(args.out, name)
-        times.append(f"{name.split('-')[-1]} {time.time() - t0:.0f} s")
         seed, dims, f16, specs = SETS[name]
         size = os.path.getsize(os.path.join(args.out, name, "model.safetensors")) / 1e6
         f32max = max([f32max] + [max(c["checks"]["encoder_out_maxdiff_float32_vs_float64"],
@@ -449,7 +451,7 @@ def main():
                     f"{'F16' if f16 else 'F32'}, {size:.2f} MB ({n_params / 1e6:.2f} M params) | "
                     f"{len(cases)} (batch {', '.join(str(c['batch']) for c in cases)}) |")
     if not args.only:  # the shared layout's seed-transformer-README.md, and a README.md in each set
-        text = README.format(numpy=np.__version__, rows="\n".join(rows), times=", ".join(times), f32max=f32max)
+        text = README.format(numpy=np.__version__, rows="\n".join(rows), f32max=f32max)
         for path in [os.path.join(args.out, "seed-transformer-README.md")] + [
                 os.path.join(args.out, name, "README.md") for name in SETS]:
             with open(path, "w", encoding="utf-8") as f:
