@@ -397,9 +397,17 @@ error.
 |---|---|---|---|---|
 {rows}
 
-Differences from an earlier copy of this set (llama.cpp c392e50, 2025-02): `deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja`
-is the template as llama.cpp 0c1e570 ships it (updated upstream since); HuggingFaceH4/zephyr-7b-beta's
-template is left out (no pinned source carries it).
+GigaChat's `additional_special_tokens` = `["<|role_sep|>", "<|message_sep|>", "[", "]"]` was chosen so
+the render reproduces llama.cpp's built-in GigaChat format; it was not checked against the model's
+tokenizer files.
+
+Differences from an earlier copy of this set (llama.cpp c392e50, 2025-02, rendered with jinja2 and
+transformers' settings rather than transformers' code; every case the two share renders the same
+bytes, except as listed): `deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja` is the template as
+llama.cpp 0c1e570 ships it (updated upstream since; the same renders); HuggingFaceH4/zephyr-7b-beta's
+template is left out (no pinned source carries it as Jinja); Mistral v0.2 pre-v1 takes bos `""`, as the
+pinned test file gives it (was `<s>`); functionary's `tool_call` messages are recorded without the null
+content that transformers drops before rendering.
 """
 
 
