@@ -1,6 +1,7 @@
-/* Real vocabularies against llama.cpp, id for id: every vocab-only GGUF of
- * ../shared/fixtures/real-vocab (GPT-2, Llama-2 SPM, Phi-3, Falcon, DeepSeek LLM, StarCoder2,
- * BGE WordPiece, Llama-3) with llama.cpp's own test inputs (.inp) and ids (.out, made by
+/* Real vocabularies against llama.cpp, id for id: every vocab-only GGUF of the real-vocab set
+ * (tools/refs/make_real_vocab.py: GPT-2, Llama-2 SPM, Phi-3, Falcon, DeepSeek LLM, StarCoder2,
+ * BGE WordPiece, Llama-3, Qwen1.5, Command-R, Refact, MPT, DeepSeek Coder, as llama.cpp 0c1e570
+ * ships them) with llama.cpp's own test inputs (.inp) and ids (.out, made by
  * llama.cpp's test-tokenizer-0 with add_special = false, parse_special = false; see the README
  * there). Every input must give exactly the ids of its line.
  *
@@ -28,10 +29,13 @@ typedef struct vocab_case {
 } vocab_case;
 
 static const vocab_case k_vocabs[] = {
-    {"ggml-vocab-gpt-2.gguf", "gpt2", 1},        {"ggml-vocab-llama-spm.gguf", "llama", 1},
-    {"ggml-vocab-phi-3.gguf", "llama", 1},       {"ggml-vocab-falcon.gguf", "gpt2", 1},
-    {"ggml-vocab-deepseek-llm.gguf", "gpt2", 1}, {"ggml-vocab-starcoder.gguf", "gpt2", 1},
-    {"ggml-vocab-bert-bge.gguf", "bert", 0},     {"ggml-vocab-llama-bpe.gguf", "gpt2", 1},
+    {"ggml-vocab-gpt-2.gguf", "gpt2", 1},          {"ggml-vocab-llama-spm.gguf", "llama", 1},
+    {"ggml-vocab-phi-3.gguf", "llama", 1},         {"ggml-vocab-falcon.gguf", "gpt2", 1},
+    {"ggml-vocab-deepseek-llm.gguf", "gpt2", 1},   {"ggml-vocab-starcoder.gguf", "gpt2", 1},
+    {"ggml-vocab-bert-bge.gguf", "bert", 0},       {"ggml-vocab-llama-bpe.gguf", "gpt2", 1},
+    {"ggml-vocab-qwen2.gguf", "gpt2", 1},          {"ggml-vocab-command-r.gguf", "gpt2", 1},
+    {"ggml-vocab-refact.gguf", "gpt2", 1},         {"ggml-vocab-mpt.gguf", "gpt2", 1},
+    {"ggml-vocab-deepseek-coder.gguf", "gpt2", 1},
 };
 
 static const char k_sep[] = "\n__ggml_vocab_test__\n";
