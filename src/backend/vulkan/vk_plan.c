@@ -351,17 +351,23 @@ static uint32_t vkf_vk_mm_tm(uint32_t tm_cfg, int64_t M) {
 }
 
 /* The decode kernel's layout on CPU drivers (ROWSEQ, vk_rowseq.c): units per lane, rows a step,
- * rows per subgroup, chunks of whole-texel blocks, unit pairs; zero where it is not taken. */
+ * rows per subgroup, chunks of whole-texel blocks, unit pairs; zero where it is not taken.
+ * ROWSEQ is a one-row kernel: in serve's batched step (vkf_vk_plan_m) it is chosen as for one
+ * row and, where taken, runs once per activation row (*row_each), so a lone sequence runs what
+ * a one-slot server runs and a step of several the same arithmetic per row. */
 static void vkf_vk_plan_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_group *g,
-                               vkf_vk_mm_cfg *cfg, vkf_vk_matmul_texel_v *v, uint32_t *R) {
+                               vkf_vk_mm_cfg *cfg, vkf_vk_matmul_texel_v *v, uint32_t *R,
+                               int *row_each) {
     const vkf_vk_caps *c = &vb->caps;
     const vkf_tensor *w0 = g->w[0];
-    int64_t M = vkf_vk_plan_m(vb, g->a->rows), K = g->a->cols;
+    int64_t M = vb->plan_batch > 0 ? 1 : g->a->rows, K = g->a->cols;
+    *row_each = 0;
     int rs_p = 1;
     v->rowseq = vkf_vk_mm_rowseq(vb, cfg, M, K, w0->dtype, v->w_small, &rs_p);
     v->rs_p = rs_p;
     v->rs_ct = 1;
     if (!v->rowseq) return;
+    *row_each = g->a->rows > 1;
     /* whole steps of rs_p rows */
     int64_t n[3];
     int n_rows = g->swiglu ? 1 : g->n_mats;
@@ -471,7 +477,8 @@ vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group 
         p->ssbo = 1;
         return VKF_OK;
     }
-    vkf_vk_plan_rowseq(vb, g, &cfg, v, &R);
+    vkf_vk_plan_rowseq(vb, g, &cfg, v, &R, &p->row_each);
+    if (v->rowseq) tm = 1;
     /* blocks of a multiple of 16 bytes in rows that all start on a texel (texel windows start on
      * 16 bytes at least, vkf_vk_window_block): the kernel reads them without realigning */
     v->align16 =
