@@ -205,10 +205,11 @@ vkf_vk_kplan vkf_vk_plan_kv_store(const vkf_vk_backend *vb, int kv_f16) {
 /* The rows a choice of kernel is made for: M, or more while a graph of serve's batched step is
  * recorded (vkf_graph.plan_batch, one row per sequence). A step of fewer busy sequences then
  * runs the kernels a step of all of them runs, only over fewer rows, and each row is the same
- * arithmetic in both (test_serve_batch: bit for bit): e.g. ROWSEQ, a CPU driver's M = 1 kernel,
- * sums a row in another order than the split-K kernel of a batch, so a lone sequence of a
- * 4-sequence session keeps the batch kernel. The workgroup's activation rows (TM) still follow
- * M, so fewer rows cost less. */
+ * arithmetic in both (test_serve_batch: bit for bit); kernels that sum a row in another order
+ * for another row count (the kernel class of a tuning, the GPU route, integer dot products)
+ * would otherwise make a sequence's logits depend on how many others are busy. The workgroup's
+ * activation rows (TM) still follow M, so fewer rows cost less. ROWSEQ, the one-row kernel of
+ * CPU drivers, is the exception: vkf_vk_plan_rowseq. */
 static int64_t vkf_vk_plan_m(const vkf_vk_backend *vb, int64_t M) {
     return vb->plan_batch > M ? vb->plan_batch : M;
 }
