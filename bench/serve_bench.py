@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Aggregate throughput of `vkformer serve` for 1, 4 and 8 concurrent streams.
 
-Usage: bench/serve_bench.py VKFORMER MODEL [-np 8] [-n 64] [-r 3] [--cache | --replicas] [-- extra serve flags]
+Usage: bench/serve_bench.py VKFORMER MODEL [-np 8] [-n 64] [-r 3] [--cache | --replicas | --lone [--base VKFORMER]]
+       [-- extra serve flags]
 
 Starts the server (-np slots, --port 0), warms it up (graph building, pipeline compilation),
 then for each stream count S in 1, 4, 8 (those <= -np) sends S streaming /v1/completions
@@ -20,6 +21,15 @@ deploy/nginx.conf (and deploy/vkformer-replicas.conf, their ports put in), again
 with as many slots as the three (behind nginx, and alone); each configuration gets 3 x np
 concurrent streams of -n tokens, -r times, the configurations in turns; best and median.
 Needs Debian's nginx.
+
+--lone instead: a lone request's speed against -np (issue 42). Servers with 1 and with -np
+slots (default 4), and with --base OTHER_VKFORMER the same two for that build (a baseline):
+all started first, then the -r repetitions go round them in turns. Each repetition sends one
+lone streamed request of -n tokens to every server (decode t/s = tokens after the first / the
+time after the first; server CPU ms per token = the process's user + system time over the
+request / its tokens, the steadier figure on a loaded machine), then -np concurrent streams to
+each -np server (aggregate t/s, CPU ms per token). Medians of the repetitions, and the lone
+request's -np : 1 ratio per build.
 """
 import http.client
 import json
@@ -189,6 +199,52 @@ def replicas_run(exe, model, np, n, reps, extra):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def cpu_s(pid):
+    """user + system CPU seconds of process pid (all its threads)"""
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def lone_run(exes, model, np, n, reps, extra):
+    configs = [(exe, k) for exe in exes for k in (1, np)]
+    procs, ports, dev = [], [], None
+    try:
+        for exe, k in configs:
+            p, port, dev = start(exe, model, k, extra)
+            procs.append(p)
+            ports.append(port)
+            run(port, k, 8, 0)  # warm-up
+            one(port, PROMPTS[0], 8, 0, [])
+        lone = [[] for _ in configs]
+        multi = [[] for _ in configs]
+        for r in range(reps):
+            for i, (exe, k) in enumerate(configs):
+                out = []
+                c0 = cpu_s(procs[i].pid)
+                one(ports[i], PROMPTS[r % len(PROMPTS)], n, 1000 * r, out)
+                c1 = cpu_s(procs[i].pid)
+                t0, t1, first, toks = out[0]
+                lone[i].append(((toks - 1) / (t1 - t0 - first), 1000 * (c1 - c0) / toks))
+                if k > 1:
+                    c0 = cpu_s(procs[i].pid)
+                    agg, _, _, toks = run(ports[i], k, n, 1000 * r)
+                    multi[i].append((agg, 1000 * (cpu_s(procs[i].pid) - c0) / toks))
+        med = lambda xs, j: sorted(x[j] for x in xs)[len(xs) // 2]
+        print("model %s, device %s, %d tokens per request, medians of %d runs (in turns)" % (model, dev, n, reps))
+        print("| build | -np | lone decode t/s | lone CPU ms / token | lone vs -np 1 | %d streams aggregate t/s "
+              "| %d streams CPU ms / token |" % (np, np))
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for i, (exe, k) in enumerate(configs):
+            one_np = configs.index((exe, 1))
+            ratio = med(lone[i], 0) / med(lone[one_np], 0)
+            ms = ("%.1f | %.1f" % (med(multi[i], 0), med(multi[i], 1))) if multi[i] else "- | -"
+            print("| %s | %d | %.1f | %.1f | %.2f | %s |" % (exe, k, med(lone[i], 0), med(lone[i], 1), ratio, ms))
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait()
+
+
 def main():
     args = sys.argv[1:]
     extra = []
@@ -200,6 +256,10 @@ def main():
     for k in opt:
         if k in args:
             opt[k] = int(args[args.index(k) + 1])
+    if "--lone" in args:
+        exes = [exe] + ([args[args.index("--base") + 1]] if "--base" in args else [])
+        lone_run(exes, model, opt["-np"] if "-np" in args else 4, opt["-n"], opt["-r"], extra)
+        return
     if "--replicas" in args:
         replicas_run(exe, model, opt["-np"] if "-np" in args else 2, opt["-n"], opt["-r"], extra)
         return

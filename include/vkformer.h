@@ -569,8 +569,12 @@ vkf_status vkf_session_truncate(vkf_session *s, int32_t n);
 vkf_status vkf_session_seq_eval(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
                                 int32_t n, float *logits);
 /* Decoder-only: one step for all n_batch sequences: sequence b appends tokens[b] at position
- * pos[b] (pos[b] < 0: idle, its logits row is meaningless); logits gets n_batch * n_vocab
- * floats (may be NULL). */
+ * pos[b] (pos[b] < 0: idle). logits (may be NULL) holds n_batch * n_vocab floats; the rows of
+ * the busy sequences are written. The step computes only the sequences from the first busy one
+ * to the last (those between them as idle rows, whose logits rows are meaningless), so a lone
+ * sequence costs one row whatever n_batch; the rows outside that range are left as they were,
+ * and nothing busy computes nothing. A busy sequence's logits are the same bits whichever
+ * others are busy. */
 vkf_status vkf_session_seq_decode(vkf_session *s, const int32_t *tokens, const int32_t *pos,
                                   float *logits);
 

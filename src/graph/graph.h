@@ -33,6 +33,10 @@ typedef struct vkf_graph {
     vkf_buffer *arena;    /* allocated on the backend by vkf_graph_plan */
     vkf_backend *backend; /* the backend the arena lives on */
     void *exec;           /* backend-private: e.g. recorded command buffers */
+    /* serve's batched step (one token per sequence): the backend chooses its kernels as for a
+     * step of this many sequences where the graph has fewer, so that a sequence's result does
+     * not depend on how many others the step computes; 0: as for the graph's own sizes */
+    int32_t plan_batch;
     char name[64];
 } vkf_graph;
 

@@ -46,6 +46,13 @@ static vkf_tensor *dec_lens(vkf_sgraph *sg) {
     return sg->n_parts ? &sg->part[sg->cur].lens : &sg->lens;
 }
 
+/* A step computes only its busy range of sequences (vkf_session_seq_decode): the graph of
+ * sg->batch sequences from seq0; its kernels are those of a step of all the session's
+ * sequences, so a sequence's logits do not depend on how many others are busy. */
+static void dec_plan_batch(const vkf_session *s, const vkf_sgraph *sg, vkf_graph *g) {
+    if (sg->flags & VKF_SG_PERSEQ) g->plan_batch = s->n_batch;
+}
+
 /* rows pos[0..batch) of a position table */
 static vkf_tensor *dec_perseq_table(vkf_gb *b, vkf_tensor *table, vkf_sgraph *sg,
                                     const char *name) {
@@ -223,7 +230,8 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
         .scale_q = a->scale_q,
     };
     vkf_tensor *kc = &s->kc[l], *vc = &s->vc[l];
-    if (sg->seq0 > 0) { /* serve: one sequence's prompt, in its own region of the caches */
+    if (sg->seq0 > 0) { /* serve: one sequence's prompt, or a step's busy range of sequences, in
+                         * their own regions of the caches */
         kc = vkf_gb_view(b, kc, (int64_t)sg->seq0 * s->n_ctx, (int64_t)B * s->n_ctx, 0, kvd);
         vc = vkf_gb_view(b, vc, (int64_t)sg->seq0 * s->n_ctx, (int64_t)B * s->n_ctx, 0, kvd);
     }
@@ -263,6 +271,7 @@ static vkf_status dec_part_begin(vkf_session *s, vkf_sgraph *sg, vkf_gb *b, int 
     char nm[80];
     snprintf(nm, sizeof nm, "%s dev%d", name, d);
     VKF_TRY(vkf_graph_create(pt->be, nm, &b->g));
+    dec_plan_batch(s, sg, b->g);
     pt->g = b->g;
     sg->n_parts = d + 1;
     sg->cur = d;
@@ -304,6 +313,7 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
         VKF_TRY(dec_part_begin(s, sg, &b, 0, name));
     else
         VKF_TRY(vkf_graph_create(m->be, name, &b.g));
+    dec_plan_batch(s, sg, b.g);
     sg->g = b.g;
 
     sg->ids = vkf_tensor_make(VKF_DTYPE_I32, 1, rows, "ids");

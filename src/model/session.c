@@ -559,30 +559,43 @@ vkf_status vkf_session_seq_eval(vkf_session *s, int32_t seq, int32_t pos, const 
     return st;
 }
 
+/* The busy sequences' range [lo, hi) of a step: only those rows are computed (serve's idle
+ * slots cost nothing), in the graph of hi - lo sequences from lo; none busy: none computed. */
 static vkf_status seq_decode(vkf_session *s, const int32_t *tokens, const int32_t *pos,
                              float *logits) {
     vkf_backend *be = s->m->be;
-    int32_t B = s->n_batch;
+    int32_t lo = -1, hi = -1;
+    for (int32_t b = 0; b < s->n_batch; b++)
+        if (pos[b] >= 0) {
+            if (lo < 0) lo = b;
+            hi = b + 1;
+        }
+    if (lo < 0) return VKF_OK;
+    int32_t B = hi - lo;
     VKF_TRY(check_abort(s, 0, 1));
     vkf_sgraph *sg;
-    VKF_TRY(sg_get_seq(s, VKF_SG_DECODER, 1, B, 1, VKF_SG_LAST_ONLY | VKF_SG_PERSEQ, 0, &sg));
+    VKF_TRY(sg_get_seq(s, VKF_SG_DECODER, 1, B, 1, VKF_SG_LAST_ONLY | VKF_SG_PERSEQ, lo, &sg));
     int32_t *buf = malloc((size_t)B * 3 * sizeof *buf);
     if (!buf) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "seq_decode: out of host memory");
     int32_t *ids = buf, *p = buf + B, *row = buf + 2 * B;
-    for (int32_t b = 0; b < B; b++) {
+    for (int32_t i = 0; i < B; i++) {
+        int32_t b = lo + i;
         int idle = pos[b] < 0;
-        ids[b] = idle ? 0 : tokens[b];
-        p[b] = idle ? 0 : pos[b];
-        /* an idle sequence writes its last cache row, which holds nothing it needs */
-        row[b] = b * s->n_ctx + (idle ? s->n_ctx - 1 : pos[b]);
-        s->host_lens[b] = idle ? 0 : pos[b] + 1;
+        ids[i] = idle ? 0 : tokens[b];
+        p[i] = idle ? 0 : pos[b];
+        /* an idle sequence between busy ones writes its last cache row, which holds nothing it
+         * needs */
+        row[i] = b * s->n_ctx + (idle ? s->n_ctx - 1 : pos[b]);
+        s->host_lens[i] = idle ? 0 : pos[b] + 1;
     }
     vkf_status st = vkf_tensor_write(be, &sg->ids, ids);
     if (st == VKF_OK) st = sg_write_inputs(s, sg, s->host_lens, p, row);
     free(buf);
     VKF_TRY(st);
     VKF_TRY(sg_compute(s, sg, 0));
-    if (logits) VKF_TRY(vkf_tensor_read(sg_out_be(s, sg), &sg->out, logits));
+    if (logits)
+        VKF_TRY(vkf_tensor_read(sg_out_be(s, sg), &sg->out,
+                                logits + (size_t)lo * (size_t)s->m->hp.n_vocab));
     return VKF_OK;
 }
 

@@ -6,10 +6,13 @@
  *      the KV cache (vkf_session_seq_eval) and its first token sampled;
  *   3. every busy slot advances by one token in one batched graph (vkf_session_seq_decode):
  *      each slot at its own position, so a request joins at the next step and leaves when it
- *      finishes, without waiting for the others (continuous batching).
- * A request's tokens do not depend on the other slots: the batched graph always has n_slots
- * rows (idle ones included) and each slot has its own sampler, so the same request with the
- * same seed gives the same tokens alone or in company.
+ *      finishes, without waiting for the others (continuous batching). The step computes the
+ *      rows from the first busy slot to the last only (idle slots cost nothing, but those
+ *      between busy ones), so a lone request runs as fast as on a one-slot server.
+ * A request's tokens do not depend on the other slots: a slot's logits are the same bits
+ * whichever slots are busy (the library's guarantee: a step of fewer rows runs the kernels of a
+ * step of all of them) and each slot has its own sampler, so the same request with the same
+ * seed gives the same tokens alone or in company.
  *
  * Prompt cache: each slot remembers the tokens its cache rows hold (the last request's prompt
  * and the generated tokens fed back). A queued request takes the free slot holding the longest
@@ -534,9 +537,15 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
     if (st == VKF_OK && (!e->slot || !e->logits || !e->tok || !e->pos || !e->ctok || !e->ctok_n ||
                          !e->used || !e->kv_pub || !e->prev))
         st = VKF_ERROR_OUT_OF_MEMORY;
-    if (st == VKF_OK) { /* warm-up: builds the batched graph now, and fails here if it cannot */
+    /* warm-up: builds the batched step's graphs now (and fails here if it cannot): of 1, 2,
+     * 4, ... busy slots and of all of them, which compiles the kernels of every width a step
+     * takes (its activation rows go by powers of two), so the first lone request or the first
+     * full house does not wait for them. Each slot is empty, so writing its row 0 costs
+     * nothing. */
+    for (int k = 1; st == VKF_OK && k <= e->n_slots;
+         k = k < e->n_slots && 2 * k > e->n_slots ? e->n_slots : 2 * k) {
         for (int b = 0; b < e->n_slots; b++)
-            e->pos[b] = -1;
+            e->pos[b] = b < k ? 0 : -1;
         st = vkf_session_seq_decode(e->s, e->tok, e->pos, e->logits);
     }
     if (st == VKF_OK) {

@@ -253,6 +253,39 @@ def main():
             check(alone[i] is not None and together[i] == alone[i],
                   "client %d: together %r != alone %r" % (i, together[i], alone[i]))
 
+        # ------------------------------------------------ greedy: alone = beside others, token for token
+        # A step computes only the busy slots (issue 42.4): the request alone, then beside three
+        # others that start before it and finish while it decodes (so the steps it takes part in
+        # have 4, 3, 2 and 1 busy slots, in other slots than alone), gives the same tokens and
+        # the same log-probabilities (the JSON text of each: the logits bit for bit). Without the
+        # prompt cache: a prompt partly cached is evaluated in other chunks, which may round
+        # differently.
+        g = {"prompt": "And God said", "max_tokens": 24, "temperature": 0, "logprobs": 1,
+             "cache_prompt": False}
+        st, js, _ = s.request("POST", "/v1/completions", g)
+        check(st == 200 and js["usage"]["completion_tokens"] == 24, "greedy alone: %s %s" % (st, js))
+        lp_alone = js["choices"][0]["logprobs"] if st == 200 else None
+        beside = [None] * 4
+
+        def greedy(i, body):
+            st, js, _ = s.request("POST", "/v1/completions", body)
+            beside[i] = js["choices"][0]["logprobs"] if st == 200 else None
+        th = [threading.Thread(target=greedy, args=(i, {"prompt": p, "max_tokens": n, "temperature": 0,
+                                                         "logprobs": 1}))
+              for i, (p, n) in enumerate([("Blessed are", 6), ("Let there be light", 12),
+                                          ("The earth was", 30)])]
+        for t in th:
+            t.start()
+        time.sleep(0.2)
+        greedy(3, g)
+        for t in th:
+            t.join()
+        check(beside[3] is not None and beside[3]["tokens"] == lp_alone["tokens"],
+              "greedy beside others: tokens %r != alone %r"
+              % (beside[3] and beside[3]["tokens"], lp_alone and lp_alone["tokens"]))
+        check(beside[3] == lp_alone, "greedy beside others: log-probabilities %r != alone %r"
+              % (beside[3] and beside[3]["token_logprobs"], lp_alone and lp_alone["token_logprobs"]))
+
         # ---------------------------------------------------------------- disconnect frees the slot
         c = socket.create_connection(("127.0.0.1", s.port))
         body = json.dumps({"prompt": "In the beginning", "max_tokens": 4000, "stream": True})

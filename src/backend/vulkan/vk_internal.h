@@ -180,6 +180,7 @@ typedef struct vkf_vk_backend {
     int tune_have[3][VKF_DTYPE_COUNT];
     struct vkf_vk_mm_cfg *tune_cfg;         /* [3][VKF_DTYPE_COUNT] */
     const struct vkf_vk_mm_cfg *tune_force; /* while timing a candidate */
+    int64_t plan_batch; /* while recording a graph: its vkf_graph.plan_batch (vk_plan.c) */
 
     vkf_vk_stats stats;
 } vkf_vk_backend;

@@ -278,6 +278,7 @@ vkf_status vkf_vk_mm_group_record(vkf_vk_rec *r, const vkf_vk_mm_group *g) {
     if (p.int_dot) VKF_TRY(vkf_vk_mm_q8_quantize(r, g, &p, &qwin));
     mper = vkf_vk_min64(mper, (int64_t)c->max_wg_count[2] * p.tm);
     if (mper > (int64_t)p.tm) mper = mper / p.tm * p.tm;
+    if (p.row_each) mper = 1;
     for (ch.m0 = 0; ch.m0 < a->rows; ch.m0 += mper) {
         ch.mc = vkf_vk_min64(mper, a->rows - ch.m0);
         for (ch.n0 = 0; ch.n0 < w0->rows; ch.n0 += nper) {

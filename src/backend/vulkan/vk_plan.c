@@ -202,8 +202,21 @@ vkf_vk_kplan vkf_vk_plan_kv_store(const vkf_vk_backend *vb, int kv_f16) {
 
 /* ---------------------------------------------------------------- matmul */
 
+/* The rows a choice of kernel is made for: M, or more while a graph of serve's batched step is
+ * recorded (vkf_graph.plan_batch, one row per sequence). A step of fewer busy sequences then
+ * runs the kernels a step of all of them runs, only over fewer rows, and each row is the same
+ * arithmetic in both (test_serve_batch: bit for bit); kernels that sum a row in another order
+ * for another row count (the kernel class of a tuning, the GPU route, integer dot products)
+ * would otherwise make a sequence's logits depend on how many others are busy. The workgroup's
+ * activation rows (TM) still follow M, so fewer rows cost less. ROWSEQ, the one-row kernel of
+ * CPU drivers, is the exception: vkf_vk_plan_rowseq. */
+static int64_t vkf_vk_plan_m(const vkf_vk_backend *vb, int64_t M) {
+    return vb->plan_batch > M ? vb->plan_batch : M;
+}
+
 vkf_status vkf_vk_plan_mm_cfg(const vkf_vk_backend *vb, int64_t M, int64_t N, int64_t K,
                               vkf_dtype wtype, vkf_vk_mm_cfg *out) {
+    M = vkf_vk_plan_m(vb, M);
     VKF_TRY(vkf_vk_tune_matmul(vb, M, N, K, wtype, out));
     if (vb->tune_force) return VKF_OK; /* the tuner times exactly this candidate */
     const vkf_switches *sw = &vb->sw;
@@ -339,17 +352,23 @@ static uint32_t vkf_vk_mm_tm(uint32_t tm_cfg, int64_t M) {
 }
 
 /* The decode kernel's layout on CPU drivers (ROWSEQ, vk_rowseq.c): units per lane, rows a step,
- * rows per subgroup, chunks of whole-texel blocks, unit pairs; zero where it is not taken. */
+ * rows per subgroup, chunks of whole-texel blocks, unit pairs; zero where it is not taken.
+ * ROWSEQ is a one-row kernel: in serve's batched step (vkf_vk_plan_m) it is chosen as for one
+ * row and, where taken, runs once per activation row (*row_each), so a lone sequence runs what
+ * a one-slot server runs and a step of several the same arithmetic per row. */
 static void vkf_vk_plan_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_group *g,
-                               vkf_vk_mm_cfg *cfg, vkf_vk_matmul_texel_v *v, uint32_t *R) {
+                               vkf_vk_mm_cfg *cfg, vkf_vk_matmul_texel_v *v, uint32_t *R,
+                               int *row_each) {
     const vkf_vk_caps *c = &vb->caps;
     const vkf_tensor *w0 = g->w[0];
-    int64_t M = g->a->rows, K = g->a->cols;
+    int64_t M = vb->plan_batch > 0 ? 1 : g->a->rows, K = g->a->cols;
+    *row_each = 0;
     int rs_p = 1;
     v->rowseq = vkf_vk_mm_rowseq(vb, cfg, M, K, w0->dtype, v->w_small, &rs_p);
     v->rs_p = rs_p;
     v->rs_ct = 1;
     if (!v->rowseq) return;
+    *row_each = g->a->rows > 1;
     /* whole steps of rs_p rows */
     int64_t n[3];
     int n_rows = g->swiglu ? 1 : g->n_mats;
@@ -387,7 +406,9 @@ static int vkf_vk_plan_int_dot(const vkf_vk_backend *vb, const vkf_vk_mm_group *
         (at != VKF_ACT_Q8_0 && at != VKF_ACT_Q8_1 && at != VKF_ACT_Q8_K))
         return 0;
     *qk = at == VKF_ACT_Q8_K ? 256u : 32u;
-    if (a->rows > VKF_VK_MV_MAXM || a->cols % *qk || cfg->lanes || !vb->caps.has_subgroup) return 0;
+    if (vkf_vk_plan_m(vb, a->rows) > VKF_VK_MV_MAXM || a->cols % *qk || cfg->lanes ||
+        !vb->caps.has_subgroup)
+        return 0;
     int on = vb->tune_force                         ? (int)cfg->int_dot
              : sw->no_int_dot || sw->int_dot == 3   ? 0
              : sw->int_dot == 1 || sw->int_dot == 2 ? 1
@@ -457,7 +478,8 @@ vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group 
         p->ssbo = 1;
         return VKF_OK;
     }
-    vkf_vk_plan_rowseq(vb, g, &cfg, v, &R);
+    vkf_vk_plan_rowseq(vb, g, &cfg, v, &R, &p->row_each);
+    if (v->rowseq) tm = 1;
     /* blocks of a multiple of 16 bytes in rows that all start on a texel (texel windows start on
      * 16 bytes at least, vkf_vk_window_block): the kernel reads them without realigning */
     v->align16 =
@@ -481,8 +503,8 @@ vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group 
     /* GPUs' decode (M <= 8, split-K): vector loads from storage buffers instead of texels
      * (W_SSBO), the general memory path GPU matrix-vector kernels read through (llama.cpp's
      * mul_mat_vec); CPU drivers keep texels (their gathers; shaders/matmul_texel.comp) */
-    v->ssbo = p->ssbo =
-        !vkf_vk_plan_cpu(vb) && M <= VKF_VK_MV_MAXM && !v->lanes && !vb->sw.no_ssbo_matvec;
+    v->ssbo = p->ssbo = !vkf_vk_plan_cpu(vb) && vkf_vk_plan_m(vb, M) <= VKF_VK_MV_MAXM &&
+                        !v->lanes && !vb->sw.no_ssbo_matvec;
     return VKF_OK;
 }
 
@@ -601,10 +623,11 @@ vkf_status vkf_vk_plan_matmul(const vkf_vk_backend *vb, const vkf_node *n, vkf_v
     }
     const vkf_vk_caps *c = &vb->caps;
     int wt = vkf_vk_wtype(w->dtype);
-    int matvec = M <= VKF_VK_MV_MAXM;
+    int64_t Mp = vkf_vk_plan_m(vb, M); /* the route: as for a whole batched step */
+    int matvec = Mp <= VKF_VK_MV_MAXM;
     int mv_m = (int)(M < VKF_VK_MV_MAXM ? M : VKF_VK_MV_MAXM);
     int tiled_forced = vb->tune_force != NULL; /* the tuner is timing a tiled variant */
-    p->fast_ok = K % vkf_vk_wunit(w->dtype) == 0 && (M == 1 || a->row_stride % 4 == 0) &&
+    p->fast_ok = K % vkf_vk_wunit(w->dtype) == 0 && (Mp == 1 || a->row_stride % 4 == 0) &&
                  !vb->sw.no_fast_matvec;
     /* ROWLANE stands in for the texel kernel on CPU devices when that cannot run; a tiled
      * kernel chosen explicitly (tuning) is used as chosen */
@@ -721,16 +744,23 @@ static int vkf_vk_attn_layout(const vkf_vk_backend *vb, const vkf_attn_params *a
 
 /* attention_texel.comp when the device has texels and subgroups, head_dim and every offset and
  * stride are multiples of 4 (of 8 with an F16 cache: a K/V texel holds 8 halves) and one
- * dispatch binds everything; its layout in p (else 0: the general kernel). */
+ * dispatch binds everything; its layout in p (else 0: the general kernel). In serve's batched
+ * step the checks are made for all of its sequences (vkf_vk_plan_m), so that a step of fewer
+ * takes the same kernel. */
+static int vkf_vk_span_fits(const vkf_tensor *t, int64_t rows, uint64_t budget) {
+    return (uint64_t)(rows - 1) * vkf_vk_stride_bytes(t) + vkf_vk_row_bytes(t) <= budget;
+}
+
 static int vkf_vk_attn_texel(const vkf_vk_backend *vb, const vkf_node *n, vkf_vk_attn_plan *p) {
     const vkf_attn_params *ap = &n->p.attn;
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
     const vkf_vk_caps *c = &vb->caps;
+    int64_t nb = vb->plan_batch > ap->batch ? vb->plan_batch : ap->batch;
     if (!vkf_vk_texel_subgroups(c) || vb->sw.no_texel_attention) return 0;
     if (!vkf_vk_attn_layout(vb, ap, p)) return 0;
     /* key parts: their states must fit one window */
     if (p->split > 1 &&
-        (uint64_t)ap->batch * ap->n_q * ap->n_head * p->split * (ap->head_dim / 4 + 1) * 16u >
+        (uint64_t)nb * ap->n_q * ap->n_head * p->split * (ap->head_dim / 4 + 1) * 16u >
             vkf_vk_window_budget(vb))
         return 0;
     int kvu = k->dtype == VKF_DTYPE_F16 ? 2 : 1; /* 4-wide units per K/V texel */
@@ -741,15 +771,14 @@ static int vkf_vk_attn_texel(const vkf_vk_backend *vb, const vkf_node *n, vkf_vk
         k->row_stride % (4 * kvu) || v->row_stride % (4 * kvu))
         return 0;
     if (d->offset % 16 || q->offset % 16 || k->offset % 16 || v->offset % 16) return 0;
-    if ((uint32_t)ap->n_head > c->max_wg_count[0] ||
-        (int64_t)ap->batch * ap->n_q > (int64_t)c->max_wg_count[1])
+    if ((uint32_t)ap->n_head > c->max_wg_count[0] || nb * ap->n_q > (int64_t)c->max_wg_count[1])
         return 0;
     uint64_t budget = vkf_vk_texel_budget(vb) - 32;
-    int64_t kv_rows = (int64_t)(ap->batch - 1) * ap->kv_stride + ap->n_kv;
-    int64_t q_rows = (int64_t)ap->batch * ap->n_q;
-    return vkf_vk_rows_fit(q, budget) >= q_rows &&
-           vkf_vk_rows_fit(d, vkf_vk_window_budget(vb)) >= q_rows &&
-           vkf_vk_rows_fit(k, budget) >= kv_rows && vkf_vk_rows_fit(v, budget) >= kv_rows;
+    int64_t kv_rows = (nb - 1) * ap->kv_stride + ap->n_kv;
+    int64_t q_rows = nb * ap->n_q;
+    return vkf_vk_span_fits(q, q_rows, budget) &&
+           vkf_vk_span_fits(d, q_rows, vkf_vk_window_budget(vb)) &&
+           vkf_vk_span_fits(k, kv_rows, budget) && vkf_vk_span_fits(v, kv_rows, budget);
 }
 
 /* rows spanned by nb sequences of kv_stride rows with n_kv used rows each */

@@ -92,7 +92,9 @@ typedef struct vkf_vk_mm_group_plan {
     int int_dot;   /* k is matmul_q8.comp, after kq (quantize_q8.comp) quantized a: the
                       integer-dot path (vkf_vk_plan_int_dot) */
     vkf_vk_kplan kq;
-    uint32_t qk; /* int_dot: values per activation scale (32, or 256 for Q8_K) */
+    uint32_t qk;  /* int_dot: values per activation scale (32, or 256 for Q8_K) */
+    int row_each; /* one dispatch per activation row (ROWSEQ, a one-row kernel, in serve's
+                     batched step: vkf_vk_plan_rowseq) */
 } vkf_vk_mm_group_plan;
 vkf_status vkf_vk_plan_mm_group(const struct vkf_vk_backend *vb, const struct vkf_vk_mm_group *g,
                                 vkf_vk_mm_group_plan *p);

@@ -60,6 +60,7 @@ static vkf_status vkf_vk_record(vkf_vk_backend *vb, vkf_graph *g, vkf_vk_exec **
     rec.vb = vb;
     rec.ex = ex;
     rec.cmd = ex->cmd;
+    vb->plan_batch = g->plan_batch;
     for (int i = 0; i < g->n_nodes;) {
         const vkf_node *nd = &g->nodes[i];
         rec.op = (int)nd->op;
@@ -78,6 +79,7 @@ static vkf_status vkf_vk_record(vkf_vk_backend *vb, vkf_graph *g, vkf_vk_exec **
             goto fail;
         }
     }
+    vb->plan_batch = 0;
     st = vkf_vk_exec_end(vb, ex);
     if (st != VKF_OK) goto fail;
     ex->n_nodes = g->n_nodes;
@@ -88,6 +90,7 @@ static vkf_status vkf_vk_record(vkf_vk_backend *vb, vkf_graph *g, vkf_vk_exec **
     *out = ex;
     return VKF_OK;
 fail:
+    vb->plan_batch = 0;
     free(rec.reads);
     free(rec.writes);
     vkf_vk_exec_free(vb, ex);
