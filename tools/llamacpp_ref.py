@@ -1,6 +1,7 @@
 """llama.cpp's logits for a GGUF and a token list, through llama-cpp-python's low-level API.
 
-Shared by the fixture generators in tools/ (make_smollm3_fixture.py, make_ggml_refs.py). The
+Shared by the reference generators in tools/ (tools/refs/make_*.py through tools/refs/llama_cpp_build.py,
+which binds it to the pinned build; make_smollm3_fixture.py, make_ggml_refs.py). The
 arithmetic is that of the llama.cpp the package was built from: llama-cpp-python 0.3.36 vendors
 llama.cpp 0c1e570 (Oct 2026). Runs as the shared fixtures were made: CPU backend, 1 thread, F32
 K and V cache, flash attention off, swa_full, the prompt in one llama_decode (logits of every
@@ -9,6 +10,8 @@ position), then one token per llama_decode.
     pip install llama-cpp-python==0.3.36 numpy      # builds llama.cpp for this CPU
     # or, with a llama.cpp build of 0c1e570 already made (shared libraries):
     LLAMA_CPP_LIB_PATH=/path/to/llama.cpp/build/bin PYTHONPATH=/path/to/llama_cpp_python-0.3.36
+    # or, from Python, the pinned sdist and its build (tools/refs/llama_cpp_build.py; no pip install):
+    llamacpp_ref = llama_cpp_build.runner("avx2")
 
     import llamacpp_ref
     logits, greedy = llamacpp_ref.logits("model.gguf", tokens, n_greedy=24)
@@ -96,3 +99,15 @@ def logits(model_path, tokens, greedy=None, n_greedy=24, n_ctx=4096):
     L.llama_free(c)
     L.llama_model_free(m)
     return np.array(out, dtype=np.float32), fed
+
+
+def quantize(src, dst, ftype, nthread=1):
+    """llama_model_quantize(src -> dst) with llama.cpp's default parameters, ftype (enum
+    llama_ftype, e.g. 15 = Q4_K_M) and nthread threads: what `llama-quantize SRC DST TYPE NTHREAD`
+    does without an importance matrix or overrides."""
+    _quiet()
+    qp = L.llama_model_quantize_default_params()
+    qp.ftype = ftype
+    qp.nthread = nthread
+    if L.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(qp)) != 0:
+        sys.exit(f"llama_model_quantize failed: {src} -> {dst} (ftype {ftype})")

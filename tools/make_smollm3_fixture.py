@@ -2,12 +2,13 @@
 
 The model is written with llama.cpp's own `gguf` package, the logits come from llama.cpp through
 llama-cpp-python (tools/llamacpp_ref.py: llama-cpp-python 0.3.36 = llama.cpp 0c1e570), in the
-format of ../shared/fixtures/arch (cases.json + float32 logits files), for the prompts `fox`
-and `mixed`. The tokenizer is the 512-token SentencePiece-style vocabulary of the shared arch
-fixtures, copied from ../shared/fixtures/arch/llama3-f32.gguf.
+format of the arch references (tools/refs/make_arch.py: cases.json + float32 logits files), for the
+prompts `fox` and `mixed`. The tokenizer is their 512-token SentencePiece-style vocabulary
+(tools/refs/common.py's tiny_vocab). gguf-py, llama.cpp and its Python binding are the pinned ones
+of tools/refs (pins.py: llama-cpp-python 0.3.36's sdist, built by tools/refs/llama_cpp_build.py for the
+ISA path avx2); only numpy is needed besides:
 
-    python3 -m venv /tmp/v && /tmp/v/bin/pip install gguf==0.19.0 numpy llama-cpp-python==0.3.36
-    /tmp/v/bin/python tools/make_smollm3_fixture.py [--shared ../shared/fixtures]
+    python3 tools/make_smollm3_fixture.py [--out tests/data/smollm3]
 
 SmolLM3 is llama's block with NoPE layers: llama.cpp gives layer il no rotary positions when
 (il + 1) % 4 == 0. With 4 layers, layer 3 is one. The script also runs the same weights as a
@@ -26,10 +27,12 @@ import sys
 import tempfile
 
 import numpy as np
-import gguf
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import llamacpp_ref  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "refs"))
+import common  # noqa: E402
+import llama_cpp_build  # noqa: E402
+
+gguf = common.gguf()
 
 PROMPTS = {
     "fox": "The quick brown fox jumps over the lazy dog.",
@@ -37,16 +40,6 @@ PROMPTS = {
 }
 CFG = dict(n_layer=4, d=64, n_head=4, n_kv=2, ff=128, ctx=65536, eps=1e-6, rope_base=5e6)
 SEED = 330
-
-
-def tokenizer_fields(shared):
-    """The tokenizer.ggml.* keys of the shared arch fixtures' vocabulary."""
-    r = gguf.GGUFReader(os.path.join(shared, "arch", "llama3-f32.gguf"))
-    out = {}
-    for k, f in r.fields.items():
-        if k.startswith("tokenizer."):
-            out[k] = (f.contents(), f.types)
-    return out
 
 
 def weights(rng):
@@ -71,7 +64,7 @@ def weights(rng):
     return t
 
 
-def write_gguf(path, arch, tensors, tok):
+def write_gguf(path, arch, tensors):
     c = CFG
     w = gguf.GGUFWriter(path, arch)
     w.add_name("Tiny Random SmolLM3")
@@ -86,15 +79,7 @@ def write_gguf(path, arch, tensors, tok):
     w.add_rope_dimension_count(c["d"] // c["n_head"])
     w.add_vocab_size(512)
     w.add_file_type(0)
-    for k, (v, types) in tok.items():
-        if types[0] == gguf.GGUFValueType.ARRAY:
-            w.add_array(k, v)
-        elif types[0] == gguf.GGUFValueType.STRING:
-            w.add_string(k, v)
-        elif types[0] == gguf.GGUFValueType.BOOL:
-            w.add_bool(k, v)
-        else:
-            w.add_uint32(k, v)
+    common.add_tiny_tokenizer(w)
     for name, a in tensors.items():
         w.add_tensor(name, a)
     w.write_header_to_file()
@@ -106,17 +91,16 @@ def write_gguf(path, arch, tensors, tok):
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    ap.add_argument("--shared", default=os.path.join(here, "..", "shared", "fixtures"))
     ap.add_argument("--out", default=os.path.join(here, "tests", "data", "smollm3"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    tok = tokenizer_fields(a.shared)
+    llamacpp_ref = llama_cpp_build.runner(common.ISA)
     t = weights(np.random.default_rng(SEED))
     model = os.path.join(a.out, "smollm3-f32.gguf")
-    write_gguf(model, "smollm3", t, tok)
+    write_gguf(model, "smollm3", t)
     with tempfile.TemporaryDirectory() as tmp:  # the same weights, RoPE on every layer
         as_llama = os.path.join(tmp, "as-llama.gguf")
-        write_gguf(as_llama, "llama", t, tok)
+        write_gguf(as_llama, "llama", t)
         cases, report = [], []
         for pid, text in PROMPTS.items():
             toks = llamacpp_ref.tokenize(model, text)
