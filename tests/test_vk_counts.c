@@ -53,8 +53,8 @@ static void decode_counts(int no_int_dot) {
     memset(&sw, 0, sizeof sw);
     const char *d = getenv("VKF_CACHE_DIR");
     if (d) snprintf(sw.cache_dir, sizeof sw.cache_dir, "%s", d);
-    sw.gpu_table = 1; /* the GPUs' choices on lavapipe */
-    sw.no_tune = 1;   /* the table's, not a tuning cache's */
+    VKT_OK(vkf_switches_set(&sw, "gpu_table", "1")); /* the GPUs' choices on lavapipe */
+    sw.no_tune = 1;                                  /* the table's, not a tuning cache's */
     sw.no_int_dot = no_int_dot;
     vkf_context_params cp = {.backend = VKF_BACKEND_VULKAN, .validate = 1, .switches = &sw};
     vkf_context *ctx = NULL;

@@ -385,9 +385,10 @@ static void check_layer(vkf_backend *cpu, vkf_backend *vk, vkf_dtype wt, int ext
  * GPUs' table on a device with shaderIntegerDotProduct, or VKF_INT_DOT forcing it */
 static int int_dot_on(vkf_backend *vk) {
     const vkf_switches *sw = vkf_backend_vulkan_switches(vk);
-    if (sw->no_int_dot || sw->int_dot == 3) return 0;
-    return sw->int_dot == 1 || sw->int_dot == 2 ||
-           (sw->gpu_table && vkf_backend_vulkan_caps(vk)->int_dot);
+    const vkf_switches_xp *xp = vkf_backend_vulkan_experiments(vk);
+    if (sw->no_int_dot || xp->int_dot == 3) return 0;
+    return xp->int_dot == 1 || xp->int_dot == 2 ||
+           (xp->gpu_table && vkf_backend_vulkan_caps(vk)->int_dot);
 }
 
 int main(void) {
@@ -467,7 +468,7 @@ int main(void) {
         g_wv_type = 0;
         /* with the GPUs' table (VKF_GPU_TABLE=1) prefill-shaped groups go to the tiled kernel,
          * which takes no fusion: there only decode's counts compare */
-        int gpu_table = vkf_backend_vulkan_switches(vk)->gpu_table;
+        int gpu_table = vkf_backend_vulkan_experiments(vk)->gpu_table;
         /* on the integer-dot path v's group quantizes its activations too: one more */
         uint64_t extra = g_int_dot && decode ? 2 : 1;
         if (caps->texel && caps->has_subgroup && (decode || !gpu_table))

@@ -168,11 +168,11 @@ static void attn_make(attn_node *a, vkf_buffer *buf, int n_kv, int head_dim) {
     p->scale = 0.125f;
 }
 
-/* The planner under switches changed through the backend (vkf_backend_vulkan_switches, as a
+/* The planner under switches changed through the backend (vkf_backend_vulkan_experiments, as a
  * context created with them would have them): the layouts bench/README.md documents. */
 static void test_planner(vkf_backend *be) {
     vkf_vk_backend *vb = vkf_vk(be);
-    vkf_switches *sw = vkf_backend_vulkan_switches(be);
+    vkf_switches_xp *sw = vkf_backend_vulkan_experiments(be);
     const vkf_vk_caps *c = &vb->caps;
     vkf_buffer *buf = NULL;
     VKT_OK(be->i->buffer_alloc(be, 1 << 20, VKF_BUFFER_ACTIVATIONS, &buf));

@@ -32,8 +32,10 @@ static void test_from_env(void) {
     for (size_t i = 0; i < sizeof k_vars / sizeof *k_vars; i++) /* whatever the caller had set */
         unsetenv(k_vars[i]);
     vkf_switches sw;
+    vkf_switches_xp xp;
     vkf_switches_from_env(&sw);
-    VKT_CHECK(!sw.no_fuse && !sw.max_alloc && !sw.mm_tile[0] && !sw.gpu_timeout_ms &&
+    vkf_switches_xp_get(&sw, &xp);
+    VKT_CHECK(!sw.no_fuse && !sw.max_alloc && !xp.mm_tile[0] && !sw.gpu_timeout_ms &&
                   sw.device_profile == VKF_DEVICE_PROFILE_NONE,
               "unset variables must leave the defaults");
     setenv("VKF_NO_FUSE", "1", 1);
@@ -44,17 +46,18 @@ static void test_from_env(void) {
     setenv("LP_NUM_THREADS", "3", 1);
     setenv("VKF_ATTN_SPLIT", "0", 1); /* "0" is unset for counts as for flags */
     vkf_switches_from_env(&sw);
+    vkf_switches_xp_get(&sw, &xp);
     VKT_CHECK(sw.no_fuse == 1, "VKF_NO_FUSE=1 -> no_fuse %d", sw.no_fuse);
     VKT_CHECK(sw.max_alloc == 65536, "VKF_MAX_ALLOC=64K -> %llu", (unsigned long long)sw.max_alloc);
-    VKT_CHECK(sw.mm_tile[0] == 64 && sw.mm_tile[1] == 32 && sw.mm_tile[2] == 8 &&
-                  sw.mm_tile[3] == 4,
-              "VKF_MM_TILE=64x32x8x4 -> %ux%ux%ux%u", sw.mm_tile[0], sw.mm_tile[1], sw.mm_tile[2],
-              sw.mm_tile[3]);
+    VKT_CHECK(xp.mm_tile[0] == 64 && xp.mm_tile[1] == 32 && xp.mm_tile[2] == 8 &&
+                  xp.mm_tile[3] == 4,
+              "VKF_MM_TILE=64x32x8x4 -> %ux%ux%ux%u", xp.mm_tile[0], xp.mm_tile[1], xp.mm_tile[2],
+              xp.mm_tile[3]);
     VKT_CHECK(sw.gpu_timeout_ms < 0, "VKF_GPU_TIMEOUT_MS=0 -> %lld", (long long)sw.gpu_timeout_ms);
     VKT_CHECK(sw.device_profile == VKF_DEVICE_PROFILE_MOBILE, "VKF_DEVICE_PROFILE=mobile -> %d",
               (int)sw.device_profile);
     VKT_CHECK(sw.driver_threads == 3, "LP_NUM_THREADS=3 -> %u", sw.driver_threads);
-    VKT_CHECK(sw.attn_split == 0, "VKF_ATTN_SPLIT=0 -> %u", sw.attn_split);
+    VKT_CHECK(xp.attn_split == 0, "VKF_ATTN_SPLIT=0 -> %u", xp.attn_split);
     /* vkformer pull's: the models directory and the index, through the same struct */
     char dir[1100], home[1024] = "", xdg[1024] = "";
     const char *e;
@@ -77,7 +80,8 @@ static void test_from_env(void) {
     vkf_switches_from_env(&sw);
     VKT_CHECK(sw.no_fuse == 0, "VKF_NO_FUSE=0 must be off");
     /* the integer-dot path: an off switch and a word-valued one (1 on, 2 plain, 3 off) */
-    VKT_CHECK(sw.no_int_dot == 0 && sw.int_dot == 0, "VKF_NO_INT_DOT, VKF_INT_DOT unset");
+    vkf_switches_xp_get(&sw, &xp);
+    VKT_CHECK(sw.no_int_dot == 0 && xp.int_dot == 0, "VKF_NO_INT_DOT, VKF_INT_DOT unset");
     static const struct {
         const char *v;
         int want;
@@ -85,13 +89,103 @@ static void test_from_env(void) {
     for (size_t i = 0; i < sizeof idot / sizeof idot[0]; i++) {
         setenv("VKF_INT_DOT", idot[i].v, 1);
         vkf_switches_from_env(&sw);
-        VKT_CHECK(sw.int_dot == idot[i].want, "VKF_INT_DOT=%s -> %d", idot[i].v, sw.int_dot);
+        vkf_switches_xp_get(&sw, &xp);
+        VKT_CHECK(xp.int_dot == idot[i].want, "VKF_INT_DOT=%s -> %d", idot[i].v, xp.int_dot);
     }
     setenv("VKF_NO_INT_DOT", "1", 1);
     vkf_switches_from_env(&sw);
     VKT_CHECK(sw.no_int_dot == 1, "VKF_NO_INT_DOT=1 -> %d", sw.no_int_dot);
     for (size_t i = 0; i < sizeof k_vars / sizeof *k_vars; i++)
         unsetenv(k_vars[i]);
+}
+
+/* vkf_switches_set: a key sets what its variable sets (each kind of switch, public fields and
+ * experiments: the struct from the environment with the variable equals the struct without it
+ * and the key set), "" resets, and every refusal names the key and leaves sw as it was. */
+static void test_set(void) {
+    static const struct {
+        const char *env, *key, *value;
+    } same[] = {
+        {"VKF_NO_FUSE", "no_fuse", "1"},
+        {"VKF_MAX_ALLOC", "max_alloc", "64K"},
+        {"VKF_GPU_TIMEOUT_MS", "gpu_timeout_ms", "0"},
+        {"VKF_DEVICE_PROFILE", "device_profile", "mobile"},
+        {"LP_NUM_THREADS", "driver_threads", "3"},
+        {"VKF_MODELS_DIR", "models_dir", "/m"},
+        {"VKF_NO_TEXEL_MATMUL", "no_texel_matmul", "1"},
+        {"VKF_NO_RS_PAIRU", "no_rs_pairu", "1"},
+        {"VKF_MM_TM", "mm_tm", "4"},
+        {"VKF_MM_TILE", "mm_tile", "64x32x8x4"},
+        {"VKF_ATTN_SPLIT", "attn_split", "4"},
+        {"VKF_INT_DOT", "int_dot", "plain"},
+        {"VKF_COOPMAT", "coopmat", "nv"},
+        {"VKF_SIMULATE_DEVICE_LOST", "simulate_device_lost", "3"},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        char old[1100] = "";
+        const char *o = getenv(same[i].env);
+        if (o) snprintf(old, sizeof old, "%s", o);
+        unsetenv(same[i].env);
+        vkf_switches without, with, by_key;
+        vkf_switches_from_env(&without);
+        setenv(same[i].env, same[i].value, 1);
+        vkf_switches_from_env(&with);
+        if (o)
+            setenv(same[i].env, old, 1);
+        else
+            unsetenv(same[i].env);
+        by_key = without;
+        VKT_OK(vkf_switches_set(&by_key, same[i].key, same[i].value));
+        VKT_CHECK(memcmp(&with, &without, sizeof with) != 0, "%s=%s changed nothing", same[i].env,
+                  same[i].value);
+        VKT_CHECK(memcmp(&with, &by_key, sizeof with) == 0,
+                  "vkf_switches_set(\"%s\", \"%s\") is not what %s=%s gives", same[i].key,
+                  same[i].value, same[i].env, same[i].value);
+        VKT_OK(vkf_switches_set(&by_key, same[i].key, ""));
+        VKT_CHECK(memcmp(&without, &by_key, sizeof with) == 0, "%s = \"\" is not the default",
+                  same[i].key);
+    }
+
+    static const struct {
+        const char *key, *value, *says; /* what the message must name */
+    } bad[] = {
+        {"mm_tmm", "4", "unknown switch \"mm_tmm\""},
+        {"VKF_MM_TM", "4", "lower case"},
+        {"no_fuse", "yes", "VKF_NO_FUSE"},
+        {"mm_tm", "4294967296", "4294967295"},
+        {"mm_tm", "-1", "mm_tm"},
+        {"mm_tm", "12abc", "mm_tm"},
+        {"max_alloc", "16Q", "max_alloc"},
+        {"mm_tile", "64x32x8", "BMxBNxBKxTT"},
+        {"device_profile", "desktop", "mobile"},
+        {"int_dot", "sometimes", "plain"},
+        {"coopmat", "khr", "nv"},
+    };
+    vkf_switches sw, before;
+    memset(&sw, 0, sizeof sw);
+    VKT_OK(vkf_switches_set(&sw, "mm_tm", "2"));
+    VKT_OK(vkf_switches_set(&sw, "no_fuse", "1"));
+    before = sw;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vkf_status st = vkf_switches_set(&sw, bad[i].key, bad[i].value);
+        VKT_CHECK(st == VKF_ERROR_INVALID_ARGUMENT && strstr(vkf_last_error(), bad[i].says) &&
+                      strstr(vkf_last_error(), bad[i].key),
+                  "%s = \"%s\": %s \"%s\" (want INVALID_ARGUMENT naming %s and \"%s\")", bad[i].key,
+                  bad[i].value, vkf_status_name(st), vkf_last_error(), bad[i].key, bad[i].says);
+        VKT_CHECK(memcmp(&sw, &before, sizeof sw) == 0, "a refused %s changed the switches",
+                  bad[i].key);
+    }
+    char big[1200];
+    memset(big, 'd', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    VKT_CHECK(vkf_switches_set(&sw, "cache_dir", big) == VKF_ERROR_INVALID_ARGUMENT,
+              "a cache_dir longer than its 1024 bytes must be refused, not cut");
+    VKT_CHECK(vkf_switches_set(NULL, "no_fuse", "1") == VKF_ERROR_INVALID_ARGUMENT,
+              "NULL switches");
+    vkf_switches_xp xp;
+    vkf_switches_xp_get(&sw, &xp);
+    VKT_CHECK(xp.mm_tm == 2 && sw.no_fuse == 1, "mm_tm %u no_fuse %d after the refusals", xp.mm_tm,
+              sw.no_fuse);
 }
 
 /* switches at their defaults, but the cache directory ctest gives the tests */
@@ -126,7 +220,7 @@ static void test_api(void) {
 
     /* the texel matmul off (VKF_NO_TEXEL_MATMUL): decode and prefill leave matmul_texel.comp */
     vkf_switches sw = base_switches();
-    sw.no_texel_matmul = 1;
+    VKT_OK(vkf_switches_set(&sw, "no_texel_matmul", "1")); /* an experiment, by its key */
     cp.switches = &sw;
     VKT_OK(vkf_context_create(&cp, &ctx));
     if (ctx) {
@@ -135,8 +229,10 @@ static void test_api(void) {
         VKT_CHECK(mm_kind(ctx, 1) == VKF_VK_MM_TILED && mm_kind(ctx, 64) == VKF_VK_MM_TILED,
                   "no_texel_matmul through the API did not leave the texel kernel");
         vkf_switches got;
+        vkf_switches_xp got_xp;
         vkf_context_switches(ctx, &got);
-        VKT_CHECK(got.no_texel_matmul == 1 && got.no_fuse == 0,
+        vkf_switches_xp_get(&got, &got_xp);
+        VKT_CHECK(got_xp.no_texel_matmul == 1 && got.no_fuse == 0,
                   "vkf_context_switches does not report what the context was given");
         vkf_context_free(ctx);
         ctx = NULL;
@@ -165,7 +261,7 @@ static void test_api(void) {
 
     /* the GPUs' table on the CPU driver (VKF_GPU_TABLE): prefill takes the tiled kernel */
     sw = base_switches();
-    sw.gpu_table = 1;
+    VKT_OK(vkf_switches_set(&sw, "gpu_table", "1"));
     VKT_OK(vkf_context_create(&cp, &ctx));
     if (ctx) {
         VKT_CHECK(mm_kind(ctx, 64) == VKF_VK_MM_TILED && mm_kind(ctx, 1) == VKF_VK_MM_TEXEL,
@@ -264,6 +360,7 @@ static void test_compile_callback(void) {
 
 int main(void) {
     test_from_env();
+    test_set();
     if (getenv("VKF_TEST_NO_VULKAN")) return vkt_finish();
     test_api();
     test_compile_callback();

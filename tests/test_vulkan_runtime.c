@@ -658,19 +658,20 @@ static void test_coopmat_choice(void) {
     c.coopmat_shapes[c.n_coopmat++] = wide;
     c.coopmat_shapes[c.n_coopmat++] = sq;
     vkf_switches sw = {0}; /* the defaults, whatever the environment says */
-    vkf_vk_coopmat_choose(&c, 4 /* VK_DRIVER_ID_NVIDIA_PROPRIETARY */, &sw);
+    vkf_switches_xp xp = {0};
+    vkf_vk_coopmat_choose(&c, 4 /* VK_DRIVER_ID_NVIDIA_PROPRIETARY */, &sw, &xp);
     VKT_CHECK(!c.coopmat_use, "NVIDIA: the unverified NV spelling must not run by default");
     VKT_CHECK(c.coopmat_off && strstr(c.coopmat_off, "verified"), "NVIDIA: reason %s",
               c.coopmat_off ? c.coopmat_off : "(none)");
-    sw.coopmat = 1; /* VKF_COOPMAT=1 */
-    vkf_vk_coopmat_choose(&c, 4, &sw);
+    xp.coopmat = 1; /* VKF_COOPMAT=1 */
+    vkf_vk_coopmat_choose(&c, 4, &sw, &xp);
     VKT_CHECK(c.coopmat_use && c.coopmat_kind == VKF_VK_COOPMAT_NV && c.coopmat_m == 16 &&
                   c.coopmat_n == 16 && c.coopmat_k == 16,
               "NVIDIA with VKF_COOPMAT=1: use %d kind %d shape %ux%ux%u (want NV 16x16x16)",
               c.coopmat_use, (int)c.coopmat_kind, c.coopmat_m, c.coopmat_n, c.coopmat_k);
-    sw.coopmat = 0;
+    xp.coopmat = 0;
     c.vendor_id = 0x5143; /* a vendor off the allow-list */
-    vkf_vk_coopmat_choose(&c, 4, &sw);
+    vkf_vk_coopmat_choose(&c, 4, &sw, &xp);
     VKT_CHECK(!c.coopmat_use && c.coopmat_off && strstr(c.coopmat_off, "allow-list"),
               "off-list vendor: use %d reason %s", c.coopmat_use,
               c.coopmat_off ? c.coopmat_off : "(none)");

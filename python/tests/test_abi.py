@@ -84,3 +84,74 @@ def test_status_names_map_to_exception_classes():
         name = _lib.lib.vkf_status_name(code).decode()
         assert name in vkformer._errors.BY_STATUS, name
     assert _lib.lib.vkf_status_name(0).decode() == "VKF_OK"
+
+
+def _header_fields(header: str, name: str) -> list[str]:
+    """The field names of `typedef struct name {...} name;` in vkformer.h, in order."""
+    m = re.search(r"typedef struct %s \{(.*?)\} %s;" % (name, name), header, re.S)
+    assert m, f"{name} is not in vkformer.h"
+    body = re.sub(r"/\*.*?\*/|//[^\n]*", "", m.group(1), flags=re.S)
+    names = []
+    for decl in body.split(";"):
+        decl = " ".join(decl.split())
+        if not decl:
+            continue
+        fp = re.search(r"\(\s*\*\s*(\w+)\s*\)", decl)  # a function pointer
+        if fp:
+            names.append(fp.group(1))
+            continue
+        decl = re.sub(r"\[[^\]]*\]", "", decl)
+        first, *more = decl.split(",")
+        names.append(re.findall(r"\w+", first)[-1])
+        names += [re.findall(r"\w+", d)[-1] for d in more]
+    return names
+
+
+def test_mirrors_have_the_headers_fields():
+    # the names and their order, field for field: a field added on one side only fails here
+    # even where it would fit in padding (same size and offsets) or at the end of a struct the
+    # size check above lets be longer in C
+    header = (REPO / "include" / "vkformer.h").read_text()
+    for cname, cls in _lib.STRUCTS.items():
+        assert [f[0] for f in cls._fields_] == _header_fields(header, cname), cname
+
+
+def _documented_switches() -> set[str]:
+    """The variables of bench/README.md's switch tables and README.md's environment table."""
+    names = set()
+    for doc, section in (("bench/README.md", "## Switches"), ("README.md", "## Environment")):
+        text = (REPO / doc).read_text()
+        text = text[text.index(section):]
+        text = text[:text.find("\n## ", 1)]
+        for line in text.splitlines():
+            if line.startswith("|"):
+                cell = line.split("|")[1]
+                names |= {n for n in re.findall(r"`?((?:VKF|LP)_[A-Z0-9_]+)", cell)
+                          if not n.endswith("_")}
+    return names
+
+
+def test_every_documented_switch_reads_and_sets(monkeypatch):
+    # each switch the documentation names is read from its variable, and its key (the name in
+    # lower case without VKF_) sets the same bytes: one documented variable the library does
+    # not read, or reads without a key, fails
+    docs = _documented_switches()
+    assert {"VKF_NO_FUSE", "VKF_MM_TM", "VKF_NO_RS_PAIRU", "LP_NUM_THREADS"} <= docs, docs
+    values = {"VKF_DEVICE_PROFILE": "mobile", "VKF_MM_TILE": "64x32x8x4", "VKF_INT_DOT": "on"}
+    for var in sorted(docs):
+        key = "driver_threads" if var == "LP_NUM_THREADS" else var.lower().removeprefix("vkf_")
+        value = values.get(var, "1")
+        monkeypatch.delenv(var, raising=False)
+        without, with_var = _lib.Switches(), _lib.Switches()
+        _lib.lib.vkf_switches_from_env(ctypes.byref(without))
+        monkeypatch.setenv(var, value)
+        _lib.lib.vkf_switches_from_env(ctypes.byref(with_var))
+        monkeypatch.delenv(var)
+        by_key = _lib.Switches.from_buffer_copy(without)
+        st = _lib.lib.vkf_switches_set(ctypes.byref(by_key), key.encode(), value.encode())
+        assert st == 0, f"{var}: key {key}: {_lib.lib.vkf_last_error().decode()}"
+        assert bytes(with_var) != bytes(without), f"{var}={value} is not read"
+        assert bytes(with_var) == bytes(by_key), f"{var}={value} and key {key} differ"
+    bad = _lib.Switches()
+    assert _lib.lib.vkf_switches_set(ctypes.byref(bad), b"no_such_switch", b"1") != 0
+    assert b"no_such_switch" in _lib.lib.vkf_last_error()

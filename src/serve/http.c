@@ -70,7 +70,7 @@ typedef struct stream {
 /* ------------------------------------------------------------------ access records */
 
 static void access_done(srv_http *h, const srv_access *a) {
-    srv_metrics_count(h->metrics, a->path, a->status);
+    srv_metrics_count(h->metrics, a->route, a->status);
     srv_log_access(a);
 }
 
@@ -503,7 +503,7 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
     return ok;
 }
 
-/* ------------------------------------------------------------------ routing */
+/* ------------------------------------------------------------------ endpoints */
 
 static int authorized(srv_http *h, struct MHD_Connection *mc) {
     if (!h->p.api_key) return 1;
@@ -538,7 +538,31 @@ static int has_arg(struct MHD_Connection *mc, const char *key) {
     return f.found;
 }
 
-static enum MHD_Result send_metrics(struct MHD_Connection *mc, srv_http *h) {
+/* Every handler answers one row of the route table below: url is the path as the client sent
+ * it, id the rest of the path after a prefix row's path ("org/name" of /v1/models/org/name),
+ * else NULL. The router has checked the API key, readiness, the method and the body's size. */
+
+/* GET /health (public, answered while the model loads) */
+static enum MHD_Result on_health(struct MHD_Connection *mc, conn *c, const char *url,
+                                 const char *id) {
+    (void)url, (void)id;
+    srv_http *h = c->h;
+    int ready = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE), no_slot = 0;
+    char *js = srv_health_json(ready ? h->c : NULL, ready ? h->e : NULL, ready, h->draining,
+                               !h->p.no_slots && has_arg(mc, "include_slots"), &no_slot);
+    int unavailable = !ready || h->draining || (no_slot && has_arg(mc, "fail_on_no_slot"));
+    return send_json(mc, unavailable ? 503 : 200, js);
+}
+
+/* GET /metrics (llama-server's: off unless --metrics, 501 when off) */
+static enum MHD_Result on_metrics(struct MHD_Connection *mc, conn *c, const char *url,
+                                  const char *id) {
+    (void)url, (void)id;
+    srv_http *h = c->h;
+    if (!h->p.metrics)
+        return send_error(mc, 501,
+                          "This server does not support metrics endpoint. Start it "
+                          "with `--metrics`");
     char *text = srv_metrics_render(h->metrics, h->e, h->draining);
     if (!text) return send_error(mc, 500, "out of host memory");
     struct MHD_Response *res =
@@ -557,17 +581,11 @@ static enum MHD_Result send_metrics(struct MHD_Connection *mc, srv_http *h) {
     return ok;
 }
 
-/* GET /metrics and GET /slots (llama-server's: off / on unless disabled, 501 when off) */
-static enum MHD_Result observe(struct MHD_Connection *mc, srv_http *h, int metrics, int get,
-                               const char *url, const char *method) {
-    if (!get) return send_error(mc, 405, "%s takes GET, not %s", url, method);
-    if (metrics) {
-        if (!h->p.metrics)
-            return send_error(mc, 501,
-                              "This server does not support metrics endpoint. Start it "
-                              "with `--metrics`");
-        return send_metrics(mc, h);
-    }
+/* GET /slots (llama-server's: on unless --no-slots, 501 when off) */
+static enum MHD_Result on_slots(struct MHD_Connection *mc, conn *c, const char *url,
+                                const char *id) {
+    (void)url, (void)id;
+    srv_http *h = c->h;
     if (h->p.no_slots)
         return send_error(mc, 501,
                           "This server does not support slots endpoint (it was started "
@@ -582,65 +600,168 @@ static enum MHD_Result observe(struct MHD_Connection *mc, srv_http *h, int metri
     return js ? send_json(mc, 200, js) : send_error(mc, 500, "out of host memory");
 }
 
-static enum MHD_Result route(struct MHD_Connection *mc, conn *c, const char *url,
-                             const char *method) {
+static enum MHD_Result on_models(struct MHD_Connection *mc, conn *c, const char *url,
+                                 const char *id) {
+    (void)url, (void)id;
+    return send_json(mc, 200, srv_api_models(c->h->c));
+}
+
+/* GET /v1/models/{id}: the id may hold slashes ("org/name", an --alias) */
+static enum MHD_Result on_model(struct MHD_Connection *mc, conn *c, const char *url,
+                                const char *id) {
+    (void)url;
+    int status = 500;
+    char *js = srv_api_model(c->h->c, id, &status);
+    return send_json(mc, status, js);
+}
+
+static enum MHD_Result generation(struct MHD_Connection *mc, conn *c, const char *url, int chat) {
+    if (c->h->c->emb)
+        return send_error(mc, 501, "%s: this server serves an embedding model: use /v1/embeddings",
+                          url);
+    return completion(mc, c, chat);
+}
+
+static enum MHD_Result on_chat(struct MHD_Connection *mc, conn *c, const char *url,
+                               const char *id) {
+    (void)id;
+    return generation(mc, c, url, 1);
+}
+
+static enum MHD_Result on_completions(struct MHD_Connection *mc, conn *c, const char *url,
+                                      const char *id) {
+    (void)id;
+    return generation(mc, c, url, 0);
+}
+
+static enum MHD_Result on_embeddings(struct MHD_Connection *mc, conn *c, const char *url,
+                                     const char *id) {
+    (void)id;
     srv_http *h = c->h;
-    int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
-    if (strcmp(method, "OPTIONS") == 0) return send_json(mc, 200, strdup("{}"));
-    int ready = __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE);
-    if (strcmp(url, "/health") == 0 || strcmp(url, "/v1/health") == 0) {
-        int no_slot = 0;
-        char *js = srv_health_json(ready ? h->c : NULL, ready ? h->e : NULL, ready, h->draining,
-                                   !h->p.no_slots && has_arg(mc, "include_slots"), &no_slot);
-        int unavailable = !ready || h->draining || (no_slot && has_arg(mc, "fail_on_no_slot"));
-        return send_json(mc, unavailable ? 503 : 200, js);
-    }
-    if (!authorized(h, mc))
-        return send_error(mc, 401, "invalid or missing API key (Authorization: Bearer KEY)");
-    if (!ready) return send_error(mc, 503, "Loading model");
-    int metrics = strcmp(url, "/metrics") == 0;
-    if (metrics || strcmp(url, "/slots") == 0) return observe(mc, h, metrics, get, url, method);
-    int chat = strcmp(url, "/v1/chat/completions") == 0 || strcmp(url, "/chat/completions") == 0;
-    int cmpl = strcmp(url, "/v1/completions") == 0 || strcmp(url, "/completions") == 0;
-    int models = strcmp(url, "/v1/models") == 0 || strcmp(url, "/models") == 0;
-    /* /v1/models/{id}: the id may hold slashes ("org/name", an --alias) */
-    const char *model_id = !strncmp(url, "/v1/models/", 11) ? url + 11
-                           : !strncmp(url, "/models/", 8)   ? url + 8
-                                                            : NULL;
-    if (model_id && *model_id) {
-        if (!get) return send_error(mc, 405, "%s takes GET, not %s", url, method);
-        int status = 500;
-        char *js = srv_api_model(h->c, model_id, &status);
-        return send_json(mc, status, js);
-    }
-    int tok = strcmp(url, "/tokenize") == 0, detok = strcmp(url, "/detokenize") == 0;
-    int emb = strcmp(url, "/v1/embeddings") == 0 || strcmp(url, "/embeddings") == 0;
-    if (!chat && !cmpl && !models && !tok && !detok && !emb)
-        return send_error(mc, 404, "no endpoint %s %s", method, url);
-    if (models ? !get : !post)
-        return send_error(mc, 405, "%s takes %s, not %s", url, models ? "GET" : "POST", method);
-    if (models) return send_json(mc, 200, srv_api_models(h->c));
-    if (c->too_large)
-        return send_error(mc, 413, "the request body exceeds the limit of %zu bytes",
-                          h->p.max_body);
-    if (emb && !h->c->emb)
+    if (!h->c->emb)
         return send_error(mc, 501,
                           "%s: this server generates text; embeddings need an "
                           "encoder-only model (vkformer serve --embedding -m MODEL)",
                           url);
-    if ((chat || cmpl) && h->c->emb)
-        return send_error(mc, 501, "%s: this server serves an embedding model: use /v1/embeddings",
-                          url);
-    if (emb) {
-        int status = 500;
-        char *js = srv_embeddings(h->c->emb, h->c->model_name, c->body, c->len, &status);
-        return send_json(mc, status, js);
-    }
-    if (chat || cmpl) return completion(mc, c, chat);
     int status = 500;
-    char *js = tok ? srv_api_tokenize(h->c, c->body ? c->body : "", c->len, &status)
-                   : srv_api_detokenize(h->c, c->body ? c->body : "", c->len, &status);
+    char *js = srv_embeddings(h->c->emb, h->c->model_name, c->body, c->len, &status);
     return send_json(mc, status, js);
+}
+
+static enum MHD_Result on_tokenize(struct MHD_Connection *mc, conn *c, const char *url,
+                                   const char *id) {
+    (void)url, (void)id;
+    int status = 500;
+    char *js = srv_api_tokenize(c->h->c, c->body ? c->body : "", c->len, &status);
+    return send_json(mc, status, js);
+}
+
+static enum MHD_Result on_detokenize(struct MHD_Connection *mc, conn *c, const char *url,
+                                     const char *id) {
+    (void)url, (void)id;
+    int status = 500;
+    char *js = srv_api_detokenize(c->h->c, c->body ? c->body : "", c->len, &status);
+    return send_json(mc, status, js);
+}
+
+/* ------------------------------------------------------------------ the route table */
+
+enum { M_GET = 1, M_POST = 2, M_OTHER = 4, M_ANY = M_GET | M_POST | M_OTHER };
+
+enum {
+    R_PUBLIC = 1, /* no API key, and answered while the model loads (its handler says so) */
+    R_PREFIX = 2, /* path (or an alias) followed by a non-empty id: the handler's id */
+    R_BODY = 4,   /* takes a request body: 413 past --max-body before the handler runs */
+};
+
+typedef enum MHD_Result (*route_fn)(struct MHD_Connection *mc, conn *c, const char *url,
+                                    const char *id);
+
+typedef struct route {
+    const char *path;     /* as OpenAI and llama-server document it */
+    const char *alias[2]; /* other spellings answered the same (llama-server's); unused: NULL */
+    unsigned methods;     /* M_*: another method is answered 405 */
+    unsigned flags;       /* R_* */
+    route_fn fn;          /* the answer */
+    const char *label;    /* the endpoint label of vkformer:requests_total in /metrics (NULL:
+                             the path) */
+} route;
+
+/* Every endpoint of the server: the router answers by it, /metrics counts by it (a new
+ * endpoint is its handler and one row). Before any row: OPTIONS on any path is 200 {} (CORS
+ * preflight), and a path no row has is 404 (after the API key and readiness). */
+/* clang-format off */
+static const route routes[] = {
+    /* path                   aliases                methods flags     handler         label */
+    {"/health",              {"/v1/health"},        M_ANY,  R_PUBLIC, on_health,      NULL},
+    {"/metrics",             {NULL},                M_GET,  0,        on_metrics,     NULL},
+    {"/slots",               {NULL},                M_GET,  0,        on_slots,       NULL},
+    {"/v1/chat/completions", {"/chat/completions"}, M_POST, R_BODY,   on_chat,        NULL},
+    {"/v1/completions",      {"/completions"},      M_POST, R_BODY,   on_completions, NULL},
+    {"/v1/models",           {"/models"},           M_GET,  0,        on_models,      NULL},
+    {"/v1/models/",          {"/models/"},          M_GET,  R_PREFIX, on_model,       "/v1/models"},
+    {"/v1/embeddings",       {"/embeddings"},       M_POST, R_BODY,   on_embeddings,  NULL},
+    {"/tokenize",            {NULL},                M_POST, R_BODY,   on_tokenize,    NULL},
+    {"/detokenize",          {NULL},                M_POST, R_BODY,   on_detokenize,  NULL},
+};
+/* clang-format on */
+#define N_ROUTES (int)(sizeof routes / sizeof routes[0])
+
+static const char *route_match(const route *r, const char *spelling, const char *path) {
+    if (!(r->flags & R_PREFIX)) return strcmp(path, spelling) == 0 ? path : NULL;
+    size_t n = strlen(spelling);
+    return strncmp(path, spelling, n) == 0 && path[n] ? path + n : NULL;
+}
+
+int srv_route_find(const char *path, const char **id) {
+    for (int i = 0; i < N_ROUTES; i++) {
+        const route *r = &routes[i];
+        const char *m = route_match(r, r->path, path);
+        for (int k = 0; !m && k < 2 && r->alias[k]; k++)
+            m = route_match(r, r->alias[k], path);
+        if (m) {
+            if (id) *id = r->flags & R_PREFIX ? m : NULL;
+            return i;
+        }
+    }
+    return -1;
+}
+
+int srv_route_count(void) { return N_ROUTES; }
+
+const char *srv_route_label(int row) {
+    if (row < 0 || row >= N_ROUTES) return "other";
+    return routes[row].label ? routes[row].label : routes[row].path;
+}
+
+static unsigned method_bit(const char *method) {
+    return strcmp(method, "GET") == 0 ? M_GET : strcmp(method, "POST") == 0 ? M_POST : M_OTHER;
+}
+
+static enum MHD_Result route_request(struct MHD_Connection *mc, conn *c, const char *url,
+                                     const char *method) {
+    srv_http *h = c->h;
+    if (strcmp(method, "OPTIONS") == 0) return send_json(mc, 200, strdup("{}"));
+    const char *id = NULL;
+    int row = srv_route_find(url, &id);
+    const route *r = row >= 0 ? &routes[row] : NULL;
+    if (!r || !(r->flags & R_PUBLIC)) {
+        if (!authorized(h, mc))
+            return send_error(mc, 401, "invalid or missing API key (Authorization: Bearer KEY)");
+        if (!__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE))
+            return send_error(mc, 503, "Loading model");
+    }
+    if (!r) return send_error(mc, 404, "no endpoint %s %s", method, url);
+    if (!(r->methods & method_bit(method)))
+        return send_error(mc, 405, "%s takes %s, not %s", url,
+                          r->methods == (M_GET | M_POST) ? "GET or POST"
+                          : r->methods == M_GET          ? "GET"
+                                                         : "POST",
+                          method);
+    if ((r->flags & R_BODY) && c->too_large)
+        return send_error(mc, 413, "the request body exceeds the limit of %zu bytes",
+                          h->p.max_body);
+    return r->fn(mc, c, url, id);
 }
 
 static void access_begin(srv_access *a, struct MHD_Connection *mc, const char *url,
@@ -648,6 +769,7 @@ static void access_begin(srv_access *a, struct MHD_Connection *mc, const char *u
     a->t0 = srv_now();
     snprintf(a->method, sizeof a->method, "%s", method);
     snprintf(a->path, sizeof a->path, "%s", url);
+    a->route = srv_route_find(url, NULL);
     snprintf(a->remote, sizeof a->remote, "?");
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -704,7 +826,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         *upload_size = 0;
         return MHD_YES;
     }
-    return route(mc, c, url, method);
+    return route_request(mc, c, url, method);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,

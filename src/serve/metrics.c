@@ -16,7 +16,10 @@
  *   llamacpp:requests_deferred              gauge    requests waiting for a slot
  *   vkformer:slots                          gauge    slots (-np)
  *   vkformer:draining                       gauge    1 after SIGTERM/SIGINT
- *   vkformer:requests_total{endpoint,code}  counter  HTTP requests answered
+ *   vkformer:requests_total{endpoint,code}  counter  HTTP requests answered, by the endpoint
+ *                                                    label of the route table (http.c; aliases
+ *                                                    count as their endpoint), "other" for a
+ *                                                    path no endpoint has
  *   vkformer:requests_finished_total{reason} counter generations ended: stop, length, cancelled,
  *                                                    error
  *   process_start_time_seconds              gauge    (the Prometheus client libraries' name)
@@ -34,28 +37,35 @@
 
 #include "serve/serve.h"
 
-/* the endpoints counted apart (label endpoint); aliases map onto them */
-static const char *const endpoints[] = {"/v1/chat/completions",
-                                        "/v1/completions",
-                                        "/v1/models",
-                                        "/tokenize",
-                                        "/detokenize",
-                                        "/health",
-                                        "/metrics",
-                                        "/slots",
-                                        "other"};
-#define N_ENDPOINTS (int)(sizeof endpoints / sizeof endpoints[0])
 #define N_CODES 500 /* 100..599 */
 
+/* The request counters, one per endpoint label of the route table (http.c) and "other": a
+ * request counts under the first row that carries its row's label. */
 struct srv_metrics {
     pthread_mutex_t mu;
     double start_unix; /* process_start_time_seconds */
-    uint64_t count[N_ENDPOINTS][N_CODES];
+    int n_rows;        /* the route table's rows; counter n_rows is "other" */
+    int *first;        /* per row: the first row with the same label */
+    uint64_t (*count)[N_CODES];
 };
 
 srv_metrics *srv_metrics_new(void) {
     srv_metrics *m = calloc(1, sizeof *m);
     if (!m) return NULL;
+    m->n_rows = srv_route_count();
+    m->first = calloc((size_t)m->n_rows + 1, sizeof *m->first);
+    m->count = calloc((size_t)m->n_rows + 1, sizeof *m->count);
+    if (!m->first || !m->count) {
+        free(m->first);
+        free(m->count);
+        free(m);
+        return NULL;
+    }
+    for (int i = 0; i <= m->n_rows; i++) {
+        m->first[i] = i;
+        for (int k = 0; k < i && i < m->n_rows && m->first[i] == i; k++)
+            if (strcmp(srv_route_label(k), srv_route_label(i)) == 0) m->first[i] = k;
+    }
     pthread_mutex_init(&m->mu, NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -66,27 +76,16 @@ srv_metrics *srv_metrics_new(void) {
 void srv_metrics_free(srv_metrics *m) {
     if (!m) return;
     pthread_mutex_destroy(&m->mu);
+    free(m->first);
+    free(m->count);
     free(m);
 }
 
-static int endpoint_of(const char *path) {
-    static const struct {
-        const char *alias;
-        int to;
-    } aliases[] = {
-        {"/chat/completions", 0}, {"/completions", 1}, {"/models", 2}, {"/v1/health", 5}};
-    for (int i = 0; i < N_ENDPOINTS - 1; i++)
-        if (strcmp(path, endpoints[i]) == 0) return i;
-    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-        if (strcmp(path, aliases[i].alias) == 0) return aliases[i].to;
-    if (strncmp(path, "/v1/models/", 11) == 0 || strncmp(path, "/models/", 8) == 0) return 2;
-    return N_ENDPOINTS - 1;
-}
-
-void srv_metrics_count(srv_metrics *m, const char *path, int status) {
+void srv_metrics_count(srv_metrics *m, int route, int status) {
     if (!m || status < 100 || status >= 100 + N_CODES) return;
+    int i = route >= 0 && route < m->n_rows ? m->first[route] : m->n_rows;
     pthread_mutex_lock(&m->mu);
-    m->count[endpoint_of(path)][status - 100]++;
+    m->count[i][status - 100]++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -178,11 +177,12 @@ char *srv_metrics_render(srv_metrics *m, srv_engine *e, int draining) {
     family(&t, "vkformer:requests_total", "counter",
            "HTTP requests answered, by endpoint and code.");
     pthread_mutex_lock(&m->mu);
-    for (int i = 0; i < N_ENDPOINTS; i++)
+    for (int i = 0; i <= m->n_rows; i++)
         for (int k = 0; k < N_CODES; k++)
             if (m->count[i][k])
-                put(&t, "vkformer:requests_total{endpoint=\"%s\",code=\"%d\"} %llu\n", endpoints[i],
-                    k + 100, (unsigned long long)m->count[i][k]);
+                put(&t, "vkformer:requests_total{endpoint=\"%s\",code=\"%d\"} %llu\n",
+                    srv_route_label(i < m->n_rows ? i : -1), k + 100,
+                    (unsigned long long)m->count[i][k]);
     double start = m->start_unix;
     pthread_mutex_unlock(&m->mu);
     one(&t, "process_start_time_seconds", "gauge",

@@ -1,6 +1,6 @@
 /* vkformer serve: an OpenAI-compatible HTTP server (libmicrohttpd) over one model.
  *
- *   http.c    connections, routing, API keys, size limits, errors, server-sent events
+ *   http.c    connections, the route table, API keys, size limits, errors, server-sent events
  *   api.c     OpenAI request parsing and response JSON (chat, completions, logprobs, usage)
  *   engine.c  the slots: a queue, one thread that prefills new requests and decodes every busy
  *             slot together in one batched graph per step (continuous batching)
@@ -221,8 +221,8 @@ char *srv_slots_json(const srv_config *c, srv_engine *e);
 typedef struct srv_metrics srv_metrics;
 srv_metrics *srv_metrics_new(void);
 void srv_metrics_free(srv_metrics *m);
-/* one HTTP request answered (path as the client sent it; aliases count as their endpoint) */
-void srv_metrics_count(srv_metrics *m, const char *path, int status);
+/* one HTTP request answered by route table row `route` (srv_route_find; -1: no endpoint) */
+void srv_metrics_count(srv_metrics *m, int route, int status);
 /* The Prometheus text of /metrics (resets the engine's throughput bucket; e NULL: embedding mode,
  * the engine's figures are 0); malloc'ed. */
 char *srv_metrics_render(srv_metrics *m, srv_engine *e, int draining);
@@ -241,6 +241,7 @@ typedef enum srv_log_format {
 typedef struct srv_access {
     char method[16];
     char path[256];
+    int route; /* its row of the route table (srv_route_find), -1: no endpoint */
     char remote[64];
     char id[48]; /* the completion's id, or "" */
     double t0;   /* srv_now() when its headers arrived */
@@ -278,6 +279,16 @@ typedef struct srv_http_params {
 } srv_http_params;
 
 typedef struct srv_http srv_http;
+
+/* The route table (http.c): one row per endpoint with its path, aliases, methods, handler and
+ * the endpoint label /metrics counts its requests under.
+ * srv_route_find: the row answering path (by its path or an alias; a prefix row's path followed
+ * by an id sets *id to the id, else *id is NULL; id may be NULL); -1 when no endpoint has it. */
+int srv_route_find(const char *path, const char **id);
+int srv_route_count(void);
+/* row's endpoint label in /metrics (rows may share one: /v1/models and /v1/models/{id});
+ * "other" for -1 */
+const char *srv_route_label(int row);
 
 /* Binds host:port and listens, before anything slow (the model) is loaded, so that a port in
  * use is reported at once. *fd for srv_http_params.listen_fd (srv_http_stop closes it; close it

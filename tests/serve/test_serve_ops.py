@@ -359,6 +359,43 @@ def main():
     after = metrics(srv)[0].get(ok_key, 0)
     check(after - before == 2, "both two-prompt requests counted once each in /metrics (%s -> %s)" % (before, after))
 
+    # every endpoint, under every spelling, counted under its own label: the endpoint's path as
+    # the OpenAI and llama-server documentation spell it (aliases and /v1/models/{id} under the
+    # path they stand for), "other" only for a path that is no endpoint. On this text server
+    # /v1/embeddings answers 501, counted under /v1/embeddings all the same.
+    st, js, _, _ = srv.request("GET", "/v1/models")
+    model_id = js["data"][0]["id"] if st == 200 else "kjv-gpt"
+    one_token = {"prompt": "In", "max_tokens": 1, "seed": 1}
+    chat_one = {"messages": [{"role": "user", "content": "In"}], "max_tokens": 1, "seed": 1}
+    calls = [("GET", "/health", None, "/health"), ("GET", "/v1/health", None, "/health"),
+             ("GET", "/slots", None, "/slots"),
+             ("GET", "/v1/models", None, "/v1/models"), ("GET", "/models", None, "/v1/models"),
+             ("GET", "/v1/models/" + model_id, None, "/v1/models"),
+             ("GET", "/models/" + model_id, None, "/v1/models"),
+             ("POST", "/v1/completions", one_token, "/v1/completions"),
+             ("POST", "/completions", one_token, "/v1/completions"),
+             ("POST", "/v1/chat/completions", chat_one, "/v1/chat/completions"),
+             ("POST", "/chat/completions", chat_one, "/v1/chat/completions"),
+             ("POST", "/tokenize", {"content": "In the beginning"}, "/tokenize"),
+             ("POST", "/detokenize", {"tokens": [1, 2]}, "/detokenize"),
+             ("POST", "/v1/embeddings", {"input": "In"}, "/v1/embeddings"),
+             ("POST", "/embeddings", {"input": "In"}, "/v1/embeddings"),
+             ("GET", "/v1/completions", None, "/v1/completions"),  # 405
+             ("GET", "/no/such/endpoint", None, "other")]
+    base = metrics(srv)[0]
+    want = {("/metrics", 200): 1}  # the scrape just above, counted once answered
+    for method, path, body, label in calls:
+        st, _, text, _ = srv.request(method, path, body)
+        check(st != 500, "%s %s: %d %s" % (method, path, st, text[:200]))
+        want[(label, st)] = want.get((label, st), 0) + 1
+    got = {}
+    for k, v in metrics(srv)[0].items():
+        m = re.match(r"vkformer:requests_total\{code=(\d+),endpoint=(.*)\}$", k)
+        if m and v != base.get(k, 0):
+            got[(m.group(2), int(m.group(1)))] = v - base.get(k, 0)
+    check(got == want, "requests_total by endpoint: each request under its own endpoint's label\n"
+          "  expected %s\n  got      %s" % (sorted(want.items()), sorted(got.items())))
+
     # ---------------------------------------------------------------- the access log
     srv.stop()
     check(srv.p.returncode == 0, "SIGTERM: exit 0")

@@ -87,13 +87,45 @@ LogFn = CFUNCTYPE(None, c_void_p, c_char_p)
 AbortFn = CFUNCTYPE(c_int, c_void_p)  # vkf_session_params.abort_callback
 
 
+class Switches(Structure):
+    """vkf_switches: the stable switches; the kernel experiments are set by key
+    (``lib.vkf_switches_set(byref(sw), b"mm_tm", b"4")``) into the opaque ``experiments``."""
+
+    _fields_ = [
+        ("device", ctypes.c_char * 256),
+        ("validate", c_int),
+        ("cache_dir", ctypes.c_char * 1024),
+        ("gpu_timeout_ms", c_int64),
+        ("profile", c_int),
+        ("device_profile", c_int),
+        ("max_storage_buffer_range", c_uint64),
+        ("max_alloc", c_uint64),
+        ("max_shared_memory", c_uint64),
+        ("max_device_memory", c_uint64),
+        ("driver_threads", c_uint32),
+        ("no_fp16", c_int),
+        ("no_subgroup", c_int),
+        ("no_texel", c_int),
+        ("no_vec4", c_int),
+        ("no_int_dot", c_int),
+        ("no_coopmat", c_int),
+        ("no_fuse", c_int),
+        ("no_tune", c_int),
+        ("no_import", c_int),
+        ("no_upload_ring", c_int),
+        ("models_dir", ctypes.c_char * 1024),
+        ("pypi_url", ctypes.c_char * 1024),
+        ("experiments", c_uint64 * 64),
+    ]
+
+
 class ContextParams(Structure):
     _fields_ = [
         ("backend", c_int),
         ("device", c_char_p),
         ("validate", c_int),
         ("ggml_activations", c_int),
-        ("switches", c_void_p),  # const vkf_switches *: NULL, the environment's
+        ("switches", c_void_p),  # const vkf_switches * (Switches): NULL, the environment's
         ("shader_compiled", c_void_p),  # callback: NULL
         ("shader_compiled_user", c_void_p),
         # layer split (vkformer.h: VKF_MAX_DEVICES = 8)
@@ -244,6 +276,7 @@ def padded(s: Structure) -> Structure:
 
 # the structs tests/test_abi.py checks against the C compiler
 STRUCTS: dict[str, type[Structure]] = {
+    "vkf_switches": Switches,
     "vkf_context_params": ContextParams,
     "vkf_selftest_result": SelftestResult,
     "vkf_model_params": ModelParams,
@@ -275,6 +308,8 @@ _fn("vkf_git_revision", c_char_p)
 _fn("vkf_vulkan_loader_version", c_uint32)
 _fn("vkf_glslang_version", c_char_p)
 _fn("vkf_devices_report", c_int, c_int, _OUT)
+_fn("vkf_switches_from_env", None, _P(Switches))
+_fn("vkf_switches_set", c_int, _P(Switches), c_char_p, c_char_p)
 _fn("vkf_context_create", c_int, c_void_p, _OUT)
 _fn("vkf_context_free", None, c_void_p)
 _fn("vkf_context_device_name", c_char_p, c_void_p)

@@ -49,6 +49,7 @@ vkf_status vkf_backend_vulkan_create_ex(const vkf_backend_vulkan_params *p, vkf_
         vb->sw = *p->switches;
     else
         vkf_switches_from_env(&vb->sw);
+    vkf_switches_xp_get(&vb->sw, &vb->xp);
     vb->shader_compiled = p->shader_compiled;
     vb->shader_compiled_user = p->shader_compiled_user;
     const char *device = p->device && *p->device ? p->device : vb->sw.device;
@@ -74,6 +75,10 @@ vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backe
 
 vkf_switches *vkf_backend_vulkan_switches(vkf_backend *be) {
     return vkf_backend_is_vulkan(be) ? &vkf_vk(be)->sw : NULL;
+}
+
+vkf_switches_xp *vkf_backend_vulkan_experiments(vkf_backend *be) {
+    return vkf_backend_is_vulkan(be) ? &vkf_vk(be)->xp : NULL;
 }
 
 int vkf_backend_is_vulkan(const vkf_backend *be) { return be && be->i == &k_vulkan_i; }

@@ -15,9 +15,10 @@
  * makes the next graph_compute or buffer_read fail with VKF_ERROR_VALIDATION carrying the
  * layer's text.
  *
- * Everything else the backend may be told is a field of vkf_switches (vkformer.h: the device
- * caps that make a large device look small, the off switch of every fast path, experiments),
- * copied when the backend is created: the device's capabilities apply the caps and off switches
+ * Everything else the backend may be told is in vkf_switches (vkformer.h: the device caps that
+ * make a large device look small, the off switches of the fast paths; and the kernel
+ * experiments, core/switches.h, decoded from its opaque area), copied when the backend is
+ * created: the device's capabilities apply the caps and off switches
  * once (vkf_vk_caps), and the planner (vk_plan.c) reads the rest when a graph is recorded.
  * Nothing in this directory reads the environment. */
 #ifndef VKF_BACKEND_VULKAN_H
@@ -25,6 +26,7 @@
 
 #include <stdint.h>
 
+#include "core/switches.h"
 #include "graph/backend.h"
 
 #define VKF_VK_MAX_HEAPS 16
@@ -168,6 +170,8 @@ vkf_status vkf_backend_vulkan_create(const char *device, int validate, vkf_backe
  * device caps and off switches folded into vkf_vk_caps, no_tune, the cache directory and the
  * timeout are read when the backend is made (or first used). */
 vkf_switches *vkf_backend_vulkan_switches(vkf_backend *be);
+/* Its kernel experiments (the switches' experiments, decoded at creation), the same way. */
+vkf_switches_xp *vkf_backend_vulkan_experiments(vkf_backend *be);
 /* 1 if be is a Vulkan backend. */
 int vkf_backend_is_vulkan(const vkf_backend *be);
 /* The device capabilities of a Vulkan backend (NULL for other backends). */

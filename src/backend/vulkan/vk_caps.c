@@ -156,7 +156,8 @@ const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k) {
  * VKF_COOPMAT_EMU=1 (tests): the same kernel with the matrix operations written out per
  * invocation, 16 x 16 x 16 (VKF_COOPMAT_EMU=8: 8 x 8 x 8), on any device with fp16 and a fixed
  * subgroup size. */
-void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches *sw) {
+void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches *sw,
+                           const vkf_switches_xp *xp) {
     c->coopmat_use = 0;
     c->coopmat_kind = VKF_VK_COOPMAT_NONE;
     c->coopmat_off = NULL;
@@ -168,7 +169,7 @@ void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches
         c->coopmat_off = !c->fp16 ? "no fp16 arithmetic" : "no subgroup operations";
         return;
     }
-    uint64_t emu = sw->coopmat_emu;
+    uint64_t emu = xp->coopmat_emu;
     if (emu) {
         uint32_t sz = emu == 8 ? 8 : 16;
         if (c->subgroup_min != c->subgroup_max || sz * sz % c->subgroup_size) return;
@@ -184,7 +185,7 @@ void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches
     /* KHR wherever the device has it (GLSL KHR with glslang 13.1+, else NV GLSL rewritten into
      * the KHR SPIR-V form: spv_coopmat_khr.c); NV on devices with only VK_NV_cooperative_matrix.
      * VKF_COOPMAT=nv (bench/gpu-check.sh coopmat) keeps to NV where both exist. */
-    int khr = c->coopmat && !(sw->coopmat == 2 && c->coopmat_nv), nv = c->coopmat_nv;
+    int khr = c->coopmat && !(xp->coopmat == 2 && c->coopmat_nv), nv = c->coopmat_nv;
     const vkf_vk_coopmat_shape *best = NULL;
     for (uint32_t i = 0; i < c->n_coopmat; i++) {
         const vkf_vk_coopmat_shape *s = &c->coopmat_shapes[i];
@@ -215,7 +216,7 @@ void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches
          c->type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU);
     /* the spellings that have passed selftest on allow-listed hardware: none yet */
     int verified = 0;
-    if (sw->coopmat) allowed = verified = 1;
+    if (xp->coopmat) allowed = verified = 1;
     if (!allowed || !verified) {
         c->coopmat_off = !allowed
                              ? "vendor and driver not on the allow-list (VKF_COOPMAT=1 tries it)"
@@ -517,7 +518,7 @@ static void vkf_vk_caps_switches(vkf_vk_caps *c, const vkf_switches *sw) {
 }
 
 void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, const vkf_switches *sw,
-                      vkf_vk_caps *c) {
+                      const vkf_switches_xp *xp, vkf_vk_caps *c) {
     memset(c, 0, sizeof *c);
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(pd, &props);
@@ -536,7 +537,7 @@ void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, const vkf_switches *
     free(ext);
     vkf_vk_caps_switches(c, sw);
     /* after the switches: a profile without fp16 or subgroups has no cooperative matrices */
-    vkf_vk_coopmat_choose(c, driver_id, sw);
+    vkf_vk_coopmat_choose(c, driver_id, sw, xp);
 }
 
 /* ---------------------------------------------------------------- devices report */
@@ -803,6 +804,8 @@ vkf_status vkf_devices_report(int json, char **out) {
     uint32_t def = n ? vkf_vk_default_device(pds, n) : 0;
     vkf_switches sw;
     vkf_switches_from_env(&sw);
+    vkf_switches_xp xp;
+    vkf_switches_xp_get(&sw, &xp);
     vkf_vk_caps *c = malloc(sizeof *c);
     if (!c) {
         free(pds);
@@ -813,7 +816,7 @@ vkf_status vkf_devices_report(int json, char **out) {
         cJSON *root = cJSON_CreateObject();
         cJSON *arr = root ? cJSON_AddArrayToObject(root, "devices") : NULL;
         for (uint32_t i = 0; arr && i < n; i++) {
-            vkf_vk_caps_read(inst, pds[i], &sw, c);
+            vkf_vk_caps_read(inst, pds[i], &sw, &xp, c);
             cJSON_AddItemToArray(arr, vkf_vk_report_json(i, c, i == def));
         }
         *out = arr ? cJSON_Print(root) : NULL;
@@ -823,7 +826,7 @@ vkf_status vkf_devices_report(int json, char **out) {
         vkf_vk_sbuf s = {0};
         if (n == 0) vkf_vk_sbuf_printf(&s, "no Vulkan devices\n");
         for (uint32_t i = 0; i < n; i++) {
-            vkf_vk_caps_read(inst, pds[i], &sw, c);
+            vkf_vk_caps_read(inst, pds[i], &sw, &xp, c);
             vkf_vk_report_text(&s, i, c, i == def);
         }
         if (s.oom || !s.p) {

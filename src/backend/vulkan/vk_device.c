@@ -365,7 +365,7 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
     }
     vb->phys = pds[idx];
     free(pds);
-    vkf_vk_caps_read(vb->instance, vb->phys, &vb->sw, &vb->caps);
+    vkf_vk_caps_read(vb->instance, vb->phys, &vb->sw, &vb->xp, &vb->caps);
     vkf_vk_caps *c = &vb->caps;
     if (c->api_version < VK_API_VERSION_1_1)
         return vkf_error(

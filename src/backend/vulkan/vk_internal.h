@@ -133,6 +133,7 @@ typedef struct vkf_vk_backend {
     int unusable;        /* a submission timed out or the device was lost: every later call fails */
     vkf_vk_caps caps;
     vkf_switches sw;        /* as given at creation (vkf_backend_vulkan_switches) */
+    vkf_switches_xp xp;     /* sw's experiments (vkf_backend_vulkan_experiments) */
     uint32_t target_vulkan; /* 12 or 11: glslang target environment */
     int validate;
 
@@ -211,12 +212,14 @@ const char *vkf_vk_type_name(int32_t t);
 VkExtensionProperties *vkf_vk_device_exts(VkPhysicalDevice pd, uint32_t *n);
 int vkf_vk_has_ext(const VkExtensionProperties *e, uint32_t n, const char *name);
 /* Reads caps of a physical device and applies the switches' caps and off switches. */
-void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, const vkf_switches *sw, vkf_vk_caps *c);
+void vkf_vk_caps_read(VkInstance inst, VkPhysicalDevice pd, const vkf_switches *sw,
+                      const vkf_switches_xp *xp, vkf_vk_caps *c);
 /* "KHR", "NV", "emulated" or "none" */
 const char *vkf_vk_coopmat_kind_name(vkf_vk_coopmat_kind k);
 /* sets c->coopmat_use, _kind, the shape and coopmat_off from the caps read so far and the
  * switches */
-void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches *sw);
+void vkf_vk_coopmat_choose(vkf_vk_caps *c, int32_t driver_id, const vkf_switches *sw,
+                           const vkf_switches_xp *xp);
 /* The features2 chain's structs: read when the caps are (vkf_vk_caps_read), enabled when the
  * device is created (vk_device.c). vkf_vk_features_init zeroes them and sets each sType; none
  * is linked until vkf_vk_chain links it. */
@@ -486,9 +489,10 @@ int64_t vkf_vk_wunit(vkf_dtype t);
  * *pair the rows a step), blocks per lane chunk, weight rows per subgroup */
 int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M, int64_t K,
                      vkf_dtype wt, int small, int *pair);
-int vkf_vk_rowseq_chunk(const vkf_vk_caps *c, const vkf_switches *sw, const vkf_vk_mm_group *g,
+int vkf_vk_rowseq_chunk(const vkf_vk_caps *c, const vkf_switches_xp *xp, const vkf_vk_mm_group *g,
                         int64_t K, int *texels);
-uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_switches *sw, const vkf_vk_mm_cfg *cfg,
-                            const int64_t *n, int n_rows, int64_t K, int nw, uint32_t step);
+uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_switches_xp *xp,
+                            const vkf_vk_mm_cfg *cfg, const int64_t *n, int n_rows, int64_t K,
+                            int nw, uint32_t step);
 
 #endif

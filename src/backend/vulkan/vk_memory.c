@@ -85,7 +85,7 @@ vkf_status vkf_vk_memory_init(vkf_vk_backend *vb) {
     const vkf_vk_caps *c = &vb->caps;
     vb->sub_align = c->min_storage_align > 64 ? c->min_storage_align : 64;
     vb->direct_map =
-        c->unified && c->type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU && !vb->sw.force_staging;
+        c->unified && c->type != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU && !vb->xp.force_staging;
     /* the memory types a storage buffer may use */
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     bci.size = 4096;

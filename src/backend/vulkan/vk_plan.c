@@ -10,7 +10,7 @@
 #include "vkf_abi.h"
 
 int vkf_vk_plan_cpu(const vkf_vk_backend *vb) {
-    return vb->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vb->sw.gpu_table;
+    return vb->caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vb->xp.gpu_table;
 }
 
 int vkf_vk_plan_fusion(const vkf_vk_backend *vb) { return !vb->sw.no_fuse; }
@@ -77,7 +77,7 @@ static uint64_t vkf_vk_row_groups(const vkf_vk_caps *c, uint64_t rows) {
 static int vkf_vk_norm_texel_ok(const vkf_vk_backend *vb, const vkf_node *n, const vkf_tensor *res,
                                 const vkf_tensor *d) {
     const vkf_tensor *x = n->src[0], *w = n->src[1], *b = n->src[2];
-    if (!vkf_vk_texel_subgroups(&vb->caps) || vb->sw.no_texel_norm) return 0;
+    if (!vkf_vk_texel_subgroups(&vb->caps) || vb->xp.no_texel_norm) return 0;
     if (x->cols % 4 || x->offset % 16 || d->offset % 16 || x->row_stride % 4 || d->row_stride % 4)
         return 0;
     if ((w && w->offset % 16) || (b && b->offset % 16)) return 0;
@@ -124,7 +124,7 @@ int vkf_vk_plan_norm_pair(const vkf_vk_backend *vb, const vkf_node *n1, const vk
     const vkf_tensor *w1 = n1->src[1], *w2 = n2->src[1];
     const vkf_vk_caps *c = &vb->caps;
     memset(p, 0, sizeof *p);
-    if (!vkf_vk_texel_subgroups(c) || vb->sw.no_texel_norm) return 0;
+    if (!vkf_vk_texel_subgroups(c) || vb->xp.no_texel_norm) return 0;
     if (n1->op != VKF_OP_RMSNORM || n2->op != VKF_OP_RMSNORM || n1->src[2] || n2->src[2] || !w1 ||
         !w2 || n1->p.norm.eps != n2->p.norm.eps || x1->cols != x2->cols || x1->cols % 4 ||
         x1->row_stride != x2->row_stride || d1->row_stride != d2->row_stride ||
@@ -153,7 +153,7 @@ void vkf_vk_plan_softmax(const vkf_vk_backend *vb, const vkf_node *n, vkf_vk_row
     int log = n->op == VKF_OP_LOG_SOFTMAX;
     memset(p, 0, sizeof *p);
     uint64_t tb = vkf_vk_texel_budget(vb) - 32;
-    int ok = vkf_vk_texel_subgroups(c) && !vb->sw.no_texel_softmax && x->cols % 4 == 0 &&
+    int ok = vkf_vk_texel_subgroups(c) && !vb->xp.no_texel_softmax && x->cols % 4 == 0 &&
              x->offset % 16 == 0 && d->offset % 16 == 0 && x->row_stride % 4 == 0 &&
              d->row_stride % 4 == 0 && (!m || (m->offset % 16 == 0 && m->row_stride % 4 == 0));
     ok = ok && vkf_vk_rows_fit(x, tb) >= x->rows &&
@@ -219,15 +219,15 @@ vkf_status vkf_vk_plan_mm_cfg(const vkf_vk_backend *vb, int64_t M, int64_t N, in
     M = vkf_vk_plan_m(vb, M);
     VKF_TRY(vkf_vk_tune_matmul(vb, M, N, K, wtype, out));
     if (vb->tune_force) return VKF_OK; /* the tuner times exactly this candidate */
-    const vkf_switches *sw = &vb->sw;
+    const vkf_switches_xp *xp = &vb->xp;
     uint64_t v;
-    if ((v = sw->mm_r) > 0 && v <= 32) out->r = (uint32_t)v;
-    if ((v = sw->mm_tm) > 0 && v <= 64) out->tm = (uint32_t)v;
-    if ((v = sw->mm_wg) > 0 && v <= vb->caps.max_wg_invocations) out->wg = (uint32_t)v;
-    if ((v = sw->mm_lanes) > 0) out->lanes = v == 1;
-    if (sw->no_texel_matmul && out->kind == VKF_VK_MM_TEXEL) out->kind = VKF_VK_MM_TILED;
+    if ((v = xp->mm_r) > 0 && v <= 32) out->r = (uint32_t)v;
+    if ((v = xp->mm_tm) > 0 && v <= 64) out->tm = (uint32_t)v;
+    if ((v = xp->mm_wg) > 0 && v <= vb->caps.max_wg_invocations) out->wg = (uint32_t)v;
+    if ((v = xp->mm_lanes) > 0) out->lanes = v == 1;
+    if (xp->no_texel_matmul && out->kind == VKF_VK_MM_TEXEL) out->kind = VKF_VK_MM_TILED;
     /* VKF_MM_TILE=BMxBNxBKxTT: that tiled kernel for M > 8 (experiments) */
-    unsigned bm = sw->mm_tile[0], bn = sw->mm_tile[1], bk = sw->mm_tile[2], tt = sw->mm_tile[3];
+    unsigned bm = xp->mm_tile[0], bn = xp->mm_tile[1], bk = xp->mm_tile[2], tt = xp->mm_tile[3];
     if (M > 8 && (tt == 4 || tt == 8) && bm % tt == 0 && bn % tt == 0 && bk >= 4 && bk <= 64 &&
         bk % 4 == 0 && 2 * bk * (bm + bn) * 4 + 1024 <= vb->caps.max_shared &&
         (bm / tt) * (bn / tt) <= vb->caps.max_wg_invocations) {
@@ -307,7 +307,7 @@ int vkf_vk_plan_mm_group_ok(const vkf_vk_backend *vb, const vkf_vk_mm_group *g, 
     const char *dummy;
     if (!why) why = &dummy;
     *why = NULL;
-    if (!vb->caps.texel || !vb->caps.has_subgroup || vb->sw.no_texel_matmul) {
+    if (!vb->caps.texel || !vb->caps.has_subgroup || vb->xp.no_texel_matmul) {
         *why = "no texels or subgroups";
         return 0;
     }
@@ -375,18 +375,18 @@ static void vkf_vk_plan_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_group *
     for (int i = 0; i < n_rows; i++)
         n[i] = g->w[i]->rows;
     *R = cfg->r =
-        vkf_vk_rowseq_rows(c, &vb->sw, cfg, n, n_rows, K, g->swiglu ? 2 : 1, (uint32_t)rs_p);
+        vkf_vk_rowseq_rows(c, &vb->xp, cfg, n, n_rows, K, g->swiglu ? 2 : 1, (uint32_t)rs_p);
     int rs_ct = 1;
-    v->rs_ch = vkf_vk_rowseq_chunk(c, &vb->sw, g, K, &rs_ct);
+    v->rs_ch = vkf_vk_rowseq_chunk(c, &vb->xp, g, K, &rs_ct);
     v->rs_ct = rs_ct;
-    v->rawp = !vb->sw.no_rawp;
+    v->rawp = !vb->xp.no_rawp;
     /* K-quant unit pairs share texels (RS_PAIRU in matmul_texel.comp): where taking the units in
      * pairs leaves a lane no more slots than taking them one by one (K = 2048, 6912, 8192; not
      * 5632: 12 slots instead of 11). VKF_NO_RS_PAIRU=1 turns it off. */
     int64_t wu = vkf_vk_wunit(w0->dtype), sgs = c->subgroup_size, wun = K / wu;
     v->rs_pairu = !v->rs_ch && rs_p == 1 && vkf_wtype_of(w0->dtype)->gpu_pairload && sgs &&
                   wun % 2 == 0 && 2 * ((wun + 2 * sgs - 1) / (2 * sgs)) == v->rowseq &&
-                  !vb->sw.no_rs_pairu;
+                  !vb->xp.no_rs_pairu;
 }
 
 /* The integer-dot path for a group (docs/DESIGN.md, 'Precision'): the activations quantized to int8
@@ -400,6 +400,7 @@ static void vkf_vk_plan_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_group *
 static int vkf_vk_plan_int_dot(const vkf_vk_backend *vb, const vkf_vk_mm_group *g,
                                const vkf_vk_mm_cfg *cfg, uint32_t *qk) {
     const vkf_switches *sw = &vb->sw;
+    const vkf_switches_xp *xp = &vb->xp;
     const vkf_tensor *a = g->a, *w0 = g->w[0];
     vkf_act_type at = vkf_act_type_of(w0->dtype);
     if (!vkf_wtype_is_quant(w0->dtype) ||
@@ -410,8 +411,8 @@ static int vkf_vk_plan_int_dot(const vkf_vk_backend *vb, const vkf_vk_mm_group *
         !vb->caps.has_subgroup)
         return 0;
     int on = vb->tune_force                         ? (int)cfg->int_dot
-             : sw->no_int_dot || sw->int_dot == 3   ? 0
-             : sw->int_dot == 1 || sw->int_dot == 2 ? 1
+             : sw->no_int_dot || xp->int_dot == 3   ? 0
+             : xp->int_dot == 1 || xp->int_dot == 2 ? 1
                                                     : cfg->int_dot && vb->caps.int_dot;
     if (!on) return 0;
     /* its windows are storage windows: the quantized rows, and a fused group's weights whole */
@@ -420,7 +421,7 @@ static int vkf_vk_plan_int_dot(const vkf_vk_backend *vb, const vkf_vk_mm_group *
     vkf_vk_tensors_span(g->w, g->n_mats, &wlo, &whi);
     int plain = g->n_mats == 1 && !g->swiglu && !g->norm_w;
     if (!plain && whi - wlo > sb) return 0;
-    return vb->caps.int_dot && sw->int_dot != 2 ? 1 : 2;
+    return vb->caps.int_dot && xp->int_dot != 2 ? 1 : 2;
 }
 
 vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group *g,
@@ -446,7 +447,7 @@ vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group 
      * (bench/RESULTS.md). VKF_NO_LANES_SMALL=1 keeps the large units with rows per lane. */
     int64_t sg = c->subgroup_size ? c->subgroup_size : 32;
     v->w_small = vkf_vk_wunit(w0->dtype) > 32 &&
-                 (cfg.lanes ? !vb->sw.no_lanes_small : K / vkf_vk_wunit(w0->dtype) < sg);
+                 (cfg.lanes ? !vb->xp.no_lanes_small : K / vkf_vk_wunit(w0->dtype) < sg);
     uint32_t qk = 32;
     int idot = vkf_vk_plan_int_dot(vb, g, &cfg, &qk);
     if (idot) {
@@ -459,7 +460,7 @@ vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group 
         /* Q4_K / Q5_K rows on 16 bytes: their 32-byte runs as 16-byte loads (as W_ALIGN16 of
          * matmul_texel.comp; VKF_NO_ALIGN16=1 turns both off) */
         q->align16 = vkf_vk_quant_bytes16(w0->dtype) && vkf_vk_stride_bytes(w0) % 16 == 0 &&
-                     !vb->sw.no_align16;
+                     !vb->xp.no_align16;
         for (int i = 0; i < g->n_mats; i++)
             if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) q->align16 = 0;
         p->aligned16 = q->align16;
@@ -483,7 +484,7 @@ vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group 
     /* blocks of a multiple of 16 bytes in rows that all start on a texel (texel windows start on
      * 16 bytes at least, vkf_vk_window_block): the kernel reads them without realigning */
     v->align16 =
-        vkf_vk_quant_bytes16(w0->dtype) && vkf_vk_stride_bytes(w0) % 16 == 0 && !vb->sw.no_align16;
+        vkf_vk_quant_bytes16(w0->dtype) && vkf_vk_stride_bytes(w0) % 16 == 0 && !vb->xp.no_align16;
     for (int i = 0; i < g->n_mats; i++)
         if ((g->w[i]->buf->offset + g->w[i]->offset) % 16) v->align16 = 0;
     v->wtype = vkf_vk_wtype(w0->dtype);
@@ -504,7 +505,7 @@ vkf_status vkf_vk_plan_mm_group(const vkf_vk_backend *vb, const vkf_vk_mm_group 
      * (W_SSBO), the general memory path GPU matrix-vector kernels read through (llama.cpp's
      * mul_mat_vec); CPU drivers keep texels (their gathers; shaders/matmul_texel.comp) */
     v->ssbo = p->ssbo = !vkf_vk_plan_cpu(vb) && vkf_vk_plan_m(vb, M) <= VKF_VK_MV_MAXM &&
-                        !v->lanes && !vb->sw.no_ssbo_matvec;
+                        !v->lanes && !vb->xp.no_ssbo_matvec;
     return VKF_OK;
 }
 
@@ -628,10 +629,10 @@ vkf_status vkf_vk_plan_matmul(const vkf_vk_backend *vb, const vkf_node *n, vkf_v
     int mv_m = (int)(M < VKF_VK_MV_MAXM ? M : VKF_VK_MV_MAXM);
     int tiled_forced = vb->tune_force != NULL; /* the tuner is timing a tiled variant */
     p->fast_ok = K % vkf_vk_wunit(w->dtype) == 0 && (Mp == 1 || a->row_stride % 4 == 0) &&
-                 !vb->sw.no_fast_matvec;
+                 !vb->xp.no_fast_matvec;
     /* ROWLANE stands in for the texel kernel on CPU devices when that cannot run; a tiled
      * kernel chosen explicitly (tuning) is used as chosen */
-    p->rowlane = p->fast_ok && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vb->sw.no_rowlane &&
+    p->rowlane = p->fast_ok && c->type == VK_PHYSICAL_DEVICE_TYPE_CPU && !vb->xp.no_rowlane &&
                  !(cfg.kind == VKF_VK_MM_TILED && !matvec && tiled_forced);
     if (!matvec && !p->rowlane) p->fast_ok = 0;
     if (matvec) {
@@ -669,7 +670,7 @@ vkf_status vkf_vk_plan_matmul(const vkf_vk_backend *vb, const vkf_node *n, vkf_v
 static int vkf_vk_attn_layout(const vkf_vk_backend *vb, const vkf_attn_params *ap,
                               vkf_vk_attn_plan *o) {
     const vkf_vk_caps *c = &vb->caps;
-    const vkf_switches *sw = &vb->sw;
+    const vkf_switches_xp *xp = &vb->xp;
     uint32_t hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
     /* one query head per workgroup: several heads sharing a KV head (GQA, the shader's HG) lost
      * on lavapipe (its register arrays spill) and on the H200 (bench/RESULTS.md) */
@@ -685,25 +686,25 @@ static int vkf_vk_attn_layout(const vkf_vk_backend *vb, const vkf_attn_params *a
      * attention 71.2 -> 37.7 ms per token); at 256 it is even (1.60 / 1.63 ms, gemma's 4/1
      * heads) (bench/RESULTS.md). VKF_ATTN_KEYLANES=1 gives GPUs the CPU drivers' bound (an
      * experiment: bench/steps-gpu-decode.txt) */
-    uint32_t kl_hw = cpu || sw->attn_keylanes ? 32u : 16u;
-    int keylanes = ap->n_q == 1 && hw <= kl_hw && !sw->no_keylanes;
+    uint32_t kl_hw = cpu || xp->attn_keylanes ? 32u : 16u;
+    int keylanes = ap->n_q == 1 && hw <= kl_hw && !xp->no_keylanes;
     /* prefill on CPU drivers: lanes take whole query rows (K/V read once per tile of queries),
      * up to head_dim 256 there (qwen3's 128 and gemma's 256 spill registers, and still beat the
      * subgroup layout: pp512 attention ms per token, qwen3-0.6b 10.0 -> 2.4, gemma-3-1b 3.3 ->
      * 1.1; bench/RESULTS.md); not on GPUs (H200 pp512 at depth 128 / 2048: 4,533 / 1,736 t/s
      * against 7,192 / 3,778 with subgroups splitting a query's keys) */
-    int qlanes = ap->n_q > 1 && hw <= 64u && cpu && !sw->no_qlanes;
+    int qlanes = ap->n_q > 1 && hw <= 64u && cpu && !xp->no_qlanes;
     /* with qlanes, 4 (or 2) query rows per lane where every sequence's row count is a multiple
      * (a lane's rows then share one sequence's K/V): each K/V load serves all of them. pp512
      * on TinyLlama's attention shape, ms per layer: 1 row 80.5, 2 rows 54.2, 4 rows 44.0, 8 rows
      * 42.3 (bench/RESULTS.md). VKF_ATTN_QR=N sets it (1 turns it off). */
-    uint64_t qre = sw->attn_qr;
+    uint64_t qre = xp->attn_qr;
     uint32_t qr = qre >= 1 && qre <= 8 ? (uint32_t)qre : ap->n_q % 4 == 0 ? 4 : 2;
     if (!qlanes || ap->n_q % qr) qr = 1;
     /* decode split over the keys across workgroups (flash-decoding), then merged: an
      * experiment for GPUs, whose decode attention runs one workgroup per head (VKF_ATTN_SPLIT=P,
      * 2..64 parts; lanes taking keys only) */
-    uint64_t spe = sw->attn_split;
+    uint64_t spe = xp->attn_split;
     uint32_t split = keylanes && spe >= 2 && spe <= 64 ? (uint32_t)spe : 1u;
     /* CPU drivers: one subgroup per workgroup (no shared-memory merge; their barriers are
      * expensive) except decode in the subgroup layout (split-K over the cache, 64). GPUs: the
@@ -712,7 +713,7 @@ static int vkf_vk_attn_layout(const vkf_vk_backend *vb, const vkf_attn_params *a
      * one subgroup 6905 / 3313, 256 invocations 7192 / 3778 (attention.comp: 4892 / 1555) */
     uint32_t wg = cpu ? (ap->n_q > 1 || keylanes ? S : VKF_VK_ATTN_TEXEL_WG)
                       : (ap->n_q == 1 && !keylanes ? 512u : 256u);
-    uint64_t wge = sw->attn_wg;
+    uint64_t wge = xp->attn_wg;
     if (wge >= 1 && wge <= c->max_wg_invocations) wg = (uint32_t)wge;
     /* the merge's shared memory: (wg / S) x (head_dim / 4) texels and two floats per subgroup */
     while (wg > S &&
@@ -756,7 +757,7 @@ static int vkf_vk_attn_texel(const vkf_vk_backend *vb, const vkf_node *n, vkf_vk
     const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
     const vkf_vk_caps *c = &vb->caps;
     int64_t nb = vb->plan_batch > ap->batch ? vb->plan_batch : ap->batch;
-    if (!vkf_vk_texel_subgroups(c) || vb->sw.no_texel_attention) return 0;
+    if (!vkf_vk_texel_subgroups(c) || vb->xp.no_texel_attention) return 0;
     if (!vkf_vk_attn_layout(vb, ap, p)) return 0;
     /* key parts: their states must fit one window */
     if (p->split > 1 &&

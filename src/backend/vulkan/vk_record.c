@@ -144,7 +144,7 @@ vkf_status vkf_vk_graph_compute(vkf_backend *be, vkf_graph *g, int32_t n_past) {
     if (ex->dispatches == 0) return vkf_vk_check_messages(vb);
     vb->dyn_map[0] = n_past;
     /* tests: VKF_SIMULATE_DEVICE_LOST=N fails the Nth graph submission and every later one */
-    uint64_t lost_at = vb->sw.simulate_device_lost;
+    uint64_t lost_at = vb->xp.simulate_device_lost;
     if (lost_at && vb->stats.submits + 1 >= lost_at && (vb->unusable = 1))
         return vkf_vk_fail(VK_ERROR_DEVICE_LOST,
                            "vkQueueSubmit (simulated by VKF_SIMULATE_DEVICE_LOST)", __FILE__,

@@ -17,8 +17,8 @@
 int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t M, int64_t K,
                      vkf_dtype wt, int small, int *pair) {
     *pair = 1;
-    int any = vb->sw.rowseq;
-    if (M != 1 || cfg->lanes || small || !vb->caps.subgroup_size || vb->sw.no_rowseq ||
+    int any = vb->xp.rowseq;
+    if (M != 1 || cfg->lanes || small || !vb->caps.subgroup_size || vb->xp.no_rowseq ||
         (!any && !vkf_vk_plan_cpu(vb)))
         return 0;
     int64_t unit = vkf_vk_wunit(wt),
@@ -47,7 +47,7 @@ int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t
      * VKF_NO_RSPAIR=1 turns it off. */
     int64_t S = vb->caps.subgroup_size, units = K / unit;
     if (units % S && (2 * units) % S == 0 && (per * S - units) * 10 >= units &&
-        2 * units / S <= 16 && 2 * units / S <= mx && !vb->sw.no_rspair) {
+        2 * units / S <= 16 && 2 * units / S <= mx && !vb->xp.no_rspair) {
         *pair = 2;
         return (int)(2 * units / S);
     }
@@ -64,12 +64,12 @@ int vkf_vk_mm_rowseq(const vkf_vk_backend *vb, const vkf_vk_mm_cfg *cfg, int64_t
  * -> 11.4-12.3, Q4_0 9.1-9.6 -> 8.3-9.4; Q8_0 (17 texels) 11.1 -> 14.6-16.4: lanes reading
  * 272 bytes apart instead of 34 cost more than the realigning saves (bench/RESULTS.md).
  * Returns the blocks per chunk and sets *texels, or 0. VKF_NO_ROWSEQ_CH=1 turns it off. */
-int vkf_vk_rowseq_chunk(const vkf_vk_caps *c, const vkf_switches *sw, const vkf_vk_mm_group *g,
+int vkf_vk_rowseq_chunk(const vkf_vk_caps *c, const vkf_switches_xp *xp, const vkf_vk_mm_group *g,
                         int64_t K, int *texels) {
     vkf_dtype t = g->w[0]->dtype;
     int64_t S = c->subgroup_size;
     if (!vkf_wtype_is_quant(t) || vkf_dtype_block_elems(t) != 32 || vkf_vk_wunit(t) != 32 ||
-        S <= 0 || sw->no_rowseq_ch)
+        S <= 0 || xp->no_rowseq_ch)
         return 0;
     int64_t bb = (int64_t)vkf_dtype_block_bytes(t), units = K / 32, ch = 1;
     while (ch < 8 && ch * bb % 16)
@@ -145,9 +145,10 @@ static uint64_t vkf_vk_rowseq_span(const int64_t *n, int n_rows, int64_t K, uint
  * the dispatch soonest, the fewest workgroups of those. TinyLlama's gate/up (2 x 5632 rows) took
  * 11 workgroups, 6 a thread on one of 2 and 5 on the other, idle 0.25 ms a layer; R 118 makes 6.
  * VKF_ROWSEQ_R overrides; VKF_NO_RS_BALANCE=1 keeps the powers of two. */
-uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_switches *sw, const vkf_vk_mm_cfg *cfg,
-                            const int64_t *n, int n_rows, int64_t K, int nw, uint32_t step) {
-    uint64_t v = sw->rowseq_r;
+uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_switches_xp *xp,
+                            const vkf_vk_mm_cfg *cfg, const int64_t *n, int n_rows, int64_t K,
+                            int nw, uint32_t step) {
+    uint64_t v = xp->rowseq_r;
     uint32_t R;
     if (v >= 2 && v <= 256)
         R = (uint32_t)v;
@@ -160,7 +161,7 @@ uint32_t vkf_vk_rowseq_rows(const vkf_vk_caps *c, const vkf_switches *sw, const 
         while (R < 256 && (wrows + 2u * R * nsg - 1) / (2u * R * nsg) >= 8)
             R *= 2;
         R /= (uint32_t)nw;
-        if (c->cpu_threads > 1 && !sw->no_rs_balance) {
+        if (c->cpu_threads > 1 && !xp->no_rs_balance) {
             uint32_t best_g = 0;
             uint64_t best = UINT64_MAX;
             for (uint32_t r = 16 / (uint32_t)nw; r <= 256 / (uint32_t)nw; r++) {
