@@ -772,6 +772,14 @@ vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add
 vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
                              const char *context_json, int add_generation_prompt, char **out,
                              int *used_default);
+/* vkf_chat_apply_ex with template tmpl instead of the model's (NULL: llama.cpp's ChatML, as
+ * vkf_chat_chatml): the same handling of tools and tool calls (tools described in the system
+ * message when tmpl does not render them, calls in the generic JSON form when it does not render
+ * tool_calls) and the model's bos/eos texts. Python's chat_format="chatml" and chat_template=
+ * render through it. */
+vkf_status vkf_chat_apply_template(const vkf_model *m, const char *tmpl, const char *messages_json,
+                                   const char *tools_json, const char *context_json,
+                                   int add_generation_prompt, char **out);
 /* ================================================================ embeddings (encoder-only models)
  *
  * Usage (an all-MiniLM-L6-v2 directory, a sentence-transformers layout, or a bert GGUF):

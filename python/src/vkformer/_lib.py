@@ -314,6 +314,8 @@ _fn("vkf_model_detokenize", c_int, c_void_p, _I32P, c_int32, c_int, _OUT)
 _fn("vkf_model_is_eog", c_int, c_void_p, c_int32)
 _fn("vkf_model_chat_template", c_char_p, c_void_p)
 _fn("vkf_chat_apply_ex", c_int, c_void_p, c_char_p, c_char_p, c_char_p, c_int, _OUT, _P(c_int))
+_fn("vkf_chat_apply_template", c_int, c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, c_int,
+    _OUT)
 _fn("vkf_chat_template_render", c_int, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p,
     c_char_p, c_int, _OUT)
 _fn("vkf_session_create", c_int, c_void_p, c_void_p, _OUT)
