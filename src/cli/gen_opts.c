@@ -142,8 +142,13 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     ADD("--no-mmap", VKF_ARG_SET, &o->mp.no_mmap,
         .help = "read the model file into memory instead of mapping it");
     ADD("-v|--verbose", VKF_ARG_SET, &o->verbose,
-        .help = chat ? "more detail on stderr (device, settings, why each answer stopped)"
+        .help = chat ? "more detail on stderr (device, settings, why each answer stopped, its "
+                       "timings)"
                      : "more detail on stderr (device, tokens, settings, why generation stopped)");
+    if (chat)
+        ADD("--show-timings", VKF_ARG_SET, &o->show_timings,
+            .help = "a timing line after every answer (also with -v); the summary comes at exit "
+                    "either way");
     ADD("--list-devices", VKF_ARG_SET, &o->list_devices,
         .help = "list the Vulkan devices and exit");
     args[n++] = (vkf_arg)VKF_ARG_DEVICE(&o->cp);

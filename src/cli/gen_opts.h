@@ -36,6 +36,7 @@ typedef struct vkf_gen_opts {
     int64_t seed;
     int seed_given, ngl_given, threads_given, escape, no_display_prompt, verbose, list_devices;
     int no_cnv, cnv;
+    int show_timings; /* chat --show-timings: a timing line after every answer (as -v) */
     const char *reverse[VKF_GEN_MAX_REVERSE];
     int n_reverse;
     int cache_k, cache_v; /* vkf_cache_type from -ctk / -ctv (0: the device's default) */
