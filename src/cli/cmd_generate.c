@@ -352,8 +352,10 @@ int vkf_cmd_generate(int argc, char **argv) {
         for (int32_t i = 0; i < n; i++)
             fprintf(stderr, " %d", toks[i]);
         fprintf(stderr,
-                "\nvkformer: generate: context %d, temp %g, top-k %d, top-p %g, n_predict %d\n",
-                n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, n_predict);
+                "\nvkformer: generate: context %d, temp %g, top-k %d, top-p %g, min-p %g, "
+                "n_predict %d\n",
+                n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, (double)o.sp.min_p,
+                n_predict);
     }
     gen_out g = {.o = &o, .prompt = o.no_display_prompt ? NULL : prompt_buf, .ctx = ctx};
 

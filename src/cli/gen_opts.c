@@ -19,7 +19,7 @@ void vkf_gen_defaults(vkf_gen_opts *o, vkf_gen_mode mode) {
     o->sp.temp = 0.8f;
     o->sp.top_k = 40;
     o->sp.top_p = 0.95f;
-    o->sp.min_p = mode == VKF_GEN_CHAT ? 0.05f : 0.0f;
+    o->sp.min_p = 0.05f; /* llama.cpp's, as chat, serve and the Python package */
     o->n_predict = mode == VKF_GEN_CHAT ? 256 : 64;
     o->seed = -1;
     o->n_threads = 1;

@@ -45,8 +45,8 @@ typedef struct vkf_gen_opts {
     char help_n[128], help_min_p[96]; /* help texts with this command's defaults */
 } vkf_gen_opts;
 
-/* llama-cli's defaults (temp 0.8, top-k 40, top-p 0.95, seed -1, one thread); -n 64 and min-p 0
- * for generate, -n 256 and min-p 0.05 (llama-server's) for chat. */
+/* llama-cli's defaults (temp 0.8, top-k 40, top-p 0.95, min-p 0.05, seed -1, one thread), the
+ * sampling ones also serve's and the Python package's; -n 64 for generate, -n 256 for chat. */
 void vkf_gen_defaults(vkf_gen_opts *o, vkf_gen_mode mode);
 /* Writes the shared entries to args (room for VKF_GEN_MAX_ARGS) and returns how many, the
  * terminating {0} not counted (it is written: append the command's own entries over it). */

@@ -94,6 +94,18 @@ checks=$((checks + 1))
 [ "$rc" = 1 ] && grep -q "vkformer: template: writing to stdout: No space left on device" "$tmp/err" ||
     fail "template > /dev/full: exit $rc, stderr: $(cat "$tmp/err")"
 
+# ------------------------------------------------------------------ one sampling default
+# llama.cpp's min-p 0.05 in generate as in chat, serve and Python; -v prints it
+run generate --cpu -m "$kjv" -p "In the beginning" -n 24 -s 5 -v
+has "min-p 0.05," "$err" "generate -v: the min-p default"
+gen_default="$out"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 24 -s 5 --min-p 0.05
+eq "$out" "$gen_default" "generate's default sampling is --min-p 0.05"
+run chat --help
+has "(default 0.05; 0 = off)" "$out" "chat --help: the min-p default"
+run generate --help
+has "(default 0.05; 0 = off)" "$out" "generate --help: the min-p default"
+
 # ------------------------------------------------------------------ chat takes generate's flags
 # the greedy answer of models/kjv-gpt to one message, with no further flags: the reference the
 # flags that change nothing (or only where and how it runs) must give again
