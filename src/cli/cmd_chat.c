@@ -497,8 +497,9 @@ int vkf_cmd_chat(int argc, char **argv) {
     if (rc >= 0) return rc;
     if (o.list_devices) return vkf_cmd_devices(1, argv);
     if (!o.mp.path)
-        return vkf_usage_error("chat",
-                               "--model PATH is required (a model directory or .gguf file)");
+        return vkf_usage_error(
+            "chat", "--model PATH (a model directory or .gguf file) or -hf NAME (a model of "
+                    "vkformer's registry: vkformer pull --list) is required");
     if ((rc = vkf_gen_check(&o, "chat")) >= 0) return rc;
     const char *model = o.mp.path;
     char *first = NULL; /* -p / -f: the first user message */

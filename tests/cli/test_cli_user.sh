@@ -106,6 +106,20 @@ has "(default 0.05; 0 = off)" "$out" "chat --help: the min-p default"
 run generate --help
 has "(default 0.05; 0 = off)" "$out" "generate --help: the min-p default"
 
+# ------------------------------------------------------------------ -hf NAME, said where -m is
+# main() turns -hf NAME into -m PATH for every command: each option list names it beside -m
+for c in generate chat serve info embed tokenize detokenize translate template bench; do
+    run $c --help
+    has "-hf, --hf-repo NAME" "$out" "$c --help: -hf beside -m"
+done
+run generate -p x
+eq "$rc" 2 "generate without a model: exit"
+has "or -hf NAME" "$err" "generate without a model names -hf"
+run chat -p x
+has "or -hf NAME" "$err" "chat without a model names -hf"
+run info
+has "(or -hf NAME) is required" "$err" "info without a model names -hf"
+
 # ------------------------------------------------------------------ chat takes generate's flags
 # the greedy answer of models/kjv-gpt to one message, with no further flags: the reference the
 # flags that change nothing (or only where and how it runs) must give again
