@@ -51,6 +51,14 @@ def test_models_and_auth(client):
         bad.models.list()
 
 
+def test_embeddings_on_a_generation_model_is_a_400(client):
+    # a 4xx naming the reason: the SDKs retry a 5xx (twice by default) and a 501 said nothing
+    # the client could change
+    with pytest.raises(openai.BadRequestError,
+                       match="this server generates text; embeddings need an encoder-only model"):
+        client.embeddings.create(model="kjv-gpt", input="In the beginning")
+
+
 def test_chat_completion_and_stream(client):
     r = client.chat.completions.create(model="kjv-gpt", messages=MESSAGES, max_tokens=16,
                                        seed=3, temperature=0.8)

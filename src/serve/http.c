@@ -623,13 +623,14 @@ static enum MHD_Result route(struct MHD_Connection *mc, conn *c, const char *url
     if (c->too_large)
         return send_error(mc, 413, "the request body exceeds the limit of %zu bytes",
                           h->p.max_body);
+    /* the request, not the server, is wrong for this model: a 400 (OpenAI's SDKs retry a 5xx) */
     if (emb && !h->c->emb)
-        return send_error(mc, 501,
+        return send_error(mc, 400,
                           "%s: this server generates text; embeddings need an "
                           "encoder-only model (vkformer serve --embedding -m MODEL)",
                           url);
     if ((chat || cmpl) && h->c->emb)
-        return send_error(mc, 501, "%s: this server serves an embedding model: use /v1/embeddings",
+        return send_error(mc, 400, "%s: this server serves an embedding model: use /v1/embeddings",
                           url);
     if (emb) {
         int status = 500;
