@@ -59,6 +59,15 @@ def test_embeddings_on_a_generation_model_is_a_400(client):
         client.embeddings.create(model="kjv-gpt", input="In the beginning")
 
 
+def test_max_tokens_minus_one_is_the_context(client):
+    # llama-server's n_predict -1: no limit but the server's and the slot's context (256 tokens
+    # for kjv-gpt, which never ends a text on its own)
+    r = client.completions.create(model="kjv-gpt", prompt="And God said", max_tokens=-1,
+                                  temperature=0)
+    assert r.choices[0].finish_reason == "length"
+    assert r.usage.prompt_tokens + r.usage.completion_tokens == 256
+
+
 def test_chat_completion_and_stream(client):
     r = client.chat.completions.create(model="kjv-gpt", messages=MESSAGES, max_tokens=16,
                                        seed=3, temperature=0.8)

@@ -348,12 +348,15 @@ int vkf_cmd_generate(int argc, char **argv) {
             vkf_context_device_name(ctx), n, vkf_plural(n, "token", "tokens"),
             (unsigned long long)o.sp.seed, o.seed_given && o.seed >= 0 ? "" : " (random)");
     vkf_cli_print_split("generate", m);
-    if (o.verbose) {
+    if (o.verbose || o.verbose_prompt) {
         fprintf(stderr, "vkformer: generate: prompt tokens:");
         for (int32_t i = 0; i < n; i++)
             fprintf(stderr, " %d", toks[i]);
+        fputc('\n', stderr);
+    }
+    if (o.verbose) {
         fprintf(stderr,
-                "\nvkformer: generate: context %d, temp %g, top-k %d, top-p %g, min-p %g, "
+                "vkformer: generate: context %d, temp %g, top-k %d, top-p %g, min-p %g, "
                 "n_predict %d\n",
                 n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, (double)o.sp.min_p,
                 n_predict);

@@ -22,7 +22,7 @@
 #include "vkformer.h"
 
 #define VKF_GEN_MAX_REVERSE 8
-#define VKF_GEN_MAX_ARGS 72 /* entries vkf_gen_args may write, the {0} included */
+#define VKF_GEN_MAX_ARGS 88 /* entries vkf_gen_args may write, the {0} included */
 
 typedef enum vkf_gen_mode { VKF_GEN_GENERATE, VKF_GEN_CHAT } vkf_gen_mode;
 
@@ -36,7 +36,9 @@ typedef struct vkf_gen_opts {
     int64_t seed;
     int seed_given, ngl_given, threads_given, escape, no_display_prompt, verbose, list_devices;
     int no_cnv, cnv;
-    int show_timings; /* chat --show-timings: a timing line after every answer (as -v) */
+    int show_timings;   /* chat --show-timings: a timing line after every answer (as -v) */
+    int verbose_prompt; /* --verbose-prompt: the prompt's tokens on stderr (as -v) */
+    int noop;           /* llama.cpp's flags accepted as no-ops (--no-warmup, --log-disable) */
     const char *reverse[VKF_GEN_MAX_REVERSE];
     int n_reverse;
     int cache_k, cache_v; /* vkf_cache_type from -ctk / -ctv (0: the device's default) */

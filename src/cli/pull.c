@@ -73,7 +73,17 @@ int vkf_cli_pull(const char *cmd, const char *name, const vkf_pull_params *p, in
     return 0;
 }
 
+/* -m / --model in argv[1..argc) */
+static const char *model_flag(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model") ||
+            !strncmp(argv[i], "--model=", 8) || !strncmp(argv[i], "-m=", 3))
+            return argv[i];
+    return NULL;
+}
+
 int vkf_pull_rewrite_hf(int argc, char **argv) {
+    const char *m = model_flag(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         int eq = 0;
@@ -89,6 +99,13 @@ int vkf_pull_rewrite_hf(int argc, char **argv) {
             eq = 1;
         } else {
             continue;
+        }
+        if (m) { /* llama.cpp refuses both too: which model was meant? */
+            fprintf(stderr,
+                    "vkformer: %s: %s %s and %s both name the model: give one (-hf NAME stands "
+                    "for -m PATH)\n",
+                    argv[0], a, val, m);
+            return 2;
         }
         int k = vkf_registry_find(val);
         if (k < 0) {

@@ -303,8 +303,14 @@ int srv_api_parse(const srv_config *c, int chat, const char *body, size_t len, s
                              ? "max_completion_tokens"
                          : cJSON_GetObjectItemCaseSensitive(j, "max_tokens") ? "max_tokens"
                                                                              : "n_predict";
-    if ((k = get_int(j, mt_key, 1, c->max_tokens, &iv, err, en)) < 0) goto done;
-    if (k) r->max_tokens = iv < room ? (int32_t)iv : room;
+    /* -1: llama-server's n_predict -1, no limit but the server's (-n) and the context */
+    if ((k = get_int(j, mt_key, -1, c->max_tokens, &iv, err, en)) < 0) goto done;
+    if (k && iv == 0) {
+        bad(err, en, "%s: 0 is outside [1, %d] (or -1: the server's limit)", mt_key,
+            (int)c->max_tokens);
+        goto done;
+    }
+    if (k && iv > 0) r->max_tokens = iv < room ? (int32_t)iv : room;
     if ((k = get_int(j, "n", 1, 1, &iv, err, en)) < 0) {
         bad(err, en, "n: only n = 1 is supported");
         goto done;

@@ -168,6 +168,26 @@ for f in "-hff model.gguf" "-co" "--color"; do
     run generate -m "$kjv" $f
     eq "$rc" 2 "generate $f: exit"; has "not supported by vkformer (" "$err" "generate $f: refused with a reason"
 done
+# llama.cpp's habits: harmless flags accepted, the rest implemented or refused with the reason
+run generate --cpu -m "$kjv" -p "In the beginning" -n 8 --temp 0 --no-warmup --log-disable --simple-io
+eq "$rc" 0 "--no-warmup --log-disable --simple-io: accepted ($err)"
+greedy8="$out"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 8 --temp -1
+eq "$out" "$greedy8" "--temp < 0 samples greedily (llama.cpp)"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 4 --verbose-prompt
+has "prompt tokens:" "$err" "--verbose-prompt: the prompt's tokens"
+run generate --cpu -m "$kjv" -p "In the beginning" -n -2 -c 32 --temp 0 -v
+eq "$rc" 0 "-n -2: exit"
+has "n_predict 15" "$err" "-n -2 runs until the context is full (32 - 17 prompt tokens)"
+for f in "--samplers top_k;top_p" "--min-keep 1" "--dynatemp-range 0.5" "-dkvc"; do
+    run generate -m "$kjv" -p x $f
+    eq "$rc" 2 "generate $f: exit"; has "not supported by vkformer (" "$err" "generate $f: refused with a reason"
+done
+run bench -m "$kjv" -pg 64,16
+eq "$rc" 2 "bench -pg: exit"; has "not supported by vkformer (" "$err" "bench -pg: refused with a reason"
+run generate -m "$kjv" -hf smollm2-135m -p x
+eq "$rc" 2 "-m and -hf together: exit"
+has "both name the model" "$err" "-m and -hf together: why"
 # -hf takes the names of vkformer's registry (vkformer pull --list); another repository is refused
 run generate -hf ggml-org/gemma-3-1b-it-GGUF -p x
 eq "$rc" 2 "-hf of a repository outside the registry: exit"
