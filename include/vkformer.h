@@ -1152,7 +1152,8 @@ typedef struct vkf_registry_entry {
     const char *name; /* vkf_pull's name, `vkformer pull NAME`, `-hf NAME` */
     const char *hf;   /* the Hugging Face repository the file comes from (also accepted) */
     const char *what; /* one line for `vkformer pull --list` */
-    const char *file; /* the GGUF's file name in the cache: CACHE/NAME/FILE */
+    const char *file; /* the GGUF's file name in the cache: CACHE/NAME/FILE; for a model
+                         directory (all-MiniLM-L6-v2), its weights file in CACHE/NAME */
     int64_t n_bytes;  /* the size of that file */
 } vkf_registry_entry;
 
@@ -1177,7 +1178,8 @@ typedef struct vkf_pull_params {
     void *progress_user;
 } vkf_pull_params;
 
-/* Makes sure model name (vkf_registry_find) is in the cache; its path into path (n bytes), and
+/* Makes sure model name (vkf_registry_find) is in the cache; its path (the GGUF, or the model
+ * directory CACHE/NAME for a directory model) into path (n bytes), and
  * *fetched (may be NULL) = 1 when it was downloaded now. p may be NULL (defaults).
  * VKF_ERROR_INVALID_ARGUMENT for a name the registry does not hold (the message lists the known
  * ones); VKF_ERROR_IO when the model is not cached and offline is set, the registry cannot be

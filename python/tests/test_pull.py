@@ -118,3 +118,12 @@ def test_console_script_runs_the_cli(monkeypatch, capfd):
     monkeypatch.delenv("VKFORMER_CLI")
     monkeypatch.setenv("PATH", str(CLI.parent))
     assert _cli.find_cli() == str(CLI)
+
+
+def test_the_readme_embedding_model_is_in_the_registry(tmp_path):
+    # README's Embeddings section: `vkformer pull all-MiniLM-L6-v2`, any case, or its repository
+    names = {e["name"]: e for e in vkformer.registry()}
+    assert "all-minilm-l6-v2" in names
+    for name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        with pytest.raises(vkformer.FileError, match="all-minilm-l6-v2 is not in the cache"):
+            vkformer.pull(name, cache_dir=str(tmp_path), offline=True)

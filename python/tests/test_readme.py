@@ -1,10 +1,9 @@
 """The README's Python section runs as written (label real): every ```python block of it, in
 order and in one namespace (a later block uses the earlier ones' names), in a directory where
-the README's relative paths exist (models/ of the repository; all-MiniLM-L6-v2 from the model
-cache). What the README says a block prints is checked: a statement ``print(X)  # TEXT`` must
+the README's relative paths exist (models/ of the repository). What the README says a block prints is checked: a statement ``print(X)  # TEXT`` must
 print TEXT, an expression ``X  # LITERAL`` must equal that Python literal, and a block followed
 by "prints" and a fenced block must print that block. The models come from the model cache
-(``vkformer pull`` into it, tests/real/fetch_model.sh); the test is skipped when the cache does
+(``vkformer pull`` into it); the test is skipped when the cache does
 not hold them, and never touches the network (VKF_PYPI_URL points nowhere)."""
 
 from __future__ import annotations
@@ -12,9 +11,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-import os
 import re
-import subprocess
 
 import pytest
 
@@ -59,13 +56,9 @@ def _comment(src_lines: list[str], node: ast.stmt) -> str | None:
 def test_readme_python_runs_as_written(tmp_path, monkeypatch):
     if run_cli("pull", "--offline", "-q", "smollm2-135m").returncode != 0:
         pytest.skip("SmolLM2-135M-Instruct is not in the model cache (vkformer pull smollm2-135m)")
-    fetch = subprocess.run(["sh", str(REPO / "tests" / "real" / "fetch_model.sh"),
-                            "all-minilm-l6-v2"], capture_output=True, text=True, timeout=900,
-                           check=False, env=dict(os.environ, PIP_NO_INDEX="1"))
-    if fetch.returncode != 0:
-        pytest.skip("all-MiniLM-L6-v2 is not in the model cache (tests/real/fetch_model.sh)")
+    if run_cli("pull", "--offline", "-q", "all-MiniLM-L6-v2").returncode != 0:
+        pytest.skip("all-MiniLM-L6-v2 is not in the model cache (vkformer pull all-MiniLM-L6-v2)")
     (tmp_path / "models").symlink_to(REPO / "models")
-    (tmp_path / "all-MiniLM-L6-v2").symlink_to(fetch.stdout.strip())
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("VKF_PYPI_URL", "http://127.0.0.1:9")  # offline: the cache or nothing
     ns: dict = {"__name__": "__readme__"}

@@ -57,7 +57,7 @@ int vkf_cmd_pull(int argc, char **argv) {
             snprintf(path, sizeof path, "%s/%s/%s", dir, e.name, e.file);
             FILE *f = dir[0] ? fopen(path, "rb") : NULL;
             if (f) fclose(f);
-            printf("%-14s %-8s %s (from %s)\n", e.name, f ? "cached" : "-", e.what, e.hf);
+            printf("%-17s %-8s %s (from %s)\n", e.name, f ? "cached" : "-", e.what, e.hf);
         }
         return 0;
     }

