@@ -239,6 +239,13 @@ class Llama:
         t0 = time.perf_counter()
         self._model = _core.Model(model_path, backend=backend, device=device, n_ctx=n_ctx,
                                   use_mmap=use_mmap)
+        if embedding and not self._model.encoder_only:
+            arch = self._model.architecture
+            self.close()
+            raise _errors.UnsupportedError(
+                f"{model_path}: embedding=True needs an encoder-only model (the BERT family: "
+                f"all-MiniLM, BGE, E5, nomic-bert); this is a {arch} decoder, and the library's "
+                "vkf_embed pools only encoder-only models", "VKF_ERROR_UNSUPPORTED")
         if self._model.desc.encoder_decoder:
             self.close()
             raise ValueError(f"{model_path} is an encoder-decoder model: Llama runs decoder-only "
