@@ -372,7 +372,7 @@ void vkf_args_usage(const vkf_cmd_spec *spec, FILE *f) {
         fprintf(f, "\nllama.cpp flags refused here (an error, never ignored):\n");
         for (const vkf_arg *a = spec->args; a->kind != VKF_ARG_END; a++) {
             if (a->hidden || (a->kind != VKF_ARG_REFUSED && a->kind != VKF_ARG_PENDING)) continue;
-            char names[96];
+            char names[256]; /* the whole list: --mirostat, ..., --dry-multiplier */
             int k = 0;
             for (const char *p = a->names; *p && k < (int)sizeof names - 2; p++) {
                 names[k++] = *p == '|' ? ',' : *p;

@@ -94,6 +94,16 @@ checks=$((checks + 1))
 [ "$rc" = 1 ] && grep -q "vkformer: template: writing to stdout: No space left on device" "$tmp/err" ||
     fail "template > /dev/full: exit $rc, stderr: $(cat "$tmp/err")"
 
+# quantize to a wider type than the input's says "larger" (Q4_0 -> Q8_0: 4.5 -> 8.5 bits a
+# weight), never "0.6x smaller"
+run quantize "$fx/llama-tiny/llama-tiny-q4_0.gguf" "$q/wider.gguf" Q8_0 --allow-requantize
+eq "$rc" 0 "quantize Q4_0 -> Q8_0: exit ($err)"
+has "x larger)" "$out" "quantize to a wider type: larger"
+hasnt "x smaller)" "$out" "quantize to a wider type: not smaller"
+# the refused flags' names are listed whole in --help (a long list was cut at 96 characters)
+run generate --help
+has "--dry-multiplier" "$out" "generate --help: the refused --dry-multiplier"
+
 # ------------------------------------------------------------------ one sampling default
 # llama.cpp's min-p 0.05 in generate as in chat, serve and Python; -v prints it
 run generate --cpu -m "$kjv" -p "In the beginning" -n 24 -s 5 -v
