@@ -68,6 +68,12 @@ def test_max_tokens_minus_one_is_the_context(client):
     assert r.usage.prompt_tokens + r.usage.completion_tokens == 256
 
 
+def test_range_errors_print_integers(client):
+    with pytest.raises(openai.BadRequestError,
+                       match=r"max_tokens: 100000000 is outside \[-1, \d+\]"):
+        client.completions.create(model="kjv-gpt", prompt="x", max_tokens=100000000)
+
+
 def test_chat_completion_and_stream(client):
     r = client.chat.completions.create(model="kjv-gpt", messages=MESSAGES, max_tokens=16,
                                        seed=3, temperature=0.8)
