@@ -584,11 +584,20 @@ int vkf_cmd_chat(int argc, char **argv) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint; /* no SA_RESTART: Ctrl-C at the prompt ends the read */
     sigaction(SIGINT, &sa, NULL);
-    if (c.tty)
+    if (c.tty) {
+        /* the model's file or directory name, not its path: a model in the cache (-hf) has a
+         * long one, and the banner must fit a terminal's line */
+        char base[256];
+        snprintf(base, sizeof base, "%s", model);
+        size_t bl = strlen(base);
+        while (bl > 1 && base[bl - 1] == '/')
+            base[--bl] = 0;
+        const char *b = strrchr(base, '/') ? strrchr(base, '/') + 1 : base;
         fprintf(stderr,
-                "[chat with %s: %d tokens of context; /exit, /clear, /save FILE, /load FILE; "
-                "Ctrl-C stops an answer]\n",
-                model, c.n_ctx);
+                "[chat with %.40s, %d tokens of context; /exit /clear /save F /load F; Ctrl-C "
+                "stops an answer]\n",
+                b, c.n_ctx);
+    }
     rc = 0;
     if (first) { /* -p / -f: the first message, as llama-cli -cnv -p */
         if (o.escape) vkf_gen_unescape(first);

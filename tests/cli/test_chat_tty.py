@@ -7,7 +7,9 @@ Types a message, then the up arrow (ESC [ A, what a terminal sends) and Enter: t
 message must be the first one again (history), never the escape bytes. Then a line edited with
 the left arrow (insert in the middle), /save and /exit; the saved conversation is the reference
 (the messages as typed, with the edits applied; UTF-8 kept whole). Ctrl-C at the prompt leaves
-the chat, also when it comes before the line editor has taken the terminal. Python's
+the chat, also when it comes before the line editor has taken the terminal. A message over
+several lines (a trailing backslash, /multiline ... /end) is one message; /help names them; Ctrl-D
+leaves; the banner names the model, not its path, on one line. Python's
 standard library only (pty, os, select).
 """
 import json
@@ -125,6 +127,11 @@ def main():
         # setting up the terminal; the read that follows must end all the same
         t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
         check(t.read_until(b"Ctrl-C stops an answer]"), "no banner: %r" % t.out[-300:])
+        # the banner names the model, not its path, and fits a 100-column line
+        banner = t.out[t.out.rfind(b"[chat with"):t.out.rfind(b"answer]") + 7]
+        check(len(banner) <= 100 and os.path.basename(model.rstrip("/")).encode() in banner
+              and os.path.dirname(model.rstrip("/")).encode() not in banner,
+              "the banner: %r" % banner)
         t.send(b"\x03")
         rc = t.wait(30)
         check(rc == 0, "Ctrl-C before the prompt did not leave the chat (exit %r): %r"
