@@ -417,14 +417,43 @@ static int read_message(chat *c, char *line, size_t cap) {
         /* the line being edited shows on the terminal: stdout, or stderr when stdout is a file */
         if (!isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) rl_outstream = stderr;
         rl_getc_function = tty_getc;
-        char *l = readline("> ");
-        if (!l || g_stop) { /* Ctrl-D, or Ctrl-C at the prompt */
+        /* one message over several lines: a line ending with a backslash goes on at the next
+         * (llama-cli's habit), and /multiline takes lines until one holding only /end */
+        size_t len = 0;
+        int multi = 0, more = 0;
+        line[0] = '\0';
+        for (;;) {
+            char *l = readline(more || multi ? "... " : "> ");
+            if (!l || g_stop) { /* Ctrl-D, or Ctrl-C at the prompt */
+                free(l);
+                return 0;
+            }
+            size_t ll = strlen(l);
+            if (!multi && !more && strcmp(l, "/multiline") == 0) {
+                multi = 1;
+                free(l);
+                fprintf(stderr, "[multiline: a line holding only /end sends the message]\n");
+                continue;
+            }
+            if (multi && strcmp(l, "/end") == 0) {
+                free(l);
+                break;
+            }
+            more = !multi && ll > 0 && l[ll - 1] == '\\';
+            if (more) l[--ll] = '\0';
+            if (len + ll + 2 > cap) { /* the message is cut at the buffer, said once */
+                fprintf(stderr, "vkformer: chat: the message is longer than %zu bytes: cut\n",
+                        cap - 1);
+                free(l);
+                break;
+            }
+            if (len) line[len++] = '\n';
+            memcpy(line + len, l, ll + 1);
+            len += ll;
             free(l);
-            return 0;
+            if (!multi && !more) break;
         }
-        if (*l) add_history(l);
-        snprintf(line, cap, "%s", l);
-        free(l);
+        if (*line) add_history(line);
         return 1;
     }
     if (g_stop || !fgets(line, (int)cap, stdin)) return 0; /* EOF, or Ctrl-C at the prompt */
@@ -439,6 +468,13 @@ static int handle_line(chat *c, char *line, int *rc) {
     const char *sys = c->o->sys;
     if (line[0] == '\0') return 0;
     if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) return 1;
+    if (strcmp(line, "/help") == 0) {
+        fprintf(stderr,
+                "[/exit (or Ctrl-D), /clear, /save FILE, /load FILE, /help; on a terminal a "
+                "line ending with \\ goes on at the next, and /multiline takes lines until one "
+                "holding only /end; // starts a message beginning with /]\n");
+        return 0;
+    }
     if (strcmp(line, "/clear") == 0) {
         cJSON_Delete(c->msgs);
         c->msgs = cJSON_CreateArray();
@@ -456,8 +492,8 @@ static int handle_line(chat *c, char *line, int *rc) {
     }
     if (line[0] == '/' && strncmp(line, "//", 2) != 0) {
         fprintf(stderr,
-                "vkformer: chat: unknown command %s (/exit, /clear, /save FILE, /load FILE; "
-                "start with // to send a message beginning with /)\n",
+                "vkformer: chat: unknown command %s (/exit, /clear, /save FILE, /load FILE, "
+                "/help; start with // to send a message beginning with /)\n",
                 line);
         return 0;
     }
