@@ -58,7 +58,7 @@ usage_error "-m needs a value" generate generate -m
 usage_error "-m needs a value" generate generate -m --temp 1        # the value is another flag
 usage_error "-n needs a value" generate generate -m "$kjv" -n
 usage_error "--n-predict needs a value" generate generate --n-predict
-usage_error "-n: -2 is out of range [-1," generate generate -m "$kjv" -n -2
+usage_error "-n: -3 is out of range [-2," generate generate -m "$kjv" -n -3
 usage_error "-n: expected an integer" generate generate -m "$kjv" -n 1e12
 usage_error "-n: expected an integer" generate generate -m "$kjv" -n 2.7
 usage_error "--top-k: expected an integer" generate generate -m "$kjv" --top-k 1e10
