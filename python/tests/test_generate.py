@@ -166,3 +166,15 @@ def test_a_repeated_prompt_reuses_its_logits_bit_for_bit(kjv):
     # the same prompt again: the logits saved after its one-pass evaluation, not those of its
     # last token evaluated again on its own (another kernel: different float rounding)
     np.testing.assert_array_equal(first_logits(), fresh)
+
+
+def test_default_sampling_is_the_clis(kjv):
+    # one default for every path (llama.cpp's: temp 0.8, top-k 40, top-p 0.95, min-p 0.05): the
+    # package's call with no sampling arguments gives `vkformer generate`'s text with none
+    prompt, seed = "And God said", 42
+    r = subprocess.run([str(CLI), "generate", "-m", str(KJV), "-p", prompt, "-n", "40", "-s",
+                        str(seed), "-v"], capture_output=True, timeout=120, check=False)
+    assert r.returncode == 0, r.stderr
+    assert b"temp 0.8, top-k 40, top-p 0.95, min-p 0.05," in r.stderr  # -v prints them
+    want = r.stdout[len(prompt.encode()):].decode()
+    assert kjv(prompt, max_tokens=40, seed=seed)["choices"][0]["text"] == want

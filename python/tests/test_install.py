@@ -16,6 +16,7 @@ def test_pip_install_packages_the_library(tmp_path):
     target = tmp_path / "site"
     env = dict(os.environ)
     env["VKFORMER_PREBUILT"] = str(BUILD / "libvkformer.so")
+    env["VKFORMER_PREBUILT_CLI"] = str(BUILD / "vkformer")
     r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
                         "--no-deps", "--no-index", "--target", str(target),
                         "-C", f"build-dir={tmp_path / 'build'}",
@@ -24,6 +25,7 @@ def test_pip_install_packages_the_library(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     pkg = target / "vkformer"
     assert (pkg / "py.typed").exists() and (pkg / "libvkformer.so").exists()
+    assert os.access(pkg / "bin" / "vkformer", os.X_OK)
     env = {k: v for k, v in os.environ.items() if k not in ("VKFORMER_LIBRARY", "PYTHONPATH")}
     env["PYTHONPATH"] = str(target)
     code = ("import vkformer, vkformer._lib as l; print(vkformer.__file__); print(l.lib._name);"
@@ -36,3 +38,12 @@ def test_pip_install_packages_the_library(tmp_path):
     assert init == str(pkg / "__init__.py")
     assert libpath == str(pkg / "libvkformer.so")
     assert n == "4"
+    # the console script runs the CLI the package carries (README: `vkformer pull`, `chat -hf`)
+    env.pop("VKFORMER_CLI", None)
+    env["PATH"] = "/usr/bin:/bin"
+    r = subprocess.run([str(target / "bin" / "vkformer"), "--version"], capture_output=True,
+                       text=True, env=env, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("vkformer "), r.stdout + r.stderr
+    r = subprocess.run([str(target / "bin" / "vkformer"), "pull", "--list"], capture_output=True,
+                       text=True, env=env, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0 and "smollm2-135m" in r.stdout, r.stderr

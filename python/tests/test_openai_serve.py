@@ -51,6 +51,29 @@ def test_models_and_auth(client):
         bad.models.list()
 
 
+def test_embeddings_on_a_generation_model_is_a_400(client):
+    # a 4xx naming the reason: the SDKs retry a 5xx (twice by default) and a 501 said nothing
+    # the client could change
+    with pytest.raises(openai.BadRequestError,
+                       match="this server generates text; embeddings need an encoder-only model"):
+        client.embeddings.create(model="kjv-gpt", input="In the beginning")
+
+
+def test_max_tokens_minus_one_is_the_context(client):
+    # llama-server's n_predict -1: no limit but the server's and the slot's context (256 tokens
+    # for kjv-gpt, which never ends a text on its own)
+    r = client.completions.create(model="kjv-gpt", prompt="And God said", max_tokens=-1,
+                                  temperature=0)
+    assert r.choices[0].finish_reason == "length"
+    assert r.usage.prompt_tokens + r.usage.completion_tokens == 256
+
+
+def test_range_errors_print_integers(client):
+    with pytest.raises(openai.BadRequestError,
+                       match=r"max_tokens: 100000000 is outside \[-1, \d+\]"):
+        client.completions.create(model="kjv-gpt", prompt="x", max_tokens=100000000)
+
+
 def test_chat_completion_and_stream(client):
     r = client.chat.completions.create(model="kjv-gpt", messages=MESSAGES, max_tokens=16,
                                        seed=3, temperature=0.8)

@@ -62,7 +62,16 @@ typedef struct chat {
     int default_template;
     int tty;
     float *logits;
+    /* timings, for the summary at exit (llama-cli's) and -v / --show-timings after each answer */
+    double prompt_ms, eval_ms; /* prompt passes; decoding steps */
+    int64_t n_prompt, n_eval;  /* tokens evaluated in them */
 } chat;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 /* ------------------------------------------------------------------ prompt building */
 
@@ -181,8 +190,12 @@ static int turn(chat *c) {
     while (keep < n && keep < c->n_cache && toks[keep] == c->cache[keep])
         keep++;
     if (keep == n) keep = n - 1;
+    double t0 = now_ms();
     if ((st = vkf_session_truncate(c->s, keep)) == VKF_OK)
         st = vkf_session_eval_last(c->s, toks + keep, n - keep, c->logits);
+    double turn_prompt_ms = now_ms() - t0, turn_eval_ms = 0;
+    c->prompt_ms += turn_prompt_ms;
+    c->n_prompt += vkf_session_n_past(c->s) - keep;
     if (st == VKF_ERROR_ABORTED) { /* Ctrl-C in the prompt: the turn stops, back to the prompt */
         int32_t done = vkf_session_n_past(c->s); /* the passes that ran stay in the cache */
         memcpy(c->cache, toks, (size_t)done * sizeof *toks);
@@ -264,7 +277,10 @@ static int turn(chat *c) {
                             : "context full";
         }
         if (end || rc) break;
+        double e0 = now_ms();
         vkf_status es = vkf_session_eval_last(c->s, &tok, 1, c->logits);
+        turn_eval_ms += now_ms() - e0;
+        c->n_eval += es == VKF_OK;
         if (es == VKF_ERROR_ABORTED) { /* Ctrl-C since the check above: the answer ends here */
             const char *rest;
             size_t rest_len;
@@ -287,6 +303,18 @@ static int turn(chat *c) {
         fprintf(stderr, "[answer stopped: %s%s]\n", why,
                 strcmp(why, "context full") == 0 ? "; the oldest turns go at the next message"
                                                  : "");
+    c->eval_ms += turn_eval_ms;
+    if (c->o->verbose || c->o->show_timings) {
+        /* the answer's n_gen tokens took n_gen - 1 decoding steps: the last is never evaluated */
+        int32_t steps = n_gen > 1 ? n_gen - 1 : 0;
+        fprintf(stderr,
+                "[timings: prompt %d %s in %.2f ms (%.2f tokens/s); answer %d %s, %d decoding "
+                "%s in %.2f ms (%.2f tokens/s)]\n",
+                n - keep, vkf_plural(n - keep, "token", "tokens"), turn_prompt_ms,
+                turn_prompt_ms > 0 ? (n - keep) / (turn_prompt_ms / 1e3) : 0.0, n_gen,
+                vkf_plural(n_gen, "token", "tokens"), steps, vkf_plural(steps, "step", "steps"),
+                turn_eval_ms, turn_eval_ms > 0 ? steps / (turn_eval_ms / 1e3) : 0.0);
+    }
     if (answer) add_msg(c->msgs, "assistant", answer);
     free(answer);
     free(gen);
@@ -389,14 +417,43 @@ static int read_message(chat *c, char *line, size_t cap) {
         /* the line being edited shows on the terminal: stdout, or stderr when stdout is a file */
         if (!isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) rl_outstream = stderr;
         rl_getc_function = tty_getc;
-        char *l = readline("> ");
-        if (!l || g_stop) { /* Ctrl-D, or Ctrl-C at the prompt */
+        /* one message over several lines: a line ending with a backslash goes on at the next
+         * (llama-cli's habit), and /multiline takes lines until one holding only /end */
+        size_t len = 0;
+        int multi = 0, more = 0;
+        line[0] = '\0';
+        for (;;) {
+            char *l = readline(more || multi ? "... " : "> ");
+            if (!l || g_stop) { /* Ctrl-D, or Ctrl-C at the prompt */
+                free(l);
+                return 0;
+            }
+            size_t ll = strlen(l);
+            if (!multi && !more && strcmp(l, "/multiline") == 0) {
+                multi = 1;
+                free(l);
+                fprintf(stderr, "[multiline: a line holding only /end sends the message]\n");
+                continue;
+            }
+            if (multi && strcmp(l, "/end") == 0) {
+                free(l);
+                break;
+            }
+            more = !multi && ll > 0 && l[ll - 1] == '\\';
+            if (more) l[--ll] = '\0';
+            if (len + ll + 2 > cap) { /* the message is cut at the buffer, said once */
+                fprintf(stderr, "vkformer: chat: the message is longer than %zu bytes: cut\n",
+                        cap - 1);
+                free(l);
+                break;
+            }
+            if (len) line[len++] = '\n';
+            memcpy(line + len, l, ll + 1);
+            len += ll;
             free(l);
-            return 0;
+            if (!multi && !more) break;
         }
-        if (*l) add_history(l);
-        snprintf(line, cap, "%s", l);
-        free(l);
+        if (*line) add_history(line);
         return 1;
     }
     if (g_stop || !fgets(line, (int)cap, stdin)) return 0; /* EOF, or Ctrl-C at the prompt */
@@ -411,6 +468,13 @@ static int handle_line(chat *c, char *line, int *rc) {
     const char *sys = c->o->sys;
     if (line[0] == '\0') return 0;
     if (strcmp(line, "/exit") == 0 || strcmp(line, "/quit") == 0) return 1;
+    if (strcmp(line, "/help") == 0) {
+        fprintf(stderr,
+                "[/exit (or Ctrl-D), /clear, /save FILE, /load FILE, /help; on a terminal a "
+                "line ending with \\ goes on at the next, and /multiline takes lines until one "
+                "holding only /end; // starts a message beginning with /]\n");
+        return 0;
+    }
     if (strcmp(line, "/clear") == 0) {
         cJSON_Delete(c->msgs);
         c->msgs = cJSON_CreateArray();
@@ -428,8 +492,8 @@ static int handle_line(chat *c, char *line, int *rc) {
     }
     if (line[0] == '/' && strncmp(line, "//", 2) != 0) {
         fprintf(stderr,
-                "vkformer: chat: unknown command %s (/exit, /clear, /save FILE, /load FILE; "
-                "start with // to send a message beginning with /)\n",
+                "vkformer: chat: unknown command %s (/exit, /clear, /save FILE, /load FILE, "
+                "/help; start with // to send a message beginning with /)\n",
                 line);
         return 0;
     }
@@ -455,7 +519,8 @@ static const char *chat_description =
     "at the prompt it leaves. With stdin not a terminal, each line is one message. Takes every "
     "flag of\n"
     "`vkformer generate` that means something in a chat (llama-cli -cnv): -p is the first "
-    "message.";
+    "message.\nAt exit, llama-cli's performance summary goes to stderr; -v or --show-timings adds "
+    "a line\nafter every answer.";
 
 int vkf_cmd_chat(int argc, char **argv) {
     vkf_gen_opts o;
@@ -468,8 +533,9 @@ int vkf_cmd_chat(int argc, char **argv) {
     if (rc >= 0) return rc;
     if (o.list_devices) return vkf_cmd_devices(1, argv);
     if (!o.mp.path)
-        return vkf_usage_error("chat",
-                               "--model PATH is required (a model directory or .gguf file)");
+        return vkf_usage_error(
+            "chat", "--model PATH (a model directory or .gguf file) or -hf NAME (a model of "
+                    "vkformer's registry: vkformer pull --list) is required");
     if ((rc = vkf_gen_check(&o, "chat")) >= 0) return rc;
     const char *model = o.mp.path;
     char *first = NULL; /* -p / -f: the first user message */
@@ -503,6 +569,7 @@ int vkf_cmd_chat(int argc, char **argv) {
         goto done;
     }
     vkf_gen_notes(&o, "chat", ctx);
+    double t_load = now_ms(), load_ms = 0;
     o.mp.progress = vkf_cli_progress;
     o.mp.progress_user = "loading the model";
     if (vkf_model_load(ctx, &o.mp, &c.m) != VKF_OK) {
@@ -510,6 +577,7 @@ int vkf_cmd_chat(int argc, char **argv) {
         goto done;
     }
     vkf_model_describe(c.m, &c.d);
+    load_ms = now_ms() - t_load;
     /* -b / -ub: a turn's new tokens in passes of the smaller (0: the device's own size); Ctrl-C
      * stops them between two passes (the session's abort callback) */
     vkf_session_params ssp = {.n_ctx = o.n_ctx,
@@ -552,11 +620,20 @@ int vkf_cmd_chat(int argc, char **argv) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint; /* no SA_RESTART: Ctrl-C at the prompt ends the read */
     sigaction(SIGINT, &sa, NULL);
-    if (c.tty)
+    if (c.tty) {
+        /* the model's file or directory name, not its path: a model in the cache (-hf) has a
+         * long one, and the banner must fit a terminal's line */
+        char base[256];
+        snprintf(base, sizeof base, "%s", model);
+        size_t bl = strlen(base);
+        while (bl > 1 && base[bl - 1] == '/')
+            base[--bl] = 0;
+        const char *b = strrchr(base, '/') ? strrchr(base, '/') + 1 : base;
         fprintf(stderr,
-                "[chat with %s: %d tokens of context; /exit, /clear, /save FILE, /load FILE; "
-                "Ctrl-C stops an answer]\n",
-                model, c.n_ctx);
+                "[chat with %.40s, %d tokens of context; /exit /clear /save F /load F; Ctrl-C "
+                "stops an answer]\n",
+                b, c.n_ctx);
+    }
     rc = 0;
     if (first) { /* -p / -f: the first message, as llama-cli -cnv -p */
         if (o.escape) vkf_gen_unescape(first);
@@ -572,6 +649,20 @@ int vkf_cmd_chat(int argc, char **argv) {
         g_stop = 0;
     }
     if (c.tty) fputc('\n', stdout);
+    /* llama-cli's performance summary at exit: the whole chat's prompt passes and decoding */
+    fprintf(stderr, "timings:        load time = %10.2f ms\n", load_ms);
+    fprintf(stderr,
+            "timings: prompt eval time = %10.2f ms / %5lld tokens (%8.2f ms per token, %8.2f "
+            "tokens per second)\n",
+            c.prompt_ms, (long long)c.n_prompt, c.n_prompt ? c.prompt_ms / (double)c.n_prompt : 0.0,
+            c.prompt_ms > 0 ? (double)c.n_prompt / (c.prompt_ms / 1e3) : 0.0);
+    fprintf(stderr,
+            "timings:        eval time = %10.2f ms / %5lld runs   (%8.2f ms per token, %8.2f "
+            "tokens per second)\n",
+            c.eval_ms, (long long)c.n_eval, c.n_eval ? c.eval_ms / (double)c.n_eval : 0.0,
+            c.eval_ms > 0 ? (double)c.n_eval / (c.eval_ms / 1e3) : 0.0);
+    fprintf(stderr, "timings:       total time = %10.2f ms / %5lld tokens\n", now_ms() - t_load,
+            (long long)(c.n_prompt + c.n_eval));
 done:
     vkf_gen_free(&o);
     cJSON_Delete(c.msgs);

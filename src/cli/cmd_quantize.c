@@ -96,8 +96,11 @@ int vkf_cmd_quantize(int argc, char **argv) {
         if (st.n_by_type[t])
             printf("  %-7s %8d %12.2f\n", vkf_dtype_name((vkf_dtype)t), st.n_by_type[t],
                    mib(st.bytes_by_type[t]));
-    printf("  tensor data %.2f MiB -> %.2f MiB (%.2fx smaller), file %.2f MiB\n", mib(st.in_bytes),
-           mib(st.out_bytes), st.out_bytes ? (double)st.in_bytes / (double)st.out_bytes : 0.0,
-           mib(st.file_bytes));
+    /* a type wider than the input's (Q4_0 -> Q8_0) makes the data larger: say so */
+    int larger = st.out_bytes > st.in_bytes;
+    double ratio = larger ? (st.in_bytes ? (double)st.out_bytes / (double)st.in_bytes : 0.0)
+                          : (st.out_bytes ? (double)st.in_bytes / (double)st.out_bytes : 0.0);
+    printf("  tensor data %.2f MiB -> %.2f MiB (%.2fx %s), file %.2f MiB\n", mib(st.in_bytes),
+           mib(st.out_bytes), ratio, larger ? "larger" : "smaller", mib(st.file_bytes));
     return 0;
 }

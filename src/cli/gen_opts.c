@@ -19,7 +19,7 @@ void vkf_gen_defaults(vkf_gen_opts *o, vkf_gen_mode mode) {
     o->sp.temp = 0.8f;
     o->sp.top_k = 40;
     o->sp.top_p = 0.95f;
-    o->sp.min_p = mode == VKF_GEN_CHAT ? 0.05f : 0.0f;
+    o->sp.min_p = 0.05f; /* llama.cpp's, as chat, serve and the Python package */
     o->n_predict = mode == VKF_GEN_CHAT ? 256 : 64;
     o->seed = -1;
     o->n_threads = 1;
@@ -56,9 +56,10 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     const int chat = mode == VKF_GEN_CHAT;
     int n = 0;
     snprintf(o->help_n, sizeof o->help_n,
-             chat ? "longest answer in tokens (default %d; -1 = until end of generation; the room "
-                    "kept for it is capped at half the context)"
-                  : "tokens to generate (default %d; -1 = until end of sequence or a full context)",
+             chat ? "longest answer in tokens (default %d; -1 or -2 = until end of generation; the "
+                    "room kept for it is capped at half the context)"
+                  : "tokens to generate (default %d; -1 = until end of sequence or a full context; "
+                    "-2 = the same: no context shift here)",
              o->n_predict);
     snprintf(o->help_min_p, sizeof o->help_min_p,
              "keep tokens with p >= P * p(best) (default %g; 0 = off)", (double)o->sp.min_p);
@@ -80,14 +81,14 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     ADD("-e|--escape", VKF_ARG_SET, &o->escape,
         .help = chat ? "process \\n \\t \\r \\\\ \\\" \\' in -p, -sys and every message"
                      : "process \\n \\t \\r \\\\ \\\" \\' in the prompt");
-    ADD("-n|--n-predict", VKF_ARG_INT, &o->n_predict, .min = -1, .max = 1 << 24, .metavar = "N",
+    ADD("-n|--n-predict", VKF_ARG_INT, &o->n_predict, .min = -2, .max = 1 << 24, .metavar = "N",
         .help = o->help_n);
     ADD("-c|--ctx-size", VKF_ARG_INT, &o->n_ctx, .min = 0, .max = 1 << 24, .metavar = "N",
         .help = "context in tokens (default 0: the model's training context, at most 4096 where "
                 "positions are computed, as llama.cpp); more works for RoPE / sinusoidal "
                 "positions");
-    ADD("--temp", VKF_ARG_FLOAT, &o->sp.temp, .min = 0, .max = 1000, .metavar = "T",
-        .help = "temperature, 0 = greedy (default 0.8)");
+    ADD("--temp", VKF_ARG_FLOAT, &o->sp.temp, .min = -1000, .max = 1000, .metavar = "T",
+        .help = "temperature, 0 or below = greedy, as llama.cpp (default 0.8)");
     ADD("--top-k", VKF_ARG_INT, &o->sp.top_k, .min = 0, .max = 1 << 30, .metavar = "K",
         .help = "sample among the K most likely tokens, 0 = all (default 40)");
     ADD("--top-p", VKF_ARG_FLOAT, &o->sp.top_p, .min = 0, .max = 1, .metavar = "P",
@@ -142,8 +143,13 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     ADD("--no-mmap", VKF_ARG_SET, &o->mp.no_mmap,
         .help = "read the model file into memory instead of mapping it");
     ADD("-v|--verbose", VKF_ARG_SET, &o->verbose,
-        .help = chat ? "more detail on stderr (device, settings, why each answer stopped)"
+        .help = chat ? "more detail on stderr (device, settings, why each answer stopped, its "
+                       "timings)"
                      : "more detail on stderr (device, tokens, settings, why generation stopped)");
+    if (chat)
+        ADD("--show-timings", VKF_ARG_SET, &o->show_timings,
+            .help = "a timing line after every answer (also with -v); the summary comes at exit "
+                    "either way");
     ADD("--list-devices", VKF_ARG_SET, &o->list_devices,
         .help = "list the Vulkan devices and exit");
     args[n++] = (vkf_arg)VKF_ARG_DEVICE(&o->cp);
@@ -194,8 +200,24 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
                 "Hugging Face downloads");
     ADD("-co|--color", VKF_ARG_REFUSED,
         .help = "plain text: stdout carries exactly the model's text");
-    ADD("--no-warmup", VKF_ARG_REFUSED,
-        .help = "generate runs no warm-up pass (pipelines are built on first use)");
+    /* ---- llama.cpp flags that change nothing here: accepted, said so in the help */
+    ADD("--no-warmup", VKF_ARG_SET, &o->noop,
+        .help = "accepted: vkformer runs no warm-up pass (pipelines are built on first use)");
+    ADD("--log-disable", VKF_ARG_SET, &o->noop,
+        .help = "accepted: notices go to stderr only (stdout is the text either way)");
+    ADD("--simple-io", VKF_ARG_SET, &o->noop,
+        .help = "accepted: input is read plainly whenever stdin is not a terminal");
+    ADD("--verbose-prompt", VKF_ARG_SET, &o->verbose_prompt,
+        .help = "the prompt's token ids on stderr before generating (also with -v)");
+    ADD("--samplers|--sampling-seq|--sampler-seq", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "the sampler order is fixed: penalties, top-k, typical-p, top-p, min-p, "
+                "temperature (llama.cpp's default)");
+    ADD("--min-keep", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "not implemented: every filter keeps at least the most likely token");
+    ADD("--dynatemp-range|--dynatemp-exp", VKF_ARG_REFUSED, .takes_value = 1,
+        .help = "dynamic temperature is not implemented");
+    ADD("-dkvc|--dump-kv-cache", VKF_ARG_REFUSED,
+        .help = "no KV cache dump (-v says how much of the cache a prompt reuses in chat)");
     ADD("--no-kv-offload|-nkvo", VKF_ARG_REFUSED,
         .help = "the KV cache lives with the model on one backend");
     args[n] = (vkf_arg){0};
@@ -215,6 +237,10 @@ int vkf_gen_check(vkf_gen_opts *o, const char *cmd) {
     if (o->cache_k && o->cache_v && o->cache_k != o->cache_v)
         return vkf_usage_error(cmd, "-ctk and -ctv differ: vkformer keeps K and V in one type");
     o->cache_type = o->cache_k ? o->cache_k : o->cache_v;
+    if (o->n_predict == -2)
+        o->n_predict = -1;              /* llama.cpp's "until the context is full": with
+                                           no context shift that is what -1 does here */
+    if (o->sp.temp < 0) o->sp.temp = 0; /* llama.cpp: a negative temperature samples greedily */
     if (!o->seed_given || o->seed < 0) {
         uint64_t r = 0;
         if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)

@@ -22,7 +22,7 @@
 #include "vkformer.h"
 
 #define VKF_GEN_MAX_REVERSE 8
-#define VKF_GEN_MAX_ARGS 72 /* entries vkf_gen_args may write, the {0} included */
+#define VKF_GEN_MAX_ARGS 88 /* entries vkf_gen_args may write, the {0} included */
 
 typedef enum vkf_gen_mode { VKF_GEN_GENERATE, VKF_GEN_CHAT } vkf_gen_mode;
 
@@ -36,6 +36,9 @@ typedef struct vkf_gen_opts {
     int64_t seed;
     int seed_given, ngl_given, threads_given, escape, no_display_prompt, verbose, list_devices;
     int no_cnv, cnv;
+    int show_timings;   /* chat --show-timings: a timing line after every answer (as -v) */
+    int verbose_prompt; /* --verbose-prompt: the prompt's tokens on stderr (as -v) */
+    int noop;           /* llama.cpp's flags accepted as no-ops (--no-warmup, --log-disable) */
     const char *reverse[VKF_GEN_MAX_REVERSE];
     int n_reverse;
     int cache_k, cache_v; /* vkf_cache_type from -ctk / -ctv (0: the device's default) */
@@ -44,8 +47,8 @@ typedef struct vkf_gen_opts {
     char help_n[128], help_min_p[96]; /* help texts with this command's defaults */
 } vkf_gen_opts;
 
-/* llama-cli's defaults (temp 0.8, top-k 40, top-p 0.95, seed -1, one thread); -n 64 and min-p 0
- * for generate, -n 256 and min-p 0.05 (llama-server's) for chat. */
+/* llama-cli's defaults (temp 0.8, top-k 40, top-p 0.95, min-p 0.05, seed -1, one thread), the
+ * sampling ones also serve's and the Python package's; -n 64 for generate, -n 256 for chat. */
 void vkf_gen_defaults(vkf_gen_opts *o, vkf_gen_mode mode);
 /* Writes the shared entries to args (room for VKF_GEN_MAX_ARGS) and returns how many, the
  * terminating {0} not counted (it is written: append the command's own entries over it). */

@@ -37,6 +37,12 @@ static const vkf_arg *find_arg(const vkf_arg *args, const char *word, size_t wle
     return NULL;
 }
 
+/* the -m / --model entry: -hf NAME stands for it */
+static int is_model_flag(const vkf_arg *a) {
+    return a->names && (!strncmp(a->names, "-m|", 3) || !strcmp(a->names, "-m") ||
+                        !strcmp(a->names, "--model"));
+}
+
 static int takes_value(const vkf_arg *a) {
     switch (a->kind) {
     case VKF_ARG_SET:
@@ -311,9 +317,11 @@ int vkf_args_parse(const vkf_cmd_spec *spec, int argc, char **argv) {
         if (args[k].required && !given[k]) {
             char name[64];
             first_name(args[k].names, name, sizeof name);
-            return vkf_usage_error(spec->cmd, "%s %s is required%s%s%s", name,
-                                   args[k].metavar ? args[k].metavar : "", args[k].help ? " (" : "",
-                                   args[k].help ? args[k].help : "", args[k].help ? ")" : "");
+            return vkf_usage_error(spec->cmd, "%s %s%s is required%s%s%s", name,
+                                   args[k].metavar ? args[k].metavar : "",
+                                   is_model_flag(&args[k]) ? " (or -hf NAME)" : "",
+                                   args[k].help ? " (" : "", args[k].help ? args[k].help : "",
+                                   args[k].help ? ")" : "");
         }
     }
     if (spec->pos_count) *spec->pos_count = n_pos;
@@ -353,13 +361,18 @@ void vkf_args_usage(const vkf_cmd_spec *spec, FILE *f) {
             fprintf(f, "  %s\n  %-26s %s\n", spaced, "", a->help ? a->help : "");
         else
             fprintf(f, "  %-26s %s\n", spaced, a->help ? a->help : "");
+        /* main() turns -hf NAME into -m PATH for every command (cli/pull.h): said beside -m */
+        if (is_model_flag(a))
+            fprintf(f, "  %-26s %s\n", "-hf, --hf-repo NAME",
+                    "a registry model for -m (vkformer pull --list), pulled on first "
+                    "use");
     }
     fprintf(f, "  %-26s %s\n", "-h, --help", "this help");
     if (any_refused) {
         fprintf(f, "\nllama.cpp flags refused here (an error, never ignored):\n");
         for (const vkf_arg *a = spec->args; a->kind != VKF_ARG_END; a++) {
             if (a->hidden || (a->kind != VKF_ARG_REFUSED && a->kind != VKF_ARG_PENDING)) continue;
-            char names[96];
+            char names[256]; /* the whole list: --mirostat, ..., --dry-multiplier */
             int k = 0;
             for (const char *p = a->names; *p && k < (int)sizeof names - 2; p++) {
                 names[k++] = *p == '|' ? ',' : *p;

@@ -127,17 +127,12 @@ vkf_status vkf_chat_apply(const vkf_model *m, const char *messages_json, int add
                              used_default);
 }
 
-vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
-                             const char *context_json, int add_generation_prompt, char **out,
-                             int *used_default) {
-    if (out) *out = NULL;
-    if (!m || !messages_json || !out)
-        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "chat_apply: NULL model, messages or output");
-    if (used_default) *used_default = m->chat_template == NULL;
-    /* as transformers and llama.cpp do: the "tool_use" template when tools are given */
-    const char *t =
-        tools_json && m->chat_template_tool_use ? m->chat_template_tool_use : m->chat_template;
-    /* tool calls and tools as the template wants them (generate/tool_chat.c) */
+/* messages through template t (NULL: ChatML) with tools and tool calls prepared as t wants them
+ * (generate/tool_chat.c): the one rendering path of vkf_chat_apply_ex and
+ * vkf_chat_apply_template */
+static vkf_status chat_render(const vkf_model *m, const char *t, const char *messages_json,
+                              const char *tools_json, const char *context_json,
+                              int add_generation_prompt, char **out) {
     char *prepared = NULL;
     VKF_TRY(vkf_tool_messages_prepare(t, m->chat_bos, m->chat_eos, messages_json, tools_json,
                                       &prepared));
@@ -148,4 +143,28 @@ vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, cons
           : vkf_chat_chatml(messages_json, add_generation_prompt, out);
     free(prepared);
     return s;
+}
+
+vkf_status vkf_chat_apply_ex(const vkf_model *m, const char *messages_json, const char *tools_json,
+                             const char *context_json, int add_generation_prompt, char **out,
+                             int *used_default) {
+    if (out) *out = NULL;
+    if (!m || !messages_json || !out)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "chat_apply: NULL model, messages or output");
+    if (used_default) *used_default = m->chat_template == NULL;
+    /* as transformers and llama.cpp do: the "tool_use" template when tools are given */
+    const char *t =
+        tools_json && m->chat_template_tool_use ? m->chat_template_tool_use : m->chat_template;
+    return chat_render(m, t, messages_json, tools_json, context_json, add_generation_prompt, out);
+}
+
+vkf_status vkf_chat_apply_template(const vkf_model *m, const char *tmpl, const char *messages_json,
+                                   const char *tools_json, const char *context_json,
+                                   int add_generation_prompt, char **out) {
+    if (out) *out = NULL;
+    if (!m || !messages_json || !out)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "chat_apply_template: NULL model, messages or output");
+    return chat_render(m, tmpl, messages_json, tools_json, context_json, add_generation_prompt,
+                       out);
 }

