@@ -90,6 +90,7 @@ else
         # the reference fixtures (tools/refs/make_all.py, on the Python of tests/requirements.txt),
         # or an outside set named by VKF_FIXTURES
         if [ -n "${VKF_FIXTURES:-}" ]; then
+            [ ! -d "$VKF_FIXTURES" ] || VKF_FIXTURES="$(cd "$VKF_FIXTURES" && pwd)"
             echo "setup: reference fixtures: VKF_FIXTURES=$VKF_FIXTURES (an outside set)" >&2
         else
             t0=$SECONDS
