@@ -7,7 +7,7 @@ and `mixed`. The tokenizer is the 512-token SentencePiece-style vocabulary of th
 fixtures, copied from ../shared/fixtures/arch/llama3-f32.gguf.
 
     python3 -m venv /tmp/v && /tmp/v/bin/pip install gguf==0.19.0 numpy llama-cpp-python==0.3.36
-    /tmp/v/bin/python tools/make_smollm3_fixture.py [--shared ../shared/fixtures]
+    /tmp/v/bin/python tools/make_smollm3_fixture.py [--shared FIXTURES_DIR]
 
 SmolLM3 is llama's block with NoPE layers: llama.cpp gives layer il no rotary positions when
 (il + 1) % 4 == 0. With 4 layers, layer 3 is one. The script also runs the same weights as a
@@ -103,10 +103,19 @@ def write_gguf(path, arch, tensors, tok):
     w.close()
 
 
+def made_fixtures(repo):
+    """The directory of tools/refs/make_all.py's sets."""
+    sys.path.insert(0, os.path.join(repo, "tools", "refs"))
+    import make_all
+
+    return make_all.fixtures_dir()
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    ap.add_argument("--shared", default=os.path.join(here, "..", "shared", "fixtures"))
+    ap.add_argument("--shared", default=os.environ.get("VKF_FIXTURES") or made_fixtures(here),
+                    help="the fixtures directory (default: VKF_FIXTURES, else tools/refs/make_all.py's)")
     ap.add_argument("--out", default=os.path.join(here, "tests", "data", "smollm3"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
