@@ -21,6 +21,13 @@
 #                     third tree, FUZZ_BUILD_DIR, default build-fuzz, built with clang).
 #                     Extra arguments go to the first ctest. VKF_TEST_SANITIZE=0 and
 #                     VKF_FUZZ_SECONDS=0 skip the second and third parts.
+#                     Before it, the reference fixtures the tests compare against are made
+#                     from pinned public sources by tools/refs/make_all.py (once per machine,
+#                     cached: VKF_REFS_CACHE, default ~/.cache/vkformer/refs); VKF_FIXTURES=DIR
+#                     runs the suite on an outside set of the same layout instead (an extra
+#                     check). No test skips for lack of data: after the runs, the suite fails
+#                     when any test skipped for a reason other than an absent device feature
+#                     (tests/check_skips.py on ctest's JUnit output).
 #   ./setup.sh build  set up and build only
 # Environment: BUILD_DIR (default build), VKF_WERROR=ON|OFF (default ON for test).
 set -euo pipefail
@@ -78,7 +85,25 @@ else
             echo "$want" >"$pyenv/.requirements.sha256"
         fi
     fi
-    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" >/dev/null
+    fixtures_arg=()
+    if [ "$mode" = test ]; then
+        # the reference fixtures (tools/refs/make_all.py, on the Python of tests/requirements.txt),
+        # or an outside set named by VKF_FIXTURES
+        if [ -n "${VKF_FIXTURES:-}" ]; then
+            [ ! -d "$VKF_FIXTURES" ] || VKF_FIXTURES="$(cd "$VKF_FIXTURES" && pwd)"
+            echo "setup: reference fixtures: VKF_FIXTURES=$VKF_FIXTURES (an outside set)" >&2
+        else
+            t0=$SECONDS
+            if ! VKF_FIXTURES="$("$build/pyenv/bin/python" tools/refs/make_all.py)"; then
+                echo "setup: the reference fixtures could not be made (tools/refs/make_all.py, above)" >&2
+                exit 1
+            fi
+            echo "setup: reference fixtures in $VKF_FIXTURES ($((SECONDS - t0)) s)" >&2
+        fi
+        export VKF_FIXTURES
+        fixtures_arg=(-DVKF_FIXTURES="$VKF_FIXTURES")
+    fi
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" "${fixtures_arg[@]}" >/dev/null
     cmake --build "$build" -j"$(nproc)" >&2
 fi
 
@@ -111,14 +136,18 @@ test)
     # CPU, the op harness's attention cases 48 -> 26 s), while running them is ~14% slower
     # (test_models_llama warm: 10.8 -> 12.3 s); what the tests compare does not depend on it
     export GALLIVM_PERF="${GALLIVM_PERF:-nopt}"
-    ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" || status=1
+    # every test's whole output in JUnit form, for the skip check below
+    junit=(--test-output-size-passed 4194304 --test-output-size-failed 4194304)
+    ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "${junit[@]}" \
+        --output-junit "$(cd "$build" && pwd)/ctest-junit.xml" "$@" || status=1
+    skip_reports=("$build/ctest-junit.xml")
     if [ "${VKF_TEST_SANITIZE:-1}" != 0 ]; then
         asan="${ASAN_BUILD_DIR:-build-asan}"
         echo "setup: the suite under ASan+UBSan in $asan" >&2
         # the Python test tools of the first tree: the serve tests' clients (the server is the
         # sanitized binary)
         cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" -DVKF_SANITIZE=ON \
-            -DVKF_PYTHON="$(cd "$build" && pwd)/pyenv/bin/python" >/dev/null
+            -DVKF_PYTHON="$(cd "$build" && pwd)/pyenv/bin/python" "${fixtures_arg[@]}" >/dev/null
         cmake --build "$asan" -j"$(nproc)" >&2
         # keep_loaded: dlclose does nothing, so lavapipe's frames stay nameable for lsan.supp
         LD_PRELOAD="$(cd "$asan" && pwd)/tests/libvkt_keep_loaded.so" \
@@ -127,8 +156,11 @@ test)
         LSAN_OPTIONS="suppressions=$PWD/tests/robust/lsan.supp:print_suppressions=0" \
         VKT_OPS_QUICK=1 \
             ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE "long|valgrind|mobile|gpu_table|variant|python|real|deploy|format" \
-                -E "^install_example$" || status=1
+                -E "^install_example$" "${junit[@]}" --output-junit "$(cd "$asan" && pwd)/ctest-junit.xml" || status=1
+        skip_reports+=("$asan/ctest-junit.xml")
     fi
+    # nothing may skip but for an absent device feature (a missing reference fails, naming it)
+    python3 tests/check_skips.py "${skip_reports[@]}" || status=1
     fuzz_secs="${VKF_FUZZ_SECONDS:-20}"
     if [ "$fuzz_secs" != 0 ] && command -v clang >/dev/null && command -v clang++ >/dev/null; then
         fuzz="${FUZZ_BUILD_DIR:-build-fuzz}"

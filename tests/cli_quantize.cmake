@@ -1,6 +1,9 @@
 # `vkformer quantize` end to end: the CLI must write llama.cpp's own Q4_K_M and IQ4_XS
 # files of fixtures/llama-kq byte for byte, print its summary, and fail cleanly on a bad type.
 # Run with -DCLI=<vkformer> -DFIX=<fixtures dir> -DOUT=<scratch dir>.
+if(NOT IS_DIRECTORY ${FIX}/llama-kq)
+  message(FATAL_ERROR "reference data missing: ${FIX}/llama-kq (VKF_FIXTURES; ./setup.sh test makes the sets with tools/refs/make_all.py)")
+endif()
 file(MAKE_DIRECTORY ${OUT})
 foreach(t q4_k_m iq4_xs)
   execute_process(COMMAND ${CLI} quantize ${FIX}/llama-kq/llama-kq-f32.gguf ${OUT}/${t}.gguf ${t}

@@ -1,28 +1,55 @@
 # `vkformer verify --ggml-activations --ggml-target B`: the CPU's llama.cpp-arithmetic mode on a
 # quantized llama-kq file must pass verify's tight tolerance (VKF_VERIFY_TOL_GGML, 1e-5), and a
-# gemma2 case of arch too, each under the target of the llama.cpp build that made the set: the
-# cases name its ISA path ("ggml_isa": "avx2", tools/refs: llama.cpp 0c1e570 on AVX2); sets that
-# name none are the older AVX-512 ones (llama-kq: c392e50, arch: dc02e1f). Run with
-# -DCLI=<vkformer> -DFIX=<fixtures dir>.
+# gemma2 case of arch exactly (max|d| 0), each under the target of the llama.cpp build that made
+# the case: its "ggml_isa" and "llama_cpp" in cases.json (the sets of tools/refs/make_all.py:
+# "avx2", "0c1e570 (llama-cpp-python 0.3.36)"); a case that names none was made where its set's
+# README says (llama-kq: c392e50 on AVX-512, arch: dc02e1f on AVX-512). The table is
+# tests/test_ggml_mode.c's k_builds. Run with -DCLI=<vkformer> -DFIX=<fixtures dir>.
 foreach(set llama-kq arch)
-  file(READ ${FIX}/${set}/cases.json cases)
-  if(cases MATCHES "\"ggml_isa\": *\"avx2\"")
-    set(target_${set} avx2)
-  elseif(set STREQUAL "llama-kq")
-    set(target_${set} avx512-2025)
-  else()
-    set(target_${set} avx512-2026)
+  if(NOT IS_DIRECTORY ${FIX}/${set})
+    message(FATAL_ERROR "reference data missing: ${FIX}/${set} (VKF_FIXTURES; ./setup.sh test makes the sets with tools/refs/make_all.py)")
   endif()
 endforeach()
-execute_process(COMMAND ${CLI} verify ${FIX}/llama-kq --ggml-activations --ggml-target ${target_llama-kq}
+
+# ggml_target(SET CASE README_TARGET OUT): the --ggml-target of case CASE of SET
+function(ggml_target set case readme out)
+  file(READ ${FIX}/${set}/cases.json js)
+  string(JSON n LENGTH "${js}")
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${js}" ${i} name)
+    if(NOT name STREQUAL case)
+      continue()
+    endif()
+    string(JSON isa ERROR_VARIABLE no_isa GET "${js}" ${i} ggml_isa)
+    string(JSON build ERROR_VARIABLE no_build GET "${js}" ${i} llama_cpp)
+    if(no_isa AND no_build)
+      set(${out} ${readme} PARENT_SCOPE)
+    elseif(isa STREQUAL "avx2" AND build MATCHES "^0c1e570")
+      set(${out} avx2 PARENT_SCOPE)
+    elseif(isa STREQUAL "avx512" AND build MATCHES "^dc02e1f")
+      set(${out} avx512-2026 PARENT_SCOPE)
+    elseif(isa STREQUAL "avx512" AND build MATCHES "^c392e50")
+      set(${out} avx512-2025 PARENT_SCOPE)
+    else()
+      message(FATAL_ERROR "${set}/cases.json ${case}: no --ggml-target reproduces llama.cpp '${build}' on '${isa}'")
+    endif()
+    return()
+  endforeach()
+  message(FATAL_ERROR "${FIX}/${set}/cases.json has no case ${case}")
+endfunction()
+
+ggml_target(llama-kq llama-kq-q4_k_m/fox avx512-2025 kq_target)
+execute_process(COMMAND ${CLI} verify ${FIX}/llama-kq --ggml-activations --ggml-target ${kq_target}
   --case q4_k_m/fox RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0 OR NOT out MATCHES "ggml activations, ${target_llama-kq}" OR NOT out MATCHES "<= 1e-05")
-  message(FATAL_ERROR "verify --ggml-activations failed (${rc}): ${out} ${err}")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "ggml activations, ${kq_target}" OR NOT out MATCHES "<= 1e-05")
+  message(FATAL_ERROR "verify --ggml-activations --ggml-target ${kq_target} failed (${rc}): ${out} ${err}")
 endif()
-execute_process(COMMAND ${CLI} verify ${FIX}/arch --ggml-target ${target_arch} --case gemma2-f32/fox
+ggml_target(arch gemma2-f32/fox avx512-2026 arch_target)
+execute_process(COMMAND ${CLI} verify ${FIX}/arch --ggml-target ${arch_target} --case gemma2-f32/fox
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0 OR NOT out MATCHES "max\\|d\\| 0.000e\\+00 \\(<= 1e-05\\)")
-  message(FATAL_ERROR "verify --ggml-target ${target_arch} on gemma2 failed (${rc}): ${out} ${err}")
+  message(FATAL_ERROR "verify --ggml-target ${arch_target} on gemma2 failed (${rc}): ${out} ${err}")
 endif()
 # a build it does not know is refused with the list
 execute_process(COMMAND ${CLI} verify ${FIX}/arch --ggml-target avx3

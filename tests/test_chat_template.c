@@ -236,10 +236,7 @@ static void feature_cases(void) {
 int main(void) {
     check_errors();
     feature_cases();
-    if (!vkt_have_fixtures()) {
-        fprintf(stderr, "no shared fixtures: chat-template cases skipped\n");
-        return vkt_finish();
-    }
+    if (!vkt_need_fixtures("chat-templates")) return vkt_finish();
     size_t n;
     char *text = vkt_read_file(vkt_fixture("chat-templates/cases.json"), &n);
     VKT_CHECK(text != NULL, "cannot read chat-templates/cases.json");

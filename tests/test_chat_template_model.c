@@ -292,7 +292,7 @@ int main(void) {
     check_hf_dirs(dir);
     check_default();
     check_model_template(dir);
-    if (vkt_have_fixtures()) {
+    if (vkt_need_fixtures("real-vocab chat-templates")) {
         check_gguf("real-vocab/ggml-vocab-phi-3.gguf", "chat-templates/templates/Phi-3-mini.jinja",
                    "<s>", "<|endoftext|>");
         check_gguf("real-vocab/ggml-vocab-llama-bpe.gguf", NULL, "<|begin_of_text|>",

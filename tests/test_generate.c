@@ -449,10 +449,8 @@ static void test_kjv(vkf_context *ctx, const char *backend) {
     snprintf(dir, sizeof dir, "%s/models/kjv-gpt", VKF_SOURCE_DIR);
     snprintf(p, sizeof p, "%s/expected.json", dir);
     cJSON *e = dir_exists(dir) ? load_json(p) : NULL;
-    if (!e) {
-        printf("  SKIP %s kjv-gpt: %s/expected.json not present\n", backend, dir);
-        return;
-    }
+    VKT_CHECK(e != NULL, "%s kjv-gpt: reference %s missing or unreadable", backend, p);
+    if (!e) return;
     vkf_model *m = load(ctx, dir);
     if (!m) {
         cJSON_Delete(e);
@@ -498,10 +496,8 @@ static void test_dates(vkf_context *ctx, const char *backend) {
     snprintf(dir, sizeof dir, "%s/models/dates-transformer", VKF_SOURCE_DIR);
     snprintf(p, sizeof p, "%s/expected.json", dir);
     cJSON *e = dir_exists(dir) ? load_json(p) : NULL;
-    if (!e) {
-        printf("  SKIP %s dates-transformer: %s/expected.json not present\n", backend, dir);
-        return;
-    }
+    VKT_CHECK(e != NULL, "%s dates-transformer: reference %s missing or unreadable", backend, p);
+    if (!e) return;
     vkf_model *m = load(ctx, dir);
     if (!m) {
         cJSON_Delete(e);
@@ -572,7 +568,8 @@ static void test_verify_shipped(vkf_context *ctx, const char *backend, const cha
     snprintf(p, sizeof p, "%s/expected.json", dir);
     size_t n;
     char *probe = vkt_read_file(p, &n);
-    if (!probe) return; /* reported as skipped by the direct tests */
+    VKT_CHECK(probe != NULL, "%s verify %s: reference %s missing", backend, name, p);
+    if (!probe) return;
     free(probe);
     vkf_verify_summary sum;
     VKT_OK(vkf_verify(ctx, dir, NULL, verify_cb, (void *)backend, &sum));
@@ -602,13 +599,11 @@ static void test_verify_dates(vkf_context *ctx, const char *backend) {
 
 static void run_backend(vkf_context *ctx, const char *backend) {
     printf("%s (%s):\n", backend, vkf_context_device_name(ctx));
-    if (vkt_have_fixtures()) {
+    if (vkt_need_fixtures("llama-tiny seed-transformer-tiny")) {
         timed("generation", backend, test_generation, ctx);
         timed("chunking", backend, test_chunking, ctx);
         timed("abort", backend, test_abort, ctx);
         timed("translate", backend, test_translate, ctx);
-    } else {
-        printf("  SKIP fixtures: none at %s\n", vkt_fixture(""));
     }
     timed("kjv-gpt", backend, test_kjv, ctx);
     timed("dates-transformer", backend, test_dates, ctx);

@@ -1,13 +1,15 @@
 /* The ggml-activation reference mode (vkf_context_params.ggml_activations) against llama.cpp's
  * own logits: every row of every case (the prompt in one batch, then the greedy tokens one step
  * at a time, teacher-forced) is compared with the fixture's, each fixture with the llama.cpp
- * build that made it (vkf_ggml_target). In this mode the CPU backend does llama.cpp's arithmetic
+ * build that made it (vkf_ggml_target: case_target reads the build from the case, "ggml_isa" and
+ * "llama_cpp", as the sets of tools/refs/make_all.py carry them; a case without them was made
+ * where its set's README says). In this mode the CPU backend does llama.cpp's arithmetic
  * operation for operation (see cpu_ggml.c, quant_dot.c).
  *
  * Threshold: every row of every case within 1e-5 of llama.cpp (bit-identical up to the last
- * float rounding of the logits; measured: all 36 cases of llama-kq and llama-tiny and all 12 of
- * arch exactly 0.0; here every llama-kq and arch case and the longest llama-tiny prompt of each
- * file).
+ * float rounding of the logits; measured on the AVX-512 sets: all 36 cases of llama-kq and
+ * llama-tiny, all 12 of arch and all 6 of gpt2-tiny exactly 0.0; here every llama-kq and arch
+ * case and the longest llama-tiny and gpt2-tiny prompt of each file).
  * One activation rounding to the other side of a quantization boundary makes a row differ by
  * 0.01-0.06; the plain float-activation path differs by 1e-3..9e-2 on every row. */
 #include <math.h>
@@ -50,18 +52,87 @@ static const char *fixture_file(const char *dir, const char *file) {
     return path;
 }
 
-/* Runs every case of dir/cases.json whose model name contains only. */
-static void run_fixture(vkf_context *ctx, const char *dir, const char *only) {
+/* The llama.cpp builds the targets reproduce: a case's "ggml_isa" and the commit that begins its
+ * "llama_cpp" (include/vkformer.h, vkf_ggml_target). */
+static const struct {
+    const char *isa, *commit;
+    vkf_ggml_target target;
+} k_builds[] = {
+    {"avx2", "0c1e570", VKF_GGML_AVX2},
+    {"avx512", "dc02e1f", VKF_GGML_AVX512_2026},
+    {"avx512", "c392e50", VKF_GGML_AVX512_2025},
+};
+
+/* The target of the build that made case c; readme: the build of a case that names none (its
+ * set's README). VKF_GGML_OFF when no target reproduces the build it names. */
+static vkf_ggml_target case_target(const cJSON *c, vkf_ggml_target readme) {
+    const cJSON *isa = cJSON_GetObjectItemCaseSensitive(c, "ggml_isa"),
+                *build = cJSON_GetObjectItemCaseSensitive(c, "llama_cpp");
+    if (!isa && !build) return readme;
+    if (!cJSON_IsString(isa) || !cJSON_IsString(build)) return VKF_GGML_OFF;
+    for (size_t i = 0; i < sizeof k_builds / sizeof k_builds[0]; i++)
+        if (strcmp(isa->valuestring, k_builds[i].isa) == 0 &&
+            strncmp(build->valuestring, k_builds[i].commit, strlen(k_builds[i].commit)) == 0)
+            return k_builds[i].target;
+    return VKF_GGML_OFF;
+}
+
+/* A CPU context computing as the llama.cpp build target does. */
+static vkf_context *target_ctx(vkf_ggml_target t) {
+    vkf_context_params cp = {.backend = VKF_BACKEND_CPU, .ggml_activations = t};
+    vkf_context *ctx = NULL;
+    VKT_OK(vkf_context_create(&cp, &ctx));
+    return ctx;
+}
+
+/* One CPU context per target, made when first needed. */
+static vkf_context *g_ctx[4];
+
+static vkf_context *ctx_for(vkf_ggml_target t) {
+    if (!g_ctx[t]) g_ctx[t] = target_ctx(t);
+    return g_ctx[t];
+}
+
+/* dir/cases.json (NULL when it cannot be read: a failure); *text to free with it. */
+static cJSON *read_cases(const char *dir, char **text) {
     char path[2048];
     snprintf(path, sizeof path, "%s", fixture_file(dir, "cases.json"));
-    char *text = vkt_read_file(path, NULL);
-    cJSON *cases = text ? cJSON_Parse(text) : NULL;
+    *text = vkt_read_file(path, NULL);
+    cJSON *cases = *text ? cJSON_Parse(*text) : NULL;
     VKT_CHECK(cases != NULL, "read %s", path);
+    return cases;
+}
+
+/* 1 if some case of dir names the build that made it (a set of tools/refs/make_all.py). */
+static int names_build(const char *dir) {
+    char *text;
+    cJSON *cases = read_cases(dir, &text), *c;
+    int named = 0;
+    cJSON_ArrayForEach(c, cases) named |= cJSON_GetObjectItemCaseSensitive(c, "ggml_isa") != NULL;
+    cJSON_Delete(cases);
+    free(text);
+    return named;
+}
+
+/* Runs every case of dir/cases.json whose model name contains only, each on the target of the
+ * build that made it (readme: the build of a case that names none). */
+static void run_fixture(const char *dir, const char *only, vkf_ggml_target readme) {
+    char path[2048];
+    char *text;
+    cJSON *cases = read_cases(dir, &text);
     cJSON *c;
     cJSON_ArrayForEach(c, cases) {
         const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
         const char *model = cJSON_GetObjectItem(c, "model")->valuestring;
         if (only && !strstr(name, only)) continue;
+        vkf_ggml_target t = case_target(c, readme);
+        const cJSON *isa = cJSON_GetObjectItemCaseSensitive(c, "ggml_isa"),
+                    *build = cJSON_GetObjectItemCaseSensitive(c, "llama_cpp");
+        VKT_CHECK(t != VKF_GGML_OFF, "%s: no --ggml-target reproduces llama.cpp %s on %s", name,
+                  cJSON_IsString(build) ? build->valuestring : "(no llama_cpp)",
+                  cJSON_IsString(isa) ? isa->valuestring : "(no ggml_isa)");
+        vkf_context *ctx = t != VKF_GGML_OFF ? ctx_for(t) : NULL;
+        if (!ctx) continue;
         snprintf(path, sizeof path, "%s", fixture_file(dir, model));
         vkf_model_params mp = {.path = path};
         vkf_model *m = NULL;
@@ -96,7 +167,8 @@ static void run_fixture(vkf_context *ctx, const char *dir, const char *only) {
             free(rp);
             free(rg);
         }
-        printf("%-28s %3d/%3d rows exact, max|d| %.3e\n", name, st.exact, st.rows, st.max_abs);
+        printf("%-28s %3d/%3d rows exact, max|d| %.3e (%s)\n", name, st.exact, st.rows, st.max_abs,
+               vkf_ggml_target_name(t));
         VKT_CHECK(st.rows > 0 && st.exact == st.rows, "%s: only %d of %d rows exact", name,
                   st.exact, st.rows);
         vkf_session_free(s);
@@ -106,17 +178,6 @@ static void run_fixture(vkf_context *ctx, const char *dir, const char *only) {
     }
     cJSON_Delete(cases);
     free(text);
-}
-
-/* Whether a fixture set's cases name llama.cpp's AVX2 path as the maker of their logits. */
-static int names_avx2(const char *dir) {
-    char *text = vkt_read_file(fixture_file(dir, "cases.json"), NULL);
-    cJSON *cases = text ? cJSON_Parse(text) : NULL;
-    const cJSON *isa = cJSON_GetObjectItem(cJSON_GetArrayItem(cases, 0), "ggml_isa");
-    int yes = cJSON_IsString(isa) && strcmp(isa->valuestring, "avx2") == 0;
-    cJSON_Delete(cases);
-    free(text);
-    return yes;
 }
 
 /* ------------------------------------------------------------------ avx2: hashed references
@@ -288,14 +349,6 @@ static void test_dots(void) {
     }
 }
 
-/* A CPU context computing as the llama.cpp build target does. */
-static vkf_context *target_ctx(vkf_ggml_target t) {
-    vkf_context_params cp = {.backend = VKF_BACKEND_CPU, .ggml_activations = t};
-    vkf_context *ctx = NULL;
-    VKT_OK(vkf_context_create(&cp, &ctx));
-    return ctx;
-}
-
 int main(void) {
     test_act_quant();
     test_dots();
@@ -306,59 +359,35 @@ int main(void) {
     VKT_CHECK(vkf_context_create(&unknown, &no) == VKF_ERROR_INVALID_ARGUMENT &&
                   strstr(vkf_last_error(), "avx512-2025"),
               "an unknown target is refused with the list: %s", vkf_last_error());
-    if (!vkt_have_fixtures()) {
-        fprintf(stderr, "skip fixtures: none\n");
-        return vkt_finish();
-    }
-    /* The sets generated by tools/refs name the ISA path of the llama.cpp that made their logits
-     * ("ggml_isa": "avx2": 0c1e570 on AVX2) and run whole under that target; the older sets
-     * (no "ggml_isa") run under the AVX-512 builds that made them, plus tests/data/ggml-avx2's
-     * hashes of 0c1e570's rows for their models. */
-    int gen_kq = names_avx2("llama-kq"), gen_tiny = names_avx2("llama-tiny"),
-        gen_arch = names_avx2("arch"), gen_gpt2 = names_avx2("gpt2-tiny");
-    /* llama.cpp c392e50 (Feb 2025) on AVX-512: every llama.cpp K-quant / legacy file type, and
-     * F32, F16, Q8_0, Q4_0 (repacked by llama.cpp) on the longest prompt (46 tokens: more than
-     * one 32-cell KV block) to keep the test short; verify --ggml-activations runs them all */
-    vkf_context *ctx = gen_kq && gen_tiny ? NULL : target_ctx(VKF_GGML_AVX512_2025);
-    if (ctx) {
-        if (!gen_kq) run_fixture(ctx, "llama-kq", NULL);
-        if (!gen_tiny) run_fixture(ctx, "llama-tiny", "mixed");
-        vkf_context_free(ctx);
-    }
-    /* llama.cpp dc02e1f (Jul 2026) on AVX-512: every architecture (gemma's sliding windows,
-     * soft-caps, GELU table, q scaled before attention; llama3's and phi3's rope factors, phi3's
-     * attention factor, gemma3's linear scaling; q/k norms, biases, fused matrices) */
-    ctx = gen_arch ? NULL : target_ctx(VKF_GGML_AVX512_2026);
-    if (ctx) {
-        run_fixture(ctx, "arch", NULL);
-        vkf_context_free(ctx);
-    }
-    /* llama.cpp 0c1e570 (llama-cpp-python 0.3.36) on AVX2: smollm3's fixture (made by it,
-     * logits stored whole), every generated set (all cases of arch and llama-kq, the longest
-     * prompt of each llama-tiny file, gpt2's fox) or the hashed logits of the older sets' models
-     * (8-lane float kernels, KV padded to 256, LayerNorm and GELU, tinyBLAS only for 4k rows, the
-     * tiled K-quant matmul, Q6_K's newer vec_dot, repacked Q4_0 / IQ4_NL / Q4_K); verify
-     * --ggml-activations runs the rest */
-    ctx = target_ctx(VKF_GGML_AVX2);
-    if (ctx) {
-        run_fixture(ctx, VKF_SOURCE_DIR "/tests/data/smollm3", NULL);
-        if (gen_arch)
-            run_fixture(ctx, "arch", NULL);
-        else
-            run_hashed(ctx, "arch", "mixed");
-        if (gen_kq)
-            run_fixture(ctx, "llama-kq", NULL);
-        else
-            run_hashed(ctx, "llama-kq", "mixed");
-        if (gen_tiny)
-            run_fixture(ctx, "llama-tiny", "mixed");
-        else
-            run_hashed(ctx, "llama-tiny", "mixed");
-        if (gen_gpt2)
-            run_fixture(ctx, "gpt2-tiny", "fox");
-        else
-            run_hashed(ctx, "gpt2-tiny", NULL);
-        vkf_context_free(ctx);
-    }
+    if (!vkt_need_fixtures("llama-kq llama-tiny arch gpt2-tiny")) return vkt_finish();
+    /* Each set's cases on the target of the build that made them. Sets of tools/refs/make_all.py:
+     * llama.cpp 0c1e570 (llama-cpp-python 0.3.36) on AVX2, named in each case. Outside sets that
+     * name no build were made where their README says: llama-kq, llama-tiny and gpt2-tiny by
+     * c392e50 (Feb 2025) on AVX-512, arch by dc02e1f (Jul 2026) on AVX-512.
+     * llama-kq: every llama.cpp K-quant / legacy / IQ file type; llama-tiny: F32, F16, Q8_0,
+     * Q4_0 (repacked by llama.cpp) on the longest prompt (46 tokens: more than one 32-cell KV
+     * block) to keep the test short (verify --ggml-activations runs them all); arch: every
+     * architecture (gemma's sliding windows, soft-caps, GELU table, q scaled before attention;
+     * llama3's and phi3's rope factors, phi3's attention factor, gemma3's linear scaling; q/k
+     * norms, biases, fused matrices) */
+    run_fixture("llama-kq", NULL, VKF_GGML_AVX512_2025);
+    run_fixture("llama-tiny", "mixed", VKF_GGML_AVX512_2025);
+    run_fixture("arch", NULL, VKF_GGML_AVX512_2026);
+    /* gpt2-tiny (LayerNorm, GELU, learned positions), its longest prompt */
+    run_fixture("gpt2-tiny", "mixed", VKF_GGML_AVX512_2025);
+    /* llama.cpp 0c1e570 on AVX2: smollm3's fixture (tests/data/smollm3, made by it, logits
+     * stored whole); and on an outside set made on AVX-512, tests/data/ggml-avx2/refs.json's
+     * hashed logits of its models (8-lane float kernels, KV padded to 256, LayerNorm and GELU,
+     * tinyBLAS only for 4k rows, the tiled K-quant matmul, Q6_K's newer vec_dot, repacked Q4_0 /
+     * IQ4_NL / Q4_K): the longest prompt of every arch, llama-kq and llama-tiny file and a gpt2
+     * prompt. A set of tools/refs is made by that build: its own logits above are the check. */
+    run_fixture(VKF_SOURCE_DIR "/tests/data/smollm3", NULL, VKF_GGML_AVX2);
+    static const char *const hashed[][2] = {
+        {"arch", "mixed"}, {"llama-kq", "mixed"}, {"llama-tiny", "mixed"}, {"gpt2-tiny", NULL}};
+    for (size_t i = 0; i < sizeof hashed / sizeof hashed[0]; i++)
+        if (!names_build(hashed[i][0]))
+            run_hashed(ctx_for(VKF_GGML_AVX2), hashed[i][0], hashed[i][1]);
+    for (size_t i = 0; i < sizeof g_ctx / sizeof g_ctx[0]; i++)
+        vkf_context_free(g_ctx[i]);
     return vkt_finish();
 }

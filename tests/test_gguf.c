@@ -707,10 +707,7 @@ static void test_fuzz(void) {
 }
 
 int main(void) {
-    if (!vkt_have_fixtures()) {
-        fprintf(stderr, "fixtures not found at %s\n", vkt_fixture(""));
-        return 1;
-    }
+    if (!vkt_need_fixtures("llama-tiny gpt2-tiny")) return vkt_finish();
     test_llama_file("llama-tiny-f32", VKF_DTYPE_F32);
     test_llama_file("llama-tiny-f16", VKF_DTYPE_F16);
     test_llama_file("llama-tiny-q8_0", VKF_DTYPE_Q8_0);

@@ -59,10 +59,7 @@ static float *decode(vkf_context *ctx, const char *file, int *n_vocab) {
 }
 
 int main(void) {
-    if (!vkt_have_fixtures()) {
-        fprintf(stderr, "shared fixtures not found\n");
-        return 1;
-    }
+    if (!vkt_need_fixtures("llama-tiny llama-kq")) return vkt_finish();
     vkf_context_params rp = {.backend = VKF_BACKEND_CPU, .ggml_activations = VKF_GGML_AVX512_2026};
     vkf_context_params vp = {.backend = VKF_BACKEND_VULKAN};
     vkf_context *ref = NULL, *vk = NULL, *vkf = NULL;

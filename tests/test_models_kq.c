@@ -92,10 +92,7 @@ static void run(vkf_backend_kind bt, const char *label, const char *only) {
 }
 
 int main(void) {
-    if (!vkt_have_fixtures()) {
-        fprintf(stderr, "shared fixtures not found\n");
-        return 1;
-    }
+    if (!vkt_need_fixtures("llama-kq")) return vkt_finish();
     run(VKF_BACKEND_CPU, "cpu", NULL);
     run(VKF_BACKEND_VULKAN, "vulkan", "/fox");
     setenv("VKF_DEVICE_PROFILE", "mobile", 1); /* read when a device is created */

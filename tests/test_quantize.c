@@ -21,10 +21,7 @@ static const char *const k_types[] = {"q4_k_m", "q5_k_m", "q6_k", "q3_k_m", "q2_
 static char tmpdir[64];
 
 static void test_llama_kq(void) {
-    if (!vkt_have_fixtures()) {
-        fprintf(stderr, "skip llama-kq: no fixtures\n");
-        return;
-    }
+    if (!vkt_need_fixtures("llama-kq")) return;
     char src[1024];
     snprintf(src, sizeof src, "%s", vkt_fixture("llama-kq/llama-kq-f32.gguf"));
     for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
@@ -133,7 +130,7 @@ static void test_errors(void) {
     VKT_CHECK(vkf_model_quantize(&qp, NULL) == VKF_ERROR_IO, "missing input: %s", vkf_last_error());
     VKT_CHECK(strstr(vkf_last_error(), "/nonexistent.gguf") != NULL, "names the file: %s",
               vkf_last_error());
-    if (!vkt_have_fixtures()) return;
+    if (!vkt_need_fixtures("llama-kq")) return;
     char src[1024];
     snprintf(src, sizeof src, "%s", vkt_fixture("llama-kq/llama-kq-f32.gguf"));
     qp.input = src;
@@ -302,7 +299,7 @@ int main(void) {
     test_writer();
     test_errors();
     test_llama_kq();
-    if (vkt_have_fixtures()) {
+    if (vkt_need_fixtures("llama-tiny gpt2-tiny")) {
         test_hf();
         test_tiny_blocks();
     }

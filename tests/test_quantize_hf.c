@@ -233,10 +233,7 @@ static int quantize(const char *in, const char *out, const char *type) {
 }
 
 int main(void) {
-    if (!vkt_have_fixtures()) {
-        fprintf(stderr, "skip: no fixtures\n");
-        return vkt_finish();
-    }
+    if (!vkt_need_fixtures("arch real-vocab")) return vkt_finish();
     snprintf(tmpdir, sizeof tmpdir, "/tmp/vkt_qhf_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
     vkf_context_params cp = {.backend = VKF_BACKEND_CPU};

@@ -829,7 +829,7 @@ int main(void) {
     }
     test_cli_context_full();
     test_bad_tokens_encdec(cpu);
-    if (vkt_have_fixtures()) {
+    if (vkt_need_fixtures("gpt2-tiny llama-tiny")) {
         test_utf8_roundtrip(cpu, vkt_fixture("gpt2-tiny/hf"), "gpt2 byte-level BPE");
         test_utf8_roundtrip(cpu, vkt_fixture("llama-tiny/llama-tiny-q4_0.gguf"),
                             "llama SentencePiece BPE");

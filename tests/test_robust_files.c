@@ -837,10 +837,7 @@ static void test_mutations(int iters) {
 /* ------------------------------------------------------------------ main */
 
 int main(void) {
-    if (!vkt_have_fixtures()) {
-        printf("no fixtures: skipped\n");
-        return vkt_finish();
-    }
+    if (!vkt_need_fixtures("llama-tiny seed-transformer-tiny")) return vkt_finish();
     vkf_context_params cp = {.backend = VKF_BACKEND_CPU};
     VKT_OK(vkf_context_create(&cp, &g_ctx));
     g_tmp = rb_mkdtemp("files");

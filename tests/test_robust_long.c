@@ -170,10 +170,7 @@ static void test_long_generation(vkf_backend_kind kind, int64_t n_tokens) {
 }
 
 int main(void) {
-    if (!vkt_have_fixtures()) {
-        printf("no fixtures: skipped\n");
-        return vkt_finish();
-    }
+    if (!vkt_need_fixtures("llama-tiny")) return vkt_finish();
     int vulkan = rb_has_vulkan();
     const char *env = getenv("VKT_LONG_TOKENS");
     int64_t n_tokens = env && *env ? atoll(env) : 20000;

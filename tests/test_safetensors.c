@@ -583,10 +583,7 @@ static void test_fuzz(void) {
 }
 
 int main(void) {
-    if (!vkt_have_fixtures()) {
-        fprintf(stderr, "fixtures not found at %s\n", vkt_fixture(""));
-        return 1;
-    }
+    if (!vkt_need_fixtures("gpt2-tiny")) return vkt_finish();
     test_gpt2();
     test_seed("seed-transformer-tiny", VKF_DTYPE_F32);
     test_seed("seed-transformer-base", VKF_DTYPE_F16);

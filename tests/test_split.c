@@ -290,14 +290,11 @@ static void check_cli(void) {
 }
 
 int main(void) {
-    if (!vkt_have_fixtures()) {
-        printf("SKIP: no fixtures at %s\n", vkt_fixture(""));
-        return 77;
-    }
+    if (!vkt_need_fixtures("llama-tiny seed-transformer-tiny")) return vkt_finish();
     vkf_context_params cp1 = {.backend = VKF_BACKEND_VULKAN, .device = "0"};
     vkf_context *one = NULL;
     if (vkf_context_create(&cp1, &one) != VKF_OK) {
-        printf("SKIP: no Vulkan device: %s\n", vkf_last_error());
+        printf("SKIP (device): no Vulkan device: %s\n", vkf_last_error());
         return 77;
     }
     /* 1,1; 3,1; and 1,3, which leaves device 0 a single layer of a 4-layer model */

@@ -797,10 +797,7 @@ static void test_synthetic_gguf(void) {
 }
 
 int main(void) {
-    if (!vkt_have_fixtures()) {
-        fprintf(stderr, "fixtures not found at %s\n", vkt_fixture(""));
-        return 1;
-    }
+    if (!vkt_need_fixtures("gpt2-tiny llama-tiny")) return vkt_finish();
     g_vocab = load_json("gpt2-tiny/hf/vocab.json");
     VKT_CHECK(cJSON_IsObject(g_vocab), "cannot read vocab.json");
     vkf_tokenizer *hf = NULL, *gg = NULL;

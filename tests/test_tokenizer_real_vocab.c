@@ -163,10 +163,7 @@ static void test_long_runs(void) {
 }
 
 int main(void) {
-    if (!vkt_have_fixtures()) {
-        printf("no fixtures: skipped\n");
-        return vkt_finish();
-    }
+    if (!vkt_need_fixtures("real-vocab")) return vkt_finish();
     for (size_t i = 0; i < sizeof k_vocabs / sizeof k_vocabs[0]; i++)
         test_vocab(&k_vocabs[i]);
     printf("total: %zu inputs, %zu ids\n", g_total_inputs, g_total_ids);

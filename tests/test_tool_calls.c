@@ -449,10 +449,7 @@ static char *render(const char *tmpl, const char *bos, const char *eos, const ch
 }
 
 static void test_round_trip(void) {
-    if (!vkt_have_fixtures()) {
-        VKT_CHECK(0, "no fixtures at %s", vkt_fixture(""));
-        return;
-    }
+    if (!vkt_need_fixtures("chat-templates")) return;
     size_t n;
     char path[1024];
     snprintf(path, sizeof path, "%s", vkt_fixture("chat-templates/cases.json"));

@@ -14,7 +14,7 @@ llamacpp_ref.py's logits() on it (same settings as below).
 Needs llama-cpp-python 0.3.36 (llama.cpp 0c1e570) built for a CPU with AVX2, FMA and F16C but
 no AVX-512 (pip builds it with -march=native), and numpy:
 
-    /tmp/v/bin/python tools/make_ggml_refs.py [--shared ../shared/fixtures]
+    /tmp/v/bin/python tools/make_ggml_refs.py --shared FIXTURES_DIR   (default: $VKF_FIXTURES)
 """
 import argparse
 import json
@@ -40,7 +40,11 @@ def fnv1a64(data):
 def main():
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", default=os.path.join(here, "..", "shared", "fixtures"))
+    # the outside sets made on AVX-512 whose models refs.json hashes (tests/test_ggml_mode.c runs
+    # it on a set that names no build)
+    ap.add_argument("--shared", default=os.environ.get("VKF_FIXTURES"),
+                    required=not os.environ.get("VKF_FIXTURES"),
+                    help="the fixtures directory (default: VKF_FIXTURES)")
     ap.add_argument("--out", default=os.path.join(here, "tests", "data", "ggml-avx2", "refs.json"))
     a = ap.parse_args()
     refs = []

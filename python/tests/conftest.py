@@ -2,7 +2,9 @@
 
 The suite runs the package from the source tree (python/src) against the library of the build
 tree it tests: VKFORMER_LIBRARY (set by ctest) or BUILD/libvkformer.so. Paths: VKF_BUILD_DIR
-(default ../../build), VKF_FIXTURES (default ../../../shared/fixtures)."""
+(default ../../build), VKF_FIXTURES (default: the sets tools/refs/make_all.py makes, as for the
+C tests). A missing reference fails the test that reads it (`need`), naming the path: no test
+skips for lack of data; a skip may only name an absent device feature ("device: ...")."""
 
 from __future__ import annotations
 
@@ -15,7 +17,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("VKF_BUILD_DIR", REPO / "build")).resolve()
-FIXTURES = Path(os.environ.get("VKF_FIXTURES", REPO.parent / "shared" / "fixtures")).resolve()
+
+
+def _made_fixtures() -> Path:
+    """The directory of tools/refs/make_all.py's sets (it makes nothing here)."""
+    sys.path.insert(0, str(REPO / "tools" / "refs"))
+    try:
+        import make_all
+    finally:
+        sys.path.pop(0)
+    return Path(make_all.fixtures_dir())
+
+
+FIXTURES = Path(os.environ.get("VKF_FIXTURES") or _made_fixtures()).resolve()
 CLI = BUILD / "vkformer"
 KJV = REPO / "models" / "kjv-gpt"
 TINY = FIXTURES / "llama-tiny" / "llama-tiny-f32.gguf"
@@ -33,6 +47,14 @@ def run_cli(*args: str, timeout: float = 120,
                           check=False, input=input)
 
 
+def need(path: Path) -> Path:
+    """path, or the test fails here naming it (a reference the suite must have)."""
+    if not path.exists():
+        pytest.fail(f"reference data missing: {path} (VKF_FIXTURES; ./setup.sh test makes the sets "
+                    "with tools/refs/make_all.py)", pytrace=False)
+    return path
+
+
 @pytest.fixture(scope="session")
 def kjv() -> vkformer.Llama:
     """The shipped character-level GPT on the default device (lavapipe here)."""
@@ -43,8 +65,7 @@ def kjv() -> vkformer.Llama:
 @pytest.fixture(scope="session")
 def tiny() -> vkformer.Llama:
     """llama-tiny F32 (a RoPE llama with a SentencePiece vocabulary), F32 KV cache."""
-    if not TINY.exists():
-        pytest.skip(f"{TINY}: the shared fixtures are not there")
+    need(TINY)
     with vkformer.Llama(str(TINY), cache_type="f32", verbose=False) as llm:
         yield llm
 

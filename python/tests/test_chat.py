@@ -8,7 +8,7 @@ import json
 import pytest
 import vkformer
 
-from conftest import FIXTURES, KJV
+from conftest import FIXTURES, KJV, need
 
 MESSAGES = [{"role": "system", "content": "Answer in the words of the King James Bible."},
             {"role": "user", "content": "In the beginning"}]
@@ -16,8 +16,7 @@ MESSAGES = [{"role": "system", "content": "Answer in the words of the King James
 
 def _template_cases():
     p = FIXTURES / "chat-templates" / "cases.json"
-    if not p.exists():
-        pytest.skip("no chat-template fixtures")
+    need(p)
     return json.loads(p.read_text())
 
 

@@ -12,7 +12,7 @@ import vkformer
 
 import subprocess
 
-from conftest import CLI, FIXTURES, KJV, TINY
+from conftest import CLI, FIXTURES, KJV, TINY, need
 
 SAMPLING = dict(temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0)
 
@@ -79,8 +79,7 @@ def test_same_text_as_cli_on_the_cpu():
 
 def _tiny_cases():
     p = FIXTURES / "llama-tiny" / "cases.json"
-    if not p.exists():
-        pytest.skip("no llama-tiny fixtures")
+    need(p)
     return [c for c in json.loads(p.read_text()) if c["model"] == TINY.name]
 
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import KJV, REPO, TINY
+from conftest import KJV, REPO, TINY, need
 
 SCRIPT = r"""
 import sys, time
@@ -100,8 +100,7 @@ print("SAME" if again == ref else "DIFFERENT " + repr((again, ref)), flush=True)
 
 
 def test_ctrl_c_stops_a_long_prompt_between_passes(tmp_path):
-    if not TINY.exists():
-        pytest.skip(f"{TINY}: the shared fixtures are not there")
+    need(TINY)
     script = tmp_path / "prompt.py"
     script.write_text(PROMPT_SCRIPT.format(src=str(REPO / "python" / "src"), model=str(TINY)))
     p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
@@ -110,7 +109,7 @@ def test_ctrl_c_stops_a_long_prompt_between_passes(tmp_path):
         assert p.stdout is not None
         line = p.stdout.readline()
         if line.strip() == "TOOFAST":
-            pytest.skip("the device evaluates a 4000-token prompt too fast to interrupt it")
+            pytest.skip("device: the device evaluates a 4000-token prompt too fast to interrupt it")
         assert line.startswith("GO"), (line, p.stderr.read() if p.stderr else "")
         n = int(line.split()[1])
         time.sleep(0.3)  # into the prompt's passes

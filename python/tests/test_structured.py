@@ -18,7 +18,7 @@ import pytest
 import vkformer
 from vkformer import LlamaGrammar
 
-from conftest import CLI, TINY, Serve
+from conftest import CLI, TINY, Serve, need
 
 YES_NO = 'root ::= "yes" | "no"'
 PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
@@ -39,24 +39,21 @@ SAMPLING = dict(temperature=0.8, top_k=40, top_p=0.95, min_p=0.05)
 
 @pytest.fixture(scope="module")
 def tiny_cpu():
-    if not TINY.exists():
-        pytest.skip(f"{TINY}: the shared fixtures are not there")
+    need(TINY)
     with vkformer.Llama(str(TINY), backend="cpu", verbose=False) as llm:
         yield llm
 
 
 @pytest.fixture(scope="module")
 def tiny_dev():
-    if not TINY.exists():
-        pytest.skip(f"{TINY}: the shared fixtures are not there")
+    need(TINY)
     with vkformer.Llama(str(TINY), verbose=False) as llm:
         yield llm
 
 
 @pytest.fixture(scope="module")
 def serve():
-    if not TINY.exists():
-        pytest.skip(f"{TINY}: the shared fixtures are not there")
+    need(TINY)
     s = Serve(str(TINY), "-np", "1")
     yield s
     s.close()

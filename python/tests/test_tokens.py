@@ -7,13 +7,12 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, run_cli, TINY
+from conftest import FIXTURES, need, run_cli, TINY
 
 
 def _cases():
     p = FIXTURES / "llama-tiny" / "cases.json"
-    if not p.exists():
-        pytest.skip("no llama-tiny fixtures")
+    need(p)
     return [c for c in json.loads(p.read_text()) if c["model"] == TINY.name]
 
 

@@ -21,6 +21,18 @@ run() {
 has() { checks=$((checks + 1)); case "$2" in *"$1"*) ;; *) fail "$3: lacks '$1' in: $2" ;; esac; }
 hasnt() { checks=$((checks + 1)); case "$2" in *"$1"*) fail "$3: has '$1' in: $2" ;; esac; }
 eq() { checks=$((checks + 1)); [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"; }
+# need_fixtures SET...: every reference set the script reads is there, else the script fails
+# here naming each missing path (no check runs on absent data)
+need_fixtures() {
+    local s missing=0
+    for s in "$@"; do
+        if [ ! -d "$fx/$s" ]; then
+            echo "FAIL: reference data missing: $fx/$s (VKF_FIXTURES; ./setup.sh test makes the sets with tools/refs/make_all.py)" >&2
+            missing=1
+        fi
+    done
+    [ "$missing" = 0 ] || exit 1
+}
 # finish NAME: the summary line; succeeds only when no check failed (the script's last command)
 finish() {
     echo "$1: $checks checks, $fails failed"

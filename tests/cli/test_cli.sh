@@ -8,6 +8,7 @@
 # (parameter count), tests/data/tokenizers/spm_unigram/expected.json (python3-sentencepiece).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
+need_fixtures llama-tiny arch gpt2-tiny
 # usage_error WANT_SUBSTRING CMD ARGS...: exit 2, nothing on stdout, one line "vkformer: CMD: ..."
 # on stderr that contains WANT_SUBSTRING (the flag and the reason)
 usage_error() {

@@ -7,6 +7,7 @@
 #   tests/cli/test_cli_grammar.sh BUILD_DIR SOURCE_DIR FIXTURES_DIR
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
+need_fixtures llama-tiny
 usage_error() { # WANT ARGS...: exit 2, one line on stderr naming WANT
     local want="$1"; shift
     run "$@"

@@ -11,6 +11,7 @@
 # metadata as llama.cpp's gguf-py reads it (real-vocab/README.md).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
+need_fixtures llama-tiny gpt2-tiny real-vocab
 V="${VKF_CLI:-$V}" # another build's CLI against these checks
 
 # ------------------------------------------------------------------ quantize never destroys OUT

@@ -19,9 +19,24 @@ const char *vkt_fixture(const char *rel) {
     return buf;
 }
 
-int vkt_have_fixtures(void) {
-    struct stat st;
-    return stat(vkt_fixture(""), &st) == 0 && S_ISDIR(st.st_mode);
+int vkt_need_fixtures(const char *sets) {
+    int ok = 1;
+    while (*sets) {
+        size_t n = strcspn(sets, " ");
+        char set[256];
+        snprintf(set, sizeof set, "%.*s", (int)n, sets);
+        sets += n + (sets[n] == ' ');
+        if (!n) continue;
+        struct stat st;
+        const char *path = vkt_fixture(set);
+        int have = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+        VKT_CHECK(have,
+                  "reference data missing: %s (VKF_FIXTURES; ./setup.sh test makes the sets with "
+                  "tools/refs/make_all.py)",
+                  path);
+        ok &= have;
+    }
+    return ok;
 }
 
 void *vkt_read_file(const char *path, size_t *n) {
@@ -58,7 +73,7 @@ void vkt_for_each_backend(void (*fn)(vkf_context *ctx, const char *backend, void
     s = vkf_context_create(&vk, &ctx);
     const char *allow = getenv("VKF_TEST_NO_VULKAN");
     if (s != VKF_OK && allow && strcmp(allow, "1") == 0) {
-        printf("SKIP vulkan (VKF_TEST_NO_VULKAN=1): %s\n", vkf_last_error());
+        printf("SKIP (device): vulkan (VKF_TEST_NO_VULKAN=1): %s\n", vkf_last_error());
         return;
     }
     VKT_CHECK(s == VKF_OK,

@@ -24,10 +24,13 @@ extern int vkt_passed, vkt_failed;
 /* Checks that a vkf_status call returned VKF_OK, printing vkf_last_error() otherwise. */
 #define VKT_OK(call) VKT_CHECK((call) == VKF_OK, "%s", vkf_last_error())
 
-/* Path of a shared fixture: VKF_FIXTURES env, else the build-time default. Static buffer. */
+/* Path of a reference fixture: under VKF_FIXTURES of the environment, else of the build (CMake's
+ * VKF_FIXTURES: the sets tools/refs/make_all.py makes). Static buffer. */
 const char *vkt_fixture(const char *rel);
-/* 1 if the shared fixtures directory exists. */
-int vkt_have_fixtures(void);
+/* 1 if every fixture set of the space-separated list `sets` (directories under vkt_fixture) is
+ * there; else counts one failure per missing set, naming its path, and returns 0. No test skips
+ * for lack of data: a missing reference is a failure. */
+int vkt_need_fixtures(const char *sets);
 /* Reads a whole file; NULL on failure. *n gets the size. Caller frees. */
 void *vkt_read_file(const char *path, size_t *n);
 /* Writes text to path; 1 on success. */

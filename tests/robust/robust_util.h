@@ -187,7 +187,7 @@ static RB_UNUSED int rb_has_vulkan(void) {
     if (s == VKF_OK) return 1;
     const char *allow = getenv("VKF_TEST_NO_VULKAN");
     if (allow && strcmp(allow, "1") == 0) {
-        printf("SKIP vulkan (VKF_TEST_NO_VULKAN=1): %s\n", vkf_last_error());
+        printf("SKIP (device): vulkan (VKF_TEST_NO_VULKAN=1): %s\n", vkf_last_error());
         return 0;
     }
     VKT_CHECK(0, "no Vulkan context (set VKF_TEST_NO_VULKAN=1 on a machine without one): %s",

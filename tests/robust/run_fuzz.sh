@@ -2,7 +2,7 @@
 # Runs every libFuzzer target of a -DVKF_FUZZ=ON build for a bounded time on its seed corpus.
 #   tests/robust/run_fuzz.sh BUILD_DIR SECONDS_EACH [WORK_DIR]
 # Seeds: tests/fuzz/corpus/<kind>/ (small files written by make_seeds.py), the small config.json
-# files of models/ and ../shared/fixtures, and the tokenizer files of tests/data/tokenizers, all
+# files of models/ and the reference fixtures, and the tokenizer files of tests/data/tokenizers, all
 # read-only; new inputs go to WORK_DIR/<target>/ (default: BUILD_DIR/fuzz-work). A crash leaves
 # its input in WORK_DIR/artifacts/ and makes this script fail. Regressions: every file of
 # tests/fuzz/regressions/<target>/ (copy a crash input there once fixed) is run through its
@@ -13,7 +13,10 @@ secs="${2:-20}"
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 work="${3:-$build/fuzz-work}"
 corpus="$src/tests/fuzz/corpus"
-fixtures="${VKF_FIXTURES:-$src/../shared/fixtures}"
+# the reference sets (VKF_FIXTURES, else tools/refs/make_all.py's directory), for the seeds and
+# fuzz_tokenizers' real vocabularies
+fixtures="${VKF_FIXTURES:-$(python3 "$src/tools/refs/make_all.py" --print-dir)}"
+export VKF_FIXTURES="$fixtures"
 mkdir -p "$work/artifacts"
 
 join() { local IFS=,; echo "$*"; }
