@@ -90,13 +90,28 @@ def fixtures_dir():
     return os.path.join(pins.cache_dir(), f"fixtures-{key()}")
 
 
+# sets whose generator makes several sets, or writes its set into a subdirectory of --out:
+# set -> (generator file, its extra arguments); such a generator writes DIR/<set>
+SHARED_GENERATORS = {
+    "real-vocab": ("make_real_vocab.py", []),
+    "chat-templates": ("make_chat_templates.py", []),
+    "seed-transformer-tiny": ("make_seed_transformer.py", ["--only", "seed-transformer-tiny"]),
+    "seed-transformer-base": ("make_seed_transformer.py", ["--only", "seed-transformer-base"]),
+}
+
+
 def generator(name):
-    """The generator file of set name (make_<name>.py, or with _ for -), or None."""
+    """The generator file of set name and its extra arguments (SHARED_GENERATORS, else
+    make_<name>.py, or with _ for -), or (None, None)."""
+    if name in SHARED_GENERATORS:
+        f, args = SHARED_GENERATORS[name]
+        p = os.path.join(HERE, f)
+        return (p, args) if os.path.isfile(p) else (None, None)
     for spelling in (name, name.replace("-", "_")):
         p = os.path.join(HERE, f"make_{spelling}.py")
         if os.path.isfile(p):
-            return p
-    return None
+            return p, []
+    return None, None
 
 
 def marker(top, name):
@@ -133,11 +148,12 @@ def write_marker(top, name, info):
 def make_set(top, name, stand_in):
     """Makes set name in top; returns None, or what went wrong (naming the generator)."""
     dest = os.path.join(top, name)
-    gen = generator(name)
+    gen, gen_args = generator(name)
     remove(marker(top, name))
     remove(dest)
     if gen is None:
-        want = os.path.relpath(os.path.join(HERE, f"make_{name}.py"), REPO)
+        f = SHARED_GENERATORS[name][0] if name in SHARED_GENERATORS else f"make_{name}.py"
+        want = os.path.relpath(os.path.join(HERE, f), REPO)
         if stand_in:
             src = os.path.join(os.path.abspath(stand_in), name)
             if not os.path.isdir(src):
@@ -153,7 +169,8 @@ def make_set(top, name, stand_in):
     log(f"{name}: {rel} --out {tmp}")
     t0 = time.monotonic()
     # the generator's stdout to our stderr: stdout carries only the directory
-    r = subprocess.run([sys.executable, gen, "--out", tmp], cwd=REPO, stdout=sys.stderr, check=False)
+    r = subprocess.run([sys.executable, gen, "--out", tmp] + gen_args, cwd=REPO, stdout=sys.stderr,
+                       check=False)
     secs = time.monotonic() - t0
     if r.returncode != 0:
         remove(tmp)
@@ -161,7 +178,13 @@ def make_set(top, name, stand_in):
     if not os.path.isdir(tmp) or not os.listdir(tmp):
         remove(tmp)
         return f"{rel} exited 0 but wrote nothing into --out {tmp}"
-    os.rename(tmp, dest)
+    # a generator of SHARED_GENERATORS writes its set into tmp/<set>
+    made = os.path.join(tmp, name) if name in SHARED_GENERATORS else tmp
+    if not os.path.isdir(made):
+        remove(tmp)
+        return f"{rel} exited 0 but wrote no {name}/ into --out {tmp}"
+    os.rename(made, dest)
+    remove(tmp)
     write_marker(top, name, {"set": name, "generator": rel, "key": os.path.basename(top),
                              "seconds": round(secs, 1)})
     log(f"{name}: made in {secs:.1f} s")

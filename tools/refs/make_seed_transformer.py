@@ -450,12 +450,13 @@ def main():
                     f"{dims['src_vocab_size']}/{dims['tgt_vocab_size']} | {dims['max_len']} | "
                     f"{'F16' if f16 else 'F32'}, {size:.2f} MB ({n_params / 1e6:.2f} M params) | "
                     f"{len(cases)} (batch {', '.join(str(c['batch']) for c in cases)}) |")
-    if not args.only:  # the shared layout's seed-transformer-README.md, and a README.md in each set
-        text = README.format(numpy=np.__version__, rows="\n".join(rows), f32max=f32max)
-        for path in [os.path.join(args.out, "seed-transformer-README.md")] + [
-                os.path.join(args.out, name, "README.md") for name in SETS]:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
+    # a README.md in each set written, and with both sets the shared layout's seed-transformer-README.md
+    text = README.format(numpy=np.__version__, rows="\n".join(rows), f32max=f32max)
+    made = [args.only] if args.only else list(SETS)
+    extra = [] if args.only else [os.path.join(args.out, "seed-transformer-README.md")]
+    for path in extra + [os.path.join(args.out, name, "README.md") for name in made]:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":
