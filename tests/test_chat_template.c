@@ -1,9 +1,10 @@
-/* Chat templates: every case of ../shared/fixtures/chat-templates (real models' templates,
- * rendered by Hugging Face transformers' apply_chat_template with jinja2 3.1.6) must match byte
- * for byte, through the library (vkf_chat_template_render) and through the CLI
- * (`vkformer template`). Cases that raise must fail; raise_exception() messages must match
- * exactly (other error texts are jinja2's or Python's and are not compared, as the fixture
- * README says). Plus the ChatML default of vkf_chat_apply and error positions. */
+/* Chat templates: every case of the chat-templates set (tools/refs/make_chat_templates.py: real
+ * models' templates from the pinned llama.cpp tree, rendered by Hugging Face transformers'
+ * apply_chat_template code with jinja2 3.1.6) must match byte for byte, through the library
+ * (vkf_chat_template_render) and through the CLI (`vkformer template`). Cases that raise must
+ * fail; raise_exception() messages must match exactly (other error texts are jinja2's or
+ * Python's and are not compared, as the set's README.md says). Plus the ChatML default of
+ * vkf_chat_apply and error positions. */
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <spawn.h>

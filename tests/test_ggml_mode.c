@@ -183,7 +183,8 @@ static void run_fixture(const char *dir, const char *only, vkf_ggml_target readm
 /* ------------------------------------------------------------------ avx2: hashed references
  *
  * tests/data/ggml-avx2/refs.json (tools/make_ggml_refs.py): llama.cpp 0c1e570's logits on an
- * AVX2 machine for the models of the shared fixtures, one 64-bit FNV-1a hash per row of float32
+ * AVX2 machine for the models of the older outside fixture sets (VKF_FIXTURES; the sets of
+ * tools/refs carry that build's logits themselves), one 64-bit FNV-1a hash per row of float32
  * bytes, with llama.cpp's own greedy tokens. Equal hashes: bit-identical rows. */
 
 static uint64_t fnv1a64(const void *p, size_t n) {

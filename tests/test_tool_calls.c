@@ -3,8 +3,8 @@
  * (the same answers pushed byte by byte and in random pieces) adds up to the same message;
  * the tool_choice grammars accept the family's own call syntax and reject other text; and the
  * round trip: OpenAI-style messages (arguments as JSON strings) rendered by the real templates
- * of ../shared/fixtures/chat-templates equal transformers' renders (arguments as objects), and
- * a parsed call rendered back writes the text the model wrote. */
+ * of the chat-templates set (tools/refs/make_chat_templates.py) equal transformers' renders
+ * (arguments as objects), and a parsed call rendered back writes the text the model wrote. */
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Writes tests/data/jinja/cases.json: small Jinja templates exercising the features chat
-templates use beyond the shared fixtures, each rendered by jinja2 itself with the settings of
-Hugging Face transformers' apply_chat_template (as ../shared/fixtures/chat-templates/README.md
-describes: ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, tojson as
-json.dumps(ensure_ascii=False), raise_exception, strftime_now at the fixed date 2024-07-26).
+templates use beyond the chat-templates set (tools/refs/make_chat_templates.py), each rendered by
+jinja2 itself with the settings of Hugging Face transformers' apply_chat_template (as that set's
+README.md describes: ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols,
+tojson as json.dumps(ensure_ascii=False), raise_exception, strftime_now at the fixed date
+2024-07-26).
 
     python3 tools/make_jinja_cases.py   # needs jinja2 (tested with 3.1.6); CI only reads the JSON
 

@@ -6,8 +6,8 @@ Task (synthetic, character level): a date written in words -> its ISO form, e.g.
   "mar 3, 2024" / "3rd of march 1999" / "march third, two thousand and five" -> ...
 Years 1900-2099, eight surface forms, several ways to say a year in words.
 
-The model is the one of /work/shared/fixtures/seed-transformer-README.md: stock
-nn.Transformer (batch_first, post-LN, ReLU), embeddings scaled by sqrt(d_model),
+The model is the one of the seed-transformer sets' README.md (tools/refs/make_seed_transformer.py):
+stock nn.Transformer (batch_first, post-LN, ReLU), embeddings scaled by sqrt(d_model),
 sinusoidal positions computed in float64 then rounded to float32, a generator Linear.
 Output directory (same layout as seed-transformer-tiny):
 

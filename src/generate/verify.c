@@ -1,4 +1,4 @@
-/* vkf_verify: runs a shared fixture directory against the engine (`vkformer verify`, and the
+/* vkf_verify: runs a reference set's directory against the engine (`vkformer verify`, and the
  * model tests through the same code).
  *
  * Two formats:

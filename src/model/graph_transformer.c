@@ -1,5 +1,6 @@
 /* The encoder-decoder Transformer as graphs of the foundation's ops
- * (shared/fixtures/seed-transformer-README.md, "Exact model definition").
+ * (the seed-transformer sets' README.md, "Exact model definition", written by
+ * tools/refs/make_seed_transformer.py).
  *
  * Encoder graph (once per source): x = E_src[ids] * scale + PE; per layer (post-LN)
  *     x = LN1(x + MHA(x, x, source padding));  x = LN2(x + W2 act(W1 x))

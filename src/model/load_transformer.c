@@ -1,6 +1,7 @@
 /* Loader for the encoder-decoder Transformer ("Attention Is All You Need") in the
  * seed-transformer layout: config.json + model.safetensors with PyTorch nn.Transformer
- * state_dict names (see shared/fixtures/seed-transformer-README.md). */
+ * state_dict names (see the seed-transformer sets' README.md, written by
+ * tools/refs/make_seed_transformer.py). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@ library only). The seeds are tiny but complete: a llama GGUF with every supporte
 BPE tokenizer, and safetensors files with F32/F16/BF16 tensors, metadata and an unsupported I64
 buffer; the schemas of tests/data/grammar (llama.cpp's converter cases and the integration
 schemas) one per file for fuzz_json_schema, and an answer of each tool-call family for
-fuzz_tool_calls (a format byte and a piece-size byte first). The large fixtures of
-../shared/fixtures are never copied here."""
+fuzz_tool_calls (a format byte and a piece-size byte first). The large reference sets
+of tools/refs/make_all.py are never copied here."""
 import json
 import os
 import struct
