@@ -3,12 +3,12 @@
  *   llama_refs MODEL.gguf PROMPT_FILE N_GREEDY OUT.bin OUT.json
  *   llama_refs --tokenize MODEL.gguf TEXTS_FILE OUT.json
  *
- * Settings of ../shared/fixtures (llama-kq/README.md): CPU backend, 1 thread, F32 KV cache, flash
- * attention off. Tokens from llama_tokenize(add_special = true, parse_special = false). The prompt
- * goes through one llama_decode with the logits of every position; then N_GREEDY greedy steps of
- * one token each (the argmax of the previous row; the first from the prompt's last row), each
- * step's logits appended. OUT.bin: float32 rows [n_prompt + N_GREEDY][n_vocab]; OUT.json: tokens,
- * greedy tokens and n_vocab.
+ * Settings of the reference sets (tools/refs/common.py, RUN_TEXT): CPU backend, 1 thread, F32 KV
+ * cache, flash attention off. Tokens from llama_tokenize(add_special = true, parse_special =
+ * false). The prompt goes through one llama_decode with the logits of every position; then N_GREEDY
+ * greedy steps of one token each (the argmax of the previous row; the first from the prompt's last
+ * row), each step's logits appended. OUT.bin: float32 rows [n_prompt + N_GREEDY][n_vocab];
+ * OUT.json: tokens, greedy tokens and n_vocab.
  *
  * --tokenize: TEXTS_FILE holds texts separated by NUL bytes; OUT.json a list with, for each,
  * llama_tokenize(add_special = true, parse_special = true) ("special") and (false, false)

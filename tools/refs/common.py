@@ -6,6 +6,7 @@ Every generator is deterministic: weights from numpy's default_rng with a fixed 
 pinned gguf-py (keys and tensors in a fixed order), logits by the pinned llama.cpp build
 (tools/refs/llama_cpp_build.py), each case run twice and required byte-identical.
 """
+import argparse
 import json
 import os
 import sys
@@ -178,7 +179,8 @@ def case_fields():
 
 def write_case(out, stem, pid, text, n_ctx, add_bos=True, extra=None):
     """Runs one prompt on out/stem.gguf, writes stem.pid.{prompt,greedy}.f32 and returns the case
-    (fields as ../shared/fixtures/README.md, plus case_fields()) and the logits rows."""
+    (the fields the suite reads: name, model, prompt, add_bos, tokens, n_vocab, prompt_logits,
+    greedy_tokens, greedy_logits; plus case_fields()) and the logits rows."""
     model = stem + ".gguf"
     toks, lg, greedy = run_case(os.path.join(out, model), text, n_ctx)
     n = len(toks)
@@ -228,3 +230,29 @@ def _gguf_py_version():
     except OSError:
         pass
     return "gguf (version unknown)"
+
+
+def out_dir(doc):
+    """The --out directory of a generator's command line (made if missing)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    out = ap.parse_args().out
+    os.makedirs(out, exist_ok=True)
+    return out
+
+
+def add_llama_hparams(w, name, ctx, d, n_layer, ff, n_head, n_head_kv, head_dim, n_vocab, file_type):
+    """The llama architecture's keys of the tiny llama models (llama-tiny, llama-kq), in one order."""
+    w.add_name(name)
+    w.add_context_length(ctx)
+    w.add_embedding_length(d)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_rope_dimension_count(head_dim)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_vocab_size(n_vocab)
+    w.add_file_type(file_type)
+    add_tiny_tokenizer(w)

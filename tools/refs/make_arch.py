@@ -6,7 +6,6 @@ qwen2, qwen3, gemma2, gemma3, phi3) with llama.cpp's logits for the prompts fox 
 Every model uses the 512-token vocabulary of tools/refs/common.py; the models differ in their
 blocks and metadata only. The semantics each one tests are in the README this writes.
 """
-import argparse
 import math
 import os
 import sys
@@ -150,18 +149,15 @@ def fill(key):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    out = common.out_dir(__doc__)
     cases, table, checks = [], [], []
     for key, (arch, _, L, d, H, hd, HKV, FF, ctx, eps, seed, tied) in MODELS.items():
         stem = f"{key}-f32"
-        path = os.path.join(a.out, stem + ".gguf")
+        path = os.path.join(out, stem + ".gguf")
         common.write_gguf(path, arch, fill(key), weights(key))
         gaps, distinct, rng_ = [], [], 0.0
         for pid in PROMPT_IDS:
-            c, lg = common.write_case(a.out, stem, pid, common.PROMPTS[pid], N_CTX)
+            c, lg = common.write_case(out, stem, pid, common.PROMPTS[pid], N_CTX)
             cases.append(c)
             n = len(c["tokens"])
             gaps.append(common.min_gap(lg[n - 1:-1]))
@@ -172,9 +168,9 @@ def main():
                      f"FFN {FF}, context_length {ctx}, RMSNorm eps {eps:g}, seed {seed}, "
                      f"{'tied (no output.weight)' if tied else 'untied'} output | {os.path.getsize(path) / 1e6:.2f} MB |")
         checks.append(f"| `{stem}` | +-{rng_:.1f} | {min(gaps):.4f} | {', '.join(map(str, distinct))} |")
-    common.write_cases(a.out, cases)
+    common.write_cases(out, cases)
     rf = ", ".join(f"{x:.4g}" for x in llama3_rope_freqs(500000.0, 32))
-    with open(os.path.join(a.out, "README.md"), "w") as f:
+    with open(os.path.join(out, "README.md"), "w") as f:
         f.write(f"""# arch: tiny random-weight models of six llama.cpp architectures
 
 {common.provenance("make_arch.py")}- n_ctx = {N_CTX} for every model (llama-cli's default `-c 4096`; the models' context_length keys

@@ -10,7 +10,6 @@ N(0, 1/256); biases ~ N(0, 0.1^2); LayerNorm weight ~ 1 + N(0, 0.1^2), bias ~ N(
 The vocabulary (tokens, token types, 50000 merges) is the pinned llama.cpp tree's
 models/ggml-vocab-gpt-2.gguf (GPT-2's encoder.json and vocab.bpe as converted by llama.cpp).
 """
-import argparse
 import json
 import os
 import sys
@@ -129,24 +128,21 @@ def write_hf(out, hf, vocab):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    out = common.out_dir(__doc__)
     vocab = gpt2_vocab()
     hf = hf_weights()
     stem = "gpt2-tiny-f32"
-    common.write_gguf(os.path.join(a.out, stem + ".gguf"), "gpt2", fill(vocab), gguf_tensors(hf))
-    write_hf(os.path.join(a.out, "hf"), hf, vocab)
+    common.write_gguf(os.path.join(out, stem + ".gguf"), "gpt2", fill(vocab), gguf_tensors(hf))
+    write_hf(os.path.join(out, "hf"), hf, vocab)
     cases, stats = [], []
     for pid, text in common.PROMPTS.items():
-        c, lg = common.write_case(a.out, stem, pid, text, CTX, add_bos=False, extra={"hf_model": "hf"})
+        c, lg = common.write_case(out, stem, pid, text, CTX, add_bos=False, extra={"hf_model": "hf"})
         cases.append(c)
         n = len(c["tokens"])
         stats.append(f"| `{pid}` | {n} | +-{np.abs(lg).max():.2f} | {common.min_gap(lg[n - 1:-1]):.4f} |")
         print(f"{c['name']}: {n} tokens, greedy {c['greedy_tokens'][:6]}...", flush=True)
-    common.write_cases(a.out, cases)
-    with open(os.path.join(a.out, "README.md"), "w") as f:
+    common.write_cases(out, cases)
+    with open(os.path.join(out, "README.md"), "w") as f:
         f.write(f"""# gpt2-tiny: a tiny random GPT-2 (GGUF and Hugging Face) with llama.cpp's logits
 
 {common.provenance("make_gpt2_tiny.py")}- n_ctx = {CTX} (the model's context); no BOS (llama.cpp's default for this vocabulary).

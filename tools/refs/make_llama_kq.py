@@ -12,7 +12,6 @@ Quantization: llama.cpp's llama_model_quantize with its default parameters and 1
 per-tensor type rules apply (output.weight at Q6_K, attn_v / ffn_down raised in some layers, ...).
 Each file is quantized twice and required byte-identical.
 """
-import argparse
 import filecmp
 import json
 import os
@@ -57,19 +56,7 @@ def weights():
 
 
 def fill(w):
-    w.add_name("llama-kq")
-    w.add_context_length(CTX)
-    w.add_embedding_length(D)
-    w.add_block_count(L)
-    w.add_feed_forward_length(FF)
-    w.add_head_count(H)
-    w.add_head_count_kv(HKV)
-    w.add_rope_dimension_count(HD)
-    w.add_rope_freq_base(10000.0)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_vocab_size(V)
-    w.add_file_type(0)
-    common.add_tiny_tokenizer(w)
+    common.add_llama_hparams(w, "llama-kq", CTX, D, L, FF, H, HKV, HD, V, 0)
 
 
 def tensor_types(path):
@@ -81,41 +68,38 @@ def tensor_types(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
-    src = os.path.join(a.out, "llama-kq-f32.gguf")
+    out = common.out_dir(__doc__)
+    src = os.path.join(out, "llama-kq-f32.gguf")
     common.write_gguf(src, "llama", fill, weights())
     ref = llama_cpp_build.runner(common.ISA)
     files = [("llama-kq-f32", "(source)", 0)] + [(f"llama-kq-{s}", n, ft) for s, n, ft in TYPES]
     with tempfile.TemporaryDirectory() as tmp:
         for stem, _, ft in files[1:]:
-            dst = os.path.join(a.out, stem + ".gguf")
+            dst = os.path.join(out, stem + ".gguf")
             ref.quantize(src, dst, ft)
             again = os.path.join(tmp, stem + ".gguf")
             ref.quantize(src, again, ft)
             if not filecmp.cmp(dst, again, shallow=False):
                 raise SystemExit(f"refs: {stem}: two quantizations differ")
-    types = {stem + ".gguf": tensor_types(os.path.join(a.out, stem + ".gguf")) for stem, _, _ in files}
-    with open(os.path.join(a.out, "tensor_types.json"), "w") as f:
+    types = {stem + ".gguf": tensor_types(os.path.join(out, stem + ".gguf")) for stem, _, _ in files}
+    with open(os.path.join(out, "tensor_types.json"), "w") as f:
         json.dump(types, f, indent=1)
         f.write("\n")
     cases = []
     for stem, _, _ in files:
         for pid in PROMPT_IDS:
-            c, _ = common.write_case(a.out, stem, pid, common.PROMPTS[pid], CTX)
+            c, _ = common.write_case(out, stem, pid, common.PROMPTS[pid], CTX)
             cases.append(c)
             print(f"{c['name']}: {len(c['tokens'])} tokens, greedy {c['greedy_tokens'][:6]}...", flush=True)
-    common.write_cases(a.out, cases)
-    sizes = "\n".join(f"| `{s}.gguf` | {n} | {ft} | {os.path.getsize(os.path.join(a.out, s + '.gguf')) / 1e6:.2f} MB |"
+    common.write_cases(out, cases)
+    sizes = "\n".join(f"| `{s}.gguf` | {n} | {ft} | {os.path.getsize(os.path.join(out, s + '.gguf')) / 1e6:.2f} MB |"
                       for s, n, ft in files)
     head = "| tensor | ne | " + " | ".join(s for s, _, _ in TYPES) + " |\n|---|---|" + "---|" * len(TYPES) + "\n"
     body = ""
     for i, t in enumerate(types["llama-kq-f32.gguf"]["tensors"]):
         body += (f"| {t['name']} | {'x'.join(map(str, t['ne']))} | "
                  + " | ".join(types[f"llama-kq-{s}.gguf"]["tensors"][i]["type"] for s, _, _ in TYPES) + " |\n")
-    with open(os.path.join(a.out, "README.md"), "w") as f:
+    with open(os.path.join(out, "README.md"), "w") as f:
         f.write(f"""# llama-kq: one F32 llama quantized by llama.cpp to 11 file types
 
 {common.provenance("make_llama_kq.py")}- n_ctx = {CTX} (the model's context).

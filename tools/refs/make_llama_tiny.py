@@ -10,7 +10,6 @@ token_embd ~ N(0,1); q, k, v, o, gate, up, output ~ N(0, 1/256); down ~ N(0, 1/7
 weights ~ 1 + N(0, 0.1^2). In f16/q8_0/q4_0 every 2-D tensor (token_embd and output included)
 has that type, quantized by the pinned gguf-py (ggml's reference quantizers); norms stay F32.
 """
-import argparse
 import os
 import sys
 
@@ -64,42 +63,25 @@ def convert(t, kind):
 
 
 def fill(file_type):
-    def f(w):
-        w.add_name("llama-tiny")
-        w.add_context_length(CTX)
-        w.add_embedding_length(D)
-        w.add_block_count(L)
-        w.add_feed_forward_length(FF)
-        w.add_head_count(H)
-        w.add_head_count_kv(HKV)
-        w.add_rope_dimension_count(HD)
-        w.add_rope_freq_base(10000.0)
-        w.add_layer_norm_rms_eps(1e-5)
-        w.add_vocab_size(V)
-        w.add_file_type(file_type)
-        common.add_tiny_tokenizer(w)
-    return f
+    return lambda w: common.add_llama_hparams(w, "llama-tiny", CTX, D, L, FF, H, HKV, HD, V, file_type)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    out = common.out_dir(__doc__)
     t = weights()
     cases, stats = [], []
     for kind, ft in TYPES:
         stem = f"llama-tiny-{kind}"
         tensors, raw = convert(t, kind)
-        common.write_gguf(os.path.join(a.out, stem + ".gguf"), "llama", fill(ft), tensors, raw)
+        common.write_gguf(os.path.join(out, stem + ".gguf"), "llama", fill(ft), tensors, raw)
         for pid, text in common.PROMPTS.items():
-            c, lg = common.write_case(a.out, stem, pid, text, CTX)
+            c, lg = common.write_case(out, stem, pid, text, CTX)
             cases.append(c)
             stats.append((c["name"], len(c["tokens"]), float(np.abs(lg).max()), common.min_gap(lg[len(c["tokens"]) - 1:-1])))
             print(f"{c['name']}: {len(c['tokens'])} tokens, greedy {c['greedy_tokens'][:6]}...", flush=True)
-    common.write_cases(a.out, cases)
+    common.write_cases(out, cases)
     rows = "\n".join(f"| `{n}` | {k} | +-{m:.2f} | {g:.4f} |" for n, k, m, g in stats)
-    with open(os.path.join(a.out, "README.md"), "w") as f:
+    with open(os.path.join(out, "README.md"), "w") as f:
         f.write(f"""# llama-tiny: one tiny random llama in F32, F16, Q8_0 and Q4_0, with llama.cpp's logits
 
 {common.provenance("make_llama_tiny.py")}
