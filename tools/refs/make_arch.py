@@ -25,7 +25,7 @@ MODELS = {
     "qwen2": ("qwen2", "Tiny Random Qwen2", 2, 64, 4, 16, 2, 160, 32768, 1e-6, 302, True),
     "qwen3": ("qwen3", "Tiny Random Qwen3", 2, 64, 4, 32, 2, 128, 40960, 1e-6, 303, False),
     "gemma2": ("gemma2", "Tiny Random Gemma 2", 4, 64, 2, 48, 1, 128, 8192, 1e-6, 314, True),
-    "gemma3": ("gemma3", "Tiny Random Gemma 3", 6, 64, 4, 32, 1, 96, 131072, 1e-6, 324, True),
+    "gemma3": ("gemma3", "Tiny Random Gemma 3", 6, 64, 4, 32, 1, 96, 131072, 1e-6, 332, True),
     "phi3": ("phi3", "Tiny Random Phi 3", 2, 64, 2, 32, 2, 128, 131072, 1e-5, 306, False),
 }
 PROMPT_IDS = ("fox", "mixed")
@@ -148,6 +148,9 @@ def fill(key):
     return f
 
 
+GEMMA_MIN_GAP = 0.005
+
+
 def main():
     out = common.out_dir(__doc__)
     cases, table, checks = [], [], []
@@ -167,6 +170,11 @@ def main():
         table.append(f"| `{stem}.gguf` | {arch} | {L} layers, d_model {d}, {H} heads of head_dim {hd}, {HKV} KV head(s), "
                      f"FFN {FF}, context_length {ctx}, RMSNorm eps {eps:g}, seed {seed}, "
                      f"{'tied (no output.weight)' if tied else 'untied'} output | {os.path.getsize(path) / 1e6:.2f} MB |")
+        # an engine that computes GELU exactly differs from ggml's f16 GELU table by up to 0.0035
+        # in gemma's logits (measured on the earlier arch sets): free-running greedy tokens are
+        # comparable only where the greedy rows' top-1/top-2 gaps clear that noise with room
+        if arch.startswith("gemma") and min(gaps) < GEMMA_MIN_GAP:
+            raise SystemExit(f"make_arch: {stem}: min greedy gap {min(gaps):.4f} < {GEMMA_MIN_GAP} (pick another seed)")
         checks.append(f"| `{stem}` | +-{rng_:.1f} | {min(gaps):.4f} | {', '.join(map(str, distinct))} |")
     common.write_cases(out, cases)
     rf = ", ".join(f"{x:.4g}" for x in llama3_rope_freqs(500000.0, 32))
