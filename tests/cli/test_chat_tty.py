@@ -18,6 +18,7 @@ import pty
 import select
 import sys
 import tempfile
+import termios
 import time
 
 FAILS = []
@@ -60,6 +61,17 @@ class Tty:
     def send(self, data):
         os.write(self.fd, data)
 
+    def type(self, data, timeout=60):
+        """Sends keys once the line editor holds the terminal (canonical mode off; the pty's master
+        reports its slave's mode). Its prompt can show a moment before it switches the terminal:
+        a Ctrl-D typed in that moment is the kernel's end-of-file, read back as a NUL once the
+        editor switches, and lost, as on a real terminal. A person reads the prompt first; a
+        loaded machine (the sanitizer pass) makes the moment long enough to hit."""
+        deadline = time.time() + timeout
+        while termios.tcgetattr(self.fd)[3] & termios.ICANON and time.time() < deadline:
+            time.sleep(0.01)
+        os.write(self.fd, data)
+
     def wait(self, timeout=60):
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -83,16 +95,16 @@ def main():
         conv = os.path.join(tmp, "conv.json")
         t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
         check(t.read_until(b"> "), "no prompt: %r" % t.out[-300:])
-        t.send(b"In the beginning\r")
+        t.type(b"In the beginning\r")
         check(t.read_until(b"> "), "no answer to the first message: %r" % t.out[-300:])
-        t.send(b"\x1b[A\r")  # up arrow, Enter: the previous message again
+        t.type(b"\x1b[A\r")  # up arrow, Enter: the previous message again
         check(t.read_until(b"> "), "no answer to the recalled message: %r" % t.out[-300:])
         # an edit in the middle of the line: "And said" + 4 x left arrow + "God " = "And God said"
-        t.send(b"And said" + b"\x1b[D" * 4 + b"God \r")
+        t.type(b"And said" + b"\x1b[D" * 4 + b"God \r")
         check(t.read_until(b"> "), "no answer to the edited message: %r" % t.out[-300:])
-        t.send(("/save %s\r" % conv).encode())
+        t.type(("/save %s\r" % conv).encode())
         check(t.read_until(b"> "), "no prompt after /save: %r" % t.out[-300:])
-        t.send(b"/exit\r")
+        t.type(b"/exit\r")
         rc = t.wait()
         check(rc == 0, "chat exit %r: %r" % (rc, t.out[-300:]))
         try:
@@ -109,17 +121,17 @@ def main():
         # Ctrl-C at the prompt leaves the chat
         t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
         check(t.read_until(b"> "), "no prompt (second chat): %r" % t.out[-300:])
-        t.send("Let there be café\r".encode())  # UTF-8 typed on the terminal, kept whole
+        t.type("Let there be café\r".encode())  # UTF-8 typed on the terminal, kept whole
         check(t.read_until(b"> "), "no answer to the UTF-8 message: %r" % t.out[-300:])
         conv2 = os.path.join(tmp, "conv2.json")
-        t.send(("/save %s\r" % conv2).encode())
+        t.type(("/save %s\r" % conv2).encode())
         check(t.read_until(b"> "), "no prompt after the second /save: %r" % t.out[-300:])
         try:
             users = [m["content"] for m in json.load(open(conv2)) if m.get("role") == "user"]
         except (OSError, ValueError) as e:
             users = "the saved conversation: %s" % e
         check(users == ["Let there be café"], "the UTF-8 message as typed: %r" % users)
-        t.send(b"\x03")
+        t.type(b"\x03")
         rc = t.wait(30)
         check(rc is not None, "Ctrl-C at the prompt did not leave the chat: %r" % t.out[-300:])
 
@@ -127,22 +139,22 @@ def main():
         # them; Ctrl-D leaves
         t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
         check(t.read_until(b"> "), "no prompt (multi-line chat): %r" % t.out[-300:])
-        t.send(b"In the\\\r")
+        t.type(b"In the\\\r")
         check(t.read_until(b"... "), "no continuation prompt after a backslash: %r" % t.out[-300:])
-        t.send(b"beginning\r")
+        t.type(b"beginning\r")
         check(t.read_until(b"> "), "no answer to the continued message: %r" % t.out[-300:])
-        t.send(b"/multiline\r")
+        t.type(b"/multiline\r")
         check(t.read_until(b"... "), "no continuation prompt in /multiline: %r" % t.out[-300:])
-        t.send(b"And God\r")
+        t.type(b"And God\r")
         check(t.read_until(b"... "), "/multiline ended at its first line: %r" % t.out[-300:])
-        t.send(b"said\r/end\r")
+        t.type(b"said\r/end\r")
         check(t.read_until(b"> "), "no answer to the /multiline message: %r" % t.out[-300:])
-        t.send(b"/help\r")
+        t.type(b"/help\r")
         at = len(t.out)
         check(t.read_until(b"> ") and b"/multiline takes lines" in t.out[at:],
               "/help does not name /multiline: %r" % t.out[-300:])
         conv3 = os.path.join(tmp, "conv3.json")
-        t.send(("/save %s\r" % conv3).encode())
+        t.type(("/save %s\r" % conv3).encode())
         check(t.read_until(b"> "), "no prompt after the third /save: %r" % t.out[-300:])
         try:
             users = [m["content"] for m in json.load(open(conv3)) if m.get("role") == "user"]
@@ -150,7 +162,7 @@ def main():
             users = "the saved conversation: %s" % e
         check(users == ["In the\nbeginning", "And God\nsaid"],
               "multi-line messages as typed: %r" % users)
-        t.send(b"\x04")
+        t.type(b"\x04")
         rc = t.wait(30)
         check(rc == 0, "Ctrl-D did not leave the chat (exit %r): %r" % (rc, t.out[-300:]))
 
