@@ -85,16 +85,19 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/t
 export XDG_CACHE_HOME=/tmp/work/cache
 unset LD_LIBRARY_PATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH VKFORMER_LIBRARY
 dpkg -s vkformer >/dev/null 2>&1 && fail "vkformer is installed on this machine already"
+stage() { echo "package_deb: $1 (${SECONDS} s)"; }
 
-# the CLI alone
-dpkg -i debs/vkformer_*.deb >dpkg.log 2>&1 || { cat dpkg.log >&2; fail "dpkg -i vkformer"; }
+# the CLI alone (its manual page even where dpkg's configuration leaves manual pages out, as
+# Debian's slim container images do: path-exclude=/usr/share/man/*)
+dpkg --path-include='/usr/share/man/man1/vkformer.1.gz' -i debs/vkformer_*.deb >dpkg.log 2>&1 || {
+    cat dpkg.log >&2; fail "dpkg -i vkformer"; }
 [ "$(command -v vkformer)" = /usr/bin/vkformer ] || fail "vkformer is $(command -v vkformer)"
 vkformer generate -m models/kjv-gpt -p "And God said" -n 40 --temp 0 >out 2>err ||
     fail "vkformer generate: $(cat err)"
 grep -q "^And God said" out && [ "$(wc -c <out)" -gt 40 ] || fail "vkformer generate printed: $(cat out)"
 # the manual page: man finds it, groff has nothing to say, and it holds each command's help
 MANWIDTH=200 man vkformer >man.txt 2>man.err || fail "man vkformer: $(cat man.err)"
-zcat /usr/share/man/man1/vkformer.1.gz | groff -man -Tutf8 -ww -z 2>groff.err
+zcat /usr/share/man/man1/vkformer.1.gz | preconv | groff -man -Tutf8 -ww -z 2>groff.err
 [ ! -s groff.err ] || fail "groff warns about vkformer.1: $(head -3 groff.err)"
 python3 - <<'PY' || exit 1
 import gzip, re, subprocess, sys
@@ -118,6 +121,7 @@ got="$(bash -c '. /usr/share/bash-completion/completions/vkformer
     COMP_WORDS=(vkformer gen); COMP_CWORD=1; _vkformer; echo "${COMPREPLY[*]}"
     COMP_WORDS=(vkformer generate --top-); COMP_CWORD=2; _vkformer; echo "${COMPREPLY[*]}"')"
 [ "$got" = "$(printf 'generate\n--top-k --top-p')" ] || fail "bash completion: $got"
+stage "vkformer installed alone: generate, man, completion"
 
 # the library and its development files
 dpkg -i debs/libvkformer0_*.deb debs/libvkformer-dev_*.deb >dpkg.log 2>&1 || {
@@ -125,6 +129,7 @@ dpkg -i debs/libvkformer0_*.deb debs/libvkformer-dev_*.deb >dpkg.log 2>&1 || {
 pc="$(pkg-config --variable=pcfiledir vkformer)"
 [ "$pc" = /usr/lib/pkgconfig ] || [ "$pc" = "/usr/lib/$(gcc -print-multiarch)/pkgconfig" ] ||
     fail "pkg-config finds vkformer.pc in $pc, not the package's"
+stage "libvkformer0 and libvkformer-dev installed"
 cfg="$(dirname "$(dpkg -L libvkformer-dev | grep '/vkformerConfig.cmake$')")"
 for ex in hello simple; do
     cmake -S "examples/$ex" -B "b_$ex" -Dvkformer_DIR="$cfg" >cmake.log 2>&1 &&
@@ -135,6 +140,7 @@ for ex in hello simple; do
     cc -o "${ex}_static" "examples/$ex/main.c" $(pkg-config --cflags --static --libs vkformer) || fail "${ex}_static"
 done
 # (/lib is /usr/lib on a merged-/usr system: ldconfig may name either)
+stage "examples built"
 ldd b_simple/simple >ldd.txt
 grep -Eq "libvkformer\.so\.0 => (/usr)?/lib/" ldd.txt || fail "simple links $(grep vkformer ldd.txt)"
 ldd simple_static >ldd.txt
@@ -148,6 +154,7 @@ for exe in b_simple/simple simple_pc simple_static; do
     grep -q "^And God said" out && [ "$(wc -c <out)" -gt 30 ] || fail "$exe printed: $(cat out)"
 done
 
+stage "examples ran"
 # removal
 dpkg -P vkformer libvkformer-dev libvkformer0 >dpkg.log 2>&1 || { cat dpkg.log >&2; fail "dpkg -P"; }
 [ ! -e /usr/bin/vkformer ] || fail "dpkg -P left /usr/bin/vkformer"
