@@ -39,8 +39,9 @@ packages=(cmake make gcc g++ pkg-config libvulkan-dev libvulkan-volk-dev glslang
           spirv-tools mesa-vulkan-drivers vulkan-validationlayers libcjson-dev libmicrohttpd-dev
           libedit-dev xz-utils libcurl4-openssl-dev libarchive-dev libssl-dev)
 if [ "$mode" = test ]; then # valgrind memcheck, clang with its sanitizer/libFuzzer runtime, the format check,
-    # nginx in front of serve replicas (tests/deploy)
-    packages+=(valgrind clang libclang-rt-dev curl python3 python3-venv clang-format nginx)
+    # nginx in front of serve replicas (tests/deploy); the Debian packages' test (tests/package_deb.sh:
+    # cpack's dpkg-shlibdeps and file, man and groff for the manual page)
+    packages+=(valgrind clang libclang-rt-dev curl python3 python3-venv clang-format nginx dpkg-dev file man-db groff-base)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -156,7 +157,7 @@ test)
         LSAN_OPTIONS="suppressions=$PWD/tests/robust/lsan.supp:print_suppressions=0" \
         VKT_OPS_QUICK=1 \
             ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE "long|valgrind|mobile|gpu_table|variant|python|real|deploy|format" \
-                -E "^install_example$" "${junit[@]}" --output-junit "$(cd "$asan" && pwd)/ctest-junit.xml" || status=1
+                -E "^(install_example|package_deb)$" "${junit[@]}" --output-junit "$(cd "$asan" && pwd)/ctest-junit.xml" || status=1
         skip_reports+=("$asan/ctest-junit.xml")
     fi
     # nothing may skip but for an absent device feature (a missing reference fails, naming it)
