@@ -10,8 +10,8 @@ the left arrow (insert in the middle), /save and /exit; the saved conversation i
 the chat, also when it comes before the line editor has taken the terminal. A message over
 several lines (a trailing backslash, /multiline ... /end, a bracketed paste) is one message; /help
 names them; Ctrl-C with text typed clears the line, on an empty line it leaves, as Ctrl-D does;
-nothing of an answer prints after the ^C that stops it; the banner names the model, not its path,
-and says what Ctrl-C does. Python's standard library only (pty, os, select).
+nothing of an answer (or of generate's text) prints after the ^C that stops it; the banner names
+the model, not its path, and says what Ctrl-C does. Python's standard library only (pty, os, select).
 """
 import json
 import os
@@ -230,6 +230,20 @@ def main():
                   "answer text printed after ^C (%d): %r" % (i, seg[cut:stop]))
         t.type(b"/exit\r")
         check(t.wait(30) == 0, "/exit after the interrupts: %r" % t.out[-300:])
+
+        # generate on a terminal, the same: nothing of the text after the ^C that stops it (the
+        # old loop printed the token computed meanwhile in 4 runs of 5)
+        for i in range(3):
+            t = Tty([exe, "generate", "--cpu", "-m", model, "-p", "In the beginning", "-n", "-1",
+                     "--ignore-eos", "--temp", "0"])
+            check(t.read_until(b"In the beginning", timeout=60), "generate: no text: %r" % t.out[-300:])
+            t.read_until(b"\x00", timeout=0.3)  # some of the text shows
+            t.send(b"\x03")
+            rc = t.wait(30)
+            cut = t.out.find(b"^C")
+            stop = t.out.find(b"vkformer: generate: interrupted", max(cut, 0))
+            check(rc == 130 and cut >= 0 and stop > cut and not t.out[cut + 2:stop].strip(),
+                  "generate: text after ^C (%d, exit %r): %r" % (i, rc, t.out[max(cut - 20, 0):stop + 40]))
 
         # Ctrl-C as soon as the banner shows: the handler is in place, the line editor is still
         # setting up the terminal; the read that follows must end all the same
