@@ -121,8 +121,10 @@ static void any_digits(vkf_sb *o, int min, int max) {
         vkf_sb_printf(o, "[0-9]{%d,%d}", min, max);
 }
 
-/* digit strings of length n in [a, b] (a <= b, the same length) */
+/* digit strings of length n in [a, b] (a <= b, the same length, n <= MAX_DIGITS: int_range's
+ * bounds; longer ones are refused there, and fill below holds MAX_DIGITS) */
 static void same_len(vkf_sb *o, const char *a, const char *b, size_t n) {
+    if (n > MAX_DIGITS) return;
     size_t i = 0;
     while (i < n && a[i] == b[i])
         i++;
@@ -143,7 +145,7 @@ static void same_len(vkf_sb *o, const char *a, const char *b, size_t n) {
     }
     int low0 = all_of(a + 1, m - 1, '0'), high9 = all_of(b + 1, m - 1, '9');
     int lo = a[0], hi = b[0], first = 1;
-    char fill[48];
+    char fill[MAX_DIGITS + 1];
     vkf_sb_putc(o, '(');
     if (!low0) { /* a[0] followed by [a[1..], 99..9] */
         memset(fill, '9', m - 1);
@@ -179,7 +181,7 @@ static void same_len(vkf_sb *o, const char *a, const char *b, size_t n) {
  * digits), as "( ... )"; 0 when empty */
 static int int_range(vkf_sb *o, const char *lo, const char *hi) {
     size_t ll = strlen(lo), hl = hi ? strlen(hi) : MAX_DIGITS;
-    if ((hi && cmp_int(lo, hi) > 0) || ll > MAX_DIGITS) return 0;
+    if ((hi && (cmp_int(lo, hi) > 0 || hl > MAX_DIGITS)) || ll > MAX_DIGITS) return 0;
     vkf_sb_putc(o, '(');
     for (size_t len = ll; len <= hl; len++) {
         char a[48], b[48];
