@@ -807,7 +807,7 @@ int vkf_cmd_chat(int argc, char **argv) {
     }
     static char line[65536];
     /* g_stop is cleared after each answer, never before a read: a Ctrl-C that lands between
-     * the banner (or an answer's end) and the prompt leaves the chat, as one at the prompt */
+     * the banner (or an answer's end) and the prompt leaves the chat, as one on an empty prompt */
     while (rc == 0) {
         if (!read_message(&c, line, sizeof line) || handle_line(&c, line, &rc)) break;
         g_stop = 0;

@@ -6,7 +6,7 @@ Usage: test_chat_tty.py VKFORMER MODEL
 Types a message, then the up arrow (ESC [ A, what a terminal sends) and Enter: the second
 message must be the first one again (history), never the escape bytes. Then a line edited with
 the left arrow (insert in the middle), /save and /exit; the saved conversation is the reference
-(the messages as typed, with the edits applied; UTF-8 kept whole). Ctrl-C at the prompt leaves
+(the messages as typed, with the edits applied; UTF-8 kept whole). Ctrl-C on an empty line leaves
 the chat, also when it comes before the line editor has taken the terminal. A message over
 several lines (a trailing backslash, /multiline ... /end, a bracketed paste) is one message; /help
 names them; Ctrl-C with text typed clears the line, on an empty line it leaves, as Ctrl-D does;
@@ -119,7 +119,7 @@ def main():
         check(not any("\x1b" in m["content"] for m in msgs),
               "escape bytes in the conversation: %r" % msgs)
 
-        # Ctrl-C at the prompt leaves the chat
+        # Ctrl-C at the prompt (an empty line) leaves the chat
         t = Tty([exe, "chat", "--cpu", "-m", model, "-n", "4", "--temp", "0"])
         check(t.read_until(b"> "), "no prompt (second chat): %r" % t.out[-300:])
         t.type("Let there be café\r".encode())  # UTF-8 typed on the terminal, kept whole
