@@ -224,6 +224,66 @@ static void vkf_bench_profile_print(vkf_backend *be, const char *what, int token
 
 /* ---------------------------------------------------------------- driver */
 
+/* llama.cpp's name of a general.file_type value (llama_ftype_name: what llama-bench's
+ * model_type column says), or NULL for a value it has no name for */
+static const char *vkf_bench_ftype_name(int ft) {
+    static const struct {
+        int ft;
+        const char *name;
+    } k[] = {
+        {0, "all F32"},
+        {1, "F16"},
+        {2, "Q4_0"},
+        {3, "Q4_1"},
+        {7, "Q8_0"},
+        {8, "Q5_0"},
+        {9, "Q5_1"},
+        {10, "Q2_K - Medium"},
+        {11, "Q3_K - Small"},
+        {12, "Q3_K - Medium"},
+        {13, "Q3_K - Large"},
+        {14, "Q4_K - Small"},
+        {15, "Q4_K - Medium"},
+        {16, "Q5_K - Small"},
+        {17, "Q5_K - Medium"},
+        {18, "Q6_K"},
+        {19, "IQ2_XXS - 2.0625 bpw"},
+        {20, "IQ2_XS - 2.3125 bpw"},
+        {21, "Q2_K - Small"},
+        {22, "IQ3_XS - 3.3 bpw"},
+        {23, "IQ3_XXS - 3.0625 bpw"},
+        {24, "IQ1_S - 1.5625 bpw"},
+        {25, "IQ4_NL - 4.5 bpw"},
+        {26, "IQ3_S - 3.4375 bpw"},
+        {27, "IQ3_S mix - 3.66 bpw"},
+        {28, "IQ2_S - 2.5 bpw"},
+        {29, "IQ2_M - 2.7 bpw"},
+        {30, "IQ4_XS - 4.25 bpw"},
+        {31, "IQ1_M - 1.75 bpw"},
+        {32, "BF16"},
+        {36, "TQ1_0 - 1.69 bpw ternary"},
+        {37, "TQ2_0 - 2.06 bpw ternary"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (k[i].ft == ft) return k[i].name;
+    return NULL;
+}
+
+/* The file's type as llama-bench labels it: general.file_type when the GGUF has it (a Q4_K_M
+ * file keeps some matrices in Q5_0 or Q6_K, so its matrices' type would mislabel it); NULL for a
+ * model directory, a GGUF without the key, or a value llama.cpp has no name for. */
+static const char *vkf_bench_file_type(const char *path) {
+    char *js = NULL;
+    if (vkf_gguf_describe(path, 1, &js) != VKF_OK) return NULL;
+    cJSON *j = cJSON_Parse(js);
+    free(js);
+    const cJSON *ft = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(j, "metadata"), "general.file_type");
+    const char *name = cJSON_IsNumber(ft) ? vkf_bench_ftype_name(ft->valueint) : NULL;
+    cJSON_Delete(j);
+    return name;
+}
+
 static const char *vkf_bench_backend_label(vkf_backend_kind k) {
     return k == VKF_BACKEND_CPU ? "CPU" : "Vulkan";
 }
@@ -490,11 +550,15 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
     if (kind == VKF_BACKEND_VULKAN) vkf_bench_driver_of(dev, driver, sizeof driver);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
+    const char *ftype = vkf_bench_file_type(path);
     if (!o->quiet)
         fprintf(stderr,
-                "model %s: %s %s, %d layers, d_model %d, context %d; backend %s; device %s%s%s\n",
-                base, md.architecture, vkf_dtype_name(md.wtype), md.n_layer, md.d_model, md.n_ctx,
-                vkf_bench_backend_label(kind), dev, driver[0] ? "; driver " : "", driver);
+                "model %s: %s %s%s%s%s, %d layers, d_model %d, context %d; backend %s; device "
+                "%s%s%s\n",
+                base, md.architecture, ftype ? ftype : vkf_dtype_name(md.wtype),
+                ftype ? " (matrices " : "", ftype ? vkf_dtype_name(md.wtype) : "", ftype ? ")" : "",
+                md.n_layer, md.d_model, md.n_ctx, vkf_bench_backend_label(kind), dev,
+                driver[0] ? "; driver " : "", driver);
 
     int rc = 0;
     for (int d = 0; d < o->n_depth && !rc; d++) {
@@ -516,7 +580,7 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
                 memset(r, 0, sizeof *r);
                 snprintf(r->model, sizeof r->model, "%s", path);
                 snprintf(r->model_type, sizeof r->model_type, "%s %s", md.architecture,
-                         vkf_dtype_name(md.wtype));
+                         ftype ? ftype : vkf_dtype_name(md.wtype));
                 r->model_size = (double)md.weight_bytes;
                 r->model_n_params = (double)md.n_params;
                 snprintf(r->backend, sizeof r->backend, "%s", vkf_bench_backend_label(kind));

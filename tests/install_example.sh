@@ -3,7 +3,7 @@
 # (checked against CMake's own view of the targets, its file API); the build installs into a
 # temporary prefix (not /usr/local), and examples/hello and examples/simple build against it
 # three ways: find_package(vkformer), pkg-config (the shared library, no --define-variable: the
-# .pc file is relocatable) and pkg-config --static (libvkformer.a: the binary needs no
+# .pc file names the prefix it was installed to) and pkg-config --static (libvkformer.a: the binary needs no
 # libvkformer.so); then they run. examples/simple generates with models/kjv-gpt on the CPU
 # fallback or a device.
 set -euo pipefail
@@ -47,14 +47,23 @@ print("install: ./setup.sh run builds every installed target (%s)" % ", ".join(i
 EOF
 
 prefix="$tmp/prefix"
-cmake --install "$build" --prefix "$prefix" >/dev/null
+# the prefix spelled with "//", "/./" and a trailing slash: the .pc files name it normalized
+cmake --install "$build" --prefix "$tmp//./prefix/" >/dev/null
 pcfile="$(find "$prefix" -name vkformer.pc)"
 pcdir="$(dirname "$pcfile")"
 libdir="$(dirname "$pcdir")"
 export PKG_CONFIG_PATH="$pcdir"
-# the .pc file names the prefix it is in, wherever that is
+# the .pc file names the prefix it was installed to (--prefix), not the configured one
 [ "$(pkg-config --variable=libdir vkformer)" -ef "$libdir" ] || fail "libdir $(pkg-config --variable=libdir vkformer) is not $libdir"
+grep -qx "prefix=$prefix" "$pcfile" || fail "vkformer.pc does not name prefix=$prefix: $(grep '^prefix=' "$pcfile")"
 grep -q '/usr/local' "$pcfile" && fail "vkformer.pc names /usr/local"
+# every path in the flags is plain and absolute (no "//", "/./", "/../"), also when
+# PKG_CONFIG_PATH ends with a slash (the rpath is no -L that pkg-config cleans up itself)
+for pcp in "$pcdir" "$pcdir/"; do
+    flags="$(PKG_CONFIG_PATH="$pcp" pkg-config --cflags --libs vkformer) $(PKG_CONFIG_PATH="$pcp" pkg-config --static --cflags --libs vkformer)"
+    case "$flags" in *//*|*/./*|*/../*) fail "pkg-config flags not normalized (PKG_CONFIG_PATH=$pcp): $flags" ;; esac
+    case "$flags" in *"-Wl,-rpath,$libdir "*) ;; *) fail "no -rpath to $libdir (PKG_CONFIG_PATH=$pcp): $flags" ;; esac
+done
 needs_so() { readelf -d "$1" | grep 'NEEDED' | grep -q 'libvkformer\.so'; }
 for ex in hello simple; do
     cmake -S "$src/examples/$ex" -B "$tmp/$ex" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null

@@ -160,8 +160,8 @@ def test_grammar_in_generate_and_sample(tiny_cpu):
 
 def _strip_ids(o):
     """`o` without the values that differ run to run: ids, timestamps (tool-call ids are
-    random letters, as OpenAI's), the model's name, and two known differences of the server's
-    answer text, normalized on both sides:
+    random letters, as OpenAI's), the server's timings, the model's name, and two known
+    differences of the server's answer text, normalized on both sides:
     - the server renders an answer's first SentencePiece token without its leading space,
       where the package keeps it as llama-cpp-python, llama-server and `vkformer generate` /
       `chat` do (llama-tiny's vocabulary is SentencePiece): the first content loses one
@@ -189,6 +189,8 @@ def _strip_ids(o):
     walk(o)
     if isinstance(o, dict) and isinstance(o.get("usage"), dict):
         o["usage"].pop("prompt_tokens_details", None)  # the server's prompt-cache count
+    if isinstance(o, dict):
+        o.pop("timings", None)  # the server's measured times (llama-server's; the package has none)
     return o
 
 

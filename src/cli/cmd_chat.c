@@ -5,7 +5,8 @@
  * KV cache holds (vkf_session_truncate) and evaluates only the rest: the history is not
  * processed again. The answer streams as it is sampled and ends at the model's end-of-generation
  * token, at the template's end-of-turn text, at -n tokens, or with Ctrl-C (the conversation
- * goes on; Ctrl-C at the prompt leaves).
+ * goes on; at the prompt Ctrl-C clears a half-typed line, and on an empty line it leaves, as
+ * Ctrl-D does). On a terminal a paste is one message (bracketed paste), newlines kept.
  *
  * Context policy (llama.cpp's): when the conversation and the room reserved for the answer do
  * not fit, the oldest turns are dropped, the system prompt is kept, and a notice says so. The
@@ -126,7 +127,9 @@ static int write_out(const char *s, size_t n) {
 /* shows s[0..n) and appends it to the answer, as valid UTF-8 (a model may emit any bytes; the
  * stopper holds back an unfinished character, so each piece is whole); nonzero on a failure */
 static int append(char **a, size_t *len, size_t *cap, const char *raw, size_t rn) {
-    if (!rn) return 0;
+    /* after Ctrl-C nothing more of the answer shows: the terminal has echoed ^C, and text after
+     * it reads as the model going on (the token sampled meanwhile, text held back) */
+    if (!rn || g_stop) return 0;
     char *s = vkf_frontend_utf8_dup(raw, rn);
     if (!s) return vkf_cli_fail("chat: out of memory");
     size_t n = strlen(s);
@@ -365,94 +368,253 @@ static void load_conv(chat *c, const char *path) {
             vkf_plural(cJSON_GetArraySize(j), "message", "messages"), path);
 }
 
+/* ------------------------------------------------------------------ the terminal */
+
+/* Bracketed paste (xterm's, which terminals share): once ESC [?2004h is written, the terminal
+ * wraps a paste in ESC [200~ ... ESC [201~, so it is told apart from typing. Its text goes to
+ * libedit from a queue, as if typed; each newline of it ends libedit's line with g_paste_nl set,
+ * and read_message goes on at the next line: the paste is one message. */
+static const char k_paste_on[] = "\x1b[200~", k_paste_off[] = "\x1b[201~";
+static int *g_queue; /* code points of a paste still to hand to libedit */
+static size_t g_queue_n, g_queue_at;
+static int g_paste_nl;          /* the line libedit returned ended at a pasted newline */
+static unsigned char g_back[8]; /* bytes read ahead (an escape sequence that was no paste) */
+static int g_n_back;
+
+/* One byte from the terminal into *b: 1, 0 when timeout_ms (>= 0) passed first, -1 at the end
+ * of input or once Ctrl-C was pressed. The wait is ppoll with SIGINT blocked outside it (the
+ * caller blocks it): a Ctrl-C that lands after the prompt appeared but before the read began
+ * (libedit still setting up the terminal) ends the read as well, instead of leaving it blocked
+ * with the request noted. */
+static int tty_byte(int fd, int timeout_ms, const sigset_t *wait_mask, unsigned char *b) {
+    if (g_n_back) {
+        *b = g_back[0];
+        memmove(g_back, g_back + 1, (size_t)--g_n_back);
+        return 1;
+    }
+    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+    for (;;) {
+        if (g_stop) return -1;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = ppoll(&p, 1, timeout_ms >= 0 ? &ts : NULL, wait_mask);
+        if (r < 0 && errno == EINTR) continue; /* Ctrl-C: g_stop, checked above */
+        if (r == 0) return 0;
+        return r > 0 && read(fd, b, 1) == 1 ? 1 : -1;
+    }
+}
+
+/* The code point of the UTF-8 character whose lead byte is b[0], reading the rest with next();
+ * U+FFFD for a broken sequence or a stray byte. -1 when next() ends. */
+static int utf8_char(unsigned char lead, int (*next)(void *u, unsigned char *b), void *u) {
+    int need = lead >= 0xF0 && lead < 0xF8 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (need == 1) return lead < 0x80 ? lead : 0xFFFD;
+    int ch = lead & (0x7F >> need);
+    for (int i = 1; i < need; i++) {
+        unsigned char c;
+        if (next(u, &c) != 1) return -1;
+        if ((c & 0xC0) != 0x80) return 0xFFFD; /* c is lost with the broken sequence */
+        ch = ch << 6 | (c & 0x3F);
+    }
+    return ch;
+}
+
+typedef struct tty_src {
+    int fd;
+    const sigset_t *wait_mask;
+} tty_src;
+
+static int tty_next(void *u, unsigned char *b) {
+    const tty_src *t = u;
+    return tty_byte(t->fd, -1, t->wait_mask, b);
+}
+
+typedef struct buf_src {
+    const unsigned char *p;
+    size_t n, at;
+} buf_src;
+
+static int buf_next(void *u, unsigned char *b) {
+    buf_src *s = u;
+    if (s->at == s->n) return -1;
+    *b = s->p[s->at++];
+    return 1;
+}
+
+/* After ESC: whether "[200~" follows (a terminal sends a sequence's bytes together; 50 ms is
+ * the wait editors give an escape sequence); the bytes read otherwise go back, first in line for
+ * the next reads (libedit then reads the escape sequence it is, an arrow key). */
+static int paste_starts(const tty_src *t) {
+    const char *want = k_paste_on + 1;
+    unsigned char got[sizeof k_paste_on];
+    int n = 0;
+    while (want[n] && tty_byte(t->fd, 50, t->wait_mask, &got[n]) == 1) {
+        n++;
+        if (got[n - 1] != (unsigned char)want[n - 1]) break;
+    }
+    if (!want[n] && memcmp(got, want, (size_t)n) == 0) return 1;
+    memmove(g_back + n, g_back, (size_t)g_n_back);
+    memcpy(g_back, got, (size_t)n);
+    g_n_back += n;
+    return 0;
+}
+
+/* Reads the paste up to ESC [201~ into g_queue as code points: CR and CR LF (what terminals send
+ * for a pasted newline) become LF; tabs stay (bound to insert, not completion); other control
+ * characters are dropped. 0, or -1 when the input ended or Ctrl-C came first. */
+static int read_paste(const tty_src *t) {
+    size_t n = 0, cap = 256, end = sizeof k_paste_off - 1;
+    unsigned char *raw = malloc(cap);
+    if (!raw) return -1;
+    for (;;) {
+        unsigned char c;
+        if (tty_byte(t->fd, -1, t->wait_mask, &c) != 1) {
+            free(raw);
+            return -1;
+        }
+        if (n == cap) {
+            unsigned char *r = realloc(raw, cap *= 2);
+            if (!r) {
+                free(raw);
+                return -1;
+            }
+            raw = r;
+        }
+        raw[n++] = c;
+        if (n >= end && memcmp(raw + n - end, k_paste_off, end) == 0) break;
+    }
+    n -= end;
+    free(g_queue);
+    g_queue = malloc((n + 1) * sizeof *g_queue);
+    g_queue_n = g_queue_at = 0;
+    buf_src s = {raw, n, 0};
+    unsigned char lead;
+    while (g_queue && buf_next(&s, &lead) == 1) {
+        int ch = utf8_char(lead, buf_next, &s);
+        if (ch == '\r' && s.at < n && raw[s.at] == '\n') continue; /* CR LF: the LF stands */
+        if (ch == '\r') ch = '\n';
+        if (ch < 0 || (ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7F) continue;
+        g_queue[g_queue_n++] = ch;
+    }
+    free(raw);
+    return 0;
+}
+
 /* libedit's character source on a terminal (rl_getc_function): one character, decoded from
  * UTF-8 into its code point (libedit widens what this returns, so a byte-wise reader would split
- * "é" into two characters); EOF at the end of input or once Ctrl-C was pressed. The wait is
- * ppoll with SIGINT blocked outside it: a Ctrl-C that lands after the prompt appeared but before
- * the read began (libedit still setting up the terminal) ends the read as well, instead of
- * leaving it blocked with the request noted. */
+ * "é" into two characters); EOF at the end of input. Ctrl-C (before or during the read) ends the
+ * line with a newline: read_message clears it, or leaves the chat when it is empty. */
 static int tty_getc(FILE *in) {
-    int fd = fileno(in);
     sigset_t block, wait_mask;
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigprocmask(SIG_BLOCK, &block, &wait_mask);
     sigdelset(&wait_mask, SIGINT);
-    unsigned char b[4];
-    int need = 1, got = 0, bad = 0, ch = EOF;
-    while (got < need) {
-        if (g_stop) break;
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = ppoll(&p, 1, NULL, &wait_mask);
-        if (r < 0 && errno == EINTR) continue; /* Ctrl-C: g_stop, checked above */
-        if (r < 0 || read(fd, &b[got], 1) != 1) break;
-        if (got == 0) /* the lead byte says how many follow; a stray one stands alone */
-            need = b[0] >= 0xF0 && b[0] < 0xF8 ? 4 : b[0] >= 0xE0 ? 3 : b[0] >= 0xC0 ? 2 : 1;
-        else if ((b[got] & 0xC0) != 0x80) { /* a broken sequence: U+FFFD */
-            need = got + 1;
-            bad = 1;
+    tty_src t = {fileno(in), &wait_mask};
+    int ch = EOF;
+    for (;;) {
+        if (g_stop) {
+            g_queue_n = g_queue_at = 0;
+            ch = '\n';
+            break;
         }
-        got++;
-    }
-    if (got == need && !g_stop) {
-        if (bad || (need == 1 && b[0] >= 0x80))
-            ch = 0xFFFD;
-        else if (need == 1)
-            ch = b[0];
-        else {
-            ch = b[0] & (0x7F >> need);
-            for (int i = 1; i < need; i++)
-                ch = ch << 6 | (b[i] & 0x3F);
+        if (g_queue_at < g_queue_n) {
+            ch = g_queue[g_queue_at++];
+            if (ch == '\n') g_paste_nl = 1;
+            break;
         }
+        unsigned char b;
+        int r = tty_byte(t.fd, -1, &wait_mask, &b);
+        if (r != 1) {
+            ch = g_stop ? '\n' : EOF;
+            break;
+        }
+        if (b == 0x1b && paste_starts(&t)) {
+            if (read_paste(&t) != 0 && !g_stop) break; /* the end of input: EOF */
+            continue;
+        }
+        ch = utf8_char(b, tty_next, &t);
+        if (ch < 0) ch = g_stop ? '\n' : EOF;
+        break;
     }
     sigprocmask(SIG_UNBLOCK, &block, NULL);
     return ch;
 }
 
-/* the user's next message into line (without its newline); 0 at the end of input or Ctrl-C.
- * On a terminal libedit edits the line (arrows, Home/End, Ctrl-R) and keeps this chat's history
- * (up arrow: the previous message); otherwise a plain read, one message per line. */
+/* the user's next message into line (without its newline); 0 at the end of input, or Ctrl-C on
+ * an empty line. On a terminal libedit edits the line (arrows, Home/End, Ctrl-R) and keeps this
+ * chat's history (up arrow: the previous message); otherwise a plain read, one message per line. */
 static int read_message(chat *c, char *line, size_t cap) {
     if (c->tty) {
         /* the line being edited shows on the terminal: stdout, or stderr when stdout is a file */
         if (!isatty(STDOUT_FILENO) && isatty(STDERR_FILENO)) rl_outstream = stderr;
+        FILE *term = rl_outstream ? rl_outstream : stdout;
         rl_getc_function = tty_getc;
+        rl_bind_key('\t', rl_insert); /* a tab (pasted code) is text, not filename completion */
+        const char *tn = getenv("TERM");
+        int bracketed = isatty(fileno(term)) && (!tn || strcmp(tn, "dumb") != 0);
+        if (bracketed) fputs("\x1b[?2004h", term), fflush(term);
         /* one message over several lines: a line ending with a backslash goes on at the next
-         * (llama-cli's habit), and /multiline takes lines until one holding only /end */
+         * (llama-cli's habit), /multiline takes lines until one holding only /end, and a paste's
+         * newlines stay in the message */
         size_t len = 0;
-        int multi = 0, more = 0;
+        int multi = 0, more = 0, pasted = 0, ok = 1, n_lines = 0;
         line[0] = '\0';
         for (;;) {
-            char *l = readline(more || multi ? "... " : "> ");
-            if (!l || g_stop) { /* Ctrl-D, or Ctrl-C at the prompt */
+            int was_pasted = pasted;
+            g_paste_nl = 0;
+            char *l = readline(more || multi || pasted ? "... " : "> ");
+            pasted = g_paste_nl;
+            if (g_stop) { /* Ctrl-C at the prompt: clears what was typed; leaves on nothing */
+                int typed = (l && *l) || len || multi;
                 free(l);
-                return 0;
+                if (!typed) {
+                    ok = 0;
+                    break;
+                }
+                g_stop = 0;
+                len = 0;
+                line[0] = '\0';
+                multi = more = pasted = n_lines = 0;
+                fprintf(stderr, "[cleared; Ctrl-C on an empty line or Ctrl-D leaves]\n");
+                continue;
+            }
+            if (!l) { /* Ctrl-D */
+                ok = 0;
+                break;
             }
             size_t ll = strlen(l);
-            if (!multi && !more && strcmp(l, "/multiline") == 0) {
+            if (!multi && !more && !was_pasted && !pasted && strcmp(l, "/multiline") == 0) {
                 multi = 1;
                 free(l);
                 fprintf(stderr, "[multiline: a line holding only /end sends the message]\n");
                 continue;
             }
-            if (multi && strcmp(l, "/end") == 0) {
+            if (multi && !pasted && strcmp(l, "/end") == 0) {
                 free(l);
                 break;
             }
-            more = !multi && ll > 0 && l[ll - 1] == '\\';
+            /* Enter on the empty line after a paste that ended with a newline sends it */
+            if (was_pasted && !pasted && !multi && ll == 0) {
+                free(l);
+                break;
+            }
+            more = !multi && !pasted && ll > 0 && l[ll - 1] == '\\';
             if (more) l[--ll] = '\0';
             if (len + ll + 2 > cap) { /* the message is cut at the buffer, said once */
                 fprintf(stderr, "vkformer: chat: the message is longer than %zu bytes: cut\n",
                         cap - 1);
                 free(l);
+                g_queue_n = g_queue_at = 0;
                 break;
             }
-            if (len) line[len++] = '\n';
+            if (n_lines++) line[len++] = '\n';
             memcpy(line + len, l, ll + 1);
             len += ll;
             free(l);
-            if (!multi && !more) break;
+            if (!multi && !more && !pasted) break;
         }
+        if (bracketed) fputs("\x1b[?2004l", term), fflush(term);
+        if (!ok) return 0;
         if (*line) add_history(line);
         return 1;
     }
@@ -471,8 +633,10 @@ static int handle_line(chat *c, char *line, int *rc) {
     if (strcmp(line, "/help") == 0) {
         fprintf(stderr,
                 "[/exit (or Ctrl-D), /clear, /save FILE, /load FILE, /help; on a terminal a "
-                "line ending with \\ goes on at the next, and /multiline takes lines until one "
-                "holding only /end; // starts a message beginning with /]\n");
+                "line ending with \\ goes on at the next, /multiline takes lines until one "
+                "holding only /end, and a paste is one message (Enter sends it); // starts a "
+                "message beginning with /. Ctrl-C stops an answer; at the prompt it clears the "
+                "line, and on an empty line it leaves]\n");
         return 0;
     }
     if (strcmp(line, "/clear") == 0) {
@@ -513,14 +677,13 @@ static int collect_eog(chat *c) {
 
 static const char *chat_description =
     "An interactive conversation with the model's chat template (ChatML when it has none). The "
-    "cache\n"
-    "is reused between turns. Commands: /exit, /clear, /save FILE, /load FILE. Ctrl-C stops an "
-    "answer;\n"
-    "at the prompt it leaves. With stdin not a terminal, each line is one message. Takes every "
-    "flag of\n"
-    "`vkformer generate` that means something in a chat (llama-cli -cnv): -p is the first "
-    "message.\nAt exit, llama-cli's performance summary goes to stderr; -v or --show-timings adds "
-    "a line\nafter every answer.";
+    "cache\nis reused between turns. Commands: /exit, /clear, /save FILE, /load FILE, /help. "
+    "Ctrl-C stops an\nanswer; at the prompt it clears the line, and on an empty line it leaves, "
+    "as Ctrl-D does. A\nline ending with \\, /multiline ... /end, or a paste is one message. "
+    "With stdin not a terminal,\neach line is one message. Takes every flag of `vkformer "
+    "generate` that means something in a\nchat (llama-cli -cnv): -p is the first message. At "
+    "exit, llama-cli's performance summary goes to\nstderr; -v or --show-timings adds a line "
+    "after every answer.";
 
 int vkf_cmd_chat(int argc, char **argv) {
     vkf_gen_opts o;
@@ -630,8 +793,9 @@ int vkf_cmd_chat(int argc, char **argv) {
             base[--bl] = 0;
         const char *b = strrchr(base, '/') ? strrchr(base, '/') + 1 : base;
         fprintf(stderr,
-                "[chat with %.40s, %d tokens of context; /exit /clear /save F /load F; Ctrl-C "
-                "stops an answer]\n",
+                "[chat with %.40s, %d tokens of context; /exit /clear /save F /load F /help]\n"
+                "[Ctrl-C stops an answer or clears the line; on an empty line it leaves, as "
+                "Ctrl-D does]\n",
                 b, c.n_ctx);
     }
     rc = 0;
@@ -643,7 +807,7 @@ int vkf_cmd_chat(int argc, char **argv) {
     }
     static char line[65536];
     /* g_stop is cleared after each answer, never before a read: a Ctrl-C that lands between
-     * the banner (or an answer's end) and the prompt leaves the chat, as one at the prompt */
+     * the banner (or an answer's end) and the prompt leaves the chat, as one on an empty prompt */
     while (rc == 0) {
         if (!read_message(&c, line, sizeof line) || handle_line(&c, line, &rc)) break;
         g_stop = 0;

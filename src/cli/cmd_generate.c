@@ -83,6 +83,9 @@ static void out_write(gen_out *g, const char *p, size_t len) {
 static int on_token(void *user, int32_t token, const char *piece, size_t len) {
     gen_out *g = user;
     (void)token;
+    /* after Ctrl-C nothing more prints: the terminal has echoed ^C, and a token after it (the
+     * one computed meanwhile) reads as the generation going on */
+    if (g_interrupted) return 1;
     if (!g->have_first) {
         g->first = once_now(g->ctx);
         g->have_first = 1;

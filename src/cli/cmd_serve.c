@@ -247,6 +247,17 @@ int vkf_cmd_serve(int argc, char **argv) {
         srv_http_stop(h);
         return l.rc;
     }
+    /* generate's memory line: what the weights and the slots' KV cache take (activations
+     * come as prompts of new lengths build their graphs) */
+    vkf_memory_info mi;
+    if (l.e && srv_engine_memory(l.e, &mi) == VKF_OK)
+        srv_log_notice("memory: weights %.1f MiB (%.1f MiB used in place from the file), KV cache "
+                       "%.1f MiB (%d slot%s x %d tokens)",
+                       (double)mi.weights / 1048576.0, (double)mi.weights_in_place / 1048576.0,
+                       (double)mi.kv_cache / 1048576.0, np, np == 1 ? "" : "s", l.cfg.n_ctx);
+    else if (!l.e && vkf_model_memory(l.m, &mi) == VKF_OK)
+        srv_log_notice("memory: weights %.1f MiB (%.1f MiB used in place from the file)",
+                       (double)mi.weights / 1048576.0, (double)mi.weights_in_place / 1048576.0);
     srv_http_ready(h, &l.cfg, l.e);
     if (l.emb) { /* embedding mode: no slots to drain */
         srv_log_notice("%s on %s: listening on http://%s:%d (embeddings: %d floats, pooling %s, "

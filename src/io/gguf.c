@@ -570,9 +570,13 @@ static vkf_status kv_wrong(const vkf_gguf *g, const char *key, const char *want,
                      vkf_gguf_type_name(v->type));
 }
 
-/* Integer conversion with a range check: [lo, hi] given as sign + magnitude bounds. */
+/* Integer conversion with a range check: [lo, hi] given as sign + magnitude bounds. *neg and
+ * *mag are written on every path (0 on a failure): the getters read them after VKF_TRY, which
+ * the optimizer cannot see as a return on every failure. */
 static vkf_status kv_int(const vkf_gguf *g, const char *key, const vkf_gguf_value *v,
                          const char *want, int64_t lo, uint64_t hi, int *neg, uint64_t *mag) {
+    *neg = 0;
+    *mag = 0;
     if (!value_is_int(v)) return kv_wrong(g, key, want, v);
     scalar_int(v->type, v->raw, neg, mag);
     int bad = *neg ? (lo >= 0 || *mag > (uint64_t)0 - (uint64_t)lo) : *mag > hi;

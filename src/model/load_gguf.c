@@ -39,6 +39,7 @@ static vkf_status gg_get(gg_ctx *c, vkf_tensor *t, const char *name, vkf_wkind k
 }
 
 static vkf_status gg_key_u32(gg_ctx *c, const char *key, int64_t def, int32_t *out) {
+    *out = 0; /* written on every path: callers index tables with it after VKF_TRY */
     char full[128];
     snprintf(full, sizeof full, "%s.%s", c->arch, key);
     uint32_t v;

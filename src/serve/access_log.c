@@ -8,6 +8,8 @@
  *          "id":"cmpl-6b07837d2","stream":false,"prompt_tokens":13,"cached_tokens":0,
  *          "completion_tokens":16,"finish_reason":"length"}
  *
+ * A 4xx or 5xx line ends with the reason the client got (text: ": REASON"; json: "error").
+ *
  * With json every line serve writes after its options are read is one JSON object (notices
  * carry "msg"), so a log collector can parse stderr line by line. A line is written whole under
  * the stream's lock: the connection threads never interleave. */
@@ -120,10 +122,15 @@ void srv_log_access(const srv_access *a) {
         int n = snprintf(line, sizeof line, "vkformer: serve: %s %s %s %d %.1f ms", a->remote,
                          a->method, path ? path : "?", a->status, ms);
         if (a->has_tokens && n > 0 && (size_t)n < sizeof line)
-            snprintf(line + n, sizeof line - (size_t)n,
-                     ", %d prompt tokens (%d cached), %d generated%s%s%s%s", a->n_prompt,
-                     a->n_cached, a->n_gen, fin ? ", " : "", fin ? fin : "", a->id[0] ? ", " : "",
-                     a->id);
+            n += snprintf(line + n, sizeof line - (size_t)n,
+                          ", %d prompt tokens (%d cached), %d generated%s%s%s%s", a->n_prompt,
+                          a->n_cached, a->n_gen, fin ? ", " : "", fin ? fin : "",
+                          a->id[0] ? ", " : "", a->id);
+        if (a->reason[0] && n > 0 && (size_t)n < sizeof line) {
+            char *why = vkf_frontend_utf8_dup(a->reason, strlen(a->reason)); /* may echo input */
+            snprintf(line + n, sizeof line - (size_t)n, ": %s", why ? why : "?");
+            free(why);
+        }
         put_line(line);
         free(path);
         return;
@@ -143,6 +150,11 @@ void srv_log_access(const srv_access *a) {
         cJSON_AddStringToObject(o, "finish_reason", fin);
     else
         cJSON_AddNullToObject(o, "finish_reason");
+    if (a->reason[0]) {
+        char *why = vkf_frontend_utf8_dup(a->reason, strlen(a->reason));
+        cJSON_AddStringToObject(o, "error", why ? why : "");
+        free(why);
+    }
     put_json(o);
     free(path);
 }

@@ -386,6 +386,23 @@ static cJSON *usage(const srv_req *r) {
     return u;
 }
 
+/* llama-server's "timings" of a finished request: the prompt past its cached prefix and the
+ * tokens generated, with its formulas (a count or time of 0 gives null, as its JSON writer
+ * prints the infinity or NaN) */
+cJSON *srv_api_timings(const srv_req *r) {
+    cJSON *t = cJSON_CreateObject();
+    double pn = r->n_prompt - r->n_cached, gn = r->n_gen;
+    cJSON_AddNumberToObject(t, "prompt_n", pn);
+    cJSON_AddNumberToObject(t, "prompt_ms", r->prompt_ms);
+    cJSON_AddNumberToObject(t, "prompt_per_token_ms", r->prompt_ms / pn);
+    cJSON_AddNumberToObject(t, "prompt_per_second", 1e3 / r->prompt_ms * pn);
+    cJSON_AddNumberToObject(t, "predicted_n", gn);
+    cJSON_AddNumberToObject(t, "predicted_ms", r->predicted_ms);
+    cJSON_AddNumberToObject(t, "predicted_per_token_ms", r->predicted_ms / gn);
+    cJSON_AddNumberToObject(t, "predicted_per_second", 1e3 / r->predicted_ms * gn);
+    return t;
+}
+
 static char *token_text(const srv_config *c, int32_t id) {
     char *p = NULL;
     if (vkf_model_detokenize(c->m, &id, 1, VKF_DETOKENIZE_SPECIAL, &p) != VKF_OK) return strdup("");
@@ -504,6 +521,7 @@ char *srv_api_response(const srv_config *c, const srv_req *r) {
     cJSON_AddStringToObject(ch, "finish_reason", fin);
     cJSON_AddItemToArray(choices, ch);
     cJSON_AddItemToObject(o, "usage", usage(r));
+    cJSON_AddItemToObject(o, "timings", srv_api_timings(r));
     free(text);
     return print_free(o);
 }
@@ -548,6 +566,7 @@ char *srv_api_chunk(const srv_config *c, const srv_req *r, int i, int first) {
         cJSON_AddNullToObject(ch, "finish_reason");
     cJSON_AddItemToArray(choices, ch);
     if (i < 0 && r->n_choices <= 1) cJSON_AddItemToObject(o, "usage", usage(r));
+    if (i < 0) cJSON_AddItemToObject(o, "timings", srv_api_timings(r)); /* the last chunk's */
     char *js = print_free(o);
     if (!js) return NULL;
     size_t n = strlen(js);
@@ -583,6 +602,8 @@ char *srv_api_response_multi(const srv_config *c, srv_req *const *rs, int n) {
         cJSON_Delete(oi);
     }
     if (o) cJSON_ReplaceItemInObjectCaseSensitive(o, "usage", usage_sum(rs, n));
+    /* the prompts ran side by side in their slots: one choice's times are not the request's */
+    if (o && n > 1) cJSON_DeleteItemFromObjectCaseSensitive(o, "timings");
     return o ? print_free(o) : NULL;
 }
 

@@ -121,6 +121,10 @@ void srv_engine_load(srv_engine *e, int *busy, int *queued) {
     pthread_mutex_unlock(&e->mu);
 }
 
+vkf_status srv_engine_memory(srv_engine *e, vkf_memory_info *out) {
+    return vkf_session_memory(e->s, out);
+}
+
 void srv_engine_wait(srv_engine *e, srv_req *r, int timeout_ms) {
     pthread_mutex_lock(&e->mu);
     if (r->done) return;
@@ -172,6 +176,7 @@ static void publish(srv_engine *e, srv_req *r) {
 /* with the mutex held: the request is over */
 static void finish(srv_engine *e, srv_req *r, srv_finish f) {
     r->finish = f;
+    if (r->t_gen0 > 0) r->predicted_ms = 1e3 * (now_s() - r->t_gen0);
     r->done = 1;
     e->n_done++;
     e->n_cancelled += f == SRV_FINISH_CANCELLED;
@@ -409,7 +414,9 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
         st = vkf_session_seq_eval(e->s, b, keep, r->prompt + keep, r->n_prompt - keep, row);
     vkf_session_set_abort_callback(e->s, NULL, NULL);
     if (st == VKF_OK) {
-        double dt = now_s() - t0;
+        r->t_gen0 = now_s();
+        double dt = r->t_gen0 - t0;
+        r->prompt_ms = 1e3 * dt;
         pthread_mutex_lock(&e->mu);
         e->st.n_prompt += (uint64_t)(r->n_prompt - keep);
         e->st.n_bucket_prompt += (uint64_t)(r->n_prompt - keep);

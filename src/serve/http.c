@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <microhttpd.h>
 
 #include "serve/serve.h"
@@ -87,10 +88,18 @@ static void access_tokens(srv_access *a, const srv_req *r) {
 
 /* A whole answer was queued on this thread's connection: its access record goes out now, before
  * libmicrohttpd sends it (a client that has the answer finds it counted in /metrics). */
-static void answered(int status) {
+static void answered(int status, const char *body) {
     conn *c = tl_conn;
     if (!c || c->acc_handed) return;
     c->acc.status = status;
+    if (status >= 400) { /* the reason the client was given: {"error": {"message": ...}} */
+        cJSON *j = cJSON_Parse(body);
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(j, "error"), "message");
+        snprintf(c->acc.reason, sizeof c->acc.reason, "%s",
+                 cJSON_IsString(m) ? m->valuestring : "");
+        cJSON_Delete(j);
+    }
     c->acc_handed = 1;
     access_done(c->h, &c->acc);
 }
@@ -110,9 +119,9 @@ static enum MHD_Result send_json(struct MHD_Connection *mc, int status, char *js
     }
     MHD_add_response_header(res, "Content-Type", "application/json");
     MHD_add_response_header(res, "Access-Control-Allow-Origin", "*");
+    answered(status, json); /* before the response owns (and may free) the body */
     enum MHD_Result ok = MHD_queue_response(mc, (unsigned)status, res);
     MHD_destroy_response(res);
-    answered(status);
     return ok;
 }
 
@@ -577,7 +586,7 @@ static enum MHD_Result on_metrics(struct MHD_Connection *mc, conn *c, const char
     MHD_add_response_header(res, "Process-Start-Time-Unix", start); /* as llama-server */
     enum MHD_Result ok = MHD_queue_response(mc, MHD_HTTP_OK, res);
     MHD_destroy_response(res);
-    answered(MHD_HTTP_OK);
+    answered(MHD_HTTP_OK, NULL);
     return ok;
 }
 
@@ -838,7 +847,10 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
     conn *c = *con_cls;
     if (!c) return;
     if (!c->acc_handed) {
-        if (!c->acc.status) c->acc.status = 499; /* the client left before an answer */
+        if (!c->acc.status) { /* the client left before an answer */
+            c->acc.status = 499;
+            snprintf(c->acc.reason, sizeof c->acc.reason, "the client closed the connection");
+        }
         access_done(c->h, &c->acc);
     }
     if (tl_conn == c) tl_conn = NULL;

@@ -89,7 +89,11 @@ typedef struct srv_req {
     int32_t n_cached; /* prompt tokens taken from the slot's cache (usage.prompt_tokens_details) */
     int32_t *gen;     /* generated tokens, for incremental detokenization */
     int32_t cap_gen;
-    size_t text_done; /* bytes of the detokenized generation already pushed to the stopper */
+    /* llama-server's timings (srv_api_timings), set by the engine thread before done */
+    double prompt_ms;    /* evaluating the prompt past its cached prefix */
+    double t_gen0;       /* when the prompt was evaluated (seconds, CLOCK_MONOTONIC); 0: never */
+    double predicted_ms; /* from then to the last token */
+    size_t text_done;    /* bytes of the detokenized generation already pushed to the stopper */
     vkf_sampler *smp;
     vkf_stopper *stopper;
     struct srv_structured *st; /* grammar, tool calls (structured.c), or NULL */
@@ -120,6 +124,9 @@ int32_t srv_engine_n_ctx(const srv_engine *e);
 int srv_engine_n_slots(const srv_engine *e);
 /* busy slots and queued requests, for /health */
 void srv_engine_load(srv_engine *e, int *busy, int *queued);
+/* The weights, the slots' KV cache and activations (vkf_session_memory of the slots' session);
+ * at start, before requests come (the engine thread builds graphs as it steps). */
+vkf_status srv_engine_memory(srv_engine *e, vkf_memory_info *out);
 /* requests finished since the start, and how many of them because the client went away */
 void srv_engine_counts(srv_engine *e, long *done, long *cancelled);
 
@@ -250,6 +257,7 @@ typedef struct srv_access {
     int has_tokens; /* a completion: the counts and finish below are set */
     int32_t n_prompt, n_cached, n_gen;
     srv_finish finish;
+    char reason[256]; /* a 4xx or 5xx: the error message the client got, or why none came */
 } srv_access;
 
 /* Set once, before any thread starts. */

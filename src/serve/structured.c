@@ -11,6 +11,7 @@
 
 cJSON *srv_api_head(const srv_config *c, const srv_req *r, const char *object); /* api.c */
 cJSON *srv_api_usage(const srv_req *r);
+cJSON *srv_api_timings(const srv_req *r);
 
 static int bad(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(char *err, size_t n, const char *fmt, ...) {
@@ -206,6 +207,7 @@ static void chunk_into(const srv_config *c, const srv_req *r, cJSON *d, const ch
         cJSON_AddNullToObject(ch, "finish_reason");
     cJSON_AddItemToArray(choices, ch);
     if (with_usage) cJSON_AddItemToObject(o, "usage", srv_api_usage(r));
+    if (fin) cJSON_AddItemToObject(o, "timings", srv_api_timings(r)); /* the last chunk's */
     char *js = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!js) return;

@@ -121,7 +121,8 @@ static void any_digits(vkf_sb *o, int min, int max) {
         vkf_sb_printf(o, "[0-9]{%d,%d}", min, max);
 }
 
-/* digit strings of length n in [a, b] (a <= b, the same length) */
+/* digit strings of length n in [a, b] (a <= b, the same length, n <= MAX_DIGITS: int_range
+ * refuses longer bounds) */
 static void same_len(vkf_sb *o, const char *a, const char *b, size_t n) {
     size_t i = 0;
     while (i < n && a[i] == b[i])
@@ -141,16 +142,20 @@ static void same_len(vkf_sb *o, const char *a, const char *b, size_t n) {
         digit_class(o, a[0], b[0]);
         return;
     }
-    int low0 = all_of(a + 1, m - 1, '0'), high9 = all_of(b + 1, m - 1, '9');
+    /* the digits after the first: 1 .. MAX_DIGITS - 1 (n <= MAX_DIGITS, m >= 2); said to the
+     * optimizer too, which cannot follow the bound through the recursion */
+    size_t tail = m - 1;
+    char fill[MAX_DIGITS + 1];
+    if (tail >= sizeof fill) return;
+    int low0 = all_of(a + 1, tail, '0'), high9 = all_of(b + 1, tail, '9');
     int lo = a[0], hi = b[0], first = 1;
-    char fill[48];
     vkf_sb_putc(o, '(');
     if (!low0) { /* a[0] followed by [a[1..], 99..9] */
-        memset(fill, '9', m - 1);
-        fill[m - 1] = 0;
+        memset(fill, '9', tail);
+        fill[tail] = 0;
         digit_class(o, lo, lo);
         vkf_sb_puts(o, " (");
-        same_len(o, a + 1, fill, m - 1);
+        same_len(o, a + 1, fill, tail);
         vkf_sb_putc(o, ')');
         first = 0;
         lo++;
@@ -160,16 +165,16 @@ static void same_len(vkf_sb *o, const char *a, const char *b, size_t n) {
         if (!first) vkf_sb_puts(o, " | ");
         digit_class(o, lo, mid_hi);
         vkf_sb_putc(o, ' ');
-        any_digits(o, (int)m - 1, (int)m - 1);
+        any_digits(o, (int)tail, (int)tail);
         first = 0;
     }
     if (!high9) { /* b[0] followed by [00..0, b[1..]] */
-        memset(fill, '0', m - 1);
-        fill[m - 1] = 0;
+        memset(fill, '0', tail);
+        fill[tail] = 0;
         if (!first) vkf_sb_puts(o, " | ");
         digit_class(o, hi, hi);
         vkf_sb_puts(o, " (");
-        same_len(o, fill, b + 1, m - 1);
+        same_len(o, fill, b + 1, tail);
         vkf_sb_putc(o, ')');
     }
     vkf_sb_putc(o, ')');
@@ -179,7 +184,7 @@ static void same_len(vkf_sb *o, const char *a, const char *b, size_t n) {
  * digits), as "( ... )"; 0 when empty */
 static int int_range(vkf_sb *o, const char *lo, const char *hi) {
     size_t ll = strlen(lo), hl = hi ? strlen(hi) : MAX_DIGITS;
-    if ((hi && cmp_int(lo, hi) > 0) || ll > MAX_DIGITS) return 0;
+    if ((hi && (cmp_int(lo, hi) > 0 || hl > MAX_DIGITS)) || ll > MAX_DIGITS) return 0;
     vkf_sb_putc(o, '(');
     for (size_t len = ll; len <= hl; len++) {
         char a[48], b[48];

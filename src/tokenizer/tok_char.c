@@ -32,6 +32,7 @@ vkf_status vkf_char_encode_text(vkf_tokenizer *t, const char *s, size_t n, vkf_i
 
 /* Reads an optional special id key ("bos", ...) into *id, checking its range. */
 static vkf_status char_special(const vkf_json_config *c, const char *key, int n, int32_t *id) {
+    *id = -1; /* written on every path: none, until the file says otherwise */
     int64_t v;
     VKF_TRY(vkf_json_config_get_int(c, key, -1, &v));
     if (v < -1 || v >= n)

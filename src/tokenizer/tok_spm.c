@@ -91,8 +91,10 @@ static int pb_next(pb *r, uint32_t *field, int *wire) {
 /* A length-delimited field's bytes. */
 static int pb_bytes(pb *r, const uint8_t **s, size_t *n) {
     uint64_t l = pb_varint(r);
-    if (r->bad || l > (uint64_t)(r->end - r->p)) {
+    if (r->bad || l > (uint64_t)(r->end - r->p)) { /* an empty slice: the reader stays bad */
         r->bad = 1;
+        *s = r->end;
+        *n = 0;
         return 0;
     }
     *s = r->p;

@@ -211,6 +211,14 @@ run bench -m "$llama" -p 4 -n 2 -r 1 -ngl 0 -fa
 eq "$rc" 0 "bench -ngl 0 -fa"; has "| CPU |" "$out" "bench -ngl 0 is the CPU backend"
 run bench -m "$llama" -p 4 -n 2 -r 1 -ngl 99 -o csv
 eq "$rc" 0 "bench -ngl 99 ($err)"
+# bench names a GGUF's type by its general.file_type, as llama-bench (llama.cpp's
+# llama_ftype_name: 15 is "Q4_K - Medium"), not by the type of its first matrices (a Q4_K_M file
+# keeps some in Q6_K, and in Q5_0 where rows are not a multiple of 256)
+run quantize "$llama" "$tmp/q4km.gguf" Q4_K_M
+eq "$rc" 0 "quantize Q4_K_M ($err)"
+run bench -m "$tmp/q4km.gguf" -p 4 -n 0 -r 1 --cpu
+has "| llama Q4_K - Medium |" "$out" "bench labels a Q4_K_M file by general.file_type"
+has "llama Q4_K - Medium (matrices Q4_K)" "$err" "bench's model line: the file type and the matrices'"
 
 # ------------------------------------------------------------------ small things a user sees
 # stdout is exactly the prompt and the generated text: no newline added

@@ -131,6 +131,32 @@ def open_stream(port, prompt, n, seed):
     return c, r
 
 
+def check_timings(resp, usage, wall, what):
+    """llama-server's timings object: its counts equal the usage (the prompt past its cached
+    prefix; the tokens generated), its rates follow from counts and times by llama-server's
+    formulas, its times fit in what the client waited."""
+    t = resp.get("timings") if resp else None
+    keys = {"prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second", "predicted_n",
+            "predicted_ms", "predicted_per_token_ms", "predicted_per_second"}
+    if not (t and usage and set(t) >= keys):
+        check(False, "%s: no timings object with %s: %s" % (what, sorted(keys), resp))
+        return
+    pn = usage["prompt_tokens"] - usage.get("prompt_tokens_details", {}).get("cached_tokens", 0)
+    check(t["prompt_n"] == pn and t["predicted_n"] == usage["completion_tokens"],
+          "%s: timings counts = usage (%d, %d): %s" % (what, pn, usage["completion_tokens"], t))
+    check(0 < t["prompt_ms"] and 0 <= t["predicted_ms"]
+          and t["prompt_ms"] + t["predicted_ms"] <= wall * 1000 + 1,
+          "%s: timings within the client's %.1f ms: %s" % (what, wall * 1000, t))
+    rel = lambda a, b: abs(a - b) <= 1e-9 * max(1.0, abs(b))  # the same doubles, printed by cJSON (%1.15g, then %1.17g if it does not read back)
+    check(rel(t["prompt_per_token_ms"], t["prompt_ms"] / t["prompt_n"])
+          and rel(t["prompt_per_second"], 1e3 / t["prompt_ms"] * t["prompt_n"]),
+          "%s: prompt rates: %s" % (what, t))
+    if t["predicted_ms"] > 0:
+        check(rel(t["predicted_per_token_ms"], t["predicted_ms"] / t["predicted_n"])
+              and rel(t["predicted_per_second"], 1e3 / t["predicted_ms"] * t["predicted_n"]),
+              "%s: predicted rates: %s" % (what, t))
+
+
 def main():
     exe, model, shim = sys.argv[1], sys.argv[2], sys.argv[3]
     t_begin = time.time()
@@ -201,6 +227,7 @@ def main():
     check(st == 200, "request 1: %d %s" % (st, text))
     u1 = r1["usage"]
     fin1 = r1["choices"][0]["finish_reason"]
+    check_timings(r1, u1, wall1, "request 1")
     vals, types, headers = metrics(srv)
     # a slot's cache holds the prompt and every token fed back: all generated ones but the last
     # when max_tokens ended it (the last is sampled, never fed), all when a stop did
@@ -396,9 +423,40 @@ def main():
     check(got == want, "requests_total by endpoint: each request under its own endpoint's label\n"
           "  expected %s\n  got      %s" % (sorted(want.items()), sorted(got.items())))
 
+    # ---------------------------------------------------------------- timings, memory, errors
+    # a chat completion, whole and streamed (the timings ride on the last chunk, as llama-server's)
+    chat = {"messages": [{"role": "user", "content": "And God said"}], "max_tokens": 6, "seed": 3}
+    t0 = time.time()
+    st, rc, text, _ = srv.request("POST", "/v1/chat/completions", chat)
+    check(st == 200, "chat completion: %d %s" % (st, text))
+    if st == 200:
+        check_timings(rc, rc["usage"], time.time() - t0, "chat completion")
+    t0 = time.time()
+    st, _, text, _ = srv.request("POST", "/v1/chat/completions", dict(chat, stream=True))
+    events = [json.loads(l[6:]) for l in text.splitlines() if l.startswith("data: {")]
+    check(st == 200 and events and all("timings" not in e for e in events[:-1]),
+          "streamed chat: timings on the last chunk only: %s" % text[-400:])
+    if st == 200 and events:
+        check_timings(events[-1], events[-1].get("usage"), time.time() - t0, "streamed chat")
+    # the memory line: the slots' KV cache in closed form: K and V, 4 layers of kjv-gpt, 192
+    # floats a token each, 2 slots of n_ctx tokens, f16 (the Vulkan default; 4 bytes with --cpu)
+    mem = [l for l in srv.lines if l and "memory: weights" in l]
+    kv_mib = 2 * 4 * 192 * 2 * 256 * 2 / 1048576.0
+    check(len(mem) == 1 and re.search(r"KV cache %.1f MiB \(2 slots x 256 tokens\)" % kv_mib,
+                                      mem[0]),
+          "the start-up memory line, KV cache %.1f MiB: %s" % (kv_mib, mem))
+    # an error: its access line carries the reason the client got
+    st, bad, _, _ = srv.request("POST", "/v1/completions", {"prompt": "In", "max_tokens": 100000000})
+    bad_msg = bad["error"]["message"] if bad and "error" in bad else None
+    check(st == 400 and bad_msg and "max_tokens" in bad_msg, "max_tokens out of range: 400 (%d %s)"
+          % (st, bad))
     # ---------------------------------------------------------------- the access log
+    t0 = time.time()
     srv.stop()
     check(srv.p.returncode == 0, "SIGTERM: exit 0")
+    # nothing in flight: it stops in its drain's 0.2 s, not seconds (a held keep-alive connection
+    # and the test's own waits stay far below 2 s)
+    check(time.time() - t0 < 2, "SIGTERM to exit: %.2f s" % (time.time() - t0))
     srv.wait_line(r"stopped", 5)
     logs = []
     for line in srv.lines:
@@ -431,6 +489,13 @@ def main():
     check(len(cancelled) == 2 and all(o["stream"] and o["status"] == 200 for o in cancelled),
           "the two streams that were left: access lines with finish_reason cancelled: %s" % cancelled)
     check(any(o["path"] == "/health" and o["status"] == 503 for o in acc), "the /health 503 while loading is logged")
+    # a 4xx / 5xx line carries the reason the client got
+    check(any(o["path"] == "/v1/completions" and o["status"] == 503 and o.get("error") == "Loading model"
+              for o in acc), "the completion refused while loading: its reason logged: %s"
+          % [o for o in acc if o["status"] == 503])
+    check(any(o["status"] == 400 and o.get("error") == bad_msg for o in acc),
+          "the 400's access line carries its message %r: %s" % (bad_msg, [o for o in acc if o["status"] == 400]))
+    check(all("error" not in o for o in acc if o["status"] < 400), "no error on a success line")
     check(all(set(o) >= {"time", "method", "path", "status", "duration_ms", "prompt_tokens", "completion_tokens"}
               for o in acc), "every access line has time, method, path, status, duration, tokens")
     check(any(o.get("msg", "").startswith("SIGTERM") for o in logs), "notices are JSON too")
