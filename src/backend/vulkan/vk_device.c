@@ -380,8 +380,9 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
      * bench/RESULTS.md) */
     vb->base.kv_f16_default = 1;
     vb->base.kv_dtypes = (1u << VKF_DTYPE_F32) | (1u << VKF_DTYPE_F16);
-    vb->base.kv_dtypes_why = "the Vulkan attention kernels and the KV store read and write F32 "
-                             "and F16 caches; the block types run on the CPU backend (-ngl 0)";
+    vb->base.kv_dtypes_why =
+        "the Vulkan attention kernels and the KV store read and write F32 "
+        "and F16 caches; the block types run on the CPU backend (--cpu, -ngl 0)";
     /* prompt passes: bounded by the device's speed (graph/backend.h) */
     vb->base.ubatch_default = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 64 : 512;
 
