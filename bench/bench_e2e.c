@@ -65,9 +65,9 @@ typedef struct vkf_bench_opts {
     vkf_context_params split; /* -ts / -sm / -mg (the layer split over -dev A,B,...) */
     int profile;
     int warmup;
-    int quiet;      /* no progress lines on stderr */
-    int no_mmap;    /* vkf_model_params.no_mmap */
-    int cache_type; /* vkf_cache_type (-ctk / -ctv / --cache-type) */
+    int quiet;                /* no progress lines on stderr */
+    int no_mmap;              /* vkf_model_params.no_mmap */
+    int32_t cache_k, cache_v; /* vkf_cache_type (-ctk / -ctv; --cache-type both) */
 } vkf_bench_opts;
 
 /* ---------------------------------------------------------------- one test */
@@ -362,12 +362,11 @@ static int vkf_bench_opt_backends(void *dst, const char *value, char *err, size_
     return 0;
 }
 
+/* --cache-type: K and V in one type */
 static int vkf_bench_opt_cache(void *dst, const char *value, char *err, size_t n) {
-    if (strcmp(value, "f16") && strcmp(value, "f32")) {
-        snprintf(err, n, "expected f16 or f32, got '%s'", value);
-        return -1;
-    }
-    *(int *)dst = strcmp(value, "f16") ? VKF_CACHE_F32 : VKF_CACHE_F16;
+    vkf_bench_opts *o = dst;
+    if (vkf_parse_cache_type(&o->cache_k, value, err, n) < 0) return -1;
+    o->cache_v = o->cache_k;
     return 0;
 }
 
@@ -416,10 +415,12 @@ static int vkf_bench_parse(int argc, char **argv, vkf_bench_opts *o) {
         {"-d|--depth|--n-depth", VKF_ARG_CALL, &depth, .metavar = "D,..",
          .call = vkf_bench_opt_list,
          .help = "context already in the cache before the test (default 0)"},
-        {"-ctk|-ctv|--cache-type", VKF_ARG_CALL, &o->cache_type, .metavar = "T",
-         .call = vkf_bench_opt_cache,
-         .help = "KV cache f16 or f32 (default: f16 on every Vulkan device, lavapipe included; "
-                 "f32 on the CPU backend)"},
+        {"-ctk|--cache-type-k", VKF_ARG_CALL, &o->cache_k, .metavar = "T",
+         .call = vkf_parse_cache_type, .help = VKF_CACHE_TYPE_HELP},
+        {"-ctv|--cache-type-v", VKF_ARG_CALL, &o->cache_v, .metavar = "T",
+         .call = vkf_parse_cache_type, .help = "the same for the V cache"},
+        {"--cache-type", VKF_ARG_CALL, o, .metavar = "T", .call = vkf_bench_opt_cache,
+         .help = "sets -ctk and -ctv together"},
         {"-r|--repetitions", VKF_ARG_INT, &o->reps, .min = 1, .max = 64, .metavar = "N",
          .help = "timed runs per test (default 5)"},
         {"-o|--output", VKF_ARG_CALL, &o->fmt, .metavar = "FMT", .call = vkf_bench_opt_fmt,
@@ -524,7 +525,8 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
     }
     int n_ctx = max_need < md.n_ctx ? max_need : md.n_ctx;
     if (n_ctx < 1) n_ctx = 1;
-    vkf_session_params sp = {.n_ctx = n_ctx, .n_batch = 1, .cache_type = o->cache_type};
+    vkf_session_params sp = {
+        .n_ctx = n_ctx, .n_batch = 1, .cache_type_k = o->cache_k, .cache_type_v = o->cache_v};
     vkf_session *s = NULL;
     if (vkf_session_create(m, &sp, &s) != VKF_OK) {
         fprintf(stderr, "vkformer bench: session: %s\n", vkf_last_error());
@@ -637,9 +639,11 @@ static int vkf_bench_model(const vkf_bench_opts *o, vkf_context *ctx, const char
     if (!o->quiet && vkf_session_memory(s, &mi) == VKF_OK)
         fprintf(stderr,
                 "memory: weights %.1f MiB (%.1f MiB used in place from the file), KV cache %.1f "
-                "MiB, activations %.1f MiB\n",
+                "MiB (%llu bytes for %d tokens, K %s, V %s), activations %.1f MiB\n",
                 (double)mi.weights / 1048576.0, (double)mi.weights_in_place / 1048576.0,
-                (double)mi.kv_cache / 1048576.0, (double)mi.activations / 1048576.0);
+                (double)mi.kv_cache / 1048576.0, (unsigned long long)mi.kv_cache, n_ctx,
+                vkf_dtype_name((vkf_dtype)mi.kv_type_k), vkf_dtype_name((vkf_dtype)mi.kv_type_v),
+                (double)mi.activations / 1048576.0);
     free(toks);
     free(logits);
     vkf_session_free(s);

@@ -389,18 +389,20 @@ typedef struct vkf_model_params {
      * decreases and the last call has done == total. NULL: none. */
     void (*progress)(void *user, double done, double total);
     void *progress_user;
-    int no_mmap;        /* 1: read the file into memory instead of mapping it (llama.cpp's
-                           --no-mmap: no page faults on the file later, the file may change).
-                           0 (mapped, as llama.cpp): a GGUF file must not be truncated or
-                           rewritten in place while the model is loaded (replacing it by a
-                           rename is fine); reads past a shrunk file's end raise SIGBUS.
-                           Either way, where the backend can use host memory (the CPU, and
-                           unified-memory GPUs with VK_EXT_external_memory_host) the weights
-                           are used in place, never copied */
-    int32_t cache_type; /* vkf_cache_type the sessions will use (below). With n_ctx given, a
-                           context whose KV cache (one sequence of it, this type) cannot fit
-                           beside the weights is refused here, VKF_ERROR_OUT_OF_MEMORY, before
-                           anything is allocated; vkf_session_create checks every session */
+    int no_mmap;          /* 1: read the file into memory instead of mapping it (llama.cpp's
+                             --no-mmap: no page faults on the file later, the file may change).
+                             0 (mapped, as llama.cpp): a GGUF file must not be truncated or
+                             rewritten in place while the model is loaded (replacing it by a
+                             rename is fine); reads past a shrunk file's end raise SIGBUS.
+                             Either way, where the backend can use host memory (the CPU, and
+                             unified-memory GPUs with VK_EXT_external_memory_host) the weights
+                             are used in place, never copied */
+    int32_t cache_type_k; /* vkf_cache_type of K the sessions will use (below), and */
+    int32_t cache_type_v; /* of V. With n_ctx given, a context whose KV cache (one sequence of
+                             it, these types) cannot fit beside the weights is refused here,
+                             VKF_ERROR_OUT_OF_MEMORY, before anything is allocated, and a type
+                             the backend or architecture cannot use, VKF_ERROR_UNSUPPORTED;
+                             vkf_session_create checks every session */
 } vkf_model_params;
 
 /* Loads the weights onto ctx's backend (uploaded once). Errors name the file and tensor:
@@ -480,22 +482,44 @@ vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t
 vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags,
                                 char **out);
 
-/* ---- KV cache type (architectures topic): F16 halves the cache; default F16 on every Vulkan
- * device, CPU-type ones (lavapipe) included (as llama.cpp), F32 on the CPU backend (the
- * specification) and for the encoder-decoder transformer's caches. */
-typedef enum vkf_cache_type { VKF_CACHE_DEFAULT = 0, VKF_CACHE_F32, VKF_CACHE_F16 } vkf_cache_type;
+/* ---- KV cache types (llama.cpp's -ctk / -ctv): K and V each have one. DEFAULT is F16 on every
+ * Vulkan device, CPU-type ones (lavapipe) included (as llama.cpp), F32 on the CPU backend (the
+ * specification) and for the encoder-decoder transformer's caches. The block types are ggml's
+ * (32 elements a block, written by its reference quantizers when a row enters the cache, read
+ * back inside the attention kernels): Q8_0 takes 8.5 bits an element (53.1% of F16), Q5_1 6,
+ * Q5_0 5.5, Q4_1 5, Q4_0 and IQ4_NL 4.5. A block type needs a head_dim that is a multiple of 32;
+ * a type the backend's attention cannot read, or the architecture cannot keep (the
+ * encoder-decoder's caches are F32), is refused by name (VKF_ERROR_UNSUPPORTED), never widened. */
+typedef enum vkf_cache_type {
+    VKF_CACHE_DEFAULT = 0,
+    VKF_CACHE_F32,
+    VKF_CACHE_F16,
+    VKF_CACHE_BF16,
+    VKF_CACHE_Q8_0,
+    VKF_CACHE_Q4_0,
+    VKF_CACHE_Q4_1,
+    VKF_CACHE_IQ4_NL,
+    VKF_CACHE_Q5_0,
+    VKF_CACHE_Q5_1,
+    VKF_CACHE_COUNT
+} vkf_cache_type;
+/* llama.cpp's name of a cache type ("f16", "q8_0", ...; "default" for DEFAULT, NULL when t is not
+ * a vkf_cache_type), and the type of a name (case-insensitive; -1 when none). */
+const char *vkf_cache_type_name(int32_t t);
+int32_t vkf_cache_type_from_name(const char *name);
 
 typedef struct vkf_session_params {
-    int32_t n_ctx;      /* tokens per sequence the KV cache holds; 0 = the model's maximum */
-    int32_t n_batch;    /* sequences evaluated together (beam search needs >= the beam width);
-                           0 = 1 */
-    int32_t cache_type; /* vkf_cache_type of the self-attention K/V caches (decoder-only) */
-    int32_t n_ubatch;   /* most tokens per sequence in one forward pass (llama.cpp's -ub): a
-                           longer input, a prompt, is evaluated in passes of this many, so one
-                           submission stays bounded and abort_callback is heard between them.
-                           0: the backend's, 512 on GPUs, 64 on CPU drivers (lavapipe) and the
-                           CPU backend, where passes of 64 run as fast per token as passes of
-                           512 (bench/RESULTS.md) and a long prompt stays interruptible */
+    int32_t n_ctx;        /* tokens per sequence the KV cache holds; 0 = the model's maximum */
+    int32_t n_batch;      /* sequences evaluated together (beam search needs >= the beam width);
+                             0 = 1 */
+    int32_t cache_type_k; /* vkf_cache_type of the self-attention K cache (decoder-only) */
+    int32_t cache_type_v; /* vkf_cache_type of the V cache; each DEFAULT on its own */
+    int32_t n_ubatch;     /* most tokens per sequence in one forward pass (llama.cpp's -ub): a
+                             longer input, a prompt, is evaluated in passes of this many, so one
+                             submission stays bounded and abort_callback is heard between them.
+                             0: the backend's, 512 on GPUs, 64 on CPU drivers (lavapipe) and the
+                             CPU backend, where passes of 64 run as fast per token as passes of
+                             512 (bench/RESULTS.md) and a long prompt stays interruptible */
     /* llama.cpp's abort_callback: called before every forward pass (each pass of a prompt,
      * each generated token) of vkf_session_eval / eval_last / seq_eval / seq_decode /
      * decode_step, vkf_generate and vkf_translate; non-zero stops the call with
@@ -1083,24 +1107,26 @@ void vkf_set_shader_compile_callback(void (*cb)(void *user, int n_compiled, cons
 
 /* Memory by use, bytes. On unified-memory devices "device" memory is host RAM. */
 typedef struct vkf_memory_info {
-    uint64_t weights;          /* weights and the tables computed from them, on the backend */
-    uint64_t weights_in_place; /* of weights: used where the model file's bytes are (mapped, or
-                                  read once with no_mmap), no copy made */
-    uint64_t kv_cache;         /* session only: self-attention K/V (and encoder memory) */
-    uint64_t activations;      /* session only: the graphs' activation arenas, inputs, outputs */
-    uint64_t device_total;     /* bytes of the device-local heap buffers come from (or
-                                  VKF_MAX_DEVICE_MEMORY); 0 = none (the CPU backend) */
-    uint64_t device_used;      /* bytes this context's backend allocated there now; host memory
-                                  used in place (weights_in_place) takes no heap and is not
-                                  counted */
-    uint64_t device_available; /* bytes that can still be allocated, as the fit checks see it
-                                  (vkf_session_fit): the heap's free bytes on a discrete GPU
-                                  (within VK_EXT_memory_budget's budget where the driver has
-                                  it); on unified memory (integrated GPUs, lavapipe) and the CPU
-                                  backend what the host has available (MemAvailable; the budget
-                                  too), since there the heap's size is only a driver's figure;
-                                  with VKF_MAX_DEVICE_MEMORY that cap less device_used.
-                                  UINT64_MAX: unknown, nothing is checked */
+    uint64_t weights;             /* weights and the tables computed from them, on the backend */
+    uint64_t weights_in_place;    /* of weights: used where the model file's bytes are (mapped, or
+                                     read once with no_mmap), no copy made */
+    uint64_t kv_cache;            /* session only: self-attention K/V (and encoder memory) */
+    uint64_t activations;         /* session only: the graphs' activation arenas, inputs, outputs */
+    uint64_t device_total;        /* bytes of the device-local heap buffers come from (or
+                                     VKF_MAX_DEVICE_MEMORY); 0 = none (the CPU backend) */
+    uint64_t device_used;         /* bytes this context's backend allocated there now; host memory
+                                     used in place (weights_in_place) takes no heap and is not
+                                     counted */
+    uint64_t device_available;    /* bytes that can still be allocated, as the fit checks see it
+                                     (vkf_session_fit): the heap's free bytes on a discrete GPU
+                                     (within VK_EXT_memory_budget's budget where the driver has
+                                     it); on unified memory (integrated GPUs, lavapipe) and the CPU
+                                     backend what the host has available (MemAvailable; the budget
+                                     too), since there the heap's size is only a driver's figure;
+                                     with VKF_MAX_DEVICE_MEMORY that cap less device_used.
+                                     UINT64_MAX: unknown, nothing is checked */
+    int32_t kv_type_k, kv_type_v; /* session only: the vkf_dtype of its K and V caches (the
+                                     device's default resolved); the model: the load's types */
 } vkf_memory_info;
 
 /* The model's weights (kv_cache and activations are 0). */

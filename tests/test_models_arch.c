@@ -52,7 +52,7 @@ static float *prompt_logits_ct(vkf_context *ctx, const char *path, int32_t n_ctx
     }
     vkf_model_describe(m, md);
     *n_vocab = md->n_vocab;
-    vkf_session_params sp = {.n_ctx = 64, .cache_type = cache_type};
+    vkf_session_params sp = {.n_ctx = 64, .cache_type_k = cache_type, .cache_type_v = cache_type};
     if (vkf_session_create(m, &sp, &s) == VKF_OK) {
         /* the prompt in two steps: the second reads the first's keys back from the cache */
         size_t v = (size_t)md->n_vocab;

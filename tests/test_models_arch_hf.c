@@ -37,7 +37,8 @@ static float *logits(vkf_context *ctx, const char *path, int *n_vocab, char *arc
     *n_vocab = md.n_vocab;
     if (arch) snprintf(arch, arch_cap, "%s/%s", md.architecture, md.format);
     /* F32 caches (Vulkan devices default to F16): HF and GGUF logits are held to 1e-5 */
-    vkf_session_params sp = {.n_ctx = 32, .cache_type = VKF_CACHE_F32};
+    vkf_session_params sp = {
+        .n_ctx = 32, .cache_type_k = VKF_CACHE_F32, .cache_type_v = VKF_CACHE_F32};
     if (vkf_session_create(m, &sp, &s) == VKF_OK) {
         lg = malloc((size_t)N_TOK * (size_t)md.n_vocab * sizeof *lg);
         if (lg && vkf_session_eval(s, toks, N_TOK, lg) != VKF_OK) {

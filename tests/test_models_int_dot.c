@@ -42,7 +42,8 @@ static float *decode(vkf_context *ctx, const char *file, int *n_vocab) {
     vkf_model *m = NULL;
     VKT_OK(vkf_model_load(ctx, &mp, &m));
     if (!m) return NULL;
-    vkf_session_params sp = {.n_ctx = 64, .cache_type = VKF_CACHE_F32};
+    vkf_session_params sp = {
+        .n_ctx = 64, .cache_type_k = VKF_CACHE_F32, .cache_type_v = VKF_CACHE_F32};
     vkf_session *s = NULL;
     VKT_OK(vkf_session_create(m, &sp, &s));
     vkf_model_desc desc;

@@ -183,7 +183,8 @@ static void test_batch(vkf_context *ctx, const char *backend) {
             flat[b * T + i] = i < lens[b] ? toks[b][i] : 0; /* pad with <unk> */
     float *out = malloc((size_t)B * T * V * sizeof *out);
     /* F32 caches (Vulkan devices default to F16): llama.cpp's f32 logits, held to 1e-4 */
-    vkf_session_params sp = {.n_batch = B, .cache_type = VKF_CACHE_F32};
+    vkf_session_params sp = {
+        .n_batch = B, .cache_type_k = VKF_CACHE_F32, .cache_type_v = VKF_CACHE_F32};
     vkf_session *s;
     VKT_OK(vkf_session_create(m, &sp, &s));
     VKT_OK(vkf_session_step(s, B, T, flat, lens, 0, out));
@@ -226,7 +227,8 @@ static void test_extended_ctx(vkf_context *ctx, const char *backend) {
               "%s: n_ctx %d, trained %d, extendable %d", backend, md.n_ctx, md.n_ctx_train,
               md.ctx_extendable);
     vkf_session *s = NULL;
-    vkf_session_params sp = {.cache_type = VKF_CACHE_F32}; /* llama.cpp's f32 logits at 1e-4 */
+    vkf_session_params sp = {.cache_type_k = VKF_CACHE_F32,
+                             .cache_type_v = VKF_CACHE_F32}; /* llama.cpp's f32 logits at 1e-4 */
     VKT_OK(vkf_session_create(m, &sp, &s));
     VKT_CHECK(s && vkf_session_n_ctx(s) == EXT_CTX, "%s: session n_ctx %d", backend,
               s ? vkf_session_n_ctx(s) : -1);

@@ -57,7 +57,7 @@ static int eval_logits(vkf_context *ctx, const char *path, float *out, int *n_vo
     vkf_session *s = NULL;
     /* F32 caches on both backends (Vulkan devices default to F16): the comparison below is of
      * the quantized weights' arithmetic, held to 1e-4 */
-    vkf_session_params sp = {.cache_type = VKF_CACHE_F32};
+    vkf_session_params sp = {.cache_type_k = VKF_CACHE_F32, .cache_type_v = VKF_CACHE_F32};
     int ok = vkf_session_create(m, &sp, &s) == VKF_OK &&
              vkf_session_eval(s, k_tokens, N_TOK, out) == VKF_OK;
     VKT_CHECK(ok, "eval %s: %s", path, vkf_last_error());

@@ -494,7 +494,7 @@ static double kjv_logits_vs_cpu(const float *cpu, int n_rows, vkf_vk_stats *stat
     vkf_session *s = NULL;
     float *lg = malloc((size_t)n_rows * 67 * sizeof *lg);
     /* an F32 cache, as the CPU's (Vulkan devices default to F16; this compares shader caches) */
-    vkf_session_params sp = {.cache_type = VKF_CACHE_F32};
+    vkf_session_params sp = {.cache_type_k = VKF_CACHE_F32, .cache_type_v = VKF_CACHE_F32};
     if (m && lg && vkf_session_create(m, &sp, &s) == VKF_OK &&
         vkf_session_eval(s, g_kjv[0].tokens, n_rows, lg) == VKF_OK) {
         worst = 0;

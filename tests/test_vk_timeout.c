@@ -16,7 +16,8 @@ static vkf_status eval_last(vkf_context *ctx, const char *text, float *logits, i
     int32_t toks[64], n = 0;
     vkf_status st = vkf_model_load(ctx, &mp, &m);
     if (st == VKF_OK) st = vkf_model_tokenize(m, text, VKF_TOKENIZE_ADD_SPECIAL, toks, 64, &n);
-    vkf_session_params sp = {.cache_type = VKF_CACHE_F32}; /* as the CPU's: compared at 1e-4 */
+    vkf_session_params sp = {.cache_type_k = VKF_CACHE_F32,
+                             .cache_type_v = VKF_CACHE_F32}; /* as the CPU's: compared at 1e-4 */
     if (st == VKF_OK) st = vkf_session_create(m, &sp, &s);
     /* a wait of 1 ns can still see a finished fence: give the timeout a few chances */
     for (int i = 0; st == VKF_OK && i < 20; i++) {

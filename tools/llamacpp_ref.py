@@ -53,11 +53,13 @@ def tokenize(model_path, text, add_special=True, parse_special=True):
     return [buf[i] for i in range(n)]
 
 
-def logits(model_path, tokens, greedy=None, n_greedy=24, n_ctx=4096):
+def logits(model_path, tokens, greedy=None, n_greedy=24, n_ctx=4096, type_k=0, type_v=0,
+           flash_attn=False):
     """Rows of logits: one per prompt token (one batch), then one per generated token fed back
     one at a time. greedy=None: llama.cpp's own argmax continuation (lowest id on ties) of
-    n_greedy tokens; else those tokens teacher-forced. Returns (float32 [rows, n_vocab], the
-    greedy tokens)."""
+    n_greedy tokens; else those tokens teacher-forced. type_k / type_v: the KV cache's ggml_type
+    (0 F32, the fixtures' default; 1 F16, 8 Q8_0, ...), flash_attn: llama.cpp's flash attention
+    (which a quantized V cache needs). Returns (float32 [rows, n_vocab], the greedy tokens)."""
     _quiet()
     mp = L.llama_model_default_params()
     mp.n_gpu_layers = 0
@@ -68,10 +70,14 @@ def logits(model_path, tokens, greedy=None, n_greedy=24, n_ctx=4096):
     cp.n_ctx = n_ctx
     cp.n_batch = cp.n_ubatch = 512
     cp.n_threads = cp.n_threads_batch = 1
-    cp.flash_attn_type = 0  # LLAMA_FLASH_ATTN_TYPE_DISABLED
-    cp.type_k = cp.type_v = 0  # GGML_TYPE_F32
+    cp.flash_attn_type = 1 if flash_attn else 0  # LLAMA_FLASH_ATTN_TYPE_ENABLED / _DISABLED
+    cp.type_k, cp.type_v = type_k, type_v  # ggml_type: GGML_TYPE_F32 unless asked
+    c = None
     cp.swa_full = True
     c = L.llama_init_from_model(m, cp)
+    if not c:
+        sys.exit(f"llama.cpp cannot make a context for {model_path} (type_k {type_k}, type_v "
+                 f"{type_v}, flash_attn {flash_attn})")
     n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(m))
 
     def decode(toks, pos0, all_rows):

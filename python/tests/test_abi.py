@@ -28,7 +28,9 @@ def _c_layout(tmp_path, structs):
             lines.append(f'printf("{cname} {f[0]} %zu\\n", offsetof({cname}, {f[0]}));')
     for flag in ("VKF_TOKENIZE_ADD_SPECIAL", "VKF_TOKENIZE_SOURCE", "VKF_DETOKENIZE_SPECIAL",
                  "VKF_TOKENIZE_LITERAL", "VKF_DETOKENIZE_CONTINUATION", "VKF_BACKEND_CPU",
-                 "VKF_BACKEND_VULKAN", "VKF_CACHE_F32", "VKF_CACHE_F16", "VKF_GRAMMAR_NONE",
+                 "VKF_BACKEND_VULKAN", "VKF_CACHE_F32", "VKF_CACHE_F16", "VKF_CACHE_BF16",
+                 "VKF_CACHE_Q8_0", "VKF_CACHE_Q4_0", "VKF_CACHE_Q4_1", "VKF_CACHE_IQ4_NL",
+                 "VKF_CACHE_Q5_0", "VKF_CACHE_Q5_1", "VKF_GRAMMAR_NONE",
                  "VKF_GRAMMAR_OPEN", "VKF_GRAMMAR_MAY_END", "VKF_GRAMMAR_MUST_END",
                  "VKF_POOLING_DEFAULT", "VKF_POOLING_NONE", "VKF_POOLING_MEAN",
                  "VKF_POOLING_CLS", "VKF_POOLING_LAST", "VKF_NORMALIZE_DEFAULT",
@@ -64,8 +66,8 @@ def test_structs_and_flags_match_the_header(tmp_path):
     assert int(c["flag VKF_DETOKENIZE_CONTINUATION"]) == _lib.DETOKENIZE_CONTINUATION
     assert int(c["flag VKF_BACKEND_CPU"]) == _lib.BACKEND_CPU
     assert int(c["flag VKF_BACKEND_VULKAN"]) == _lib.BACKEND_VULKAN
-    assert int(c["flag VKF_CACHE_F32"]) == _lib.CACHE_F32
-    assert int(c["flag VKF_CACHE_F16"]) == _lib.CACHE_F16
+    for name, value in _lib.CACHE_TYPES.items():  # every KV cache type, by llama.cpp's name
+        assert int(c[f"flag VKF_CACHE_{name.upper()}"]) == value, name
     for name in ("GRAMMAR_NONE", "GRAMMAR_OPEN", "GRAMMAR_MAY_END", "GRAMMAR_MUST_END",
                  "POOLING_DEFAULT", "POOLING_NONE", "POOLING_MEAN", "POOLING_CLS",
                  "POOLING_LAST", "NORMALIZE_DEFAULT", "NORMALIZE_ON", "NORMALIZE_OFF"):

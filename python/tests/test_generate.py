@@ -177,3 +177,30 @@ def test_default_sampling_is_the_clis(kjv):
     assert b"temp 0.8, top-k 40, top-p 0.95, min-p 0.05," in r.stderr  # -v prints them
     want = r.stdout[len(prompt.encode()):].decode()
     assert kjv(prompt, max_tokens=40, seed=seed)["choices"][0]["text"] == want
+
+
+def test_kv_cache_types():
+    """type_k / type_v (llama-cpp-python's ggml_type numbers, or the names) pick the K and V
+    cache types; the session's memory counts them in ggml's block sizes; a bad one is a
+    ValueError naming the argument, a type the device cannot use an error naming the type."""
+    sizes = {}
+    for tk, tv in ((0, 0), (1, 1), (8, 8), ("q4_0", 8)):
+        with vkformer.Llama(str(TINY), backend="cpu", n_ctx=64, type_k=tk, type_v=tv,
+                            verbose=False) as llm:
+            out = llm("The quick brown fox", max_tokens=4, temperature=0)
+            assert out["usage"]["completion_tokens"] >= 1
+            sizes[(tk, tv)] = llm._session.memory()["kv_cache"]
+    # llama-tiny: 4 layers, 4 KV heads of 32 -> 4 blocks of 32 a row, 64 rows; a block of 32 is
+    # 128 bytes in f32, 64 in f16, 34 in q8_0, 18 in q4_0 (ggml-common.h)
+    rows = 4 * 64 * 4
+    assert sizes[(0, 0)] == rows * 2 * 128
+    assert sizes[(1, 1)] == rows * 2 * 64
+    assert sizes[(8, 8)] == rows * 2 * 34
+    assert sizes[("q4_0", 8)] == rows * (18 + 34)
+    with pytest.raises(ValueError, match="type_k=12"):
+        vkformer.Llama(str(TINY), backend="cpu", type_k=12, verbose=False)
+    with pytest.raises(ValueError, match="cache_type"):
+        vkformer.Llama(str(TINY), backend="cpu", cache_type="q8", verbose=False)
+    # a Vulkan device takes f32 / f16 caches: q8_0 is refused by name, not widened
+    with pytest.raises(vkformer.UnsupportedError, match="K cache type q8_0"):
+        vkformer.Llama(str(TINY), backend="vulkan", type_k=8, type_v=8, verbose=False)

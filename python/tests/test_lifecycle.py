@@ -76,7 +76,7 @@ def test_llama_cpp_arguments():
     assert "n_threads" in msgs and "use_mlock" in msgs
     assert "n_gpu_layers" not in msgs and "flash_attn" not in msgs
     for bad in ({"kv_overrides": {"a": 1}}, {"lora_path": "x.gguf"}, {"rope_freq_base": 5e5},
-                {"type_k": 8}, {"vocab_only": True}):
+                {"type_k": 12}, {"vocab_only": True}):  # 12: GGML_TYPE_Q3_K, no cache type
         with pytest.raises(ValueError, match=next(iter(bad))):
             vkformer.Llama(str(KJV), verbose=False, **bad)
     # ggml's type ids: 0 = F32, 1 = F16; an F32 cache holds twice the bytes

@@ -744,7 +744,8 @@ int vkf_cmd_chat(int argc, char **argv) {
     /* -b / -ub: a turn's new tokens in passes of the smaller (0: the device's own size); Ctrl-C
      * stops them between two passes (the session's abort callback) */
     vkf_session_params ssp = {.n_ctx = o.n_ctx,
-                              .cache_type = o.cache_type,
+                              .cache_type_k = o.mp.cache_type_k,
+                              .cache_type_v = o.mp.cache_type_v,
                               .n_ubatch = chunk,
                               .abort_callback = stop_requested};
     if (c.d.encoder_decoder || !c.d.has_tokenizer) {

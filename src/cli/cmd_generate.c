@@ -243,7 +243,6 @@ int vkf_cmd_generate(int argc, char **argv) {
             "generate", "--model PATH (a model directory or .gguf file) or -hf NAME (a model of "
                         "vkformer's registry: vkformer pull --list) is required");
     if ((rc = vkf_gen_check(&o, "generate")) >= 0) return rc;
-    int cache_type = o.cache_type;
 
     char *file_text = NULL;
     const char *prompt = o.prompt ? o.prompt : "";
@@ -302,8 +301,11 @@ int vkf_cmd_generate(int argc, char **argv) {
      * between two passes */
     int32_t ub = o.n_batch;
     if (o.n_ubatch && (!ub || o.n_ubatch < ub)) ub = o.n_ubatch;
-    vkf_session_params sesp = {
-        .n_ctx = o.n_ctx, .cache_type = cache_type, .n_ubatch = ub, .abort_callback = interrupted};
+    vkf_session_params sesp = {.n_ctx = o.n_ctx,
+                               .cache_type_k = o.mp.cache_type_k,
+                               .cache_type_v = o.mp.cache_type_v,
+                               .n_ubatch = ub,
+                               .abort_callback = interrupted};
     if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
         vkf_cli_fail("generate");
         goto done;
@@ -405,9 +407,10 @@ int vkf_cmd_generate(int argc, char **argv) {
     if (vkf_session_memory(s, &mi) == VKF_OK)
         fprintf(stderr,
                 "memory:     weights %.1f MiB (%.1f MiB used in place from the file), KV cache "
-                "%.1f MiB, activations %.1f MiB\n",
+                "%.1f MiB (K %s, V %s), activations %.1f MiB\n",
                 (double)mi.weights / 1048576.0, (double)mi.weights_in_place / 1048576.0,
-                (double)mi.kv_cache / 1048576.0, (double)mi.activations / 1048576.0);
+                (double)mi.kv_cache / 1048576.0, vkf_dtype_name((vkf_dtype)mi.kv_type_k),
+                vkf_dtype_name((vkf_dtype)mi.kv_type_v), (double)mi.activations / 1048576.0);
     rc = g_interrupted ? 130 : 0;
 done:
     vkf_gen_free(&o);

@@ -37,7 +37,8 @@ typedef struct loader {
     const char *model, *alias;
     vkf_context_params cp;
     int32_t np, n_ctx, max_tokens, queue;
-    int embedding; /* --embedding */
+    int32_t ctk, ctv; /* -ctk / -ctv: vkf_cache_type */
+    int embedding;    /* --embedding */
     vkf_context *ctx;
     vkf_model *m;
     vkf_model_desc d;
@@ -60,7 +61,10 @@ static int load(loader *l) {
     if (vkf_cli_context(&l->cp, &l->ctx) != VKF_OK) return srv_log_error("%s", vkf_last_error());
     /* -c over the slots: positions per slot, past the training context where they are computed
      * (RoPE), as generate's -c */
-    vkf_model_params mp = {.path = l->model, .n_ctx = l->n_ctx ? l->n_ctx / l->np : 0};
+    vkf_model_params mp = {.path = l->model,
+                           .n_ctx = l->n_ctx ? l->n_ctx / l->np : 0,
+                           .cache_type_k = l->ctk,
+                           .cache_type_v = l->ctv};
     if (vkf_model_load(l->ctx, &mp, &l->m) != VKF_OK)
         return load_fail(l, srv_log_error("loading the model: %s", vkf_last_error()));
     vkf_model_describe(l->m, &l->d);
@@ -97,9 +101,16 @@ static int load(loader *l) {
         srv_log_notice("%s has no chat template: /v1/chat/completions uses ChatML (llama.cpp's "
                        "default)",
                        l->model);
-    srv_engine_params ep = {.n_slots = l->np, .n_ctx = slot_ctx, .queue_max = l->queue};
+    srv_engine_params ep = {.n_slots = l->np,
+                            .n_ctx = slot_ctx,
+                            .queue_max = l->queue,
+                            .cache_type_k = l->ctk,
+                            .cache_type_v = l->ctv};
     if (srv_engine_start(l->m, &ep, &l->e) != VKF_OK)
         return load_fail(l, srv_log_error("starting the slots: %s", vkf_last_error()));
+    uint64_t kv = 0;
+    srv_engine_kv(l->e, &kv, &l->cfg.kv_type_k, &l->cfg.kv_type_v);
+    l->cfg.kv_bytes_slot = kv / (uint64_t)l->np;
     return 0;
 }
 
@@ -126,7 +137,7 @@ static int log_format_arg(void *dst, const char *v, char *err, size_t n) {
 int vkf_cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *api_key = NULL, *alias = NULL;
     int32_t port = 8080, np = 1, n_ctx = 0, max_tokens = 4096, queue = 16, max_body_kib = 1024;
-    int32_t timeout_s = 600;
+    int32_t timeout_s = 600, ctk = 0, ctv = 0;
     int metrics = 0, slots = 1, embedding = 0;
     srv_log_format log_format = SRV_LOG_NONE;
     vkf_context_params cp = {0};
@@ -142,6 +153,10 @@ int vkf_cmd_serve(int argc, char **argv) {
         {"-c|--ctx-size", VKF_ARG_INT, &n_ctx, .min = 0, .max = 1 << 24, .metavar = "N",
          .help = "context of all slots together, tokens, as llama-server: each slot gets N / np "
                  "(default 0: the model's context per slot)"},
+        {"-ctk|--cache-type-k", VKF_ARG_CALL, &ctk, .metavar = "T", .call = vkf_parse_cache_type,
+         .help = VKF_CACHE_TYPE_HELP},
+        {"-ctv|--cache-type-v", VKF_ARG_CALL, &ctv, .metavar = "T", .call = vkf_parse_cache_type,
+         .help = "the same for the V cache"},
         {"--api-key", VKF_ARG_STR, &api_key, .metavar = "KEY",
          .help = "require \"Authorization: Bearer KEY\" (every endpoint but /health)"},
         {"-a|--alias", VKF_ARG_STR, &alias, .metavar = "NAME",
@@ -224,6 +239,8 @@ int vkf_cmd_serve(int argc, char **argv) {
                 .cp = cp,
                 .np = np,
                 .n_ctx = n_ctx,
+                .ctk = ctk,
+                .ctv = ctv,
                 .max_tokens = max_tokens,
                 .queue = queue,
                 .embedding = embedding};

@@ -25,13 +25,11 @@ void vkf_gen_defaults(vkf_gen_opts *o, vkf_gen_mode mode) {
     o->n_threads = 1;
 }
 
-/* -ctk / -ctv / --cache-type: f16 or f32 */
-static int parse_cache_type(void *dst, const char *v, char *err, size_t n) {
-    if (strcmp(v, "f16") && strcmp(v, "f32")) {
-        snprintf(err, n, "expected f16 or f32 (the KV cache types vkformer has), got '%s'", v);
-        return -1;
-    }
-    *(int *)dst = strcmp(v, "f16") == 0 ? VKF_CACHE_F16 : VKF_CACHE_F32;
+/* --cache-type: K and V in one type */
+static int parse_cache_both(void *dst, const char *v, char *err, size_t n) {
+    vkf_gen_opts *o = dst;
+    if (vkf_parse_cache_type(&o->mp.cache_type_k, v, err, n) < 0) return -1;
+    o->mp.cache_type_v = o->mp.cache_type_k;
     return 0;
 }
 
@@ -134,12 +132,12 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     ADD("-fa|--flash-attn", VKF_ARG_CALL, o, .metavar = "[on|off|auto]",
         .call = vkf_args_flash_attn, .optional_value = 1,
         .help = "accepted alone or as on/auto: attention is always one fused kernel here");
-    ADD("-ctk|--cache-type-k|--cache-type", VKF_ARG_CALL, &o->cache_k, .metavar = "T",
-        .call = parse_cache_type,
-        .help = "KV cache f16 or f32 (default: f16 on every Vulkan device, lavapipe included; "
-                "f32 on the CPU backend); --cache-type sets both");
-    ADD("-ctv|--cache-type-v", VKF_ARG_CALL, &o->cache_v, .metavar = "T", .call = parse_cache_type,
-        .help = "the same for V: vkformer keeps K and V in one type");
+    ADD("-ctk|--cache-type-k", VKF_ARG_CALL, &o->mp.cache_type_k, .metavar = "T",
+        .call = vkf_parse_cache_type, .help = VKF_CACHE_TYPE_HELP);
+    ADD("-ctv|--cache-type-v", VKF_ARG_CALL, &o->mp.cache_type_v, .metavar = "T",
+        .call = vkf_parse_cache_type, .help = "the same for the V cache");
+    ADD("--cache-type", VKF_ARG_CALL, o, .metavar = "T", .call = parse_cache_both,
+        .help = "sets -ctk and -ctv together");
     ADD("--no-mmap", VKF_ARG_SET, &o->mp.no_mmap,
         .help = "read the model file into memory instead of mapping it");
     ADD("-v|--verbose", VKF_ARG_SET, &o->verbose,
@@ -234,9 +232,6 @@ int vkf_gen_check(vkf_gen_opts *o, const char *cmd) {
                 cmd, "-ngl 0 (the CPU) and -dev %s (a device) contradict each other", o->cp.device);
         o->cp.backend = VKF_BACKEND_CPU;
     }
-    if (o->cache_k && o->cache_v && o->cache_k != o->cache_v)
-        return vkf_usage_error(cmd, "-ctk and -ctv differ: vkformer keeps K and V in one type");
-    o->cache_type = o->cache_k ? o->cache_k : o->cache_v;
     if (o->n_predict == -2)
         o->n_predict = -1;              /* llama.cpp's "until the context is full": with
                                            no context shift that is what -1 does here */
@@ -250,7 +245,6 @@ int vkf_gen_check(vkf_gen_opts *o, const char *cmd) {
         o->sp.seed = (uint64_t)o->seed;
     }
     o->mp.n_ctx = o->n_ctx;
-    o->mp.cache_type = o->cache_type; /* the load checks a context asked for in this type */
     int rc = vkf_cli_grammar_load(cmd, &o->gr);
     if (rc >= 0) return rc;
     o->sp.grammar = o->gr.text;

@@ -41,9 +41,7 @@ typedef struct vkf_gen_opts {
     int noop;           /* llama.cpp's flags accepted as no-ops (--no-warmup, --log-disable) */
     const char *reverse[VKF_GEN_MAX_REVERSE];
     int n_reverse;
-    int cache_k, cache_v; /* vkf_cache_type from -ctk / -ctv (0: the device's default) */
-    int cache_type;       /* the one of them given (vkf_gen_check) */
-    vkf_cli_grammar gr;   /* --grammar, --json-schema, ...: sp.grammar after vkf_gen_check */
+    vkf_cli_grammar gr; /* --grammar, --json-schema, ...: sp.grammar after vkf_gen_check */
     char help_n[128], help_min_p[96]; /* help texts with this command's defaults */
 } vkf_gen_opts;
 

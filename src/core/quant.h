@@ -71,10 +71,16 @@ void vkf_quant_pack2_k(const uint8_t *L, uint8_t *qs);
 void vkf_quantize_kx(const float *x, int nmax, float rmin, int nstep, uint16_t *dd, uint16_t *dmin,
                      uint8_t *sc6, uint8_t *L);
 /* One IQ4 super-block of sb values in blocks of bs (quant_iq4.c; ggml's
- * quantize_row_iq4_nl_impl with 7 tries and no importance matrix): sb == bs (IQ4_NL) puts the
- * block scale in *dh; else (IQ4_XS) *dh is the super-scale and scales_h / scales_l hold the
- * 6-bit sub-block scales. */
+ * quantize_row_iq4_nl_impl with no importance matrix and ntry tries of the scale: 7 as
+ * llama-quantize (quantize_iq4_nl / _xs), -1 (none: the first scale) as ggml's
+ * quantize_row_iq4_nl_ref, the CPU's from_float that writes an IQ4_NL KV cache): sb == bs
+ * (IQ4_NL) puts the block scale in *dh; else (IQ4_XS) *dh is the super-scale and scales_h /
+ * scales_l hold the 6-bit sub-block scales. */
 void vkf_quantize_iq4_block(int sb, int bs, const float *x, uint16_t *dh, uint8_t *q4,
-                            uint16_t *scales_h, uint8_t *scales_l);
+                            uint16_t *scales_h, uint8_t *scales_l, int ntry);
+/* A row of a KV cache as ggml's CPU from_float of its type writes it (ggml_cpy from F32: how
+ * llama.cpp fills its cache): the reference quantizer of every type (vkf_quantize_rows) except
+ * IQ4_NL, written without the scale search (quantize_row_iq4_nl_ref). n a multiple of 32. */
+void vkf_quantize_kv_row(vkf_dtype t, const float *src, void *dst, int64_t n);
 
 #endif

@@ -24,9 +24,8 @@ static int best_index_int8(int n, const int8_t *val, float x) {
 
 /* See quant.h. */
 void vkf_quantize_iq4_block(int sb, int bs, const float *x, uint16_t *dh, uint8_t *q4,
-                            uint16_t *scales_h, uint8_t *scales_l) {
+                            uint16_t *scales_h, uint8_t *scales_l, int ntry) {
     const int8_t *values = vkf_iq4nl_values;
-    const int ntry = 7;
     float scales[VKF_QK_K / 32], weight[32];
     uint8_t L[VKF_QK_K];
     memset(q4, 0, (size_t)sb / 2);
@@ -42,7 +41,7 @@ void vkf_quantize_iq4_block(int sb, int bs, const float *x, uint16_t *dh, uint8_
             scales[ib] = 0;
             continue;
         }
-        float d = -max / values[0];
+        float d = ntry > 0 ? -max / values[0] : max / values[0];
         float id = 1 / d;
         float sumqx = 0, sumq2 = 0;
         for (int j = 0; j < bs; ++j) {
@@ -52,7 +51,7 @@ void vkf_quantize_iq4_block(int sb, int bs, const float *x, uint16_t *dh, uint8_
             sumqx += w * q * xb[j];
             sumq2 += w * q * q;
         }
-        d = sumqx / sumq2;
+        d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
         float best = d * sumqx;
         for (int itry = -ntry; itry <= ntry; ++itry) {
             id = (itry + values[0]) / max;
@@ -99,11 +98,24 @@ void vkf_quantize_iq4_block(int sb, int bs, const float *x, uint16_t *dh, uint8_
         }
     } else {
         *dh = vkf_f32_to_f16(scales[0]);
-        float id = scales[0] ? 1 / scales[0] : 0;
-        for (int j = 0; j < sb; ++j)
-            L[j] = (uint8_t)best_index_int8(16, values, id * x[j]);
+        if (ntry > 0) { /* without the search the first pass's levels stay (ggml) */
+            float id = scales[0] ? 1 / scales[0] : 0;
+            for (int j = 0; j < sb; ++j)
+                L[j] = (uint8_t)best_index_int8(16, values, id * x[j]);
+        }
     }
     for (int i = 0; i < sb / 32; ++i)
         for (int j = 0; j < 16; ++j)
             q4[16 * i + j] = (uint8_t)(L[32 * i + j] | (L[32 * i + 16 + j] << 4));
+}
+
+/* See quant.h. */
+void vkf_quantize_kv_row(vkf_dtype t, const float *src, void *dst, int64_t n) {
+    if (t != VKF_DTYPE_IQ4_NL) {
+        vkf_quantize_row(t, src, dst, n);
+        return;
+    }
+    vkf_block_iq4_nl *y = dst;
+    for (int64_t i = 0; i < n / 32; i++)
+        vkf_quantize_iq4_block(32, 32, src + 32 * i, &y[i].d, y[i].qs, NULL, NULL, -1);
 }

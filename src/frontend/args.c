@@ -165,6 +165,19 @@ int vkf_args_cpu(void *dst, const char *value, char *err, size_t n) {
     return 0;
 }
 
+int vkf_parse_cache_type(void *dst, const char *v, char *err, size_t n) {
+    int32_t t = vkf_cache_type_from_name(v);
+    if (t <= VKF_CACHE_DEFAULT) {
+        snprintf(err, n,
+                 "expected f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 or q5_1 (llama.cpp's KV "
+                 "cache types), got '%s'",
+                 v);
+        return -1;
+    }
+    *(int32_t *)dst = t;
+    return 0;
+}
+
 int vkf_args_flash_attn(void *dst, const char *v, char *err, size_t n) {
     (void)dst;
     if (!v || !strcmp(v, "on") || !strcmp(v, "auto") || !strcmp(v, "1") || !strcmp(v, "true"))

@@ -251,7 +251,8 @@ static vkf_status verify_encdec(vkf_model *m, const encdec_case *e, vkf_verify_c
           *lp = malloc((size_t)B * Tt * V * sizeof *lp);
     vkf_status st =
         enc && lp ? VKF_OK : vkf_error(VKF_ERROR_OUT_OF_MEMORY, "verify: out of host memory");
-    vkf_session_params sp = {.n_ctx = 0, .n_batch = B, .cache_type = VKF_CACHE_F32};
+    vkf_session_params sp = {
+        .n_ctx = 0, .n_batch = B, .cache_type_k = VKF_CACHE_F32, .cache_type_v = VKF_CACHE_F32};
     if (st == VKF_OK) st = vkf_session_create(m, &sp, &s);
     /* teacher forcing over the padded batch */
     if (st == VKF_OK) st = vkf_session_encode_batch(s, B, Ts, e->src, e->slen, 1, enc);
@@ -496,7 +497,7 @@ static vkf_status verify_decoder(vkf_model *m, const char *prompt, const int32_t
     }
     /* teacher forcing: the prompt as one batch, then each reference greedy token alone */
     /* the references ran with an F32 KV cache (fixtures' READMEs): so does the comparison */
-    vkf_session_params sp = {.cache_type = VKF_CACHE_F32};
+    vkf_session_params sp = {.cache_type_k = VKF_CACHE_F32, .cache_type_v = VKF_CACHE_F32};
     if (st == VKF_OK) st = vkf_session_create(m, &sp, &s);
     cmp_acc acc = {0};
     if (st == VKF_OK) st = vkf_session_eval(s, tokens, n, lo);

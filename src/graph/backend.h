@@ -59,6 +59,14 @@ struct vkf_backend {
     const vkf_backend_i *i;
     char device_name[256];
     int kv_f16_default; /* sessions default to an F16 KV cache (GPU-type Vulkan devices) */
+    /* bit (1 << dtype) for each KV cache dtype whose rows its COPY_ROWS writes and its
+     * ATTENTION reads (F32 and F16 everywhere; the block types where the kernels decode them);
+     * 0 is read as F32 | F16 */
+    uint32_t kv_dtypes;
+    int kv_mixed; /* K and V may be of different types (else the same one) */
+    /* the reason the others are refused, for the message ("the Vulkan attention kernels read
+     * F32 and F16 caches"); NULL: none given */
+    const char *kv_dtypes_why;
     int import_host;    /* buffer_import works here: weights are used in place from the file */
     int ubatch_default; /* tokens per forward pass of a long prompt by default (sessions): 512 on
                            GPUs; 64 on CPU devices, where passes of 64 run as fast per token as

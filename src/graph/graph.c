@@ -88,6 +88,23 @@ static int is_weight_dtype(vkf_dtype t) { return vkf_wtype_is_weight(t); }
 
 #define SHAPE(t) (long long)(t)->rows, (long long)(t)->cols
 
+/* The dtype a KV cache operand t may have: its own when it is a KV cache type (F16, BF16, or a
+ * 32-element block type whose blocks fit whole in a head of head_dim), else F32. */
+static vkf_dtype kv_dtype(const vkf_tensor *t, int64_t head_dim) {
+    if (!t) return VKF_DTYPE_F32;
+    switch (t->dtype) {
+    case VKF_DTYPE_F16:
+    case VKF_DTYPE_BF16: return t->dtype;
+    case VKF_DTYPE_Q8_0:
+    case VKF_DTYPE_Q4_0:
+    case VKF_DTYPE_Q4_1:
+    case VKF_DTYPE_IQ4_NL:
+    case VKF_DTYPE_Q5_0:
+    case VKF_DTYPE_Q5_1: return head_dim % 32 == 0 ? t->dtype : VKF_DTYPE_F32;
+    default: return VKF_DTYPE_F32;
+    }
+}
+
 static vkf_status expect(const vkf_node *n, const vkf_tensor *t, const char *what, vkf_dtype dt,
                          int64_t rows, int64_t cols) {
     if (!t)
@@ -184,10 +201,12 @@ vkf_status vkf_node_check(const vkf_node *n) {
         int64_t kv_rows = (int64_t)(p->batch - 1) * p->kv_stride + p->n_kv;
         VKF_TRY(expect(n, a, "q", VKF_DTYPE_F32, (int64_t)p->batch * p->n_q,
                        (int64_t)p->n_head * p->head_dim));
-        /* K and V: F32, or both an F16 cache */
-        vkf_dtype kvt = b && b->dtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
-        VKF_TRY(expect(n, b, "k", kvt, -1, (int64_t)p->n_kv_head * p->head_dim));
-        VKF_TRY(expect(n, c, "v", kvt, -1, (int64_t)p->n_kv_head * p->head_dim));
+        /* K and V: F32, or a KV cache type each (a block type's blocks within a head); which
+         * of them a backend reads is its kv_dtypes (graph/backend.h) */
+        VKF_TRY(
+            expect(n, b, "k", kv_dtype(b, p->head_dim), -1, (int64_t)p->n_kv_head * p->head_dim));
+        VKF_TRY(
+            expect(n, c, "v", kv_dtype(c, p->head_dim), -1, (int64_t)p->n_kv_head * p->head_dim));
         if (b->rows < kv_rows || c->rows < kv_rows)
             return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                              "attention: k/v have %lld/%lld rows, need %lld", (long long)b->rows,
@@ -197,8 +216,7 @@ vkf_status vkf_node_check(const vkf_node *n) {
     }
     case VKF_OP_COPY_ROWS:
         VKF_TRY(expect(n, a, "src", VKF_DTYPE_F32, -1, -1));
-        VKF_TRY(expect(n, d, "dst", d->dtype == VKF_DTYPE_F16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32, -1,
-                       a->cols));
+        VKF_TRY(expect(n, d, "dst", kv_dtype(d, a->cols), -1, a->cols));
         if (b) VKF_TRY(expect(n, b, "row offset", VKF_DTYPE_I32, 1, 1));
         if (n->p.copy.dst_row0 < 0 || n->p.copy.dst_row0 + a->rows > d->rows)
             return vkf_error(VKF_ERROR_INVALID_ARGUMENT,

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "core/dtype.h"
@@ -68,20 +69,109 @@ static void mem_state_read(vkf_backend *be, mem_state *ms) {
 
 /* ------------------------------------------------------------------ KV cache sizing */
 
-vkf_dtype vkf_session_cache_dtype(const vkf_model *m, int32_t cache_type) {
-    /* the encoder-decoder's caches stay F32 (its graphs read them as F32 views) */
-    if (m->arch == VKF_ARCH_TRANSFORMER) return VKF_DTYPE_F32;
-    int f16 = cache_type == VKF_CACHE_F16 ||
-              (cache_type == VKF_CACHE_DEFAULT && m->be && m->be->kv_f16_default);
-    return f16 ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+/* vkf_cache_type -> its name (llama.cpp's ggml type names) and dtype */
+static const struct {
+    const char *name;
+    vkf_dtype dtype;
+} cache_types[VKF_CACHE_COUNT] = {
+    [VKF_CACHE_DEFAULT] = {"default", VKF_DTYPE_F32},
+    [VKF_CACHE_F32] = {"f32", VKF_DTYPE_F32},
+    [VKF_CACHE_F16] = {"f16", VKF_DTYPE_F16},
+    [VKF_CACHE_BF16] = {"bf16", VKF_DTYPE_BF16},
+    [VKF_CACHE_Q8_0] = {"q8_0", VKF_DTYPE_Q8_0},
+    [VKF_CACHE_Q4_0] = {"q4_0", VKF_DTYPE_Q4_0},
+    [VKF_CACHE_Q4_1] = {"q4_1", VKF_DTYPE_Q4_1},
+    [VKF_CACHE_IQ4_NL] = {"iq4_nl", VKF_DTYPE_IQ4_NL},
+    [VKF_CACHE_Q5_0] = {"q5_0", VKF_DTYPE_Q5_0},
+    [VKF_CACHE_Q5_1] = {"q5_1", VKF_DTYPE_Q5_1},
+};
+
+const char *vkf_cache_type_name(int32_t t) {
+    return t >= 0 && t < VKF_CACHE_COUNT ? cache_types[t].name : NULL;
 }
 
-uint64_t vkf_kv_cache_bytes(const vkf_model *m, int32_t n_ctx, int32_t n_batch, vkf_dtype dtype) {
+int32_t vkf_cache_type_from_name(const char *name) {
+    for (int32_t t = 0; name && t < VKF_CACHE_COUNT; t++)
+        if (strcasecmp(name, cache_types[t].name) == 0) return t;
+    return -1;
+}
+
+vkf_dtype vkf_session_cache_dtype(const vkf_model *m, int32_t cache_type) {
+    /* the encoder-decoder's caches stay F32 (its graphs read them as F32 views; a type asked
+     * for other than F32 / F16 is refused by vkf_cache_types_check) */
+    if (m->arch == VKF_ARCH_TRANSFORMER) return VKF_DTYPE_F32;
+    if (cache_type == VKF_CACHE_DEFAULT)
+        return m->be && m->be->kv_f16_default ? VKF_DTYPE_F16 : VKF_DTYPE_F32;
+    return cache_type > 0 && cache_type < VKF_CACHE_COUNT ? cache_types[cache_type].dtype
+                                                          : VKF_DTYPE_F32;
+}
+
+/* One cache (which: "K" or "V") of type t on backend be, or its refusal. */
+static vkf_status cache_type_check_one(const vkf_model *m, const vkf_backend *be, int32_t t,
+                                       const char *which, const char *who) {
+    if (t < 0 || t >= VKF_CACHE_COUNT)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "%s: cache_type_%c %d is not a vkf_cache_type (0 default, f32, f16, "
+                         "bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1: 1 to %d)",
+                         who, which[0] == 'K' ? 'k' : 'v', t, VKF_CACHE_COUNT - 1);
+    if (t == VKF_CACHE_DEFAULT || m->arch == VKF_ARCH_ENCODER) return VKF_OK;
+    const char *name = cache_types[t].name;
+    if (m->arch == VKF_ARCH_TRANSFORMER) {
+        if (t == VKF_CACHE_F32 || t == VKF_CACHE_F16) return VKF_OK; /* kept F32, as before */
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: %s cache type %s: the encoder-decoder transformer keeps its caches "
+                         "in F32 (f32 or f16 accepted)",
+                         who, which, name);
+    }
+    vkf_dtype dt = cache_types[t].dtype;
+    int blk = vkf_dtype_block_elems(dt);
+    if (blk > 1 && m->hp.head_dim % blk)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: %s cache type %s needs a head_dim that is a multiple of %d (its "
+                         "block, read per head), this model's is %d",
+                         who, which, name, blk, m->hp.head_dim);
+    uint32_t mask = be->kv_dtypes ? be->kv_dtypes : (1u << VKF_DTYPE_F32) | (1u << VKF_DTYPE_F16);
+    if (!(mask & (1u << dt))) {
+        char list[160] = "";
+        size_t n = 0;
+        for (int32_t u = 1; u < VKF_CACHE_COUNT; u++)
+            if (mask & (1u << cache_types[u].dtype))
+                n += (size_t)snprintf(list + n, n < sizeof list ? sizeof list - n : 0, "%s%s",
+                                      n ? ", " : "", cache_types[u].name);
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: %s cache type %s: the backend on %s cannot use it (%s%s"
+                         "accepted there: %s)",
+                         who, which, name, be->device_name,
+                         be->kv_dtypes_why ? be->kv_dtypes_why : "", be->kv_dtypes_why ? "; " : "",
+                         list);
+    }
+    return VKF_OK;
+}
+
+vkf_status vkf_cache_types_check(const vkf_model *m, int32_t k, int32_t v, const char *who) {
+    int n = m->n_dev > 1 ? m->n_dev : 1;
+    for (int d = 0; d < n; d++) {
+        vkf_backend *be = n > 1 ? vkf_model_dev_be(m, d) : m->be;
+        VKF_TRY(cache_type_check_one(m, be, k, "K", who));
+        VKF_TRY(cache_type_check_one(m, be, v, "V", who));
+        vkf_dtype dk = vkf_session_cache_dtype(m, k), dv = vkf_session_cache_dtype(m, v);
+        if (!be->kv_mixed && dk != dv)
+            return vkf_error(VKF_ERROR_UNSUPPORTED,
+                             "%s: K cache type %s and V cache type %s: the backend on %s reads K "
+                             "and V in one type (give -ctk and -ctv the same)",
+                             who, vkf_dtype_name(dk), vkf_dtype_name(dv), be->device_name);
+    }
+    return VKF_OK;
+}
+
+uint64_t vkf_kv_cache_bytes(const vkf_model *m, int32_t n_ctx, int32_t n_batch, vkf_dtype k,
+                            vkf_dtype v) {
     const vkf_hparams *hp = &m->hp;
     if (m->arch == VKF_ARCH_ENCODER) return 0; /* embeddings keep no cache */
     /* K and V of every layer: [n_batch * n_ctx, n_kv_head * head_dim] each */
-    uint64_t b = 2 * (uint64_t)hp->n_layer * (uint64_t)n_batch * (uint64_t)n_ctx *
-                 vkf_dtype_row_bytes(dtype, (int64_t)hp->n_kv_head * hp->head_dim);
+    int64_t kvd = (int64_t)hp->n_kv_head * hp->head_dim;
+    uint64_t b = (uint64_t)hp->n_layer * (uint64_t)n_batch * (uint64_t)n_ctx *
+                 (vkf_dtype_row_bytes(k, kvd) + vkf_dtype_row_bytes(v, kvd));
     /* the encoder-decoder's cross-attention K/V of the encoded source: [n_batch * its longest
      * source (the model's n_ctx), d_model] F32 per layer */
     if (m->arch == VKF_ARCH_TRANSFORMER)
@@ -171,10 +261,15 @@ vkf_status vkf_memory_check_fit(vkf_model *m, uint64_t need, const char *what, c
     return check_fit(m, &ms, need, 0, what, NULL, advice);
 }
 
-/* "the KV cache for n_ctx N (-c) x B sequences (F16)" */
-static void kv_what(char *buf, size_t n, int32_t n_ctx, int32_t n_batch, vkf_dtype dt) {
+/* "the KV cache for n_ctx N (-c) x B sequences (F16)", "(K Q8_0, V F16)" */
+static void kv_what(char *buf, size_t n, int32_t n_ctx, int32_t n_batch, vkf_dtype k, vkf_dtype v) {
+    char t[48];
+    if (k == v)
+        snprintf(t, sizeof t, "%s", vkf_dtype_name(k));
+    else
+        snprintf(t, sizeof t, "K %s, V %s", vkf_dtype_name(k), vkf_dtype_name(v));
     snprintf(buf, n, "the KV cache for n_ctx %d (-c) x %d sequence%s (%s)", n_ctx, n_batch,
-             n_batch == 1 ? "" : "s", vkf_dtype_name(dt));
+             n_batch == 1 ? "" : "s", t);
 }
 
 /* The session's parameters as vkf_session_create reads them (0: defaults). */
@@ -189,8 +284,10 @@ static int32_t fit_n_batch(const vkf_model *m, const vkf_session_params *p) {
 vkf_status vkf_session_fit(const vkf_model *m, const vkf_session_params *p, vkf_memory_fit *out) {
     if (!m) return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "session_fit: NULL model");
     int32_t n_ctx = fit_n_ctx(m, p), n_batch = fit_n_batch(m, p);
-    vkf_dtype dt = vkf_session_cache_dtype(m, p ? p->cache_type : VKF_CACHE_DEFAULT);
-    uint64_t need = vkf_kv_cache_bytes(m, n_ctx, n_batch, dt);
+    int32_t tk = p ? p->cache_type_k : VKF_CACHE_DEFAULT, tv = p ? p->cache_type_v : 0;
+    VKF_TRY(vkf_cache_types_check(m, tk, tv, "session_create"));
+    vkf_dtype dk = vkf_session_cache_dtype(m, tk), dv = vkf_session_cache_dtype(m, tv);
+    uint64_t need = vkf_kv_cache_bytes(m, n_ctx, n_batch, dk, dv);
     vkf_context_lock(m->ctx);
     mem_state ms;
     mem_state_read(m->be, &ms);
@@ -200,7 +297,7 @@ vkf_status vkf_session_fit(const vkf_model *m, const vkf_session_params *p, vkf_
         out->available = ms.available;
     }
     char what[128];
-    kv_what(what, sizeof what, n_ctx, n_batch, dt);
+    kv_what(what, sizeof what, n_ctx, n_batch, dk, dv);
     return check_fit_devices(m, need, 0, what, NULL, "lower n_ctx (-c)");
 }
 
@@ -229,10 +326,12 @@ vkf_status vkf_model_check_load(vkf_model *m, uint64_t data_bytes) {
                               "use a smaller or more quantized model"));
     if (m->ctx_req <= 0) return VKF_OK; /* sessions are checked when they are created */
     /* a context asked for: one sequence of it, in the cache type sessions will use */
-    vkf_dtype dt = vkf_session_cache_dtype(m, m->cache_type);
+    VKF_TRY(vkf_cache_types_check(m, m->cache_type_k, m->cache_type_v, "model_load"));
+    vkf_dtype dk = vkf_session_cache_dtype(m, m->cache_type_k),
+              dv = vkf_session_cache_dtype(m, m->cache_type_v);
     char what[128];
-    kv_what(what, sizeof what, m->hp.n_ctx, 1, dt);
-    return check_fit_devices(m, vkf_kv_cache_bytes(m, m->hp.n_ctx, 1, dt), weights, what,
+    kv_what(what, sizeof what, m->hp.n_ctx, 1, dk, dv);
+    return check_fit_devices(m, vkf_kv_cache_bytes(m, m->hp.n_ctx, 1, dk, dv), weights, what,
                              "weights and tables", "lower n_ctx (-c)");
 }
 
@@ -251,6 +350,8 @@ vkf_status vkf_model_memory(const vkf_model *m, vkf_memory_info *out) {
     out->device_total = ms.bm.heap;
     out->device_used = ms.bm.allocated;
     out->device_available = ms.available;
+    out->kv_type_k = (int32_t)vkf_session_cache_dtype(m, m->cache_type_k);
+    out->kv_type_v = (int32_t)vkf_session_cache_dtype(m, m->cache_type_v);
     return VKF_OK;
 }
 
@@ -268,6 +369,8 @@ vkf_status vkf_session_memory(const vkf_session *s, vkf_memory_info *out) {
     int nl = s->m->hp.n_layer;
     out->kv_cache = tensors_bytes(s->kc, nl) + tensors_bytes(s->vc, nl) + tensors_bytes(s->xk, nl) +
                     tensors_bytes(s->xv, nl);
+    out->kv_type_k = (int32_t)(s->kc ? s->kc[0].dtype : VKF_DTYPE_F32);
+    out->kv_type_v = (int32_t)(s->vc ? s->vc[0].dtype : VKF_DTYPE_F32);
     for (int i = 0; i < s->n_graphs; i++) {
         const vkf_sgraph *g = &s->graphs[i];
         for (int k = 1; k < g->n_parts; k++) /* a split graph's other devices */

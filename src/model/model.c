@@ -113,11 +113,12 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     if (p->n_ctx < 0 || p->n_ctx > VKF_MODEL_MAX_CTX)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "model_load: n_ctx %d outside [0, %d]",
                          p->n_ctx, VKF_MODEL_MAX_CTX);
-    if (p->cache_type < VKF_CACHE_DEFAULT || p->cache_type > VKF_CACHE_F16)
-        return vkf_error(
-            VKF_ERROR_INVALID_ARGUMENT,
-            "model_load: cache_type %d is not a vkf_cache_type (0 default, 1 f32, 2 f16)",
-            p->cache_type);
+    if (p->cache_type_k < 0 || p->cache_type_k >= VKF_CACHE_COUNT || p->cache_type_v < 0 ||
+        p->cache_type_v >= VKF_CACHE_COUNT)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "model_load: cache_type_k %d / cache_type_v %d: not a vkf_cache_type "
+                         "(0 default to %d)",
+                         p->cache_type_k, p->cache_type_v, VKF_CACHE_COUNT - 1);
     vkf_model *m = calloc(1, sizeof *m);
     if (!m) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "model_load: out of host memory");
     if (pthread_mutex_init(&m->tok_lock, NULL) != 0) {
@@ -128,7 +129,8 @@ vkf_status vkf_model_load(vkf_context *ctx, const vkf_model_params *p, vkf_model
     m->be = ctx->be;
     m->n_dev = 1;
     m->ctx_req = p->n_ctx;
-    m->cache_type = p->cache_type;
+    m->cache_type_k = p->cache_type_k;
+    m->cache_type_v = p->cache_type_v;
     m->no_mmap = p->no_mmap;
     snprintf(m->path, sizeof m->path, "%s", p->path);
     vkf_context_lock(ctx); /* uploads go through the shared backend */
@@ -253,16 +255,21 @@ void vkf_model_describe(const vkf_model *m, vkf_model_desc *d) {
     d->n_embd_max = m->hp.n_seq_max;
 }
 
-/* the KV cache a session gets by default (model/memory.c sizes it) */
-static int model_kv_f16(const vkf_model *m) {
-    return vkf_session_cache_dtype(m, VKF_CACHE_DEFAULT) == VKF_DTYPE_F16;
+/* the KV cache's dtypes the load was given (vkf_model_params.cache_type_k / _v; the device's
+ * default for DEFAULT): what the sessions the CLI and the server make use (model/memory.c sizes
+ * it) */
+static vkf_dtype model_kv_k(const vkf_model *m) {
+    return vkf_session_cache_dtype(m, m->cache_type_k);
+}
+static vkf_dtype model_kv_v(const vkf_model *m) {
+    return vkf_session_cache_dtype(m, m->cache_type_v);
 }
 
 /* self-attention K/V per token: what one more position adds (the encoder-decoder's source memory
  * does not grow with the target) */
 static size_t model_kv_bytes_per_token(const vkf_model *m) {
-    vkf_dtype dt = vkf_session_cache_dtype(m, VKF_CACHE_DEFAULT);
-    return (size_t)(vkf_kv_cache_bytes(m, 2, 1, dt) - vkf_kv_cache_bytes(m, 1, 1, dt));
+    vkf_dtype k = model_kv_k(m), v = model_kv_v(m);
+    return (size_t)(vkf_kv_cache_bytes(m, 2, 1, k, v) - vkf_kv_cache_bytes(m, 1, 1, k, v));
 }
 
 static const char *rope_factors_name(int f) {
@@ -271,10 +278,9 @@ static const char *rope_factors_name(int f) {
                     : "LongRoPE long factors";
 }
 
-/* KV cache bytes per sequence at the model's chosen context, in the default cache type */
+/* KV cache bytes per sequence at the model's chosen context, in the load's cache types */
 static size_t model_kv_bytes(const vkf_model *m) {
-    return (size_t)vkf_kv_cache_bytes(m, m->hp.n_ctx, 1,
-                                      vkf_session_cache_dtype(m, VKF_CACHE_DEFAULT));
+    return (size_t)vkf_kv_cache_bytes(m, m->hp.n_ctx, 1, model_kv_k(m), model_kv_v(m));
 }
 
 static const char *act_name(const vkf_model *m) {
@@ -296,6 +302,12 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
                                    vkf_dtype_name((vkf_dtype)t), m->n_by_dtype[t]);
     const char *tok = m->tok ? vkf_tokenizer_kind(m->tok) : "none";
     size_t kv = model_kv_bytes(m);
+    char kv_types[96];
+    if (model_kv_k(m) == model_kv_v(m))
+        snprintf(kv_types, sizeof kv_types, "%s", vkf_dtype_name(model_kv_k(m)));
+    else
+        snprintf(kv_types, sizeof kv_types, "K %s, V %s", vkf_dtype_name(model_kv_k(m)),
+                 vkf_dtype_name(model_kv_v(m)));
     if (!json) {
         char buf[4096];
         size_t n = 0;
@@ -375,11 +387,7 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
           "bytes per token, %.2f MiB per sequence at %d tokens (%s)\n",
           (double)m->weight_bytes / 1048576.0, (double)m->weight_bytes_in_place / 1048576.0,
           (double)(m->weight_bytes - m->weight_bytes_in_place) / 1048576.0,
-          model_kv_bytes_per_token(m), (double)kv / 1048576.0, hp->n_ctx,
-          m->arch == VKF_ARCH_TRANSFORMER ? "F32"
-          : model_kv_f16(m)               ? "F16, the default on Vulkan devices; twice that as F32"
-                            : "F32, the CPU backend's default; half that as F16, the default on "
-                              "Vulkan devices");
+          model_kv_bytes_per_token(m), (double)kv / 1048576.0, hp->n_ctx, kv_types);
         if (n < sizeof buf) n += vkf_model_split_text(m, buf + n, sizeof buf - n);
 #undef P
         *out = strdup(buf);
@@ -451,7 +459,8 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
             cJSON_AddNumberToObject(dt, vkf_dtype_name((vkf_dtype)t), m->n_by_dtype[t]);
     cJSON_AddNumberToObject(j, "weight_bytes", (double)m->weight_bytes);
     cJSON_AddNumberToObject(j, "weight_bytes_in_place", (double)m->weight_bytes_in_place);
-    cJSON_AddStringToObject(j, "kv_cache_type", model_kv_f16(m) ? "F16" : "F32");
+    cJSON_AddStringToObject(j, "kv_cache_type_k", vkf_dtype_name(model_kv_k(m)));
+    cJSON_AddStringToObject(j, "kv_cache_type_v", vkf_dtype_name(model_kv_v(m)));
     cJSON_AddNumberToObject(j, "kv_bytes_per_token", (double)model_kv_bytes_per_token(m));
     cJSON_AddNumberToObject(j, "kv_bytes_per_sequence", (double)kv);
     vkf_split_device sd[VKF_MAX_DEVICES];

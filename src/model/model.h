@@ -146,9 +146,10 @@ struct vkf_model {
     char path[1024];           /* as given to vkf_model_load */
     char format[16];           /* "safetensors" or "gguf" */
     vkf_hparams hp;
-    int32_t ctx_req;    /* vkf_model_params.n_ctx: positions asked for (0: the training context) */
-    int32_t cache_type; /* vkf_model_params.cache_type: the KV cache the load's check assumes */
-    int ctx_ext;        /* positions are computed (vkf_model_set_ctx): n_ctx may pass the trained */
+    int32_t ctx_req; /* vkf_model_params.n_ctx: positions asked for (0: the training context) */
+    int32_t cache_type_k, cache_type_v; /* vkf_model_params': the KV cache the load's check
+                                           assumes */
+    int ctx_ext; /* positions are computed (vkf_model_set_ctx): n_ctx may pass the trained */
     vkf_model_w w;
     vkf_dtype wtype;     /* dtype of the attention/FFN matrices (verify tolerances, info) */
     int64_t n_params;    /* elements of every distinct weight tensor */
@@ -257,12 +258,20 @@ void vkf_model_release_file(vkf_model *m);
 vkf_status vkf_memory_check_fit(vkf_model *m, uint64_t need, const char *what, const char *advice);
 /* Before a loader uploads anything (model/memory.c): the weights (data_bytes of them in the
  * file), the position tables of hp.n_ctx and, when a context was asked for (vkf_model_params.
- * n_ctx), one sequence's KV cache of it (vkf_model_params.cache_type) must fit the backend. */
+ * n_ctx), one sequence's KV cache of it (vkf_model_params.cache_type_k / _v) must fit the backend.
+ */
 vkf_status vkf_model_check_load(vkf_model *m, uint64_t data_bytes);
-/* The KV cache's dtype for a vkf_cache_type, and its bytes for n_batch sequences of n_ctx tokens
- * (with the encoder-decoder's cross-attention memory): the one place that sizes it. */
+/* The KV cache's dtype for a vkf_cache_type (a valid one), and its bytes for n_batch sequences of
+ * n_ctx tokens, K in dtype k and V in v (with the encoder-decoder's cross-attention memory): the
+ * one place that sizes it. */
 vkf_dtype vkf_session_cache_dtype(const vkf_model *m, int32_t cache_type);
-uint64_t vkf_kv_cache_bytes(const vkf_model *m, int32_t n_ctx, int32_t n_batch, vkf_dtype dtype);
+uint64_t vkf_kv_cache_bytes(const vkf_model *m, int32_t n_ctx, int32_t n_batch, vkf_dtype k,
+                            vkf_dtype v);
+/* VKF_OK when the model's architecture and every backend it runs on can keep a K cache of type
+ * k and a V cache of type v; else the refusal, naming the type, the cache and why
+ * (VKF_ERROR_INVALID_ARGUMENT for a value that is no vkf_cache_type, VKF_ERROR_UNSUPPORTED for
+ * a type this model or device cannot use). who prefixes the message ("session_create"). */
+vkf_status vkf_cache_types_check(const vkf_model *m, int32_t k, int32_t v, const char *who);
 /* Uploads host F32 data [rows, cols] (tables the engine computes). Not counted as parameters. */
 vkf_status vkf_model_upload_table(vkf_model *m, vkf_tensor *t, const char *name, int64_t rows,
                                   int64_t cols, const float *data);
@@ -331,7 +340,7 @@ struct vkf_session {
     int (*abort_cb)(void *user); /* vkf_session_params.abort_callback: heard before each pass */
     void *abort_user;
     vkf_tensor *kc, *vc; /* [n_layer]: [n_batch*n_ctx, n_kv_head*head_dim] self-attention caches */
-    vkf_dtype cache_dtype; /* of kc/vc: F32 or F16 (vkf_session_params.cache_type) */
+    vkf_dtype cache_dtype_k, cache_dtype_v; /* of kc / vc (vkf_session_params.cache_type_k / _v) */
     /* encoder-decoder */
     vkf_tensor *xk, *xv; /* [n_layer]: [n_batch*n_src_max, d] cross-attention K/V of the memory */
     int32_t n_src_max;   /* rows per sequence in xk/xv: the model's n_ctx */

@@ -186,8 +186,10 @@ static vkf_status session_alloc_caches(vkf_session *s) {
     if (m->arch == VKF_ARCH_ENCODER) return VKF_OK; /* embeddings: no cache */
     for (int l = 0; l < hp->n_layer; l++) { /* a layer's cache on the device of its weights */
         vkf_backend *be = vkf_model_dev_be(m, vkf_model_layer_dev(m, l));
-        s->kc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "k_cache");
-        s->vc[l] = vkf_tensor_make(s->cache_dtype, (int64_t)s->n_batch * s->n_ctx, kvd, "v_cache");
+        s->kc[l] =
+            vkf_tensor_make(s->cache_dtype_k, (int64_t)s->n_batch * s->n_ctx, kvd, "k_cache");
+        s->vc[l] =
+            vkf_tensor_make(s->cache_dtype_v, (int64_t)s->n_batch * s->n_ctx, kvd, "v_cache");
         VKF_TRY(vkf_tensor_alloc(be, &s->kc[l], VKF_BUFFER_ACTIVATIONS, NULL));
         VKF_TRY(vkf_tensor_alloc(be, &s->vc[l], VKF_BUFFER_ACTIVATIONS, NULL));
     }
@@ -224,12 +226,8 @@ vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_ses
     if (p->n_ubatch < 0)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                          "session_create: n_ubatch %d < 0 (0: the backend's default)", p->n_ubatch);
-    if (p->cache_type < VKF_CACHE_DEFAULT || p->cache_type > VKF_CACHE_F16)
-        return vkf_error(
-            VKF_ERROR_INVALID_ARGUMENT,
-            "session_create: cache_type %d is not a vkf_cache_type (0 default, 1 f32, 2 f16)",
-            p->cache_type);
-    /* a context that cannot fit is refused before any of it is allocated (model/memory.c) */
+    /* a type the model or a device cannot use, or a context that cannot fit, is refused before
+     * any of it is allocated (model/memory.c) */
     VKF_TRY(vkf_session_fit(m, p, NULL));
     vkf_session *s = calloc(1, sizeof *s);
     if (!s) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session: out of host memory");
@@ -242,7 +240,8 @@ vkf_status vkf_session_create(vkf_model *m, const vkf_session_params *p, vkf_ses
                                                : 512;
     s->abort_cb = p->abort_callback;
     s->abort_user = p->abort_user;
-    s->cache_dtype = vkf_session_cache_dtype(m, p->cache_type);
+    s->cache_dtype_k = vkf_session_cache_dtype(m, p->cache_type_k);
+    s->cache_dtype_v = vkf_session_cache_dtype(m, p->cache_type_v);
     vkf_context_lock(m->ctx);
     vkf_status st = session_alloc_caches(s);
     vkf_context_unlock(m->ctx);
@@ -440,14 +439,18 @@ static vkf_status session_reorder(vkf_session *s, int32_t batch, const int32_t *
     int32_t np = s->n_past;
     if (np == 0 || batch <= 1) return VKF_OK;
     int64_t kvd = s->kc[0].cols;
-    size_t rb = vkf_dtype_row_bytes(s->kc[0].dtype, kvd); /* bytes of a cache row (F32 or F16) */
-    char *tmp = malloc((size_t)batch * (size_t)np * rb);
+    /* bytes of the wider cache row (K and V may differ in type): rows move whole, blocks and all */
+    size_t rbk = vkf_dtype_row_bytes(s->kc[0].dtype, kvd),
+           rbv = vkf_dtype_row_bytes(s->vc[0].dtype, kvd);
+    size_t rbmax = rbk > rbv ? rbk : rbv;
+    char *tmp = malloc((size_t)batch * (size_t)np * rbmax);
     if (!tmp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "session reorder: out of host memory");
     vkf_status st = VKF_OK;
     for (int l = 0; l < s->m->hp.n_layer && st == VKF_OK; l++) {
         be = vkf_model_dev_be(s->m, vkf_model_layer_dev(s->m, l));
         vkf_tensor *caches[2] = {&s->kc[l], &s->vc[l]};
         for (int c = 0; c < 2 && st == VKF_OK; c++) {
+            size_t rb = c ? rbv : rbk;
             for (int32_t b = 0; b < batch && st == VKF_OK; b++) {
                 vkf_tensor v = vkf_tensor_view(caches[c], (int64_t)b * s->n_ctx, np, 0, kvd);
                 st = vkf_tensor_read(be, &v, tmp + (size_t)b * np * rb);

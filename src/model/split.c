@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "model/model.h"
 
@@ -45,10 +46,12 @@ int vkf_model_layer_dev(const vkf_model *m, int l) {
 
 int vkf_model_split(const vkf_model *m, vkf_split_device *out, int cap) {
     const vkf_hparams *hp = &m->hp;
-    size_t kv_layer = 0; /* K and V of one layer, bytes per token */
-    if (m->arch != VKF_ARCH_ENCODER)
-        kv_layer = 2 * (size_t)hp->n_kv_head * (size_t)hp->head_dim *
-                   (m->be->kv_f16_default && m->arch != VKF_ARCH_TRANSFORMER ? 2 : sizeof(float));
+    size_t kv_layer = 0; /* K and V of one layer, bytes per token, in the load's cache types */
+    if (m->arch != VKF_ARCH_ENCODER) {
+        int64_t kvd = (int64_t)hp->n_kv_head * hp->head_dim;
+        kv_layer = vkf_dtype_row_bytes(vkf_session_cache_dtype(m, m->cache_type_k), kvd) +
+                   vkf_dtype_row_bytes(vkf_session_cache_dtype(m, m->cache_type_v), kvd);
+    }
     for (int i = 0; out && i < m->n_dev && i < cap; i++) {
         vkf_split_device *d = &out[i];
         memset(d, 0, sizeof *d);

@@ -649,6 +649,11 @@ static cJSON *model_object(const srv_config *c) {
     cJSON_AddNumberToObject(meta, "n_vocab", d.n_vocab);
     cJSON_AddNumberToObject(meta, "n_ctx_train", d.n_ctx_train);
     cJSON_AddNumberToObject(meta, "n_ctx_slot", c->n_ctx);
+    if (c->kv_bytes_slot) { /* the KV cache as allocated, in its types (-ctk / -ctv) */
+        cJSON_AddStringToObject(meta, "cache_type_k", vkf_dtype_name((vkf_dtype)c->kv_type_k));
+        cJSON_AddStringToObject(meta, "cache_type_v", vkf_dtype_name((vkf_dtype)c->kv_type_v));
+        cJSON_AddNumberToObject(meta, "kv_bytes_per_slot", (double)c->kv_bytes_slot);
+    }
     cJSON_AddNumberToObject(meta, "n_params", (double)d.n_params);
     return m;
 }

@@ -102,6 +102,15 @@ void srv_req_release(srv_engine *e, srv_req *r) {
 void srv_engine_lock(srv_engine *e) { pthread_mutex_lock(&e->mu); }
 void srv_engine_unlock(srv_engine *e) { pthread_mutex_unlock(&e->mu); }
 int32_t srv_engine_n_ctx(const srv_engine *e) { return e->n_ctx; }
+
+void srv_engine_kv(const srv_engine *e, uint64_t *bytes, int32_t *type_k, int32_t *type_v) {
+    vkf_memory_info mi;
+    memset(&mi, 0, sizeof mi);
+    vkf_session_memory(e->s, &mi); /* reads the session's tensors: no device work */
+    *bytes = mi.kv_cache;
+    *type_k = mi.kv_type_k;
+    *type_v = mi.kv_type_v;
+}
 int srv_engine_n_slots(const srv_engine *e) { return e->n_slots; }
 
 void srv_engine_counts(srv_engine *e, long *done, long *cancelled) {
@@ -530,7 +539,10 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
     e->n_ctx = p->n_ctx;
     e->n_vocab = d.n_vocab;
     e->queue_max = p->queue_max;
-    vkf_session_params sp = {.n_ctx = p->n_ctx, .n_batch = p->n_slots};
+    vkf_session_params sp = {.n_ctx = p->n_ctx,
+                             .n_batch = p->n_slots,
+                             .cache_type_k = p->cache_type_k,
+                             .cache_type_v = p->cache_type_v};
     vkf_status st = vkf_session_create(m, &sp, &e->s);
     e->slot = calloc((size_t)e->n_slots, sizeof *e->slot);
     e->logits = malloc((size_t)e->n_slots * (size_t)e->n_vocab * sizeof *e->logits);

@@ -102,9 +102,10 @@ typedef struct srv_req {
 typedef struct srv_engine srv_engine;
 
 typedef struct srv_engine_params {
-    int n_slots;   /* parallel sequences (-np) */
-    int32_t n_ctx; /* tokens per slot */
-    int queue_max; /* requests waiting for a slot beyond the busy ones */
+    int n_slots;                        /* parallel sequences (-np) */
+    int32_t n_ctx;                      /* tokens per slot */
+    int queue_max;                      /* requests waiting for a slot beyond the busy ones */
+    int32_t cache_type_k, cache_type_v; /* vkf_cache_type of the slots' KV cache (-ctk / -ctv) */
 } srv_engine_params;
 
 vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine **out);
@@ -121,6 +122,8 @@ void srv_engine_unlock(srv_engine *e);
 void srv_req_release(srv_engine *e, srv_req *r);
 srv_req *srv_req_new(void);
 int32_t srv_engine_n_ctx(const srv_engine *e);
+/* The slots' KV cache as allocated: bytes of all of them and the vkf_dtype of K and V. */
+void srv_engine_kv(const srv_engine *e, uint64_t *bytes, int32_t *type_k, int32_t *type_v);
 int srv_engine_n_slots(const srv_engine *e);
 /* busy slots and queued requests, for /health */
 void srv_engine_load(srv_engine *e, int *busy, int *queued);
@@ -180,6 +183,8 @@ typedef struct srv_config {
     int32_t max_tokens;     /* cap on max_tokens, and the default when absent */
     int32_t n_ctx;          /* tokens per slot */
     int default_template;   /* the model has no chat template: ChatML (llama.cpp's default) */
+    uint64_t kv_bytes_slot; /* one slot's KV cache, bytes (/v1/models, /slots) */
+    int32_t kv_type_k, kv_type_v; /* its vkf_dtype of K and V */
 } srv_config;
 
 /* Parses a completion request body into r (prompt tokens, sampling, stops, logprobs). On a bad

@@ -62,6 +62,11 @@ static cJSON *slot_json(const srv_config *c, const srv_slot_info *s) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "id", s->id);
     cJSON_AddNumberToObject(o, "n_ctx", s->n_ctx);
+    if (c->kv_bytes_slot) { /* its KV cache as allocated, in the -ctk / -ctv types */
+        cJSON_AddStringToObject(o, "cache_type_k", vkf_dtype_name((vkf_dtype)c->kv_type_k));
+        cJSON_AddStringToObject(o, "cache_type_v", vkf_dtype_name((vkf_dtype)c->kv_type_v));
+        cJSON_AddNumberToObject(o, "kv_cache_bytes", (double)c->kv_bytes_slot);
+    }
     cJSON_AddBoolToObject(o, "speculative", 0);
     cJSON_AddBoolToObject(o, "is_processing", s->busy);
     if (s->task < 0) return o; /* llama-server: the task fields only once the slot had one */

@@ -117,9 +117,19 @@ printf 'hello\n' | "$V" generate -m "$kjv" -sys "Be brief" -n 8 --temp 0 >"$tmp/
 eq "$rc" 0 "generate -sys"; has "using ChatML" "$(cat "$tmp/err")" "generate -sys is chat"
 # the timings never go negative (pipelines compiled in the first decoding steps are reported apart)
 case "$err" in *"time =     -"*) fail "negative time in the timings: $err" ;; esac
-# the KV cache types vkformer has: f16 and f32, one for K and V
-usage_error "--cache-type-k: expected f16 or f32" generate generate -m "$kjv" --cache-type-k q8_0
-usage_error "-ctk and -ctv differ" generate generate -m "$kjv" -ctk f16 -ctv f32
+# the KV cache types: llama.cpp's names, the flag and the accepted values said for a bad one
+usage_error "--cache-type-k: expected f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 or q5_1" generate generate -m "$kjv" --cache-type-k q8
+usage_error "-ctv: expected f32, f16" chat chat -m "$kjv" -ctv Q4_K
+usage_error "-ctk: expected f32, f16" serve serve -m "$kjv" -ctk int8
+# a type the device cannot use is refused by name, never widened (the Vulkan kernels read F32 and
+# F16 caches, K and V in one type); the CPU backend runs them all
+runtime_error "K cache type q8_0: the backend on" generate generate -m "$llama" -ctk q8_0 -ctv q8_0 -p x -n 1
+runtime_error "K cache type F16 and V cache type F32" generate generate -m "$llama" -ctv f32 -p x -n 1
+run generate -m "$llama" --cpu -ctk q8_0 -ctv q4_0 -p x -n 2 -v
+eq "$rc" 0 "generate --cpu -ctk q8_0 -ctv q4_0"
+# 4 layers x 512 tokens (llama-tiny's context) x 4 blocks of 32 a row: (34 (q8_0) + 18 (q4_0)) x
+# 8192 bytes = 0.41 MiB
+has "KV cache 0.4 MiB (K Q8_0, V Q4_0)" "$err" "the memory line counts the quantized cache"
 for f in "--mlock" "--mirostat 2" "-i" "-fa off"; do
     usage_error "${f%% *}: " generate generate -m "$kjv" $f
     has "not supported by vkformer" "$err" "generate $f"
@@ -277,12 +287,12 @@ has "tokens but the model's vocabulary only 67" "$err" "vocabulary sizes"
 # -c that the device cannot hold, refused before anything is allocated: KV = 2 (K, V) x 4 layers
 # x 4 kv heads x 32 dims x 2 bytes (F16, the default on Vulkan devices) = 2048 bytes per token
 # (llama-tiny's GGUF metadata), 3.81 GiB at -c 2000000, on a device of 1 GiB
-# (VKF_MAX_DEVICE_MEMORY: lavapipe's own heap is the host's memory); -ctk f32 doubles it, and
+# (VKF_MAX_DEVICE_MEMORY: lavapipe's own heap is the host's memory); --cache-type f32 doubles it, and
 # -c 1000000 then needs as much
 export VKF_MAX_DEVICE_MEMORY=1073741824
 runtime_error "KV cache for n_ctx 2000000 (-c) x 1 sequence (F16) needs 3.81 GiB" generate generate -m "$llama" -c 2000000 -p x
 has "lower n_ctx (-c)" "$err" "-c too large"; has "the device has" "$err" "-c too large: the device's memory"
-runtime_error "KV cache for n_ctx 1000000 (-c) x 1 sequence (F32) needs 3.81 GiB" generate generate -m "$llama" -c 1000000 -ctk f32 -p x
+runtime_error "KV cache for n_ctx 1000000 (-c) x 1 sequence (F32) needs 3.81 GiB" generate generate -m "$llama" -c 1000000 --cache-type f32 -p x
 unset VKF_MAX_DEVICE_MEMORY
 # the host: -c 16777216 needs 64 GiB of KV cache (F32 on the CPU backend: 4096 bytes per token); refused from
 # the GGUF's metadata before the model loads (no 8 GiB of position tables first)

@@ -520,6 +520,37 @@ def main():
         check(False, "the third server did not start: %s" % off.lines)
     off.stop()
 
+    # ---------------------------------------------------------------- KV cache types
+    # -ctk q8_0 -ctv q4_0 on the CPU backend: /v1/models and /slots count the cache in its types.
+    # kjv-gpt: 4 layers, 6 heads of 32 (config.json) -> 6 blocks of 32 a row, 256 rows a slot;
+    # ggml's blocks of 32 take 34 bytes (q8_0) and 18 (q4_0)
+    kv = Server(exe, model, ["--cpu", "-np", "2", "-ctk", "q8_0", "-ctv", "q4_0"])
+    m = kv.wait_line(r"listening on http://[^:]+:(\d+)")
+    if m:
+        kv.port = int(m.group(1))
+        want = 4 * 256 * 6 * (34 + 18)
+        st, js, text, _ = kv.request("GET", "/v1/models")
+        meta = js["data"][0]["meta"] if st == 200 else {}
+        check(meta.get("cache_type_k") == "Q8_0" and meta.get("cache_type_v") == "Q4_0"
+              and meta.get("kv_bytes_per_slot") == want,
+              "/v1/models meta with -ctk q8_0 -ctv q4_0: %d bytes a slot expected: %s" % (want, text))
+        st, slots, text, _ = kv.request("GET", "/slots")
+        check(st == 200 and len(slots) == 2
+              and all(s.get("kv_cache_bytes") == want and s.get("cache_type_k") == "Q8_0"
+                      and s.get("cache_type_v") == "Q4_0" for s in slots),
+              "/slots with -ctk q8_0 -ctv q4_0: %d bytes a slot expected: %s" % (want, text))
+        st, js, _, _ = kv.request("POST", "/v1/completions", {"prompt": "In the", "max_tokens": 4})
+        check(st == 200 and js["usage"]["completion_tokens"] >= 1,
+              "a completion through a q8_0 / q4_0 cache: %d %s" % (st, js))
+    else:
+        check(False, "the server with -ctk q8_0 -ctv q4_0 did not start: %s" % kv.lines)
+    kv.stop()
+    # a type the device cannot use: the load fails naming it
+    bad = subprocess.run([exe, "serve", "-m", model, "--port", "0", "-ctk", "q8_0", "-ctv", "q8_0"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120)
+    check(bad.returncode != 0 and "K cache type q8_0" in bad.stderr,
+          "serve -ctk q8_0 on the Vulkan device: refused by name (%d: %s)" % (bad.returncode, bad.stderr))
+
     if FAILS:
         print("%d check(s) failed" % len(FAILS))
         return 1

@@ -45,6 +45,7 @@ import pins  # noqa: E402
 # the sets, in the order they are made (a set's tests read only its own directory)
 SETS = (
     "llama-tiny",  # llama.cpp-made tiny llama GGUFs (F32, F16, Q8_0, Q4_0) and their logits
+    "llama-kv",  # llama.cpp's logits of llama-tiny through each KV cache type (-ctk / -ctv)
     "gpt2-tiny",  # a tiny GPT-2 as GGUF and Hugging Face checkpoint, llama.cpp's logits
     "llama-kq",  # llama-quantize's K-quant / legacy / IQ files of one tiny llama, logits
     "arch",  # tiny models of llama.cpp's other architectures (gemma2/3, phi3, qwen, ...)

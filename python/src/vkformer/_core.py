@@ -367,7 +367,10 @@ class Session(_Handle):
     Args:
         model: the model (it must stay open while the session lives).
         n_ctx: tokens the cache holds; 0: the model's.
-        cache_type: ``None`` (the device's default), ``"f16"`` or ``"f32"``.
+        cache_type: the KV cache type of K and V: ``None`` (the device's default), or one of
+            llama.cpp's ``"f32"``, ``"f16"``, ``"bf16"``, ``"q8_0"``, ``"q4_0"``, ``"q4_1"``,
+            ``"iq4_nl"``, ``"q5_0"``, ``"q5_1"`` (the block types on the CPU backend).
+        cache_type_k, cache_type_v: the same for K or V alone (they win over cache_type).
         n_batch: sequences evaluated together (an encoder-only model: inputs embedded in one
             graph; 0: the library's default).
         n_ubatch: most tokens in one forward pass (llama.cpp's -ub; 0: the library's: 512 on
@@ -378,17 +381,23 @@ class Session(_Handle):
     _free = staticmethod(lib.vkf_session_free)
 
     def __init__(self, model: Model, n_ctx: int = 0, cache_type: str | None = None,
-                 n_batch: int = 1, n_ubatch: int = 0) -> None:
+                 n_batch: int = 1, n_ubatch: int = 0, cache_type_k: str | None = None,
+                 cache_type_v: str | None = None) -> None:
         super().__init__()
-        kinds = {None: _lib.CACHE_DEFAULT, "f32": _lib.CACHE_F32, "f16": _lib.CACHE_F16}
-        if cache_type not in kinds:
-            raise ValueError(f"cache_type: expected None, 'f16' or 'f32', got {cache_type!r}")
+        kinds = {None: _lib.CACHE_DEFAULT, **_lib.CACHE_TYPES}
+        for name, t in (("cache_type", cache_type), ("cache_type_k", cache_type_k),
+                        ("cache_type_v", cache_type_v)):
+            if t not in kinds:
+                raise ValueError(f"{name}: expected None or one of "
+                                 f"{', '.join(_lib.CACHE_TYPES)}, got {t!r}")
+        tk = kinds[cache_type_k if cache_type_k is not None else cache_type]
+        tv = kinds[cache_type_v if cache_type_v is not None else cache_type]
         self.model = model
         # the library's abort callback (llama.cpp's), asked before every forward pass: a flag
         # of its own, so the callback holds no reference to the session
         flag = self._abort = [False]
         self._abort_cb = _lib.AbortFn(lambda _user: 1 if flag[0] else 0)
-        p = _lib.SessionParams(int(n_ctx), int(n_batch), kinds[cache_type], int(n_ubatch),
+        p = _lib.SessionParams(int(n_ctx), int(n_batch), tk, tv, int(n_ubatch),
                                self._abort_cb, None)
         box = _lib.padded(p)
         _lib.check(lib.vkf_session_create(model._handle(), ctypes.addressof(box),

@@ -73,7 +73,12 @@ _libc.free.restype = None
 # ---------------------------------------------------------------- structs (vkformer.h)
 
 BACKEND_AUTO, BACKEND_CPU, BACKEND_VULKAN = 0, 1, 2
-CACHE_DEFAULT, CACHE_F32, CACHE_F16 = 0, 1, 2
+# vkf_cache_type, by llama.cpp's names (-ctk / -ctv)
+CACHE_DEFAULT, CACHE_F32, CACHE_F16, CACHE_BF16, CACHE_Q8_0 = 0, 1, 2, 3, 4
+CACHE_Q4_0, CACHE_Q4_1, CACHE_IQ4_NL, CACHE_Q5_0, CACHE_Q5_1 = 5, 6, 7, 8, 9
+CACHE_TYPES = {"f32": CACHE_F32, "f16": CACHE_F16, "bf16": CACHE_BF16, "q8_0": CACHE_Q8_0,
+               "q4_0": CACHE_Q4_0, "q4_1": CACHE_Q4_1, "iq4_nl": CACHE_IQ4_NL,
+               "q5_0": CACHE_Q5_0, "q5_1": CACHE_Q5_1}
 
 TOKENIZE_ADD_SPECIAL = 1
 TOKENIZE_SOURCE = 2
@@ -151,7 +156,8 @@ class ModelParams(Structure):
         ("progress", ProgressFn),
         ("progress_user", c_void_p),
         ("no_mmap", c_int),
-        ("cache_type", c_int32),
+        ("cache_type_k", c_int32),
+        ("cache_type_v", c_int32),
     ]
 
 
@@ -190,7 +196,8 @@ class SessionParams(Structure):
     _fields_ = [
         ("n_ctx", c_int32),
         ("n_batch", c_int32),
-        ("cache_type", c_int32),
+        ("cache_type_k", c_int32),
+        ("cache_type_v", c_int32),
         ("n_ubatch", c_int32),
         ("abort_callback", AbortFn),
         ("abort_user", c_void_p),
@@ -224,6 +231,8 @@ class MemoryInfo(Structure):
         ("device_total", c_uint64),
         ("device_used", c_uint64),
         ("device_available", c_uint64),
+        ("kv_type_k", c_int32),
+        ("kv_type_v", c_int32),
     ]
 
 

@@ -117,7 +117,9 @@ _DEFAULTS: Dict[str, Any] = {  # refused unless left at llama-cpp-python's defau
     "chat_handler": (None,),
     "spm_infill": (False,),
 }
-_GGML_TYPES = {0: "f32", 1: "f16"}  # ggml_type ids llama-cpp-python passes as type_k / type_v
+# ggml_type ids llama-cpp-python passes as type_k / type_v (ggml.h), of the KV cache types
+_GGML_TYPES = {0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0",
+               20: "iq4_nl", 30: "bf16"}
 
 
 def _random_seed() -> int:
@@ -149,7 +151,13 @@ class Llama:
             the first discrete GPU, integrated GPU, then any Vulkan device.
         backend: None (Vulkan if there is a device, else the CPU), ``"vulkan"`` or ``"cpu"``
             (the reference backend; also ``n_gpu_layers=0``, as the CLI's ``-ngl 0``).
-        cache_type: the KV cache type, None (the device's default), ``"f16"`` or ``"f32"``.
+        cache_type: the KV cache type of K and V, None (the device's default) or one of
+            llama.cpp's names: ``"f32"``, ``"f16"``, ``"bf16"``, ``"q8_0"``, ``"q4_0"``,
+            ``"q4_1"``, ``"iq4_nl"``, ``"q5_0"``, ``"q5_1"`` (the block types run on the CPU
+            backend; a device that cannot use a type refuses it by name).
+        type_k, type_v: llama-cpp-python's: the K / V cache type as a ggml_type number
+            (``llama_cpp.GGML_TYPE_Q8_0`` is 8) or one of the names above; they win over
+            cache_type.
         embedding: load for embeddings (``create_embedding`` / ``embed``): an encoder-only
             model (the BERT family: all-MiniLM, BGE, E5, nomic-bert).
         pooling_type: llama.cpp's pooling of the token vectors: -1 (the model's own), 0
@@ -206,16 +214,16 @@ class Llama:
                 if backend not in (None, "cpu"):
                     raise ValueError(f"n_gpu_layers=0 asks for the CPU, backend={backend!r}")
                 backend = "cpu"
+        kv_names = []
         for name, t in (("type_k", type_k), ("type_v", type_v)):
-            if t is None:
-                continue
-            if t not in _GGML_TYPES:
-                raise ValueError(f"{name}={t}: vkformer's KV cache is f16 (1) or f32 (0)")
-            if cache_type not in (None, _GGML_TYPES[t]):
-                raise ValueError(f"{name}={t} disagrees with cache_type={cache_type!r}")
-            cache_type = _GGML_TYPES[t]
-        if type_k is not None and type_v is not None and type_k != type_v:
-            raise ValueError("type_k and type_v differ: vkformer keeps K and V in one type")
+            if t is None or t in _GGML_TYPES.values():
+                kv_names.append(t)
+            elif isinstance(t, int) and not isinstance(t, bool) and t in _GGML_TYPES:
+                kv_names.append(_GGML_TYPES[t])
+            else:
+                raise ValueError(
+                    f"{name}={t!r}: expected a ggml_type of a KV cache type ("
+                    + ", ".join(f"{k} {v}" for k, v in _GGML_TYPES.items()) + ") or its name")
         if pooling_type not in _embed.POOLING_FROM_LLAMA:
             raise ValueError(f"pooling_type={pooling_type}: vkformer pools with -1 (the "
                              "model's), 0 (none), 1 (mean), 2 (CLS) or 3 (last)")
@@ -253,6 +261,7 @@ class Llama:
         try:
             # an encoder embeds several inputs in one graph (0: the library's default width)
             self._session = _core.Session(self._model, n_ctx=n_ctx, cache_type=cache_type,
+                                          cache_type_k=kv_names[0], cache_type_v=kv_names[1],
                                           n_batch=0 if self._model.encoder_only else 1,
                                           n_ubatch=n_ubatch or 0)
         except BaseException:

@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/quant.h"
 
 /* ------------------------------------------------------------------ access */
 
@@ -238,10 +239,15 @@ static vkf_status op_log_softmax(const vkf_node *nd) {
  *   j < n_keys, j < key_len[b], j <= q_pos(i) when causal, j > q_pos(i) - window when the
  *   sliding window is on; cap is the soft-cap (or the identity). With len_pos (serve's batched
  *   step) each sequence's queries sit at its own positions: q_pos(i) = key_len[b] - n_q + i. */
-/* Row r of a K or V cache as f32: the row itself (F32), or converted into buf (F16). */
-static const float *kv_row(const vkf_tensor *t, int64_t r, float *buf) {
-    if (t->dtype != VKF_DTYPE_F16) return row_f32(t, r);
-    row_deq(t, r, buf);
+/* Columns [c0, c0 + n) of row r of a K or V cache (one head) as f32: the row itself (F32), or
+ * decoded into buf (F16, BF16, and the block types, whose blocks a head's columns hold whole:
+ * vkf_cache_types_check asks for a head_dim that is a multiple of the block). */
+static const float *kv_row(const vkf_tensor *t, int64_t r, int64_t c0, int64_t n, float *buf) {
+    if (t->dtype == VKF_DTYPE_F32) return row_f32(t, r) + c0;
+    vkf_dequantize_row(t->dtype,
+                       (const char *)ptr(t) + vkf_tensor_row_offset(t, r) +
+                           vkf_dtype_row_bytes(t->dtype, c0),
+                       buf, n);
     return buf;
 }
 
@@ -257,11 +263,9 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
     /* the weighted sum of values in double: f32 running sums over 262144 keys and more drift
      * (NMSE 2e-8 at 262144 and 3.5e-7 at 600000 against the Vulkan kernels' split sums) */
     double *acc = malloc((size_t)hd * sizeof *acc);
-    /* an F16 cache: one key and one value row at a time as f32 */
-    int f16 = k->dtype == VKF_DTYPE_F16;
-    float *kbuf = f16 ? malloc((size_t)k->cols * sizeof *kbuf) : NULL,
-          *vbuf = f16 ? malloc((size_t)v->cols * sizeof *vbuf) : NULL;
-    if (!score || !acc || (f16 && (!kbuf || !vbuf))) {
+    /* a cache in another type than F32: one head of a key and of a value row at a time as f32 */
+    float *kbuf = malloc((size_t)hd * sizeof *kbuf), *vbuf = malloc((size_t)hd * sizeof *vbuf);
+    if (!score || !acc || !kbuf || !vbuf) {
         free(score);
         free(acc);
         free(kbuf);
@@ -284,7 +288,8 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
                 float *out = row_f32(nd->dst, (int64_t)b * p->n_q + i) + h * hd;
                 float max = -INFINITY;
                 for (int64_t j = jmin; j < jmax; j++) {
-                    const float *kr = kv_row(k, (int64_t)b * p->kv_stride + j, kbuf) + kvh * hd;
+                    const float *kr =
+                        kv_row(k, (int64_t)b * p->kv_stride + j, (int64_t)kvh * hd, hd, kbuf);
                     float dot = 0.0f;
                     for (int d = 0; d < hd; d++)
                         dot += qr[d] * kr[d];
@@ -299,7 +304,8 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
                 for (int d = 0; d < hd; d++)
                     acc[d] = 0.0;
                 for (int64_t j = jmin; j < jmax; j++) { /* no visible key: zeros */
-                    const float *vr = kv_row(v, (int64_t)b * p->kv_stride + j, vbuf) + kvh * hd;
+                    const float *vr =
+                        kv_row(v, (int64_t)b * p->kv_stride + j, (int64_t)kvh * hd, hd, vbuf);
                     double w = score[j] / sum;
                     for (int d = 0; d < hd; d++)
                         acc[d] += w * vr[d];
@@ -327,9 +333,10 @@ static vkf_status op_copy_rows(const vkf_node *nd, int32_t n_past) {
                          "copy into %s: rows %lld..%lld exceed its %lld rows", y->name,
                          (long long)r0, (long long)(r0 + x->rows), (long long)y->rows);
     for (int64_t r = 0; r < x->rows; r++) {
-        if (y->dtype == VKF_DTYPE_F16) /* an F16 KV cache: rounded to nearest even */
-            vkf_quantize_row(VKF_DTYPE_F16, row_f32(x, r),
-                             (char *)ptr(y) + vkf_tensor_row_offset(y, r0 + r), x->cols);
+        if (y->dtype != VKF_DTYPE_F32) /* a KV cache of another type: F16 / BF16 rounded to
+                                          nearest even, blocks as ggml_cpy writes them */
+            vkf_quantize_kv_row(y->dtype, row_f32(x, r),
+                                (char *)ptr(y) + vkf_tensor_row_offset(y, r0 + r), x->cols);
         else
             memcpy(row_f32(y, r0 + r), row_f32(x, r), (size_t)x->cols * sizeof(float));
     }

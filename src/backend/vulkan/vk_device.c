@@ -379,6 +379,10 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
      * 2.4-2.5 / 1.6-1.8; qwen3-0.6b at depth 1536 pp512 32.6 / 34.3, tg16 8.34 / 8.27 t/s;
      * bench/RESULTS.md) */
     vb->base.kv_f16_default = 1;
+    vb->base.kv_dtypes = (1u << VKF_DTYPE_F32) | (1u << VKF_DTYPE_F16);
+    vb->base.kv_dtypes_why =
+        "the Vulkan attention kernels and the KV store read and write F32 "
+        "and F16 caches; the block types run on the CPU backend (--cpu, -ngl 0)";
     /* prompt passes: bounded by the device's speed (graph/backend.h) */
     vb->base.ubatch_default = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 64 : 512;
 

@@ -21,7 +21,7 @@ VKF_WTYPE_DOT(dot, deq, 32, 18)
 static void quant(const float *src, void *dst, int64_t n) {
     vkf_block_iq4_nl *y = dst;
     for (int64_t i = 0; i < n / 32; i++)
-        vkf_quantize_iq4_block(32, 32, src + 32 * i, &y[i].d, y[i].qs, NULL, NULL);
+        vkf_quantize_iq4_block(32, 32, src + 32 * i, &y[i].d, y[i].qs, NULL, NULL, 7);
 }
 
 /* llama.cpp: Q8_0 activations, 8 lanes; its single-row kernel alternates two sets of lanes

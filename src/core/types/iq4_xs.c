@@ -30,7 +30,7 @@ static void quant(const float *src, void *dst, int64_t n) {
     vkf_block_iq4_xs *y = dst;
     for (int64_t i = 0; i < n / 256; i++) {
         uint16_t sh;
-        vkf_quantize_iq4_block(256, 32, src + 256 * i, &y[i].d, y[i].qs, &sh, y[i].scales_l);
+        vkf_quantize_iq4_block(256, 32, src + 256 * i, &y[i].d, y[i].qs, &sh, y[i].scales_l, 7);
         y[i].scales_h = sh;
     }
 }
