@@ -587,6 +587,87 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
     return VKF_OK;
 }
 
+/* ---------------------------------------------------------------- mixture of experts
+ * One dispatch per node over whole tensors (each bound as one window: a tensor beyond one
+ * storage window is refused, naming it). mul_mat_id reads only the rows of the chosen experts:
+ * per token, k experts' weights (decode reads k / n_expert of the expert tensor). */
+
+static vkf_status vkf_vk_whole(vkf_vk_rec *r, const vkf_tensor *t, int write, vkf_vk_win *w) {
+    if (vkf_vk_rows_fit(t, vkf_vk_window_budget(r->vb)) < t->rows) return vkf_vk_fit_error(r, t);
+    return vkf_vk_rows_win(r, t, 0, t->rows, write, w);
+}
+
+static vkf_status vkf_vk_op_moe(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *a = n->src[0], *b = n->src[1], *c = n->src[2];
+    if (n->op == VKF_OP_MUL_MAT_ID && !vkf_vk_weight_ok(b->dtype))
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "mul_mat_id: experts %s have dtype %s", b->name,
+                         vkf_dtype_name(b->dtype));
+    if (n->op == VKF_OP_MOE_GROUP_MASK && n->p.moe.n_group > 64)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "moe_group_mask: %d groups (this kernel: 64)",
+                         n->p.moe.n_group);
+    vkf_vk_kplan kp = vkf_vk_plan_simple(r->vb, n);
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, &kp, &pl));
+    vkf_vk_win win[4];
+    vkf_pc_moe pc;
+    memset(&pc, 0, sizeof pc);
+    int nw = 2;
+    VKF_TRY(vkf_vk_whole(r, d, 1, &win[0]));
+    VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+    VKF_TRY(vkf_vk_whole(r, a, 0, &win[1]));
+    VKF_TRY(vkf_vk_elem_off(&win[1], a, &pc.a_off));
+    pc.d_stride = (uint32_t)d->row_stride;
+    pc.a_stride = (uint32_t)a->row_stride;
+    uint64_t items = (uint64_t)d->rows * (uint64_t)d->cols;
+    switch (n->op) {
+    case VKF_OP_MUL_MAT_ID: /* 3 experts, 4 ids */
+        VKF_TRY(vkf_vk_whole(r, b, 0, &win[2]));
+        VKF_TRY(vkf_vk_weight_off(&win[2], b, &pc.w_boff));
+        VKF_TRY(vkf_vk_whole(r, c, 0, &win[3]));
+        VKF_TRY(vkf_vk_elem_off(&win[3], c, &pc.ids_off));
+        nw = 4;
+        pc.rows = (uint32_t)c->rows;
+        pc.k = (uint32_t)c->cols;
+        pc.ids_stride = (uint32_t)c->row_stride;
+        pc.cols = (uint32_t)(b->rows / n->p.moe.n_expert);
+        pc.K = (uint32_t)a->cols;
+        pc.n_expert = (uint32_t)n->p.moe.n_expert;
+        pc.per_pair = a->rows != c->rows;
+        pc.w_bstride = (uint32_t)vkf_vk_stride_bytes(b);
+        break;
+    case VKF_OP_MOE_WEIGHTS: /* 3 ids */
+        VKF_TRY(vkf_vk_whole(r, b, 0, &win[2]));
+        VKF_TRY(vkf_vk_elem_off(&win[2], b, &pc.ids_off));
+        nw = 3;
+        pc.rows = (uint32_t)a->rows;
+        pc.cols = (uint32_t)a->cols;
+        pc.k = (uint32_t)b->cols;
+        pc.ids_stride = (uint32_t)b->row_stride;
+        pc.softmax_w = (uint32_t)(n->p.moe.softmax_w != 0);
+        pc.norm = (uint32_t)(n->p.moe.norm != 0);
+        pc.scale = n->p.moe.scale;
+        items = (uint64_t)a->rows;
+        break;
+    case VKF_OP_MOE_SUM: /* 3 weights */
+        VKF_TRY(vkf_vk_whole(r, b, 0, &win[2]));
+        VKF_TRY(vkf_vk_elem_off(&win[2], b, &pc.b_off));
+        nw = 3;
+        pc.rows = (uint32_t)b->rows;
+        pc.k = (uint32_t)b->cols;
+        pc.cols = (uint32_t)a->cols;
+        pc.b_stride = (uint32_t)b->row_stride;
+        break;
+    default: /* MOE_GROUP_MASK */
+        pc.rows = (uint32_t)a->rows;
+        pc.cols = (uint32_t)a->cols;
+        pc.n_group = (uint32_t)n->p.moe.n_group;
+        pc.n_group_used = (uint32_t)n->p.moe.n_group_used;
+        items = (uint64_t)a->rows;
+        break;
+    }
+    return vkf_vk_dispatch(r, pl, win, nw, &pc, sizeof pc, vkf_vk_elt_groups(r, items), 1, 1);
+}
+
 /* ---------------------------------------------------------------- dispatch by op */
 
 vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n) {
@@ -616,6 +697,10 @@ vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n) {
     case VKF_OP_ROPE: return vkf_vk_op_pos(r, n);
     case VKF_OP_COPY_ROWS: return vkf_vk_op_copy_rows(r, n);
     case VKF_OP_ATTENTION: return vkf_vk_op_attention(r, n);
+    case VKF_OP_MUL_MAT_ID:
+    case VKF_OP_MOE_WEIGHTS:
+    case VKF_OP_MOE_SUM:
+    case VKF_OP_MOE_GROUP_MASK: return vkf_vk_op_moe(r, n);
     default: break;
     }
     return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vulkan: unknown op %d", (int)n->op);
