@@ -279,11 +279,17 @@ static vkf_status gg_slot(void *user, vkf_arch_t slot, const char *name, vkf_ten
     if (vkf_arch_slots[slot].experts) { /* ne [in, out, n_expert] -> [n_expert * out, in] */
         const vkf_gguf_tensor *s;
         int64_t ne[3] = {ne0, ne1, c->m->hp.n_expert};
-        VKF_TRY(vkf_gguf_get_tensor(c->g, name, -1, 3, ne, &s));
+        vkf_status st = vkf_gguf_get_tensor(c->g, name, -1, 3, ne, &s);
+        if (st != VKF_OK && vkf_gguf_find_tensor(c->g, name)) /* the shape: name the count */
+            return vkf_error_prefix(st, "%s.expert_count %d", c->arch, c->m->hp.n_expert);
+        VKF_TRY(st);
         return vkf_model_upload(c->m, t, name, VKF_W_MATRIX, s->dtype, ne1 * ne[2], ne0, s->data);
     }
-    return gg_get(c, t, name, vkf_arch_slots[slot].vector ? VKF_W_VECTOR : VKF_W_MATRIX, ne0, ne1,
-                  0);
+    vkf_status st =
+        gg_get(c, t, name, vkf_arch_slots[slot].vector ? VKF_W_VECTOR : VKF_W_MATRIX, ne0, ne1, 0);
+    if (st != VKF_OK && slot == VKF_T_FFN_GATE_INP && vkf_gguf_find_tensor(c->g, name))
+        return vkf_error_prefix(st, "%s.expert_count %d", c->arch, c->m->hp.n_expert);
+    return st;
 }
 
 /* The rope factor tensor in use (llama3 rope_freqs, or phi3's short/long factors by the chosen
