@@ -1,6 +1,7 @@
 """moe: tiny random-weight mixture-of-experts models of four llama.cpp architectures (qwen3moe,
 qwen2moe with its shared expert, olmoe, and Mixtral as `llama` with experts) with llama.cpp's
-logits for the prompts fox and mixed (8 cases).
+logits for the prompts fox and mixed; qwen3moe also quantized by the pinned llama.cpp to Q8_0 and
+Q4_0 (its experts in those block types) (12 cases).
 
     python3 tools/refs/make_moe.py --out DIR
 
@@ -8,13 +9,16 @@ Every model uses the 512-token vocabulary of tools/refs/common.py. Expert tensor
 (`blk.N.ffn_{gate,up,down}_exps.weight`, numpy [n_expert, out, in], ggml ne [in, out, n_expert]),
 the router `blk.N.ffn_gate_inp.weight` [n_expert, d]; llama.cpp's names and keys throughout.
 """
+import filecmp
 import os
 import sys
+import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+import llama_cpp_build  # noqa: E402
 
 V = 512
 N_CTX = 4096
@@ -28,6 +32,9 @@ MODELS = {
     "mixtral": ("llama", "Tiny Random Mixtral", 2, 64, 2, 32, 1, 48, 4, 2, 48, 0, 1e-5, 404),
 }
 PROMPT_IDS = ("fox", "mixed")
+# quantized copies of qwen3moe-f32 by llama_model_quantize (default parameters, 1 thread):
+# suffix -> enum llama_ftype
+QUANT = {"q8_0": 7, "q4_0": 2}
 
 
 def weights(key):
@@ -121,6 +128,23 @@ def main():
                      f"{f', shared expert FFN {FFS}' if FFS else ''}, RMSNorm eps {eps:g}, seed {seed} | "
                      f"{os.path.getsize(path) / 1e6:.2f} MB |")
         checks.append(f"| `{stem}` | {min(gaps):.4f} |")
+    ref = llama_cpp_build.runner(common.ISA)
+    with tempfile.TemporaryDirectory() as tmp:
+        for suffix, ft in QUANT.items():
+            stem = f"qwen3moe-{suffix}"
+            src, dst = os.path.join(out, "qwen3moe-f32.gguf"), os.path.join(out, stem + ".gguf")
+            ref.quantize(src, dst, ft)
+            again = os.path.join(tmp, stem + ".gguf")
+            ref.quantize(src, again, ft)
+            if not filecmp.cmp(dst, again, shallow=False):
+                raise SystemExit(f"refs: {stem}: two quantizations differ")
+            for pid in PROMPT_IDS:
+                c, lg = common.write_case(out, stem, pid, common.PROMPTS[pid], N_CTX)
+                cases.append(c)
+                print(f"{c['name']}: greedy {c['greedy_tokens'][:6]}...", flush=True)
+            table.append(f"| `{stem}.gguf` | qwen3moe | `qwen3moe-f32.gguf` quantized by llama_model_quantize "
+                         f"(ftype {ft}, default parameters, 1 thread; twice, byte-identical) | "
+                         f"{os.path.getsize(dst) / 1e6:.2f} MB |")
     common.write_cases(out, cases)
     with open(os.path.join(out, "README.md"), "w") as f:
         f.write(f"""# moe: tiny random-weight mixture-of-experts models
@@ -149,7 +173,11 @@ qwen2moe q/k biases ~ N(0, 0.5^2), v bias ~ N(0, 0.1^2), `ffn_gate_inp_shexp` ~ 
 - **mixtral**: architecture `llama` with `llama.expert_count` {MODELS['mixtral'][8]}: normal RoPE, softmax, top-2
   renormalised; experts of `feed_forward_length` (no dense ffn_gate/up/down tensors).
 
-## Greedy margins
+The quantized files' logits carry llama.cpp's quantization of every matmul input (q8_0 rows for Q8_0
+and Q4_0 weights), which can change an expert choice: an engine that keeps activations in float is
+not close to them in general (the suite checks them in its ggml-activations mode, bit for bit).
+
+## Greedy margins (F32 models)
 
 | model | min top-1/top-2 gap of the greedy rows |
 |---|---|
