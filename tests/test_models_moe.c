@@ -173,6 +173,27 @@ static void test_bad_files(vkf_context *ctx) {
     vkf_model_free(m);
 }
 
+/* `info`: the experts and the parameters a token uses. qwen2moe-f32 (make_moe.py: vocabulary
+ * 512, d 64, 2 layers, q 64 and k, v 32 wide with biases, 8 experts of FFN 32, 2 used, a shared
+ * expert of FFN 48): per layer 2 norms 128 + q, k, v, o 12288 + biases 128 + router 512 +
+ * experts 3 * 8 * 32 * 64 = 49152 + shared gate 64 + shared expert 3 * 48 * 64 = 9216, i.e.
+ * 71488; with embeddings, head and final norm 65600: 208576 in all; the 6 experts a token does
+ * not use, 6 * 3 * 32 * 64 per layer, leave 208576 - 73728 = 134848 active. */
+static void test_info(vkf_context *ctx) {
+    vkf_model_params mp = {.path = vkt_fixture("moe/qwen2moe-f32.gguf")};
+    vkf_model *m = NULL;
+    VKT_OK(vkf_model_load(ctx, &mp, &m));
+    char *txt = NULL;
+    if (m) VKT_OK(vkf_model_info(m, 0, &txt));
+    if (txt) {
+        VKT_CHECK(strstr(txt, "experts        8, 2 per token (softmax), expert FFN 32, shared "
+                              "expert FFN 48; active parameters 134848 of 208576"),
+                  "qwen2moe info lacks the experts line:\n%s", txt);
+        free(txt);
+    }
+    vkf_model_free(m);
+}
+
 int main(void) {
     if (!vkt_need_fixtures("moe")) return vkt_finish();
     vkt_for_each_backend(per_backend, NULL);
@@ -183,6 +204,7 @@ int main(void) {
     vkf_context *ctx = NULL;
     VKT_OK(vkf_context_create(&cp, &ctx));
     if (ctx) test_bad_files(ctx);
+    if (ctx) test_info(ctx);
     vkf_context_free(ctx);
     return vkt_finish();
 }

@@ -71,7 +71,7 @@ typedef enum vkf_op {
      * VKF_POOL_FIRST, row 0 (BERT's [CLS]); VKF_POOL_LAST, row len_b - 1 (the last token).
      * Padding rows past len_b are never read. */
     VKF_OP_POOL,
-    /* Mixture of experts (docs/DESIGN.md, 'Mixture of experts'): a router MATMUL, its gating
+    /* Mixture of experts (docs/DESIGN.md, 'Experts are data too'): a router MATMUL, its gating
      * (SOFTMAX, or UNARY sigmoid), optionally MOE_GROUP_MASK, TOPK for the ids, MOE_WEIGHTS for
      * the weights, MUL_MAT_ID for each chosen expert's gate / up / down, MOE_SUM to combine.
      *

@@ -181,7 +181,7 @@ static vkf_tensor *dec_ffn(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_te
 #undef NM
 }
 
-/* The routed FFN (docs/DESIGN.md, 'Mixture of experts'), as llama.cpp's build_moe_ffn:
+/* The routed FFN (docs/DESIGN.md, 'Experts are data too'), as llama.cpp's build_moe_ffn:
  *   probs = gating(router h): softmax, sigmoid, or the logits themselves (softmax over the k)
  *   ids = topk(probs, k); w = weights(probs, ids) (softmax over the k, renormalised, scaled)
  *   y = sum_i w[i] * down_e(silu(gate_e h) * up_e h), e = ids[i]
