@@ -606,6 +606,20 @@ static vkf_status vkf_vk_op_moe(vkf_vk_rec *r, const vkf_node *n) {
         return vkf_error(VKF_ERROR_UNSUPPORTED, "moe_group_mask: %d groups (this kernel: 64)",
                          n->p.moe.n_group);
     vkf_vk_kplan kp = vkf_vk_plan_simple(r->vb, n);
+    /* prefill: tokens grouped by expert (mul_mat_id.comp GROUPED), one workgroup row per expert;
+     * decode (one token): the chosen experts' rows only. llvmpipe ends an invocation's loops
+     * after 65535 iterations in all: a grouped invocation takes T * k + (T / 8 + 1) * K / 4 * 9
+     * at most, else the per-element kernel */
+    uint64_t T = n->op == VKF_OP_MUL_MAT_ID ? (uint64_t)c->rows : 0,
+             iters =
+                 T * (uint64_t)(c ? c->cols : 0) + (T / 8 + 1) * ((uint64_t)a->cols / 4 + 1) * 9;
+    int grouped = n->op == VKF_OP_MUL_MAT_ID && T > 1 && !r->vb->xp.no_moe_grouped &&
+                  (uint64_t)n->p.moe.n_expert <= r->vb->caps.max_wg_count[1] &&
+                  (r->vb->caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU || iters <= 60000);
+    if (grouped) {
+        kp.v.mul_mat_id.grouped = 1;
+        kp.spec[0] = 64;
+    }
     vkf_vk_pipeline *pl;
     VKF_TRY(vkf_vk_pipe(r, &kp, &pl));
     vkf_vk_win win[4];
@@ -665,6 +679,9 @@ static vkf_status vkf_vk_op_moe(vkf_vk_rec *r, const vkf_node *n) {
         items = (uint64_t)a->rows;
         break;
     }
+    if (grouped)
+        return vkf_vk_dispatch(r, pl, win, nw, &pc, sizeof pc, (pc.cols + 63) / 64,
+                               (uint32_t)n->p.moe.n_expert, 1);
     return vkf_vk_dispatch(r, pl, win, nw, &pc, sizeof pc, vkf_vk_elt_groups(r, items), 1, 1);
 }
 
