@@ -3,7 +3,8 @@
  * with Q8_0 and Q4_0 experts): the float path of the F32 models on the CPU and on Vulkan through
  * vkf_verify, the CPU's ggml-activations mode bit for bit on every case; bad files
  * (expert count against the tensors, more experts used than exist, no router, an unknown gating
- * function, no expert count) refused with the key or tensor named. */
+ * function, no expert count) refused with the key or tensor named; `info`'s experts line; the
+ * quantizer byte-identical to llama.cpp on expert tensors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,35 @@ static void test_info(vkf_context *ctx) {
     vkf_model_free(m);
 }
 
+/* The quantizer on 3-D expert tensors: qwen3moe-f32 to Q8_0 and Q4_0 gives llama.cpp's own
+ * llama_model_quantize files (the fixture's qwen3moe-q8_0 / -q4_0) byte for byte. */
+static void test_quantize(void) {
+    static const char *types[] = {"q8_0", "q4_0"};
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/vkt_moeq_XXXXXX");
+    if (!mkdtemp(dir)) {
+        VKT_CHECK(0, "mkdtemp %s", dir);
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        char out[128], ref[64];
+        snprintf(out, sizeof out, "%s/%s.gguf", dir, types[i]);
+        snprintf(ref, sizeof ref, "moe/qwen3moe-%s.gguf", types[i]);
+        vkf_quantize_params qp = {
+            .input = vkt_fixture("moe/qwen3moe-f32.gguf"), .output = out, .type = types[i]};
+        vkf_quantize_stats st;
+        VKT_OK(vkf_model_quantize(&qp, &st));
+        size_t na = 0, nb = 0;
+        char *a = vkt_read_file(out, &na), *b = vkt_read_file(vkt_fixture(ref), &nb);
+        VKT_CHECK(a && b && na == nb && memcmp(a, b, na) == 0,
+                  "quantize %s: %zu bytes, llama.cpp's file %zu, not identical", types[i], na, nb);
+        free(a);
+        free(b);
+        remove(out);
+    }
+    rmdir(dir);
+}
+
 int main(void) {
     if (!vkt_need_fixtures("moe")) return vkt_finish();
     vkt_for_each_backend(per_backend, NULL);
@@ -205,6 +235,7 @@ int main(void) {
     VKT_OK(vkf_context_create(&cp, &ctx));
     if (ctx) test_bad_files(ctx);
     if (ctx) test_info(ctx);
+    test_quantize();
     vkf_context_free(ctx);
     return vkt_finish();
 }
