@@ -1,7 +1,7 @@
 """moe: tiny random-weight mixture-of-experts models of four llama.cpp architectures (qwen3moe,
 qwen2moe with its shared expert, olmoe, and Mixtral as `llama` with experts) with llama.cpp's
 logits for the prompts fox and mixed; qwen3moe also quantized by the pinned llama.cpp to Q8_0 and
-Q4_0 (its experts in those block types) (12 cases).
+Q4_0, and a 256-wide qwen3moe to Q4_K_M (experts in those block types) (16 cases).
 
     python3 tools/refs/make_moe.py --out DIR
 
@@ -30,11 +30,13 @@ MODELS = {
     "qwen2moe": ("qwen2moe", "Tiny Random Qwen2 MoE", 2, 64, 4, 16, 2, 64, 8, 2, 32, 48, 1e-6, 402),
     "olmoe": ("olmoe", "Tiny Random OLMoE", 2, 64, 4, 16, 4, 32, 8, 3, 32, 0, 1e-5, 403),
     "mixtral": ("llama", "Tiny Random Mixtral", 2, 64, 2, 32, 1, 48, 4, 2, 48, 0, 1e-5, 404),
+    # rows of 256: K-quant experts once quantized (QUANT)
+    "qwen3moe256": ("qwen3moe", "Tiny Random Qwen3 MoE 256", 2, 256, 4, 64, 2, 512, 8, 2, 256, 0, 1e-6, 405),
 }
 PROMPT_IDS = ("fox", "mixed")
-# quantized copies of qwen3moe-f32 by llama_model_quantize (default parameters, 1 thread):
-# suffix -> enum llama_ftype
-QUANT = {"q8_0": 7, "q4_0": 2}
+# quantized copies by llama_model_quantize (default parameters, 1 thread): (model, suffix, enum
+# llama_ftype); Q4_K_M gives the 256-wide model Q4_K and Q6_K experts
+QUANT = (("qwen3moe", "q8_0", 7), ("qwen3moe", "q4_0", 2), ("qwen3moe256", "q4_k_m", 15))
 
 
 def weights(key):
@@ -130,9 +132,9 @@ def main():
         checks.append(f"| `{stem}` | {min(gaps):.4f} |")
     ref = llama_cpp_build.runner(common.ISA)
     with tempfile.TemporaryDirectory() as tmp:
-        for suffix, ft in QUANT.items():
-            stem = f"qwen3moe-{suffix}"
-            src, dst = os.path.join(out, "qwen3moe-f32.gguf"), os.path.join(out, stem + ".gguf")
+        for base, suffix, ft in QUANT:
+            stem = f"{base}-{suffix}"
+            src, dst = os.path.join(out, f"{base}-f32.gguf"), os.path.join(out, stem + ".gguf")
             ref.quantize(src, dst, ft)
             again = os.path.join(tmp, stem + ".gguf")
             ref.quantize(src, again, ft)
@@ -142,7 +144,7 @@ def main():
                 c, lg = common.write_case(out, stem, pid, common.PROMPTS[pid], N_CTX)
                 cases.append(c)
                 print(f"{c['name']}: greedy {c['greedy_tokens'][:6]}...", flush=True)
-            table.append(f"| `{stem}.gguf` | qwen3moe | `qwen3moe-f32.gguf` quantized by llama_model_quantize "
+            table.append(f"| `{stem}.gguf` | qwen3moe | `{base}-f32.gguf` quantized by llama_model_quantize "
                          f"(ftype {ft}, default parameters, 1 thread; twice, byte-identical) | "
                          f"{os.path.getsize(dst) / 1e6:.2f} MB |")
     common.write_cases(out, cases)
@@ -170,6 +172,9 @@ qwen2moe q/k biases ~ N(0, 0.5^2), v bias ~ N(0, 0.1^2), `ffn_gate_inp_shexp` ~ 
   expert scaled by sigmoid(`ffn_gate_inp_shexp` . x) (llama.cpp computes silu(g) / g).
 - **olmoe**: q/k RMSNorm over the whole projection (not per head), NEOX RoPE base 10000; softmax, top-3,
   not renormalised; experts of `feed_forward_length`.
+- **qwen3moe256**: as qwen3moe with d_model 256 and experts of FFN 256: rows whole K-quant super-blocks, so
+  its Q4_K_M copy has Q4_K and Q6_K experts (llama.cpp repacks Q4_K on AVX2; Q6_K takes its tiled kernel where 8
+  or more tokens choose an expert).
 - **mixtral**: architecture `llama` with `llama.expert_count` {MODELS['mixtral'][8]}: normal RoPE, softmax, top-2
   renormalised; experts of `feed_forward_length` (no dense ffn_gate/up/down tensors).
 

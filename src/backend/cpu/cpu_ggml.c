@@ -548,8 +548,9 @@ static vkf_status ggml_moe_weights(const ggml_build *bd, const vkf_node *nd, int
  * ggml_vec_dot_f32; F16: the activation rounded to f16, ggml_vec_dot_f16 (SIMD steps, then the
  * rest in double); quantized: the activation quantized to the type's activation type, its
  * vec_dot (the K-quants' tiled kernel when 8 rows or more go to one expert, as llama.cpp's
- * per-expert choice). llama.cpp's repacked expert kernels (Q4_0, and Q4_K / IQ4_NL on AVX2) are
- * not reproduced: a file with such experts is not exact in this mode. */
+ * per-expert choice), or for the types llama.cpp repacks (Q4_0, and Q4_K / IQ4_NL on AVX2;
+ * experts of a multiple of 8 rows) its repacked gemv, row by row (repack.cpp's
+ * forward_mul_mat_id has no gemm). */
 static vkf_status ggml_mul_mat_id(const ggml_build *bd, const vkf_node *nd) {
     const vkf_tensor *x = nd->src[0], *w = nd->src[1], *ids = nd->src[2], *y = nd->dst;
     const int32_t E = nd->p.moe.n_expert;
@@ -589,7 +590,9 @@ static vkf_status ggml_mul_mat_id(const ggml_build *bd, const vkf_node *nd) {
                     xa[j] = f16 ? vkf_f16_to_f32(vkf_f32_to_f16(xs[j])) : xs[j];
             else
                 vkf_act_quantize(at, xs, act, K);
-            const int flags = bd->dot_flags | (count[e] >= 8 ? VKF_DOT_BATCH8 : VKF_DOT_SINGLE_ROW);
+            /* repacked experts (N a multiple of 8): gemv row by row, never the 4-row gemm */
+            const int flags = bd->dot_flags | (N % 8 == 0 ? VKF_DOT_REPACKED : 0) |
+                              (count[e] >= 8 ? VKF_DOT_BATCH8 : VKF_DOT_SINGLE_ROW);
             float *yr = row_f32(y, t * k + i);
             for (int64_t n = 0; n < N; n++) {
                 const void *wp = row_ptr(w, (int64_t)e * N + n);
