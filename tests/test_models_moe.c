@@ -18,11 +18,10 @@
 
 /* The float path's bound. The models are f32: what differs from llama.cpp is the order of f32
  * sums (matmuls, norms, softmax), measured at 5.1e-6 (CPU) and 2.7e-6 (lavapipe) worst over the
- * 10 cases, as for the
- * dense f32 models of fixtures/arch (4e-6). 5e-5 is that with >10x margin. A mistake of the routing
- * (another expert, a weight not renormalised, the shared expert's gate missing) changes a layer's
- * FFN output by O(1): far above it. The fixtures' routers are scaled (make_moe.py) so that no top-k
- * choice is a near tie that f32 rounding could flip. */
+ * 10 cases, as for the dense f32 models of fixtures/arch (4e-6). 5e-5 is that with >10x margin.
+ * A mistake of the routing (another expert, a weight not renormalised, the shared expert's gate
+ * missing) changes a layer's FFN output by O(1): far above it. The fixtures' routers are scaled
+ * (make_moe.py) so that no top-k choice is a near tie that f32 rounding could flip. */
 #define FLOAT_BOUND 5e-5
 /* The quantized files are checked in the ggml-activations mode only: llama.cpp quantizes every
  * matmul's activations (q8_0 rows) and the float path does not, a difference that can change an
