@@ -400,6 +400,47 @@ static void test_moe(void) {
               "sigmoid: %g %g %g", f(&tsy)[0], f(&tsy)[1], f(&tsy)[2]);
 }
 
+/* DeepSeek-V3's routing as the ops chain it (no architecture here uses it yet): sigmoid scores,
+ * a per-expert bias for the choice only, the best 2 of 4 groups, top-2 inside them, the weights
+ * from the unbiased scores, renormalised and scaled. Scores s and bias b chosen so the groups
+ * matter: biased s + b = [.9 .1 | 1 .6 | .2 .3 | .7 .8], group sums 1, 1.6, .5, 1.5 keep groups 1
+ * and 3, so the experts are 2 and 7 (without groups: 2 and 0); weights 2.5 * (.5, .8) / 1.3. */
+static void test_moe_grouped_routing(void) {
+    const float sc[8] = {0.9f, 0.1f, 0.5f, 0.6f, 0.2f, 0.3f, 0.7f, 0.8f};
+    float lg[8], bias[8] = {0, 0, 0.5f, 0, 0, 0, 0, 0};
+    for (int e = 0; e < 8; e++)
+        lg[e] = logf(sc[e] / (1 - sc[e]));
+    vkf_tensor tl = mk(VKF_DTYPE_F32, 1, 8, lg), tb = mk(VKF_DTYPE_F32, 1, 8, bias),
+               tp = mk(VKF_DTYPE_F32, 1, 8, NULL), tsel = mk(VKF_DTYPE_F32, 1, 8, NULL),
+               tm = mk(VKF_DTYPE_F32, 1, 8, NULL), ti = mk(VKF_DTYPE_I32, 1, 2, NULL),
+               tw = mk(VKF_DTYPE_F32, 1, 2, NULL);
+    vkf_op_params p;
+    memset(&p, 0, sizeof p);
+    p.unary.act = VKF_UNARY_SIGMOID;
+    VKT_OK(run1(VKF_OP_UNARY, &tp, &tl, NULL, NULL, NULL, &p, 0));
+    VKT_OK(run1(VKF_OP_ADD, &tsel, &tp, &tb, NULL, NULL, NULL, 0));
+    memset(&p, 0, sizeof p);
+    p.moe.n_group = 4;
+    p.moe.n_group_used = 2;
+    VKT_OK(run1(VKF_OP_MOE_GROUP_MASK, &tm, &tsel, NULL, NULL, NULL, &p, 0));
+    memset(&p, 0, sizeof p);
+    p.topk.k = 2;
+    VKT_OK(run1(VKF_OP_TOPK, &ti, &tm, NULL, NULL, NULL, &p, 0));
+    const int32_t *ids = (const int32_t *)f(&ti);
+    VKT_CHECK(ids[0] == 2 && ids[1] == 7, "grouped routing chose %d, %d (want 2, 7)", ids[0],
+              ids[1]);
+    VKT_OK(run1(VKF_OP_TOPK, &ti, &tsel, NULL, NULL, NULL, &p, 0));
+    VKT_CHECK(ids[0] == 2 && ids[1] == 0, "without groups: %d, %d (want 2, 0)", ids[0], ids[1]);
+    VKT_OK(run1(VKF_OP_TOPK, &ti, &tm, NULL, NULL, NULL, &p, 0));
+    memset(&p, 0, sizeof p);
+    p.moe.norm = 1;
+    p.moe.scale = 2.5f;
+    VKT_OK(run1(VKF_OP_MOE_WEIGHTS, &tw, &tp, &ti, NULL, NULL, &p, 0));
+    VKT_CHECK(fabsf(f(&tw)[0] - 2.5f * 0.5f / 1.3f) < 1e-6f &&
+                  fabsf(f(&tw)[1] - 2.5f * 0.8f / 1.3f) < 1e-6f,
+              "grouped routing weights %g %g", f(&tw)[0], f(&tw)[1]);
+}
+
 int main(void) {
     VKT_OK(vkf_backend_cpu_create(&cpu));
     test_softmax_and_norms();
@@ -410,6 +451,7 @@ int main(void) {
     test_pool();
     test_select_and_plan();
     test_moe();
+    test_moe_grouped_routing();
     vkf_backend_free(cpu); /* test tensors leak with the process; fine for a test */
     return vkt_finish();
 }
