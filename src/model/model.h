@@ -48,30 +48,30 @@ typedef struct vkf_hparams {
     int32_t n_layer;     /* decoder layers (decoder-only: all layers) */
     int32_t n_enc_layer; /* encoder layers (encoder-decoder only) */
     int32_t n_ff;        /* FFN inner width */
+    float eps;           /* LayerNorm / RMSNorm epsilon */
+    int32_t act;         /* vkf_unary of the FFN (gpt2, transformer) */
+    int32_t norm_first;  /* transformer: 1 = pre-LN (nn.Transformer norm_first=True) */
+    float emb_scale;     /* transformer: embeddings are multiplied by this */
+    float attn_scale;    /* softmax scale, usually 1/sqrt(head_dim) */
+    int32_t attn_scale_by_layer; /* gpt2 scale_attn_by_inverse_layer_idx: scale / (layer + 1) */
+    int32_t n_rot;               /* RoPE dimensions (<= head_dim) */
+    double rope_base;            /* RoPE frequency base */
+    double rope_scale;           /* linear RoPE scaling: positions multiplied by this (1: none) */
+    double rope_attn_factor;     /* multiplies cos and sin (LongRoPE attention factor; 1: none) */
+    double rope_base_swa;        /* sliding-window layers' RoPE base */
+    int32_t rope_factors;        /* 0 none, 1 rope_freqs (llama3), 2 short, 3 long (LongRoPE) */
+    int32_t n_ctx_orig;          /* rope.scaling.original_context_length (0: absent) */
+    int32_t swa_window;          /* sliding window W (query p sees p - W < p' <= p); 0: none */
+    int32_t swa_period;          /* layer il is local iff il % period < period - 1; 0: none */
+    float attn_softcap;          /* attention logits c tanh(s / c); 0: none */
+    float final_softcap;         /* LM-head logits soft-cap; 0: none */
+    int32_t bos_id, eos_id, pad_id; /* -1 when the model has none */
+    int32_t add_bos;                /* tokenizing a prompt prepends BOS by default */
     /* mixture of experts ({arch}.expert_*; n_expert 0: a dense FFN) */
     int32_t n_expert, n_expert_used; /* experts, experts per token */
     int32_t n_ff_exp, n_ff_shexp;    /* an expert's and the shared expert's FFN width */
     int32_t gating;                  /* vkf_gating */
     float expert_weights_scale;      /* the chosen weights multiplied by this (0, 1: not) */
-    float eps;                       /* LayerNorm / RMSNorm epsilon */
-    int32_t act;                     /* vkf_unary of the FFN (gpt2, transformer) */
-    int32_t norm_first;              /* transformer: 1 = pre-LN (nn.Transformer norm_first=True) */
-    float emb_scale;                 /* transformer: embeddings are multiplied by this */
-    float attn_scale;                /* softmax scale, usually 1/sqrt(head_dim) */
-    int32_t attn_scale_by_layer;     /* gpt2 scale_attn_by_inverse_layer_idx: scale / (layer + 1) */
-    int32_t n_rot;                   /* RoPE dimensions (<= head_dim) */
-    double rope_base;                /* RoPE frequency base */
-    double rope_scale;       /* linear RoPE scaling: positions multiplied by this (1: none) */
-    double rope_attn_factor; /* multiplies cos and sin (LongRoPE attention factor; 1: none) */
-    double rope_base_swa;    /* sliding-window layers' RoPE base */
-    int32_t rope_factors;    /* 0 none, 1 rope_freqs (llama3), 2 short, 3 long (LongRoPE) */
-    int32_t n_ctx_orig;      /* rope.scaling.original_context_length (0: absent) */
-    int32_t swa_window;      /* sliding window W (query p sees p - W < p' <= p); 0: none */
-    int32_t swa_period;      /* layer il is local iff il % period < period - 1; 0: none */
-    float attn_softcap;      /* attention logits c tanh(s / c); 0: none */
-    float final_softcap;     /* LM-head logits soft-cap; 0: none */
-    int32_t bos_id, eos_id, pad_id; /* -1 when the model has none */
-    int32_t add_bos;                /* tokenizing a prompt prepends BOS by default */
     /* encoder-only (embeddings) */
     int32_t n_types;   /* token types (BERT type_vocab_size); 0: none */
     int32_t pooling;   /* the model's vkf_pooling (never DEFAULT) */
