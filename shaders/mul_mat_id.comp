@@ -8,6 +8,8 @@
  *     walks the (token, expert) pairs routed to expert y in tiles of PT and reads its weight row
  *     once per tile (the activations, the same for the whole workgroup, are broadcast): an
  *     expert's weights are read once per PT of its tokens, an expert no token chose not at all.
+ * The host splits an expert tensor larger than one storage window: this dispatch binds its rows
+ * [row0, row0 + nrows) (GROUPED: whole experts) and writes only the outputs of those rows.
  * Bindings: 1 dst (f32), 2 a (f32), 3 w (bytes as uint words), 4 ids (i32). */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -63,10 +65,10 @@ void tile(uint q[PT], uint np, uint n, uint rowb, bool live) {
 }
 
 void main() {
-    uint e = gl_WorkGroupID.y;
+    uint e = p.row0 / p.cols + gl_WorkGroupID.y;
     uint n = gl_WorkGroupID.x * WG + gl_LocalInvocationID.x;
     bool live = n < p.cols;
-    uint rowb = p.w_boff + (e * p.cols + min(n, p.cols - 1u)) * p.w_bstride;
+    uint rowb = p.w_boff + (gl_WorkGroupID.y * p.cols + min(n, p.cols - 1u)) * p.w_bstride;
     uint q[PT];
     for (uint s = 0; s < PT; s++) q[s] = 0u;
     uint np = 0u, pairs = p.rows * p.k;
@@ -88,8 +90,9 @@ void main() {
         uint pair = o / p.cols, n = o - pair * p.cols;
         uint t = pair / p.k, i = pair - t * p.k;
         /* defensive: the CPU reference rejects an id outside [0, n_expert) */
-        uint e = expert_of(pair);
-        uint rowb = p.w_boff + (e * p.cols + n) * p.w_bstride;
+        uint row = expert_of(pair) * p.cols + n;
+        if (row < p.row0 || row >= p.row0 + p.nrows) continue; /* another dispatch's rows */
+        uint rowb = p.w_boff + (row - p.row0) * p.w_bstride;
         uint ab = p.a_off + (p.per_pair != 0u ? pair : t) * p.a_stride;
         float acc = 0.0;
         if ((p.K & 3u) == 0u) {

@@ -160,6 +160,8 @@ VKF_PC(vkf_pc_moe) {
     VKF_U32 softmax_w, norm;
     VKF_F32 scale;
     VKF_U32 n_group, n_group_used;
+    VKF_U32 row0, nrows; /* mul_mat_id: the expert rows [row0, row0 + nrows) (of all experts'
+                            n_expert * cols) bound in this dispatch's window */
 };
 
 /* attention: one workgroup per (query row, head). */
@@ -257,7 +259,7 @@ _Static_assert(sizeof(vkf_pc_addpos) == 60, "vkf_pc_addpos layout");
 _Static_assert(sizeof(vkf_pc_rope) == 72, "vkf_pc_rope layout");
 _Static_assert(sizeof(vkf_pc_copy) == 52, "vkf_pc_copy layout");
 _Static_assert(sizeof(vkf_pc_select) == 28, "vkf_pc_select layout");
-_Static_assert(sizeof(vkf_pc_moe) == 84, "vkf_pc_moe layout");
+_Static_assert(sizeof(vkf_pc_moe) == 92, "vkf_pc_moe layout");
 _Static_assert(sizeof(vkf_pc_attn) == 116, "vkf_pc_attn layout");
 #endif
 
