@@ -61,5 +61,6 @@ float vkf_gelu_tanh(float x) {
 }
 
 float vkf_silu(float x) { return x / (1.0 + exp(-x)); }
+float vkf_sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
 
 #endif

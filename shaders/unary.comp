@@ -1,5 +1,5 @@
 #version 450
-/* UNARY: dst = act(src0), ACT = vkf_unary (0 relu, 1 gelu erf, 2 gelu tanh, 3 silu). */
+/* UNARY: dst = act(src0), ACT = vkf_unary (0 relu, 1 gelu erf, 2 gelu tanh, 3 silu, 4 sigmoid). */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "eltwise.glsl"
@@ -16,7 +16,9 @@ float vkf_apply(float x, float y) {
     return vkf_gelu_erf(x);
 #elif ACT == 2
     return vkf_gelu_tanh(x);
-#else
+#elif ACT == 3
     return vkf_silu(x);
+#else
+    return vkf_sigmoid(x);
 #endif
 }

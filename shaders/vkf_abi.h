@@ -146,6 +146,24 @@ VKF_PC(vkf_pc_pool) {
     VKF_U32 len_off; /* lengths of this dispatch's first sequence on */
 };
 
+/* mixture of experts: mul_mat_id (one invocation per output element), moe_weights and
+ * moe_group_mask (one per row), moe_sum (one per output element). Offsets in elements, except
+ * w_boff / w_bstride (bytes of the expert weights' window). */
+VKF_PC(vkf_pc_moe) {
+    VKF_U32 rows, k, cols, K;   /* tokens T, experts per token, output columns, inner length */
+    VKF_U32 n_expert, per_pair; /* mul_mat_id: experts; x holds one row per (token, expert) */
+    VKF_U32 d_off, d_stride;
+    VKF_U32 a_off, a_stride; /* x / probs / expert outputs */
+    VKF_U32 b_off, b_stride; /* moe_sum: weights (F32) */
+    VKF_U32 ids_off, ids_stride;
+    VKF_U32 w_boff, w_bstride;
+    VKF_U32 softmax_w, norm;
+    VKF_F32 scale;
+    VKF_U32 n_group, n_group_used;
+    VKF_U32 row0, nrows; /* mul_mat_id: the expert rows [row0, row0 + nrows) (of all experts'
+                            n_expert * cols) bound in this dispatch's window */
+};
+
 /* attention: one workgroup per (query row, head). */
 VKF_PC(vkf_pc_attn) {
     VKF_U32 batch, n_q, n_kv, kv_stride;
@@ -241,6 +259,7 @@ _Static_assert(sizeof(vkf_pc_addpos) == 60, "vkf_pc_addpos layout");
 _Static_assert(sizeof(vkf_pc_rope) == 72, "vkf_pc_rope layout");
 _Static_assert(sizeof(vkf_pc_copy) == 52, "vkf_pc_copy layout");
 _Static_assert(sizeof(vkf_pc_select) == 28, "vkf_pc_select layout");
+_Static_assert(sizeof(vkf_pc_moe) == 92, "vkf_pc_moe layout");
 _Static_assert(sizeof(vkf_pc_attn) == 116, "vkf_pc_attn layout");
 #endif
 

@@ -109,6 +109,7 @@ static void test_activations(void) {
                 want = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
                 break;
             case VKF_UNARY_SILU: want = x / (1 + exp(-x)); break;
+            case VKF_UNARY_SIGMOID: want = 1 / (1 + exp(-x)); break;
             }
             VKT_CHECK(fabs(f(&ty)[i] - want) < 2e-7 * (1 + fabs(want)), "%s(%g) = %.9g want %.9g",
                       vkf_unary_name(a), x, f(&ty)[i], want);
@@ -315,6 +316,131 @@ static void test_select_and_plan(void) {
               vkf_last_error());
 }
 
+/* Mixture of experts in closed form: each expert's rows hold (e + 1, n + 1), so a token's
+ * output for expert e, row n is x0 (e + 1) + x1 (n + 1). */
+static void test_moe(void) {
+    float w[3 * 2 * 2], x[2 * 2] = {1, 10, 2, 0};
+    for (int e = 0; e < 3; e++)
+        for (int n = 0; n < 2; n++)
+            w[(e * 2 + n) * 2] = (float)(e + 1), w[(e * 2 + n) * 2 + 1] = (float)(n + 1);
+    const int32_t ids[4] = {2, 0, 1, 2};
+    vkf_tensor tw = mk(VKF_DTYPE_F32, 6, 2, w), tx = mk(VKF_DTYPE_F32, 2, 2, x),
+               ti = mk(VKF_DTYPE_I32, 2, 2, ids), ty = mk(VKF_DTYPE_F32, 4, 2, NULL);
+    vkf_op_params p;
+    memset(&p, 0, sizeof p);
+    p.moe.n_expert = 3;
+    VKT_OK(run1(VKF_OP_MUL_MAT_ID, &ty, &tx, &tw, &ti, NULL, &p, 0));
+    const float want[8] = {13, 23, 11, 21, 4, 4, 6, 6};
+    VKT_CHECK(memcmp(f(&ty), want, sizeof want) == 0, "mul_mat_id: the chosen experts' rows");
+    /* one input row per (token, expert): the down projection's form */
+    float xp[4 * 2] = {1, 0, 0, 1, 1, 1, 2, 2};
+    vkf_tensor txp = mk(VKF_DTYPE_F32, 4, 2, xp);
+    VKT_OK(run1(VKF_OP_MUL_MAT_ID, &ty, &txp, &tw, &ti, NULL, &p, 0));
+    const float want2[8] = {3, 3, 1, 2, 3, 4, 8, 10};
+    VKT_CHECK(memcmp(f(&ty), want2, sizeof want2) == 0, "mul_mat_id: per-pair input rows");
+    const int32_t bad[4] = {0, 3, 1, 2};
+    vkf_tensor tb = mk(VKF_DTYPE_I32, 2, 2, bad);
+    VKT_CHECK(run1(VKF_OP_MUL_MAT_ID, &ty, &tx, &tw, &tb, NULL, &p, 0) ==
+                  VKF_ERROR_INVALID_ARGUMENT,
+              "mul_mat_id: an expert id past n_expert is an error");
+
+    /* gate weights: gathered; renormalised; softmax over the k; scaled */
+    float pr[4] = {0.1f, 0.4f, 0.2f, 0.3f}, zero[4] = {0};
+    const int32_t sel[2] = {1, 3};
+    vkf_tensor tp = mk(VKF_DTYPE_F32, 1, 4, pr), ts = mk(VKF_DTYPE_I32, 1, 2, sel),
+               tg = mk(VKF_DTYPE_F32, 1, 2, NULL), tz = mk(VKF_DTYPE_F32, 1, 4, zero);
+    memset(&p, 0, sizeof p);
+    VKT_OK(run1(VKF_OP_MOE_WEIGHTS, &tg, &tp, &ts, NULL, NULL, &p, 0));
+    VKT_CHECK(f(&tg)[0] == 0.4f && f(&tg)[1] == 0.3f, "moe_weights: gathered");
+    p.moe.norm = 1;
+    p.moe.scale = 2.0f;
+    VKT_OK(run1(VKF_OP_MOE_WEIGHTS, &tg, &tp, &ts, NULL, NULL, &p, 0));
+    VKT_CHECK(fabsf(f(&tg)[0] - 8.0f / 7) < 1e-6f && fabsf(f(&tg)[1] - 6.0f / 7) < 1e-6f,
+              "moe_weights: renormalised then scaled: %g %g", f(&tg)[0], f(&tg)[1]);
+    VKT_OK(run1(VKF_OP_MOE_WEIGHTS, &tg, &tz, &ts, NULL, NULL, &p, 0));
+    VKT_CHECK(f(&tg)[0] == 0.0f && f(&tg)[1] == 0.0f, "moe_weights: a zero sum is clamped");
+    memset(&p, 0, sizeof p);
+    p.moe.softmax_w = 1;
+    VKT_OK(run1(VKF_OP_MOE_WEIGHTS, &tg, &tp, &ts, NULL, NULL, &p, 0));
+    float s0 = 1.0f / (1.0f + expf(-0.1f));
+    VKT_CHECK(fabsf(f(&tg)[0] - s0) < 1e-6f && fabsf(f(&tg)[1] - (1 - s0)) < 1e-6f,
+              "moe_weights: softmax over the k: %g %g", f(&tg)[0], f(&tg)[1]);
+
+    /* the weighted sum adds expert 0, 1, 2 in that order: (1e8 + 1) - 1e8 is 0 in f32 */
+    float ex[3] = {1e8f, 1.0f, -1e8f}, ones[3] = {1, 1, 1};
+    vkf_tensor te = mk(VKF_DTYPE_F32, 3, 1, ex), to = mk(VKF_DTYPE_F32, 1, 3, ones),
+               tsum = mk(VKF_DTYPE_F32, 1, 1, NULL);
+    VKT_OK(run1(VKF_OP_MOE_SUM, &tsum, &te, &to, NULL, NULL, NULL, 0));
+    VKT_CHECK(f(&tsum)[0] == 0.0f, "moe_sum: in expert order, got %g", f(&tsum)[0]);
+
+    /* groups of 4 scored by their two largest: 6, 4 (ties inside), 9 */
+    float gx[12] = {1, 5, 0, 0, 2, 2, 2, 2, 9, -10, 0, 0};
+    vkf_tensor tgx = mk(VKF_DTYPE_F32, 1, 12, gx), tgy = mk(VKF_DTYPE_F32, 1, 12, NULL);
+    memset(&p, 0, sizeof p);
+    p.moe.n_group = 3;
+    p.moe.n_group_used = 2;
+    VKT_OK(run1(VKF_OP_MOE_GROUP_MASK, &tgy, &tgx, NULL, NULL, NULL, &p, 0));
+    int ok = 1;
+    for (int j = 0; j < 12; j++)
+        ok &= (j / 4 == 1) ? isinf(f(&tgy)[j]) && f(&tgy)[j] < 0 : f(&tgy)[j] == gx[j];
+    VKT_CHECK(ok, "moe_group_mask: groups 0 and 2 kept, group 1 masked");
+    float tie[4] = {1, 2, 2, 1};
+    vkf_tensor ttx = mk(VKF_DTYPE_F32, 1, 4, tie), tty = mk(VKF_DTYPE_F32, 1, 4, NULL);
+    p.moe.n_group = 2;
+    p.moe.n_group_used = 1;
+    VKT_OK(run1(VKF_OP_MOE_GROUP_MASK, &tty, &ttx, NULL, NULL, NULL, &p, 0));
+    VKT_CHECK(f(&tty)[0] == 1 && isinf(f(&tty)[2]), "moe_group_mask: a tie keeps the lower group");
+
+    float sx[3] = {0.0f, 40.0f, -2.0f};
+    vkf_tensor tsx = mk(VKF_DTYPE_F32, 1, 3, sx), tsy = mk(VKF_DTYPE_F32, 1, 3, NULL);
+    memset(&p, 0, sizeof p);
+    p.unary.act = VKF_UNARY_SIGMOID;
+    VKT_OK(run1(VKF_OP_UNARY, &tsy, &tsx, NULL, NULL, NULL, &p, 0));
+    VKT_CHECK(f(&tsy)[0] == 0.5f && f(&tsy)[1] == 1.0f && fabsf(f(&tsy)[2] - 0.11920292f) < 1e-7f,
+              "sigmoid: %g %g %g", f(&tsy)[0], f(&tsy)[1], f(&tsy)[2]);
+}
+
+/* DeepSeek-V3's routing as the ops chain it (no architecture here uses it yet): sigmoid scores,
+ * a per-expert bias for the choice only, the best 2 of 4 groups, top-2 inside them, the weights
+ * from the unbiased scores, renormalised and scaled. Scores s and bias b chosen so the groups
+ * matter: biased s + b = [.9 .1 | 1 .6 | .2 .3 | .7 .8], group sums 1, 1.6, .5, 1.5 keep groups 1
+ * and 3, so the experts are 2 and 7 (without groups: 2 and 0); weights 2.5 * (.5, .8) / 1.3. */
+static void test_moe_grouped_routing(void) {
+    const float sc[8] = {0.9f, 0.1f, 0.5f, 0.6f, 0.2f, 0.3f, 0.7f, 0.8f};
+    float lg[8], bias[8] = {0, 0, 0.5f, 0, 0, 0, 0, 0};
+    for (int e = 0; e < 8; e++)
+        lg[e] = logf(sc[e] / (1 - sc[e]));
+    vkf_tensor tl = mk(VKF_DTYPE_F32, 1, 8, lg), tb = mk(VKF_DTYPE_F32, 1, 8, bias),
+               tp = mk(VKF_DTYPE_F32, 1, 8, NULL), tsel = mk(VKF_DTYPE_F32, 1, 8, NULL),
+               tm = mk(VKF_DTYPE_F32, 1, 8, NULL), ti = mk(VKF_DTYPE_I32, 1, 2, NULL),
+               tw = mk(VKF_DTYPE_F32, 1, 2, NULL);
+    vkf_op_params p;
+    memset(&p, 0, sizeof p);
+    p.unary.act = VKF_UNARY_SIGMOID;
+    VKT_OK(run1(VKF_OP_UNARY, &tp, &tl, NULL, NULL, NULL, &p, 0));
+    VKT_OK(run1(VKF_OP_ADD, &tsel, &tp, &tb, NULL, NULL, NULL, 0));
+    memset(&p, 0, sizeof p);
+    p.moe.n_group = 4;
+    p.moe.n_group_used = 2;
+    VKT_OK(run1(VKF_OP_MOE_GROUP_MASK, &tm, &tsel, NULL, NULL, NULL, &p, 0));
+    memset(&p, 0, sizeof p);
+    p.topk.k = 2;
+    VKT_OK(run1(VKF_OP_TOPK, &ti, &tm, NULL, NULL, NULL, &p, 0));
+    const int32_t *ids = (const int32_t *)f(&ti);
+    VKT_CHECK(ids[0] == 2 && ids[1] == 7, "grouped routing chose %d, %d (want 2, 7)", ids[0],
+              ids[1]);
+    VKT_OK(run1(VKF_OP_TOPK, &ti, &tsel, NULL, NULL, NULL, &p, 0));
+    VKT_CHECK(ids[0] == 2 && ids[1] == 0, "without groups: %d, %d (want 2, 0)", ids[0], ids[1]);
+    VKT_OK(run1(VKF_OP_TOPK, &ti, &tm, NULL, NULL, NULL, &p, 0));
+    memset(&p, 0, sizeof p);
+    p.moe.norm = 1;
+    p.moe.scale = 2.5f;
+    VKT_OK(run1(VKF_OP_MOE_WEIGHTS, &tw, &tp, &ti, NULL, NULL, &p, 0));
+    VKT_CHECK(fabsf(f(&tw)[0] - 2.5f * 0.5f / 1.3f) < 1e-6f &&
+                  fabsf(f(&tw)[1] - 2.5f * 0.8f / 1.3f) < 1e-6f,
+              "grouped routing weights %g %g", f(&tw)[0], f(&tw)[1]);
+}
+
 int main(void) {
     VKT_OK(vkf_backend_cpu_create(&cpu));
     test_softmax_and_norms();
@@ -324,6 +450,8 @@ int main(void) {
     test_attention();
     test_pool();
     test_select_and_plan();
+    test_moe();
+    test_moe_grouped_routing();
     vkf_backend_free(cpu); /* test tensors leak with the process; fine for a test */
     return vkt_finish();
 }

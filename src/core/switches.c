@@ -83,6 +83,7 @@ static const sw_key k_keys[] = {
     XP("VKF_NO_TEXEL_ATTENTION", SW_FLAG, no_texel_attention),
     XP("VKF_NO_TEXEL_NORM", SW_FLAG, no_texel_norm),
     XP("VKF_NO_TEXEL_SOFTMAX", SW_FLAG, no_texel_softmax),
+    XP("VKF_NO_MOE_GROUPED", SW_FLAG, no_moe_grouped),
     XP("VKF_NO_FAST_MATVEC", SW_FLAG, no_fast_matvec),
     XP("VKF_NO_SSBO_MATVEC", SW_FLAG, no_ssbo_matvec),
     XP("VKF_NO_ROWLANE", SW_FLAG, no_rowlane),

@@ -20,6 +20,8 @@ typedef struct vkf_switches_xp {
     int no_texel_attention; /* VKF_NO_TEXEL_ATTENTION: attention_texel.comp */
     int no_texel_norm;      /* VKF_NO_TEXEL_NORM: norm_texel.comp */
     int no_texel_softmax;   /* VKF_NO_TEXEL_SOFTMAX: softmax_texel.comp */
+    int no_moe_grouped;     /* VKF_NO_MOE_GROUPED: prefill's tokens grouped by expert
+                               (mul_mat_id.comp GROUPED) */
     int no_fast_matvec;     /* VKF_NO_FAST_MATVEC: 16-byte / whole-block loads in matmul.comp */
     int no_ssbo_matvec;     /* VKF_NO_SSBO_MATVEC: GPU decode in matmul_texel.comp reading a and
                                w as storage buffers of 16-byte vectors (texels instead) */

@@ -241,6 +241,46 @@ vkf_status vkf_node_check(const vkf_node *n) {
         VKF_TRY(expect(n, b, "lengths", VKF_DTYPE_I32, 1, d->rows));
         return expect(n, d, "dst", VKF_DTYPE_F32, -1, a->cols);
     }
+    case VKF_OP_MUL_MAT_ID: {
+        const vkf_tensor *ids = c;
+        int32_t E = n->p.moe.n_expert;
+        VKF_TRY(expect(n, c, "ids", VKF_DTYPE_I32, -1, -1));
+        VKF_TRY(expect(n, b, "experts", VKF_DTYPE_COUNT, -1, a->cols));
+        if (!is_weight_dtype(b->dtype))
+            return vkf_error(VKF_ERROR_UNSUPPORTED, "mul_mat_id: experts %s have dtype %s", b->name,
+                             vkf_dtype_name(b->dtype));
+        if (E <= 0 || b->rows % E || ids->cols > E)
+            return vkf_error(
+                VKF_ERROR_INVALID_ARGUMENT,
+                "mul_mat_id: %s has %lld rows, not %d experts of equal size (k = %lld)", b->name,
+                (long long)b->rows, E, (long long)ids->cols);
+        if (a->rows != ids->rows && a->rows != ids->rows * ids->cols)
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "mul_mat_id: x has %lld rows, expected %lld tokens or %lld "
+                             "token-expert pairs",
+                             (long long)a->rows, (long long)ids->rows,
+                             (long long)(ids->rows * ids->cols));
+        return expect(n, d, "dst", VKF_DTYPE_F32, ids->rows * ids->cols, b->rows / E);
+    }
+    case VKF_OP_MOE_WEIGHTS:
+        VKF_TRY(expect(n, a, "probs", VKF_DTYPE_F32, -1, -1));
+        VKF_TRY(expect(n, b, "ids", VKF_DTYPE_I32, a->rows, -1));
+        if (b->cols > a->cols)
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "moe_weights: k = %lld > %lld experts",
+                             (long long)b->cols, (long long)a->cols);
+        return expect(n, d, "dst", VKF_DTYPE_F32, a->rows, b->cols);
+    case VKF_OP_MOE_SUM:
+        VKF_TRY(expect(n, b, "weights", VKF_DTYPE_F32, -1, -1));
+        VKF_TRY(expect(n, a, "experts", VKF_DTYPE_F32, b->rows * b->cols, -1));
+        return expect(n, d, "dst", VKF_DTYPE_F32, b->rows, a->cols);
+    case VKF_OP_MOE_GROUP_MASK:
+        VKF_TRY(expect(n, a, "x", VKF_DTYPE_F32, -1, -1));
+        if (n->p.moe.n_group <= 0 || a->cols % n->p.moe.n_group || n->p.moe.n_group_used <= 0 ||
+            n->p.moe.n_group_used > n->p.moe.n_group)
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "moe_group_mask: %d groups (%d used) for %lld experts",
+                             n->p.moe.n_group, n->p.moe.n_group_used, (long long)a->cols);
+        return expect(n, d, "dst", VKF_DTYPE_F32, a->rows, a->cols);
     default: break;
     }
     return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "unknown op %d", (int)n->op);

@@ -439,6 +439,57 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
                 mode == VKF_POOL_MEAN ? WHY_SUM : WHY_EXACT);
         }
 
+    /* mixture of experts: m tokens, n_past = k experts per token (distinct ids, as TOPK gives
+     * them). mul_mat_id: n rows per expert, k inner; decode (one token) and prefill, one input
+     * row per token or per (token, expert) (VKF_HC_STRIDED here), every weight type */
+    static const int64_t mmid[][5] = {/* tokens, N, K, experts, k */
+                                      {1, 64, 64, 8, 2},   {7, 33, 96, 4, 4},  {17, 17, 256, 16, 3},
+                                      {1, 129, 32, 60, 4}, {33, 64, 64, 8, 1}, {5, 1000, 64, 3, 2}};
+    const int n_mmid = quick ? 3 : (int)(sizeof mmid / sizeof mmid[0]);
+    for (int w = 0; w < 5 + 2; w++)
+        for (int i = 0; i < n_mmid; i++) {
+            vkf_dtype wt = w < 5 ? wtypes[w] : (w == 5 ? VKF_DTYPE_Q4_K : VKF_DTYPE_Q6_K);
+            int64_t kk = mmid[i][2];
+            if (w >= 5) kk = 256 * (i % 2 + 1); /* K-quants: whole super-blocks */
+            memset(&p, 0, sizeof p);
+            p.moe.n_expert = (int32_t)mmid[i][3];
+            ADD(VKF_OP_MUL_MAT_ID, wt, mmid[i][0], mmid[i][1], kk, i % 2 ? VKF_HC_STRIDED : 0,
+                (int32_t)mmid[i][4], p, THR_SUM, WHY_SUM);
+        }
+    /* the gate weights: gathered only (exact), renormalised, softmax over the k, scaled */
+    static const int64_t mw[][3] = {{1, 8, 2}, {7, 60, 4}, {33, 128, 8}, {4, 4, 4}};
+    for (int i = 0; i < 4; i++)
+        for (int var = 0; var < 4; var++) {
+            memset(&p, 0, sizeof p);
+            p.moe.norm = var == 1 || var == 3;
+            p.moe.softmax_w = var >= 2;
+            p.moe.scale = var == 3 ? 2.5f : 0.0f;
+            ADD(VKF_OP_MOE_WEIGHTS, 0, mw[i][0], mw[i][1], 0, 0, (int32_t)mw[i][2], p,
+                var == 0 ? THR_EXACT : THR_TRANS, var == 0 ? WHY_EXACT : WHY_TRANS);
+        }
+    /* the weighted sum over the k experts (k = 1: a row scaled by its own factor) */
+    static const int64_t ms[][3] = {{1, 64, 2}, {7, 96, 4}, {33, 1000, 8}, {5, 17, 1}};
+    for (int i = 0; i < 4; i++) {
+        memset(&p, 0, sizeof p);
+        ADD(VKF_OP_MOE_SUM, 0, ms[i][0], ms[i][1], 0, 0, (int32_t)ms[i][2], p, THR_SUM * 1e-3,
+            "the same f32 products and sums in the same order, FMA contraction may round once "
+            "less: within an ulp");
+    }
+    /* grouped selection: groups of 1, 2, 8 and 16 experts, one to all groups kept */
+    static const int mg[][4] = {/* tokens, experts, groups, used */
+                                {1, 16, 4, 2},
+                                {7, 64, 8, 3},
+                                {3, 8, 8, 8},
+                                {33, 256, 16, 4},
+                                {2, 32, 2, 1}};
+    for (int i = 0; i < 5; i++) {
+        memset(&p, 0, sizeof p);
+        p.moe.n_group = mg[i][2];
+        p.moe.n_group_used = mg[i][3];
+        ADD(VKF_OP_MOE_GROUP_MASK, 0, mg[i][0], mg[i][1], 0, 0, 0, p, THR_EXACT,
+            "entries copied or set to -inf: bitwise equal");
+    }
+
     *out = v;
     return n;
 oom:
@@ -500,6 +551,25 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
     case VKF_OP_UNARY:
         k = snprintf(buf, n, "unary %s %lldx%lld", vkf_unary_name(p->unary.act), (long long)c->m,
                      (long long)c->n);
+        break;
+    case VKF_OP_MUL_MAT_ID:
+        k = snprintf(buf, n, "mul_mat_id %s tokens=%lld k=%d of %d experts N=%lld K=%lld%s",
+                     vkf_dtype_name(c->wtype), (long long)c->m, c->n_past, p->moe.n_expert,
+                     (long long)c->n, (long long)c->k,
+                     c->flags & VKF_HC_STRIDED ? " per-pair" : "");
+        return; /* STRIDED means per-pair input here */
+    case VKF_OP_MOE_WEIGHTS:
+        k = snprintf(buf, n, "moe_weights tokens=%lld k=%d of %lld%s%s%s", (long long)c->m,
+                     c->n_past, (long long)c->n, p->moe.softmax_w ? " softmax" : "",
+                     p->moe.norm ? " norm" : "", p->moe.scale != 0.0f ? " scale" : "");
+        break;
+    case VKF_OP_MOE_SUM:
+        k = snprintf(buf, n, "moe_sum tokens=%lld k=%d cols=%lld", (long long)c->m, c->n_past,
+                     (long long)c->n);
+        break;
+    case VKF_OP_MOE_GROUP_MASK:
+        k = snprintf(buf, n, "moe_group_mask %lldx%lld groups=%d used=%d", (long long)c->m,
+                     (long long)c->n, p->moe.n_group, p->moe.n_group_used);
         break;
     default:
         k = snprintf(buf, n, "%s %lldx%lld", vkf_op_name(c->op), (long long)c->m, (long long)c->n);
@@ -601,6 +671,32 @@ static void fill_normal(operand *o, rng *r, float mean, float sd) {
     else
         vkf_quantize_row(o->t.dtype, tmp, o->host, n);
     free(tmp);
+}
+
+/* Expert ids as TOPK gives them: each row k distinct experts of [0, n_expert) (a partial
+ * shuffle), the last row holding expert n_expert - 1 first (the last expert's rows). */
+static void harness_ids(operand *o, rng *r, int n_expert) {
+    int64_t k = o->t.cols;
+    int *perm = malloc((size_t)n_expert * sizeof *perm);
+    if (!perm) return;
+    for (int64_t t = 0; t < o->t.rows; t++) {
+        for (int e = 0; e < n_expert; e++)
+            perm[e] = e;
+        for (int64_t i = 0; i < k; i++) {
+            int j = (int)i + (int)(rng_u32(r) % (uint32_t)(n_expert - i));
+            int tmp = perm[i];
+            perm[i] = perm[j];
+            perm[j] = tmp;
+            ((int32_t *)o->host)[t * o->t.row_stride + i] = perm[i];
+        }
+    }
+    if (o->t.rows > 1) {
+        int32_t *last = (int32_t *)o->host + (o->t.rows - 1) * o->t.row_stride;
+        for (int64_t i = 1; i < k; i++)
+            if (last[i] == n_expert - 1) last[i] = last[0];
+        last[0] = n_expert - 1;
+    }
+    free(perm);
 }
 
 /* ------------------------------------------------------------------ run and compare */
@@ -760,6 +856,37 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
         ((int32_t *)b->host)[0] = (int32_t)c->k; /* one full sequence */
         s->n_src = 2;
         return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "pooled");
+    case VKF_OP_MUL_MAT_ID: { /* m tokens, k = n_past experts each of n rows, inner c->k */
+        int64_t kk = c->n_past, E = p->moe.n_expert;
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, st ? c->m * kk : c->m, c->k, 0, "x"));
+        VKF_TRY(operand_make(b, c->wtype, E * c->n, c->k, 0, "experts"));
+        VKF_TRY(operand_make(cc, VKF_DTYPE_I32, c->m, kk, 0, "ids"));
+        fill_normal(a, &r, 0.0f, 1.0f);
+        fill_normal(b, &r, 0.0f, 3.0f / sqrtf((float)c->k));
+        harness_ids(cc, &r, E);
+        s->n_src = 3;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m * kk, c->n, 0, "y");
+    }
+    case VKF_OP_MOE_WEIGHTS: /* probabilities [m, n] (a softmax's), k = n_past ids per row */
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, 0, "probs"));
+        VKF_TRY(operand_make(b, VKF_DTYPE_I32, c->m, c->n_past, 0, "ids"));
+        for (int64_t i = 0; i < c->m * c->n; i++)
+            ((float *)a->host)[i] = expf(2.0f * rng_normal(&r)) / (float)c->n;
+        harness_ids(b, &r, (int)c->n);
+        s->n_src = 2;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n_past, 0, "w");
+    case VKF_OP_MOE_SUM: /* m tokens, k = n_past expert rows each of n columns */
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m * c->n_past, c->n, 0, "experts"));
+        VKF_TRY(operand_make(b, VKF_DTYPE_F32, c->m, c->n_past, 0, "w"));
+        fill_normal(a, &r, 0.0f, 2.0f);
+        fill_normal(b, &r, 0.3f, 0.2f);
+        s->n_src = 2;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "y");
+    case VKF_OP_MOE_GROUP_MASK:
+        VKF_TRY(operand_make(a, VKF_DTYPE_F32, c->m, c->n, 0, "x"));
+        fill_normal(a, &r, 0.0f, 1.0f);
+        s->n_src = 1;
+        return operand_make(&s->dst, VKF_DTYPE_F32, c->m, c->n, 0, "y");
     default: break;
     }
     return vkf_error(VKF_ERROR_INTERNAL, "harness: no inputs for op %s", vkf_op_name(c->op));

@@ -4,15 +4,17 @@
 
 const char *vkf_op_name(vkf_op op) {
     static const char *names[VKF_OP_COUNT] = {
-        "matmul",      "embed",     "add_pos",   "rope",   "add",    "mul",
-        "scale",       "layernorm", "rmsnorm",   "unary",  "swiglu", "softmax",
-        "log_softmax", "attention", "copy_rows", "argmax", "topk",   "pool",
+        "matmul",      "embed",       "add_pos",   "rope",           "add",    "mul",
+        "scale",       "layernorm",   "rmsnorm",   "unary",          "swiglu", "softmax",
+        "log_softmax", "attention",   "copy_rows", "argmax",         "topk",   "pool",
+        "mul_mat_id",  "moe_weights", "moe_sum",   "moe_group_mask",
     };
     return (unsigned)op < VKF_OP_COUNT ? names[op] : "?";
 }
 
 const char *vkf_unary_name(vkf_unary a) {
-    static const char *names[VKF_UNARY_COUNT] = {"relu", "gelu_erf", "gelu_tanh", "silu"};
+    static const char *names[VKF_UNARY_COUNT] = {"relu", "gelu_erf", "gelu_tanh", "silu",
+                                                 "sigmoid"};
     return (unsigned)a < VKF_UNARY_COUNT ? names[a] : "?";
 }
 

@@ -71,6 +71,34 @@ typedef enum vkf_op {
      * VKF_POOL_FIRST, row 0 (BERT's [CLS]); VKF_POOL_LAST, row len_b - 1 (the last token).
      * Padding rows past len_b are never read. */
     VKF_OP_POOL,
+    /* Mixture of experts (docs/DESIGN.md, 'Experts are data too'): a router MATMUL, its gating
+     * (SOFTMAX, or UNARY sigmoid), optionally MOE_GROUP_MASK, TOPK for the ids, MOE_WEIGHTS for
+     * the weights, MUL_MAT_ID for each chosen expert's gate / up / down, MOE_SUM to combine.
+     *
+     * dst[t*k + i, n] = src0[r(t, i), :] · W_e[n, :] with e = ids[t, i]: src1 holds the experts
+     * one after the other, [n_expert * N, K] (GGUF's 3-D [K, N, n_expert]), W_e its rows
+     * [e * N, (e + 1) * N), any weight type; src2 = ids (I32 [T, k]); src0 F32 [T, K] (one input
+     * row for all k experts of token t: r = t) or [T * k, K] (one per expert: r = t * k + i);
+     * params.moe.n_expert. Only the k chosen experts' rows are read. Ids outside
+     * [0, n_expert) are an error on the CPU; kernels clamp. */
+    VKF_OP_MUL_MAT_ID,
+    /* dst (F32 [T, k]) = the gate weights of the chosen experts: w[t, i] = src0[t, ids[t, i]]
+     * (src0 F32 [T, n_expert] the gating probabilities, src1 ids I32 [T, k]); then, in this
+     * order, params.moe.softmax_w: w = softmax(w) over the k (gpt-oss: top-k, then softmax);
+     * params.moe.norm: w /= max(sum_i w, 2^-14) (renormalised top-k: Mixtral, Qwen3-MoE; the
+     * clamp is llama.cpp's, the smallest normal f16); params.moe.scale != 0 and != 1: w *= it. */
+    VKF_OP_MOE_WEIGHTS,
+    /* dst[t, :] = sum over i < k of src0[t * k + i, :] * src1[t, i]: the experts' outputs (F32
+     * [T * k, d]) weighted (F32 [T, k]) and summed, each product rounded to f32, then added in
+     * the order i = 0, 1, ..., k - 1 (llama.cpp's ggml_mul, then its chain of ggml_add). With
+     * k = 1 it scales each row by its own factor (Qwen2-MoE's gated shared expert). */
+    VKF_OP_MOE_SUM,
+    /* Grouped expert selection (DeepSeek-V3): src0 (F32 [T, n_expert]) split into
+     * params.moe.n_group groups of n_expert / n_group consecutive experts; a group's score is
+     * the sum of its two largest entries (its largest alone when a group has one expert); the
+     * params.moe.n_group_used groups with the highest scores (ties: lower group first) keep
+     * their entries in dst, every other entry is -INFINITY (so TOPK picks inside them). */
+    VKF_OP_MOE_GROUP_MASK,
     VKF_OP_COUNT
 } vkf_op;
 
@@ -81,6 +109,9 @@ typedef enum vkf_unary {
     VKF_UNARY_GELU_ERF,  /* 0.5 x (1 + erf(x / sqrt 2)) */
     VKF_UNARY_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))) */
     VKF_UNARY_SILU,      /* x / (1 + exp(-x)) */
+    VKF_UNARY_SIGMOID,   /* 1 / (1 + exp(-x)); params.unary.silu_div = 1: llama.cpp computes it
+                            as silu(x) / x (Qwen2-MoE's shared-expert gate): the same function,
+                            an order only the CPU's ggml-activation mode follows */
     VKF_UNARY_COUNT
 } vkf_unary;
 
@@ -139,7 +170,8 @@ typedef union vkf_op_params {
         float eps;
     } norm; /* LAYERNORM, RMSNORM */
     struct {
-        int32_t act; /* vkf_unary */
+        int32_t act;      /* vkf_unary */
+        int32_t silu_div; /* SIGMOID only, see VKF_UNARY_SIGMOID */
     } unary;
     vkf_attn_params attn;
     struct {
@@ -149,6 +181,14 @@ typedef union vkf_op_params {
     struct {
         int32_t k;
     } topk;
+    struct {
+        int32_t n_expert;     /* MUL_MAT_ID: experts in src1 */
+        int32_t softmax_w;    /* MOE_WEIGHTS: softmax over the k chosen weights */
+        int32_t norm;         /* MOE_WEIGHTS: divide by their sum */
+        float scale;          /* MOE_WEIGHTS: multiply (0 or 1: not) */
+        int32_t n_group;      /* MOE_GROUP_MASK: expert groups, divides n_expert */
+        int32_t n_group_used; /* MOE_GROUP_MASK: groups kept, in [1, n_group] */
+    } moe;
     struct {
         int32_t mode;    /* vkf_pool_mode */
         int32_t seq_len; /* rows per sequence in src0 */

@@ -13,20 +13,16 @@
 
 extern const vkf_arch_desc vkf_arch_llama, vkf_arch_gpt2, vkf_arch_qwen2, vkf_arch_qwen3,
     vkf_arch_gemma2, vkf_arch_gemma3, vkf_arch_phi3, vkf_arch_smollm3, vkf_arch_bert,
-    vkf_arch_nomic_bert;
+    vkf_arch_nomic_bert, vkf_arch_qwen2moe, vkf_arch_qwen3moe, vkf_arch_olmoe;
 
 const vkf_arch_desc *const vkf_arch_list[] = {
-    &vkf_arch_llama,
-    &vkf_arch_gpt2,
-    &vkf_arch_qwen2,
-    &vkf_arch_qwen3,
-    &vkf_arch_gemma2,
-    &vkf_arch_gemma3,
-    &vkf_arch_phi3,
-    &vkf_arch_smollm3,
-    &vkf_arch_bert,
-    &vkf_arch_nomic_bert,
-    NULL,
+    &vkf_arch_llama,    &vkf_arch_gpt2,
+    &vkf_arch_qwen2,    &vkf_arch_qwen3,
+    &vkf_arch_gemma2,   &vkf_arch_gemma3,
+    &vkf_arch_phi3,     &vkf_arch_smollm3,
+    &vkf_arch_bert,     &vkf_arch_nomic_bert,
+    &vkf_arch_qwen2moe, &vkf_arch_qwen3moe,
+    &vkf_arch_olmoe,    NULL,
 };
 
 const vkf_arch_desc *vkf_arch_by_gguf(const char *name) {
@@ -94,6 +90,14 @@ const char *const vkf_arch_gguf_names[VKF_T_COUNT] = {
     [VKF_T_FFN_DOWN] = L("ffn_down.weight"),
     [VKF_T_FFN_DOWN_B] = L("ffn_down.bias"),
     [VKF_T_POST_FFN_NORM] = L("post_ffw_norm.weight"),
+    [VKF_T_FFN_GATE_INP] = L("ffn_gate_inp.weight"),
+    [VKF_T_FFN_GATE_EXPS] = L("ffn_gate_exps.weight"),
+    [VKF_T_FFN_UP_EXPS] = L("ffn_up_exps.weight"),
+    [VKF_T_FFN_DOWN_EXPS] = L("ffn_down_exps.weight"),
+    [VKF_T_FFN_GATE_INP_SHEXP] = L("ffn_gate_inp_shexp.weight"),
+    [VKF_T_FFN_GATE_SHEXP] = L("ffn_gate_shexp.weight"),
+    [VKF_T_FFN_UP_SHEXP] = L("ffn_up_shexp.weight"),
+    [VKF_T_FFN_DOWN_SHEXP] = L("ffn_down_shexp.weight"),
     [VKF_T_TOK_EMBD] = "token_embd.weight",
     [VKF_T_POS_EMBD] = "position_embd.weight",
     [VKF_T_OUT_NORM] = "output_norm.weight",
@@ -182,6 +186,14 @@ const vkf_arch_slot vkf_arch_slots[VKF_T_COUNT] = {
     [VKF_T_FFN_DOWN] = {0, VKF_D_FF, VKF_D_MODEL, LW(w_down)},
     [VKF_T_FFN_DOWN_B] = {1, VKF_D_MODEL, VKF_D_0, LW(b_down)},
     [VKF_T_POST_FFN_NORM] = {1, VKF_D_MODEL, VKF_D_0, LW(post_ffn_norm)},
+    [VKF_T_FFN_GATE_INP] = {0, VKF_D_MODEL, VKF_D_EXPERT, LW(gate_inp)},
+    [VKF_T_FFN_GATE_EXPS] = {0, VKF_D_MODEL, VKF_D_FF_EXP, LW(gate_exps), 1},
+    [VKF_T_FFN_UP_EXPS] = {0, VKF_D_MODEL, VKF_D_FF_EXP, LW(up_exps), 1},
+    [VKF_T_FFN_DOWN_EXPS] = {0, VKF_D_FF_EXP, VKF_D_MODEL, LW(down_exps), 1},
+    [VKF_T_FFN_GATE_INP_SHEXP] = {1, VKF_D_MODEL, VKF_D_0, LW(gate_inp_shexp)},
+    [VKF_T_FFN_GATE_SHEXP] = {0, VKF_D_MODEL, VKF_D_FF_SHEXP, LW(gate_shexp)},
+    [VKF_T_FFN_UP_SHEXP] = {0, VKF_D_MODEL, VKF_D_FF_SHEXP, LW(up_shexp)},
+    [VKF_T_FFN_DOWN_SHEXP] = {0, VKF_D_FF_SHEXP, VKF_D_MODEL, LW(down_shexp)},
     [VKF_T_TOK_EMBD] = {0, VKF_D_MODEL, VKF_D_VOCAB, MW(tok_embd)},
     [VKF_T_POS_EMBD] = {0, VKF_D_MODEL, VKF_D_CTX, MW(pos_embd)},
     [VKF_T_OUT_NORM] = {1, VKF_D_MODEL, VKF_D_0, MW(out_norm_w)},
@@ -210,14 +222,20 @@ int64_t vkf_arch_dim_value(const vkf_model *m, vkf_arch_dim d) {
     case VKF_D_CTX: return hp->n_ctx_train; /* a learned table has the trained rows */
     case VKF_D_ROT2: return hp->n_rot / 2;
     case VKF_D_TYPES: return hp->n_types;
+    case VKF_D_EXPERT: return hp->n_expert;
+    case VKF_D_FF_EXP: return hp->n_ff_exp;
+    case VKF_D_FF_SHEXP: return hp->n_ff_shexp;
     }
     return 0;
 }
 
 void vkf_arch_slot_shape(const vkf_model *m, vkf_arch_t t, int64_t *ne0, int64_t *ne1) {
     vkf_arch_dim out = vkf_arch_slots[t].out;
+    vkf_arch_dim in = vkf_arch_slots[t].in;
     if (t == VKF_T_FFN_UP && m->desc->ffn == VKF_FFN_GLU_FUSED) out = VKF_D_FF2;
-    *ne0 = vkf_arch_dim_value(m, vkf_arch_slots[t].in);
+    if (m->desc->qk_norm_full && t == VKF_T_ATTN_Q_NORM) in = VKF_D_Q; /* OLMoE */
+    if (m->desc->qk_norm_full && t == VKF_T_ATTN_K_NORM) in = VKF_D_KV;
+    *ne0 = vkf_arch_dim_value(m, in);
     *ne1 = vkf_arch_dim_value(m, out);
 }
 

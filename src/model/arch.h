@@ -57,6 +57,14 @@ typedef enum vkf_arch_t {
     VKF_T_FFN_DOWN,
     VKF_T_FFN_DOWN_B,
     VKF_T_POST_FFN_NORM,
+    VKF_T_FFN_GATE_INP,       /* mixture of experts: the router [n_expert, d] */
+    VKF_T_FFN_GATE_EXPS,      /* the experts, 3-D [n_expert][n_ff_exp, d] */
+    VKF_T_FFN_UP_EXPS,        /* [n_expert][n_ff_exp, d] */
+    VKF_T_FFN_DOWN_EXPS,      /* [n_expert][d, n_ff_exp] */
+    VKF_T_FFN_GATE_INP_SHEXP, /* the shared expert's gate logit [1, d] (Qwen2-MoE) */
+    VKF_T_FFN_GATE_SHEXP,     /* the shared expert [n_ff_shexp, d] */
+    VKF_T_FFN_UP_SHEXP,
+    VKF_T_FFN_DOWN_SHEXP, /* [d, n_ff_shexp] */
     VKF_T_LAYER_COUNT,
     VKF_T_TOK_EMBD = VKF_T_LAYER_COUNT,
     VKF_T_POS_EMBD,
@@ -82,6 +90,14 @@ typedef enum vkf_arch_t {
      VKF_TS(VKF_T_TOK_EMBD) | VKF_TS(VKF_T_OUT_NORM))
 #define VKF_TS_QKV_BIAS (VKF_TS(VKF_T_ATTN_Q_B) | VKF_TS(VKF_T_ATTN_K_B) | VKF_TS(VKF_T_ATTN_V_B))
 #define VKF_TS_QK_NORM (VKF_TS(VKF_T_ATTN_Q_NORM) | VKF_TS(VKF_T_ATTN_K_NORM))
+/* a routed FFN: router and experts in place of the dense gate / up / down */
+#define VKF_TS_MOE                                                                                 \
+    (VKF_TS(VKF_T_FFN_GATE_INP) | VKF_TS(VKF_T_FFN_GATE_EXPS) | VKF_TS(VKF_T_FFN_UP_EXPS) |        \
+     VKF_TS(VKF_T_FFN_DOWN_EXPS))
+#define VKF_TS_DENSE_FFN (VKF_TS(VKF_T_FFN_GATE) | VKF_TS(VKF_T_FFN_UP) | VKF_TS(VKF_T_FFN_DOWN))
+#define VKF_TS_SHEXP                                                                               \
+    (VKF_TS(VKF_T_FFN_GATE_INP_SHEXP) | VKF_TS(VKF_T_FFN_GATE_SHEXP) |                             \
+     VKF_TS(VKF_T_FFN_UP_SHEXP) | VKF_TS(VKF_T_FFN_DOWN_SHEXP))
 #define VKF_TS_POST_NORMS (VKF_TS(VKF_T_POST_ATTN_NORM) | VKF_TS(VKF_T_POST_FFN_NORM))
 
 /* The Gemma family's block: NEOX rope, GeGLU (tanh GELU), post-attention and post-FFN norms,
@@ -89,6 +105,20 @@ typedef enum vkf_arch_t {
 #define VKF_ARCH_GEMMA                                                                             \
     .rope_mode = VKF_ROPE_NEOX, .ffn_act = VKF_UNARY_GELU_TANH, .post_norms = 1,                   \
     .emb_scale_sqrt_d = 1, .hf_norm_plus_one = 1, .scale_q = 1
+
+/* Mixture of experts (vkf_arch_desc.moe). */
+typedef enum vkf_arch_moe {
+    VKF_MOE_NONE = 0,
+    VKF_MOE_ALWAYS,   /* every layer routed; {arch}.expert_count and expert_used_count required */
+    VKF_MOE_IF_COUNT, /* routed when the file has {arch}.expert_count > 0 (Mixtral as "llama") */
+} vkf_arch_moe;
+
+/* The gating function, as llama.cpp's {arch}.expert_gating_func numbers it. */
+typedef enum vkf_gating {
+    VKF_GATING_SOFTMAX = 1,        /* softmax over the experts, then top-k */
+    VKF_GATING_SIGMOID = 2,        /* sigmoid per expert (DeepSeek-V3), then top-k */
+    VKF_GATING_SOFTMAX_WEIGHT = 3, /* top-k of the logits, then softmax over the k (gpt-oss) */
+} vkf_gating;
 
 /* BERT's encoder block in llama.cpp's GGUF names: biases on every matrix (a file may leave them
  * out), the post-attention norm "attn_output_norm", the post-FFN norm "layer_output_norm";
@@ -129,6 +159,11 @@ typedef struct vkf_arch_desc {
                               attention over padded batches, a norm after each residual
                               (ATTN_NORM after attention, FFN_NORM after the FFN), token-type
                               embeddings and a norm on the input, pooled outputs */
+    int moe;               /* vkf_arch_moe: the FFN routed over experts (VKF_TS_MOE tensors) */
+    int moe_norm_w;        /* the k chosen weights renormalised to sum 1 (Mixtral, Qwen3-MoE) */
+    int moe_ff_per_k;      /* no expert_feed_forward_length: experts of n_ff / expert_used_count
+                              (Qwen2-MoE), else n_ff */
+    int qk_norm_full;      /* q / k norms over the whole projection, not per head (OLMoE) */
     const char *hf_prefix[3]; /* HF tensor-name prefixes tried in order (the first under which
                                  the token embedding exists); all NULL: "model." */
     uint64_t tensors;         /* the slots it has (VKF_TS bits) */
@@ -176,8 +211,11 @@ typedef enum vkf_arch_dim {
     VKF_D_FF2, /* 2 n_ff (fused gate|up) */
     VKF_D_VOCAB,
     VKF_D_CTX,
-    VKF_D_ROT2,  /* n_rot / 2 */
-    VKF_D_TYPES, /* token types (BERT's type_vocab_size) */
+    VKF_D_ROT2,     /* n_rot / 2 */
+    VKF_D_TYPES,    /* token types (BERT's type_vocab_size) */
+    VKF_D_EXPERT,   /* n_expert */
+    VKF_D_FF_EXP,   /* an expert's FFN width */
+    VKF_D_FF_SHEXP, /* the shared expert's FFN width */
 } vkf_arch_dim;
 
 typedef struct vkf_arch_slot {
@@ -185,6 +223,7 @@ typedef struct vkf_arch_slot {
     vkf_arch_dim in;  /* ne[0]: the row length */
     vkf_arch_dim out; /* ne[1]: rows (matrices) */
     size_t offset;    /* offsetof the vkf_tensor in vkf_layer_w (layers) or vkf_model_w */
+    int experts;      /* 3-D: ne[2] = n_expert matrices, loaded as [n_expert * out, in] */
 } vkf_arch_slot;
 
 extern const vkf_arch_slot vkf_arch_slots[VKF_T_COUNT];

@@ -181,6 +181,75 @@ static vkf_tensor *dec_ffn(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_te
 #undef NM
 }
 
+/* The routed FFN (docs/DESIGN.md, 'Experts are data too'), as llama.cpp's build_moe_ffn:
+ *   probs = gating(router h): softmax, sigmoid, or the logits themselves (softmax over the k)
+ *   ids = topk(probs, k); w = weights(probs, ids) (softmax over the k, renormalised, scaled)
+ *   y = sum_i w[i] * down_e(silu(gate_e h) * up_e h), e = ids[i]
+ *   + sigmoid(gate_inp_shexp · h) * down_s(silu(gate_s h) * up_s h) with a shared expert. */
+static vkf_tensor *dec_moe(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_tensor *h, int l) {
+    const vkf_hparams *hp = &m->hp;
+    if (b->s != VKF_OK) return NULL;
+    int64_t T = h->rows, k = hp->n_expert_used;
+    char nm[64];
+#define NM(what) (snprintf(nm, sizeof nm, "l%d.%s", l, what), nm)
+    vkf_op_params p;
+    vkf_tensor *logits = vkf_gb_matmul(b, h, &L->gate_inp, NULL, NM("moe_logits"));
+    vkf_tensor *probs = logits;
+    if (hp->gating == VKF_GATING_SOFTMAX) {
+        memset(&p, 0, sizeof p);
+        probs = vkf_gb_new(b, T, hp->n_expert, "l%d.moe_probs", l);
+        vkf_gb_node(b, VKF_OP_SOFTMAX, probs, logits, NULL, NULL, NULL, &p);
+    } else if (hp->gating == VKF_GATING_SIGMOID) {
+        probs = vkf_gb_unary(b, logits, VKF_UNARY_SIGMOID, NM("moe_probs"));
+    }
+    if (b->s != VKF_OK) return NULL;
+    vkf_tensor *ids = vkf_graph_tensor(b->g, VKF_DTYPE_I32, T, k, NM("moe_ids"));
+    if (!ids) {
+        b->s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "graph %s: out of host memory", b->g->name);
+        return NULL;
+    }
+    memset(&p, 0, sizeof p);
+    p.topk.k = (int32_t)k;
+    vkf_gb_node(b, VKF_OP_TOPK, ids, probs, NULL, NULL, NULL, &p);
+    memset(&p, 0, sizeof p);
+    p.moe.softmax_w = hp->gating == VKF_GATING_SOFTMAX_WEIGHT;
+    p.moe.norm = m->desc->moe_norm_w;
+    p.moe.scale = hp->expert_weights_scale;
+    vkf_tensor *w = vkf_gb_new(b, T, k, "l%d.moe_weights", l);
+    vkf_gb_node(b, VKF_OP_MOE_WEIGHTS, w, probs, ids, NULL, NULL, &p);
+    memset(&p, 0, sizeof p);
+    p.moe.n_expert = hp->n_expert;
+    vkf_tensor *up = vkf_gb_new(b, T * k, hp->n_ff_exp, "l%d.moe_up", l);
+    vkf_gb_node(b, VKF_OP_MUL_MAT_ID, up, h, &L->up_exps, ids, NULL, &p);
+    vkf_tensor *gate = vkf_gb_new(b, T * k, hp->n_ff_exp, "l%d.moe_gate", l);
+    vkf_gb_node(b, VKF_OP_MUL_MAT_ID, gate, h, &L->gate_exps, ids, NULL, &p);
+    vkf_op_params pg;
+    memset(&pg, 0, sizeof pg);
+    vkf_tensor *f = vkf_gb_new(b, T * k, hp->n_ff_exp, "l%d.moe_glu", l);
+    vkf_gb_node(b, VKF_OP_SWIGLU, f, gate, up, NULL, NULL, &pg);
+    vkf_tensor *e = vkf_gb_new(b, T * k, hp->d_model, "l%d.moe_down", l);
+    vkf_gb_node(b, VKF_OP_MUL_MAT_ID, e, f, &L->down_exps, ids, NULL, &p);
+    vkf_tensor *y = vkf_gb_new(b, T, hp->d_model, "l%d.moe_out", l);
+    vkf_gb_node(b, VKF_OP_MOE_SUM, y, e, w, NULL, NULL, NULL);
+    if (!vkf_tensor_present(&L->gate_inp_shexp) || b->s != VKF_OK) return y;
+    /* the shared expert, scaled by its gate (llama.cpp: silu(g) / g) */
+    vkf_tensor *sl = vkf_gb_matmul(b, h, &L->gate_inp_shexp, NULL, NM("shexp_gate_inp"));
+    memset(&p, 0, sizeof p);
+    p.unary.act = VKF_UNARY_SIGMOID;
+    p.unary.silu_div = 1;
+    vkf_tensor *sg = vkf_gb_new(b, T, 1, "l%d.shexp_gate", l);
+    vkf_gb_node(b, VKF_OP_UNARY, sg, sl, NULL, NULL, NULL, &p);
+    vkf_tensor *sgt = vkf_gb_matmul(b, h, &L->gate_shexp, NULL, NM("shexp_gate"));
+    vkf_tensor *sup = vkf_gb_matmul(b, h, &L->up_shexp, NULL, NM("shexp_up"));
+    vkf_tensor *sf = vkf_gb_new(b, T, hp->n_ff_shexp, "l%d.shexp_glu", l);
+    vkf_gb_node(b, VKF_OP_SWIGLU, sf, sgt, sup, NULL, NULL, &pg);
+    vkf_tensor *sd = vkf_gb_matmul(b, sf, &L->down_shexp, NULL, NM("shexp_down"));
+    vkf_tensor *so = vkf_gb_new(b, T, hp->d_model, "l%d.shexp_out", l);
+    vkf_gb_node(b, VKF_OP_MOE_SUM, so, sd, sg, NULL, NULL, NULL);
+    return vkf_gb_add(b, y, so, NM("ffn_out"));
+#undef NM
+}
+
 static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, vkf_tensor *x,
                              vkf_tensor *lens, int32_t B, int32_t n) {
     vkf_model *m = s->m;
@@ -205,9 +274,11 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
     }
     if (b->s != VKF_OK) return NULL;
     if (vkf_tensor_present(&L->q_norm))
-        q = dec_head_norm(b, m, q, &L->q_norm, hp->n_head, NM("q_norm"));
+        q = a->qk_norm_full ? vkf_gb_rmsnorm(b, q, &L->q_norm, hp->eps, NM("q_norm"))
+                            : dec_head_norm(b, m, q, &L->q_norm, hp->n_head, NM("q_norm"));
     if (vkf_tensor_present(&L->k_norm))
-        k = dec_head_norm(b, m, k, &L->k_norm, hp->n_kv_head, NM("k_norm"));
+        k = a->qk_norm_full ? vkf_gb_rmsnorm(b, k, &L->k_norm, hp->eps, NM("k_norm"))
+                            : dec_head_norm(b, m, k, &L->k_norm, hp->n_kv_head, NM("k_norm"));
     if (a->pos == VKF_POS_ROPE && !(a->nope_period > 0 && (l + 1) % a->nope_period == 0)) {
         q = dec_rope(b, s, sg, l, q, hp->n_head, n, "q_rope");
         k = dec_rope(b, s, sg, l, k, hp->n_kv_head, n, "k_rope");
@@ -248,8 +319,13 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
     x = vkf_gb_add(b, x, o, NM("res1"));
 
     h = dec_norm(b, m, x, &L->norm2_w, &L->norm2_b, NM("ffn_norm"));
-    vkf_tensor *f = dec_ffn(b, m, L, h, nm, sizeof nm, l);
-    vkf_tensor *dn = vkf_gb_matmul(b, f, &L->w_down, &L->b_down, NM("down"));
+    vkf_tensor *dn;
+    if (hp->n_expert > 0) {
+        dn = dec_moe(b, m, L, h, l);
+    } else {
+        vkf_tensor *f = dec_ffn(b, m, L, h, nm, sizeof nm, l);
+        dn = vkf_gb_matmul(b, f, &L->w_down, &L->b_down, NM("down"));
+    }
     if (a->post_norms) dn = vkf_gb_rmsnorm(b, dn, &L->post_ffn_norm, hp->eps, NM("post_ffn_norm"));
     return vkf_gb_add(b, x, dn, NM("res2"));
 #undef NM

@@ -129,6 +129,45 @@ static vkf_status gg_encoder_keys(gg_ctx *c) {
     return VKF_OK;
 }
 
+/* Mixture of experts: {arch}.expert_count (required for VKF_MOE_ALWAYS, else 0: a dense FFN),
+ * expert_used_count, expert_feed_forward_length, expert_shared_feed_forward_length,
+ * expert_weights_scale, expert_gating_func (absent: softmax, what llama.cpp's graphs of these
+ * architectures use). */
+static vkf_status gg_moe_keys(gg_ctx *c) {
+    vkf_hparams *hp = &c->m->hp;
+    const vkf_arch_desc *a = c->m->desc;
+    const char *path = c->m->path;
+    if (a->moe == VKF_MOE_NONE) return VKF_OK;
+    VKF_TRY(gg_key_u32(c, "expert_count", a->moe == VKF_MOE_ALWAYS ? -1 : 0, &hp->n_expert));
+    if (hp->n_expert == 0) {
+        if (a->moe == VKF_MOE_ALWAYS)
+            return vkf_error(VKF_ERROR_FORMAT, "%s: %s.expert_count is 0 (%s routes every layer)",
+                             path, c->arch, c->arch);
+        return VKF_OK;
+    }
+    VKF_TRY(gg_key_u32(c, "expert_used_count", -1, &hp->n_expert_used));
+    if (hp->n_expert_used <= 0 || hp->n_expert_used > hp->n_expert)
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s: %s.expert_used_count %d must be in [1, %s.expert_count = %d]", path,
+                         c->arch, hp->n_expert_used, c->arch, hp->n_expert);
+    VKF_TRY(gg_key_u32(c, "expert_feed_forward_length",
+                       a->moe_ff_per_k ? hp->n_ff / hp->n_expert_used : hp->n_ff, &hp->n_ff_exp));
+    VKF_TRY(gg_key_u32(c, "expert_shared_feed_forward_length", hp->n_ff, &hp->n_ff_shexp));
+    if (hp->n_ff_exp <= 0 || hp->n_ff_shexp <= 0)
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s: %s.expert_feed_forward_length %d and "
+                         "expert_shared_feed_forward_length %d must be > 0",
+                         path, c->arch, hp->n_ff_exp, hp->n_ff_shexp);
+    VKF_TRY(gg_key_f32(c, "expert_weights_scale", 0.0f, 0, &hp->expert_weights_scale));
+    VKF_TRY(gg_key_u32(c, "expert_gating_func", VKF_GATING_SOFTMAX, &hp->gating));
+    if (hp->gating < VKF_GATING_SOFTMAX || hp->gating > VKF_GATING_SOFTMAX_WEIGHT)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: %s.expert_gating_func %d is not a gating function this engine "
+                         "knows (1 softmax, 2 sigmoid, 3 softmax over the top k)",
+                         path, c->arch, hp->gating);
+    return VKF_OK;
+}
+
 static vkf_status gg_hparams(gg_ctx *c) {
     vkf_hparams *hp = &c->m->hp;
     const char *path = c->m->path;
@@ -201,6 +240,7 @@ static vkf_status gg_hparams(gg_ctx *c) {
     if (!(hp->eps > 0))
         return vkf_error(VKF_ERROR_FORMAT, "%s: norm epsilon %g must be > 0", path, hp->eps);
     if (a->encoder) VKF_TRY(gg_encoder_keys(c));
+    VKF_TRY(gg_moe_keys(c));
 
     /* special tokens; llama.cpp adds BOS by default for SentencePiece ("llama") vocabularies */
     uint32_t bos, eos;
@@ -237,8 +277,20 @@ static vkf_status gg_slot(void *user, vkf_arch_t slot, const char *name, vkf_ten
         t->cols = t->row_stride = ne0;
         return VKF_OK;
     }
-    return gg_get(c, t, name, vkf_arch_slots[slot].vector ? VKF_W_VECTOR : VKF_W_MATRIX, ne0, ne1,
-                  0);
+    if (vkf_arch_slots[slot].experts) { /* ne [in, out, n_expert] -> [n_expert * out, in] */
+        const vkf_gguf_tensor *s;
+        int64_t ne[3] = {ne0, ne1, c->m->hp.n_expert};
+        vkf_status st = vkf_gguf_get_tensor(c->g, name, -1, 3, ne, &s);
+        if (st != VKF_OK && vkf_gguf_find_tensor(c->g, name)) /* the shape: name the count */
+            return vkf_error_prefix(st, "%s.expert_count %d", c->arch, c->m->hp.n_expert);
+        VKF_TRY(st);
+        return vkf_model_upload(c->m, t, name, VKF_W_MATRIX, s->dtype, ne1 * ne[2], ne0, s->data);
+    }
+    vkf_status st =
+        gg_get(c, t, name, vkf_arch_slots[slot].vector ? VKF_W_VECTOR : VKF_W_MATRIX, ne0, ne1, 0);
+    if (st != VKF_OK && slot == VKF_T_FFN_GATE_INP && vkf_gguf_find_tensor(c->g, name))
+        return vkf_error_prefix(st, "%s.expert_count %d", c->arch, c->m->hp.n_expert);
+    return st;
 }
 
 /* The rope factor tensor in use (llama3 rope_freqs, or phi3's short/long factors by the chosen
@@ -295,6 +347,10 @@ static vkf_status gg_weights(gg_ctx *c) {
     VKF_TRY(vkf_model_check_load(m, m->file.size - vkf_gguf_data_offset(c->g)));
     vkf_arch_tensor_names names;
     vkf_arch_tensor_names_get(m->desc, VKF_ARCH_GGUF, &names);
+    /* a routed FFN has the router and experts, a dense one gate / up / down */
+    uint64_t drop = hp->n_expert > 0 ? VKF_TS_DENSE_FFN : VKF_TS_MOE | VKF_TS_SHEXP;
+    for (int t = 0; t < VKF_T_COUNT; t++)
+        if (drop & VKF_TS(t)) names.name[t] = NULL;
     VKF_TRY(vkf_model_load_slots(m, &names, gg_slot, c));
     if (m->desc->pos != VKF_POS_ROPE) return VKF_OK;
     float *factors;

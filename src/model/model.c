@@ -342,6 +342,20 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         P("heads          %d query, %d key/value, head_dim %d\n", hp->n_head, hp->n_kv_head,
           hp->head_dim);
         P("feed-forward   %d (%s)\n", hp->n_ff, act_name(m));
+        if (hp->n_expert > 0) { /* the experts not chosen for a token are not read for it */
+            int64_t idle = (int64_t)(hp->n_expert - hp->n_expert_used) * 3 * hp->n_ff_exp *
+                           hp->d_model * hp->n_layer;
+            P("experts        %d, %d per token (%s%s), expert FFN %d", hp->n_expert,
+              hp->n_expert_used,
+              hp->gating == VKF_GATING_SIGMOID          ? "sigmoid"
+              : hp->gating == VKF_GATING_SOFTMAX_WEIGHT ? "softmax over the top k"
+                                                        : "softmax",
+              m->desc->moe_norm_w ? ", renormalised" : "", hp->n_ff_exp);
+            if (vkf_tensor_present(&m->w.dec[0].gate_inp_shexp))
+                P(", shared expert FFN %d", hp->n_ff_shexp);
+            P("; active parameters %lld of %lld\n", (long long)(m->n_params - idle),
+              (long long)m->n_params);
+        }
         P("norm           %s, eps %g\n", model_rms(m) ? "RMSNorm" : "LayerNorm", (double)hp->eps);
         if (model_rope(m)) {
             P("rope           %s, %d dims, base %g", m->desc->rope_mode ? "neox" : "normal",

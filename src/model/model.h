@@ -67,6 +67,11 @@ typedef struct vkf_hparams {
     float final_softcap;         /* LM-head logits soft-cap; 0: none */
     int32_t bos_id, eos_id, pad_id; /* -1 when the model has none */
     int32_t add_bos;                /* tokenizing a prompt prepends BOS by default */
+    /* mixture of experts ({arch}.expert_*; n_expert 0: a dense FFN) */
+    int32_t n_expert, n_expert_used; /* experts, experts per token */
+    int32_t n_ff_exp, n_ff_shexp;    /* an expert's and the shared expert's FFN width */
+    int32_t gating;                  /* vkf_gating */
+    float expert_weights_scale;      /* the chosen weights multiplied by this (0, 1: not) */
     /* encoder-only (embeddings) */
     int32_t n_types;   /* token types (BERT type_vocab_size); 0: none */
     int32_t pooling;   /* the model's vkf_pooling (never DEFAULT) */
@@ -100,6 +105,13 @@ typedef struct vkf_layer_w {
     vkf_tensor w_down, b_down;   /* [d, n_ff], [1, d]: gpt2 mlp.c_proj, llama ffn_down, linear2 */
     vkf_tensor q_norm, k_norm;   /* [1, head_dim]: per-head RMSNorm of q and k (qwen3, gemma3) */
     vkf_tensor post_attn_norm, post_ffn_norm; /* [1, d]: gemma2/3 norms of the branch outputs */
+    /* mixture of experts: router, the experts stacked (expert e: rows [e * out, (e + 1) * out)),
+     * the shared expert and its gate logit */
+    vkf_tensor gate_inp;                         /* [n_expert, d] */
+    vkf_tensor gate_exps, up_exps;               /* [n_expert * n_ff_exp, d] */
+    vkf_tensor down_exps;                        /* [n_expert * d, n_ff_exp] */
+    vkf_tensor gate_inp_shexp;                   /* F32 [1, d] */
+    vkf_tensor gate_shexp, up_shexp, down_shexp; /* [n_ff_shexp, d], same, [d, n_ff_shexp] */
 } vkf_layer_w;
 
 typedef struct vkf_model_w {

@@ -477,6 +477,161 @@ static vkf_status ggml_rope(const vkf_node *nd, int32_t n_past) {
     return VKF_OK;
 }
 
+/* ------------------------------------------------------------------ mixture of experts
+ *
+ * llama.cpp's build_moe_ffn on its CPU backend: the router's soft_max as ggml_soft_max; the
+ * chosen weights through get_rows, soft_max (gpt-oss), sum_rows in double, clamp and div (the
+ * renormalisation) and scale; the experts through ggml_compute_forward_mul_mat_id, which takes
+ * every (token, expert) row with the weight type's vec_dot (never tinyBLAS); the weighted sum
+ * as ggml_mul, then ggml_add of expert 0 + 1, + 2, ... (MOE_SUM is that order already). */
+
+/* ggml_soft_max of one row in place: the max, v_expf in vectors and expf for the tail, summed
+ * in double, times (float)(1 / sum). */
+static void ggml_softmax_row(const ggml_build *bd, float *y, const float *x, int64_t n) {
+    float max = -INFINITY;
+    for (int64_t j = 0; j < n; j++)
+        max = fmaxf(max, x[j]);
+    const int L = bd->lanes;
+    int64_t nv = n / L * L;
+    double sum = 0.0;
+    for (int64_t c = 0; c < nv; c += L) {
+        for (int l = 0; l < L; l++)
+            y[c + l] = v_expf(bd, x[c + l] - max);
+        sum += (double)vsum(bd, y + c);
+    }
+    for (int64_t j = nv; j < n; j++) {
+        y[j] = expf(x[j] - max);
+        sum += (double)y[j];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int64_t j = 0; j < n; j++)
+        y[j] *= inv;
+}
+
+/* SOFTMAX without a mask and scale 1 (the router's probabilities); else the plain reference */
+static vkf_status ggml_softmax(const ggml_build *bd, const vkf_node *nd, int32_t n_past) {
+    const vkf_tensor *x = nd->src[0], *y = nd->dst;
+    if (nd->src[1] || (nd->p.scale.scale != 0.0f && nd->p.scale.scale != 1.0f))
+        return vkf_cpu_op(nd, n_past);
+    for (int64_t r = 0; r < x->rows; r++)
+        ggml_softmax_row(bd, row_f32(y, r), row_f32(x, r), x->cols);
+    return VKF_OK;
+}
+
+static vkf_status ggml_moe_weights(const ggml_build *bd, const vkf_node *nd, int32_t n_past) {
+    if (!nd->p.moe.softmax_w) return vkf_cpu_op(nd, n_past); /* gather, double sum, div: ggml's */
+    vkf_node g = *nd;                                        /* the gathered weights first */
+    g.p.moe.softmax_w = g.p.moe.norm = 0;
+    g.p.moe.scale = 0.0f;
+    VKF_TRY(vkf_cpu_op(&g, n_past));
+    const vkf_tensor *y = nd->dst;
+    const float scale = nd->p.moe.scale;
+    for (int64_t t = 0; t < y->rows; t++) {
+        float *w = row_f32(y, t);
+        ggml_softmax_row(bd, w, w, y->cols);
+        if (nd->p.moe.norm) { /* ggml_sum_rows (double), ggml_clamp, ggml_div */
+            double sum = 0.0;
+            for (int64_t i = 0; i < y->cols; i++)
+                sum += (double)w[i];
+            const float den = fmaxf((float)sum, 6.103515625e-5f);
+            for (int64_t i = 0; i < y->cols; i++)
+                w[i] /= den;
+        }
+        if (scale != 0.0f && scale != 1.0f)
+            for (int64_t i = 0; i < y->cols; i++)
+                w[i] *= scale;
+    }
+    return VKF_OK;
+}
+
+/* The expert matmuls: vec_dot per (token, expert) row and weight row. F32 weights:
+ * ggml_vec_dot_f32; F16: the activation rounded to f16, ggml_vec_dot_f16 (SIMD steps, then the
+ * rest in double); quantized: the activation quantized to the type's activation type, its
+ * vec_dot (the K-quants' tiled kernel when 8 rows or more go to one expert, as llama.cpp's
+ * per-expert choice), or for the types llama.cpp repacks (Q4_0, and Q4_K / IQ4_NL on AVX2;
+ * experts of a multiple of 8 rows) its repacked gemv, row by row (repack.cpp's
+ * forward_mul_mat_id has no gemm). */
+static vkf_status ggml_mul_mat_id(const ggml_build *bd, const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0], *w = nd->src[1], *ids = nd->src[2], *y = nd->dst;
+    const int32_t E = nd->p.moe.n_expert;
+    int64_t T = ids->rows, k = ids->cols, N = w->rows / E, K = x->cols;
+    int per_pair = x->rows != T;
+    int fl = w->dtype == VKF_DTYPE_F32, f16 = w->dtype == VKF_DTYPE_F16;
+    vkf_act_type at = vkf_act_type_of(w->dtype);
+    size_t arb = fl || f16 ? (size_t)K * sizeof(float) : vkf_act_row_bytes(at, K);
+    char *act = malloc(arb ? arb : 1);
+    float *wr = malloc((size_t)K * sizeof *wr);
+    int64_t *count = calloc((size_t)E, sizeof *count);
+    if (!act || !wr || !count) {
+        free(act);
+        free(wr);
+        free(count);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "mul_mat_id %s: out of host memory", w->name);
+    }
+    vkf_status s = VKF_OK;
+    for (int64_t t = 0; t < T && s == VKF_OK; t++)
+        for (int64_t i = 0; i < k; i++) {
+            int32_t e = ((const int32_t *)row_f32(ids, t))[i];
+            if (e < 0 || e >= E) {
+                s = vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                              "mul_mat_id %s: expert id %d of token %lld outside [0, %d)", w->name,
+                              e, (long long)t, E);
+                break;
+            }
+            count[e]++;
+        }
+    for (int64_t t = 0; t < T && s == VKF_OK; t++)
+        for (int64_t i = 0; i < k; i++) {
+            int32_t e = ((const int32_t *)row_f32(ids, t))[i];
+            const float *xs = row_f32(x, per_pair ? t * k + i : t);
+            float *xa = (float *)act;
+            if (fl || f16)
+                for (int64_t j = 0; j < K; j++)
+                    xa[j] = f16 ? vkf_f16_to_f32(vkf_f32_to_f16(xs[j])) : xs[j];
+            else
+                vkf_act_quantize(at, xs, act, K);
+            /* repacked experts (N a multiple of 8): gemv row by row, never the 4-row gemm */
+            const int flags = bd->dot_flags | (N % 8 == 0 ? VKF_DOT_REPACKED : 0) |
+                              (count[e] >= 8 ? VKF_DOT_BATCH8 : VKF_DOT_SINGLE_ROW);
+            float *yr = row_f32(y, t * k + i);
+            for (int64_t n = 0; n < N; n++) {
+                const void *wp = row_ptr(w, (int64_t)e * N + n);
+                if (fl) {
+                    yr[n] = vec_dot_f32(bd, (const float *)wp, 1, xa, 1, K);
+                } else if (f16) {
+                    for (int64_t j = 0; j < K; j++)
+                        wr[j] = vkf_f16_to_f32(((const uint16_t *)wp)[j]);
+                    int64_t np = K / (4 * bd->lanes) * (4 * bd->lanes);
+                    double sum = np ? (double)vec_dot_simd(bd, wr, 1, xa, 1, np) : 0.0;
+                    for (int64_t j = np; j < K; j++)
+                        sum += (double)(wr[j] * xa[j]);
+                    yr[n] = (float)sum;
+                } else {
+                    yr[n] = vkf_act_dot(w->dtype, wp, act, K, flags);
+                }
+            }
+        }
+    free(act);
+    free(wr);
+    free(count);
+    return s;
+}
+
+/* UNARY sigmoid: 1 / (1 + expf(-x)) (ggml_sigmoid), or silu(x) / x where llama.cpp's graph
+ * computes it so (ggml_vec_silu_f32: v_expf in vectors, expf for the tail; then ggml_div). */
+static vkf_status ggml_sigmoid(const ggml_build *bd, const vkf_node *nd) {
+    const vkf_tensor *a = nd->src[0], *y = nd->dst;
+    int64_t n = a->cols, nv = n / bd->lanes * bd->lanes;
+    for (int64_t r = 0; r < a->rows; r++) {
+        const float *ar = row_f32(a, r);
+        float *yr = row_f32(y, r);
+        for (int64_t j = 0; j < n; j++)
+            yr[j] = nd->p.unary.silu_div ? silu(bd, ar[j], j < nv) / ar[j]
+                                         : 1.0f / (1.0f + expf(-ar[j]));
+    }
+    return VKF_OK;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 vkf_status vkf_cpu_ggml_op(const vkf_node *n, int32_t n_past, int target) {
@@ -489,7 +644,11 @@ vkf_status vkf_cpu_ggml_op(const vkf_node *n, int32_t n_past, int target) {
     case VKF_OP_LAYERNORM: return ggml_layernorm(bd, n);
     case VKF_OP_UNARY:
         if (n->p.unary.act == VKF_UNARY_GELU_TANH) return ggml_gelu(n);
+        if (n->p.unary.act == VKF_UNARY_SIGMOID) return ggml_sigmoid(bd, n);
         break;
+    case VKF_OP_SOFTMAX: return ggml_softmax(bd, n, n_past);
+    case VKF_OP_MOE_WEIGHTS: return ggml_moe_weights(bd, n, n_past);
+    case VKF_OP_MUL_MAT_ID: return ggml_mul_mat_id(bd, n);
     case VKF_OP_MATMUL:
         if (n->src[1]->dtype == VKF_DTYPE_F32 || n->src[1]->dtype == VKF_DTYPE_F16)
             return ggml_matmul_float(bd, n);

@@ -125,6 +125,7 @@ static float unary(int act, float x) {
     case VKF_UNARY_GELU_TANH:
         return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     case VKF_UNARY_SILU: return x / (1.0f + expf(-x));
+    case VKF_UNARY_SIGMOID: return 1.0f / (1.0f + expf(-x));
     }
     return NAN;
 }
@@ -403,6 +404,148 @@ static vkf_status op_pool(const vkf_node *nd) {
     return VKF_OK;
 }
 
+/* ------------------------------------------------------------------ mixture of experts */
+
+/* Expert e of the chosen (t, i), checked: an id outside [0, n_expert) is an error. */
+static vkf_status moe_expert(const vkf_node *nd, const vkf_tensor *ids, int64_t t, int64_t i,
+                             int32_t *e) {
+    *e = row_i32(ids, t)[i];
+    if (*e < 0 || *e >= nd->p.moe.n_expert)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                         "%s %s: expert id %d of token %lld outside [0, %d)", vkf_op_name(nd->op),
+                         nd->src[1]->name, *e, (long long)t, nd->p.moe.n_expert);
+    return VKF_OK;
+}
+
+/* y[t*k + i, n] = x[r(t, i)] · W[e * N + n] with e = ids[t, i] */
+static vkf_status op_mul_mat_id(const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0], *w = nd->src[1], *ids = nd->src[2], *y = nd->dst;
+    int64_t T = ids->rows, k = ids->cols, N = w->rows / nd->p.moe.n_expert, K = x->cols;
+    int per_pair = x->rows == T * k && k > 1;
+    float *wrow = malloc((size_t)K * sizeof *wrow);
+    if (!wrow) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "mul_mat_id: out of host memory");
+    vkf_status s = VKF_OK;
+    for (int64_t t = 0; t < T && s == VKF_OK; t++)
+        for (int64_t i = 0; i < k && s == VKF_OK; i++) {
+            int32_t e;
+            if ((s = moe_expert(nd, ids, t, i, &e)) != VKF_OK) break;
+            const float *xr = row_f32(x, per_pair ? t * k + i : t);
+            float *yr = row_f32(y, t * k + i);
+            for (int64_t n = 0; n < N; n++) {
+                row_deq(w, (int64_t)e * N + n, wrow);
+                float acc = 0.0f;
+                for (int64_t j = 0; j < K; j++)
+                    acc += xr[j] * wrow[j];
+                yr[n] = acc;
+            }
+        }
+    free(wrow);
+    return s;
+}
+
+/* The gate weights of the chosen experts: gathered, softmax over them, renormalised, scaled. */
+static vkf_status op_moe_weights(const vkf_node *nd) {
+    const vkf_tensor *p = nd->src[0], *ids = nd->src[1], *y = nd->dst;
+    int64_t k = ids->cols;
+    for (int64_t t = 0; t < p->rows; t++) {
+        float *w = row_f32(y, t);
+        for (int64_t i = 0; i < k; i++) {
+            int32_t e = row_i32(ids, t)[i];
+            if (e < 0 || e >= p->cols)
+                return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                                 "moe_weights %s: expert id %d of token %lld outside [0, %lld)",
+                                 ids->name, e, (long long)t, (long long)p->cols);
+            w[i] = row_f32(p, t)[e];
+        }
+        if (nd->p.moe.softmax_w) {
+            float max = -INFINITY;
+            for (int64_t i = 0; i < k; i++)
+                max = fmaxf(max, w[i]);
+            double sum = 0.0;
+            for (int64_t i = 0; i < k; i++) {
+                w[i] = expf(w[i] - max);
+                sum += w[i];
+            }
+            for (int64_t i = 0; i < k; i++)
+                w[i] = (float)(w[i] / sum);
+        }
+        if (nd->p.moe.norm) {
+            double sum = 0.0;
+            for (int64_t i = 0; i < k; i++)
+                sum += w[i];
+            /* llama.cpp clamps the sum at the smallest normal f16 (a sum of 0: no division by 0) */
+            float den = fmaxf((float)sum, 6.103515625e-5f);
+            for (int64_t i = 0; i < k; i++)
+                w[i] /= den;
+        }
+        if (nd->p.moe.scale != 0.0f && nd->p.moe.scale != 1.0f)
+            for (int64_t i = 0; i < k; i++)
+                w[i] *= nd->p.moe.scale;
+    }
+    return VKF_OK;
+}
+
+/* y[t] = sum_i e[t*k + i] * w[t, i], the products rounded, summed in order i = 0..k-1 */
+static vkf_status op_moe_sum(const vkf_node *nd) {
+    const vkf_tensor *e = nd->src[0], *w = nd->src[1], *y = nd->dst;
+    int64_t k = w->cols;
+    for (int64_t t = 0; t < w->rows; t++) {
+        float *yr = row_f32(y, t);
+        const float *wr = row_f32(w, t);
+        for (int64_t c = 0; c < e->cols; c++) {
+            float acc = row_f32(e, t * k)[c] * wr[0];
+            for (int64_t i = 1; i < k; i++) {
+                float prod = row_f32(e, t * k + i)[c] * wr[i];
+                acc += prod;
+            }
+            yr[c] = acc;
+        }
+    }
+    return VKF_OK;
+}
+
+/* Keeps the n_group_used groups whose two largest entries sum highest; the rest -inf. */
+static vkf_status op_moe_group_mask(const vkf_node *nd) {
+    const vkf_tensor *x = nd->src[0], *y = nd->dst;
+    int G = nd->p.moe.n_group, used = nd->p.moe.n_group_used;
+    int64_t per = x->cols / G;
+    float *score = malloc((size_t)G * sizeof *score);
+    unsigned char *keep = malloc((size_t)G);
+    if (!score || !keep) {
+        free(score);
+        free(keep);
+        return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "moe_group_mask: out of host memory");
+    }
+    for (int64_t r = 0; r < x->rows; r++) {
+        const float *xr = row_f32(x, r);
+        float *yr = row_f32(y, r);
+        for (int g = 0; g < G; g++) {
+            float a = -INFINITY, b = -INFINITY; /* the largest two */
+            for (int64_t j = g * per; j < (g + 1) * per; j++) {
+                if (xr[j] > a) {
+                    b = a;
+                    a = xr[j];
+                } else if (xr[j] > b) {
+                    b = xr[j];
+                }
+            }
+            score[g] = per > 1 ? a + b : a;
+            keep[g] = 0;
+        }
+        for (int u = 0; u < used; u++) { /* the best remaining group, ties: the lower */
+            int best = -1;
+            for (int g = 0; g < G; g++)
+                if (!keep[g] && (best < 0 || score[g] > score[best])) best = g;
+            keep[best] = 1;
+        }
+        for (int64_t j = 0; j < x->cols; j++)
+            yr[j] = keep[j / per] ? xr[j] : -INFINITY;
+    }
+    free(score);
+    free(keep);
+    return VKF_OK;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 vkf_status vkf_cpu_op(const vkf_node *n, int32_t n_past) {
@@ -425,6 +568,10 @@ vkf_status vkf_cpu_op(const vkf_node *n, int32_t n_past) {
     case VKF_OP_ARGMAX: return op_argmax(n);
     case VKF_OP_TOPK: return op_topk(n);
     case VKF_OP_POOL: return op_pool(n);
+    case VKF_OP_MUL_MAT_ID: return op_mul_mat_id(n);
+    case VKF_OP_MOE_WEIGHTS: return op_moe_weights(n);
+    case VKF_OP_MOE_SUM: return op_moe_sum(n);
+    case VKF_OP_MOE_GROUP_MASK: return op_moe_group_mask(n);
     default: break;
     }
     return vkf_error(VKF_ERROR_INTERNAL, "cpu: unknown op %d", (int)n->op);

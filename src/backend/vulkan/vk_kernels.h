@@ -79,6 +79,7 @@
     X(KEYLANES, keylanes, 0)                                                                       \
     X(QLANES, qlanes, 0) X(QR, qr, 1) X(KV_F16, kv_f16, 0) X(SPLIT, split, 0)
 #define VKF_VK_D_ATTENTION_MERGE(X) X(SPLIT, split, 0) X(HWMAX, hwmax, 1)
+#define VKF_VK_D_MUL_MAT_ID(X) X(WTYPE, wtype, 0) X(GROUPED, grouped, 0)
 #define VKF_VK_D_PROBE(X) X(MODE, mode, 0) X(CHAINS, chains, 0)
 
 /* the device's defines, given to every kernel (shaders/common.glsl) */
@@ -111,6 +112,10 @@
     K(ATTENTION_TEXEL, attention_texel, "attention_texel", VKF_VK_D_ATTENTION_TEXEL)               \
     K(ATTENTION_MERGE, attention_merge, "attention_merge", VKF_VK_D_ATTENTION_MERGE)               \
     K(PROBE, probe, "probe", VKF_VK_D_PROBE)                                                       \
+    K(MUL_MAT_ID, mul_mat_id, "mul_mat_id", VKF_VK_D_MUL_MAT_ID)                                   \
+    P(MOE_WEIGHTS, "moe_weights")                                                                  \
+    P(MOE_SUM, "moe_sum")                                                                          \
+    P(MOE_GROUP_MASK, "moe_group_mask")                                                            \
     P(ARGMAX, "argmax")                                                                            \
     P(POOL, "pool")                                                                                \
     P(TOPK, "topk")                                                                                \

@@ -587,6 +587,139 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
     return VKF_OK;
 }
 
+/* ---------------------------------------------------------------- mixture of experts
+ * Activations, ids and weights of the gating are bound whole (a tensor beyond one storage window
+ * is refused, naming it: they are [tokens, n_expert] or [tokens * k, d] wide); the expert
+ * weights are split by experts where they exceed a window. */
+
+static vkf_status vkf_vk_whole(vkf_vk_rec *r, const vkf_tensor *t, int write, vkf_vk_win *w) {
+    if (vkf_vk_rows_fit(t, vkf_vk_window_budget(r->vb)) < t->rows)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "tensor %s: %lld rows of %llu bytes exceed the storage window of %llu "
+                         "bytes (the mixture-of-experts kernels bind it whole)",
+                         t->name, (long long)t->rows, (unsigned long long)vkf_vk_stride_bytes(t),
+                         (unsigned long long)vkf_vk_window_budget(r->vb));
+    return vkf_vk_rows_win(r, t, 0, t->rows, write, w);
+}
+
+/* mul_mat_id: bindings dst, x, experts, ids. An expert tensor larger than one storage window is
+ * bound a range of its rows at a time (whole experts for the grouped kernel), one dispatch each
+ * writing the outputs of its rows. Prefill groups the tokens by expert (mul_mat_id.comp GROUPED: a
+ * workgroup row per expert); decode (one token) reads the chosen experts' rows only. llvmpipe ends
+ * an invocation's loops after 65535 iterations in all: a grouped invocation takes T * k + (T / 8 +
+ * 1) * (K / 4 + 1) * 9 at most, else the per-element kernel. */
+static vkf_status vkf_vk_op_mul_mat_id(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *a = n->src[0], *w = n->src[1], *ids = n->src[2];
+    if (!vkf_vk_weight_ok(w->dtype))
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "mul_mat_id: experts %s have dtype %s", w->name,
+                         vkf_dtype_name(w->dtype));
+    const int64_t E = n->p.moe.n_expert, N = w->rows / E;
+    int64_t wrows = vkf_vk_rows_fit(w, vkf_vk_window_budget(r->vb)); /* weight rows a window */
+    if (wrows == 0) return vkf_vk_fit_error(r, w);
+    int64_t per = wrows / N; /* whole experts a window (0: an expert exceeds one) */
+    uint64_t T = (uint64_t)ids->rows,
+             iters = T * (uint64_t)ids->cols + (T / 8 + 1) * ((uint64_t)a->cols / 4 + 1) * 9;
+    int grouped = T > 1 && per > 0 && !r->vb->xp.no_moe_grouped &&
+                  (uint64_t)vkf_vk_min64(per, E) <= r->vb->caps.max_wg_count[1] &&
+                  (r->vb->caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU || iters <= 60000);
+    int64_t step = grouped ? per * N : vkf_vk_min64(wrows, E * N); /* rows a dispatch */
+    vkf_vk_kplan kp = vkf_vk_plan_simple(r->vb, n);
+    if (grouped) {
+        kp.v.mul_mat_id.grouped = 1;
+        kp.spec[0] = 64;
+    }
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, &kp, &pl));
+    vkf_vk_win win[4];
+    vkf_pc_moe pc;
+    memset(&pc, 0, sizeof pc);
+    VKF_TRY(vkf_vk_whole(r, d, 1, &win[0]));
+    VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+    VKF_TRY(vkf_vk_whole(r, a, 0, &win[1]));
+    VKF_TRY(vkf_vk_elem_off(&win[1], a, &pc.a_off));
+    VKF_TRY(vkf_vk_whole(r, ids, 0, &win[3]));
+    VKF_TRY(vkf_vk_elem_off(&win[3], ids, &pc.ids_off));
+    pc.d_stride = (uint32_t)d->row_stride;
+    pc.a_stride = (uint32_t)a->row_stride;
+    pc.rows = (uint32_t)ids->rows;
+    pc.k = (uint32_t)ids->cols;
+    pc.ids_stride = (uint32_t)ids->row_stride;
+    pc.cols = (uint32_t)N;
+    pc.K = (uint32_t)a->cols;
+    pc.n_expert = (uint32_t)E;
+    pc.per_pair = a->rows != ids->rows;
+    pc.w_bstride = (uint32_t)vkf_vk_stride_bytes(w);
+    for (int64_t r0 = 0; r0 < E * N; r0 += step) {
+        int64_t nr = vkf_vk_min64(step, E * N - r0);
+        VKF_TRY(vkf_vk_rows_win(r, w, r0, nr, 0, &win[2]));
+        VKF_TRY(vkf_vk_weight_off(&win[2], w, &pc.w_boff));
+        pc.row0 = (uint32_t)r0;
+        pc.nrows = (uint32_t)nr;
+        if (grouped)
+            VKF_TRY(vkf_vk_dispatch(r, pl, win, 4, &pc, sizeof pc, (pc.cols + 63) / 64,
+                                    (uint32_t)(nr / N), 1));
+        else
+            VKF_TRY(vkf_vk_dispatch(r, pl, win, 4, &pc, sizeof pc,
+                                    vkf_vk_elt_groups(r, (uint64_t)d->rows * (uint64_t)d->cols), 1,
+                                    1));
+    }
+    return VKF_OK;
+}
+
+/* moe_weights (dst, probs, ids), moe_sum (dst, experts, weights), moe_group_mask (dst, x) */
+static vkf_status vkf_vk_op_moe(vkf_vk_rec *r, const vkf_node *n) {
+    const vkf_tensor *d = n->dst, *a = n->src[0], *b = n->src[1];
+    if (n->op == VKF_OP_MUL_MAT_ID) return vkf_vk_op_mul_mat_id(r, n);
+    if (n->op == VKF_OP_MOE_GROUP_MASK && n->p.moe.n_group > 64)
+        return vkf_error(VKF_ERROR_UNSUPPORTED, "moe_group_mask: %d groups (this kernel: 64)",
+                         n->p.moe.n_group);
+    vkf_vk_kplan kp = vkf_vk_plan_simple(r->vb, n);
+    vkf_vk_pipeline *pl;
+    VKF_TRY(vkf_vk_pipe(r, &kp, &pl));
+    vkf_vk_win win[3];
+    vkf_pc_moe pc;
+    memset(&pc, 0, sizeof pc);
+    int nw = 2;
+    VKF_TRY(vkf_vk_whole(r, d, 1, &win[0]));
+    VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+    VKF_TRY(vkf_vk_whole(r, a, 0, &win[1]));
+    VKF_TRY(vkf_vk_elem_off(&win[1], a, &pc.a_off));
+    pc.d_stride = (uint32_t)d->row_stride;
+    pc.a_stride = (uint32_t)a->row_stride;
+    uint64_t items = (uint64_t)a->rows; /* one invocation per row */
+    switch (n->op) {
+    case VKF_OP_MOE_WEIGHTS: /* 3 ids */
+        VKF_TRY(vkf_vk_whole(r, b, 0, &win[2]));
+        VKF_TRY(vkf_vk_elem_off(&win[2], b, &pc.ids_off));
+        nw = 3;
+        pc.rows = (uint32_t)a->rows;
+        pc.cols = (uint32_t)a->cols;
+        pc.k = (uint32_t)b->cols;
+        pc.ids_stride = (uint32_t)b->row_stride;
+        pc.softmax_w = (uint32_t)(n->p.moe.softmax_w != 0);
+        pc.norm = (uint32_t)(n->p.moe.norm != 0);
+        pc.scale = n->p.moe.scale;
+        break;
+    case VKF_OP_MOE_SUM: /* 3 weights; one invocation per output element */
+        VKF_TRY(vkf_vk_whole(r, b, 0, &win[2]));
+        VKF_TRY(vkf_vk_elem_off(&win[2], b, &pc.b_off));
+        nw = 3;
+        pc.rows = (uint32_t)b->rows;
+        pc.k = (uint32_t)b->cols;
+        pc.cols = (uint32_t)a->cols;
+        pc.b_stride = (uint32_t)b->row_stride;
+        items = (uint64_t)d->rows * (uint64_t)d->cols;
+        break;
+    default: /* MOE_GROUP_MASK */
+        pc.rows = (uint32_t)a->rows;
+        pc.cols = (uint32_t)a->cols;
+        pc.n_group = (uint32_t)n->p.moe.n_group;
+        pc.n_group_used = (uint32_t)n->p.moe.n_group_used;
+        break;
+    }
+    return vkf_vk_dispatch(r, pl, win, nw, &pc, sizeof pc, vkf_vk_elt_groups(r, items), 1, 1);
+}
+
 /* ---------------------------------------------------------------- dispatch by op */
 
 vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n) {
@@ -616,6 +749,10 @@ vkf_status vkf_vk_op_record(vkf_vk_rec *r, const vkf_node *n) {
     case VKF_OP_ROPE: return vkf_vk_op_pos(r, n);
     case VKF_OP_COPY_ROWS: return vkf_vk_op_copy_rows(r, n);
     case VKF_OP_ATTENTION: return vkf_vk_op_attention(r, n);
+    case VKF_OP_MUL_MAT_ID:
+    case VKF_OP_MOE_WEIGHTS:
+    case VKF_OP_MOE_SUM:
+    case VKF_OP_MOE_GROUP_MASK: return vkf_vk_op_moe(r, n);
     default: break;
     }
     return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "vulkan: unknown op %d", (int)n->op);

@@ -186,6 +186,13 @@ vkf_vk_kplan vkf_vk_plan_simple(const vkf_vk_backend *vb, const vkf_node *n) {
         return k;
     case VKF_OP_ROPE: return vkf_vk_kp(VKF_VK_K_ROPE, VKF_VK_ELT_WG);
     case VKF_OP_ADD_POS: return vkf_vk_kp(VKF_VK_K_ADD_POS, VKF_VK_ELT_WG);
+    case VKF_OP_MUL_MAT_ID:
+        k = vkf_vk_kp(VKF_VK_K_MUL_MAT_ID, VKF_VK_ELT_WG);
+        k.v.mul_mat_id.wtype = vkf_vk_wtype(n->src[1]->dtype);
+        return k;
+    case VKF_OP_MOE_WEIGHTS: return vkf_vk_kp(VKF_VK_K_MOE_WEIGHTS, VKF_VK_ELT_WG);
+    case VKF_OP_MOE_SUM: return vkf_vk_kp(VKF_VK_K_MOE_SUM, VKF_VK_ELT_WG);
+    case VKF_OP_MOE_GROUP_MASK: return vkf_vk_kp(VKF_VK_K_MOE_GROUP_MASK, 64);
     default: /* COPY_ROWS: into an F16 KV cache as pairs of halves */
         k = vkf_vk_kp(VKF_VK_K_COPY_ROWS, VKF_VK_ELT_WG);
         k.v.copy_rows.f16 = n->dst->dtype == VKF_DTYPE_F16;

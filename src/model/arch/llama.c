@@ -1,6 +1,8 @@
 /* llama: Llama-2/3.x, Mistral, SmolLM, TinyLlama. Pre-RMSNorm decoder, RoPE on adjacent pairs
  * (GGUF "normal" layout; HF checkpoints are permuted at load), SwiGLU FFN, grouped-query
- * attention; optional q/k/v/o biases; Llama-3.x rope_freqs.weight divides the frequencies. */
+ * attention; optional q/k/v/o biases; Llama-3.x rope_freqs.weight divides the frequencies.
+ * Mixtral is this architecture with llama.expert_count > 0: a routed FFN in place of the dense
+ * one (softmax, top-k, the weights renormalised; experts of feed_forward_length). */
 #include "graph/ops.h"
 #include "model/arch.h"
 
@@ -8,8 +10,10 @@ const vkf_arch_desc vkf_arch_llama = {
     .name = "llama",
     .hf_arch = {"LlamaForCausalLM", "MistralForCausalLM"},
     .ffn_act = VKF_UNARY_SILU,
-    .tensors = VKF_TS_CORE | VKF_TS_QKV_BIAS | VKF_TS(VKF_T_ATTN_OUT_B) | VKF_TS(VKF_T_OUTPUT) |
-               VKF_TS(VKF_T_ROPE_FREQS),
+    .moe = VKF_MOE_IF_COUNT,
+    .moe_norm_w = 1,
+    .tensors = VKF_TS_CORE | VKF_TS_MOE | VKF_TS_QKV_BIAS | VKF_TS(VKF_T_ATTN_OUT_B) |
+               VKF_TS(VKF_T_OUTPUT) | VKF_TS(VKF_T_ROPE_FREQS),
     .optional = VKF_TS_QKV_BIAS | VKF_TS(VKF_T_ATTN_OUT_B) | VKF_TS(VKF_T_OUTPUT) |
                 VKF_TS(VKF_T_ROPE_FREQS),
 };

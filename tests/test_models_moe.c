@@ -1,0 +1,242 @@
+/* Mixture of experts against llama.cpp (fixtures/moe, tools/refs/make_moe.py: qwen3moe,
+ * qwen2moe with its shared expert, olmoe, Mixtral as llama with experts, a 256-wide qwen3moe, in
+ * F32; qwen3moe with Q8_0 and Q4_0 experts, the 256-wide one as Q4_K_M: Q4_K and Q6_K experts,
+ * llama.cpp's repacked and tiled kernels): the float path of the F32 models on the CPU and on
+ * Vulkan through vkf_verify, the CPU's ggml-activations mode bit for bit on every case; bad files
+ * (expert count against the tensors, more experts used than exist, no router, an unknown gating
+ * function, no expert count) refused with the key or tensor named; `info`'s experts line; the
+ * quantizer byte-identical to llama.cpp on expert tensors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/gguf.h"
+#include "io/gguf_write.h"
+#include "testutil.h"
+#include "vkformer.h"
+
+/* The float path's bound. The models are f32: what differs from llama.cpp is the order of f32
+ * sums (matmuls, norms, softmax), measured at 5.1e-6 (CPU) and 2.7e-6 (lavapipe) worst over the
+ * 10 cases, as for the dense f32 models of fixtures/arch (4e-6). 5e-5 is that with >10x margin.
+ * A mistake of the routing (another expert, a weight not renormalised, the shared expert's gate
+ * missing) changes a layer's FFN output by O(1): far above it. The fixtures' routers are scaled
+ * (make_moe.py) so that no top-k choice is a near tie that f32 rounding could flip. */
+#define FLOAT_BOUND 5e-5
+/* The quantized files are checked in the ggml-activations mode only: llama.cpp quantizes every
+ * matmul's activations (q8_0 rows) and the float path does not, a difference that can change an
+ * expert choice, so no smooth bound holds (qwen3moe-q4_0: 0.86 max on the CPU's float path); the
+ * mode that quantizes them as llama.cpp does is exact instead. */
+#define FLOAT_CASES "-f32"
+
+static int n_seen[3]; /* cpu, vulkan, ggml */
+
+static void check_case(void *user, const vkf_verify_case *c) {
+    const char *backend = user;
+    int ggml = strcmp(backend, "ggml") == 0;
+    n_seen[ggml ? 2 : strcmp(backend, "cpu") != 0]++;
+    printf("  %-6s %-18s max|d| %.3e rms %.2e argmax %d/%d greedy %s %.2fs\n", backend, c->name,
+           c->max_abs, c->rms, c->argmax_checked - c->argmax_mismatch, c->argmax_checked,
+           c->greedy_match ? "match" : "differs", c->seconds);
+    VKT_CHECK(c->pass, "%s %s failed", backend, c->name);
+    if (ggml) /* llama.cpp's arithmetic, operation for operation: the same bits */
+        VKT_CHECK(c->max_abs == 0.0, "%s %s: max|d| %.3e, expected 0", backend, c->name,
+                  c->max_abs);
+    else
+        VKT_CHECK(c->max_abs <= FLOAT_BOUND, "%s %s: max|d| %.3e > %.0e", backend, c->name,
+                  c->max_abs, FLOAT_BOUND);
+    VKT_CHECK(c->tokens_match == 1, "%s %s: tokenization differs", backend, c->name);
+    VKT_CHECK(c->argmax_checked > 40 && c->argmax_mismatch == 0, "%s %s: argmax %d/%d", backend,
+              c->name, c->argmax_checked - c->argmax_mismatch, c->argmax_checked);
+    VKT_CHECK(c->greedy_required && c->greedy_match, "%s %s: free-running greedy differs", backend,
+              c->name);
+}
+
+static void per_backend(vkf_context *ctx, const char *backend, void *user) {
+    (void)user;
+    vkf_verify_summary sum;
+    VKT_OK(vkf_verify(ctx, vkt_fixture("moe"), FLOAT_CASES, check_case, (void *)backend, &sum));
+    printf("  %s: %d cases, %d failed, worst max|d| %.3e\n", backend, sum.n_cases, sum.n_failed,
+           sum.worst_abs);
+}
+
+static void test_ggml_mode(void) {
+    vkf_context_params cp = {.backend = VKF_BACKEND_CPU, .ggml_activations = VKF_GGML_AVX2};
+    vkf_context *ctx = NULL;
+    VKT_OK(vkf_context_create(&cp, &ctx));
+    if (!ctx) return;
+    vkf_verify_summary sum;
+    VKT_OK(vkf_verify(ctx, vkt_fixture("moe"), NULL, check_case, "ggml", &sum));
+    vkf_context_free(ctx);
+}
+
+/* ------------------------------------------------------------------ bad files */
+
+typedef struct edit {
+    const char *key;      /* a u32 key set (NULL: none) */
+    uint32_t value;       /* its value */
+    const char *drop_key; /* a key left out */
+    const char *drop;     /* a tensor left out */
+} edit;
+
+/* qwen3moe-f32.gguf with one edit, written to path (every tensor is F32 in that file). */
+static int write_edited(const char *path, const edit *e) {
+    vkf_gguf *g = NULL;
+    if (vkf_gguf_open(vkt_fixture("moe/qwen3moe-f32.gguf"), &g) != VKF_OK) return 0;
+    vkf_gguf_writer *w = NULL;
+    int ok = vkf_gguf_writer_create(&w) == VKF_OK;
+    for (size_t i = 0; ok && i < vkf_gguf_kv_count(g); i++) {
+        const vkf_gguf_kv *kv = vkf_gguf_kv_at(g, i);
+        if (e->drop_key && strcmp(kv->key, e->drop_key) == 0) continue;
+        ok = vkf_gguf_writer_copy_kv(w, kv) == VKF_OK;
+    }
+    if (ok && e->key) ok = vkf_gguf_writer_set_u32(w, e->key, e->value) == VKF_OK;
+    for (size_t i = 0; ok && i < vkf_gguf_tensor_count(g); i++) {
+        const vkf_gguf_tensor *t = vkf_gguf_tensor_at(g, i);
+        if (e->drop && strcmp(t->name, e->drop) == 0) continue;
+        ok = vkf_gguf_writer_add_tensor(w, t->name, t->ggml_type, t->n_dims, t->ne, t->nbytes) ==
+             VKF_OK;
+    }
+    ok = ok && vkf_gguf_writer_begin(w, path) == VKF_OK;
+    for (size_t i = 0; ok && i < vkf_gguf_tensor_count(g); i++) {
+        const vkf_gguf_tensor *t = vkf_gguf_tensor_at(g, i);
+        if (e->drop && strcmp(t->name, e->drop) == 0) continue;
+        ok = vkf_gguf_writer_write(w, t->data, t->nbytes) == VKF_OK;
+    }
+    ok = ok && vkf_gguf_writer_finish(w) == VKF_OK;
+    vkf_gguf_writer_free(w);
+    vkf_gguf_close(g);
+    return ok;
+}
+
+static void test_bad_files(vkf_context *ctx) {
+    static const struct {
+        edit e;
+        vkf_status want;
+        const char *names[2]; /* what the message must name */
+    } cases[] = {
+        /* 4 experts declared, tensors of 8: the router's shape, with the key */
+        {{"qwen3moe.expert_count", 4, NULL, NULL},
+         VKF_ERROR_FORMAT,
+         {"qwen3moe.expert_count 4", "blk.0.ffn_gate_inp.weight"}},
+        /* 16 declared: the same, beyond the tensors */
+        {{"qwen3moe.expert_count", 16, NULL, NULL},
+         VKF_ERROR_FORMAT,
+         {"qwen3moe.expert_count 16", "ffn_gate_inp"}},
+        {{"qwen3moe.expert_used_count", 9, NULL, NULL},
+         VKF_ERROR_FORMAT,
+         {"qwen3moe.expert_used_count 9", "expert_count = 8"}},
+        {{"qwen3moe.expert_used_count", 0, NULL, NULL},
+         VKF_ERROR_FORMAT,
+         {"qwen3moe.expert_used_count 0", NULL}},
+        {{NULL, 0, NULL, "blk.1.ffn_gate_inp.weight"},
+         VKF_ERROR_FORMAT,
+         {"missing tensor blk.1.ffn_gate_inp.weight", NULL}},
+        {{NULL, 0, NULL, "blk.0.ffn_down_exps.weight"},
+         VKF_ERROR_FORMAT,
+         {"blk.0.ffn_down_exps.weight", NULL}},
+        {{"qwen3moe.expert_gating_func", 7, NULL, NULL},
+         VKF_ERROR_UNSUPPORTED,
+         {"qwen3moe.expert_gating_func 7", NULL}},
+        {{NULL, 0, "qwen3moe.expert_count", NULL},
+         VKF_ERROR_FORMAT,
+         {"qwen3moe.expert_count", NULL}},
+    };
+    char dir[64], path[128];
+    snprintf(dir, sizeof dir, "/tmp/vkt_moe_XXXXXX");
+    if (!mkdtemp(dir)) {
+        VKT_CHECK(0, "mkdtemp %s", dir);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/bad.gguf", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (!write_edited(path, &cases[i].e)) {
+            VKT_CHECK(0, "case %zu: writing the edited file: %s", i, vkf_last_error());
+            continue;
+        }
+        vkf_model_params mp = {.path = path};
+        vkf_model *m = NULL;
+        vkf_status s = vkf_model_load(ctx, &mp, &m);
+        const char *msg = vkf_last_error();
+        printf("  bad file %zu: status %d: %s\n", i, (int)s, msg);
+        VKT_CHECK(s == cases[i].want, "case %zu: status %d, expected %d (%s)", i, (int)s,
+                  (int)cases[i].want, msg);
+        for (int j = 0; j < 2; j++)
+            VKT_CHECK(!cases[i].names[j] || strstr(msg, cases[i].names[j]),
+                      "case %zu: the message does not name \"%s\": %s", i, cases[i].names[j], msg);
+        vkf_model_free(m);
+    }
+    remove(path);
+    rmdir(dir);
+    /* nothing else broke: the unedited file loads and runs in the same context */
+    vkf_model_params mp = {.path = vkt_fixture("moe/qwen3moe-f32.gguf")};
+    vkf_model *m = NULL;
+    VKT_OK(vkf_model_load(ctx, &mp, &m));
+    vkf_model_free(m);
+}
+
+/* `info`: the experts and the parameters a token uses. qwen2moe-f32 (make_moe.py: vocabulary
+ * 512, d 64, 2 layers, q 64 and k, v 32 wide with biases, 8 experts of FFN 32, 2 used, a shared
+ * expert of FFN 48): per layer 2 norms 128 + q, k, v, o 12288 + biases 128 + router 512 +
+ * experts 3 * 8 * 32 * 64 = 49152 + shared gate 64 + shared expert 3 * 48 * 64 = 9216, i.e.
+ * 71488; with embeddings, head and final norm 65600: 208576 in all; the 6 experts a token does
+ * not use, 6 * 3 * 32 * 64 per layer, leave 208576 - 73728 = 134848 active. */
+static void test_info(vkf_context *ctx) {
+    vkf_model_params mp = {.path = vkt_fixture("moe/qwen2moe-f32.gguf")};
+    vkf_model *m = NULL;
+    VKT_OK(vkf_model_load(ctx, &mp, &m));
+    char *txt = NULL;
+    if (m) VKT_OK(vkf_model_info(m, 0, &txt));
+    if (txt) {
+        VKT_CHECK(strstr(txt, "experts        8, 2 per token (softmax), expert FFN 32, shared "
+                              "expert FFN 48; active parameters 134848 of 208576"),
+                  "qwen2moe info lacks the experts line:\n%s", txt);
+        free(txt);
+    }
+    vkf_model_free(m);
+}
+
+/* The quantizer on 3-D expert tensors: qwen3moe-f32 to Q8_0 and Q4_0 gives llama.cpp's own
+ * llama_model_quantize files (the fixture's qwen3moe-q8_0 / -q4_0) byte for byte. */
+static void test_quantize(void) {
+    static const char *types[] = {"q8_0", "q4_0"};
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/vkt_moeq_XXXXXX");
+    if (!mkdtemp(dir)) {
+        VKT_CHECK(0, "mkdtemp %s", dir);
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        char out[128], ref[64];
+        snprintf(out, sizeof out, "%s/%s.gguf", dir, types[i]);
+        snprintf(ref, sizeof ref, "moe/qwen3moe-%s.gguf", types[i]);
+        vkf_quantize_params qp = {
+            .input = vkt_fixture("moe/qwen3moe-f32.gguf"), .output = out, .type = types[i]};
+        vkf_quantize_stats st;
+        VKT_OK(vkf_model_quantize(&qp, &st));
+        size_t na = 0, nb = 0;
+        char *a = vkt_read_file(out, &na), *b = vkt_read_file(vkt_fixture(ref), &nb);
+        VKT_CHECK(a && b && na == nb && memcmp(a, b, na) == 0,
+                  "quantize %s: %zu bytes, llama.cpp's file %zu, not identical", types[i], na, nb);
+        free(a);
+        free(b);
+        remove(out);
+    }
+    rmdir(dir);
+}
+
+int main(void) {
+    if (!vkt_need_fixtures("moe")) return vkt_finish();
+    vkt_for_each_backend(per_backend, NULL);
+    VKT_CHECK(n_seen[0] == 10, "cpu ran %d cases", n_seen[0]);
+    test_ggml_mode();
+    VKT_CHECK(n_seen[2] == 16, "ggml mode ran %d cases", n_seen[2]);
+    vkf_context_params cp = {.backend = VKF_BACKEND_CPU};
+    vkf_context *ctx = NULL;
+    VKT_OK(vkf_context_create(&cp, &ctx));
+    if (ctx) test_bad_files(ctx);
+    if (ctx) test_info(ctx);
+    test_quantize();
+    vkf_context_free(ctx);
+    return vkt_finish();
+}
