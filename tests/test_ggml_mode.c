@@ -291,10 +291,10 @@ static void test_act_quant(void) {
 /* Each integer dot product equals the float dot of the dequantized operands up to float
  * rounding (relative 1e-5 of sum |w| |a|): the block decoding and scales are right. */
 static void test_dots(void) {
-    static const vkf_dtype types[] = {VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0,   VKF_DTYPE_Q4_1,
-                                      VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1,   VKF_DTYPE_Q2_K,
-                                      VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K,   VKF_DTYPE_Q5_K,
-                                      VKF_DTYPE_Q6_K, VKF_DTYPE_IQ4_NL, VKF_DTYPE_IQ4_XS};
+    static const vkf_dtype types[] = {
+        VKF_DTYPE_Q8_0,   VKF_DTYPE_Q4_0,   VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1,
+        VKF_DTYPE_Q2_K,   VKF_DTYPE_Q3_K,   VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K, VKF_DTYPE_Q6_K,
+        VKF_DTYPE_IQ4_NL, VKF_DTYPE_IQ4_XS, VKF_DTYPE_MXFP4};
     const int64_t K = 512;
     float w[512], x[512], wd[512], xd[512];
     uint32_t seed = 12345;
