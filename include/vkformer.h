@@ -93,6 +93,7 @@ typedef enum vkf_dtype {
     VKF_DTYPE_Q6_K,   /* 256 elems: 4-bit low, 2-bit high quants, 16 x int8 scales, f16 d */
     VKF_DTYPE_IQ4_NL, /* 32 elems: f16 d, 16 B nibbles indexing a non-linear 16-value table */
     VKF_DTYPE_IQ4_XS, /* 256 elems: f16 d, 8 x 6-bit scales, nibbles indexing the IQ4_NL table */
+    VKF_DTYPE_MXFP4,  /* 32 elems: E8M0 scale byte, 16 B of E2M1 nibbles (17-byte blocks) */
     VKF_DTYPE_COUNT
 } vkf_dtype;
 
@@ -1018,9 +1019,10 @@ typedef struct vkf_quantize_params {
                            renamed; a symbolic link is followed; a device or FIFO is written
                            through in place (never replaced) */
     const char *type;   /* llama.cpp's name: Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0,
-                           Q4_1, Q5_0, Q5_1, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, IQ4_NL, IQ4_XS, F16,
-                           BF16, F32 (case-insensitive), or llama-quantize's number for it
-                           (the llama_ftype value: "15" = Q4_K_M, "7" = Q8_0) */
+                           Q4_1, Q5_0, Q5_1, Q3_K_L, Q3_K_M, Q3_K_S, Q2_K, IQ4_NL, IQ4_XS,
+                           MXFP4_MOE (expert tensors MXFP4, other matrices Q8_0), F16, BF16,
+                           F32 (case-insensitive), or llama-quantize's number for it (the
+                           llama_ftype value: "15" = Q4_K_M, "7" = Q8_0) */
     /* Called before each tensor is written (i of n, 0-based) with its name and chosen type. */
     void (*progress)(void *user, int i, int n, const char *tensor, vkf_dtype type);
     void *user;
@@ -1028,6 +1030,10 @@ typedef struct vkf_quantize_params {
      * dequantized to F32, then quantized to its new type (copied when the type is the same);
      * 0: refused, since every requantization loses more than quantizing the original once */
     int allow_requantize;
+    /* 1: every matrix at the type's own block type (llama-quantize's --pure: no per-tensor
+     * rules, only the fallback for a row length that is not a multiple of the block; MXFP4_MOE
+     * then writes every matrix of a dense model as MXFP4) */
+    int pure;
 } vkf_quantize_params;
 
 typedef struct vkf_quantize_stats {

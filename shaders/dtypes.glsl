@@ -19,7 +19,8 @@
  *                 and the 16 bits after them (a 34-byte block).
  * Words are little-endian, so nothing needs 8- or 16-bit storage (mobile profile). Blocks of
  * 18, 22, 34, 110 and 210 bytes (Q4_0, IQ4_NL, Q5_0, Q8_0, Q3_K, Q6_K) are only 2-byte
- * aligned; the other quantized types have 4-byte aligned rows (the host checks both). */
+ * aligned, MXFP4's 17-byte blocks only byte aligned; the other quantized types have 4-byte
+ * aligned rows (the host checks all three: vkf_vk_walign). */
 #ifndef VKF_DTYPES_GLSL
 #define VKF_DTYPES_GLSL
 
@@ -150,6 +151,7 @@ uint vkf_byte3(uvec3 w, uint i) {
 #include "dtype_q4_k.glsl"
 #include "dtype_q5_k.glsl"
 #include "dtype_q6_k.glsl"
+#include "dtype_mxfp4.glsl"
 
 #ifndef W_UNIT
 #error "WTYPE names no weight type"

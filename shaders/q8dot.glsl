@@ -68,6 +68,26 @@ void wq_unit(uint rowb, uint u, out uint wq[8], out vec4 wm, out float wmin, out
     wmin = 0.0;
     woff = WTYPE == VKF_W_Q4_0 ? 8 : 0;
 }
+#elif WTYPE == VKF_W_MXFP4
+/* 17 bytes (any byte offset): E8M0 e, 16 bytes of E2M1 nibbles; x = 2^(e - 128) * table[q] */
+#define WQ_OK 1
+/* four nibbles (bytes of n, 0..15 each) through the E2M1 table (doubled), as int8 bytes */
+uint vkf_fp4_map(uint n) {
+    uvec4 b = uvec4(ivec4(vkf_fp4(vkf_bytes(n)))) & 0xFFu;
+    return b.x | (b.y << 8) | (b.z << 16) | (b.w << 24);
+}
+void wq_unit(uint rowb, uint u, out uint wq[8], out vec4 wm, out float wmin, out int woff) {
+    uint bb = rowb + u * 17u;
+    float d = vkf_e8m0_half(vkf_u8(bb));
+    uvec4 q = vkf_quadb(bb + 1u);
+    for (uint i = 0u; i < 4u; i++) {
+        wq[i] = vkf_fp4_map(q[i] & 0x0f0f0f0fu);
+        wq[i + 4u] = vkf_fp4_map((q[i] >> 4) & 0x0f0f0f0fu);
+    }
+    wm = vec4(d, d, 0.0, 0.0);
+    wmin = 0.0;
+    woff = 0;
+}
 #elif WTYPE == VKF_W_Q4_1
 /* 20 bytes: f16 d, f16 m, 16 bytes of nibbles; x = d * q + m */
 #define WQ_OK 1

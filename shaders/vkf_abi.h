@@ -41,6 +41,7 @@
 #define VKF_W_Q6_K 13
 #define VKF_W_IQ4_NL 14
 #define VKF_W_IQ4_XS 15
+#define VKF_W_MXFP4 16
 
 /* Element-wise ops: scale, add, mul, unary, swiglu. dst[r,c] = f(a[r,c], b[r or 0, c]). */
 VKF_PC(vkf_pc_eltwise) {

@@ -291,10 +291,10 @@ static void test_act_quant(void) {
 /* Each integer dot product equals the float dot of the dequantized operands up to float
  * rounding (relative 1e-5 of sum |w| |a|): the block decoding and scales are right. */
 static void test_dots(void) {
-    static const vkf_dtype types[] = {VKF_DTYPE_Q8_0, VKF_DTYPE_Q4_0,   VKF_DTYPE_Q4_1,
-                                      VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1,   VKF_DTYPE_Q2_K,
-                                      VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K,   VKF_DTYPE_Q5_K,
-                                      VKF_DTYPE_Q6_K, VKF_DTYPE_IQ4_NL, VKF_DTYPE_IQ4_XS};
+    static const vkf_dtype types[] = {
+        VKF_DTYPE_Q8_0,   VKF_DTYPE_Q4_0,   VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1,
+        VKF_DTYPE_Q2_K,   VKF_DTYPE_Q3_K,   VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K, VKF_DTYPE_Q6_K,
+        VKF_DTYPE_IQ4_NL, VKF_DTYPE_IQ4_XS, VKF_DTYPE_MXFP4};
     const int64_t K = 512;
     float w[512], x[512], wd[512], xd[512];
     uint32_t seed = 12345;
@@ -350,9 +350,64 @@ static void test_dots(void) {
     }
 }
 
+/* hex digits -> bytes; the count, or -1 */
+static int unhex(const char *h, unsigned char *out, size_t cap) {
+    size_t n = strlen(h) / 2;
+    if (n > cap) return -1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        if (sscanf(h + 2 * i, "%2x", &v) != 1) return -1;
+        out[i] = (unsigned char)v;
+    }
+    return (int)n;
+}
+
+/* tests/data/ggml-avx2/dots.json (tools/make_ggml_dots.py): llama.cpp's own single-row vec_dot
+ * of MXFP4 and IQ4_NL weights (not repacked: pairs of blocks in two lane sets, an odd last block
+ * in a scalar tail) on 1..8 blocks, with ggml's quantized weight and Q8_0 activation rows. The
+ * quantizers must give the same bytes and the dot the same float, bit for bit. */
+static void test_dots_llama(void) {
+    char *text = vkt_read_file(VKF_SOURCE_DIR "/tests/data/ggml-avx2/dots.json", NULL);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    cJSON *cases = root ? cJSON_GetObjectItem(root, "cases") : NULL;
+    VKT_CHECK(cJSON_GetArraySize(cases) == 8, "read tests/data/ggml-avx2/dots.json");
+    cJSON *c;
+    cJSON_ArrayForEach(c, cases) {
+        const char *tn = cJSON_GetObjectItem(c, "type")->valuestring;
+        const int k = cJSON_GetObjectItem(c, "k")->valueint;
+        vkf_dtype t = strcmp(tn, "MXFP4") ? VKF_DTYPE_IQ4_NL : VKF_DTYPE_MXFP4;
+        float w[256], x[256];
+        unsigned char wq[256], aq[512], wr[256], ar[512];
+        if (k > 256) continue;
+        for (int i = 0; i < k; i++) {
+            uint32_t a = (uint32_t)cJSON_GetArrayItem(cJSON_GetObjectItem(c, "w"), i)->valuedouble,
+                     b = (uint32_t)cJSON_GetArrayItem(cJSON_GetObjectItem(c, "x"), i)->valuedouble;
+            memcpy(&w[i], &a, 4);
+            memcpy(&x[i], &b, 4);
+        }
+        int nw = unhex(cJSON_GetObjectItem(c, "wq")->valuestring, wr, sizeof wr),
+            na = unhex(cJSON_GetObjectItem(c, "aq")->valuestring, ar, sizeof ar);
+        vkf_quantize_rows(t, w, wq, 1, k);
+        vkf_act_quantize(VKF_ACT_Q8_0, x, aq, k);
+        VKT_CHECK(nw == (int)vkf_dtype_row_bytes(t, k) && !memcmp(wq, wr, (size_t)nw),
+                  "%s k=%d: the weight row differs from ggml's", tn, k);
+        VKT_CHECK(na == (int)vkf_act_row_bytes(VKF_ACT_Q8_0, k) && !memcmp(aq, ar, (size_t)na),
+                  "%s k=%d: the Q8_0 activations differ from llama.cpp's", tn, k);
+        uint32_t want = (uint32_t)cJSON_GetObjectItem(c, "dot")->valuedouble;
+        float got = vkf_act_dot(t, wr, ar, k, VKF_DOT_SINGLE_ROW | VKF_DOT_LLAMA_2610);
+        uint32_t gb;
+        memcpy(&gb, &got, 4);
+        VKT_CHECK(gb == want, "%s k=%d: dot %08x (%.9g) vs llama.cpp's %08x", tn, k, gb,
+                  (double)got, want);
+    }
+    cJSON_Delete(root);
+    free(text);
+}
+
 int main(void) {
     test_act_quant();
     test_dots();
+    test_dots_llama();
     vkf_context_params bad = {.backend = VKF_BACKEND_VULKAN, .ggml_activations = VKF_GGML_AVX2};
     vkf_context *no = NULL;
     VKT_CHECK(vkf_context_create(&bad, &no) == VKF_ERROR_INVALID_ARGUMENT, "ggml mode is CPU only");

@@ -562,6 +562,33 @@ static void test_malformed(void) {
     minimal(&b, 8, 32, 33);
     expect_fail("q8_0 row not a multiple of 32", &b, VKF_ERROR_FORMAT,
                 "tensor y.weight: Q8_0 rows need ne[0] to be a multiple of 32");
+    /* MXFP4 (ggml type 39): 17-byte blocks of 32. A writer that took them for 16 bytes puts two
+     * blocks (34 bytes here) in the 32 the file has; a row of 48 is no whole number of blocks */
+    minimal(&b, 39, 32, 64);
+    {
+        vkf_gguf *mg = NULL;
+        VKT_CHECK(vkf_gguf_open(write_tmp(b.p, b.n), &mg) == VKF_ERROR_FORMAT &&
+                      strstr(vkf_last_error(), "tensor y.weight: data [32, +34) extends past") &&
+                      strstr(vkf_last_error(), "MXFP4: blocks of 32 elements in 17 bytes"),
+                  "mxfp4 blocks of the wrong size: %s", vkf_last_error());
+        vkf_gguf_close(mg);
+        free(b.p);
+        memset(&b, 0, sizeof b);
+    }
+    minimal(&b, 39, 32, 48);
+    expect_fail("mxfp4 row not a multiple of 32", &b, VKF_ERROR_FORMAT,
+                "tensor y.weight: MXFP4 rows need ne[0] to be a multiple of 32");
+    minimal(&b, 39, 32, 32); /* one block fits */
+    {
+        vkf_gguf *mg = NULL;
+        VKT_OK(vkf_gguf_open(write_tmp(b.p, b.n), &mg));
+        const vkf_gguf_tensor *y = mg ? vkf_gguf_find_tensor(mg, "y.weight") : NULL;
+        VKT_CHECK(y && y->dtype == VKF_DTYPE_MXFP4 && y->nbytes == 17, "one MXFP4 block: %s",
+                  y ? vkf_dtype_name(y->dtype) : "missing");
+        vkf_gguf_close(mg);
+        free(b.p);
+        memset(&b, 0, sizeof b);
+    }
     minimal(&b, 0, 32, 0);
     expect_fail("zero dim", &b, VKF_ERROR_FORMAT, "tensor y.weight: ne[0] = 0");
     minimal(&b, 0, 1ull << 63, 8);

@@ -1,12 +1,15 @@
 /* The architectures as data against llama.cpp (fixtures/arch: llama3, qwen2, qwen3, gemma2,
- * gemma3, phi3) on the CPU and on Vulkan through vkf_verify; the context sizing (tables and KV
- * cache by the context asked for, phi3's short/long rope factors by that context); `info`
+ * gemma3, phi3, granite) on the CPU and on Vulkan through vkf_verify; the context sizing (tables
+ * and KV cache by the context asked for, phi3's short/long rope factors by that context); `info`
  * describing the window pattern and the rope scaling. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "io/gguf.h"
+#include "io/gguf_write.h"
 #include "testutil.h"
 #include "vkformer.h"
 
@@ -123,7 +126,8 @@ static void test_context(vkf_context *ctx, const char *backend) {
 static void test_f16_cache(vkf_context *ctx, const char *backend) {
     static const int32_t toks[] = {1, 45, 300, 17,  222, 90,  8,  411,
                                    3, 77, 128, 500, 64,  255, 19, 32};
-    static const char *archs[] = {"llama3", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"};
+    static const char *archs[] = {"llama3", "qwen2", "qwen3",  "gemma2",
+                                  "gemma3", "phi3",  "granite"};
     int n = (int)(sizeof toks / sizeof toks[0]), v = 0;
     vkf_model_desc md;
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) {
@@ -140,6 +144,67 @@ static void test_f16_cache(vkf_context *ctx, const char *backend) {
         free(a);
         free(b);
     }
+}
+
+/* dst: the GGUF src with key removed (set to v when set) */
+static int gguf_with(const char *src, const char *dst, const char *key, int set, float v) {
+    vkf_gguf *g = NULL;
+    vkf_gguf_writer *w = NULL;
+    vkf_status s = vkf_gguf_open(src, &g);
+    if (s == VKF_OK) s = vkf_gguf_writer_create(&w);
+    for (size_t i = 0; s == VKF_OK && i < vkf_gguf_kv_count(g); i++)
+        if (strcmp(vkf_gguf_kv_at(g, i)->key, key))
+            s = vkf_gguf_writer_copy_kv(w, vkf_gguf_kv_at(g, i));
+    if (s == VKF_OK && set) s = vkf_gguf_writer_set_f32(w, key, v);
+    for (size_t i = 0; s == VKF_OK && i < vkf_gguf_tensor_count(g); i++) {
+        const vkf_gguf_tensor *t = vkf_gguf_tensor_at(g, i);
+        s = vkf_gguf_writer_add_tensor(w, t->name, t->ggml_type, t->n_dims, t->ne, t->nbytes);
+    }
+    if (s == VKF_OK) s = vkf_gguf_writer_begin(w, dst);
+    for (size_t i = 0; s == VKF_OK && i < vkf_gguf_tensor_count(g); i++)
+        s = vkf_gguf_writer_write(w, vkf_gguf_tensor_at(g, i)->data,
+                                  vkf_gguf_tensor_at(g, i)->nbytes);
+    if (s == VKF_OK) s = vkf_gguf_writer_finish(w);
+    vkf_gguf_writer_free(w);
+    vkf_gguf_close(g);
+    VKT_CHECK(s == VKF_OK, "write %s: %s", dst, vkf_last_error());
+    return s == VKF_OK;
+}
+
+/* granite's multipliers have teeth: the fixture's file with one of them taken out (llama.cpp's
+ * default then: no embedding or residual scaling, 1/sqrt(head_dim)) moves the logits 0.05 or more,
+ * 1000x the bound the real file is held to; logit_scale is required (llama.cpp refuses a file
+ * without it), and 0 is refused too. */
+static void test_granite_scales(vkf_context *ctx) {
+    static const int32_t toks[] = {1, 45, 300, 17, 222, 90, 8, 411};
+    static const char *const keys[] = {"granite.embedding_scale", "granite.residual_scale",
+                                       "granite.attention.scale"};
+    const int n = (int)(sizeof toks / sizeof toks[0]);
+    char src[1024], tmp[64];
+    snprintf(src, sizeof src, "%s", vkt_fixture("arch/granite-f32.gguf"));
+    snprintf(tmp, sizeof tmp, "/tmp/vkt_granite_%d.gguf", (int)getpid());
+    int v = 0;
+    vkf_model_desc md;
+    float *ref = prompt_logits(ctx, src, 0, toks, n, &v, &md);
+    for (size_t i = 0; ref && i < sizeof keys / sizeof keys[0]; i++) {
+        if (!gguf_with(src, tmp, keys[i], 0, 0.0f)) break;
+        float *b = prompt_logits(ctx, tmp, 0, toks, n, &v, &md);
+        double d = b ? max_diff(ref, b, (size_t)n * (size_t)v) : 0;
+        printf("  granite without %s: logits move %.3e\n", keys[i], d);
+        VKT_CHECK(d >= 0.05, "granite without %s: logits move only %.3e", keys[i], d);
+        free(b);
+    }
+    for (int set = 0; set < 2; set++) {
+        if (!gguf_with(src, tmp, "granite.logit_scale", set, 0.0f)) break;
+        vkf_model_params mp = {.path = tmp};
+        vkf_model *m = NULL;
+        vkf_status st = vkf_model_load(ctx, &mp, &m);
+        VKT_CHECK(st == VKF_ERROR_FORMAT && strstr(vkf_last_error(), "granite.logit_scale"),
+                  "granite with logit_scale %s: %s", set ? "0" : "missing", vkf_last_error());
+        vkf_model_free(m);
+    }
+    remove(tmp);
+    free(ref);
 }
 
 static void test_info(vkf_context *ctx) {
@@ -167,12 +232,15 @@ static void per_backend(vkf_context *ctx, const char *backend, void *user) {
            sum.worst_abs);
     test_context(ctx, backend);
     test_f16_cache(ctx, backend);
-    if (strcmp(backend, "cpu") == 0) test_info(ctx);
+    if (strcmp(backend, "cpu") == 0) {
+        test_info(ctx);
+        test_granite_scales(ctx);
+    }
 }
 
 int main(void) {
     if (!vkt_need_fixtures("arch")) return vkt_finish();
     vkt_for_each_backend(per_backend, NULL);
-    VKT_CHECK(n_seen[0] == 12, "cpu ran %d cases", n_seen[0]);
+    VKT_CHECK(n_seen[0] == 14, "cpu ran %d cases", n_seen[0]);
     return vkt_finish();
 }

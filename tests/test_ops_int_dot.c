@@ -220,10 +220,10 @@ int main(void) {
     if (!ctx[0] || !ctx[1] || !ref) return vkt_finish();
     printf("device: %s\n", vkf_context_device_name(ctx[0]));
 
-    static const vkf_dtype types[] = {VKF_DTYPE_Q4_0, VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0,
-                                      VKF_DTYPE_Q5_1, VKF_DTYPE_Q8_0, VKF_DTYPE_IQ4_NL,
-                                      VKF_DTYPE_Q2_K, VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K,
-                                      VKF_DTYPE_Q5_K, VKF_DTYPE_Q6_K, VKF_DTYPE_IQ4_XS};
+    static const vkf_dtype types[] = {
+        VKF_DTYPE_Q4_0,   VKF_DTYPE_Q4_1,   VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1, VKF_DTYPE_Q8_0,
+        VKF_DTYPE_IQ4_NL, VKF_DTYPE_Q2_K,   VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K,
+        VKF_DTYPE_Q6_K,   VKF_DTYPE_IQ4_XS, VKF_DTYPE_MXFP4};
     /* N ragged (not a multiple of the rows per subgroup or the workgroup), K one block, and
      * several (not a multiple of the subgroup's lanes: 7 blocks; 37 of 32 values) */
     static const int64_t ns[] = {1, 7, 33, 130};

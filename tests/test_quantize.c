@@ -15,8 +15,25 @@
 #include "io/gguf_write.h"
 #include "testutil.h"
 
-static const char *const k_types[] = {"q4_k_m", "q5_k_m", "q6_k", "q3_k_m", "q2_k",  "q4_k_s",
-                                      "q4_1",   "q5_0",   "q5_1", "iq4_nl", "iq4_xs"};
+/* the file suffix, the type as vkformer quantize takes it, --pure */
+static const struct {
+    const char *file, *type;
+    int pure;
+} k_types[] = {{"q4_k_m", "q4_k_m", 0},
+               {"q5_k_m", "q5_k_m", 0},
+               {"q6_k", "q6_k", 0},
+               {"q3_k_m", "q3_k_m", 0},
+               {"q2_k", "q2_k", 0},
+               {"q4_k_s", "q4_k_s", 0},
+               {"q4_1", "q4_1", 0},
+               {"q5_0", "q5_0", 0},
+               {"q5_1", "q5_1", 0},
+               {"iq4_nl", "iq4_nl", 0},
+               {"iq4_xs", "iq4_xs", 0},
+               /* MXFP4_MOE by llama.cpp's rules (a dense model: every matrix Q8_0) and with
+                * --pure (every matrix MXFP4), by llama-quantize's number for it */
+               {"mxfp4_moe", "38", 0},
+               {"mxfp4", "MXFP4_MOE", 1}};
 
 static char tmpdir[64];
 
@@ -26,10 +43,12 @@ static void test_llama_kq(void) {
     snprintf(src, sizeof src, "%s", vkt_fixture("llama-kq/llama-kq-f32.gguf"));
     for (size_t i = 0; i < sizeof k_types / sizeof k_types[0]; i++) {
         char out[256], ref[1024], rel[128];
-        snprintf(out, sizeof out, "%s/%s.gguf", tmpdir, k_types[i]);
-        snprintf(rel, sizeof rel, "llama-kq/llama-kq-%s.gguf", k_types[i]);
+        const char *name = k_types[i].file;
+        snprintf(out, sizeof out, "%s/%s.gguf", tmpdir, name);
+        snprintf(rel, sizeof rel, "llama-kq/llama-kq-%s.gguf", name);
         snprintf(ref, sizeof ref, "%s", vkt_fixture(rel));
-        vkf_quantize_params qp = {.input = src, .output = out, .type = k_types[i]};
+        vkf_quantize_params qp = {
+            .input = src, .output = out, .type = k_types[i].type, .pure = k_types[i].pure};
         vkf_quantize_stats st;
         VKT_OK(vkf_model_quantize(&qp, &st));
         size_t na = 0, nb = 0;
@@ -40,14 +59,14 @@ static void test_llama_kq(void) {
             while (first < na && first < nb && a[first] == b[first])
                 first++;
             VKT_CHECK(na == nb && first == na,
-                      "%s: %zu bytes vs llama.cpp's %zu, first difference at byte %zu", k_types[i],
-                      na, nb, first);
-            VKT_CHECK(st.file_bytes == nb, "%s: stats file_bytes %llu", k_types[i],
+                      "%s: %zu bytes vs llama.cpp's %zu, first difference at byte %zu", name, na,
+                      nb, first);
+            VKT_CHECK(st.file_bytes == nb, "%s: stats file_bytes %llu", name,
                       (unsigned long long)st.file_bytes);
         }
         /* the README's table: 16 matrices quantized, the 5 norms copied as F32 */
         VKT_CHECK(st.n_tensors == 21 && st.n_quantized == 16 && st.n_by_type[VKF_DTYPE_F32] == 5,
-                  "%s: %d tensors, %d quantized", k_types[i], st.n_tensors, st.n_quantized);
+                  "%s: %d tensors, %d quantized", name, st.n_tensors, st.n_quantized);
         free(a);
         free(b);
         remove(out);
@@ -156,6 +175,8 @@ static void test_sizes(void) {
     VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_Q4_K, 512) == 288, "Q4_K row");
     VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_Q3_K, 256) == 110, "Q3_K row");
     VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_IQ4_NL, 96) == 54, "IQ4_NL row");
+    VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_MXFP4, 96) == 51, "MXFP4 row: 3 blocks of 17 bytes");
+    VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_MXFP4, 48) == 0, "48 is not a multiple of 32");
     VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_Q6_K, 896) == 0, "896 is not a multiple of 256");
     VKT_CHECK(vkf_quant_row_bytes(VKF_DTYPE_I32, 32) == 0, "I32 is not a quantization target");
     /* the table is complete: every weight type's row owns a quantizer and llama.cpp's dot */
@@ -165,6 +186,41 @@ static void test_sizes(void) {
         VKT_CHECK(w->quantize_row && w->act_dot && vkf_quant_supported((vkf_dtype)t),
                   "%s: quantizer and ggml dot in its row", w->name);
     }
+}
+
+/* MXFP4 blocks from ggml's rules by hand: e = floor(log2(max |x|)) - 2 + 127, scale 2^(e - 128)
+ * on the doubled E2M1 values, each element the first nearest value. */
+static void test_mxfp4_blocks(void) {
+    float x[32] = {0};
+    x[0] = 1.0f;     /* max 1: e = 125, scale 1/8: 1.0 = 8/8, index 6 */
+    x[16] = -0.5f;   /* -4/8: index 12 (sign bit 8 + 4) */
+    x[1] = 0.0625f;  /* halfway between 0 and 1/8: the first, index 0 */
+    x[17] = 0.1875f; /* halfway between 1/8 and 2/8: index 1 */
+    x[2] = -100.0f;  /* becomes the max below */
+    vkf_block_mxfp4 b;
+    vkf_quantize_rows(VKF_DTYPE_MXFP4, x, &b, 1, 32);
+    /* max 100: floor(log2 100) = 6, e = 131, scale 2^3: -100 -> -12 * 8 = -96, index 15 */
+    VKT_CHECK(b.e == 131 && (b.qs[2] & 15) == 15, "MXFP4 e %u, q %u", b.e, b.qs[2] & 15);
+    x[2] = 0.0f;
+    vkf_quantize_rows(VKF_DTYPE_MXFP4, x, &b, 1, 32);
+    VKT_CHECK(b.e == 125 && b.qs[0] == (6 | 12 << 4) && b.qs[1] == (0 | 1 << 4) && b.qs[3] == 0,
+              "MXFP4 e %u, qs %02x %02x", b.e, b.qs[0], b.qs[1]);
+    float y[32];
+    vkf_dequantize_row(VKF_DTYPE_MXFP4, &b, y, 32);
+    VKT_CHECK(y[0] == 1.0f && y[16] == -0.5f && y[17] == 0.125f && y[1] == 0.0f,
+              "MXFP4 dequantized %g %g %g", (double)y[0], (double)y[16], (double)y[17]);
+    memset(x, 0, sizeof x); /* all zero: e = 0 */
+    vkf_quantize_rows(VKF_DTYPE_MXFP4, x, &b, 1, 32);
+    VKT_CHECK(b.e == 0 && b.qs[0] == 0, "MXFP4 zeros: e %u", b.e);
+    /* max 2^-126: e = -126 - 2 + 127 = -1, which ggml's float -> uint8_t conversion (through a
+     * 32-bit integer on x86) wraps to 255 */
+    x[5] = 0x1p-126f;
+    vkf_quantize_rows(VKF_DTYPE_MXFP4, x, &b, 1, 32);
+    VKT_CHECK(b.e == 255, "MXFP4 tiny: e %u", b.e);
+    /* E8M0 scales ggml's way: 2^(e - 128), the subnormals for e < 2 */
+    VKT_CHECK(vkf_e8m0_to_f32_half(128) == 1.0f && vkf_e8m0_to_f32_half(1) == 0x1p-127f &&
+                  vkf_e8m0_to_f32_half(0) == 0x1p-128f && vkf_e8m0_to_f32_half(255) == 0x1p127f,
+              "E8M0 halves");
 }
 
 /* Every tensor of a and b (by name): same type, shape and bytes. */
@@ -296,6 +352,7 @@ int main(void) {
         return 1;
     }
     test_sizes();
+    test_mxfp4_blocks();
     test_writer();
     test_errors();
     test_llama_kq();

@@ -194,9 +194,10 @@ static vkf_vk_kplan khr_variant(int wtype, int m, int nn, int k, int sm, int tps
 
 static void test_variants(vkf_vk_backend *vb) {
     static const vkf_dtype types[] = {
-        VKF_DTYPE_F32,  VKF_DTYPE_F16,  VKF_DTYPE_BF16, VKF_DTYPE_Q8_0,   VKF_DTYPE_Q4_0,
-        VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1, VKF_DTYPE_IQ4_NL, VKF_DTYPE_Q2_K,
-        VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K, VKF_DTYPE_Q6_K,   VKF_DTYPE_IQ4_XS};
+        VKF_DTYPE_F32,    VKF_DTYPE_F16,  VKF_DTYPE_BF16,   VKF_DTYPE_Q8_0,
+        VKF_DTYPE_Q4_0,   VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0,   VKF_DTYPE_Q5_1,
+        VKF_DTYPE_IQ4_NL, VKF_DTYPE_Q2_K, VKF_DTYPE_Q3_K,   VKF_DTYPE_Q4_K,
+        VKF_DTYPE_Q5_K,   VKF_DTYPE_Q6_K, VKF_DTYPE_IQ4_XS, VKF_DTYPE_MXFP4};
     /* M N K, matrices per subgroup tile (SM = SN), subgroup tiles per subgroup */
     static const int shapes[][5] = {{16, 16, 16, 2, 1},
                                     {16, 16, 16, 1, 1},

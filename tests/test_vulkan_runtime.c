@@ -606,9 +606,10 @@ static void test_coopmat_spirv(void) {
     vkf_vk_backend *vb = vkf_vk(be);
     spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
     static const vkf_dtype types[] = {
-        VKF_DTYPE_F32,  VKF_DTYPE_F16,  VKF_DTYPE_BF16, VKF_DTYPE_Q8_0,   VKF_DTYPE_Q4_0,
-        VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1, VKF_DTYPE_IQ4_NL, VKF_DTYPE_Q2_K,
-        VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K, VKF_DTYPE_Q6_K,   VKF_DTYPE_IQ4_XS};
+        VKF_DTYPE_F32,    VKF_DTYPE_F16,  VKF_DTYPE_BF16,   VKF_DTYPE_Q8_0,
+        VKF_DTYPE_Q4_0,   VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0,   VKF_DTYPE_Q5_1,
+        VKF_DTYPE_IQ4_NL, VKF_DTYPE_Q2_K, VKF_DTYPE_Q3_K,   VKF_DTYPE_Q4_K,
+        VKF_DTYPE_Q5_K,   VKF_DTYPE_Q6_K, VKF_DTYPE_IQ4_XS, VKF_DTYPE_MXFP4};
     int n_ok = 0;
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         for (int sh = 0; sh < 2; sh++) {

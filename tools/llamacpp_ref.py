@@ -107,13 +107,15 @@ def logits(model_path, tokens, greedy=None, n_greedy=24, n_ctx=4096, type_k=0, t
     return np.array(out, dtype=np.float32), fed
 
 
-def quantize(src, dst, ftype, nthread=1):
+def quantize(src, dst, ftype, nthread=1, pure=False):
     """llama_model_quantize(src -> dst) with llama.cpp's default parameters, ftype (enum
     llama_ftype, e.g. 15 = Q4_K_M) and nthread threads: what `llama-quantize SRC DST TYPE NTHREAD`
-    does without an importance matrix or overrides."""
+    does without an importance matrix or overrides; pure: its --pure (every matrix at the file
+    type's default type, no per-tensor rules)."""
     _quiet()
     qp = L.llama_model_quantize_default_params()
     qp.ftype = ftype
     qp.nthread = nthread
+    qp.pure = bool(pure)
     if L.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(qp)) != 0:
         sys.exit(f"llama_model_quantize failed: {src} -> {dst} (ftype {ftype})")

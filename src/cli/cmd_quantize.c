@@ -26,15 +26,18 @@ static double mib(uint64_t b) { return (double)b / (1024.0 * 1024.0); }
 
 int vkf_cmd_quantize(int argc, char **argv) {
     const char *pos[3] = {NULL, NULL, NULL};
-    int quiet = 0, requant = 0;
+    int quiet = 0, requant = 0, pure = 0;
     vkf_arg args[] = {{"-q|--quiet", VKF_ARG_SET, &quiet, .help = "no progress bar and no summary"},
                       {"--allow-requantize", VKF_ARG_SET, &requant,
                        .help = "accept a quantized IN (each tensor dequantized, then quantized "
                                "again; llama-quantize's flag)"},
+                      {"--pure", VKF_ARG_SET, &pure,
+                       .help = "every matrix at TYPE's own block type, no per-tensor rules "
+                               "(llama-quantize's flag; MXFP4_MOE --pure: a dense model in MXFP4)"},
                       {0}};
     vkf_cmd_spec spec = {
         "quantize",
-        "IN OUT.gguf TYPE [--quiet] [--allow-requantize]",
+        "IN OUT.gguf TYPE [--quiet] [--allow-requantize] [--pure]",
         "Writes a quantized GGUF as llama.cpp's llama-quantize does (no importance matrix): "
         "per-tensor\n"
         "types by llama.cpp's rules, blocks bit-identical to ggml's reference quantizers. A "
@@ -45,7 +48,8 @@ int vkf_cmd_quantize(int argc, char **argv) {
         "       link is followed; a device or FIFO (/dev/stdout, a pipe) is written through\n"
         "  TYPE: llama-quantize's name or number: Q4_K_M (15) Q4_K_S (14) Q5_K_M (17) Q5_K_S (16)\n"
         "        Q6_K (18) Q8_0 (7) Q4_0 (2) Q4_1 (3) Q5_0 (8) Q5_1 (9) Q3_K_L (13) Q3_K_M (12)\n"
-        "        Q3_K_S (11) Q2_K (10) IQ4_NL (25) IQ4_XS (30) F16 (1) BF16 (32) F32 (0)",
+        "        Q3_K_S (11) Q2_K (10) IQ4_NL (25) IQ4_XS (30) MXFP4_MOE (38) F16 (1) BF16 (32)\n"
+        "        F32 (0)",
         args,
         .positional = "IN OUT.gguf TYPE",
         .pos_dst = pos,
@@ -53,8 +57,11 @@ int vkf_cmd_quantize(int argc, char **argv) {
         .pos_max = 3};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
-    vkf_quantize_params qp = {
-        .input = pos[0], .output = pos[1], .type = pos[2], .allow_requantize = requant};
+    vkf_quantize_params qp = {.input = pos[0],
+                              .output = pos[1],
+                              .type = pos[2],
+                              .allow_requantize = requant,
+                              .pure = pure};
     int tty = isatty(STDERR_FILENO);
     if (tty && !quiet) qp.progress = progress;
     vkf_quantize_stats st;

@@ -6,6 +6,7 @@
 #define VKF_CORE_BLOCKS_H
 
 #include <stdint.h>
+#include <string.h>
 
 #define VKF_QK4_0 32
 #define VKF_QK4_1 32
@@ -16,6 +17,7 @@
 #define VKF_QK_K 256        /* super-block of the K-quants and IQ4_XS */
 #define VKF_K_SCALE_SIZE 12 /* packed 6-bit scales and mins of Q4_K / Q5_K */
 #define VKF_QK4_NL 32
+#define VKF_QK_MXFP4 32
 
 typedef struct vkf_block_q4_1 {
     uint16_t d, m;             /* f16 scale, f16 min */
@@ -90,6 +92,14 @@ typedef struct vkf_block_iq4_xs {
     uint8_t qs[VKF_QK_K / 2];
 } vkf_block_iq4_xs;
 
+/* MXFP4 (OCP microscaling): an E8M0 scale byte (2^(e - 127), no sign or mantissa) and 32 E2M1
+ * values as nibbles (element j: low nibble of qs[j], element j+16: high nibble); 17 bytes, so
+ * blocks sit at any byte offset. */
+typedef struct vkf_block_mxfp4 {
+    uint8_t e;
+    uint8_t qs[VKF_QK_MXFP4 / 2];
+} vkf_block_mxfp4;
+
 _Static_assert(sizeof(vkf_block_q4_1) == 20, "ggml Q4_1 block is 20 bytes");
 _Static_assert(sizeof(vkf_block_q5_0) == 22, "ggml Q5_0 block is 22 bytes");
 _Static_assert(sizeof(vkf_block_q5_1) == 24, "ggml Q5_1 block is 24 bytes");
@@ -102,8 +112,21 @@ _Static_assert(sizeof(vkf_block_q6_k) == 210, "ggml Q6_K block is 210 bytes");
 _Static_assert(sizeof(vkf_block_q8_k) == 292, "ggml Q8_K block is 292 bytes");
 _Static_assert(sizeof(vkf_block_iq4_nl) == 18, "ggml IQ4_NL block is 18 bytes");
 _Static_assert(sizeof(vkf_block_iq4_xs) == 136, "ggml IQ4_XS block is 136 bytes");
+_Static_assert(sizeof(vkf_block_mxfp4) == 17, "ggml MXFP4 block is 17 bytes");
 
 /* The 16 values an IQ4_NL / IQ4_XS nibble indexes (scaled by d, and by the sub-block scale). */
 extern const int8_t vkf_iq4nl_values[16];
+/* The 16 E2M1 values an MXFP4 nibble encodes, doubled to integers (ggml's kvalues_mxfp4: bit 3
+ * the sign, then 0, 0.5, 1, 1.5, 2, 3, 4, 6 times 2); the block scale is halved to match. */
+extern const int8_t vkf_mxfp4_values[16];
+
+/* An E8M0 scale byte as a float, halved (ggml's ggml_e8m0_to_fp32_half: 2^(e - 128); e < 2
+ * gives the subnormals 2^-128 and 2^-127, e = 255 2^127 rather than NaN). */
+static inline float vkf_e8m0_to_f32_half(uint8_t e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
 #endif

@@ -150,17 +150,26 @@ float vkf_act_dot32(vkf_unpack32_fn unpack, size_t block_bytes, int with_min, co
     float acc[2][8] = {{0}}, summs = 0.0f;
     static const int one[8] = {1, 1, 1, 1, 1, 1, 1, 1};
     int q[32];
-    for (int64_t i = 0; i < k / 32; i++) {
+    const int64_t nb = k / 32;
+    /* LANES2: an odd last block is the kernel's scalar tail, added after the lanes' sum */
+    float tail_d = 0.0f;
+    int32_t tail = 0;
+    for (int64_t i = 0; i < nb; i++) {
         float dw = 0, mw = 0;
         unpack((const uint8_t *)wrow + (size_t)i * block_bytes, q, &dw, &mw);
         int32_t lane[8] = {0};
         lanes32(q, with_min ? a1[i].qs : a0[i].qs, one, lane);
         const float d = with_min ? dw * h(a1[i].d) : dw * h(a0[i].d);
-        if (order == VKF_DOT32_BLOCKSUM) { /* one scalar chain of whole-block sums */
+        const int is_tail = order == VKF_DOT32_LANES2 && (nb & 1) && i == nb - 1;
+        if (order == VKF_DOT32_BLOCKSUM || is_tail) { /* one scalar chain of whole-block sums */
             int32_t tot = 0;
             for (int t = 0; t < 8; t++)
                 tot += lane[t];
-            acc[0][0] = fmaf((float)tot, d, acc[0][0]);
+            if (is_tail) {
+                tail_d = d;
+                tail = tot;
+            } else
+                acc[0][0] = fmaf((float)tot, d, acc[0][0]);
             continue;
         }
         float *c = acc[order == VKF_DOT32_LANES2 ? (int)(i & 1) : 0];
@@ -172,7 +181,9 @@ float vkf_act_dot32(vkf_unpack32_fn unpack, size_t block_bytes, int with_min, co
     if (order == VKF_DOT32_LANES2)
         for (int t = 0; t < 8; t++)
             acc[0][t] += acc[1][t];
-    return hsum8(acc[0]) + summs;
+    const float sum = hsum8(acc[0]) + summs;
+    /* `sumf += d * (sumi1 + sumi2)`: contracted to a fused multiply-add (GNU C, FMA target) */
+    return order == VKF_DOT32_LANES2 && (nb & 1) ? fmaf(tail_d, (float)tail, sum) : sum;
 }
 
 /* Per super-block, the 8 lanes of scaled integer sums (see lanes32) and the mins (see

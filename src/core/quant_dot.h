@@ -6,7 +6,7 @@
  * the rows share:
  *
  *     weight type                          activation type
- *     Q4_0, Q5_0, Q8_0, IQ4_NL             Q8_0  (32 per block, f16 scale)
+ *     Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4      Q8_0  (32 per block, f16 scale)
  *     Q4_1, Q5_1                           Q8_1  (32 per block, f16 scale and f16 d * sum)
  *     Q2_K..Q6_K, IQ4_XS                   Q8_K  (256 per block, f32 scale, 16-sums)
  *     F16 / BF16                           the activations rounded to F16 / BF16
@@ -48,7 +48,7 @@ enum {
     VKF_DOT_SINGLE_ROW = 1, /* the matmul has one activation row: llama.cpp's per-row kernels
                                (tinyBLAS takes batches of 2 or more) */
     VKF_DOT_REPACKED = 2,   /* the weight has a multiple of 8 rows: llama.cpp repacks Q4_0 (and,
-                               with VKF_DOT_LLAMA_2610, Q4_K and IQ4_NL) on AVX2 machines */
+                               with VKF_DOT_LLAMA_2610, Q4_K, IQ4_NL and MXFP4) on AVX2 machines */
     VKF_DOT_BATCH8 = 4,     /* the matmul has 8 activation rows or more */
     VKF_DOT_LLAMA_2610 = 8, /* llama.cpp's kernels of Oct 2026 (0c1e570): K-quant matmuls of 8
                                rows or more in its tiled kernel (unrepacked weights), Q6_K's
@@ -76,7 +76,9 @@ typedef void (*vkf_unpack32_fn)(const void *blk, int q[32], float *d, float *m);
 /* How a 32-block type's float sums run: */
 typedef enum vkf_dot32_order {
     VKF_DOT32_LANES = 1,    /* 8 lanes of fused sums over every block */
-    VKF_DOT32_LANES2 = 2,   /* two sets of 8 lanes for even and odd blocks, added at the end */
+    VKF_DOT32_LANES2 = 2,   /* two sets of 8 lanes for even and odd blocks, added at the end;
+                               an odd last block in a scalar fused step after their sum (the
+                               AVX2 vec_dot of IQ4_NL and MXFP4: pairs of blocks, then a tail) */
     VKF_DOT32_BLOCKSUM = 0, /* one scalar chain of whole-block sums (repacked kernels) */
 } vkf_dot32_order;
 

@@ -12,6 +12,7 @@ static const vkf_wtype *const g_wtypes[VKF_DTYPE_COUNT] = {
     [VKF_DTYPE_Q3_K] = &vkf_wtype_q3_k,     [VKF_DTYPE_Q4_K] = &vkf_wtype_q4_k,
     [VKF_DTYPE_Q5_K] = &vkf_wtype_q5_k,     [VKF_DTYPE_Q6_K] = &vkf_wtype_q6_k,
     [VKF_DTYPE_IQ4_NL] = &vkf_wtype_iq4_nl, [VKF_DTYPE_IQ4_XS] = &vkf_wtype_iq4_xs,
+    [VKF_DTYPE_MXFP4] = &vkf_wtype_mxfp4,
 };
 
 const vkf_wtype *vkf_wtype_of(vkf_dtype t) {
@@ -39,7 +40,7 @@ int vkf_wtype_is_weight(vkf_dtype t) {
 
 const char *vkf_wtype_weight_list(void) {
     return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, "
-           "IQ4_XS";
+           "IQ4_XS, MXFP4";
 }
 
 float vkf_wtype_dot_generic(vkf_dtype t, const void *w, const float *x, int64_t n) {

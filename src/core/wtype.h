@@ -41,6 +41,10 @@ typedef struct vkf_wtype {
      * in ggml's summation order (flags: VKF_DOT_*); NULL for non-weight types */
     int act;
     float (*act_dot)(const void *w, const void *act, int64_t k, int flags);
+    /* E8M0 scale bytes in a block (MXFP4: 1, at byte e8m0_off): the op harness sets them to
+     * exponents near 1 (random bytes would reach 2^127) */
+    int n_e8m0;
+    int e8m0_off;
 } vkf_wtype;
 
 /* The traits of t, or NULL when t is not a valid vkf_dtype. */
@@ -59,7 +63,8 @@ float vkf_wtype_dot_generic(vkf_dtype t, const void *w, const float *x, int64_t 
 /* One file per type in src/core/types/ defines its record. */
 extern const vkf_wtype vkf_wtype_f32, vkf_wtype_f16, vkf_wtype_bf16, vkf_wtype_q8_0, vkf_wtype_q4_0,
     vkf_wtype_i32, vkf_wtype_q4_1, vkf_wtype_q5_0, vkf_wtype_q5_1, vkf_wtype_q2_k, vkf_wtype_q3_k,
-    vkf_wtype_q4_k, vkf_wtype_q5_k, vkf_wtype_q6_k, vkf_wtype_iq4_nl, vkf_wtype_iq4_xs;
+    vkf_wtype_q4_k, vkf_wtype_q5_k, vkf_wtype_q6_k, vkf_wtype_iq4_nl, vkf_wtype_iq4_xs,
+    vkf_wtype_mxfp4;
 
 /* Helpers for the type files: little-endian reads at any byte offset. */
 static inline uint16_t vkf_rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }

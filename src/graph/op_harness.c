@@ -144,9 +144,10 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
      * tiles, the texel unit count or the workgroup size), decode and prefill shapes; the
      * kernels dequantize in place, so the CPU reference and the GPU multiply the same values
      * in another order: THR_SUM */
-    static const vkf_dtype btypes[] = {
-        VKF_DTYPE_Q4_1, VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1, VKF_DTYPE_IQ4_NL, VKF_DTYPE_Q2_K,
-        VKF_DTYPE_Q3_K, VKF_DTYPE_Q4_K, VKF_DTYPE_Q5_K, VKF_DTYPE_Q6_K,   VKF_DTYPE_IQ4_XS};
+    static const vkf_dtype btypes[] = {VKF_DTYPE_Q4_1,   VKF_DTYPE_Q5_0, VKF_DTYPE_Q5_1,
+                                       VKF_DTYPE_IQ4_NL, VKF_DTYPE_Q2_K, VKF_DTYPE_Q3_K,
+                                       VKF_DTYPE_Q4_K,   VKF_DTYPE_Q5_K, VKF_DTYPE_Q6_K,
+                                       VKF_DTYPE_IQ4_XS, VKF_DTYPE_MXFP4};
     static const int64_t bmm[][3] = {{1, 1, 1},
                                      {1, 7, 3},
                                      {3, 33, 2},
@@ -639,7 +640,10 @@ static void fill_blocks(operand *o, rng *r, float sd) {
                 ss += (double)tmp[i] * tmp[i];
             c = ss > 0 ? sd / (float)sqrt(ss / (double)n) : 1.0f;
         }
-        for (int64_t i = 0; i < nb; i++)
+        /* E8M0 scales (MXFP4): exponents 125..129 at first, then all shifted by the power of
+         * two nearest to c (the RMS lands within a factor sqrt(2) of sd) */
+        const int shift = pass == 1 && c > 0.0f ? (int)lrintf(log2f(c)) : 0;
+        for (int64_t i = 0; i < nb; i++) {
             for (int f = 0; f < wt->n_f16; f++) {
                 float *uf = &u[i * wt->n_f16 + f];
                 if (pass == 0)
@@ -647,6 +651,12 @@ static void fill_blocks(operand *o, rng *r, float sd) {
                 uint16_t h = vkf_f32_to_f16(c * *uf);
                 memcpy(b + (size_t)i * wt->block_bytes + wt->f16_off[f], &h, 2);
             }
+            for (int f = 0; f < wt->n_e8m0; f++) {
+                uint8_t *e = b + (size_t)i * wt->block_bytes + wt->e8m0_off;
+                int v = pass == 0 ? 125 + (int)(rng_u32(r) % 5u) : *e + shift;
+                *e = (uint8_t)(v < 1 ? 1 : v > 254 ? 254 : v);
+            }
+        }
     }
 out:
     free(u);

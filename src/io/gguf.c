@@ -281,11 +281,13 @@ static int cmp_tensor_off(const void *a, const void *b, void *ctx) {
 
 static const char *ggml_type_name(uint32_t t) {
     static const char *names[] = {
-        "F32",      "F16",      "Q4_0",    "Q4_1",  "Q4_2",   "Q4_3",  "Q5_0",  "Q5_1",
-        "Q8_0",     "Q8_1",     "Q2_K",    "Q3_K",  "Q4_K",   "Q5_K",  "Q6_K",  "Q8_K",
-        "IQ2_XXS",  "IQ2_XS",   "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS",
-        "I8",       "I16",      "I32",     "I64",   "F64",    "IQ1_M", "BF16",  "Q4_0_4_4",
-        "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",   "TQ2_0",
+        "F32",   "F16",        "Q4_0",       "Q4_1",       "Q4_2",     "Q4_3",     "Q5_0",
+        "Q5_1",  "Q8_0",       "Q8_1",       "Q2_K",       "Q3_K",     "Q4_K",     "Q5_K",
+        "Q6_K",  "Q8_K",       "IQ2_XXS",    "IQ2_XS",     "IQ3_XXS",  "IQ1_S",    "IQ4_NL",
+        "IQ3_S", "IQ2_S",      "IQ4_XS",     "I8",         "I16",      "I32",      "I64",
+        "F64",   "IQ1_M",      "BF16",       "Q4_0_4_4",   "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
+        "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4",    "NVFP4",    "Q1_0",
+        "Q2_0",
     };
     return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
@@ -452,8 +454,10 @@ static vkf_status gguf_parse(vkf_gguf *g) {
             end > r->size)
             return vkf_error(VKF_ERROR_FORMAT,
                              "%s: tensor %s: data [%llu, +%zu) extends past the end of the file "
-                             "(%zu bytes)",
-                             g->path, t->name, (unsigned long long)t->offset, t->nbytes, r->size);
+                             "(%zu bytes; %s: blocks of %d elements in %zu bytes)",
+                             g->path, t->name, (unsigned long long)t->offset, t->nbytes, r->size,
+                             vkf_dtype_name(t->dtype), vkf_dtype_block_elems(t->dtype),
+                             vkf_dtype_block_bytes(t->dtype));
         t->offset = begin;
         t->data = g->map.data + begin;
     }
@@ -466,12 +470,16 @@ static vkf_status gguf_parse(vkf_gguf *g) {
     for (size_t i = 1; i < g->n_tensors; i++) {
         const vkf_gguf_tensor *p = &g->tensors[by_off[i - 1]], *t = &g->tensors[by_off[i]];
         if (t->offset < p->offset + p->nbytes) {
-            vkf_status s = vkf_error(VKF_ERROR_FORMAT,
-                                     "%s: tensors %s [%llu, %llu) and %s [%llu, %llu) overlap",
-                                     g->path, p->name, (unsigned long long)(p->offset - start),
-                                     (unsigned long long)(p->offset - start + p->nbytes), t->name,
-                                     (unsigned long long)(t->offset - start),
-                                     (unsigned long long)(t->offset - start + t->nbytes));
+            vkf_status s = vkf_error(
+                VKF_ERROR_FORMAT,
+                "%s: tensors %s [%llu, %llu) and %s [%llu, %llu) overlap (%s %s: blocks of %d "
+                "elements in %zu bytes)",
+                g->path, p->name, (unsigned long long)(p->offset - start),
+                (unsigned long long)(p->offset - start + p->nbytes), t->name,
+                (unsigned long long)(t->offset - start),
+                (unsigned long long)(t->offset - start + t->nbytes), p->name,
+                vkf_dtype_name(p->dtype), vkf_dtype_block_elems(p->dtype),
+                vkf_dtype_block_bytes(p->dtype));
             free(by_off);
             return s;
         }

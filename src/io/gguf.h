@@ -19,7 +19,7 @@
  * before anything is allocated; general.alignment (default 32) must be a uint32 power of two;
  * tensor infos: name length 1..255, n_dims <= 4, every dim > 0 and the element count without
  * overflow, a type the weight-type table reads (src/core/wtype.c: F32, F16, BF16, Q8_0, Q4_0,
- * Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS; any other ggml type is VKF_ERROR_UNSUPPORTED
+ * Q4_1, Q5_0, Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS, MXFP4; any other ggml type is VKF_ERROR_UNSUPPORTED
  * naming the tensor and the type number), rows a multiple of the type's block (32 or 256),
  * offsets aligned and inside the file, no overlapping tensors, no duplicate keys or names.
  * Nested arrays (arrays of arrays) are supported, 8 levels deep at most. */

@@ -146,6 +146,9 @@ typedef struct vkf_arch_desc {
     int emb_scale_sqrt_d;  /* embeddings multiplied by sqrt(d_model) (gemma) */
     int softcaps;          /* reads {arch}.attn_logit_softcapping / final_logit_softcapping */
     int scale_q;           /* llama.cpp scales q, not the attention scores (vkf_attn_params) */
+    int granite_scales;    /* reads {arch}.embedding_scale, residual_scale, attention.scale and
+                              logit_scale (granite; vkf_hparams emb_scale, res_scale, attn_scale,
+                              logit_scale) */
     int nope_period;       /* > 0: layer il has no RoPE when (il + 1) % nope_period == 0
                               (SmolLM3's NoPE layers; llama.cpp's fixed step 4) */
     int swa_period;        /* > 0: layer il uses the sliding window iff il % period < period - 1

@@ -76,6 +76,14 @@ vkf_tensor *vkf_gb_add(vkf_gb *b, vkf_tensor *x, vkf_tensor *y, const char *name
     return gb_op(b, VKF_OP_ADD, x->rows, x->cols, name, x, y, NULL, NULL, NULL);
 }
 
+vkf_tensor *vkf_gb_scale(vkf_gb *b, vkf_tensor *x, float s, const char *name) {
+    if (b->s != VKF_OK) return NULL;
+    vkf_op_params p;
+    memset(&p, 0, sizeof p);
+    p.scale.scale = s;
+    return gb_op(b, VKF_OP_SCALE, x->rows, x->cols, name, x, NULL, NULL, NULL, &p);
+}
+
 vkf_tensor *vkf_gb_unary(vkf_gb *b, vkf_tensor *x, int act, const char *name) {
     if (b->s != VKF_OK) return NULL;
     vkf_op_params p;

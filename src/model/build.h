@@ -22,6 +22,8 @@ vkf_tensor *vkf_gb_layernorm(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, vkf_tensor
                              const char *name);
 vkf_tensor *vkf_gb_rmsnorm(vkf_gb *b, vkf_tensor *x, vkf_tensor *w, float eps, const char *name);
 vkf_tensor *vkf_gb_add(vkf_gb *b, vkf_tensor *x, vkf_tensor *y, const char *name);
+/* x * s (ggml_scale) */
+vkf_tensor *vkf_gb_scale(vkf_gb *b, vkf_tensor *x, float s, const char *name);
 vkf_tensor *vkf_gb_unary(vkf_gb *b, vkf_tensor *x, int act, const char *name);
 vkf_tensor *vkf_gb_swiglu(vkf_gb *b, vkf_tensor *gate, vkf_tensor *up, const char *name);
 vkf_tensor *vkf_gb_attention(vkf_gb *b, vkf_tensor *q, vkf_tensor *k, vkf_tensor *v,

@@ -7,9 +7,9 @@
  *
  *   x = embd[ids] * emb_scale (+ pos[n_past + i] when learned)
  *   per layer: q, k, v = W h (+ b), h = norm1 x; q, k = head_norm(q, k); q, k = rope(q, k)
- *              x += post_attn_norm(Wo attn(q, K, V))   (window, soft-cap per layer)
- *              x += post_ffn_norm(down(ffn(norm2 x)))  (act(up), or act(gate) * up)
- *   logits = softcap(head(norm(x)))
+ *              x += r * post_attn_norm(Wo attn(q, K, V))   (window, soft-cap per layer)
+ *              x += r * post_ffn_norm(down(ffn(norm2 x)))  (act(up), or act(gate) * up)
+ *   logits = softcap(head(norm(x)) / logit_scale)           (r: residual_scale, else 1)
  * Every switch comes from the descriptor or the hyperparameters; absent post norms / q-k norms
  * / biases are skipped. */
 #include <stdio.h>
@@ -316,6 +316,7 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
     vkf_tensor *at = vkf_gb_attention(b, q, kc, vc, lens, &ap, NM("attn"));
     vkf_tensor *o = vkf_gb_matmul(b, at, &L->self.wo, &L->self.bo, NM("attn_out"));
     if (a->post_norms) o = vkf_gb_rmsnorm(b, o, &L->post_attn_norm, hp->eps, NM("post_attn_norm"));
+    if (hp->res_scale != 0.0f) o = vkf_gb_scale(b, o, hp->res_scale, NM("attn_out_scaled"));
     x = vkf_gb_add(b, x, o, NM("res1"));
 
     h = dec_norm(b, m, x, &L->norm2_w, &L->norm2_b, NM("ffn_norm"));
@@ -327,6 +328,7 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
         dn = vkf_gb_matmul(b, f, &L->w_down, &L->b_down, NM("down"));
     }
     if (a->post_norms) dn = vkf_gb_rmsnorm(b, dn, &L->post_ffn_norm, hp->eps, NM("post_ffn_norm"));
+    if (hp->res_scale != 0.0f) dn = vkf_gb_scale(b, dn, hp->res_scale, NM("down_scaled"));
     return vkf_gb_add(b, x, dn, NM("res2"));
 #undef NM
 }
@@ -443,10 +445,11 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     }
     vkf_tensor *h = dec_norm(&b, m, x, &m->w.out_norm_w, &m->w.out_norm_b, "out_norm");
     vkf_tensor *bias = vkf_tensor_present(&m->w.output_b) ? &m->w.output_b : NULL;
-    if (hp->final_softcap > 0) { /* logits c tanh(l / c) */
+    if (hp->final_softcap > 0 || hp->logit_scale != 0.0f) {
+        /* logits c tanh(l / c) (gemma); l * (1 / logit_scale) (granite) */
         vkf_tensor *lg = vkf_gb_matmul(&b, h, &m->w.output, bias, "logits_raw");
         memset(&p, 0, sizeof p);
-        p.scale.scale = 1.0f;
+        p.scale.scale = hp->logit_scale != 0.0f ? 1.0f / hp->logit_scale : 1.0f;
         p.scale.softcap = hp->final_softcap;
         if (lg) vkf_gb_node(&b, VKF_OP_SCALE, &sg->out, lg, NULL, NULL, NULL, &p);
     } else {

@@ -226,6 +226,21 @@ static vkf_status gg_hparams(gg_ctx *c) {
             return vkf_error(VKF_ERROR_FORMAT, "%s: soft-cap values %g / %g must be >= 0", path,
                              hp->attn_softcap, hp->final_softcap);
     }
+    if (a->granite_scales) { /* llama.cpp: logit_scale required, the others 0 when absent */
+        float es = 0.0f, as = 0.0f;
+        VKF_TRY(gg_key_f32(c, "logit_scale", 0.0f, 1, &hp->logit_scale));
+        VKF_TRY(gg_key_f32(c, "embedding_scale", 0.0f, 0, &es));
+        VKF_TRY(gg_key_f32(c, "residual_scale", 0.0f, 0, &hp->res_scale));
+        VKF_TRY(gg_key_f32(c, "attention.scale", 0.0f, 0, &as));
+        if (!(hp->logit_scale != 0.0f && isfinite(hp->logit_scale)) || !isfinite(es) ||
+            !isfinite(hp->res_scale) || !isfinite(as))
+            return vkf_error(VKF_ERROR_FORMAT,
+                             "%s: %s.logit_scale %g must be finite and nonzero, and "
+                             "embedding_scale %g, residual_scale %g, attention.scale %g finite",
+                             path, c->arch, hp->logit_scale, es, hp->res_scale, as);
+        if (es != 0.0f) hp->emb_scale = es;
+        if (as != 0.0f) hp->attn_scale = as;
+    }
     if (a->swa_period > 0) {
         VKF_TRY(gg_key_u32(c, "attention.sliding_window", 0, &hp->swa_window));
         hp->swa_period = a->swa_period;

@@ -65,6 +65,8 @@ typedef struct vkf_hparams {
     int32_t swa_period;          /* layer il is local iff il % period < period - 1; 0: none */
     float attn_softcap;          /* attention logits c tanh(s / c); 0: none */
     float final_softcap;         /* LM-head logits soft-cap; 0: none */
+    float res_scale;   /* attention and FFN outputs times this before the residual add; 0: none */
+    float logit_scale; /* logits divided by this (times 1 / logit_scale, as llama.cpp); 0: none */
     int32_t bos_id, eos_id, pad_id; /* -1 when the model has none */
     int32_t add_bos;                /* tokenizing a prompt prepends BOS by default */
     /* mixture of experts ({arch}.expert_*; n_expert 0: a dense FFN) */

@@ -39,6 +39,7 @@ typedef enum ftype {
     FT_IQ4_NL = 25,
     FT_IQ4_XS = 30,
     FT_BF16 = 32,
+    FT_MXFP4_MOE = 38,
 } ftype;
 
 static const struct {
@@ -55,7 +56,7 @@ static const struct {
     {"Q4_K_S", FT_Q4_K_S, VKF_DTYPE_Q4_K},   {"Q4_K_M", FT_Q4_K_M, VKF_DTYPE_Q4_K},
     {"Q5_K_S", FT_Q5_K_S, VKF_DTYPE_Q5_K},   {"Q5_K_M", FT_Q5_K_M, VKF_DTYPE_Q5_K},
     {"Q6_K", FT_Q6_K, VKF_DTYPE_Q6_K},       {"IQ4_NL", FT_IQ4_NL, VKF_DTYPE_IQ4_NL},
-    {"IQ4_XS", FT_IQ4_XS, VKF_DTYPE_IQ4_XS},
+    {"IQ4_XS", FT_IQ4_XS, VKF_DTYPE_IQ4_XS}, {"MXFP4_MOE", FT_MXFP4_MOE, VKF_DTYPE_MXFP4},
 };
 
 static uint32_t ggml_id(vkf_dtype t) {
@@ -88,9 +89,33 @@ static int ffn_layer(const qstate *q, const char *name, int counter) {
     return counter;
 }
 
-static vkf_dtype tensor_type(qstate *q, vkf_dtype t, const char *name, int64_t ne0) {
+/* A row length that is not a multiple of the block: llama.cpp's fallback types
+ * (tensor_type_fallback; --pure takes these too). */
+static vkf_dtype fallback_type(qstate *q, vkf_dtype t, int64_t ne0) {
+    if (ne0 % vkf_dtype_block_elems(t) != 0) {
+        switch (t) {
+        case VKF_DTYPE_Q2_K:
+        case VKF_DTYPE_Q3_K:
+        case VKF_DTYPE_IQ4_XS: t = VKF_DTYPE_IQ4_NL; break;
+        case VKF_DTYPE_Q4_K: t = VKF_DTYPE_Q5_0; break;
+        case VKF_DTYPE_Q5_K: t = VKF_DTYPE_Q5_1; break;
+        case VKF_DTYPE_Q6_K: t = VKF_DTYPE_Q8_0; break;
+        default: break; /* a 32-block type: F16 below */
+        }
+        if (ne0 % vkf_dtype_block_elems(t) != 0) t = VKF_DTYPE_F16;
+        q->n_fallback++;
+    }
+    return t;
+}
+
+/* ne2: the tensor's third dimension (> 1: a stack of experts) */
+static vkf_dtype tensor_type(qstate *q, vkf_dtype t, const char *name, int64_t ne0, int64_t ne2) {
     const ftype ft = q->ft;
-    if (!strcmp(name, "output.weight") || (!q->has_output && !strcmp(name, "token_embd.weight"))) {
+    int is_output =
+        !strcmp(name, "output.weight") || (!q->has_output && !strcmp(name, "token_embd.weight"));
+    if (ft == FT_MXFP4_MOE) /* expert tensors MXFP4, every other matrix (output too) Q8_0 */
+        return fallback_type(q, !is_output && ne2 > 1 ? VKF_DTYPE_MXFP4 : VKF_DTYPE_Q8_0, ne0);
+    if (is_output) {
         if (q->is_falcon || ne0 % vkf_dtype_block_elems(t) != 0)
             t = VKF_DTYPE_Q8_0;
         else if (t != VKF_DTYPE_Q8_0)
@@ -164,21 +189,7 @@ static vkf_dtype tensor_type(qstate *q, vkf_dtype t, const char *name, int64_t n
         else if (ft == FT_Q5_K_M)
             t = VKF_DTYPE_Q6_K;
     }
-    /* a row length that is not a multiple of the block: llama.cpp's fallback types */
-    if (ne0 % vkf_dtype_block_elems(t) != 0) {
-        switch (t) {
-        case VKF_DTYPE_Q2_K:
-        case VKF_DTYPE_Q3_K:
-        case VKF_DTYPE_IQ4_XS: t = VKF_DTYPE_IQ4_NL; break;
-        case VKF_DTYPE_Q4_K: t = VKF_DTYPE_Q5_0; break;
-        case VKF_DTYPE_Q5_K: t = VKF_DTYPE_Q5_1; break;
-        case VKF_DTYPE_Q6_K: t = VKF_DTYPE_Q8_0; break;
-        default: break; /* a 32-block type: F16 below */
-        }
-        if (ne0 % vkf_dtype_block_elems(t) != 0) t = VKF_DTYPE_F16;
-        q->n_fallback++;
-    }
-    return t;
+    return fallback_type(q, t, ne0);
 }
 
 /* Whether llama.cpp quantizes this tensor at all (else it is copied as it is). */
@@ -314,7 +325,9 @@ static vkf_status quantize_gguf(const vkf_quantize_params *p, ftype ft, vkf_dtyp
         vkf_dtype nt = t->dtype;
         if (wants_quantize(t)) {
             nt = def;
-            if (is_quantized(def)) nt = tensor_type(&q, def, t->name, t->ne[0]);
+            if (is_quantized(def))
+                nt = p->pure ? fallback_type(&q, def, t->ne[0])
+                             : tensor_type(&q, def, t->name, t->ne[0], t->ne[2]);
         }
         pl[i] = (plan){t, nt, (uint64_t)vkf_quant_row_bytes(nt, t->cols) * (uint64_t)t->rows};
     }

@@ -1,5 +1,6 @@
-"""arch: tiny random-weight models of six llama.cpp architectures (llama with Llama-3 rope_freqs,
-qwen2, qwen3, gemma2, gemma3, phi3) with llama.cpp's logits for the prompts fox and mixed (12 cases).
+"""arch: tiny random-weight models of seven llama.cpp architectures (llama with Llama-3 rope_freqs,
+qwen2, qwen3, gemma2, gemma3, phi3, granite) with llama.cpp's logits for the prompts fox and mixed
+(14 cases).
 
     python3 tools/refs/make_arch.py --out DIR
 
@@ -27,10 +28,14 @@ MODELS = {
     "gemma2": ("gemma2", "Tiny Random Gemma 2", 4, 64, 2, 48, 1, 128, 8192, 1e-6, 314, True),
     "gemma3": ("gemma3", "Tiny Random Gemma 3", 6, 64, 4, 32, 1, 96, 131072, 1e-6, 332, True),
     "phi3": ("phi3", "Tiny Random Phi 3", 2, 64, 2, 32, 2, 128, 131072, 1e-5, 306, False),
+    "granite": ("granite", "Tiny Random Granite", 2, 64, 2, 32, 1, 128, 4096, 1e-6, 307, False),
 }
 PROMPT_IDS = ("fox", "mixed")
 SLIDING_WINDOW = 8
 GEMMA2_SOFTCAP = (4.0, 10.0)  # attention, final: smaller than the real 50 / 30 so that they matter
+# granite's multipliers (Granite 3.0 2B: 12, 0.22, 0.015625, 8), chosen so that each one shows:
+# the attention scale far from 1/sqrt(head_dim) = 0.177, logits divided by 2.5
+GRANITE_SCALES = {"embedding": 6.0, "residual": 0.25, "attention": 0.0625, "logit": 2.5}
 
 
 def llama3_rope_freqs(base, dim, factor=32.0, low=1.0, high=4.0, orig=8192):
@@ -62,7 +67,12 @@ def weights(key):
     t = {}
     if key == "llama3":
         t["rope_freqs.weight"] = llama3_rope_freqs(500000.0, hd)
-    t["token_embd.weight"] = f32(rng.standard_normal((V, d)) * s / np.sqrt(d)) if tied else f32(rng.standard_normal((V, d)))
+    if tied:
+        t["token_embd.weight"] = f32(rng.standard_normal((V, d)) * s / np.sqrt(d))
+    elif arch == "granite":  # N(0, 1/d): times the embedding scale 6, O(1)
+        t["token_embd.weight"] = f32(rng.standard_normal((V, d)) / np.sqrt(d))
+    else:
+        t["token_embd.weight"] = f32(rng.standard_normal((V, d)))
     qw, kvw = H * hd, HKV * hd
     for il in range(L):
         p = f"blk.{il}."
@@ -143,6 +153,14 @@ def fill(key):
             w.add_rope_dimension_count(hd)
             w.add_sliding_window(262144)
             w.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(ctx / 4096) / math.log(4096)))
+        elif arch == "granite":
+            w.add_rope_freq_base(10000.0)
+            w.add_vocab_size(V)
+            w.add_rope_dimension_count(hd)
+            w.add_embedding_scale(GRANITE_SCALES["embedding"])
+            w.add_residual_scale(GRANITE_SCALES["residual"])
+            w.add_attention_scale(GRANITE_SCALES["attention"])
+            w.add_logit_scale(GRANITE_SCALES["logit"])
         w.add_file_type(0)
         common.add_tiny_tokenizer(w, space_prefix=False if arch.startswith("gemma") else None)
     return f
@@ -179,7 +197,7 @@ def main():
     common.write_cases(out, cases)
     rf = ", ".join(f"{x:.4g}" for x in llama3_rope_freqs(500000.0, 32))
     with open(os.path.join(out, "README.md"), "w") as f:
-        f.write(f"""# arch: tiny random-weight models of six llama.cpp architectures
+        f.write(f"""# arch: tiny random-weight models of seven llama.cpp architectures
 
 {common.provenance("make_arch.py")}- n_ctx = {N_CTX} for every model (llama-cli's default `-c 4096`; the models' context_length keys
   have realistic values). It matters for phi3 only (short vs long rope factors).
@@ -220,6 +238,11 @@ U(1, 4) (short) and U(10, 40) (long). Norm weights are stored as used (Gemma's c
   `rope_factors_short` / `rope_factors_long` (long only when n_ctx > original_context_length 4096: here the
   short ones apply); `rope.scaling.attn_factor` = sqrt(1 + ln(131072/4096)/ln(4096)); sliding_window 262144
   (llama.cpp ignores it for phi3).
+- **granite**: llama's block with IBM Granite's four multipliers: `granite.embedding_scale`
+  {GRANITE_SCALES["embedding"]:g} (token_embd ~ N(0, 1/d) here), `granite.residual_scale` {GRANITE_SCALES["residual"]:g}
+  (each attention and FFN output before its residual add), `granite.attention.scale` {GRANITE_SCALES["attention"]:g}
+  (the softmax scale, not 1/sqrt(head_dim)), `granite.logit_scale` {GRANITE_SCALES["logit"]:g} (logits divided by it);
+  normal RoPE base 10000; untied output.
 
 GELU: llama.cpp's CPU backend evaluates GELU-tanh through an f16 table (`y = f16(gelu(f16(x)))` for
 |x| < 10), so gemma logits carry that rounding.

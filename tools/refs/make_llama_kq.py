@@ -1,5 +1,5 @@
 """llama-kq: one F32 llama whose every matrix row is 256 long, quantized by the pinned llama.cpp to
-11 file types, with llama.cpp's logits for the prompts fox and mixed on every file (24 cases).
+13 files, with llama.cpp's logits for the prompts fox and mixed on every file (28 cases).
 
     python3 tools/refs/make_llama_kq.py --out DIR
 
@@ -10,6 +10,9 @@ output ~ N(0, 1/256); ffn_down ~ N(0, 1/256); norm weights ~ 1 + N(0, 0.1^2).
 Quantization: llama.cpp's llama_model_quantize with its default parameters and 1 thread (what
 `llama-quantize SRC DST TYPE 1` runs: no importance matrix, no overrides), so llama.cpp's own
 per-tensor type rules apply (output.weight at Q6_K, attn_v / ffn_down raised in some layers, ...).
+MXFP4 twice: MXFP4_MOE by its rules (a dense model has no expert tensors, so every matrix is Q8_0)
+and with --pure (llama-quantize's flag: every matrix MXFP4, the token embedding and output too),
+the only way llama-quantize writes MXFP4 blocks into a dense model.
 Each file is quantized twice and required byte-identical.
 """
 import filecmp
@@ -27,10 +30,11 @@ import llama_cpp_build  # noqa: E402
 SEED = 4242
 L, D, H, HKV, FF, V, CTX = 2, 256, 4, 2, 256, 512, 512
 HD = D // H
-# file suffix, llama-quantize type name, enum llama_ftype (= general.file_type)
+# file suffix, llama-quantize type name (and flag), enum llama_ftype (= general.file_type)
 TYPES = [("q4_k_m", "Q4_K_M", 15), ("q5_k_m", "Q5_K_M", 17), ("q6_k", "Q6_K", 18), ("q3_k_m", "Q3_K_M", 12),
          ("q2_k", "Q2_K", 10), ("q4_k_s", "Q4_K_S", 14), ("q4_1", "Q4_1", 3), ("q5_0", "Q5_0", 8),
-         ("q5_1", "Q5_1", 9), ("iq4_nl", "IQ4_NL", 25), ("iq4_xs", "IQ4_XS", 30)]
+         ("q5_1", "Q5_1", 9), ("iq4_nl", "IQ4_NL", 25), ("iq4_xs", "IQ4_XS", 30),
+         ("mxfp4_moe", "MXFP4_MOE", 38), ("mxfp4", "MXFP4_MOE --pure", 38)]
 PROMPT_IDS = ("fox", "mixed")
 
 
@@ -76,9 +80,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for stem, _, ft in files[1:]:
             dst = os.path.join(out, stem + ".gguf")
-            ref.quantize(src, dst, ft)
+            pure = stem.endswith("-mxfp4")  # the --pure file (see TYPES)
+            ref.quantize(src, dst, ft, pure=pure)
             again = os.path.join(tmp, stem + ".gguf")
-            ref.quantize(src, again, ft)
+            ref.quantize(src, again, ft, pure=pure)
             if not filecmp.cmp(dst, again, shallow=False):
                 raise SystemExit(f"refs: {stem}: two quantizations differ")
     types = {stem + ".gguf": tensor_types(os.path.join(out, stem + ".gguf")) for stem, _, _ in files}
@@ -100,7 +105,7 @@ def main():
         body += (f"| {t['name']} | {'x'.join(map(str, t['ne']))} | "
                  + " | ".join(types[f"llama-kq-{s}.gguf"]["tensors"][i]["type"] for s, _, _ in TYPES) + " |\n")
     with open(os.path.join(out, "README.md"), "w") as f:
-        f.write(f"""# llama-kq: one F32 llama quantized by llama.cpp to 11 file types
+        f.write(f"""# llama-kq: one F32 llama quantized by llama.cpp to 13 files
 
 {common.provenance("make_llama_kq.py")}- n_ctx = {CTX} (the model's context).
 {__doc__.split(chr(10), 4)[4]}
@@ -110,8 +115,8 @@ for bit-identical files against these. `tensor_types.json` lists, per file, ever
 type and ggml `ne`. `cases.json`: the fields of the suite's llama.cpp cases (name, model, prompt,
 add_bos, tokens, n_vocab, prompt_logits, greedy_tokens, greedy_logits, llama_cpp, ggml_isa).
 
-llama.cpp quantizes the matmul activations (q8_K for K-quant and IQ4_XS weights, q8_0 for Q5_0 and
-IQ4_NL, q8_1 for Q4_1 and Q5_1): compare each file only with its own cases, and teacher-force where
+llama.cpp quantizes the matmul activations (q8_K for K-quant and IQ4_XS weights, q8_0 for Q5_0,
+IQ4_NL, MXFP4 and Q8_0, q8_1 for Q4_1 and Q5_1): compare each file only with its own cases, and teacher-force where
 the greedy gap is below that noise.
 
 ## Files

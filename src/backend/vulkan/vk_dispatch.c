@@ -98,9 +98,11 @@ int vkf_vk_wtype(vkf_dtype t) { return vkf_wtype_is_weight(t) ? (int)t : VKF_W_F
 int64_t vkf_vk_wunit(vkf_dtype t) { return vkf_wtype_is_weight(t) ? vkf_wtype_of(t)->gpu_unit : 4; }
 
 /* byte alignment the kernels read a weight row with: 4 for F32 and for blocks whose size is a
- * multiple of 4 (shaders/dtypes.glsl reads their words directly), else 2 */
+ * multiple of 4 (shaders/dtypes.glsl reads their words directly), 2 for even sizes, else 1
+ * (MXFP4's 17-byte blocks: read at any byte offset) */
 uint64_t vkf_vk_walign(vkf_dtype t) {
-    return t == VKF_DTYPE_F32 || vkf_dtype_block_bytes(t) % 4 == 0 ? 4 : 2;
+    size_t bb = vkf_dtype_block_bytes(t);
+    return t == VKF_DTYPE_F32 || bb % 4 == 0 ? 4 : bb % 2 == 0 ? 2 : 1;
 }
 
 /* byte offset of a weight window; rows must start aligned as vkf_vk_walign says */

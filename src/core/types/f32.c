@@ -15,5 +15,5 @@ static float dot(const void *w, const float *x, int64_t n) {
 
 static void quant(const float *src, void *dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
 
-const vkf_wtype vkf_wtype_f32 = {"F32",  0,   1,   4,     1, 4,           0,
-                                 {0, 0}, deq, dot, quant, 0, VKF_ACT_F32, vkf_act_dot_f32};
+const vkf_wtype vkf_wtype_f32 = {
+    "F32", 0, 1, 4, 1, 4, 0, {0, 0}, deq, dot, quant, 0, VKF_ACT_F32, vkf_act_dot_f32, 0, 0};

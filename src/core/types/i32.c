@@ -13,5 +13,5 @@ static void quant(const float *src, void *dst, int64_t n) {
         d[i] = (int32_t)src[i];
 }
 
-const vkf_wtype vkf_wtype_i32 = {"I32",  26,  1,    4,     0, 0,           0,
-                                 {0, 0}, deq, NULL, quant, 0, VKF_ACT_F32, NULL};
+const vkf_wtype vkf_wtype_i32 = {"I32", 26,   1,     4, 0,           0,    0, {0, 0},
+                                 deq,   NULL, quant, 0, VKF_ACT_F32, NULL, 0, 0};

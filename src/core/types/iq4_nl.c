@@ -44,5 +44,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
                          flags & VKF_DOT_SINGLE_ROW ? VKF_DOT32_LANES2 : VKF_DOT32_LANES);
 }
 
-const vkf_wtype vkf_wtype_iq4_nl = {"IQ4_NL", 20,  32,  18,    1, 32,           1,
-                                    {0, 0},   deq, dot, quant, 0, VKF_ACT_Q8_0, act_dot};
+const vkf_wtype vkf_wtype_iq4_nl = {"IQ4_NL", 20,    32, 18,           1,       32, 1, {0, 0}, deq,
+                                    dot,      quant, 0,  VKF_ACT_Q8_0, act_dot, 0,  0};

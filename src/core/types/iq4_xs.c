@@ -58,5 +58,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
     return vkf_act_dot256(unpack, 136, VKF_MINS_NONE, 0, vkf_dot256_order_of(flags, 0), w, a, k);
 }
 
-const vkf_wtype vkf_wtype_iq4_xs = {"IQ4_XS", 23,  256, 136,   1, 32,           1,
-                                    {0, 0},   deq, dot, quant, 0, VKF_ACT_Q8_K, act_dot};
+const vkf_wtype vkf_wtype_iq4_xs = {"IQ4_XS", 23,    256, 136,          1,       32, 1, {0, 0}, deq,
+                                    dot,      quant, 0,   VKF_ACT_Q8_K, act_dot, 0,  0};

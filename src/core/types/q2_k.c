@@ -87,5 +87,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
     return vkf_act_dot256(unpack, 84, VKF_MINS_LANES8, 0, vkf_dot256_order_of(flags, 0), w, a, k);
 }
 
-const vkf_wtype vkf_wtype_q2_k = {"Q2_K",   10,  256, 84,    1, 32,           2,
-                                  {80, 82}, deq, dot, quant, 0, VKF_ACT_Q8_K, act_dot};
+const vkf_wtype vkf_wtype_q2_k = {"Q2_K", 10,    256, 84,           1,       32, 2, {80, 82}, deq,
+                                  dot,    quant, 0,   VKF_ACT_Q8_K, act_dot, 0,  0};

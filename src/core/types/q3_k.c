@@ -102,5 +102,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
     return vkf_act_dot256(unpack, 110, VKF_MINS_NONE, 0, vkf_dot256_order_of(flags, 0), w, a, k);
 }
 
-const vkf_wtype vkf_wtype_q3_k = {"Q3_K",   11,  256, 110,   1, 64,           1,
-                                  {108, 0}, deq, dot, quant, 0, VKF_ACT_Q8_K, act_dot};
+const vkf_wtype vkf_wtype_q3_k = {"Q3_K", 11,    256, 110,          1,       64, 1, {108, 0}, deq,
+                                  dot,    quant, 0,   VKF_ACT_Q8_K, act_dot, 0,  0};

@@ -57,5 +57,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
                          flags & VKF_DOT_REPACKED ? VKF_DOT32_BLOCKSUM : VKF_DOT32_LANES);
 }
 
-const vkf_wtype vkf_wtype_q4_0 = {"Q4_0", 2,   32,  18,    1, 32,           1,
-                                  {0, 0}, deq, dot, quant, 0, VKF_ACT_Q8_0, act_dot};
+const vkf_wtype vkf_wtype_q4_0 = {"Q4_0", 2,     32, 18,           1,       32, 1, {0, 0}, deq,
+                                  dot,    quant, 0,  VKF_ACT_Q8_0, act_dot, 0,  0};

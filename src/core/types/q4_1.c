@@ -48,5 +48,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
     return vkf_act_dot32(unpack, 20, 1, w, a, k, VKF_DOT32_LANES);
 }
 
-const vkf_wtype vkf_wtype_q4_1 = {"Q4_1", 3,   32,  20,    1, 32,           2,
-                                  {0, 2}, deq, dot, quant, 0, VKF_ACT_Q8_1, act_dot};
+const vkf_wtype vkf_wtype_q4_1 = {"Q4_1", 3,     32, 20,           1,       32, 2, {0, 2}, deq,
+                                  dot,    quant, 0,  VKF_ACT_Q8_1, act_dot, 0,  0};

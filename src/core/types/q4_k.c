@@ -82,5 +82,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
     return vkf_act_dot256(unpack, 144, VKF_MINS_LANES4, 0, vkf_dot256_order_of(flags, 1), w, a, k);
 }
 
-const vkf_wtype vkf_wtype_q4_k = {"Q4_K", 12,  256, 144,   1, 64,           2,
-                                  {0, 2}, deq, dot, quant, 1, VKF_ACT_Q8_K, act_dot};
+const vkf_wtype vkf_wtype_q4_k = {"Q4_K", 12,    256, 144,          1,       64, 2, {0, 2}, deq,
+                                  dot,    quant, 1,   VKF_ACT_Q8_K, act_dot, 0,  0};

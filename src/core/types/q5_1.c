@@ -52,5 +52,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
     return vkf_act_dot32(unpack, 24, 1, w, a, k, VKF_DOT32_LANES);
 }
 
-const vkf_wtype vkf_wtype_q5_1 = {"Q5_1", 7,   32,  24,    1, 32,           2,
-                                  {0, 2}, deq, dot, quant, 0, VKF_ACT_Q8_1, act_dot};
+const vkf_wtype vkf_wtype_q5_1 = {"Q5_1", 7,     32, 24,           1,       32, 2, {0, 2}, deq,
+                                  dot,    quant, 0,  VKF_ACT_Q8_1, act_dot, 0,  0};

@@ -68,5 +68,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
     return vkf_act_dot256(unpack, 176, VKF_MINS_SCALAR, 0, vkf_dot256_order_of(flags, 0), w, a, k);
 }
 
-const vkf_wtype vkf_wtype_q5_k = {"Q5_K", 13,  256, 176,   1, 64,           2,
-                                  {0, 2}, deq, dot, quant, 1, VKF_ACT_Q8_K, act_dot};
+const vkf_wtype vkf_wtype_q5_k = {"Q5_K", 13,    256, 176,          1,       64, 2, {0, 2}, deq,
+                                  dot,    quant, 1,   VKF_ACT_Q8_K, act_dot, 0,  0};

@@ -93,5 +93,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
                           vkf_dot256_order_of(flags, 0), w, a, k);
 }
 
-const vkf_wtype vkf_wtype_q6_k = {"Q6_K",   14,  256, 210,   1, 64,           1,
-                                  {208, 0}, deq, dot, quant, 1, VKF_ACT_Q8_K, act_dot};
+const vkf_wtype vkf_wtype_q6_k = {"Q6_K", 14,    256, 210,          1,       64, 1, {208, 0}, deq,
+                                  dot,    quant, 1,   VKF_ACT_Q8_K, act_dot, 0,  0};

@@ -43,5 +43,5 @@ static float act_dot(const void *w, const void *a, int64_t k, int flags) {
     return vkf_act_dot32(unpack, 34, 0, w, a, k, VKF_DOT32_LANES);
 }
 
-const vkf_wtype vkf_wtype_q8_0 = {"Q8_0", 8,   32,  34,    1, 32,           1,
-                                  {0, 0}, deq, dot, quant, 0, VKF_ACT_Q8_0, act_dot};
+const vkf_wtype vkf_wtype_q8_0 = {"Q8_0", 8,     32, 34,           1,       32, 1, {0, 0}, deq,
+                                  dot,    quant, 0,  VKF_ACT_Q8_0, act_dot, 0,  0};
