@@ -120,6 +120,29 @@ def main():
         check(abs(np.log(float(m.group(2)) / ref["ppl"])) < LN_PPL_BOUND,
               f"text report: final {m.group(2)}, llama.cpp {ref['ppl']}")
     check("6 chunks of 64 (31 scored each)" in err, f"counts on stderr: {err}")
+    check("perplexity [" not in err, "a progress bar on stderr that is not a terminal")
+
+    # ---- on a terminal: the progress bar on stderr, cleared; stdout stays the report
+    master, slave = os.openpty()
+    p = subprocess.Popen([CLI, "perplexity", "-m", llama, "-f", TEXT, "--cpu", "-c", "64",
+                          "--chunks", "3", "-b", "8"], stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    tty = b""
+    while True:
+        try:
+            b = os.read(master, 4096)
+        except OSError:  # EIO: the other side closed
+            break
+        if not b:
+            break
+        tty += b
+    out = p.stdout.read().decode()
+    p.wait()
+    os.close(master)
+    tty = tty.decode(errors="replace")
+    check(p.returncode == 0 and re.search(r"perplexity \[[#.]{30}\] +\d+% \d+/192 tokens", tty)
+          and "\r\x1b[K" in tty, f"progress on a terminal: {tty!r}")
+    check(out.startswith("[1]") and "\x1b" not in out, f"stdout beside a terminal: {out!r}")
 
     with tempfile.TemporaryDirectory() as tmp:
         base = os.path.join(tmp, "base.kld")
