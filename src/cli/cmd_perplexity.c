@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/gen_opts.h"
 #include "frontend/args.h"
 
 #define PPL_MAGIC "_logits_"
@@ -669,9 +670,10 @@ int vkf_cmd_perplexity(int argc, char **argv) {
     }
 
     fprintf(stderr,
-            "vkformer: perplexity: %s on %s: %d tokens, %d chunks of %d (%d scored each), %s, "
+            "vkformer: perplexity: %s on %s: %d tokens, %d %s of %d (%d scored each), %s, "
             "passes of %s%d\n",
-            o.model, vkf_context_device_name(ctx), n_tok, n_chunk, n_ctx, n_scored,
+            o.model, vkf_context_device_name(ctx), n_tok, n_chunk,
+            vkf_plural(n_chunk, "chunk", "chunks"), n_ctx, n_scored,
             add_bos ? "BOS first in each chunk" : "no BOS (the model adds none)",
             o.n_batch ? "" : "up to ", o.n_batch ? pass : n_ctx);
     if (n_ctx > md.n_ctx_train)
