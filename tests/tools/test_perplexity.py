@@ -15,17 +15,20 @@ Usage: test_perplexity.py CLI SOURCE_DIR FIXTURES_DIR
 - A run against its own base: KL divergence 0 (within the format's quantization, bound below),
   same top token 100 %, PPL(Q) = PPL(base); a file without the model record (as
   llama-perplexity writes it) is read with a notice.
-- Bad input, each a clear error, exit 1 and no file left behind: a text shorter than two
-  chunks (the counts named), a base file from another model (named) or context size, a
-  truncated or foreign file, a directory, unreadable -f, a -f that is not the base run's text.
+- Ctrl-C: exit 130, no base file left. Bad input, each a clear error, exit 1 and no file left
+  behind: a text shorter than two chunks (the counts named), a base file from another model
+  (named) or context size, a truncated or foreign file, a directory, unreadable -f, a -f that is
+  not the base run's text.
 """
 import json
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -245,6 +248,19 @@ def main():
         refused(["-m", llama, "--cpu", "-f", TEXT, "--kl-divergence-base",
                  os.path.join(tmp, "no", "dir.kld"), "-c", "64", "--chunks", "2"],
                 r"dir\.kld: No such file", "an unwritable base path")
+        # Ctrl-C: exit 130, said so, the base file not left half-written (24 chunks of 512 take
+        # several seconds; the handler is in place before the model loads)
+        intr = os.path.join(tmp, "intr.kld")
+        p = subprocess.Popen([CLI, "perplexity", "-m", llama, "-f", TEXT, "--cpu", "-c", "512",
+                              "--kl-divergence-base", intr], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate()
+        check(p.returncode == 130 and "interrupted at chunk" in err,
+              f"Ctrl-C: exit {p.returncode}, stderr {err!r}")
+        check(not [n for n in os.listdir(tmp) if n.startswith("intr.kld")],
+              f"Ctrl-C left a base file: {os.listdir(tmp)}")
         rc, out, err = run("-m", llama, "--kl-divergence")
         check(rc == 2 and "--kl-divergence-base" in err, f"--kl-divergence alone: {rc} {err}")
         rc, out, err = run("--help")
