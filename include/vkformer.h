@@ -734,6 +734,9 @@ vkf_status vkf_spec_begin(vkf_spec *sp, vkf_session *s, const int32_t *context, 
  * n_vocab logits after it. The session may hold drafted tokens past it until the next call
  * (vkf_spec_n_past counts the real ones); on an error nothing of this call is kept. */
 vkf_status vkf_spec_eval(vkf_spec *sp, vkf_session *s, int32_t token, float *logits);
+/* At most n tokens drafted per pass from now on (a caller that wants m more tokens after the
+ * one it evaluates gives m - 1: drafts past the end are wasted work); n < 0: n_max. */
+void vkf_spec_limit(vkf_spec *sp, int32_t n);
 /* Drops the drafted tokens the session holds past the ones given to vkf_spec_eval. */
 vkf_status vkf_spec_end(vkf_spec *sp);
 /* The tokens of s given to it so far (vkf_session_n_past less the drafts). */

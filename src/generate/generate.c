@@ -130,9 +130,15 @@ vkf_status vkf_generate_spec(vkf_session *s, vkf_spec *spec, const int32_t *prom
                 st.n_generated, st.n_generated == 1 ? "" : "s", s->n_ctx);
             break;
         }
-        rc = spec ? vkf_spec_eval(spec, s, tok, logits) : vkf_session_eval_last(s, &tok, 1, logits);
+        if (spec) { /* n_predict - i - 1 tokens to come after tok: no draft past the last */
+            vkf_spec_limit(spec, n_predict - i - 2);
+            rc = vkf_spec_eval(spec, s, tok, logits);
+        } else {
+            rc = vkf_session_eval_last(s, &tok, 1, logits);
+        }
     }
     if (spec) { /* the cache keeps the tokens generated, not the drafts past them */
+        vkf_spec_limit(spec, -1);
         vkf_status es = vkf_spec_end(spec);
         if (rc == VKF_OK) rc = es;
         int64_t d = 0, a = 0;

@@ -52,6 +52,7 @@ struct vkf_spec {
     int32_t ds_n, ds_cap;
     float *dlog;
     vkf_cand top[SPEC_DRAFT_TOP_K];
+    int32_t limit; /* most tokens to draft (vkf_spec_limit), < 0: none */
     int64_t n_drafted, n_accepted, n_passes;
 };
 
@@ -152,6 +153,7 @@ vkf_status vkf_spec_create(vkf_model *target, const vkf_spec_params *p, vkf_spec
     if (!sp) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "speculative: out of host memory");
     sp->p = *p;
     sp->m = target;
+    sp->limit = -1;
     sp->V = target->hp.n_vocab;
     sp->batch = malloc((size_t)(p->n_max + 1) * sizeof *sp->batch);
     sp->draft = malloc((size_t)p->n_max * sizeof *sp->draft);
@@ -176,6 +178,10 @@ void vkf_spec_free(vkf_spec *sp) {
     free(sp->ds_tok);
     free(sp->dlog);
     free(sp);
+}
+
+void vkf_spec_limit(vkf_spec *sp, int32_t n) {
+    if (sp) sp->limit = n;
 }
 
 int32_t vkf_spec_n_past(const vkf_spec *sp, const vkf_session *s) {
@@ -338,6 +344,7 @@ vkf_status vkf_spec_eval(vkf_spec *sp, vkf_session *s, int32_t token, float *log
     VKF_TRY(drop_pending(sp));
     sp->hist[sp->n_hist++] = token;
     int32_t room = s->n_ctx - s->n_past - 1, max = sp->p.n_max < room ? sp->p.n_max : room, k = 0;
+    if (sp->limit >= 0 && sp->limit < max) max = sp->limit;
     vkf_status st = VKF_OK;
     if (max > 0) {
         if (sp->p.type == VKF_SPEC_NGRAM)
