@@ -549,6 +549,10 @@ vkf_status vkf_session_truncate(vkf_session *s, int32_t n);
  * (logits may be NULL). */
 vkf_status vkf_session_seq_eval(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
                                 int32_t n, float *logits);
+/* The same, writing n * n_vocab floats: the logits after every token (row i predicts the token
+ * after tokens[i]; a server's speculative check of one slot's drafts). */
+vkf_status vkf_session_seq_eval_all(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
+                                    int32_t n, float *logits);
 /* Decoder-only: one step for all n_batch sequences: sequence b appends tokens[b] at position
  * pos[b] (pos[b] < 0: idle). logits (may be NULL) holds n_batch * n_vocab floats; the rows of
  * the busy sequences are written. The step computes only the sequences from the first busy one
@@ -743,6 +747,10 @@ vkf_status vkf_spec_end(vkf_spec *sp);
 int32_t vkf_spec_n_past(const vkf_spec *sp, const vkf_session *s);
 /* Totals since the state was made: tokens drafted and checked, and those the target kept. */
 void vkf_spec_counts(const vkf_spec *sp, int64_t *drafted, int64_t *accepted);
+/* The n-gram lookup alone: the up to max tokens that followed the latest earlier occurrence in
+ * h[0..n) of its last ngram_n (then ngram_n - 1, ..., 1) tokens, into out; returns how many. */
+int32_t vkf_spec_ngram_draft(const int32_t *h, int32_t n, int32_t ngram_n, int32_t max,
+                             int32_t *out);
 /* vkf_generate with speculation (sp NULL: vkf_generate): the same tokens for the same seed. */
 vkf_status vkf_generate_spec(vkf_session *s, vkf_spec *sp, const int32_t *prompt, int32_t n_prompt,
                              int32_t n_predict, const vkf_sampler_params *smp,

@@ -250,15 +250,15 @@ vkf_status vkf_spec_begin(vkf_spec *sp, vkf_session *s, const int32_t *context, 
 
 /* Prompt lookup: the latest earlier occurrence of the history's last L tokens (L = ngram_n down
  * to 1), and the up to max tokens that followed it there. */
-static int32_t draft_ngram(const vkf_spec *sp, int32_t max) {
-    const int32_t *h = sp->hist;
-    int32_t n = sp->n_hist;
-    for (int32_t L = sp->p.ngram_n < n - 1 ? sp->p.ngram_n : n - 1; L >= 1; L--) {
+int32_t vkf_spec_ngram_draft(const int32_t *h, int32_t n, int32_t ngram_n, int32_t max,
+                             int32_t *out) {
+    if (!h || !out || max < 1) return 0;
+    for (int32_t L = ngram_n < n - 1 ? ngram_n : n - 1; L >= 1; L--) {
         const int32_t *key = h + n - L;
         for (int32_t j = n - L - 1; j >= 0; j--) {
             if (memcmp(h + j, key, (size_t)L * sizeof *h) != 0) continue;
             int32_t k = n - (j + L) < max ? n - (j + L) : max;
-            memcpy(sp->draft, h + j + L, (size_t)k * sizeof *h);
+            memcpy(out, h + j + L, (size_t)k * sizeof *h);
             return k;
         }
     }
@@ -348,7 +348,7 @@ vkf_status vkf_spec_eval(vkf_spec *sp, vkf_session *s, int32_t token, float *log
     vkf_status st = VKF_OK;
     if (max > 0) {
         if (sp->p.type == VKF_SPEC_NGRAM)
-            k = draft_ngram(sp, max);
+            k = vkf_spec_ngram_draft(sp->hist, sp->n_hist, sp->p.ngram_n, max, sp->draft);
         else
             st = draft_model(sp, max, &k);
     }
