@@ -229,7 +229,7 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     ADD("-md|--model-draft|--spec-draft-model", VKF_ARG_STR, &o->draft_path, .metavar = "PATH",
         .help = "draft model for speculative decoding (its vocabulary must be the model's)");
     ADD("--spec-type", VKF_ARG_CALL, &o->spec_type, .metavar = "TYPE", .call = parse_spec_type,
-        .seen = &o->spec_given,
+        .seen = &o->spec_type_given,
         .help = "speculative decoding: none, ngram (prompt lookup, no second model) or draft "
                 "(-md) (default: draft with -md, else none)");
     ADD("--draft-max|--draft|--draft-n|--spec-draft-n-max", VKF_ARG_INT, &o->draft_max,
@@ -295,7 +295,7 @@ int vkf_gen_check(vkf_gen_opts *o, const char *cmd) {
     }
     o->mp.n_ctx = o->n_ctx;
     o->mp.cache_type = o->cache_type; /* the load checks a context asked for in this type */
-    if (o->draft_path && !o->spec_given) o->spec_type = VKF_SPEC_DRAFT;
+    if (o->draft_path && !o->spec_type_given) o->spec_type = VKF_SPEC_DRAFT;
     if (o->draft_path && o->spec_type != VKF_SPEC_DRAFT)
         return vkf_usage_error(cmd, "-md %s is a draft model, but --spec-type is not draft",
                                o->draft_path);

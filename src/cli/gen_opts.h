@@ -49,7 +49,8 @@ typedef struct vkf_gen_opts {
     int32_t draft_max, draft_min; /* --draft-max, --draft-min */
     float draft_p_min;            /* --draft-p-min */
     int32_t ngram_n;              /* --spec-ngram-size-n */
-    int spec_given;               /* a --draft-* or --spec-* flag was given */
+    int spec_given;               /* a --draft-* or --spec-ngram-* flag was given */
+    int spec_type_given;          /* --spec-type was given */
     vkf_cli_grammar gr; /* --grammar, --json-schema, ...: sp.grammar after vkf_gen_check */
     char help_n[128], help_min_p[96]; /* help texts with this command's defaults */
 } vkf_gen_opts;

@@ -1,0 +1,99 @@
+"""Speculative decoding in the package (llama-cpp-python's draft_model=): the same text as
+without it, greedy and seeded, the drafts counted; `vkformer generate --spec-type ngram` and
+`-md` give the CLI's text unchanged; bad drafters refused."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+import vkformer
+from vkformer.llama_speculative import LlamaDraftModel, LlamaPromptLookupDecoding
+
+from conftest import CLI, KJV, TINY, need
+
+# a verse repeated: the lookup finds what follows
+PROMPT = ("And God said, Let there be light: and there was light. And God saw the light, that it "
+          "was good: and God divided the light from the darkness. And God said, Let there be")
+
+
+@pytest.mark.parametrize("sampling", [dict(temperature=0.0),
+                                      dict(temperature=0.8, top_k=40, top_p=0.95, seed=7),
+                                      dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0,
+                                           repeat_penalty=1.1, seed=3)])
+def test_same_text_with_prompt_lookup(sampling):
+    with vkformer.Llama(str(KJV), verbose=False) as plain, \
+            vkformer.Llama(str(KJV), verbose=False,
+                           draft_model=LlamaPromptLookupDecoding(num_pred_tokens=8)) as spec:
+        a = plain.create_completion(PROMPT, max_tokens=96, **sampling)["choices"][0]["text"]
+        b = spec.create_completion(PROMPT, max_tokens=96, **sampling)["choices"][0]["text"]
+        assert a == b
+        assert spec.n_drafted > 0 and 0 < spec.n_accepted <= spec.n_drafted
+        # the cache holds the tokens taken, not the drafts past them: a second call reuses it
+        c = spec.create_completion(PROMPT, max_tokens=96, **sampling)["choices"][0]["text"]
+        assert c == a
+
+
+class _Wrong(LlamaDraftModel):
+    """Drafts tokens the model never draws first (every draft rejected), then the right ones
+    from a plain run (every draft accepted): both paths of the check."""
+
+    def __init__(self, right: list[int], n_prompt: int):
+        self.right, self.n_prompt, self.calls = right, n_prompt, 0
+
+    def __call__(self, input_ids, /, **kwargs):
+        self.calls += 1
+        done = len(input_ids) - self.n_prompt
+        if self.calls % 2:
+            return np.array(self.right[done: done + 5], dtype=np.intc)
+        return np.array([(t + 1) % 512 for t in self.right[done: done + 5]], dtype=np.intc)
+
+
+def test_tokens_equal_with_any_drafter():
+    need(TINY)
+    with vkformer.Llama(str(TINY), cache_type="f32", verbose=False) as plain:
+        prompt = plain.tokenize(b"The quick brown fox")
+        toks = []
+        for t in plain.generate(prompt, temp=0.0):
+            toks.append(t)
+            if len(toks) == 40:
+                break
+    wrong = _Wrong(toks, len(prompt))
+    with vkformer.Llama(str(TINY), cache_type="f32", verbose=False, draft_model=wrong) as spec:
+        got = []
+        for t in spec.generate(prompt, temp=0.0):
+            got.append(t)
+            if len(got) == 40:
+                break
+        assert got == toks
+        assert spec.n_accepted > 0 and spec.n_accepted < spec.n_drafted
+
+
+def test_bad_drafters():
+    with pytest.raises(ValueError, match="num_pred_tokens"):
+        LlamaPromptLookupDecoding(num_pred_tokens=0)
+    with pytest.raises(TypeError, match="draft_model"):
+        vkformer.Llama(str(KJV), verbose=False, draft_model=3)
+
+
+def _cli(*args):
+    r = subprocess.run([str(CLI), "generate", "-m", str(KJV), "-p", PROMPT, "-n", "64",
+                        "--temp", "0", *args], capture_output=True, timeout=300, check=False)
+    return r
+
+
+def test_cli_speculation_same_text_and_errors():
+    base = _cli()
+    assert base.returncode == 0, base.stderr
+    for extra in (["--spec-type", "ngram"], ["-md", str(KJV), "--draft-max", "4"]):
+        r = _cli(*extra)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == base.stdout
+        assert b"speculative: drafted" in r.stderr
+    for n in ("0", "-3"):
+        r = _cli("--spec-type", "ngram", "--draft-max", n)
+        assert r.returncode == 2 and b"--draft-max " + n.encode() in r.stderr
+    need(TINY)
+    r = _cli("-md", str(TINY))
+    assert r.returncode == 1 and b"llama-tiny-f32.gguf" in r.stderr, r.stderr
