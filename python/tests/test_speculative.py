@@ -4,6 +4,7 @@ without it, greedy and seeded, the drafts counted; `vkformer generate --spec-typ
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import numpy as np
@@ -97,3 +98,76 @@ def test_cli_speculation_same_text_and_errors():
     need(TINY)
     r = _cli("-md", str(TINY))
     assert r.returncode == 1 and b"llama-tiny-f32.gguf" in r.stderr, r.stderr
+
+
+def _serve(*extra):
+    import re
+    import time
+    p = subprocess.Popen([str(CLI), "serve", "-m", str(KJV), "--port", "0", "-np", "2",
+                          "--metrics", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 120:
+        line = p.stderr.readline()
+        if not line and p.poll() is not None:
+            break
+        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        if m:
+            return p, f"http://127.0.0.1:{m.group(1)}"
+    p.kill()
+    raise AssertionError("the server did not start")
+
+
+def _post(url, body):
+    import json
+    import urllib.request
+    req = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return json.loads(r.read())
+
+
+def test_serve_slots_speculate_same_text():
+    """Two requests at once on two slots (greedy and seeded): the same texts with n-gram
+    drafts as without; /slots and /metrics count the drafts."""
+    import json
+    import threading
+    import urllib.request
+    bodies = [dict(prompt=PROMPT, max_tokens=64, temperature=0),
+              dict(prompt=PROMPT[40:], max_tokens=64, temperature=0.8, seed=11)]
+    texts = {}
+    for name, extra in (("plain", ()), ("spec", ("--spec-type", "ngram", "--draft-max", "8"))):
+        p, base = _serve(*extra)
+        try:
+            out = [None, None]
+
+            def one(i):
+                out[i] = _post(base + "/v1/completions", bodies[i])["choices"][0]["text"]
+
+            ts = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            texts[name] = out
+            if name == "spec":
+                with urllib.request.urlopen(base + "/slots", timeout=60) as r:
+                    slots = json.loads(r.read())
+                assert all(s["speculative"] for s in slots)
+                nt = [s["next_token"][0] for s in slots]
+                assert sum(n["n_draft_total"] for n in nt) > 0
+                assert sum(n["n_draft_accepted"] for n in nt) > 0
+                with urllib.request.urlopen(base + "/metrics", timeout=60) as r:
+                    metrics = r.read().decode()
+                drafted = float(re.search(r"^vkformer:draft_tokens_total (\S+)$", metrics,
+                                          re.M).group(1))
+                accepted = float(re.search(r"^vkformer:draft_tokens_accepted_total (\S+)$",
+                                           metrics, re.M).group(1))
+                assert drafted >= accepted > 0
+        finally:
+            p.terminate()
+            p.wait(timeout=60)
+    assert texts["spec"] == texts["plain"]
+    r = subprocess.run([str(CLI), "serve", "-m", str(KJV), "--spec-type", "ngram",
+                        "--draft-max", "0"], capture_output=True, timeout=60, check=False)
+    assert r.returncode == 2 and b"--draft-max 0" in r.stderr
