@@ -713,7 +713,9 @@ typedef struct vkf_spec_params {
     int32_t type;     /* vkf_spec_type: VKF_SPEC_NGRAM or VKF_SPEC_DRAFT */
     vkf_model *draft; /* VKF_SPEC_DRAFT: the draft model (outlives the state); its vocabulary
                          must be the target's (vkf_spec_check_vocab) */
-    int32_t n_max;    /* most tokens drafted per step, >= 1 (llama.cpp's --draft-max) */
+    int32_t n_max;    /* most tokens drafted per step, >= 1 (llama.cpp's --draft-max); a pass
+                         checks 2, 4, 8, ... tokens (the one fed and its drafts), at most
+                         n_max + 1: 16 drafts at most 15 */
     int32_t n_min;    /* a shorter draft is not checked (--draft-min); 0 <= n_min <= n_max */
     float p_min;      /* draft model: drafting stops after a token it gives a probability under
                          this among its 10 best (--draft-p-min), in [0, 1] */

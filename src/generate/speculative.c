@@ -311,13 +311,13 @@ static vkf_status draft_model(vkf_spec *sp, int32_t max, int32_t *k) {
     return VKF_OK;
 }
 
-/* Verification passes of 2, 4, 8, 16, ... tokens, or of n_max + 1: each length is a graph the
+/* Verification passes of 2, 4, 8, 16, ... tokens, at most n_max + 1: each length is a graph the
  * session builds and keeps (it keeps a few shapes), so a draft is cut to the longest of these
- * lengths that it fills. */
+ * lengths that it fills. Powers of two also fit the batched kernels' row tiles (16 rows on CPU
+ * devices): a pass of 17 would pay a second tile for one row. */
 static int32_t pass_tokens(int32_t k, int32_t n_max) {
-    if (k >= n_max) return n_max + 1;
     int32_t b = 1;
-    while (b * 2 <= k + 1)
+    while (b * 2 <= k + 1 && b * 2 <= n_max + 1)
         b *= 2;
     return b;
 }

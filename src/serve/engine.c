@@ -446,12 +446,11 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
     take_token(e, r, row);
 }
 
-/* Passes of 2, 4, 8, ... tokens or of draft_max + 1 (the library's rule, generate/speculative.c):
- * each length is a graph the session keeps. */
+/* Passes of 2, 4, 8, ... tokens, at most draft_max + 1 (the library's rule,
+ * generate/speculative.c): each length is a graph the session keeps. */
 static int32_t spec_pass(int32_t k, int32_t n_max) {
-    if (k >= n_max) return n_max + 1;
     int32_t b = 1;
-    while (b * 2 <= k + 1)
+    while (b * 2 <= k + 1 && b * 2 <= n_max + 1)
         b *= 2;
     return b;
 }
