@@ -165,12 +165,13 @@ static void check_seeded(vkf_context *ctx, const char *backend) {
     vkf_model_free(m);
 }
 
-static void softmax(const float *l, int n, double *p) {
+/* the sampler's distribution at temperature T (nothing else in its chain on) */
+static void softmax(const float *l, int n, double T, double *p) {
     double mx = -INFINITY, sum = 0;
     for (int i = 0; i < n; i++)
         mx = l[i] > mx ? l[i] : mx;
     for (int i = 0; i < n; i++)
-        sum += p[i] = exp((double)l[i] - mx);
+        sum += p[i] = exp(((double)l[i] - mx) / T);
     for (int i = 0; i < n; i++)
         p[i] /= sum;
 }
@@ -182,7 +183,7 @@ static double chi2_quantile(int k, double z) {
     return k * pow(1 - h + z * sqrt(h), 3);
 }
 
-/* Two tokens x, y drawn at temperature 1 through vkf_spec_eval, where the lookup drafts d (the
+/* Two tokens x, y drawn at a temperature T through vkf_spec_eval, where the lookup drafts d (the
  * most likely x) after t0: x == d takes the accepted draft's logits for y, any other x the
  * rollback and a new pass. Over N seeds, the (x, y) counts against N p(x) p(y | x) from plain
  * evaluations of prompt + t0 + x (no speculation). */
@@ -214,7 +215,16 @@ static void check_distribution(vkf_context *ctx, const char *backend) {
     int32_t d = prompt[2];
     vkf_session_reset(s);
     VKT_OK(vkf_session_eval_last(s, prompt, 6, lg));
-    softmax(lg, V, p1);
+    /* the temperature: the random model is nearly uniform at 1 (p(d) ~ 2% over 512 tokens);
+     * the first of these that gives d p >= 0.25 (a fixed choice: the model is fixed), so that
+     * both the accepted and the rejected path run often and the bins hold enough counts */
+    double T = 1.0;
+    static const double temps[] = {1.0, 0.5, 0.3, 0.2, 0.15, 0.1, 0.07, 0.05, 0.03, 0.02};
+    for (int i = 0; i < (int)(sizeof temps / sizeof *temps); i++) {
+        T = (float)temps[i]; /* the value the sampler gets */
+        softmax(lg, V, T, p1);
+        if (p1[d] >= 0.25) break;
+    }
     /* x bins: d, the two most likely others, the rest; y bins under d and those two: the
      * three most likely y, the rest */
     int xs[3] = {d, -1, -1};
@@ -231,7 +241,7 @@ static void check_distribution(vkf_context *ctx, const char *backend) {
         memcpy(q, prompt, sizeof prompt);
         q[6] = xs[j];
         VKT_OK(vkf_session_eval_last(s, q, 7, lg));
-        softmax(lg, V, p2[j]);
+        softmax(lg, V, T, p2[j]);
         for (int k = 0; k < 3; k++) {
             int best = -1;
             for (int i = 0; i < V; i++)
@@ -266,7 +276,7 @@ static void check_distribution(vkf_context *ctx, const char *backend) {
     vkf_session_reset(s);
     VKT_OK(vkf_session_eval_last(s, prompt, 5, lg));
     for (int seed = 0; seed < N && spec; seed++) {
-        vkf_sampler_params sp = {.temp = 1.0f, .seed = (uint64_t)seed * 7919u + 13u};
+        vkf_sampler_params sp = {.temp = (float)T, .seed = (uint64_t)seed * 7919u + 13u};
         vkf_sampler *smp = NULL;
         int32_t x = 0, y = 0;
         if (vkf_sampler_create(&sp, &smp) != VKF_OK || vkf_session_truncate(s, 5) != VKF_OK ||
@@ -302,10 +312,11 @@ static void check_distribution(vkf_context *ctx, const char *backend) {
      * million; the seeds are fixed, so the verdict is deterministic. A draft that leaked its
      * token (say always keeping d) moves p(d) from p1[d] to 1 and fails by orders of magnitude */
     double lim = chi2_quantile(df, 4.753);
-    printf("  %s distribution: p(d) %.3f, %d seeds, accepted %lld, chi2 %.2f (df %d, limit "
+    printf("  %s distribution: temperature %g, p(d) %.3f, %d seeds, accepted %lld, chi2 %.2f (df "
+           "%d, limit "
            "%.2f)\n",
-           backend, p1[d], N, (long long)acc, chi2, df, lim);
-    VKT_CHECK(df >= 6 && chi2 < lim, "%s: chi2 %.2f >= %.2f (df %d)", backend, chi2, lim, df);
+           backend, T, p1[d], N, (long long)acc, chi2, df, lim);
+    VKT_CHECK(df >= 4 && chi2 < lim, "%s: chi2 %.2f >= %.2f (df %d)", backend, chi2, lim, df);
     VKT_CHECK(acc > N / 20 && acc < N, "%s: %lld of %d first drafts accepted", backend,
               (long long)acc, N);
     vkf_spec_free(spec);
