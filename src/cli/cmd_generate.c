@@ -231,7 +231,7 @@ int vkf_cmd_generate(int argc, char **argv) {
     vkf_arg args[VKF_GEN_MAX_ARGS];
     vkf_gen_args(&o, VKF_GEN_GENERATE, args);
     vkf_cmd_spec cspec = {"generate", "-m PATH [-p PROMPT | -f FILE] [-n N] [options]",
-                         description(), args, .epilog = epilog};
+                          description(), args, .epilog = epilog};
     int rc = vkf_args_parse(&cspec, argc, argv);
     if (rc >= 0) return rc;
     if (o.list_devices) return vkf_cmd_devices(1, argv);
