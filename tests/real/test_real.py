@@ -349,7 +349,7 @@ def t_speculative(exe):
     prompt = os.path.join(HERE, "..", "..", "bench", "data", "spec-correct-paragraph.txt")
     for name in ("smollm2-135m", "gemma3-270m"):
         path = model_path(exe, name)
-        base = [exe, "generate", "-m", path, "-f", prompt, "-n", "48", "--temp", "0"]
+        base = [exe, "generate", "-m", path, "-f", prompt, "-n", "32", "--temp", "0"]
         plain = run(base)
         check(plain.returncode == 0, f"{name}: generate runs ({plain.stderr[-300:]})")
         for extra in (["--spec-type", "ngram"], ["-md", path, "--draft-max", "4"]):
