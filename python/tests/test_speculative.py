@@ -171,3 +171,21 @@ def test_serve_slots_speculate_same_text():
     r = subprocess.run([str(CLI), "serve", "-m", str(KJV), "--spec-type", "ngram",
                         "--draft-max", "0"], capture_output=True, timeout=60, check=False)
     assert r.returncode == 2 and b"--draft-max 0" in r.stderr
+
+
+def test_chat_two_turns_same_text():
+    """`vkformer chat` with n-gram lookup and with a draft model: the answers of two turns (the
+    second reusing the cache the first left) are those without speculation."""
+    turns = ("And God said, Let there be light: and there was light. And God said\n"
+             "And God said, Let there be\n")
+    outs = []
+    for extra in ([], ["--spec-type", "ngram"], ["-md", str(KJV)]):
+        r = subprocess.run([str(CLI), "chat", "-m", str(KJV), "--temp", "0", "-n", "60",
+                            "--show-timings", *extra], input=turns.encode(), capture_output=True,
+                           timeout=300, check=False)
+        assert r.returncode == 0, r.stderr
+        outs.append(r.stdout)
+        if extra:
+            m = re.findall(rb"\[speculative: drafted (\d+), accepted (\d+)\]", r.stderr)
+            assert len(m) == 2 and sum(int(a) for _, a in m) > 0, r.stderr
+    assert outs[1] == outs[0] and outs[2] == outs[0]
