@@ -36,6 +36,9 @@ int vkf_bench_tokenizer(int argc, char **argv);
 /* vkformer bench --grammar [--vocab P1,P2] [-m MODEL] [-r N]: constrained sampling's cost per
  * token (bench/bench_grammar.c). */
 int vkf_bench_grammar(int argc, char **argv);
+/* vkformer bench --speculative -m MODEL [-f PROMPT] [-n N] [-r N] [--draft-max N] [-md DRAFT]:
+ * decode with speculative decoding against without, same tokens (bench/bench_spec.c). */
+int vkf_bench_spec(int argc, char **argv);
 
 /* ---------------------------------------------------------------- helpers (bench_util.c) */
 

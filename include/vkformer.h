@@ -574,6 +574,10 @@ vkf_status vkf_session_truncate(vkf_session *s, int32_t n);
  * (logits may be NULL). */
 vkf_status vkf_session_seq_eval(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
                                 int32_t n, float *logits);
+/* The same, writing n * n_vocab floats: the logits after every token (row i predicts the token
+ * after tokens[i]; a server's speculative check of one slot's drafts). */
+vkf_status vkf_session_seq_eval_all(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
+                                    int32_t n, float *logits);
 /* Decoder-only: one step for all n_batch sequences: sequence b appends tokens[b] at position
  * pos[b] (pos[b] < 0: idle). logits (may be NULL) holds n_batch * n_vocab floats; the rows of
  * the busy sequences are written. The step computes only the sequences from the first busy one
@@ -685,6 +689,8 @@ typedef struct vkf_generate_stats {
     double prompt_tps;    /* prompt tokens per second */
     double gen_tps;       /* generated tokens per second */
     vkf_stop_reason stop; /* why generation ended */
+    int32_t n_drafted;    /* vkf_generate_spec: tokens drafted, checked by the target model */
+    int32_t n_accepted;   /* vkf_generate_spec: drafted tokens the target model kept */
 } vkf_generate_stats;
 
 /* Called once per generated token, as soon as it is sampled: its id and its text (piece[0..len),
@@ -704,6 +710,78 @@ typedef int (*vkf_token_callback)(void *user, int32_t token, const char *piece, 
 vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
                         const vkf_sampler_params *sp, vkf_token_callback cb, void *user,
                         vkf_generate_stats *stats);
+
+/* ---------------------------------------------------------------- speculative decoding
+ *
+ * A drafter proposes the next tokens and the target model checks them all in one batched pass;
+ * the positions it rejects are dropped from its KV cache. Drafters: n-gram prompt lookup (the
+ * latest earlier occurrence in the sequence of its last ngram_n .. 1 tokens, and what followed
+ * it there: no second model), or a draft model with the target's vocabulary (its greedy
+ * continuation, as llama.cpp's -md). Every token is still drawn by the caller's sampler from the
+ * target's logits, one draw per token: this is speculative sampling's rejection rule for a
+ * draft that proposes one token (keep it with probability p(d), else draw from p without it),
+ * so the tokens are distributed as without speculation at any temperature, with any sampler,
+ * and for a given seed they are the same tokens.
+ *
+ *     vkf_spec_params p;
+ *     vkf_spec_params_default(&p);        // draft-max 16, draft-min 0, draft-p-min 0.75, n 3
+ *     p.type = VKF_SPEC_NGRAM;
+ *     vkf_spec *sp;
+ *     vkf_spec_create(m, &p, &sp);
+ *     vkf_generate_spec(s, sp, toks, n, 256, &sampler, on_token, user, &st); // st.n_accepted
+ *
+ * A decoding loop of its own (chat, a binding) uses vkf_spec_eval in place of
+ * vkf_session_eval_last(s, &token, 1, logits), between vkf_spec_begin and vkf_spec_end. */
+typedef enum vkf_spec_type { VKF_SPEC_NONE = 0, VKF_SPEC_NGRAM, VKF_SPEC_DRAFT } vkf_spec_type;
+
+typedef struct vkf_spec_params {
+    int32_t type;     /* vkf_spec_type: VKF_SPEC_NGRAM or VKF_SPEC_DRAFT */
+    vkf_model *draft; /* VKF_SPEC_DRAFT: the draft model (outlives the state); its vocabulary
+                         must be the target's (vkf_spec_check_vocab) */
+    int32_t n_max;    /* most tokens drafted per step, >= 1 (llama.cpp's --draft-max); a pass
+                         checks 2, 4, 8, ... tokens (the one fed and its drafts), at most
+                         n_max + 1: 16 drafts at most 15 */
+    int32_t n_min;    /* a shorter draft is not checked (--draft-min); 0 <= n_min <= n_max */
+    float p_min;      /* draft model: drafting stops after a token it gives a probability under
+                         this among its 10 best (--draft-p-min), in [0, 1] */
+    int32_t ngram_n;  /* n-gram lookup: the longest key, >= 1 */
+} vkf_spec_params;
+
+typedef struct vkf_spec vkf_spec;
+
+void vkf_spec_params_default(vkf_spec_params *p);
+/* llama.cpp's check (common_speculative_are_compatible): the same tokenizer kind, add_bos/BOS,
+ * add_eos/EOS, sizes within 128 tokens, and the same text for every id from 5 on;
+ * VKF_ERROR_INVALID_ARGUMENT naming the first difference. */
+vkf_status vkf_spec_check_vocab(const vkf_model *target, const vkf_model *draft);
+/* A speculation state for the decoder-only model m; checks p (n_max < 1 and the draft's
+ * vocabulary are refused here). With a draft model, the state makes its own draft session. */
+vkf_status vkf_spec_create(vkf_model *m, const vkf_spec_params *p, vkf_spec **out);
+void vkf_spec_free(vkf_spec *sp);
+/* Starts on the single-sequence session s: context[0..n) is the sequence the drafter looks at
+ * so far (e.g. the prompt the session holds or is about to be given). */
+vkf_status vkf_spec_begin(vkf_spec *sp, vkf_session *s, const int32_t *context, int32_t n);
+/* vkf_session_eval_last(s, &token, 1, logits), speculatively: appends token and writes the
+ * n_vocab logits after it. The session may hold drafted tokens past it until the next call
+ * (vkf_spec_n_past counts the real ones); on an error nothing of this call is kept. */
+vkf_status vkf_spec_eval(vkf_spec *sp, vkf_session *s, int32_t token, float *logits);
+/* At most n tokens drafted per pass from now on (a caller that wants m more tokens after the
+ * one it evaluates gives m - 1: drafts past the end are wasted work); n < 0: n_max. */
+void vkf_spec_limit(vkf_spec *sp, int32_t n);
+/* Drops the drafted tokens the session holds past the ones given to vkf_spec_eval. */
+vkf_status vkf_spec_end(vkf_spec *sp);
+/* The tokens of s given to it so far (vkf_session_n_past less the drafts). */
+int32_t vkf_spec_n_past(const vkf_spec *sp, const vkf_session *s);
+/* Totals since the state was made: tokens drafted and checked, and those the target kept. */
+void vkf_spec_counts(const vkf_spec *sp, int64_t *drafted, int64_t *accepted);
+/* The n-gram lookup alone: the up to max tokens that followed the latest earlier occurrence in
+ * h[0..n) of its last ngram_n (then ngram_n - 1, ..., 1) tokens, into out; returns how many. */
+int32_t vkf_spec_ngram_draft(const int32_t *h, int32_t n, int32_t ngram_n, int32_t max,
+                             int32_t *out);
+/* vkf_generate with speculation (sp NULL: vkf_generate): the same tokens for the same seed. */
+vkf_status vkf_generate_spec(vkf_session *s, vkf_spec *sp, const int32_t *prompt, int32_t n_prompt,
+                             int32_t n_predict, const vkf_sampler_params *smp,
+                             vkf_token_callback cb, void *user, vkf_generate_stats *stats);
 
 typedef struct vkf_translate_params {
     int32_t beam;         /* beam width; 0 or 1: greedy (argmax, ties to the lowest id) */

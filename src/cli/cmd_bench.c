@@ -1,8 +1,7 @@
 /* `vkformer bench`: picks the benchmark by its mode flag and hands over to bench/ (bench.h):
- * --kernels, --startup, --plot, --tokenizer, --embedding, --grammar, --first-token (internal, used
- * by
- * --startup), else the end-to-end benchmark (llama-bench's flags). Each parses its options with
- * frontend/args.h. */
+ * --kernels, --startup, --plot, --tokenizer, --embedding, --grammar, --speculative, --first-token
+ * (internal, used by --startup), else the end-to-end benchmark (llama-bench's flags). Each parses
+ * its options with frontend/args.h. */
 #include <string.h>
 
 #include "bench.h" /* bench/: the vkformer_bench library */
@@ -19,6 +18,7 @@ int vkf_cmd_bench(int argc, char **argv) {
             return vkf_bench_compare(argc, argv);
         if (strcmp(argv[i], "--embedding") == 0) return vkf_bench_embed(argc, argv);
         if (strcmp(argv[i], "--grammar") == 0) return vkf_bench_grammar(argc, argv);
+        if (strcmp(argv[i], "--speculative") == 0) return vkf_bench_spec(argc, argv);
         if (strcmp(argv[i], "--first-token") == 0) return vkf_bench_first_token(argc, argv);
     }
     return vkf_bench_e2e(argc, argv);

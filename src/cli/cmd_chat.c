@@ -51,6 +51,8 @@ static int stop_requested(void *user) {
 typedef struct chat {
     vkf_model *m;
     vkf_session *s;
+    vkf_model *draft; /* -md */
+    vkf_spec *spec;   /* speculative decoding (-md, --spec-type ngram), or NULL */
     vkf_model_desc d;
     int32_t n_ctx, n_predict, reserve; /* n_predict < 0: until end of generation */
     vkf_sampler_params sp;
@@ -237,6 +239,11 @@ static int turn(chat *c) {
     if (answer) answer[0] = '\0';
     const char *why = NULL;
     char why_n[64];
+    int64_t dr0 = 0, ac0 = 0;
+    vkf_spec_counts(c->spec, &dr0, &ac0);
+    /* the drafter looks at the whole conversation the cache holds */
+    if (rc == 0 && c->spec && vkf_spec_begin(c->spec, c->s, c->cache, c->n_cache) != VKF_OK)
+        rc = vkf_cli_fail("chat: speculative decoding");
     while (rc == 0) {
         int32_t tok;
         for (int32_t i = 0; i < c->n_eog; i++) /* --ignore-eos: never drawn, as llama.cpp */
@@ -281,7 +288,8 @@ static int turn(chat *c) {
         }
         if (end || rc) break;
         double e0 = now_ms();
-        vkf_status es = vkf_session_eval_last(c->s, &tok, 1, c->logits);
+        vkf_status es = c->spec ? vkf_spec_eval(c->spec, c->s, tok, c->logits)
+                                : vkf_session_eval_last(c->s, &tok, 1, c->logits);
         turn_eval_ms += now_ms() - e0;
         c->n_eval += es == VKF_OK;
         if (es == VKF_ERROR_ABORTED) { /* Ctrl-C since the check above: the answer ends here */
@@ -298,6 +306,8 @@ static int turn(chat *c) {
         }
         c->cache[c->n_cache++] = tok;
     }
+    /* the cache keeps the answer's tokens, not the drafts past them */
+    if (c->spec && vkf_spec_end(c->spec) != VKF_OK && rc == 0) rc = vkf_cli_fail("chat");
     if (answer) answer[ans_len] = '\0';
     write_out("\n", 1);
     /* why the answer ended: always when it was cut short, for every answer with -v */
@@ -317,6 +327,12 @@ static int turn(chat *c) {
                 turn_prompt_ms > 0 ? (n - keep) / (turn_prompt_ms / 1e3) : 0.0, n_gen,
                 vkf_plural(n_gen, "token", "tokens"), steps, vkf_plural(steps, "step", "steps"),
                 turn_eval_ms, turn_eval_ms > 0 ? steps / (turn_eval_ms / 1e3) : 0.0);
+        if (c->spec) {
+            int64_t dr = 0, ac = 0;
+            vkf_spec_counts(c->spec, &dr, &ac);
+            fprintf(stderr, "[speculative: drafted %lld, accepted %lld]\n", (long long)(dr - dr0),
+                    (long long)(ac - ac0));
+        }
     }
     if (answer) add_msg(c->msgs, "assistant", answer);
     free(answer);
@@ -757,6 +773,7 @@ int vkf_cmd_chat(int argc, char **argv) {
         vkf_cli_fail("chat");
         goto done;
     }
+    if (vkf_gen_spec_open(&o, "chat", ctx, c.m, &c.draft, &c.spec)) goto done;
     c.n_ctx = vkf_session_n_ctx(c.s);
     c.n_predict = o.n_predict;
     c.reserve = o.n_predict >= 0 && o.n_predict < c.n_ctx / 2 ? o.n_predict : c.n_ctx / 2;
@@ -828,6 +845,11 @@ int vkf_cmd_chat(int argc, char **argv) {
             c.eval_ms > 0 ? (double)c.n_eval / (c.eval_ms / 1e3) : 0.0);
     fprintf(stderr, "timings:       total time = %10.2f ms / %5lld tokens\n", now_ms() - t_load,
             (long long)(c.n_prompt + c.n_eval));
+    if (c.spec) {
+        int64_t dr = 0, ac = 0;
+        vkf_spec_counts(c.spec, &dr, &ac);
+        vkf_gen_spec_report("timings:      speculative =", dr, ac);
+    }
 done:
     vkf_gen_free(&o);
     cJSON_Delete(c.msgs);
@@ -837,6 +859,8 @@ done:
     free(first);
     free(sys);
     vkf_session_free(c.s);
+    vkf_spec_free(c.spec);
+    vkf_model_free(c.draft);
     vkf_model_free(c.m);
     vkf_context_free(ctx);
     return rc;

@@ -233,9 +233,9 @@ int vkf_cmd_generate(int argc, char **argv) {
     vkf_gen_defaults(&o, VKF_GEN_GENERATE);
     vkf_arg args[VKF_GEN_MAX_ARGS];
     vkf_gen_args(&o, VKF_GEN_GENERATE, args);
-    vkf_cmd_spec spec = {"generate", "-m PATH [-p PROMPT | -f FILE] [-n N] [options]",
-                         description(), args, .epilog = epilog};
-    int rc = vkf_args_parse(&spec, argc, argv);
+    vkf_cmd_spec cspec = {"generate", "-m PATH [-p PROMPT | -f FILE] [-n N] [options]",
+                          description(), args, .epilog = epilog};
+    int rc = vkf_args_parse(&cspec, argc, argv);
     if (rc >= 0) return rc;
     if (o.list_devices) return vkf_cmd_devices(1, argv);
     if (!o.mp.path)
@@ -270,6 +270,8 @@ int vkf_cmd_generate(int argc, char **argv) {
     vkf_context *ctx = NULL;
     vkf_model *m = NULL;
     vkf_session *s = NULL;
+    vkf_model *draft = NULL;
+    vkf_spec *spec = NULL;
     int32_t *toks = NULL;
     rc = 1;
     vkf_model_desc md;
@@ -291,6 +293,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                 o.mp.path);
         goto done;
     }
+    if (vkf_gen_spec_open(&o, "generate", ctx, m, &draft, &spec)) goto done;
     if (md.n_ctx > md.n_ctx_train)
         fprintf(stderr,
                 "vkformer: generate: context %d tokens, past the %d the model was trained on\n",
@@ -370,7 +373,7 @@ int vkf_cmd_generate(int argc, char **argv) {
 
     once_ms c0 = once_now(ctx);
     vkf_generate_stats st = {0};
-    vkf_status gs = vkf_generate(s, toks, n, n_predict, &o.sp, on_token, &g, &st);
+    vkf_status gs = vkf_generate_spec(s, spec, toks, n, n_predict, &o.sp, on_token, &g, &st);
     once_ms c1 = once_now(ctx);
     vkf_cli_progress_clear();
     int ok = gs == VKF_OK || st.stop == VKF_STOP_CONTEXT_FULL || st.stop == VKF_STOP_ABORTED;
@@ -403,6 +406,7 @@ int vkf_cmd_generate(int argc, char **argv) {
     once_ms cf = g.have_first ? g.first : c1; /* the prompt pass ended at the first token */
     print_timings(load_ms, at_load, st.prompt_ms, once_diff(c0, cf), once_diff(cf, c1), st.n_prompt,
                   &st, now_ms() - t_start);
+    if (spec) vkf_gen_spec_report("speculative:", st.n_drafted, st.n_accepted);
     vkf_memory_info mi;
     if (vkf_session_memory(s, &mi) == VKF_OK)
         fprintf(stderr,
@@ -418,6 +422,8 @@ done:
     free(prompt_buf);
     free(file_text);
     vkf_session_free(s);
+    vkf_spec_free(spec);
+    vkf_model_free(draft);
     vkf_model_free(m);
     vkf_context_free(ctx);
     return rc;

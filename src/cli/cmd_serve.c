@@ -39,6 +39,8 @@ typedef struct loader {
     int32_t np, n_ctx, max_tokens, queue;
     int32_t ctk, ctv; /* -ctk / -ctv: vkf_cache_type */
     int embedding;    /* --embedding */
+    int spec_ngram;   /* --spec-type ngram */
+    int32_t draft_max, draft_min, ngram_n;
     vkf_context *ctx;
     vkf_model *m;
     vkf_model_desc d;
@@ -105,7 +107,11 @@ static int load(loader *l) {
                             .n_ctx = slot_ctx,
                             .queue_max = l->queue,
                             .cache_type_k = l->ctk,
-                            .cache_type_v = l->ctv};
+                            .cache_type_v = l->ctv,
+                            .spec_ngram = l->spec_ngram,
+                            .draft_max = l->draft_max,
+                            .draft_min = l->draft_min,
+                            .ngram_n = l->ngram_n};
     if (srv_engine_start(l->m, &ep, &l->e) != VKF_OK)
         return load_fail(l, srv_log_error("starting the slots: %s", vkf_last_error()));
     uint64_t kv = 0;
@@ -134,11 +140,26 @@ static int log_format_arg(void *dst, const char *v, char *err, size_t n) {
     return 0;
 }
 
+/* --spec-type: llama.cpp's names; serve has the n-gram lookup */
+static int spec_type_arg(void *dst, const char *v, char *err, size_t n) {
+    if (!strcmp(v, "none"))
+        *(int *)dst = VKF_SPEC_NONE;
+    else if (!strcmp(v, "ngram") || !strcmp(v, "ngram-simple"))
+        *(int *)dst = VKF_SPEC_NGRAM;
+    else {
+        snprintf(err, n, "expected none or ngram (prompt lookup; also ngram-simple), got '%s'", v);
+        return -1;
+    }
+    return 0;
+}
+
 int vkf_cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *api_key = NULL, *alias = NULL;
     int32_t port = 8080, np = 1, n_ctx = 0, max_tokens = 4096, queue = 16, max_body_kib = 1024;
     int32_t timeout_s = 600, ctk = 0, ctv = 0;
-    int metrics = 0, slots = 1, embedding = 0;
+    int metrics = 0, slots = 1, embedding = 0, spec_type = VKF_SPEC_NONE, spec_given = 0;
+    vkf_spec_params spd;
+    vkf_spec_params_default(&spd);
     srv_log_format log_format = SRV_LOG_NONE;
     vkf_context_params cp = {0};
     vkf_arg args[] = {
@@ -180,6 +201,21 @@ int vkf_cmd_serve(int argc, char **argv) {
         {"--log-format", VKF_ARG_CALL, &log_format, .metavar = "text|json", .call = log_format_arg,
          .help = "one access line per request on stderr (method, path, status, duration, "
                  "tokens); json: every line of serve's a JSON object (default: no access log)"},
+        {"--spec-type", VKF_ARG_CALL, &spec_type, .metavar = "none|ngram", .call = spec_type_arg,
+         .help = "speculative decoding in every slot: ngram drafts from the slot's own tokens "
+                 "(prompt lookup), checked in one pass (default none)"},
+        {"--draft-max|--draft|--draft-n|--spec-draft-n-max", VKF_ARG_INT, &spd.n_max,
+         .min = -(1 << 30), .max = 1 << 20, .metavar = "N", .seen = &spec_given,
+         .help = "most tokens drafted per step (default 16)"},
+        {"--draft-min|--spec-draft-n-min", VKF_ARG_INT, &spd.n_min, .min = -(1 << 30),
+         .max = 1 << 20, .metavar = "N", .seen = &spec_given,
+         .help = "fewer drafted tokens are not checked (default 0)"},
+        {"--spec-ngram-size-n|--spec-ngram-simple-size-n", VKF_ARG_INT, &spd.ngram_n, .min = 1,
+         .max = 1024, .metavar = "N", .seen = &spec_given,
+         .help = "n-gram lookup: the longest run of last tokens looked up (default 3)"},
+        {"-md|--model-draft|--spec-draft-model", VKF_ARG_REFUSED, .takes_value = 1,
+         .help = "a draft model is for generate, chat and the Python package; serve drafts by "
+                 "n-gram lookup (--spec-type ngram)"},
         VKF_ARGS_BACKEND(&cp),
         VKF_ARGS_SPLIT(&cp),
         {0}};
@@ -202,6 +238,14 @@ int vkf_cmd_serve(int argc, char **argv) {
                   "beginning\", \"max_tokens\": 16}'"};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
+    if (spec_given && spec_type == VKF_SPEC_NONE)
+        return vkf_usage_error("serve", "--draft-* and --spec-* flags need --spec-type ngram");
+    if (spec_type != VKF_SPEC_NONE && spd.n_max < 1)
+        return vkf_usage_error("serve", "--draft-max %d: at least 1 token must be drafted per step",
+                               spd.n_max);
+    if (spec_type != VKF_SPEC_NONE && (spd.n_min < 0 || spd.n_min > spd.n_max))
+        return vkf_usage_error("serve", "--draft-min %d must be in [0, --draft-max %d]", spd.n_min,
+                               spd.n_max);
     srv_log_set_format(log_format);
 
     /* the signals go to sigwait below, not to any thread */
@@ -243,7 +287,11 @@ int vkf_cmd_serve(int argc, char **argv) {
                 .ctv = ctv,
                 .max_tokens = max_tokens,
                 .queue = queue,
-                .embedding = embedding};
+                .embedding = embedding,
+                .spec_ngram = spec_type == VKF_SPEC_NGRAM,
+                .draft_max = spd.n_max,
+                .draft_min = spd.n_min,
+                .ngram_n = spd.ngram_n};
     pthread_t lt;
     if (pthread_create(&lt, NULL, loader_main, &l) != 0) {
         srv_http_stop(h);

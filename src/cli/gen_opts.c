@@ -23,6 +23,31 @@ void vkf_gen_defaults(vkf_gen_opts *o, vkf_gen_mode mode) {
     o->n_predict = mode == VKF_GEN_CHAT ? 256 : 64;
     o->seed = -1;
     o->n_threads = 1;
+    vkf_spec_params sp;
+    vkf_spec_params_default(&sp);
+    o->draft_max = sp.n_max;
+    o->draft_min = sp.n_min;
+    o->draft_p_min = sp.p_min;
+    o->ngram_n = sp.ngram_n;
+}
+
+/* --spec-type: llama.cpp's names of the two kinds vkformer has */
+static int parse_spec_type(void *dst, const char *v, char *err, size_t n) {
+    int *t = dst;
+    if (!strcmp(v, "none"))
+        *t = VKF_SPEC_NONE;
+    else if (!strcmp(v, "ngram") || !strcmp(v, "ngram-simple") || !strcmp(v, "lookup"))
+        *t = VKF_SPEC_NGRAM;
+    else if (!strcmp(v, "draft") || !strcmp(v, "draft-simple"))
+        *t = VKF_SPEC_DRAFT;
+    else {
+        snprintf(err, n,
+                 "expected none, ngram (n-gram prompt lookup; also ngram-simple) or draft (a "
+                 "draft model, -md; also draft-simple), got '%s'",
+                 v);
+        return -1;
+    }
+    return 0;
 }
 
 /* --cache-type: K and V in one type */
@@ -198,6 +223,25 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
                 "Hugging Face downloads");
     ADD("-co|--color", VKF_ARG_REFUSED,
         .help = "plain text: stdout carries exactly the model's text");
+    /* ---- speculative decoding (llama.cpp's flags) */
+    ADD("-md|--model-draft|--spec-draft-model", VKF_ARG_STR, &o->draft_path, .metavar = "PATH",
+        .help = "draft model for speculative decoding (its vocabulary must be the model's)");
+    ADD("--spec-type", VKF_ARG_CALL, &o->spec_type, .metavar = "TYPE", .call = parse_spec_type,
+        .seen = &o->spec_type_given,
+        .help = "speculative decoding: none, ngram (prompt lookup, no second model) or draft "
+                "(-md) (default: draft with -md, else none)");
+    ADD("--draft-max|--draft|--draft-n|--spec-draft-n-max", VKF_ARG_INT, &o->draft_max,
+        .min = -(1 << 30), .max = 1 << 20, .metavar = "N", .seen = &o->spec_given,
+        .help = "most tokens drafted per step (default 16)");
+    ADD("--draft-min|--spec-draft-n-min", VKF_ARG_INT, &o->draft_min, .min = -(1 << 30),
+        .max = 1 << 20, .metavar = "N", .seen = &o->spec_given,
+        .help = "fewer drafted tokens are not checked (default 0)");
+    ADD("--draft-p-min|--spec-draft-p-min", VKF_ARG_FLOAT, &o->draft_p_min, .min = 0, .max = 1,
+        .metavar = "P", .seen = &o->spec_given,
+        .help = "draft model: stop drafting after a token it gives p < P (default 0.75)");
+    ADD("--spec-ngram-size-n|--spec-ngram-simple-size-n", VKF_ARG_INT, &o->ngram_n, .min = 1,
+        .max = 1024, .metavar = "N", .seen = &o->spec_given,
+        .help = "n-gram lookup: the longest run of last tokens looked up (default 3)");
     /* ---- llama.cpp flags that change nothing here: accepted, said so in the help */
     ADD("--no-warmup", VKF_ARG_SET, &o->noop,
         .help = "accepted: vkformer runs no warm-up pass (pipelines are built on first use)");
@@ -245,10 +289,66 @@ int vkf_gen_check(vkf_gen_opts *o, const char *cmd) {
         o->sp.seed = (uint64_t)o->seed;
     }
     o->mp.n_ctx = o->n_ctx;
+    if (o->draft_path && !o->spec_type_given) o->spec_type = VKF_SPEC_DRAFT;
+    if (o->draft_path && o->spec_type != VKF_SPEC_DRAFT)
+        return vkf_usage_error(cmd, "-md %s is a draft model, but --spec-type is not draft",
+                               o->draft_path);
+    if (o->spec_type == VKF_SPEC_DRAFT && !o->draft_path)
+        return vkf_usage_error(cmd, "--spec-type draft needs a draft model: -md PATH");
+    if (o->spec_given && o->spec_type == VKF_SPEC_NONE && !o->draft_path)
+        return vkf_usage_error(cmd, "--draft-* and --spec-* flags need -md PATH (a draft model) "
+                                    "or --spec-type ngram");
+    if (o->spec_type != VKF_SPEC_NONE && o->draft_max < 1)
+        return vkf_usage_error(cmd, "--draft-max %d: at least 1 token must be drafted per step",
+                               o->draft_max);
+    if (o->spec_type != VKF_SPEC_NONE && (o->draft_min < 0 || o->draft_min > o->draft_max))
+        return vkf_usage_error(cmd, "--draft-min %d must be in [0, --draft-max %d]", o->draft_min,
+                               o->draft_max);
     int rc = vkf_cli_grammar_load(cmd, &o->gr);
     if (rc >= 0) return rc;
     o->sp.grammar = o->gr.text;
     return -1;
+}
+
+int vkf_gen_spec_open(const vkf_gen_opts *o, const char *cmd, vkf_context *ctx, vkf_model *m,
+                      vkf_model **draft, vkf_spec **spec) {
+    *draft = NULL;
+    *spec = NULL;
+    if (o->spec_type == VKF_SPEC_NONE) return 0;
+    vkf_spec_params p;
+    vkf_spec_params_default(&p);
+    p.type = o->spec_type;
+    p.n_max = o->draft_max;
+    p.n_min = o->draft_min;
+    p.p_min = o->draft_p_min;
+    p.ngram_n = o->ngram_n;
+    if (o->draft_path) {
+        vkf_model_params dp = {.path = o->draft_path,
+                               .n_ctx = o->mp.n_ctx,
+                               .cache_type_k = o->mp.cache_type_k,
+                               .cache_type_v = o->mp.cache_type_v,
+                               .progress = vkf_cli_progress,
+                               .progress_user = "loading the draft model"};
+        if (vkf_model_load(ctx, &dp, draft) != VKF_OK) {
+            vkf_cli_progress_clear();
+            fprintf(stderr, "vkformer: %s: -md %s: %s\n", cmd, o->draft_path, vkf_last_error());
+            return 1;
+        }
+        vkf_cli_progress_clear();
+        p.draft = *draft;
+    }
+    if (vkf_spec_create(m, &p, spec) != VKF_OK) {
+        fprintf(stderr, "vkformer: %s: %s\n", cmd, vkf_last_error());
+        vkf_model_free(*draft);
+        *draft = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+void vkf_gen_spec_report(const char *what, int64_t drafted, int64_t accepted) {
+    fprintf(stderr, "%s drafted %lld, accepted %lld (%.1f%%)\n", what, (long long)drafted,
+            (long long)accepted, drafted ? 100.0 * (double)accepted / (double)drafted : 0.0);
 }
 
 void vkf_gen_free(vkf_gen_opts *o) {

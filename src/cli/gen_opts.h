@@ -22,7 +22,7 @@
 #include "vkformer.h"
 
 #define VKF_GEN_MAX_REVERSE 8
-#define VKF_GEN_MAX_ARGS 88 /* entries vkf_gen_args may write, the {0} included */
+#define VKF_GEN_MAX_ARGS 96 /* entries vkf_gen_args may write, the {0} included */
 
 typedef enum vkf_gen_mode { VKF_GEN_GENERATE, VKF_GEN_CHAT } vkf_gen_mode;
 
@@ -41,6 +41,14 @@ typedef struct vkf_gen_opts {
     int noop;           /* llama.cpp's flags accepted as no-ops (--no-warmup, --log-disable) */
     const char *reverse[VKF_GEN_MAX_REVERSE];
     int n_reverse;
+    /* speculative decoding: -md FILE (a draft model) or --spec-type ngram (prompt lookup) */
+    const char *draft_path;
+    int spec_type;                /* vkf_spec_type after vkf_gen_check */
+    int32_t draft_max, draft_min; /* --draft-max, --draft-min */
+    float draft_p_min;            /* --draft-p-min */
+    int32_t ngram_n;              /* --spec-ngram-size-n */
+    int spec_given;               /* a --draft-* or --spec-ngram-* flag was given */
+    int spec_type_given;          /* --spec-type was given */
     vkf_cli_grammar gr; /* --grammar, --json-schema, ...: sp.grammar after vkf_gen_check */
     char help_n[128], help_min_p[96]; /* help texts with this command's defaults */
 } vkf_gen_opts;
@@ -55,6 +63,13 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args);
  * (random when -s is absent or -1), the grammar flags read into sp.grammar (freed by
  * vkf_gen_free). Returns -1 when the command goes on. */
 int vkf_gen_check(vkf_gen_opts *o, const char *cmd);
+/* Speculative decoding from the flags: NULL *spec when none was asked for; else the draft model
+ * (-md, loaded on ctx with the target's context) and the state. 0, or 1 after an error printed
+ * (nothing is left allocated). */
+int vkf_gen_spec_open(const vkf_gen_opts *o, const char *cmd, vkf_context *ctx, vkf_model *m,
+                      vkf_model **draft, vkf_spec **spec);
+/* One stderr line: tokens drafted and accepted, the acceptance rate. */
+void vkf_gen_spec_report(const char *what, int64_t drafted, int64_t accepted);
 /* Frees what vkf_gen_check allocated (the grammar). */
 void vkf_gen_free(vkf_gen_opts *o);
 /* Notes once the backend is known: -t on a Vulkan device (threads matter to --cpu only), -t > 1

@@ -45,6 +45,12 @@ static void mask_eog(const vkf_model *m, float *logits) {
 vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt, int32_t n_predict,
                         const vkf_sampler_params *sp, vkf_token_callback cb, void *user,
                         vkf_generate_stats *stats) {
+    return vkf_generate_spec(s, NULL, prompt, n_prompt, n_predict, sp, cb, user, stats);
+}
+
+vkf_status vkf_generate_spec(vkf_session *s, vkf_spec *spec, const int32_t *prompt,
+                             int32_t n_prompt, int32_t n_predict, const vkf_sampler_params *sp,
+                             vkf_token_callback cb, void *user, vkf_generate_stats *stats) {
     vkf_generate_stats st;
     memset(&st, 0, sizeof st);
     if (stats) *stats = st;
@@ -76,7 +82,10 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
     }
     double t0 = now_ms();
     int32_t past0 = s->n_past;
-    vkf_status rc = vkf_session_eval_last(s, prompt, n_prompt, logits);
+    int64_t drafted0 = 0, accepted0 = 0;
+    vkf_spec_counts(spec, &drafted0, &accepted0);
+    vkf_status rc = spec ? vkf_spec_begin(spec, s, prompt, n_prompt) : VKF_OK;
+    if (rc == VKF_OK) rc = vkf_session_eval_last(s, prompt, n_prompt, logits);
     double t1 = now_ms();
     st.n_prompt = s->n_past - past0; /* all of it, unless the abort callback stopped it */
     st.prompt_ms = t1 - t0;
@@ -113,7 +122,7 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
             break;
         }
         if (i + 1 == n_predict) break; /* the last token needs no forward pass */
-        if (s->n_past >= s->n_ctx) {
+        if (vkf_spec_n_past(spec, s) >= s->n_ctx) {
             st.stop = VKF_STOP_CONTEXT_FULL;
             rc = vkf_error(
                 VKF_ERROR_CONTEXT_FULL,
@@ -121,7 +130,21 @@ vkf_status vkf_generate(vkf_session *s, const int32_t *prompt, int32_t n_prompt,
                 st.n_generated, st.n_generated == 1 ? "" : "s", s->n_ctx);
             break;
         }
-        rc = vkf_session_eval_last(s, &tok, 1, logits);
+        if (spec) { /* n_predict - i - 1 tokens to come after tok: no draft past the last */
+            vkf_spec_limit(spec, n_predict - i - 2);
+            rc = vkf_spec_eval(spec, s, tok, logits);
+        } else {
+            rc = vkf_session_eval_last(s, &tok, 1, logits);
+        }
+    }
+    if (spec) { /* the cache keeps the tokens generated, not the drafts past them */
+        vkf_spec_limit(spec, -1);
+        vkf_status es = vkf_spec_end(spec);
+        if (rc == VKF_OK) rc = es;
+        int64_t d = 0, a = 0;
+        vkf_spec_counts(spec, &d, &a);
+        st.n_drafted = (int32_t)(d - drafted0);
+        st.n_accepted = (int32_t)(a - accepted0);
     }
     double t2 = now_ms();
     st.gen_ms = t2 - t1;

@@ -525,25 +525,43 @@ vkf_status vkf_session_truncate(vkf_session *s, int32_t n) {
     return VKF_OK;
 }
 
+/* all_rows: logits holds n * n_vocab floats, the logits after every token */
 static vkf_status seq_eval(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
-                           int32_t n, float *logits) {
+                           int32_t n, float *logits, int all_rows) {
     vkf_backend *be = s->m->be;
     for (int32_t c0 = 0; c0 < n; c0 += s->max_chunk) {
         int32_t cn = n - c0 < s->max_chunk ? n - c0 : s->max_chunk;
         VKF_TRY(check_abort(s, c0, n));
         vkf_sgraph *sg;
-        VKF_TRY(sg_get_seq(s, VKF_SG_DECODER, cn, 1, 1, VKF_SG_LAST_ONLY, seq, &sg));
+        VKF_TRY(sg_get_seq(s, VKF_SG_DECODER, cn, 1, 1, all_rows ? 0 : VKF_SG_LAST_ONLY, seq, &sg));
         s->host_lens[0] = pos + c0 + cn;
         VKF_TRY(vkf_tensor_write(be, &sg->ids, tokens + c0));
         VKF_TRY(sg_write_inputs(s, sg, s->host_lens, NULL, NULL));
         VKF_TRY(sg_compute(s, sg, pos + c0));
-        if (c0 + cn == n && logits) VKF_TRY(vkf_tensor_read(sg_out_be(s, sg), &sg->out, logits));
+        if (all_rows && logits)
+            VKF_TRY(vkf_tensor_read(sg_out_be(s, sg), &sg->out,
+                                    logits + (size_t)c0 * (size_t)s->m->hp.n_vocab));
+        else if (c0 + cn == n && logits)
+            VKF_TRY(vkf_tensor_read(sg_out_be(s, sg), &sg->out, logits));
     }
     return VKF_OK;
 }
 
+static vkf_status seq_eval_checked(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
+                                   int32_t n, float *logits, int all_rows);
+
 vkf_status vkf_session_seq_eval(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
                                 int32_t n, float *logits) {
+    return seq_eval_checked(s, seq, pos, tokens, n, logits, 0);
+}
+
+vkf_status vkf_session_seq_eval_all(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
+                                    int32_t n, float *logits) {
+    return seq_eval_checked(s, seq, pos, tokens, n, logits, 1);
+}
+
+static vkf_status seq_eval_checked(vkf_session *s, int32_t seq, int32_t pos, const int32_t *tokens,
+                                   int32_t n, float *logits, int all_rows) {
     if (!s || !tokens || n < 1)
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
                          "seq_eval: NULL session or tokens, or n %d < 1", n);
@@ -557,7 +575,7 @@ vkf_status vkf_session_seq_eval(vkf_session *s, int32_t seq, int32_t pos, const 
                          n, pos, s->n_ctx);
     VKF_TRY(vkf_check_tokens(tokens, n, s->m->hp.n_vocab, "seq_eval"));
     vkf_context_lock(s->m->ctx);
-    vkf_status st = seq_eval(s, seq, pos, tokens, n, logits);
+    vkf_status st = seq_eval(s, seq, pos, tokens, n, logits, all_rows);
     vkf_context_unlock(s->m->ctx);
     return st;
 }

@@ -52,6 +52,14 @@ struct srv_engine {
     srv_stats st;    /* counters; st.kv_tokens is summed from kv_pub when read */
     int32_t *kv_pub; /* [n_slots]: cache rows slot b holds, as last published */
     srv_req **prev;  /* [n_slots]: the request slot b held last (a reference), or NULL */
+    /* speculative decoding (engine thread): the slots with a draft leave the batched step and
+     * are checked one by one, all their drafted tokens in one pass */
+    int spec;
+    int32_t draft_max, draft_min, ngram_n;
+    int32_t *sdraft; /* [n_slots * (draft_max + 1)]: slot b's pass, its last token first */
+    int32_t *sk;     /* [n_slots]: drafted tokens of slot b this step (0: in the batched step) */
+    int32_t *hist;   /* [n_ctx + 1] scratch: a slot's tokens */
+    float *srows;    /* [(draft_max + 1) * n_vocab]: the logits of a slot's pass */
 };
 
 static double now_s(void) {
@@ -454,6 +462,73 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
     take_token(e, r, row);
 }
 
+/* Passes of 2, 4, 8, ... tokens, at most draft_max + 1 (the library's rule,
+ * generate/speculative.c): each length is a graph the session keeps. */
+static int32_t spec_pass(int32_t k, int32_t n_max) {
+    int32_t b = 1;
+    while (b * 2 <= k + 1 && b * 2 <= n_max + 1)
+        b *= 2;
+    return b;
+}
+
+/* Drafts for slot b (engine thread): the lookup over the tokens its cache holds and the one to
+ * feed; none past the request's max_tokens or the slot's context. Returns how many. */
+static int32_t spec_draft(srv_engine *e, const srv_req *r, int b) {
+    int32_t n = e->ctok_n[b];
+    if (n != r->pos) return 0; /* the cache's record stops short (its last row): no lookup */
+    int32_t max = e->draft_max;
+    if (r->max_tokens - r->n_gen - 1 < max) max = r->max_tokens - r->n_gen - 1;
+    if (e->n_ctx - 2 - r->pos < max) max = e->n_ctx - 2 - r->pos;
+    if (max < 1) return 0;
+    memcpy(e->hist, e->ctok + (size_t)b * e->n_ctx, (size_t)n * sizeof *e->hist);
+    e->hist[n] = r->last;
+    int32_t *d = e->sdraft + (size_t)b * (e->draft_max + 1);
+    int32_t k = vkf_spec_ngram_draft(e->hist, n + 1, e->ngram_n, max, d + 1);
+    if (k < 1 || k < e->draft_min) return 0;
+    d[0] = r->last;
+    return spec_pass(k, e->draft_max) - 1;
+}
+
+/* Slot b's drafts checked in one pass; the tokens are drawn from its rows in order while they
+ * match the drafts: the first that does not (or the one after the last draft) is fed next, at
+ * the position after the last token kept, so the rows of the rejected drafts are written over. */
+static void spec_check(srv_engine *e, int b) {
+    srv_req *r = e->slot[b];
+    int32_t k = e->sk[b], *d = e->sdraft + (size_t)b * (e->draft_max + 1);
+    if (!r || k < 1) return;
+    double t0 = now_s();
+    vkf_status st = vkf_session_seq_eval_all(e->s, b, r->pos, d, k + 1, e->srows);
+    double dt = now_s() - t0;
+    pthread_mutex_lock(&e->mu);
+    e->st.n_steps++;
+    e->st.n_busy_total++;
+    e->st.n_decoded++;
+    e->st.n_bucket_decoded++;
+    e->st.t_decode += dt;
+    e->st.t_bucket_decode += dt;
+    e->st.n_drafted += (uint64_t)k;
+    r->n_drafted += k;
+    if (st != VKF_OK) {
+        e->ctok_n[b] = 0;
+        snprintf(r->err, sizeof r->err, "%s", vkf_last_error());
+        finish(e, r, SRV_FINISH_ERROR);
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (st != VKF_OK) return;
+    for (int32_t i = 0; i <= k; i++) {
+        if (i > 0) { /* the token drawn from row i - 1 was the draft d[i]: kept */
+            pthread_mutex_lock(&e->mu);
+            e->st.n_accepted++;
+            r->n_accepted++;
+            pthread_mutex_unlock(&e->mu);
+        }
+        cache_note(e, b, r->pos, d[i]);
+        r->pos++;
+        if (take_token(e, r, e->srows + (size_t)i * e->n_vocab)) break; /* r has finished */
+        if (i < k && r->last != d[i + 1]) break;
+    }
+}
+
 static void *engine_main(void *arg) {
     srv_engine *e = arg;
     pthread_mutex_lock(&e->mu);
@@ -492,13 +567,20 @@ static void *engine_main(void *arg) {
             pthread_cond_wait(&e->cv, &e->mu);
             continue;
         }
-        /* 3. one batched step for every busy slot */
+        /* 3. one batched step for every busy slot without a draft */
         pthread_mutex_unlock(&e->mu);
+        for (int b = 0; e->spec && b < e->n_slots; b++) {
+            e->sk[b] = e->pos[b] >= 0 && e->slot[b] ? spec_draft(e, e->slot[b], b) : 0;
+            if (e->sk[b] > 0) {
+                e->pos[b] = -1;
+                busy--;
+            }
+        }
         double t0 = now_s();
         vkf_status st = vkf_session_seq_decode(e->s, e->tok, e->pos, e->logits);
         double dt = now_s() - t0;
         pthread_mutex_lock(&e->mu);
-        e->st.n_steps++;
+        e->st.n_steps += busy > 0;
         e->st.n_busy_total += (uint64_t)busy;
         e->st.n_decoded += (uint64_t)busy;
         e->st.n_bucket_decoded += (uint64_t)busy;
@@ -523,6 +605,9 @@ static void *engine_main(void *arg) {
             r->pos++; /* r->last is in the cache now */
             take_token(e, r, e->logits + (size_t)b * e->n_vocab);
         }
+        /* 4. each slot with a draft: its check pass */
+        for (int b = 0; e->spec && b < e->n_slots; b++)
+            spec_check(e, b);
         pthread_mutex_lock(&e->mu);
     }
     pthread_mutex_unlock(&e->mu);
@@ -556,6 +641,17 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
     if (st == VKF_OK && (!e->slot || !e->logits || !e->tok || !e->pos || !e->ctok || !e->ctok_n ||
                          !e->used || !e->kv_pub || !e->prev))
         st = VKF_ERROR_OUT_OF_MEMORY;
+    if (st == VKF_OK && p->spec_ngram) {
+        e->spec = 1;
+        e->draft_max = p->draft_max;
+        e->draft_min = p->draft_min;
+        e->ngram_n = p->ngram_n;
+        e->sdraft = malloc((size_t)e->n_slots * (size_t)(e->draft_max + 1) * sizeof *e->sdraft);
+        e->sk = calloc((size_t)e->n_slots, sizeof *e->sk);
+        e->hist = malloc(((size_t)e->n_ctx + 1) * sizeof *e->hist);
+        e->srows = malloc((size_t)(e->draft_max + 1) * (size_t)e->n_vocab * sizeof *e->srows);
+        if (!e->sdraft || !e->sk || !e->hist || !e->srows) st = VKF_ERROR_OUT_OF_MEMORY;
+    }
     /* warm-up: builds the batched step's graphs now (and fails here if it cannot): of 1, 2,
      * 4, ... busy slots and of all of them, which compiles the kernels of every width a step
      * takes (its activation rows go by powers of two), so the first lone request or the first
@@ -587,6 +683,10 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
         free(e->used);
         free(e->kv_pub);
         free(e->prev);
+        free(e->sdraft);
+        free(e->sk);
+        free(e->hist);
+        free(e->srows);
         free(e);
         return st;
     }
@@ -615,6 +715,10 @@ void srv_engine_stop(srv_engine *e) {
     free(e->used);
     free(e->kv_pub);
     free(e->prev);
+    free(e->sdraft);
+    free(e->sk);
+    free(e->hist);
+    free(e->srows);
     free(e);
 }
 
@@ -661,6 +765,8 @@ static int slot_copy(const srv_req *r, srv_slot_info *o) {
     o->stream = r->stream;
     o->n_probs = r->logprobs ? r->top_logprobs : 0;
     o->sp = r->sp;
+    o->n_drafted = r->n_drafted;
+    o->n_accepted = r->n_accepted;
     for (int k = 0; k < r->n_stops; k++)
         if ((o->stops[o->n_stops] = strdup(r->stops[k]))) o->n_stops++;
     o->prompt = malloc((size_t)r->n_prompt * sizeof *o->prompt);
@@ -689,6 +795,7 @@ srv_slot_info *srv_engine_slots(srv_engine *e) {
         s[b].id = b;
         s[b].busy = e->slot[b] != NULL;
         s[b].n_ctx = e->n_ctx;
+        s[b].speculative = e->spec;
         s[b].task = -1;
         if (r && slot_copy(r, &s[b]) != 0) fail = 1;
     }

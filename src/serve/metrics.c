@@ -159,6 +159,11 @@ char *srv_metrics_render(srv_metrics *m, srv_engine *e, int draining) {
         "Average generation throughput in tokens/s, all slots together (since the previous "
         "/metrics request).",
         st.t_bucket_decode > 0 ? (double)st.n_bucket_decoded / st.t_bucket_decode : 0.0);
+    one(&t, "vkformer:draft_tokens_total", "counter",
+        "Speculative decoding: drafted tokens checked by the model (--spec-type).",
+        (double)st.n_drafted);
+    one(&t, "vkformer:draft_tokens_accepted_total", "counter",
+        "Speculative decoding: drafted tokens the model kept.", (double)st.n_accepted);
     one(&t, "llamacpp:kv_cache_usage_ratio", "gauge", "KV-cache usage. 1 means 100 percent usage.",
         st.kv_size ? (double)st.kv_tokens / (double)st.kv_size : 0.0);
     one(&t, "llamacpp:kv_cache_tokens", "gauge", "KV-cache tokens.", (double)st.kv_tokens);

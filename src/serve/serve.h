@@ -87,7 +87,8 @@ typedef struct srv_req {
     int32_t pos;      /* tokens in the slot's cache: where last goes */
     int32_t last;     /* token to feed at pos */
     int32_t n_cached; /* prompt tokens taken from the slot's cache (usage.prompt_tokens_details) */
-    int32_t *gen;     /* generated tokens, for incremental detokenization */
+    int32_t n_drafted, n_accepted; /* speculative decoding: drafted tokens checked, kept */
+    int32_t *gen;                  /* generated tokens, for incremental detokenization */
     int32_t cap_gen;
     /* llama-server's timings (srv_api_timings), set by the engine thread before done */
     double prompt_ms;    /* evaluating the prompt past its cached prefix */
@@ -106,6 +107,10 @@ typedef struct srv_engine_params {
     int32_t n_ctx;                      /* tokens per slot */
     int queue_max;                      /* requests waiting for a slot beyond the busy ones */
     int32_t cache_type_k, cache_type_v; /* vkf_cache_type of the slots' KV cache (-ctk / -ctv) */
+    /* speculative decoding, per slot: n-gram lookup in what the slot's cache holds (0: off);
+     * drafts of at most draft_max tokens, none shorter than draft_min; keys of ngram_n..1 */
+    int spec_ngram;
+    int32_t draft_max, draft_min, ngram_n;
 } srv_engine_params;
 
 vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine **out);
@@ -147,6 +152,7 @@ typedef struct srv_stats {
     uint64_t n_bucket_prompt, n_bucket_decoded; /* since the previous reset */
     double t_bucket_prompt, t_bucket_decode;
     uint64_t n_finished[SRV_FINISH_ERROR + 1]; /* requests finished, by srv_finish */
+    uint64_t n_drafted, n_accepted;            /* speculative decoding: drafted, kept */
     int n_slots, busy, queued;
     int64_t kv_tokens; /* cache rows in use: each busy slot's position, each idle slot's
                           prompt cache */
@@ -161,6 +167,8 @@ typedef struct srv_slot_info {
     long task; /* the request it holds, or held last; -1: none yet */
     int32_t n_ctx;
     int32_t n_prompt, n_cached, n_gen, max_tokens;
+    int32_t n_drafted, n_accepted; /* speculative decoding (the request's) */
+    int speculative;               /* the server drafts */
     int stream, n_probs;
     vkf_sampler_params sp;
     char *stops[SRV_MAX_STOPS];

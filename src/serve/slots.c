@@ -67,7 +67,7 @@ static cJSON *slot_json(const srv_config *c, const srv_slot_info *s) {
         cJSON_AddStringToObject(o, "cache_type_v", vkf_dtype_name((vkf_dtype)c->kv_type_v));
         cJSON_AddNumberToObject(o, "kv_cache_bytes", (double)c->kv_bytes_slot);
     }
-    cJSON_AddBoolToObject(o, "speculative", 0);
+    cJSON_AddBoolToObject(o, "speculative", s->speculative);
     cJSON_AddBoolToObject(o, "is_processing", s->busy);
     if (s->task < 0) return o; /* llama-server: the task fields only once the slot had one */
     cJSON_AddNumberToObject(o, "id_task", (double)s->task);
@@ -81,6 +81,9 @@ static cJSON *slot_json(const srv_config *c, const srv_slot_info *s) {
     cJSON_AddBoolToObject(n, "has_new_line", glen && memchr(s->generated, '\n', glen) != NULL);
     cJSON_AddNumberToObject(n, "n_remain", s->max_tokens - s->n_gen);
     cJSON_AddNumberToObject(n, "n_decoded", s->n_gen);
+    /* speculative decoding: the request's drafted tokens checked, and those kept */
+    cJSON_AddNumberToObject(n, "n_draft_total", s->n_drafted);
+    cJSON_AddNumberToObject(n, "n_draft_accepted", s->n_accepted);
     cJSON_AddItemToArray(next, n);
     char *text = NULL;
     if (vkf_model_detokenize(c->m, s->prompt, s->n_prompt, VKF_DETOKENIZE_SPECIAL, &text) ==

@@ -342,6 +342,27 @@ def t_quantize(exe):
                 check(g.stdout == base, f"Q8_0 from Q4_1 keeps the greedy text ({g.stdout!r} vs {base!r})")
 
 
+def t_speculative(exe):
+    """Speculative decoding on the real models: at temperature 0 the text of plain decoding,
+    with n-gram lookup (an extractive prompt: a paragraph to correct) and with the model as its
+    own draft (most drafts accepted, the rest rolled back); the drafts are reported."""
+    prompt = os.path.join(HERE, "..", "..", "bench", "data", "spec-correct-paragraph.txt")
+    for name in ("smollm2-135m", "gemma3-270m"):
+        path = model_path(exe, name)
+        base = [exe, "generate", "-m", path, "-f", prompt, "-n", "32", "--temp", "0"]
+        plain = run(base)
+        check(plain.returncode == 0, f"{name}: generate runs ({plain.stderr[-300:]})")
+        for extra in (["--spec-type", "ngram"], ["-md", path, "--draft-max", "4"]):
+            r = run(base + extra)
+            how = " ".join(extra[:2])
+            check(r.returncode == 0, f"{name} {how}: generate runs ({r.stderr[-300:]})")
+            check(r.stdout == plain.stdout, f"{name} {how}: the text of plain decoding "
+                  f"(got {r.stdout[-200:]!r}, plain {plain.stdout[-200:]!r})")
+            m = re.search(r"speculative: drafted (\d+), accepted (\d+)", r.stderr)
+            check(m is not None and int(m.group(2)) > 0, f"{name} {how}: drafts accepted")
+            print(f"{name} {how}: {m.group(0) if m else '?'}", flush=True)
+
+
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
@@ -349,7 +370,7 @@ def main():
     fn = {"pull": t_pull, "verify-smollm2": lambda e: t_verify(e, "smollm2-135m"),
           "verify-gemma3": lambda e: t_verify(e, "gemma3-270m"), "template": t_template,
           "tokenize": t_tokenize, "chat": t_chat, "serve": t_serve, "gemma-f16": t_gemma_f16,
-          "quantize": t_quantize}[what]
+          "quantize": t_quantize, "speculative": t_speculative}[what]
     try:
         fn(exe)
     finally:

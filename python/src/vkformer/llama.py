@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _chat, _core, _embed, _errors, _lib
+from .llama_speculative import LlamaDraftModel
 from .llama_types import (
     ChatCompletionRequestMessage,
     ChatCompletionRequestResponseFormat,
@@ -112,7 +113,6 @@ _DEFAULTS: Dict[str, Any] = {  # refused unless left at llama-cpp-python's defau
     "lora_base": (None,),
     "lora_path": (None,),
     "lora_scale": (1.0,),
-    "draft_model": (None,),
     "tokenizer": (None,),
     "chat_handler": (None,),
     "spm_infill": (False,),
@@ -197,6 +197,7 @@ class Llama:
         type_v: Optional[int] = None,
         chat_format: Optional[str] = None,
         chat_template: Optional[str] = None,
+        draft_model: Optional[LlamaDraftModel] = None,
         verbose: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -206,6 +207,16 @@ class Llama:
         self._model: Optional[_core.Model] = None
         self._session: Optional[_core.Session] = None
         self._check_kwargs(kwargs)
+        if draft_model is not None and not callable(draft_model):
+            raise TypeError("draft_model: expected a LlamaDraftModel (a callable from the token "
+                            "ids to the proposed ones), e.g. LlamaPromptLookupDecoding()")
+        self.draft_model = draft_model
+        # speculative decoding: the last check pass (its tokens from the one fed, the logits
+        # after each, how many of them are taken) and the totals drafted / accepted
+        self._spec: Optional[tuple[List[int], npt.NDArray[np.float32]]] = None
+        self._spec_used = 0
+        self.n_drafted = 0
+        self.n_accepted = 0
         if flash_attn is False:
             warnings.warn("vkformer: flash_attn=False: attention is always one fused kernel",
                           stacklevel=2)
@@ -487,6 +498,7 @@ class Llama:
     def reset(self) -> None:
         """Empties the KV cache."""
         with self._lock:
+            self._spec = None
             self._s().reset()
             self._ids = []
             self._prompt_cache = None
@@ -505,9 +517,61 @@ class Llama:
         with self._lock:
             self._eval(list(tokens))
 
+    def _spec_drop(self) -> None:
+        # the rows of drafts past the tokens taken leave the cache
+        if self._spec is not None:
+            self._spec = None
+            s = self._s()
+            if s.n_past > len(self._ids):
+                s.truncate(len(self._ids))
+
+    def _eval_next(self, tok: int, room: int) -> None:
+        """_eval([tok]) with the draft model: when tok is the draft the last pass checked, its
+        logits are already there; else the drafts after tok (at most `room`) are checked with
+        it in one pass."""
+        if self.draft_model is None or self._logits_all:
+            self._eval([tok])
+            return
+        sp = self._spec
+        if sp is not None and self._spec_used < len(sp[0]) and sp[0][self._spec_used] == tok:
+            self._logits[:] = sp[1][self._spec_used]
+            self._last = self._logits
+            self._spec_used += 1
+            self._ids.append(tok)
+            self.n_accepted += 1
+            return
+        self._spec_drop()
+        ids = np.array(self._ids + [tok], dtype=np.intc)
+        room = min(room, self._n_ctx - len(ids))
+        draft = [int(t) for t in self.draft_model(ids)][: max(0, room)] if room > 0 else []
+        if not draft:
+            self._eval([tok])
+            return
+        if any(t < 0 or t >= self._n_vocab for t in draft):
+            raise ValueError(f"draft_model proposed a token outside the vocabulary of "
+                             f"{self._n_vocab}: {draft}")
+        s = self._s()
+        batch = [tok] + draft
+        rows = np.empty((len(batch), self._n_vocab), dtype=np.float32)
+        base = s.n_past
+        try:
+            with self._interruptible(s):
+                s.eval(batch, rows, all_rows=True)
+        except BaseException:
+            if s.n_past > base:
+                s.truncate(base)  # nothing of the pass is kept
+            raise
+        self._ids.append(tok)
+        self._logits[:] = rows[0]
+        self._last = self._logits
+        self._spec = (batch, rows)
+        self._spec_used = 1
+        self.n_drafted += len(draft)
+
     def _eval(self, tokens: List[int]) -> None:
         if not tokens:
             return
+        self._spec_drop()
         s = self._s()
         if self._m().encoder_only:
             raise ValueError(f"{self.model_path} is an encoder-only (embedding) model: it "
@@ -568,6 +632,7 @@ class Llama:
         """Puts `prompt` in the cache with the logits after it, reusing the longest prefix the
         cache holds (llama-cpp-python's habit). The same prompt again restores the logits
         saved after its evaluation, so repeating a call repeats its tokens exactly."""
+        self._spec_drop()
         s = self._s()
         pc = self._prompt_cache
         n = len(prompt)
@@ -689,6 +754,7 @@ class Llama:
     def _tokens(self, prompt: List[int], smp: _core.Sampler, gen: int,
                 logits_processor: Optional[LogitsProcessorList] = None,
                 logit_bias: Optional[Dict[int, float]] = None,
+                max_tokens: Optional[int] = None,
                 ) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
         """vkf_generate's loop, a step per `next`: (token, the logits it was drawn from).
 
@@ -700,6 +766,7 @@ class Llama:
             self._prepare(prompt)
             for t in prompt:
                 smp.accept(t)
+        drawn = 0
         while True:
             with self._lock:
                 self._check_gen(gen)
@@ -721,7 +788,9 @@ class Llama:
                 self._check_gen(gen)
                 if self.n_tokens >= self._n_ctx:
                     return
-                self._eval([tok])
+                drawn += 1
+                # the drafts checked with tok: none past the caller's last token
+                self._eval_next(tok, self._n_ctx if max_tokens is None else max_tokens - drawn - 1)
 
     def _check_gen(self, gen: int) -> None:
         if gen != self._gen:
@@ -839,7 +908,7 @@ class Llama:
                             frequency_penalty, presence_penalty, self._call_seed(seed),
                             mirostat_mode, grammar)
         stopper = _core.Stopper(stops)
-        steps = self._tokens(prompt_tokens, smp, gen, logits_processor, logit_bias)
+        steps = self._tokens(prompt_tokens, smp, gen, logits_processor, logit_bias, max_tokens)
         t0 = time.perf_counter()
         t_first: Optional[float] = None
 
