@@ -72,7 +72,9 @@ mount -t overlay overlay -o "lowerdir=/,upperdir=$w/upper,workdir=$w/work" "$roo
     fail "cannot mount an overlay of / ($(cat "$tmp/mount.err")): run as root, as CI does"
 for d in proc sys dev; do mount --rbind "/$d" "$root/$d"; done
 mount -t tmpfs tmpfs "$root/tmp" # the work area, not the overlay's: what it holds is no package's
-for d in "$build" "$src"; do mount -t tmpfs tmpfs "$root$d"; done # out of reach
+# out of reach (a tree under /tmp is gone with the tmpfs above already: its mount point is made
+# in that tmpfs, so the mount hides nothing and cannot fail)
+for d in "$build" "$src"; do mkdir -p "$root$d" && mount -t tmpfs tmpfs "$root$d"; done
 mkdir -p "$root/tmp/work/debs" "$root/tmp/work/models" "$root/tmp/work/cache"
 cp "$tmp"/debs/*.deb "$root/tmp/work/debs/"
 cp -r "$src/models/kjv-gpt" "$root/tmp/work/models/"
