@@ -536,6 +536,7 @@ static vkf_status op_moe_group_mask(const vkf_node *nd) {
             int best = -1;
             for (int g = 0; g < G; g++)
                 if (!keep[g] && (best < 0 || score[g] > score[best])) best = g;
+            if (best < 0) break; /* n_group_used > n_group: the graph refuses it, kept safe */
             keep[best] = 1;
         }
         for (int64_t j = 0; j < x->cols; j++)
