@@ -520,7 +520,12 @@ static void test_big_ops(void) {
         return;
     }
     vkf_harness_case *cases = NULL;
-    int n = vkf_harness_cases(0, &cases), ran = 0, small = 0;
+    /* VKT_OPS_QUICK=1 (the sanitizer pass): the harness's representative subset, as test_ops
+     * takes it there; the whole table under the sanitizer and the validation layer is past the
+     * test's timeout since the table gained MXFP4 and the MoE cases */
+    const char *q = getenv("VKT_OPS_QUICK");
+    int quick = q && strcmp(q, "0") != 0;
+    int n = vkf_harness_cases(quick, &cases), ran = 0, small = 0;
     for (int i = 0; i < n; i++) {
         vkf_op op = cases[i].op;
         if (op != VKF_OP_MATMUL && op != VKF_OP_EMBED && op != VKF_OP_ATTENTION &&
@@ -550,7 +555,7 @@ static void test_big_ops(void) {
         ran++;
     }
     vkf_vk_stats st = vkf_backend_vulkan_stats(be);
-    VKT_CHECK(ran > 50 && st.dispatches > (uint64_t)ran + 100,
+    VKT_CHECK(ran > (quick ? 10 : 50) && st.dispatches > (uint64_t)ran + 100,
               "%d cases took %llu dispatches (windows split)", ran,
               (unsigned long long)st.dispatches);
     printf("capped window (64 KiB): %d matmul/embed/position/copy/attention cases past it, %llu "
