@@ -127,6 +127,10 @@ typedef enum vkf_ggml_target {
 /* "avx2", "avx512-2026", "avx512-2025" for a vkf_ggml_target; NULL for OFF and unknown values. */
 const char *vkf_ggml_target_name(int target);
 
+/* The llama.cpp build and instruction set a vkf_ggml_target reproduces ("llama.cpp 0c1e570 (Oct
+ * 2026) built for AVX2"); NULL for OFF and unknown values. */
+const char *vkf_ggml_target_build(int target);
+
 /* ---------------------------------------------------------------- switches
  *
  * Every knob outside the parameter structs: the device choice, validation, cache directory and

@@ -57,3 +57,36 @@ execute_process(COMMAND ${CLI} verify ${FIX}/arch --ggml-target avx3
 if(NOT rc EQUAL 2 OR NOT err MATCHES "expected avx2, avx512-2026 or avx512-2025, got 'avx3'")
   message(FATAL_ERROR "verify --ggml-target avx3: expected a usage error (${rc}): ${out} ${err}")
 endif()
+# BF16 weights (llama-kq-bf16, tools/refs) under the target of the build that made them: exact
+ggml_target(llama-kq llama-kq-bf16/fox avx512-2025 bf16_target)
+execute_process(COMMAND ${CLI} verify ${FIX}/llama-kq --ggml-target ${bf16_target} --case bf16/fox
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "max\\|d\\| 0.000e\\+00 \\(<= 1e-05\\)")
+  message(FATAL_ERROR "verify --ggml-target ${bf16_target} on BF16 weights failed (${rc}): ${out} ${err}")
+endif()
+# A case that claims a build's arithmetic on a weight type the target was never checked on is
+# refused by name, not run: the llama-kq Q4_K_M case relabelled as made by dc02e1f on AVX-512
+# (avx512-2026 is checked on F32 only), in a directory of its own next to the test's outputs
+file(READ ${FIX}/llama-kq/cases.json js)
+string(JSON n LENGTH "${js}")
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  string(JSON name GET "${js}" ${i} name)
+  if(name STREQUAL "llama-kq-q4_k_m/fox")
+    string(JSON one GET "${js}" ${i})
+  endif()
+endforeach()
+string(JSON one SET "${one}" ggml_isa "\"avx512\"")
+string(JSON one SET "${one}" llama_cpp "\"dc02e1f\"")
+set(dir ${CMAKE_CURRENT_BINARY_DIR}/cli_verify_ggml_refusal)
+file(MAKE_DIRECTORY ${dir})
+file(WRITE ${dir}/cases.json "[${one}]")
+foreach(key model prompt_logits greedy_logits)
+  string(JSON f GET "${one}" ${key})
+  file(CREATE_LINK ${FIX}/llama-kq/${f} ${dir}/${f} SYMBOLIC)
+endforeach()
+execute_process(COMMAND ${CLI} verify ${dir} --ggml-target avx512-2026
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "target avx512-2026 .*dc02e1f.* does not reproduce Q[0-9]_K weights.*checked on F32")
+  message(FATAL_ERROR "verify --ggml-target avx512-2026 on Q4_K_M: expected a refusal naming the target and type (${rc}): ${out} ${err}")
+endif()

@@ -1,9 +1,9 @@
-/* Every file of fixtures/llama-kq (one F32 llama quantized by llama.cpp's llama-quantize to 13
- * files, each a mix of Q2_K..Q6_K, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q8_0, MXFP4 per tensor; see
- * its README) loads and matches llama.cpp's logits: every case on the CPU reference, the fox prompt
- * on Vulkan and on Vulkan in the mobile profile (no 8/16-bit storage: the 2-byte aligned Q6_K,
- * Q3_K and Q5_0 blocks read through 32-bit words). The Vulkan runs cover every type's kernels;
- * the second prompt adds nothing there but time (this test also runs under ASan). */
+/* Every file of fixtures/llama-kq (one F32 llama quantized by llama.cpp's llama-quantize to 14
+ * files, each a mix of Q2_K..Q6_K, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, Q8_0, MXFP4 per tensor, or
+ * BF16; see its README) loads and matches llama.cpp's logits: every case on the CPU reference, the
+ * fox prompt on Vulkan and on Vulkan in the mobile profile (no 8/16-bit storage: the 2-byte aligned
+ * Q6_K, Q3_K and Q5_0 blocks read through 32-bit words). The Vulkan runs cover every type's
+ * kernels; the second prompt adds nothing there but time (this test also runs under ASan). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,8 @@
  * 1e-5): Q4_1 0.056 / 0.012, Q5_0 0.051 / 0.012, Q5_1 0.053 / 0.012, IQ4_NL 0.055 / 0.012; Q2_K
  * 0.075, Q3_K_M 0.087, Q4_K_S 0.071, Q4_K_M 0.078, Q5_K_M 0.079, Q6_K 0.077, IQ4_XS 0.076, all rms
  * 0.016; MXFP4_MOE (every matrix Q8_0, the output too) 0.054 / 0.011, MXFP4 (every matrix, the
- * output too) 0.054 / 0.011. Every other file's output.weight is Q6_K (q8_K activations in
+ * output too) 0.054 / 0.011; BF16 (bf16 activations: 8 significant bits where f16 keeps 11) 0.014 /
+ * 0.0030. Every other file's output.weight is Q6_K (q8_K activations in
  * llama.cpp), which is why the 32-element types are not closer. The bounds leave about 1.5x margin;
  * the F32 source file is held to f32 rounding. */
 static void bounds(const char *name, double *max_abs, double *rms) {
@@ -28,7 +29,7 @@ static void bounds(const char *name, double *max_abs, double *rms) {
     } tab[] = {
         {"-f32/", 1e-4, 0},        {"-q4_1/", 0.085, 0.018},   {"-q5_0/", 0.085, 0.018},
         {"-q5_1/", 0.085, 0.018},  {"-iq4_nl/", 0.085, 0.018}, {"-mxfp4_moe/", 0.085, 0.018},
-        {"-mxfp4/", 0.085, 0.018},
+        {"-mxfp4/", 0.085, 0.018}, {"-bf16/", 0.021, 0.0045},
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
         if (strstr(name, tab[i].tag)) {
@@ -85,9 +86,9 @@ static void run(vkf_backend_kind bt, const char *label, const char *only) {
     vkf_verify_summary sum;
     st = vkf_verify(ctx, vkt_fixture("llama-kq"), only, check_case, &s, &sum);
     VKT_CHECK(st == VKF_OK, "%s: verify: %s", label, vkf_last_error());
-    /* the F32 source and the 13 quantized files, each with its cases */
-    VKT_CHECK(s.n_files == 14, "%s: %d files verified, expected 14", label, s.n_files);
-    VKT_CHECK(s.n == (only ? 14 : 28) && sum.n_failed == 0, "%s: %d cases, %d failed", label, s.n,
+    /* the F32 source and the 14 files llama-quantize wrote, each with its cases */
+    VKT_CHECK(s.n_files == 15, "%s: %d files verified, expected 15", label, s.n_files);
+    VKT_CHECK(s.n == (only ? 15 : 30) && sum.n_failed == 0, "%s: %d cases, %d failed", label, s.n,
               sum.n_failed);
     vkf_context_free(ctx);
 }

@@ -33,7 +33,9 @@ static const struct {
                /* MXFP4_MOE by llama.cpp's rules (a dense model: every matrix Q8_0) and with
                 * --pure (every matrix MXFP4), by llama-quantize's number for it */
                {"mxfp4_moe", "38", 0},
-               {"mxfp4", "MXFP4_MOE", 1}};
+               {"mxfp4", "MXFP4_MOE", 1},
+               /* BF16 (llama.cpp: ftype 32; every matrix, the embedding and output too) */
+               {"bf16", "bf16", 0}};
 
 static char tmpdir[64];
 

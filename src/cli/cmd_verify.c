@@ -74,10 +74,12 @@ int vkf_cmd_verify(int argc, char **argv) {
     }
     vkf_context *ctx;
     if (vkf_cli_context(&cp, &ctx) != VKF_OK) return vkf_cli_fail("verify");
-    printf("verify %s on %s%s%s%s\n", dir, vkf_context_device_name(ctx),
-           cp.ggml_activations ? " (ggml activations, " : "",
-           cp.ggml_activations ? vkf_ggml_target_name(cp.ggml_activations) : "",
-           cp.ggml_activations ? ")" : "");
+    if (cp.ggml_activations)
+        printf("verify %s on %s (ggml activations, %s: %s)\n", dir, vkf_context_device_name(ctx),
+               vkf_ggml_target_name(cp.ggml_activations),
+               vkf_ggml_target_build(cp.ggml_activations));
+    else
+        printf("verify %s on %s\n", dir, vkf_context_device_name(ctx));
     vkf_verify_summary sum;
     vkf_status s = vkf_verify(ctx, dir, only, print_case, NULL, &sum);
     vkf_context_free(ctx);

@@ -1,5 +1,5 @@
 """llama-kq: one F32 llama whose every matrix row is 256 long, quantized by the pinned llama.cpp to
-13 files, with llama.cpp's logits for the prompts fox and mixed on every file (28 cases).
+14 files, with llama.cpp's logits for the prompts fox and mixed on every file (30 cases).
 
     python3 tools/refs/make_llama_kq.py --out DIR
 
@@ -12,7 +12,8 @@ Quantization: llama.cpp's llama_model_quantize with its default parameters and 1
 per-tensor type rules apply (output.weight at Q6_K, attn_v / ffn_down raised in some layers, ...).
 MXFP4 twice: MXFP4_MOE by its rules (a dense model has no expert tensors, so every matrix is Q8_0)
 and with --pure (llama-quantize's flag: every matrix MXFP4, the token embedding and output too),
-the only way llama-quantize writes MXFP4 blocks into a dense model.
+the only way llama-quantize writes MXFP4 blocks into a dense model. BF16 (ftype 32): the one weight
+type no other set holds, so that the ggml-activations mode's avx2 target is checked on all of them.
 Each file is quantized twice and required byte-identical.
 """
 import filecmp
@@ -34,7 +35,7 @@ HD = D // H
 TYPES = [("q4_k_m", "Q4_K_M", 15), ("q5_k_m", "Q5_K_M", 17), ("q6_k", "Q6_K", 18), ("q3_k_m", "Q3_K_M", 12),
          ("q2_k", "Q2_K", 10), ("q4_k_s", "Q4_K_S", 14), ("q4_1", "Q4_1", 3), ("q5_0", "Q5_0", 8),
          ("q5_1", "Q5_1", 9), ("iq4_nl", "IQ4_NL", 25), ("iq4_xs", "IQ4_XS", 30),
-         ("mxfp4_moe", "MXFP4_MOE", 38), ("mxfp4", "MXFP4_MOE --pure", 38)]
+         ("mxfp4_moe", "MXFP4_MOE", 38), ("mxfp4", "MXFP4_MOE --pure", 38), ("bf16", "BF16", 32)]
 PROMPT_IDS = ("fox", "mixed")
 
 
@@ -105,7 +106,7 @@ def main():
         body += (f"| {t['name']} | {'x'.join(map(str, t['ne']))} | "
                  + " | ".join(types[f"llama-kq-{s}.gguf"]["tensors"][i]["type"] for s, _, _ in TYPES) + " |\n")
     with open(os.path.join(out, "README.md"), "w") as f:
-        f.write(f"""# llama-kq: one F32 llama quantized by llama.cpp to 13 files
+        f.write(f"""# llama-kq: one F32 llama quantized by llama.cpp to 14 files
 
 {common.provenance("make_llama_kq.py")}- n_ctx = {CTX} (the model's context).
 {__doc__.split(chr(10), 4)[4]}

@@ -19,6 +19,8 @@
  * padding of its cache, which quantized kernels it picks), a target names the build reproduced
  * (vkf_ggml_target in vkformer.h); the table below says what each one does. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,22 +33,72 @@
 
 typedef struct ggml_build {
     const char *name;
-    int lanes;     /* float vector width of its kernels: 16 (AVX-512) or 8 (AVX2) */
-    int kv_pad;    /* attention runs over the KV cells padded to a multiple of this (32 until
-                      llama.cpp padded its cache view to 256 in late 2025) */
-    int cvar;      /* LayerNorm's variance in vectors (ggml_vec_cvar_f32, since late 2025) */
-    int dot_flags; /* VKF_DOT_* that select its quantized kernels */
+    int lanes;          /* float vector width of its kernels: 16 (AVX-512) or 8 (AVX2) */
+    int kv_pad;         /* attention runs over the KV cells padded to a multiple of this (32 until
+                           llama.cpp padded its cache view to 256 in late 2025) */
+    int cvar;           /* LayerNorm's variance in vectors (ggml_vec_cvar_f32, since late 2025) */
+    int dot_flags;      /* VKF_DOT_* that select its quantized kernels */
+    const char *build;  /* the llama.cpp commit and ISA it reproduces */
+    uint32_t checked;   /* bit (1 << vkf_dtype) per weight type checked bit-identical against
+                           that build (README's ggml-activations table says on what) */
+    const char *others; /* why the other weight types are not reproduced */
 } ggml_build;
 
+#define DT(t) (1u << VKF_DTYPE_##t)
+/* every weight type of the 2025 kernels: the outside llama-kq, llama-tiny and gpt2-tiny sets
+ * c392e50 made (11 quantized files, F32, F16, Q8_0, Q4_0) */
+#define CHECKED_2025                                                                               \
+    (DT(F32) | DT(F16) | DT(Q8_0) | DT(Q4_0) | DT(Q4_1) | DT(Q5_0) | DT(Q5_1) | DT(Q2_K) |         \
+     DT(Q3_K) | DT(Q4_K) | DT(Q5_K) | DT(Q6_K) | DT(IQ4_NL) | DT(IQ4_XS))
+
 static const ggml_build g_builds[] = {
-    [VKF_GGML_AVX2] = {"avx2", 8, 256, 1, VKF_DOT_LLAMA_2610},
-    [VKF_GGML_AVX512_2026] = {"avx512-2026", 16, 256, 1, 0},
-    [VKF_GGML_AVX512_2025] = {"avx512-2025", 16, 32, 0, 0},
+    /* tools/refs builds 0c1e570 for this path: the sets llama-tiny, llama-kq (with BF16 and
+       MXFP4) and moe hold every weight type */
+    [VKF_GGML_AVX2] = {"avx2", 8, 256, 1, VKF_DOT_LLAMA_2610,
+                       "llama.cpp 0c1e570 (Oct 2026) built for AVX2",
+                       CHECKED_2025 | DT(BF16) | DT(MXFP4), NULL},
+    /* its only references (an outside arch set) are F32 models; its quantized kernels are taken
+       to be 2025's, which the pinned 0c1e570's AVX-512 build contradicts on Q4_K */
+    [VKF_GGML_AVX512_2026] = {"avx512-2026", 16, 256, 1, 0,
+                              "llama.cpp dc02e1f (Jul 2026) built for AVX-512", DT(F32),
+                              "no reference of that build holds another weight type, and "
+                              "llama.cpp's AVX-512 paths of 2026 repack and sum Q4_K "
+                              "differently from 2025's (0c1e570 built for AVX-512 differs by "
+                              "up to 2.08 on Gemma 3 270M Q4_K_M)"},
+    [VKF_GGML_AVX512_2025] = {"avx512-2025", 16, 32, 0, 0,
+                              "llama.cpp c392e50 (Feb 2025) built for AVX-512", CHECKED_2025,
+                              "that build predates llama.cpp's BF16 activations and MXFP4"},
 };
+#undef CHECKED_2025
+#undef DT
+#define N_BUILDS (int)(sizeof g_builds / sizeof g_builds[0])
 
 const char *vkf_ggml_target_name(int target) {
-    if (target <= 0 || target >= (int)(sizeof g_builds / sizeof g_builds[0])) return NULL;
+    if (target <= 0 || target >= N_BUILDS) return NULL;
     return g_builds[target].name;
+}
+
+const char *vkf_ggml_target_build(int target) {
+    if (target <= 0 || target >= N_BUILDS) return NULL;
+    return g_builds[target].build;
+}
+
+vkf_status vkf_ggml_target_check(int target, vkf_dtype t) {
+    if (target <= 0 || target >= N_BUILDS)
+        return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "ggml-activations target %d is not known",
+                         target);
+    const ggml_build *b = &g_builds[target];
+    if ((unsigned)t < 32 && (b->checked >> t & 1u)) return VKF_OK;
+    char list[256] = "";
+    for (int d = 0; d < VKF_DTYPE_COUNT; d++)
+        if (b->checked >> d & 1u)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
+                     vkf_dtype_name((vkf_dtype)d));
+    return vkf_error(VKF_ERROR_UNSUPPORTED,
+                     "ggml-activations target %s (%s) does not reproduce %s weights: %s; it is "
+                     "checked on %s",
+                     b->name, b->build, vkf_dtype_name(t), b->others ? b->others : "unchecked",
+                     list);
 }
 
 /* ------------------------------------------------------------------ access */
@@ -135,13 +187,34 @@ static float tinyblas_dot(const ggml_build *b, const float *x, const float *y, i
 
 /* ------------------------------------------------------------------ matmul */
 
-/* F32 and F16 weights: tinyBLAS for batches (K a multiple of the lanes, the weight's row count
- * a multiple of 4: its tiles), else ggml_vec_dot_f32 / _f16 row by row (the F16 one sums what
- * is left after the SIMD steps in double); F16 activations rounded to F16 first. */
+/* ggml_vec_dot_bf16's SIMD part (np a multiple of 32), its multiplies and adds fused as the
+ * compiler fuses its mul / add intrinsics: on AVX2 four 8-lane sums over steps of 32, combined
+ * as (c1 + c3) + (c2 + c4), then the vector's sum (hsum8's order); on AVX-512 two 16-lane sums,
+ * each reduced and added to the double total. */
+static double vec_dot_bf16_simd(const ggml_build *b, const float *x, const float *y, int64_t np) {
+    const int L = b->lanes, nacc = 32 / L;
+    float s[4][16] = {{0}};
+    for (int64_t i = 0; i < np; i += 32)
+        for (int j = 0; j < nacc; j++)
+            for (int l = 0; l < L; l++) {
+                int64_t e = i + (int64_t)L * j + l;
+                s[j][l] = fmaf(x[e], y[e], s[j][l]);
+            }
+    if (L == 16) return (double)reduce16(s[0]) + (double)reduce16(s[1]);
+    float v[8];
+    for (int l = 0; l < 8; l++)
+        v[l] = (s[0][l] + s[2][l]) + (s[1][l] + s[3][l]);
+    return (double)hsum8(v);
+}
+
+/* F32, F16 and BF16 weights: tinyBLAS for batches (K a multiple of the lanes, the weight's row
+ * count a multiple of 4: its tiles), else ggml_vec_dot_f32 / _f16 / _bf16 row by row (the F16
+ * and BF16 ones sum what is left after the SIMD steps in double); F16 / BF16 activations
+ * rounded to the weight's type first (ggml's vec_dot_type). */
 static vkf_status ggml_matmul_float(const ggml_build *bd, const vkf_node *nd) {
     const vkf_tensor *x = nd->src[0], *w = nd->src[1], *b = nd->src[2], *y = nd->dst;
     int64_t M = x->rows, N = w->rows, K = x->cols;
-    int f16 = w->dtype == VKF_DTYPE_F16;
+    int f16 = w->dtype == VKF_DTYPE_F16, bf16 = w->dtype == VKF_DTYPE_BF16;
     float *xa = malloc((size_t)(M * K) * sizeof *xa), *wr = malloc((size_t)K * sizeof *wr);
     if (!xa || !wr) {
         free(xa);
@@ -151,20 +224,26 @@ static vkf_status ggml_matmul_float(const ggml_build *bd, const vkf_node *nd) {
     for (int64_t m = 0; m < M; m++) {
         const float *xs = row_f32(x, m);
         for (int64_t k = 0; k < K; k++)
-            xa[m * K + k] = f16 ? vkf_f16_to_f32(vkf_f32_to_f16(xs[k])) : xs[k];
+            xa[m * K + k] = f16    ? vkf_f16_to_f32(vkf_f32_to_f16(xs[k]))
+                            : bf16 ? vkf_bf16_to_f32(vkf_f32_to_bf16(xs[k]))
+                                   : xs[k];
     }
     for (int64_t n = 0; n < N; n++) {
         const void *wp = row_ptr(w, n);
         for (int64_t k = 0; k < K; k++)
-            wr[k] = f16 ? vkf_f16_to_f32(((const uint16_t *)wp)[k]) : ((const float *)wp)[k];
+            wr[k] = f16    ? vkf_f16_to_f32(((const uint16_t *)wp)[k])
+                    : bf16 ? vkf_bf16_to_f32(((const uint16_t *)wp)[k])
+                           : ((const float *)wp)[k];
         for (int64_t m = 0; m < M; m++) {
             const float *xr = xa + m * K;
             float acc;
             if (M >= 2 && K % bd->lanes == 0 && N % 4 == 0) {
                 acc = tinyblas_dot(bd, wr, xr, K);
-            } else if (f16) {
-                int64_t np = K / (4 * bd->lanes) * (4 * bd->lanes);
-                double sum = np ? (double)vec_dot_simd(bd, wr, 1, xr, 1, np) : 0.0;
+            } else if (f16 || bf16) {
+                int64_t step = bf16 ? 32 : 4 * bd->lanes, np = K / step * step;
+                double sum = !np    ? 0.0
+                             : bf16 ? vec_dot_bf16_simd(bd, wr, xr, np)
+                                    : (double)vec_dot_simd(bd, wr, 1, xr, 1, np);
                 for (int64_t k = np; k < K; k++)
                     sum += (double)(wr[k] * xr[k]);
                 acc = (float)sum;
@@ -650,7 +729,8 @@ vkf_status vkf_cpu_ggml_op(const vkf_node *n, int32_t n_past, int target) {
     case VKF_OP_MOE_WEIGHTS: return ggml_moe_weights(bd, n, n_past);
     case VKF_OP_MUL_MAT_ID: return ggml_mul_mat_id(bd, n);
     case VKF_OP_MATMUL:
-        if (n->src[1]->dtype == VKF_DTYPE_F32 || n->src[1]->dtype == VKF_DTYPE_F16)
+        if (n->src[1]->dtype == VKF_DTYPE_F32 || n->src[1]->dtype == VKF_DTYPE_F16 ||
+            n->src[1]->dtype == VKF_DTYPE_BF16)
             return ggml_matmul_float(bd, n);
         return ggml_matmul(bd, n);
     case VKF_OP_SCALE:

@@ -15,4 +15,9 @@ vkf_status vkf_cpu_op(const vkf_node *n, int32_t n_past);
 /* The same in the ggml-activation reference mode (cpu_ggml.c) for a vkf_ggml_target. */
 vkf_status vkf_cpu_ggml_op(const vkf_node *n, int32_t n_past, int target);
 
+/* VKF_OK when the target's arithmetic for weights of type t has been checked bit-identical
+ * against its build; else VKF_ERROR_UNSUPPORTED naming the target, the type, why, and the types
+ * it is checked on. */
+vkf_status vkf_ggml_target_check(int target, vkf_dtype t);
+
 #endif
