@@ -67,10 +67,10 @@ static int lora_add(vkf_gen_opts *o, const char *v, int scaled, char *err, size_
     }
     return 0;
 }
-static int parse_lora(void *dst, const char *v, char *err, size_t n) {
+int vkf_gen_lora_arg(void *dst, const char *v, char *err, size_t n) {
     return lora_add(dst, v, 0, err, n);
 }
-static int parse_lora_scaled(void *dst, const char *v, char *err, size_t n) {
+int vkf_gen_lora_scaled_arg(void *dst, const char *v, char *err, size_t n) {
     return lora_add(dst, v, 1, err, n);
 }
 
@@ -285,10 +285,10 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
         .max = 1024, .metavar = "N", .seen = &o->spec_given,
         .help = "n-gram lookup: the longest run of last tokens looked up (default 3)");
     /* ---- LoRA adapters (llama.cpp's flags) */
-    ADD("--lora", VKF_ARG_CALL, o, .metavar = "FNAME", .call = parse_lora,
+    ADD("--lora", VKF_ARG_CALL, o, .metavar = "FNAME", .call = vkf_gen_lora_arg,
         .help = "LoRA adapter (a GGUF adapter or a PEFT directory), scale 1; repeatable, or "
                 "comma-separated");
-    ADD("--lora-scaled", VKF_ARG_CALL, o, .metavar = "FNAME:SCALE", .call = parse_lora_scaled,
+    ADD("--lora-scaled", VKF_ARG_CALL, o, .metavar = "FNAME:SCALE", .call = vkf_gen_lora_scaled_arg,
         .help = "LoRA adapter with its scale; repeatable, or comma-separated");
     ADD("--lora-merge", VKF_ARG_SET, &o->lora_merge,
         .help = "add the adapters into the weights at load (F32/F16/BF16 weights) instead of "

@@ -77,6 +77,9 @@ int vkf_gen_spec_open(const vkf_gen_opts *o, const char *cmd, vkf_context *ctx, 
                       vkf_model **draft, vkf_spec **spec);
 /* One stderr line: tokens drafted and accepted, the acceptance rate. */
 void vkf_gen_spec_report(const char *what, int64_t drafted, int64_t accepted);
+/* --lora / --lora-scaled values (VKF_ARG_CALL; dst: the vkf_gen_opts), for serve's table too. */
+int vkf_gen_lora_arg(void *dst, const char *v, char *err, size_t n);
+int vkf_gen_lora_scaled_arg(void *dst, const char *v, char *err, size_t n);
 /* The LoRA adapters of the flags, loaded for m (and merged into it with --lora-merge). 0, or 1
  * after an error printed. */
 int vkf_gen_lora_open(vkf_gen_opts *o, const char *cmd, vkf_model *m);
