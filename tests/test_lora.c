@@ -265,6 +265,13 @@ static void test_errors(void) {
     VKT_CHECK(st == VKF_ERROR_INVALID_ARGUMENT && strstr(msg, "blk.0.attn_q.weight") &&
                   strstr(msg, "[256, 256]") && strstr(msg, "[8, 128]") && strstr(msg, "[128, 8]"),
               "another base's adapter: %s: %s", vkf_status_name(st), msg);
+    st = vkf_lora_load(m, fx("lora/lora-other-arch.gguf"), &a);
+    VKT_CHECK(st == VKF_ERROR_INVALID_ARGUMENT && strstr(vkf_last_error(), "\"qwen2\"") &&
+                  strstr(vkf_last_error(), "\"llama\""),
+              "another architecture's adapter: %s: %s", vkf_status_name(st), vkf_last_error());
+    st = vkf_lora_load(m, fx("lora/lora-alpha-nan.gguf"), &a);
+    VKT_CHECK(st == VKF_ERROR_FORMAT && strstr(vkf_last_error(), "alpha is not finite"),
+              "alpha NaN: %s: %s", vkf_status_name(st), vkf_last_error());
     st = vkf_lora_load(m, fx("lora/llama-tiny-f32.gguf"), &a);
     VKT_CHECK(st == VKF_ERROR_FORMAT && strstr(vkf_last_error(), "general.type"),
               "a model as adapter: %s: %s", vkf_status_name(st), vkf_last_error());

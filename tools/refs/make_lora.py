@@ -22,7 +22,8 @@ Adapters (B random as after training; peft initialises B to 0):
   lora-b-f16.gguf).
 - lora-c: r 32, lora_alpha 32, o_proj and down_proj, Q8_0 (lora-c-q8_0.gguf: convert's --outtype
   q8_0, gguf-py's reference quantizer).
-- lora-other-base.gguf: an adapter of a llama with d_model 128 (refused by the base here).
+- lora-other-base.gguf: an adapter of a llama with d_model 128 (refused by the base here);
+  lora-other-arch.gguf: lora-b's first pair as a qwen2 adapter; lora-alpha-nan.gguf: alpha NaN.
 Merged offline: llama-tiny-{f32,f16}-merged-a.gguf = the base with lora-a at scale 1 added as
 W' = W + s B A, s = float32(1 * 16) / 8, each element in float64 summed over r in order, rounded
 once to float32 (then to float16 for the f16 base).
@@ -87,7 +88,7 @@ def gguf_pairs(pairs):
     return out
 
 
-def write_adapter_gguf(path, alpha, pairs, kind, name):
+def write_adapter_gguf(path, alpha, pairs, kind, name, arch="llama"):
     g = common.gguf()
 
     def fill(w):
@@ -106,7 +107,7 @@ def write_adapter_gguf(path, alpha, pairs, kind, name):
                 tensors[n] = x.astype(np.float16)
             else:
                 tensors[n], raw[n] = g.quants.quantize(x, g.GGMLQuantizationType.Q8_0), g.GGMLQuantizationType.Q8_0
-    common.write_gguf(path, "llama", fill, tensors, raw)
+    common.write_gguf(path, arch, fill, tensors, raw)
 
 
 def write_peft(d, r, alpha, targets, pairs, dtype):
@@ -185,6 +186,9 @@ def main():
     other = {"blk.0.attn_q.weight": ((rng.standard_normal((8, 128)) * 0.1).astype(np.float32),
                                      (rng.standard_normal((128, 8)) * 0.1).astype(np.float32))}
     write_adapter_gguf(os.path.join(out, "lora-other-base.gguf"), 16, other, "f32", "lora-other-base")
+    b0 = {k: v for k, v in list(g["b"].items())[:1]}
+    write_adapter_gguf(os.path.join(out, "lora-other-arch.gguf"), 8, b0, "f32", "lora-other-arch", arch="qwen2")
+    write_adapter_gguf(os.path.join(out, "lora-alpha-nan.gguf"), float("nan"), b0, "f32", "lora-alpha-nan")
     # the offline merges (lora-a at user scale 1: s = float32(1 * 16) / 8, as llama.cpp computes it)
     s32 = np.float32(np.float32(1.0) * np.float32(16)) / np.float32(8)
     common.write_gguf(os.path.join(out, "llama-tiny-f32-merged-a.gguf"), "llama", tiny.fill(0), merge(base, g["a"], s32))
