@@ -557,6 +557,9 @@ void vkf_lora_free(vkf_lora *a);
 int32_t vkf_lora_n_tensors(const vkf_lora *a); /* adapted matrices */
 float vkf_lora_alpha(const vkf_lora *a);       /* adapter.lora.alpha (PEFT lora_alpha); 0: none */
 const char *vkf_lora_path(const vkf_lora *a);  /* as given to vkf_lora_load */
+/* A GGUF adapter's adapter.lora.task_name / adapter.lora.prompt_prefix ("" when absent). */
+const char *vkf_lora_task_name(const vkf_lora *a);
+const char *vkf_lora_prompt_prefix(const vkf_lora *a);
 /* The adapters the session's decoder applies, adapters[i] with user scale scales[i] (n 0: none;
  * a scale of 0 leaves that adapter out). Tokens already in the KV cache keep the set they were
  * computed with (call vkf_session_reset, or keep caches apart per set). A scale that is not

@@ -164,6 +164,11 @@ static vkf_status lora_gguf_meta(vkf_lora *a, const vkf_gguf *g) {
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "%s: an activated LoRA (adapter.alora.invocation_tokens) is not applied",
                          a->path);
+    const char *tn, *pp; /* llama-server shows them in GET /lora-adapters (common.cpp) */
+    VKF_TRY(vkf_gguf_get_str(g, "adapter.lora.task_name", "", &tn));
+    VKF_TRY(vkf_gguf_get_str(g, "adapter.lora.prompt_prefix", "", &pp));
+    snprintf(a->task_name, sizeof a->task_name, "%s", tn);
+    snprintf(a->prompt_prefix, sizeof a->prompt_prefix, "%s", pp);
     return vkf_gguf_get_f32(g, "adapter.lora.alpha", 0.0f, &a->alpha);
 }
 
@@ -365,6 +370,8 @@ void vkf_lora_free(vkf_lora *a) {
 int32_t vkf_lora_n_tensors(const vkf_lora *a) { return a ? a->n_pairs : 0; }
 float vkf_lora_alpha(const vkf_lora *a) { return a ? a->alpha : 0.0f; }
 const char *vkf_lora_path(const vkf_lora *a) { return a ? a->path : ""; }
+const char *vkf_lora_task_name(const vkf_lora *a) { return a ? a->task_name : ""; }
+const char *vkf_lora_prompt_prefix(const vkf_lora *a) { return a ? a->prompt_prefix : ""; }
 
 float vkf_lora_pair_scale(const vkf_lora *a, const vkf_lora_pair *p, float user_scale) {
     const float rank = (float)p->b.cols;

@@ -18,7 +18,9 @@ typedef struct vkf_lora_pair {
 struct vkf_lora {
     const vkf_model *m;
     char path[1024];
-    float alpha; /* adapter.lora.alpha (PEFT lora_alpha); 0: scale = the user's scale */
+    float alpha;         /* adapter.lora.alpha (PEFT lora_alpha); 0: scale = the user's scale */
+    char task_name[128]; /* adapter.lora.task_name ("" when absent: PEFT) */
+    char prompt_prefix[1024]; /* adapter.lora.prompt_prefix */
     int n_pairs;
     vkf_lora_pair *pairs;
 };

@@ -89,6 +89,9 @@ static vkf_status lora_use(srv_engine *e, const float *set) {
 
 int srv_engine_n_lora(const srv_engine *e) { return e->n_lora; }
 const char *srv_engine_lora_path(const srv_engine *e, int i) { return e->lora_path[i]; }
+const char *srv_engine_lora_meta(const srv_engine *e, int i, int what) {
+    return what ? vkf_lora_prompt_prefix(e->lora[i]) : vkf_lora_task_name(e->lora[i]);
+}
 
 void srv_engine_lora_get(srv_engine *e, float *scales) {
     pthread_mutex_lock(&e->mu);

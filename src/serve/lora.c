@@ -1,5 +1,6 @@
 /* llama-server's LoRA endpoints and request field (tools/server of llama.cpp 0c1e570):
- *   GET  /lora-adapters   [{"id": 0, "path": "a.gguf", "scale": 1.0}, ...]
+ *   GET  /lora-adapters   [{"id": 0, "path": "a.gguf", "scale": 1.0, "task_name": "",
+ *                         "prompt_prefix": ""}, ...] (the last two from the GGUF's metadata)
  *   POST /lora-adapters   [{"id": 0, "scale": 0.5}]: the server's scales, the ids not listed 0
  *                         (construct_lora_list), for requests queued from then on
  *   "lora": [{"id": 0, "scale": 0.5}] in a completion request: that request's scales, the ids
@@ -71,6 +72,8 @@ char *srv_lora_list(srv_engine *e) {
         cJSON_AddNumberToObject(o, "id", i);
         cJSON_AddStringToObject(o, "path", srv_engine_lora_path(e, i));
         cJSON_AddNumberToObject(o, "scale", sc[i]);
+        cJSON_AddStringToObject(o, "task_name", srv_engine_lora_meta(e, i, 0));
+        cJSON_AddStringToObject(o, "prompt_prefix", srv_engine_lora_meta(e, i, 1));
         cJSON_AddItemToArray(a, o);
     }
     char *js = a ? cJSON_PrintUnformatted(a) : NULL;

@@ -219,7 +219,8 @@ typedef struct srv_config {
 struct cJSON;
 int srv_lora_parse(const srv_config *c, const struct cJSON *j, srv_req *r, char *err,
                    size_t errsize);
-/* GET /lora-adapters: [{"id", "path", "scale"}] of the current scales; malloc'ed. */
+/* GET /lora-adapters: [{"id", "path", "scale", "task_name", "prompt_prefix"}] of the current
+ * scales; malloc'ed. */
 char *srv_lora_list(srv_engine *e);
 /* POST /lora-adapters: body [{"id", "scale"}] sets the server's scales (the ids not listed 0)
  * for the requests queued from now on; {"success": true}, or the error with *status 400. */
@@ -228,6 +229,8 @@ char *srv_lora_set(srv_engine *e, const char *body, size_t len, int *status);
  * engine's mutex; set replaces them). */
 int srv_engine_n_lora(const srv_engine *e);
 const char *srv_engine_lora_path(const srv_engine *e, int i);
+/* adapter i's task_name (what 0) or prompt_prefix (what 1) */
+const char *srv_engine_lora_meta(const srv_engine *e, int i, int what);
 void srv_engine_lora_get(srv_engine *e, float *scales);
 void srv_engine_lora_set(srv_engine *e, const float *scales);
 

@@ -60,7 +60,9 @@ m.stop()
 s = Server(EXE, BASE, ["--cpu", "-np", "1", "--lora", A, "--lora-scaled", B + ":0.5",
                        "--lora-init-without-apply"])
 st, js = call(s.port, "GET", "/lora-adapters")
-check(st == 200 and js == [{"id": 0, "path": A, "scale": 0}, {"id": 1, "path": B, "scale": 0}],
+check(st == 200 and js == [{"id": 0, "path": A, "scale": 0, "task_name": "", "prompt_prefix": ""},
+                          {"id": 1, "path": B, "scale": 0, "task_name": "summarize",
+                           "prompt_prefix": "Summary: "}],
       f"GET /lora-adapters after --lora-init-without-apply: {st} {js}")
 base, _ = complete(s.port)
 check(base != merged, "the adapter changes the text (else nothing below would be shown)")

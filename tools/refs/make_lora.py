@@ -19,7 +19,7 @@ Adapters (B random as after training; peft initialises B to 0):
 - lora-a: r 8, lora_alpha 16, every linear module (q, k, v, o, gate, up, down), F32
   (peft-a/, lora-a-f32.gguf); the same in F16 (lora-a-f16.gguf).
 - lora-b: r 4, lora_alpha 8, q_proj and v_proj (peft's default targets), F16 (peft-b/,
-  lora-b-f16.gguf).
+  lora-b-f16.gguf, with adapter.lora.task_name "summarize" and prompt_prefix "Summary: ").
 - lora-c: r 32, lora_alpha 32, o_proj and down_proj, Q8_0 (lora-c-q8_0.gguf: convert's --outtype
   q8_0, gguf-py's reference quantizer).
 - lora-other-base.gguf: an adapter of a llama with d_model 128 (refused by the base here);
@@ -88,7 +88,7 @@ def gguf_pairs(pairs):
     return out
 
 
-def write_adapter_gguf(path, alpha, pairs, kind, name, arch="llama"):
+def write_adapter_gguf(path, alpha, pairs, kind, name, arch="llama", meta=None):
     g = common.gguf()
 
     def fill(w):
@@ -96,6 +96,8 @@ def write_adapter_gguf(path, alpha, pairs, kind, name, arch="llama"):
         w.add_string(g.Keys.Adapter.TYPE, "lora")
         w.add_name(name)
         w.add_float32(g.Keys.Adapter.LORA_ALPHA, float(alpha))
+        for k, v in (meta or {}).items():  # llama-server shows them in GET /lora-adapters
+            w.add_string(k, v)
 
     tensors, raw = {}, {}
     for base, (a, b) in pairs.items():
@@ -179,7 +181,9 @@ def main():
     g = {k: gguf_pairs(p) for k, p in pairs.items()}
     write_adapter_gguf(os.path.join(out, "lora-a-f32.gguf"), 16, g["a"], "f32", "lora-a")
     write_adapter_gguf(os.path.join(out, "lora-a-f16.gguf"), 16, g["a"], "f16", "lora-a")
-    write_adapter_gguf(os.path.join(out, "lora-b-f16.gguf"), 8, g["b"], "f16", "lora-b")
+    write_adapter_gguf(os.path.join(out, "lora-b-f16.gguf"), 8, g["b"], "f16", "lora-b",
+                       meta={"adapter.lora.task_name": "summarize",
+                             "adapter.lora.prompt_prefix": "Summary: "})
     write_adapter_gguf(os.path.join(out, "lora-c-q8_0.gguf"), 32, g["c"], "q8_0", "lora-c")
     write_peft(os.path.join(out, "peft-a"), 8, 16, ADAPTERS["a"][2], pairs["a"], np.float32)
     write_peft(os.path.join(out, "peft-b"), 4, 8, ADAPTERS["b"][2], pairs["b"], np.float16)
