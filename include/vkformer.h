@@ -540,6 +540,41 @@ void vkf_session_set_abort_callback(vkf_session *s, int (*cb)(void *user), void 
 void vkf_session_free(vkf_session *s);
 /* Empties the KV cache (and forgets the encoded source). */
 void vkf_session_reset(vkf_session *s);
+
+/* ------------------------------------------------------------------ LoRA adapters
+ * Low-rank adapters of a decoder-only model's matrices, as llama.cpp applies them:
+ *   y = W x + scale * B (A x),  scale = user_scale * alpha / r  (alpha 0: scale = user_scale)
+ *
+ *     vkf_lora *a; vkf_lora_load(m, "adapter.gguf", &a);   // or a PEFT directory
+ *     float sc = 1.0f; vkf_session_set_lora(s, &a, &sc, 1); // applied on the fly
+ *     ... vkf_session_free(s); vkf_lora_free(a); vkf_model_free(m);
+ *
+ * vkf_lora_load reads llama.cpp's GGUF adapters (general.type "adapter", adapter.type "lora",
+ * adapter.lora.alpha; "<base tensor>.lora_a" / ".lora_b" in any weight type) and Hugging Face
+ * PEFT directories (adapter_config.json with r and lora_alpha, adapter_model.safetensors).
+ * An adapter for another base model (architecture, a tensor it lacks, a shape) is refused with
+ * VKF_ERROR_INVALID_ARGUMENT naming the tensor and both shapes. The adapter keeps its tensors
+ * on the model's device; free it after every session that uses it and before the model. */
+typedef struct vkf_lora vkf_lora;
+vkf_status vkf_lora_load(vkf_model *m, const char *path, vkf_lora **out);
+void vkf_lora_free(vkf_lora *a);
+int32_t vkf_lora_n_tensors(const vkf_lora *a); /* adapted matrices */
+float vkf_lora_alpha(const vkf_lora *a);       /* adapter.lora.alpha (PEFT lora_alpha); 0: none */
+const char *vkf_lora_path(const vkf_lora *a);  /* as given to vkf_lora_load */
+/* A GGUF adapter's adapter.lora.task_name / adapter.lora.prompt_prefix ("" when absent). */
+const char *vkf_lora_task_name(const vkf_lora *a);
+const char *vkf_lora_prompt_prefix(const vkf_lora *a);
+/* The adapters the session's decoder applies, adapters[i] with user scale scales[i] (n 0: none;
+ * a scale of 0 leaves that adapter out). Tokens already in the KV cache keep the set they were
+ * computed with (call vkf_session_reset, or keep caches apart per set). A scale that is not
+ * finite is VKF_ERROR_INVALID_ARGUMENT. */
+vkf_status vkf_session_set_lora(vkf_session *s, vkf_lora *const *adapters, const float *scales,
+                                int32_t n);
+/* Adds scale times the adapter into the model's weights (W' = W + scale' B A per element in
+ * double, rounded once to F32, then to the weight's F16 / BF16): the same bytes as merging
+ * offline by that recipe. F32 / F16 / BF16 weights only (VKF_ERROR_UNSUPPORTED names a quantized
+ * one). Call it before creating sessions; the adapter is not applied again on the fly. */
+vkf_status vkf_lora_merge(vkf_model *m, const vkf_lora *a, float scale);
 int32_t vkf_session_n_past(const vkf_session *s);  /* tokens in the cache */
 int32_t vkf_session_n_ctx(const vkf_session *s);   /* capacity per sequence, tokens */
 int32_t vkf_session_n_batch(const vkf_session *s); /* sequences */

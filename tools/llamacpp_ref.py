@@ -54,12 +54,13 @@ def tokenize(model_path, text, add_special=True, parse_special=True):
 
 
 def logits(model_path, tokens, greedy=None, n_greedy=24, n_ctx=4096, type_k=0, type_v=0,
-           flash_attn=False):
+           flash_attn=False, loras=()):
     """Rows of logits: one per prompt token (one batch), then one per generated token fed back
     one at a time. greedy=None: llama.cpp's own argmax continuation (lowest id on ties) of
     n_greedy tokens; else those tokens teacher-forced. type_k / type_v: the KV cache's ggml_type
     (0 F32, the fixtures' default; 1 F16, 8 Q8_0, ...), flash_attn: llama.cpp's flash attention
-    (which a quantized V cache needs). Returns (float32 [rows, n_vocab], the greedy tokens)."""
+    (which a quantized V cache needs); loras: (GGUF adapter path, scale) pairs set on the context
+    (llama_adapter_lora_init, llama_set_adapters_lora). Returns (float32 [rows, n_vocab], the greedy tokens)."""
     _quiet()
     mp = L.llama_model_default_params()
     mp.n_gpu_layers = 0
@@ -79,6 +80,17 @@ def logits(model_path, tokens, greedy=None, n_greedy=24, n_ctx=4096, type_k=0, t
         sys.exit(f"llama.cpp cannot make a context for {model_path} (type_k {type_k}, type_v "
                  f"{type_v}, flash_attn {flash_attn})")
     n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(m))
+    adapters = []
+    for path, _ in loras:
+        a = L.llama_adapter_lora_init(m, path.encode())
+        if not a:
+            sys.exit(f"llama.cpp cannot load the adapter {path} for {model_path}")
+        adapters.append(a)
+    if adapters:
+        arr = (L.llama_adapter_lora_p_ctypes * len(adapters))(*adapters)
+        sc = (ctypes.c_float * len(adapters))(*[float(x) for _, x in loras])
+        if L.llama_set_adapters_lora(c, arr, len(adapters), sc) != 0:
+            sys.exit(f"llama_set_adapters_lora failed on {model_path}")
 
     def decode(toks, pos0, all_rows):
         b = L.llama_batch_init(len(toks), 0, 1)
@@ -103,6 +115,8 @@ def logits(model_path, tokens, greedy=None, n_greedy=24, n_ctx=4096, type_k=0, t
         fed.append(t)
         out += decode([t], len(tokens) + i, False)
     L.llama_free(c)
+    for a in adapters:
+        L.llama_adapter_lora_free(a)
     L.llama_model_free(m)
     return np.array(out, dtype=np.float32), fed
 

@@ -75,7 +75,7 @@ def test_llama_cpp_arguments():
     msgs = " ".join(str(x.message) for x in w)
     assert "n_threads" in msgs and "use_mlock" in msgs
     assert "n_gpu_layers" not in msgs and "flash_attn" not in msgs
-    for bad in ({"kv_overrides": {"a": 1}}, {"lora_path": "x.gguf"}, {"rope_freq_base": 5e5},
+    for bad in ({"kv_overrides": {"a": 1}}, {"lora_base": "x.gguf"}, {"rope_freq_base": 5e5},
                 {"type_k": 12}, {"vocab_only": True}):  # 12: GGML_TYPE_Q3_K, no cache type
         with pytest.raises(ValueError, match=next(iter(bad))):
             vkformer.Llama(str(KJV), verbose=False, **bad)

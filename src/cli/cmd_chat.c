@@ -769,10 +769,12 @@ int vkf_cmd_chat(int argc, char **argv) {
                 model, c.d.encoder_decoder ? "" : " (pass one with --tokenizer PATH)");
         goto done;
     }
+    if (vkf_gen_lora_open(&o, "chat", c.m)) goto done;
     if (vkf_session_create(c.m, &ssp, &c.s) != VKF_OK) {
         vkf_cli_fail("chat");
         goto done;
     }
+    if (vkf_gen_lora_apply(&o, "chat", c.s)) goto done;
     if (vkf_gen_spec_open(&o, "chat", ctx, c.m, &c.draft, &c.spec)) goto done;
     c.n_ctx = vkf_session_n_ctx(c.s);
     c.n_predict = o.n_predict;
@@ -859,6 +861,7 @@ done:
     free(first);
     free(sys);
     vkf_session_free(c.s);
+    vkf_gen_lora_free(&o);
     vkf_spec_free(c.spec);
     vkf_model_free(c.draft);
     vkf_model_free(c.m);

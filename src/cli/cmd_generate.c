@@ -293,6 +293,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                 o.mp.path);
         goto done;
     }
+    if (vkf_gen_lora_open(&o, "generate", m)) goto done;
     if (vkf_gen_spec_open(&o, "generate", ctx, m, &draft, &spec)) goto done;
     if (md.n_ctx > md.n_ctx_train)
         fprintf(stderr,
@@ -313,6 +314,7 @@ int vkf_cmd_generate(int argc, char **argv) {
         vkf_cli_fail("generate");
         goto done;
     }
+    if (vkf_gen_lora_apply(&o, "generate", s)) goto done;
     double load_ms = now_ms() - t_start;
     once_ms at_load = once_now(ctx);
     if (g_interrupted) {
@@ -422,6 +424,7 @@ done:
     free(prompt_buf);
     free(file_text);
     vkf_session_free(s);
+    vkf_gen_lora_free(&o);
     vkf_spec_free(spec);
     vkf_model_free(draft);
     vkf_model_free(m);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/gen_opts.h"
 #include "frontend/args.h"
 #include "serve/serve.h"
 
@@ -47,11 +48,13 @@ typedef struct loader {
     srv_engine *e;     /* generation */
     srv_embedder *emb; /* embedding mode: an encoder-only model, POST /v1/embeddings, no slots */
     srv_config cfg;
-    int rc;   /* 0, or the command's exit status */
-    int done; /* atomic: the thread has finished */
+    vkf_gen_opts *lo; /* --lora, --lora-scaled, --lora-init-without-apply (their fields only) */
+    int rc;           /* 0, or the command's exit status */
+    int done;         /* atomic: the thread has finished */
 } loader;
 
 static int load_fail(loader *l, int rc) {
+    vkf_gen_lora_free(l->lo); /* after the slots' session (never started here), before the model */
     vkf_model_free(l->m);
     vkf_context_free(l->ctx);
     l->m = NULL;
@@ -103,7 +106,21 @@ static int load(loader *l) {
         srv_log_notice("%s has no chat template: /v1/chat/completions uses ChatML (llama.cpp's "
                        "default)",
                        l->model);
+    /* LoRA adapters: the server's initial scales are the flags' (0 with
+     * --lora-init-without-apply); requests and POST /lora-adapters change them */
+    if (vkf_gen_lora_open(l->lo, "serve", l->m)) return load_fail(l, 1);
+    float lsc[SRV_MAX_LORA] = {0};
+    int n_lora = l->lo->lora_merge ? 0 : l->lo->n_lora;
+    if (n_lora > SRV_MAX_LORA)
+        return load_fail(l, srv_log_error("at most %d LoRA adapters", SRV_MAX_LORA));
+    for (int i = 0; i < n_lora; i++)
+        lsc[i] = l->lo->lora_no_apply ? 0.0f : l->lo->lora_scale[i];
+    l->cfg.n_lora = n_lora;
     srv_engine_params ep = {.n_slots = l->np,
+                            .lora = l->lo->lora,
+                            .lora_path = (const char *const *)l->lo->lora_path,
+                            .lora_scale = lsc,
+                            .n_lora = n_lora,
                             .n_ctx = slot_ctx,
                             .queue_max = l->queue,
                             .cache_type_k = l->ctk,
@@ -162,7 +179,20 @@ int vkf_cmd_serve(int argc, char **argv) {
     vkf_spec_params_default(&spd);
     srv_log_format log_format = SRV_LOG_NONE;
     vkf_context_params cp = {0};
+    static vkf_gen_opts lo; /* the LoRA flags' fields (cli/gen_opts.c parses them) */
     vkf_arg args[] = {
+        {"--lora", VKF_ARG_CALL, &lo, .metavar = "FNAME", .call = vkf_gen_lora_arg,
+         .help = "LoRA adapter (a GGUF adapter or a PEFT directory), scale 1; repeatable, or "
+                 "comma-separated; ids 0, 1, ... in order (GET /lora-adapters)"},
+        {"--lora-scaled", VKF_ARG_CALL, &lo, .metavar = "FNAME:SCALE",
+         .call = vkf_gen_lora_scaled_arg,
+         .help = "LoRA adapter with its scale; repeatable, or comma-separated"},
+        {"--lora-merge", VKF_ARG_SET, &lo.lora_merge,
+         .help = "add the adapters into the weights at load (F32/F16/BF16 weights): no "
+                 "/lora-adapters to rescale them then"},
+        {"--lora-init-without-apply", VKF_ARG_SET, &lo.lora_no_apply,
+         .help = "load the adapters at scale 0 (apply them with POST /lora-adapters or a "
+                 "request's \"lora\")"},
         {"-m|--model", VKF_ARG_STR, &model, .metavar = "PATH", .required = 1,
          .help = "model directory or .gguf file"},
         {"--host", VKF_ARG_STR, &host, .metavar = "ADDR",
@@ -222,7 +252,9 @@ int vkf_cmd_serve(int argc, char **argv) {
     vkf_cmd_spec spec = {
         "serve", "-m MODEL [--host 127.0.0.1] [--port 8080] [-np N] [-c N] [--api-key KEY]",
         "An OpenAI-compatible HTTP server: POST /v1/chat/completions and /v1/completions "
-        "(stream: server-sent events), GET /v1/models, POST /tokenize and /detokenize (with an "
+        "(stream: server-sent events), GET /v1/models, POST /tokenize and /detokenize, GET and "
+        "POST "
+        "/lora-adapters (adapters of --lora; a request's \"lora\" sets its own scales) (with an "
         "encoder-only model, or --embedding, POST /v1/embeddings instead of the completions); for "
         "operators GET /health (readiness and load: 503 while the model loads, with "
         "?fail_on_no_slot when every slot is busy, and while draining), GET /metrics "
@@ -279,6 +311,7 @@ int vkf_cmd_serve(int argc, char **argv) {
                    srv_http_port(h));
 
     loader l = {.model = model,
+                .lo = &lo,
                 .alias = alias,
                 .cp = cp,
                 .np = np,
@@ -337,6 +370,8 @@ int vkf_cmd_serve(int argc, char **argv) {
         sleep_ms(200);
         srv_http_stop(h);
         srv_embedder_free(l.emb);
+        vkf_gen_lora_free(&lo);
+        vkf_gen_free(&lo);
         vkf_model_free(l.m);
         vkf_context_free(l.ctx);
         srv_log_notice("stopped");
@@ -373,6 +408,8 @@ int vkf_cmd_serve(int argc, char **argv) {
     sleep_ms(200); /* the last events reach their clients */
     srv_http_stop(h);
     srv_engine_stop(l.e);
+    vkf_gen_lora_free(&lo);
+    vkf_gen_free(&lo);
     vkf_model_free(l.m);
     vkf_context_free(l.ctx);
     srv_log_notice("stopped");

@@ -1,6 +1,7 @@
 /* The flag table of generate and chat (gen_opts.h). */
 #include "cli/gen_opts.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,48 @@ void vkf_gen_defaults(vkf_gen_opts *o, vkf_gen_mode mode) {
     o->draft_min = sp.n_min;
     o->draft_p_min = sp.p_min;
     o->ngram_n = sp.ngram_n;
+}
+
+/* --lora FNAME[,FNAME...] (scale 1) and --lora-scaled FNAME:SCALE[,...] (llama.cpp's forms;
+ * the scale after the last ':'), appended to the opts' list */
+static int lora_add(vkf_gen_opts *o, const char *v, int scaled, char *err, size_t n) {
+    const char *p = v;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char *item = strndup(p, len);
+        if (!item || o->n_lora == VKF_GEN_MAX_LORA) {
+            snprintf(err, n, "at most %d adapters", VKF_GEN_MAX_LORA);
+            free(item);
+            return -1;
+        }
+        float sc = 1.0f;
+        if (scaled) {
+            char *colon = strrchr(item, ':'), *end = NULL;
+            if (colon) sc = strtof(colon + 1, &end);
+            if (!colon || colon == item || end == colon + 1 || *end || !isfinite(sc)) {
+                snprintf(err, n, "expected FNAME:SCALE with a finite SCALE, got '%s'", item);
+                free(item);
+                return -1;
+            }
+            *colon = 0;
+        }
+        if (!*item) {
+            snprintf(err, n, "an empty adapter path in '%s'", v);
+            free(item);
+            return -1;
+        }
+        o->lora_path[o->n_lora] = item;
+        o->lora_scale[o->n_lora++] = sc;
+        p += len + (e != NULL);
+    }
+    return 0;
+}
+int vkf_gen_lora_arg(void *dst, const char *v, char *err, size_t n) {
+    return lora_add(dst, v, 0, err, n);
+}
+int vkf_gen_lora_scaled_arg(void *dst, const char *v, char *err, size_t n) {
+    return lora_add(dst, v, 1, err, n);
 }
 
 /* --spec-type: llama.cpp's names of the two kinds vkformer has */
@@ -203,8 +246,7 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     ADD("--mlock", VKF_ARG_REFUSED, .help = "weights live on the device");
     ADD("-tb|--threads-batch|--numa", VKF_ARG_REFUSED, .takes_value = 1,
         .help = "the CPU backend runs one thread");
-    ADD("--lora|--lora-scaled|--control-vector", VKF_ARG_REFUSED, .takes_value = 1,
-        .help = "no adapters");
+    ADD("--control-vector", VKF_ARG_REFUSED, .takes_value = 1, .help = "no control vectors");
     ADD("--mirostat|--mirostat-lr|--mirostat-ent|--xtc-probability|--xtc-threshold|--dry-"
         "multiplier",
         VKF_ARG_REFUSED, .takes_value = 1, .help = "this sampler is not implemented");
@@ -242,6 +284,18 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
     ADD("--spec-ngram-size-n|--spec-ngram-simple-size-n", VKF_ARG_INT, &o->ngram_n, .min = 1,
         .max = 1024, .metavar = "N", .seen = &o->spec_given,
         .help = "n-gram lookup: the longest run of last tokens looked up (default 3)");
+    /* ---- LoRA adapters (llama.cpp's flags) */
+    ADD("--lora", VKF_ARG_CALL, o, .metavar = "FNAME", .call = vkf_gen_lora_arg,
+        .help = "LoRA adapter (a GGUF adapter or a PEFT directory), scale 1; repeatable, or "
+                "comma-separated");
+    ADD("--lora-scaled", VKF_ARG_CALL, o, .metavar = "FNAME:SCALE", .call = vkf_gen_lora_scaled_arg,
+        .help = "LoRA adapter with its scale; repeatable, or comma-separated");
+    ADD("--lora-merge", VKF_ARG_SET, &o->lora_merge,
+        .help = "add the adapters into the weights at load (F32/F16/BF16 weights) instead of "
+                "applying them at every matmul");
+    ADD("--lora-init-without-apply", VKF_ARG_SET, &o->lora_no_apply,
+        .help = "load the adapters without applying them (serve: apply via POST /lora-adapters "
+                "or a request's \"lora\")");
     /* ---- llama.cpp flags that change nothing here: accepted, said so in the help */
     ADD("--no-warmup", VKF_ARG_SET, &o->noop,
         .help = "accepted: vkformer runs no warm-up pass (pipelines are built on first use)");
@@ -351,7 +405,41 @@ void vkf_gen_spec_report(const char *what, int64_t drafted, int64_t accepted) {
             (long long)accepted, drafted ? 100.0 * (double)accepted / (double)drafted : 0.0);
 }
 
+int vkf_gen_lora_open(vkf_gen_opts *o, const char *cmd, vkf_model *m) {
+    char what[160];
+    for (int i = 0; i < o->n_lora; i++) {
+        if (vkf_lora_load(m, o->lora_path[i], &o->lora[i]) != VKF_OK) {
+            snprintf(what, sizeof what, "%s: --lora", cmd);
+            return vkf_cli_fail(what), 1;
+        }
+        if (o->lora_merge && vkf_lora_merge(m, o->lora[i], o->lora_scale[i]) != VKF_OK) {
+            snprintf(what, sizeof what, "%s: --lora-merge", cmd);
+            return vkf_cli_fail(what), 1;
+        }
+    }
+    return 0;
+}
+
+int vkf_gen_lora_apply(const vkf_gen_opts *o, const char *cmd, vkf_session *s) {
+    if (o->n_lora == 0 || o->lora_merge || o->lora_no_apply) return 0;
+    if (vkf_session_set_lora(s, o->lora, o->lora_scale, o->n_lora) == VKF_OK) return 0;
+    char what[160];
+    snprintf(what, sizeof what, "%s: --lora", cmd);
+    return vkf_cli_fail(what), 1;
+}
+
+void vkf_gen_lora_free(vkf_gen_opts *o) {
+    for (int i = 0; i < VKF_GEN_MAX_LORA; i++) {
+        vkf_lora_free(o->lora[i]);
+        o->lora[i] = NULL;
+    }
+}
+
 void vkf_gen_free(vkf_gen_opts *o) {
+    for (int i = 0; i < o->n_lora; i++) { /* the flags' copies (the adapters: vkf_gen_lora_free) */
+        free(o->lora_path[i]);
+        o->lora_path[i] = NULL;
+    }
     vkf_cli_grammar_free(&o->gr);
     o->sp.grammar = NULL;
 }

@@ -22,7 +22,8 @@
 #include "vkformer.h"
 
 #define VKF_GEN_MAX_REVERSE 8
-#define VKF_GEN_MAX_ARGS 96 /* entries vkf_gen_args may write, the {0} included */
+#define VKF_GEN_MAX_LORA 16
+#define VKF_GEN_MAX_ARGS 100 /* entries vkf_gen_args may write, the {0} included */
 
 typedef enum vkf_gen_mode { VKF_GEN_GENERATE, VKF_GEN_CHAT } vkf_gen_mode;
 
@@ -49,6 +50,12 @@ typedef struct vkf_gen_opts {
     int32_t ngram_n;              /* --spec-ngram-size-n */
     int spec_given;               /* a --draft-* or --spec-ngram-* flag was given */
     int spec_type_given;          /* --spec-type was given */
+    /* LoRA adapters: --lora FILE, --lora-scaled FILE:SCALE (each repeatable, comma lists as
+     * llama.cpp), --lora-merge, --lora-init-without-apply; loaded by vkf_gen_lora_open */
+    char *lora_path[VKF_GEN_MAX_LORA];
+    float lora_scale[VKF_GEN_MAX_LORA];
+    int n_lora, lora_merge, lora_no_apply;
+    vkf_lora *lora[VKF_GEN_MAX_LORA];
     vkf_cli_grammar gr; /* --grammar, --json-schema, ...: sp.grammar after vkf_gen_check */
     char help_n[128], help_min_p[96]; /* help texts with this command's defaults */
 } vkf_gen_opts;
@@ -70,7 +77,18 @@ int vkf_gen_spec_open(const vkf_gen_opts *o, const char *cmd, vkf_context *ctx, 
                       vkf_model **draft, vkf_spec **spec);
 /* One stderr line: tokens drafted and accepted, the acceptance rate. */
 void vkf_gen_spec_report(const char *what, int64_t drafted, int64_t accepted);
-/* Frees what vkf_gen_check allocated (the grammar). */
+/* --lora / --lora-scaled values (VKF_ARG_CALL; dst: the vkf_gen_opts), for serve's table too. */
+int vkf_gen_lora_arg(void *dst, const char *v, char *err, size_t n);
+int vkf_gen_lora_scaled_arg(void *dst, const char *v, char *err, size_t n);
+/* The LoRA adapters of the flags, loaded for m (and merged into it with --lora-merge). 0, or 1
+ * after an error printed. */
+int vkf_gen_lora_open(vkf_gen_opts *o, const char *cmd, vkf_model *m);
+/* Sets them on s with their scales (none with --lora-merge or --lora-init-without-apply). 0, or
+ * 1 after an error printed. */
+int vkf_gen_lora_apply(const vkf_gen_opts *o, const char *cmd, vkf_session *s);
+/* Frees the adapters: after the sessions, before the model. */
+void vkf_gen_lora_free(vkf_gen_opts *o);
+/* Frees what vkf_gen_check allocated (the grammar) and the --lora paths. */
 void vkf_gen_free(vkf_gen_opts *o);
 /* Notes once the backend is known: -t on a Vulkan device (threads matter to --cpu only), -t > 1
  * on the CPU backend (it runs one thread). */

@@ -6,9 +6,13 @@
 
 #include "graph/graph.h"
 
+struct vkf_lora_use;
 typedef struct vkf_gb {
     vkf_graph *g;
     vkf_status s; /* first failure, VKF_OK until then */
+    /* the session's LoRA adapters (model/lora.h: vkf_lora_matmul), or none */
+    const struct vkf_lora_use *lora;
+    int n_lora;
 } vkf_gb;
 
 /* An F32 intermediate [rows, cols]. */

@@ -17,6 +17,10 @@
 
 #include "core/error.h"
 #include "model/build.h"
+#include "model/lora.h"
+
+/* a matmul of a layer's matrix, with the session's LoRA adapters of that matrix */
+#define LMM(b, x, w, bias, name) vkf_lora_matmul((b), (b)->lora, (b)->n_lora, x, w, bias, name)
 #include "model/model.h"
 
 /* ------------------------------------------------------------------ serve batching
@@ -159,17 +163,17 @@ static vkf_tensor *dec_ffn(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_te
     const vkf_hparams *hp = &m->hp;
 #define NM(what) (snprintf(nm, nmsz, "l%d.%s", l, what), nm)
     if (m->desc->ffn == VKF_FFN_PLAIN) {
-        vkf_tensor *u = vkf_gb_matmul(b, h, &L->w_up, &L->b_up, NM("up"));
+        vkf_tensor *u = LMM(b, h, &L->w_up, &L->b_up, NM("up"));
         return vkf_gb_unary(b, u, hp->act, NM("act"));
     }
     vkf_tensor *g, *u;
     if (m->desc->ffn == VKF_FFN_GLU_FUSED) { /* one matrix: gate outputs, then up outputs */
-        vkf_tensor *gu = vkf_gb_matmul(b, h, &L->w_up, &L->b_up, NM("gate_up"));
+        vkf_tensor *gu = LMM(b, h, &L->w_up, &L->b_up, NM("gate_up"));
         g = gu ? vkf_gb_view(b, gu, 0, gu->rows, 0, hp->n_ff) : NULL;
         u = gu ? vkf_gb_view(b, gu, 0, gu->rows, hp->n_ff, hp->n_ff) : NULL;
     } else {
-        g = vkf_gb_matmul(b, h, &L->w_gate, NULL, NM("gate"));
-        u = vkf_gb_matmul(b, h, &L->w_up, &L->b_up, NM("up"));
+        g = LMM(b, h, &L->w_gate, NULL, NM("gate"));
+        u = LMM(b, h, &L->w_up, &L->b_up, NM("up"));
     }
     if (b->s != VKF_OK || !g || !u) return NULL;
     vkf_op_params p;
@@ -263,14 +267,14 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
     vkf_tensor *h = dec_norm(b, m, x, &L->norm1_w, &L->norm1_b, NM("attn_norm"));
     vkf_tensor *q, *k, *v;
     if (vkf_tensor_present(&L->self.wqkv)) { /* fused Q|K|V: one matmul, three column views */
-        vkf_tensor *qkv = vkf_gb_matmul(b, h, &L->self.wqkv, &L->self.bqkv, NM("qkv"));
+        vkf_tensor *qkv = LMM(b, h, &L->self.wqkv, &L->self.bqkv, NM("qkv"));
         q = vkf_gb_view(b, qkv, 0, rows, 0, qd);
         k = vkf_gb_view(b, qkv, 0, rows, qd, kvd);
         v = vkf_gb_view(b, qkv, 0, rows, qd + kvd, kvd);
     } else {
-        q = vkf_gb_matmul(b, h, &L->self.wq, &L->self.bq, NM("q"));
-        k = vkf_gb_matmul(b, h, &L->self.wk, &L->self.bk, NM("k"));
-        v = vkf_gb_matmul(b, h, &L->self.wv, &L->self.bv, NM("v"));
+        q = LMM(b, h, &L->self.wq, &L->self.bq, NM("q"));
+        k = LMM(b, h, &L->self.wk, &L->self.bk, NM("k"));
+        v = LMM(b, h, &L->self.wv, &L->self.bv, NM("v"));
     }
     if (b->s != VKF_OK) return NULL;
     if (vkf_tensor_present(&L->q_norm))
@@ -314,7 +318,7 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
         ap.len_pos = 1;
     }
     vkf_tensor *at = vkf_gb_attention(b, q, kc, vc, lens, &ap, NM("attn"));
-    vkf_tensor *o = vkf_gb_matmul(b, at, &L->self.wo, &L->self.bo, NM("attn_out"));
+    vkf_tensor *o = LMM(b, at, &L->self.wo, &L->self.bo, NM("attn_out"));
     if (a->post_norms) o = vkf_gb_rmsnorm(b, o, &L->post_attn_norm, hp->eps, NM("post_attn_norm"));
     if (hp->res_scale != 0.0f) o = vkf_gb_scale(b, o, hp->res_scale, NM("attn_out_scaled"));
     x = vkf_gb_add(b, x, o, NM("res1"));
@@ -325,7 +329,7 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
         dn = dec_moe(b, m, L, h, l);
     } else {
         vkf_tensor *f = dec_ffn(b, m, L, h, nm, sizeof nm, l);
-        dn = vkf_gb_matmul(b, f, &L->w_down, &L->b_down, NM("down"));
+        dn = LMM(b, f, &L->w_down, &L->b_down, NM("down"));
     }
     if (a->post_norms) dn = vkf_gb_rmsnorm(b, dn, &L->post_ffn_norm, hp->eps, NM("post_ffn_norm"));
     if (hp->res_scale != 0.0f) dn = vkf_gb_scale(b, dn, hp->res_scale, NM("down_scaled"));
@@ -385,7 +389,7 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     char name[64];
     snprintf(name, sizeof name, "%s n%d b%d%s", vkf_model_arch_name(m), n, B,
              last_only ? " last" : "");
-    vkf_gb b = {NULL, VKF_OK};
+    vkf_gb b = {NULL, VKF_OK, s->lora, s->n_lora};
     int split = m->n_dev > 1, dev = 0;
     if (split)
         VKF_TRY(dec_part_begin(s, sg, &b, 0, name));
@@ -445,9 +449,10 @@ vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     }
     vkf_tensor *h = dec_norm(&b, m, x, &m->w.out_norm_w, &m->w.out_norm_b, "out_norm");
     vkf_tensor *bias = vkf_tensor_present(&m->w.output_b) ? &m->w.output_b : NULL;
-    if (hp->final_softcap > 0 || hp->logit_scale != 0.0f) {
-        /* logits c tanh(l / c) (gemma); l * (1 / logit_scale) (granite) */
-        vkf_tensor *lg = vkf_gb_matmul(&b, h, &m->w.output, bias, "logits_raw");
+    if (hp->final_softcap > 0 || hp->logit_scale != 0.0f || vkf_lora_adapts(&b, &m->w.output)) {
+        /* logits c tanh(l / c) (gemma); l * (1 / logit_scale) (granite); an adapted head: its
+         * sum copied out (times 1, exact) */
+        vkf_tensor *lg = LMM(&b, h, &m->w.output, bias, "logits_raw");
         memset(&p, 0, sizeof p);
         p.scale.scale = hp->logit_scale != 0.0f ? 1.0f / hp->logit_scale : 1.0f;
         p.scale.softcap = hp->final_softcap;

@@ -86,7 +86,7 @@ vkf_status vkf_build_embed_graph(vkf_session *s, vkf_sgraph *sg) {
     char name[64], nm[64];
     snprintf(name, sizeof name, "%s embed n%d b%d %s", m->desc->name, n, B,
              vkf_pooling_name((vkf_pooling)pooling));
-    vkf_gb b = {NULL, VKF_OK};
+    vkf_gb b = {.g = NULL, .s = VKF_OK};
     VKF_TRY(vkf_graph_create(m->be, name, &b.g));
     sg->g = b.g;
     sg->ids = vkf_tensor_make(VKF_DTYPE_I32, 1, rows, "ids");

@@ -94,7 +94,7 @@ vkf_status vkf_build_encoder_graph(vkf_session *s, vkf_sgraph *sg) {
     int64_t rows = (int64_t)B * n, d = hp->d_model;
     char name[64], nm[64];
     snprintf(name, sizeof name, "transformer encoder n%d b%d x%d", n, B, rep);
-    vkf_gb b = {NULL, VKF_OK};
+    vkf_gb b = {.g = NULL, .s = VKF_OK};
     VKF_TRY(vkf_graph_create(m->be, name, &b.g));
     sg->g = b.g;
     sg->ids = vkf_tensor_make(VKF_DTYPE_I32, 1, rows, "src_ids");
@@ -162,7 +162,7 @@ vkf_status vkf_build_encdec_decoder_graph(vkf_session *s, vkf_sgraph *sg) {
     char name[64], nm[64];
     snprintf(name, sizeof name, "transformer decoder n%d b%d%s", n, B,
              (sg->flags & VKF_SG_LAST_ONLY) ? " last" : "");
-    vkf_gb b = {NULL, VKF_OK};
+    vkf_gb b = {.g = NULL, .s = VKF_OK};
     VKF_TRY(vkf_graph_create(m->be, name, &b.g));
     sg->g = b.g;
     sg->ids = vkf_tensor_make(VKF_DTYPE_I32, 1, rows, "tgt_ids");

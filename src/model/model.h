@@ -364,7 +364,14 @@ struct vkf_session {
     vkf_sgraph graphs[VKF_SESSION_MAX_GRAPHS];
     int n_graphs;
     uint64_t clock;
+    /* LoRA adapters applied by the decoder graphs (vkf_session_set_lora, model/lora.c): the
+     * scales are in the graphs, so a new set drops the cached graphs */
+    struct vkf_lora_use *lora;
+    int n_lora;
 };
+
+/* Releases the session's cached graphs (rebuilt on next use): after its adapter set changed. */
+void vkf_session_drop_graphs(vkf_session *s);
 
 /* Graph builders (model/graph_*.c): fill sg->g, sg->ids, sg->lens, sg->out. */
 vkf_status vkf_build_decoder_graph(vkf_session *s, vkf_sgraph *sg);

@@ -262,9 +262,16 @@ static void free_tensors(const vkf_model *m, vkf_tensor *t, int n) {
     free(t);
 }
 
+void vkf_session_drop_graphs(vkf_session *s) {
+    for (int i = 0; i < s->n_graphs; i++)
+        sg_release(s, &s->graphs[i]);
+    s->n_graphs = 0;
+}
+
 void vkf_session_free(vkf_session *s) {
     if (!s) return;
     vkf_backend *be = s->m->be;
+    free(s->lora);
     vkf_context_lock(s->m->ctx);
     for (int i = 0; i < s->n_graphs; i++)
         sg_release(s, &s->graphs[i]);

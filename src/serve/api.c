@@ -330,6 +330,7 @@ int srv_api_parse(const srv_config *c, int chat, const char *body, size_t len, s
     if (get_bool(j, "stream", &r->stream, err, en) < 0) goto done;
     r->cache_prompt = 1; /* llama-server's field and default */
     if (get_bool(j, "cache_prompt", &r->cache_prompt, err, en) < 0) goto done;
+    if (srv_lora_parse(c, j, r, err, en) < 0) goto done; /* serve/lora.c */
     /* stop strings */
     const cJSON *stop = cJSON_GetObjectItemCaseSensitive(j, "stop");
     if (cJSON_IsString(stop)) {

@@ -60,7 +60,50 @@ struct srv_engine {
     int32_t *sk;     /* [n_slots]: drafted tokens of slot b this step (0: in the batched step) */
     int32_t *hist;   /* [n_ctx + 1] scratch: a slot's tokens */
     float *srows;    /* [(draft_max + 1) * n_vocab]: the logits of a slot's pass */
+    /* LoRA (serve/lora.c): the adapters, the server's scales (under the mutex), the set each
+     * slot's prompt cache was computed with ([n_slots * SRV_MAX_LORA]), the set on the
+     * session (engine thread); slots of different sets step in separate passes */
+    vkf_lora *lora[SRV_MAX_LORA];
+    char *lora_path[SRV_MAX_LORA];
+    int n_lora;
+    float lora_global[SRV_MAX_LORA];
+    float *slot_lora;
+    float cur_lora[SRV_MAX_LORA];
+    int32_t *pos_all; /* [n_slots]: the busy slots of a step, before they split by set */
 };
+
+/* ------------------------------------------------------------------ LoRA sets */
+
+static int lora_same(const srv_engine *e, const float *a, const float *b) {
+    return e->n_lora == 0 || memcmp(a, b, (size_t)e->n_lora * sizeof *a) == 0;
+}
+
+/* the session applies set from now on (graphs are rebuilt when it changes) */
+static vkf_status lora_use(srv_engine *e, const float *set) {
+    if (lora_same(e, e->cur_lora, set)) return VKF_OK;
+    vkf_status st = vkf_session_set_lora(e->s, e->lora, set, e->n_lora);
+    if (st != VKF_OK) return st;
+    memcpy(e->cur_lora, set, (size_t)e->n_lora * sizeof *set);
+    return VKF_OK;
+}
+
+int srv_engine_n_lora(const srv_engine *e) { return e->n_lora; }
+const char *srv_engine_lora_path(const srv_engine *e, int i) { return e->lora_path[i]; }
+const char *srv_engine_lora_meta(const srv_engine *e, int i, int what) {
+    return what ? vkf_lora_prompt_prefix(e->lora[i]) : vkf_lora_task_name(e->lora[i]);
+}
+
+void srv_engine_lora_get(srv_engine *e, float *scales) {
+    pthread_mutex_lock(&e->mu);
+    memcpy(scales, e->lora_global, sizeof e->lora_global);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void srv_engine_lora_set(srv_engine *e, const float *scales) {
+    pthread_mutex_lock(&e->mu);
+    memcpy(e->lora_global, scales, sizeof e->lora_global);
+    pthread_mutex_unlock(&e->mu);
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -167,6 +210,7 @@ int srv_engine_submit(srv_engine *e, srv_req *r) {
         pthread_mutex_unlock(&e->mu);
         return -1;
     }
+    if (!r->lora_given) memcpy(r->lora, e->lora_global, sizeof r->lora);
     r->next = NULL;
     if (e->q_tail)
         e->q_tail->next = r;
@@ -367,6 +411,8 @@ static int take_token(srv_engine *e, srv_req *r, const float *row) {
 /* tokens of r's prompt that slot b's cache holds, leaving at least the last to evaluate */
 static int32_t cached_prefix(const srv_engine *e, const srv_req *r, int b) {
     if (!r->cache_prompt) return 0;
+    /* rows computed with another adapter set are no prefix of this request's */
+    if (!lora_same(e, e->slot_lora + (size_t)b * SRV_MAX_LORA, r->lora)) return 0;
     const int32_t *c = e->ctok + (size_t)b * e->n_ctx;
     int32_t n = 0, lim = e->ctok_n[b] < r->n_prompt - 1 ? e->ctok_n[b] : r->n_prompt - 1;
     while (n < lim && c[n] == r->prompt[n])
@@ -424,6 +470,8 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
     e->used[b] = ++e->n_started;
     r->n_cached = keep;
     e->ctok_n[b] = keep; /* rows past it are rewritten now */
+    memcpy(e->slot_lora + (size_t)b * SRV_MAX_LORA, r->lora, sizeof r->lora);
+    if (st == VKF_OK) st = lora_use(e, r->lora);
     prefill_watch w = {e, r};
     vkf_session_set_abort_callback(e->s, prefill_cancelled, &w);
     double t0 = now_s();
@@ -576,38 +624,62 @@ static void *engine_main(void *arg) {
                 busy--;
             }
         }
-        double t0 = now_s();
-        vkf_status st = vkf_session_seq_decode(e->s, e->tok, e->pos, e->logits);
-        double dt = now_s() - t0;
-        pthread_mutex_lock(&e->mu);
-        e->st.n_steps += busy > 0;
-        e->st.n_busy_total += (uint64_t)busy;
-        e->st.n_decoded += (uint64_t)busy;
-        e->st.n_bucket_decoded += (uint64_t)busy;
-        e->st.t_decode += dt;
-        e->st.t_bucket_decode += dt;
-        pthread_mutex_unlock(&e->mu);
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", st == VKF_OK ? "" : vkf_last_error());
-        for (int b = 0; b < e->n_slots; b++) {
-            if (e->pos[b] < 0) continue;
-            srv_req *r = e->slot[b]; /* only this thread empties slots */
-            if (!r) continue;
-            if (st != VKF_OK) {
-                e->ctok_n[b] = 0;
+        /* one pass per adapter set among the busy slots (one pass without adapters) */
+        memcpy(e->pos_all, e->pos, (size_t)e->n_slots * sizeof *e->pos);
+        for (;;) {
+            int lead = -1;
+            for (int b = 0; b < e->n_slots && lead < 0; b++)
+                if (e->pos_all[b] >= 0 && e->slot[b]) lead = b;
+            if (lead < 0) break;
+            busy = 0;
+            for (int b = 0; b < e->n_slots; b++) {
+                int with = e->pos_all[b] >= 0 && e->slot[b] &&
+                           lora_same(e, e->slot[b]->lora, e->slot[lead]->lora);
+                e->pos[b] = with ? e->pos_all[b] : -1;
+                if (with) e->pos_all[b] = -1, busy++;
+            }
+            double t0 = now_s();
+            vkf_status st = lora_use(e, e->slot[lead]->lora);
+            if (st == VKF_OK) st = vkf_session_seq_decode(e->s, e->tok, e->pos, e->logits);
+            double dt = now_s() - t0;
+            pthread_mutex_lock(&e->mu);
+            e->st.n_steps += busy > 0;
+            e->st.n_busy_total += (uint64_t)busy;
+            e->st.n_decoded += (uint64_t)busy;
+            e->st.n_bucket_decoded += (uint64_t)busy;
+            e->st.t_decode += dt;
+            e->st.t_bucket_decode += dt;
+            pthread_mutex_unlock(&e->mu);
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", st == VKF_OK ? "" : vkf_last_error());
+            for (int b = 0; b < e->n_slots; b++) {
+                if (e->pos[b] < 0) continue;
+                srv_req *r = e->slot[b]; /* only this thread empties slots */
+                if (!r) continue;
+                if (st != VKF_OK) {
+                    e->ctok_n[b] = 0;
+                    pthread_mutex_lock(&e->mu);
+                    snprintf(r->err, sizeof r->err, "%s", msg);
+                    finish(e, r, SRV_FINISH_ERROR);
+                    pthread_mutex_unlock(&e->mu);
+                    continue;
+                }
+                cache_note(e, b, r->pos, r->last);
+                r->pos++; /* r->last is in the cache now */
+                take_token(e, r, e->logits + (size_t)b * e->n_vocab);
+            }
+        }
+        /* 4. each slot with a draft: its check pass (with its adapter set) */
+        for (int b = 0; e->spec && b < e->n_slots; b++) {
+            if (e->sk[b] > 0 && e->slot[b] && lora_use(e, e->slot[b]->lora) != VKF_OK) {
                 pthread_mutex_lock(&e->mu);
-                snprintf(r->err, sizeof r->err, "%s", msg);
-                finish(e, r, SRV_FINISH_ERROR);
+                snprintf(e->slot[b]->err, sizeof e->slot[b]->err, "%s", vkf_last_error());
+                finish(e, e->slot[b], SRV_FINISH_ERROR);
                 pthread_mutex_unlock(&e->mu);
                 continue;
             }
-            cache_note(e, b, r->pos, r->last);
-            r->pos++; /* r->last is in the cache now */
-            take_token(e, r, e->logits + (size_t)b * e->n_vocab);
-        }
-        /* 4. each slot with a draft: its check pass */
-        for (int b = 0; e->spec && b < e->n_slots; b++)
             spec_check(e, b);
+        }
         pthread_mutex_lock(&e->mu);
     }
     pthread_mutex_unlock(&e->mu);
@@ -638,6 +710,16 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
     e->used = calloc((size_t)e->n_slots, sizeof *e->used);
     e->kv_pub = calloc((size_t)e->n_slots, sizeof *e->kv_pub);
     e->prev = calloc((size_t)e->n_slots, sizeof *e->prev);
+    e->slot_lora = calloc((size_t)e->n_slots * SRV_MAX_LORA, sizeof *e->slot_lora);
+    e->pos_all = calloc((size_t)e->n_slots, sizeof *e->pos_all);
+    e->n_lora = p->n_lora < SRV_MAX_LORA ? p->n_lora : SRV_MAX_LORA;
+    for (int i = 0; i < e->n_lora; i++) {
+        e->lora[i] = p->lora[i];
+        e->lora_path[i] = strdup(p->lora_path[i]);
+        e->lora_global[i] = p->lora_scale[i];
+        if (!e->lora_path[i]) st = VKF_ERROR_OUT_OF_MEMORY;
+    }
+    if (st == VKF_OK && (!e->slot_lora || !e->pos_all)) st = VKF_ERROR_OUT_OF_MEMORY;
     if (st == VKF_OK && (!e->slot || !e->logits || !e->tok || !e->pos || !e->ctok || !e->ctok_n ||
                          !e->used || !e->kv_pub || !e->prev))
         st = VKF_ERROR_OUT_OF_MEMORY;
@@ -683,6 +765,10 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
         free(e->used);
         free(e->kv_pub);
         free(e->prev);
+        free(e->slot_lora);
+        free(e->pos_all);
+        for (int i = 0; i < e->n_lora; i++)
+            free(e->lora_path[i]);
         free(e->sdraft);
         free(e->sk);
         free(e->hist);
@@ -719,6 +805,10 @@ void srv_engine_stop(srv_engine *e) {
     free(e->sk);
     free(e->hist);
     free(e->srows);
+    free(e->slot_lora);
+    free(e->pos_all);
+    for (int i = 0; i < e->n_lora; i++)
+        free(e->lora_path[i]);
     free(e);
 }
 

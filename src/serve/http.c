@@ -674,6 +674,18 @@ static enum MHD_Result on_detokenize(struct MHD_Connection *mc, conn *c, const c
     return send_json(mc, status, js);
 }
 
+/* GET /lora-adapters lists the adapters and their scales; POST sets the scales (serve/lora.c) */
+static enum MHD_Result on_lora_adapters(struct MHD_Connection *mc, conn *c, const char *url,
+                                        const char *id) {
+    (void)url, (void)id;
+    srv_http *h = c->h;
+    if (!h->e) return send_error(mc, 501, "this server serves an embedding model: no adapters");
+    if (strcmp(c->acc.method, "POST") != 0) return send_json(mc, 200, srv_lora_list(h->e));
+    int status = 500;
+    char *js = srv_lora_set(h->e, c->body ? c->body : "", c->len, &status);
+    return send_json(mc, status, js);
+}
+
 /* ------------------------------------------------------------------ the route table */
 
 enum { M_GET = 1, M_POST = 2, M_OTHER = 4, M_ANY = M_GET | M_POST | M_OTHER };
@@ -713,6 +725,7 @@ static const route routes[] = {
     {"/v1/embeddings",       {"/embeddings"},       M_POST, R_BODY,   on_embeddings,  NULL},
     {"/tokenize",            {NULL},                M_POST, R_BODY,   on_tokenize,    NULL},
     {"/detokenize",          {NULL},                M_POST, R_BODY,   on_detokenize,  NULL},
+    {"/lora-adapters",       {NULL},                M_GET | M_POST, R_BODY, on_lora_adapters, NULL},
 };
 /* clang-format on */
 #define N_ROUTES (int)(sizeof routes / sizeof routes[0])

@@ -25,7 +25,10 @@
 
 #define SRV_MAX_STOPS 16
 #define SRV_MAX_TOP_LOGPROBS 20
-#define SRV_MAX_PROMPTS 64 /* completions: prompts in one request ("prompt": [...]) */
+#define SRV_MAX_PROMPTS 64
+#define SRV_MAX_LORA                                                                               \
+    16 /* LoRA adapters a server loads (--lora, --lora-scaled) */ /* completions: prompts in one   \
+                                                                     request ("prompt": [...]) */
 
 /* One generated token, as the client sees it. */
 typedef struct srv_event {
@@ -60,7 +63,12 @@ typedef struct srv_req {
     int logprobs, top_logprobs;
     int cache_prompt; /* 1 (default): reuse the longest prefix of the prompt some free slot's
                          cache still holds (prompt cache) */
-    char id[48];      /* "chatcmpl-..." / "cmpl-..." */
+    /* LoRA: the scale of each of the server's adapters for this request (llama-server's
+     * "lora": [{"id", "scale"}], the ids not listed 0); lora_given 0: the server's current
+     * scales (POST /lora-adapters), taken when the request is queued */
+    float lora[SRV_MAX_LORA];
+    int lora_given;
+    char id[48]; /* "chatcmpl-..." / "cmpl-..." */
     long created;
     int index;     /* completions with a list of prompts: which one this is (its choice's index);
                       set before srv_api_parse */
@@ -111,6 +119,12 @@ typedef struct srv_engine_params {
      * drafts of at most draft_max tokens, none shorter than draft_min; keys of ngram_n..1 */
     int spec_ngram;
     int32_t draft_max, draft_min, ngram_n;
+    /* LoRA adapters of the model (loaded by the caller, freed after srv_engine_stop), their
+     * paths (GET /lora-adapters) and initial scales (--lora-init-without-apply: 0) */
+    vkf_lora *const *lora;
+    const char *const *lora_path;
+    const float *lora_scale;
+    int n_lora;
 } srv_engine_params;
 
 vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine **out);
@@ -193,7 +207,32 @@ typedef struct srv_config {
     int default_template;   /* the model has no chat template: ChatML (llama.cpp's default) */
     uint64_t kv_bytes_slot; /* one slot's KV cache, bytes (/v1/models, /slots) */
     int32_t kv_type_k, kv_type_v; /* its vkf_dtype of K and V */
+    int n_lora;                   /* LoRA adapters loaded (ids 0 .. n_lora - 1) */
 } srv_config;
+
+/* ------------------------------------------------------------------ lora.c
+ * llama-server's LoRA endpoints and request field. The engine keeps the server's current scales
+ * (engine.c); a request's set keys its slot's prompt cache. */
+
+/* A request's "lora" (absent: nothing to do): 400's message in err and -1 for a value that is
+ * not an array of {"id", "scale"}, an id the server has not loaded, a scale that is not finite. */
+struct cJSON;
+int srv_lora_parse(const srv_config *c, const struct cJSON *j, srv_req *r, char *err,
+                   size_t errsize);
+/* GET /lora-adapters: [{"id", "path", "scale", "task_name", "prompt_prefix"}] of the current
+ * scales; malloc'ed. */
+char *srv_lora_list(srv_engine *e);
+/* POST /lora-adapters: body [{"id", "scale"}] sets the server's scales (the ids not listed 0)
+ * for the requests queued from now on; {"success": true}, or the error with *status 400. */
+char *srv_lora_set(srv_engine *e, const char *body, size_t len, int *status);
+/* The engine's adapters (engine.c): count, path, and the current scales (copied under the
+ * engine's mutex; set replaces them). */
+int srv_engine_n_lora(const srv_engine *e);
+const char *srv_engine_lora_path(const srv_engine *e, int i);
+/* adapter i's task_name (what 0) or prompt_prefix (what 1) */
+const char *srv_engine_lora_meta(const srv_engine *e, int i, int what);
+void srv_engine_lora_get(srv_engine *e, float *scales);
+void srv_engine_lora_set(srv_engine *e, const float *scales);
 
 /* Parses a completion request body into r (prompt tokens, sampling, stops, logprobs). On a bad
  * request returns 400's message in err and -1. */

@@ -101,7 +101,7 @@ def main():
           "seed default: %r / %r" % (seed_help, readme_row(readme, "`-s/--seed S`")))
 
     # ---------------------------------------------------------------- flags and architectures
-    REFUSED_ROW = ("`-i`, `--mlock`, `--lora`, `--mirostat`, `-co/--color`, `--samplers`, "
+    REFUSED_ROW = ("`-i`, `--mlock`, `--control-vector`, `--mirostat`, `-co/--color`, `--samplers`, "
                    "`--min-keep`, `--dynatemp-range`, `-dkvc`, ...")
     refused = gh.split("llama.cpp flags refused here", 1)[1] if "llama.cpp flags refused here" in gh else ""
     accepted = gh.split("llama.cpp flags refused here", 1)[0]

@@ -361,6 +361,31 @@ def render_template(
 # ---------------------------------------------------------------- sessions
 
 
+class Lora(_Handle):
+    """A LoRA adapter of a model (``vkf_lora_load``): a llama.cpp GGUF adapter or a Hugging
+    Face PEFT directory. Keep the model open while it lives; close it after the sessions that
+    use it."""
+
+    _free = staticmethod(lib.vkf_lora_free)
+
+    def __init__(self, model: Model, path: str) -> None:
+        super().__init__()
+        self.model = model
+        self.path = path
+        _lib.check(lib.vkf_lora_load(model._handle(), _lib.cstr(path), byref(self._h)),
+                   "lora")
+
+    @property
+    def n_tensors(self) -> int:
+        """The model's matrices it adapts."""
+        return int(lib.vkf_lora_n_tensors(self._handle()))
+
+    @property
+    def alpha(self) -> float:
+        """adapter.lora.alpha (PEFT's lora_alpha); 0: none."""
+        return float(lib.vkf_lora_alpha(self._handle()))
+
+
 class Session(_Handle):
     """A KV cache and the graphs that fill it: one sequence of a decoder-only model.
 
@@ -402,6 +427,16 @@ class Session(_Handle):
         box = _lib.padded(p)
         _lib.check(lib.vkf_session_create(model._handle(), ctypes.addressof(box),
                                           byref(self._h)), "session")
+
+    def set_lora(self, adapters: Sequence["Lora"], scales: Sequence[float]) -> None:
+        """The adapters the session applies, each with its user scale (``vkf_session_set_lora``;
+        empty: none). Tokens already in the cache keep the set they were computed with."""
+        if len(adapters) != len(scales):
+            raise ValueError("set_lora: one scale per adapter")
+        hs = (c_void_p * max(1, len(adapters)))(*[a._handle().value for a in adapters])
+        sc = (ctypes.c_float * max(1, len(scales)))(*[float(x) for x in scales])
+        _lib.check(lib.vkf_session_set_lora(self._handle(), hs, sc, len(adapters)), "lora")
+        self._loras = list(adapters)  # they must outlive their use here
 
     def request_abort(self, on: bool = True) -> None:
         """Stops the running call before its next forward pass (AbortedError; the passes run

@@ -20,6 +20,7 @@ runs, so other Python threads go on.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -111,8 +112,6 @@ _DEFAULTS: Dict[str, Any] = {  # refused unless left at llama-cpp-python's defau
     "vocab_only": (False,),
     "kv_overrides": (None,),
     "lora_base": (None,),
-    "lora_path": (None,),
-    "lora_scale": (1.0,),
     "tokenizer": (None,),
     "chat_handler": (None,),
     "spm_infill": (False,),
@@ -169,10 +168,16 @@ class Llama:
             ``"chatml"``. Other llama-cpp-python format names are refused: vkformer renders
             the template the model ships.
         chat_template: a Jinja chat template to use instead of the model's (vkformer's).
+        lora_path: a LoRA adapter applied to every evaluation (llama-cpp-python's): a llama.cpp
+            GGUF adapter or a Hugging Face PEFT directory (adapter_config.json +
+            adapter_model.safetensors); an adapter for another base model is refused naming the
+            tensor and both shapes.
+        lora_scale: its user scale (the effective scale is lora_scale * alpha / r, as
+            llama.cpp's); finite.
         verbose: print the load and timings to stderr.
         **kwargs: llama-cpp-python's other arguments: accepted with a warning where they do not
             change results (``n_threads``, ``use_mlock``, ...), refused with a ValueError where
-            they would (``kv_overrides``, ``lora_path``, rope overrides, ...).
+            they would (``kv_overrides``, ``lora_base``, rope overrides, ...).
     """
 
     def __init__(
@@ -198,6 +203,8 @@ class Llama:
         chat_format: Optional[str] = None,
         chat_template: Optional[str] = None,
         draft_model: Optional[LlamaDraftModel] = None,
+        lora_path: Optional[str] = None,
+        lora_scale: float = 1.0,
         verbose: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -206,6 +213,7 @@ class Llama:
         self._gen = 0
         self._model: Optional[_core.Model] = None
         self._session: Optional[_core.Session] = None
+        self._lora: Optional[_core.Lora] = None
         self._check_kwargs(kwargs)
         if draft_model is not None and not callable(draft_model):
             raise TypeError("draft_model: expected a LlamaDraftModel (a callable from the token "
@@ -278,6 +286,15 @@ class Llama:
         except BaseException:
             self.close()
             raise
+        if lora_path is not None:
+            try:
+                if not math.isfinite(lora_scale):
+                    raise ValueError(f"lora_scale={lora_scale!r}: expected a finite number")
+                self._lora = _core.Lora(self._model, os.fspath(lora_path))
+                self._session.set_lora([self._lora], [lora_scale])
+            except BaseException:
+                self.close()
+                raise
         self._n_ctx = self._session.n_ctx
         self._n_vocab = self._model.n_vocab
         self.n_batch = min(n_batch, self._n_ctx)
@@ -366,6 +383,9 @@ class Llama:
             if self._session is not None:
                 self._session.close()
                 self._session = None
+            if self._lora is not None:  # after the session that uses it, before its model
+                self._lora.close()
+                self._lora = None
             if self._model is not None:
                 self._model.close()
                 self._model = None
