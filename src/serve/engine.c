@@ -74,6 +74,7 @@ srv_req *srv_req_new(void) {
     pthread_cond_init(&r->cv, NULL);
     r->refs = 2; /* the connection and the engine */
     r->slot = -1;
+    r->id_slot = -1;
     return r;
 }
 
@@ -547,6 +548,7 @@ static void *engine_main(void *arg) {
                 continue;
             }
             r->slot = b;
+            r->id_slot = b;
             e->slot[b] = r;
             pthread_mutex_unlock(&e->mu);
             start_request(e, r, b);

@@ -204,7 +204,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
             } else {
                 ev = srv_api_chunk(c->h->c, r, -1, !c->sent_any);
             }
-            fail = append_out(c, ev) != 0 || append_out(c, "data: [DONE]\n\n") != 0;
+            /* llama-server's /completion stream ends at its stop: true event, no [DONE] */
+            fail = append_out(c, ev) != 0 || (!r->native && append_out(c, "data: [DONE]\n\n") != 0);
             free(ev);
             c->sent_final = 1;
         }
@@ -436,12 +437,15 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
 
 /* ------------------------------------------------------------------ completions */
 
+/* chat 1: /v1/chat/completions, 0: /v1/completions, 2: /completion (llama-server's shape) */
 static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) {
     srv_http *h = c->h;
     srv_req *r = srv_req_new();
     if (!r) return send_error(mc, 500, "out of host memory");
     char err[768];
-    if (srv_api_parse(h->c, chat, c->body ? c->body : "", c->len, r, err, sizeof err) != 0) {
+    const char *body = c->body ? c->body : "";
+    if ((chat == 2 ? srv_native_parse(h->c, body, c->len, r, err, sizeof err)
+                   : srv_api_parse(h->c, chat, body, c->len, r, err, sizeof err)) != 0) {
         srv_req_release(h->e, r); /* the engine's reference too: it never saw r */
         srv_req_release(h->e, r);
         return send_error(mc, 400, "%s", err);
@@ -449,7 +453,7 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
     pthread_mutex_lock(&h->id_mu);
     unsigned long id = ++h->next_id;
     pthread_mutex_unlock(&h->id_mu);
-    snprintf(r->id, sizeof r->id, "%s-%lx%lu", chat ? "chatcmpl" : "cmpl",
+    snprintf(r->id, sizeof r->id, "%s-%lx%lu", chat == 1 ? "chatcmpl" : "cmpl",
              (unsigned long)time(NULL), id);
     r->created = (long)time(NULL);
     r->task = (long)id;
@@ -643,6 +647,23 @@ static enum MHD_Result on_completions(struct MHD_Connection *mc, conn *c, const 
     return generation(mc, c, url, 0);
 }
 
+static enum MHD_Result on_completion_native(struct MHD_Connection *mc, conn *c, const char *url,
+                                            const char *id) {
+    (void)id;
+    return generation(mc, c, url, 2);
+}
+
+static enum MHD_Result on_apply_template(struct MHD_Connection *mc, conn *c, const char *url,
+                                         const char *id) {
+    (void)id;
+    if (c->h->c->emb)
+        return send_error(mc, 400, "%s: this server serves an embedding model (no chat template)",
+                          url);
+    int status = 500;
+    char *js = srv_api_apply_template(c->h->c, c->body ? c->body : "", c->len, &status);
+    return send_json(mc, status, js);
+}
+
 static enum MHD_Result on_embeddings(struct MHD_Connection *mc, conn *c, const char *url,
                                      const char *id) {
     (void)id;
@@ -708,6 +729,8 @@ static const route routes[] = {
     {"/slots",               {NULL},                M_GET,  0,        on_slots,       NULL},
     {"/v1/chat/completions", {"/chat/completions"}, M_POST, R_BODY,   on_chat,        NULL},
     {"/v1/completions",      {"/completions"},      M_POST, R_BODY,   on_completions, NULL},
+    {"/completion",          {NULL},                M_POST, R_BODY,   on_completion_native, NULL},
+    {"/apply-template",      {NULL},                M_POST, R_BODY,   on_apply_template, NULL},
     {"/v1/models",           {"/models"},           M_GET,  0,        on_models,      NULL},
     {"/v1/models/",          {"/models/"},          M_GET,  R_PREFIX, on_model,       "/v1/models"},
     {"/v1/embeddings",       {"/embeddings"},       M_POST, R_BODY,   on_embeddings,  NULL},

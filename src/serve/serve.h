@@ -49,7 +49,8 @@ typedef enum srv_finish {
 
 typedef struct srv_req {
     /* input, set before submit */
-    int chat; /* 1: /v1/chat/completions */
+    int chat;   /* 1: /v1/chat/completions */
+    int native; /* 1: llama-server's POST /completion (native.c: its response shape) */
     int stream;
     int32_t *prompt; /* tokens, malloc'ed */
     int32_t n_prompt;
@@ -84,6 +85,7 @@ typedef struct srv_req {
     struct srv_req *next; /* queue link */
     /* engine thread only */
     int slot;
+    int id_slot;      /* the slot it was given (stays after it finished: /completion's id_slot) */
     int32_t pos;      /* tokens in the slot's cache: where last goes */
     int32_t last;     /* token to feed at pos */
     int32_t n_cached; /* prompt tokens taken from the slot's cache (usage.prompt_tokens_details) */
@@ -218,6 +220,21 @@ char *srv_api_model(const srv_config *c, const char *id, int *status);
 /* /tokenize and /detokenize; on a bad request *status = 400 and the error JSON is returned. */
 char *srv_api_tokenize(const srv_config *c, const char *body, size_t len, int *status);
 char *srv_api_detokenize(const srv_config *c, const char *body, size_t len, int *status);
+
+/* POST /apply-template: {"prompt": the messages through the chat template}; *status 200 or 400 */
+char *srv_api_apply_template(const srv_config *c, const char *body, size_t len, int *status);
+
+/* ------------------------------------------------------------------ native.c */
+
+/* POST /completion (llama-server's own): srv_api_parse's completion fields plus n_predict and
+ * n_probs (one prompt); sets r->native. */
+int srv_native_parse(const srv_config *c, const char *body, size_t len, srv_req *r, char *err,
+                     size_t errsize);
+/* its whole response (completion_probabilities with n_probs), and its stream's events ("data:
+ * {...}\n\n"; i < 0: the last one, stop true); malloc'ed. srv_api_response and srv_api_chunk
+ * answer with these for a native request. */
+char *srv_native_response(const srv_config *c, const srv_req *r);
+char *srv_native_chunk(const srv_config *c, const srv_req *r, int i);
 
 /* ------------------------------------------------------------------ embeddings.c */
 
