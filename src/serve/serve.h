@@ -236,6 +236,57 @@ int srv_native_parse(const srv_config *c, const char *body, size_t len, srv_req 
 char *srv_native_response(const srv_config *c, const srv_req *r);
 char *srv_native_chunk(const srv_config *c, const srv_req *r, int i);
 
+/* ------------------------------------------------------------------ router.c */
+
+/* Several models in one server (serve --models-dir, repeated -m): see router.c. */
+typedef struct srv_router srv_router;
+typedef struct srv_model srv_model;
+
+/* A loaded model as the loader made it (cfg and e stay valid until it is unloaded; e NULL: an
+ * embedding model). */
+typedef struct srv_loaded {
+    const srv_config *cfg;
+    srv_engine *e;
+    void *handle; /* the loader's */
+} srv_loaded;
+
+typedef struct srv_router_params {
+    int models_max; /* models loaded at once (--models-max) */
+    /* loads path as model name; 0, or -1 with the reason in err */
+    int (*load)(void *ud, const char *path, const char *name, srv_loaded *out, char *err,
+                size_t errsize);
+    /* stops its engine (finishing what it holds) and frees it */
+    void (*unload)(void *ud, srv_loaded *l);
+    void *ud;
+} srv_router_params;
+
+srv_router *srv_router_new(const srv_router_params *p);
+/* A model the requests may name. error: why the file cannot be served (it is listed with the
+ * error and never loaded), or NULL. 0; -2: the name is taken; -1: out of memory. */
+int srv_router_add(srv_router *rt, const char *name, const char *path, const char *error);
+int srv_router_count(const srv_router *rt);
+/* The model name (NULL: the request named none), held until srv_router_release: loaded first
+ * when load (unloading the least recently used to stay within models_max), else it must be
+ * loaded already. NULL on failure: *status (400 no name / not loaded / a file that cannot be
+ * served, 404 unknown: the message names the available ones, 500 the load failed) and err. */
+srv_model *srv_router_acquire(srv_router *rt, const char *name, int load, int *status, char *err,
+                              size_t errsize);
+void srv_router_retain(srv_router *rt, srv_model *m); /* one more holder (a stream) */
+void srv_router_release(srv_router *rt, srv_model *m);
+const srv_config *srv_model_config(const srv_model *m);
+srv_engine *srv_model_engine(const srv_model *m);
+/* GET /v1/models: every model with its status {"value": loaded|loading|unloading|unloaded,
+ * "loads", and "failed", "error" for a file that cannot be served or a failed load} */
+char *srv_router_models_json(srv_router *rt);
+char *srv_router_model_json(srv_router *rt, const char *id, int *status);
+/* POST /models/load and /models/unload {"model": NAME}: {"success": true}, or the error (an
+ * unload waits for the model's requests in flight) */
+char *srv_router_control(srv_router *rt, int unload, const char *body, size_t len, int *status);
+/* busy slots (and models loading or held) and queued requests over every model (draining) */
+void srv_router_load(srv_router *rt, int *busy, int *queued);
+/* unloads every model (each after its requests finish) and frees the router */
+void srv_router_free(srv_router *rt);
+
 /* ------------------------------------------------------------------ embeddings.c */
 
 vkf_status srv_embedder_create(vkf_model *m, srv_embedder **out);
@@ -340,6 +391,9 @@ vkf_status srv_http_start(const srv_http_params *p, const srv_config *c, srv_eng
 /* The model is loaded and the engine runs (e NULL: embedding mode, no slots): serve every
  * endpoint (c and e outlive h). */
 void srv_http_ready(srv_http *h, const srv_config *c, srv_engine *e);
+/* Several models: every model endpoint takes the one its request names ("model" in the body,
+ * or ?model= on a GET), through rt (which outlives h); POST /models/load and /models/unload. */
+void srv_http_ready_router(srv_http *h, srv_router *rt);
 int srv_http_port(const srv_http *h);
 /* New requests get 503 from now on (draining). */
 void srv_http_drain(srv_http *h);
