@@ -364,7 +364,7 @@ static int spec_type_arg(void *dst, const char *v, char *err, size_t n) {
 
 int vkf_cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *api_key = NULL, *alias = NULL;
-    const char *models_dir = NULL;
+    const char *models_dir = NULL, *slot_save_path = NULL;
     model_list models = {{0}, 0};
     int32_t models_max = 4;
     int32_t port = 8080, np = 1, n_ctx = 0, max_tokens = 4096, queue = 16, max_body_kib = 1024;
@@ -414,6 +414,10 @@ int vkf_cmd_serve(int argc, char **argv) {
          .help = "serve GET /metrics (Prometheus text; off by default, as llama-server)"},
         {"--slots", VKF_ARG_SET, &slots, .help = "serve GET /slots (the default)"},
         {"--no-slots", VKF_ARG_CLEAR, &slots, .help = "refuse GET /slots (501)"},
+        {"--slot-save-path", VKF_ARG_STR, &slot_save_path, .metavar = "DIR",
+         .help = "POST /slots/{id}?action=save|restore {\"filename\": NAME} keeps a slot's "
+                 "prompt cache (its tokens and KV cache) in DIR/NAME; action=erase empties it "
+                 "(default: off, 501)"},
         {"--embedding|--embeddings", VKF_ARG_SET, &embedding,
          .help = "serve POST /v1/embeddings (on by itself for an encoder-only model such as "
                  "bert)"},
@@ -461,6 +465,13 @@ int vkf_cmd_serve(int argc, char **argv) {
         return vkf_usage_error("serve", "-m MODEL (or --models-dir DIR) is required");
     model = models.n ? models.v[0] : NULL;
     int router = models_dir || models.n > 1;
+    if (slot_save_path) {
+        DIR *sd = opendir(slot_save_path);
+        if (!sd)
+            return vkf_usage_error("serve", "--slot-save-path %s: %s (expected a directory)",
+                                   slot_save_path, strerror(errno));
+        closedir(sd);
+    }
     if (router && alias)
         return vkf_usage_error("serve", "-a/--alias names one model; with several, each is "
                                         "named by its file (less .gguf)");
@@ -495,7 +506,8 @@ int vkf_cmd_serve(int argc, char **argv) {
                           .max_connections = np + queue + 64,
                           .timeout_s = timeout_s,
                           .metrics = metrics,
-                          .no_slots = !slots};
+                          .no_slots = !slots,
+                          .slot_save_path = slot_save_path};
     srv_http *h;
     if (srv_http_start(&hp, NULL, NULL, &h) != VKF_OK) {
         close(listen_fd);

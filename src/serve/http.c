@@ -631,6 +631,21 @@ static enum MHD_Result on_slots(struct MHD_Connection *mc, conn *c, const char *
     return js ? send_json(mc, 200, js) : send_error(mc, 500, "out of host memory");
 }
 
+/* POST /slots/{id}?action=save|restore|erase (slot_files.c) */
+static enum MHD_Result on_slot_action(struct MHD_Connection *mc, conn *c, const char *url,
+                                      const char *id) {
+    (void)url;
+    srv_http *h = c->h;
+    if (h->p.no_slots)
+        return send_error(mc, 501,
+                          "This server does not support slots endpoint (it was started "
+                          "with `--no-slots`)");
+    int status = 500;
+    const char *action = MHD_lookup_connection_value(mc, MHD_GET_ARGUMENT_KIND, "action");
+    char *js = srv_slot_request(c->eng, h->p.slot_save_path, id, action, c->body, c->len, &status);
+    return send_json(mc, status, js);
+}
+
 static enum MHD_Result on_models(struct MHD_Connection *mc, conn *c, const char *url,
                                  const char *id) {
     (void)url, (void)id;
@@ -775,6 +790,7 @@ static const route routes[] = {
     {"/health",              {"/v1/health"},        M_ANY,  R_PUBLIC | R_ROUTER, on_health, NULL},
     {"/metrics",             {NULL},                M_GET,  R_MODEL,  on_metrics,     NULL},
     {"/slots",               {NULL},                M_GET,  R_MODEL,  on_slots,       NULL},
+    {"/slots/",              {NULL},                M_POST, R_PREFIX | R_BODY | R_MODEL, on_slot_action, "/slots"},
     {"/v1/chat/completions", {"/chat/completions"}, M_POST, R_BODY | R_MODEL, on_chat, NULL},
     {"/v1/completions",      {"/completions"},      M_POST, R_BODY | R_MODEL, on_completions, NULL},
     {"/completion",          {NULL},                M_POST, R_BODY | R_MODEL, on_completion_native, NULL},

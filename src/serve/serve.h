@@ -162,6 +162,38 @@ typedef struct srv_stats {
 } srv_stats;
 void srv_engine_stats(srv_engine *e, srv_stats *out, int reset_bucket);
 
+/* POST /slots/{id}?action=save|restore|erase (slot_files.c): run by the engine thread between
+ * its steps, on an idle slot. */
+typedef enum srv_slot_action { SRV_SLOT_SAVE, SRV_SLOT_RESTORE, SRV_SLOT_ERASE } srv_slot_action;
+typedef struct srv_slot_op {
+    int slot;
+    srv_slot_action action;
+    const char *path; /* save / restore: the file */
+    /* the result */
+    int status;       /* HTTP status: 200; 400 busy slot or a file for another model; 404 no file */
+    int32_t n_tokens; /* saved, restored or erased */
+    size_t n_bytes;   /* written or read */
+    double ms;
+    char err[512];
+    int done; /* guarded by the engine mutex */
+    pthread_cond_t cv;
+    struct srv_slot_op *next;
+} srv_slot_op;
+/* Runs op on the engine thread and waits for it (op->status and the counts are then set). */
+void srv_engine_slot_op(srv_engine *e, srv_slot_op *op);
+/* slot_files.c, on the engine thread: slot b's cache rows (n tokens) to / from path */
+void srv_slot_save(vkf_model *m, vkf_session *s, int b, const int32_t *tokens, int32_t n,
+                   srv_slot_op *op);
+/* the tokens restored go to tokens[0..op->n_tokens) (at most cap) */
+void srv_slot_restore(vkf_model *m, vkf_session *s, int b, int32_t *tokens, int32_t cap,
+                      srv_slot_op *op);
+
+/* POST /slots/{id}?action=...: the response JSON (llama-server's: id_slot, filename, n_saved /
+ * n_restored, n_written / n_read, timings; n_erased) or the error's, *status its HTTP status.
+ * dir: --slot-save-path (NULL: 501); e NULL: an embedding model (501). */
+char *srv_slot_request(srv_engine *e, const char *dir, const char *id, const char *action,
+                       const char *body, size_t len, int *status);
+
 /* One slot as /slots shows it (a copy: no lock held while it is rendered). */
 typedef struct srv_slot_info {
     int id;
@@ -361,10 +393,11 @@ typedef struct srv_http_params {
     const char *api_key; /* NULL: none */
     size_t max_body;     /* bytes; larger bodies get 413 */
     int max_connections;
-    int timeout_s; /* a connection idle this long (no request, or a client that reads
-                      nothing) is closed (--timeout; 0: 600, llama-server's default) */
-    int metrics;   /* 1: GET /metrics (--metrics; llama-server's default is off) */
-    int no_slots;  /* 1: GET /slots refused (--no-slots) */
+    int timeout_s;              /* a connection idle this long (no request, or a client that reads
+                                   nothing) is closed (--timeout; 0: 600, llama-server's default) */
+    int metrics;                /* 1: GET /metrics (--metrics; llama-server's default is off) */
+    int no_slots;               /* 1: GET /slots refused (--no-slots) */
+    const char *slot_save_path; /* --slot-save-path DIR: POST /slots/{id}?action=... (NULL: 501) */
 } srv_http_params;
 
 typedef struct srv_http srv_http;

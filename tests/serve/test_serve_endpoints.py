@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""llama-server's small endpoints in vkformer serve: POST /apply-template and POST /completion
-with n_probs.
+"""llama-server's small endpoints in vkformer serve: POST /apply-template, POST /completion
+with n_probs, and POST /slots/{id}?action=save|restore|erase.
 
 Usage: test_serve_endpoints.py VKFORMER MODEL (a model without a chat template: ChatML applies)
 
@@ -12,9 +12,21 @@ Usage: test_serve_endpoints.py VKFORMER MODEL (a model without a chat template: 
   backend's logits (the vkformer Python package on backend "cpu", the prompt and the generated
   tokens evaluated in one pass); the streamed events carry the same tokens and probabilities
   and end with stop: true, no [DONE]; n_probs out of [0, 20] and a list of prompts are 400.
+- slots (--slot-save-path): a slot saved after a request, the slots erased, the request that
+  extends that prompt made afresh (nothing cached) gives the reference answer; restored into
+  another slot, the same request takes the restored tokens from the cache (tokens_cached =
+  the common prefix, prompt_n only the new tokens) and gives the same answer; llama-server's
+  response fields; filenames that leave the directory (empty, .., ../x, /abs, a/b, .hidden)
+  are 400 and create nothing; a file of another model (its header's vocabulary changed) is 400,
+  a missing one 404, an unknown slot or action 400, a busy slot 400, no --slot-save-path 501.
 """
+import glob
+import tempfile
+import threading
+import time
 import http.client
 import json
+import shutil
 import os
 import sys
 
@@ -80,7 +92,8 @@ def main():
     root = os.path.dirname(os.path.dirname(HERE))
     os.environ.setdefault("VKFORMER_LIBRARY",
                           os.path.join(os.path.dirname(os.path.abspath(exe)), "libvkformer.so"))
-    srv = pyhelpers.Server(exe, model, ["-np", "2"], timeout=300)
+    slot_dir = tempfile.mkdtemp(prefix="vkf-slots-")
+    srv = pyhelpers.Server(exe, model, ["-np", "2", "--slot-save-path", slot_dir], timeout=300)
     port = srv.port
 
     # ---------------------------------------------------------------- /apply-template
@@ -146,8 +159,104 @@ def main():
                       ({"prompt": ["a", "b"]}, "prompt"), ({"prompt": "x", "n_predict": -2}, "n_predict")):
         st, js = request(port, "POST", "/completion", bad)
         check(st == 400 and what in js["error"]["message"], "/completion %s: %s %s" % (bad, st, js))
+    slots(port, slot_dir)
+    check(srv.stop() == 0, "SIGTERM: exit 0")
+    shutil.rmtree(slot_dir, ignore_errors=True)
+    srv = pyhelpers.Server(exe, model, [], timeout=300)
+    st, js = request(srv.port, "POST", "/slots/0?action=save", {"filename": "x"})
+    check(st == 501 and "--slot-save-path" in js["error"]["message"], "no --slot-save-path: %s" % st)
     check(srv.stop() == 0, "SIGTERM: exit 0")
     finish("test_serve_endpoints")
+
+
+def slots(port, d):
+    p1 = "In the beginning God created the heaven"
+    # (the restored slot is chosen when it caches at least half of the prompt: pick_slot)
+    p2 = p1 + " and the earth. And"
+    greedy = {"n_predict": 8, "temperature": 0}
+    st, a = request(port, "POST", "/completion", dict(greedy, prompt=p1))
+    check(st == 200, "slot request: %s" % st)
+    sid = a["id_slot"]
+    st, sv = request(port, "POST", "/slots/%d?action=save" % sid, {"filename": "a.bin"})
+    # the cache holds the prompt and every generated token but the last (never fed back)
+    n_saved = a["tokens_evaluated"] + a["tokens_predicted"] - 1
+    check(st == 200 and sv["id_slot"] == sid and sv["filename"] == "a.bin" and
+          sv["n_saved"] == n_saved and sv["n_written"] == os.path.getsize(os.path.join(d, "a.bin"))
+          and "save_ms" in sv["timings"], "save: %s %s" % (st, sv))
+    for k in (0, 1):
+        st, er = request(port, "POST", "/slots/%d?action=erase" % k)
+        check(st == 200 and er["id_slot"] == k and "n_erased" in er, "erase %d: %s" % (k, er))
+    st, ref = request(port, "POST", "/completion", dict(greedy, prompt=p2))
+    check(st == 200 and ref["tokens_cached"] == 0,
+          "after the erase nothing is cached: %s" % ref.get("tokens_cached"))
+    # both slots' cache rows overwritten by another text (two requests at once), then emptied:
+    # what the restored slot holds can only come from the file
+    th = [threading.Thread(target=request, args=(port, "POST", "/completion",
+                                                 {"prompt": "Zebras x%d" % i, "n_predict": 60,
+                                                  "temperature": 0})) for i in range(2)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    for k in (0, 1):
+        request(port, "POST", "/slots/%d?action=erase" % k)
+    other = 1 - sid
+    st, rs = request(port, "POST", "/slots/%d?action=restore" % other, {"filename": "a.bin"})
+    check(st == 200 and rs["id_slot"] == other and rs["n_restored"] == n_saved and
+          rs["n_read"] == sv["n_written"] and "restore_ms" in rs["timings"],
+          "restore: %s %s" % (st, rs))
+    st, b = request(port, "POST", "/completion", dict(greedy, prompt=p2))
+    _, t1 = request(port, "POST", "/tokenize", {"content": p1, "add_special": True})
+    _, t2 = request(port, "POST", "/tokenize", {"content": p2, "add_special": True})
+    held = t1["tokens"] + a["tokens"][:-1]
+    common = 0
+    while common < min(len(held), len(t2["tokens"]) - 1) and held[common] == t2["tokens"][common]:
+        common += 1
+    check(st == 200 and b["id_slot"] == other and b["tokens_cached"] == common and
+          b["timings"]["prompt_n"] == len(t2["tokens"]) - common,
+          "the restored cache serves the prefix: slot %s cached %s, prompt_n %s (want %d, %d, %d)"
+          % (b.get("id_slot"), b.get("tokens_cached"), b.get("timings", {}).get("prompt_n"),
+             other, common, len(t2["tokens"]) - common))
+    check(st == 200 and b["content"] == ref["content"] and b["tokens"] == ref["tokens"],
+          "restored = afresh: %r vs %r" % (b.get("content"), ref["content"]))
+    before = set(os.listdir(d))
+    outside = os.path.join(os.path.dirname(d), "x")
+    for bad in ("", "..", "../x", outside, "a/b", ".hidden", "a\\b"):
+        st, js = request(port, "POST", "/slots/0?action=save", {"filename": bad})
+        check(st == 400 and "filename" in js["error"]["message"], "filename %r: %s %s" % (bad, st, js))
+    check(set(os.listdir(d)) == before and not os.path.exists(outside),
+          "no file made by a refused name")
+    with open(os.path.join(d, "a.bin"), "rb") as f:
+        raw = bytearray(f.read())
+    raw[12] ^= 1  # the header's vocabulary size (after "VKFSLOT1" and the u32 header size)
+    with open(os.path.join(d, "other.bin"), "wb") as f:
+        f.write(raw)
+    st, js = request(port, "POST", "/slots/0?action=restore", {"filename": "other.bin"})
+    check(st == 400 and "another model" in js["error"]["message"],
+          "another model's file: %s %s" % (st, js))
+    st, js = request(port, "POST", "/slots/0?action=restore", {"filename": "none.bin"})
+    check(st == 404, "a missing file: %s %s" % (st, js))
+    for path in ("/slots/7?action=erase", "/slots/x?action=erase", "/slots/0?action=dance",
+                 "/slots/0"):
+        st, js = request(port, "POST", path, {"filename": "a.bin"})
+        check(st == 400, "%s: %s %s" % (path, st, js))
+    # a busy slot: a long request on each slot, then a save while they run
+    th = [threading.Thread(target=request, args=(port, "POST", "/completion",
+                                                 {"prompt": "And God said", "n_predict": 200,
+                                                  "temperature": 0})) for _ in range(2)]
+    for t in th:
+        t.start()
+    deadline = time.time() + 60
+    while time.time() < deadline:  # both slots busy (GET /slots)
+        st, sl = request(port, "GET", "/slots")
+        if st == 200 and all(x["is_processing"] for x in sl):
+            break
+        time.sleep(0.05)
+    st, js = request(port, "POST", "/slots/0?action=save", {"filename": "busy.bin"})
+    check(st == 400 and "processing" in js["error"]["message"], "a busy slot: %s %s" % (st, js))
+    for t in th:
+        t.join()
+
 
 
 if __name__ == "__main__":
