@@ -238,11 +238,12 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 /* adds path as a model (a file that cannot be served: listed with its error, and a warning) */
-static int router_add(srv_router *rt, const char *path) {
+static int router_add(srv_router *rt, const char *path, int *n_bad) {
     char name[256], eb[256];
     model_name_of(path, name, sizeof name);
     const char *e = model_file_error(path, eb, sizeof eb);
     if (e) srv_log_notice("warning: skipping %s: %s", path, e);
+    *n_bad += e != NULL;
     int rc = srv_router_add(rt, name, path, e);
     if (rc == -2) return srv_log_error("two models are named %s (%s): rename one", name, path);
     if (rc) return srv_log_error("out of host memory");
@@ -250,7 +251,7 @@ static int router_add(srv_router *rt, const char *path) {
 }
 
 /* every entry of dir but the hidden ones, by name */
-static int router_add_dir(srv_router *rt, const char *dir) {
+static int router_add_dir(srv_router *rt, const char *dir, int *n_bad) {
     DIR *d = opendir(dir);
     if (!d) return srv_log_error("--models-dir %s: %s", dir, strerror(errno));
     char **paths = NULL;
@@ -271,7 +272,7 @@ static int router_add_dir(srv_router *rt, const char *dir) {
     closedir(d);
     if (n) qsort(paths, (size_t)n, sizeof *paths, cmp_str);
     for (int i = 0; i < n; i++) {
-        if (!rc) rc = router_add(rt, paths[i]);
+        if (!rc) rc = router_add(rt, paths[i], n_bad);
         free(paths[i]);
     }
     free(paths);
@@ -297,11 +298,13 @@ static int serve_router(srv_http *h, sigset_t *sigs, const loader *tmpl, const m
     srv_router_params rp = {
         .models_max = models_max, .load = router_load, .unload = router_unload, .ud = &u};
     srv_router *rt = srv_router_new(&rp);
-    int rc = rt ? 0 : srv_log_error("out of host memory");
+    int rc = rt ? 0 : srv_log_error("out of host memory"), n_bad = 0;
     for (int i = 0; !rc && i < ml->n; i++)
-        rc = router_add(rt, ml->v[i]);
-    if (!rc && dir) rc = router_add_dir(rt, dir);
-    if (!rc && srv_router_count(rt) == 0) rc = srv_log_error("--models-dir %s holds no model", dir);
+        rc = router_add(rt, ml->v[i], &n_bad);
+    if (!rc && dir) rc = router_add_dir(rt, dir, &n_bad);
+    if (!rc && srv_router_count(rt) == n_bad)
+        rc = srv_log_error("no model to serve (%d file%s that cannot be served)", n_bad,
+                           n_bad == 1 ? "" : "s");
     if (rc) {
         srv_http_stop(h);
         srv_router_free(rt);
@@ -309,9 +312,10 @@ static int serve_router(srv_http *h, sigset_t *sigs, const loader *tmpl, const m
         return rc;
     }
     srv_http_ready_router(h, rt);
-    srv_log_notice("%d models on %s, at most %d loaded at once: listening on http://%s:%d",
-                   srv_router_count(rt), vkf_context_device_name(u.ctx), models_max, host,
-                   srv_http_port(h));
+    srv_log_notice("%d models (and %d that cannot be served) on %s, at most %d loaded at once: "
+                   "listening on http://%s:%d",
+                   srv_router_count(rt) - n_bad, n_bad, vkf_context_device_name(u.ctx), models_max,
+                   host, srv_http_port(h));
     int sig = 0;
     sigwait(sigs, &sig);
     srv_log_notice("%s: finishing the requests in flight (again to stop at once)",
@@ -443,13 +447,19 @@ int vkf_cmd_serve(int argc, char **argv) {
         VKF_ARGS_SPLIT(&cp),
         {0}};
     vkf_cmd_spec spec = {
-        "serve", "-m MODEL [--host 127.0.0.1] [--port 8080] [-np N] [-c N] [--api-key KEY]",
+        "serve",
+        "-m MODEL [-m MODEL2 ... | --models-dir DIR] [--host 127.0.0.1] [--port 8080] [-np N] "
+        "[-c N] [--api-key KEY]",
         "An OpenAI-compatible HTTP server: POST /v1/chat/completions and /v1/completions "
         "(stream: server-sent events), GET /v1/models, POST /tokenize and /detokenize (with an "
         "encoder-only model, or --embedding, POST /v1/embeddings instead of the completions); for "
         "operators GET /health (readiness and load: 503 while the model loads, with "
         "?fail_on_no_slot when every slot is busy, and while draining), GET /metrics "
-        "(--metrics) and GET /slots, as llama-server. The port answers /health from the "
+        "(--metrics) and GET /slots, as llama-server; llama-server's POST /completion (n_probs), "
+        "POST /apply-template and POST /slots/{id}?action=save|restore|erase "
+        "(--slot-save-path). Several models (-m again, or --models-dir): requests name theirs "
+        "in \"model\", each loads on first use, the least recently used unloads past "
+        "--models-max; POST /models/load and /models/unload. The port answers /health from the "
         "start. Requests run in -np slots decoded together (continuous batching); a "
         "request gives the same tokens alone or with others (same seed). A prompt reuses the "
         "longest prefix a free slot's cache holds (request field cache_prompt, default true; "
@@ -462,7 +472,8 @@ int vkf_cmd_serve(int argc, char **argv) {
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
     if (!models.n && !models_dir)
-        return vkf_usage_error("serve", "-m MODEL (or --models-dir DIR) is required");
+        return vkf_usage_error("serve",
+                               "--model PATH (or -hf NAME, or --models-dir DIR) is required");
     model = models.n ? models.v[0] : NULL;
     int router = models_dir || models.n > 1;
     if (slot_save_path) {
