@@ -7,8 +7,8 @@ Usage: test_serve_endpoints.py VKFORMER MODEL (a model without a chat template: 
 - /apply-template: {"prompt"} equals the ChatML template (llama.cpp's default, the template text
   below) rendered by jinja2, and tokenizes to the prompt /v1/chat/completions evaluates (its
   usage.prompt_tokens); a body without messages is 400.
-- /completion, greedy with n_probs 5: completion_probabilities (id, token, bytes, logprob,
-  top_logprobs) checked against the softmax computed here with numpy from the CPU reference
+- /completion, greedy with n_probs 5 (and /v1/completions with logprobs 5): the probabilities
+  (completion_probabilities: id, token, bytes, logprob, top_logprobs) checked against the softmax computed here with numpy from the CPU reference
   backend's logits (the vkformer Python package on backend "cpu", the prompt and the generated
   tokens evaluated in one pass); the streamed events carry the same tokens and probabilities
   and end with stop: true, no [DONE]; n_probs out of [0, 20] and a list of prompts are 400.
@@ -155,6 +155,16 @@ def main():
               all(abs(a["logprob"] - b["logprob"]) < 1e-6 for a, b in zip(sp, probs)),
               "streamed probabilities = whole ones")
         check("".join(e["content"] for e in evs) == js["content"], "streamed content = whole")
+        # the OpenAI endpoint's logprobs (its "logprobs": 5) for the same request: the same
+        # tokens, log-probabilities against the CPU's as above
+        st, oc = request(port, "POST", "/v1/completions",
+                         {"prompt": prompt, "max_tokens": 8, "temperature": 0, "logprobs": 5})
+        lpo = oc["choices"][0]["logprobs"] if st == 200 else {}
+        check(st == 200 and len(lpo["token_logprobs"]) == 8 and
+              all(abs(v - lp[len(ids) - 1 + i][gen[i]]) < 2e-3
+                  for i, v in enumerate(lpo["token_logprobs"])) and
+              all(len(t) == 5 for t in lpo["top_logprobs"]),
+              "/v1/completions logprobs against the CPU: %s" % lpo)
     for bad, what in (({"prompt": "x", "n_probs": 21}, "n_probs"), ({"prompt": "x", "n_probs": -1}, "n_probs"),
                       ({"prompt": ["a", "b"]}, "prompt"), ({"prompt": "x", "n_predict": -2}, "n_predict")):
         st, js = request(port, "POST", "/completion", bad)
