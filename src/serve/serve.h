@@ -7,6 +7,9 @@
  *   metrics.c    GET /metrics (Prometheus text, llama-server's names) and the HTTP counters
  *   slots.c      GET /health (readiness and load) and GET /slots (llama-server's shape)
  *   access_log.c one line per request on stderr (--log-format text|json), and serve's notices
+ *   native.c     llama-server's POST /completion (n_probs) and its response shape
+ *   slot_files.c POST /slots/{id}?action=save|restore|erase (--slot-save-path)
+ *   router.c     several models in one server: load on first use, LRU unload (--models-max)
  * and the `vkformer serve` command (options, start, SIGINT/SIGTERM drain) is
  * src/cli/cmd_serve.c, with the other commands.
  *
