@@ -1,4 +1,5 @@
-/* vkformer serve: an OpenAI-compatible HTTP server (libmicrohttpd) over one model.
+/* vkformer serve: an OpenAI-compatible HTTP server (libmicrohttpd) over one model, or several
+ * (router.c).
  *
  *   http.c    connections, the route table, API keys, size limits, errors, server-sent events
  *   api.c     OpenAI request parsing and response JSON (chat, completions, logprobs, usage)
