@@ -626,6 +626,16 @@ vkf_status vkf_session_seq_eval_all(vkf_session *s, int32_t seq, int32_t pos, co
  * others are busy. */
 vkf_status vkf_session_seq_decode(vkf_session *s, const int32_t *tokens, const int32_t *pos,
                                   float *logits);
+/* A sequence's cache as bytes (a server's slot save and restore): its first n rows, every
+ * layer's K rows then V rows, in the cache types (vkf_session_params.cache_type_k / _v), on the
+ * devices the layers live on. The bytes fit only a session of the same model and cache types.
+ * size: vkf_session_seq_state_size's bytes; restoring n rows keeps what the sequence held past
+ * them (the caller evaluates from position n on). */
+vkf_status vkf_session_seq_state_size(const vkf_session *s, int32_t n, size_t *bytes);
+vkf_status vkf_session_seq_state_get(vkf_session *s, int32_t seq, int32_t n, void *buf,
+                                     size_t size);
+vkf_status vkf_session_seq_state_set(vkf_session *s, int32_t seq, int32_t n, const void *buf,
+                                     size_t size);
 
 /* ---------------------------------------------------------------- sampling and generation */
 

@@ -3,8 +3,11 @@
  * then serves everything, prints the address, and waits for SIGINT/SIGTERM: it stops taking
  * requests (503), lets those in flight and queued finish, and exits 0. A second signal exits
  * at once; a signal while the model loads exits at once (nothing is in flight). */
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +51,10 @@ typedef struct loader {
     srv_engine *e;     /* generation */
     srv_embedder *emb; /* embedding mode: an encoder-only model, POST /v1/embeddings, no slots */
     srv_config cfg;
-    vkf_gen_opts *lo; /* --lora, --lora-scaled, --lora-init-without-apply (their fields only) */
+    vkf_gen_opts *lo; /* --lora, --lora-scaled, --lora-init-without-apply (their fields only;
+                         none with several models) */
+    int shared_ctx;   /* ctx is the server's (several models): not made nor freed here */
+    char err[512];    /* why the load failed (also logged) */
     int rc;           /* 0, or the command's exit status */
     int done;         /* atomic: the thread has finished */
 } loader;
@@ -56,14 +62,25 @@ typedef struct loader {
 static int load_fail(loader *l, int rc) {
     vkf_gen_lora_free(l->lo); /* after the slots' session (never started here), before the model */
     vkf_model_free(l->m);
-    vkf_context_free(l->ctx);
+    if (!l->shared_ctx) vkf_context_free(l->ctx);
     l->m = NULL;
-    l->ctx = NULL;
+    if (!l->shared_ctx) l->ctx = NULL;
     return rc;
 }
 
+/* the load's error: logged, and kept in l->err (the router's /v1/models shows it) */
+static int lerr(loader *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int lerr(loader *l, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->err, sizeof l->err, fmt, ap);
+    va_end(ap);
+    return srv_log_error("%s", l->err);
+}
+
 static int load(loader *l) {
-    if (vkf_cli_context(&l->cp, &l->ctx) != VKF_OK) return srv_log_error("%s", vkf_last_error());
+    if (!l->shared_ctx && vkf_cli_context(&l->cp, &l->ctx) != VKF_OK)
+        return lerr(l, "%s", vkf_last_error());
     /* -c over the slots: positions per slot, past the training context where they are computed
      * (RoPE), as generate's -c */
     vkf_model_params mp = {.path = l->model,
@@ -71,32 +88,33 @@ static int load(loader *l) {
                            .cache_type_k = l->ctk,
                            .cache_type_v = l->ctv};
     if (vkf_model_load(l->ctx, &mp, &l->m) != VKF_OK)
-        return load_fail(l, srv_log_error("loading the model: %s", vkf_last_error()));
+        return load_fail(l, lerr(l, "loading the model: %s", vkf_last_error()));
     vkf_model_describe(l->m, &l->d);
     const vkf_model_desc d = l->d;
     if (d.encoder_only || l->embedding) {
         if (!d.encoder_only)
-            return load_fail(l, srv_log_error("--embedding: %s is a %s model; vkformer computes "
-                                              "embeddings with encoder-only models (bert, "
-                                              "nomic-bert)",
-                                              l->model, d.architecture));
+            return load_fail(l, lerr(l,
+                                     "--embedding: %s is a %s model; vkformer computes "
+                                     "embeddings with encoder-only models (bert, "
+                                     "nomic-bert)",
+                                     l->model, d.architecture));
         if (srv_embedder_create(l->m, &l->emb) != VKF_OK)
-            return load_fail(l, srv_log_error("embeddings: %s", vkf_last_error()));
+            return load_fail(l, lerr(l, "embeddings: %s", vkf_last_error()));
         l->cfg = (srv_config){
             .m = l->m, .emb = l->emb, .model_name = l->alias ? l->alias : base_name(l->model)};
         return 0;
     }
     if (d.encoder_decoder || !d.has_tokenizer)
         return load_fail(
-            l,
-            srv_log_error("%s is %s; serve needs a decoder-only model with a tokenizer", l->model,
-                          d.encoder_decoder ? "an encoder-decoder model" : "without a tokenizer"));
+            l, lerr(l, "%s is %s; serve needs a decoder-only model with a tokenizer", l->model,
+                    d.encoder_decoder ? "an encoder-decoder model" : "without a tokenizer"));
     int32_t slot_ctx = l->n_ctx ? l->n_ctx / l->np : d.n_ctx;
     if (slot_ctx > d.n_ctx) slot_ctx = d.n_ctx;
-    if (slot_ctx < 2)
-        return load_fail(l,
-                         vkf_usage_error("serve", "-c %d over %d slots leaves %d tokens per slot",
-                                         l->n_ctx, l->np, slot_ctx));
+    if (slot_ctx < 2) {
+        snprintf(l->err, sizeof l->err, "-c %d over %d slots leaves %d tokens per slot", l->n_ctx,
+                 l->np, slot_ctx);
+        return load_fail(l, vkf_usage_error("serve", "%s", l->err));
+    }
     l->cfg = (srv_config){.m = l->m,
                           .model_name = l->alias ? l->alias : base_name(l->model),
                           .max_tokens = l->max_tokens,
@@ -130,11 +148,153 @@ static int load(loader *l) {
                             .draft_min = l->draft_min,
                             .ngram_n = l->ngram_n};
     if (srv_engine_start(l->m, &ep, &l->e) != VKF_OK)
-        return load_fail(l, srv_log_error("starting the slots: %s", vkf_last_error()));
+        return load_fail(l, lerr(l, "starting the slots: %s", vkf_last_error()));
     uint64_t kv = 0;
     srv_engine_kv(l->e, &kv, &l->cfg.kv_type_k, &l->cfg.kv_type_v);
     l->cfg.kv_bytes_slot = kv / (uint64_t)l->np;
     return 0;
+}
+
+/* ------------------------------------------------------------------ several models */
+
+#define MAX_MODEL_ARGS 64
+
+typedef struct model_list { /* -m, repeated */
+    const char *v[MAX_MODEL_ARGS];
+    int n;
+} model_list;
+
+static int model_arg(void *dst, const char *v, char *err, size_t n) {
+    model_list *l = dst;
+    if (l->n == MAX_MODEL_ARGS) {
+        snprintf(err, n, "at most %d models (more: --models-dir DIR)", MAX_MODEL_ARGS);
+        return -1;
+    }
+    l->v[l->n++] = v;
+    return 0;
+}
+
+/* the router's loads: a loader made from the options (tmpl) on the server's context */
+typedef struct router_ud {
+    loader tmpl;
+    vkf_context *ctx;
+} router_ud;
+
+static int router_load(void *ud, const char *path, const char *name, srv_loaded *out, char *err,
+                       size_t n) {
+    router_ud *u = ud;
+    loader *l = malloc(sizeof *l);
+    if (!l) {
+        snprintf(err, n, "out of host memory");
+        return -1;
+    }
+    *l = u->tmpl;
+    l->model = path;
+    l->alias = name;
+    l->ctx = u->ctx;
+    l->shared_ctx = 1;
+    if (load(l) != 0) {
+        snprintf(err, n, "%s", l->err[0] ? l->err : "see the server's log");
+        free(l);
+        return -1;
+    }
+    out->cfg = &l->cfg;
+    out->e = l->e;
+    out->handle = l;
+    return 0;
+}
+
+static void router_unload(void *ud, srv_loaded *ld) {
+    (void)ud;
+    loader *l = ld->handle;
+    if (!l) return;
+    if (l->e) srv_engine_stop(l->e); /* finishes what its slots and queue hold */
+    srv_embedder_free(l->emb);
+    vkf_model_free(l->m);
+    free(l);
+}
+
+/* a model's name: its file or directory name, less a .gguf suffix */
+static void model_name_of(const char *path, char *out, size_t n) {
+    snprintf(out, n, "%s", base_name(path));
+    size_t k = strlen(out);
+    if (k > 5 && strcmp(out + k - 5, ".gguf") == 0) out[k - 5] = '\0';
+}
+
+/* why path cannot be served (unreadable, not GGUF, a directory without config.json), or NULL */
+static const char *model_file_error(const char *path, char *buf, size_t n) {
+    DIR *d = opendir(path);
+    if (d) { /* a Hugging Face directory */
+        closedir(d);
+        char cfg[4200];
+        snprintf(cfg, sizeof cfg, "%s/config.json", path);
+        FILE *f = fopen(cfg, "rb");
+        if (!f) {
+            snprintf(buf, n, "a directory without config.json (not a model directory)");
+            return buf;
+        }
+        fclose(f);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(buf, n, "cannot read it: %s", strerror(errno));
+        return buf;
+    }
+    char magic[4] = {0};
+    size_t got = fread(magic, 1, 4, f);
+    fclose(f);
+    if (got != 4 || memcmp(magic, "GGUF", 4) != 0) {
+        snprintf(buf, n, "not a GGUF file (it does not begin with the bytes GGUF)");
+        return buf;
+    }
+    return NULL;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* adds path as a model (a file that cannot be served: listed with its error, and a warning) */
+static int router_add(srv_router *rt, const char *path, int *n_bad) {
+    char name[256], eb[256];
+    model_name_of(path, name, sizeof name);
+    const char *e = model_file_error(path, eb, sizeof eb);
+    if (e) srv_log_notice("warning: skipping %s: %s", path, e);
+    *n_bad += e != NULL;
+    int rc = srv_router_add(rt, name, path, e);
+    if (rc == -2) return srv_log_error("two models are named %s (%s): rename one", name, path);
+    if (rc) return srv_log_error("out of host memory");
+    return 0;
+}
+
+/* every entry of dir but the hidden ones, by name */
+static int router_add_dir(srv_router *rt, const char *dir, int *n_bad) {
+    DIR *d = opendir(dir);
+    if (!d) return srv_log_error("--models-dir %s: %s", dir, strerror(errno));
+    char **paths = NULL;
+    int n = 0, cap = 0, rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **g = realloc(paths, (size_t)cap * sizeof *g);
+            if (!g) break;
+            paths = g;
+        }
+        size_t len = strlen(dir) + strlen(de->d_name) + 2;
+        if (!(paths[n] = malloc(len))) break;
+        snprintf(paths[n++], len, "%s/%s", dir, de->d_name);
+    }
+    closedir(d);
+    if (n) qsort(paths, (size_t)n, sizeof *paths, cmp_str);
+    for (int i = 0; i < n; i++) {
+        if (!rc) rc = router_add(rt, paths[i], n_bad);
+        free(paths[i]);
+    }
+    free(paths);
+    return rc;
 }
 
 static void *loader_main(void *arg) {
@@ -142,6 +302,60 @@ static void *loader_main(void *arg) {
     l->rc = load(l);
     __atomic_store_n(&l->done, 1, __ATOMIC_RELEASE);
     return NULL;
+}
+
+/* serve several models: the router over them, until SIGINT/SIGTERM; then the requests in
+ * flight finish and every model unloads */
+static int serve_router(srv_http *h, sigset_t *sigs, const loader *tmpl, const model_list *ml,
+                        const char *dir, int models_max, const char *host) {
+    router_ud u = {.tmpl = *tmpl};
+    if (vkf_cli_context(&u.tmpl.cp, &u.ctx) != VKF_OK) {
+        srv_http_stop(h);
+        return srv_log_error("%s", vkf_last_error());
+    }
+    srv_router_params rp = {
+        .models_max = models_max, .load = router_load, .unload = router_unload, .ud = &u};
+    srv_router *rt = srv_router_new(&rp);
+    int rc = rt ? 0 : srv_log_error("out of host memory"), n_bad = 0;
+    for (int i = 0; !rc && i < ml->n; i++)
+        rc = router_add(rt, ml->v[i], &n_bad);
+    if (!rc && dir) rc = router_add_dir(rt, dir, &n_bad);
+    if (!rc && srv_router_count(rt) == n_bad)
+        rc = srv_log_error("no model to serve (%d file%s that cannot be served)", n_bad,
+                           n_bad == 1 ? "" : "s");
+    if (rc) {
+        srv_http_stop(h);
+        srv_router_free(rt);
+        vkf_context_free(u.ctx);
+        return rc;
+    }
+    srv_http_ready_router(h, rt);
+    srv_log_notice("%d models (and %d that cannot be served) on %s, at most %d loaded at once: "
+                   "listening on http://%s:%d",
+                   srv_router_count(rt) - n_bad, n_bad, vkf_context_device_name(u.ctx), models_max,
+                   host, srv_http_port(h));
+    int sig = 0;
+    sigwait(sigs, &sig);
+    srv_log_notice("%s: finishing the requests in flight (again to stop at once)",
+                   sig == SIGINT ? "SIGINT" : "SIGTERM");
+    srv_http_drain(h);
+    struct timespec zero = {0, 0};
+    for (;;) {
+        int busy, queued;
+        srv_router_load(rt, &busy, &queued);
+        if (!busy && !queued) break;
+        if (sigtimedwait(sigs, NULL, &zero) > 0) {
+            srv_log_notice("stopping now");
+            _exit(1);
+        }
+        sleep_ms(20);
+    }
+    sleep_ms(200); /* the last events reach their clients */
+    srv_http_stop(h);
+    srv_router_free(rt);
+    vkf_context_free(u.ctx);
+    srv_log_notice("stopped");
+    return 0;
 }
 
 static int log_format_arg(void *dst, const char *v, char *err, size_t n) {
@@ -172,6 +386,9 @@ static int spec_type_arg(void *dst, const char *v, char *err, size_t n) {
 
 int vkf_cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *api_key = NULL, *alias = NULL;
+    const char *models_dir = NULL, *slot_save_path = NULL;
+    model_list models = {{0}, 0};
+    int32_t models_max = 4;
     int32_t port = 8080, np = 1, n_ctx = 0, max_tokens = 4096, queue = 16, max_body_kib = 1024;
     int32_t timeout_s = 600, ctk = 0, ctv = 0;
     int metrics = 0, slots = 1, embedding = 0, spec_type = VKF_SPEC_NONE, spec_given = 0;
@@ -193,8 +410,15 @@ int vkf_cmd_serve(int argc, char **argv) {
         {"--lora-init-without-apply", VKF_ARG_SET, &lo.lora_no_apply,
          .help = "load the adapters at scale 0 (apply them with POST /lora-adapters or a "
                  "request's \"lora\")"},
-        {"-m|--model", VKF_ARG_STR, &model, .metavar = "PATH", .required = 1,
-         .help = "model directory or .gguf file"},
+        {"-m|--model", VKF_ARG_CALL, &models, .metavar = "PATH", .call = model_arg,
+         .help = "model directory or .gguf file; given again, one server for several models "
+                 "(requests name theirs in \"model\")"},
+        {"--models-dir", VKF_ARG_STR, &models_dir, .metavar = "DIR",
+         .help = "serve every model in DIR (.gguf files and model directories), each loaded "
+                 "on its first request; files that are not GGUF are listed as errors"},
+        {"--models-max", VKF_ARG_INT, &models_max, .min = 1, .max = 1024, .metavar = "N",
+         .help = "several models: at most N loaded at once, the least recently used one "
+                 "unloads when another must load (default 4, llama-server's)"},
         {"--host", VKF_ARG_STR, &host, .metavar = "ADDR",
          .help = "address to listen on (default 127.0.0.1; 0.0.0.0 or :: for every interface)"},
         {"--port", VKF_ARG_INT, &port, .min = 0, .max = 65535, .metavar = "N",
@@ -225,6 +449,10 @@ int vkf_cmd_serve(int argc, char **argv) {
          .help = "serve GET /metrics (Prometheus text; off by default, as llama-server)"},
         {"--slots", VKF_ARG_SET, &slots, .help = "serve GET /slots (the default)"},
         {"--no-slots", VKF_ARG_CLEAR, &slots, .help = "refuse GET /slots (501)"},
+        {"--slot-save-path", VKF_ARG_STR, &slot_save_path, .metavar = "DIR",
+         .help = "POST /slots/{id}?action=save|restore {\"filename\": NAME} keeps a slot's "
+                 "prompt cache (its tokens and KV cache) in DIR/NAME; action=erase empties it "
+                 "(default: off, 501)"},
         {"--embedding|--embeddings", VKF_ARG_SET, &embedding,
          .help = "serve POST /v1/embeddings (on by itself for an encoder-only model such as "
                  "bert)"},
@@ -250,7 +478,9 @@ int vkf_cmd_serve(int argc, char **argv) {
         VKF_ARGS_SPLIT(&cp),
         {0}};
     vkf_cmd_spec spec = {
-        "serve", "-m MODEL [--host 127.0.0.1] [--port 8080] [-np N] [-c N] [--api-key KEY]",
+        "serve",
+        "-m MODEL [-m MODEL2 ... | --models-dir DIR] [--host 127.0.0.1] [--port 8080] [-np N] "
+        "[-c N] [--api-key KEY]",
         "An OpenAI-compatible HTTP server: POST /v1/chat/completions and /v1/completions "
         "(stream: server-sent events), GET /v1/models, POST /tokenize and /detokenize, GET and "
         "POST "
@@ -258,7 +488,11 @@ int vkf_cmd_serve(int argc, char **argv) {
         "encoder-only model, or --embedding, POST /v1/embeddings instead of the completions); for "
         "operators GET /health (readiness and load: 503 while the model loads, with "
         "?fail_on_no_slot when every slot is busy, and while draining), GET /metrics "
-        "(--metrics) and GET /slots, as llama-server. The port answers /health from the "
+        "(--metrics) and GET /slots, as llama-server; llama-server's POST /completion (n_probs), "
+        "POST /apply-template and POST /slots/{id}?action=save|restore|erase "
+        "(--slot-save-path). Several models (-m again, or --models-dir): requests name theirs "
+        "in \"model\", each loads on first use, the least recently used unloads past "
+        "--models-max; POST /models/load and /models/unload. The port answers /health from the "
         "start. Requests run in -np slots decoded together (continuous batching); a "
         "request gives the same tokens alone or with others (same seed). A prompt reuses the "
         "longest prefix a free slot's cache holds (request field cache_prompt, default true; "
@@ -270,6 +504,25 @@ int vkf_cmd_serve(int argc, char **argv) {
                   "beginning\", \"max_tokens\": 16}'"};
     int rc = vkf_args_parse(&spec, argc, argv);
     if (rc >= 0) return rc;
+    if (!models.n && !models_dir)
+        return vkf_usage_error("serve",
+                               "--model PATH (or -hf NAME, or --models-dir DIR) is required");
+    model = models.n ? models.v[0] : NULL;
+    int router = models_dir || models.n > 1;
+    if (slot_save_path) {
+        DIR *sd = opendir(slot_save_path);
+        if (!sd)
+            return vkf_usage_error("serve", "--slot-save-path %s: %s (expected a directory)",
+                                   slot_save_path, strerror(errno));
+        closedir(sd);
+    }
+    if (router && lo.n_lora)
+        return vkf_usage_error("serve", "--lora/--lora-scaled adapt one base model; a server for "
+                                        "several models (-m given again, --models-dir) takes "
+                                        "none: serve the adapted model on its own");
+    if (router && alias)
+        return vkf_usage_error("serve", "-a/--alias names one model; with several, each is "
+                                        "named by its file (less .gguf)");
     if (spec_given && spec_type == VKF_SPEC_NONE)
         return vkf_usage_error("serve", "--draft-* and --spec-* flags need --spec-type ngram");
     if (spec_type != VKF_SPEC_NONE && spd.n_max < 1)
@@ -301,11 +554,28 @@ int vkf_cmd_serve(int argc, char **argv) {
                           .max_connections = np + queue + 64,
                           .timeout_s = timeout_s,
                           .metrics = metrics,
-                          .no_slots = !slots};
+                          .no_slots = !slots,
+                          .slot_save_path = slot_save_path};
     srv_http *h;
     if (srv_http_start(&hp, NULL, NULL, &h) != VKF_OK) {
         close(listen_fd);
         return srv_log_error("starting the HTTP server on %s port %d failed", host, port);
+    }
+    if (router) {
+        loader tmpl = {.lo = &lo, /* no adapters (refused above): nothing to open */
+                       .cp = cp,
+                       .np = np,
+                       .n_ctx = n_ctx,
+                       .ctk = ctk,
+                       .ctv = ctv,
+                       .max_tokens = max_tokens,
+                       .queue = queue,
+                       .embedding = embedding,
+                       .spec_ngram = spec_type == VKF_SPEC_NGRAM,
+                       .draft_max = spd.n_max,
+                       .draft_min = spd.n_min,
+                       .ngram_n = spd.ngram_n};
+        return serve_router(h, &sigs, &tmpl, &models, models_dir, models_max, host);
     }
     srv_log_notice("loading %s; http://%s:%d/health answers 503 until it is ready", model, host,
                    srv_http_port(h));

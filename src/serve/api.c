@@ -489,6 +489,7 @@ static char *print_free(cJSON *o) {
 }
 
 char *srv_api_response(const srv_config *c, const srv_req *r) {
+    if (r->native) return srv_native_response(c, r);
     size_t len = 0;
     for (int i = 0; i < r->n_ev; i++)
         len += r->ev[i].len;
@@ -528,6 +529,7 @@ char *srv_api_response(const srv_config *c, const srv_req *r) {
 }
 
 char *srv_api_chunk(const srv_config *c, const srv_req *r, int i, int first) {
+    if (r->native) return srv_native_chunk(c, r, i);
     if (r->chat && r->st && r->st->tools) /* tool-call deltas (structured.c) */
         return srv_structured_chunk(c, (srv_req *)r, i, finish_name(r->finish));
     cJSON *o = head(c, r, r->chat ? "chat.completion.chunk" : "text_completion");
@@ -767,3 +769,25 @@ cJSON *srv_api_head(const srv_config *c, const srv_req *r, const char *object) {
     return head(c, r, object);
 }
 cJSON *srv_api_usage(const srv_req *r) { return usage(r); }
+
+/* POST /apply-template (llama-server's): the chat request's messages through the model's
+ * template, as /v1/chat/completions would prompt the model, without generating: {"prompt"} */
+char *srv_api_apply_template(const srv_config *c, const char *body, size_t len, int *status) {
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    char err[512];
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return err400(status, "the request body is not a JSON object");
+    }
+    char *text =
+        chat_prompt(c, cJSON_GetObjectItemCaseSensitive(j, "messages"),
+                    cJSON_GetObjectItemCaseSensitive(j, "tools"),
+                    cJSON_GetObjectItemCaseSensitive(j, "chat_template_kwargs"), err, sizeof err);
+    cJSON_Delete(j);
+    if (!text) return err400(status, err);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "prompt", text);
+    free(text);
+    *status = 200;
+    return print_free(o);
+}

@@ -70,6 +70,7 @@ struct srv_engine {
     float *slot_lora;
     float cur_lora[SRV_MAX_LORA];
     int32_t *pos_all; /* [n_slots]: the busy slots of a step, before they split by set */
+    srv_slot_op *ops; /* slot saves, restores and erases waiting for the engine thread */
 };
 
 /* ------------------------------------------------------------------ LoRA sets */
@@ -117,6 +118,7 @@ srv_req *srv_req_new(void) {
     pthread_cond_init(&r->cv, NULL);
     r->refs = 2; /* the connection and the engine */
     r->slot = -1;
+    r->id_slot = -1;
     return r;
 }
 
@@ -577,10 +579,69 @@ static void spec_check(srv_engine *e, int b) {
     }
 }
 
+void srv_engine_slot_op(srv_engine *e, srv_slot_op *op) {
+    pthread_cond_init(&op->cv, NULL);
+    pthread_mutex_lock(&e->mu);
+    op->done = 0;
+    op->next = e->ops;
+    e->ops = op;
+    pthread_cond_signal(&e->cv);
+    while (!op->done)
+        pthread_cond_wait(&op->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    pthread_cond_destroy(&op->cv);
+}
+
+/* a slot operation (engine thread, the mutex not held): on an idle slot only */
+static void run_op(srv_engine *e, srv_slot_op *op) {
+    int b = op->slot;
+    if (b < 0 || b >= e->n_slots) {
+        op->status = 400;
+        snprintf(op->err, sizeof op->err, "slot %d: this server has slots 0 to %d", b,
+                 e->n_slots - 1);
+        return;
+    }
+    if (e->slot[b]) {
+        op->status = 400;
+        snprintf(op->err, sizeof op->err, "slot %d is processing a request; try when it is idle",
+                 b);
+        return;
+    }
+    int32_t *ct = e->ctok + (size_t)b * e->n_ctx;
+    op->status = 200;
+    if (op->action == SRV_SLOT_SAVE) {
+        srv_slot_save(e->m, e->s, b, ct, e->ctok_n[b], op);
+    } else if (op->action == SRV_SLOT_RESTORE) {
+        e->ctok_n[b] = 0; /* what it held is overwritten, whatever happens */
+        srv_slot_restore(e->m, e->s, b, ct, e->n_ctx - 1, op);
+        if (op->status == 200) e->ctok_n[b] = op->n_tokens;
+        /* a file does not say which adapter scales computed it: with adapters loaded, the
+         * restored rows match no request's set (NaN never compares equal), so they are never
+         * taken for another set's prefix */
+        for (int i = 0; i < e->n_lora; i++)
+            e->slot_lora[(size_t)b * SRV_MAX_LORA + i] = NAN;
+    } else {
+        op->n_tokens = e->ctok_n[b];
+        e->ctok_n[b] = 0;
+    }
+}
+
 static void *engine_main(void *arg) {
     srv_engine *e = arg;
     pthread_mutex_lock(&e->mu);
     for (;;) {
+        /* 0. slot saves, restores, erases (between steps, on idle slots) */
+        while (e->ops) {
+            srv_slot_op *op = e->ops;
+            e->ops = op->next;
+            pthread_mutex_unlock(&e->mu);
+            run_op(e, op);
+            pthread_mutex_lock(&e->mu);
+            if (op->slot >= 0 && op->slot < e->n_slots && !e->slot[op->slot])
+                e->kv_pub[op->slot] = e->ctok_n[op->slot];
+            op->done = 1;
+            pthread_cond_signal(&op->cv);
+        }
         /* 1. cancelled slots leave */
         for (int b = 0; b < e->n_slots; b++)
             if (e->slot[b] && e->slot[b]->cancel) finish(e, e->slot[b], SRV_FINISH_CANCELLED);
@@ -595,6 +656,7 @@ static void *engine_main(void *arg) {
                 continue;
             }
             r->slot = b;
+            r->id_slot = b;
             e->slot[b] = r;
             pthread_mutex_unlock(&e->mu);
             start_request(e, r, b);
@@ -610,7 +672,7 @@ static void *engine_main(void *arg) {
         if (!busy) {
             /* a request that came while a prompt was evaluated (unlocked) and finished at once
              * found the engine awake: its signal is gone, so look at the queue again */
-            if (e->q_head) continue;
+            if (e->q_head || e->ops) continue;
             if (e->stopping) break;
             pthread_cond_wait(&e->cv, &e->mu);
             continue;

@@ -36,6 +36,7 @@ struct srv_http {
     pthread_mutex_t id_mu;
     unsigned long next_id;
     srv_metrics *metrics;
+    srv_router *rt; /* several models (srv_http_ready_router), else NULL */
 };
 
 /* per connection request state (libmicrohttpd's con_cls) */
@@ -48,6 +49,11 @@ typedef struct conn {
     srv_access acc; /* logged when the request completes */
     int acc_handed; /* acc went out with a whole answer, or a stream took it over (it logs when
                        the stream ends) */
+    /* the model this request is for: the server's one, or the router's model it names (held
+     * through lease until the request completes) */
+    const srv_config *cfg;
+    srv_engine *eng;
+    srv_model *lease;
 } conn;
 
 /* The request being answered on this thread (libmicrohttpd runs each connection on its own
@@ -57,6 +63,9 @@ static _Thread_local conn *tl_conn;
 /* a streaming response: owned by libmicrohttpd's response (freed by sse_free) */
 typedef struct stream {
     srv_http *h;
+    const srv_config *cfg; /* the request's model */
+    srv_engine *e;
+    srv_model *lease; /* its hold on a router's model (released when the stream ends), or NULL */
     srv_req *r;
     int fd;
     int next_ev; /* events formatted so far */
@@ -168,16 +177,16 @@ static int append_out(stream *c, const char *s) {
 static void stream_log(stream *c) {
     if (c->logged) return;
     c->logged = 1;
-    srv_engine_lock(c->h->e);
+    srv_engine_lock(c->e);
     access_tokens(&c->acc, c->r);
-    srv_engine_unlock(c->h->e);
+    srv_engine_unlock(c->e);
     access_done(c->h, &c->acc);
 }
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream *c = cls;
-    srv_engine *e = c->h->e;
+    srv_engine *e = c->e;
     while (c->out_off == c->out_len) {
         if (c->sent_final) {
             stream_log(c);
@@ -188,7 +197,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
         int fail = 0;
         for (; c->next_ev < r->n_ev && !fail; c->next_ev++) {
             if (r->ev[c->next_ev].len == 0 && !r->logprobs) continue;
-            char *ev = srv_api_chunk(c->h->c, r, c->next_ev, !c->sent_any);
+            char *ev = srv_api_chunk(c->cfg, r, c->next_ev, !c->sent_any);
             c->sent_any = 1;
             fail = append_out(c, ev) != 0;
             free(ev);
@@ -202,9 +211,10 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 if (ev) snprintf(ev, n, "data: %s\n\n", js);
                 free(js);
             } else {
-                ev = srv_api_chunk(c->h->c, r, -1, !c->sent_any);
+                ev = srv_api_chunk(c->cfg, r, -1, !c->sent_any);
             }
-            fail = append_out(c, ev) != 0 || append_out(c, "data: [DONE]\n\n") != 0;
+            /* llama-server's /completion stream ends at its stop: true event, no [DONE] */
+            fail = append_out(c, ev) != 0 || (!r->native && append_out(c, "data: [DONE]\n\n") != 0);
             free(ev);
             c->sent_final = 1;
         }
@@ -222,7 +232,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
 static void sse_free(void *cls) {
     stream *c = cls;
     stream_log(c);
-    srv_req_release(c->h->e, c->r);
+    srv_req_release(c->e, c->r);
+    if (c->lease) srv_router_release(c->h->rt, c->lease);
     free(c->out);
     free(c);
 }
@@ -234,6 +245,8 @@ static void sse_free(void *cls) {
  * stream whose chunks carry each choice's index; the usage, summed, comes last. */
 typedef struct multi {
     srv_http *h;
+    const srv_config *cfg; /* the request's model */
+    srv_engine *e;
     srv_req **rs;
     int n, fd;
     int *next_ev, *final; /* per request: events formatted; final chunk sent */
@@ -243,22 +256,23 @@ typedef struct multi {
 
 static void multi_free(multi *m, int release) {
     for (int i = 0; release && i < m->n; i++)
-        if (m->rs[i]) srv_req_release(m->h->e, m->rs[i]);
+        if (m->rs[i]) srv_req_release(m->e, m->rs[i]);
     free(m->rs);
     free(m->next_ev);
     free(m->final);
     free(m->out.out);
+    if (m->out.lease) srv_router_release(m->h->rt, m->out.lease);
     free(m);
 }
 
 /* waits for news on the first request not yet done; returns with the engine locked */
 static void multi_wait(multi *m, int timeout_ms) {
     int k = 0;
-    srv_engine_lock(m->h->e);
+    srv_engine_lock(m->e);
     while (k < m->n - 1 && m->rs[k]->done)
         k++;
-    srv_engine_unlock(m->h->e);
-    srv_engine_wait(m->h->e, m->rs[k], timeout_ms);
+    srv_engine_unlock(m->e);
+    srv_engine_wait(m->e, m->rs[k], timeout_ms);
 }
 
 /* the counts of every prompt's request, summed, into a (the engine locked) */
@@ -277,9 +291,9 @@ static void access_tokens_multi(srv_access *a, const multi *m) {
 static void multi_log(multi *m) {
     if (m->out.logged) return;
     m->out.logged = 1;
-    srv_engine_lock(m->h->e);
+    srv_engine_lock(m->e);
     access_tokens_multi(&m->out.acc, m);
-    srv_engine_unlock(m->h->e);
+    srv_engine_unlock(m->e);
     access_done(m->h, &m->out.acc);
 }
 
@@ -298,7 +312,7 @@ static ssize_t sse_read_multi(void *cls, uint64_t pos, char *buf, size_t max) {
             srv_req *r = m->rs[i];
             for (; m->next_ev[i] < r->n_ev && !fail; m->next_ev[i]++) {
                 if (r->ev[m->next_ev[i]].len == 0 && !r->logprobs) continue;
-                char *ev = srv_api_chunk(m->h->c, r, m->next_ev[i], 0);
+                char *ev = srv_api_chunk(m->cfg, r, m->next_ev[i], 0);
                 fail = append_out(o, ev) != 0;
                 free(ev);
             }
@@ -310,7 +324,7 @@ static ssize_t sse_read_multi(void *cls, uint64_t pos, char *buf, size_t max) {
                     if ((ev = js ? malloc(n) : NULL)) snprintf(ev, n, "data: %s\n\n", js);
                     free(js);
                 } else {
-                    ev = srv_api_chunk(m->h->c, r, -1, 0);
+                    ev = srv_api_chunk(m->cfg, r, -1, 0);
                 }
                 fail = append_out(o, ev) != 0;
                 free(ev);
@@ -319,12 +333,12 @@ static ssize_t sse_read_multi(void *cls, uint64_t pos, char *buf, size_t max) {
             all &= m->final[i];
         }
         if (all && !fail) {
-            char *ev = srv_api_usage_chunk(m->h->c, m->rs, m->n);
+            char *ev = srv_api_usage_chunk(m->cfg, m->rs, m->n);
             fail = append_out(o, ev) != 0 || append_out(o, "data: [DONE]\n\n") != 0;
             free(ev);
             m->sent_done = 1;
         }
-        srv_engine_unlock(m->h->e);
+        srv_engine_unlock(m->e);
         if (fail) return MHD_CONTENT_READER_END_WITH_ERROR;
         if (o->out_off == o->out_len && peer_gone(m->fd)) return MHD_CONTENT_READER_END_WITH_ERROR;
     }
@@ -351,12 +365,12 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
         m->final = calloc((size_t)n, sizeof *m->final);
     }
     if (!m || !m->rs || !m->next_ev || !m->final) {
-        srv_req_release(h->e, r0);
-        srv_req_release(h->e, r0);
+        srv_req_release(c->eng, r0);
+        srv_req_release(c->eng, r0);
         if (m) multi_free(m, 0);
         return send_error(mc, 500, "out of host memory");
     }
-    m->h = h, m->n = n, m->fd = c->fd, m->rs[0] = r0;
+    m->h = h, m->cfg = c->cfg, m->e = c->eng, m->n = n, m->fd = c->fd, m->rs[0] = r0;
     char err[768];
     enum MHD_Result res = MHD_NO;
     int status = 0;
@@ -368,14 +382,14 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
         }
         m->rs[i] = r;
         r->index = i;
-        if (srv_api_parse(h->c, 0, c->body ? c->body : "", c->len, r, err, sizeof err) != 0)
+        if (srv_api_parse(c->cfg, 0, c->body ? c->body : "", c->len, r, err, sizeof err) != 0)
             status = 400;
         snprintf(r->id, sizeof r->id, "%s", r0->id); /* one request, one id */
         r->created = r0->created;
         r->task = r0->task;
     }
     for (int i = 0; i < n && !status; i++) {
-        int q = h->draining ? -2 : srv_engine_submit(h->e, m->rs[i]);
+        int q = h->draining ? -2 : srv_engine_submit(c->eng, m->rs[i]);
         if (q == 0) submitted++;
         if (q != 0) {
             status = 503;
@@ -387,7 +401,7 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
     }
     if (status) { /* the engine's references of the requests it never saw go too */
         for (int i = submitted; i < n; i++)
-            if (m->rs[i]) srv_req_release(h->e, m->rs[i]);
+            if (m->rs[i]) srv_req_release(c->eng, m->rs[i]);
         multi_free(m, 1);
         return send_error(mc, status, "%s", err);
     }
@@ -403,6 +417,7 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
         MHD_add_response_header(sr, "X-Accel-Buffering", "no"); /* nginx: unbuffered */
         MHD_add_response_header(sr, "Access-Control-Allow-Origin", "*");
         m->out.acc = c->acc; /* logged by sse_free_multi when the stream ends */
+        if (c->lease) srv_router_retain(h->rt, m->out.lease = c->lease);
         m->out.acc.status = MHD_HTTP_OK;
         c->acc_handed = 1;
         res = MHD_queue_response(mc, MHD_HTTP_OK, sr);
@@ -419,10 +434,10 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
         if (failed >= 0) snprintf(err, sizeof err, "%s", m->rs[failed]->err);
         int gone = !done && peer_gone(c->fd);
         if (done || gone) access_tokens_multi(&c->acc, m);
-        srv_engine_unlock(h->e);
+        srv_engine_unlock(c->eng);
         if (done) {
             res = failed >= 0 ? send_error(mc, 500, "generation failed: %s", err)
-                              : send_json(mc, 200, srv_api_response_multi(h->c, m->rs, n));
+                              : send_json(mc, 200, srv_api_response_multi(c->cfg, m->rs, n));
             break;
         }
         if (gone) {
@@ -436,28 +451,31 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
 
 /* ------------------------------------------------------------------ completions */
 
+/* chat 1: /v1/chat/completions, 0: /v1/completions, 2: /completion (llama-server's shape) */
 static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) {
     srv_http *h = c->h;
     srv_req *r = srv_req_new();
     if (!r) return send_error(mc, 500, "out of host memory");
     char err[768];
-    if (srv_api_parse(h->c, chat, c->body ? c->body : "", c->len, r, err, sizeof err) != 0) {
-        srv_req_release(h->e, r); /* the engine's reference too: it never saw r */
-        srv_req_release(h->e, r);
+    const char *body = c->body ? c->body : "";
+    if ((chat == 2 ? srv_native_parse(c->cfg, body, c->len, r, err, sizeof err)
+                   : srv_api_parse(c->cfg, chat, body, c->len, r, err, sizeof err)) != 0) {
+        srv_req_release(c->eng, r); /* the engine's reference too: it never saw r */
+        srv_req_release(c->eng, r);
         return send_error(mc, 400, "%s", err);
     }
     pthread_mutex_lock(&h->id_mu);
     unsigned long id = ++h->next_id;
     pthread_mutex_unlock(&h->id_mu);
-    snprintf(r->id, sizeof r->id, "%s-%lx%lu", chat ? "chatcmpl" : "cmpl",
+    snprintf(r->id, sizeof r->id, "%s-%lx%lu", chat == 1 ? "chatcmpl" : "cmpl",
              (unsigned long)time(NULL), id);
     r->created = (long)time(NULL);
     r->task = (long)id;
     if (r->n_choices > 1) return completion_multi(mc, c, r);
-    int q = h->draining ? -2 : srv_engine_submit(h->e, r);
+    int q = h->draining ? -2 : srv_engine_submit(c->eng, r);
     if (q != 0) {
-        srv_req_release(h->e, r);
-        srv_req_release(h->e, r);
+        srv_req_release(c->eng, r);
+        srv_req_release(c->eng, r);
         return send_error(mc, 503,
                           q == -2 ? "the server is shutting down"
                                   : "every slot is busy and the queue is full; retry later");
@@ -469,10 +487,13 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
                : NULL;
         if (!res) {
             free(st);
-            srv_req_release(h->e, r);
+            srv_req_release(c->eng, r);
             return MHD_NO;
         }
         st->h = h;
+        st->cfg = c->cfg;
+        st->e = c->eng;
+        if (c->lease) srv_router_retain(h->rt, st->lease = c->lease);
         st->r = r;
         st->fd = c->fd;
         st->acc = c->acc;
@@ -489,16 +510,16 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
     }
     /* whole response: wait, watching for a client that leaves */
     for (;;) {
-        srv_engine_wait(h->e, r, 100);
+        srv_engine_wait(c->eng, r, 100);
         int done = r->done;
-        srv_engine_unlock(h->e);
+        srv_engine_unlock(c->eng);
         if (done) break;
         if (peer_gone(c->fd)) {
-            srv_engine_lock(h->e);
+            srv_engine_lock(c->eng);
             access_tokens(&c->acc, r);
-            srv_engine_unlock(h->e);
+            srv_engine_unlock(c->eng);
             c->acc.status = 499; /* nginx's "client closed request": nothing was sent */
-            srv_req_release(h->e, r);
+            srv_req_release(c->eng, r);
             return MHD_NO; /* close the connection */
         }
     }
@@ -507,8 +528,8 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
     if (r->finish == SRV_FINISH_ERROR)
         ok = send_error(mc, 500, "generation failed: %s", r->err);
     else
-        ok = send_json(mc, 200, srv_api_response(h->c, r));
-    srv_req_release(h->e, r);
+        ok = send_json(mc, 200, srv_api_response(c->cfg, r));
+    srv_req_release(c->eng, r);
     return ok;
 }
 
@@ -572,7 +593,7 @@ static enum MHD_Result on_metrics(struct MHD_Connection *mc, conn *c, const char
         return send_error(mc, 501,
                           "This server does not support metrics endpoint. Start it "
                           "with `--metrics`");
-    char *text = srv_metrics_render(h->metrics, h->e, h->draining);
+    char *text = srv_metrics_render(h->metrics, c->eng, h->draining);
     if (!text) return send_error(mc, 500, "out of host memory");
     struct MHD_Response *res =
         MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
@@ -599,19 +620,36 @@ static enum MHD_Result on_slots(struct MHD_Connection *mc, conn *c, const char *
         return send_error(mc, 501,
                           "This server does not support slots endpoint (it was started "
                           "with `--no-slots`)");
-    if (!h->e) return send_error(mc, 501, "this server serves an embedding model: it has no slots");
+    if (!c->eng)
+        return send_error(mc, 501, "this server serves an embedding model: it has no slots");
     if (has_arg(mc, "fail_on_no_slot")) {
         int busy, queued;
-        srv_engine_load(h->e, &busy, &queued);
-        if (busy == srv_engine_n_slots(h->e)) return send_error(mc, 503, "no slot available");
+        srv_engine_load(c->eng, &busy, &queued);
+        if (busy == srv_engine_n_slots(c->eng)) return send_error(mc, 503, "no slot available");
     }
-    char *js = srv_slots_json(h->c, h->e);
+    char *js = srv_slots_json(c->cfg, c->eng);
     return js ? send_json(mc, 200, js) : send_error(mc, 500, "out of host memory");
+}
+
+/* POST /slots/{id}?action=save|restore|erase (slot_files.c) */
+static enum MHD_Result on_slot_action(struct MHD_Connection *mc, conn *c, const char *url,
+                                      const char *id) {
+    (void)url;
+    srv_http *h = c->h;
+    if (h->p.no_slots)
+        return send_error(mc, 501,
+                          "This server does not support slots endpoint (it was started "
+                          "with `--no-slots`)");
+    int status = 500;
+    const char *action = MHD_lookup_connection_value(mc, MHD_GET_ARGUMENT_KIND, "action");
+    char *js = srv_slot_request(c->eng, h->p.slot_save_path, id, action, c->body, c->len, &status);
+    return send_json(mc, status, js);
 }
 
 static enum MHD_Result on_models(struct MHD_Connection *mc, conn *c, const char *url,
                                  const char *id) {
     (void)url, (void)id;
+    if (c->h->rt) return send_json(mc, 200, srv_router_models_json(c->h->rt));
     return send_json(mc, 200, srv_api_models(c->h->c));
 }
 
@@ -620,12 +658,13 @@ static enum MHD_Result on_model(struct MHD_Connection *mc, conn *c, const char *
                                 const char *id) {
     (void)url;
     int status = 500;
-    char *js = srv_api_model(c->h->c, id, &status);
+    char *js = c->h->rt ? srv_router_model_json(c->h->rt, id, &status)
+                        : srv_api_model(c->h->c, id, &status);
     return send_json(mc, status, js);
 }
 
 static enum MHD_Result generation(struct MHD_Connection *mc, conn *c, const char *url, int chat) {
-    if (c->h->c->emb) /* a 400: the request is wrong for this model (OpenAI's SDKs retry a 5xx) */
+    if (c->cfg->emb) /* a 400: the request is wrong for this model (OpenAI's SDKs retry a 5xx) */
         return send_error(mc, 400, "%s: this server serves an embedding model: use /v1/embeddings",
                           url);
     return completion(mc, c, chat);
@@ -643,18 +682,34 @@ static enum MHD_Result on_completions(struct MHD_Connection *mc, conn *c, const 
     return generation(mc, c, url, 0);
 }
 
+static enum MHD_Result on_completion_native(struct MHD_Connection *mc, conn *c, const char *url,
+                                            const char *id) {
+    (void)id;
+    return generation(mc, c, url, 2);
+}
+
+static enum MHD_Result on_apply_template(struct MHD_Connection *mc, conn *c, const char *url,
+                                         const char *id) {
+    (void)id;
+    if (c->cfg->emb)
+        return send_error(mc, 400, "%s: this server serves an embedding model (no chat template)",
+                          url);
+    int status = 500;
+    char *js = srv_api_apply_template(c->cfg, c->body ? c->body : "", c->len, &status);
+    return send_json(mc, status, js);
+}
+
 static enum MHD_Result on_embeddings(struct MHD_Connection *mc, conn *c, const char *url,
                                      const char *id) {
     (void)id;
-    srv_http *h = c->h;
     /* the request, not the server, is wrong for this model: a 400 (OpenAI's SDKs retry a 5xx) */
-    if (!h->c->emb)
+    if (!c->cfg->emb)
         return send_error(mc, 400,
                           "%s: this server generates text; embeddings need an "
                           "encoder-only model (vkformer serve --embedding -m MODEL)",
                           url);
     int status = 500;
-    char *js = srv_embeddings(h->c->emb, h->c->model_name, c->body, c->len, &status);
+    char *js = srv_embeddings(c->cfg->emb, c->cfg->model_name, c->body, c->len, &status);
     return send_json(mc, status, js);
 }
 
@@ -662,7 +717,7 @@ static enum MHD_Result on_tokenize(struct MHD_Connection *mc, conn *c, const cha
                                    const char *id) {
     (void)url, (void)id;
     int status = 500;
-    char *js = srv_api_tokenize(c->h->c, c->body ? c->body : "", c->len, &status);
+    char *js = srv_api_tokenize(c->cfg, c->body ? c->body : "", c->len, &status);
     return send_json(mc, status, js);
 }
 
@@ -670,7 +725,7 @@ static enum MHD_Result on_detokenize(struct MHD_Connection *mc, conn *c, const c
                                      const char *id) {
     (void)url, (void)id;
     int status = 500;
-    char *js = srv_api_detokenize(c->h->c, c->body ? c->body : "", c->len, &status);
+    char *js = srv_api_detokenize(c->cfg, c->body ? c->body : "", c->len, &status);
     return send_json(mc, status, js);
 }
 
@@ -678,12 +733,36 @@ static enum MHD_Result on_detokenize(struct MHD_Connection *mc, conn *c, const c
 static enum MHD_Result on_lora_adapters(struct MHD_Connection *mc, conn *c, const char *url,
                                         const char *id) {
     (void)url, (void)id;
-    srv_http *h = c->h;
-    if (!h->e) return send_error(mc, 501, "this server serves an embedding model: no adapters");
-    if (strcmp(c->acc.method, "POST") != 0) return send_json(mc, 200, srv_lora_list(h->e));
+    if (!c->eng) return send_error(mc, 501, "this server serves an embedding model: no adapters");
+    if (strcmp(c->acc.method, "POST") != 0) return send_json(mc, 200, srv_lora_list(c->eng));
     int status = 500;
-    char *js = srv_lora_set(h->e, c->body ? c->body : "", c->len, &status);
+    char *js = srv_lora_set(c->eng, c->body ? c->body : "", c->len, &status);
     return send_json(mc, status, js);
+}
+
+/* POST /models/load and /models/unload (several models) */
+static enum MHD_Result on_models_control(struct MHD_Connection *mc, conn *c, const char *url,
+                                         int unload) {
+    if (!c->h->rt)
+        return send_error(mc, 404,
+                          "%s: this server serves one model (several: --models-dir DIR or "
+                          "repeated -m)",
+                          url);
+    int status = 500;
+    char *js = srv_router_control(c->h->rt, unload, c->body ? c->body : "", c->len, &status);
+    return send_json(mc, status, js);
+}
+
+static enum MHD_Result on_models_load(struct MHD_Connection *mc, conn *c, const char *url,
+                                      const char *id) {
+    (void)id;
+    return on_models_control(mc, c, url, 0);
+}
+
+static enum MHD_Result on_models_unload(struct MHD_Connection *mc, conn *c, const char *url,
+                                        const char *id) {
+    (void)id;
+    return on_models_control(mc, c, url, 1);
 }
 
 /* ------------------------------------------------------------------ the route table */
@@ -691,9 +770,13 @@ static enum MHD_Result on_lora_adapters(struct MHD_Connection *mc, conn *c, cons
 enum { M_GET = 1, M_POST = 2, M_OTHER = 4, M_ANY = M_GET | M_POST | M_OTHER };
 
 enum {
-    R_PUBLIC = 1, /* no API key, and answered while the model loads (its handler says so) */
-    R_PREFIX = 2, /* path (or an alias) followed by a non-empty id: the handler's id */
-    R_BODY = 4,   /* takes a request body: 413 past --max-body before the handler runs */
+    R_PUBLIC = 1,  /* no API key, and answered while the model loads (its handler says so) */
+    R_PREFIX = 2,  /* path (or an alias) followed by a non-empty id: the handler's id */
+    R_BODY = 4,    /* takes a request body: 413 past --max-body before the handler runs */
+    R_MODEL = 8,   /* acts on a model (conn's cfg, eng): with several models, the one the
+                      request names ("model" in the body, ?model= on a GET), loaded first for a
+                      POST; a row with neither R_MODEL nor R_ROUTER answers 501 there */
+    R_ROUTER = 16, /* answers by itself with several models (the model list, load, unload) */
 };
 
 typedef enum MHD_Result (*route_fn)(struct MHD_Connection *mc, conn *c, const char *url,
@@ -715,17 +798,23 @@ typedef struct route {
 /* clang-format off */
 static const route routes[] = {
     /* path                   aliases                methods flags     handler         label */
-    {"/health",              {"/v1/health"},        M_ANY,  R_PUBLIC, on_health,      NULL},
-    {"/metrics",             {NULL},                M_GET,  0,        on_metrics,     NULL},
-    {"/slots",               {NULL},                M_GET,  0,        on_slots,       NULL},
-    {"/v1/chat/completions", {"/chat/completions"}, M_POST, R_BODY,   on_chat,        NULL},
-    {"/v1/completions",      {"/completions"},      M_POST, R_BODY,   on_completions, NULL},
-    {"/v1/models",           {"/models"},           M_GET,  0,        on_models,      NULL},
-    {"/v1/models/",          {"/models/"},          M_GET,  R_PREFIX, on_model,       "/v1/models"},
-    {"/v1/embeddings",       {"/embeddings"},       M_POST, R_BODY,   on_embeddings,  NULL},
-    {"/tokenize",            {NULL},                M_POST, R_BODY,   on_tokenize,    NULL},
-    {"/detokenize",          {NULL},                M_POST, R_BODY,   on_detokenize,  NULL},
-    {"/lora-adapters",       {NULL},                M_GET | M_POST, R_BODY, on_lora_adapters, NULL},
+    {"/health",              {"/v1/health"},        M_ANY,  R_PUBLIC | R_ROUTER, on_health, NULL},
+    {"/metrics",             {NULL},                M_GET,  R_MODEL,  on_metrics,     NULL},
+    {"/slots",               {NULL},                M_GET,  R_MODEL,  on_slots,       NULL},
+    {"/slots/",              {NULL},                M_POST, R_PREFIX | R_BODY | R_MODEL, on_slot_action, "/slots"},
+    {"/v1/chat/completions", {"/chat/completions"}, M_POST, R_BODY | R_MODEL, on_chat, NULL},
+    {"/v1/completions",      {"/completions"},      M_POST, R_BODY | R_MODEL, on_completions, NULL},
+    {"/completion",          {NULL},                M_POST, R_BODY | R_MODEL, on_completion_native, NULL},
+    {"/apply-template",      {NULL},                M_POST, R_BODY | R_MODEL, on_apply_template, NULL},
+    /* before /models/{id}: its alias would take them */
+    {"/models/load",         {NULL},                M_POST, R_BODY | R_ROUTER, on_models_load, NULL},
+    {"/models/unload",       {NULL},                M_POST, R_BODY | R_ROUTER, on_models_unload, NULL},
+    {"/v1/models",           {"/models"},           M_GET,  R_ROUTER, on_models,      NULL},
+    {"/v1/models/",          {"/models/"},          M_GET,  R_PREFIX | R_ROUTER, on_model, "/v1/models"},
+    {"/v1/embeddings",       {"/embeddings"},       M_POST, R_BODY | R_MODEL, on_embeddings, NULL},
+    {"/tokenize",            {NULL},                M_POST, R_BODY | R_MODEL, on_tokenize, NULL},
+    {"/detokenize",          {NULL},                M_POST, R_BODY | R_MODEL, on_detokenize, NULL},
+    {"/lora-adapters",       {NULL},                M_GET | M_POST, R_BODY | R_MODEL, on_lora_adapters, NULL},
 };
 /* clang-format on */
 #define N_ROUTES (int)(sizeof routes / sizeof routes[0])
@@ -784,6 +873,28 @@ static enum MHD_Result route_request(struct MHD_Connection *mc, conn *c, const c
     if ((r->flags & R_BODY) && c->too_large)
         return send_error(mc, 413, "the request body exceeds the limit of %zu bytes",
                           h->p.max_body);
+    c->cfg = h->c;
+    c->eng = h->e;
+    if (h->rt && (r->flags & R_MODEL)) { /* several models: the one the request names */
+        char name[512] = "", err[1400];
+        int named = 0, status = 500;
+        if (strcmp(method, "GET") == 0) {
+            const char *q = MHD_lookup_connection_value(mc, MHD_GET_ARGUMENT_KIND, "model");
+            if (q) named = 1, snprintf(name, sizeof name, "%s", q);
+        } else {
+            cJSON *j = cJSON_ParseWithLength(c->body ? c->body : "", c->len);
+            const cJSON *mo = cJSON_GetObjectItemCaseSensitive(j, "model");
+            if (cJSON_IsString(mo)) named = 1, snprintf(name, sizeof name, "%s", mo->valuestring);
+            cJSON_Delete(j);
+        }
+        c->lease = srv_router_acquire(h->rt, named ? name : NULL, strcmp(method, "POST") == 0,
+                                      &status, err, sizeof err);
+        if (!c->lease) return send_error(mc, status, "%s", err);
+        c->cfg = srv_model_config(c->lease);
+        c->eng = srv_model_engine(c->lease);
+    } else if (h->rt && !(r->flags & R_ROUTER)) {
+        return send_error(mc, 501, "%s: not available with several models", url);
+    }
     return r->fn(mc, c, url, id);
 }
 
@@ -867,6 +978,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls,
         access_done(c->h, &c->acc);
     }
     if (tl_conn == c) tl_conn = NULL;
+    if (c->lease) srv_router_release(c->h->rt, c->lease);
     free(c->body);
     free(c);
     *con_cls = NULL;
@@ -975,6 +1087,11 @@ int srv_http_port(const srv_http *h) {
 void srv_http_ready(srv_http *h, const srv_config *c, srv_engine *e) {
     h->c = c;
     h->e = e;
+    __atomic_store_n(&h->ready, 1, __ATOMIC_RELEASE);
+}
+
+void srv_http_ready_router(srv_http *h, srv_router *rt) {
+    h->rt = rt;
     __atomic_store_n(&h->ready, 1, __ATOMIC_RELEASE);
 }
 

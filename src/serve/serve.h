@@ -1,4 +1,5 @@
-/* vkformer serve: an OpenAI-compatible HTTP server (libmicrohttpd) over one model.
+/* vkformer serve: an OpenAI-compatible HTTP server (libmicrohttpd) over one model, or several
+ * (router.c).
  *
  *   http.c    connections, the route table, API keys, size limits, errors, server-sent events
  *   api.c     OpenAI request parsing and response JSON (chat, completions, logprobs, usage)
@@ -7,6 +8,9 @@
  *   metrics.c    GET /metrics (Prometheus text, llama-server's names) and the HTTP counters
  *   slots.c      GET /health (readiness and load) and GET /slots (llama-server's shape)
  *   access_log.c one line per request on stderr (--log-format text|json), and serve's notices
+ *   native.c     llama-server's POST /completion (n_probs) and its response shape
+ *   slot_files.c POST /slots/{id}?action=save|restore|erase (--slot-save-path)
+ *   router.c     several models in one server: load on first use, LRU unload (--models-max)
  * and the `vkformer serve` command (options, start, SIGINT/SIGTERM drain) is
  * src/cli/cmd_serve.c, with the other commands.
  *
@@ -52,7 +56,8 @@ typedef enum srv_finish {
 
 typedef struct srv_req {
     /* input, set before submit */
-    int chat; /* 1: /v1/chat/completions */
+    int chat;   /* 1: /v1/chat/completions */
+    int native; /* 1: llama-server's POST /completion (native.c: its response shape) */
     int stream;
     int32_t *prompt; /* tokens, malloc'ed */
     int32_t n_prompt;
@@ -92,6 +97,7 @@ typedef struct srv_req {
     struct srv_req *next; /* queue link */
     /* engine thread only */
     int slot;
+    int id_slot;      /* the slot it was given (stays after it finished: /completion's id_slot) */
     int32_t pos;      /* tokens in the slot's cache: where last goes */
     int32_t last;     /* token to feed at pos */
     int32_t n_cached; /* prompt tokens taken from the slot's cache (usage.prompt_tokens_details) */
@@ -173,6 +179,38 @@ typedef struct srv_stats {
     int64_t kv_size;   /* n_slots * n_ctx */
 } srv_stats;
 void srv_engine_stats(srv_engine *e, srv_stats *out, int reset_bucket);
+
+/* POST /slots/{id}?action=save|restore|erase (slot_files.c): run by the engine thread between
+ * its steps, on an idle slot. */
+typedef enum srv_slot_action { SRV_SLOT_SAVE, SRV_SLOT_RESTORE, SRV_SLOT_ERASE } srv_slot_action;
+typedef struct srv_slot_op {
+    int slot;
+    srv_slot_action action;
+    const char *path; /* save / restore: the file */
+    /* the result */
+    int status;       /* HTTP status: 200; 400 busy slot or a file for another model; 404 no file */
+    int32_t n_tokens; /* saved, restored or erased */
+    size_t n_bytes;   /* written or read */
+    double ms;
+    char err[512];
+    int done; /* guarded by the engine mutex */
+    pthread_cond_t cv;
+    struct srv_slot_op *next;
+} srv_slot_op;
+/* Runs op on the engine thread and waits for it (op->status and the counts are then set). */
+void srv_engine_slot_op(srv_engine *e, srv_slot_op *op);
+/* slot_files.c, on the engine thread: slot b's cache rows (n tokens) to / from path */
+void srv_slot_save(vkf_model *m, vkf_session *s, int b, const int32_t *tokens, int32_t n,
+                   srv_slot_op *op);
+/* the tokens restored go to tokens[0..op->n_tokens) (at most cap) */
+void srv_slot_restore(vkf_model *m, vkf_session *s, int b, int32_t *tokens, int32_t cap,
+                      srv_slot_op *op);
+
+/* POST /slots/{id}?action=...: the response JSON (llama-server's: id_slot, filename, n_saved /
+ * n_restored, n_written / n_read, timings; n_erased) or the error's, *status its HTTP status.
+ * dir: --slot-save-path (NULL: 501); e NULL: an embedding model (501). */
+char *srv_slot_request(srv_engine *e, const char *dir, const char *id, const char *action,
+                       const char *body, size_t len, int *status);
 
 /* One slot as /slots shows it (a copy: no lock held while it is rendered). */
 typedef struct srv_slot_info {
@@ -258,6 +296,72 @@ char *srv_api_model(const srv_config *c, const char *id, int *status);
 char *srv_api_tokenize(const srv_config *c, const char *body, size_t len, int *status);
 char *srv_api_detokenize(const srv_config *c, const char *body, size_t len, int *status);
 
+/* POST /apply-template: {"prompt": the messages through the chat template}; *status 200 or 400 */
+char *srv_api_apply_template(const srv_config *c, const char *body, size_t len, int *status);
+
+/* ------------------------------------------------------------------ native.c */
+
+/* POST /completion (llama-server's own): srv_api_parse's completion fields plus n_predict and
+ * n_probs (one prompt); sets r->native. */
+int srv_native_parse(const srv_config *c, const char *body, size_t len, srv_req *r, char *err,
+                     size_t errsize);
+/* its whole response (completion_probabilities with n_probs), and its stream's events ("data:
+ * {...}\n\n"; i < 0: the last one, stop true); malloc'ed. srv_api_response and srv_api_chunk
+ * answer with these for a native request. */
+char *srv_native_response(const srv_config *c, const srv_req *r);
+char *srv_native_chunk(const srv_config *c, const srv_req *r, int i);
+
+/* ------------------------------------------------------------------ router.c */
+
+/* Several models in one server (serve --models-dir, repeated -m): see router.c. */
+typedef struct srv_router srv_router;
+typedef struct srv_model srv_model;
+
+/* A loaded model as the loader made it (cfg and e stay valid until it is unloaded; e NULL: an
+ * embedding model). */
+typedef struct srv_loaded {
+    const srv_config *cfg;
+    srv_engine *e;
+    void *handle; /* the loader's */
+} srv_loaded;
+
+typedef struct srv_router_params {
+    int models_max; /* models loaded at once (--models-max) */
+    /* loads path as model name; 0, or -1 with the reason in err */
+    int (*load)(void *ud, const char *path, const char *name, srv_loaded *out, char *err,
+                size_t errsize);
+    /* stops its engine (finishing what it holds) and frees it */
+    void (*unload)(void *ud, srv_loaded *l);
+    void *ud;
+} srv_router_params;
+
+srv_router *srv_router_new(const srv_router_params *p);
+/* A model the requests may name. error: why the file cannot be served (it is listed with the
+ * error and never loaded), or NULL. 0; -2: the name is taken; -1: out of memory. */
+int srv_router_add(srv_router *rt, const char *name, const char *path, const char *error);
+int srv_router_count(const srv_router *rt);
+/* The model name (NULL: the request named none), held until srv_router_release: loaded first
+ * when load (unloading the least recently used to stay within models_max), else it must be
+ * loaded already. NULL on failure: *status (400 no name / not loaded / a file that cannot be
+ * served, 404 unknown: the message names the available ones, 500 the load failed) and err. */
+srv_model *srv_router_acquire(srv_router *rt, const char *name, int load, int *status, char *err,
+                              size_t errsize);
+void srv_router_retain(srv_router *rt, srv_model *m); /* one more holder (a stream) */
+void srv_router_release(srv_router *rt, srv_model *m);
+const srv_config *srv_model_config(const srv_model *m);
+srv_engine *srv_model_engine(const srv_model *m);
+/* GET /v1/models: every model with its status {"value": loaded|loading|unloading|unloaded,
+ * "loads", and "failed", "error" for a file that cannot be served or a failed load} */
+char *srv_router_models_json(srv_router *rt);
+char *srv_router_model_json(srv_router *rt, const char *id, int *status);
+/* POST /models/load and /models/unload {"model": NAME}: {"success": true}, or the error (an
+ * unload waits for the model's requests in flight) */
+char *srv_router_control(srv_router *rt, int unload, const char *body, size_t len, int *status);
+/* busy slots (and models loading or held) and queued requests over every model (draining) */
+void srv_router_load(srv_router *rt, int *busy, int *queued);
+/* unloads every model (each after its requests finish) and frees the router */
+void srv_router_free(srv_router *rt);
+
 /* ------------------------------------------------------------------ embeddings.c */
 
 vkf_status srv_embedder_create(vkf_model *m, srv_embedder **out);
@@ -332,10 +436,11 @@ typedef struct srv_http_params {
     const char *api_key; /* NULL: none */
     size_t max_body;     /* bytes; larger bodies get 413 */
     int max_connections;
-    int timeout_s; /* a connection idle this long (no request, or a client that reads
-                      nothing) is closed (--timeout; 0: 600, llama-server's default) */
-    int metrics;   /* 1: GET /metrics (--metrics; llama-server's default is off) */
-    int no_slots;  /* 1: GET /slots refused (--no-slots) */
+    int timeout_s;              /* a connection idle this long (no request, or a client that reads
+                                   nothing) is closed (--timeout; 0: 600, llama-server's default) */
+    int metrics;                /* 1: GET /metrics (--metrics; llama-server's default is off) */
+    int no_slots;               /* 1: GET /slots refused (--no-slots) */
+    const char *slot_save_path; /* --slot-save-path DIR: POST /slots/{id}?action=... (NULL: 501) */
 } srv_http_params;
 
 typedef struct srv_http srv_http;
@@ -362,6 +467,9 @@ vkf_status srv_http_start(const srv_http_params *p, const srv_config *c, srv_eng
 /* The model is loaded and the engine runs (e NULL: embedding mode, no slots): serve every
  * endpoint (c and e outlive h). */
 void srv_http_ready(srv_http *h, const srv_config *c, srv_engine *e);
+/* Several models: every model endpoint takes the one its request names ("model" in the body,
+ * or ?model= on a GET), through rt (which outlives h); POST /models/load and /models/unload. */
+void srv_http_ready_router(srv_http *h, srv_router *rt);
 int srv_http_port(const srv_http *h);
 /* New requests get 503 from now on (draining). */
 void srv_http_drain(srv_http *h);
