@@ -479,6 +479,38 @@ enum {
  * model has no tokenizer. */
 vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t *tokens,
                               int32_t cap, int32_t *n);
+/* ---- Fill-in-the-middle (code completion between a prefix and a suffix): the prompt
+ * llama-server's /infill builds, from the FIM tokens of the model's vocabulary (a GGUF's
+ * tokenizer.ggml.fim_pre/suf/mid/rep/sep_token_id, or tokens spelled <|fim_prefix|>,
+ * <fim-prefix>, <PRE>, ... as llama.cpp detects them):
+ *   [FIM_REP]myproject\n [FIM_SEP]name\n text ... [FIM_SEP]filename\n
+ *   [BOS] [FIM_PRE] prefix prompt [FIM_SUF] suffix [FIM_MID]
+ * (the repo / file parts where the vocabulary has those tokens; without a file separator each
+ * extra chunk follows "\n\n--- snippet ---\n\n"). The prefix keeps its last 3 (n_batch / 4)
+ * tokens, the suffix its first n_batch / 4 - 2 - |prompt|, the extra context its last
+ * n_ctx - n_batch - 2 n_predict (llama-server's budget). Generation then continues from the
+ * middle token. */
+typedef struct vkf_infill_chunk {
+    const char *filename; /* NULL: "tmp" (llama-server's default) */
+    const char *text;
+} vkf_infill_chunk;
+
+typedef struct vkf_infill_params {
+    const char *prefix;            /* the code before the cursor (NULL: empty) */
+    const char *suffix;            /* the code after it (NULL: empty) */
+    const vkf_infill_chunk *extra; /* other files for context (input_extra), may be NULL */
+    int32_t n_extra;
+    const char *prompt; /* text that continues the prefix (control-token text becomes the token) */
+    int32_t n_batch;    /* llama-server's -b (0: its default 2048) */
+    int32_t n_predict;  /* llama-server's -n (its default is -1) */
+    int32_t n_ctx;      /* the context the prompt goes into (0: the model's) */
+    int spm;            /* llama-server's --spm-infill: the suffix part first */
+} vkf_infill_params;
+
+/* *tokens is malloc'ed (the caller frees it). VKF_ERROR_UNSUPPORTED when the vocabulary has no
+ * FIM prefix, suffix or middle token (the message names them). */
+vkf_status vkf_model_infill(vkf_model *m, const vkf_infill_params *p, int32_t **tokens, int32_t *n);
+
 /* Detokenizes tokens[0..n) into a malloc'ed NUL-terminated string (the caller frees it). */
 vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags,
                                 char **out);
