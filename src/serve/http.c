@@ -436,7 +436,7 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
 
 /* ------------------------------------------------------------------ completions */
 
-static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) {
+static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat, int infill) {
     srv_http *h = c->h;
     srv_req *r = srv_req_new();
     if (!r) return send_error(mc, 500, "out of host memory");
@@ -446,6 +446,7 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
         srv_req_release(h->e, r);
         return send_error(mc, 400, "%s", err);
     }
+    r->infill = infill;
     pthread_mutex_lock(&h->id_mu);
     unsigned long id = ++h->next_id;
     pthread_mutex_unlock(&h->id_mu);
@@ -628,7 +629,7 @@ static enum MHD_Result generation(struct MHD_Connection *mc, conn *c, const char
     if (c->h->c->emb) /* a 400: the request is wrong for this model (OpenAI's SDKs retry a 5xx) */
         return send_error(mc, 400, "%s: this server serves an embedding model: use /v1/embeddings",
                           url);
-    return completion(mc, c, chat);
+    return completion(mc, c, chat, 0);
 }
 
 static enum MHD_Result on_chat(struct MHD_Connection *mc, conn *c, const char *url,
@@ -641,6 +642,25 @@ static enum MHD_Result on_completions(struct MHD_Connection *mc, conn *c, const 
                                       const char *id) {
     (void)id;
     return generation(mc, c, url, 0);
+}
+
+/* POST /infill (llama-server's): the prompt from the FIM fields (serve/infill.c), then a
+ * completion of its tokens answered in llama-server's shape */
+static enum MHD_Result on_infill(struct MHD_Connection *mc, conn *c, const char *url,
+                                 const char *id) {
+    (void)id;
+    srv_http *h = c->h;
+    if (h->c->emb)
+        return send_error(mc, 400, "%s: this server serves an embedding model: use /v1/embeddings",
+                          url);
+    int status = 500;
+    char *body = srv_infill_body(h->c, c->body, c->len, &status);
+    if (status != 200) return send_json(mc, status, body);
+    free(c->body); /* the completion request replaces the one received */
+    c->body = body;
+    c->len = strlen(body);
+    c->cap = c->len + 1;
+    return completion(mc, c, 0, 1);
 }
 
 static enum MHD_Result on_embeddings(struct MHD_Connection *mc, conn *c, const char *url,
@@ -711,6 +731,7 @@ static const route routes[] = {
     {"/v1/models",           {"/models"},           M_GET,  0,        on_models,      NULL},
     {"/v1/models/",          {"/models/"},          M_GET,  R_PREFIX, on_model,       "/v1/models"},
     {"/v1/embeddings",       {"/embeddings"},       M_POST, R_BODY,   on_embeddings,  NULL},
+    {"/infill",              {NULL},                M_POST, R_BODY,   on_infill,      NULL},
     {"/tokenize",            {NULL},                M_POST, R_BODY,   on_tokenize,    NULL},
     {"/detokenize",          {NULL},                M_POST, R_BODY,   on_detokenize,  NULL},
 };

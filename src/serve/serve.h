@@ -49,7 +49,8 @@ typedef enum srv_finish {
 
 typedef struct srv_req {
     /* input, set before submit */
-    int chat; /* 1: /v1/chat/completions */
+    int chat;   /* 1: /v1/chat/completions */
+    int infill; /* 1: /infill (llama-server's response shape: serve/infill.c) */
     int stream;
     int32_t *prompt; /* tokens, malloc'ed */
     int32_t n_prompt;
@@ -218,6 +219,16 @@ char *srv_api_model(const srv_config *c, const char *id, int *status);
 /* /tokenize and /detokenize; on a bad request *status = 400 and the error JSON is returned. */
 char *srv_api_tokenize(const srv_config *c, const char *body, size_t len, int *status);
 char *srv_api_detokenize(const srv_config *c, const char *body, size_t len, int *status);
+
+/* ------------------------------------------------------------------ infill.c */
+
+/* POST /infill's body as a completion request (input_prefix, input_suffix, input_extra and
+ * prompt replaced by the prompt's tokens: vkf_model_infill): *status 200 and the new body, or
+ * the error JSON and its status (400: bad fields, a model without FIM tokens). malloc'ed. */
+char *srv_infill_body(const srv_config *c, const char *body, size_t len, int *status);
+/* the whole answer, and one server-sent event (i < 0: the final one), in llama-server's shape */
+char *srv_infill_response(const srv_config *c, const srv_req *r);
+char *srv_infill_chunk(const srv_config *c, const srv_req *r, int i);
 
 /* ------------------------------------------------------------------ embeddings.c */
 

@@ -20,6 +20,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import llama_cpp_build  # noqa: E402
+import make_llama_tiny  # noqa: E402
+import numpy as np  # noqa: E402
 import pins  # noqa: E402
 
 # copied unchanged from the pinned tree's models/ (make_real_vocab.py checks their sha256)
@@ -53,6 +55,25 @@ CASES = [
     dict(name="special", input_prefix="a = '<fim_prefix><|endoftext|>'\n", input_suffix="",
          input_extra=[], prompt="<|endoftext|>b", n_batch=2048, n_predict=-1, n_ctx=4096, spm=False),
 ]
+
+
+# a generating model with FIM tokens for the server's /infill: llama-tiny's weights (seed 1234)
+# and vocabulary, with tokenizer.ggml.fim_pre/suf/mid_token_id naming three of its byte tokens
+# (<0x00>, <0x01>, <0x02>: no text of the cases holds those bytes); no repo / file tokens
+TINY = "llama-tiny-fim.gguf"
+TINY_IDS = {"fim_pre": 3, "fim_suf": 4, "fim_mid": 5}
+TINY_CASE = dict(name="serve", input_prefix="The quick brown ", input_suffix=" over the lazy dog.",
+                 input_extra=[{"filename": "a.txt", "text": "In the beginning"}], prompt="fox",
+                 n_batch=2048, n_predict=-1, n_ctx=512, spm=False)
+N_GREEDY = 8
+
+
+def write_tiny(dst):
+    def fill(w):
+        make_llama_tiny.fill(0)(w)
+        for k, v in TINY_IDS.items():
+            w.add_uint32(f"tokenizer.ggml.{k}_token_id", v)
+    common.write_gguf(dst, "llama", fill, make_llama_tiny.weights())
 
 
 def write_keyed(src, dst):
@@ -154,6 +175,7 @@ def main():
         shutil.copyfile(os.path.join(models, f), os.path.join(out, f))
     write_keyed(os.path.join(models, "ggml-vocab-starcoder.gguf"), os.path.join(out, KEYED))
     files.append(KEYED)
+    write_tiny(os.path.join(out, TINY))
     vocabs, rows = [], []
     for f in files:
         vc = Vocab(os.path.join(out, f))
@@ -167,9 +189,21 @@ def main():
                 rows.append(f"| `{f}` | {c['name']} | {len(toks)} | {npre} / {nsuf} / {nex} |")
         vocabs.append(entry)
         vc.free()
+    # the server's case: the prompt, then llama.cpp's greedy continuation of it (argmax, lowest id
+    # on ties; F32 K and V cache, one thread), run twice and required identical
+    vc = Vocab(os.path.join(out, TINY))
+    toks = infill(vc, TINY_CASE)[0]
+    vc.free()
+    ref = llama_cpp_build.runner(common.ISA)
+    lg, greedy = ref.logits(os.path.join(out, TINY), toks, n_greedy=N_GREEDY, n_ctx=512)
+    again, _ = ref.logits(os.path.join(out, TINY), toks, greedy=greedy, n_ctx=512)
+    if not np.array_equal(lg, again):
+        raise SystemExit("make_infill: llama.cpp's logits differ between two runs")
+    gap = common.min_gap(lg[len(toks) - 1:-1])
+    serve = dict(TINY_CASE, model=TINY, tokens=toks, greedy_tokens=greedy, min_gap=gap)
     with open(os.path.join(out, "infill.json"), "w") as fh:
-        json.dump(dict(llama_cpp=llama_cpp_build.version(), vocabs=vocabs), fh, ensure_ascii=False,
-                  indent=1)
+        json.dump(dict(llama_cpp=llama_cpp_build.version(), vocabs=vocabs, serve=serve), fh,
+                  ensure_ascii=False, indent=1)
     with open(os.path.join(out, "README.md"), "w") as fh:
         fh.write("# infill: llama-server's fill-in-the-middle prompts\n\n")
         fh.write(common.provenance("make_infill.py").split("\n- Logits")[0] + "\n\n")
@@ -183,6 +217,10 @@ def main():
                  f"{', '.join(f'tokenizer.ggml.{k}_token_id = {v}' for k, v in KEYED_IDS.items())}.\n\n"
                  "| vocabulary | case | tokens | prefix / suffix / extra tokens kept |\n|---|---|---|---|\n")
         fh.write("\n".join(rows) + "\n")
+        fh.write(f"\n`{TINY}`: llama-tiny (tools/refs/make_llama_tiny.py, F32) with "
+                 f"{', '.join(f'tokenizer.ggml.{k}_token_id = {v}' for k, v in TINY_IDS.items())}; "
+                 f"infill.json's `serve`: one /infill request, its prompt tokens and llama.cpp's "
+                 f"{N_GREEDY} greedy tokens after it (smallest top-1/top-2 logit gap {gap:.4f}).\n")
     print(f"make_infill: {len(files)} vocabularies, {len(rows)} cases -> {out}")
 
 

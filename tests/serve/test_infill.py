@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""vkformer serve's POST /infill (llama-server's fill-in-the-middle endpoint).
+
+Usage: test_infill.py VKFORMER INFILL_DIR LLAMA_TINY_GGUF [--cpu]
+
+On llama-tiny-fim.gguf (the infill set, tools/refs/make_infill.py: llama-tiny with FIM token
+keys) and the set's serve case:
+  - the prompt the server builds from input_prefix / input_suffix / input_extra / prompt has
+    the length of llama.cpp's (tokens_evaluated), and the greedy answer is llama.cpp's greedy
+    continuation of llama-server's format_prompt_infill sequence (its text, through /detokenize);
+  - the same answer streamed: llama-server's objects, "content" pieces, the last with "stop";
+  - the answer's shape: content, stop, stop_type "limit", tokens_predicted, timings;
+  - bad fields (no input_prefix, a prompt that is not a string, input_extra not an array, a
+    chunk without text) are 400 and the server keeps answering;
+  - llama-tiny (no FIM tokens) answers 400 naming the missing tokens.
+Standard library only.
+"""
+import http.client
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from pyhelpers import check, finish, serve  # noqa: E402
+
+
+def client(port):
+    def post(path, body, raw=False):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read().decode("utf-8", "replace")
+        c.close()
+        return r.status, (data if raw else json.loads(data))
+    return post
+
+
+def main():
+    exe, fdir, tiny = sys.argv[1], sys.argv[2], sys.argv[3]
+    backend = sys.argv[4:]
+    with open(os.path.join(fdir, "infill.json")) as f:
+        case = json.load(f)["serve"]
+    model = os.path.join(fdir, case["model"])
+    p, port, log = serve(exe, model, ["-np", "2", "-c", "1024"] + backend)
+    try:
+        if port is None:
+            raise SystemExit("server did not start: " + "".join(log))
+        post = client(port)
+        body = {k: case[k] for k in ("input_prefix", "input_suffix", "input_extra", "prompt")}
+        body.update(n_predict=len(case["greedy_tokens"]), temperature=0)
+        st, want = post("/detokenize", {"tokens": case["greedy_tokens"]})
+        want = want.get("content") if st == 200 else None
+        st, js = post("/infill", body)
+        check(st == 200, "/infill: status %d: %s" % (st, js))
+        if st == 200:
+            check(js.get("content") == want,
+                  "/infill: %r, llama.cpp's greedy continuation %r" % (js.get("content"), want))
+            check(js.get("tokens_evaluated") == len(case["tokens"]),
+                  "/infill: %s prompt tokens, llama.cpp's format_prompt_infill has %d"
+                  % (js.get("tokens_evaluated"), len(case["tokens"])))
+            check(js.get("stop") is True and js.get("stop_type") == "limit"
+                  and js.get("tokens_predicted") == len(case["greedy_tokens"])
+                  and isinstance(js.get("timings"), dict) and "model" in js,
+                  "/infill: not llama-server's shape: %s" % js)
+        # the same prompt as the token list llama.cpp built, through /v1/completions
+        st, cj = post("/v1/completions", {"prompt": case["tokens"], "temperature": 0,
+                                          "max_tokens": len(case["greedy_tokens"])})
+        check(st == 200 and cj["choices"][0]["text"] == want,
+              "/v1/completions of llama.cpp's infill tokens: %s" % cj)
+        # streamed
+        st, raw = post("/infill", dict(body, stream=True), raw=True)
+        events = [json.loads(x[6:]) for x in raw.split("\n\n") if x.startswith("data: {")]
+        text = "".join(e.get("content", "") for e in events)
+        check(st == 200 and text == want and events and events[-1].get("stop") is True
+              and all(e.get("stop") is False for e in events[:-1]),
+              "/infill stream: %d, %r, %s" % (st, text, events[-1:] if events else raw))
+        # bad fields
+        for bad, what in (({"input_suffix": "x"}, "input_prefix"),
+                          (dict(body, prompt=[1, 2]), "prompt"),
+                          (dict(body, input_extra={"text": "x"}), "input_extra"),
+                          (dict(body, input_extra=[{"filename": "a"}]), "text")):
+            st, js = post("/infill", bad)
+            msg = json.dumps(js)
+            check(st == 400 and what in msg, "/infill without a good %s: %d %s" % (what, st, msg))
+        st, js = post("/infill", body)
+        check(st == 200 and js.get("content") == want, "/infill after the bad requests: %d" % st)
+    finally:
+        p.terminate()
+        p.wait()
+    # a model without FIM tokens
+    p, port, log = serve(exe, tiny, ["-np", "1", "-c", "256"] + backend)
+    try:
+        if port is None:
+            raise SystemExit("server did not start: " + "".join(log))
+        st, js = client(port)("/infill", {"input_prefix": "a", "input_suffix": "b"})
+        msg = json.dumps(js)
+        check(st == 400 and "infill is not supported" in msg and "prefix suffix middle" in msg,
+              "/infill on a model without FIM tokens: %d %s" % (st, msg))
+    finally:
+        p.terminate()
+        p.wait()
+    return finish("test_infill")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
