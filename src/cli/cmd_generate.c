@@ -214,7 +214,9 @@ static const char *epilog =
     "examples:\n"
     "  vkformer generate -m models/kjv-gpt -p \"And God said\" -n 100\n"
     "  vkformer generate -m model.gguf -f prompt.txt -n -1 --temp 0 -s 42\n"
-    "  echo \"In the beginning\" | vkformer generate -m models/kjv-gpt -f - --no-display-prompt";
+    "  echo \"In the beginning\" | vkformer generate -m models/kjv-gpt -f - --no-display-prompt\n"
+    "  vkformer generate -m coder.gguf --fim-prefix 'def add(a, b):\\n    ' --fim-suffix "
+    "'\\n    return c\\n' -e --temp 0";
 
 int vkf_cmd_generate(int argc, char **argv) {
     /* llama-cli's habit: generate -cnv (or a system prompt, -sys) is the chat command, with
@@ -231,8 +233,20 @@ int vkf_cmd_generate(int argc, char **argv) {
         }
     gen_opts o;
     vkf_gen_defaults(&o, VKF_GEN_GENERATE);
-    vkf_arg args[VKF_GEN_MAX_ARGS];
-    vkf_gen_args(&o, VKF_GEN_GENERATE, args);
+    vkf_arg args[VKF_GEN_MAX_ARGS + 4];
+    int na = vkf_gen_args(&o, VKF_GEN_GENERATE, args);
+    /* fill-in-the-middle: llama-server's /infill prompt (vkf_model_infill) from these */
+    const char *fim_prefix = NULL, *fim_suffix = NULL;
+    int spm_infill = 0;
+    args[na++] = (vkf_arg){"--fim-prefix", VKF_ARG_STR, &fim_prefix, .metavar = "TEXT",
+                           .help = "fill in the middle: the code before the cursor (the model's "
+                                   "FIM tokens; -p continues it; only the middle is printed)"};
+    args[na++] = (vkf_arg){"--fim-suffix", VKF_ARG_STR, &fim_suffix, .metavar = "TEXT",
+                           .help = "fill in the middle: the code after the cursor"};
+    args[na++] = (vkf_arg){"--spm-infill", VKF_ARG_SET, &spm_infill,
+                           .help = "fill in the middle: the suffix part first (llama.cpp's "
+                                   "Suffix/Prefix/Middle order)"};
+    args[na] = (vkf_arg){0};
     vkf_cmd_spec cspec = {"generate", "-m PATH [-p PROMPT | -f FILE] [-n N] [options]",
                           description(), args, .epilog = epilog};
     int rc = vkf_args_parse(&cspec, argc, argv);
@@ -243,6 +257,11 @@ int vkf_cmd_generate(int argc, char **argv) {
             "generate", "--model PATH (a model directory or .gguf file) or -hf NAME (a model of "
                         "vkformer's registry: vkformer pull --list) is required");
     if ((rc = vkf_gen_check(&o, "generate")) >= 0) return rc;
+    int infill = fim_prefix || fim_suffix;
+    if (!infill && spm_infill) {
+        vkf_gen_free(&o);
+        return vkf_usage_error("generate", "--spm-infill needs --fim-prefix or --fim-suffix");
+    }
 
     char *file_text = NULL;
     const char *prompt = o.prompt ? o.prompt : "";
@@ -259,6 +278,19 @@ int vkf_cmd_generate(int argc, char **argv) {
         return 1;
     }
     if (o.escape) vkf_gen_unescape(prompt_buf);
+    char *fim_pre = fim_prefix ? strdup(fim_prefix) : NULL;
+    char *fim_suf = fim_suffix ? strdup(fim_suffix) : NULL;
+    if ((fim_prefix && !fim_pre) || (fim_suffix && !fim_suf)) {
+        free(fim_pre);
+        free(fim_suf);
+        free(prompt_buf);
+        free(file_text);
+        vkf_gen_free(&o);
+        fprintf(stderr, "vkformer: generate: out of memory\n");
+        return 1;
+    }
+    if (o.escape && fim_pre) vkf_gen_unescape(fim_pre);
+    if (o.escape && fim_suf) vkf_gen_unescape(fim_suf);
 
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
@@ -328,7 +360,19 @@ int vkf_cmd_generate(int argc, char **argv) {
                 o.mp.path);
         goto done;
     }
-    if (vkf_cli_tokenize(m, prompt_buf, VKF_TOKENIZE_ADD_SPECIAL, &toks, &n) != VKF_OK) {
+    if (infill) { /* llama-server's /infill prompt; -p continues the prefix */
+        vkf_infill_params ip = {.prefix = fim_pre,
+                                .suffix = fim_suf,
+                                .prompt = prompt_buf,
+                                .n_batch = 2048, /* llama-server's -b and -n */
+                                .n_predict = -1,
+                                .n_ctx = vkf_session_n_ctx(s),
+                                .spm = spm_infill};
+        if (vkf_model_infill(m, &ip, &toks, &n) != VKF_OK) {
+            vkf_cli_fail("generate: --fim-prefix / --fim-suffix");
+            goto done;
+        }
+    } else if (vkf_cli_tokenize(m, prompt_buf, VKF_TOKENIZE_ADD_SPECIAL, &toks, &n) != VKF_OK) {
         vkf_cli_fail("generate: tokenizing the prompt");
         goto done;
     }
@@ -369,7 +413,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                 n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, (double)o.sp.min_p,
                 n_predict);
     }
-    gen_out g = {.o = &o, .prompt = o.no_display_prompt ? NULL : prompt_buf, .ctx = ctx};
+    gen_out g = {.o = &o, .prompt = o.no_display_prompt || infill ? NULL : prompt_buf, .ctx = ctx};
 
     once_ms c0 = once_now(ctx);
     vkf_generate_stats st = {0};
@@ -419,6 +463,8 @@ int vkf_cmd_generate(int argc, char **argv) {
 done:
     vkf_gen_free(&o);
     free(toks);
+    free(fim_pre);
+    free(fim_suf);
     free(prompt_buf);
     free(file_text);
     vkf_session_free(s);

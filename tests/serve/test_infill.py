@@ -12,12 +12,15 @@ keys) and the set's serve case:
   - the answer's shape: content, stop, stop_type "limit", tokens_predicted, timings;
   - bad fields (no input_prefix, a prompt that is not a string, input_extra not an array, a
     chunk without text) are 400 and the server keeps answering;
-  - llama-tiny (no FIM tokens) answers 400 naming the missing tokens.
+  - llama-tiny (no FIM tokens) answers 400 naming the missing tokens;
+  - `vkformer generate --fim-prefix --fim-suffix -p` builds the same prompt (--verbose-prompt)
+    and prints llama.cpp's greedy middle; on llama-tiny it fails naming the missing tokens.
 Standard library only.
 """
 import http.client
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -99,6 +102,23 @@ def main():
     finally:
         p.terminate()
         p.wait()
+    # the command line (the case's extra context does not fit llama-server's budget at this
+    # context: n_ctx - 2048 + 2 < 0, so the prompts agree without it)
+    cmd = [exe, "generate", "-m", model, "-c", "1024", "--temp", "0", "-n",
+           str(len(case["greedy_tokens"])), "--fim-prefix", case["input_prefix"], "--fim-suffix",
+           case["input_suffix"], "-p", case["prompt"], "--verbose-prompt"] + backend
+    r = subprocess.run(cmd, capture_output=True, timeout=300)
+    r.stdout, r.stderr = r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+    line = [x for x in r.stderr.splitlines() if "prompt tokens:" in x]
+    toks = [int(t) for t in line[0].split("prompt tokens:")[1].split()] if line else None
+    check(r.returncode == 0 and toks == case["tokens"],
+          "generate --fim-prefix: rc %d, prompt %s, llama.cpp's %s\n%s"
+          % (r.returncode, toks, case["tokens"], r.stderr[-2000:]))
+    check(r.stdout == want, "generate --fim-prefix: printed %r, llama.cpp's middle %r" % (r.stdout, want))
+    r = subprocess.run([exe, "generate", "-m", tiny, "--fim-prefix", "a", "--fim-suffix", "b", "-n", "4"]
+                       + backend, capture_output=True, text=True, timeout=300)
+    check(r.returncode != 0 and "prefix suffix middle" in r.stderr,
+          "generate --fim-prefix on a model without FIM tokens: rc %d: %s" % (r.returncode, r.stderr[-1000:]))
     return finish("test_infill")
 
 
