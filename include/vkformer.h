@@ -442,6 +442,8 @@ typedef struct vkf_model_desc {
     int32_t n_embd_max;             /* encoder-only: longest input in tokens, specials included;
                                        longer inputs are truncated (sentence-transformers'
                                        max_seq_length, else the position table) */
+    int32_t n_cls_out;              /* encoder-only: outputs of its classifier head (a
+                                       cross-encoder: vkf_rerank); 0: none */
 } vkf_model_desc;
 
 void vkf_model_describe(const vkf_model *m, vkf_model_desc *out);
@@ -927,6 +929,9 @@ typedef enum vkf_pooling {
     VKF_POOLING_MEAN,        /* the mean of the input's token vectors */
     VKF_POOLING_CLS,         /* the first token's vector ([CLS]) */
     VKF_POOLING_LAST,        /* the last token's vector */
+    VKF_POOLING_RANK, /* a cross-encoder's scores: the classifier head (GGUF cls / cls.output,
+                         HF *ForSequenceClassification) on the first token's vector; vectors of
+                         vkf_model_desc.n_cls_out floats (llama.cpp's pooling_type 4) */
 } vkf_pooling;
 
 typedef enum vkf_normalize {
@@ -970,7 +975,17 @@ vkf_status vkf_embed(vkf_session *s, const char *const *texts, int32_t n_texts,
 vkf_status vkf_embed_tokens(vkf_session *s, const int32_t *const *tokens, const int32_t *n_tokens,
                             int32_t n_inputs, const vkf_embed_params *p, vkf_embeddings **out);
 void vkf_embeddings_free(vkf_embeddings *e);
-/* "none", "mean", "cls", "last" ("default" for VKF_POOLING_DEFAULT); NULL if out of range. */
+/* Reranking with a cross-encoder (vkf_model_desc.n_cls_out > 0): each document's relevance to
+ * the query, as llama-server's /rerank computes it: the pair tokenized as
+ * [BOS] query [EOS] [SEP] document [EOS] (each special where the vocabulary adds it: BERT's
+ * WordPiece [CLS] query [SEP] document; no special-token text parsed in the texts), truncated
+ * to the model's limit, then rank pooling; scores[i] is document i's first output (a logit,
+ * no sigmoid). n_tokens (may be NULL) gets each pair's token count. VKF_ERROR_INVALID_ARGUMENT
+ * for a model without a classifier head. */
+vkf_status vkf_rerank(vkf_session *s, const char *query, const char *const *docs, int32_t n_docs,
+                      float *scores, int32_t *n_tokens);
+/* "none", "mean", "cls", "last", "rank" ("default" for VKF_POOLING_DEFAULT); NULL if out of
+ * range. */
 const char *vkf_pooling_name(vkf_pooling p);
 
 /* ================================================================ structured output (issue 32)

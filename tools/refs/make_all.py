@@ -51,6 +51,7 @@ SETS = (
     "arch",  # tiny models of llama.cpp's other architectures (gemma2/3, phi3, qwen, ...)
     "moe",  # tiny mixture-of-experts models (qwen3moe, qwen2moe, olmoe, Mixtral)
     "real-vocab",  # llama.cpp's real vocabularies with their test strings
+    "rerank",  # a tiny BERT cross-encoder (rank pooling) and llama.cpp's scores
     "infill",  # llama.cpp's FIM tokens of real vocabularies and llama-server's /infill prompts
     "chat-templates",  # real models' chat templates and transformers' renders
     "seed-transformer-tiny",  # the encoder-decoder Transformer of the seed task, tiny
