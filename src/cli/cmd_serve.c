@@ -198,6 +198,9 @@ int vkf_cmd_serve(int argc, char **argv) {
         {"--embedding|--embeddings", VKF_ARG_SET, &embedding,
          .help = "serve POST /v1/embeddings (on by itself for an encoder-only model such as "
                  "bert)"},
+        {"--reranking|--rerank", VKF_ARG_SET, &embedding,
+         .help = "serve POST /v1/rerank (llama-server's flag; on by itself for a cross-encoder: "
+                 "an encoder with a classifier head)"},
         {"--log-format", VKF_ARG_CALL, &log_format, .metavar = "text|json", .call = log_format_arg,
          .help = "one access line per request on stderr (method, path, status, duration, "
                  "tokens); json: every line of serve's a JSON object (default: no access log)"},
@@ -326,10 +329,11 @@ int vkf_cmd_serve(int argc, char **argv) {
     srv_http_ready(h, &l.cfg, l.e);
     if (l.emb) { /* embedding mode: no slots to drain */
         srv_log_notice("%s on %s: listening on http://%s:%d (embeddings: %d floats, pooling %s, "
-                       "%snormalized, inputs up to %d tokens)",
+                       "%snormalized, inputs up to %d tokens%s)",
                        l.cfg.model_name, vkf_context_device_name(l.ctx), host, srv_http_port(h),
-                       l.d.d_model, vkf_pooling_name((vkf_pooling)l.d.pooling),
-                       l.d.normalize ? "" : "not ", l.d.n_embd_max);
+                       l.d.pooling == VKF_POOLING_RANK ? l.d.n_cls_out : l.d.d_model,
+                       vkf_pooling_name((vkf_pooling)l.d.pooling), l.d.normalize ? "" : "not ",
+                       l.d.n_embd_max, l.d.n_cls_out > 0 ? "; POST /v1/rerank" : "");
         int sig = 0;
         sigwait(&sigs, &sig);
         srv_log_notice("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");

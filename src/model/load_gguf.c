@@ -118,7 +118,7 @@ static vkf_status gg_encoder_keys(gg_ctx *c) {
             "%s: %s.pooling_type %d is not supported (0 none, 1 mean, 2 cls, 3 last, 4 rank)",
             c->m->path, c->arch, pt);
     hp->pooling = map[pt];
-    hp->normalize = 1;
+    hp->normalize = hp->pooling != VKF_POOLING_RANK; /* scores are not normalized */
     hp->n_seq_max = hp->n_ctx_train;
     vkf_arch_tensor_names names;
     vkf_arch_tensor_names_get(c->m->desc, VKF_ARCH_GGUF, &names);

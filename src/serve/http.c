@@ -663,6 +663,21 @@ static enum MHD_Result on_infill(struct MHD_Connection *mc, conn *c, const char 
     return completion(mc, c, 0, 1);
 }
 
+/* POST /v1/rerank (llama-server's /rerank): a cross-encoder in embedding mode */
+static enum MHD_Result on_rerank(struct MHD_Connection *mc, conn *c, const char *url,
+                                 const char *id) {
+    (void)id;
+    srv_http *h = c->h;
+    if (!h->c->emb)
+        return send_error(mc, 400,
+                          "%s: this server generates text; reranking needs a cross-encoder "
+                          "(vkformer serve -m RERANKER, a model with a classifier head)",
+                          url);
+    int status = 500;
+    char *js = srv_rerank(h->c->emb, h->c->model_name, c->body, c->len, &status);
+    return send_json(mc, status, js);
+}
+
 static enum MHD_Result on_embeddings(struct MHD_Connection *mc, conn *c, const char *url,
                                      const char *id) {
     (void)id;
@@ -732,6 +747,7 @@ static const route routes[] = {
     {"/v1/models/",          {"/models/"},          M_GET,  R_PREFIX, on_model,       "/v1/models"},
     {"/v1/embeddings",       {"/embeddings"},       M_POST, R_BODY,   on_embeddings,  NULL},
     {"/infill",              {NULL},                M_POST, R_BODY,   on_infill,      NULL},
+    {"/v1/rerank",           {"/rerank", "/reranking"}, M_POST, R_BODY, on_rerank,    NULL},
     {"/tokenize",            {NULL},                M_POST, R_BODY,   on_tokenize,    NULL},
     {"/detokenize",          {NULL},                M_POST, R_BODY,   on_detokenize,  NULL},
 };

@@ -220,6 +220,16 @@ char *srv_api_model(const srv_config *c, const char *id, int *status);
 char *srv_api_tokenize(const srv_config *c, const char *body, size_t len, int *status);
 char *srv_api_detokenize(const srv_config *c, const char *body, size_t len, int *status);
 
+/* The embedder's session, its mutex held (other endpoints on the same model: rerank.c) */
+vkf_session *srv_embedder_lock(srv_embedder *e);
+void srv_embedder_unlock(srv_embedder *e);
+
+/* ------------------------------------------------------------------ rerank.c */
+
+/* POST /v1/rerank: the response JSON (or an error's), *status its HTTP status. */
+char *srv_rerank(srv_embedder *e, const char *model_name, const char *body, size_t len,
+                 int *status);
+
 /* ------------------------------------------------------------------ infill.c */
 
 /* POST /infill's body as a completion request (input_prefix, input_suffix, input_extra and
