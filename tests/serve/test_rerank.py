@@ -13,13 +13,17 @@ Usage: test_rerank.py VKFORMER RERANK_DIR EMBED_MODEL_DIR GENERATE_MODEL [--cpu]
   - bad requests (no query, a query that is not a string, no documents, a document that is not
     a string, a negative top_n) are 400 and the server keeps answering;
   - an embedding model without a classifier head (EMBED_MODEL_DIR) and a generating model
-    answer 400.
+    answer 400;
+  - `vkformer rerank -q -f` prints the documents in llama.cpp's order with its scores (text and
+    -o json, --top-n) and fails naming the missing head on EMBED_MODEL_DIR.
 Standard library only.
 """
 import http.client
 import json
 import os
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from pyhelpers import check, finish, serve  # noqa: E402
@@ -101,6 +105,33 @@ def main():
         p.wait()
     refused(exe, embed_dir, backend, "an embedding model without a classifier head", "no classifier head")
     refused(exe, gen, ["-c", "256"] + backend, "a generating model", "reranking needs a cross-encoder")
+    # the command line
+    q = fx["queries"][0]
+    docs = [r["document"] for r in q["results"] if r["document"]]  # one per line: no empty one
+    want = {r["document"]: r["score"] for r in q["results"]}
+    order = sorted(docs, key=lambda d: -want[d])
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("\n".join(docs) + "\n")
+    try:
+        base = [exe, "rerank", "-m", os.path.join(rdir, fx["model"]), "-q", q["query"], "-f", f.name]
+        r = subprocess.run(base + backend, capture_output=True, text=True, timeout=300)
+        rows = [x.split("\t") for x in r.stdout.splitlines()]
+        check(r.returncode == 0 and [x[2] for x in rows] == order
+              and all(abs(float(x[0]) - want[x[2]]) <= TOL and docs[int(x[1]) - 1] == x[2] for x in rows),
+              "rerank: rc %d, %s; llama.cpp's order %s\n%s" % (r.returncode, rows, order, r.stderr[-1000:]))
+        r = subprocess.run(base + ["-o", "json", "--top-n", "2"] + backend, capture_output=True,
+                           text=True, timeout=300)
+        js = json.loads(r.stdout) if r.returncode == 0 else {}
+        res = js.get("results", [])
+        check(len(res) == 2 and [x["document"]["text"] for x in res] == order[:2]
+              and all(docs[x["index"]] == x["document"]["text"] for x in res),
+              "rerank -o json --top-n 2: %s" % r.stdout)
+        r = subprocess.run([exe, "rerank", "-m", embed_dir, "-q", "q", "-f", f.name] + backend,
+                           capture_output=True, text=True, timeout=300)
+        check(r.returncode == 1 and "no classifier head" in r.stderr,
+              "rerank on an embedding model: rc %d: %s" % (r.returncode, r.stderr))
+    finally:
+        os.unlink(f.name)
     return finish("test_rerank")
 
 
