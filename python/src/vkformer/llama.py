@@ -1283,6 +1283,34 @@ class Llama:
         the vector it gets alone."""
         return _embed.embed(self, input, normalize, truncate, return_count)
 
+    def rerank(self, query: str, documents: List[str], top_n: Optional[int] = None,
+               return_documents: bool = False) -> List[Dict[str, Any]]:
+        """Reranks `documents` by their relevance to `query` with a cross-encoder (a model
+        with a classifier head: a GGUF with pooling_type 4 / rank; load it with
+        ``embedding=True``): llama-server's /rerank results, ``[{"index": i,
+        "relevance_score": s}, ...]`` most relevant first, cut to `top_n`, each with
+        ``"document": {"text": ...}`` when `return_documents`. The score is the head's logit
+        for the pair ``[CLS] query [SEP] document``, as llama.cpp computes it. A model without
+        a classifier head raises ValueError."""
+        if isinstance(documents, str) or not all(isinstance(d, str) for d in documents):
+            raise TypeError("rerank: documents must be a list of strings")
+        if top_n is not None and (not isinstance(top_n, int) or top_n < 0):
+            raise ValueError(f"rerank: top_n must be a non-negative integer, got {top_n!r}")
+        if int(self._model.desc.n_cls_out) < 1:
+            raise ValueError(f"rerank: {self.model_path} has no classifier head: reranking "
+                             "needs a cross-encoder (a GGUF with pooling_type 4 / rank)")
+        scores, _ = self._session.rerank(query, documents)
+        order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
+        if top_n is not None:
+            order = order[:top_n]
+        out: List[Dict[str, Any]] = []
+        for i in order:
+            r: Dict[str, Any] = {"index": i, "relevance_score": scores[i]}
+            if return_documents:
+                r["document"] = {"text": documents[i]}
+            out.append(r)
+        return out
+
     # ------------------------------------------------------------ helpers
 
     @staticmethod
