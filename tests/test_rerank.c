@@ -1,6 +1,7 @@
 /* Reranking against llama.cpp (the rerank set, tools/refs/make_rerank.py): a tiny random BERT
  * cross-encoder GGUF (pooling_type 4 = rank, cls + cls.output head), and the scores llama.cpp's
- * rank pooling gives each query-document pair as llama-server builds it:
+ * rank pooling gives each query-document pair as llama-server builds it; the same weights as a
+ * Hugging Face BertForSequenceClassification directory (pooler + classifier) give them too:
  *   - vkf_rerank's scores on every backend, within SCORE_TOL of llama.cpp's; the pairs' token
  *     counts equal (the [CLS] query [SEP] document layout, special-token text kept as text);
  *   - in the CPU's ggml-activation mode (llama.cpp's arithmetic) within EXACT_TOL;
@@ -99,9 +100,15 @@ int main(void) {
     free(js);
     VKT_CHECK(fx != NULL, "%s: cannot read", path);
     if (!fx) return vkt_finish();
+    /* the GGUF, then the same weights as a Hugging Face BertForSequenceClassification directory */
+    for (int k = 0; k < 2; k++) {
+        snprintf(model_path, sizeof model_path, "%s/%s", vkt_fixture("rerank"),
+                 cJSON_GetObjectItem(fx, k ? "hf_dir" : "model")->valuestring);
+        fprintf(stderr, "%s\n", model_path);
+        vkt_for_each_backend(test_scores, NULL);
+    }
     snprintf(model_path, sizeof model_path, "%s/%s", vkt_fixture("rerank"),
              cJSON_GetObjectItem(fx, "model")->valuestring);
-    vkt_for_each_backend(test_scores, NULL);
     vkf_context_params cp = {.backend = VKF_BACKEND_CPU, .ggml_activations = VKF_GGML_AVX2};
     vkf_context *g = NULL;
     VKT_OK(vkf_context_create(&cp, &g));

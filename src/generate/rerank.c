@@ -5,7 +5,10 @@
  *   [BOS if add_bos] query [EOS if add_eos] [SEP if add_sep] document [EOS if add_eos]
  * with llama.cpp's vocabulary flags: a WordPiece (BERT) vocabulary adds BOS = [CLS] and
  * SEP = [SEP] but no EOS; others add BOS / EOS as their add_bos / add_eos say and no SEP. The
- * texts are tokenized without specials and with control-token text kept as text. */
+ * texts are tokenized without specials and with control-token text kept as text. A Hugging Face
+ * directory gets the same layout, so a model scores the same from either file: that is not
+ * transformers' own pair ([CLS] query [SEP] document [SEP], the document's token type 1); like
+ * llama.cpp, every token has type 0. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +40,10 @@ vkf_status vkf_rerank(vkf_session *s, const char *query, const char *const *docs
             return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "rerank: document %d is NULL", i);
     if (n_docs == 0) return VKF_OK;
     vkf_tokenizer *tok = m->tok;
-    int wpm = strcmp(vkf_tokenizer_kind(tok), "bert") == 0;
+    /* WordPiece: a GGUF's (llama.cpp's "bert") or a Hugging Face directory's vocab.txt /
+     * tokenizer.json (the same pair layout for the same model) */
+    const char *kind = vkf_tokenizer_kind(tok);
+    int wpm = !strcmp(kind, "bert") || !strcmp(kind, "hf-wordpiece");
     int32_t bos = vkf_tokenizer_bos(tok), eos = vkf_tokenizer_eos(tok);
     int add_bos = vkf_tokenizer_add_bos(tok) && bos >= 0;
     int add_eos = !wpm && vkf_tokenizer_add_eos(tok) && eos >= 0;

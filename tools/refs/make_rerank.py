@@ -9,7 +9,9 @@ Model: bert, 2 layers, d_model 32, 2 heads, FFN 64, 64 positions, 2 token types,
 1e-12, the WordPiece vocabulary of BGE small (llama.cpp's models/ggml-vocab-bert-bge.gguf, 30522
 tokens, copied with its tokenizer keys); weights seed 4321: embeddings N(0, 1), matrices
 N(0, 1/in), biases N(0, 0.1^2), norms 1 + N(0, 0.1^2); cls.weight [32, 32] + bias (the pooler's
-dense layer, tanh after it), cls.output.weight [1, 32] + bias (one score).
+dense layer, tanh after it), cls.output.weight [1, 32] + bias (one score). The same weights
+as a Hugging Face BertForSequenceClassification directory (write_hf), whose head is the same
+math (BertPooler dense + tanh, classifier).
 
 Scores: the pinned libllama (tools/refs/llama_cpp_build.py, ctypes): a context with embeddings
 on, pooling_type RANK, flash attention off, one thread; each pair as llama-server's format_prompt_rerank builds it
@@ -33,6 +35,7 @@ import pins  # noqa: E402
 SEED = 4321
 L, D, H, FF, CTX, NT = 2, 32, 2, 64, 64, 2
 MODEL = "bert-rerank-tiny.gguf"
+HF_DIR = "bert-rerank-tiny-hf"
 VOCAB = "ggml-vocab-bert-bge.gguf"
 QUERIES = [
     ("what is the capital of france?",
@@ -95,6 +98,61 @@ def write_model(path, kv):
         w.add_uint32("tokenizer.ggml.cls_token_id", kv["tokenizer.ggml.cls_token_id"])
         w.add_uint32("tokenizer.ggml.mask_token_id", kv["tokenizer.ggml.mask_token_id"])
     common.write_gguf(path, "bert", fill, weights(len(kv["tokenizer.ggml.tokens"])))
+
+
+def hf_name(n):
+    """Hugging Face BertForSequenceClassification's name of a GGUF tensor of this model."""
+    fixed = {"token_embd.weight": "bert.embeddings.word_embeddings.weight",
+             "token_types.weight": "bert.embeddings.token_type_embeddings.weight",
+             "position_embd.weight": "bert.embeddings.position_embeddings.weight",
+             "token_embd_norm.weight": "bert.embeddings.LayerNorm.weight",
+             "token_embd_norm.bias": "bert.embeddings.LayerNorm.bias",
+             "cls.weight": "bert.pooler.dense.weight", "cls.bias": "bert.pooler.dense.bias",
+             "cls.output.weight": "classifier.weight", "cls.output.bias": "classifier.bias"}
+    if n in fixed:
+        return fixed[n]
+    _, il, rest = n.split(".", 2)
+    part = {"attn_q": "attention.self.query", "attn_k": "attention.self.key",
+            "attn_v": "attention.self.value", "attn_output": "attention.output.dense",
+            "attn_output_norm": "attention.output.LayerNorm", "ffn_up": "intermediate.dense",
+            "ffn_down": "output.dense", "layer_output_norm": "output.LayerNorm"}
+    base, kind = rest.rsplit(".", 1)
+    return f"bert.encoder.layer.{il}.{part[base]}.{kind}"
+
+
+def write_hf(out, kv):
+    """The same model as a Hugging Face BertForSequenceClassification directory: config.json,
+    model.safetensors (F32, HF's names: the GGUF's cls is BertPooler's dense layer, cls.output
+    the classifier), vocab.txt (the GGUF's WordPiece pieces back in HF's spelling: llama.cpp's
+    converter writes a word start as U+2581 + piece and a continuation "##piece" as piece;
+    control tokens as they are) and tokenizer_config.json (uncased)."""
+    os.makedirs(out, exist_ok=True)
+    toks, types = kv["tokenizer.ggml.tokens"], kv["tokenizer.ggml.token_type"]
+    vocab = [t if ty == 3 else (t[1:] if t.startswith("\u2581") else "##" + t)
+             for t, ty in zip(toks, types)]
+    with open(os.path.join(out, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(vocab) + "\n")
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": True, "tokenizer_class": "BertTokenizer",
+                   "model_max_length": CTX}, f, indent=1)
+    cfg = {"architectures": ["BertForSequenceClassification"], "model_type": "bert",
+           "hidden_size": D, "num_hidden_layers": L, "num_attention_heads": H,
+           "intermediate_size": FF, "max_position_embeddings": CTX, "type_vocab_size": NT,
+           "vocab_size": len(toks), "layer_norm_eps": 1e-12, "hidden_act": "gelu",
+           "pad_token_id": 0, "id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    t = {hf_name(k): v for k, v in weights(len(toks)).items()}
+    header, blobs, off = {}, [], 0
+    for k in sorted(t):
+        b = np.ascontiguousarray(t[k], dtype="<f4").tobytes()
+        header[k] = {"dtype": "F32", "shape": list(t[k].shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(os.path.join(out, "model.safetensors"), "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
 
 
 def scores(path, queries):
@@ -167,12 +225,13 @@ def main():
     kv = common.read_gguf_kv(src)
     path = os.path.join(out, MODEL)
     write_model(path, kv)
+    write_hf(os.path.join(out, HF_DIR), kv)
     res, n_cls = scores(path, QUERIES)
     again, _ = scores(path, QUERIES)
     if res != again:
         raise SystemExit("make_rerank: llama.cpp's scores differ between two runs")
     with open(os.path.join(out, "rerank.json"), "w") as fh:
-        json.dump(dict(model=MODEL, n_cls_out=n_cls, llama_cpp=llama_cpp_build.version(),
+        json.dump(dict(model=MODEL, hf_dir=HF_DIR, n_cls_out=n_cls, llama_cpp=llama_cpp_build.version(),
                        ggml_isa=common.ISA, queries=res), fh, ensure_ascii=False, indent=1)
     with open(os.path.join(out, "README.md"), "w") as fh:
         fh.write("# rerank: a tiny BERT cross-encoder and llama.cpp's scores\n\n")
