@@ -233,20 +233,10 @@ int vkf_cmd_generate(int argc, char **argv) {
         }
     gen_opts o;
     vkf_gen_defaults(&o, VKF_GEN_GENERATE);
-    vkf_arg args[VKF_GEN_MAX_ARGS + 4];
-    int na = vkf_gen_args(&o, VKF_GEN_GENERATE, args);
-    /* fill-in-the-middle: llama-server's /infill prompt (vkf_model_infill) from these */
+    vkf_arg args[VKF_GEN_MAX_ARGS];
+    vkf_gen_args(&o, VKF_GEN_GENERATE, args);
     const char *fim_prefix = NULL, *fim_suffix = NULL;
     int spm_infill = 0;
-    args[na++] = (vkf_arg){"--fim-prefix", VKF_ARG_STR, &fim_prefix, .metavar = "TEXT",
-                           .help = "fill in the middle: the code before the cursor (the model's "
-                                   "FIM tokens; -p continues it; only the middle is printed)"};
-    args[na++] = (vkf_arg){"--fim-suffix", VKF_ARG_STR, &fim_suffix, .metavar = "TEXT",
-                           .help = "fill in the middle: the code after the cursor"};
-    args[na++] = (vkf_arg){"--spm-infill", VKF_ARG_SET, &spm_infill,
-                           .help = "fill in the middle: the suffix part first (llama.cpp's "
-                                   "Suffix/Prefix/Middle order)"};
-    args[na] = (vkf_arg){0};
     vkf_cmd_spec cspec = {"generate", "-m PATH [-p PROMPT | -f FILE] [-n N] [options]",
                           description(), args, .epilog = epilog};
     int rc = vkf_args_parse(&cspec, argc, argv);
@@ -257,6 +247,7 @@ int vkf_cmd_generate(int argc, char **argv) {
             "generate", "--model PATH (a model directory or .gguf file) or -hf NAME (a model of "
                         "vkformer's registry: vkformer pull --list) is required");
     if ((rc = vkf_gen_check(&o, "generate")) >= 0) return rc;
+    fim_prefix = o.fim_prefix, fim_suffix = o.fim_suffix, spm_infill = o.spm_infill;
     int infill = fim_prefix || fim_suffix;
     if (!infill && spm_infill) {
         vkf_gen_free(&o);
