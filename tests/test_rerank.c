@@ -5,8 +5,8 @@
  *   - vkf_rerank's scores on every backend, within SCORE_TOL of llama.cpp's; the pairs' token
  *     counts equal (the [CLS] query [SEP] document layout, special-token text kept as text);
  *   - in the CPU's ggml-activation mode (llama.cpp's arithmetic) within EXACT_TOL;
- *   - the model describes itself (n_cls_out 1, pooling rank); vkf_embed with rank pooling gives
- *     the same scores of single texts' [CLS] text [SEP];
+ *   - the model describes itself (n_cls_out 1, pooling rank); vkf_embed_tokens with rank
+ *     pooling on llama.cpp's own pair tokens gives vkf_rerank's scores (the same batches);
  *   - refusals: an embedding model without a classifier head (tests/data/embed/tiny-bert),
  *     NULL arguments. */
 #include <cjson/cJSON.h>
@@ -57,6 +57,24 @@ static void test_scores(vkf_context *ctx, const char *backend, void *user) {
             VKT_CHECK(0, "%s: rerank failed: %s", backend, vkf_last_error());
             continue;
         }
+        /* llama.cpp's token ids of the pairs, through vkf_embed_tokens with rank pooling */
+        int32_t ids[16][64], lens[16];
+        const int32_t *rows[16];
+        for (int i = 0; i < n && i < 16; i++) {
+            const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(res, i), "tokens");
+            lens[i] = cJSON_GetArraySize(t) < 64 ? cJSON_GetArraySize(t) : 64;
+            for (int k = 0; k < lens[i]; k++)
+                ids[i][k] = (int32_t)cJSON_GetArrayItem(t, k)->valuedouble;
+            rows[i] = ids[i];
+        }
+        vkf_embed_params ep = {.pooling = VKF_POOLING_RANK};
+        vkf_embeddings *e = NULL;
+        VKT_OK(vkf_embed_tokens(s, rows, lens, n, &ep, &e));
+        for (int i = 0; e && i < n; i++)
+            VKT_CHECK(e->dim == 1 && !e->normalized && e->data[e->first[i]] == scores[i],
+                      "%s: pair %d: vkf_embed_tokens (rank) %.9f, vkf_rerank %.9f", backend, i,
+                      e->data[e->first[i]], scores[i]);
+        vkf_embeddings_free(e);
         for (int i = 0; i < n; i++) {
             const cJSON *r = cJSON_GetArrayItem(res, i);
             double want = cJSON_GetObjectItem(r, "score")->valuedouble;
