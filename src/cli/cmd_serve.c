@@ -39,6 +39,7 @@ typedef struct loader {
     int32_t np, n_ctx, max_tokens, queue;
     int32_t ctk, ctv; /* -ctk / -ctv: vkf_cache_type */
     int embedding;    /* --embedding */
+    int spm_infill;   /* --spm-infill */
     int spec_ngram;   /* --spec-type ngram */
     int32_t draft_max, draft_min, ngram_n;
     vkf_context *ctx;
@@ -98,7 +99,8 @@ static int load(loader *l) {
                           .model_name = l->alias ? l->alias : base_name(l->model),
                           .max_tokens = l->max_tokens,
                           .n_ctx = slot_ctx,
-                          .default_template = vkf_model_chat_template(l->m) == NULL};
+                          .default_template = vkf_model_chat_template(l->m) == NULL,
+                          .spm_infill = l->spm_infill};
     if (l->cfg.default_template)
         srv_log_notice("%s has no chat template: /v1/chat/completions uses ChatML (llama.cpp's "
                        "default)",
@@ -157,6 +159,7 @@ int vkf_cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *api_key = NULL, *alias = NULL;
     int32_t port = 8080, np = 1, n_ctx = 0, max_tokens = 4096, queue = 16, max_body_kib = 1024;
     int32_t timeout_s = 600, ctk = 0, ctv = 0;
+    int spm_infill = 0;
     int metrics = 0, slots = 1, embedding = 0, spec_type = VKF_SPEC_NONE, spec_given = 0;
     vkf_spec_params spd;
     vkf_spec_params_default(&spd);
@@ -198,6 +201,9 @@ int vkf_cmd_serve(int argc, char **argv) {
         {"--embedding|--embeddings", VKF_ARG_SET, &embedding,
          .help = "serve POST /v1/embeddings (on by itself for an encoder-only model such as "
                  "bert)"},
+        {"--spm-infill", VKF_ARG_SET, &spm_infill,
+         .help = "POST /infill puts the suffix part first (llama-server's Suffix/Prefix/Middle "
+                 "order, for models trained so)"},
         {"--reranking|--rerank", VKF_ARG_SET, &embedding,
          .help = "serve POST /v1/rerank (llama-server's flag; on by itself for a cross-encoder: "
                  "an encoder with a classifier head)"},
@@ -291,6 +297,7 @@ int vkf_cmd_serve(int argc, char **argv) {
                 .max_tokens = max_tokens,
                 .queue = queue,
                 .embedding = embedding,
+                .spm_infill = spm_infill,
                 .spec_ngram = spec_type == VKF_SPEC_NGRAM,
                 .draft_max = spd.n_max,
                 .draft_min = spd.n_min,

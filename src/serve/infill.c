@@ -86,6 +86,7 @@ char *srv_infill_body(const srv_config *c, const char *body, size_t len, int *st
         .n_batch = 2048, /* llama-server's defaults (-b, -n) */
         .n_predict = -1,
         .n_ctx = c->n_ctx,
+        .spm = c->spm_infill,
     };
     int32_t *ids = NULL, n = 0;
     vkf_status s = vkf_model_infill(c->m, &p, &ids, &n);

@@ -194,6 +194,7 @@ typedef struct srv_config {
     int default_template;   /* the model has no chat template: ChatML (llama.cpp's default) */
     uint64_t kv_bytes_slot; /* one slot's KV cache, bytes (/v1/models, /slots) */
     int32_t kv_type_k, kv_type_v; /* its vkf_dtype of K and V */
+    int spm_infill;               /* --spm-infill: /infill puts the suffix part first */
 } srv_config;
 
 /* Parses a completion request body into r (prompt tokens, sampling, stops, logprobs). On a bad

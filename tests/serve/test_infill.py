@@ -14,7 +14,9 @@ keys) and the set's serve case:
     chunk without text) are 400 and the server keeps answering;
   - llama-tiny (no FIM tokens) answers 400 naming the missing tokens;
   - `vkformer generate --fim-prefix --fim-suffix -p` builds the same prompt (--verbose-prompt)
-    and prints llama.cpp's greedy middle; on llama-tiny it fails naming the missing tokens.
+    and prints llama.cpp's greedy middle, with --spm-infill llama-server --spm-infill's prompt;
+    serve --spm-infill evaluates a prompt of that length; on llama-tiny generate fails naming
+    the missing tokens.
 Standard library only.
 """
 import http.client
@@ -115,6 +117,25 @@ def main():
           "generate --fim-prefix: rc %d, prompt %s, llama.cpp's %s\n%s"
           % (r.returncode, toks, case["tokens"], r.stderr[-2000:]))
     check(r.stdout == want, "generate --fim-prefix: printed %r, llama.cpp's middle %r" % (r.stdout, want))
+    r = subprocess.run(cmd + ["--spm-infill", "-n", "1"], capture_output=True, timeout=300)
+    err = r.stderr.decode("utf-8", "replace")
+    line = [x for x in err.splitlines() if "prompt tokens:" in x]
+    toks = [int(t) for t in line[0].split("prompt tokens:")[1].split()] if line else None
+    check(r.returncode == 0 and toks == case["spm_tokens"],
+          "generate --spm-infill: prompt %s, llama-server --spm-infill's %s" % (toks, case["spm_tokens"]))
+    # serve --spm-infill: a prompt of llama-server's length (the order is vkf_model_infill's,
+    # checked above and in tests/test_infill.c)
+    p, port, log = serve(exe, model, ["-np", "1", "-c", "1024", "--spm-infill"] + backend)
+    try:
+        if port is None:
+            raise SystemExit("server did not start: " + "".join(log))
+        body = {k: case[k] for k in ("input_prefix", "input_suffix", "input_extra", "prompt")}
+        st, js = client(port)("/infill", dict(body, n_predict=1, temperature=0))
+        check(st == 200 and js.get("tokens_evaluated") == len(case["spm_tokens"]),
+              "serve --spm-infill: %d %s" % (st, js))
+    finally:
+        p.terminate()
+        p.wait()
     r = subprocess.run([exe, "generate", "-m", tiny, "--fim-prefix", "a", "--fim-suffix", "b", "-n", "4"]
                        + backend, capture_output=True, text=True, timeout=300)
     check(r.returncode != 0 and "prefix suffix middle" in r.stderr,

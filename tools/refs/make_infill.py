@@ -193,6 +193,7 @@ def main():
     # on ties; F32 K and V cache, one thread), run twice and required identical
     vc = Vocab(os.path.join(out, TINY))
     toks = infill(vc, TINY_CASE)[0]
+    spm_toks = infill(vc, dict(TINY_CASE, spm=True))[0]  # llama-server --spm-infill
     vc.free()
     ref = llama_cpp_build.runner(common.ISA)
     lg, greedy = ref.logits(os.path.join(out, TINY), toks, n_greedy=N_GREEDY, n_ctx=512)
@@ -200,7 +201,8 @@ def main():
     if not np.array_equal(lg, again):
         raise SystemExit("make_infill: llama.cpp's logits differ between two runs")
     gap = common.min_gap(lg[len(toks) - 1:-1])
-    serve = dict(TINY_CASE, model=TINY, tokens=toks, greedy_tokens=greedy, min_gap=gap)
+    serve = dict(TINY_CASE, model=TINY, tokens=toks, greedy_tokens=greedy, min_gap=gap,
+                 spm_tokens=spm_toks)
     with open(os.path.join(out, "infill.json"), "w") as fh:
         json.dump(dict(llama_cpp=llama_cpp_build.version(), vocabs=vocabs, serve=serve), fh,
                   ensure_ascii=False, indent=1)
