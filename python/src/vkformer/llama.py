@@ -161,7 +161,8 @@ class Llama:
         embedding: load for embeddings (``create_embedding`` / ``embed``): an encoder-only
             model (the BERT family: all-MiniLM, BGE, E5, nomic-bert).
         pooling_type: llama.cpp's pooling of the token vectors: -1 (the model's own), 0
-            (none: one vector per token), 1 (mean), 2 (CLS), 3 (last).
+            (none: one vector per token), 1 (mean), 2 (CLS), 3 (last), 4 (rank: a
+            cross-encoder's scores, see ``rerank``).
         logits_all: keep the logits of every position in ``scores`` (needed for ``echo`` with
             ``logprobs``); otherwise only the last position's.
         last_n_tokens_size: the repeat-penalty window, tokens.
@@ -237,7 +238,7 @@ class Llama:
                     + ", ".join(f"{k} {v}" for k, v in _GGML_TYPES.items()) + ") or its name")
         if pooling_type not in _embed.POOLING_FROM_LLAMA:
             raise ValueError(f"pooling_type={pooling_type}: vkformer pools with -1 (the "
-                             "model's), 0 (none), 1 (mean), 2 (CLS) or 3 (last)")
+                             "model's), 0 (none), 1 (mean), 2 (CLS), 3 (last) or 4 (rank)")
         if n_batch < 1 or (n_ubatch is not None and n_ubatch < 1):
             raise ValueError("n_batch and n_ubatch must be at least 1")
         if chat_format not in (None, "chatml", "chat_template.default"):
@@ -258,6 +259,11 @@ class Llama:
         t0 = time.perf_counter()
         self._model = _core.Model(model_path, backend=backend, device=device, n_ctx=n_ctx,
                                   use_mmap=use_mmap)
+        if pooling_type == 4 and int(self._model.desc.n_cls_out) < 1:
+            self.close()
+            raise ValueError(f"pooling_type=4 (rank): {model_path} has no classifier head "
+                             "(rank pooling needs a cross-encoder: a GGUF with cls.output.weight, "
+                             "an HF *ForSequenceClassification directory)")
         if embedding and not self._model.encoder_only:
             arch = self._model.architecture
             self.close()
