@@ -1,7 +1,8 @@
 /* Reranking against llama.cpp (the rerank set, tools/refs/make_rerank.py): a tiny random BERT
  * cross-encoder GGUF (pooling_type 4 = rank, cls + cls.output head), and the scores llama.cpp's
  * rank pooling gives each query-document pair as llama-server builds it; the same weights as a
- * Hugging Face BertForSequenceClassification directory (pooler + classifier) give them too:
+ * Hugging Face BertForSequenceClassification directory (pooler + classifier) give them too, and
+ * so does the GGUF `quantize` writes from that directory (cls, cls.output, pooling_type 4):
  *   - vkf_rerank's scores on every backend, within SCORE_TOL of llama.cpp's; the pairs' token
  *     counts equal (the [CLS] query [SEP] document layout, special-token text kept as text);
  *   - in the CPU's ggml-activation mode (llama.cpp's arithmetic) within EXACT_TOL;
@@ -125,6 +126,14 @@ int main(void) {
         fprintf(stderr, "%s\n", model_path);
         vkt_for_each_backend(test_scores, NULL);
     }
+    /* the directory through `quantize` (F32): the GGUF keeps the head and rank pooling */
+    char hf[1200];
+    snprintf(hf, sizeof hf, "%s/%s", vkt_fixture("rerank"),
+             cJSON_GetObjectItem(fx, "hf_dir")->valuestring);
+    vkf_quantize_params qp = {.input = hf, .output = "rerank-from-hf-f32.gguf", .type = "F32"};
+    VKT_OK(vkf_model_quantize(&qp, NULL));
+    snprintf(model_path, sizeof model_path, "%s", qp.output);
+    vkt_for_each_backend(test_scores, NULL);
     snprintf(model_path, sizeof model_path, "%s/%s", vkt_fixture("rerank"),
              cJSON_GetObjectItem(fx, "model")->valuestring);
     vkf_context_params cp = {.backend = VKF_BACKEND_CPU, .ggml_activations = VKF_GGML_AVX2};
