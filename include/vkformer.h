@@ -446,6 +446,8 @@ typedef struct vkf_model_desc {
     int32_t n_embd_max;             /* encoder-only: longest input in tokens, specials included;
                                        longer inputs are truncated (sentence-transformers'
                                        max_seq_length, else the position table) */
+    int32_t n_cls_out;              /* encoder-only: outputs of its classifier head (a
+                                       cross-encoder: vkf_rerank); 0: none */
 } vkf_model_desc;
 
 void vkf_model_describe(const vkf_model *m, vkf_model_desc *out);
@@ -483,6 +485,38 @@ enum {
  * model has no tokenizer. */
 vkf_status vkf_model_tokenize(vkf_model *m, const char *text, int flags, int32_t *tokens,
                               int32_t cap, int32_t *n);
+/* ---- Fill-in-the-middle (code completion between a prefix and a suffix): the prompt
+ * llama-server's /infill builds, from the FIM tokens of the model's vocabulary (a GGUF's
+ * tokenizer.ggml.fim_pre/suf/mid/rep/sep_token_id, or tokens spelled <|fim_prefix|>,
+ * <fim-prefix>, <PRE>, ... as llama.cpp detects them):
+ *   [FIM_REP]myproject\n [FIM_SEP]name\n text ... [FIM_SEP]filename\n
+ *   [BOS] [FIM_PRE] prefix prompt [FIM_SUF] suffix [FIM_MID]
+ * (the repo / file parts where the vocabulary has those tokens; without a file separator each
+ * extra chunk follows "\n\n--- snippet ---\n\n"). The prefix keeps its last 3 (n_batch / 4)
+ * tokens, the suffix its first n_batch / 4 - 2 - |prompt|, the extra context its last
+ * n_ctx - n_batch - 2 n_predict (llama-server's budget). Generation then continues from the
+ * middle token. */
+typedef struct vkf_infill_chunk {
+    const char *filename; /* NULL: "tmp" (llama-server's default) */
+    const char *text;
+} vkf_infill_chunk;
+
+typedef struct vkf_infill_params {
+    const char *prefix;            /* the code before the cursor (NULL: empty) */
+    const char *suffix;            /* the code after it (NULL: empty) */
+    const vkf_infill_chunk *extra; /* other files for context (input_extra), may be NULL */
+    int32_t n_extra;
+    const char *prompt; /* text that continues the prefix (control-token text becomes the token) */
+    int32_t n_batch;    /* llama-server's -b (0: its default 2048) */
+    int32_t n_predict;  /* llama-server's -n (its default is -1) */
+    int32_t n_ctx;      /* the context the prompt goes into (0: the model's) */
+    int spm;            /* llama-server's --spm-infill: the suffix part first */
+} vkf_infill_params;
+
+/* *tokens is malloc'ed (the caller frees it). VKF_ERROR_UNSUPPORTED when the vocabulary has no
+ * FIM prefix, suffix or middle token (the message names them). */
+vkf_status vkf_model_infill(vkf_model *m, const vkf_infill_params *p, int32_t **tokens, int32_t *n);
+
 /* Detokenizes tokens[0..n) into a malloc'ed NUL-terminated string (the caller frees it). */
 vkf_status vkf_model_detokenize(const vkf_model *m, const int32_t *tokens, int32_t n, int flags,
                                 char **out);
@@ -944,6 +978,9 @@ typedef enum vkf_pooling {
     VKF_POOLING_MEAN,        /* the mean of the input's token vectors */
     VKF_POOLING_CLS,         /* the first token's vector ([CLS]) */
     VKF_POOLING_LAST,        /* the last token's vector */
+    VKF_POOLING_RANK, /* a cross-encoder's scores: the classifier head (GGUF cls / cls.output,
+                         HF *ForSequenceClassification) on the first token's vector; vectors of
+                         vkf_model_desc.n_cls_out floats (llama.cpp's pooling_type 4) */
 } vkf_pooling;
 
 typedef enum vkf_normalize {
@@ -987,7 +1024,17 @@ vkf_status vkf_embed(vkf_session *s, const char *const *texts, int32_t n_texts,
 vkf_status vkf_embed_tokens(vkf_session *s, const int32_t *const *tokens, const int32_t *n_tokens,
                             int32_t n_inputs, const vkf_embed_params *p, vkf_embeddings **out);
 void vkf_embeddings_free(vkf_embeddings *e);
-/* "none", "mean", "cls", "last" ("default" for VKF_POOLING_DEFAULT); NULL if out of range. */
+/* Reranking with a cross-encoder (vkf_model_desc.n_cls_out > 0): each document's relevance to
+ * the query, as llama-server's /rerank computes it: the pair tokenized as
+ * [BOS] query [EOS] [SEP] document [EOS] (each special where the vocabulary adds it: BERT's
+ * WordPiece [CLS] query [SEP] document; no special-token text parsed in the texts), truncated
+ * to the model's limit, then rank pooling; scores[i] is document i's first output (a logit,
+ * no sigmoid). n_tokens (may be NULL) gets each pair's token count. VKF_ERROR_INVALID_ARGUMENT
+ * for a model without a classifier head. */
+vkf_status vkf_rerank(vkf_session *s, const char *query, const char *const *docs, int32_t n_docs,
+                      float *scores, int32_t *n_tokens);
+/* "none", "mean", "cls", "last", "rank" ("default" for VKF_POOLING_DEFAULT); NULL if out of
+ * range. */
 const char *vkf_pooling_name(vkf_pooling p);
 
 /* ================================================================ structured output (issue 32)

@@ -62,5 +62,7 @@ float vkf_gelu_tanh(float x) {
 
 float vkf_silu(float x) { return x / (1.0 + exp(-x)); }
 float vkf_sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
+/* |x| > 15: tanh is 1 in f32; the clamp keeps exp-based implementations away from inf / inf */
+float vkf_tanh(float x) { return tanh(clamp(x, -15.0, 15.0)); }
 
 #endif

@@ -271,6 +271,8 @@ void mm_store(uint doff, uint dstr, uint boff, uint n, uint m, float s) {
     s = vkf_silu(s);
 #elif ACT == 4
     s = vkf_sigmoid(s);
+#elif ACT == 5
+    s = vkf_tanh(s);
 #endif
     if ((p.flags & VKF_MM_RESIDUAL) != 0u) s += res[p.r_off + m * p.r_stride + n];
     d[doff + m * dstr + n] = s;

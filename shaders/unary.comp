@@ -1,5 +1,5 @@
 #version 450
-/* UNARY: dst = act(src0), ACT = vkf_unary (0 relu, 1 gelu erf, 2 gelu tanh, 3 silu, 4 sigmoid). */
+/* UNARY: dst = act(src0), ACT = vkf_unary (0 relu, 1 gelu erf, 2 gelu tanh, 3 silu, 4 sigmoid, 5 tanh). */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "eltwise.glsl"
@@ -18,7 +18,9 @@ float vkf_apply(float x, float y) {
     return vkf_gelu_tanh(x);
 #elif ACT == 3
     return vkf_silu(x);
-#else
+#elif ACT == 4
     return vkf_sigmoid(x);
+#else
+    return vkf_tanh(x);
 #endif
 }

@@ -110,6 +110,7 @@ static void test_activations(void) {
                 break;
             case VKF_UNARY_SILU: want = x / (1 + exp(-x)); break;
             case VKF_UNARY_SIGMOID: want = 1 / (1 + exp(-x)); break;
+            case VKF_UNARY_TANH: want = tanh(x); break;
             }
             VKT_CHECK(fabs(f(&ty)[i] - want) < 2e-7 * (1 + fabs(want)), "%s(%g) = %.9g want %.9g",
                       vkf_unary_name(a), x, f(&ty)[i], want);

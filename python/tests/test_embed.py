@@ -101,6 +101,8 @@ def test_truncation_and_per_token_vectors(bert):
         for i in range(2):
             _close(rows[i], FX["tokens"][i])
     with pytest.raises(ValueError, match="pooling_type"):
+        vkformer.Llama(str(TINY_BERT), embedding=True, pooling_type=5, verbose=False)
+    with pytest.raises(ValueError, match="pooling_type=4 .rank.*no classifier head"):
         vkformer.Llama(str(TINY_BERT), embedding=True, pooling_type=4, verbose=False)
 
 

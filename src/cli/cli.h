@@ -26,6 +26,7 @@ int vkf_cmd_chat(int argc, char **argv);  /* cli/cmd_chat.c */
 int vkf_cmd_template(int argc, char **argv);
 int vkf_cmd_quantize(int argc, char **argv);
 int vkf_cmd_embed(int argc, char **argv);      /* cli/cmd_embed.c */
+int vkf_cmd_rerank(int argc, char **argv);     /* cli/cmd_rerank.c */
 int vkf_cmd_pull(int argc, char **argv);       /* cli/cmd_pull.c */
 int vkf_cmd_perplexity(int argc, char **argv); /* cli/cmd_perplexity.c */
 

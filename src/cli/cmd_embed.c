@@ -12,13 +12,13 @@
 
 static int parse_pooling(void *dst, const char *v, char *err, size_t n) {
     static const vkf_pooling all[] = {VKF_POOLING_NONE, VKF_POOLING_MEAN, VKF_POOLING_CLS,
-                                      VKF_POOLING_LAST};
+                                      VKF_POOLING_LAST, VKF_POOLING_RANK};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (!strcmp(v, vkf_pooling_name(all[i]))) {
             *(vkf_pooling *)dst = all[i];
             return 0;
         }
-    snprintf(err, n, "expected none, mean, cls or last, got '%s'", v);
+    snprintf(err, n, "expected none, mean, cls, last or rank, got '%s'", v);
     return -1;
 }
 
@@ -127,7 +127,8 @@ int vkf_cmd_embed(int argc, char **argv) {
         {"-f|--file", VKF_ARG_STR, &file, .metavar = "FILE",
          .help = "one input per line of FILE ('-': stdin)"},
         {"--pooling", VKF_ARG_CALL, &ep.pooling, .metavar = "P", .call = parse_pooling,
-         .help = "none (a vector per token), mean, cls or last (default: the model's)"},
+         .help = "none (a vector per token), mean, cls, last or rank (a cross-encoder's scores) "
+                 "(default: the model's)"},
         {"--normalize", VKF_ARG_CALL0, &ep.normalize, .call = set_on,
          .help = "L2-normalize the vectors (default: as the model; GGUF: on)"},
         {"--no-normalize", VKF_ARG_CALL0, &ep.normalize, .call = set_off,

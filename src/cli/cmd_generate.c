@@ -214,7 +214,9 @@ static const char *epilog =
     "examples:\n"
     "  vkformer generate -m models/kjv-gpt -p \"And God said\" -n 100\n"
     "  vkformer generate -m model.gguf -f prompt.txt -n -1 --temp 0 -s 42\n"
-    "  echo \"In the beginning\" | vkformer generate -m models/kjv-gpt -f - --no-display-prompt";
+    "  echo \"In the beginning\" | vkformer generate -m models/kjv-gpt -f - --no-display-prompt\n"
+    "  vkformer generate -m coder.gguf --fim-prefix 'def add(a, b):\\n    ' --fim-suffix "
+    "'\\n    return c\\n' -e --temp 0";
 
 int vkf_cmd_generate(int argc, char **argv) {
     /* llama-cli's habit: generate -cnv (or a system prompt, -sys) is the chat command, with
@@ -233,6 +235,8 @@ int vkf_cmd_generate(int argc, char **argv) {
     vkf_gen_defaults(&o, VKF_GEN_GENERATE);
     vkf_arg args[VKF_GEN_MAX_ARGS];
     vkf_gen_args(&o, VKF_GEN_GENERATE, args);
+    const char *fim_prefix = NULL, *fim_suffix = NULL;
+    int spm_infill = 0;
     vkf_cmd_spec cspec = {"generate", "-m PATH [-p PROMPT | -f FILE] [-n N] [options]",
                           description(), args, .epilog = epilog};
     int rc = vkf_args_parse(&cspec, argc, argv);
@@ -243,6 +247,12 @@ int vkf_cmd_generate(int argc, char **argv) {
             "generate", "--model PATH (a model directory or .gguf file) or -hf NAME (a model of "
                         "vkformer's registry: vkformer pull --list) is required");
     if ((rc = vkf_gen_check(&o, "generate")) >= 0) return rc;
+    fim_prefix = o.fim_prefix, fim_suffix = o.fim_suffix, spm_infill = o.spm_infill;
+    int infill = fim_prefix || fim_suffix;
+    if (!infill && spm_infill) {
+        vkf_gen_free(&o);
+        return vkf_usage_error("generate", "--spm-infill needs --fim-prefix or --fim-suffix");
+    }
 
     char *file_text = NULL;
     const char *prompt = o.prompt ? o.prompt : "";
@@ -259,6 +269,19 @@ int vkf_cmd_generate(int argc, char **argv) {
         return 1;
     }
     if (o.escape) vkf_gen_unescape(prompt_buf);
+    char *fim_pre = fim_prefix ? strdup(fim_prefix) : NULL;
+    char *fim_suf = fim_suffix ? strdup(fim_suffix) : NULL;
+    if ((fim_prefix && !fim_pre) || (fim_suffix && !fim_suf)) {
+        free(fim_pre);
+        free(fim_suf);
+        free(prompt_buf);
+        free(file_text);
+        vkf_gen_free(&o);
+        fprintf(stderr, "vkformer: generate: out of memory\n");
+        return 1;
+    }
+    if (o.escape && fim_pre) vkf_gen_unescape(fim_pre);
+    if (o.escape && fim_suf) vkf_gen_unescape(fim_suf);
 
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
@@ -330,7 +353,19 @@ int vkf_cmd_generate(int argc, char **argv) {
                 o.mp.path);
         goto done;
     }
-    if (vkf_cli_tokenize(m, prompt_buf, VKF_TOKENIZE_ADD_SPECIAL, &toks, &n) != VKF_OK) {
+    if (infill) { /* llama-server's /infill prompt; -p continues the prefix */
+        vkf_infill_params ip = {.prefix = fim_pre,
+                                .suffix = fim_suf,
+                                .prompt = prompt_buf,
+                                .n_batch = 2048, /* llama-server's -b and -n */
+                                .n_predict = -1,
+                                .n_ctx = vkf_session_n_ctx(s),
+                                .spm = spm_infill};
+        if (vkf_model_infill(m, &ip, &toks, &n) != VKF_OK) {
+            vkf_cli_fail("generate: --fim-prefix / --fim-suffix");
+            goto done;
+        }
+    } else if (vkf_cli_tokenize(m, prompt_buf, VKF_TOKENIZE_ADD_SPECIAL, &toks, &n) != VKF_OK) {
         vkf_cli_fail("generate: tokenizing the prompt");
         goto done;
     }
@@ -371,7 +406,7 @@ int vkf_cmd_generate(int argc, char **argv) {
                 n_ctx, (double)o.sp.temp, o.sp.top_k, (double)o.sp.top_p, (double)o.sp.min_p,
                 n_predict);
     }
-    gen_out g = {.o = &o, .prompt = o.no_display_prompt ? NULL : prompt_buf, .ctx = ctx};
+    gen_out g = {.o = &o, .prompt = o.no_display_prompt || infill ? NULL : prompt_buf, .ctx = ctx};
 
     once_ms c0 = once_now(ctx);
     vkf_generate_stats st = {0};
@@ -421,6 +456,8 @@ int vkf_cmd_generate(int argc, char **argv) {
 done:
     vkf_gen_free(&o);
     free(toks);
+    free(fim_pre);
+    free(fim_suf);
     free(prompt_buf);
     free(file_text);
     vkf_session_free(s);

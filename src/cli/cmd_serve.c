@@ -43,6 +43,7 @@ typedef struct loader {
     int32_t np, n_ctx, max_tokens, queue;
     int32_t ctk, ctv; /* -ctk / -ctv: vkf_cache_type */
     int embedding;    /* --embedding */
+    int spm_infill;   /* --spm-infill */
     int spec_ngram;   /* --spec-type ngram */
     int32_t draft_max, draft_min, ngram_n;
     vkf_context *ctx;
@@ -119,7 +120,8 @@ static int load(loader *l) {
                           .model_name = l->alias ? l->alias : base_name(l->model),
                           .max_tokens = l->max_tokens,
                           .n_ctx = slot_ctx,
-                          .default_template = vkf_model_chat_template(l->m) == NULL};
+                          .default_template = vkf_model_chat_template(l->m) == NULL,
+                          .spm_infill = l->spm_infill};
     if (l->cfg.default_template)
         srv_log_notice("%s has no chat template: /v1/chat/completions uses ChatML (llama.cpp's "
                        "default)",
@@ -391,6 +393,7 @@ int vkf_cmd_serve(int argc, char **argv) {
     int32_t models_max = 4;
     int32_t port = 8080, np = 1, n_ctx = 0, max_tokens = 4096, queue = 16, max_body_kib = 1024;
     int32_t timeout_s = 600, ctk = 0, ctv = 0;
+    int spm_infill = 0;
     int metrics = 0, slots = 1, embedding = 0, spec_type = VKF_SPEC_NONE, spec_given = 0;
     vkf_spec_params spd;
     vkf_spec_params_default(&spd);
@@ -456,6 +459,12 @@ int vkf_cmd_serve(int argc, char **argv) {
         {"--embedding|--embeddings", VKF_ARG_SET, &embedding,
          .help = "serve POST /v1/embeddings (on by itself for an encoder-only model such as "
                  "bert)"},
+        {"--spm-infill", VKF_ARG_SET, &spm_infill,
+         .help = "POST /infill puts the suffix part first (llama-server's Suffix/Prefix/Middle "
+                 "order, for models trained so)"},
+        {"--reranking|--rerank", VKF_ARG_SET, &embedding,
+         .help = "serve POST /v1/rerank (llama-server's flag; on by itself for a cross-encoder: "
+                 "an encoder with a classifier head)"},
         {"--log-format", VKF_ARG_CALL, &log_format, .metavar = "text|json", .call = log_format_arg,
          .help = "one access line per request on stderr (method, path, status, duration, "
                  "tokens); json: every line of serve's a JSON object (default: no access log)"},
@@ -591,6 +600,7 @@ int vkf_cmd_serve(int argc, char **argv) {
                 .max_tokens = max_tokens,
                 .queue = queue,
                 .embedding = embedding,
+                .spm_infill = spm_infill,
                 .spec_ngram = spec_type == VKF_SPEC_NGRAM,
                 .draft_max = spd.n_max,
                 .draft_min = spd.n_min,
@@ -629,10 +639,11 @@ int vkf_cmd_serve(int argc, char **argv) {
     srv_http_ready(h, &l.cfg, l.e);
     if (l.emb) { /* embedding mode: no slots to drain */
         srv_log_notice("%s on %s: listening on http://%s:%d (embeddings: %d floats, pooling %s, "
-                       "%snormalized, inputs up to %d tokens)",
+                       "%snormalized, inputs up to %d tokens%s)",
                        l.cfg.model_name, vkf_context_device_name(l.ctx), host, srv_http_port(h),
-                       l.d.d_model, vkf_pooling_name((vkf_pooling)l.d.pooling),
-                       l.d.normalize ? "" : "not ", l.d.n_embd_max);
+                       l.d.pooling == VKF_POOLING_RANK ? l.d.n_cls_out : l.d.d_model,
+                       vkf_pooling_name((vkf_pooling)l.d.pooling), l.d.normalize ? "" : "not ",
+                       l.d.n_embd_max, l.d.n_cls_out > 0 ? "; POST /v1/rerank" : "");
         int sig = 0;
         sigwait(&sigs, &sig);
         srv_log_notice("%s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");

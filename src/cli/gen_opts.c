@@ -233,11 +233,22 @@ int vkf_gen_args(vkf_gen_opts *o, vkf_gen_mode mode, vkf_arg *args) {
             .help = "generate's: a chat prints only the answers");
         ADD("-no-cnv|--no-conversation", VKF_ARG_REFUSED,
             .help = "chat is the conversation mode: use `vkformer generate`");
+        ADD("--fim-prefix|--fim-suffix|--spm-infill", VKF_ARG_REFUSED,
+            .help = "generate's: fill in the middle is one completion, not a chat");
     } else {
         ADD("--no-display-prompt", VKF_ARG_SET, &o->no_display_prompt,
             .help = "print only the generated text");
         ADD("-no-cnv|--no-conversation", VKF_ARG_SET, &o->no_cnv,
             .help = "accepted: generate never enters a chat");
+        ADD("--fim-prefix", VKF_ARG_STR, &o->fim_prefix, .metavar = "TEXT",
+            .help = "fill in the middle: the code before the cursor (the model's FIM tokens, "
+                    "llama-server's /infill prompt; -p continues it; only the middle is printed)");
+        ADD("--fim-suffix", VKF_ARG_STR, &o->fim_suffix, .metavar = "TEXT",
+            .help = "fill in the middle: the code after the cursor");
+        ADD("--spm-infill", VKF_ARG_SET, &o->spm_infill,
+            .help =
+                "fill in the middle: the suffix part first (llama-server's Suffix/Prefix/Middle "
+                "order)");
     }
     /* ---- llama.cpp flags vkformer does not implement: refused, never ignored */
     ADD("-i|--interactive|--interactive-first", VKF_ARG_REFUSED,

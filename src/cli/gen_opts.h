@@ -23,7 +23,7 @@
 
 #define VKF_GEN_MAX_REVERSE 8
 #define VKF_GEN_MAX_LORA 16
-#define VKF_GEN_MAX_ARGS 100 /* entries vkf_gen_args may write, the {0} included */
+#define VKF_GEN_MAX_ARGS 108 /* entries vkf_gen_args may write, the {0} included */
 
 typedef enum vkf_gen_mode { VKF_GEN_GENERATE, VKF_GEN_CHAT } vkf_gen_mode;
 
@@ -39,7 +39,10 @@ typedef struct vkf_gen_opts {
     int no_cnv, cnv;
     int show_timings;   /* chat --show-timings: a timing line after every answer (as -v) */
     int verbose_prompt; /* --verbose-prompt: the prompt's tokens on stderr (as -v) */
-    int noop;           /* llama.cpp's flags accepted as no-ops (--no-warmup, --log-disable) */
+    /* generate's fill-in-the-middle: --fim-prefix / --fim-suffix, --spm-infill */
+    const char *fim_prefix, *fim_suffix;
+    int spm_infill;
+    int noop; /* llama.cpp's flags accepted as no-ops (--no-warmup, --log-disable) */
     const char *reverse[VKF_GEN_MAX_REVERSE];
     int n_reverse;
     /* speculative decoding: -md FILE (a draft model) or --spec-type ngram (prompt lookup) */

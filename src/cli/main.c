@@ -23,6 +23,9 @@ static const vkf_cli_cmd commands[] = {
     {"embed", vkf_cmd_embed,
      "embedding vectors (encoder-only models): -m MODEL (-p TEXT | -f FILE) [--pooling P] "
      "[-o json|jsonl|npy]"},
+    {"rerank", vkf_cmd_rerank,
+     "relevance of documents to a query (cross-encoders): -m MODEL -q QUERY -f DOCS [--top-n N] "
+     "[-o text|json]"},
     {"tokenize", vkf_cmd_tokenize,
      "print token ids: -m MODEL (-p TEXT | -f FILE) [--json] [--no-special] [--tokenizer PATH]"},
     {"template", vkf_cmd_template,

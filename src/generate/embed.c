@@ -113,7 +113,7 @@ typedef struct emb_job {
 static vkf_status emb_batch(emb_job *j, const int32_t *order, int32_t count) {
     vkf_session *s = j->s;
     vkf_model *m = s->m;
-    int64_t d = m->hp.d_model;
+    int64_t d = j->e->dim;
     int32_t n = emb_round_n(j->in[order[0]].n, emb_limit(s));
     int32_t B = emb_round_b(count, s->n_batch);
     for (int64_t i = 0; i < (int64_t)B * n; i++)
@@ -172,6 +172,16 @@ static vkf_status emb_run(vkf_session *s, emb_input *in, int32_t n_in, const vkf
     int pooling = p && p->pooling != VKF_POOLING_DEFAULT ? (int)p->pooling : hp->pooling;
     int norm = p && p->normalize != VKF_NORMALIZE_DEFAULT ? p->normalize == VKF_NORMALIZE_ON
                                                           : hp->normalize != 0;
+    if (pooling == VKF_POOLING_RANK) {
+        if (hp->n_cls_out < 1)
+            return vkf_error(VKF_ERROR_INVALID_ARGUMENT,
+                             "embed: %s has no classifier head (rank pooling needs a "
+                             "cross-encoder: GGUF cls.output.weight, HF "
+                             "*ForSequenceClassification)",
+                             m->path);
+        /* scores, not directions: normalized only when asked (llama.cpp never does) */
+        norm = p && p->normalize == VKF_NORMALIZE_ON;
+    }
     for (int32_t i = 0; i < n_in; i++) {
         char what[48];
         snprintf(what, sizeof what, "embed: input %d", i);
@@ -180,7 +190,7 @@ static vkf_status emb_run(vkf_session *s, emb_input *in, int32_t n_in, const vkf
     vkf_embeddings *e = calloc(1, sizeof *e);
     if (!e) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "embed: out of host memory");
     e->n_inputs = n_in;
-    e->dim = hp->d_model;
+    e->dim = pooling == VKF_POOLING_RANK ? hp->n_cls_out : hp->d_model;
     e->pooling = (vkf_pooling)pooling;
     e->normalized = norm;
     e->n_tokens = calloc((size_t)n_in + 1, sizeof *e->n_tokens);
@@ -268,7 +278,7 @@ static vkf_status emb_check(vkf_session *s, int32_t n, const vkf_embed_params *p
                          "%s: %s (%s) is not an encoder-only (embedding) model", what, s->m->path,
                          vkf_model_arch_name(s->m));
     if (p &&
-        ((unsigned)p->pooling > VKF_POOLING_LAST || (unsigned)p->normalize > VKF_NORMALIZE_OFF))
+        ((unsigned)p->pooling > VKF_POOLING_RANK || (unsigned)p->normalize > VKF_NORMALIZE_OFF))
         return vkf_error(VKF_ERROR_INVALID_ARGUMENT, "%s: pooling %d / normalize %d out of range",
                          what, (int)p->pooling, (int)p->normalize);
     return VKF_OK;

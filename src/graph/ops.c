@@ -13,8 +13,8 @@ const char *vkf_op_name(vkf_op op) {
 }
 
 const char *vkf_unary_name(vkf_unary a) {
-    static const char *names[VKF_UNARY_COUNT] = {"relu", "gelu_erf", "gelu_tanh", "silu",
-                                                 "sigmoid"};
+    static const char *names[VKF_UNARY_COUNT] = {"relu", "gelu_erf", "gelu_tanh",
+                                                 "silu", "sigmoid",  "tanh"};
     return (unsigned)a < VKF_UNARY_COUNT ? names[a] : "?";
 }
 

@@ -112,6 +112,7 @@ typedef enum vkf_unary {
     VKF_UNARY_SIGMOID,   /* 1 / (1 + exp(-x)); params.unary.silu_div = 1: llama.cpp computes it
                             as silu(x) / x (Qwen2-MoE's shared-expert gate): the same function,
                             an order only the CPU's ggml-activation mode follows */
+    VKF_UNARY_TANH,      /* tanh x (the classifier head of a cross-encoder) */
     VKF_UNARY_COUNT
 } vkf_unary;
 

@@ -19,7 +19,7 @@
 
 /* The pooling's name (vkformer.h), as the graph's errors, info and the front ends show it. */
 const char *vkf_pooling_name(vkf_pooling p) {
-    static const char *const names[] = {"default", "none", "mean", "cls", "last"};
+    static const char *const names[] = {"default", "none", "mean", "cls", "last", "rank"};
     return (unsigned)p < sizeof names / sizeof names[0] ? names[p] : NULL;
 }
 
@@ -91,8 +91,9 @@ vkf_status vkf_build_embed_graph(vkf_session *s, vkf_sgraph *sg) {
     sg->g = b.g;
     sg->ids = vkf_tensor_make(VKF_DTYPE_I32, 1, rows, "ids");
     sg->lens = vkf_tensor_make(VKF_DTYPE_I32, 1, B, "lengths");
-    sg->out =
-        vkf_tensor_make(VKF_DTYPE_F32, pooling == VKF_POOLING_NONE ? rows : B, d, "embeddings");
+    int64_t d_out = pooling == VKF_POOLING_RANK ? hp->n_cls_out : d;
+    sg->out = vkf_tensor_make(VKF_DTYPE_F32, pooling == VKF_POOLING_NONE ? rows : B, d_out,
+                              pooling == VKF_POOLING_RANK ? "scores" : "embeddings");
     VKF_TRY(vkf_tensor_alloc(m->be, &sg->ids, VKF_BUFFER_IO, NULL));
     VKF_TRY(vkf_tensor_alloc(m->be, &sg->lens, VKF_BUFFER_IO, NULL));
     VKF_TRY(vkf_tensor_alloc(m->be, &sg->out, VKF_BUFFER_IO, NULL));
@@ -156,7 +157,26 @@ vkf_status vkf_build_embed_graph(vkf_session *s, vkf_sgraph *sg) {
         }
     }
     VKF_TRY(b.s);
-    if (pooling != VKF_POOLING_NONE) {
+    if (pooling == VKF_POOLING_RANK) { /* llama.cpp's build_pooling, LLAMA_POOLING_TYPE_RANK */
+        vkf_op_params p;
+        memset(&p, 0, sizeof p);
+        p.pool.seq_len = n;
+        p.pool.mode = VKF_POOL_FIRST;
+        vkf_tensor *h = vkf_gb_new(&b, B, d, "cls_pool");
+        vkf_gb_node(&b, VKF_OP_POOL, h, x, &sg->lens, NULL, NULL, &p);
+        if (vkf_tensor_present(&m->w.cls_w)) {
+            h = vkf_gb_matmul(&b, h, &m->w.cls_w, vkf_opt(&m->w.cls_b), "cls");
+            h = vkf_gb_unary(&b, h, VKF_UNARY_TANH, "cls_tanh");
+        }
+        if (b.s == VKF_OK && vkf_tensor_present(&m->w.cls_out_w)) {
+            vkf_gb_node(&b, VKF_OP_MATMUL, &sg->out, h, &m->w.cls_out_w, vkf_opt(&m->w.cls_out_b),
+                        NULL, NULL);
+        } else if (b.s == VKF_OK) { /* no output layer: the head's vector is the output */
+            memset(&p, 0, sizeof p);
+            p.scale.scale = 1.0f;
+            vkf_gb_node(&b, VKF_OP_SCALE, &sg->out, h, NULL, NULL, NULL, &p);
+        }
+    } else if (pooling != VKF_POOLING_NONE) {
         vkf_op_params p;
         memset(&p, 0, sizeof p);
         p.pool.seq_len = n;

@@ -102,21 +102,23 @@ static vkf_status gg_rope_keys(gg_ctx *c) {
     return VKF_OK;
 }
 
-/* Encoder-only: the pooling (llama.cpp's {arch}.pooling_type: 0 none, 1 mean, 2 cls, 3 last;
+/* Encoder-only: the pooling (llama.cpp's {arch}.pooling_type: 0 none, 1 mean, 2 cls, 3 last,
+ * 4 rank (the classifier head: gg_cls_head);
  * absent: mean, sentence-transformers' default), L2 normalization on (llama-embedding's and
  * llama-server's default: a GGUF does not say), token types from token_types.weight. */
 static vkf_status gg_encoder_keys(gg_ctx *c) {
     vkf_hparams *hp = &c->m->hp;
     int32_t pt;
     VKF_TRY(gg_key_u32(c, "pooling_type", 1, &pt));
-    static const int32_t map[4] = {VKF_POOLING_NONE, VKF_POOLING_MEAN, VKF_POOLING_CLS,
-                                   VKF_POOLING_LAST};
-    if (pt > 3)
-        return vkf_error(VKF_ERROR_UNSUPPORTED,
-                         "%s: %s.pooling_type %d is not supported (0 none, 1 mean, 2 cls, 3 last)",
-                         c->m->path, c->arch, pt);
+    static const int32_t map[5] = {VKF_POOLING_NONE, VKF_POOLING_MEAN, VKF_POOLING_CLS,
+                                   VKF_POOLING_LAST, VKF_POOLING_RANK};
+    if (pt > 4)
+        return vkf_error(
+            VKF_ERROR_UNSUPPORTED,
+            "%s: %s.pooling_type %d is not supported (0 none, 1 mean, 2 cls, 3 last, 4 rank)",
+            c->m->path, c->arch, pt);
     hp->pooling = map[pt];
-    hp->normalize = 1;
+    hp->normalize = hp->pooling != VKF_POOLING_RANK; /* scores are not normalized */
     hp->n_seq_max = hp->n_ctx_train;
     vkf_arch_tensor_names names;
     vkf_arch_tensor_names_get(c->m->desc, VKF_ARCH_GGUF, &names);
@@ -213,6 +215,12 @@ static vkf_status gg_hparams(gg_ctx *c) {
     hp->attn_scale =
         (float)(1.0 / sqrt(by_d ? (double)(hp->d_model / hp->n_head) : (double)hp->head_dim));
     hp->act = a->ffn_act; /* gpt2: ggml_gelu, the tanh form */
+    /* llama.cpp builds BERT's FFN with ggml_gelu (the tanh form, through ggml's f16 table), not
+     * Hugging Face's erf GELU the float path keeps: the ggml-activation mode computes what
+     * llama.cpp computes (measured on the rerank set: scores 1.2e-7 from llama.cpp's, 1.8e-4
+     * with the erf form) */
+    if (hp->act == VKF_UNARY_GELU_ERF && c->m->ctx && c->m->ctx->ggml_activations)
+        hp->act = VKF_UNARY_GELU_TANH;
     if (a->norm == VKF_NORM_RMS)
         VKF_TRY(gg_key_f32(c, "attention.layer_norm_rms_epsilon", 0, 1, &hp->eps));
     else
@@ -347,6 +355,31 @@ static vkf_status gg_rope_factors(gg_ctx *c, float **out) {
     return VKF_OK;
 }
 
+/* An encoder's classifier head (llama.cpp's cls.weight [d, d] + cls.bias, cls.output.weight
+ * [d, n_cls_out] + cls.output.bias; every one optional, as there): n_cls_out is the output
+ * layer's rows (without it, d: the dense layer's vector). Rank pooling needs one of the two. */
+static vkf_status gg_cls_head(gg_ctx *c) {
+    vkf_model *m = c->m;
+    int64_t d = m->hp.d_model;
+    VKF_TRY(gg_get(c, &m->w.cls_w, "cls.weight", VKF_W_MATRIX, d, d, 1));
+    VKF_TRY(gg_get(c, &m->w.cls_b, "cls.bias", VKF_W_VECTOR, d, 0, 1));
+    const vkf_gguf_tensor *o = vkf_gguf_find_tensor(c->g, "cls.output.weight");
+    if (o && (o->rows < 1 || o->rows > 65536))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: cls.output.weight has %lld outputs", m->path,
+                         (long long)o->rows);
+    int64_t n_out = o ? o->rows : d;
+    VKF_TRY(gg_get(c, &m->w.cls_out_w, "cls.output.weight", VKF_W_MATRIX, d, n_out, 1));
+    VKF_TRY(gg_get(c, &m->w.cls_out_b, "cls.output.bias", VKF_W_VECTOR, n_out, 0, 1));
+    int head = vkf_tensor_present(&m->w.cls_w) || vkf_tensor_present(&m->w.cls_out_w);
+    m->hp.n_cls_out = head ? (int32_t)n_out : 0;
+    if (m->hp.pooling == VKF_POOLING_RANK && !head)
+        return vkf_error(VKF_ERROR_FORMAT,
+                         "%s: %s.pooling_type 4 (rank) without a classifier head: expected "
+                         "cls.output.weight or cls.weight",
+                         m->path, c->arch);
+    return VKF_OK;
+}
+
 static vkf_status gg_weights(gg_ctx *c) {
     vkf_model *m = c->m;
     vkf_hparams *hp = &m->hp;
@@ -367,6 +400,7 @@ static vkf_status gg_weights(gg_ctx *c) {
     for (int t = 0; t < VKF_T_COUNT; t++)
         if (drop & VKF_TS(t)) names.name[t] = NULL;
     VKF_TRY(vkf_model_load_slots(m, &names, gg_slot, c));
+    if (m->desc->encoder) VKF_TRY(gg_cls_head(c));
     if (m->desc->pos != VKF_POS_ROPE) return VKF_OK;
     float *factors;
     VKF_TRY(gg_rope_factors(c, &factors));

@@ -365,6 +365,53 @@ static vkf_status hf_open_shards(hf_ctx *c, const char *dir) {
 
 /* ------------------------------------------------------------------ load */
 
+/* A *ForSequenceClassification encoder (a cross-encoder): Hugging Face's head on the [CLS] row,
+ * BertPooler's dense layer + tanh ("<prefix>pooler.dense", llama.cpp's cls) and the classifier
+ * ("classifier", its cls.output, num_labels rows); rank pooling, scores not normalized. Other
+ * architectures: nothing (a BertModel's pooler is not used for embeddings). */
+static vkf_status hf_cls_head(hf_ctx *c, const vkf_json_config *cfg) {
+    vkf_model *m = c->m;
+    const cJSON *archs =
+        cJSON_GetObjectItemCaseSensitive(vkf_json_config_root(cfg), "architectures");
+    const cJSON *a0 = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    if (!cJSON_IsString(a0) || !strstr(a0->valuestring, "ForSequenceClassification")) return VKF_OK;
+    int64_t d = m->hp.d_model;
+    static const struct {
+        const char *name;
+        int prefixed, vector, required;
+    } parts[4] = {{"pooler.dense.weight", 1, 0, 1},
+                  {"pooler.dense.bias", 1, 1, 1},
+                  {"classifier.weight", 0, 0, 1},
+                  {"classifier.bias", 0, 1, 0}};
+    vkf_tensor *dst[4] = {&m->w.cls_w, &m->w.cls_b, &m->w.cls_out_w, &m->w.cls_out_b};
+    const vkf_safetensors *in = NULL;
+    const vkf_st_tensor *cw = hf_find(c, "classifier.weight", &in);
+    int64_t n_out = cw && cw->rank == 2 ? cw->shape[0] : 0;
+    if (cw && (n_out < 1 || n_out > 65536))
+        return vkf_error(VKF_ERROR_FORMAT, "%s: classifier.weight: %lld outputs", m->path,
+                         (long long)n_out);
+    for (int i = 0; i < 4; i++) {
+        char full[256];
+        snprintf(full, sizeof full, "%s%s", parts[i].prefixed ? c->prefix : "", parts[i].name);
+        const vkf_safetensors *st = NULL;
+        const vkf_st_tensor *s = hf_find(c, full, &st);
+        if (!s && !parts[i].required) continue;
+        if (!s)
+            return vkf_error(VKF_ERROR_FORMAT, "%s: %s: missing tensor %s (the classifier head)",
+                             m->path, a0->valuestring, full);
+        int64_t rows = i < 2 ? d : n_out;
+        int64_t dims[2] = {rows, d};
+        VKF_TRY(vkf_safetensors_get(st, full, -1, parts[i].vector ? 1 : 2, dims, &s));
+        VKF_TRY(vkf_model_upload(m, dst[i], full, parts[i].vector ? VKF_W_VECTOR : VKF_W_MATRIX,
+                                 s->dtype, parts[i].vector ? 1 : rows, parts[i].vector ? rows : d,
+                                 s->data));
+    }
+    m->hp.n_cls_out = (int32_t)n_out;
+    m->hp.pooling = VKF_POOLING_RANK;
+    m->hp.normalize = 0;
+    return VKF_OK;
+}
+
 static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, const char *dir) {
     int tied = -1;
     if (m->desc->encoder)
@@ -405,7 +452,10 @@ static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, c
         names.opt[VKF_T_OUTPUT] = 0;
     }
     VKF_TRY(vkf_model_load_slots(m, &names, hf_slot, c));
-    if (m->desc->encoder) return vkf_hf_encoder_tokenizer(m, dir);
+    if (m->desc->encoder) {
+        VKF_TRY(hf_cls_head(c, cfg));
+        return vkf_hf_encoder_tokenizer(m, dir);
+    }
     float *factors;
     VKF_TRY(hf_rope(m, cfg, &factors));
     vkf_status s = vkf_model_rope_tables(m, factors);

@@ -253,6 +253,7 @@ void vkf_model_describe(const vkf_model *m, vkf_model_desc *d) {
     d->pooling = m->hp.pooling;
     d->normalize = m->hp.normalize;
     d->n_embd_max = m->hp.n_seq_max;
+    d->n_cls_out = m->hp.n_cls_out;
 }
 
 /* the KV cache's dtypes the load was given (vkf_model_params.cache_type_k / _v; the device's

@@ -77,6 +77,7 @@ typedef struct vkf_hparams {
     /* encoder-only (embeddings) */
     int32_t n_types;   /* token types (BERT type_vocab_size); 0: none */
     int32_t pooling;   /* the model's vkf_pooling (never DEFAULT) */
+    int32_t n_cls_out; /* outputs of the classifier head (rank pooling); 0: no head */
     int32_t normalize; /* 1: its vectors are L2-normalized by default */
     int32_t
         n_seq_max; /* longest input, tokens (sentence-transformers max_seq_length, else n_ctx) */
@@ -128,8 +129,12 @@ typedef struct vkf_model_w {
     vkf_tensor tok_norm_w, tok_norm_b; /* encoder-only: LayerNorm of the embeddings [1, d] */
     vkf_tensor out_norm_w, out_norm_b; /* final norm [1, d] (transformer: decoder norm) */
     vkf_tensor output,
-        output_b;     /* LM head [n_vocab, d] (may be tok_embd: tied), bias [1, n_vocab] */
-    vkf_layer_w *enc; /* [n_enc_layer] */
+        output_b; /* LM head [n_vocab, d] (may be tok_embd: tied), bias [1, n_vocab] */
+    /* encoder-only classifier head (cross-encoders, llama.cpp's cls / cls.output): rank pooling
+     * is out = cls_out(tanh(cls(x[CLS]))), either part may be absent */
+    vkf_tensor cls_w, cls_b;         /* [d, d], [1, d] (HF BertPooler.dense) */
+    vkf_tensor cls_out_w, cls_out_b; /* [n_cls_out, d], [1, n_cls_out] (HF classifier) */
+    vkf_layer_w *enc;                /* [n_enc_layer] */
     vkf_layer_w *dec; /* [n_layer] (decoder-only and encoder-only models: all layers) */
 } vkf_model_w;
 

@@ -93,10 +93,11 @@ vkf_status vkf_hf_encoder_keys(vkf_gguf_writer *w, const vkf_model *m, const cha
     VKF_TRY(vkf_gguf_writer_set_f32(w, KEY("attention.layer_norm_epsilon"), hp->eps));
     VKF_TRY(vkf_gguf_writer_set_u32(w, "general.file_type", 0));
     VKF_TRY(vkf_gguf_writer_set_bool(w, KEY("attention.causal"), 0));
-    /* llama.cpp's pooling numbers: 0 none, 1 mean, 2 cls, 3 last */
+    /* llama.cpp's pooling numbers: 0 none, 1 mean, 2 cls, 3 last, 4 rank */
     uint32_t pt = hp->pooling == VKF_POOLING_MEAN   ? 1
                   : hp->pooling == VKF_POOLING_CLS  ? 2
                   : hp->pooling == VKF_POOLING_LAST ? 3
+                  : hp->pooling == VKF_POOLING_RANK ? 4
                                                     : 0;
     VKF_TRY(vkf_gguf_writer_set_u32(w, KEY("pooling_type"), pt));
 #undef KEY

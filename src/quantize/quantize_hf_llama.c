@@ -9,6 +9,7 @@
  * scaling as its tensors (rope_freqs for llama3, rope_factors_short/long for LongRoPE) or keys
  * (linear). Host memory: the whole model once (the CPU backend's copy) plus one tensor. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,7 +154,7 @@ static vkf_status hq_rope(const vkf_model *m, const char *path, const cJSON *cfg
 
 static vkf_status hq_write(const vkf_model *m, const char *dir, const char *out_path) {
     const vkf_arch_desc *a = m->desc;
-    size_t cap = (size_t)m->hp.n_layer * VKF_T_LAYER_COUNT + VKF_T_COUNT + 2, k = 0;
+    size_t cap = (size_t)m->hp.n_layer * VKF_T_LAYER_COUNT + VKF_T_COUNT + 6, k = 0;
     hq_tensor *list = calloc(cap, sizeof *list);
     float *factors = NULL;
     void *buf = NULL;
@@ -184,6 +185,25 @@ static vkf_status hq_write(const vkf_model *m, const char *dir, const char *out_
             e->vec = vkf_arch_slots[t].vector;
             snprintf(e->name, sizeof e->name, nm, l);
         }
+    }
+    /* a cross-encoder's classifier head under llama.cpp's names (BertPooler's dense layer as
+     * cls, the classifier as cls.output: llama.cpp computes HF's head from them; its own
+     * converter drops the pooler) */
+    static const struct {
+        const char *name;
+        size_t offset;
+        int vec;
+    } head[4] = {{"cls.weight", offsetof(vkf_model_w, cls_w), 0},
+                 {"cls.bias", offsetof(vkf_model_w, cls_b), 1},
+                 {"cls.output.weight", offsetof(vkf_model_w, cls_out_w), 0},
+                 {"cls.output.bias", offsetof(vkf_model_w, cls_out_b), 1}};
+    for (int i = 0; i < 4 && s == VKF_OK && a->encoder; i++) {
+        const vkf_tensor *x = (const vkf_tensor *)((const char *)&m->w + head[i].offset);
+        if (!vkf_tensor_present(x)) continue;
+        hq_tensor *e = &list[k++];
+        e->t = x;
+        e->vec = head[i].vec;
+        snprintf(e->name, sizeof e->name, "%s", head[i].name);
     }
     if (s == VKF_OK) s = hq_rope(m, path, vkf_json_config_root(cfg), list, &k, &factors);
     if (s == VKF_OK) s = vkf_gguf_writer_create(&h.w);

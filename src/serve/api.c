@@ -490,6 +490,7 @@ static char *print_free(cJSON *o) {
 
 char *srv_api_response(const srv_config *c, const srv_req *r) {
     if (r->native) return srv_native_response(c, r);
+    if (r->infill) return srv_infill_response(c, r);
     size_t len = 0;
     for (int i = 0; i < r->n_ev; i++)
         len += r->ev[i].len;
@@ -530,6 +531,7 @@ char *srv_api_response(const srv_config *c, const srv_req *r) {
 
 char *srv_api_chunk(const srv_config *c, const srv_req *r, int i, int first) {
     if (r->native) return srv_native_chunk(c, r, i);
+    if (r->infill) return srv_infill_chunk(c, r, i);
     if (r->chat && r->st && r->st->tools) /* tool-call deltas (structured.c) */
         return srv_structured_chunk(c, (srv_req *)r, i, finish_name(r->finish));
     cJSON *o = head(c, r, r->chat ? "chat.completion.chunk" : "text_completion");

@@ -45,6 +45,13 @@ vkf_status srv_embedder_create(vkf_model *m, srv_embedder **out) {
     return VKF_OK;
 }
 
+vkf_session *srv_embedder_lock(srv_embedder *e) {
+    pthread_mutex_lock(&e->lock);
+    return e->s;
+}
+
+void srv_embedder_unlock(srv_embedder *e) { pthread_mutex_unlock(&e->lock); }
+
 void srv_embedder_free(srv_embedder *e) {
     if (!e) return;
     vkf_session_free(e->s);

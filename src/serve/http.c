@@ -214,7 +214,8 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 ev = srv_api_chunk(c->cfg, r, -1, !c->sent_any);
             }
             /* llama-server's /completion stream ends at its stop: true event, no [DONE] */
-            fail = append_out(c, ev) != 0 || (!r->native && append_out(c, "data: [DONE]\n\n") != 0);
+            fail = append_out(c, ev) != 0 ||
+                   (!r->native && !r->infill && append_out(c, "data: [DONE]\n\n") != 0);
             free(ev);
             c->sent_final = 1;
         }
@@ -451,8 +452,9 @@ static enum MHD_Result completion_multi(struct MHD_Connection *mc, conn *c, srv_
 
 /* ------------------------------------------------------------------ completions */
 
-/* chat 1: /v1/chat/completions, 0: /v1/completions, 2: /completion (llama-server's shape) */
-static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) {
+/* chat 1: /v1/chat/completions, 0: /v1/completions, 2: /completion (llama-server's shape);
+ * infill: /infill's completion (its prompt built by serve/infill.c) */
+static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat, int infill) {
     srv_http *h = c->h;
     srv_req *r = srv_req_new();
     if (!r) return send_error(mc, 500, "out of host memory");
@@ -464,6 +466,7 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, int chat) 
         srv_req_release(c->eng, r);
         return send_error(mc, 400, "%s", err);
     }
+    r->infill = infill;
     pthread_mutex_lock(&h->id_mu);
     unsigned long id = ++h->next_id;
     pthread_mutex_unlock(&h->id_mu);
@@ -667,7 +670,7 @@ static enum MHD_Result generation(struct MHD_Connection *mc, conn *c, const char
     if (c->cfg->emb) /* a 400: the request is wrong for this model (OpenAI's SDKs retry a 5xx) */
         return send_error(mc, 400, "%s: this server serves an embedding model: use /v1/embeddings",
                           url);
-    return completion(mc, c, chat);
+    return completion(mc, c, chat, 0);
 }
 
 static enum MHD_Result on_chat(struct MHD_Connection *mc, conn *c, const char *url,
@@ -696,6 +699,38 @@ static enum MHD_Result on_apply_template(struct MHD_Connection *mc, conn *c, con
                           url);
     int status = 500;
     char *js = srv_api_apply_template(c->cfg, c->body ? c->body : "", c->len, &status);
+    return send_json(mc, status, js);
+}
+
+/* POST /infill (llama-server's): the prompt from the FIM fields (serve/infill.c), then a
+ * completion of its tokens answered in llama-server's shape */
+static enum MHD_Result on_infill(struct MHD_Connection *mc, conn *c, const char *url,
+                                 const char *id) {
+    (void)id;
+    if (c->cfg->emb)
+        return send_error(mc, 400, "%s: this server serves an embedding model: use /v1/embeddings",
+                          url);
+    int status = 500;
+    char *body = srv_infill_body(c->cfg, c->body, c->len, &status);
+    if (status != 200) return send_json(mc, status, body);
+    free(c->body); /* the completion request replaces the one received */
+    c->body = body;
+    c->len = strlen(body);
+    c->cap = c->len + 1;
+    return completion(mc, c, 0, 1);
+}
+
+/* POST /v1/rerank (llama-server's /rerank): a cross-encoder in embedding mode */
+static enum MHD_Result on_rerank(struct MHD_Connection *mc, conn *c, const char *url,
+                                 const char *id) {
+    (void)id;
+    if (!c->cfg->emb)
+        return send_error(mc, 400,
+                          "%s: this server generates text; reranking needs a cross-encoder "
+                          "(vkformer serve -m RERANKER, a model with a classifier head)",
+                          url);
+    int status = 500;
+    char *js = srv_rerank(c->cfg->emb, c->cfg->model_name, c->body, c->len, &status);
     return send_json(mc, status, js);
 }
 
@@ -815,6 +850,8 @@ static const route routes[] = {
     {"/tokenize",            {NULL},                M_POST, R_BODY | R_MODEL, on_tokenize, NULL},
     {"/detokenize",          {NULL},                M_POST, R_BODY | R_MODEL, on_detokenize, NULL},
     {"/lora-adapters",       {NULL},                M_GET | M_POST, R_BODY | R_MODEL, on_lora_adapters, NULL},
+    {"/infill",              {NULL},                M_POST, R_BODY | R_MODEL, on_infill, NULL},
+    {"/v1/rerank",           {"/rerank", "/reranking"}, M_POST, R_BODY | R_MODEL, on_rerank, NULL},
 };
 /* clang-format on */
 #define N_ROUTES (int)(sizeof routes / sizeof routes[0])

@@ -58,6 +58,7 @@ typedef struct srv_req {
     /* input, set before submit */
     int chat;   /* 1: /v1/chat/completions */
     int native; /* 1: llama-server's POST /completion (native.c: its response shape) */
+    int infill; /* 1: /infill (llama-server's response shape: serve/infill.c) */
     int stream;
     int32_t *prompt; /* tokens, malloc'ed */
     int32_t n_prompt;
@@ -246,6 +247,7 @@ typedef struct srv_config {
     uint64_t kv_bytes_slot; /* one slot's KV cache, bytes (/v1/models, /slots) */
     int32_t kv_type_k, kv_type_v; /* its vkf_dtype of K and V */
     int n_lora;                   /* LoRA adapters loaded (ids 0 .. n_lora - 1) */
+    int spm_infill;               /* --spm-infill: /infill puts the suffix part first */
 } srv_config;
 
 /* ------------------------------------------------------------------ lora.c
@@ -361,6 +363,25 @@ char *srv_router_control(srv_router *rt, int unload, const char *body, size_t le
 void srv_router_load(srv_router *rt, int *busy, int *queued);
 /* unloads every model (each after its requests finish) and frees the router */
 void srv_router_free(srv_router *rt);
+/* The embedder's session, its mutex held (other endpoints on the same model: rerank.c) */
+vkf_session *srv_embedder_lock(srv_embedder *e);
+void srv_embedder_unlock(srv_embedder *e);
+
+/* ------------------------------------------------------------------ rerank.c */
+
+/* POST /v1/rerank: the response JSON (or an error's), *status its HTTP status. */
+char *srv_rerank(srv_embedder *e, const char *model_name, const char *body, size_t len,
+                 int *status);
+
+/* ------------------------------------------------------------------ infill.c */
+
+/* POST /infill's body as a completion request (input_prefix, input_suffix, input_extra and
+ * prompt replaced by the prompt's tokens: vkf_model_infill): *status 200 and the new body, or
+ * the error JSON and its status (400: bad fields, a model without FIM tokens). malloc'ed. */
+char *srv_infill_body(const srv_config *c, const char *body, size_t len, int *status);
+/* the whole answer, and one server-sent event (i < 0: the final one), in llama-server's shape */
+char *srv_infill_response(const srv_config *c, const srv_req *r);
+char *srv_infill_chunk(const srv_config *c, const srv_req *r, int i);
 
 /* ------------------------------------------------------------------ embeddings.c */
 

@@ -115,6 +115,8 @@ vkf_status vkf_tok_create(vkf_tok_kind kind, const char *name, int64_t n, size_t
     }
     memset(t->type, VKF_TOKEN_NORMAL, (size_t)n);
     t->bos = t->eos = t->unk = t->pad = -1;
+    for (int i = 0; i < VKF_FIM_COUNT; i++)
+        t->fim[i] = -1;
     for (int i = 0; i < 256; i++)
         t->byte_token[i] = -1;
     for (int i = 0; i < 324; i++)
@@ -523,6 +525,40 @@ int vkf_tokenizer_is_eog(const vkf_tokenizer *t, int32_t id) {
     return 0;
 }
 
+/* llama.cpp's spellings of the FIM tokens (llama-vocab.cpp, the "auto-detect special tokens by
+ * text" loop), per vkf_fim_kind, NULL-terminated */
+static const char *const k_fim_text[VKF_FIM_COUNT][10] = {
+    [VKF_FIM_PRE] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
+                     "<\xef\xbd\x9c"
+                     "fim\xe2\x96\x81"
+                     "begin\xef\xbd\x9c>", /* DeepSeek */
+                     "<PRE>", "\xe2\x96\x81<PRE>" /* CodeLlama */, "<|code_prefix|>", "<|prefix|>",
+                     NULL},
+    [VKF_FIM_SUF] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
+                     "<\xef\xbd\x9c"
+                     "fim\xe2\x96\x81"
+                     "hole\xef\xbd\x9c>",
+                     "<SUF>", "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>", NULL},
+    [VKF_FIM_MID] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+                     "<\xef\xbd\x9c"
+                     "fim\xe2\x96\x81"
+                     "end\xef\xbd\x9c>",
+                     "<MID>", "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>", NULL},
+    [VKF_FIM_PAD] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", NULL},
+    [VKF_FIM_REP] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>", NULL},
+    [VKF_FIM_SEP] = {"<|file_sep|>", NULL},
+};
+
+int32_t vkf_tokenizer_fim(const vkf_tokenizer *t, vkf_fim_kind k) {
+    if ((unsigned)k >= VKF_FIM_COUNT) return -1;
+    if (t->fim[k] >= 0) return t->fim[k];
+    for (const char *const *s = k_fim_text[k]; *s; s++) {
+        int32_t id = vkf_tokenizer_find(t, *s, strlen(*s));
+        if (id >= 0) return id;
+    }
+    return -1;
+}
+
 int vkf_tokenizer_add_bos(const vkf_tokenizer *t) { return t->add_bos; }
 int vkf_tokenizer_add_eos(const vkf_tokenizer *t) { return t->add_eos; }
 
@@ -668,6 +704,20 @@ vkf_status vkf_tokenizer_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
         (s = gguf_token_id(g, "tokenizer.ggml.unknown_token_id", t->n_vocab, &t->unk)) != VKF_OK ||
         (s = gguf_token_id(g, "tokenizer.ggml.padding_token_id", t->n_vocab, &t->pad)) != VKF_OK)
         goto fail;
+    /* FIM ids; the older keys, when present, win (llama.cpp reads them after the new ones) */
+    static const char *const fim_keys[][2] = {
+        [VKF_FIM_PRE] = {"tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.prefix_token_id"},
+        [VKF_FIM_SUF] = {"tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.suffix_token_id"},
+        [VKF_FIM_MID] = {"tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id"},
+        [VKF_FIM_PAD] = {"tokenizer.ggml.fim_pad_token_id", NULL},
+        [VKF_FIM_REP] = {"tokenizer.ggml.fim_rep_token_id", NULL},
+        [VKF_FIM_SEP] = {"tokenizer.ggml.fim_sep_token_id", NULL},
+    };
+    for (int k = 0; k < VKF_FIM_COUNT; k++)
+        for (int o = 0; o < 2; o++)
+            if (fim_keys[k][o] &&
+                (s = gguf_token_id(g, fim_keys[k][o], t->n_vocab, &t->fim[k])) != VKF_OK)
+                goto fail;
     int is_llama = kind == VKF_TOK_LLAMA, is_wpm = kind == VKF_TOK_WPM;
     if (pinfo.no_bos && !vkf_gguf_find(g, "tokenizer.ggml.bos_token_id")) t->bos = -1;
     if ((s = vkf_gguf_get_bool(g, "tokenizer.ggml.add_bos_token",

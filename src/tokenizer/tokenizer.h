@@ -168,6 +168,21 @@ int32_t vkf_tokenizer_bos(const vkf_tokenizer *tok);
 int32_t vkf_tokenizer_eos(const vkf_tokenizer *tok);
 int32_t vkf_tokenizer_unk(const vkf_tokenizer *tok);
 int32_t vkf_tokenizer_pad(const vkf_tokenizer *tok);
+/* Fill-in-the-middle tokens, as llama.cpp's vocabulary finds them: a GGUF's
+ * tokenizer.ggml.fim_{pre,suf,mid,pad,rep,sep}_token_id (or the older prefix / suffix /
+ * middle_token_id), else the first of llama.cpp's spellings the vocabulary has (<|fim_prefix|>,
+ * <fim-prefix>, <fim_prefix>, <｜fim▁begin｜>, <PRE>, ▁<PRE>, ... ; <|file_sep|> for sep). -1:
+ * none. */
+typedef enum vkf_fim_kind {
+    VKF_FIM_PRE,
+    VKF_FIM_SUF,
+    VKF_FIM_MID,
+    VKF_FIM_PAD,
+    VKF_FIM_REP,
+    VKF_FIM_SEP,
+    VKF_FIM_COUNT
+} vkf_fim_kind;
+int32_t vkf_tokenizer_fim(const vkf_tokenizer *tok, vkf_fim_kind k);
 /* End-of-generation tokens, as llama.cpp's vocabulary collects them: eos, the GGUF eot / eom
  * ids, and every token spelled <|eot_id|>, <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>,
  * <|eom_id|>, <|end_of_text|>, <EOT>, <|return|>, <|call|>, ... Generation stops at any of them.

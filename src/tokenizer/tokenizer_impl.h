@@ -79,6 +79,7 @@ struct vkf_tokenizer {
     float *score;        /* [n_vocab] llama piece scores (NULL for others) */
     vkf_strmap vocab;    /* token string -> id */
     int32_t bos, eos, unk, pad;
+    int32_t fim[VKF_FIM_COUNT]; /* GGUF's tokenizer.ggml.fim_*_token_id (-1: absent) */
     int add_bos, add_eos, add_space_prefix;
     int gguf_specials; /* VKF_TOK_SPM from a GGUF: special tokens cut out first (tokenizer.c) */
     int32_t *eog;      /* end-of-generation ids (eos, eot, eom, <|eot_id|>, <|im_end|>, ...) */

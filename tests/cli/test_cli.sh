@@ -93,7 +93,7 @@ usage_error "--ids: expected token ids" detokenize detokenize -m "$kjv" --ids 1,
 usage_error "exactly one of -p TEXT and -f FILE" tokenize tokenize -m "$kjv"
 usage_error "exactly one of -p TEXT and -f FILE" embed embed -m "$kjv"
 usage_error "-o: expected json, jsonl or npy" embed embed -m x -p a -o xml
-usage_error "--pooling: expected none, mean, cls or last" embed embed -m x -p a --pooling max
+usage_error "--pooling: expected none, mean, cls, last or rank" embed embed -m x -p a --pooling max
 usage_error "IN OUT.gguf TYPE is required" quantize quantize in.gguf
 usage_error "unexpected argument 'extra'" quantize quantize in.gguf out.gguf Q4_0 extra
 usage_error "--messages FILE.json is required" template template -t x.jinja

@@ -52,6 +52,8 @@ SETS = (
     "moe",  # tiny mixture-of-experts models (qwen3moe, qwen2moe, olmoe, Mixtral)
     "lora",  # LoRA adapters of llama-tiny (PEFT directories, GGUF adapters), llama.cpp's logits
     "real-vocab",  # llama.cpp's real vocabularies with their test strings
+    "rerank",  # a tiny BERT cross-encoder (rank pooling) and llama.cpp's scores
+    "infill",  # llama.cpp's FIM tokens of real vocabularies and llama-server's /infill prompts
     "chat-templates",  # real models' chat templates and transformers' renders
     "seed-transformer-tiny",  # the encoder-decoder Transformer of the seed task, tiny
     "seed-transformer-base",  # the same, base size

@@ -509,6 +509,19 @@ class Session(_Handle):
         return Embeddings(out)
 
 
+    def rerank(self, query: str, documents: Sequence[str]) -> tuple[list[float], list[int]]:
+        """Each document's relevance score to `query` and the pair's token count, through a
+        cross-encoder's classifier head (vkf_rerank). The GIL is released while it runs."""
+        n = len(documents)
+        enc = [_lib.cstr(d) for d in documents]
+        arr = (ctypes.c_char_p * max(1, n))(*enc)
+        scores = (ctypes.c_float * max(1, n))()
+        ntok = np.zeros(max(1, n), dtype=np.int32)
+        _lib.check(lib.vkf_rerank(self._handle(), _lib.cstr(query), arr, n, scores, _ptr(ntok)),
+                   "rerank")
+        return [float(scores[i]) for i in range(n)], [int(ntok[i]) for i in range(n)]
+
+
 class Embeddings:
     """The library's vkf_embeddings, copied out: ``vectors`` (n_vectors x dim float32, input
     after input), ``first`` / ``n_tokens`` / ``truncated`` per input, ``total_tokens``,

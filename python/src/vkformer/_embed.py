@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 # llama.cpp's llama_pooling_type (llama-cpp-python's pooling_type=) -> vkf_pooling
 POOLING_FROM_LLAMA = {-1: _lib.POOLING_DEFAULT, 0: _lib.POOLING_NONE, 1: _lib.POOLING_MEAN,
-                      2: _lib.POOLING_CLS, 3: _lib.POOLING_LAST}
+                      2: _lib.POOLING_CLS, 3: _lib.POOLING_LAST, 4: _lib.POOLING_RANK}
 _NORMALIZE = {None: _lib.NORMALIZE_DEFAULT, True: _lib.NORMALIZE_ON, False: _lib.NORMALIZE_OFF}
 
 Input = Union[str, List[str], List[int], List[List[int]]]

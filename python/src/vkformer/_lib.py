@@ -189,6 +189,7 @@ class ModelDesc(Structure):
         ("pooling", c_int32),
         ("normalize", c_int),
         ("n_embd_max", c_int32),
+        ("n_cls_out", c_int32),
     ]
 
 
@@ -241,6 +242,7 @@ GRAMMAR_NONE, GRAMMAR_OPEN, GRAMMAR_MAY_END, GRAMMAR_MUST_END = 0, 1, 2, 3
 
 # vkf_pooling, vkf_normalize
 POOLING_DEFAULT, POOLING_NONE, POOLING_MEAN, POOLING_CLS, POOLING_LAST = 0, 1, 2, 3, 4
+POOLING_RANK = 5
 NORMALIZE_DEFAULT, NORMALIZE_ON, NORMALIZE_OFF = 0, 1, 2
 
 
@@ -392,6 +394,7 @@ _fn("vkf_stopper_flush", None, c_void_p, _OUT, _P(c_size_t))
 _fn("vkf_embed", c_int, c_void_p, _P(c_char_p), c_int32, c_void_p, _OUT)
 _fn("vkf_embed_tokens", c_int, c_void_p, _P(_I32P), _I32P, c_int32, c_void_p, _OUT)
 _fn("vkf_embeddings_free", None, c_void_p)
+_fn("vkf_rerank", c_int, c_void_p, c_char_p, _P(c_char_p), c_int32, _P(ctypes.c_float), _I32P)
 # structured output: grammars, JSON Schemas, tool calls
 _fn("vkf_grammar_check", c_int, c_char_p, c_char_p)
 _fn("vkf_json_schema_to_grammar", c_int, c_char_p, _OUT)

@@ -160,7 +160,8 @@ class Llama:
         embedding: load for embeddings (``create_embedding`` / ``embed``): an encoder-only
             model (the BERT family: all-MiniLM, BGE, E5, nomic-bert).
         pooling_type: llama.cpp's pooling of the token vectors: -1 (the model's own), 0
-            (none: one vector per token), 1 (mean), 2 (CLS), 3 (last).
+            (none: one vector per token), 1 (mean), 2 (CLS), 3 (last), 4 (rank: a
+            cross-encoder's scores, see ``rerank``).
         logits_all: keep the logits of every position in ``scores`` (needed for ``echo`` with
             ``logprobs``); otherwise only the last position's.
         last_n_tokens_size: the repeat-penalty window, tokens.
@@ -245,7 +246,7 @@ class Llama:
                     + ", ".join(f"{k} {v}" for k, v in _GGML_TYPES.items()) + ") or its name")
         if pooling_type not in _embed.POOLING_FROM_LLAMA:
             raise ValueError(f"pooling_type={pooling_type}: vkformer pools with -1 (the "
-                             "model's), 0 (none), 1 (mean), 2 (CLS) or 3 (last)")
+                             "model's), 0 (none), 1 (mean), 2 (CLS), 3 (last) or 4 (rank)")
         if n_batch < 1 or (n_ubatch is not None and n_ubatch < 1):
             raise ValueError("n_batch and n_ubatch must be at least 1")
         if chat_format not in (None, "chatml", "chat_template.default"):
@@ -266,6 +267,11 @@ class Llama:
         t0 = time.perf_counter()
         self._model = _core.Model(model_path, backend=backend, device=device, n_ctx=n_ctx,
                                   use_mmap=use_mmap)
+        if pooling_type == 4 and int(self._model.desc.n_cls_out) < 1:
+            self.close()
+            raise ValueError(f"pooling_type=4 (rank): {model_path} has no classifier head "
+                             "(rank pooling needs a cross-encoder: a GGUF with cls.output.weight, "
+                             "an HF *ForSequenceClassification directory)")
         if embedding and not self._model.encoder_only:
             arch = self._model.architecture
             self.close()
@@ -1302,6 +1308,34 @@ class Llama:
         Inputs of different lengths run together as rows of one batched graph, each giving
         the vector it gets alone."""
         return _embed.embed(self, input, normalize, truncate, return_count)
+
+    def rerank(self, query: str, documents: List[str], top_n: Optional[int] = None,
+               return_documents: bool = False) -> List[Dict[str, Any]]:
+        """Reranks `documents` by their relevance to `query` with a cross-encoder (a model
+        with a classifier head: a GGUF with pooling_type 4 / rank; load it with
+        ``embedding=True``): llama-server's /rerank results, ``[{"index": i,
+        "relevance_score": s}, ...]`` most relevant first, cut to `top_n`, each with
+        ``"document": {"text": ...}`` when `return_documents`. The score is the head's logit
+        for the pair ``[CLS] query [SEP] document``, as llama.cpp computes it. A model without
+        a classifier head raises ValueError."""
+        if isinstance(documents, str) or not all(isinstance(d, str) for d in documents):
+            raise TypeError("rerank: documents must be a list of strings")
+        if top_n is not None and (not isinstance(top_n, int) or top_n < 0):
+            raise ValueError(f"rerank: top_n must be a non-negative integer, got {top_n!r}")
+        if int(self._model.desc.n_cls_out) < 1:
+            raise ValueError(f"rerank: {self.model_path} has no classifier head: reranking "
+                             "needs a cross-encoder (a GGUF with pooling_type 4 / rank)")
+        scores, _ = self._session.rerank(query, documents)
+        order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
+        if top_n is not None:
+            order = order[:top_n]
+        out: List[Dict[str, Any]] = []
+        for i in order:
+            r: Dict[str, Any] = {"index": i, "relevance_score": scores[i]}
+            if return_documents:
+                r["document"] = {"text": documents[i]}
+            out.append(r)
+        return out
 
     # ------------------------------------------------------------ helpers
 

@@ -126,6 +126,7 @@ static float unary(int act, float x) {
         return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     case VKF_UNARY_SILU: return x / (1.0f + expf(-x));
     case VKF_UNARY_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case VKF_UNARY_TANH: return tanhf(x); /* ggml_vec_tanh_f32's */
     }
     return NAN;
 }

@@ -3,14 +3,16 @@
  * post-LN: x = LN(x + Wo attn(q, k, v)), x = LN(x + down(gelu(up x))), with biases everywhere
  * and the exact (erf) GELU of Hugging Face's "gelu". GGUF names and keys are llama.cpp's
  * (bert.pooling_type); HF BertModel checkpoints are stored with no prefix (sentence-transformers)
- * or under "bert." (BertForMaskedLM and friends). */
+ * or under "bert." (BertForMaskedLM and friends). BertForSequenceClassification (cross-encoders)
+ * adds the classifier head model/load_hf.c reads: bert.pooler.dense (dense + tanh on [CLS]) and
+ * classifier (the scores), rank pooling. */
 #include "graph/ops.h"
 #include "model/arch.h"
 
 #define E(x) "encoder.layer.%d." x
 const vkf_arch_desc vkf_arch_bert = {
     .name = "bert",
-    .hf_arch = {"BertModel", "BertForMaskedLM"},
+    .hf_arch = {"BertModel", "BertForMaskedLM", "BertForSequenceClassification"},
     .norm = VKF_NORM_LAYER,
     .pos = VKF_POS_LEARNED,
     .ffn = VKF_FFN_PLAIN,
