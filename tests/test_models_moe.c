@@ -1,11 +1,12 @@
 /* Mixture of experts against llama.cpp (fixtures/moe, tools/refs/make_moe.py: qwen3moe,
- * qwen2moe with its shared expert, olmoe, Mixtral as llama with experts, a 256-wide qwen3moe, in
- * F32; qwen3moe with Q8_0 and Q4_0 experts, the 256-wide one as Q4_K_M: Q4_K and Q6_K experts,
- * llama.cpp's repacked and tiled kernels): the float path of the F32 models on the CPU and on
- * Vulkan through vkf_verify, the CPU's ggml-activations mode bit for bit on every case; bad files
- * (expert count against the tensors, more experts used than exist, no router, an unknown gating
- * function, no expert count) refused with the key or tensor named; `info`'s experts line; the
- * quantizer byte-identical to llama.cpp on expert tensors. */
+ * qwen2moe with its shared expert, olmoe, Mixtral as llama with experts, a 256-wide qwen3moe,
+ * gpt-oss (attention sinks, sliding window, YaRN, biases, swiglu_oai), in F32; qwen3moe with Q8_0
+ * and Q4_0 experts, the 256-wide one as Q4_K_M: Q4_K and Q6_K experts, llama.cpp's repacked and
+ * tiled kernels; gpt-oss as MXFP4_MOE: MXFP4 experts): the float path of the F32 models on the CPU
+ * and on Vulkan through vkf_verify, the CPU's ggml-activations mode bit for bit on every case; bad
+ * files (expert count against the tensors, more experts used than exist, no router, an unknown
+ * gating function, no expert count) refused with the key or tensor named; `info`'s experts line;
+ * the quantizer byte-identical to llama.cpp on expert tensors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,10 @@
 
 /* The float path's bound. The models are f32: what differs from llama.cpp is the order of f32
  * sums (matmuls, norms, softmax), measured at 5.1e-6 (CPU) and 2.7e-6 (lavapipe) worst over the
- * 10 cases, as for the dense f32 models of fixtures/arch (4e-6). 5e-5 is that with >10x margin.
+ * 10 cases of the first five models, as for the dense f32 models of fixtures/arch (4e-6); gpt-oss,
+ * whose experts run at 4x scale, 1.04e-5 (CPU) and 8.7e-6 (lavapipe). 5e-5 is that with a
+ * margin of ~5x (10x for the others). Leaving out gpt-oss's sinks, expert biases, swiglu_oai's
+ * clamp or YaRN moves its logits by 2.4, 2.7, 1.9 and 4.8 (measured): far above it.
  * A mistake of the routing (another expert, a weight not renormalised, the shared expert's gate
  * missing) changes a layer's FFN output by O(1): far above it. The fixtures' routers are scaled
  * (make_moe.py) so that no top-k choice is a near tie that f32 rounding could flip. */
@@ -228,9 +232,9 @@ static void test_quantize(void) {
 int main(void) {
     if (!vkt_need_fixtures("moe")) return vkt_finish();
     vkt_for_each_backend(per_backend, NULL);
-    VKT_CHECK(n_seen[0] == 10, "cpu ran %d cases", n_seen[0]);
+    VKT_CHECK(n_seen[0] == 12, "cpu ran %d cases", n_seen[0]);
     test_ggml_mode();
-    VKT_CHECK(n_seen[2] == 16, "ggml mode ran %d cases", n_seen[2]);
+    VKT_CHECK(n_seen[2] == 20, "ggml mode ran %d cases", n_seen[2]);
     vkf_context_params cp = {.backend = VKF_BACKEND_CPU};
     vkf_context *ctx = NULL;
     VKT_OK(vkf_context_create(&cp, &ctx));
