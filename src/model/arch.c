@@ -14,13 +14,26 @@
 extern const vkf_arch_desc vkf_arch_llama, vkf_arch_gpt2, vkf_arch_qwen2, vkf_arch_qwen3,
     vkf_arch_gemma2, vkf_arch_gemma3, vkf_arch_phi3, vkf_arch_smollm3, vkf_arch_bert,
     vkf_arch_nomic_bert, vkf_arch_qwen2moe, vkf_arch_qwen3moe, vkf_arch_olmoe, vkf_arch_granite,
-    vkf_arch_gpt_oss;
+    vkf_arch_gpt_oss, vkf_arch_granitemoe;
 
 const vkf_arch_desc *const vkf_arch_list[] = {
-    &vkf_arch_llama,  &vkf_arch_gpt2,       &vkf_arch_qwen2,    &vkf_arch_qwen3,
-    &vkf_arch_gemma2, &vkf_arch_gemma3,     &vkf_arch_phi3,     &vkf_arch_smollm3,
-    &vkf_arch_bert,   &vkf_arch_nomic_bert, &vkf_arch_qwen2moe, &vkf_arch_qwen3moe,
-    &vkf_arch_olmoe,  &vkf_arch_granite,    &vkf_arch_gpt_oss,  NULL,
+    &vkf_arch_llama,
+    &vkf_arch_gpt2,
+    &vkf_arch_qwen2,
+    &vkf_arch_qwen3,
+    &vkf_arch_gemma2,
+    &vkf_arch_gemma3,
+    &vkf_arch_phi3,
+    &vkf_arch_smollm3,
+    &vkf_arch_bert,
+    &vkf_arch_nomic_bert,
+    &vkf_arch_qwen2moe,
+    &vkf_arch_qwen3moe,
+    &vkf_arch_olmoe,
+    &vkf_arch_granite,
+    &vkf_arch_gpt_oss,
+    &vkf_arch_granitemoe,
+    NULL,
 };
 
 const vkf_arch_desc *vkf_arch_by_gguf(const char *name) {

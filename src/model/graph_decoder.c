@@ -262,19 +262,21 @@ static vkf_tensor *dec_moe(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_te
     if (b->s != VKF_OK || !e) return NULL;
     vkf_tensor *y = vkf_gb_new(b, T, hp->d_model, "l%d.moe_out", l);
     vkf_gb_node(b, VKF_OP_MOE_SUM, y, e, w, NULL, NULL, NULL);
-    if (!vkf_tensor_present(&L->gate_inp_shexp) || b->s != VKF_OK) return y;
-    /* the shared expert, scaled by its gate (llama.cpp: silu(g) / g) */
+    if (!vkf_tensor_present(&L->gate_shexp) || b->s != VKF_OK) return y;
+    /* the shared expert: scaled by its gate where it has one (Qwen2-MoE; llama.cpp: silu(g) /
+     * g), else added as it is (Granite MoE Shared) */
+    vkf_tensor *sgt = vkf_gb_matmul(b, h, &L->gate_shexp, NULL, NM("shexp_gate"));
+    vkf_tensor *sup = vkf_gb_matmul(b, h, &L->up_shexp, NULL, NM("shexp_up"));
+    vkf_tensor *sf = vkf_gb_new(b, T, hp->n_ff_shexp, "l%d.shexp_glu", l);
+    vkf_gb_node(b, VKF_OP_SWIGLU, sf, sgt, sup, NULL, NULL, &pg);
+    vkf_tensor *sd = vkf_gb_matmul(b, sf, &L->down_shexp, NULL, NM("shexp_down"));
+    if (!vkf_tensor_present(&L->gate_inp_shexp)) return vkf_gb_add(b, y, sd, NM("ffn_out"));
     vkf_tensor *sl = vkf_gb_matmul(b, h, &L->gate_inp_shexp, NULL, NM("shexp_gate_inp"));
     memset(&p, 0, sizeof p);
     p.unary.act = VKF_UNARY_SIGMOID;
     p.unary.silu_div = 1;
     vkf_tensor *sg = vkf_gb_new(b, T, 1, "l%d.shexp_gate", l);
     vkf_gb_node(b, VKF_OP_UNARY, sg, sl, NULL, NULL, NULL, &p);
-    vkf_tensor *sgt = vkf_gb_matmul(b, h, &L->gate_shexp, NULL, NM("shexp_gate"));
-    vkf_tensor *sup = vkf_gb_matmul(b, h, &L->up_shexp, NULL, NM("shexp_up"));
-    vkf_tensor *sf = vkf_gb_new(b, T, hp->n_ff_shexp, "l%d.shexp_glu", l);
-    vkf_gb_node(b, VKF_OP_SWIGLU, sf, sgt, sup, NULL, NULL, &pg);
-    vkf_tensor *sd = vkf_gb_matmul(b, sf, &L->down_shexp, NULL, NM("shexp_down"));
     vkf_tensor *so = vkf_gb_new(b, T, hp->d_model, "l%d.shexp_out", l);
     vkf_gb_node(b, VKF_OP_MOE_SUM, so, sd, sg, NULL, NULL, NULL);
     return vkf_gb_add(b, y, so, NM("ffn_out"));

@@ -351,7 +351,7 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
               : hp->gating == VKF_GATING_SOFTMAX_WEIGHT ? "softmax over the top k"
                                                         : "softmax",
               m->desc->moe_norm_w ? ", renormalised" : "", hp->n_ff_exp);
-            if (vkf_tensor_present(&m->w.dec[0].gate_inp_shexp))
+            if (vkf_tensor_present(&m->w.dec[0].gate_shexp))
                 P(", shared expert FFN %d", hp->n_ff_shexp);
             P("; active parameters %lld of %lld\n", (long long)(m->n_params - idle),
               (long long)m->n_params);

@@ -1,8 +1,8 @@
-"""moe: tiny random-weight mixture-of-experts models of five llama.cpp architectures (qwen3moe,
-qwen2moe with its shared expert, olmoe, Mixtral as `llama` with experts, and gpt-oss) with
-llama.cpp's logits for the prompts fox and mixed; qwen3moe also quantized by the pinned llama.cpp
-to Q8_0 and Q4_0, a 256-wide qwen3moe to Q4_K_M (experts in those block types), gpt-oss to
-MXFP4_MOE (MXFP4 experts) (20 cases).
+"""moe: tiny random-weight mixture-of-experts models of six llama.cpp architectures (qwen3moe,
+qwen2moe with its shared expert, olmoe, Mixtral as `llama` with experts, gpt-oss, granitemoe with
+and without a shared expert) with llama.cpp's logits for the prompts fox and mixed; qwen3moe also
+quantized by the pinned llama.cpp to Q8_0 and Q4_0, a 256-wide qwen3moe to Q4_K_M (experts in
+those block types), gpt-oss to MXFP4_MOE (MXFP4 experts) (24 cases).
 
     python3 tools/refs/make_moe.py --out DIR
 
@@ -35,7 +35,15 @@ MODELS = {
     "qwen3moe256": ("qwen3moe", "Tiny Random Qwen3 MoE 256", 2, 256, 4, 64, 2, 512, 8, 2, 256, 0, 1e-6, 405),
     # gpt-oss: layer 0 sliding-window (GPTOSS_WINDOW), layer 1 full; YaRN, sinks, biases
     "gptoss": ("gpt-oss", "Tiny Random gpt-oss", 2, 64, 4, 16, 2, 64, 8, 3, 32, 0, 1e-5, 406),
+    # granitemoe: Granite's multipliers (GRANITE_SCALES); experts of feed_forward_length; the
+    # shared-expert variant (Granite MoE Shared, the same architecture) with an ungated shared FFN
+    "granitemoe": ("granitemoe", "Tiny Random Granite MoE", 2, 64, 4, 16, 2, 32, 8, 2, 32, 0, 1e-6, 407),
+    "granitemoeshared": ("granitemoe", "Tiny Random Granite MoE Shared", 2, 64, 4, 16, 2, 32, 8, 2, 32, 48, 1e-6,
+                         408),
 }
+# granitemoe's multipliers, as make_arch.py's granite: each one shows (the attention scale far from
+# 1/sqrt(head_dim) = 0.25, logits divided by 2.5, embeddings N(0, 1/d) times 6)
+GRANITE_SCALES = {"embedding": 6.0, "residual": 0.25, "attention": 0.0625, "logit": 2.5}
 # gpt-oss's keys: the sliding window (shorter than the prompts with their greedy tokens), rope
 # base 150000 with YaRN factor 32 over an original context of 4096 (gpt-oss-20b's values)
 GPTOSS_WINDOW = 8
@@ -55,7 +63,8 @@ def weights(key):
     mat = lambda *shape: f32(rng.standard_normal(shape) / np.sqrt(shape[-1]))  # noqa: E731
     norm = lambda n: f32(1 + 0.1 * rng.standard_normal(n))  # noqa: E731
     qw, kvw = H * hd, HKV * hd
-    t = {"token_embd.weight": f32(rng.standard_normal((V, d)))}
+    emb = rng.standard_normal((V, d))
+    t = {"token_embd.weight": f32(emb / np.sqrt(d) if arch == "granitemoe" else emb)}
     for il in range(L):
         p = f"blk.{il}."
         t[p + "attn_norm.weight"] = norm(d)
@@ -95,8 +104,9 @@ def weights(key):
             t[p + "ffn_gate_exps.bias"] = f32(0.5 * rng.standard_normal((E, FFE)))
             t[p + "ffn_up_exps.bias"] = f32(0.5 * rng.standard_normal((E, FFE)))
             t[p + "ffn_down_exps.bias"] = f32(0.1 * rng.standard_normal((E, d)))
-        if FFS:
+        if FFS and arch != "granitemoe":  # Granite MoE Shared: no gate on the shared expert
             t[p + "ffn_gate_inp_shexp.weight"] = f32(rng.standard_normal(d) / np.sqrt(d))
+        if FFS:
             t[p + "ffn_gate_shexp.weight"] = mat(FFS, d)
             t[p + "ffn_up_shexp.weight"] = mat(FFS, d)
             t[p + "ffn_down_shexp.weight"] = mat(d, FFS)
@@ -136,6 +146,11 @@ def fill(key):
         if arch == "llama":
             w.add_vocab_size(V)
             w.add_rope_dimension_count(hd)
+        if arch == "granitemoe":
+            w.add_embedding_scale(GRANITE_SCALES["embedding"])
+            w.add_residual_scale(GRANITE_SCALES["residual"])
+            w.add_attention_scale(GRANITE_SCALES["attention"])
+            w.add_logit_scale(GRANITE_SCALES["logit"])
         w.add_file_type(0)
         common.add_tiny_tokenizer(w)
     return f
@@ -210,6 +225,11 @@ qwen2moe q/k biases ~ N(0, 0.5^2), v bias ~ N(0, 0.1^2), `ffn_gate_inp_shexp` ~ 
   YaRN factor {GPTOSS_YARN[1]:g} over an original context of {GPTOSS_YARN[2]}; router bias, top-{MODELS['gptoss'][9]} of the logits then a
   softmax over them, expert biases (gate / up N(0, 0.5^2), down N(0, 0.1^2)), gate and up experts at 4x scale
   so that swiglu_oai's clamp (limit 7) is reached; its MXFP4_MOE copy has MXFP4 experts.
+- **granitemoe**, **granitemoeshared**: architecture `granitemoe`: Granite's multipliers (`embedding_scale`
+  {GRANITE_SCALES["embedding"]:g} with token_embd ~ N(0, 1/d), `residual_scale` {GRANITE_SCALES["residual"]:g}, `attention.scale`
+  {GRANITE_SCALES["attention"]:g}, `logit_scale` {GRANITE_SCALES["logit"]:g}), normal RoPE base 10000; softmax, top-2 renormalised, experts
+  of `feed_forward_length`; the shared variant (Granite MoE Shared) adds an ungated shared expert of FFN
+  {MODELS['granitemoeshared'][11]} (`expert_shared_feed_forward_length`).
 - **mixtral**: architecture `llama` with `llama.expert_count` {MODELS['mixtral'][8]}: normal RoPE, softmax, top-2
   renormalised; experts of `feed_forward_length` (no dense ffn_gate/up/down tensors).
 
