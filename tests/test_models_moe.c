@@ -78,16 +78,18 @@ static void test_ggml_mode(void) {
 /* ------------------------------------------------------------------ bad files */
 
 typedef struct edit {
+    const char *file;     /* the fixture edited (NULL: moe/qwen3moe-f32.gguf) */
     const char *key;      /* a u32 key set (NULL: none) */
     uint32_t value;       /* its value */
     const char *drop_key; /* a key left out */
     const char *drop;     /* a tensor left out */
 } edit;
 
-/* qwen3moe-f32.gguf with one edit, written to path (every tensor is F32 in that file). */
+/* A fixture (qwen3moe-f32.gguf unless named) with one edit, written to path. */
 static int write_edited(const char *path, const edit *e) {
     vkf_gguf *g = NULL;
-    if (vkf_gguf_open(vkt_fixture("moe/qwen3moe-f32.gguf"), &g) != VKF_OK) return 0;
+    if (vkf_gguf_open(vkt_fixture(e->file ? e->file : "moe/qwen3moe-f32.gguf"), &g) != VKF_OK)
+        return 0;
     vkf_gguf_writer *w = NULL;
     int ok = vkf_gguf_writer_create(&w) == VKF_OK;
     for (size_t i = 0; ok && i < vkf_gguf_kv_count(g); i++) {
@@ -121,31 +123,38 @@ static void test_bad_files(vkf_context *ctx) {
         const char *names[2]; /* what the message must name */
     } cases[] = {
         /* 4 experts declared, tensors of 8: the router's shape, with the key */
-        {{"qwen3moe.expert_count", 4, NULL, NULL},
+        {{NULL, "qwen3moe.expert_count", 4, NULL, NULL},
          VKF_ERROR_FORMAT,
          {"qwen3moe.expert_count 4", "blk.0.ffn_gate_inp.weight"}},
         /* 16 declared: the same, beyond the tensors */
-        {{"qwen3moe.expert_count", 16, NULL, NULL},
+        {{NULL, "qwen3moe.expert_count", 16, NULL, NULL},
          VKF_ERROR_FORMAT,
          {"qwen3moe.expert_count 16", "ffn_gate_inp"}},
-        {{"qwen3moe.expert_used_count", 9, NULL, NULL},
+        {{NULL, "qwen3moe.expert_used_count", 9, NULL, NULL},
          VKF_ERROR_FORMAT,
          {"qwen3moe.expert_used_count 9", "expert_count = 8"}},
-        {{"qwen3moe.expert_used_count", 0, NULL, NULL},
+        {{NULL, "qwen3moe.expert_used_count", 0, NULL, NULL},
          VKF_ERROR_FORMAT,
          {"qwen3moe.expert_used_count 0", NULL}},
-        {{NULL, 0, NULL, "blk.1.ffn_gate_inp.weight"},
+        {{NULL, NULL, 0, NULL, "blk.1.ffn_gate_inp.weight"},
          VKF_ERROR_FORMAT,
          {"missing tensor blk.1.ffn_gate_inp.weight", NULL}},
-        {{NULL, 0, NULL, "blk.0.ffn_down_exps.weight"},
+        {{NULL, NULL, 0, NULL, "blk.0.ffn_down_exps.weight"},
          VKF_ERROR_FORMAT,
          {"blk.0.ffn_down_exps.weight", NULL}},
-        {{"qwen3moe.expert_gating_func", 7, NULL, NULL},
+        {{NULL, "qwen3moe.expert_gating_func", 7, NULL, NULL},
          VKF_ERROR_UNSUPPORTED,
          {"qwen3moe.expert_gating_func 7", NULL}},
-        {{NULL, 0, "qwen3moe.expert_count", NULL},
+        {{NULL, NULL, 0, "qwen3moe.expert_count", NULL},
          VKF_ERROR_FORMAT,
          {"qwen3moe.expert_count", NULL}},
+        /* gpt-oss without a layer's attention sinks, or an expert bias */
+        {{"moe/gptoss-f32.gguf", NULL, 0, NULL, "blk.0.attn_sinks.weight"},
+         VKF_ERROR_FORMAT,
+         {"missing tensor blk.0.attn_sinks.weight", NULL}},
+        {{"moe/gptoss-f32.gguf", NULL, 0, NULL, "blk.1.ffn_up_exps.bias"},
+         VKF_ERROR_FORMAT,
+         {"missing tensor blk.1.ffn_up_exps.bias", NULL}},
     };
     char dir[64], path[128];
     snprintf(dir, sizeof dir, "/tmp/vkt_moe_XXXXXX");
