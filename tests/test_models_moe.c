@@ -208,6 +208,21 @@ static void test_info(vkf_context *ctx) {
         free(txt);
     }
     vkf_model_free(m);
+    /* gpt-oss (make_moe.py: YaRN factor 32 over an original context of 4096, top-3 of 8 then a
+     * softmax over them) */
+    vkf_model_params mg = {.path = vkt_fixture("moe/gptoss-f32.gguf")};
+    m = NULL;
+    txt = NULL;
+    VKT_OK(vkf_model_load(ctx, &mg, &m));
+    if (m) VKT_OK(vkf_model_info(m, 0, &txt));
+    if (txt) {
+        VKT_CHECK(strstr(txt, "rope           neox, 16 dims, base 150000, YaRN scaling x32 over "
+                              "4096") &&
+                      strstr(txt, "experts        8, 3 per token (softmax over the top k)"),
+                  "gpt-oss info lacks the YaRN rope or the experts line:\n%s", txt);
+        free(txt);
+    }
+    vkf_model_free(m);
 }
 
 /* The quantizer on 3-D expert tensors: qwen3moe-f32 to Q8_0 and Q4_0 gives llama.cpp's own
