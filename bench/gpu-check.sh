@@ -11,7 +11,8 @@
 #                                              matrix prefill matmul (selftest, then matmul
 #                                              shapes and pp512 with and without it); archs: the
 #                                              other architectures at real sizes (Qwen2.5-0.5B,
-#                                              qwen3-0.6b, gemma-3-1b): speed, per-op profile,
+#                                              qwen3-0.6b, gemma-3-1b, Qwen3-30B-A3B-shaped
+#                                              MoE with 128 and 64 experts): speed, per-op profile,
 #                                              decode at depth with head_dim 128 and 256)
 #
 #   tests: devices, selftest (every op vs the CPU reference) with the validation layer, the same
@@ -168,6 +169,13 @@ if [ "$part" = archs ]; then # the fused layers of qwen2, qwen3 and gemma3 at re
     step depth_qwen3 "$V" bench -m "$m" -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
     step depth_qwen3_keylanes env VKF_ATTN_KEYLANES=1 "$V" bench -m "$m" -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
     step depth_gemma3 "$V" bench -m /tmp/vkf-bench-gemma-3-1b-q4_0.gguf -p 0 -n 32 -d 128,2048 -r 1 --backends vulkan
+    # mixture of experts (Qwen3-30B-A3B's layers, 4 of 48): 128 and 64 experts of the same active
+    # size, whose decode times should match (mul_mat_id reads only the chosen experts' rows)
+    for sh in qwen3-30b-a3b-4l qwen3-30b-a3b-4l-e64; do
+        m="/tmp/vkf-bench-$sh-q4_0.gguf"
+        [ -f "$m" ] || step "make_model_$sh" "$PY" tools/make_bench_model.py --shape "$sh" --type q4_0 -o "$m"
+        step "bench_$sh" "$V" bench -m "$m" -p 512 -n 128 -r 2 --backends vulkan
+    done
 fi
 
 if [ "$part" = steps ]; then # experiments: one step per line of the file "$2" (see bench/README.md)

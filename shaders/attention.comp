@@ -18,7 +18,10 @@
  * previous chunk's (max, sum) state and normalized output (acc = out * sum) and saves its own.
  * Bindings: 1 dst, 2 q, 3 k, 4 v, 5 key lengths (i32; bound to q and ignored when absent),
  * 6 chunk state (CHUNKED only). WG >= 128 (head_dim <= MAXD * W * WG). KV_F16=1: an F16 KV
- * cache (K and V bound as packed halves, read one element at a time). */
+ * cache (K and V bound as packed halves, read one element at a time). SINKS=1 (gpt-oss): a
+ * learned logit per head joins the softmax as a score without a value: the last (or only) key
+ * chunk adds exp(sink[h] - m) to the sum before normalizing; bound after the chunk state
+ * (binding 6, or 7 when CHUNKED). */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -69,6 +72,14 @@ layout(set = 0, binding = 4) readonly buffer V { FT vv[]; };
 layout(set = 0, binding = 5) readonly buffer L { int lens[]; };
 #if CHUNKED
 layout(set = 0, binding = 6) buffer St { float st[]; };
+#endif
+#ifndef SINKS
+#define SINKS 0
+#endif
+#if SINKS && CHUNKED
+layout(set = 0, binding = 7) readonly buffer Sk { float sk[]; };
+#elif SINKS
+layout(set = 0, binding = 6) readonly buffer Sk { float sk[]; };
 #endif
 
 shared FT q_s[MAX_HD / W];
@@ -156,6 +167,12 @@ void main() {
             }
             barrier(); /* p_s is rewritten by the next block */
         }
+#if SINKS
+#if CHUNKED
+        if ((p.carry & 2u) == 0u) /* the last key chunk: the sum is complete */
+#endif
+            if (l > 0.0) l += exp(sk[p.sink_off + h] - m);
+#endif
         float inv = l > 0.0 ? 1.0 / l : 0.0;
 #if CHUNKED
         if ((p.carry & 2u) != 0u && t == 0u) {

@@ -185,6 +185,7 @@ VKF_PC(vkf_pc_attn) {
     VKF_U32 q0, qn;  /* queries [q0, q0 + qn) of each sequence are bound (Q/dst row 0 = query q0) */
     VKF_U32 window;  /* > 0: sliding window, keys j > q_pos - window only */
     VKF_F32 softcap; /* > 0: scores softcap * tanh(s / softcap) */
+    VKF_U32 sink_off; /* attention.comp SINKS=1: element offset of the per-head sink logits */
 };
 
 /* matmul_texel: dst[M,N] = a[M,K] . w[N,K]^T (+ bias) (+ residual), a and w read as 16-byte
@@ -261,7 +262,7 @@ _Static_assert(sizeof(vkf_pc_rope) == 72, "vkf_pc_rope layout");
 _Static_assert(sizeof(vkf_pc_copy) == 52, "vkf_pc_copy layout");
 _Static_assert(sizeof(vkf_pc_select) == 28, "vkf_pc_select layout");
 _Static_assert(sizeof(vkf_pc_moe) == 92, "vkf_pc_moe layout");
-_Static_assert(sizeof(vkf_pc_attn) == 116, "vkf_pc_attn layout");
+_Static_assert(sizeof(vkf_pc_attn) == 120, "vkf_pc_attn layout");
 #endif
 
 #endif

@@ -1,11 +1,13 @@
 /* Mixture of experts against llama.cpp (fixtures/moe, tools/refs/make_moe.py: qwen3moe,
- * qwen2moe with its shared expert, olmoe, Mixtral as llama with experts, a 256-wide qwen3moe, in
- * F32; qwen3moe with Q8_0 and Q4_0 experts, the 256-wide one as Q4_K_M: Q4_K and Q6_K experts,
- * llama.cpp's repacked and tiled kernels): the float path of the F32 models on the CPU and on
- * Vulkan through vkf_verify, the CPU's ggml-activations mode bit for bit on every case; bad files
- * (expert count against the tensors, more experts used than exist, no router, an unknown gating
- * function, no expert count) refused with the key or tensor named; `info`'s experts line; the
- * quantizer byte-identical to llama.cpp on expert tensors. */
+ * qwen2moe with its shared expert, olmoe, Mixtral as llama with experts, a 256-wide qwen3moe,
+ * gpt-oss (attention sinks, sliding window, YaRN, biases, swiglu_oai), granitemoe with and
+ * without its ungated shared expert (Granite's multipliers), in F32; qwen3moe with Q8_0
+ * and Q4_0 experts, the 256-wide one as Q4_K_M: Q4_K and Q6_K experts, llama.cpp's repacked and
+ * tiled kernels; gpt-oss as MXFP4_MOE: MXFP4 experts): the float path of the F32 models on the CPU
+ * and on Vulkan through vkf_verify, the CPU's ggml-activations mode bit for bit on every case; bad
+ * files (expert count against the tensors, more experts used than exist, no router, an unknown
+ * gating function, no expert count) refused with the key or tensor named; `info`'s experts line;
+ * the quantizer byte-identical to llama.cpp on expert tensors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,10 @@
 
 /* The float path's bound. The models are f32: what differs from llama.cpp is the order of f32
  * sums (matmuls, norms, softmax), measured at 5.1e-6 (CPU) and 2.7e-6 (lavapipe) worst over the
- * 10 cases, as for the dense f32 models of fixtures/arch (4e-6). 5e-5 is that with >10x margin.
+ * 10 cases of the first five models, as for the dense f32 models of fixtures/arch (4e-6); gpt-oss,
+ * whose experts run at 4x scale, 1.04e-5 (CPU) and 8.7e-6 (lavapipe). 5e-5 is that with a
+ * margin of ~5x (10x for the others). Leaving out gpt-oss's sinks, expert biases, swiglu_oai's
+ * clamp or YaRN moves its logits by 2.4, 2.7, 1.9 and 4.8 (measured): far above it.
  * A mistake of the routing (another expert, a weight not renormalised, the shared expert's gate
  * missing) changes a layer's FFN output by O(1): far above it. The fixtures' routers are scaled
  * (make_moe.py) so that no top-k choice is a near tie that f32 rounding could flip. */
@@ -73,16 +78,18 @@ static void test_ggml_mode(void) {
 /* ------------------------------------------------------------------ bad files */
 
 typedef struct edit {
+    const char *file;     /* the fixture edited (NULL: moe/qwen3moe-f32.gguf) */
     const char *key;      /* a u32 key set (NULL: none) */
     uint32_t value;       /* its value */
     const char *drop_key; /* a key left out */
     const char *drop;     /* a tensor left out */
 } edit;
 
-/* qwen3moe-f32.gguf with one edit, written to path (every tensor is F32 in that file). */
+/* A fixture (qwen3moe-f32.gguf unless named) with one edit, written to path. */
 static int write_edited(const char *path, const edit *e) {
     vkf_gguf *g = NULL;
-    if (vkf_gguf_open(vkt_fixture("moe/qwen3moe-f32.gguf"), &g) != VKF_OK) return 0;
+    if (vkf_gguf_open(vkt_fixture(e->file ? e->file : "moe/qwen3moe-f32.gguf"), &g) != VKF_OK)
+        return 0;
     vkf_gguf_writer *w = NULL;
     int ok = vkf_gguf_writer_create(&w) == VKF_OK;
     for (size_t i = 0; ok && i < vkf_gguf_kv_count(g); i++) {
@@ -116,31 +123,38 @@ static void test_bad_files(vkf_context *ctx) {
         const char *names[2]; /* what the message must name */
     } cases[] = {
         /* 4 experts declared, tensors of 8: the router's shape, with the key */
-        {{"qwen3moe.expert_count", 4, NULL, NULL},
+        {{NULL, "qwen3moe.expert_count", 4, NULL, NULL},
          VKF_ERROR_FORMAT,
          {"qwen3moe.expert_count 4", "blk.0.ffn_gate_inp.weight"}},
         /* 16 declared: the same, beyond the tensors */
-        {{"qwen3moe.expert_count", 16, NULL, NULL},
+        {{NULL, "qwen3moe.expert_count", 16, NULL, NULL},
          VKF_ERROR_FORMAT,
          {"qwen3moe.expert_count 16", "ffn_gate_inp"}},
-        {{"qwen3moe.expert_used_count", 9, NULL, NULL},
+        {{NULL, "qwen3moe.expert_used_count", 9, NULL, NULL},
          VKF_ERROR_FORMAT,
          {"qwen3moe.expert_used_count 9", "expert_count = 8"}},
-        {{"qwen3moe.expert_used_count", 0, NULL, NULL},
+        {{NULL, "qwen3moe.expert_used_count", 0, NULL, NULL},
          VKF_ERROR_FORMAT,
          {"qwen3moe.expert_used_count 0", NULL}},
-        {{NULL, 0, NULL, "blk.1.ffn_gate_inp.weight"},
+        {{NULL, NULL, 0, NULL, "blk.1.ffn_gate_inp.weight"},
          VKF_ERROR_FORMAT,
          {"missing tensor blk.1.ffn_gate_inp.weight", NULL}},
-        {{NULL, 0, NULL, "blk.0.ffn_down_exps.weight"},
+        {{NULL, NULL, 0, NULL, "blk.0.ffn_down_exps.weight"},
          VKF_ERROR_FORMAT,
          {"blk.0.ffn_down_exps.weight", NULL}},
-        {{"qwen3moe.expert_gating_func", 7, NULL, NULL},
+        {{NULL, "qwen3moe.expert_gating_func", 7, NULL, NULL},
          VKF_ERROR_UNSUPPORTED,
          {"qwen3moe.expert_gating_func 7", NULL}},
-        {{NULL, 0, "qwen3moe.expert_count", NULL},
+        {{NULL, NULL, 0, "qwen3moe.expert_count", NULL},
          VKF_ERROR_FORMAT,
          {"qwen3moe.expert_count", NULL}},
+        /* gpt-oss without a layer's attention sinks, or an expert bias */
+        {{"moe/gptoss-f32.gguf", NULL, 0, NULL, "blk.0.attn_sinks.weight"},
+         VKF_ERROR_FORMAT,
+         {"missing tensor blk.0.attn_sinks.weight", NULL}},
+        {{"moe/gptoss-f32.gguf", NULL, 0, NULL, "blk.1.ffn_up_exps.bias"},
+         VKF_ERROR_FORMAT,
+         {"missing tensor blk.1.ffn_up_exps.bias", NULL}},
     };
     char dir[64], path[128];
     snprintf(dir, sizeof dir, "/tmp/vkt_moe_XXXXXX");
@@ -194,6 +208,21 @@ static void test_info(vkf_context *ctx) {
         free(txt);
     }
     vkf_model_free(m);
+    /* gpt-oss (make_moe.py: YaRN factor 32 over an original context of 4096, top-3 of 8 then a
+     * softmax over them) */
+    vkf_model_params mg = {.path = vkt_fixture("moe/gptoss-f32.gguf")};
+    m = NULL;
+    txt = NULL;
+    VKT_OK(vkf_model_load(ctx, &mg, &m));
+    if (m) VKT_OK(vkf_model_info(m, 0, &txt));
+    if (txt) {
+        VKT_CHECK(strstr(txt, "rope           neox, 16 dims, base 150000, YaRN scaling x32 over "
+                              "4096") &&
+                      strstr(txt, "experts        8, 3 per token (softmax over the top k)"),
+                  "gpt-oss info lacks the YaRN rope or the experts line:\n%s", txt);
+        free(txt);
+    }
+    vkf_model_free(m);
 }
 
 /* The quantizer on 3-D expert tensors: qwen3moe-f32 to Q8_0 and Q4_0 gives llama.cpp's own
@@ -228,9 +257,9 @@ static void test_quantize(void) {
 int main(void) {
     if (!vkt_need_fixtures("moe")) return vkt_finish();
     vkt_for_each_backend(per_backend, NULL);
-    VKT_CHECK(n_seen[0] == 10, "cpu ran %d cases", n_seen[0]);
+    VKT_CHECK(n_seen[0] == 16, "cpu ran %d cases", n_seen[0]);
     test_ggml_mode();
-    VKT_CHECK(n_seen[2] == 16, "ggml mode ran %d cases", n_seen[2]);
+    VKT_CHECK(n_seen[2] == 24, "ggml mode ran %d cases", n_seen[2]);
     vkf_context_params cp = {.backend = VKF_BACKEND_CPU};
     vkf_context *ctx = NULL;
     VKT_OK(vkf_context_create(&cp, &ctx));

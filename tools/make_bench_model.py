@@ -50,6 +50,13 @@ SHAPES = {
     "gemma-3-1b": ("gemma3", 26, 1152, 4, 1, 6912, 262144, 32768, 1000000.0,
                    {"tied": True, "head_dim": 256, "qk_norm": True, "post_norms": True,
                     "swa": (512, 10000.0)}),
+    # mixture of experts: Qwen3-30B-A3B's layer shapes (d 2048, 32/4 heads of 128, 128 experts of
+    # FFN 768, 8 used) with 4 of its 48 layers (a Q4_0 file ~1.7 GB); the same with 64 experts
+    # (the same active size, half the experts: decode time should follow the active size)
+    "qwen3-30b-a3b-4l": ("qwen3moe", 4, 2048, 32, 4, 6144, 151936, 40960, 1000000.0,
+                         {"head_dim": 128, "qk_norm": True, "moe": (128, 8, 768)}),
+    "qwen3-30b-a3b-4l-e64": ("qwen3moe", 4, 2048, 32, 4, 6144, 151936, 40960, 1000000.0,
+                             {"head_dim": 128, "qk_norm": True, "moe": (64, 8, 768)}),
     # a small shape for testing this tool and quick runs
     "tiny-256": ("llama", 4, 256, 8, 4, 768, 512, 512, 10000.0, {}),
 }
@@ -138,13 +145,14 @@ def weight_type(ftype, name, n_layer, tied):
     """The type llama-quantize gives this 2-D weight in a file of type ftype (its rules for dense
     llama-family models: src/quantize/quantize.c follows the same ones), so a file here has the
     size and mix of a user's download: output.weight (or the tied embedding) Q6_K unless the file
-    is Q8_0; in Q4_K_M, attn_v and ffn_down Q6_K in use_more_bits layers."""
+    is Q8_0; in Q4_K_M, attn_v and ffn_down (ffn_down_exps) Q6_K in use_more_bits layers."""
     base = BASE_TYPE[ftype]
     if base in ("f32", "f16"):
         return base
     if name == "output.weight" or (tied and name == "token_embd.weight"):
         return base if base == "q8_0" else "q6_k"
-    if ftype == "q4_k_m" and (name.endswith("attn_v.weight") or name.endswith("ffn_down.weight")):
+    if ftype == "q4_k_m" and (name.endswith("attn_v.weight") or name.endswith("ffn_down.weight") or
+                              name.endswith("ffn_down_exps.weight")):
         if use_more_bits(int(name.split(".")[1]), n_layer):
             return "q6_k"
     return base
@@ -373,10 +381,18 @@ def main():
         tensors += [(p + "attn_output.weight", (n_head * hd, d), "w")]
         if extra.get("post_norms"):
             tensors += [(p + "post_attention_norm.weight", (d,), "norm")]
-        tensors += [(p + "ffn_norm.weight", (d,), "norm"),
-                    (p + "ffn_gate.weight", (d, n_ff), "w"),
-                    (p + "ffn_up.weight", (d, n_ff), "w"),
-                    (p + "ffn_down.weight", (n_ff, d), "w")]
+        if "moe" in extra:  # the router stays F32 (llama-quantize never quantizes it)
+            n_exp, _, n_ffe = extra["moe"]
+            tensors += [(p + "ffn_norm.weight", (d,), "norm"),
+                        (p + "ffn_gate_inp.weight", (d, n_exp), "router"),
+                        (p + "ffn_gate_exps.weight", (d, n_ffe, n_exp), "w"),
+                        (p + "ffn_up_exps.weight", (d, n_ffe, n_exp), "w"),
+                        (p + "ffn_down_exps.weight", (n_ffe, d, n_exp), "w")]
+        else:
+            tensors += [(p + "ffn_norm.weight", (d,), "norm"),
+                        (p + "ffn_gate.weight", (d, n_ff), "w"),
+                        (p + "ffn_up.weight", (d, n_ff), "w"),
+                        (p + "ffn_down.weight", (n_ff, d), "w")]
         if extra.get("post_norms"):
             tensors += [(p + "post_ffw_norm.weight", (d,), "norm")]
     tensors.append(("output_norm.weight", (d,), "norm"))
@@ -404,6 +420,10 @@ def main():
     if "head_dim" in extra:
         kvs += [(arch + ".attention.key_length", GGUF_U32, hd),
                 (arch + ".attention.value_length", GGUF_U32, hd)]
+    if "moe" in extra:
+        kvs += [(arch + ".expert_count", GGUF_U32, extra["moe"][0]),
+                (arch + ".expert_used_count", GGUF_U32, extra["moe"][1]),
+                (arch + ".expert_feed_forward_length", GGUF_U32, extra["moe"][2])]
     if "swa" in extra:
         kvs += [(arch + ".attention.sliding_window", GGUF_U32, extra["swa"][0]),
                 (arch + ".rope.freq_base_swa", GGUF_F32, extra["swa"][1])]
@@ -459,6 +479,8 @@ def main():
                     x = 1.0 + 0.1 * rng.standard_normal(n, dtype=np.float32)
                 elif kind == "bias":
                     x = 0.02 * rng.standard_normal(n, dtype=np.float32)
+                elif kind == "router":  # N(0, 1/d), as a projection
+                    x = rng.standard_normal(n, dtype=np.float32) / np.float32(math.sqrt(shape[0]))
                 else:  # rope factors
                     f_, lo, hi, orig = extra["llama3_rope"]
                     x = llama3_factors(hd, rope_base, f_, lo, hi, orig)

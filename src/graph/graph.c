@@ -212,6 +212,7 @@ vkf_status vkf_node_check(const vkf_node *n) {
                              "attention: k/v have %lld/%lld rows, need %lld", (long long)b->rows,
                              (long long)c->rows, (long long)kv_rows);
         if (n->src[3]) VKF_TRY(expect(n, n->src[3], "key lengths", VKF_DTYPE_I32, 1, p->batch));
+        if (n->src[4]) VKF_TRY(expect(n, n->src[4], "sinks", VKF_DTYPE_F32, 1, p->n_head));
         return expect(n, d, "dst", VKF_DTYPE_F32, a->rows, a->cols);
     }
     case VKF_OP_COPY_ROWS:
@@ -297,6 +298,11 @@ vkf_status vkf_graph_add(vkf_graph *g, vkf_op op, vkf_tensor *dst, vkf_tensor *s
     n.src[2] = s2;
     n.src[3] = s3;
     if (p) n.p = *p;
+    return vkf_graph_add_node(g, &n);
+}
+
+vkf_status vkf_graph_add_node(vkf_graph *g, const vkf_node *node) {
+    vkf_node n = *node;
     vkf_status s = vkf_node_check(&n);
     if (s != VKF_OK) return vkf_error_prefix(s, "graph %s, node %d", g->name, g->n_nodes);
     if (g->n_nodes == g->cap_nodes) {
@@ -345,7 +351,8 @@ vkf_status vkf_graph_plan(vkf_graph *g) {
     }
     for (int ni = 0; ni < g->n_nodes; ni++) {
         vkf_node *n = &g->nodes[ni];
-        vkf_tensor *ops[1 + VKF_MAX_SRC] = {n->dst, n->src[0], n->src[1], n->src[2], n->src[3]};
+        vkf_tensor *ops[1 + VKF_MAX_SRC] = {n->dst,    n->src[0], n->src[1],
+                                            n->src[2], n->src[3], n->src[4]};
         for (int k = 0; k < 1 + VKF_MAX_SRC; k++) {
             int i = ops[k] ? graph_index(g, ops[k]) : -1;
             if (i < 0) continue;

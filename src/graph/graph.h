@@ -10,7 +10,7 @@
 
 #include "graph/ops.h"
 
-#define VKF_MAX_SRC 4
+#define VKF_MAX_SRC 5
 
 typedef struct vkf_node {
     vkf_op op;
@@ -52,6 +52,8 @@ vkf_tensor *vkf_graph_view(vkf_graph *g, vkf_tensor *parent, int64_t r0, int64_t
 /* Appends a node; checks operand shapes and dtypes (VKF_ERROR_INVALID_ARGUMENT naming them). */
 vkf_status vkf_graph_add(vkf_graph *g, vkf_op op, vkf_tensor *dst, vkf_tensor *s0, vkf_tensor *s1,
                          vkf_tensor *s2, vkf_tensor *s3, const vkf_op_params *p);
+/* The same with a node as built by the caller (every source slot, src[4] included). */
+vkf_status vkf_graph_add_node(vkf_graph *g, const vkf_node *n);
 /* Places intermediates by lifetime (first use to last use) in one arena and allocates it. */
 vkf_status vkf_graph_plan(vkf_graph *g);
 

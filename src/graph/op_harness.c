@@ -263,6 +263,11 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         p.glu.gelu = 1; /* GeGLU */
         ADD(VKF_OP_SWIGLU, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
         memset(&p, 0, sizeof p);
+        p.glu.oai = 1; /* gpt-oss's constants; a limit of 2 clamps the harness's N(0, 1) inputs */
+        p.glu.alpha = 1.702f;
+        p.glu.limit = i % 2 ? 7.0f : 2.0f;
+        ADD(VKF_OP_SWIGLU, 0, rows, cols, 0, 0, 0, p, THR_TRANS, WHY_TRANS);
+        memset(&p, 0, sizeof p);
         p.norm.eps = i % 2 ? 1e-5f : 1e-6f;
         ADD(VKF_OP_LAYERNORM, 0, rows, cols, 0, i == 5 ? VKF_HC_NOAFFINE : 0, 0, p, THR_SUM,
             WHY_SUM);
@@ -383,6 +388,19 @@ int vkf_harness_cases(int quick, vkf_harness_case **out) {
         attn_lenpos(5, 1, 129, 129, 4, 4, 80, 7, 30.0f), THR_ATTN, WHY_ATTN);
     ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_LENS, 0, attn_lenpos(3, 4, 64, 64, 2, 1, 32, 5, 0.0f),
         THR_ATTN, WHY_ATTN);
+
+    /* attention sinks (gpt-oss, the general kernel): prefill past a window, decode deep in a
+     * cache with GQA, key lengths; past 16384 keys at head_dim 256 (2 chunks on CPU drivers:
+     * the sink joins the last one's sum) */
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_SINKS, 0,
+        attn_swa(1, 30, 30, 30, 4, 2, 64, 0, 8, 0.0f), THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_SINKS, 300, attn(1, 1, 512, 512, 8, 2, 64, 1, 1),
+        THR_ATTN, WHY_ATTN);
+    ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_SINKS | VKF_HC_LENS, 0,
+        attn(2, 7, 7, 7, 4, 4, 64, 1, 0), THR_ATTN, WHY_ATTN);
+    if (!quick)
+        ADD(VKF_OP_ATTENTION, 0, 0, 0, 0, VKF_HC_SINKS, 0,
+            attn(1, 2, 20000, 20000, 2, 1, 256, 1, 0), THR_ATTN, WHY_ATTN);
 
     /* KV-cache writes */
     memset(&p, 0, sizeof p);
@@ -529,6 +547,8 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
             k += snprintf(buf + k, n - (size_t)k, " lenpos");
         if (k > 0 && (size_t)k < n && p->attn.softcap > 0)
             k += snprintf(buf + k, n - (size_t)k, " softcap=%g", (double)p->attn.softcap);
+        if (k > 0 && (size_t)k < n && (c->flags & VKF_HC_SINKS))
+            k += snprintf(buf + k, n - (size_t)k, " sinks");
         break;
     case VKF_OP_COPY_ROWS:
         k = snprintf(buf, n, "copy_rows %lldx%lld -> %s cache", (long long)c->m, (long long)c->n,
@@ -542,8 +562,11 @@ void vkf_harness_describe(const vkf_harness_case *c, char *buf, size_t n) {
                      (long long)c->m, (long long)c->k, (long long)c->n);
         break;
     case VKF_OP_SWIGLU:
-        k = snprintf(buf, n, "%s %lldx%lld", p->glu.gelu ? "geglu" : "swiglu", (long long)c->m,
-                     (long long)c->n);
+        k = snprintf(buf, n, "%s %lldx%lld",
+                     p->glu.oai    ? "swiglu_oai"
+                     : p->glu.gelu ? "geglu"
+                                   : "swiglu",
+                     (long long)c->m, (long long)c->n);
         break;
     case VKF_OP_SCALE:
         k = snprintf(buf, n, "scale %g%s %lldx%lld", (double)p->scale.scale,
@@ -838,6 +861,11 @@ static vkf_status build(const vkf_harness_case *c, setup *s) {
             ((int32_t *)d->host)[0] = (int32_t)keys; /* one full row */
             s->n_src = 4;
         }
+        if (c->flags & VKF_HC_SINKS) { /* around the scores' spread: each sink matters */
+            VKF_TRY(operand_make(&s->src[4], VKF_DTYPE_F32, 1, ap->n_head, 0, "sinks"));
+            fill_normal(&s->src[4], &r, 1.0f, 2.0f);
+            s->n_src = 5;
+        }
         return operand_make(&s->dst, VKF_DTYPE_F32, (int64_t)ap->batch * ap->n_q, qc, 0, "out");
     }
     case VKF_OP_COPY_ROWS:
@@ -914,7 +942,12 @@ static vkf_status run_on(vkf_backend *be, const vkf_harness_case *c, setup *s, v
     vkf_graph *g = NULL;
     vkf_status st = VKF_OK;
     int n_alloc = 0;
+    memset(src, 0, sizeof src);
     for (int i = 0; i < s->n_src; i++) {
+        if (!s->src[i].host) { /* an optional source left out (attention's sinks without lengths) */
+            n_alloc++;
+            continue;
+        }
         src[i] = s->src[i].t;
         st = vkf_tensor_alloc(be, &src[i], VKF_BUFFER_WEIGHTS, NULL);
         if (st != VKF_OK) goto done;
@@ -939,8 +972,14 @@ static vkf_status run_on(vkf_backend *be, const vkf_harness_case *c, setup *s, v
     }
     st = vkf_graph_create(be, "harness", &g);
     if (st != VKF_OK) goto done;
-    st = vkf_graph_add(g, c->op, &dst, s->n_src > 0 ? &src[0] : NULL, s->n_src > 1 ? &src[1] : NULL,
-                       s->n_src > 2 ? &src[2] : NULL, s->n_src > 3 ? &src[3] : NULL, &c->p);
+    vkf_node nd;
+    memset(&nd, 0, sizeof nd);
+    nd.op = c->op;
+    nd.dst = &dst;
+    for (int i = 0; i < s->n_src; i++)
+        nd.src[i] = src[i].buf ? &src[i] : NULL;
+    nd.p = c->p;
+    st = vkf_graph_add_node(g, &nd);
     if (st == VKF_OK) st = vkf_graph_plan(g);
     if (st == VKF_OK) st = be->i->graph_compute(be, g, c->n_past);
     if (st == VKF_OK)
@@ -950,7 +989,7 @@ done:
     vkf_graph_free(g);
     if (dst.buf) be->i->buffer_free(be, dst.buf);
     for (int i = 0; i < n_alloc; i++)
-        be->i->buffer_free(be, src[i].buf);
+        if (src[i].buf) be->i->buffer_free(be, src[i].buf);
     return st;
 }
 

@@ -15,7 +15,8 @@ enum {
     VKF_HC_TIES = 32,     /* argmax/topk: integer-valued inputs with many ties */
     VKF_HC_NOAFFINE = 64, /* norms: no weight/bias */
     VKF_HC_FACTORS = 128, /* rope: table with frequency factors, linear scaling, attention factor */
-    VKF_HC_HUGE = 256     /* matmul: activations past f16's range (sd 1e5) */
+    VKF_HC_HUGE = 256,    /* matmul: activations past f16's range (sd 1e5) */
+    VKF_HC_SINKS = 512    /* attention: a sink logit per head (gpt-oss) */
 };
 
 typedef struct vkf_harness_case {

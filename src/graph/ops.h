@@ -43,7 +43,9 @@ typedef enum vkf_op {
     /* dst = act(src0), act = params.act. */
     VKF_OP_UNARY,
     /* dst[r, j] = silu(src0[r, j]) * src1[r, j]; params.glu.gelu = 1: GeGLU with the tanh GELU,
-     * gelu_tanh(src0[r, j]) * src1[r, j] (gemma). */
+     * gelu_tanh(src0[r, j]) * src1[r, j] (gemma); params.glu.oai = 1: gpt-oss's clamped SwiGLU
+     * (ggml's swiglu_oai), x = min(src0, limit), y = clamp(src1, -limit, limit),
+     * dst = x / (1 + exp(-alpha x)) * (y + 1) with params.glu.alpha, params.glu.limit. */
     VKF_OP_SWIGLU,
     /* dst[r] = softmax(src0[r] * scale + mask[r]) over cols; src1 optional additive mask of the
      * same shape (-INFINITY entries allowed; a fully masked row gives zeros). */
@@ -52,7 +54,9 @@ typedef enum vkf_op {
     VKF_OP_LOG_SOFTMAX,
     /* Fused scaled-dot-product attention, see vkf_attn_params. src0 = Q, src1 = K, src2 = V,
      * src3 = key lengths (I32 [1, batch], optional). K and V are F32, or both F16 (an F16 KV
-     * cache, read as f32). */
+     * cache, read as f32). src4 (optional, F32 [1, n_head]): attention sinks (gpt-oss), one
+     * learned logit per head that joins every softmax as an extra score with no value:
+     * p_j = exp(s_j - m) / (sum_j' exp(s_j' - m) + exp(sink_h - m)), m = max(max_j s_j, sink_h). */
     VKF_OP_ATTENTION,
     /* dst rows [dst_row0 + n_past(if dyn) + src1[0](if src1) + i] = src0 rows i, for
      * i < src0.rows (KV write); src1 optional I32 [1, 1], the row offset of one sequence that
@@ -165,7 +169,9 @@ typedef union vkf_op_params {
         float softcap; /* SCALE only: > 0 soft-caps the result */
     } scale;           /* SCALE, SOFTMAX (scale on logits; 0 means 1) */
     struct {
-        int32_t gelu; /* SWIGLU: 0 silu (SwiGLU), 1 gelu_tanh (GeGLU) */
+        int32_t gelu;       /* SWIGLU: 0 silu (SwiGLU), 1 gelu_tanh (GeGLU) */
+        int32_t oai;        /* 1: swiglu_oai (gelu 0), see VKF_OP_SWIGLU */
+        float alpha, limit; /* swiglu_oai's constants (gpt-oss: 1.702, 7) */
     } glu;
     struct {
         float eps;

@@ -13,14 +13,27 @@
 
 extern const vkf_arch_desc vkf_arch_llama, vkf_arch_gpt2, vkf_arch_qwen2, vkf_arch_qwen3,
     vkf_arch_gemma2, vkf_arch_gemma3, vkf_arch_phi3, vkf_arch_smollm3, vkf_arch_bert,
-    vkf_arch_nomic_bert, vkf_arch_qwen2moe, vkf_arch_qwen3moe, vkf_arch_olmoe, vkf_arch_granite;
+    vkf_arch_nomic_bert, vkf_arch_qwen2moe, vkf_arch_qwen3moe, vkf_arch_olmoe, vkf_arch_granite,
+    vkf_arch_gpt_oss, vkf_arch_granitemoe;
 
 const vkf_arch_desc *const vkf_arch_list[] = {
-    &vkf_arch_llama,      &vkf_arch_gpt2,     &vkf_arch_qwen2,
-    &vkf_arch_qwen3,      &vkf_arch_gemma2,   &vkf_arch_gemma3,
-    &vkf_arch_phi3,       &vkf_arch_smollm3,  &vkf_arch_bert,
-    &vkf_arch_nomic_bert, &vkf_arch_qwen2moe, &vkf_arch_qwen3moe,
-    &vkf_arch_olmoe,      &vkf_arch_granite,  NULL,
+    &vkf_arch_llama,
+    &vkf_arch_gpt2,
+    &vkf_arch_qwen2,
+    &vkf_arch_qwen3,
+    &vkf_arch_gemma2,
+    &vkf_arch_gemma3,
+    &vkf_arch_phi3,
+    &vkf_arch_smollm3,
+    &vkf_arch_bert,
+    &vkf_arch_nomic_bert,
+    &vkf_arch_qwen2moe,
+    &vkf_arch_qwen3moe,
+    &vkf_arch_olmoe,
+    &vkf_arch_granite,
+    &vkf_arch_gpt_oss,
+    &vkf_arch_granitemoe,
+    NULL,
 };
 
 const vkf_arch_desc *vkf_arch_by_gguf(const char *name) {
@@ -96,6 +109,11 @@ const char *const vkf_arch_gguf_names[VKF_T_COUNT] = {
     [VKF_T_FFN_GATE_SHEXP] = L("ffn_gate_shexp.weight"),
     [VKF_T_FFN_UP_SHEXP] = L("ffn_up_shexp.weight"),
     [VKF_T_FFN_DOWN_SHEXP] = L("ffn_down_shexp.weight"),
+    [VKF_T_ATTN_SINKS] = L("attn_sinks.weight"),
+    [VKF_T_FFN_GATE_INP_B] = L("ffn_gate_inp.bias"),
+    [VKF_T_FFN_GATE_EXPS_B] = L("ffn_gate_exps.bias"),
+    [VKF_T_FFN_UP_EXPS_B] = L("ffn_up_exps.bias"),
+    [VKF_T_FFN_DOWN_EXPS_B] = L("ffn_down_exps.bias"),
     [VKF_T_TOK_EMBD] = "token_embd.weight",
     [VKF_T_POS_EMBD] = "position_embd.weight",
     [VKF_T_OUT_NORM] = "output_norm.weight",
@@ -192,6 +210,11 @@ const vkf_arch_slot vkf_arch_slots[VKF_T_COUNT] = {
     [VKF_T_FFN_GATE_SHEXP] = {0, VKF_D_MODEL, VKF_D_FF_SHEXP, LW(gate_shexp)},
     [VKF_T_FFN_UP_SHEXP] = {0, VKF_D_MODEL, VKF_D_FF_SHEXP, LW(up_shexp)},
     [VKF_T_FFN_DOWN_SHEXP] = {0, VKF_D_FF_SHEXP, VKF_D_MODEL, LW(down_shexp)},
+    [VKF_T_ATTN_SINKS] = {1, VKF_D_HEADS, VKF_D_0, LW(attn_sinks)},
+    [VKF_T_FFN_GATE_INP_B] = {1, VKF_D_EXPERT, VKF_D_0, LW(gate_inp_b)},
+    [VKF_T_FFN_GATE_EXPS_B] = {0, VKF_D_FF_EXP, VKF_D_EXPERT, LW(gate_exps_b)},
+    [VKF_T_FFN_UP_EXPS_B] = {0, VKF_D_FF_EXP, VKF_D_EXPERT, LW(up_exps_b)},
+    [VKF_T_FFN_DOWN_EXPS_B] = {0, VKF_D_MODEL, VKF_D_EXPERT, LW(down_exps_b)},
     [VKF_T_TOK_EMBD] = {0, VKF_D_MODEL, VKF_D_VOCAB, MW(tok_embd)},
     [VKF_T_POS_EMBD] = {0, VKF_D_MODEL, VKF_D_CTX, MW(pos_embd)},
     [VKF_T_OUT_NORM] = {1, VKF_D_MODEL, VKF_D_0, MW(out_norm_w)},
@@ -223,6 +246,7 @@ int64_t vkf_arch_dim_value(const vkf_model *m, vkf_arch_dim d) {
     case VKF_D_EXPERT: return hp->n_expert;
     case VKF_D_FF_EXP: return hp->n_ff_exp;
     case VKF_D_FF_SHEXP: return hp->n_ff_shexp;
+    case VKF_D_HEADS: return hp->n_head;
     }
     return 0;
 }
@@ -311,10 +335,70 @@ static void rope_table_ggml(float *t, int n_pos, int n_rot, float base, float fr
     }
 }
 
+/* YaRN (gpt-oss) as llama.cpp computes it: the correction dims of ggml_rope_yarn_corr_dims
+ * (float), the context's attention factor get_mscale(f) / (1 + 0.1 ln f) (llama_context, f =
+ * 1 / freq_scale), and per pair rope_yarn: theta = interp (1 - ramp) + extrap ramp, cos and sin
+ * times that factor and 1 + 0.1 ln(1 / freq_scale) (ggml-cpu, built with FMA: GCC contracts
+ * the first product of each sum, as in the rotation of ggml_rope). ext_factor is 1 (llama.cpp's
+ * default for "yarn"). */
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
+    return n_dims * logf(n_ctx_orig / (n_rot * 2 * (float)M_PI)) / (2 * logf(base));
+}
+
+static void rope_table_yarn_ggml(float *t, const vkf_hparams *hp, float base) {
+    const int n_rot = hp->n_rot, n_orig = hp->n_ctx_orig > 0 ? hp->n_ctx_orig : hp->n_ctx_train;
+    const float fs = 1.0f / hp->yarn_factor, factor = 1.0f / fs;
+    float attn = 0.1f * 1.0f * logf(factor) + 1.0f;
+    attn *= 1.0f / (1.0f + 0.1f * logf(factor));
+    attn *= (float)hp->rope_attn_factor;
+    const float ms = attn * fmaf(0.1f, logf(1.0f / fs), 1.0f);
+    float lo = floorf(yarn_corr_dim(n_rot, n_orig, hp->yarn_beta_fast, base));
+    float hi = ceilf(yarn_corr_dim(n_rot, n_orig, hp->yarn_beta_slow, base));
+    lo = lo > 0 ? lo : 0;
+    hi = hi < (float)(n_rot - 1) ? hi : (float)(n_rot - 1);
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    for (int pos = 0; pos < hp->n_ctx; pos++) {
+        float theta = (float)pos;
+        for (int i = 0; i < n_rot / 2; i++) {
+            const float y = ((float)i - lo) / fmaxf(0.001f, hi - lo);
+            const float ramp = 1 - fminf(1, fmaxf(0, y)); /* times ext_factor 1 */
+            const float interp = fs * theta;
+            const float th = fmaf(interp, 1 - ramp, theta * ramp);
+            t[(size_t)pos * n_rot + 2 * i] = cosf(th) * ms;
+            t[(size_t)pos * n_rot + 2 * i + 1] = sinf(th) * ms;
+            theta *= theta_scale;
+        }
+    }
+}
+
+/* The same in double (the float path): cos and sin times 1 + 0.1 ln(factor) (the attention
+ * factor's two terms cancel but for the file's rope.scaling.attn_factor). */
+static void rope_table_yarn(float *t, const vkf_hparams *hp, double base) {
+    const int n_rot = hp->n_rot, n_orig = hp->n_ctx_orig > 0 ? hp->n_ctx_orig : hp->n_ctx_train;
+    const double f = hp->yarn_factor, ms = hp->rope_attn_factor * (1.0 + 0.1 * log(f));
+    double lo = floor(n_rot * log(n_orig / (hp->yarn_beta_fast * 2 * M_PI)) / (2 * log(base)));
+    double hi = ceil(n_rot * log(n_orig / (hp->yarn_beta_slow * 2 * M_PI)) / (2 * log(base)));
+    lo = lo > 0 ? lo : 0;
+    hi = hi < n_rot - 1 ? hi : n_rot - 1;
+    for (int pos = 0; pos < hp->n_ctx; pos++)
+        for (int i = 0; i < n_rot / 2; i++) {
+            const double extrap = pos * pow(base, -2.0 * i / n_rot);
+            const double y = (i - lo) / fmax(0.001, hi - lo);
+            const double ramp = 1 - fmin(1, fmax(0, y));
+            const double th = extrap / f * (1 - ramp) + extrap * ramp;
+            t[(size_t)pos * n_rot + 2 * i] = (float)(cos(th) * ms);
+            t[(size_t)pos * n_rot + 2 * i + 1] = (float)(sin(th) * ms);
+        }
+}
+
 static void rope_table(const vkf_model *m, float *rt, double base, double scale,
                        const float *factors, double mscale) {
     const vkf_hparams *hp = &m->hp;
-    if (m->ctx && m->ctx->ggml_activations)
+    if (hp->rope_yarn && m->ctx && m->ctx->ggml_activations)
+        rope_table_yarn_ggml(rt, hp, (float)base);
+    else if (hp->rope_yarn)
+        rope_table_yarn(rt, hp, base);
+    else if (m->ctx && m->ctx->ggml_activations)
         rope_table_ggml(rt, hp->n_ctx, hp->n_rot, (float)base, (float)scale, factors,
                         (float)mscale);
     else

@@ -64,7 +64,12 @@ typedef enum vkf_arch_t {
     VKF_T_FFN_GATE_INP_SHEXP, /* the shared expert's gate logit [1, d] (Qwen2-MoE) */
     VKF_T_FFN_GATE_SHEXP,     /* the shared expert [n_ff_shexp, d] */
     VKF_T_FFN_UP_SHEXP,
-    VKF_T_FFN_DOWN_SHEXP, /* [d, n_ff_shexp] */
+    VKF_T_FFN_DOWN_SHEXP,  /* [d, n_ff_shexp] */
+    VKF_T_ATTN_SINKS,      /* gpt-oss: one learned softmax sink logit per head [1, n_head] */
+    VKF_T_FFN_GATE_INP_B,  /* gpt-oss: the router's bias [1, n_expert] */
+    VKF_T_FFN_GATE_EXPS_B, /* gpt-oss: each expert's biases, [n_expert, n_ff_exp] */
+    VKF_T_FFN_UP_EXPS_B,
+    VKF_T_FFN_DOWN_EXPS_B, /* [n_expert, d] */
     VKF_T_LAYER_COUNT,
     VKF_T_TOK_EMBD = VKF_T_LAYER_COUNT,
     VKF_T_POS_EMBD,
@@ -98,6 +103,10 @@ typedef enum vkf_arch_t {
 #define VKF_TS_SHEXP                                                                               \
     (VKF_TS(VKF_T_FFN_GATE_INP_SHEXP) | VKF_TS(VKF_T_FFN_GATE_SHEXP) |                             \
      VKF_TS(VKF_T_FFN_UP_SHEXP) | VKF_TS(VKF_T_FFN_DOWN_SHEXP))
+/* gpt-oss's biases of the routed FFN: the router's and every expert's */
+#define VKF_TS_MOE_BIAS                                                                            \
+    (VKF_TS(VKF_T_FFN_GATE_INP_B) | VKF_TS(VKF_T_FFN_GATE_EXPS_B) | VKF_TS(VKF_T_FFN_UP_EXPS_B) |  \
+     VKF_TS(VKF_T_FFN_DOWN_EXPS_B))
 #define VKF_TS_POST_NORMS (VKF_TS(VKF_T_POST_ATTN_NORM) | VKF_TS(VKF_T_POST_FFN_NORM))
 
 /* The Gemma family's block: NEOX rope, GeGLU (tanh GELU), post-attention and post-FFN norms,
@@ -167,6 +176,10 @@ typedef struct vkf_arch_desc {
     int moe_ff_per_k;      /* no expert_feed_forward_length: experts of n_ff / expert_used_count
                               (Qwen2-MoE), else n_ff */
     int qk_norm_full;      /* q / k norms over the whole projection, not per head (OLMoE) */
+    int moe_gating;        /* vkf_gating fixed by the architecture (llama.cpp's graph ignores
+                              {arch}.expert_gating_func); 0: the key, absent softmax */
+    int moe_swiglu_oai;    /* experts' activation: gpt-oss's clamped SwiGLU (alpha 1.702, limit
+                              7, llama.cpp's constants), else SiLU */
     const char *hf_prefix[3]; /* HF tensor-name prefixes tried in order (the first under which
                                  the token embedding exists); all NULL: "model." */
     uint64_t tensors;         /* the slots it has (VKF_TS bits) */
@@ -219,6 +232,7 @@ typedef enum vkf_arch_dim {
     VKF_D_EXPERT,   /* n_expert */
     VKF_D_FF_EXP,   /* an expert's FFN width */
     VKF_D_FF_SHEXP, /* the shared expert's FFN width */
+    VKF_D_HEADS,    /* n_head */
 } vkf_arch_dim;
 
 typedef struct vkf_arch_slot {

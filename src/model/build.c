@@ -99,11 +99,25 @@ vkf_tensor *vkf_gb_swiglu(vkf_gb *b, vkf_tensor *gate, vkf_tensor *up, const cha
 
 vkf_tensor *vkf_gb_attention(vkf_gb *b, vkf_tensor *q, vkf_tensor *k, vkf_tensor *v,
                              vkf_tensor *lens, const vkf_attn_params *ap, const char *name) {
+    return vkf_gb_attention_sinks(b, q, k, v, lens, NULL, ap, name);
+}
+
+vkf_tensor *vkf_gb_attention_sinks(vkf_gb *b, vkf_tensor *q, vkf_tensor *k, vkf_tensor *v,
+                                   vkf_tensor *lens, vkf_tensor *sinks, const vkf_attn_params *ap,
+                                   const char *name) {
     if (b->s != VKF_OK) return NULL;
-    vkf_op_params p;
-    memset(&p, 0, sizeof p);
-    p.attn = *ap;
-    return gb_op(b, VKF_OP_ATTENTION, q->rows, q->cols, name, q, k, v, lens, &p);
+    vkf_node n;
+    memset(&n, 0, sizeof n);
+    n.op = VKF_OP_ATTENTION;
+    n.dst = vkf_gb_new(b, q->rows, q->cols, "%s", name);
+    n.src[0] = q;
+    n.src[1] = k;
+    n.src[2] = v;
+    n.src[3] = lens;
+    n.src[4] = sinks ? vkf_opt(sinks) : NULL;
+    n.p.attn = *ap;
+    if (b->s == VKF_OK) b->s = vkf_graph_add_node(b->g, &n);
+    return b->s == VKF_OK ? n.dst : NULL;
 }
 
 void vkf_gb_copy_rows(vkf_gb *b, vkf_tensor *dst, vkf_tensor *src, int32_t row0, int dyn) {

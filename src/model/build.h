@@ -32,6 +32,10 @@ vkf_tensor *vkf_gb_unary(vkf_gb *b, vkf_tensor *x, int act, const char *name);
 vkf_tensor *vkf_gb_swiglu(vkf_gb *b, vkf_tensor *gate, vkf_tensor *up, const char *name);
 vkf_tensor *vkf_gb_attention(vkf_gb *b, vkf_tensor *q, vkf_tensor *k, vkf_tensor *v,
                              vkf_tensor *lens, const vkf_attn_params *p, const char *name);
+/* The same with attention sinks (F32 [1, n_head], absent: none; VKF_OP_ATTENTION's src4). */
+vkf_tensor *vkf_gb_attention_sinks(vkf_gb *b, vkf_tensor *q, vkf_tensor *k, vkf_tensor *v,
+                                   vkf_tensor *lens, vkf_tensor *sinks, const vkf_attn_params *p,
+                                   const char *name);
 /* dst rows [row0 + (dyn ? n_past : 0) + i] = src rows i. */
 void vkf_gb_copy_rows(vkf_gb *b, vkf_tensor *dst, vkf_tensor *src, int32_t row0, int dyn);
 /* Any other node with an explicit destination. */

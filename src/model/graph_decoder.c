@@ -185,10 +185,30 @@ static vkf_tensor *dec_ffn(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_te
 #undef NM
 }
 
+/* x[t * k + i, :] += bias[ids[t, i], :] (ggml_add_id: gpt-oss's expert biases) as the gathered
+ * rows of the bias table (EMBED over the ids viewed as one row of T * k) added; no bias: x. */
+static vkf_tensor *dec_moe_bias(vkf_gb *b, vkf_tensor *x, vkf_tensor *bias, vkf_tensor *ids, int l,
+                                const char *what) {
+    if (b->s != VKF_OK || !vkf_tensor_present(bias)) return x;
+    vkf_tensor *flat = vkf_gb_view(b, ids, 0, ids->rows, 0, ids->cols);
+    if (!flat) return NULL;
+    flat->rows = 1;
+    flat->cols = flat->row_stride = ids->rows * ids->cols;
+    vkf_op_params p;
+    memset(&p, 0, sizeof p);
+    p.embed.scale = 1.0f;
+    vkf_tensor *g = vkf_gb_new(b, x->rows, x->cols, "l%d.%s_bias_rows", l, what);
+    vkf_gb_node(b, VKF_OP_EMBED, g, bias, flat, NULL, NULL, &p);
+    char nm[64];
+    snprintf(nm, sizeof nm, "l%d.%s_biased", l, what);
+    return vkf_gb_add(b, x, g, nm);
+}
+
 /* The routed FFN (docs/DESIGN.md, 'Experts are data too'), as llama.cpp's build_moe_ffn:
  *   probs = gating(router h): softmax, sigmoid, or the logits themselves (softmax over the k)
  *   ids = topk(probs, k); w = weights(probs, ids) (softmax over the k, renormalised, scaled)
- *   y = sum_i w[i] * down_e(silu(gate_e h) * up_e h), e = ids[i]
+ *   y = sum_i w[i] * down_e(silu(gate_e h) * up_e h), e = ids[i] (gpt-oss: the router and
+ *   each expert matrix with its bias, swiglu_oai in place of silu(g) * u)
  *   + sigmoid(gate_inp_shexp · h) * down_s(silu(gate_s h) * up_s h) with a shared expert. */
 static vkf_tensor *dec_moe(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_tensor *h, int l) {
     const vkf_hparams *hp = &m->hp;
@@ -197,7 +217,7 @@ static vkf_tensor *dec_moe(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_te
     char nm[64];
 #define NM(what) (snprintf(nm, sizeof nm, "l%d.%s", l, what), nm)
     vkf_op_params p;
-    vkf_tensor *logits = vkf_gb_matmul(b, h, &L->gate_inp, NULL, NM("moe_logits"));
+    vkf_tensor *logits = vkf_gb_matmul(b, h, &L->gate_inp, &L->gate_inp_b, NM("moe_logits"));
     vkf_tensor *probs = logits;
     if (hp->gating == VKF_GATING_SOFTMAX) {
         memset(&p, 0, sizeof p);
@@ -225,29 +245,42 @@ static vkf_tensor *dec_moe(vkf_gb *b, const vkf_model *m, vkf_layer_w *L, vkf_te
     p.moe.n_expert = hp->n_expert;
     vkf_tensor *up = vkf_gb_new(b, T * k, hp->n_ff_exp, "l%d.moe_up", l);
     vkf_gb_node(b, VKF_OP_MUL_MAT_ID, up, h, &L->up_exps, ids, NULL, &p);
+    up = dec_moe_bias(b, up, &L->up_exps_b, ids, l, "moe_up");
     vkf_tensor *gate = vkf_gb_new(b, T * k, hp->n_ff_exp, "l%d.moe_gate", l);
     vkf_gb_node(b, VKF_OP_MUL_MAT_ID, gate, h, &L->gate_exps, ids, NULL, &p);
-    vkf_op_params pg;
+    gate = dec_moe_bias(b, gate, &L->gate_exps_b, ids, l, "moe_gate");
+    vkf_op_params pg, po;
     memset(&pg, 0, sizeof pg);
+    po = pg;
+    if (m->desc->moe_swiglu_oai) { /* llama.cpp's constants (build_moe_ffn) */
+        po.glu.oai = 1;
+        po.glu.alpha = 1.702f;
+        po.glu.limit = 7.0f;
+    }
     vkf_tensor *f = vkf_gb_new(b, T * k, hp->n_ff_exp, "l%d.moe_glu", l);
-    vkf_gb_node(b, VKF_OP_SWIGLU, f, gate, up, NULL, NULL, &pg);
+    if (b->s == VKF_OK && (!up || !gate)) return NULL;
+    vkf_gb_node(b, VKF_OP_SWIGLU, f, gate, up, NULL, NULL, &po);
     vkf_tensor *e = vkf_gb_new(b, T * k, hp->d_model, "l%d.moe_down", l);
     vkf_gb_node(b, VKF_OP_MUL_MAT_ID, e, f, &L->down_exps, ids, NULL, &p);
+    e = dec_moe_bias(b, e, &L->down_exps_b, ids, l, "moe_down");
+    if (b->s != VKF_OK || !e) return NULL;
     vkf_tensor *y = vkf_gb_new(b, T, hp->d_model, "l%d.moe_out", l);
     vkf_gb_node(b, VKF_OP_MOE_SUM, y, e, w, NULL, NULL, NULL);
-    if (!vkf_tensor_present(&L->gate_inp_shexp) || b->s != VKF_OK) return y;
-    /* the shared expert, scaled by its gate (llama.cpp: silu(g) / g) */
+    if (!vkf_tensor_present(&L->gate_shexp) || b->s != VKF_OK) return y;
+    /* the shared expert: scaled by its gate where it has one (Qwen2-MoE; llama.cpp: silu(g) /
+     * g), else added as it is (Granite MoE Shared) */
+    vkf_tensor *sgt = vkf_gb_matmul(b, h, &L->gate_shexp, NULL, NM("shexp_gate"));
+    vkf_tensor *sup = vkf_gb_matmul(b, h, &L->up_shexp, NULL, NM("shexp_up"));
+    vkf_tensor *sf = vkf_gb_new(b, T, hp->n_ff_shexp, "l%d.shexp_glu", l);
+    vkf_gb_node(b, VKF_OP_SWIGLU, sf, sgt, sup, NULL, NULL, &pg);
+    vkf_tensor *sd = vkf_gb_matmul(b, sf, &L->down_shexp, NULL, NM("shexp_down"));
+    if (!vkf_tensor_present(&L->gate_inp_shexp)) return vkf_gb_add(b, y, sd, NM("ffn_out"));
     vkf_tensor *sl = vkf_gb_matmul(b, h, &L->gate_inp_shexp, NULL, NM("shexp_gate_inp"));
     memset(&p, 0, sizeof p);
     p.unary.act = VKF_UNARY_SIGMOID;
     p.unary.silu_div = 1;
     vkf_tensor *sg = vkf_gb_new(b, T, 1, "l%d.shexp_gate", l);
     vkf_gb_node(b, VKF_OP_UNARY, sg, sl, NULL, NULL, NULL, &p);
-    vkf_tensor *sgt = vkf_gb_matmul(b, h, &L->gate_shexp, NULL, NM("shexp_gate"));
-    vkf_tensor *sup = vkf_gb_matmul(b, h, &L->up_shexp, NULL, NM("shexp_up"));
-    vkf_tensor *sf = vkf_gb_new(b, T, hp->n_ff_shexp, "l%d.shexp_glu", l);
-    vkf_gb_node(b, VKF_OP_SWIGLU, sf, sgt, sup, NULL, NULL, &pg);
-    vkf_tensor *sd = vkf_gb_matmul(b, sf, &L->down_shexp, NULL, NM("shexp_down"));
     vkf_tensor *so = vkf_gb_new(b, T, hp->d_model, "l%d.shexp_out", l);
     vkf_gb_node(b, VKF_OP_MOE_SUM, so, sd, sg, NULL, NULL, NULL);
     return vkf_gb_add(b, y, so, NM("ffn_out"));
@@ -317,7 +350,7 @@ static vkf_tensor *dec_layer(vkf_gb *b, vkf_session *s, vkf_sgraph *sg, int l, v
         ap.kv_dyn = 0;
         ap.len_pos = 1;
     }
-    vkf_tensor *at = vkf_gb_attention(b, q, kc, vc, lens, &ap, NM("attn"));
+    vkf_tensor *at = vkf_gb_attention_sinks(b, q, kc, vc, lens, &L->attn_sinks, &ap, NM("attn"));
     vkf_tensor *o = LMM(b, at, &L->self.wo, &L->self.bo, NM("attn_out"));
     if (a->post_norms) o = vkf_gb_rmsnorm(b, o, &L->post_attn_norm, hp->eps, NM("post_attn_norm"));
     if (hp->res_scale != 0.0f) o = vkf_gb_scale(b, o, hp->res_scale, NM("attn_out_scaled"));

@@ -63,7 +63,8 @@ static vkf_status gg_key_f32(gg_ctx *c, const char *key, float def, int required
 /* ------------------------------------------------------------------ hyperparameters */
 
 /* RoPE: base, dimensions, linear scaling, LongRoPE attention factor and original context, the
- * sliding-window layers' base. yarn and other scalings are refused (not implemented). */
+ * sliding-window layers' base; YaRN (gpt-oss) with its factor and betas. Other scalings are
+ * refused (not implemented). */
 static vkf_status gg_rope_keys(gg_ctx *c) {
     vkf_hparams *hp = &c->m->hp;
     const char *path = c->m->path;
@@ -87,11 +88,21 @@ static vkf_status gg_rope_keys(gg_ctx *c) {
     hp->rope_scale = 1.0;
     if (strcmp(type, "linear") == 0 && factor > 0) {
         hp->rope_scale = 1.0 / factor; /* positions divided by the factor */
+    } else if (strcmp(type, "yarn") == 0) {
+        if (!(factor > 0))
+            return vkf_error(VKF_ERROR_FORMAT, "%s: %s.rope.scaling.factor %g must be > 0 (yarn)",
+                             path, c->arch, factor);
+        hp->rope_yarn = 1;
+        hp->yarn_factor = factor;
+        hp->rope_scale = 1.0 / factor;
+        /* llama.cpp's defaults; it reads rope.scaling.yarn_beta_* for grok and mistral3 only */
+        hp->yarn_beta_fast = 32.0f;
+        hp->yarn_beta_slow = 1.0f;
     } else if (strcmp(type, "none") != 0 && strcmp(type, "linear") != 0 &&
                strcmp(type, "longrope") != 0) {
         return vkf_error(VKF_ERROR_UNSUPPORTED,
-                         "%s: %s \"%s\" is not supported (none, linear, longrope)", path, full,
-                         type);
+                         "%s: %s \"%s\" is not supported (none, linear, longrope, yarn)", path,
+                         full, type);
     }
     VKF_TRY(gg_key_f32(c, "rope.scaling.attn_factor", 1.0f, 0, &attn_factor));
     if (!(attn_factor > 0))
@@ -162,6 +173,7 @@ static vkf_status gg_moe_keys(gg_ctx *c) {
                          path, c->arch, hp->n_ff_exp, hp->n_ff_shexp);
     VKF_TRY(gg_key_f32(c, "expert_weights_scale", 0.0f, 0, &hp->expert_weights_scale));
     VKF_TRY(gg_key_u32(c, "expert_gating_func", VKF_GATING_SOFTMAX, &hp->gating));
+    if (a->moe_gating) hp->gating = a->moe_gating; /* gpt-oss: llama.cpp's graph fixes it */
     if (hp->gating < VKF_GATING_SOFTMAX || hp->gating > VKF_GATING_SOFTMAX_WEIGHT)
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "%s: %s.expert_gating_func %d is not a gating function this engine "

@@ -352,7 +352,7 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
               : hp->gating == VKF_GATING_SOFTMAX_WEIGHT ? "softmax over the top k"
                                                         : "softmax",
               m->desc->moe_norm_w ? ", renormalised" : "", hp->n_ff_exp);
-            if (vkf_tensor_present(&m->w.dec[0].gate_inp_shexp))
+            if (vkf_tensor_present(&m->w.dec[0].gate_shexp))
                 P(", shared expert FFN %d", hp->n_ff_shexp);
             P("; active parameters %lld of %lld\n", (long long)(m->n_params - idle),
               (long long)m->n_params);
@@ -361,7 +361,11 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         if (model_rope(m)) {
             P("rope           %s, %d dims, base %g", m->desc->rope_mode ? "neox" : "normal",
               hp->n_rot, hp->rope_base);
-            if (hp->rope_scale != 1.0) P(", linear scaling x%g", 1.0 / hp->rope_scale);
+            if (hp->rope_yarn) /* over rope.scaling.original_context_length, else n_ctx_train */
+                P(", YaRN scaling x%g over %d", (double)hp->yarn_factor,
+                  hp->n_ctx_orig > 0 ? hp->n_ctx_orig : hp->n_ctx_train);
+            else if (hp->rope_scale != 1.0)
+                P(", linear scaling x%g", 1.0 / hp->rope_scale);
             if (hp->rope_factors) P(", %s", rope_factors_name(hp->rope_factors));
             if (hp->rope_attn_factor != 1.0) P(", attention factor %g", hp->rope_attn_factor);
             if (m->desc->nope_period > 0) /* layer indices from 0, as llama.cpp's il */
@@ -445,7 +449,9 @@ vkf_status vkf_model_info(const vkf_model *m, int json, char **out) {
         cJSON_AddNumberToObject(j, "rope_dims", hp->n_rot);
         cJSON_AddNumberToObject(j, "rope_freq_base", hp->rope_base);
         cJSON_AddStringToObject(j, "rope_mode", m->desc->rope_mode ? "neox" : "normal");
-        cJSON_AddNumberToObject(j, "rope_linear_factor", 1.0 / hp->rope_scale);
+        cJSON_AddNumberToObject(j, "rope_linear_factor",
+                                hp->rope_yarn ? 1.0 : 1.0 / hp->rope_scale);
+        if (hp->rope_yarn) cJSON_AddNumberToObject(j, "rope_yarn_factor", hp->yarn_factor);
         cJSON_AddStringToObject(j, "rope_factors",
                                 hp->rope_factors ? rope_factors_name(hp->rope_factors) : "none");
         cJSON_AddNumberToObject(j, "rope_attn_factor", hp->rope_attn_factor);

@@ -61,12 +61,15 @@ typedef struct vkf_hparams {
     double rope_base_swa;        /* sliding-window layers' RoPE base */
     int32_t rope_factors;        /* 0 none, 1 rope_freqs (llama3), 2 short, 3 long (LongRoPE) */
     int32_t n_ctx_orig;          /* rope.scaling.original_context_length (0: absent) */
-    int32_t swa_window;          /* sliding window W (query p sees p - W < p' <= p); 0: none */
-    int32_t swa_period;          /* layer il is local iff il % period < period - 1; 0: none */
-    float attn_softcap;          /* attention logits c tanh(s / c); 0: none */
-    float final_softcap;         /* LM-head logits soft-cap; 0: none */
-    float res_scale;   /* attention and FFN outputs times this before the residual add; 0: none */
-    float logit_scale; /* logits divided by this (times 1 / logit_scale, as llama.cpp); 0: none */
+    int32_t rope_yarn;           /* YaRN (rope.scaling.type "yarn"): rope_scale is 1 / factor */
+    float yarn_factor;           /* rope.scaling.factor as read (float, as llama.cpp keeps it) */
+    float yarn_beta_fast, yarn_beta_slow; /* llama.cpp's defaults 32 and 1 */
+    int32_t swa_window;  /* sliding window W (query p sees p - W < p' <= p); 0: none */
+    int32_t swa_period;  /* layer il is local iff il % period < period - 1; 0: none */
+    float attn_softcap;  /* attention logits c tanh(s / c); 0: none */
+    float final_softcap; /* LM-head logits soft-cap; 0: none */
+    float res_scale;     /* attention and FFN outputs times this before the residual add; 0: none */
+    float logit_scale;   /* logits divided by this (times 1 / logit_scale, as llama.cpp); 0: none */
     int32_t bos_id, eos_id, pad_id; /* -1 when the model has none */
     int32_t add_bos;                /* tokenizing a prompt prepends BOS by default */
     /* mixture of experts ({arch}.expert_*; n_expert 0: a dense FFN) */
@@ -115,6 +118,10 @@ typedef struct vkf_layer_w {
     vkf_tensor down_exps;                        /* [n_expert * d, n_ff_exp] */
     vkf_tensor gate_inp_shexp;                   /* F32 [1, d] */
     vkf_tensor gate_shexp, up_shexp, down_shexp; /* [n_ff_shexp, d], same, [d, n_ff_shexp] */
+    vkf_tensor attn_sinks;                       /* F32 [1, n_head] (gpt-oss) */
+    vkf_tensor gate_inp_b;                       /* F32 [1, n_expert] (gpt-oss) */
+    vkf_tensor gate_exps_b, up_exps_b;           /* [n_expert, n_ff_exp] (gpt-oss) */
+    vkf_tensor down_exps_b;                      /* [n_expert, d] (gpt-oss) */
 } vkf_layer_w;
 
 typedef struct vkf_model_w {

@@ -114,8 +114,8 @@ def main():
               "README says %s is refused; generate --help does not list it as refused" % flag)
     m = re.search(r"decoder-only model \(([^)]*)\)", gh)
     help_arch = set(a.strip() for a in m.group(1).split(",")) if m else set()
-    m = re.search(r"or a\s+GGUF\s+file\s*\(((?:`[a-z0-9]+`,?\s*)+);", readme)
-    readme_arch = set(re.findall(r"`([a-z0-9]+)`", m.group(1))) if m else set()
+    m = re.search(r"or a\s+GGUF\s+file\s*\(((?:`[a-z0-9-]+`,?\s*)+);", readme)  # gpt-oss: a hyphen
+    readme_arch = set(re.findall(r"`([a-z0-9-]+)`", m.group(1))) if m else set()
     check(help_arch and help_arch == readme_arch,
           "architectures: generate --help %s, README %s" % (sorted(help_arch), sorted(readme_arch)))
     check("../shared" not in readme, "README points at ../shared, which a clone does not have")

@@ -49,7 +49,7 @@ SETS = (
     "gpt2-tiny",  # a tiny GPT-2 as GGUF and Hugging Face checkpoint, llama.cpp's logits
     "llama-kq",  # llama-quantize's K-quant / legacy / IQ files of one tiny llama, logits
     "arch",  # tiny models of llama.cpp's other architectures (gemma2/3, phi3, qwen, ...)
-    "moe",  # tiny mixture-of-experts models (qwen3moe, qwen2moe, olmoe, Mixtral)
+    "moe",  # tiny mixture-of-experts models (qwen3moe, qwen2moe, olmoe, Mixtral, gpt-oss, granitemoe)
     "lora",  # LoRA adapters of llama-tiny (PEFT directories, GGUF adapters), llama.cpp's logits
     "real-vocab",  # llama.cpp's real vocabularies with their test strings
     "rerank",  # a tiny BERT cross-encoder (rank pooling) and llama.cpp's scores

@@ -46,6 +46,8 @@ MODEL_TEMPLATES = {
     "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": ("NousResearch/Hermes-2-Pro-Llama-3-8B, 'tool_use'",
                                                             "<|begin_of_text|>", "<|im_end|>"),
     "meetkai-functionary-medium-v3.2.jinja": ("meetkai/functionary-medium-v3.2", "<|begin_of_text|>", "<|eot_id|>"),
+    "openai-gpt-oss-120b.jinja": ("openai/gpt-oss-120b (harmony: channels, reasoning effort; calls strftime_now)",
+                                  "<|startoftext|>", "<|return|>"),
 }
 
 # tests/test-chat-template.cpp case name -> template file here (bos/eos: the file's, "" when absent)

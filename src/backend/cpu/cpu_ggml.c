@@ -11,7 +11,8 @@
  * - SwiGLU through ggml's vector exp, GeGLU through its f16 GELU table;
  * - ROPE with the table llama.cpp's cache holds (built ggml's way in this mode, model/arch.c);
  * - ATTENTION as llama.cpp's graph without flash attention: q . k per key, soft-caps as ggml's
- *   scale / tanh / scale, soft_max_ext over the padded KV cells, the value sums;
+ *   scale / tanh / scale, soft_max_ext over the padded KV cells (with gpt-oss's sinks as
+ *   ggml_soft_max_add_sinks), the value sums; swiglu_oai with scalar expf;
  * - SCALE with a soft-cap (final logits) as ggml's scale / tanh / scale.
  * Every other op is the plain reference (cpu_ops.c).
  *
@@ -401,6 +402,13 @@ static vkf_status ggml_swiglu(const ggml_build *bd, const vkf_node *nd) {
         const float *ar = row_f32(a, r), *br = row_f32(b, b->rows == 1 ? 0 : r);
         float *yr = row_f32(y, r);
         for (int64_t j = 0; j < n; j++) {
+            if (nd->p.glu.oai) { /* ggml_compute_forward_swiglu_oai_f32: scalar expf */
+                const float lim = nd->p.glu.limit;
+                const float x = fminf(ar[j], lim), yv = fminf(fmaxf(br[j], -lim), lim);
+                const float out_glu = x / (1.f + expf(nd->p.glu.alpha * (-x)));
+                yr[j] = out_glu * (yv + 1.f);
+                continue;
+            }
             float s = nd->p.glu.gelu ? gelu_table(ar[j]) : silu(bd, ar[j], j < nv);
             yr[j] = s * br[j];
         }
@@ -442,6 +450,7 @@ static vkf_status ggml_scale_cap(const vkf_node *nd) {
 static vkf_status ggml_attention(const ggml_build *bd, const vkf_node *nd, int32_t n_past) {
     const vkf_attn_params *p = &nd->p.attn;
     const vkf_tensor *q = nd->src[0], *k = nd->src[1], *v = nd->src[2], *lens = nd->src[3];
+    const float *sinks = nd->src[4] ? row_f32(nd->src[4], 0) : NULL;
     int hd = p->head_dim, group = p->n_head / p->n_kv_head, L = bd->lanes;
     int64_t n_keys = p->kv_dyn ? (int64_t)n_past + p->n_q : p->n_kv;
     if (n_keys > p->n_kv)
@@ -492,12 +501,14 @@ static vkf_status ggml_attention(const ggml_build *bd, const vkf_node *nd, int32
                         out[d] = 0.0f;
                     continue;
                 }
+                if (sinks) max = fmaxf(max, sinks[h]); /* ggml_soft_max_add_sinks: MAX */
                 double sum = 0.0;
                 for (int64_t c = 0; c < n_pad; c += L) {
                     for (int l = 0; l < L; l++)
                         prob[c + l] = v_expf(bd, prob[c + l] - max);
                     sum += (double)vsum(bd, prob + c);
                 }
+                if (sinks) sum += (double)expf(sinks[h] - max);
                 const float inv = (float)(1.0 / sum);
                 for (int64_t j = 0; j < n_pad; j++)
                     prob[j] *= inv;

@@ -146,6 +146,12 @@ static vkf_status op_elementwise(const vkf_node *nd) {
                 break;
             case VKF_OP_UNARY: yr[j] = unary(nd->p.unary.act, ar[j]); break;
             case VKF_OP_SWIGLU:
+                if (nd->p.glu.oai) { /* gpt-oss: the gate clamped above, up on both sides */
+                    const float lim = nd->p.glu.limit;
+                    float x = fminf(ar[j], lim), yv = fminf(fmaxf(br[j], -lim), lim);
+                    yr[j] = x / (1.0f + expf(nd->p.glu.alpha * -x)) * (yv + 1.0f);
+                    break;
+                }
                 yr[j] = unary(nd->p.glu.gelu ? VKF_UNARY_GELU_TANH : VKF_UNARY_SILU, ar[j]) * br[j];
                 break;
             default:
@@ -256,6 +262,7 @@ static const float *kv_row(const vkf_tensor *t, int64_t r, int64_t c0, int64_t n
 static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
     const vkf_attn_params *p = &nd->p.attn;
     const vkf_tensor *q = nd->src[0], *k = nd->src[1], *v = nd->src[2], *lens = nd->src[3];
+    const float *sinks = nd->src[4] ? row_f32(nd->src[4], 0) : NULL;
     int hd = p->head_dim, group = p->n_head / p->n_kv_head;
     int64_t n_keys = p->kv_dyn ? (int64_t)n_past + p->n_q : p->n_kv;
     if (n_keys > p->n_kv)
@@ -298,7 +305,8 @@ static vkf_status op_attention(const vkf_node *nd, int32_t n_past) {
                     score[j] = softcap(dot * p->scale, p->softcap);
                     if (score[j] > max) max = score[j];
                 }
-                double sum = 0.0;
+                if (sinks && sinks[h] > max) max = sinks[h]; /* the sink joins the softmax */
+                double sum = sinks ? exp((double)sinks[h] - max) : 0.0;
                 for (int64_t j = jmin; j < jmax; j++) {
                     score[j] = expf(score[j] - max);
                     sum += score[j];

@@ -2,7 +2,8 @@
  * attention_texel.comp where the device has texels and subgroups and the shapes allow (F32 or F16
  * caches; its layout per device kind), with the key parts merged by attention_merge.comp where
  * the keys are split across workgroups; else attention.comp, in key chunks when one sequence
- * exceeds a storage window or what a CPU driver's invocation may walk. */
+ * exceeds a storage window or what a CPU driver's invocation may walk; attention with sinks
+ * (gpt-oss) always takes attention.comp (SINKS=1). */
 #include <stdio.h>
 #include <string.h>
 
@@ -63,6 +64,17 @@ static vkf_status vkf_vk_attn_bind(vkf_vk_rec *r, const vkf_node *n, int64_t q0,
     return VKF_OK;
 }
 
+/* The sinks' window (SINKS=1 kernels): win, with its element offset in pc; nothing without. */
+static vkf_status vkf_vk_attn_sinks(vkf_vk_rec *r, const vkf_node *n, vkf_vk_win *win,
+                                    vkf_pc_attn *pc, int *n_win) {
+    const vkf_tensor *sk = n->src[4];
+    if (!sk) return VKF_OK;
+    VKF_TRY(vkf_vk_rows_win(r, sk, 0, 1, 0, win));
+    VKF_TRY(vkf_vk_elem_off(win, sk, &pc->sink_off));
+    (*n_win)++;
+    return VKF_OK;
+}
+
 /* One sequence exceeds a window (or, on CPU drivers, VKF_VK_CPU_KEYS_MAX keys): per sequence
  * and query chunk, key chunks of at most kmax in order, each resuming from the (max, sum) state
  * and normalized output the previous chunk left (scratch + dst). */
@@ -96,13 +108,15 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n,
             int64_t qn = vkf_vk_min64(qc, ap->n_q - q0);
             for (int64_t j0 = 0; j0 < ap->n_kv; j0 += kc) {
                 int64_t jn = vkf_vk_min64(kc, ap->n_kv - j0);
-                vkf_vk_win win[6];
+                vkf_vk_win win[7];
                 vkf_pc_attn pc;
+                int nw = 6;
                 memset(&pc, 0, sizeof pc);
                 vkf_vk_attn_pc(n, &pc);
                 VKF_TRY(vkf_vk_attn_bind(r, n, b * ap->n_q + q0, qn, b * ap->kv_stride + j0, jn,
                                          win, &pc));
                 VKF_TRY(vkf_vk_window(r, state, 0, st_bytes, 1, &win[5]));
+                VKF_TRY(vkf_vk_attn_sinks(r, n, &win[6], &pc, &nw));
                 pc.s_off = (uint32_t)(win[5].delta / 4);
                 pc.batch = 1;
                 pc.b0 = (uint32_t)b;
@@ -114,7 +128,7 @@ static vkf_status vkf_vk_attention_chunked(vkf_vk_rec *r, const vkf_node *n,
                 uint32_t gy = (uint32_t)vkf_vk_min64(qn, c->max_wg_count[1]);
                 VKF_TRY(vkf_vk_pipe(r, vkf_vk_attn_vec4(p, &pc) ? &p->gen : &p->gen1, &pl));
                 VKF_TRY(
-                    vkf_vk_dispatch(r, pl, win, 6, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
+                    vkf_vk_dispatch(r, pl, win, nw, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
             }
         }
     }
@@ -212,12 +226,14 @@ vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
     vkf_vk_pipeline *pl;
     for (int64_t b0 = 0; b0 < ap->batch; b0 += nb) {
         int64_t bc = vkf_vk_min64(nb, ap->batch - b0);
-        vkf_vk_win win[5];
+        vkf_vk_win win[6];
         vkf_pc_attn pc;
+        int nw = 5;
         memset(&pc, 0, sizeof pc);
         int64_t kv_rows = (bc - 1) * ap->kv_stride + ap->n_kv;
         VKF_TRY(vkf_vk_attn_bind(r, n, b0 * ap->n_q, bc * ap->n_q, b0 * ap->kv_stride, kv_rows, win,
                                  &pc));
+        VKF_TRY(vkf_vk_attn_sinks(r, n, &win[5], &pc, &nw));
         vkf_vk_attn_pc(n, &pc);
         pc.batch = (uint32_t)bc;
         pc.b0 = (uint32_t)b0;
@@ -227,7 +243,7 @@ vkf_status vkf_vk_op_attention(vkf_vk_rec *r, const vkf_node *n) {
         pc.qn = (uint32_t)ap->n_q;
         uint32_t gy = (uint32_t)vkf_vk_min64(bc * ap->n_q, c->max_wg_count[1]);
         VKF_TRY(vkf_vk_pipe(r, vkf_vk_attn_vec4(&p, &pc) ? &p.gen : &p.gen1, &pl));
-        VKF_TRY(vkf_vk_dispatch(r, pl, win, 5, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
+        VKF_TRY(vkf_vk_dispatch(r, pl, win, nw, &pc, sizeof pc, (uint32_t)ap->n_head, gy, 1));
     }
     return VKF_OK;
 }

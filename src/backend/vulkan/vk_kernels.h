@@ -23,7 +23,7 @@
 #define VKF_VK_D_SCALE(X) X(VEC4, vec4, 0)
 #define VKF_VK_D_BINARY(X) X(OP_MUL, op_mul, 0) X(VEC4, vec4, 0)
 #define VKF_VK_D_UNARY(X) X(ACT, act, 0) X(VEC4, vec4, 0)
-#define VKF_VK_D_SWIGLU(X) X(GELU, gelu, 0) X(VEC4, vec4, 0)
+#define VKF_VK_D_SWIGLU(X) X(GELU, gelu, 0) X(VEC4, vec4, 0) X(OAI, oai, 0)
 #define VKF_VK_D_NORM(X) X(RMS, rms, 0)
 #define VKF_VK_D_NORM_TEXEL(X) X(RMS, rms, 0) X(RES, res, 0) X(PAIR, pair, 0)
 #define VKF_VK_D_SOFTMAX(X) X(LOG, log, 0)
@@ -72,7 +72,8 @@
 #define VKF_VK_D_MATMUL_Q8(X)                                                                      \
     X(WTYPE, wtype, 0)                                                                             \
     X(SWIGLU, swiglu, 0) X(ACT, act, 0) X(DOT_PLAIN, plain, 0) X(W_ALIGN16, align16, 0)
-#define VKF_VK_D_ATTENTION(X) X(CHUNKED, chunked, 0) X(VEC4, vec4, 0) X(KV_F16, kv_f16, 0)
+#define VKF_VK_D_ATTENTION(X)                                                                      \
+    X(CHUNKED, chunked, 0) X(VEC4, vec4, 0) X(KV_F16, kv_f16, 0) X(SINKS, sinks, 0)
 #define VKF_VK_D_ATTENTION_TEXEL(X)                                                                \
     X(MAXT, maxt, 1)                                                                               \
     X(HWMAX, hwmax, 1)                                                                             \

@@ -100,6 +100,10 @@ static vkf_status vkf_vk_op_eltwise(vkf_vk_rec *r, const vkf_node *n) {
         pc.scale = n->p.scale.scale;
         pc.act = n->p.unary.act;
         pc.cap = n->op == VKF_OP_SCALE ? n->p.scale.softcap : 0.0f;
+        if (n->op == VKF_OP_SWIGLU && n->p.glu.oai) { /* swiglu_oai: alpha, limit */
+            pc.scale = n->p.glu.alpha;
+            pc.cap = n->p.glu.limit;
+        }
         const vkf_vk_caps *c = &r->vb->caps;
         /* 16-byte accesses when every offset, stride and the row length allow */
         int v4 = plan.vec4_ok && pc.cols % 4 == 0 && pc.d_off % 4 == 0 && pc.a_off % 4 == 0 &&

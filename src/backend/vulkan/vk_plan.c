@@ -54,6 +54,7 @@ vkf_status vkf_vk_plan_elt(const vkf_vk_backend *vb, const vkf_node *n, vkf_vk_e
     case VKF_OP_SWIGLU:
         k = vkf_vk_kp(VKF_VK_K_SWIGLU, VKF_VK_ELT_WG);
         k.v.swiglu.gelu = n->p.glu.gelu ? 1 : 0;
+        k.v.swiglu.oai = n->p.glu.oai ? 1 : 0; /* alpha and limit in the push constants */
         p->k = p->k1 = k;
         p->k.v.swiglu.vec4 = 1;
         break;
@@ -802,7 +803,8 @@ vkf_status vkf_vk_plan_attention(const vkf_vk_backend *vb, const vkf_node *n, vk
     const vkf_vk_caps *c = &vb->caps;
     int kv_f16 = k->dtype == VKF_DTYPE_F16;
     memset(p, 0, sizeof *p);
-    if (vkf_vk_attn_texel(vb, n, p)) {
+    /* attention sinks (gpt-oss): the general kernel only */
+    if (!n->src[4] && vkf_vk_attn_texel(vb, n, p)) {
         uint32_t kvu = kv_f16 ? 2u : 1u, hw = (uint32_t)ap->head_dim / 4u, S = c->subgroup_min;
         p->texel = 1;
         p->k = vkf_vk_kp(VKF_VK_K_ATTENTION_TEXEL, p->wg);
@@ -846,6 +848,7 @@ vkf_status vkf_vk_plan_attention(const vkf_vk_backend *vb, const vkf_node *n, vk
     p->gen = vkf_vk_kp(VKF_VK_K_ATTENTION, VKF_VK_ATTN_WG);
     p->gen.v.attention.chunked = p->chunked;
     p->gen.v.attention.kv_f16 = kv_f16;
+    p->gen.v.attention.sinks = n->src[4] != NULL;
     p->gen1 = p->gen;
     p->gen.v.attention.vec4 = 1;
     return VKF_OK;
