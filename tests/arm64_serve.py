@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The arm64 pass's serve check (tests/arm64.sh): `vkformer serve` built for aarch64 and run under
 qemu-aarch64 on the CPU backend, driven by the official OpenAI Python client running on this
-(x86-64) machine's Python. On the shipped model models/kjv-gpt, for each prompt of its
+(x86-64) machine's Python. On the shipped model models/kjv-gpt, for two prompts of its
 expected.json: /v1/completions at temperature 0 for the reference's n_greedy tokens, the text's
 token ids (the server's /tokenize) equal to the reference's greedy_tokens (PyTorch, made when the
 model was trained: an independent reference), and usage counting them. Then /v1/models names the
@@ -52,7 +52,9 @@ def main():
         models = c.models.list()
         check(len(models.data) == 1, "/v1/models: %s" % models)
         n = ref["n_greedy"]
-        for case in ref["cases"]:
+        # two of the prompts (verify_kjv-gpt checks all four's greedy ids on the CPU backend;
+        # here the server's code is under test, at emulated speed)
+        for case in ref["cases"][:2]:
             r = c.completions.create(model=models.data[0].id, prompt=case["prompt"],
                                      max_tokens=n, temperature=0)
             text = r.choices[0].text
