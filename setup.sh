@@ -34,9 +34,10 @@
 #                     libraries the engine links and of Mesa's lavapipe; cross-builds the library,
 #                     the CLI and the tests it runs into ARM64_BUILD_DIR (default build-arm64)
 #                     with cmake/aarch64-linux-gnu.cmake; then tests/arm64.sh runs them under
-#                     qemu-aarch64 on arm64 lavapipe (tests/README.md, "ARM64"), comparing
-#                     greedy output with this machine's x86 build (BUILD_DIR, built first when
-#                     absent) and building the arm64 Debian packages (cpack -G DEB)
+#                     qemu-aarch64 on the CPU backend (Debian 12's arm64 lavapipe cannot compile
+#                     the kernels; tests/README.md, "ARM64"), comparing greedy output with this
+#                     machine's x86 build (BUILD_DIR, its CLI built first when absent) and
+#                     building the arm64 Debian packages (cpack -G DEB)
 #   ./setup.sh build  set up and build only
 # Environment: BUILD_DIR (default build), VKF_WERROR=ON|OFF (default ON for test).
 set -euo pipefail
