@@ -28,6 +28,16 @@
 #                     check). No test skips for lack of data: after the runs, the suite fails
 #                     when any test skipped for a reason other than an absent device feature
 #                     (tests/check_skips.py on ctest's JUnit output).
+#   ./setup.sh arm64  the aarch64 pass (CI runs it after `test`): adds Debian's arm64
+#                     architecture (dpkg --add-architecture), installs the cross compilers
+#                     (crossbuild-essential-arm64), qemu-user-static and the arm64 builds of the
+#                     libraries the engine links and of Mesa's lavapipe; cross-builds the library,
+#                     the CLI and the tests it runs into ARM64_BUILD_DIR (default build-arm64)
+#                     with cmake/aarch64-linux-gnu.cmake; then tests/arm64.sh runs them under
+#                     qemu-aarch64 on the CPU backend (Debian 12's arm64 lavapipe cannot compile
+#                     the kernels; tests/README.md, "ARM64"), comparing greedy output with this
+#                     machine's x86 build (BUILD_DIR, its CLI built first when absent) and
+#                     building the arm64 Debian packages (cpack -G DEB)
 #   ./setup.sh build  set up and build only
 # Environment: BUILD_DIR (default build), VKF_WERROR=ON|OFF (default ON for test).
 set -euo pipefail
@@ -42,6 +52,24 @@ if [ "$mode" = test ]; then # valgrind memcheck, clang with its sanitizer/libFuz
     # nginx in front of serve replicas (tests/deploy); the Debian packages' test (tests/package_deb.sh:
     # cpack's dpkg-shlibdeps and file, man and groff for the manual page)
     packages+=(valgrind clang libclang-rt-dev curl python3 python3-venv clang-format nginx dpkg-dev file man-db groff-base)
+fi
+if [ "$mode" = arm64 ]; then
+    # the Python test tools (the OpenAI client of the serve check), cpack's dpkg-shlibdeps; the
+    # aarch64 cross compilers, qemu, the arm64 libraries and lavapipe (Debian multiarch).
+    # spirv-tools and glslang-dev are not Multi-Arch: same in Debian 12 (their arm64 builds would
+    # replace the amd64 ones): they are unpacked into the build tree below instead
+    packages+=(python3 python3-venv dpkg-dev file crossbuild-essential-arm64 qemu-user-static
+               libc6:arm64 libvulkan-dev:arm64 libvulkan1:arm64 mesa-vulkan-drivers:arm64 libcjson-dev:arm64
+               libmicrohttpd-dev:arm64 libedit-dev:arm64 libcurl4-openssl-dev:arm64 libarchive-dev:arm64
+               libssl-dev:arm64)
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "setup: arm64: Debian's arm64 architecture is not enabled; run as root:" >&2
+            echo "  sudo dpkg --add-architecture arm64" >&2
+            exit 1
+        fi
+        dpkg --add-architecture arm64
+    fi
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -60,6 +88,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
+if [ "$mode" = arm64 ] && [ "$(id -u)" -eq 0 ]; then
+    # mesa-vulkan-drivers:arm64's ICD files name aarch64 libraries by absolute path: an x86-64
+    # Vulkan loader reading them fails to load those and says so, and the x86 suite counts every
+    # loader message as a validation failure. Moved aside (dpkg-divert, kept across upgrades) to
+    # /usr/share/vulkan/icd.d-arm64, where tests/arm64.sh names lavapipe's (VK_ICD_FILENAMES)
+    mkdir -p /usr/share/vulkan/icd.d-arm64
+    for f in $(dpkg -L mesa-vulkan-drivers:arm64 | grep '^/usr/share/vulkan/icd\.d/.*\.json$'); do
+        dpkg-divert --local --rename --divert "/usr/share/vulkan/icd.d-arm64/${f##*/}" --add "$f" >/dev/null
+    done
+fi
+
 build="${BUILD_DIR:-build}"
 werror="${VKF_WERROR:-ON}"
 # what `./setup.sh run` builds: the CLI and the libraries, everything `cmake --install` installs
@@ -73,7 +112,7 @@ if [ "$mode" = run ]; then
         exit 1
     fi
 else
-    if [ "$mode" = test ] && [ -s tests/requirements.txt ]; then
+    if { [ "$mode" = test ] || [ "$mode" = arm64 ]; } && [ -s tests/requirements.txt ]; then
         # Python tools the tests use (pinned in tests/requirements.txt), in a virtual environment
         # of the build tree (tests find it as VKF_PYTHON); made again when the list changes
         pyenv="$build/pyenv"
@@ -87,7 +126,7 @@ else
         fi
     fi
     fixtures_arg=()
-    if [ "$mode" = test ]; then
+    if [ "$mode" = test ] || [ "$mode" = arm64 ]; then
         # the reference fixtures (tools/refs/make_all.py, on the Python of tests/requirements.txt),
         # or an outside set named by VKF_FIXTURES
         if [ -n "${VKF_FIXTURES:-}" ]; then
@@ -105,7 +144,11 @@ else
         fixtures_arg=(-DVKF_FIXTURES="$VKF_FIXTURES")
     fi
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKF_WERROR="$werror" "${fixtures_arg[@]}" >/dev/null
-    cmake --build "$build" -j"$(nproc)" >&2
+    if [ "$mode" = arm64 ]; then # the x86 CLI, whose greedy output the arm64 build's must equal
+        cmake --build "$build" -j"$(nproc)" --target vkformer_cli >&2
+    else
+        cmake --build "$build" -j"$(nproc)" >&2
+    fi
 fi
 
 case "$mode" in
@@ -175,8 +218,34 @@ test)
     fi
     exit $status
     ;;
+arm64)
+    t0=$SECONDS
+    abuild="${ARM64_BUILD_DIR:-build-arm64}"
+    # spirv-tools, glslang-dev and glslang-tools (whose glslangValidator glslang's CMake package
+    # names) for arm64, unpacked (dpkg-deb -x) rather than installed: a root of their own that
+    # the toolchain file searches (VKF_ARM64_EXTRA_ROOT); made again when Debian's versions change
+    root="$abuild/arm64-root"
+    want="$(apt-cache policy spirv-tools:arm64 glslang-dev:arm64 glslang-tools:arm64 | grep Candidate | tr -d ' \n')"
+    if [ "$(cat "$root/.versions" 2>/dev/null)" != "$want" ]; then
+        rm -rf "$root" && mkdir -p "$root/debs"
+        (cd "$root/debs" && apt-get download -q spirv-tools:arm64 glslang-dev:arm64 glslang-tools:arm64 >&2)
+        for d in "$root"/debs/*.deb; do dpkg-deb -x "$d" "$root"; done
+        rm -rf "$root/debs"
+        echo "$want" >"$root/.versions"
+    fi
+    cmake -S . -B "$abuild" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-linux-gnu.cmake" \
+        -DVKF_ARM64_EXTRA_ROOT="$(cd "$root" && pwd)" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DVKF_WERROR="$werror" -DVKF_PYTHON="$(cd "$build" && pwd)/pyenv/bin/python" \
+        -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON "${fixtures_arg[@]}" >/dev/null
+    # the library, the CLI and the tests tests/arm64.sh runs (not the whole suite: see there;
+    # cpack installs what is built, CMAKE_SKIP_INSTALL_ALL_DEPENDENCY: not every test first)
+    # shellcheck disable=SC2046
+    cmake --build "$abuild" -j"$(nproc)" --target "${run_targets[@]}" $(tests/arm64.sh --targets) >&2
+    echo "setup: arm64: set-up and cross build $((SECONDS - t0)) s" >&2
+    GALLIVM_PERF="${GALLIVM_PERF:-nopt}" tests/arm64.sh "$abuild" "$build"
+    ;;
 *)
-    echo "usage: ./setup.sh [run|test|build]" >&2
+    echo "usage: ./setup.sh [run|test|arm64|build]" >&2
     exit 2
     ;;
 esac

@@ -115,7 +115,9 @@ vkf_status vkf_devices_report(int json, char **out);
 /* The llama.cpp build whose CPU arithmetic the ggml-activation mode reproduces: its results
  * depend on the instruction set (vector widths of the float kernels) and on the version (KV
  * padding, which quantized kernels it picks), so the mode names both. All are x86-64, one
- * thread, F32 KV cache, flash attention off. */
+ * thread, F32 KV cache, flash attention off. A build for another machine (aarch64) refuses the
+ * mode (VKF_ERROR_UNSUPPORTED): llama.cpp runs other kernels there (NEON), summing in other
+ * orders. */
 typedef enum vkf_ggml_target {
     VKF_GGML_OFF = 0,
     VKF_GGML_AVX2 = 1,        /* llama.cpp 0c1e570 (Oct 2026; llama-cpp-python 0.3.36), built

@@ -9,6 +9,17 @@
 #include "core/error.h"
 #include "core/switches.h"
 
+/* the machine this build runs on, as error messages name it */
+#if defined(__aarch64__)
+#define VKF_HOST_ARCH "aarch64"
+#elif defined(__arm__)
+#define VKF_HOST_ARCH "32-bit ARM"
+#elif defined(__x86_64__)
+#define VKF_HOST_ARCH "x86-64"
+#else
+#define VKF_HOST_ARCH "a machine other than x86-64"
+#endif
+
 /* The shader-compile callback of contexts created without one of their own
  * (vkf_context_params.shader_compiled): read when a context is created, which carries it from
  * then on down to its backend. */
@@ -186,6 +197,22 @@ vkf_status vkf_context_create(const vkf_context_params *p, vkf_context **out) {
                          "(1 avx2, 2 avx512-2026, 3 avx512-2025)",
                          p->ggml_activations);
     }
+#if !defined(__x86_64__)
+    /* the mode reproduces llama.cpp's x86-64 kernels (their AVX2 / AVX-512 orders of summation);
+     * on another machine llama.cpp runs other kernels (on aarch64 NEON's, with its own repacks),
+     * whose sums the mode does not reproduce: refused, not approximated */
+    if (p->ggml_activations) {
+        pthread_mutex_destroy(&ctx->lock);
+        free(ctx);
+        return vkf_error(
+            VKF_ERROR_UNSUPPORTED,
+            "context_create: ggml_activations %s reproduces llama.cpp's x86-64 "
+            "arithmetic (AVX2 / AVX-512 orders of summation); this build is for " VKF_HOST_ARCH
+            ", where llama.cpp's CPU kernels (NEON on aarch64) sum in other orders: "
+            "the mode is refused here",
+            vkf_ggml_target_name(p->ggml_activations));
+    }
+#endif
     vkf_context_params one;
     vkf_status ds = context_devices(ctx, p, &one);
     if (ds != VKF_OK) {
