@@ -18,9 +18,10 @@
 #                     representative subset (VKT_OPS_QUICK=1: the host code is what this pass
 #                     checks)); then every libFuzzer target of tests/fuzz for
 #                     VKF_FUZZ_SECONDS (20) on its seed corpus, side by side, one per CPU (a
-#                     third tree, FUZZ_BUILD_DIR, default build-fuzz, built with clang).
-#                     Extra arguments go to the first ctest. VKF_TEST_SANITIZE=0 and
-#                     VKF_FUZZ_SECONDS=0 skip the second and third parts.
+#                     third tree, FUZZ_BUILD_DIR, default build-fuzz, built with clang); last,
+#                     the aarch64 pass (./setup.sh arm64, below).
+#                     Extra arguments go to the first ctest. VKF_TEST_SANITIZE=0,
+#                     VKF_FUZZ_SECONDS=0 and VKF_TEST_ARM64=0 skip the last three parts.
 #                     Before it, the reference fixtures the tests compare against are made
 #                     from pinned public sources by tools/refs/make_all.py (once per machine,
 #                     cached: VKF_REFS_CACHE, default ~/.cache/vkformer/refs); VKF_FIXTURES=DIR
@@ -28,7 +29,7 @@
 #                     check). No test skips for lack of data: after the runs, the suite fails
 #                     when any test skipped for a reason other than an absent device feature
 #                     (tests/check_skips.py on ctest's JUnit output).
-#   ./setup.sh arm64  the aarch64 pass (CI runs it after `test`): adds Debian's arm64
+#   ./setup.sh arm64  the aarch64 pass (the end of `test`; on its own too): adds Debian's arm64
 #                     architecture (dpkg --add-architecture), installs the cross compilers
 #                     (crossbuild-essential-arm64), qemu-user-static and the arm64 builds of the
 #                     libraries the engine links and of Mesa's lavapipe; cross-builds the library,
@@ -215,6 +216,11 @@ test)
         for f in tests/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c)"); done
         cmake --build "$fuzz" -j"$(nproc)" --target "${targets[@]}" >&2
         tests/robust/run_fuzz.sh "$fuzz" "$fuzz_secs" || status=1
+    fi
+    # last, the aarch64 pass (its own mode: root for the arm64 packages; VKF_TEST_ARM64=0 skips)
+    if [ "${VKF_TEST_ARM64:-1}" != 0 ]; then
+        echo "setup: the aarch64 pass (./setup.sh arm64; VKF_TEST_ARM64=0 skips it)" >&2
+        "$0" arm64 || status=1
     fi
     exit $status
     ;;
