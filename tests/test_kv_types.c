@@ -1,7 +1,8 @@
 /* KV cache types (llama.cpp's -ctk / -ctv): names, the bytes a cache of each type takes (closed
  * forms from ggml's block layouts), logits through a quantized cache on the CPU backend within
- * bounds that follow from each type's rounding step, prefix reuse over quantized rows, and the
- * refusals: a type a backend, an architecture or a head size cannot use is refused by name. */
+ * bounds that follow from each type's rounding step, prefix reuse over quantized rows, the
+ * ggml-activations mode bit for bit against llama.cpp through every type, and the refusals: a
+ * type a backend, an architecture or a head size cannot use is refused by name. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -399,19 +400,79 @@ static void test_refusals_vulkan(vkf_context *ctx) {
     vkf_model_free(m);
 }
 
-static void test_refusals_ggml(void) {
-    /* the ggml-activations mode reproduces llama.cpp's f32-cache attention: other types are
-     * refused, not read as F32 */
+/* The ggml-activations mode through each cache type against llama.cpp's logits (llama-kv:
+ * flash attention on, AVX2 build): bit for bit, every prompt row and every teacher-forced greedy
+ * row. Its attention reproduces llama.cpp's flash attention kernel for caches other than F32
+ * (backend/cpu/cpu_ggml.c: q in the K type's dot type, the online softmax, f16 sums for an f16
+ * V) and its Q8_0 cache rows are written by the x86 quantizer, as llama.cpp's set_rows does. */
+static void test_ggml_exact(void) {
     vkf_context_params cp = {.backend = VKF_BACKEND_CPU, .ggml_activations = VKF_GGML_AVX2};
     vkf_context *ctx = NULL;
     if (vkf_context_create(&cp, &ctx) != VKF_OK) {
         VKT_CHECK(0, "ggml context: %s", vkf_last_error());
         return;
     }
-    refused(ctx, "arch/llama3-f32.gguf", VKF_CACHE_Q8_0, VKF_CACHE_F32, VKF_ERROR_UNSUPPORTED,
-            "K cache type q8_0", "ggml-activations", NULL);
-    refused(ctx, "arch/llama3-f32.gguf", VKF_CACHE_F32, VKF_CACHE_F16, VKF_ERROR_UNSUPPORTED,
-            "V cache type f16", NULL);
+    char *text = vkt_read_file(vkt_fixture("llama-kv/cases.json"), NULL);
+    cJSON *cases = text ? cJSON_Parse(text) : NULL;
+    VKT_CHECK(cases != NULL, "llama-kv/cases.json unreadable");
+    vkf_model *m = cases ? load(ctx, "llama-kv/llama-tiny-f32.gguf") : NULL;
+    int n_cases = 0, n_exact = 0;
+    for (cJSON *c = cases && m ? cases->child : NULL; c; c = c->next) {
+        const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
+        const char *isa = cJSON_GetStringValue(cJSON_GetObjectItem(c, "ggml_isa"));
+        if (isa && strcmp(isa, "avx2") != 0) continue; /* the target reproduced here */
+        int t = vkf_cache_type_from_name(cJSON_GetObjectItem(c, "cache_type")->valuestring);
+        cJSON *jt = cJSON_GetObjectItem(c, "tokens"), *jg = cJSON_GetObjectItem(c, "greedy_tokens");
+        int nt = cJSON_GetArraySize(jt), ng = cJSON_GetArraySize(jg);
+        int32_t nv = cJSON_GetObjectItem(c, "n_vocab")->valueint, toks_c[128], greedy[64];
+        for (int i = 0; i < nt && i < 128; i++)
+            toks_c[i] = cJSON_GetArrayItem(jt, i)->valueint;
+        for (int i = 0; i < ng && i < 64; i++)
+            greedy[i] = cJSON_GetArrayItem(jg, i)->valueint;
+        char path[256];
+        size_t nb = 0, ngb = 0;
+        snprintf(path, sizeof path, "llama-kv/%s",
+                 cJSON_GetObjectItem(c, "prompt_logits")->valuestring);
+        float *ref = vkt_read_file(vkt_fixture(path), &nb);
+        snprintf(path, sizeof path, "llama-kv/%s",
+                 cJSON_GetObjectItem(c, "greedy_logits")->valuestring);
+        float *refg = vkt_read_file(vkt_fixture(path), &ngb);
+        float *lg = malloc((size_t)(nt + ng) * (size_t)nv * sizeof *lg);
+        vkf_session_params sp = {.n_ctx = 128, .cache_type_k = t, .cache_type_v = t};
+        vkf_session *s = NULL;
+        if (!ref || !refg || !lg || nb != (size_t)nt * (size_t)nv * sizeof(float) ||
+            ngb < (size_t)(ng - 1) * (size_t)nv * sizeof(float) || t <= 0 ||
+            vkf_session_create(m, &sp, &s) != VKF_OK) {
+            VKT_CHECK(0, "%s: fixture or session: %s", name, vkf_last_error());
+        } else {
+            VKT_OK(vkf_session_eval(s, toks_c, nt, lg));
+            for (int i = 0; i + 1 < ng; i++)
+                VKT_OK(vkf_session_eval(s, &greedy[i], 1, lg + (size_t)(nt + i) * (size_t)nv));
+            size_t n_p = (size_t)nt * (size_t)nv, n_g = (size_t)(ng - 1) * (size_t)nv, bad = 0;
+            double d = fmax(max_diff(lg, ref, n_p), max_diff(lg + n_p, refg, n_g));
+            for (size_t i = 0; i < n_p; i++)
+                bad += memcmp(&lg[i], &ref[i], sizeof(float)) != 0;
+            for (size_t i = 0; i < n_g; i++)
+                bad += memcmp(&lg[n_p + i], &refg[i], sizeof(float)) != 0;
+            printf("  ggml mode %-16s vs llama.cpp's: %zu of %zu logits differ, max|d| %.3e\n",
+                   name, bad, n_p + n_g, d);
+            VKT_CHECK(bad == 0,
+                      "%s: the ggml-activations mode is %zu logits (max|d| %.3e) from "
+                      "llama.cpp's through the same cache",
+                      name, bad, d);
+            n_exact += bad == 0;
+            n_cases++;
+        }
+        vkf_session_free(s);
+        free(lg);
+        free(ref);
+        free(refg);
+    }
+    VKT_CHECK(n_cases == 16, "%d llama-kv cases in the ggml mode, expected 16", n_cases);
+    printf("  ggml mode: %d of %d llama-kv cases bit for bit\n", n_exact, n_cases);
+    vkf_model_free(m);
+    cJSON_Delete(cases);
+    free(text);
     vkf_context_free(ctx);
 }
 
@@ -432,6 +493,6 @@ int main(void) {
     test_names();
     if (!vkt_need_fixtures("arch llama-tiny llama-kv seed-transformer-tiny")) return vkt_finish();
     vkt_for_each_backend(per_backend, NULL);
-    test_refusals_ggml();
+    test_ggml_exact();
     return vkt_finish();
 }
