@@ -447,16 +447,17 @@ static vkf_status ggml_attention(const ggml_build *bd, const vkf_node *nd, int32
  * llama.cpp's attention over a cache of another type than F32 (its -ctk / -ctv: a quantized V
  * needs flash attention, and tools/refs/make_llama_kv.py turns it on for every type):
  * ggml_compute_forward_flash_attn_ext_f16_one_chunk of ggml-cpu/ops.cpp, one query row and head
- * at a time. q is converted to the K type's vec_dot type (F32 as is, F16 / BF16 rounded, Q8_0 or
- * Q8_1 for the block types, their x86 quantizers) and each key's score is that type's vec_dot
- * (the single-row kernels); score * scale (scale / softcap, then softcap * tanhf, with a
- * soft-cap); masked keys skipped; an online softmax in float with scalar expf: a new maximum
- * rescales the sums by expf(Mold - M), else the key weighs expf(s - M); the values are summed
- * with ggml_vec_mad (fused multiply-adds) in f32, or in f16 for an F16 V (each step rounded to
- * f16, the rescales too); the quantized / BF16 V rows decoded by the type's to_float; the end
- * times 1 / S. For an F16 K and V, llama.cpp takes its tiled kernel from 64 query rows and its
- * split-KV kernel for one row over 512 cells and more: not reproduced here (F32 and the block
- * types always take this one). */
+ * at a time. An F32 K or V beside one of another type is cast to F16 first (llama-graph.cpp does
+ * so before ggml_flash_attn_ext). q is converted to the K type's vec_dot type (F16 / BF16
+ * rounded, Q8_0 or Q8_1 for the block types, their x86 quantizers) and each key's score is that
+ * type's vec_dot (the single-row kernels); score * scale (scale / softcap, then softcap * tanhf,
+ * with a soft-cap); masked keys skipped; an online softmax in float with scalar expf: a new
+ * maximum rescales the sums by expf(Mold - M), else the key weighs expf(s - M); the values are
+ * summed with ggml_vec_mad (fused multiply-adds) in f32, or in f16 for an F16 V (each step
+ * rounded to f16, the rescales too); the quantized / BF16 V rows decoded by the type's to_float;
+ * the end times 1 / S. For an F16 K and V, llama.cpp takes its tiled kernel from 64 query rows
+ * of a pass and its split-KV kernel for one row over 512 cells and more: not reproduced here
+ * (the other types always take this one). */
 
 /* ggml_vec_dot_bf16: AVX2 four vectors of 8 (mul, add) over steps of 32, summed
  * ((c1 + c3) + (c2 + c4)) and as hsum8; AVX-512 two vectors of 16 summed apart in double; the
@@ -533,7 +534,8 @@ static vkf_status ggml_flash_attention(const ggml_build *bd, const vkf_node *nd,
                 uint16_t acc16[VKF_MAX_HEAD_DIM];
                 for (int d = 0; d < hd; d++) { /* ggml_scale of q where the graph has it */
                     qf[d] = p->scale_q ? qr[d] * p->scale : qr[d];
-                    if (kt == VKF_DTYPE_F16) qf[d] = vkf_f16_to_f32(vkf_f32_to_f16(qf[d]));
+                    if (kt == VKF_DTYPE_F16 || kt == VKF_DTYPE_F32)
+                        qf[d] = vkf_f16_to_f32(vkf_f32_to_f16(qf[d]));
                     if (kt == VKF_DTYPE_BF16) qf[d] = vkf_bf16_to_f32(vkf_f32_to_bf16(qf[d]));
                     acc[d] = 0.0f;
                     acc16[d] = 0;
@@ -547,10 +549,12 @@ static vkf_status ggml_flash_attention(const ggml_build *bd, const vkf_node *nd,
                     float s;
                     if (blocks) {
                         s = vkf_act_dot(kt, kr, qa, hd, dflags);
-                    } else if (kt == VKF_DTYPE_F32) {
-                        s = vec_dot_f32(bd, (const float *)kr, 1, qf, 1, hd);
                     } else {
-                        vkf_dequantize_row(kt, kr, kf, hd);
+                        if (kt == VKF_DTYPE_F32) /* ggml_cast to F16 */
+                            for (int d = 0; d < hd; d++)
+                                kf[d] = vkf_f16_to_f32(vkf_f32_to_f16(((const float *)kr)[d]));
+                        else
+                            vkf_dequantize_row(kt, kr, kf, hd);
                         if (kt == VKF_DTYPE_BF16) {
                             s = vec_dot_bf16(bd, kf, qf, hd);
                         } else { /* ggml_vec_dot_f16: SIMD steps, the rest in double */
@@ -572,13 +576,16 @@ static vkf_status ggml_flash_attention(const ggml_build *bd, const vkf_node *nd,
                     } else {
                         vs = expf(s - M);
                     }
-                    if (vt == VKF_DTYPE_F16) { /* ggml_vec_scale_f16, ggml_vec_mad_f16 */
+                    if (vt == VKF_DTYPE_F16 || vt == VKF_DTYPE_F32) { /* ggml_vec_scale_f16,
+                                                                         ggml_vec_mad_f16 */
                         const uint16_t *v16 = (const uint16_t *)vr;
                         int64_t np = hd / (4 * bd->lanes) * (4 * bd->lanes);
                         for (int d = 0; d < hd; d++) {
                             float y = vkf_f16_to_f32(acc16[d]);
                             if (newmax) y = vkf_f16_to_f32(vkf_f32_to_f16(y * ms));
-                            float x = vkf_f16_to_f32(v16[d]);
+                            float x = vt == VKF_DTYPE_F32 /* ggml_cast to F16 */
+                                          ? vkf_f16_to_f32(vkf_f32_to_f16(((const float *)vr)[d]))
+                                          : vkf_f16_to_f32(v16[d]);
                             y = d < np ? fmaf(x, vs, y) : y + x * vs;
                             acc16[d] = vkf_f32_to_f16(y);
                         }
@@ -586,16 +593,12 @@ static vkf_status ggml_flash_attention(const ggml_build *bd, const vkf_node *nd,
                         if (newmax) /* ggml_vec_scale_f32 */
                             for (int d = 0; d < hd; d++)
                                 acc[d] *= ms;
-                        const float *vx = (const float *)vr;
-                        if (vt != VKF_DTYPE_F32) {
-                            vkf_dequantize_row(vt, vr, vf, hd);
-                            vx = vf;
-                        }
-                        vec_mad_f32(bd, acc, vx, vs, hd);
+                        vkf_dequantize_row(vt, vr, vf, hd);
+                        vec_mad_f32(bd, acc, vf, vs, hd);
                     }
                     S = fmaf(S, ms, vs);
                 }
-                if (vt == VKF_DTYPE_F16)
+                if (vt == VKF_DTYPE_F16 || vt == VKF_DTYPE_F32)
                     for (int d = 0; d < hd; d++)
                         acc[d] = vkf_f16_to_f32(acc16[d]);
                 const float inv = S == 0.0f ? 0.0f : 1.0f / S;
