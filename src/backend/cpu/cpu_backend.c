@@ -109,6 +109,7 @@ vkf_status vkf_backend_cpu_create_ex(int ggml_activations, vkf_backend **out) {
     cb->base.ubatch_default = 64;
     cb->ggml = ggml_activations;
     cb->base.kv_mixed = 1;
+    cb->base.kv_block_no_rot = ggml_activations != 0;
     /* the reference loops decode every cache type (cpu_ops.c); the ggml-activations mode reads
      * an F32 cache as llama.cpp's attention without flash attention and the others as its flash
      * attention kernel (cpu_ggml.c) */
