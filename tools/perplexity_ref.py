@@ -12,7 +12,9 @@ come from llamacpp_ref.logits (CPU backend, one thread, F32 K/V cache, flash att
 whole chunk in one llama_decode), the log-softmax in float64. -ctk / -ctv choose the K and V
 cache types by llama.cpp's names (llama-perplexity's flags); a type other than f32 turns flash
 attention on (-fa: llama.cpp needs it for a quantized V cache, and one setting for every type
-keeps the kernels the same across a comparison).
+keeps the kernels the same across a comparison). For a quantized type at a head_dim that is a
+multiple of 64, libllama rotates q, k and v by a Walsh-Hadamard matrix unless the environment
+has LLAMA_ATTN_ROT_DISABLE=1 (read by libllama itself).
 
     python3 tools/perplexity_ref.py MODEL.gguf TEXT [-c 512] [--chunks N] [-ctk T] [-ctv T]
 """
