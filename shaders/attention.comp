@@ -21,7 +21,9 @@
  * cache (K and V bound as packed halves, read one element at a time). SINKS=1 (gpt-oss): a
  * learned logit per head joins the softmax as a score without a value: the last (or only) key
  * chunk adds exp(sink[h] - m) to the sum before normalizing; bound after the chunk state
- * (binding 6, or 7 when CHUNKED). */
+ * (binding 6, or 7 when CHUNKED). KVQ (a VKF_W_* code, K and V of that type): a bf16 or
+ * 32-element block cache, decoded element by element (kvq.glsl); k_off / v_off and k_stride /
+ * v_stride are bytes there. */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -58,7 +60,19 @@ layout(set = 0, binding = 2) readonly buffer Q { FT q[]; };
 #ifndef KV_F16
 #define KV_F16 0 /* 1: K and V are an F16 cache read as packed pairs (VEC4 = 0) */
 #endif
-#if KV_F16
+#ifndef KVQ
+#define KVQ 0
+#endif
+#if KVQ
+layout(set = 0, binding = 3) readonly buffer K { uint kk[]; };
+layout(set = 0, binding = 4) readonly buffer V { uint vv[]; };
+uint kvq_word(uint buf, uint i) { return buf == 0u ? kk[i] : vv[i]; }
+#include "kvq.glsl"
+/* a key row (its head's first byte) and element e; the value row's the same */
+#define KAT(row, e) kvq_at(0u, row, e)
+#define VAT(row, e) kvq_at(1u, row, e)
+#define VE(e) 0u
+#elif KV_F16
 layout(set = 0, binding = 3) readonly buffer K { uint kk[]; };
 layout(set = 0, binding = 4) readonly buffer V { uint vv[]; };
 #define KLOAD(i) unpackHalf2x16(kk[(i) >> 1u])[(i) & 1u]
@@ -68,6 +82,11 @@ layout(set = 0, binding = 3) readonly buffer K { FT kk[]; };
 layout(set = 0, binding = 4) readonly buffer V { FT vv[]; };
 #define KLOAD(i) kk[i]
 #define VLOAD(i) vv[i]
+#endif
+#if !KVQ /* element offsets: the row's offset plus e */
+#define KAT(row, e) KLOAD((row) + (e))
+#define VAT(row, e) VLOAD(row)
+#define VE(e) (e)
 #endif
 layout(set = 0, binding = 5) readonly buffer L { int lens[]; };
 #if CHUNKED
@@ -117,7 +136,11 @@ void main() {
         uint qo = (p.q_off + qr * p.q_stride + h * hd) / W;
         uint dof = (p.d_off + qr * p.d_stride + h * hd) / W;
         uint kbase = b * p.kv_stride;
+#if KVQ /* bytes */
+        uint ko0 = p.k_off + kvh * KVQ_HEAD_BYTES(hd), vo0 = p.v_off + kvh * KVQ_HEAD_BYTES(hd);
+#else
         uint ko0 = (p.k_off + kvh * hd) / W, vo0 = (p.v_off + kvh * hd) / W;
+#endif
         barrier(); /* q_s and comb of the previous query are no longer read */
         for (uint e = t; e < hw; e += WG) q_s[e] = q[qo + e];
         barrier();
@@ -143,7 +166,7 @@ void main() {
             if (j < jend) {
                 uint ko = ko0 + (kbase + uint(j) - p.j0) * ks;
                 float dt = 0.0;
-                for (uint e = 0; e < hw; e++) dt += dot(q_s[e], KLOAD(ko + e));
+                for (uint e = 0; e < hw; e++) dt += dot(q_s[e], KAT(ko, e));
                 s = dt * p.scale;
                 if (p.softcap > 0.0) s = p.softcap * tanh(clamp(s / p.softcap, -10.0, 10.0));
             }
@@ -158,9 +181,9 @@ void main() {
                 for (uint dd = 0; dd < dpt; dd++) {
                     uint e = dim0 + dd * WG;
                     if (e < hw) {
-                        uint vo = vo0 + (kbase + uint(j0) - p.j0) * vs + e;
+                        uint vo = vo0 + (kbase + uint(j0) - p.j0) * vs + VE(e);
                         FT a2 = acc[dd] * alpha;
-                        for (uint u = part; u < nb; u += parts) a2 += p_s[u] * VLOAD(vo + u * vs);
+                        for (uint u = part; u < nb; u += parts) a2 += p_s[u] * VAT(vo + u * vs, e);
                         acc[dd] = a2;
                     }
                 }

@@ -201,6 +201,6 @@ def test_kv_cache_types():
         vkformer.Llama(str(TINY), backend="cpu", type_k=12, verbose=False)
     with pytest.raises(ValueError, match="cache_type"):
         vkformer.Llama(str(TINY), backend="cpu", cache_type="q8", verbose=False)
-    # a Vulkan device takes f32 / f16 caches: q8_0 is refused by name, not widened
-    with pytest.raises(vkformer.UnsupportedError, match="K cache type q8_0"):
-        vkformer.Llama(str(TINY), backend="vulkan", type_k=8, type_v=8, verbose=False)
+    # a Vulkan device reads K and V in one type: q8_0 with q4_0 is refused by name, not widened
+    with pytest.raises(vkformer.UnsupportedError, match="K cache type Q8_0 and V cache type Q4_0"):
+        vkformer.Llama(str(TINY), backend="vulkan", type_k=8, type_v=2, verbose=False)

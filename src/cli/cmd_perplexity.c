@@ -305,6 +305,7 @@ typedef struct ppl_opts {
     vkf_context_params cp;
     const char *model, *file, *base_path;
     int32_t n_ctx, n_chunks, n_batch;
+    int32_t cache_type_k, cache_type_v; /* vkf_cache_type (0: the device's default) */
     int kl, json, ctx_given;
 } ppl_opts;
 
@@ -481,6 +482,10 @@ int vkf_cmd_perplexity(int argc, char **argv) {
                  "--kl-divergence, read them from FILE"},
         {"--kl-divergence", VKF_ARG_SET, &o.kl,
          .help = "compare against --kl-divergence-base FILE (a base run of the same model)"},
+        {"-ctk|--cache-type-k", VKF_ARG_CALL, &o.cache_type_k, .metavar = "T",
+         .call = vkf_parse_cache_type, .help = VKF_CACHE_TYPE_HELP},
+        {"-ctv|--cache-type-v", VKF_ARG_CALL, &o.cache_type_v, .metavar = "T",
+         .call = vkf_parse_cache_type, .help = "the same for the V cache"},
         {"--json", VKF_ARG_SET, &o.json,
          .help = "one JSON object on stdout at the end instead of the text report"},
         VKF_ARGS_BACKEND(&o.cp),
@@ -489,7 +494,7 @@ int vkf_cmd_perplexity(int argc, char **argv) {
          .help = "llama-perplexity's strided and task modes are not implemented"},
         {0}};
     vkf_cmd_spec spec = {"perplexity",
-                         "-m MODEL -f TEXT [-c 512] [--chunks N] [-b N] [--json] "
+                         "-m MODEL -f TEXT [-c 512] [--chunks N] [-b N] [-ctk T] [-ctv T] [--json] "
                          "[--kl-divergence-base FILE [--kl-divergence]]",
                          description(), args, .epilog = epilog};
     int rc = vkf_args_parse(&spec, argc, argv);
@@ -626,7 +631,11 @@ int vkf_cmd_perplexity(int argc, char **argv) {
     /* logits of at most this many positions at once (rows of n_vocab floats) */
     const int32_t piece = pass < n_ctx - first ? pass : n_ctx - first;
     const size_t nv = 2 * (((size_t)n_vocab + 1) / 2) + 4;
-    vkf_session_params sesp = {.n_ctx = n_ctx, .n_ubatch = pass, .abort_callback = interrupted};
+    vkf_session_params sesp = {.n_ctx = n_ctx,
+                               .n_ubatch = pass,
+                               .cache_type_k = o.cache_type_k,
+                               .cache_type_v = o.cache_type_v,
+                               .abort_callback = interrupted};
     if (!o.n_batch) sesp.n_ubatch = 0; /* the device's own */
     if (vkf_session_create(m, &sesp, &s) != VKF_OK) {
         vkf_cli_fail("perplexity");

@@ -112,8 +112,7 @@ int vkf_args_validate(void *dst, const char *value, char *err, size_t n);
 int vkf_parse_cache_type(void *dst, const char *value, char *err, size_t n);
 #define VKF_CACHE_TYPE_HELP                                                                        \
     "KV cache type of K: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 or q5_1 (default: f16 "    \
-    "on every Vulkan device, lavapipe included; f32 on the CPU backend; the block types on the "   \
-    "CPU backend)"
+    "on every Vulkan device, lavapipe included; f32 on the CPU backend)"
 /* -fa / --flash-attn [on|off|auto] (an optional_value entry; dst unused): alone, on, auto, 1 and
  * true are accepted (attention is always one fused kernel here); off is refused. */
 int vkf_args_flash_attn(void *dst, const char *value, char *err, size_t n);

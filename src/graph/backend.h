@@ -64,6 +64,11 @@ struct vkf_backend {
      * 0 is read as F32 | F16 */
     uint32_t kv_dtypes;
     int kv_mixed; /* K and V may be of different types (else the same one) */
+    /* the block types only where llama.cpp keeps them unrotated: its KV cache multiplies each
+     * head of q, k and v by a Walsh-Hadamard matrix when the type is quantized and head_dim a
+     * multiple of 64 (llama-kv-cache.cpp's attn_rot_k / _v), which the ggml-activations mode does
+     * not reproduce, so it refuses those (never an answer that is not llama.cpp's) */
+    int kv_block_no_rot;
     /* the reason the others are refused, for the message ("the Vulkan attention kernels read
      * F32 and F16 caches"); NULL: none given */
     const char *kv_dtypes_why;

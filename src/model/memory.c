@@ -130,6 +130,13 @@ static vkf_status cache_type_check_one(const vkf_model *m, const vkf_backend *be
                          "%s: %s cache type %s needs a head_dim that is a multiple of %d (its "
                          "block, read per head), this model's is %d",
                          who, which, name, blk, m->hp.head_dim);
+    if (be->kv_block_no_rot && blk > 1 && m->hp.head_dim % 64 == 0)
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: %s cache type %s with head_dim %d: llama.cpp rotates q, k and v by "
+                         "a Walsh-Hadamard matrix for a quantized cache when head_dim is a "
+                         "multiple of 64 (its attn_rot; LLAMA_ATTN_ROT_DISABLE=1 turns it off), "
+                         "which the ggml-activations mode does not reproduce",
+                         who, which, name, m->hp.head_dim);
     uint32_t mask = be->kv_dtypes ? be->kv_dtypes : (1u << VKF_DTYPE_F32) | (1u << VKF_DTYPE_F16);
     if (!(mask & (1u << dt))) {
         char list[160] = "";

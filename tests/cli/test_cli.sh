@@ -121,9 +121,9 @@ case "$err" in *"time =     -"*) fail "negative time in the timings: $err" ;; es
 usage_error "--cache-type-k: expected f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 or q5_1" generate generate -m "$kjv" --cache-type-k q8
 usage_error "-ctv: expected f32, f16" chat chat -m "$kjv" -ctv Q4_K
 usage_error "-ctk: expected f32, f16" serve serve -m "$kjv" -ctk int8
-# a type the device cannot use is refused by name, never widened (the Vulkan kernels read F32 and
-# F16 caches, K and V in one type); the CPU backend runs them all
-runtime_error "K cache type q8_0: the backend on" generate generate -m "$llama" -ctk q8_0 -ctv q8_0 -p x -n 1
+# a pair the device cannot use is refused by name, never widened (the Vulkan kernels read K and V
+# in one type, each of them); the CPU backend runs them all
+runtime_error "K cache type Q8_0 and V cache type Q4_0" generate generate -m "$llama" -ctk q8_0 -ctv q4_0 -p x -n 1
 runtime_error "K cache type F16 and V cache type F32" generate generate -m "$llama" -ctv f32 -p x -n 1
 run generate -m "$llama" --cpu -ctk q8_0 -ctv q4_0 -p x -n 2 -v
 eq "$rc" 0 "generate --cpu -ctk q8_0 -ctv q4_0"

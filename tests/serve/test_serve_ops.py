@@ -545,11 +545,12 @@ def main():
     else:
         check(False, "the server with -ctk q8_0 -ctv q4_0 did not start: %s" % kv.lines)
     kv.stop()
-    # a type the device cannot use: the load fails naming it
-    bad = subprocess.run([exe, "serve", "-m", model, "--port", "0", "-ctk", "q8_0", "-ctv", "q8_0"],
+    # a pair the device cannot use (Vulkan reads K and V in one type): the load fails naming it
+    bad = subprocess.run([exe, "serve", "-m", model, "--port", "0", "-ctk", "q8_0", "-ctv", "q4_0"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120)
-    check(bad.returncode != 0 and "K cache type q8_0" in bad.stderr,
-          "serve -ctk q8_0 on the Vulkan device: refused by name (%d: %s)" % (bad.returncode, bad.stderr))
+    check(bad.returncode != 0 and "K cache type Q8_0 and V cache type Q4_0" in bad.stderr,
+          "serve -ctk q8_0 -ctv q4_0 on the Vulkan device: refused by name (%d: %s)"
+          % (bad.returncode, bad.stderr))
 
     if FAILS:
         print("%d check(s) failed" % len(FAILS))

@@ -394,7 +394,7 @@ class Session(_Handle):
         n_ctx: tokens the cache holds; 0: the model's.
         cache_type: the KV cache type of K and V: ``None`` (the device's default), or one of
             llama.cpp's ``"f32"``, ``"f16"``, ``"bf16"``, ``"q8_0"``, ``"q4_0"``, ``"q4_1"``,
-            ``"iq4_nl"``, ``"q5_0"``, ``"q5_1"`` (the block types on the CPU backend).
+            ``"iq4_nl"``, ``"q5_0"``, ``"q5_1"`` (on Vulkan, K and V of one type).
         cache_type_k, cache_type_v: the same for K or V alone (they win over cache_type).
         n_batch: sequences evaluated together (an encoder-only model: inputs embedded in one
             graph; 0: the library's default).

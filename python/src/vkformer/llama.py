@@ -152,8 +152,8 @@ class Llama:
             (the reference backend; also ``n_gpu_layers=0``, as the CLI's ``-ngl 0``).
         cache_type: the KV cache type of K and V, None (the device's default) or one of
             llama.cpp's names: ``"f32"``, ``"f16"``, ``"bf16"``, ``"q8_0"``, ``"q4_0"``,
-            ``"q4_1"``, ``"iq4_nl"``, ``"q5_0"``, ``"q5_1"`` (the block types run on the CPU
-            backend; a device that cannot use a type refuses it by name).
+            ``"q4_1"``, ``"iq4_nl"``, ``"q5_0"``, ``"q5_1"`` (on Vulkan, K and V of one type; a
+            device that cannot use a type refuses it by name).
         type_k, type_v: llama-cpp-python's: the K / V cache type as a ggml_type number
             (``llama_cpp.GGML_TYPE_Q8_0`` is 8) or one of the names above; they win over
             cache_type.

@@ -109,16 +109,13 @@ vkf_status vkf_backend_cpu_create_ex(int ggml_activations, vkf_backend **out) {
     cb->base.ubatch_default = 64;
     cb->ggml = ggml_activations;
     cb->base.kv_mixed = 1;
-    if (ggml_activations) { /* its attention reads llama.cpp's F32 cache (tools/llamacpp_ref.py) */
-        cb->base.kv_dtypes = 1u << VKF_DTYPE_F32;
-        cb->base.kv_dtypes_why = "the ggml-activations mode reproduces llama.cpp's attention "
-                                 "over an f32 cache without flash attention";
-    } else { /* the reference loops decode every cache type (cpu_ops.c) */
-        cb->base.kv_dtypes =
-            (1u << VKF_DTYPE_F32) | (1u << VKF_DTYPE_F16) | (1u << VKF_DTYPE_BF16) |
-            (1u << VKF_DTYPE_Q8_0) | (1u << VKF_DTYPE_Q4_0) | (1u << VKF_DTYPE_Q4_1) |
-            (1u << VKF_DTYPE_IQ4_NL) | (1u << VKF_DTYPE_Q5_0) | (1u << VKF_DTYPE_Q5_1);
-    }
+    cb->base.kv_block_no_rot = ggml_activations != 0;
+    /* the reference loops decode every cache type (cpu_ops.c); the ggml-activations mode reads
+     * an F32 cache as llama.cpp's attention without flash attention and the others as its flash
+     * attention kernel (cpu_ggml.c) */
+    cb->base.kv_dtypes = (1u << VKF_DTYPE_F32) | (1u << VKF_DTYPE_F16) | (1u << VKF_DTYPE_BF16) |
+                         (1u << VKF_DTYPE_Q8_0) | (1u << VKF_DTYPE_Q4_0) | (1u << VKF_DTYPE_Q4_1) |
+                         (1u << VKF_DTYPE_IQ4_NL) | (1u << VKF_DTYPE_Q5_0) | (1u << VKF_DTYPE_Q5_1);
     strcpy(cb->base.device_name, "cpu");
     *out = &cb->base;
     return VKF_OK;

@@ -532,6 +532,192 @@ static vkf_status ggml_attention(const ggml_build *bd, const vkf_node *nd, int32
     return VKF_OK;
 }
 
+/* ------------------------------------------------------------------ flash attention
+ *
+ * llama.cpp's attention over a cache of another type than F32 (its -ctk / -ctv: a quantized V
+ * needs flash attention, and tools/refs/make_llama_kv.py turns it on for every type):
+ * ggml_compute_forward_flash_attn_ext_f16_one_chunk of ggml-cpu/ops.cpp, one query row and head
+ * at a time. An F32 K or V beside one of another type is cast to F16 first (llama-graph.cpp does
+ * so before ggml_flash_attn_ext). q is converted to the K type's vec_dot type (F16 / BF16
+ * rounded, Q8_0 or Q8_1 for the block types, their x86 quantizers) and each key's score is that
+ * type's vec_dot (the single-row kernels); score * scale (scale / softcap, then softcap * tanhf,
+ * with a soft-cap); masked keys skipped; an online softmax in float with scalar expf: a new
+ * maximum rescales the sums by expf(Mold - M), else the key weighs expf(s - M); the values are
+ * summed with ggml_vec_mad (fused multiply-adds) in f32, or in f16 for an F16 V (each step
+ * rounded to f16, the rescales too); the quantized / BF16 V rows decoded by the type's to_float;
+ * the end times 1 / S. For an F16 K and V, llama.cpp takes its tiled kernel from 64 query rows
+ * of a pass and its split-KV kernel for one row over 512 cells and more: not reproduced here
+ * (the other types always take this one). */
+
+/* ggml_vec_dot_bf16: AVX2 four vectors of 8 (mul, add) over steps of 32, summed
+ * ((c1 + c3) + (c2 + c4)) and as hsum8; AVX-512 two vectors of 16 summed apart in double; the
+ * rest in double. */
+static float vec_dot_bf16(const ggml_build *bd, const float *x, const float *y, int64_t n) {
+    double sum = 0.0;
+    int64_t i = 0;
+    if (bd->lanes == 16) {
+        float c[2][16] = {{0}};
+        for (; i + 32 <= n; i += 32)
+            for (int v = 0; v < 2; v++)
+                for (int l = 0; l < 16; l++)
+                    c[v][l] = x[i + 16 * v + l] * y[i + 16 * v + l] + c[v][l];
+        sum += (double)reduce16(c[0]);
+        sum += (double)reduce16(c[1]);
+    } else {
+        float c[4][8] = {{0}}, t[8];
+        for (; i + 32 <= n; i += 32)
+            for (int v = 0; v < 4; v++)
+                for (int l = 0; l < 8; l++)
+                    c[v][l] = x[i + 8 * v + l] * y[i + 8 * v + l] + c[v][l];
+        for (int l = 0; l < 8; l++)
+            t[l] = (c[0][l] + c[2][l]) + (c[1][l] + c[3][l]);
+        sum += (double)hsum8(t);
+    }
+    for (; i < n; i++)
+        sum += (double)(x[i] * y[i]);
+    return (float)sum;
+}
+
+/* ggml_vec_mad_f32 (y += x v): fused over whole steps of 4 vectors, then a multiply and an add. */
+static void vec_mad_f32(const ggml_build *bd, float *y, const float *x, float v, int64_t n) {
+    int64_t np = n / (4 * bd->lanes) * (4 * bd->lanes);
+    for (int64_t i = 0; i < np; i++)
+        y[i] = fmaf(x[i], v, y[i]);
+    for (int64_t i = np; i < n; i++)
+        y[i] += x[i] * v;
+}
+
+static vkf_status ggml_flash_attention(const ggml_build *bd, const vkf_node *nd, int32_t n_past) {
+    const vkf_attn_params *p = &nd->p.attn;
+    const vkf_tensor *q = nd->src[0], *k = nd->src[1], *v = nd->src[2], *lens = nd->src[3];
+    const int hd = p->head_dim, group = p->n_head / p->n_kv_head;
+    const vkf_dtype kt = k->dtype, vt = v->dtype;
+    int64_t n_keys = p->kv_dyn ? (int64_t)n_past + p->n_q : p->n_kv;
+    if (n_keys > p->n_kv)
+        return vkf_error(VKF_ERROR_CONTEXT_FULL, "attention: %lld keys exceed the cache of %d",
+                         (long long)n_keys, p->n_kv);
+    const int blocks = kt != VKF_DTYPE_F32 && kt != VKF_DTYPE_F16 && kt != VKF_DTYPE_BF16;
+    const vkf_act_type at = blocks ? vkf_act_type_of(kt) : VKF_ACT_F32;
+    const int dflags = bd->dot_flags | VKF_DOT_SINGLE_ROW;
+    float scale = p->scale_q ? 1.0f : p->scale;
+    if (p->softcap > 0) scale /= p->softcap;
+    char *qa = malloc(blocks ? vkf_act_row_bytes(at, hd) : 1);
+    if (!qa) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "attention: out of host memory");
+    for (int b = 0; b < p->batch; b++) {
+        int64_t klen = n_keys;
+        if (lens && ((const int32_t *)row_f32(lens, 0))[b] < klen)
+            klen = ((const int32_t *)row_f32(lens, 0))[b];
+        for (int i = 0; i < p->n_q; i++) {
+            int64_t qpos =
+                p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
+            if (lens && p->len_pos)
+                qpos = (int64_t)((const int32_t *)row_f32(lens, 0))[b] - p->n_q + i;
+            int64_t jmax = klen, jmin = 0;
+            if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
+            if (p->window > 0 && qpos - p->window + 1 > 0) jmin = qpos - p->window + 1;
+            for (int h = 0; h < p->n_head; h++) {
+                const int64_t c0 = (int64_t)(h / group) * hd; /* the KV head's first column */
+                const float *qr = row_f32(q, (int64_t)b * p->n_q + i) + h * hd;
+                float *out = row_f32(nd->dst, (int64_t)b * p->n_q + i) + h * hd;
+                float qf[VKF_MAX_HEAD_DIM], kf[VKF_MAX_HEAD_DIM], vf[VKF_MAX_HEAD_DIM];
+                float acc[VKF_MAX_HEAD_DIM];
+                uint16_t acc16[VKF_MAX_HEAD_DIM];
+                for (int d = 0; d < hd; d++) { /* ggml_scale of q where the graph has it */
+                    qf[d] = p->scale_q ? qr[d] * p->scale : qr[d];
+                    if (kt == VKF_DTYPE_F16 || kt == VKF_DTYPE_F32)
+                        qf[d] = vkf_f16_to_f32(vkf_f32_to_f16(qf[d]));
+                    if (kt == VKF_DTYPE_BF16) qf[d] = vkf_bf16_to_f32(vkf_f32_to_bf16(qf[d]));
+                    acc[d] = 0.0f;
+                    acc16[d] = 0;
+                }
+                if (blocks) vkf_act_quantize(at, qf, qa, hd);
+                float S = 0.0f, M = -INFINITY;
+                for (int64_t j = jmin; j < jmax; j++) {
+                    const int64_t r = (int64_t)b * p->kv_stride + j;
+                    const char *kr = (const char *)row_ptr(k, r) + vkf_dtype_row_bytes(kt, c0);
+                    const char *vr = (const char *)row_ptr(v, r) + vkf_dtype_row_bytes(vt, c0);
+                    float s;
+                    if (blocks) {
+                        s = vkf_act_dot(kt, kr, qa, hd, dflags);
+                    } else {
+                        if (kt == VKF_DTYPE_F32) /* ggml_cast to F16 */
+                            for (int d = 0; d < hd; d++)
+                                kf[d] = vkf_f16_to_f32(vkf_f32_to_f16(((const float *)kr)[d]));
+                        else
+                            vkf_dequantize_row(kt, kr, kf, hd);
+                        if (kt == VKF_DTYPE_BF16) {
+                            s = vec_dot_bf16(bd, kf, qf, hd);
+                        } else { /* ggml_vec_dot_f16: SIMD steps, the rest in double */
+                            int64_t np = hd / (4 * bd->lanes) * (4 * bd->lanes);
+                            double sum = np ? (double)vec_dot_simd(bd, kf, 1, qf, 1, np) : 0.0;
+                            for (int64_t d = np; d < hd; d++)
+                                sum += (double)(kf[d] * qf[d]);
+                            s = (float)sum;
+                        }
+                    }
+                    s = s * scale;
+                    if (p->softcap > 0) s = p->softcap * tanhf(s);
+                    const float Mold = M;
+                    const int newmax = s > M;
+                    float ms = 1.0f, vs = 1.0f;
+                    if (newmax) {
+                        M = s;
+                        ms = expf(Mold - M);
+                    } else {
+                        vs = expf(s - M);
+                    }
+                    if (vt == VKF_DTYPE_F16 || vt == VKF_DTYPE_F32) { /* ggml_vec_scale_f16,
+                                                                         ggml_vec_mad_f16 */
+                        const uint16_t *v16 = (const uint16_t *)vr;
+                        int64_t np = hd / (4 * bd->lanes) * (4 * bd->lanes);
+                        for (int d = 0; d < hd; d++) {
+                            float y = vkf_f16_to_f32(acc16[d]);
+                            if (newmax) y = vkf_f16_to_f32(vkf_f32_to_f16(y * ms));
+                            float x = vt == VKF_DTYPE_F32 /* ggml_cast to F16 */
+                                          ? vkf_f16_to_f32(vkf_f32_to_f16(((const float *)vr)[d]))
+                                          : vkf_f16_to_f32(v16[d]);
+                            y = d < np ? fmaf(x, vs, y) : y + x * vs;
+                            acc16[d] = vkf_f32_to_f16(y);
+                        }
+                    } else {
+                        if (newmax) /* ggml_vec_scale_f32 */
+                            for (int d = 0; d < hd; d++)
+                                acc[d] *= ms;
+                        vkf_dequantize_row(vt, vr, vf, hd);
+                        vec_mad_f32(bd, acc, vf, vs, hd);
+                    }
+                    S = fmaf(S, ms, vs);
+                }
+                if (vt == VKF_DTYPE_F16 || vt == VKF_DTYPE_F32)
+                    for (int d = 0; d < hd; d++)
+                        acc[d] = vkf_f16_to_f32(acc16[d]);
+                const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+                for (int d = 0; d < hd; d++)
+                    out[d] = acc[d] * inv;
+            }
+        }
+    }
+    free(qa);
+    return VKF_OK;
+}
+
+/* COPY_ROWS into a Q8_0 cache as llama.cpp's set_rows writes it: the CPU's from_float of Q8_0,
+ * its x86 quantizer (round half to even: the activation quantizer), not the reference's
+ * roundf; the other types as the float path writes them (their from_float is the reference). */
+static vkf_status ggml_copy_rows(const vkf_node *nd, int32_t n_past) {
+    const vkf_tensor *x = nd->src[0], *y = nd->dst;
+    if (y->dtype != VKF_DTYPE_Q8_0) return vkf_cpu_op(nd, n_past);
+    int64_t r0 = nd->p.copy.dst_row0 + (nd->p.copy.dyn ? n_past : 0);
+    if (nd->src[1]) r0 += ((const int32_t *)row_f32(nd->src[1], 0))[0];
+    if (r0 < 0 || r0 + x->rows > y->rows)
+        return vkf_error(VKF_ERROR_CONTEXT_FULL,
+                         "copy into %s: rows %lld..%lld exceed its %lld rows", y->name,
+                         (long long)r0, (long long)(r0 + x->rows), (long long)y->rows);
+    for (int64_t r = 0; r < x->rows; r++)
+        vkf_act_quantize(VKF_ACT_Q8_0, row_f32(x, r), (void *)row_ptr(y, r0 + r), x->cols);
+    return VKF_OK;
+}
+
 /* ------------------------------------------------------------------ rope */
 
 /* RoPE as ggml_compute_forward_rope_f32 with the table llama.cpp's cache holds (the model
@@ -729,7 +915,11 @@ vkf_status vkf_cpu_ggml_op(const vkf_node *n, int32_t n_past, int target) {
     switch (n->op) {
     case VKF_OP_ROPE: return ggml_rope(n, n_past);
     case VKF_OP_SWIGLU: return ggml_swiglu(bd, n);
-    case VKF_OP_ATTENTION: return ggml_attention(bd, n, n_past);
+    case VKF_OP_ATTENTION:
+        if (n->src[1]->dtype != VKF_DTYPE_F32 || n->src[2]->dtype != VKF_DTYPE_F32)
+            return ggml_flash_attention(bd, n, n_past);
+        return ggml_attention(bd, n, n_past);
+    case VKF_OP_COPY_ROWS: return ggml_copy_rows(n, n_past);
     case VKF_OP_RMSNORM: return ggml_rmsnorm(n);
     case VKF_OP_LAYERNORM: return ggml_layernorm(bd, n);
     case VKF_OP_UNARY:

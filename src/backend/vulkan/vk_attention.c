@@ -29,6 +29,10 @@ static void vkf_vk_attn_pc(const vkf_node *n, vkf_pc_attn *pc) {
     pc->q_stride = (uint32_t)n->src[0]->row_stride;
     pc->k_stride = (uint32_t)n->src[1]->row_stride;
     pc->v_stride = (uint32_t)n->src[2]->row_stride;
+    if (vkf_vk_kvq(n->src[1]->dtype)) { /* bf16 / block caches: bytes */
+        pc->k_stride = (uint32_t)vkf_vk_stride_bytes(n->src[1]);
+        pc->v_stride = (uint32_t)vkf_vk_stride_bytes(n->src[2]);
+    }
     pc->d_stride = (uint32_t)n->dst->row_stride;
 }
 
@@ -40,20 +44,11 @@ static int vkf_vk_attn_vec4(const vkf_vk_attn_plan *p, const vkf_pc_attn *pc) {
            pc->k_stride % 4 == 0 && pc->v_stride % 4 == 0 && pc->d_stride % 4 == 0;
 }
 
-/* attention.comp's windows: dst and q over query rows [q0, q0 + nq), k and v over key rows
- * [k0, k0 + nk), the key lengths (bound to q when absent), and their element offsets in pc */
-static vkf_status vkf_vk_attn_bind(vkf_vk_rec *r, const vkf_node *n, int64_t q0, int64_t nq,
-                                   int64_t k0, int64_t nk, vkf_vk_win win[5], vkf_pc_attn *pc) {
+/* the key lengths' window (bound to q, win[1], when absent) */
+static vkf_status vkf_vk_attn_bind_lens(vkf_vk_rec *r, const vkf_node *n, vkf_vk_win win[5],
+                                        vkf_pc_attn *pc) {
     const vkf_attn_params *ap = &n->p.attn;
-    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2], *lens = n->src[3];
-    VKF_TRY(vkf_vk_rows_win(r, d, q0, nq, 1, &win[0]));
-    VKF_TRY(vkf_vk_rows_win(r, q, q0, nq, 0, &win[1]));
-    VKF_TRY(vkf_vk_rows_win(r, k, k0, nk, 0, &win[2]));
-    VKF_TRY(vkf_vk_rows_win(r, v, k0, nk, 0, &win[3]));
-    VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc->d_off));
-    VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc->q_off));
-    VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc->k_off));
-    VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc->v_off));
+    const vkf_tensor *lens = n->src[3];
     win[4] = win[1];
     if (lens) {
         VKF_TRY(vkf_vk_window(r, lens->buf, lens->offset, lens->offset + (uint64_t)ap->batch * 4, 0,
@@ -62,6 +57,30 @@ static vkf_status vkf_vk_attn_bind(vkf_vk_rec *r, const vkf_node *n, int64_t q0,
         pc->has_len = ap->len_pos ? 3u : 1u; /* bit 1: q_pos from the lengths (serve) */
     }
     return VKF_OK;
+}
+
+/* attention.comp's windows: dst and q over query rows [q0, q0 + nq), k and v over key rows
+ * [k0, k0 + nk), the key lengths (bound to q when absent), and their element offsets in pc
+ * (bytes for K and V of bf16 or a block type: attention.comp's KVQ) */
+static vkf_status vkf_vk_attn_bind(vkf_vk_rec *r, const vkf_node *n, int64_t q0, int64_t nq,
+                                   int64_t k0, int64_t nk, vkf_vk_win win[5], vkf_pc_attn *pc) {
+    const vkf_tensor *d = n->dst, *q = n->src[0], *k = n->src[1], *v = n->src[2];
+    VKF_TRY(vkf_vk_rows_win(r, d, q0, nq, 1, &win[0]));
+    VKF_TRY(vkf_vk_rows_win(r, q, q0, nq, 0, &win[1]));
+    VKF_TRY(vkf_vk_rows_win(r, k, k0, nk, 0, &win[2]));
+    VKF_TRY(vkf_vk_rows_win(r, v, k0, nk, 0, &win[3]));
+    VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc->d_off));
+    VKF_TRY(vkf_vk_elem_off(&win[1], q, &pc->q_off));
+    if (vkf_vk_kvq(k->dtype)) {
+        pc->k_off = (uint32_t)win[2].delta;
+        pc->v_off = (uint32_t)win[3].delta;
+        if (pc->k_off % 2 || pc->v_off % 2)
+            return vkf_error(VKF_ERROR_INTERNAL, "attention %s: K/V windows at odd bytes", d->name);
+    } else {
+        VKF_TRY(vkf_vk_elem_off(&win[2], k, &pc->k_off));
+        VKF_TRY(vkf_vk_elem_off(&win[3], v, &pc->v_off));
+    }
+    return vkf_vk_attn_bind_lens(r, n, win, pc);
 }
 
 /* The sinks' window (SINKS=1 kernels): win, with its element offset in pc; nothing without. */

@@ -379,10 +379,13 @@ vkf_status vkf_vk_device_init(vkf_vk_backend *vb, const char *device, int valida
      * 2.4-2.5 / 1.6-1.8; qwen3-0.6b at depth 1536 pp512 32.6 / 34.3, tg16 8.34 / 8.27 t/s;
      * bench/RESULTS.md) */
     vb->base.kv_f16_default = 1;
-    vb->base.kv_dtypes = (1u << VKF_DTYPE_F32) | (1u << VKF_DTYPE_F16);
-    vb->base.kv_dtypes_why =
-        "the Vulkan attention kernels and the KV store read and write F32 "
-        "and F16 caches; the block types run on the CPU backend (--cpu, -ngl 0)";
+    /* every cache type: F32 / F16 read by every attention kernel, bf16 and the 32-element block
+     * types quantized by copy_rows.comp and decoded by attention.comp (kvq.glsl) with core
+     * features only (32-bit storage words and their atomics); K and V in one type */
+    vb->base.kv_dtypes = (1u << VKF_DTYPE_F32) | (1u << VKF_DTYPE_F16) | (1u << VKF_DTYPE_BF16) |
+                         (1u << VKF_DTYPE_Q8_0) | (1u << VKF_DTYPE_Q4_0) | (1u << VKF_DTYPE_Q4_1) |
+                         (1u << VKF_DTYPE_IQ4_NL) | (1u << VKF_DTYPE_Q5_0) | (1u << VKF_DTYPE_Q5_1);
+    vb->base.kv_dtypes_why = NULL;
     /* prompt passes: bounded by the device's speed (graph/backend.h) */
     vb->base.ubatch_default = c->type == VK_PHYSICAL_DEVICE_TYPE_CPU ? 64 : 512;
 

@@ -29,7 +29,7 @@
 #define VKF_VK_D_SOFTMAX(X) X(LOG, log, 0)
 #define VKF_VK_D_SOFTMAX_TEXEL(X) X(LOG, log, 0)
 #define VKF_VK_D_EMBED(X) X(WTYPE, wtype, 0)
-#define VKF_VK_D_COPY_ROWS(X) X(F16, f16, 0)
+#define VKF_VK_D_COPY_ROWS(X) X(F16, f16, 0) X(KVQ, kvq, 0)
 #define VKF_VK_D_KV_STORE(X) X(KV_F16, kv_f16, 0)
 /* matmul.comp: split-K matrix-vector (MATVEC: MV_M activation rows, NOUT weight rows per
  * workgroup; FAST 16-byte loads, ROWLANE one row per lane) or tiled (TT x TT per invocation) */
@@ -73,7 +73,7 @@
     X(WTYPE, wtype, 0)                                                                             \
     X(SWIGLU, swiglu, 0) X(ACT, act, 0) X(DOT_PLAIN, plain, 0) X(W_ALIGN16, align16, 0)
 #define VKF_VK_D_ATTENTION(X)                                                                      \
-    X(CHUNKED, chunked, 0) X(VEC4, vec4, 0) X(KV_F16, kv_f16, 0) X(SINKS, sinks, 0)
+    X(CHUNKED, chunked, 0) X(VEC4, vec4, 0) X(KV_F16, kv_f16, 0) X(SINKS, sinks, 0) X(KVQ, kvq, 0)
 #define VKF_VK_D_ATTENTION_TEXEL(X)                                                                \
     X(MAXT, maxt, 1)                                                                               \
     X(HWMAX, hwmax, 1)                                                                             \

@@ -556,6 +556,18 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
         return vkf_error(VKF_ERROR_UNSUPPORTED,
                          "copy into F16 %s: %lld columns / stride %lld / offset %zu must be even",
                          d->name, (long long)s->cols, (long long)d->row_stride, d->offset);
+    /* bf16 and the block types: quantized in the kernel, offsets and strides in bytes (bf16: a
+     * word per pair; blocks: halves) */
+    int kvq = vkf_vk_kvq(d->dtype), bf16 = d->dtype == VKF_DTYPE_BF16;
+    uint64_t d_row_bytes = kvq ? vkf_vk_stride_bytes(d) : 0;
+    if (kvq &&
+        (s->cols % (bf16 ? 2 : 32) || d_row_bytes % (bf16 ? 4 : 2) || d->offset % (bf16 ? 4 : 2)))
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "copy into %s %s: %lld columns / row of %llu bytes / offset %zu do not "
+                         "hold whole %s",
+                         vkf_dtype_name(d->dtype), d->name, (long long)s->cols,
+                         (unsigned long long)d_row_bytes, d->offset,
+                         bf16 ? "words of two halves" : "32-element blocks at even bytes");
     vkf_vk_kplan k = vkf_vk_plan_simple(r->vb, n);
     VKF_TRY(vkf_vk_pipe(r, &k, &pl));
     for (int64_t s0 = 0; s0 < s->rows; s0 += sper) {
@@ -573,12 +585,15 @@ static vkf_status vkf_vk_op_copy_rows(vkf_vk_rec *r, const vkf_node *n) {
                 VKF_TRY(vkf_vk_elem_off(&win[2], ix, &pc.idx_off));
                 pc.has_idx = 1;
             }
-            VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
+            if (kvq)
+                pc.d_off = (uint32_t)win[0].delta;
+            else
+                VKF_TRY(vkf_vk_elem_off(&win[0], d, &pc.d_off));
             VKF_TRY(vkf_vk_elem_off(&win[1], s, &pc.s_off));
             pc.rows = (uint32_t)ns;
             pc.cols = (uint32_t)s->cols;
             pc.s_stride = (uint32_t)s->row_stride;
-            pc.d_stride = (uint32_t)d->row_stride;
+            pc.d_stride = kvq ? (uint32_t)d_row_bytes : (uint32_t)d->row_stride;
             pc.dst_row0 = n->p.copy.dst_row0 + (int32_t)s0;
             pc.dyn = n->p.copy.dyn;
             pc.row0 = (uint32_t)t0;

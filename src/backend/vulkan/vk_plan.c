@@ -194,9 +194,11 @@ vkf_vk_kplan vkf_vk_plan_simple(const vkf_vk_backend *vb, const vkf_node *n) {
     case VKF_OP_MOE_WEIGHTS: return vkf_vk_kp(VKF_VK_K_MOE_WEIGHTS, VKF_VK_ELT_WG);
     case VKF_OP_MOE_SUM: return vkf_vk_kp(VKF_VK_K_MOE_SUM, VKF_VK_ELT_WG);
     case VKF_OP_MOE_GROUP_MASK: return vkf_vk_kp(VKF_VK_K_MOE_GROUP_MASK, 64);
-    default: /* COPY_ROWS: into an F16 KV cache as pairs of halves */
+    default: /* COPY_ROWS: into an F16 KV cache as pairs of halves; bf16 and the block types
+                quantized (copy_rows.comp's KVQ) */
         k = vkf_vk_kp(VKF_VK_K_COPY_ROWS, VKF_VK_ELT_WG);
         k.v.copy_rows.f16 = n->dst->dtype == VKF_DTYPE_F16;
+        k.v.copy_rows.kvq = vkf_vk_kvq(n->dst->dtype);
         return k;
     }
 }
@@ -662,6 +664,19 @@ vkf_status vkf_vk_plan_matmul(const vkf_vk_backend *vb, const vkf_node *n, vkf_v
 
 /* ---------------------------------------------------------------- attention */
 
+int vkf_vk_kvq(vkf_dtype t) {
+    switch (t) {
+    case VKF_DTYPE_BF16:
+    case VKF_DTYPE_Q8_0:
+    case VKF_DTYPE_Q4_0:
+    case VKF_DTYPE_Q4_1:
+    case VKF_DTYPE_IQ4_NL:
+    case VKF_DTYPE_Q5_0:
+    case VKF_DTYPE_Q5_1: return vkf_vk_wtype(t);
+    default: return 0;
+    }
+}
+
 /* llvmpipe (gallivm) ends every loop of an invocation once the invocation's loops have run
  * 65535 iterations in all (its loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS), silently: decode or
  * prefill attention with one invocation walking more keys than that gave wrong results on
@@ -844,11 +859,13 @@ vkf_status vkf_vk_plan_attention(const vkf_vk_backend *vb, const vkf_node *n, vk
     p->chunked = nb == 0 || ap->n_kv > p->kmax;
     /* 16-byte loads where every q/k/v/dst offset and stride and head_dim are multiples of 4
      * (VKF_NO_VEC4=1 turns them off) */
-    p->vec4_ok = !kv_f16 && ap->head_dim % 4 == 0 && !vb->sw.no_vec4;
+    int kvq = vkf_vk_kvq(k->dtype); /* bf16 and the block types: decoded element by element */
+    p->vec4_ok = !kv_f16 && !kvq && ap->head_dim % 4 == 0 && !vb->sw.no_vec4;
     p->gen = vkf_vk_kp(VKF_VK_K_ATTENTION, VKF_VK_ATTN_WG);
     p->gen.v.attention.chunked = p->chunked;
     p->gen.v.attention.kv_f16 = kv_f16;
     p->gen.v.attention.sinks = n->src[4] != NULL;
+    p->gen.v.attention.kvq = kvq;
     p->gen1 = p->gen;
     p->gen.v.attention.vec4 = 1;
     return VKF_OK;

@@ -137,5 +137,8 @@ typedef struct vkf_vk_attn_plan {
 } vkf_vk_attn_plan;
 vkf_status vkf_vk_plan_attention(const struct vkf_vk_backend *vb, const vkf_node *n,
                                  vkf_vk_attn_plan *p);
+/* The KVQ code of a KV cache dtype the kernels quantize and decode themselves (bf16 and the
+ * 32-element block types: its VKF_W_* code, kvq.glsl), else 0 (F32, F16). */
+int vkf_vk_kvq(vkf_dtype t);
 
 #endif
