@@ -66,5 +66,11 @@ int vkf_cli_stdout_flush(const char *cmd);
 /* vkf_model_tokenize into a malloc'ed array grown to what the tokenizer needs (byte fallback can
  * give several tokens per byte), with one spare slot; *out is NULL after an error. */
 vkf_status vkf_cli_tokenize(vkf_model *m, const char *text, int flags, int32_t **out, int32_t *n);
+/* Splits text into lines (one input each; "\r\n" ends a line too; a final newline ends the last
+ * line rather than starting an empty one): *out, malloc'ed, points into text, which is modified.
+ * 0, or -1 out of memory. */
+int vkf_cli_split_lines(char *text, char ***out, int32_t *n);
+/* s as a JSON string on stdout (quotes, backslashes and control characters escaped). */
+void vkf_cli_json_str(const char *s);
 
 #endif

@@ -221,3 +221,47 @@ void vkf_cli_print_split(const char *cmd, const vkf_model *m) {
                 (double)d[i].weight_bytes / 1048576.0, d[i].kv_bytes_per_token);
     }
 }
+
+int vkf_cli_split_lines(char *text, char ***out, int32_t *n) {
+    size_t cap = 16, k = 0;
+    char **v = malloc(cap * sizeof *v);
+    for (char *p = text; v && *p;) {
+        char *nl = strchr(p, '\n');
+        if (nl) *nl = 0;
+        size_t len = strlen(p);
+        if (len && p[len - 1] == '\r') p[len - 1] = 0;
+        if (k == cap) {
+            char **q = realloc(v, (cap *= 2) * sizeof *v);
+            if (!q) {
+                free(v);
+                v = NULL;
+                break;
+            }
+            v = q;
+        }
+        v[k++] = p;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    if (!v) return -1;
+    *out = v;
+    *n = (int32_t)k;
+    return 0;
+}
+
+void vkf_cli_json_str(const char *s) {
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if (*c == '\n')
+            printf("\\n");
+        else if (*c == '\t')
+            printf("\\t");
+        else if (*c < 0x20)
+            printf("\\u%04x", *c);
+        else
+            putchar(*c);
+    }
+    putchar('"');
+}

@@ -43,35 +43,6 @@ static int set_off(void *dst, const char *v, char *err, size_t n) {
     return 0;
 }
 
-/* Splits text into lines (one input each; "\r\n" ends a line too; a final newline ends the last
- * line rather than starting an empty one). Pointers into text, which is modified. */
-static int split_lines(char *text, char ***out, int32_t *n) {
-    size_t cap = 16, k = 0;
-    char **v = malloc(cap * sizeof *v);
-    for (char *p = text; v && *p;) {
-        char *nl = strchr(p, '\n');
-        if (nl) *nl = 0;
-        size_t len = strlen(p);
-        if (len && p[len - 1] == '\r') p[len - 1] = 0;
-        if (k == cap) {
-            char **q = realloc(v, (cap *= 2) * sizeof *v);
-            if (!q) {
-                free(v);
-                v = NULL;
-                break;
-            }
-            v = q;
-        }
-        v[k++] = p;
-        if (!nl) break;
-        p = nl + 1;
-    }
-    if (!v) return -1;
-    *out = v;
-    *n = (int32_t)k;
-    return 0;
-}
-
 static void print_vec(const float *v, int32_t dim) {
     putchar('[');
     for (int32_t c = 0; c < dim; c++)
@@ -161,7 +132,7 @@ int vkf_cmd_embed(int argc, char **argv) {
     int32_t n_inputs = 1;
     if (file) {
         if (!(text = vkf_cli_read_text("embed", "-f", file))) return 1;
-        if (split_lines(text, &lines, &n_inputs)) {
+        if (vkf_cli_split_lines(text, &lines, &n_inputs)) {
             free(text);
             fprintf(stderr, "vkformer: embed: out of memory\n");
             return 1;

@@ -284,19 +284,6 @@ static void record_get(const char *rec, const char *key, char *v, size_t n) {
 
 /* ------------------------------------------------------------------ output helpers */
 
-static void json_str(const char *s) {
-    putchar('"');
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            printf("\\%c", *c);
-        else if (*c < 0x20)
-            printf("\\u%04x", *c);
-        else
-            putchar(*c);
-    }
-    putchar('"');
-}
-
 static int write_all(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
 
 /* ------------------------------------------------------------------ the command */
@@ -805,11 +792,11 @@ int vkf_cmd_perplexity(int argc, char **argv) {
         double err = var > 0 ? sqrt(var / (count - 1)) * ppl : 0;
         if (o.json) {
             printf("{\"model\":");
-            json_str(o.model);
+            vkf_cli_json_str(o.model);
             printf(",\"file\":");
-            json_str(o.file);
+            vkf_cli_json_str(o.file);
             printf(",\"device\":");
-            json_str(vkf_context_device_name(ctx));
+            vkf_cli_json_str(vkf_context_device_name(ctx));
             printf(",\"n_ctx\":%d,\"n_chunks\":%d,\"n_tokens\":%d,\"n_scored\":%zu,\"add_bos\":%s,"
                    "\"ppl\":%.6f,\"ppl_error\":%.6f,\"mean_nll\":%.8f,\"chunks\":[",
                    n_ctx, n_chunk, n_tok, count, add_bos ? "true" : "false", ppl, err, mean);
@@ -849,11 +836,11 @@ int vkf_cmd_perplexity(int argc, char **argv) {
     static const char *kname[] = {"99.9", "99.0", "95.0", "90.0", "10.0", " 5.0", " 1.0", " 0.1"};
     if (o.json) {
         printf("{\"model\":");
-        json_str(o.model);
+        vkf_cli_json_str(o.model);
         printf(",\"base\":");
-        json_str(o.base_path);
+        vkf_cli_json_str(o.base_path);
         printf(",\"device\":");
-        json_str(vkf_context_device_name(ctx));
+        vkf_cli_json_str(vkf_context_device_name(ctx));
         printf(",\"n_ctx\":%d,\"n_chunks\":%d,\"n_scored\":%zu,\"ppl\":%.6f,\"ppl_error\":%.6f,"
                "\"ppl_base\":%.6f,\"ppl_base_error\":%.6f,\"ln_ppl_ratio\":%.8f,"
                "\"ln_ppl_ratio_error\":%.8f,\"ppl_ratio\":%.8f,\"ppl_diff\":%.6f,"

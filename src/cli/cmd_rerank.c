@@ -17,51 +17,6 @@ static int parse_format(void *dst, const char *v, char *err, size_t n) {
     return 0;
 }
 
-/* one document per line ("\r\n" too; a final newline ends the last line) */
-static int rr_lines(char *text, char ***out, int32_t *n) {
-    size_t cap = 16, k = 0;
-    char **v = malloc(cap * sizeof *v);
-    for (char *p = text; v && *p;) {
-        char *nl = strchr(p, '\n');
-        if (nl) *nl = 0;
-        size_t len = strlen(p);
-        if (len && p[len - 1] == '\r') p[len - 1] = 0;
-        if (k == cap) {
-            char **q = realloc(v, (cap *= 2) * sizeof *v);
-            if (!q) {
-                free(v);
-                v = NULL;
-                break;
-            }
-            v = q;
-        }
-        v[k++] = p;
-        if (!nl) break;
-        p = nl + 1;
-    }
-    if (!v) return -1;
-    *out = v;
-    *n = (int32_t)k;
-    return 0;
-}
-
-static void json_str(const char *s) {
-    putchar('"');
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            printf("\\%c", *c);
-        else if (*c == '\n')
-            printf("\\n");
-        else if (*c == '\t')
-            printf("\\t");
-        else if (*c < 0x20)
-            printf("\\u%04x", *c);
-        else
-            putchar(*c);
-    }
-    putchar('"');
-}
-
 static const float *g_scores;
 static int by_score(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -99,7 +54,7 @@ int vkf_cmd_rerank(int argc, char **argv) {
     char *text = vkf_cli_read_text("rerank", "-f", file), **docs = NULL;
     int32_t n = 0;
     if (!text) return 1;
-    if (rr_lines(text, &docs, &n)) {
+    if (vkf_cli_split_lines(text, &docs, &n)) {
         free(text);
         fprintf(stderr, "vkformer: rerank: out of memory\n");
         return 1;
@@ -149,7 +104,7 @@ int vkf_cmd_rerank(int argc, char **argv) {
         for (int32_t k = 0; k < shown; k++) {
             printf("%s{\"index\":%d,\"relevance_score\":%.9g,\"document\":{\"text\":", k ? "," : "",
                    order[k], (double)scores[order[k]]);
-            json_str(docs[order[k]]);
+            vkf_cli_json_str(docs[order[k]]);
             printf("}}");
         }
         printf("]}\n");

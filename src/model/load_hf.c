@@ -53,9 +53,8 @@ static const vkf_st_tensor *hf_find(const hf_ctx *c, const char *name, const vkf
 
 /* ------------------------------------------------------------------ weights */
 
-/* GGUF's adjacent-pair rope layout from HF's halves: rows of each head interleaved. */
-static void *hf_permute_rows(const void *src, int64_t rows, size_t row_bytes, int64_t hd) {
-    char *dst = malloc((size_t)rows * row_bytes);
+void *vkf_hf_permute_rows(const void *src, int64_t rows, size_t row_bytes, int64_t hd) {
+    char *dst = malloc((size_t)rows * row_bytes + 1);
     if (!dst) return NULL;
     for (int64_t r = 0; r < rows; r++) {
         int64_t h = r / hd, k = r % hd, i = k / 2, j = k % 2;
@@ -110,7 +109,7 @@ static vkf_status hf_slot(void *user, vkf_arch_t slot, const char *name, vkf_ten
         if (m->hp.head_dim % 2 || rows % m->hp.head_dim)
             return vkf_error(VKF_ERROR_FORMAT, "%s: %s: %lld rows are not whole heads of %d",
                              m->path, full, (long long)rows, m->hp.head_dim);
-        void *p = hf_permute_rows(s->data, rows, rb, m->hp.head_dim);
+        void *p = vkf_hf_permute_rows(s->data, rows, rb, m->hp.head_dim);
         if (!p) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
         vkf_status r = vec ? vkf_model_upload(m, t, full, VKF_W_VECTOR, s->dtype, 1, ne0, p)
                            : vkf_model_upload(m, t, full, VKF_W_MATRIX, s->dtype, ne1, ne0, p);

@@ -125,19 +125,6 @@ static vkf_status lora_add_pair(vkf_lora *a, const vkf_tensor *base, const char 
     return VKF_OK;
 }
 
-/* llama.cpp's converter permutes the base q / k rows into adjacent rope pairs (the HF loader
- * does the same, model/load_hf.c): a PEFT B of q_proj / k_proj gets that row permutation. */
-static void *lora_permute_rows(const void *src, int64_t rows, size_t row_bytes, int64_t hd) {
-    char *dst = malloc((size_t)rows * row_bytes + 1);
-    if (!dst) return NULL;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t h = r / hd, k = r % hd, i = k / 2, j = k % 2;
-        memcpy(dst + (size_t)r * row_bytes,
-               (const char *)src + (size_t)(h * hd + j * (hd / 2) + i) * row_bytes, row_bytes);
-    }
-    return dst;
-}
-
 /* ------------------------------------------------------------------ GGUF adapters */
 
 static int ends_with(const char *s, const char *suf) {
@@ -297,7 +284,7 @@ static vkf_status lora_load_peft(vkf_lora *a, const char *dir) {
             s = vkf_error(VKF_ERROR_FORMAT, "%s: %s has %lld rows, adapter_config.json's r is %lld",
                           p, t->name, (long long)t->shape[0], (long long)r);
         } else {
-            void *bd = NULL;
+            void *bd = NULL; /* a PEFT B of q_proj / k_proj: the base rows' permutation */
             int perm = pairs_rope && (slot == VKF_T_ATTN_Q || slot == VKF_T_ATTN_K);
             int64_t hd = m->hp.head_dim;
             if (perm && (hd % 2 || tb->shape[0] % hd))
@@ -305,8 +292,8 @@ static vkf_status lora_load_peft(vkf_lora *a, const char *dir) {
                               "%s: %s has %lld rows, not whole heads of %lld", p, bn,
                               (long long)tb->shape[0], (long long)hd);
             else if (perm &&
-                     !(bd = lora_permute_rows(tb->data, tb->shape[0],
-                                              vkf_dtype_row_bytes(tb->dtype, tb->shape[1]), hd)))
+                     !(bd = vkf_hf_permute_rows(tb->data, tb->shape[0],
+                                                vkf_dtype_row_bytes(tb->dtype, tb->shape[1]), hd)))
                 s = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", p);
             if (s == VKF_OK)
                 s = lora_add_pair(a, w, gname, t->name, t->dtype, t->shape[0], t->shape[1], t->data,

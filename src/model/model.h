@@ -239,6 +239,9 @@ vkf_status vkf_load_gpt2_hf(vkf_model *m, const char *dir);
 vkf_status vkf_load_gguf(vkf_model *m, const char *path);
 /* Hugging Face llama-family directory (model/load_hf.c) of the architecture desc. */
 vkf_status vkf_load_hf(vkf_model *m, const char *dir, const vkf_arch_desc *desc);
+/* GGUF's adjacent-pair rope layout from HF's halves (llama.cpp's converter permutes q / k rows
+ * so): the rows of each head of hd interleaved; malloc'ed, NULL out of memory. */
+void *vkf_hf_permute_rows(const void *src, int64_t rows, size_t row_bytes, int64_t hd);
 /* llama3 rope scaling: the n_rot/2 frequency divisors llama.cpp's converter writes as
  * rope_freqs.weight, from config.json's rope_scaling object rs (a cJSON *); also used by
  * `vkformer quantize` (quantize/quantize_hf_llama.c). */

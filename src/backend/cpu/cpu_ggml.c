@@ -440,6 +440,20 @@ static vkf_status ggml_scale_cap(const vkf_node *nd) {
     return VKF_OK;
 }
 
+/* Attention's visible keys of sequence b (its length when lengths are given) and query i's
+ * position (serve's batched step: the sequence's own, from its length) */
+static int64_t attn_klen(const vkf_tensor *lens, int b, int64_t n_keys) {
+    if (lens && ((const int32_t *)row_f32(lens, 0))[b] < n_keys)
+        return ((const int32_t *)row_f32(lens, 0))[b];
+    return n_keys;
+}
+
+static int64_t attn_qpos(const vkf_attn_params *p, const vkf_tensor *lens, int b, int i,
+                         int32_t n_past) {
+    if (lens && p->len_pos) return (int64_t)((const int32_t *)row_f32(lens, 0))[b] - p->n_q + i;
+    return p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
+}
+
 /* ------------------------------------------------------------------ attention
  *
  * llama.cpp's attention without flash attention, over the KV cache padded to kv_pad cells:
@@ -465,14 +479,9 @@ static vkf_status ggml_attention(const ggml_build *bd, const vkf_node *nd, int32
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "attention: out of host memory");
     }
     for (int b = 0; b < p->batch; b++) {
-        int64_t klen = n_keys;
-        if (lens && ((const int32_t *)row_f32(lens, 0))[b] < klen)
-            klen = ((const int32_t *)row_f32(lens, 0))[b];
+        int64_t klen = attn_klen(lens, b, n_keys);
         for (int i = 0; i < p->n_q; i++) {
-            int64_t qpos =
-                p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
-            if (lens && p->len_pos) /* serve batching: the sequence's own position */
-                qpos = (int64_t)((const int32_t *)row_f32(lens, 0))[b] - p->n_q + i;
+            int64_t qpos = attn_qpos(p, lens, b, i, n_past);
             int64_t jmax = klen, jmin = 0;
             if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
             if (p->window > 0 && qpos - p->window + 1 > 0) jmin = qpos - p->window + 1;
@@ -604,14 +613,9 @@ static vkf_status ggml_flash_attention(const ggml_build *bd, const vkf_node *nd,
     char *qa = malloc(blocks ? vkf_act_row_bytes(at, hd) : 1);
     if (!qa) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "attention: out of host memory");
     for (int b = 0; b < p->batch; b++) {
-        int64_t klen = n_keys;
-        if (lens && ((const int32_t *)row_f32(lens, 0))[b] < klen)
-            klen = ((const int32_t *)row_f32(lens, 0))[b];
+        int64_t klen = attn_klen(lens, b, n_keys);
         for (int i = 0; i < p->n_q; i++) {
-            int64_t qpos =
-                p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
-            if (lens && p->len_pos)
-                qpos = (int64_t)((const int32_t *)row_f32(lens, 0))[b] - p->n_q + i;
+            int64_t qpos = attn_qpos(p, lens, b, i, n_past);
             int64_t jmax = klen, jmin = 0;
             if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
             if (p->window > 0 && qpos - p->window + 1 > 0) jmin = qpos - p->window + 1;
