@@ -13,6 +13,12 @@ dense layer, tanh after it), cls.output.weight [1, 32] + bias (one score). The s
 as a Hugging Face BertForSequenceClassification directory (write_hf), whose head is the same
 math (BertPooler dense + tanh, classifier).
 
+A second model, xlmr-rerank-tiny.gguf: an XLM-RoBERTa cross-encoder as llama.cpp's converter
+writes XLMRobertaForSequenceClassification (arch bert, one token type, 128 positions, LayerNorm
+eps 1e-5, the same block and head weights), its vocabulary the t5 (UGM) GGUF of
+tests/data/tokenizers/t5_gguf realigned as the converter does (<s> <pad> </s> <unk>, pieces one
+id later), sep = </s>, add_bos / add_eos / add_sep on; its scores in rerank-xlmr.json.
+
 Scores: the pinned libllama (tools/refs/llama_cpp_build.py, ctypes): a context with embeddings
 on, pooling_type RANK, flash attention off, one thread; each pair as llama-server's format_prompt_rerank builds it
 for a model without a rerank template ([BOS if add_bos] query [EOS if add_eos] [SEP if add_sep]
