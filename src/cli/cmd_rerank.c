@@ -45,7 +45,8 @@ int vkf_cmd_rerank(int argc, char **argv) {
     vkf_cmd_spec spec = {
         "rerank", "-m MODEL -q QUERY -f DOCS [--top-n N] [-o text|json]",
         "Scores each document's relevance to the query with a cross-encoder, as llama-server's "
-        "/rerank does (the pair [CLS] query [SEP] document through the model's classifier head; "
+        "/rerank does (the pair [CLS] query [SEP] document, XLM-RoBERTa's <s> query </s> </s> "
+        "document </s>, through the model's classifier head; "
         "the score is its logit), and prints the documents most relevant first.",
         args,
         .epilog = "example: vkformer rerank -m reranker.gguf -q \"what is a GPU?\" -f docs.txt"};

@@ -4,7 +4,9 @@
  * without a "rerank" chat template:
  *   [BOS if add_bos] query [EOS if add_eos] [SEP if add_sep] document [EOS if add_eos]
  * with llama.cpp's vocabulary flags: a WordPiece (BERT) vocabulary adds BOS = [CLS] and
- * SEP = [SEP] but no EOS; others add BOS / EOS as their add_bos / add_eos say and no SEP. The
+ * SEP = [SEP] but no EOS; others add BOS / EOS as their add_bos / add_eos say, and a t5 (UGM)
+ * GGUF vocabulary SEP when its add_sep_token says (an XLM-RoBERTa cross-encoder as llama.cpp's
+ * converter writes it: <s> query </s> </s> document </s>). The
  * texts are tokenized without specials and with control-token text kept as text. A Hugging Face
  * directory gets the same layout, so a model scores the same from either file: that is not
  * transformers' own pair ([CLS] query [SEP] document [SEP], the document's token type 1); like
@@ -47,7 +49,10 @@ vkf_status vkf_rerank(vkf_session *s, const char *query, const char *const *docs
     int32_t bos = vkf_tokenizer_bos(tok), eos = vkf_tokenizer_eos(tok);
     int add_bos = vkf_tokenizer_add_bos(tok) && bos >= 0;
     int add_eos = !wpm && vkf_tokenizer_add_eos(tok) && eos >= 0;
-    int add_sep = wpm && eos >= 0; /* WordPiece: llama.cpp's sep is [SEP] (our eos id) */
+    /* WordPiece: llama.cpp's sep is [SEP] (our eos id); a t5 (UGM) vocabulary: its
+     * seperator_token_id when add_sep_token is set (XLM-RoBERTa's </s>) */
+    int32_t sep = wpm ? eos : vkf_tokenizer_sep(tok);
+    int add_sep = (wpm || vkf_tokenizer_add_sep(tok)) && sep >= 0;
     int32_t **pairs = calloc((size_t)n_docs, sizeof *pairs);
     int32_t *lens = calloc((size_t)n_docs, sizeof *lens);
     int32_t *q = NULL;
@@ -72,7 +77,7 @@ vkf_status vkf_rerank(vkf_session *s, const char *query, const char *const *docs
         memcpy(p + k, q, nq * sizeof *p);
         k += (int32_t)nq;
         if (add_eos) p[k++] = eos;
-        if (add_sep) p[k++] = eos;
+        if (add_sep) p[k++] = sep;
         memcpy(p + k, d, nd * sizeof *p);
         k += (int32_t)nd;
         if (add_eos) p[k++] = eos;

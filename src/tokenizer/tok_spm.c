@@ -880,6 +880,7 @@ vkf_status vkf_tokenizer_spm_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
         {"tokenizer.ggml.eos_token_id", offsetof(vkf_tokenizer, eos)},
         {"tokenizer.ggml.unknown_token_id", offsetof(vkf_tokenizer, unk)},
         {"tokenizer.ggml.padding_token_id", offsetof(vkf_tokenizer, pad)},
+        {"tokenizer.ggml.seperator_token_id", offsetof(vkf_tokenizer, sep)},
     };
     for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
         if (!vkf_gguf_find(g, ids[k].key)) continue;
@@ -894,7 +895,8 @@ vkf_status vkf_tokenizer_spm_from_gguf(const vkf_gguf *g, vkf_tokenizer **out) {
     }
     m->unk = t->unk;
     if ((st = vkf_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", 0, &t->add_bos)) ||
-        (st = vkf_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", 1, &t->add_eos)))
+        (st = vkf_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", 1, &t->add_eos)) ||
+        (st = vkf_gguf_get_bool(g, "tokenizer.ggml.add_sep_token", 0, &t->add_sep)))
         goto fail;
     t->add_space_prefix = m->add_dummy_prefix;
     if ((st = spm_index(t, m, name)) != VKF_OK) goto fail;

@@ -114,7 +114,7 @@ vkf_status vkf_tok_create(vkf_tok_kind kind, const char *name, int64_t n, size_t
                          (long long)n);
     }
     memset(t->type, VKF_TOKEN_NORMAL, (size_t)n);
-    t->bos = t->eos = t->unk = t->pad = -1;
+    t->bos = t->eos = t->unk = t->pad = t->sep = -1;
     for (int i = 0; i < VKF_FIM_COUNT; i++)
         t->fim[i] = -1;
     for (int i = 0; i < 256; i++)
@@ -561,6 +561,8 @@ int32_t vkf_tokenizer_fim(const vkf_tokenizer *t, vkf_fim_kind k) {
 
 int vkf_tokenizer_add_bos(const vkf_tokenizer *t) { return t->add_bos; }
 int vkf_tokenizer_add_eos(const vkf_tokenizer *t) { return t->add_eos; }
+int32_t vkf_tokenizer_sep(const vkf_tokenizer *t) { return t->sep; }
+int vkf_tokenizer_add_sep(const vkf_tokenizer *t) { return t->add_sep; }
 
 const char *vkf_tokenizer_kind(const vkf_tokenizer *t) {
     switch (t->kind) {

@@ -192,6 +192,11 @@ int vkf_tokenizer_is_eog(const vkf_tokenizer *tok, int32_t id);
 /* Whether encode(add_special = 1) adds BOS / EOS. */
 int vkf_tokenizer_add_bos(const vkf_tokenizer *tok);
 int vkf_tokenizer_add_eos(const vkf_tokenizer *tok);
+/* A GGUF t5 (UGM) vocabulary's separator (tokenizer.ggml.seperator_token_id, -1 if none) and
+ * tokenizer.ggml.add_sep_token (default off): llama.cpp puts it between a rerank pair's texts
+ * (XLM-RoBERTa's <s> query </s> </s> document </s>). Encoding never adds it. */
+int32_t vkf_tokenizer_sep(const vkf_tokenizer *tok);
+int vkf_tokenizer_add_sep(const vkf_tokenizer *tok);
 /* "gpt2", "llama", "bert", "char", "hf-bpe", "hf-wordpiece", "hf-unigram", "hf-wordlevel",
  * "spm-bpe", "spm-unigram", "spm-char" or "spm-word". */
 const char *vkf_tokenizer_kind(const vkf_tokenizer *tok);

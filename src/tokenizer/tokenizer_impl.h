@@ -80,7 +80,10 @@ struct vkf_tokenizer {
     vkf_strmap vocab;    /* token string -> id */
     int32_t bos, eos, unk, pad;
     int32_t fim[VKF_FIM_COUNT]; /* GGUF's tokenizer.ggml.fim_*_token_id (-1: absent) */
+    int32_t sep;                /* GGUF tokenizer.ggml.seperator_token_id of a t5 vocabulary (-1) */
     int add_bos, add_eos, add_space_prefix;
+    int add_sep;       /* GGUF tokenizer.ggml.add_sep_token of a t5 vocabulary (llama.cpp: a pair's
+                        * separator, as XLM-RoBERTa's </s></s>) */
     int gguf_specials; /* VKF_TOK_SPM from a GGUF: special tokens cut out first (tokenizer.c) */
     int32_t *eog;      /* end-of-generation ids (eos, eot, eom, <|eot_id|>, <|im_end|>, ...) */
     size_t n_eog;

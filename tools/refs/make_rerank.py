@@ -13,6 +13,12 @@ dense layer, tanh after it), cls.output.weight [1, 32] + bias (one score). The s
 as a Hugging Face BertForSequenceClassification directory (write_hf), whose head is the same
 math (BertPooler dense + tanh, classifier).
 
+A second model, xlmr-rerank-tiny.gguf: an XLM-RoBERTa cross-encoder as llama.cpp's converter
+writes XLMRobertaForSequenceClassification (arch bert, one token type, 128 positions, LayerNorm
+eps 1e-5, the same block and head weights), its vocabulary the t5 (UGM) GGUF of
+tests/data/tokenizers/t5_gguf realigned as the converter does (<s> <pad> </s> <unk>, pieces one
+id later), sep = </s>, add_bos / add_eos / add_sep on; its scores in rerank-xlmr.json.
+
 Scores: the pinned libllama (tools/refs/llama_cpp_build.py, ctypes): a context with embeddings
 on, pooling_type RANK, flash attention off, one thread; each pair as llama-server's format_prompt_rerank builds it
 for a model without a rerank template ([BOS if add_bos] query [EOS if add_eos] [SEP if add_sep]
@@ -100,6 +106,64 @@ def write_model(path, kv):
     common.write_gguf(path, "bert", fill, weights(len(kv["tokenizer.ggml.tokens"])))
 
 
+XLMR_MODEL = "xlmr-rerank-tiny.gguf"
+XLMR_VOCAB = "tests/data/tokenizers/t5_gguf/vocab.gguf"  # SentencePiece Unigram as a t5 GGUF
+XLMR_CTX = 128  # positions after the converter drops the first padding_idx + 1 = 2 rows
+
+
+def xlmr_vocab(kv):
+    """XLM-RoBERTa's layout of a SentencePiece vocabulary, as llama.cpp's converter
+    (conversion/bert.py, _xlmroberta_set_vocab) realigns it: <s> <pad> </s> <unk> first, the
+    pieces from SentencePiece id 3 on one id later (fairseq's offset)."""
+    return (["<s>", "<pad>", "</s>", "<unk>"] + kv["tokenizer.ggml.tokens"][3:],
+            [0.0] * 4 + kv["tokenizer.ggml.scores"][3:],
+            [3, 3, 3, 2] + kv["tokenizer.ggml.token_type"][3:])
+
+
+def write_xlmr(path, kv):
+    """A tiny XLM-RoBERTa cross-encoder as llama.cpp's converter writes
+    XLMRobertaForSequenceClassification (bge-reranker-v2-m3): arch bert, one token type, a t5
+    (UGM) vocabulary with its charsmap, ids <s> 0 / <pad> 1 / </s> 2 / <unk> 3, sep = </s>,
+    add_bos / add_eos / add_sep on (gguf-py's RobertaProcessing), pooling rank, the same
+    weights as the BERT model but for the vocabulary's, token types' and positions' rows."""
+    toks, scores, types = xlmr_vocab(kv)
+
+    def fill(w):
+        w.add_name("xlmr-rerank-tiny")
+        w.add_context_length(XLMR_CTX)
+        w.add_embedding_length(D)
+        w.add_block_count(L)
+        w.add_feed_forward_length(FF)
+        w.add_head_count(H)
+        w.add_layer_norm_eps(1e-5)
+        w.add_causal_attention(False)
+        w.add_uint32("bert.pooling_type", 4)  # LLAMA_POOLING_TYPE_RANK
+        w.add_file_type(0)
+        w.add_tokenizer_model("t5")
+        w.add_tokenizer_pre("default")
+        w.add_token_list(toks)
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+        w.add_add_space_prefix(kv["tokenizer.ggml.add_space_prefix"])
+        w.add_token_type_count(1)
+        w.add_remove_extra_whitespaces(kv["tokenizer.ggml.remove_extra_whitespaces"])
+        w.add_precompiled_charsmap(bytes(kv["tokenizer.ggml.precompiled_charsmap"]))
+        w.add_bos_token_id(0)
+        w.add_eos_token_id(2)
+        w.add_unk_token_id(3)
+        w.add_sep_token_id(2)
+        w.add_pad_token_id(1)
+        w.add_uint32("tokenizer.ggml.cls_token_id", 0)
+        w.add_bool("tokenizer.ggml.add_bos_token", True)
+        w.add_bool("tokenizer.ggml.add_eos_token", True)
+        w.add_bool("tokenizer.ggml.add_sep_token", True)
+    t = weights(len(toks))
+    t["token_types.weight"] = t["token_types.weight"][:1]
+    t["position_embd.weight"] = np.random.default_rng(SEED + 1).standard_normal(
+        (XLMR_CTX, D)).astype(np.float32)  # the pieces are short: the long pair takes ~100
+    common.write_gguf(path, "bert", fill, t)
+
+
 def hf_name(n):
     """Hugging Face BertForSequenceClassification's name of a GGUF tensor of this model."""
     fixed = {"token_embd.weight": "bert.embeddings.word_embeddings.weight",
@@ -155,7 +219,7 @@ def write_hf(out, kv):
         f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
 
 
-def scores(path, queries):
+def scores(path, queries, ctx=CTX):
     ref = llama_cpp_build.runner(common.ISA)
     ref._quiet()
     Lc = ref.L
@@ -165,8 +229,8 @@ def scores(path, queries):
         raise SystemExit(f"make_rerank: llama.cpp cannot load {path}")
     v = Lc.llama_model_get_vocab(m)
     cp = Lc.llama_context_default_params()
-    cp.n_ctx = CTX
-    cp.n_batch = cp.n_ubatch = CTX
+    cp.n_ctx = ctx
+    cp.n_batch = cp.n_ubatch = ctx
     cp.n_threads = cp.n_threads_batch = 1
     cp.embeddings = True
     cp.pooling_type = 4  # LLAMA_POOLING_TYPE_RANK
@@ -243,6 +307,17 @@ def main():
         for q in res:
             for r in q["results"]:
                 fh.write(f"| {q['query'][:24]} | {r['document'][:32]} | {len(r['tokens'])} | {r['score']:.6f} |\n")
+    # the XLM-RoBERTa cross-encoder (t5 / UGM vocabulary): rerank-xlmr.json, the same layout
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    xkv = common.read_gguf_kv(os.path.join(repo, XLMR_VOCAB))
+    xpath = os.path.join(out, XLMR_MODEL)
+    write_xlmr(xpath, xkv)
+    xres, xn = scores(xpath, QUERIES, XLMR_CTX)
+    if xres != scores(xpath, QUERIES, XLMR_CTX)[0]:
+        raise SystemExit("make_rerank: llama.cpp's XLM-R scores differ between two runs")
+    with open(os.path.join(out, "rerank-xlmr.json"), "w") as fh:
+        json.dump(dict(model=XLMR_MODEL, n_cls_out=xn, llama_cpp=llama_cpp_build.version(),
+                       ggml_isa=common.ISA, queries=xres), fh, ensure_ascii=False, indent=1)
     print(f"make_rerank: {sum(len(q['results']) for q in res)} pairs -> {out}")
 
 
