@@ -134,7 +134,10 @@ static int load(loader *l) {
     /* -md: the draft model, loaded once (each slot gets its own draft session), with the
      * target's vocabulary (generate's check: the first difference is named) */
     if (l->draft_path) {
-        vkf_model_params dp = {.path = l->draft_path, .n_ctx = slot_ctx};
+        vkf_model_params dp = {.path = l->draft_path,
+                               .n_ctx = slot_ctx,
+                               .cache_type_k = l->ctk,
+                               .cache_type_v = l->ctv};
         if (vkf_model_load(l->ctx, &dp, &l->dm) != VKF_OK)
             return load_fail(l, lerr(l, "loading the draft model: %s", vkf_last_error()));
         if (vkf_spec_check_vocab(l->m, l->dm) != VKF_OK)

@@ -807,7 +807,8 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
             e->dr = calloc((size_t)e->n_slots, sizeof *e->dr);
             if (!e->dr) st = VKF_ERROR_OUT_OF_MEMORY;
             for (int b = 0; st == VKF_OK && b < e->n_slots; b++)
-                st = srv_draft_new(p->draft, e->n_ctx, e->n_vocab, p->draft_p_min, &e->dr[b]);
+                st = srv_draft_new(p->draft, e->n_ctx, p->cache_type_k, p->cache_type_v, e->n_vocab,
+                                   p->draft_p_min, &e->dr[b]);
         }
     }
     /* warm-up: builds the batched step's graphs now (and fails here if it cannot): of 1, 2,

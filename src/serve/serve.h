@@ -117,12 +117,13 @@ typedef struct srv_req {
 
 typedef struct srv_engine srv_engine;
 
-/* A slot's draft model (spec_draft.c): a draft session of n_ctx tokens on dm. srv_draft_run
+/* A slot's draft model (spec_draft.c): a draft session of n_ctx tokens on dm (its KV cache of
+ * the types ctk / ctv, vkf_cache_type, as the target's). srv_draft_run
  * drafts at most max tokens after h[0..n) into out and returns how many (0 on an error: no
  * draft); it first cuts its cache back to the prefix it shares with h. */
 typedef struct srv_draft srv_draft;
-vkf_status srv_draft_new(vkf_model *dm, int32_t n_ctx, int32_t target_vocab, float p_min,
-                         srv_draft **out);
+vkf_status srv_draft_new(vkf_model *dm, int32_t n_ctx, int32_t ctk, int32_t ctv,
+                         int32_t target_vocab, float p_min, srv_draft **out);
 int32_t srv_draft_run(srv_draft *dr, const int32_t *h, int32_t n, int32_t max, int32_t *out);
 void srv_draft_free(srv_draft *dr);
 

@@ -19,15 +19,15 @@ struct srv_draft {
     float *log; /* [dV] */
 };
 
-vkf_status srv_draft_new(vkf_model *dm, int32_t n_ctx, int32_t target_vocab, float p_min,
-                         srv_draft **out) {
+vkf_status srv_draft_new(vkf_model *dm, int32_t n_ctx, int32_t ctk, int32_t ctv,
+                         int32_t target_vocab, float p_min, srv_draft **out) {
     *out = NULL;
     vkf_model_desc d;
     vkf_model_describe(dm, &d);
     srv_draft *dr = calloc(1, sizeof *dr);
     if (!dr) return VKF_ERROR_OUT_OF_MEMORY;
     if (n_ctx > d.n_ctx) n_ctx = d.n_ctx;
-    vkf_session_params sp = {.n_ctx = n_ctx};
+    vkf_session_params sp = {.n_ctx = n_ctx, .cache_type_k = ctk, .cache_type_v = ctv};
     vkf_status st = vkf_session_create(dm, &sp, &dr->s);
     dr->n_ctx = n_ctx;
     dr->dV = d.n_vocab;
