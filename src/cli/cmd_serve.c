@@ -46,6 +46,9 @@ typedef struct loader {
     int spm_infill;   /* --spm-infill */
     int spec_ngram;   /* --spec-type ngram */
     int32_t draft_max, draft_min, ngram_n;
+    const char *draft_path; /* -md: a draft model (--spec-type draft) */
+    float draft_p_min;
+    vkf_model *dm;
     vkf_context *ctx;
     vkf_model *m;
     vkf_model_desc d;
@@ -62,7 +65,9 @@ typedef struct loader {
 
 static int load_fail(loader *l, int rc) {
     vkf_gen_lora_free(l->lo); /* after the slots' session (never started here), before the model */
+    vkf_model_free(l->dm);
     vkf_model_free(l->m);
+    l->dm = NULL;
     if (!l->shared_ctx) vkf_context_free(l->ctx);
     l->m = NULL;
     if (!l->shared_ctx) l->ctx = NULL;
@@ -126,6 +131,18 @@ static int load(loader *l) {
         srv_log_notice("%s has no chat template: /v1/chat/completions uses ChatML (llama.cpp's "
                        "default)",
                        l->model);
+    /* -md: the draft model, loaded once (each slot gets its own draft session), with the
+     * target's vocabulary (generate's check: the first difference is named) */
+    if (l->draft_path) {
+        vkf_model_params dp = {.path = l->draft_path,
+                               .n_ctx = slot_ctx,
+                               .cache_type_k = l->ctk,
+                               .cache_type_v = l->ctv};
+        if (vkf_model_load(l->ctx, &dp, &l->dm) != VKF_OK)
+            return load_fail(l, lerr(l, "loading the draft model: %s", vkf_last_error()));
+        if (vkf_spec_check_vocab(l->m, l->dm) != VKF_OK)
+            return load_fail(l, lerr(l, "-md %s: %s", l->draft_path, vkf_last_error()));
+    }
     /* LoRA adapters: the server's initial scales are the flags' (0 with
      * --lora-init-without-apply); requests and POST /lora-adapters change them */
     if (vkf_gen_lora_open(l->lo, "serve", l->m)) return load_fail(l, 1);
@@ -148,7 +165,9 @@ static int load(loader *l) {
                             .spec_ngram = l->spec_ngram,
                             .draft_max = l->draft_max,
                             .draft_min = l->draft_min,
-                            .ngram_n = l->ngram_n};
+                            .ngram_n = l->ngram_n,
+                            .draft = l->dm,
+                            .draft_p_min = l->draft_p_min};
     if (srv_engine_start(l->m, &ep, &l->e) != VKF_OK)
         return load_fail(l, lerr(l, "starting the slots: %s", vkf_last_error()));
     uint64_t kv = 0;
@@ -373,14 +392,19 @@ static int log_format_arg(void *dst, const char *v, char *err, size_t n) {
     return 0;
 }
 
-/* --spec-type: llama.cpp's names; serve has the n-gram lookup */
+/* --spec-type: llama.cpp's names */
 static int spec_type_arg(void *dst, const char *v, char *err, size_t n) {
     if (!strcmp(v, "none"))
         *(int *)dst = VKF_SPEC_NONE;
     else if (!strcmp(v, "ngram") || !strcmp(v, "ngram-simple"))
         *(int *)dst = VKF_SPEC_NGRAM;
+    else if (!strcmp(v, "draft") || !strcmp(v, "draft-simple"))
+        *(int *)dst = VKF_SPEC_DRAFT;
     else {
-        snprintf(err, n, "expected none or ngram (prompt lookup; also ngram-simple), got '%s'", v);
+        snprintf(err, n,
+                 "expected none, ngram (prompt lookup; also ngram-simple) or draft (a draft "
+                 "model, -md; also draft-simple), got '%s'",
+                 v);
         return -1;
     }
     return 0;
@@ -395,6 +419,8 @@ int vkf_cmd_serve(int argc, char **argv) {
     int32_t timeout_s = 600, ctk = 0, ctv = 0;
     int spm_infill = 0;
     int metrics = 0, slots = 1, embedding = 0, spec_type = VKF_SPEC_NONE, spec_given = 0;
+    int spec_type_given = 0;
+    const char *draft_path = NULL;
     vkf_spec_params spd;
     vkf_spec_params_default(&spd);
     srv_log_format log_format = SRV_LOG_NONE;
@@ -468,9 +494,11 @@ int vkf_cmd_serve(int argc, char **argv) {
         {"--log-format", VKF_ARG_CALL, &log_format, .metavar = "text|json", .call = log_format_arg,
          .help = "one access line per request on stderr (method, path, status, duration, "
                  "tokens); json: every line of serve's a JSON object (default: no access log)"},
-        {"--spec-type", VKF_ARG_CALL, &spec_type, .metavar = "none|ngram", .call = spec_type_arg,
+        {"--spec-type", VKF_ARG_CALL, &spec_type, .metavar = "none|ngram|draft",
+         .call = spec_type_arg, .seen = &spec_type_given,
          .help = "speculative decoding in every slot: ngram drafts from the slot's own tokens "
-                 "(prompt lookup), checked in one pass (default none)"},
+                 "(prompt lookup), draft with the draft model (-md); checked in one pass "
+                 "(default: draft with -md, else none)"},
         {"--draft-max|--draft|--draft-n|--spec-draft-n-max", VKF_ARG_INT, &spd.n_max,
          .min = -(1 << 30), .max = 1 << 20, .metavar = "N", .seen = &spec_given,
          .help = "most tokens drafted per step (default 16)"},
@@ -480,9 +508,12 @@ int vkf_cmd_serve(int argc, char **argv) {
         {"--spec-ngram-size-n|--spec-ngram-simple-size-n", VKF_ARG_INT, &spd.ngram_n, .min = 1,
          .max = 1024, .metavar = "N", .seen = &spec_given,
          .help = "n-gram lookup: the longest run of last tokens looked up (default 3)"},
-        {"-md|--model-draft|--spec-draft-model", VKF_ARG_REFUSED, .takes_value = 1,
-         .help = "a draft model is for generate, chat and the Python package; serve drafts by "
-                 "n-gram lookup (--spec-type ngram)"},
+        {"-md|--model-draft|--spec-draft-model", VKF_ARG_STR, &draft_path, .metavar = "PATH",
+         .help = "draft model for speculative decoding, loaded once, a draft session per slot "
+                 "(its vocabulary must be the model's)"},
+        {"--draft-p-min|--spec-draft-p-min", VKF_ARG_FLOAT, &spd.p_min, .min = 0, .max = 1,
+         .metavar = "P", .seen = &spec_given,
+         .help = "draft model: stop drafting after a token it gives p < P (default 0.75)"},
         VKF_ARGS_BACKEND(&cp),
         VKF_ARGS_SPLIT(&cp),
         {0}};
@@ -532,8 +563,18 @@ int vkf_cmd_serve(int argc, char **argv) {
     if (router && alias)
         return vkf_usage_error("serve", "-a/--alias names one model; with several, each is "
                                         "named by its file (less .gguf)");
+    if (draft_path && !spec_type_given) spec_type = VKF_SPEC_DRAFT;
+    if (draft_path && spec_type != VKF_SPEC_DRAFT)
+        return vkf_usage_error("serve", "-md %s is a draft model, but --spec-type is not draft",
+                               draft_path);
+    if (spec_type == VKF_SPEC_DRAFT && !draft_path)
+        return vkf_usage_error("serve", "--spec-type draft needs a draft model: -md PATH");
+    if (draft_path && router)
+        return vkf_usage_error("serve", "-md drafts for one model; a server for several models "
+                                        "(-m given again, --models-dir) takes none");
     if (spec_given && spec_type == VKF_SPEC_NONE)
-        return vkf_usage_error("serve", "--draft-* and --spec-* flags need --spec-type ngram");
+        return vkf_usage_error("serve",
+                               "--draft-* and --spec-* flags need --spec-type ngram or -md PATH");
     if (spec_type != VKF_SPEC_NONE && spd.n_max < 1)
         return vkf_usage_error("serve", "--draft-max %d: at least 1 token must be drafted per step",
                                spd.n_max);
@@ -604,7 +645,9 @@ int vkf_cmd_serve(int argc, char **argv) {
                 .spec_ngram = spec_type == VKF_SPEC_NGRAM,
                 .draft_max = spd.n_max,
                 .draft_min = spd.n_min,
-                .ngram_n = spd.ngram_n};
+                .ngram_n = spd.ngram_n,
+                .draft_path = draft_path,
+                .draft_p_min = spd.p_min};
     pthread_t lt;
     if (pthread_create(&lt, NULL, loader_main, &l) != 0) {
         srv_http_stop(h);
@@ -691,6 +734,7 @@ int vkf_cmd_serve(int argc, char **argv) {
     srv_engine_stop(l.e);
     vkf_gen_lora_free(&lo);
     vkf_gen_free(&lo);
+    vkf_model_free(l.dm);
     vkf_model_free(l.m);
     vkf_context_free(l.ctx);
     srv_log_notice("stopped");

@@ -401,6 +401,10 @@ cJSON *srv_api_timings(const srv_req *r) {
     cJSON_AddNumberToObject(t, "predicted_ms", r->predicted_ms);
     cJSON_AddNumberToObject(t, "predicted_per_token_ms", r->predicted_ms / gn);
     cJSON_AddNumberToObject(t, "predicted_per_second", 1e3 / r->predicted_ms * gn);
+    if (r->n_drafted > 0) { /* speculative decoding: llama-server's keys, as it adds them */
+        cJSON_AddNumberToObject(t, "draft_n", r->n_drafted);
+        cJSON_AddNumberToObject(t, "draft_n_accepted", r->n_accepted);
+    }
     return t;
 }
 

@@ -60,6 +60,7 @@ struct srv_engine {
     int32_t *sk;     /* [n_slots]: drafted tokens of slot b this step (0: in the batched step) */
     int32_t *hist;   /* [n_ctx + 1] scratch: a slot's tokens */
     float *srows;    /* [(draft_max + 1) * n_vocab]: the logits of a slot's pass */
+    srv_draft **dr;  /* [n_slots] with a draft model (-md): each slot's drafter, else NULL */
     /* LoRA (serve/lora.c): the adapters, the server's scales (under the mutex), the set each
      * slot's prompt cache was computed with ([n_slots * SRV_MAX_LORA]), the set on the
      * session (engine thread); slots of different sets step in separate passes */
@@ -514,6 +515,12 @@ static void start_request(srv_engine *e, srv_req *r, int b) {
 
 /* Passes of 2, 4, 8, ... tokens, at most draft_max + 1 (the library's rule,
  * generate/speculative.c): each length is a graph the session keeps. */
+static void drafts_free(srv_engine *e) {
+    for (int b = 0; e->dr && b < e->n_slots; b++)
+        srv_draft_free(e->dr[b]);
+    free(e->dr);
+}
+
 static int32_t spec_pass(int32_t k, int32_t n_max) {
     int32_t b = 1;
     while (b * 2 <= k + 1 && b * 2 <= n_max + 1)
@@ -533,7 +540,8 @@ static int32_t spec_draft(srv_engine *e, const srv_req *r, int b) {
     memcpy(e->hist, e->ctok + (size_t)b * e->n_ctx, (size_t)n * sizeof *e->hist);
     e->hist[n] = r->last;
     int32_t *d = e->sdraft + (size_t)b * (e->draft_max + 1);
-    int32_t k = vkf_spec_ngram_draft(e->hist, n + 1, e->ngram_n, max, d + 1);
+    int32_t k = e->dr ? srv_draft_run(e->dr[b], e->hist, n + 1, max, d + 1)
+                      : vkf_spec_ngram_draft(e->hist, n + 1, e->ngram_n, max, d + 1);
     if (k < 1 || k < e->draft_min) return 0;
     d[0] = r->last;
     return spec_pass(k, e->draft_max) - 1;
@@ -785,7 +793,7 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
     if (st == VKF_OK && (!e->slot || !e->logits || !e->tok || !e->pos || !e->ctok || !e->ctok_n ||
                          !e->used || !e->kv_pub || !e->prev))
         st = VKF_ERROR_OUT_OF_MEMORY;
-    if (st == VKF_OK && p->spec_ngram) {
+    if (st == VKF_OK && (p->spec_ngram || p->draft)) {
         e->spec = 1;
         e->draft_max = p->draft_max;
         e->draft_min = p->draft_min;
@@ -795,6 +803,13 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
         e->hist = malloc(((size_t)e->n_ctx + 1) * sizeof *e->hist);
         e->srows = malloc((size_t)(e->draft_max + 1) * (size_t)e->n_vocab * sizeof *e->srows);
         if (!e->sdraft || !e->sk || !e->hist || !e->srows) st = VKF_ERROR_OUT_OF_MEMORY;
+        if (st == VKF_OK && p->draft) {
+            e->dr = calloc((size_t)e->n_slots, sizeof *e->dr);
+            if (!e->dr) st = VKF_ERROR_OUT_OF_MEMORY;
+            for (int b = 0; st == VKF_OK && b < e->n_slots; b++)
+                st = srv_draft_new(p->draft, e->n_ctx, p->cache_type_k, p->cache_type_v, e->n_vocab,
+                                   p->draft_p_min, &e->dr[b]);
+        }
     }
     /* warm-up: builds the batched step's graphs now (and fails here if it cannot): of 1, 2,
      * 4, ... busy slots and of all of them, which compiles the kernels of every width a step
@@ -835,6 +850,7 @@ vkf_status srv_engine_start(vkf_model *m, const srv_engine_params *p, srv_engine
         free(e->sk);
         free(e->hist);
         free(e->srows);
+        drafts_free(e);
         free(e);
         return st;
     }
@@ -867,6 +883,7 @@ void srv_engine_stop(srv_engine *e) {
     free(e->sk);
     free(e->hist);
     free(e->srows);
+    drafts_free(e);
     free(e->slot_lora);
     free(e->pos_all);
     for (int i = 0; i < e->n_lora; i++)

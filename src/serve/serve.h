@@ -117,6 +117,16 @@ typedef struct srv_req {
 
 typedef struct srv_engine srv_engine;
 
+/* A slot's draft model (spec_draft.c): a draft session of n_ctx tokens on dm (its KV cache of
+ * the types ctk / ctv, vkf_cache_type, as the target's). srv_draft_run
+ * drafts at most max tokens after h[0..n) into out and returns how many (0 on an error: no
+ * draft); it first cuts its cache back to the prefix it shares with h. */
+typedef struct srv_draft srv_draft;
+vkf_status srv_draft_new(vkf_model *dm, int32_t n_ctx, int32_t ctk, int32_t ctv,
+                         int32_t target_vocab, float p_min, srv_draft **out);
+int32_t srv_draft_run(srv_draft *dr, const int32_t *h, int32_t n, int32_t max, int32_t *out);
+void srv_draft_free(srv_draft *dr);
+
 typedef struct srv_engine_params {
     int n_slots;                        /* parallel sequences (-np) */
     int32_t n_ctx;                      /* tokens per slot */
@@ -126,6 +136,10 @@ typedef struct srv_engine_params {
      * drafts of at most draft_max tokens, none shorter than draft_min; keys of ngram_n..1 */
     int spec_ngram;
     int32_t draft_max, draft_min, ngram_n;
+    /* or a draft model (serve -md; its vocabulary checked by the caller): each slot drafts
+     * with its own draft session, stopping after a token of probability under draft_p_min */
+    vkf_model *draft;
+    float draft_p_min;
     /* LoRA adapters of the model (loaded by the caller, freed after srv_engine_stop), their
      * paths (GET /lora-adapters) and initial scales (--lora-init-without-apply: 0) */
     vkf_lora *const *lora;
