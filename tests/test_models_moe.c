@@ -200,7 +200,8 @@ static void test_bad_files(vkf_context *ctx) {
 
 /* The HF directory qwen2moe-hf with its config.json edited (the weights linked): an expert count
  * below the tensors', above them, more experts used than exist, norm_topk_prob against the
- * architecture, a dense layer among the routed ones; each refused naming the key or tensor. */
+ * architecture, a dense layer among the routed ones; weights missing an expert; each refused
+ * naming the key or tensor. */
 static void test_bad_hf(vkf_context *ctx) {
     static const struct {
         const char *from, *to;
@@ -256,6 +257,43 @@ static void test_bad_hf(vkf_context *ctx) {
                       "case %zu: the message does not name \"%s\": %s", i, cases[i].names[j], msg);
         vkf_model_free(m);
     }
+    /* the unedited config.json over weights whose layer-0 expert 7 is renamed expert 9 (the
+     * safetensors header edited in place, same length): the gap is named */
+    FILE *o = fopen(cfg, "wb");
+    if (o) {
+        fputs(text, o);
+        fclose(o);
+    }
+    remove(st);
+    f = fopen(weights, "rb");
+    char *w = NULL;
+    long wn = 0;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (wn = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (w = malloc((size_t)wn + 1)) && fread(w, 1, (size_t)wn, f) == (size_t)wn) {
+        w[wn] = 0;
+        const char *key = "model.layers.0.mlp.experts.7.gate_proj.weight";
+        char *at = NULL;
+        for (long i = 8; i + (long)strlen(key) < wn && !at; i++) /* in the JSON header */
+            if (memcmp(w + i, key, strlen(key)) == 0) at = w + i;
+        VKT_CHECK(at != NULL, "%s: no %s", weights, key);
+        if (at) at[strlen("model.layers.0.mlp.experts.")] = '9';
+        FILE *ow = fopen(st, "wb");
+        if (ow) {
+            fwrite(w, 1, (size_t)wn, ow);
+            fclose(ow);
+        }
+        vkf_model_params mp = {.path = dir};
+        vkf_model *m = NULL;
+        vkf_status s = vkf_model_load(ctx, &mp, &m);
+        const char *msg = vkf_last_error();
+        printf("  HF expert 7 renamed 9: status %d: %s\n", (int)s, msg);
+        VKT_CHECK(s != VKF_OK && strstr(msg, "missing tensor " /* the gap */
+                                             "model.layers.0.mlp.experts.7.gate_proj.weight"),
+                  "a missing expert: status %d: %s", (int)s, msg);
+        vkf_model_free(m);
+    }
+    if (f) fclose(f);
+    free(w);
     remove(cfg);
     remove(st);
     rmdir(dir);
