@@ -1,8 +1,9 @@
 /* Loader for Hugging Face checkpoints of the llama family: config.json "architectures" names a
  * descriptor (model/arch/: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
- * Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM); weights from
- * model.safetensors or the shards that model.safetensors.index.json lists; tokenizer.json beside
- * them when present.
+ * Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, the mixtures of
+ * experts Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, MixtralForCausalLM); weights
+ * from model.safetensors or the shards that model.safetensors.index.json lists; tokenizer.json
+ * beside them when present.
  *
  * What differs from the GGUF of the same model (llama.cpp's converter does the same):
  *   - rope in the adjacent-pair layout (llama): HF splits each head's q/k rows in halves; rows
