@@ -7,7 +7,12 @@
  * and on Vulkan through vkf_verify, the CPU's ggml-activations mode bit for bit on every case; bad
  * files (expert count against the tensors, more experts used than exist, no router, an unknown
  * gating function, no expert count) refused with the key or tensor named; `info`'s experts line;
- * the quantizer byte-identical to llama.cpp on expert tensors. */
+ * the quantizer byte-identical to llama.cpp on expert tensors. The F32 qwen3moe, qwen2moe, olmoe
+ * and Mixtral also as Hugging Face directories (each case's "hf_model", tools/gguf_to_hf.py: one
+ * tensor per expert, Mixtral's q/k rows in HF's layout), run by vkf_verify against the same
+ * llama.cpp logits: the expert stacking, router and shared-expert names and config.json's MoE
+ * keys of the HF loader; a directory whose config.json counts fewer experts than its tensors, or
+ * misses one, is refused naming the tensor. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +40,7 @@
 #define FLOAT_CASES "-f32"
 
 static int n_seen[3]; /* cpu, vulkan, ggml */
+static int n_hf[3];   /* of those, the Hugging Face directories' */
 
 static void check_case(void *user, const vkf_verify_case *c) {
     const char *backend = user;
@@ -50,7 +56,10 @@ static void check_case(void *user, const vkf_verify_case *c) {
     else
         VKT_CHECK(c->max_abs <= FLOAT_BOUND, "%s %s: max|d| %.3e > %.0e", backend, c->name,
                   c->max_abs, FLOAT_BOUND);
-    VKT_CHECK(c->tokens_match == 1, "%s %s: tokenization differs", backend, c->name);
+    /* the HF directories carry no tokenizer (the case's token ids are fed): nothing to compare */
+    int hf = strstr(c->name, "[hf]") != NULL;
+    if (hf) n_hf[ggml ? 2 : strcmp(backend, "cpu") != 0]++;
+    VKT_CHECK(c->tokens_match == (hf ? -1 : 1), "%s %s: tokenization differs", backend, c->name);
     VKT_CHECK(c->argmax_checked > 40 && c->argmax_mismatch == 0, "%s %s: argmax %d/%d", backend,
               c->name, c->argmax_checked - c->argmax_mismatch, c->argmax_checked);
     VKT_CHECK(c->greedy_required && c->greedy_match, "%s %s: free-running greedy differs", backend,
@@ -189,6 +198,107 @@ static void test_bad_files(vkf_context *ctx) {
     vkf_model_free(m);
 }
 
+/* The HF directory qwen2moe-hf with its config.json edited (the weights linked): an expert count
+ * below the tensors', above them, more experts used than exist, norm_topk_prob against the
+ * architecture, a dense layer among the routed ones; weights missing an expert; each refused
+ * naming the key or tensor. */
+static void test_bad_hf(vkf_context *ctx) {
+    static const struct {
+        const char *from, *to;
+        const char *names[2];
+    } cases[] = {
+        {"\"num_experts\": 8",
+         "\"num_experts\": 7",
+         {"model.layers.0.mlp.gate.weight", "expert count (num_experts / num_local_experts) 7"}},
+        {"\"num_experts\": 8",
+         "\"num_experts\": 9",
+         {"model.layers.0.mlp.gate.weight", "expert count (num_experts / num_local_experts) 9"}},
+        {"\"num_experts_per_tok\": 2",
+         "\"num_experts_per_tok\": 9",
+         {"num_experts_per_tok 9", NULL}},
+        {"\"norm_topk_prob\": false", "\"norm_topk_prob\": true", {"norm_topk_prob", NULL}},
+        {"\"decoder_sparse_step\": 1",
+         "\"decoder_sparse_step\": 2",
+         {"decoder_sparse_step 2", NULL}},
+    };
+    char src[1024];
+    snprintf(src, sizeof src, "%s", vkt_fixture("moe/qwen2moe-hf/config.json"));
+    FILE *f = fopen(src, "rb");
+    char text[8192];
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    VKT_CHECK(n > 0, "read %s", src);
+    char dir[64], cfg[128], st[128], weights[1100];
+    snprintf(dir, sizeof dir, "/tmp/vkt_moehf_XXXXXX");
+    if (n == 0 || !mkdtemp(dir)) return;
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    snprintf(st, sizeof st, "%s/model.safetensors", dir);
+    snprintf(weights, sizeof weights, "%s", vkt_fixture("moe/qwen2moe-hf/model.safetensors"));
+    VKT_CHECK(symlink(weights, st) == 0, "symlink %s", weights);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *at = strstr(text, cases[i].from);
+        VKT_CHECK(at != NULL, "case %zu: %s not in config.json", i, cases[i].from);
+        if (!at) continue;
+        FILE *o = fopen(cfg, "wb");
+        if (!o) continue;
+        fwrite(text, 1, (size_t)(at - text), o);
+        fputs(cases[i].to, o);
+        fputs(at + strlen(cases[i].from), o);
+        fclose(o);
+        vkf_model_params mp = {.path = dir};
+        vkf_model *m = NULL;
+        vkf_status s = vkf_model_load(ctx, &mp, &m);
+        const char *msg = vkf_last_error();
+        printf("  bad HF config %zu: status %d: %s\n", i, (int)s, msg);
+        VKT_CHECK(s != VKF_OK, "case %zu: loaded", i);
+        for (int j = 0; j < 2; j++)
+            VKT_CHECK(!cases[i].names[j] || strstr(msg, cases[i].names[j]),
+                      "case %zu: the message does not name \"%s\": %s", i, cases[i].names[j], msg);
+        vkf_model_free(m);
+    }
+    /* the unedited config.json over weights whose layer-0 expert 7 is renamed expert 9 (the
+     * safetensors header edited in place, same length): the gap is named */
+    FILE *o = fopen(cfg, "wb");
+    if (o) {
+        fputs(text, o);
+        fclose(o);
+    }
+    remove(st);
+    f = fopen(weights, "rb");
+    char *w = NULL;
+    long wn = 0;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (wn = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (w = malloc((size_t)wn + 1)) && fread(w, 1, (size_t)wn, f) == (size_t)wn) {
+        w[wn] = 0;
+        const char *key = "model.layers.0.mlp.experts.7.gate_proj.weight";
+        char *at = NULL;
+        for (long i = 8; i + (long)strlen(key) < wn && !at; i++) /* in the JSON header */
+            if (memcmp(w + i, key, strlen(key)) == 0) at = w + i;
+        VKT_CHECK(at != NULL, "%s: no %s", weights, key);
+        if (at) at[strlen("model.layers.0.mlp.experts.")] = '9';
+        FILE *ow = fopen(st, "wb");
+        if (ow) {
+            fwrite(w, 1, (size_t)wn, ow);
+            fclose(ow);
+        }
+        vkf_model_params mp = {.path = dir};
+        vkf_model *m = NULL;
+        vkf_status s = vkf_model_load(ctx, &mp, &m);
+        const char *msg = vkf_last_error();
+        printf("  HF expert 7 renamed 9: status %d: %s\n", (int)s, msg);
+        VKT_CHECK(s != VKF_OK && strstr(msg, "missing tensor " /* the gap */
+                                             "model.layers.0.mlp.experts.7.gate_proj.weight"),
+                  "a missing expert: status %d: %s", (int)s, msg);
+        vkf_model_free(m);
+    }
+    if (f) fclose(f);
+    free(w);
+    remove(cfg);
+    remove(st);
+    rmdir(dir);
+}
+
 /* `info`: the experts and the parameters a token uses. qwen2moe-f32 (make_moe.py: vocabulary
  * 512, d 64, 2 layers, q 64 and k, v 32 wide with biases, 8 experts of FFN 32, 2 used, a shared
  * expert of FFN 48): per layer 2 norms 128 + q, k, v, o 12288 + biases 128 + router 512 +
@@ -257,13 +367,16 @@ static void test_quantize(void) {
 int main(void) {
     if (!vkt_need_fixtures("moe")) return vkt_finish();
     vkt_for_each_backend(per_backend, NULL);
-    VKT_CHECK(n_seen[0] == 16, "cpu ran %d cases", n_seen[0]);
+    /* 8 F32 models x 2 prompts, and the 4 HF directories' 8 */
+    VKT_CHECK(n_seen[0] == 24 && n_hf[0] == 8, "cpu ran %d cases, %d from HF", n_seen[0], n_hf[0]);
     test_ggml_mode();
-    VKT_CHECK(n_seen[2] == 24, "ggml mode ran %d cases", n_seen[2]);
+    VKT_CHECK(n_seen[2] == 32 && n_hf[2] == 8, "ggml mode ran %d cases, %d from HF", n_seen[2],
+              n_hf[2]);
     vkf_context_params cp = {.backend = VKF_BACKEND_CPU};
     vkf_context *ctx = NULL;
     VKT_OK(vkf_context_create(&cp, &ctx));
     if (ctx) test_bad_files(ctx);
+    if (ctx) test_bad_hf(ctx);
     if (ctx) test_info(ctx);
     test_quantize();
     vkf_context_free(ctx);

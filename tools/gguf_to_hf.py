@@ -3,8 +3,9 @@
 
 Usage: gguf_to_hf.py MODEL.gguf OUT_DIR [--shards N]
 
-Architectures: llama (LlamaForCausalLM), qwen2, qwen3, gemma2, gemma3 (Gemma3ForCausalLM, text),
-phi3. Writes config.json and model.safetensors, or N shards with model.safetensors.index.json.
+Architectures: llama (LlamaForCausalLM; MixtralForCausalLM with llama.expert_count), qwen2, qwen3,
+gemma2, gemma3 (Gemma3ForCausalLM, text), phi3, and the mixtures of experts qwen3moe
+(Qwen3MoeForCausalLM), qwen2moe (Qwen2MoeForCausalLM) and olmoe (OlmoeForCausalLM). Writes config.json and model.safetensors, or N shards with model.safetensors.index.json.
 No tokenizer is written (tests feed token ids).
 
 The inverse of llama.cpp's converter, from the GGUF metadata alone:
@@ -12,7 +13,11 @@ The inverse of llama.cpp's converter, from the GGUF metadata alone:
     a rope_freqs tensor becomes rope_scaling {"rope_type": "llama3", ...}, checked by recomputing
     the factors the way the converter does;
   - gemma2/3: RMSNorm weights are stored as w - 1 (HF's Gemma norms multiply by 1 + w);
-  - phi3: the LongRoPE factor tensors become rope_scaling short_factor / long_factor lists.
+  - phi3: the LongRoPE factor tensors become rope_scaling short_factor / long_factor lists;
+  - experts: the 3-D ffn_{gate,up,down}_exps are split into one 2-D tensor per expert
+    (mlp.experts.E.{gate,up,down}_proj, Mixtral's block_sparse_moe.experts.E.w1 / w3 / w2), the
+    router ffn_gate_inp is mlp.gate (block_sparse_moe.gate), Qwen2-MoE's shared expert
+    mlp.shared_expert.* and its gate ffn_gate_inp_shexp [d] mlp.shared_expert_gate [1, d].
 Needs numpy only (Debian python3-numpy; run it with /usr/bin/python3 if another python shadows it).
 """
 import json
@@ -131,7 +136,11 @@ def write_weights(out, named, shards):
 HF_ARCH = {"llama": ("LlamaForCausalLM", "llama"), "qwen2": ("Qwen2ForCausalLM", "qwen2"),
            "qwen3": ("Qwen3ForCausalLM", "qwen3"), "gemma2": ("Gemma2ForCausalLM", "gemma2"),
            "gemma3": ("Gemma3ForCausalLM", "gemma3_text"), "phi3": ("Phi3ForCausalLM", "phi3"),
-           "smollm3": ("SmolLM3ForCausalLM", "smollm3")}
+           "smollm3": ("SmolLM3ForCausalLM", "smollm3"), "qwen3moe": ("Qwen3MoeForCausalLM", "qwen3_moe"),
+           "qwen2moe": ("Qwen2MoeForCausalLM", "qwen2_moe"), "olmoe": ("OlmoeForCausalLM", "olmoe")}
+MIXTRAL = ("MixtralForCausalLM", "mixtral")
+# llama.cpp fixes the renormalisation of the top-k weights per architecture (its graphs' norm_w)
+NORM_TOPK = {"qwen3moe": True, "qwen2moe": False, "olmoe": False}
 
 
 def unpermute(w, n_head):
@@ -156,6 +165,23 @@ def llama3_factors(base, dim, factor, low, high, old_ctx):
     return np.array(out, dtype=np.float32)
 
 
+def moe_tensors(t, l, p, arch):
+    """Layer l's router, per-expert and shared-expert tensors under HF's names."""
+    g = lambda n: t[f"blk.{l}.{n}"]
+    mix = arch == "llama"
+    base = p + ("block_sparse_moe." if mix else "mlp.")
+    parts = (("gate", "w1"), ("up", "w3"), ("down", "w2")) if mix else \
+        (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj"))
+    named = [(base + "gate.weight", g("ffn_gate_inp.weight"))]
+    n_expert = g("ffn_gate_inp.weight").shape[0]
+    for e in range(n_expert):
+        named += [(base + f"experts.{e}.{hf}.weight", g(f"ffn_{gg}_exps.weight")[e]) for gg, hf in parts]
+    if f"blk.{l}.ffn_gate_shexp.weight" in t:
+        named.append((base + "shared_expert_gate.weight", g("ffn_gate_inp_shexp.weight").reshape(1, -1)))
+        named += [(base + f"shared_expert.{x}_proj.weight", g(f"ffn_{x}_shexp.weight")) for x in ("gate", "up", "down")]
+    return named
+
+
 def convert(gguf_path, out, shards):
     kv, t = read_gguf(gguf_path)
     arch = kv["general.architecture"]
@@ -168,8 +194,10 @@ def convert(gguf_path, out, shards):
     n_layer = k("block_count")
     gemma = arch.startswith("gemma")
     tied = "output.weight" not in t
+    n_expert = k("expert_count", 0)
+    hf_arch = MIXTRAL if arch == "llama" and n_expert else HF_ARCH[arch]
     cfg = {
-        "architectures": [HF_ARCH[arch][0]], "model_type": HF_ARCH[arch][1],
+        "architectures": [hf_arch[0]], "model_type": hf_arch[1],
         "hidden_size": d, "intermediate_size": k("feed_forward_length"), "num_hidden_layers": n_layer,
         "num_attention_heads": n_head, "num_key_value_heads": n_kv, "head_dim": head_dim,
         "max_position_embeddings": k("context_length"), "rms_norm_eps": k("attention.layer_norm_rms_epsilon"),
@@ -180,6 +208,19 @@ def convert(gguf_path, out, shards):
     }
     if arch == "qwen2":
         cfg["use_sliding_window"] = False
+    if n_expert:
+        cfg["num_local_experts" if arch == "llama" else "num_experts"] = n_expert
+        cfg["num_experts_per_tok"] = k("expert_used_count")
+        if arch in ("qwen3moe", "qwen2moe"):
+            cfg["moe_intermediate_size"] = k("expert_feed_forward_length")
+            cfg["decoder_sparse_step"] = 1
+            cfg["mlp_only_layers"] = []
+        if arch in NORM_TOPK:
+            cfg["norm_topk_prob"] = NORM_TOPK[arch]
+        if arch == "qwen2moe":
+            cfg["shared_expert_intermediate_size"] = k("expert_shared_feed_forward_length")
+        if arch == "llama":
+            cfg["sliding_window"] = None
     if arch == "smollm3":  # llama.cpp's fixed NoPE step: no rope where (il + 1) % 4 == 0
         cfg["no_rope_layer_interval"] = 4
         cfg["no_rope_layers"] = [int((il + 1) % 4 != 0) for il in range(n_layer)]
@@ -248,6 +289,9 @@ def convert(gguf_path, out, shards):
                       (p + "post_feedforward_layernorm.weight", norm(g("post_ffw_norm.weight")))]
         else:
             named.append((p + "post_attention_layernorm.weight", g("ffn_norm.weight")))
+        if f"blk.{l}.ffn_gate_inp.weight" in t:
+            named += moe_tensors(t, l, p, arch)
+            continue
         if arch == "phi3":
             named.append((p + "mlp.gate_up_proj.weight", g("ffn_up.weight")))
         else:

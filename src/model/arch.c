@@ -152,6 +152,16 @@ const char *const vkf_arch_hf_names[VKF_T_COUNT] = {
     [VKF_T_FFN_UP] = L("mlp.up_proj.weight"),
     [VKF_T_FFN_DOWN] = L("mlp.down_proj.weight"),
     [VKF_T_POST_FFN_NORM] = L("post_feedforward_layernorm.weight"),
+    /* Qwen2/3-MoE and OLMoE: the router and one tensor per expert ("%%d": the expert, stacked
+     * at load into the 3-D slot) */
+    [VKF_T_FFN_GATE_INP] = L("mlp.gate.weight"),
+    [VKF_T_FFN_GATE_EXPS] = L("mlp.experts.%%d.gate_proj.weight"),
+    [VKF_T_FFN_UP_EXPS] = L("mlp.experts.%%d.up_proj.weight"),
+    [VKF_T_FFN_DOWN_EXPS] = L("mlp.experts.%%d.down_proj.weight"),
+    [VKF_T_FFN_GATE_INP_SHEXP] = L("mlp.shared_expert_gate.weight"),
+    [VKF_T_FFN_GATE_SHEXP] = L("mlp.shared_expert.gate_proj.weight"),
+    [VKF_T_FFN_UP_SHEXP] = L("mlp.shared_expert.up_proj.weight"),
+    [VKF_T_FFN_DOWN_SHEXP] = L("mlp.shared_expert.down_proj.weight"),
     [VKF_T_TOK_EMBD] = "embed_tokens.weight",
     [VKF_T_OUT_NORM] = "norm.weight",
     [VKF_T_OUTPUT] = "lm_head.weight",

@@ -1,15 +1,21 @@
 /* Loader for Hugging Face checkpoints of the llama family: config.json "architectures" names a
  * descriptor (model/arch/: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
- * Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM); weights from
- * model.safetensors or the shards that model.safetensors.index.json lists; tokenizer.json beside
- * them when present.
+ * Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, the mixtures of
+ * experts Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM, MixtralForCausalLM); weights
+ * from model.safetensors or the shards that model.safetensors.index.json lists; tokenizer.json
+ * beside them when present.
  *
  * What differs from the GGUF of the same model (llama.cpp's converter does the same):
  *   - rope in the adjacent-pair layout (llama): HF splits each head's q/k rows in halves; rows
  *     are permuted at load, row h*hd + 2i + j <- HF row h*hd + j*hd/2 + i;
  *   - Gemma RMSNorm multiplies by (1 + w): 1 is added to every norm weight at load;
  *   - rope scaling comes from config.json rope_scaling (llama3 factors computed here as the
- *     converter does, LongRoPE short/long factor lists, linear factor). */
+ *     converter does, LongRoPE short/long factor lists, linear factor);
+ *   - mixture of experts (Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, OlmoeForCausalLM,
+ *     MixtralForCausalLM): one 2-D tensor per expert (mlp.experts.E.*_proj, Mixtral's
+ *     block_sparse_moe.experts.E.w1/w3/w2), stacked at load into the 3-D expert slot in expert
+ *     order, as the converter stacks them; Qwen2-MoE's shared_expert_gate [1, d] is the vector
+ *     ffn_gate_inp_shexp. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,12 +70,60 @@ void *vkf_hf_permute_rows(const void *src, int64_t rows, size_t row_bytes, int64
     return dst;
 }
 
+/* The n_expert tensors of an expert slot (fmt names expert %d), each [out, in] of one dtype,
+ * copied one after the other into one buffer (one slot's experts at a time, freed once
+ * uploaded) and uploaded as [n_expert * out, in]; a tensor for expert n_expert means
+ * config.json's count is short. */
+static vkf_status hf_experts(hf_ctx *c, vkf_arch_t slot, const char *fmt, vkf_tensor *t) {
+    vkf_model *m = c->m;
+    int64_t ne0, ne1;
+    vkf_arch_slot_shape(m, slot, &ne0, &ne1);
+    const int n_exp = m->hp.n_expert;
+    char name[256];
+    char *buf = NULL;
+    int dtype = -1;
+    size_t each = 0;
+    vkf_status r = VKF_OK;
+    for (int e = 0; e <= n_exp && r == VKF_OK; e++) {
+        snprintf(name, sizeof name, fmt, e);
+        const vkf_safetensors *st = NULL;
+        const vkf_st_tensor *s = hf_find(c, name, &st);
+        if (e == n_exp) {
+            if (s)
+                r = vkf_error(VKF_ERROR_FORMAT,
+                              "%s: tensor %s exists but config.json's expert count "
+                              "(num_experts / num_local_experts) is %d",
+                              m->path, name, n_exp);
+            break;
+        }
+        if (!s) {
+            r = vkf_error(VKF_ERROR_FORMAT,
+                          "%s: missing tensor %s (config.json's expert count is %d)", m->path, name,
+                          n_exp);
+            break;
+        }
+        int64_t dims[2] = {ne1, ne0};
+        r = vkf_safetensors_get(st, name, dtype, 2, dims, &s);
+        if (r == VKF_OK && !buf) {
+            dtype = s->dtype;
+            each = s->nbytes;
+            buf = malloc(each * (size_t)n_exp);
+            if (!buf) r = vkf_error(VKF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", m->path);
+        }
+        if (r == VKF_OK) memcpy(buf + each * (size_t)e, s->data, each);
+    }
+    if (r == VKF_OK) r = vkf_model_upload(m, t, fmt, VKF_W_MATRIX, dtype, ne1 * n_exp, ne0, buf);
+    free(buf);
+    return r;
+}
+
 static vkf_status hf_slot(void *user, vkf_arch_t slot, const char *name, vkf_tensor *t,
                           int optional) {
     hf_ctx *c = user;
     vkf_model *m = c->m;
     char full[256];
     snprintf(full, sizeof full, "%s%s", slot == VKF_T_OUTPUT ? "" : c->prefix, name);
+    if (vkf_arch_slots[slot].experts) return hf_experts(c, slot, full, t);
     const vkf_safetensors *st = NULL;
     const vkf_st_tensor *s = hf_find(c, full, &st);
     if (!s && optional) return VKF_OK;
@@ -78,7 +132,18 @@ static vkf_status hf_slot(void *user, vkf_arch_t slot, const char *name, vkf_ten
     vkf_arch_slot_shape(m, slot, &ne0, &ne1);
     int vec = vkf_arch_slots[slot].vector;
     int64_t dims[2] = {vec ? ne0 : ne1, ne0};
-    VKF_TRY(vkf_safetensors_get(st, full, -1, vec ? 1 : 2, dims, &s));
+    if (slot == VKF_T_FFN_GATE_INP_SHEXP) { /* nn.Linear(d, 1): [1, d] */
+        dims[0] = 1;
+        VKF_TRY(vkf_safetensors_get(st, full, -1, 2, dims, &s));
+        return vkf_model_upload(m, t, full, VKF_W_VECTOR, s->dtype, 1, ne0, s->data);
+    }
+    vkf_status got = vkf_safetensors_get(st, full, -1, vec ? 1 : 2, dims, &s);
+    if (got != VKF_OK && slot == VKF_T_FFN_GATE_INP) /* the router's rows: name the count */
+        return vkf_error_prefix(got,
+                                "config.json's expert count (num_experts / "
+                                "num_local_experts) %d",
+                                m->hp.n_expert);
+    VKF_TRY(got);
     if (slot == VKF_T_POS_EMBD || slot == VKF_T_TOKEN_TYPES) { /* tables added as F32 rows */
         VKF_TRY(vkf_model_upload(m, t, full, VKF_W_VECTOR, s->dtype, ne1, ne0, s->data));
         t->rows = ne1;
@@ -277,6 +342,58 @@ static vkf_status hf_config(vkf_model *m, const vkf_json_config *c, int *tied) {
     return VKF_OK;
 }
 
+/* Mixture of experts (descriptors with .moe): num_experts (Qwen, OLMoE) or num_local_experts
+ * (Mixtral), required where the descriptor routes every layer, else 0 means a dense FFN;
+ * num_experts_per_tok; moe_intermediate_size (absent: intermediate_size, OLMoE's and Mixtral's
+ * expert width); shared_expert_intermediate_size (absent: intermediate_size). The gating is the
+ * softmax of these architectures; norm_topk_prob, when given, must be the descriptor's fixed
+ * renormalisation (llama.cpp fixes it per architecture); every layer must be sparse
+ * (decoder_sparse_step 1, mlp_only_layers empty). */
+static vkf_status hf_moe_config(vkf_model *m, const vkf_json_config *c) {
+    const char *path = vkf_json_config_path(c);
+    vkf_hparams *hp = &m->hp;
+    const vkf_arch_desc *a = m->desc;
+    if (a->moe == VKF_MOE_NONE) return VKF_OK;
+    VKF_TRY(vkf_json_config_int32(c, "num_experts", "num_local_experts",
+                                  a->moe == VKF_MOE_ALWAYS ? VKF_JSON_REQUIRED : 0, 0, 4096,
+                                  &hp->n_expert));
+    if (hp->n_expert == 0) {
+        if (a->moe == VKF_MOE_ALWAYS)
+            return vkf_error(VKF_ERROR_FORMAT, "%s: num_experts is 0 (%s routes every layer)", path,
+                             a->name);
+        return VKF_OK;
+    }
+    VKF_TRY(vkf_json_config_int32(c, "num_experts_per_tok", NULL, VKF_JSON_REQUIRED, 0, INT32_MAX,
+                                  &hp->n_expert_used));
+    if (hp->n_expert_used <= 0 || hp->n_expert_used > hp->n_expert)
+        return vkf_error(VKF_ERROR_FORMAT, "%s: num_experts_per_tok %d must be in [1, %d]", path,
+                         hp->n_expert_used, hp->n_expert);
+    VKF_TRY(vkf_json_config_int32(c, "moe_intermediate_size", NULL, hp->n_ff, 1, INT32_MAX,
+                                  &hp->n_ff_exp));
+    VKF_TRY(vkf_json_config_int32(c, "shared_expert_intermediate_size", NULL, hp->n_ff, 1,
+                                  INT32_MAX, &hp->n_ff_shexp));
+    int norm = -1;
+    VKF_TRY(vkf_json_config_get_bool(c, "norm_topk_prob", -1, &norm));
+    if (norm >= 0 && norm != (a->moe_norm_w != 0))
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: norm_topk_prob %s: %s %s the chosen experts' weights", path,
+                         norm ? "true" : "false", a->name,
+                         a->moe_norm_w ? "always renormalises" : "never renormalises");
+    int32_t step = 1;
+    VKF_TRY(vkf_json_config_int32(c, "decoder_sparse_step", NULL, 1, 0, INT32_MAX, &step));
+    const cJSON *dense =
+        cJSON_GetObjectItemCaseSensitive(vkf_json_config_root(c), "mlp_only_layers");
+    if (step != 1 || (cJSON_IsArray(dense) && cJSON_GetArraySize(dense) > 0))
+        return vkf_error(VKF_ERROR_UNSUPPORTED,
+                         "%s: decoder_sparse_step %d / mlp_only_layers: dense layers among the "
+                         "routed ones are not supported (every layer routed: step 1, no "
+                         "mlp_only_layers)",
+                         path, step);
+    hp->gating = VKF_GATING_SOFTMAX;
+    hp->expert_weights_scale = 0.0f;
+    return VKF_OK;
+}
+
 /* rope_scaling: llama3 (factors), longrope / su (phi3 lists), linear; none otherwise. */
 static vkf_status hf_rope(vkf_model *m, const vkf_json_config *c, float **factors) {
     vkf_hparams *hp = &m->hp;
@@ -417,6 +534,7 @@ static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, c
         VKF_TRY(vkf_hf_encoder_config(m, cfg, dir));
     else
         VKF_TRY(hf_config(m, cfg, &tied));
+    VKF_TRY(hf_moe_config(m, cfg));
     VKF_TRY(hf_open_shards(c, dir));
     vkf_arch_tensor_names names;
     vkf_arch_tensor_names_get(m->desc, VKF_ARCH_HF, &names);
@@ -445,6 +563,10 @@ static vkf_status hf_load(vkf_model *m, hf_ctx *c, const vkf_json_config *cfg, c
     VKF_TRY(vkf_model_check_load(m, data));
     /* tie_word_embeddings true: an lm_head.weight in the files is the same matrix; false: it
      * must be there; absent: the files decide */
+    /* a routed FFN has the router and experts, a dense one gate / up / down */
+    uint64_t drop = m->hp.n_expert > 0 ? VKF_TS_DENSE_FFN : VKF_TS_MOE | VKF_TS_SHEXP;
+    for (int t = 0; t < VKF_T_COUNT; t++)
+        if (drop & VKF_TS(t)) names.name[t] = NULL;
     if (tied == 1) names.name[VKF_T_OUTPUT] = NULL;
     if (tied == 0) {
         names.name[VKF_T_OUTPUT] = vkf_arch_hf_names[VKF_T_OUTPUT];

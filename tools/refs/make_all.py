@@ -60,7 +60,8 @@ SETS = (
 )
 
 # what determines the sets' contents besides the generators (paths relative to the repository)
-KEY_INPUTS = ("tools/refs", "tools/real_refs", "tools/llamacpp_ref.py", "tests/requirements.txt",
+KEY_INPUTS = ("tools/refs", "tools/real_refs", "tools/llamacpp_ref.py", "tools/gguf_to_hf.py",
+              "tests/requirements.txt",
               "tests/data/tokenizers/t5_gguf/vocab.gguf")  # make_rerank.py's XLM-R vocabulary
 
 

@@ -2,7 +2,10 @@
 qwen2moe with its shared expert, olmoe, Mixtral as `llama` with experts, gpt-oss, granitemoe with
 and without a shared expert) with llama.cpp's logits for the prompts fox and mixed; qwen3moe also
 quantized by the pinned llama.cpp to Q8_0 and Q4_0, a 256-wide qwen3moe to Q4_K_M (experts in
-those block types), gpt-oss to MXFP4_MOE (MXFP4 experts) (24 cases).
+those block types), gpt-oss to MXFP4_MOE (MXFP4 experts) (24 cases). The F32 qwen3moe, qwen2moe, olmoe
+and Mixtral are also written as Hugging Face directories (`<model>-hf/`, tools/gguf_to_hf.py: the same
+weights under transformers' names, one tensor per expert, Mixtral's q/k rows un-permuted), which each
+of their cases names as "hf_model".
 
     python3 tools/refs/make_moe.py --out DIR
 
@@ -20,6 +23,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 import llama_cpp_build  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gguf_to_hf  # noqa: E402
 
 V = 512
 N_CTX = 4096
@@ -49,6 +55,9 @@ GRANITE_SCALES = {"embedding": 6.0, "residual": 0.25, "attention": 0.0625, "logi
 GPTOSS_WINDOW = 8
 GPTOSS_YARN = (150000.0, 32.0, 4096)
 PROMPT_IDS = ("fox", "mixed")
+# the models also written as Hugging Face directories (Qwen3MoeForCausalLM, Qwen2MoeForCausalLM,
+# OlmoeForCausalLM, MixtralForCausalLM)
+HF_MODELS = ("qwen3moe", "qwen2moe", "olmoe", "mixtral")
 # quantized copies by llama_model_quantize (default parameters, 1 thread): (model, suffix, enum
 # llama_ftype); Q4_K_M gives the 256-wide model Q4_K and Q6_K experts
 # gpt-oss to MXFP4_MOE (ftype 38): MXFP4 experts, the way gpt-oss's files come
@@ -163,9 +172,13 @@ def main():
         stem = f"{key}-f32"
         path = os.path.join(out, stem + ".gguf")
         common.write_gguf(path, arch, fill(key), weights(key))
+        extra = None
+        if key in HF_MODELS:
+            gguf_to_hf.convert(path, os.path.join(out, f"{key}-hf"), 1)
+            extra = {"hf_model": f"{key}-hf"}
         gaps = []
         for pid in PROMPT_IDS:
-            c, lg = common.write_case(out, stem, pid, common.PROMPTS[pid], N_CTX)
+            c, lg = common.write_case(out, stem, pid, common.PROMPTS[pid], N_CTX, extra=extra)
             cases.append(c)
             n = len(c["tokens"])
             gaps.append(common.min_gap(lg[n - 1:-1]))
@@ -199,7 +212,11 @@ def main():
 {common.provenance("make_moe.py")}- n_ctx = {N_CTX}.
 
 Format: `cases.json` as the arch set (name, model, prompt, add_bos, tokens, n_vocab, prompt_logits,
-greedy_tokens, greedy_logits, llama_cpp, ggml_isa), prompts `fox` and `mixed`, BOS added.
+greedy_tokens, greedy_logits, llama_cpp, ggml_isa), prompts `fox` and `mixed`, BOS added; the cases of
+{", ".join(HF_MODELS)} also name `hf_model`: `<model>-hf/`, the same F32 weights as a Hugging Face
+directory (config.json and model.safetensors, no tokenizer: the cases' token ids are fed) written by
+tools/gguf_to_hf.py, the inverse of llama.cpp's convert_hf_to_gguf.py (experts split into one tensor
+each, Mixtral's q/k rows back in HF's half-split layout), held to the same expected logits.
 
 Init (numpy default_rng(seed)): token_embd ~ N(0, 1); matrices ~ N(0, 1/fan_in), the router
 `ffn_gate_inp` ~ N(0, 9/d) (3x: routing far from uniform, clear top-k margins); norms ~ 1 + N(0, 0.1^2);

@@ -1316,8 +1316,9 @@ class Llama:
         ``embedding=True``): llama-server's /rerank results, ``[{"index": i,
         "relevance_score": s}, ...]`` most relevant first, cut to `top_n`, each with
         ``"document": {"text": ...}`` when `return_documents`. The score is the head's logit
-        for the pair ``[CLS] query [SEP] document``, as llama.cpp computes it. A model without
-        a classifier head raises ValueError."""
+        for the pair as llama.cpp builds it (BERT: ``[CLS] query [SEP] document``;
+        XLM-RoBERTa: ``<s> query </s> </s> document </s>``). A model without a classifier head
+        raises ValueError."""
         if isinstance(documents, str) or not all(isinstance(d, str) for d in documents):
             raise TypeError("rerank: documents must be a list of strings")
         if top_n is not None and (not isinstance(top_n, int) or top_n < 0):

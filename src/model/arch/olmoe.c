@@ -6,6 +6,7 @@
 
 const vkf_arch_desc vkf_arch_olmoe = {
     .name = "olmoe",
+    .hf_arch = {"OlmoeForCausalLM"},
     .rope_mode = VKF_ROPE_NEOX,
     .ffn_act = VKF_UNARY_SILU,
     .moe = VKF_MOE_ALWAYS,

@@ -8,6 +8,7 @@
 
 const vkf_arch_desc vkf_arch_qwen2moe = {
     .name = "qwen2moe",
+    .hf_arch = {"Qwen2MoeForCausalLM"},
     .rope_mode = VKF_ROPE_NEOX,
     .ffn_act = VKF_UNARY_SILU,
     .moe = VKF_MOE_ALWAYS,

@@ -6,6 +6,7 @@
 
 const vkf_arch_desc vkf_arch_qwen3moe = {
     .name = "qwen3moe",
+    .hf_arch = {"Qwen3MoeForCausalLM"},
     .rope_mode = VKF_ROPE_NEOX,
     .ffn_act = VKF_UNARY_SILU,
     .moe = VKF_MOE_ALWAYS,
