@@ -29,12 +29,12 @@
 /* the ggml-activation mode (llama.cpp's arithmetic, its GELU included): 1.2e-7 measured, the
  * last bits of the f32 sums */
 #define EXACT_TOL 1e-6
-/* the same mode on the XLM-RoBERTa model: seven of its eight pairs within EXACT_TOL, one
- * ("bananas are yellow", 26 tokens) 1.93e-5 off, the same whether scored alone or in the batch.
- * Not yet traced; the size fits one GELU input whose last-bit f32 difference crosses an f16
- * rounding boundary of ggml_gelu's table (one FFN activation changing by ~1e-3). Bound: twice
- * the measured. */
-#define EXACT_XLMR_TOL 4e-5
+/* the same mode on the XLM-RoBERTa model is not exact: seven of its eight pairs within
+ * EXACT_TOL, one ("bananas are yellow", 26 tokens) 1.93e-5 off, the same whether scored alone
+ * or in the batch, not yet traced (README says so). No bound is fitted to that figure: the
+ * model is held to the float path's SCORE_TOL, whose cause (a GELU form) is a larger change than
+ * any one rounding the mode could miss. */
+#define EXACT_XLMR_TOL SCORE_TOL
 
 static cJSON *fx;
 static char model_path[1200];
