@@ -232,21 +232,30 @@ done:
 
 /* Does the template take tool-call arguments as objects? Rendered with an object, a template
  * that writes them with tojson shows "probe_key"; one that concatenates strings (DeepSeek,
- * Functionary) fails or does not, and keeps the JSON strings OpenAI sends. */
+ * Functionary) fails or does not, and keeps the JSON strings OpenAI sends. The call's content
+ * is null as OpenAI sends it, then "" for templates that test it as a string (gpt-oss's harmony
+ * template: `"..." in message.content` raises on None, as in jinja2). */
 static int template_takes_objects(const char *tmpl, const char *bos, const char *eos) {
-    static const char *probe =
+    static const char *probe[2] = {
         "[{\"role\": \"user\", \"content\": \"probe\"}, {\"role\": \"assistant\", \"content\": "
         "null, \"tool_calls\": [{\"id\": \"probe0001\", \"type\": \"function\", \"function\": "
         "{\"name\": \"probe_fn\", \"arguments\": {\"probe_key\": \"probe_value\"}}}]}, {\"role\": "
-        "\"tool\", \"tool_call_id\": \"probe0001\", \"name\": \"probe_fn\", \"content\": \"ok\"}]";
+        "\"tool\", \"tool_call_id\": \"probe0001\", \"name\": \"probe_fn\", \"content\": \"ok\"}]",
+        "[{\"role\": \"user\", \"content\": \"probe\"}, {\"role\": \"assistant\", \"content\": "
+        "\"\", \"tool_calls\": [{\"id\": \"probe0001\", \"type\": \"function\", \"function\": "
+        "{\"name\": \"probe_fn\", \"arguments\": {\"probe_key\": \"probe_value\"}}}]}, {\"role\": "
+        "\"tool\", \"tool_call_id\": \"probe0001\", \"name\": \"probe_fn\", \"content\": \"ok\"}]"};
     static const char *tools =
         "[{\"type\": \"function\", \"function\": {\"name\": \"probe_fn\", \"description\": "
         "\"probe\", \"parameters\": {\"type\": \"object\", \"properties\": {\"probe_key\": "
         "{\"type\": \"string\", \"description\": \"probe\"}}, \"required\": [\"probe_key\"]}}}]";
-    char *out = NULL;
-    vkf_status st = vkf_chat_template_render(tmpl, probe, tools, NULL, bos, eos, 1, &out);
-    int ok = st == VKF_OK && out && strstr(out, "\"probe_key\"") != NULL;
-    free(out);
+    int ok = 0;
+    for (int i = 0; i < 2 && !ok; i++) {
+        char *out = NULL;
+        vkf_status st = vkf_chat_template_render(tmpl, probe[i], tools, NULL, bos, eos, 1, &out);
+        ok = st == VKF_OK && out && strstr(out, "\"probe_key\"") != NULL;
+        free(out);
+    }
     vkf_error_clear();
     return ok;
 }
