@@ -440,18 +440,19 @@ static vkf_status ggml_scale_cap(const vkf_node *nd) {
     return VKF_OK;
 }
 
-/* Attention's visible keys of sequence b (its length when lengths are given) and query i's
- * position (serve's batched step: the sequence's own, from its length) */
-static int64_t attn_klen(const vkf_tensor *lens, int b, int64_t n_keys) {
-    if (lens && ((const int32_t *)row_f32(lens, 0))[b] < n_keys)
-        return ((const int32_t *)row_f32(lens, 0))[b];
-    return n_keys;
-}
-
-static int64_t attn_qpos(const vkf_attn_params *p, const vkf_tensor *lens, int b, int i,
-                         int32_t n_past) {
-    if (lens && p->len_pos) return (int64_t)((const int32_t *)row_f32(lens, 0))[b] - p->n_q + i;
-    return p->kv_dyn ? (int64_t)n_past + i : (p->causal ? i + (int64_t)(p->n_kv - p->n_q) : i);
+/* The keys [*jmin, *jmax) query i of sequence b sees: its sequence's length when lengths are
+ * given, up to its position when causal (serve's batched step: the sequence's own position,
+ * from its length), from its sliding window's start. */
+static void attn_keys(const vkf_attn_params *p, const vkf_tensor *lens, int b, int i,
+                      int32_t n_past, int64_t n_keys, int64_t *jmin, int64_t *jmax) {
+    const int32_t *len = lens ? (const int32_t *)row_f32(lens, 0) : NULL;
+    int64_t klen = len && len[b] < n_keys ? len[b] : n_keys;
+    int64_t qpos = len && p->len_pos ? (int64_t)len[b] - p->n_q + i
+                   : p->kv_dyn       ? (int64_t)n_past + i
+                   : p->causal       ? i + (int64_t)(p->n_kv - p->n_q)
+                                     : i;
+    *jmax = p->causal && qpos + 1 < klen ? qpos + 1 : klen;
+    *jmin = p->window > 0 && qpos - p->window + 1 > 0 ? qpos - p->window + 1 : 0;
 }
 
 /* ------------------------------------------------------------------ attention
@@ -479,12 +480,9 @@ static vkf_status ggml_attention(const ggml_build *bd, const vkf_node *nd, int32
         return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "attention: out of host memory");
     }
     for (int b = 0; b < p->batch; b++) {
-        int64_t klen = attn_klen(lens, b, n_keys);
         for (int i = 0; i < p->n_q; i++) {
-            int64_t qpos = attn_qpos(p, lens, b, i, n_past);
-            int64_t jmax = klen, jmin = 0;
-            if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
-            if (p->window > 0 && qpos - p->window + 1 > 0) jmin = qpos - p->window + 1;
+            int64_t jmin, jmax;
+            attn_keys(p, lens, b, i, n_past, n_keys, &jmin, &jmax);
             for (int h = 0; h < p->n_head; h++) {
                 int kvh = h / group;
                 const float *qr = row_f32(q, (int64_t)b * p->n_q + i) + h * hd;
@@ -613,12 +611,9 @@ static vkf_status ggml_flash_attention(const ggml_build *bd, const vkf_node *nd,
     char *qa = malloc(blocks ? vkf_act_row_bytes(at, hd) : 1);
     if (!qa) return vkf_error(VKF_ERROR_OUT_OF_MEMORY, "attention: out of host memory");
     for (int b = 0; b < p->batch; b++) {
-        int64_t klen = attn_klen(lens, b, n_keys);
         for (int i = 0; i < p->n_q; i++) {
-            int64_t qpos = attn_qpos(p, lens, b, i, n_past);
-            int64_t jmax = klen, jmin = 0;
-            if (p->causal && qpos + 1 < jmax) jmax = qpos + 1;
-            if (p->window > 0 && qpos - p->window + 1 > 0) jmin = qpos - p->window + 1;
+            int64_t jmin, jmax;
+            attn_keys(p, lens, b, i, n_past, n_keys, &jmin, &jmax);
             for (int h = 0; h < p->n_head; h++) {
                 const int64_t c0 = (int64_t)(h / group) * hd; /* the KV head's first column */
                 const float *qr = row_f32(q, (int64_t)b * p->n_q + i) + h * hd;
