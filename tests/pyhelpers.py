@@ -5,6 +5,8 @@ run on the system's python3.
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     from pyhelpers import FAILS, check, ...
 """
+import http.client
+import json
 import re
 import signal
 import subprocess
@@ -23,6 +25,22 @@ def check(cond, what, file=None):
         FAILS.append(what)
         print("FAIL:", what, file=file or sys.stdout, flush=True)
     return cond
+
+
+
+def request(port, method, path, body=None, timeout=600):
+    """One HTTP request to a local server: (status, the body as JSON, or as text when it is
+    not JSON)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c.request(method, path, body=json.dumps(body) if body is not None else None,
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    text = r.read().decode("utf-8", "replace")
+    c.close()
+    try:
+        return r.status, json.loads(text)
+    except ValueError:
+        return r.status, text
 
 
 def kill_servers():

@@ -611,25 +611,8 @@ int vkf_cmd_serve(int argc, char **argv) {
         close(listen_fd);
         return srv_log_error("starting the HTTP server on %s port %d failed", host, port);
     }
-    if (router) {
-        loader tmpl = {.lo = &lo, /* no adapters (refused above): nothing to open */
-                       .cp = cp,
-                       .np = np,
-                       .n_ctx = n_ctx,
-                       .ctk = ctk,
-                       .ctv = ctv,
-                       .max_tokens = max_tokens,
-                       .queue = queue,
-                       .embedding = embedding,
-                       .spec_ngram = spec_type == VKF_SPEC_NGRAM,
-                       .draft_max = spd.n_max,
-                       .draft_min = spd.n_min,
-                       .ngram_n = spd.ngram_n};
-        return serve_router(h, &sigs, &tmpl, &models, models_dir, models_max, host);
-    }
-    srv_log_notice("loading %s; http://%s:%d/health answers 503 until it is ready", model, host,
-                   srv_http_port(h));
-
+    /* the options of a load (the router copies it per model, naming the model and its alias;
+     * it takes no adapters nor draft model: refused above) */
     loader l = {.model = model,
                 .lo = &lo,
                 .alias = alias,
@@ -648,6 +631,9 @@ int vkf_cmd_serve(int argc, char **argv) {
                 .ngram_n = spd.ngram_n,
                 .draft_path = draft_path,
                 .draft_p_min = spd.p_min};
+    if (router) return serve_router(h, &sigs, &l, &models, models_dir, models_max, host);
+    srv_log_notice("loading %s; http://%s:%d/health answers 503 until it is ready", model, host,
+                   srv_http_port(h));
     pthread_t lt;
     if (pthread_create(&lt, NULL, loader_main, &l) != 0) {
         srv_http_stop(h);

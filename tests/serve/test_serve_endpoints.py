@@ -36,25 +36,13 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import pyhelpers  # noqa: E402
-from pyhelpers import check, finish  # noqa: E402
+from pyhelpers import check, finish, request  # noqa: E402
 
 # llama.cpp's chatml template (the one its llm_chat_apply_template uses when a model has none)
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
           "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
           "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
-
-def request(port, method, path, body=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    c.request(method, path, body=json.dumps(body) if body is not None else None,
-              headers={"Content-Type": "application/json"})
-    r = c.getresponse()
-    text = r.read().decode("utf-8", "replace")
-    c.close()
-    try:
-        return r.status, json.loads(text)
-    except ValueError:
-        return r.status, text
 
 
 def stream(port, path, body):

@@ -21,8 +21,6 @@ dangling link), served with --models-max 2:
   with the reference's text before the unload answers; POST /models/load loads;
 - SIGTERM: exit 0.
 """
-import http.client
-import json
 import os
 import shutil
 import sys
@@ -34,24 +32,12 @@ import openai  # a missing requirement fails the test: the suite installs it
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pyhelpers  # noqa: E402
-from pyhelpers import check, finish  # noqa: E402
+from pyhelpers import check, finish, request  # noqa: E402
 
 PROMPTS = ["In the beginning", "And God said", "The quick brown fox"]
 N_TOK = 10
 LONG = 48  # the streamed answer an unload waits for
 
-
-def request(port, method, path, body=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    c.request(method, path, body=json.dumps(body) if body is not None else None,
-              headers={"Content-Type": "application/json"})
-    r = c.getresponse()
-    text = r.read().decode("utf-8", "replace")
-    c.close()
-    try:
-        return r.status, json.loads(text)
-    except ValueError:
-        return r.status, text
 
 
 def client(port):
